@@ -1,0 +1,168 @@
+// Package api holds the request and response payloads of the sandbox::*
+// functions. Field names are the seed contract's: clients written against
+// the seeds work unchanged. Every transport (REST, engine WebSocket, CLI,
+// Go client) uses these types; nothing else defines a payload.
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+)
+
+// Env is an environment: a list of "KEY=VALUE" strings. In JSON it accepts
+// both the list form ["K=V", ...] and the object form {"K": "V"}; an object
+// is turned into a list sorted by key.
+type Env []string
+
+// UnmarshalJSON accepts a list of strings or an object of strings.
+func (e *Env) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if len(b) > 0 && b[0] == '{' {
+		var m map[string]string
+		if err := json.Unmarshal(b, &m); err != nil {
+			return fmt.Errorf("env object values must be strings: %w", err)
+		}
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		out := make(Env, 0, len(keys))
+		for _, k := range keys {
+			out = append(out, k+"="+m[k])
+		}
+		*e = out
+		return nil
+	}
+	var l []string
+	if err := json.Unmarshal(b, &l); err != nil {
+		return fmt.Errorf("env must be a list of \"KEY=VALUE\" strings or an object of strings")
+	}
+	*e = l
+	return nil
+}
+
+// CreateRequest is the payload of sandbox::create.
+type CreateRequest struct {
+	Image           string `json:"image"`
+	CPUs            uint32 `json:"cpus,omitempty"`
+	MemoryMB        uint32 `json:"memory_mb,omitempty"`
+	Name            string `json:"name,omitempty"`
+	Network         bool   `json:"network,omitempty"`
+	IdleTimeoutSecs uint64 `json:"idle_timeout_secs,omitempty"`
+	Env             Env    `json:"env,omitempty"`
+}
+
+// CreateResponse is the result of sandbox::create.
+type CreateResponse struct {
+	SandboxID string `json:"sandbox_id"`
+	Image     string `json:"image"`
+}
+
+// ExecRequest is the payload of sandbox::exec.
+type ExecRequest struct {
+	SandboxID string   `json:"sandbox_id"`
+	Cmd       string   `json:"cmd,omitempty"`
+	Args      []string `json:"args,omitempty"`
+	Argv      []string `json:"argv,omitempty"`
+	// Stdin is base64; empty means EOF at once.
+	Stdin     string `json:"stdin,omitempty"`
+	Env       Env    `json:"env,omitempty"`
+	TimeoutMs uint64 `json:"timeout_ms,omitempty"`
+	Workdir   string `json:"workdir,omitempty"`
+}
+
+// ExecResponse is the result of sandbox::exec.
+type ExecResponse struct {
+	Stdout string `json:"stdout"`
+	Stderr string `json:"stderr"`
+	// ExitCode is null when the process was killed by the timeout.
+	ExitCode   *int   `json:"exit_code"`
+	TimedOut   bool   `json:"timed_out"`
+	DurationMs uint64 `json:"duration_ms"`
+	Success    bool   `json:"success"`
+	// StdoutTruncated and StderrTruncated say the stream passed the output cap.
+	StdoutTruncated bool `json:"stdout_truncated"`
+	StderrTruncated bool `json:"stderr_truncated"`
+}
+
+// StopRequest is the payload of sandbox::stop.
+type StopRequest struct {
+	SandboxID string `json:"sandbox_id"`
+	Wait      bool   `json:"wait,omitempty"`
+}
+
+// StopResponse is the result of sandbox::stop.
+type StopResponse struct {
+	SandboxID string `json:"sandbox_id"`
+	Stopped   bool   `json:"stopped"`
+}
+
+// ListRequest is the payload of sandbox::list (no fields).
+type ListRequest struct{}
+
+// ListResponse is the result of sandbox::list.
+type ListResponse struct {
+	Sandboxes []SandboxInfo `json:"sandboxes"`
+}
+
+// GetRequest is the payload of sandbox::get, sbx's one-entry list.
+type GetRequest struct {
+	SandboxID string `json:"sandbox_id"`
+}
+
+// SandboxInfo is one entry of sandbox::list.
+type SandboxInfo struct {
+	SandboxID      string  `json:"sandbox_id"`
+	Name           *string `json:"name"`
+	Image          string  `json:"image"`
+	AgeSecs        uint64  `json:"age_secs"`
+	ExecInProgress bool    `json:"exec_in_progress"`
+	ExecInFlight   int     `json:"exec_in_flight"`
+	ExecSlotsFree  int     `json:"exec_slots_free"`
+	Stopped        bool    `json:"stopped"`
+
+	// sbx additions, beyond the seed's fields.
+	StopReason      string `json:"stop_reason,omitempty"`
+	CPUs            uint32 `json:"cpus"`
+	MemoryMB        uint32 `json:"memory_mb"`
+	Network         bool   `json:"network"`
+	IdleTimeoutSecs uint64 `json:"idle_timeout_secs"`
+	CreatedAt       string `json:"created_at"`
+}
+
+// ImageStatusRequest asks for the cache state of one catalog image.
+type ImageStatusRequest struct {
+	Name string `json:"name"`
+}
+
+// ImageStatus is the cache state of one catalog image.
+type ImageStatus struct {
+	Name string `json:"name"`
+	// State is "missing", "building" (preset recipe) or "pulling" (OCI), or "ready".
+	State string `json:"state"`
+	// ElapsedSecs is how long the current build or pull has run.
+	ElapsedSecs float64 `json:"elapsed_secs,omitempty"`
+	// Detail is the latest progress line of a build or pull.
+	Detail string `json:"detail,omitempty"`
+	// SizeBytes is the root filesystem's size when ready.
+	SizeBytes int64 `json:"size_bytes,omitempty"`
+	// ID is the content hash of a ready image.
+	ID string `json:"id,omitempty"`
+}
+
+// ErrorEnvelope is the JSON form of an error on every transport.
+type ErrorEnvelope struct {
+	Type      string         `json:"type"`
+	Code      string         `json:"code"`
+	Message   string         `json:"message"`
+	Retryable bool           `json:"retryable"`
+	Fix       map[string]any `json:"fix,omitempty"`
+	FixNote   string         `json:"fix_note,omitempty"`
+	DocsURL   string         `json:"docs_url,omitempty"`
+}
+
+// Error makes an envelope usable as a Go error (the client returns it).
+func (e *ErrorEnvelope) Error() string { return e.Code + ": " + e.Message }

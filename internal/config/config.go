@@ -1,0 +1,275 @@
+// Package config is sbx's one configuration struct: the seed contract's keys
+// plus sbx's own, their defaults, YAML loading (bare keys or the seed's
+// engine block) and validation that names what is wrong.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Presets are the built-in catalog images.
+var Presets = []string{"python", "node"}
+
+// ImageCaps are per-image hard caps on a create request.
+type ImageCaps struct {
+	MaxCPUs     uint32 `yaml:"max_cpus"`
+	MaxMemoryMB uint32 `yaml:"max_memory_mb"`
+}
+
+// Config is the daemon's configuration.
+type Config struct {
+	// The seed contract's keys.
+	AutoInstall            bool                 `yaml:"auto_install"`
+	ImageAllowlist         []string             `yaml:"image_allowlist"`
+	DefaultIdleTimeoutSecs uint64               `yaml:"default_idle_timeout_secs"`
+	MaxConcurrentSandboxes int                  `yaml:"max_concurrent_sandboxes"`
+	DefaultCPUs            uint32               `yaml:"default_cpus"`
+	DefaultMemoryMB        uint32               `yaml:"default_memory_mb"`
+	PerImageCaps           map[string]ImageCaps `yaml:"per_image_caps"`
+	CustomImages           map[string]string    `yaml:"custom_images"`
+
+	// sbx's own keys.
+	MaxConcurrentExecPerSandbox int    `yaml:"max_concurrent_exec_per_sandbox"`
+	DefaultExecTimeoutMs        uint64 `yaml:"default_exec_timeout_ms"`
+	MaxExecTimeoutMs            uint64 `yaml:"max_exec_timeout_ms"`
+	MaxOutputBytes              int64  `yaml:"max_output_bytes"`
+	PidsLimit                   int64  `yaml:"pids_limit"`
+	// StoppedRetentionSecs is how long a stopped sandbox stays listed
+	// (stopped: true) and answers S004 before it is forgotten (S002).
+	StoppedRetentionSecs uint64 `yaml:"stopped_retention_secs"`
+	// ImageCacheDir holds built and pulled images; default DATA_DIR/images.
+	ImageCacheDir string `yaml:"image_cache_dir"`
+	// Runtime is the isolation backend ("gvisor").
+	Runtime string `yaml:"runtime"`
+}
+
+// Default returns the configuration used when no file is given.
+func Default() Config {
+	return Config{
+		AutoInstall:                 true,
+		ImageAllowlist:              append([]string(nil), Presets...),
+		DefaultIdleTimeoutSecs:      300,
+		MaxConcurrentSandboxes:      32,
+		DefaultCPUs:                 1,
+		DefaultMemoryMB:             512,
+		MaxConcurrentExecPerSandbox: 4,
+		DefaultExecTimeoutMs:        30_000,
+		MaxExecTimeoutMs:            300_000,
+		MaxOutputBytes:              1 << 20,
+		PidsLimit:                   1024,
+		StoppedRetentionSecs:        600,
+		Runtime:                     "gvisor",
+	}
+}
+
+// Validate explains the first thing wrong with c, naming the key.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if c.MaxConcurrentSandboxes < 1 || c.MaxConcurrentSandboxes > 10_000 {
+		bad("max_concurrent_sandboxes must be between 1 and 10000, got %d", c.MaxConcurrentSandboxes)
+	}
+	if c.DefaultCPUs < 1 || c.DefaultCPUs > 256 {
+		bad("default_cpus must be between 1 and 256, got %d", c.DefaultCPUs)
+	}
+	if c.DefaultMemoryMB < 32 || c.DefaultMemoryMB > 1<<20 {
+		bad("default_memory_mb must be between 32 and 1048576, got %d", c.DefaultMemoryMB)
+	}
+	if c.DefaultIdleTimeoutSecs < 1 {
+		bad("default_idle_timeout_secs must be at least 1")
+	}
+	if c.MaxConcurrentExecPerSandbox < 1 || c.MaxConcurrentExecPerSandbox > 1024 {
+		bad("max_concurrent_exec_per_sandbox must be between 1 and 1024, got %d", c.MaxConcurrentExecPerSandbox)
+	}
+	if c.MaxExecTimeoutMs < 1 {
+		bad("max_exec_timeout_ms must be at least 1")
+	}
+	if c.DefaultExecTimeoutMs < 1 || c.DefaultExecTimeoutMs > c.MaxExecTimeoutMs {
+		bad("default_exec_timeout_ms must be between 1 and max_exec_timeout_ms (%d), got %d", c.MaxExecTimeoutMs, c.DefaultExecTimeoutMs)
+	}
+	if c.MaxOutputBytes < 1024 || c.MaxOutputBytes > 64<<20 {
+		bad("max_output_bytes must be between 1024 and 67108864, got %d", c.MaxOutputBytes)
+	}
+	if c.PidsLimit < 16 {
+		bad("pids_limit must be at least 16, got %d", c.PidsLimit)
+	}
+	for name := range c.CustomImages {
+		for _, p := range Presets {
+			if name == p {
+				bad("custom_images key %q shadows the preset of that name; choose another name", name)
+			}
+		}
+		if name == "" {
+			bad("custom_images has an empty name")
+		}
+	}
+	for name, caps := range c.PerImageCaps {
+		if caps.MaxCPUs == 0 && caps.MaxMemoryMB == 0 {
+			bad("per_image_caps.%s sets neither max_cpus nor max_memory_mb", name)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Load reads a YAML config file over the defaults and validates it.
+func Load(path string) (Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("reading config: %w", err)
+	}
+	cfg, err := Parse(data)
+	if err != nil {
+		return Config{}, fmt.Errorf("config %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// Parse decodes YAML over the defaults and validates the result. The keys
+// may stand at the top level, or inside the seed's engine block
+// `workers: [{name: iii-sandbox, config: {...}}]`. Unknown keys and wrong
+// types are errors that carry their line number.
+func Parse(data []byte) (Config, error) {
+	cfg := Default()
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return Config{}, err
+	}
+	if len(doc.Content) == 0 {
+		return cfg, cfg.Validate()
+	}
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode {
+		return Config{}, fmt.Errorf("line %d: the config must be a mapping of keys", root.Line)
+	}
+	node, err := configNode(root)
+	if err != nil {
+		return Config{}, err
+	}
+	if node != nil {
+		if err := checkKeys(node, reflect.TypeOf(cfg), ""); err != nil {
+			return Config{}, err
+		}
+		if err := node.Decode(&cfg); err != nil {
+			return Config{}, tidyYAMLError(err)
+		}
+	}
+	return cfg, cfg.Validate()
+}
+
+// configNode finds the mapping that holds the config keys: the seed's
+// iii-sandbox worker block when there is a `workers` key, else the root.
+func configNode(root *yaml.Node) (*yaml.Node, error) {
+	workers := mappingValue(root, "workers")
+	if workers == nil {
+		return root, nil
+	}
+	if len(root.Content) > 2 {
+		return nil, fmt.Errorf("line %d: with a `workers` block, put every key inside the iii-sandbox worker's config", root.Line)
+	}
+	if workers.Kind != yaml.SequenceNode {
+		return nil, fmt.Errorf("line %d: workers must be a list", workers.Line)
+	}
+	for _, w := range workers.Content {
+		name := mappingValue(w, "name")
+		if name == nil || name.Value != "iii-sandbox" {
+			continue
+		}
+		for i := 0; i+1 < len(w.Content); i += 2 {
+			if k := w.Content[i].Value; k != "name" && k != "config" {
+				return nil, fmt.Errorf("line %d: unknown key %q in the iii-sandbox worker block", w.Content[i].Line, k)
+			}
+		}
+		cfg := mappingValue(w, "config")
+		if cfg == nil || cfg.Tag == "!!null" {
+			return nil, nil
+		}
+		if cfg.Kind != yaml.MappingNode {
+			return nil, fmt.Errorf("line %d: config must be a mapping", cfg.Line)
+		}
+		return cfg, nil
+	}
+	return nil, fmt.Errorf("line %d: workers has no entry named iii-sandbox", workers.Line)
+}
+
+// mappingValue returns the value node of key in a mapping node, or nil.
+func mappingValue(m *yaml.Node, key string) *yaml.Node {
+	if m.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i+1]
+		}
+	}
+	return nil
+}
+
+// checkKeys reports the first key in n that t (a struct) has no yaml field
+// for, recursing into nested structs and maps of structs.
+func checkKeys(n *yaml.Node, t reflect.Type, prefix string) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case t.Kind() == reflect.Struct && n.Kind == yaml.MappingNode:
+		fields := map[string]reflect.Type{}
+		for i := 0; i < t.NumField(); i++ {
+			tag := strings.Split(t.Field(i).Tag.Get("yaml"), ",")[0]
+			if tag != "" && tag != "-" {
+				fields[tag] = t.Field(i).Type
+			}
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			ft, ok := fields[k.Value]
+			if !ok {
+				return fmt.Errorf("line %d: unknown key %q%s", k.Line, prefix+k.Value, suggestion(k.Value, fields))
+			}
+			if err := checkKeys(n.Content[i+1], ft, prefix+k.Value+"."); err != nil {
+				return err
+			}
+		}
+	case t.Kind() == reflect.Map && n.Kind == yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if err := checkKeys(n.Content[i+1], t.Elem(), prefix+n.Content[i].Value+"."); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// suggestion names a known key that differs from k only in case or
+// separators, for typos such as "maxConcurrentSandboxes".
+func suggestion(k string, fields map[string]reflect.Type) string {
+	norm := func(s string) string { return strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(s)) }
+	for f := range fields {
+		if norm(f) == norm(k) {
+			return fmt.Sprintf(" (did you mean %q?)", f)
+		}
+	}
+	return ""
+}
+
+// tidyYAMLError drops the library's prefix from type errors.
+func tidyYAMLError(err error) error {
+	msg := strings.TrimPrefix(err.Error(), "yaml: unmarshal errors:\n")
+	msg = strings.TrimSpace(msg)
+	return errors.New(strings.ReplaceAll(msg, "\n  ", "; "))
+}
+
+// Marshal renders c as YAML (for `sbx serve --print-config`).
+func (c Config) Marshal() []byte {
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	_ = enc.Encode(c)
+	return buf.Bytes()
+}

@@ -1,0 +1,33 @@
+// Package daemon wires sbx's parts into the `sbx serve` process: config,
+// image store, runtime, sandbox manager and transports, with start-up
+// reconciliation and an ordered shutdown.
+package daemon
+
+import "log/slog"
+
+// Default addresses and directories.
+const (
+	DefaultListen       = "127.0.0.1:3111"
+	DefaultEngineListen = "127.0.0.1:49134"
+	DefaultDataDir      = "/var/lib/sbx"
+)
+
+// Options are the settings of one daemon process (flags of `sbx serve`).
+type Options struct {
+	// ConfigPath is a YAML config file; empty means the defaults.
+	ConfigPath string
+	// Listen is the HTTP API address.
+	Listen string
+	// EngineListen is the engine WebSocket address; "" disables it.
+	EngineListen string
+	// DataDir holds the image cache, runtime state and metadata store.
+	DataDir string
+	// RunscPath and AgentPath override where the binaries are looked up
+	// (next to the sbx binary, then on PATH).
+	RunscPath string
+	AgentPath string
+	// Logger receives structured logs; nil means JSON to stderr.
+	Logger *slog.Logger
+	// Ready, when set, is called with the bound HTTP address once serving.
+	Ready func(httpAddr string)
+}

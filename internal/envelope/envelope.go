@@ -1,0 +1,69 @@
+// Package envelope turns core errors into the JSON error envelope that every
+// transport sends, and maps error classes to HTTP statuses. It is the one
+// place where S-codes meet transport codes.
+package envelope
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/sbx-dev/sbx/api"
+	"github.com/sbx-dev/sbx/internal/errdefs"
+)
+
+// DocsBase is where each code's section of docs/errors.md is published;
+// docs_url is DocsBase + "#" + lowercased code.
+const DocsBase = "https://github.com/sbx-dev/sbx/blob/main/docs/errors.md"
+
+// From builds the envelope of err.
+func From(err error) api.ErrorEnvelope {
+	e := errdefs.As(err)
+	return api.ErrorEnvelope{
+		Type:      string(e.Code.Class()),
+		Code:      string(e.Code),
+		Message:   e.Error(),
+		Retryable: e.Code.Retryable(),
+		Fix:       e.Fix,
+		FixNote:   e.FixNote,
+		DocsURL:   DocsURL(e.Code),
+	}
+}
+
+// DocsURL is the documentation link of code.
+func DocsURL(code errdefs.Code) string {
+	return DocsBase + "#" + strings.ToLower(string(code))
+}
+
+// HTTPStatus is the HTTP status of err's class and code.
+func HTTPStatus(err error) int {
+	e := errdefs.As(err)
+	switch e.Code {
+	case errdefs.CodeNotFound:
+		return http.StatusNotFound
+	case errdefs.CodeExecBusy, errdefs.CodeStopped:
+		return http.StatusConflict
+	case errdefs.CodeCapacity:
+		return http.StatusTooManyRequests
+	case errdefs.CodeImageNotAllowed:
+		return http.StatusForbidden
+	case errdefs.CodeImageMissing:
+		return http.StatusUnprocessableEntity
+	case errdefs.CodeExecTimeout:
+		return http.StatusGatewayTimeout
+	case errdefs.CodeFSNotFound:
+		return http.StatusNotFound
+	case errdefs.CodeFSExists, errdefs.CodeFSNotEmpty, errdefs.CodeFSWrongType:
+		return http.StatusConflict
+	case errdefs.CodeFSPermission:
+		return http.StatusForbidden
+	case errdefs.CodeFSStreamAborted, errdefs.CodeImagePull:
+		return http.StatusServiceUnavailable
+	}
+	switch e.Code.Class() {
+	case errdefs.ClassValidation, errdefs.ClassFilesystem:
+		return http.StatusBadRequest
+	case errdefs.ClassPlatform, errdefs.ClassTransient:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}

@@ -1,0 +1,127 @@
+// Package runtime defines what an isolation backend must do for sbx: start
+// an isolated environment whose PID 1 is sbx-agent, hand back one byte stream
+// to that agent, and destroy the environment without leaving anything behind.
+// Exec, files and terminals are agent services, so a runtime knows nothing
+// of them. Backends register themselves; the daemon picks one by name.
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+)
+
+// Spec is everything a runtime needs to start one sandbox.
+type Spec struct {
+	// ID is the sandbox's UUID; runtimes use it to name their resources.
+	ID string
+	// Rootfs is the image's root filesystem on the host. It is shared by
+	// every sandbox of the image and must never be written to.
+	Rootfs string
+	// AgentPath is the host path of the sbx-agent binary to run as PID 1.
+	AgentPath string
+	// CPUs is the CPU limit in whole cores.
+	CPUs uint32
+	// MemoryMB is the memory limit in MiB, for everything in the sandbox.
+	MemoryMB uint32
+	// PidsLimit caps the number of tasks in the sandbox.
+	PidsLimit int64
+	// Network gives the sandbox outbound networking; otherwise loopback only.
+	Network bool
+	// Hostname is the sandbox's host name.
+	Hostname string
+}
+
+// Instance is one running sandbox.
+type Instance interface {
+	// Conn is the byte stream to the agent (the agent's stdin and stdout).
+	Conn() io.ReadWriteCloser
+	// Done is closed once the sandbox has ended, for whatever reason.
+	Done() <-chan struct{}
+	// ExitReason says why the sandbox ended ("out of memory (limit 256 MiB)");
+	// it is empty before Done is closed and after an ordinary Destroy.
+	ExitReason() string
+	// StderrTail returns the last few KiB the runtime and agent wrote to stderr.
+	StderrTail() string
+	// Destroy ends the sandbox and frees every resource it held: processes,
+	// mounts, cgroups, network devices and directories. It is idempotent.
+	Destroy(ctx context.Context) error
+}
+
+// Runtime starts and reaps sandboxes of one isolation technology.
+type Runtime interface {
+	// Name is the runtime's registry name ("gvisor").
+	Name() string
+	// Start boots a sandbox; on error it leaves nothing behind.
+	Start(ctx context.Context, spec Spec) (Instance, error)
+	// Reconcile destroys every sandbox of this runtime, and every leftover
+	// resource (mount, cgroup, directory) of one, whose ID keep rejects.
+	// It returns the IDs it destroyed.
+	Reconcile(ctx context.Context, keep func(id string) bool) ([]string, error)
+}
+
+// Stats is a sandbox's resource use, read from its cgroups.
+type Stats struct {
+	CPUSeconds  float64 `json:"cpu_seconds"`
+	MemoryBytes uint64  `json:"memory_bytes"`
+	Pids        uint64  `json:"pids"`
+}
+
+// StatsReader is an optional Instance capability: live resource use.
+type StatsReader interface {
+	Stats() (Stats, error)
+}
+
+// Factory builds a runtime from its options, checking the host first.
+type Factory func(opts Options) (Runtime, error)
+
+// Options are the host-level settings every runtime may use.
+type Options struct {
+	// StateDir is a directory the runtime owns for its per-sandbox state.
+	StateDir string
+	// BinaryPath is the runtime's helper binary (runsc for gvisor), if any.
+	BinaryPath string
+	// Debug keeps verbose runtime logs in StateDir.
+	Debug bool
+}
+
+var (
+	registryMu sync.Mutex
+	// registry is guarded by registryMu.
+	registry = map[string]Factory{}
+)
+
+// Register makes a runtime available by name; backends call it from init.
+func Register(name string, f Factory) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if _, dup := registry[name]; dup {
+		panic("runtime: duplicate registration of " + name)
+	}
+	registry[name] = f
+}
+
+// New builds the named runtime.
+func New(name string, opts Options) (Runtime, error) {
+	registryMu.Lock()
+	f, ok := registry[name]
+	registryMu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("unknown runtime %q (have %v)", name, Names())
+	}
+	return f(opts)
+}
+
+// Names lists the registered runtimes, sorted.
+func Names() []string {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	names := make([]string, 0, len(registry))
+	for n := range registry {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}

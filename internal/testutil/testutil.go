@@ -1,0 +1,100 @@
+// Package testutil holds helpers shared by sbx's tests: gating privileged
+// tests, finding the repository's binaries and the shared image cache.
+package testutil
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+)
+
+// Required reports whether integration tests must run (SBX_REQUIRE_INTEGRATION=1):
+// then a missing prerequisite fails the test instead of skipping it.
+func Required() bool { return os.Getenv("SBX_REQUIRE_INTEGRATION") == "1" }
+
+// skip skips t with reason, or fails it when integration is required.
+func skip(t testing.TB, reason string) {
+	t.Helper()
+	if Required() {
+		t.Fatalf("integration prerequisite missing (SBX_REQUIRE_INTEGRATION=1): %s", reason)
+	}
+	t.Skip(reason)
+}
+
+// RequiresRoot skips t unless it runs as root.
+func RequiresRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		skip(t, "needs root")
+	}
+}
+
+// RequiresIntegration skips t unless the host can boot real sandboxes:
+// root, a runsc binary (bin/runsc or $SBX_RUNSC) and mmdebstrap for presets.
+func RequiresIntegration(t testing.TB) {
+	t.Helper()
+	RequiresRoot(t)
+	if testing.Short() {
+		skip(t, "integration test skipped in -short mode")
+	}
+	if _, err := os.Stat(RunscPath()); err != nil {
+		skip(t, "runsc not built (run `make build`): "+err.Error())
+	}
+}
+
+// RepoRoot is the repository's top directory.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// RunscPath is the runsc binary tests use: $SBX_RUNSC, else bin/runsc.
+func RunscPath() string {
+	if p := os.Getenv("SBX_RUNSC"); p != "" {
+		return p
+	}
+	return filepath.Join(RepoRoot(), "bin", "runsc")
+}
+
+// ImageCacheDir is the image cache shared by every test run on this machine,
+// so each preset is built once per machine: $SBX_TEST_IMAGE_CACHE, else
+// /var/tmp/sbx-image-cache.
+func ImageCacheDir() string {
+	if p := os.Getenv("SBX_TEST_IMAGE_CACHE"); p != "" {
+		return p
+	}
+	return "/var/tmp/sbx-image-cache"
+}
+
+var (
+	buildMu sync.Mutex
+	// built is guarded by buildMu: package path → binary path.
+	built = map[string]string{}
+)
+
+// BuildBinary builds a main package of this module (e.g. "./cmd/sbx-agent")
+// statically, once per test process, and returns the binary's path.
+func BuildBinary(t testing.TB, pkg string) string {
+	t.Helper()
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	if p, ok := built[pkg]; ok {
+		return p
+	}
+	dir, err := os.MkdirTemp("", "sbx-test-bin-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, filepath.Base(pkg))
+	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd.Dir = RepoRoot()
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building %s: %v\n%s", pkg, err, b)
+	}
+	built[pkg] = out
+	return out
+}
