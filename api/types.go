@@ -86,6 +86,8 @@ type ExecResponse struct {
 	// StdoutTruncated and StderrTruncated say the stream passed the output cap.
 	StdoutTruncated bool `json:"stdout_truncated"`
 	StderrTruncated bool `json:"stderr_truncated"`
+	// TimeoutMs is the timeout the exec ran with (not sent on the wire).
+	TimeoutMs uint64 `json:"-"`
 }
 
 // StopRequest is the payload of sandbox::stop.

@@ -56,6 +56,8 @@ func HTTPStatus(err error) int {
 		return http.StatusConflict
 	case errdefs.CodeFSPermission:
 		return http.StatusForbidden
+	case errdefs.CodeFSIO:
+		return http.StatusInternalServerError
 	case errdefs.CodeFSStreamAborted, errdefs.CodeImagePull:
 		return http.StatusServiceUnavailable
 	}

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 
 	"github.com/sbx-dev/sbx/api"
 	"github.com/sbx-dev/sbx/internal/errdefs"
@@ -99,9 +100,8 @@ func (t *Table) Exec(ctx context.Context, req api.ExecRequest) (api.ExecResponse
 func (t *Table) execStrict(ctx context.Context, req api.ExecRequest) (api.ExecResponse, error) {
 	resp, err := t.sb.Exec(ctx, req)
 	if err == nil && resp.TimedOut {
-		timeout := req.TimeoutMs
-		return resp, errdefs.New(errdefs.CodeExecTimeout, "exec timed out after %dms", timeout).
-			WithFix(map[string]any{"timeout_ms": timeout * 2}, "raise timeout_ms or split the work")
+		return resp, errdefs.New(errdefs.CodeExecTimeout, "exec timed out after %dms", resp.TimeoutMs).
+			WithFix(map[string]any{"timeout_ms": resp.TimeoutMs * 2}, "raise timeout_ms or split the work")
 	}
 	return resp, err
 }
@@ -140,5 +140,5 @@ func describeJSONError(err error) string {
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 		return "truncated JSON"
 	}
-	return err.Error()
+	return strings.TrimPrefix(err.Error(), "json: ")
 }

@@ -1,0 +1,98 @@
+package functions
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/sbx-dev/sbx/api"
+	"github.com/sbx-dev/sbx/internal/errdefs"
+)
+
+// fakeSandboxes records the requests it gets; only what the table does with
+// them is under test here.
+type fakeSandboxes struct {
+	create api.CreateRequest
+	exec   api.ExecResponse
+}
+
+func (f *fakeSandboxes) Create(_ context.Context, r api.CreateRequest) (api.CreateResponse, error) {
+	f.create = r
+	return api.CreateResponse{SandboxID: "id", Image: r.Image}, nil
+}
+func (f *fakeSandboxes) Exec(context.Context, api.ExecRequest) (api.ExecResponse, error) {
+	return f.exec, nil
+}
+func (f *fakeSandboxes) Stop(_ context.Context, r api.StopRequest) (api.StopResponse, error) {
+	return api.StopResponse{SandboxID: r.SandboxID, Stopped: true}, nil
+}
+func (f *fakeSandboxes) List(context.Context, api.ListRequest) (api.ListResponse, error) {
+	return api.ListResponse{}, nil
+}
+func (f *fakeSandboxes) Get(context.Context, api.GetRequest) (api.SandboxInfo, error) {
+	return api.SandboxInfo{}, nil
+}
+func (f *fakeSandboxes) ImageStatus(context.Context, api.ImageStatusRequest) (api.ImageStatus, error) {
+	return api.ImageStatus{}, nil
+}
+
+func TestDecodeErrors(t *testing.T) {
+	tests := []struct{ payload, want string }{
+		{`{"image": 3}`, `field "image" must be string, not number`},
+		{`{"image": "python", "bogus": 1}`, `unknown field "bogus"`},
+		{`{"image": "python"`, "truncated JSON"},
+		{`{"image": "python"} {}`, "unexpected data after the JSON object"},
+		{`[1]`, "must be a JSON object"},
+		{`{"cpus": -1}`, `field "cpus" must be uint32`},
+		{`{"env": 5}`, "env must be a list"},
+		{`{nope}`, "invalid JSON"},
+	}
+	for _, tt := range tests {
+		var req api.CreateRequest
+		err := Decode(json.RawMessage(tt.payload), &req)
+		if !errdefs.Is(err, errdefs.CodeMalformed) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Decode(%s) = %v, want S001 containing %q", tt.payload, err, tt.want)
+		}
+	}
+}
+
+func TestEnvBothShapes(t *testing.T) {
+	f := &fakeSandboxes{}
+	tab := New(f)
+	for _, payload := range []string{
+		`{"image":"python","env":["B=2","A=1"]}`,
+		`{"image":"python","env":{"B":"2","A":"1"}}`,
+	} {
+		if _, err := tab.Call(context.Background(), "sandbox::create", json.RawMessage(payload)); err != nil {
+			t.Fatal(err)
+		}
+		if len(f.create.Env) != 2 {
+			t.Fatalf("env from %s = %q", payload, f.create.Env)
+		}
+	}
+	if f.create.Env[0] != "A=1" {
+		t.Errorf("object env not sorted by key: %q", f.create.Env)
+	}
+}
+
+func TestExecTimeoutIsS200OnlyThroughTheContract(t *testing.T) {
+	f := &fakeSandboxes{exec: api.ExecResponse{Stdout: "partial", TimedOut: true, TimeoutMs: 500}}
+	tab := New(f)
+	_, err := tab.Call(context.Background(), "sandbox::exec", json.RawMessage(`{"sandbox_id":"x","cmd":"sleep","timeout_ms":500}`))
+	if !errdefs.Is(err, errdefs.CodeExecTimeout) || !strings.Contains(err.Error(), "exec timed out after 500ms") {
+		t.Fatalf("contract exec err = %v, want S200", err)
+	}
+	resp, err := tab.Exec(context.Background(), api.ExecRequest{SandboxID: "x", Cmd: "sleep"})
+	if err != nil || !resp.TimedOut || resp.Stdout != "partial" {
+		t.Fatalf("REST exec = %+v, %v; want timed_out with partial output", resp, err)
+	}
+}
+
+func TestUnknownFunction(t *testing.T) {
+	_, err := New(&fakeSandboxes{}).Call(context.Background(), "sandbox::nope", nil)
+	if !errors.Is(err, ErrNotFound) {
+		t.Fatalf("err = %v, want ErrNotFound", err)
+	}
+}
