@@ -1,0 +1,52 @@
+// Command sbx-agent runs as PID 1 inside every sbx sandbox. It serves the
+// Agent gRPC service over a yamux session on its stdin and stdout, runs
+// processes for the daemon and reaps every orphan in the sandbox. Nothing but
+// that session is ever written to stdout; logs go to stderr. It exits when
+// the host closes the stream, or on SIGTERM or SIGINT.
+//
+// Build it static: CGO_ENABLED=0 go build ./cmd/sbx-agent.
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/sbx-dev/sbx/internal/agent"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() { os.Exit(run()) }
+
+func run() int {
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+
+	conn, err := agent.Stdio()
+	if err != nil {
+		log.Error("opening the agent stream", "err", err)
+		return 1
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	// Catch, and ignore, the other signals a parent may have left ignored.
+	// A caught signal is reset to its default by execve, an ignored one would
+	// stay ignored in every child. Catching SIGPIPE also turns a write to a
+	// closed stream into an error instead of death.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE, syscall.SIGHUP)
+
+	srv, err := agent.New(agent.Options{Version: version, ReapOrphans: true, Logger: log})
+	if err != nil {
+		log.Error("starting the agent", "err", err)
+		return 1
+	}
+	if err := srv.Serve(ctx, conn); err != nil {
+		log.Error("serving", "err", err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,407 @@
+package integration
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sbx-dev/sbx/api"
+	"github.com/sbx-dev/sbx/internal/testutil"
+)
+
+func TestRunPrintsThroughCLI(t *testing.T) {
+	d := startDaemon(t, baseConfig(""))
+	out, errOut, code := d.cli("", "run", "python", "--", "python3", "-c", "print(2+2)")
+	if code != 0 || out != "4\n" {
+		t.Fatalf("sbx run: code %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	// The sandbox of `run` is stopped afterwards.
+	list, err := d.c.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sb := range list.Sandboxes {
+		if !sb.Stopped {
+			t.Errorf("sandbox %s still live after sbx run", sb.SandboxID)
+		}
+	}
+}
+
+func TestCLICreateExecStop(t *testing.T) {
+	d := startDaemon(t, baseConfig(""))
+	out, errOut, code := d.cli("", "create", "python", "--name", "cli", "-e", "GREETING=hi", "-e", "IGNORED")
+	id := strings.TrimSpace(out)
+	if code != 0 || len(id) != 36 {
+		t.Fatalf("sbx create: code %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	d.ids = append(d.ids, id)
+	out, _, code = d.cli("", "exec", id, "--", "sh", "-c", "echo $GREETING; exit 3")
+	if code != 3 || out != "hi\n" {
+		t.Fatalf("sbx exec: code %d, stdout %q", code, out)
+	}
+	out, _, code = d.cli("piped input", "exec", "-i", id, "--", "cat")
+	if code != 0 || out != "piped input" {
+		t.Fatalf("sbx exec -i: code %d, stdout %q", code, out)
+	}
+	_, _, code = d.cli("", "exec", "--timeout", "500ms", id, "--", "sleep", "10")
+	if code != 124 {
+		t.Fatalf("sbx exec timeout exit code = %d, want 124", code)
+	}
+	out, _, code = d.cli("", "list")
+	if code != 0 || !strings.Contains(out, id) || !strings.Contains(out, "cli") {
+		t.Fatalf("sbx list: code %d\n%s", code, out)
+	}
+	if _, _, code = d.cli("", "stop", "--wait", id); code != 0 {
+		t.Fatalf("sbx stop: code %d", code)
+	}
+	_, errOut, code = d.cli("", "exec", id, "--", "true")
+	if code != 125 || !strings.Contains(errOut, "S004") {
+		t.Fatalf("exec after stop: code %d, stderr %q; want 125 with S004", code, errOut)
+	}
+	assertNoLeftovers(t, d.dataDir, id)
+}
+
+func TestOverlayIsPrivateAndImageUnchanged(t *testing.T) {
+	d := startDaemon(t, baseConfig(""))
+	a := d.create(api.CreateRequest{Image: "python"})
+	b := d.create(api.CreateRequest{Image: "python"})
+	if r := d.exec(a, "sh", "-c", "echo secret > /usr/lib/sbx-probe && cat /usr/lib/sbx-probe"); r.Stdout != "secret\n" {
+		t.Fatalf("write in sandbox a: %+v", r)
+	}
+	if r := d.exec(b, "cat", "/usr/lib/sbx-probe"); r.ExitCode == nil || *r.ExitCode == 0 {
+		t.Fatalf("sandbox b sees a's file: %+v", r)
+	}
+	hits, _ := filepath.Glob(filepath.Join(testutil.ImageCacheDir(), "*", "*", "rootfs", "usr", "lib", "sbx-probe"))
+	more, _ := filepath.Glob(filepath.Join(testutil.ImageCacheDir(), "*", "rootfs", "usr", "lib", "sbx-probe"))
+	if len(hits)+len(more) > 0 {
+		t.Fatalf("the write reached the image cache: %v %v", hits, more)
+	}
+}
+
+func TestExecSemantics(t *testing.T) {
+	d := startDaemon(t, baseConfig(""))
+	id := d.create(api.CreateRequest{Image: "python", Env: api.Env{"LAYER=create", "CREATE_ONLY=1"}})
+	ctx := context.Background()
+	code := func(r api.ExecResponse) int {
+		if r.ExitCode == nil {
+			return -1
+		}
+		return *r.ExitCode
+	}
+	tests := []struct {
+		name  string
+		req   api.ExecRequest
+		check func(t *testing.T, r api.ExecResponse)
+	}{
+		{"exit status", api.ExecRequest{Cmd: "sh", Args: []string{"-c", "exit 7"}}, func(t *testing.T, r api.ExecResponse) {
+			if code(r) != 7 || r.Success {
+				t.Errorf("got %+v", r)
+			}
+		}},
+		{"stdin", api.ExecRequest{Cmd: "python3", Args: []string{"-c", "import sys; print(sys.stdin.read().upper())"}, Stdin: base64.StdEncoding.EncodeToString([]byte("abc"))}, func(t *testing.T, r api.ExecResponse) {
+			if r.Stdout != "ABC\n" || !r.Success {
+				t.Errorf("got %+v", r)
+			}
+		}},
+		{"env layering", api.ExecRequest{Cmd: "sh", Args: []string{"-c", "echo $LAYER $CREATE_ONLY $EXEC_ONLY $LANG"}, Env: api.Env{"LAYER=exec", "EXEC_ONLY=2"}}, func(t *testing.T, r api.ExecResponse) {
+			if r.Stdout != "exec 1 2 C.UTF-8\n" {
+				t.Errorf("got %q", r.Stdout)
+			}
+		}},
+		{"create env stays the base", api.ExecRequest{Cmd: "sh", Args: []string{"-c", "echo $LAYER"}}, func(t *testing.T, r api.ExecResponse) {
+			if r.Stdout != "create\n" {
+				t.Errorf("got %q", r.Stdout)
+			}
+		}},
+		{"workdir", api.ExecRequest{Cmd: "pwd", Workdir: "/tmp"}, func(t *testing.T, r api.ExecResponse) {
+			if r.Stdout != "/tmp\n" {
+				t.Errorf("got %q", r.Stdout)
+			}
+		}},
+		{"cmd split shell-word style", api.ExecRequest{Cmd: `python3 -c 'print("a b")'`}, func(t *testing.T, r api.ExecResponse) {
+			if r.Stdout != "a b\n" {
+				t.Errorf("got %+v", r)
+			}
+		}},
+		{"not found is 127", api.ExecRequest{Cmd: "no-such-program"}, func(t *testing.T, r api.ExecResponse) {
+			if code(r) != 127 || !strings.Contains(r.Stderr, "not found") {
+				t.Errorf("got %+v", r)
+			}
+		}},
+		{"not executable is 126", api.ExecRequest{Cmd: "/etc/passwd"}, func(t *testing.T, r api.ExecResponse) {
+			if code(r) != 126 {
+				t.Errorf("got %+v", r)
+			}
+		}},
+		{"signal is 128+n", api.ExecRequest{Cmd: "sh", Args: []string{"-c", "kill -9 $$"}}, func(t *testing.T, r api.ExecResponse) {
+			if code(r) != 137 {
+				t.Errorf("got %+v", r)
+			}
+		}},
+		{"stderr apart", api.ExecRequest{Cmd: "sh", Args: []string{"-c", "echo out; echo err >&2"}}, func(t *testing.T, r api.ExecResponse) {
+			if r.Stdout != "out\n" || r.Stderr != "err\n" {
+				t.Errorf("got %+v", r)
+			}
+		}},
+		{"output cap flagged", api.ExecRequest{Cmd: "python3", Args: []string{"-c", "print('x' * (3 << 20))"}}, func(t *testing.T, r api.ExecResponse) {
+			if !r.StdoutTruncated || len(r.Stdout) != 1<<20 || !r.Success {
+				t.Errorf("len %d truncated %v success %v", len(r.Stdout), r.StdoutTruncated, r.Success)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.req.SandboxID = id
+			r, err := d.c.Exec(ctx, tt.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, r)
+		})
+	}
+}
+
+func TestTimeoutReturnsPartialOutput(t *testing.T) {
+	d := startDaemon(t, baseConfig(""))
+	id := d.create(api.CreateRequest{Image: "python"})
+	start := time.Now()
+	r, err := d.c.Exec(context.Background(), api.ExecRequest{SandboxID: id, Cmd: "sh",
+		Args: []string{"-c", "echo partial; sleep 100"}, TimeoutMs: 1000})
+	took := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.TimedOut || r.ExitCode != nil || r.Success || r.Stdout != "partial\n" {
+		t.Fatalf("got %+v", r)
+	}
+	if took < time.Second || took > 3*time.Second {
+		t.Fatalf("timeout of 1s took %v", took)
+	}
+	// The whole process group was killed: nothing is left sleeping.
+	ps := d.exec(id, "sh", "-c", "ls /proc | grep -c '^[0-9]'")
+	if strings.TrimSpace(ps.Stdout) != "3" { // agent, this sh, grep
+		t.Fatalf("processes left after timeout: %q", ps.Stdout)
+	}
+	// Through the function endpoint the same timeout is S200.
+	var out api.ExecResponse
+	err = d.c.Call(context.Background(), "sandbox::exec", api.ExecRequest{SandboxID: id, Cmd: "sleep", Args: []string{"5"}, TimeoutMs: 300}, &out)
+	env := wantCode(t, err, "S200")
+	if !strings.Contains(env.Message, "exec timed out after 300ms") {
+		t.Fatalf("S200 message = %q", env.Message)
+	}
+}
+
+func TestOutOfMemoryEndsOnlyThatSandbox(t *testing.T) {
+	d := startDaemon(t, baseConfig(""))
+	victim := d.create(api.CreateRequest{Image: "python", MemoryMB: 128})
+	bystander := d.create(api.CreateRequest{Image: "python"})
+	_, err := d.c.Exec(context.Background(), api.ExecRequest{SandboxID: victim, Cmd: "python3",
+		Args: []string{"-c", "b = bytearray(1 << 30); print(len(b))"}, TimeoutMs: 60_000})
+	env := wantCode(t, err, "S004")
+	if !strings.Contains(env.Message, "out of memory") {
+		t.Fatalf("in-flight exec error does not say out of memory: %q", env.Message)
+	}
+	_, err = d.c.Exec(context.Background(), api.ExecRequest{SandboxID: victim, Cmd: "true"})
+	env = wantCode(t, err, "S004")
+	if !strings.Contains(env.Message, "out of memory") {
+		t.Fatalf("later exec error does not say out of memory: %q", env.Message)
+	}
+	info, err := d.c.Get(context.Background(), victim)
+	if err != nil || !info.Stopped || !strings.Contains(info.StopReason, "out of memory") {
+		t.Fatalf("get victim: %+v, %v", info, err)
+	}
+	if r := d.exec(bystander, "python3", "-c", "print('alive')"); r.Stdout != "alive\n" {
+		t.Fatalf("bystander: %+v", r)
+	}
+	if err := d.c.Health(context.Background()); err != nil {
+		t.Fatalf("daemon unhealthy: %v", err)
+	}
+	assertNoLeftovers(t, d.dataDir, victim)
+}
+
+func TestConcurrentExecs(t *testing.T) {
+	d := startDaemon(t, baseConfig(""))
+	var ids []string
+	for i := 0; i < 4; i++ {
+		ids = append(ids, d.create(api.CreateRequest{Image: "python"}))
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 20)
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			id := ids[i%len(ids)]
+			want := fmt.Sprintf("exec-%d", i)
+			r, err := d.c.Exec(context.Background(), api.ExecRequest{SandboxID: id, Cmd: "python3",
+				Args: []string{"-c", "import sys, time; time.sleep(0.2); print(sys.argv[1])", want}})
+			if err != nil {
+				errs <- err
+				return
+			}
+			if r.Stdout != want+"\n" {
+				errs <- fmt.Errorf("exec %d got %q", i, r.Stdout)
+			}
+		}(i)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+func TestStopLeavesNothing(t *testing.T) {
+	d := startDaemon(t, baseConfig(""))
+	id := d.create(api.CreateRequest{Image: "python"})
+	d.exec(id, "sh", "-c", "sleep 1000 >/dev/null 2>&1 &")
+	if len(leftovers(d.dataDir, []string{id})) == 0 {
+		t.Fatal("the leak scanner sees nothing of a live sandbox; it cannot prove a stop clean")
+	}
+	if _, err := d.c.Stop(context.Background(), id, true); err != nil {
+		t.Fatal(err)
+	}
+	if left := leftovers(d.dataDir, []string{id}); len(left) > 0 {
+		t.Fatalf("after stop --wait: %v", left)
+	}
+	// Stopping twice is fine.
+	if _, err := d.c.Stop(context.Background(), id, true); err != nil {
+		t.Fatalf("second stop: %v", err)
+	}
+}
+
+func TestBadInputChangesNothing(t *testing.T) {
+	d := startDaemon(t, baseConfig(""))
+	id := d.create(api.CreateRequest{Image: "python"})
+	stopped := d.create(api.CreateRequest{Image: "python"})
+	if _, err := d.c.Stop(context.Background(), stopped, true); err != nil {
+		t.Fatal(err)
+	}
+	raw := func(method, path, body string) (int, string) {
+		req, _ := http.NewRequest(method, d.url+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	tests := []struct {
+		name, method, path, body string
+		status                   int
+		code, msg                string
+	}{
+		{"malformed json", "POST", "/v1/sandboxes", `{"image": "python"`, 400, "S001", "truncated JSON"},
+		{"unknown field", "POST", "/v1/sandboxes", `{"image": "python", "imgae": 1}`, 400, "S001", "unknown field"},
+		{"bad env name", "POST", "/v1/sandboxes", `{"image": "python", "env": ["1X=2"]}`, 400, "S001", "valid variable name"},
+		{"malformed id", "POST", "/v1/sandboxes/not-a-uuid/exec", `{"cmd": "true"}`, 400, "S001", "not a UUID"},
+		{"cmd with whitespace plus args", "POST", "/v1/sandboxes/" + id + "/exec", `{"cmd": "ls -l", "args": ["/"]}`, 400, "S001", "whitespace"},
+		{"argv with cmd", "POST", "/v1/sandboxes/" + id + "/exec", `{"cmd": "ls", "argv": ["ls"]}`, 400, "S001", "either argv or cmd"},
+		{"bad base64 stdin", "POST", "/v1/sandboxes/" + id + "/exec", `{"cmd": "cat", "stdin": "!!!"}`, 400, "S001", "base64"},
+		{"unknown id", "POST", "/v1/sandboxes/00000000-0000-4000-8000-000000000000/exec", `{"cmd": "true"}`, 404, "S002", "not found"},
+		{"unknown id delete", "DELETE", "/v1/sandboxes/00000000-0000-4000-8000-000000000000", ``, 404, "S002", "not found"},
+		{"stopped sandbox", "POST", "/v1/sandboxes/" + stopped + "/exec", `{"cmd": "true"}`, 409, "S004", "stopped"},
+		{"unknown image", "POST", "/v1/sandboxes", `{"image": "ruby"}`, 403, "S100", "allowed images: python, node"},
+		{"oci ref as image", "POST", "/v1/sandboxes", `{"image": "docker.io/library/python:3"}`, 403, "S100", "not an OCI reference"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			status, body := raw(tt.method, tt.path, tt.body)
+			if status != tt.status || !strings.Contains(body, `"code":"`+tt.code+`"`) || !strings.Contains(body, tt.msg) {
+				t.Fatalf("%s %s: %d %s; want %d %s containing %q", tt.method, tt.path, status, body, tt.status, tt.code, tt.msg)
+			}
+		})
+	}
+	list, err := d.c.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Sandboxes) != 2 {
+		t.Fatalf("bad requests changed the sandbox set: %+v", list.Sandboxes)
+	}
+}
+
+func TestFailedCreateLeavesNothing(t *testing.T) {
+	testutil.RequiresIntegration(t)
+	// An "agent" that exits at once: the runtime starts, the agent never answers.
+	bad := filepath.Join(t.TempDir(), "sbx-agent")
+	if err := os.WriteFile(bad, []byte("#!/bin/sh\necho agent-broke >&2\nexit 3\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemonWithAgent(t, baseConfig(""), bad)
+	_, err := d.c.Create(context.Background(), api.CreateRequest{Image: "python"})
+	env := wantCode(t, err, "S300")
+	t.Logf("boot failure message: %s", env.Message)
+	list, err := d.c.List(context.Background())
+	if err != nil || len(list.Sandboxes) != 0 {
+		t.Fatalf("list after failed create: %+v, %v", list, err)
+	}
+	assertNoLeftovers(t, d.dataDir)
+	entries, _ := filepath.Glob(filepath.Join(d.dataDir, "gvisor", "sandboxes", "*"))
+	if len(entries) > 0 {
+		t.Fatalf("sandbox directories left: %v", entries)
+	}
+}
+
+func TestKill9ThenRestartLeavesNothingUnlisted(t *testing.T) {
+	d := startDaemon(t, baseConfig(""))
+	a := d.create(api.CreateRequest{Image: "python"})
+	b := d.create(api.CreateRequest{Image: "python"})
+	d.exec(a, "sh", "-c", "sleep 1000 >/dev/null 2>&1 &")
+	d.kill9()
+	d.start()
+	list, err := d.c.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]api.SandboxInfo{}
+	for _, sb := range list.Sandboxes {
+		seen[sb.SandboxID] = sb
+	}
+	for _, id := range []string{a, b} {
+		sb, ok := seen[id]
+		if !ok {
+			t.Errorf("sandbox %s not listed after restart", id)
+			continue
+		}
+		if !sb.Stopped {
+			// A listed live sandbox must answer.
+			if r := d.exec(id, "true"); !r.Success {
+				t.Errorf("listed live sandbox %s does not answer", id)
+			}
+			continue
+		}
+		if _, err := d.c.Exec(context.Background(), api.ExecRequest{SandboxID: id, Cmd: "true"}); err == nil {
+			t.Errorf("stopped sandbox %s still executes", id)
+		}
+		assertNoLeftovers(t, d.dataDir, id)
+	}
+	// The restarted daemon works.
+	c := d.create(api.CreateRequest{Image: "python"})
+	if r := d.exec(c, "echo", "ok"); r.Stdout != "ok\n" {
+		t.Fatalf("new sandbox after restart: %+v", r)
+	}
+}
+
+func TestSIGTERMStopsEverySandbox(t *testing.T) {
+	d := startDaemon(t, baseConfig(""))
+	ids := []string{d.create(api.CreateRequest{Image: "python"}), d.create(api.CreateRequest{Image: "python"})}
+	go d.c.Exec(context.Background(), api.ExecRequest{SandboxID: ids[0], Cmd: "sleep", Args: []string{"100"}, TimeoutMs: 100_000})
+	time.Sleep(300 * time.Millisecond)
+	start := time.Now()
+	d.terminate()
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("SIGTERM shutdown took %v", took)
+	}
+	assertNoLeftovers(t, d.dataDir, ids...)
+}

@@ -1,0 +1,211 @@
+// Package integration holds end-to-end tests: they build the real sbx and
+// sbx-agent binaries, start `sbx serve` as a separate process on a private
+// data dir and drive it through the CLI and the Go client, booting real
+// gVisor sandboxes. They need root and runsc; see testutil.RequiresIntegration.
+package integration
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sbx-dev/sbx/api"
+	"github.com/sbx-dev/sbx/client"
+	"github.com/sbx-dev/sbx/internal/testutil"
+)
+
+// daemon is one `sbx serve` process under test.
+type daemon struct {
+	t       *testing.T
+	cmd     *exec.Cmd
+	dataDir string
+	cfgPath string
+	url     string
+	log     *bytes.Buffer
+	waitErr chan error
+	c       *client.Client
+	// agentPath overrides the agent binary when set.
+	agentPath string
+	// ids are the sandboxes created through create, checked for leftovers.
+	ids []string
+}
+
+// binaries builds sbx and sbx-agent once per test process.
+func binaries(t *testing.T) (sbx, agent string) {
+	t.Helper()
+	return testutil.BuildBinary(t, "./cmd/sbx"), testutil.BuildBinary(t, "./cmd/sbx-agent")
+}
+
+// baseConfig is the YAML every test daemon starts from: the shared image
+// cache, so presets are built once per machine.
+func baseConfig(extra string) string {
+	return "image_cache_dir: " + testutil.ImageCacheDir() + "\nmax_concurrent_exec_per_sandbox: 8\n" + extra
+}
+
+// startDaemon starts `sbx serve` on a new data dir with config YAML cfg.
+func startDaemon(t *testing.T, cfg string) *daemon {
+	t.Helper()
+	return startDaemonWithAgent(t, cfg, "")
+}
+
+// startDaemonWithAgent is startDaemon with another agent binary ("" for the real one).
+func startDaemonWithAgent(t *testing.T, cfg, agentPath string) *daemon {
+	t.Helper()
+	testutil.RequiresIntegration(t)
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := &daemon{t: t, dataDir: filepath.Join(dir, "data"), cfgPath: cfgPath, agentPath: agentPath}
+	d.start()
+	t.Cleanup(func() {
+		d.terminate()
+		assertNoLeftovers(t, d.dataDir, d.ids...)
+	})
+	return d
+}
+
+// start launches the daemon process on d's data dir and waits until it serves.
+func (d *daemon) start() {
+	t := d.t
+	t.Helper()
+	sbx, agent := binaries(t)
+	if d.agentPath != "" {
+		agent = d.agentPath
+	}
+	d.cmd = exec.Command(sbx, "serve", "--config", d.cfgPath, "--listen", "127.0.0.1:0",
+		"--engine-listen", "", "--data-dir", d.dataDir,
+		"--runsc-path", testutil.RunscPath(), "--agent-path", agent)
+	stderr, err := d.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.log = &bytes.Buffer{}
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			d.log.WriteString(line + "\n")
+			var entry struct {
+				Msg    string `json:"msg"`
+				Listen string `json:"listen"`
+			}
+			if json.Unmarshal([]byte(line), &entry) == nil && entry.Msg == "sbx serving" {
+				addr <- entry.Listen
+			}
+		}
+	}()
+	d.waitErr = make(chan error, 1)
+	go func() { d.waitErr <- d.cmd.Wait() }()
+	select {
+	case a := <-addr:
+		d.url = "http://" + a
+	case err := <-d.waitErr:
+		t.Fatalf("sbx serve exited: %v\n%s", err, d.log)
+	case <-time.After(60 * time.Second):
+		t.Fatalf("sbx serve did not start\n%s", d.log)
+	}
+	d.c = client.New(d.url, "")
+}
+
+// terminate stops the daemon with SIGTERM and waits for it.
+func (d *daemon) terminate() {
+	if d.cmd == nil || d.cmd.ProcessState != nil {
+		return
+	}
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.waitErr:
+	case <-time.After(20 * time.Second):
+		_ = d.cmd.Process.Kill()
+		<-d.waitErr
+		d.t.Errorf("daemon did not exit within 20s of SIGTERM\n%s", d.log)
+	}
+}
+
+// kill9 kills the daemon without letting it clean up.
+func (d *daemon) kill9() {
+	_ = d.cmd.Process.Kill()
+	<-d.waitErr
+}
+
+// create makes a sandbox and registers its stop for cleanup.
+func (d *daemon) create(req api.CreateRequest) string {
+	d.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	resp, err := d.c.Create(ctx, req)
+	if err != nil {
+		d.t.Fatalf("create %+v: %v\n%s", req, err, d.log)
+	}
+	d.ids = append(d.ids, resp.SandboxID)
+	return resp.SandboxID
+}
+
+// exec runs argv in sandbox id and fails the test on an sbx error.
+func (d *daemon) exec(id string, argv ...string) api.ExecResponse {
+	d.t.Helper()
+	resp, err := d.c.Exec(context.Background(), api.ExecRequest{SandboxID: id, Argv: argv})
+	if err != nil {
+		d.t.Fatalf("exec %q: %v", argv, err)
+	}
+	return resp
+}
+
+// cli runs the sbx CLI against d and returns stdout, stderr and exit code.
+func (d *daemon) cli(stdin string, args ...string) (string, string, int) {
+	d.t.Helper()
+	sbx, _ := binaries(d.t)
+	cmd := exec.Command(sbx, args...)
+	cmd.Env = append(os.Environ(), "SBX_URL="+d.url)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	var exitErr *exec.ExitError
+	if errors.As(err, &exitErr) {
+		code = exitErr.ExitCode()
+	} else if err != nil {
+		d.t.Fatalf("running sbx %q: %v", args, err)
+	}
+	return out.String(), errb.String(), code
+}
+
+// envelopeOf returns the error envelope of err, failing when it has none.
+func envelopeOf(t *testing.T, err error) *api.ErrorEnvelope {
+	t.Helper()
+	var env *api.ErrorEnvelope
+	if !errors.As(err, &env) {
+		t.Fatalf("error %v carries no envelope", err)
+	}
+	return env
+}
+
+// wantCode asserts that err is an sbx error with code.
+func wantCode(t *testing.T, err error, code string) *api.ErrorEnvelope {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("got no error, want %s", code)
+	}
+	env := envelopeOf(t, err)
+	if env.Code != code {
+		t.Fatalf("got %s (%s), want %s", env.Code, env.Message, code)
+	}
+	return env
+}

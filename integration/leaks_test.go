@@ -1,0 +1,67 @@
+package integration
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// leftovers lists what remains on the host of the sandboxes of dataDir —
+// processes, mounts and runtime directories — and, for each id, its
+// cgroups anywhere under the cgroup mounts.
+func leftovers(dataDir string, ids []string) []string {
+	var found []string
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil || len(b) == 0 {
+			continue
+		}
+		cmdline := string(bytes.ReplaceAll(b, []byte{0}, []byte{' '}))
+		if strings.Contains(cmdline, " serve ") {
+			continue // the daemon itself
+		}
+		hit := strings.Contains(cmdline, dataDir)
+		for _, id := range ids {
+			hit = hit || strings.Contains(cmdline, id)
+		}
+		if hit {
+			found = append(found, "process "+filepath.Base(filepath.Dir(p))+": "+cmdline)
+		}
+	}
+	if mi, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
+		for _, line := range strings.Split(string(mi), "\n") {
+			if strings.Contains(line, dataDir) {
+				found = append(found, "mount: "+line)
+			}
+		}
+	}
+	for _, id := range ids {
+		cgs, _ := filepath.Glob("/sys/fs/cgroup/*/sbx/" + id)
+		more, _ := filepath.Glob("/sys/fs/cgroup/*/*/sbx/" + id)
+		for _, cg := range append(cgs, more...) {
+			found = append(found, "cgroup: "+cg)
+		}
+		dirs, _ := filepath.Glob(filepath.Join(dataDir, "*", "*", id))
+		for _, d := range dirs {
+			found = append(found, "directory: "+d)
+		}
+	}
+	return found
+}
+
+// assertNoLeftovers waits up to 10 s for the sandboxes of dataDir (and the
+// given ids) to leave nothing behind, then fails listing what remains.
+func assertNoLeftovers(t *testing.T, dataDir string, ids ...string) {
+	t.Helper()
+	var left []string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if left = leftovers(dataDir, ids); len(left) == 0 {
+			return
+		}
+	}
+	t.Errorf("leftovers of %s:\n  %s", dataDir, strings.Join(left, "\n  "))
+}

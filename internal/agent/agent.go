@@ -1,0 +1,154 @@
+// Package agent implements the services of sbx-agent, the process that runs
+// as PID 1 inside every sandbox: it serves the Agent gRPC service over a
+// yamux session on one byte stream, runs processes for the daemon and reaps
+// every orphan in the sandbox.
+//
+// Everything here runs on the sandbox's side of the wall. The daemon talks to
+// it through package agentclient and trusts none of its answers.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/hashicorp/yamux"
+	"golang.org/x/sys/unix"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/keepalive"
+
+	agentv1 "github.com/sbx-dev/sbx/api/agent/v1"
+)
+
+// MaxRequestBytes is the largest request message the agent accepts (an
+// exec's stdin is carried in its request). agentclient uses the same limit.
+const MaxRequestBytes = 64 << 20
+
+// processStart approximates the agent's start for InfoResponse.uptime_ns.
+var processStart = time.Now()
+
+// Options configure a Server.
+type Options struct {
+	// Version is reported by Info.
+	Version string
+	// ReapOrphans makes this process reap every child it has, its own and the
+	// orphans re-parented to it, with one wait4(-1) loop; when it is not PID 1
+	// it becomes a child subreaper first. sbx-agent sets it. Leave it unset
+	// when the agent is embedded in a process that waits for children of its
+	// own (os/exec): execs then wait for their own pid only.
+	ReapOrphans bool
+	// Logger receives the agent's few diagnostics; nil discards them.
+	Logger *slog.Logger
+}
+
+// Server implements agentv1.AgentServer.
+type Server struct {
+	agentv1.UnimplementedAgentServer
+
+	version string
+	log     *slog.Logger
+}
+
+var _ agentv1.AgentServer = (*Server)(nil)
+
+// New returns a Server. With opts.ReapOrphans it starts the process's orphan
+// reaper, once per process.
+func New(opts Options) (*Server, error) {
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.ReapOrphans {
+		if err := reapOrphans(); err != nil {
+			return nil, err
+		}
+	}
+	return &Server{version: opts.Version, log: opts.Logger}, nil
+}
+
+// Info reports the agent's version, pid and uptime; the daemon uses it as
+// its readiness probe.
+func (s *Server) Info(context.Context, *agentv1.InfoRequest) (*agentv1.InfoResponse, error) {
+	return &agentv1.InfoResponse{
+		Version:  s.version,
+		Pid:      int32(os.Getpid()),
+		UptimeNs: time.Since(processStart).Nanoseconds(),
+	}, nil
+}
+
+// Serve runs the Agent service over a yamux server session on conn until
+// the session ends (the host closed its end) or ctx is cancelled; both are a
+// normal stop and return nil. Serve closes conn. Calls still running are
+// cancelled, which kills their processes.
+func (s *Server) Serve(ctx context.Context, conn io.ReadWriteCloser) error {
+	sess, err := yamux.Server(conn, yamuxConfig(s.log))
+	if err != nil {
+		conn.Close()
+		return fmt.Errorf("starting yamux session: %w", err)
+	}
+	gs := grpc.NewServer(
+		grpc.MaxRecvMsgSize(MaxRequestBytes),
+		// The host never needs to be told off for pinging: enforcement off.
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{
+			MinTime:             time.Second,
+			PermitWithoutStream: true,
+		}),
+	)
+	agentv1.RegisterAgentServer(gs, s)
+
+	served := make(chan error, 1)
+	go func() { served <- gs.Serve(sess) }()
+	select {
+	case <-sess.CloseChan():
+	case <-ctx.Done():
+	case err = <-served:
+	}
+	gs.Stop()
+	sess.Close()
+	if err != nil && !sess.IsClosed() {
+		return fmt.Errorf("serving grpc: %w", err)
+	}
+	return nil
+}
+
+// yamuxConfig is the agent's session configuration. Keepalives are off: a
+// paused or checkpointed sandbox must not look dead to either side, and the
+// end of the byte stream already tells each side the other is gone.
+func yamuxConfig(log *slog.Logger) *yamux.Config {
+	cfg := yamux.DefaultConfig()
+	cfg.EnableKeepAlive = false
+	cfg.LogOutput = nil
+	cfg.Logger = slog.NewLogLogger(log.Handler(), slog.LevelDebug)
+	return cfg
+}
+
+// Stdio returns the agent's byte stream: reads come from stdin, writes go to
+// the original stdout. It then points file descriptor 1 at stderr, so that
+// nothing but the session can ever be written to the stream by accident.
+// Call it once, before anything else may write to stdout.
+func Stdio() (io.ReadWriteCloser, error) {
+	out, err := unix.FcntlInt(1, unix.F_DUPFD_CLOEXEC, 3)
+	if err != nil {
+		return nil, fmt.Errorf("duplicating stdout: %w", err)
+	}
+	if err := unix.Dup3(2, 1, 0); err != nil {
+		return nil, fmt.Errorf("pointing stdout at stderr: %w", err)
+	}
+	return &stdio{r: os.Stdin, w: os.NewFile(uintptr(out), "agent-stream")}, nil
+}
+
+// stdio joins the agent's stdin and its private copy of stdout.
+type stdio struct {
+	r *os.File
+	w *os.File
+}
+
+func (s *stdio) Read(p []byte) (int, error)  { return s.r.Read(p) }
+func (s *stdio) Write(p []byte) (int, error) { return s.w.Write(p) }
+func (s *stdio) Close() error                { return errors.Join(s.r.Close(), s.w.Close()) }

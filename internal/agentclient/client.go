@@ -1,0 +1,293 @@
+// Package agentclient is the daemon's side of the RPC to sbx-agent: a yamux
+// client session on a sandbox's byte stream, and one gRPC connection over one
+// stream of it. The agent runs inside the sandbox and is not trusted: every
+// call has a deadline, answers are size-bounded, and a dead session fails
+// calls at once instead of stalling them.
+package agentclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/yamux"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/credentials/insecure"
+
+	agentv1 "github.com/sbx-dev/sbx/api/agent/v1"
+)
+
+// ErrClosed is returned by calls made after Close, or after the session to
+// the agent ended (the sandbox exited or closed its stream).
+var ErrClosed = errors.New("agent connection closed")
+
+// MaxRequestBytes is the largest request the agent accepts; an exec's stdin
+// travels in its request. It matches agent.MaxRequestBytes.
+const MaxRequestBytes = 64 << 20
+
+// Defaults of Options.
+const (
+	DefaultMaxOutputBytes  = 1 << 20
+	DefaultCallTimeout     = 10 * time.Second
+	DefaultExecGrace       = 5 * time.Second
+	DefaultMaxExecDuration = time.Hour
+)
+
+// Options bound what a Client asks for and accepts. Zero values mean the
+// defaults above.
+type Options struct {
+	// MaxOutputBytes caps each of an exec's stdout and stderr. Requests for
+	// more, or for the agent's own default, are lowered to it, and answers
+	// larger than it are cut to it and flagged truncated.
+	MaxOutputBytes int64
+	// CallTimeout bounds Info, and WaitReady when its ctx has no deadline.
+	CallTimeout time.Duration
+	// ExecGrace is added to an exec's timeout_ms to make the call's deadline,
+	// leaving the agent time to kill the process and answer.
+	ExecGrace time.Duration
+	// MaxExecDuration bounds an exec whose request has no timeout_ms.
+	MaxExecDuration time.Duration
+	// Logger receives the session's diagnostics; nil discards them.
+	Logger *slog.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxOutputBytes <= 0 {
+		o.MaxOutputBytes = DefaultMaxOutputBytes
+	}
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = DefaultCallTimeout
+	}
+	if o.ExecGrace <= 0 {
+		o.ExecGrace = DefaultExecGrace
+	}
+	if o.MaxExecDuration <= 0 {
+		o.MaxExecDuration = DefaultMaxExecDuration
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// Client calls one agent. It is safe for concurrent use.
+type Client struct {
+	opts Options
+	sess *yamux.Session
+	cc   *grpc.ClientConn
+	rpc  agentv1.AgentClient
+
+	// life ends, with cause ErrClosed, when the session dies or on Close.
+	life context.Context
+	end  context.CancelCauseFunc
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Dial starts a yamux client session on conn, the byte stream to the agent,
+// and a gRPC connection over one stream of it. It does not wait for the
+// agent: the handshake starts at once and completes when the agent is up
+// (see WaitReady). The Client owns conn and closes it.
+func Dial(conn io.ReadWriteCloser, opts Options) (*Client, error) {
+	opts = opts.withDefaults()
+	cfg := yamux.DefaultConfig()
+	// No keepalives: a paused or checkpointed sandbox does not answer pings
+	// and must not look dead. The end of the stream tells us when it is.
+	cfg.EnableKeepAlive = false
+	cfg.LogOutput = nil
+	cfg.Logger = slog.NewLogLogger(opts.Logger.Handler(), slog.LevelDebug)
+	sess, err := yamux.Client(conn, cfg)
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("starting yamux session: %w", err)
+	}
+	cc, err := grpc.NewClient("passthrough:///sbx-agent",
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(func(context.Context, string) (net.Conn, error) {
+			return sess.Open()
+		}),
+		grpc.WithDefaultCallOptions(
+			grpc.MaxCallRecvMsgSize(int(2*opts.MaxOutputBytes+1<<20)),
+			grpc.MaxCallSendMsgSize(MaxRequestBytes),
+		),
+		grpc.WithDisableServiceConfig(),
+		// Keep the one connection for the life of the sandbox.
+		grpc.WithIdleTimeout(0),
+		// A failed attempt means the agent is late or the session is gone
+		// (which ends every call anyway): retry fast.
+		grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff: backoff.Config{
+				BaseDelay:  2 * time.Millisecond,
+				Multiplier: 2,
+				Jitter:     0.2,
+				MaxDelay:   100 * time.Millisecond,
+			},
+			MinConnectTimeout: 20 * time.Second,
+		}),
+	)
+	if err != nil {
+		sess.Close()
+		return nil, fmt.Errorf("creating grpc client: %w", err)
+	}
+	life, end := context.WithCancelCause(context.Background())
+	c := &Client{
+		opts: opts,
+		sess: sess,
+		cc:   cc,
+		rpc:  agentv1.NewAgentClient(cc),
+		life: life,
+		end:  end,
+	}
+	go func() {
+		<-sess.CloseChan()
+		end(ErrClosed)
+	}()
+	// Send the HTTP/2 preface now: the handshake overlaps the agent's boot.
+	cc.Connect()
+	return c, nil
+}
+
+// WaitReady returns once the agent answers Info, or with an error when ctx
+// ends first (without a deadline, after Options.CallTimeout) or the session
+// dies. It blocks on a single call, which the agent answers as soon as it
+// serves; there is no polling interval to wait out.
+func (c *Client) WaitReady(ctx context.Context) error {
+	timeout := c.opts.CallTimeout
+	if _, ok := ctx.Deadline(); ok {
+		timeout = 0
+	}
+	_, err := c.info(ctx, timeout, grpc.WaitForReady(true))
+	if err != nil {
+		return fmt.Errorf("waiting for the agent: %w", err)
+	}
+	return nil
+}
+
+// Info asks the agent for its version, pid and uptime.
+func (c *Client) Info(ctx context.Context) (*agentv1.InfoResponse, error) {
+	resp, err := c.info(ctx, c.opts.CallTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("agent info: %w", err)
+	}
+	return resp, nil
+}
+
+func (c *Client) info(ctx context.Context, timeout time.Duration, opts ...grpc.CallOption) (*agentv1.InfoResponse, error) {
+	ctx, cancel, err := c.call(ctx, timeout)
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	resp, err := c.rpc.Info(ctx, &agentv1.InfoRequest{}, opts...)
+	return resp, c.callError(ctx, err)
+}
+
+// Exec runs one process in the sandbox and returns its output. The call's
+// deadline is the request's timeout_ms plus Options.ExecGrace (or
+// Options.MaxExecDuration without one), unless ctx ends sooner. A command
+// that ran, whatever its status, is a response; errors are the agent's gRPC
+// status (InvalidArgument, ResourceExhausted, ...), a deadline, or ErrClosed.
+func (c *Client) Exec(ctx context.Context, req *agentv1.ExecRequest) (*agentv1.ExecResponse, error) {
+	limit := c.opts.MaxOutputBytes
+	req = withOutputCap(req, limit)
+	timeout := c.opts.MaxExecDuration
+	if ms := req.GetTimeoutMs(); ms > 0 {
+		timeout = time.Duration(ms)*time.Millisecond + c.opts.ExecGrace
+	}
+	ctx, cancel, err := c.call(ctx, timeout)
+	if err != nil {
+		return nil, fmt.Errorf("exec: %w", err)
+	}
+	defer cancel()
+	resp, err := c.rpc.Exec(ctx, req)
+	if err := c.callError(ctx, err); err != nil {
+		return nil, fmt.Errorf("exec: %w", err)
+	}
+	bound(resp, limit)
+	return resp, nil
+}
+
+// Done is closed when the session to the agent has ended: the sandbox
+// exited or closed its stream, or Close was called.
+func (c *Client) Done() <-chan struct{} { return c.life.Done() }
+
+// Close ends the gRPC connection and the session, and closes the stream.
+// It is idempotent; calls in flight fail with ErrClosed.
+func (c *Client) Close() error {
+	c.closeOnce.Do(func() {
+		c.end(ErrClosed)
+		c.closeErr = errors.Join(c.cc.Close(), c.sess.Close())
+	})
+	return c.closeErr
+}
+
+// call derives the context of one call from ctx: bounded by timeout (none
+// when 0) and cancelled with cause ErrClosed when the session ends. It fails
+// at once when the session has already ended.
+func (c *Client) call(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc, error) {
+	if c.life.Err() != nil {
+		return nil, nil, ErrClosed
+	}
+	ctx, cancelCause := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(c.life, func() { cancelCause(ErrClosed) })
+	cancelTimeout := context.CancelFunc(func() {})
+	if timeout > 0 {
+		ctx, cancelTimeout = context.WithTimeout(ctx, timeout)
+	}
+	return ctx, func() {
+		cancelTimeout()
+		stop()
+		cancelCause(context.Canceled)
+	}, nil
+}
+
+// callError reports a call's failure as ErrClosed when the session ended
+// under it, and as the gRPC error otherwise.
+func (c *Client) callError(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(context.Cause(ctx), ErrClosed) || c.life.Err() != nil {
+		return ErrClosed
+	}
+	return err
+}
+
+// withOutputCap returns req with max_output_bytes set to limit when it asks
+// for more, or for the agent's default, without modifying the caller's req.
+func withOutputCap(req *agentv1.ExecRequest, limit int64) *agentv1.ExecRequest {
+	if n := req.GetMaxOutputBytes(); n > 0 && n <= limit {
+		return req
+	}
+	return &agentv1.ExecRequest{
+		Argv:           req.GetArgv(),
+		Env:            req.GetEnv(),
+		Workdir:        req.GetWorkdir(),
+		Stdin:          req.GetStdin(),
+		TimeoutMs:      req.GetTimeoutMs(),
+		MaxOutputBytes: limit,
+		SetUser:        req.GetSetUser(),
+		Uid:            req.GetUid(),
+		Gid:            req.GetGid(),
+		Groups:         req.GetGroups(),
+	}
+}
+
+// bound cuts output the agent sent beyond limit, which it was asked not to.
+func bound(resp *agentv1.ExecResponse, limit int64) {
+	if int64(len(resp.Stdout)) > limit {
+		resp.Stdout = resp.Stdout[:limit]
+		resp.StdoutTruncated = true
+	}
+	if int64(len(resp.Stderr)) > limit {
+		resp.Stderr = resp.Stderr[:limit]
+		resp.StderrTruncated = true
+	}
+}

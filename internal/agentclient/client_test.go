@@ -1,0 +1,331 @@
+package agentclient_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/yamux"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	agentv1 "github.com/sbx-dev/sbx/api/agent/v1"
+	"github.com/sbx-dev/sbx/internal/agent"
+	"github.com/sbx-dev/sbx/internal/agent/agenttest"
+	"github.com/sbx-dev/sbx/internal/agentclient"
+)
+
+// within fails t when f takes longer than d, and returns f's error.
+func within(t *testing.T, d time.Duration, f func() error) error {
+	t.Helper()
+	start := time.Now()
+	err := f()
+	if took := time.Since(start); took > d {
+		t.Errorf("took %v, want under %v", took, d)
+	}
+	return err
+}
+
+func TestDoneWhenStreamCloses(t *testing.T) {
+	a := agenttest.Start(t, agent.Options{}, agentclient.Options{})
+	select {
+	case <-a.Client.Done():
+		t.Fatal("Done closed on a live session")
+	default:
+	}
+	a.Guest.Close() // what the sandbox exiting looks like
+	select {
+	case <-a.Client.Done():
+	case <-time.After(2 * time.Second):
+		t.Fatal("Done not closed 2s after the stream closed")
+	}
+	err := within(t, 100*time.Millisecond, func() error {
+		_, err := a.Client.Exec(context.Background(), &agentv1.ExecRequest{Argv: []string{"true"}})
+		return err
+	})
+	if !errors.Is(err, agentclient.ErrClosed) {
+		t.Errorf("exec on a dead session: %v, want ErrClosed", err)
+	}
+}
+
+func TestCallAfterCloseFailsFast(t *testing.T) {
+	c := agenttest.Start(t, agent.Options{}, agentclient.Options{}).Client
+	if err := c.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if err := c.Close(); err != nil {
+		t.Errorf("second close: %v", err)
+	}
+	<-c.Done()
+	calls := []struct {
+		name string
+		call func() error
+	}{
+		{"exec", func() error {
+			_, err := c.Exec(context.Background(), &agentv1.ExecRequest{Argv: []string{"true"}})
+			return err
+		}},
+		{"info", func() error { _, err := c.Info(context.Background()); return err }},
+		{"wait ready", func() error { return c.WaitReady(context.Background()) }},
+	}
+	for _, tc := range calls {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := within(t, 100*time.Millisecond, tc.call); !errors.Is(err, agentclient.ErrClosed) {
+				t.Errorf("got %v, want ErrClosed", err)
+			}
+		})
+	}
+}
+
+func TestExecFailsWhenSessionDies(t *testing.T) {
+	a := agenttest.Start(t, agent.Options{}, agentclient.Options{})
+	time.AfterFunc(100*time.Millisecond, func() { a.Guest.Close() })
+	err := within(t, time.Second, func() error {
+		_, err := a.Client.Exec(context.Background(), &agentv1.ExecRequest{Argv: []string{"sleep", "10"}})
+		return err
+	})
+	if !errors.Is(err, agentclient.ErrClosed) {
+		t.Errorf("got %v, want ErrClosed", err)
+	}
+}
+
+func TestWaitReady(t *testing.T) {
+	const late = 300 * time.Millisecond
+	cases := []struct {
+		name string
+		// agent does what the guest side does with its end of the stream.
+		agent   func(t *testing.T, guest *agenttest.Conn)
+		timeout time.Duration
+		check   func(t *testing.T, err error, took time.Duration)
+	}{
+		{
+			name: "agent starts late",
+			agent: func(t *testing.T, guest *agenttest.Conn) {
+				srv, err := agent.New(agent.Options{})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan struct{})
+				t.Cleanup(func() { cancel(); <-done })
+				time.AfterFunc(late, func() {
+					defer close(done)
+					_ = srv.Serve(ctx, guest)
+				})
+			},
+			timeout: 5 * time.Second,
+			check: func(t *testing.T, err error, took time.Duration) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				// Ready as soon as the agent serves: no polling interval.
+				if took < late || took > late+500*time.Millisecond {
+					t.Errorf("ready after %v, agent started after %v", took, late)
+				}
+				t.Logf("ready %v after the agent started", took-late)
+			},
+		},
+		{
+			name:    "no agent",
+			agent:   func(*testing.T, *agenttest.Conn) {},
+			timeout: 200 * time.Millisecond,
+			check: func(t *testing.T, err error, took time.Duration) {
+				if status.Code(err) != codes.DeadlineExceeded {
+					t.Errorf("got %v, want DeadlineExceeded", err)
+				}
+				if took > 400*time.Millisecond {
+					t.Errorf("returned after %v, ctx ended after 200ms", took)
+				}
+			},
+		},
+		{
+			name: "sandbox dies while booting",
+			agent: func(_ *testing.T, guest *agenttest.Conn) {
+				time.AfterFunc(100*time.Millisecond, func() { guest.Close() })
+			},
+			timeout: 5 * time.Second,
+			check: func(t *testing.T, err error, took time.Duration) {
+				if !errors.Is(err, agentclient.ErrClosed) {
+					t.Errorf("got %v, want ErrClosed", err)
+				}
+				if took > time.Second {
+					t.Errorf("returned after %v, stream closed after 100ms", took)
+				}
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			host, guest := agenttest.Pipe(t)
+			start := time.Now()
+			c, err := agentclient.Dial(host, agentclient.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() })
+			tc.agent(t, guest)
+			ctx, cancel := context.WithTimeout(context.Background(), tc.timeout)
+			defer cancel()
+			err = c.WaitReady(ctx)
+			tc.check(t, err, time.Since(start))
+		})
+	}
+}
+
+// fakeAgent is an Agent service that misbehaves in ways the real agent
+// cannot be made to: it stands for a sandbox whose PID 1 was replaced.
+type fakeAgent struct {
+	agentv1.UnimplementedAgentServer
+	exec func(context.Context, *agentv1.ExecRequest) (*agentv1.ExecResponse, error)
+}
+
+func (f *fakeAgent) Info(context.Context, *agentv1.InfoRequest) (*agentv1.InfoResponse, error) {
+	return &agentv1.InfoResponse{Version: "fake"}, nil
+}
+
+func (f *fakeAgent) Exec(ctx context.Context, req *agentv1.ExecRequest) (*agentv1.ExecResponse, error) {
+	return f.exec(ctx, req)
+}
+
+// dialFake serves f over a yamux session on a pipe and dials it.
+func dialFake(t *testing.T, f *fakeAgent, opts agentclient.Options) *agentclient.Client {
+	t.Helper()
+	host, guest := agenttest.Pipe(t)
+	cfg := yamux.DefaultConfig()
+	cfg.LogOutput = io.Discard
+	sess, err := yamux.Server(guest, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := grpc.NewServer()
+	agentv1.RegisterAgentServer(gs, f)
+	go func() { _ = gs.Serve(sess) }()
+	c, err := agentclient.Dial(host, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c.Close()
+		gs.Stop()
+		sess.Close()
+	})
+	return c
+}
+
+func TestExecHasADeadline(t *testing.T) {
+	f := &fakeAgent{exec: func(ctx context.Context, _ *agentv1.ExecRequest) (*agentv1.ExecResponse, error) {
+		<-ctx.Done() // never answers
+		return nil, ctx.Err()
+	}}
+	cases := []struct {
+		name string
+		opts agentclient.Options
+		req  *agentv1.ExecRequest
+		max  time.Duration
+	}{
+		{"timeout plus grace", agentclient.Options{ExecGrace: 100 * time.Millisecond},
+			&agentv1.ExecRequest{Argv: []string{"x"}, TimeoutMs: 100}, 400 * time.Millisecond},
+		{"no timeout", agentclient.Options{MaxExecDuration: 200 * time.Millisecond},
+			&agentv1.ExecRequest{Argv: []string{"x"}}, 400 * time.Millisecond},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := dialFake(t, f, tc.opts)
+			err := within(t, tc.max, func() error {
+				_, err := c.Exec(context.Background(), tc.req)
+				return err
+			})
+			if status.Code(err) != codes.DeadlineExceeded {
+				t.Errorf("got %v, want DeadlineExceeded", err)
+			}
+		})
+	}
+}
+
+func TestExecBoundsOutput(t *testing.T) {
+	const limit = 1024
+	var asked atomic.Int64
+	answer := func(n int) *fakeAgent {
+		return &fakeAgent{exec: func(_ context.Context, req *agentv1.ExecRequest) (*agentv1.ExecResponse, error) {
+			asked.Store(req.GetMaxOutputBytes())
+			return &agentv1.ExecResponse{Exited: true, Stdout: bytes.Repeat([]byte("o"), n), Stderr: []byte("e")}, nil
+		}}
+	}
+	cases := []struct {
+		name      string
+		requested int64
+		sends     int
+		wantAsked int64
+		wantLen   int
+		wantTrunc bool
+		wantCode  codes.Code
+	}{
+		{"agent default is lowered", 0, 10, limit, 10, false, codes.OK},
+		{"smaller cap is kept", 100, 10, 100, 10, false, codes.OK},
+		{"larger cap is lowered", 1 << 30, 10, limit, 10, false, codes.OK},
+		{"overlong answer is cut", 0, 4 * limit, limit, limit, true, codes.OK},
+		{"huge answer is refused", 0, 3 << 20, limit, 0, false, codes.ResourceExhausted},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := dialFake(t, answer(tc.sends), agentclient.Options{MaxOutputBytes: limit})
+			req := &agentv1.ExecRequest{Argv: []string{"x"}, MaxOutputBytes: tc.requested}
+			resp, err := c.Exec(context.Background(), req)
+			if req.MaxOutputBytes != tc.requested {
+				t.Errorf("caller's request modified: max_output_bytes %d", req.MaxOutputBytes)
+			}
+			if got := asked.Load(); got != tc.wantAsked {
+				t.Errorf("agent asked for %d bytes, want %d", got, tc.wantAsked)
+			}
+			if tc.wantCode != codes.OK {
+				if status.Code(err) != tc.wantCode {
+					t.Errorf("got %v, want %v", err, tc.wantCode)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(resp.Stdout) != tc.wantLen || resp.StdoutTruncated != tc.wantTrunc || string(resp.Stderr) != "e" {
+				t.Errorf("stdout %d bytes truncated=%v stderr %q, want %d %v \"e\"",
+					len(resp.Stdout), resp.StdoutTruncated, resp.Stderr, tc.wantLen, tc.wantTrunc)
+			}
+		})
+	}
+}
+
+// BenchmarkExecTrue measures one exec of /bin/true through the whole stack:
+// client, gRPC, yamux, a pipe pair, the agent, fork+exec and wait.
+func BenchmarkExecTrue(b *testing.B) {
+	c := agenttest.Start(b, agent.Options{}, agentclient.Options{}).Client
+	req := &agentv1.ExecRequest{Argv: []string{"/bin/true"}, TimeoutMs: 10_000}
+	ctx := context.Background()
+	var spawn, run int64
+	for b.Loop() {
+		resp, err := c.Exec(ctx, req)
+		if err != nil || resp.ExitCode != 0 {
+			b.Fatal(resp, err)
+		}
+		spawn += resp.SpawnUs
+		run += resp.DurationUs
+	}
+	b.ReportMetric(float64(spawn)/float64(b.N), "spawn-us/op")
+	b.ReportMetric(float64(run)/float64(b.N), "run-us/op")
+}
+
+// BenchmarkInfo measures the RPC round trip alone.
+func BenchmarkInfo(b *testing.B) {
+	c := agenttest.Start(b, agent.Options{}, agentclient.Options{}).Client
+	ctx := context.Background()
+	for b.Loop() {
+		if _, err := c.Info(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,230 @@
+// Package cli is the sbx command line: `sbx serve` runs the daemon, the
+// other commands talk to it over the HTTP API through package client.
+// Commands parse flags into api payloads and print results; the daemon
+// does the work.
+//
+// Exit status:
+//
+//	0     success (run, exec: the child exited 0)
+//	N     run, exec: the child exited with N
+//	124   run, exec: the command timed out (--timeout or the daemon's default)
+//	125   run, exec: sbx itself failed (error envelope, no daemon, bad usage)
+//	130   interrupted (SIGINT/SIGTERM) while waiting for the daemon
+//	1     any other command failed
+//	2     any other command was used wrongly (unknown flag, missing argument)
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sbx-dev/sbx/api"
+	"github.com/sbx-dev/sbx/client"
+)
+
+// Version is reported by `sbx --version`; the build sets it with
+// -ldflags "-X github.com/sbx-dev/sbx/internal/cli.Version=...".
+var Version = "dev"
+
+// Exit statuses of sbx itself (see the package comment).
+const (
+	exitFailure     = 1
+	exitUsage       = 2
+	exitTimeout     = 124
+	exitSbxFailure  = 125
+	exitInterrupted = 130
+)
+
+// Run runs the sbx command line with args (without the program name) and
+// returns the exit status. SIGINT and SIGTERM cancel the command's context;
+// a second signal kills the process.
+func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop() // let a second signal take its default action
+	}()
+	a := &app{
+		stdin:        stdin,
+		stdout:       stdout,
+		stderr:       stderr,
+		getenv:       os.Getenv,
+		isTerminal:   isTerminal,
+		pollInterval: 500 * time.Millisecond,
+		startDaemon:  startDaemon,
+		healthWait:   30 * time.Second,
+	}
+	return a.run(ctx, args)
+}
+
+// app is one invocation of the CLI with its streams and environment, all
+// injectable for tests.
+type app struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	getenv         func(string) string
+	// isTerminal reports whether a stream is a terminal.
+	isTerminal func(stream any) bool
+	// pollInterval is the period of image build progress polls.
+	pollInterval time.Duration
+	// startDaemon starts `sbx serve` in the background (see autostart.go).
+	startDaemon func(dataDir, listen string) (logPath string, exited <-chan error, err error)
+	// healthWait bounds the wait for an auto-started daemon.
+	healthWait time.Duration
+}
+
+func (a *app) client() *client.Client {
+	return client.New(a.getenv("SBX_URL"), a.getenv("SBX_TOKEN"))
+}
+
+// dataDir is $SBX_DATA_DIR, else the daemon's default.
+func (a *app) dataDir() string {
+	if d := a.getenv("SBX_DATA_DIR"); d != "" {
+		return d
+	}
+	return defaultDataDir
+}
+
+func (a *app) run(ctx context.Context, args []string) int {
+	root := &cobra.Command{
+		Use:           "sbx",
+		Short:         "Run untrusted code in short-lived gVisor sandboxes",
+		Version:       Version,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	root.CompletionOptions.HiddenDefaultCmd = true
+	root.SetArgs(args)
+	root.SetIn(a.stdin)
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
+	root.AddCommand(a.serveCmd(), a.runCmd(), a.createCmd(), a.execCmd(), a.listCmd(), a.stopCmd())
+
+	cmd, err := root.ExecuteContextC(ctx)
+	return a.exitCode(ctx, cmd, err)
+}
+
+// childCommand marks run and exec, whose own failures exit 125 so that
+// they never collide with the child's statuses.
+const childCommand = "sbx/child-status"
+
+// exitError ends the command with a status, its message already printed.
+type exitError struct{ code int }
+
+func (e *exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+// commandError is a failure of a command's action (not of its usage).
+type commandError struct{ err error }
+
+func (e *commandError) Error() string { return e.err.Error() }
+func (e *commandError) Unwrap() error { return e.err }
+
+// action wraps a command's RunE so that its failures are told apart from
+// usage errors, which cobra reports through the same return value.
+func action(fn func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := fn(cmd, args); err != nil {
+			var ue *usageError
+			var ee *exitError
+			if errors.As(err, &ue) || errors.As(err, &ee) {
+				return err
+			}
+			return &commandError{err: err}
+		}
+		return nil
+	}
+}
+
+// usageError is wrong usage found by a command itself.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return &usageError{msg: fmt.Sprintf(format, args...)} }
+
+// exitCode reports err and turns it into the exit status of cmd.
+func (a *app) exitCode(ctx context.Context, cmd *cobra.Command, err error) int {
+	if err == nil {
+		return 0
+	}
+	child := cmd != nil && cmd.Annotations[childCommand] != ""
+	var ee *exitError
+	var ce *commandError
+	switch {
+	case errors.As(err, &ee):
+		return ee.code
+	case errors.As(err, &ce):
+		if ctx.Err() != nil {
+			fmt.Fprintln(a.stderr, "sbx: interrupted")
+			return exitInterrupted
+		}
+		a.report(ce.err)
+		if child {
+			return exitSbxFailure
+		}
+		return exitFailure
+	}
+	// Usage: flag parsing, argument counts, unknown commands.
+	name := "sbx"
+	if cmd != nil {
+		name = cmd.CommandPath()
+	}
+	fmt.Fprintf(a.stderr, "sbx: %v\nRun '%s --help' for usage.\n", err, name)
+	if child {
+		return exitSbxFailure
+	}
+	return exitUsage
+}
+
+// report prints err on stderr: an envelope as "sbx: CODE: message" plus
+// its fix note, anything else as "sbx: message".
+func (a *app) report(err error) {
+	var env *api.ErrorEnvelope
+	switch {
+	case errors.As(err, &env):
+		fmt.Fprintf(a.stderr, "sbx: %s: %s\n", env.Code, env.Message)
+		if env.FixNote != "" {
+			fmt.Fprintf(a.stderr, "sbx: hint: %s\n", env.FixNote)
+		}
+	case client.IsUnreachable(err):
+		fmt.Fprintf(a.stderr, "sbx: %v\nsbx: hint: start the daemon with `sbx serve`, or point SBX_URL at one\n", err)
+	default:
+		fmt.Fprintf(a.stderr, "sbx: %v\n", err)
+	}
+}
+
+// parseEnv keeps the KEY=VALUE entries of -e flags; entries without "=" (or
+// with an empty key) are skipped silently, as the seed CLI does.
+func parseEnv(entries []string) api.Env {
+	var env api.Env
+	for _, e := range entries {
+		if strings.IndexByte(e, '=') > 0 {
+			env = append(env, e)
+		}
+	}
+	return env
+}
+
+// timeoutMs converts a --timeout to the payload's milliseconds; 0 leaves
+// the daemon's default.
+func timeoutMs(d time.Duration) (uint64, error) {
+	switch {
+	case d < 0:
+		return 0, usagef("--timeout must not be negative, got %s", d)
+	case d == 0:
+		return 0, nil
+	case d < time.Millisecond:
+		return 1, nil
+	}
+	return uint64(d.Milliseconds()), nil
+}

@@ -1,0 +1,291 @@
+package cli
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sbx-dev/sbx/api"
+	"github.com/sbx-dev/sbx/client"
+)
+
+// stopTimeout bounds the best-effort stop at the end of `sbx run`.
+const stopTimeout = 10 * time.Second
+
+// sandboxFlags are the create settings shared by run and create.
+type sandboxFlags struct {
+	cpus, memory uint32
+	network      bool
+	env          []string
+}
+
+func (f *sandboxFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.Uint32Var(&f.cpus, "cpus", 0, "vCPU count (daemon default when omitted)")
+	fl.Uint32Var(&f.memory, "memory", 0, "memory in MiB (daemon default when omitted)")
+	fl.BoolVar(&f.network, "network", false, "give the sandbox outbound network access")
+	fl.StringArrayVarP(&f.env, "env", "e", nil, "set KEY=VALUE in the sandbox (repeatable; entries without = are skipped)")
+}
+
+func (f *sandboxFlags) request(image string) api.CreateRequest {
+	return api.CreateRequest{Image: image, CPUs: f.cpus, MemoryMB: f.memory, Network: f.network, Env: parseEnv(f.env)}
+}
+
+// childCmd prepares run and exec: their failures exit 125, and a flag
+// error points at the "--" that separates the command.
+func childCmd(cmd *cobra.Command) *cobra.Command {
+	cmd.Annotations = map[string]string{childCommand: "1"}
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usagef("%v (the command to run goes after --: %s)", err, c.UseLine())
+	})
+	return cmd
+}
+
+// commandArgs validates "WHAT -- CMD [ARG...]".
+func commandArgs(what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		_, _, err := splitCommand(cmd, args, what)
+		return err
+	}
+}
+
+// splitCommand splits "WHAT -- CMD [ARG...]" into WHAT and the command.
+// Without "--" the first argument is WHAT and the rest the command.
+func splitCommand(cmd *cobra.Command, args []string, what string) (string, []string, error) {
+	before, after := args, []string(nil)
+	if dash := cmd.ArgsLenAtDash(); dash >= 0 {
+		before, after = args[:dash], args[dash:]
+	} else if len(args) > 0 {
+		before, after = args[:1], args[1:]
+	}
+	if len(before) != 1 {
+		return "", nil, usagef("want one %s before --, got %d arguments", what, len(before))
+	}
+	if len(after) == 0 || after[0] == "" {
+		return "", nil, usagef("no command given: %s", cmd.UseLine())
+	}
+	return before[0], after, nil
+}
+
+func (a *app) runCmd() *cobra.Command {
+	var f sandboxFlags
+	var timeout time.Duration
+	cmd := childCmd(&cobra.Command{
+		Use:   "run IMAGE [flags] -- CMD [ARG...]",
+		Short: "Create a sandbox, run one command in it, stop it",
+		Args:  commandArgs("IMAGE"),
+	})
+	f.register(cmd)
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, "kill the command after this long (500ms, 30s, 5m); exits 124")
+	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
+		image, argv, _ := splitCommand(cmd, args, "IMAGE")
+		ms, err := timeoutMs(timeout)
+		if err != nil {
+			return err
+		}
+		ctx := cmd.Context()
+		c := a.client()
+		sb, _, err := a.create(ctx, c, f.request(image))
+		if err != nil {
+			return err
+		}
+		defer a.stopQuietly(ctx, c, sb.SandboxID)
+		res, err := c.Exec(ctx, api.ExecRequest{SandboxID: sb.SandboxID, Cmd: argv[0], Args: argv[1:], TimeoutMs: ms})
+		if err != nil {
+			return err
+		}
+		return a.childResult(res, timeout)
+	})
+	return cmd
+}
+
+// stopQuietly stops sandbox id without waiting, even when ctx is done
+// (Ctrl-C); a failure is a warning.
+func (a *app) stopQuietly(ctx context.Context, c *client.Client, id string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
+	defer cancel()
+	if _, err := c.Stop(ctx, id, false); err != nil {
+		fmt.Fprintf(a.stderr, "sbx: warning: stopping sandbox %s: %v\n", id, err)
+	}
+}
+
+func (a *app) createCmd() *cobra.Command {
+	var f sandboxFlags
+	var idle uint64
+	var name string
+	cmd := &cobra.Command{
+		Use:   "create IMAGE",
+		Short: "Create a long-lived sandbox and print its id",
+		Args:  cobra.ExactArgs(1),
+	}
+	f.register(cmd)
+	cmd.Flags().Uint64Var(&idle, "idle-timeout", 0, "stop the sandbox after SECS seconds without an exec (daemon default when omitted)")
+	cmd.Flags().StringVar(&name, "name", "", "label shown by sbx list")
+	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
+		req := f.request(args[0])
+		req.IdleTimeoutSecs, req.Name = idle, name
+		sb, took, err := a.create(cmd.Context(), a.client(), req)
+		if err != nil {
+			return err
+		}
+		// Only for a person at a terminal: $(sbx create ...) or 2>/dev/null
+		// stay silent.
+		if a.isTerminal(a.stderr) && a.isTerminal(a.stdout) {
+			fmt.Fprintf(a.stderr, "✓ sandbox ready in %.2fs\n", took.Seconds())
+		}
+		fmt.Fprintln(a.stdout, sb.SandboxID)
+		return nil
+	})
+	return cmd
+}
+
+func (a *app) execCmd() *cobra.Command {
+	var env []string
+	var timeout time.Duration
+	var workdir string
+	var stdin bool
+	cmd := childCmd(&cobra.Command{
+		Use:   "exec ID [flags] -- CMD [ARG...]",
+		Short: "Run a command in a sandbox",
+		Args:  commandArgs("ID"),
+	})
+	fl := cmd.Flags()
+	fl.DurationVar(&timeout, "timeout", 0, "kill the command after this long (500ms, 30s, 5m); exits 124")
+	fl.StringArrayVarP(&env, "env", "e", nil, "set KEY=VALUE for the command (repeatable; entries without = are skipped)")
+	fl.StringVarP(&workdir, "workdir", "w", "", "working directory inside the sandbox")
+	fl.BoolVarP(&stdin, "interactive", "i", false, "send this command's stdin to the command")
+	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
+		id, argv, _ := splitCommand(cmd, args, "ID")
+		ms, err := timeoutMs(timeout)
+		if err != nil {
+			return err
+		}
+		req := api.ExecRequest{SandboxID: id, Cmd: argv[0], Args: argv[1:], Env: parseEnv(env), TimeoutMs: ms, Workdir: workdir}
+		if stdin {
+			data, err := io.ReadAll(a.stdin)
+			if err != nil {
+				return fmt.Errorf("reading stdin: %w", err)
+			}
+			req.Stdin = base64.StdEncoding.EncodeToString(data)
+		}
+		res, err := a.client().Exec(cmd.Context(), req)
+		if err != nil {
+			return err
+		}
+		return a.childResult(res, timeout)
+	})
+	return cmd
+}
+
+// childResult prints a finished command's output and turns its status into
+// the CLI's: the child's exit code, or 124 after a timeout.
+func (a *app) childResult(res api.ExecResponse, timeout time.Duration) error {
+	io.WriteString(a.stdout, res.Stdout)
+	io.WriteString(a.stderr, res.Stderr)
+	for _, tr := range []struct {
+		truncated bool
+		stream    string
+	}{{res.StdoutTruncated, "stdout"}, {res.StderrTruncated, "stderr"}} {
+		if tr.truncated {
+			fmt.Fprintf(a.stderr, "sbx: %s truncated at the daemon's output limit\n", tr.stream)
+		}
+	}
+	switch {
+	case res.TimedOut:
+		if timeout > 0 {
+			fmt.Fprintf(a.stderr, "sbx: timed out after %s\n", timeout)
+		} else {
+			fmt.Fprintln(a.stderr, "sbx: timed out (the daemon's default exec timeout; raise it with --timeout)")
+		}
+		return &exitError{code: exitTimeout}
+	case res.ExitCode == nil:
+		fmt.Fprintln(a.stderr, "sbx: the command ended without an exit status")
+		return &exitError{code: exitSbxFailure}
+	case *res.ExitCode < 0 || *res.ExitCode > 255:
+		fmt.Fprintf(a.stderr, "sbx: the command ended with status %d\n", *res.ExitCode)
+		return &exitError{code: exitSbxFailure}
+	case *res.ExitCode != 0:
+		return &exitError{code: *res.ExitCode}
+	}
+	return nil
+}
+
+func (a *app) listCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List sandboxes",
+		Args:  cobra.NoArgs,
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the sandbox::list response as JSON")
+	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
+		list, err := a.client().List(cmd.Context())
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			enc := json.NewEncoder(a.stdout)
+			enc.SetIndent("", "  ")
+			return enc.Encode(list)
+		}
+		return printList(a.stdout, list.Sandboxes)
+	})
+	return cmd
+}
+
+func printList(w io.Writer, sandboxes []api.SandboxInfo) error {
+	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
+	fmt.Fprintln(tw, "ID\tNAME\tIMAGE\tAGE\tEXECS\tSTATUS")
+	for _, sb := range sandboxes {
+		name := "-"
+		if sb.Name != nil && *sb.Name != "" {
+			name = *sb.Name
+		}
+		status := "running"
+		if sb.Stopped {
+			status = "stopped"
+			if sb.StopReason != "" {
+				status += " (" + sb.StopReason + ")"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", sb.SandboxID, name, sb.Image, formatAge(sb.AgeSecs), sb.ExecInFlight, status)
+	}
+	return tw.Flush()
+}
+
+// formatAge renders seconds the way `docker ps` does, in one unit.
+func formatAge(secs uint64) string {
+	switch {
+	case secs < 60:
+		return fmt.Sprintf("%ds", secs)
+	case secs < 3600:
+		return fmt.Sprintf("%dm", secs/60)
+	case secs < 48*3600:
+		return fmt.Sprintf("%dh", secs/3600)
+	}
+	return fmt.Sprintf("%dd", secs/86400)
+}
+
+func (a *app) stopCmd() *cobra.Command {
+	var wait bool
+	cmd := &cobra.Command{
+		Use:   "stop ID",
+		Short: "Stop a sandbox",
+		Args:  cobra.ExactArgs(1),
+	}
+	cmd.Flags().BoolVar(&wait, "wait", false, "return once the sandbox is fully gone")
+	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
+		if _, err := a.client().Stop(cmd.Context(), args[0], wait); err != nil {
+			return err
+		}
+		fmt.Fprintln(a.stdout, args[0])
+		return nil
+	})
+	return cmd
+}

@@ -1,0 +1,47 @@
+package cli
+
+// This file is the CLI's only link to the daemon: `sbx serve` calls
+// daemon.Run in this process.
+
+import (
+	"log/slog"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sbx-dev/sbx/internal/daemon"
+)
+
+// Defaults shared with the daemon.
+const (
+	defaultListen  = daemon.DefaultListen
+	defaultDataDir = daemon.DefaultDataDir
+)
+
+func (a *app) serveCmd() *cobra.Command {
+	var opts daemon.Options
+	var level string
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the sbx daemon (HTTP API and engine WebSocket)",
+		Args:  cobra.NoArgs,
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.ConfigPath, "config", "", "YAML config file (defaults when omitted)")
+	fl.StringVar(&opts.Listen, "listen", defaultListen, "HTTP API address")
+	fl.StringVar(&opts.EngineListen, "engine-listen", daemon.DefaultEngineListen, `engine WebSocket address ("" disables it)`)
+	fl.StringVar(&opts.DataDir, "data-dir", a.dataDir(), "image cache, sandbox state and metadata ($SBX_DATA_DIR)")
+	fl.StringVar(&opts.RunscPath, "runsc-path", "", "runsc binary (default: next to sbx, then PATH)")
+	fl.StringVar(&opts.AgentPath, "agent-path", "", "sbx-agent binary (default: next to sbx, then PATH)")
+	fl.StringVar(&level, "log-level", "info", "debug, info, warn or error")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		var lvl slog.Level
+		if err := lvl.UnmarshalText([]byte(level)); err != nil {
+			return usagef("--log-level must be debug, info, warn or error, not %q", level)
+		}
+		opts.Logger = slog.New(slog.NewJSONHandler(a.stderr, &slog.HandlerOptions{Level: lvl}))
+		return action(func(*cobra.Command, []string) error {
+			return daemon.Run(cmd.Context(), opts)
+		})(cmd, nil)
+	}
+	return cmd
+}

@@ -1,0 +1,154 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/sbx-dev/sbx/internal/config"
+	"github.com/sbx-dev/sbx/internal/functions"
+	"github.com/sbx-dev/sbx/internal/httpapi"
+	"github.com/sbx-dev/sbx/internal/image"
+	"github.com/sbx-dev/sbx/internal/runtime"
+	_ "github.com/sbx-dev/sbx/internal/runtime/runtimes" // register backends
+	"github.com/sbx-dev/sbx/internal/sandbox"
+)
+
+// shutdownTimeout bounds the ordered shutdown after the context ends.
+const shutdownTimeout = 10 * time.Second
+
+// Run starts the daemon and serves until ctx ends, then shuts down in
+// order: stop accepting requests, stop every sandbox, close the store.
+// Cancellation is a normal stop and returns nil.
+func Run(ctx context.Context, opts Options) error {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	}
+	cfg := config.Default()
+	if opts.ConfigPath != "" {
+		var err error
+		if cfg, err = config.Load(opts.ConfigPath); err != nil {
+			return err
+		}
+	}
+	if opts.DataDir == "" {
+		opts.DataDir = DefaultDataDir
+	}
+	if opts.Listen == "" {
+		opts.Listen = DefaultListen
+	}
+	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
+		return fmt.Errorf("creating data dir: %w", err)
+	}
+	runscPath, err := findBinary(opts.RunscPath, "runsc")
+	if err != nil {
+		return err
+	}
+	agentPath, err := findBinary(opts.AgentPath, "sbx-agent")
+	if err != nil {
+		return err
+	}
+	cacheDir := cfg.ImageCacheDir
+	if cacheDir == "" {
+		cacheDir = filepath.Join(opts.DataDir, "images")
+	}
+	images, err := image.NewStore(image.Options{CacheDir: cacheDir, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer images.Close()
+	rt, err := runtime.New(cfg.Runtime, runtime.Options{
+		StateDir:   filepath.Join(opts.DataDir, cfg.Runtime),
+		BinaryPath: runscPath,
+	})
+	if err != nil {
+		return fmt.Errorf("starting runtime %s: %w", cfg.Runtime, err)
+	}
+	ln, err := net.Listen("tcp", opts.Listen)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", opts.Listen, err)
+	}
+	mgr, err := sandbox.New(ctx, sandbox.Options{
+		Config:    cfg,
+		Runtime:   rt,
+		Images:    images,
+		AgentPath: agentPath,
+		StateDir:  opts.DataDir,
+		Logger:    log,
+	})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	table := functions.New(mgr)
+	srv := &http.Server{
+		Handler:           httpapi.New(table, httpapi.Options{Logger: log}),
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	log.Info("sbx serving", "listen", ln.Addr().String(), "data_dir", opts.DataDir,
+		"runtime", rt.Name(), "runsc", runscPath, "agent", agentPath, "image_cache", cacheDir)
+	if opts.Ready != nil {
+		opts.Ready(ln.Addr().String())
+	}
+
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+	case err = <-serveErr:
+		log.Error("http server stopped", "err", err)
+	}
+	// Stop accepting requests and stop every sandbox at once: requests
+	// still in flight (a long exec) end when their sandbox does.
+	shutCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	httpDone := make(chan error, 1)
+	go func() { httpDone <- srv.Shutdown(shutCtx) }()
+	mgrErr := mgr.Close(shutCtx)
+	return errors.Join(ignoreClosed(err), ignoreClosed(<-httpDone), mgrErr)
+}
+
+func ignoreClosed(err error) error {
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// findBinary resolves a helper binary: the explicit path if given, else
+// next to the running executable, else on PATH.
+func findBinary(explicit, name string) (string, error) {
+	if explicit != "" {
+		if _, err := os.Stat(explicit); err != nil {
+			return "", fmt.Errorf("%s: %w", name, err)
+		}
+		return filepath.Abs(explicit)
+	}
+	if self, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(self), name)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return p, nil
+		}
+	}
+	if p, err := exec.LookPath(name); err == nil {
+		return filepath.Abs(p)
+	}
+	return "", fmt.Errorf("%s not found next to the sbx binary or on PATH (build it with `make build`, or pass --%s-path)", name, flagName(name))
+}
+
+func flagName(bin string) string {
+	if bin == "sbx-agent" {
+		return "agent"
+	}
+	return bin
+}

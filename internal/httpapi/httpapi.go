@@ -1,0 +1,345 @@
+// Package httpapi is sbx's REST transport: it maps HTTP routes onto the one
+// function table and nothing more. A handler reads the body, merges path and
+// query parameters into the payload, dispatches, and writes either the
+// result or the error envelope; no business logic lives here.
+//
+// Routes (request and response bodies are the function payloads):
+//
+//	POST   /v1/sandboxes                  sandbox::create
+//	GET    /v1/sandboxes                  sandbox::list
+//	GET    /v1/sandboxes/{id}             sandbox::get
+//	DELETE /v1/sandboxes/{id}[?wait=true] sandbox::stop
+//	POST   /v1/sandboxes/{id}/exec        sandbox::exec, REST semantics (see below)
+//	POST   /v1/functions/{function_id}    any function of the table by id
+//	GET    /v1/images/{name}              sbx::image::status
+//	GET    /healthz                       {"status":"ok"}
+//
+// Path parameters become payload fields ({id} is sandbox_id, {name} is name,
+// ?wait is wait); a body that already holds a different value is S001.
+//
+// Every success is 200 with the result as the body, creation included: the
+// generic function route answers the same way, and clients read the body,
+// not the status. Errors carry the status of their class
+// (envelope.HTTPStatus) and the body {"error": <envelope>}. An unknown
+// function id is 404 with code "function_not_found"; an unknown route is 404
+// "route_not_found"; a known route with the wrong method is 405
+// "method_not_allowed".
+//
+// Exec through /v1/sandboxes/{id}/exec follows REST semantics: a timeout is
+// a 200 result with timed_out set and the output captured so far. Through
+// /v1/functions/sandbox::exec it follows the contract: a timeout is S200.
+package httpapi
+
+import (
+	"bytes"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sbx-dev/sbx/api"
+	"github.com/sbx-dev/sbx/internal/envelope"
+	"github.com/sbx-dev/sbx/internal/errdefs"
+	"github.com/sbx-dev/sbx/internal/functions"
+)
+
+// DefaultMaxBodyBytes is the request body limit when Options leaves it zero.
+const DefaultMaxBodyBytes = 16 << 20
+
+// Options configure the transport.
+type Options struct {
+	// Logger receives one debug record per request and an error record per
+	// recovered panic; nil discards.
+	Logger *slog.Logger
+	// Version, when set, is reported by /healthz.
+	Version string
+	// MaxBodyBytes limits request bodies; 0 means DefaultMaxBodyBytes.
+	// A larger body is S001.
+	MaxBodyBytes int64
+	// Token, when set, must arrive as "Authorization: Bearer <token>" on
+	// every route but /healthz; otherwise the answer is 401.
+	Token string
+}
+
+// New returns the REST handler over table.
+func New(table *functions.Table, opts Options) http.Handler {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	s := &server{table: table, log: opts.Logger, maxBody: opts.MaxBodyBytes, version: opts.Version}
+	if opts.Token != "" {
+		s.auth = []byte("Bearer " + opts.Token)
+	}
+
+	sandboxID := pathParam("id", "sandbox_id")
+	routes := []struct {
+		method, path string
+		h            handlerFunc
+		public       bool
+	}{
+		{"POST", "/v1/sandboxes", s.call("sandbox::create"), false},
+		{"GET", "/v1/sandboxes", s.call("sandbox::list"), false},
+		{"GET", "/v1/sandboxes/{id}", s.call("sandbox::get", sandboxID), false},
+		{"DELETE", "/v1/sandboxes/{id}", s.call("sandbox::stop", sandboxID, queryBool("wait", "wait")), false},
+		{"POST", "/v1/sandboxes/{id}/exec", s.exec, false},
+		{"POST", "/v1/functions/{function_id}", s.function, false},
+		// {name...} keeps OCI refs with slashes in one parameter.
+		{"GET", "/v1/images/{name...}", s.call("sbx::image::status", pathParam("name", "name")), false},
+		{"GET", "/healthz", s.health, true},
+	}
+
+	mux := http.NewServeMux()
+	allowed := map[string][]string{}
+	var paths []string
+	for _, rt := range routes {
+		mux.Handle(rt.method+" "+rt.path, s.wrap(rt.h, rt.public))
+		if _, ok := allowed[rt.path]; !ok {
+			paths = append(paths, rt.path)
+		}
+		allowed[rt.path] = append(allowed[rt.path], rt.method)
+	}
+	// A pattern without a method is less specific than the same path with
+	// one, so these catch only the wrong methods.
+	for _, p := range paths {
+		mux.Handle(p, s.wrap(methodNotAllowed(strings.Join(allowed[p], ", ")), true))
+	}
+	mux.Handle("/", s.wrap(routeNotFound, true))
+	return mux
+}
+
+// handlerFunc serves one route: it gets the request and its body (nil when
+// empty) and returns the result to encode, or an error.
+type handlerFunc func(r *http.Request, body []byte) (any, error)
+
+type server struct {
+	table   *functions.Table
+	log     *slog.Logger
+	maxBody int64
+	version string
+	auth    []byte // "Bearer <token>", nil when no token is required
+}
+
+// call dispatches to function id with params merged into the body.
+func (s *server) call(id string, params ...paramFunc) handlerFunc {
+	return func(r *http.Request, body []byte) (any, error) {
+		payload, err := withParams(r, body, params)
+		if err != nil {
+			return nil, err
+		}
+		return s.table.Call(r.Context(), id, payload)
+	}
+}
+
+// exec is sandbox::exec with REST semantics. It decodes straight into the
+// typed request: this is the hot path, so no detour through a JSON merge.
+func (s *server) exec(r *http.Request, body []byte) (any, error) {
+	var req api.ExecRequest
+	if err := functions.Decode(body, &req); err != nil {
+		return nil, err
+	}
+	id := r.PathValue("id")
+	if req.SandboxID != "" && req.SandboxID != id {
+		return nil, conflict("sandbox_id", req.SandboxID, id)
+	}
+	req.SandboxID = id
+	return s.table.Exec(r.Context(), req)
+}
+
+// function dispatches to any function of the table by id.
+func (s *server) function(r *http.Request, body []byte) (any, error) {
+	return s.table.Call(r.Context(), r.PathValue("function_id"), body)
+}
+
+type health struct {
+	Status  string `json:"status"`
+	Version string `json:"version,omitempty"`
+}
+
+func (s *server) health(*http.Request, []byte) (any, error) {
+	return health{Status: "ok", Version: s.version}, nil
+}
+
+// routeError is an error answered with a fixed status and envelope, for
+// conditions of the transport itself that have no S-code.
+type routeError struct {
+	status int
+	env    api.ErrorEnvelope
+	allow  string // Allow header of a 405
+}
+
+func (e *routeError) Error() string { return e.env.Message }
+
+func transportError(status int, code, msg string) *routeError {
+	return &routeError{status: status, env: api.ErrorEnvelope{Type: string(errdefs.ClassValidation), Code: code, Message: msg}}
+}
+
+func routeNotFound(r *http.Request, _ []byte) (any, error) {
+	return nil, transportError(http.StatusNotFound, "route_not_found", "no route for "+r.Method+" "+r.URL.Path)
+}
+
+func methodNotAllowed(allow string) handlerFunc {
+	return func(r *http.Request, _ []byte) (any, error) {
+		e := transportError(http.StatusMethodNotAllowed, "method_not_allowed",
+			r.Method+" is not allowed on "+r.URL.Path+" (allowed: "+allow+")")
+		e.allow = allow
+		return nil, e
+	}
+}
+
+// errorResponse is the one mapping from an error to status and envelope.
+func errorResponse(err error) (int, *routeError) {
+	var re *routeError
+	switch {
+	case errors.As(err, &re):
+		return re.status, re
+	case errors.Is(err, functions.ErrNotFound):
+		return http.StatusNotFound, transportError(http.StatusNotFound, "function_not_found", err.Error())
+	}
+	return envelope.HTTPStatus(err), &routeError{env: envelope.From(err)}
+}
+
+// wrap adapts a handlerFunc: auth, body limit, panic recovery, encoding,
+// and a debug log record per request.
+func (s *server) wrap(h handlerFunc, public bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		status := s.serve(w, r, h, public)
+		if s.log.Enabled(r.Context(), slog.LevelDebug) {
+			s.log.LogAttrs(r.Context(), slog.LevelDebug, "http request",
+				slog.String("method", r.Method), slog.String("path", r.URL.Path),
+				slog.Int("status", status), slog.Duration("duration", time.Since(start)))
+		}
+	})
+}
+
+func (s *server) serve(w http.ResponseWriter, r *http.Request, h handlerFunc, public bool) (status int) {
+	wrote := false
+	defer func() {
+		v := recover()
+		if v == nil {
+			return
+		}
+		if v == http.ErrAbortHandler {
+			panic(v)
+		}
+		s.log.Error("panic serving request", "method", r.Method, "path", r.URL.Path,
+			"panic", v, "stack", string(debug.Stack()))
+		status = http.StatusInternalServerError
+		if !wrote {
+			status = s.writeError(w, errdefs.New(errdefs.CodeInternal, "internal error: %v", v))
+		}
+	}()
+
+	if !public && s.auth != nil && !s.authorized(r) {
+		return s.writeError(w, transportError(http.StatusUnauthorized, "unauthorized",
+			"missing or wrong bearer token (set SBX_TOKEN)"))
+	}
+	in := getBuffer()
+	defer putBuffer(in)
+	body, err := s.readBody(w, r, in)
+	if err != nil {
+		return s.writeError(w, err)
+	}
+	res, err := h(r, body)
+	wrote = true
+	if err != nil {
+		return s.writeError(w, err)
+	}
+	out := getBuffer()
+	defer putBuffer(out)
+	return writeJSON(w, http.StatusOK, res, out)
+}
+
+func (s *server) authorized(r *http.Request) bool {
+	got := r.Header.Get("Authorization")
+	return subtle.ConstantTimeCompare([]byte(got), s.auth) == 1
+}
+
+// readBody reads the request body into buf, enforcing the size limit; an
+// absent body is nil.
+func (s *server) readBody(w http.ResponseWriter, r *http.Request, buf *bytes.Buffer) ([]byte, error) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, nil
+	}
+	if r.ContentLength > s.maxBody {
+		return nil, tooLarge(s.maxBody)
+	}
+	if r.ContentLength > 0 {
+		buf.Grow(int(r.ContentLength) + 1)
+	}
+	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, s.maxBody)); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, tooLarge(s.maxBody)
+		}
+		return nil, errdefs.Malformed("reading request body: %v", err)
+	}
+	return buf.Bytes(), nil
+}
+
+func tooLarge(limit int64) error {
+	return errdefs.Malformed("request body larger than %d bytes", limit)
+}
+
+type errorBody struct {
+	Error *api.ErrorEnvelope `json:"error"`
+}
+
+func (s *server) writeError(w http.ResponseWriter, err error) int {
+	status, re := errorResponse(err)
+	if re.allow != "" {
+		w.Header().Set("Allow", re.allow)
+	}
+	buf := getBuffer()
+	defer putBuffer(buf)
+	return writeJSON(w, status, errorBody{Error: &re.env}, buf)
+}
+
+var jsonContentType = []string{"application/json"}
+
+// writeJSON encodes v into buf and writes it with a Content-Length, so
+// small answers go out in one write on a kept-alive connection.
+func writeJSON(w http.ResponseWriter, status int, v any, buf *bytes.Buffer) int {
+	buf.Reset()
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		buf.Reset()
+		status = http.StatusInternalServerError
+		env := envelope.From(errdefs.New(errdefs.CodeInternal, "encoding response: %v", err))
+		_ = json.NewEncoder(buf).Encode(errorBody{Error: &env})
+	}
+	h := w.Header()
+	h["Content-Type"] = jsonContentType
+	h["Content-Length"] = []string{strconv.Itoa(buf.Len())}
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+	return status
+}
+
+// maxPooled bounds the buffers kept for reuse, so one large exec output
+// does not pin memory.
+const maxPooled = 1 << 20
+
+var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+func getBuffer() *bytes.Buffer {
+	b := bufPool.Get().(*bytes.Buffer)
+	b.Reset()
+	return b
+}
+
+func putBuffer(b *bytes.Buffer) {
+	if b.Cap() <= maxPooled {
+		bufPool.Put(b)
+	}
+}

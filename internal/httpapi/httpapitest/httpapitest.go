@@ -1,0 +1,141 @@
+// Package httpapitest serves the REST API over a fake sandbox manager, for
+// unit tests of the transports and clients that sit on top of it (the HTTP
+// handler, the Go client, the CLI). The fake stands in for the manager
+// because a real one needs root and runsc; integration tests use the real
+// daemon instead.
+package httpapitest
+
+import (
+	"context"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/sbx-dev/sbx/api"
+	"github.com/sbx-dev/sbx/internal/errdefs"
+	"github.com/sbx-dev/sbx/internal/functions"
+	"github.com/sbx-dev/sbx/internal/httpapi"
+)
+
+// DefaultID is the sandbox id the fake's default Create returns.
+const DefaultID = "5b0e3c1a-7d2f-4c1e-9a7b-2f6d8e4c1a00"
+
+// Call is one recorded call of the fake.
+type Call struct {
+	Method string // "Create", "Exec", "Stop", "List", "Get", "ImageStatus"
+	Req    any    // the typed request
+}
+
+// Fake is a functions.Sandboxes whose behaviour each test sets through the
+// ...Func fields; a nil field gets a plain default answer. It records every
+// call. Safe for concurrent use.
+type Fake struct {
+	CreateFunc      func(context.Context, api.CreateRequest) (api.CreateResponse, error)
+	ExecFunc        func(context.Context, api.ExecRequest) (api.ExecResponse, error)
+	StopFunc        func(context.Context, api.StopRequest) (api.StopResponse, error)
+	ListFunc        func(context.Context, api.ListRequest) (api.ListResponse, error)
+	GetFunc         func(context.Context, api.GetRequest) (api.SandboxInfo, error)
+	ImageStatusFunc func(context.Context, api.ImageStatusRequest) (api.ImageStatus, error)
+
+	// mu guards calls.
+	mu    sync.Mutex
+	calls []Call
+}
+
+var _ functions.Sandboxes = (*Fake)(nil)
+
+func (f *Fake) record(method string, req any) {
+	f.mu.Lock()
+	f.calls = append(f.calls, Call{Method: method, Req: req})
+	f.mu.Unlock()
+}
+
+// Calls returns the calls so far, in order.
+func (f *Fake) Calls() []Call {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]Call(nil), f.calls...)
+}
+
+// Methods returns the method names of the calls so far, in order,
+// leaving out ImageStatus polls.
+func (f *Fake) Methods() []string {
+	var out []string
+	for _, c := range f.Calls() {
+		if c.Method != "ImageStatus" {
+			out = append(out, c.Method)
+		}
+	}
+	return out
+}
+
+// Create returns DefaultID by default.
+func (f *Fake) Create(ctx context.Context, req api.CreateRequest) (api.CreateResponse, error) {
+	f.record("Create", req)
+	if f.CreateFunc != nil {
+		return f.CreateFunc(ctx, req)
+	}
+	if req.Image == "" {
+		return api.CreateResponse{}, errdefs.Malformed("image is required")
+	}
+	return api.CreateResponse{SandboxID: DefaultID, Image: req.Image}, nil
+}
+
+// Exec echoes the command line on stdout and exits 0 by default.
+func (f *Fake) Exec(ctx context.Context, req api.ExecRequest) (api.ExecResponse, error) {
+	f.record("Exec", req)
+	if f.ExecFunc != nil {
+		return f.ExecFunc(ctx, req)
+	}
+	argv := req.Argv
+	if len(argv) == 0 {
+		argv = append([]string{req.Cmd}, req.Args...)
+	}
+	zero := 0
+	return api.ExecResponse{Stdout: strings.Join(argv, " ") + "\n", ExitCode: &zero, Success: true}, nil
+}
+
+// Stop reports the sandbox stopped by default.
+func (f *Fake) Stop(ctx context.Context, req api.StopRequest) (api.StopResponse, error) {
+	f.record("Stop", req)
+	if f.StopFunc != nil {
+		return f.StopFunc(ctx, req)
+	}
+	return api.StopResponse{SandboxID: req.SandboxID, Stopped: true}, nil
+}
+
+// List returns no sandboxes by default.
+func (f *Fake) List(ctx context.Context, req api.ListRequest) (api.ListResponse, error) {
+	f.record("List", req)
+	if f.ListFunc != nil {
+		return f.ListFunc(ctx, req)
+	}
+	return api.ListResponse{Sandboxes: []api.SandboxInfo{}}, nil
+}
+
+// Get answers S002 by default.
+func (f *Fake) Get(ctx context.Context, req api.GetRequest) (api.SandboxInfo, error) {
+	f.record("Get", req)
+	if f.GetFunc != nil {
+		return f.GetFunc(ctx, req)
+	}
+	return api.SandboxInfo{}, errdefs.New(errdefs.CodeNotFound, "no live sandbox with id %s", req.SandboxID)
+}
+
+// ImageStatus reports the image ready by default.
+func (f *Fake) ImageStatus(ctx context.Context, req api.ImageStatusRequest) (api.ImageStatus, error) {
+	f.record("ImageStatus", req)
+	if f.ImageStatusFunc != nil {
+		return f.ImageStatusFunc(ctx, req)
+	}
+	return api.ImageStatus{Name: req.Name, State: "ready"}, nil
+}
+
+// NewServer serves the REST API over fake until the test ends.
+func NewServer(t testing.TB, fake *Fake, opts httpapi.Options) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(httpapi.New(functions.New(fake), opts))
+	t.Cleanup(srv.Close)
+	return srv
+}

@@ -1,0 +1,121 @@
+package image
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"runtime"
+	"slices"
+	"strings"
+)
+
+// builderVersion names the build procedure outside the recipe's own fields
+// (the mmdebstrap invocation, the steps after it). Bump it when that changes
+// so every preset is rebuilt.
+const builderVersion = "1"
+
+// presetPackages lists each preset's Debian packages on top of minbase, in
+// catalog order.
+var presetPackages = []struct {
+	name     string
+	packages []string
+}{
+	// ca-certificates (~3 MB with openssl): without it Python's ssl module
+	// and Debian's nodejs trust no CA, so every HTTPS request fails.
+	{"python", []string{"python3", "ca-certificates"}},
+	{"node", []string{"nodejs", "ca-certificates"}},
+}
+
+// mergedUsrHooks is mmdebstrap's hook directory that sets up merged /usr
+// with symlinks. Without it, apt satisfies init-system-helpers' dependency
+// on "usrmerge | usr-is-merged" with usrmerge, which pulls in perl (~50 MB).
+const mergedUsrHooks = "/usr/share/mmdebstrap/hooks/merged-usr"
+
+// slimDpkgOpts keep documentation and translations out of presets (about
+// 50 MB of python's 224 MB). They are written into the image's dpkg
+// configuration, so packages installed later in a sandbox skip them too.
+var slimDpkgOpts = []string{
+	"path-exclude=/usr/share/doc/*",
+	"path-include=/usr/share/doc/*/copyright",
+	"path-exclude=/usr/share/man/*",
+	"path-exclude=/usr/share/info/*",
+	"path-exclude=/usr/share/groff/*",
+	"path-exclude=/usr/share/lintian/*",
+	"path-exclude=/usr/share/locale/*",
+	"path-include=/usr/share/locale/locale.alias",
+}
+
+// defaultConfig is the image configuration of every preset.
+func defaultConfig() Config {
+	return Config{
+		Env: []string{
+			"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+			"LANG=C.UTF-8",
+			"HOME=/root",
+		},
+		WorkingDir: "/",
+	}
+}
+
+// recipe is everything that decides a preset's content; its hash is the
+// preset's ID. The mirror is deliberately absent: any mirror of the suite
+// gives the same image.
+type recipe struct {
+	Builder  string   `json:"builder"`
+	Arch     string   `json:"arch"`
+	Suite    string   `json:"suite"`
+	Variant  string   `json:"variant"`
+	Packages []string `json:"packages"`
+	HookDirs []string `json:"hook_dirs"`
+	DpkgOpts []string `json:"dpkg_opts"`
+	Config   Config   `json:"config"`
+}
+
+// presetRecipe returns the recipe of a preset with the given packages.
+func presetRecipe(suite string, packages []string) recipe {
+	pkgs := slices.Clone(packages)
+	slices.Sort(pkgs)
+	return recipe{
+		Builder:  builderVersion,
+		Arch:     runtime.GOARCH,
+		Suite:    suite,
+		Variant:  "minbase",
+		Packages: pkgs,
+		HookDirs: []string{mergedUsrHooks},
+		DpkgOpts: slices.Clone(slimDpkgOpts),
+		Config:   defaultConfig(),
+	}
+}
+
+// id is the hex SHA-256 of the recipe's JSON form.
+func (r recipe) id() string {
+	b, err := json.Marshal(r)
+	if err != nil {
+		panic("image: encoding recipe: " + err.Error()) // strings and slices always encode
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// ref is the recipe in short, e.g. "debian:bookworm+ca-certificates+python3".
+func (r recipe) ref() string {
+	return "debian:" + r.Suite + "+" + strings.Join(r.Packages, "+")
+}
+
+// mmdebstrapArgs is the argv (without the program) that builds r into the
+// directory dst, which must not exist, from mirror.
+func (r recipe) mmdebstrapArgs(dst, mirror string) []string {
+	args := []string{
+		"--mode=root",
+		"--format=directory",
+		"--variant=" + r.Variant,
+		"--include=" + strings.Join(r.Packages, ","),
+	}
+	for _, h := range r.HookDirs {
+		args = append(args, "--hook-dir="+h)
+	}
+	for _, o := range r.DpkgOpts {
+		args = append(args, "--dpkgopt="+o)
+	}
+	return append(args, r.Suite, dst, mirror)
+}

@@ -1,0 +1,286 @@
+package image
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sbx-dev/sbx/api"
+	"github.com/sbx-dev/sbx/internal/errdefs"
+)
+
+// defaultBuildTimeout bounds one preset build, including the wait for
+// another process building the same image.
+const defaultBuildTimeout = 15 * time.Minute
+
+// preset is a catalog image built from a recipe.
+type preset struct {
+	recipe recipe
+	id     string
+	ref    string
+}
+
+// Store finds, builds and caches images. It is safe for concurrent use.
+type Store struct {
+	cache        cache
+	log          *slog.Logger
+	names        []string // preset names in catalog order
+	presets      map[string]preset
+	build        builder
+	buildTimeout time.Duration
+
+	// buildCtx parents every build: builds outlive the callers that start
+	// them and end with Close.
+	buildCtx    context.Context
+	cancelBuild context.CancelFunc
+	builds      sync.WaitGroup
+
+	// mu guards the fields below.
+	mu      sync.Mutex
+	ready   map[string]*Image  // name → published image
+	flights map[string]*flight // name → its build in progress
+	closed  bool               // no build starts once set
+}
+
+// flight is one build in progress, shared by every Ensure waiting for it.
+type flight struct {
+	started time.Time
+	done    chan struct{} // closed when img or err is set
+
+	img *Image
+	err *errdefs.Error
+
+	// detailMu guards detail.
+	detailMu sync.Mutex
+	detail   string // latest progress line
+}
+
+func (f *flight) setDetail(line string) {
+	f.detailMu.Lock()
+	f.detail = line
+	f.detailMu.Unlock()
+}
+
+func (f *flight) latestDetail() string {
+	f.detailMu.Lock()
+	defer f.detailMu.Unlock()
+	return f.detail
+}
+
+// NewStore opens the image cache at opts.CacheDir, creating it if needed,
+// and removes the half-built leftovers of interrupted builds.
+func NewStore(opts Options) (*Store, error) {
+	if opts.CacheDir == "" {
+		return nil, errors.New("opening image store: cache dir is required")
+	}
+	dir, err := filepath.Abs(opts.CacheDir)
+	if err != nil {
+		return nil, fmt.Errorf("opening image store: %w", err)
+	}
+	opts = opts.withDefaults()
+	buildCtx, cancel := context.WithCancel(context.Background())
+	s := &Store{
+		cache:        cache{dir: dir},
+		log:          opts.Logger.With("component", "image"),
+		presets:      map[string]preset{},
+		build:        mmdebstrapBuilder(opts.Mirror),
+		buildTimeout: defaultBuildTimeout,
+		buildCtx:     buildCtx,
+		cancelBuild:  cancel,
+		ready:        map[string]*Image{},
+		flights:      map[string]*flight{},
+	}
+	for _, p := range presetPackages {
+		r := presetRecipe(opts.Suite, p.packages)
+		s.names = append(s.names, p.name)
+		s.presets[p.name] = preset{recipe: r, id: r.id(), ref: r.ref()}
+	}
+	if err := s.cache.open(); err != nil {
+		cancel()
+		return nil, fmt.Errorf("opening image store: %w", err)
+	}
+	if err := s.cache.removeLeftovers(s.log); err != nil {
+		cancel()
+		return nil, fmt.Errorf("opening image store: %w", err)
+	}
+	s.log.Debug("image store open", "dir", dir, "suite", opts.Suite, "mirror", opts.Mirror)
+	return s, nil
+}
+
+// Close stops the builds in progress, removing their partial work, and
+// waits for them to end. Their callers get S102. Close is idempotent.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.cancelBuild()
+	s.builds.Wait()
+	return nil
+}
+
+// Presets returns the names of the built-in images, in catalog order.
+func (s *Store) Presets() []string {
+	return append([]string(nil), s.names...)
+}
+
+// Ensure returns the image name, building it first when it is not cached
+// and install is true. Concurrent calls for one image share one build; the
+// build runs on (bounded by its own timeout, until Close) even if ctx ends:
+// only this call's wait is abandoned.
+//
+// Errors: S100 for a name outside the catalog, S101 when the image is not
+// cached and install is false, S102 (retryable) when the build fails.
+func (s *Store) Ensure(ctx context.Context, name string, install bool) (*Image, error) {
+	p, ok := s.presets[name]
+	if !ok {
+		return nil, errdefs.New(errdefs.CodeImageNotAllowed,
+			"image %q is not in the catalog; known images: %s", name, strings.Join(s.names, ", "))
+	}
+	if img, ok := s.Lookup(name); ok {
+		return img, nil
+	}
+	if !install {
+		return nil, errdefs.New(errdefs.CodeImageMissing,
+			"image %s is not built on this host; build it with `sbx image pull %s` or enable auto_install", name, name)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("ensuring image %s: %w", name, context.Cause(ctx))
+	}
+	f := s.startBuild(name, p)
+	select {
+	case <-f.done:
+		if f.err != nil {
+			e := *f.err // each caller gets its own, free to annotate
+			return nil, &e
+		}
+		return f.img.clone(), nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for image %s: %w", name, context.Cause(ctx))
+	}
+}
+
+// startBuild returns the flight building name, starting one if there is none.
+func (s *Store) startBuild(name string, p preset) *flight {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f, ok := s.flights[name]; ok {
+		return f
+	}
+	f := &flight{started: time.Now(), done: make(chan struct{})}
+	switch img, ok := s.ready[name]; {
+	case ok: // finished since the caller's Lookup
+		f.img = img
+		close(f.done)
+		return f
+	case s.closed:
+		f.err = errdefs.New(errdefs.CodeImagePull, "building image %s: the image store is closed", name)
+		close(f.done)
+		return f
+	}
+	s.flights[name] = f
+	s.builds.Add(1)
+	go s.fly(name, p, f)
+	return f
+}
+
+// fly runs f to the end and publishes its result.
+func (s *Store) fly(name string, p preset, f *flight) {
+	defer s.builds.Done()
+	ctx, cancel := context.WithTimeout(s.buildCtx, s.buildTimeout)
+	defer cancel()
+	img, err := s.buildPreset(ctx, name, p, f)
+	s.mu.Lock()
+	delete(s.flights, name)
+	if err == nil {
+		s.ready[name] = img
+		f.img = img
+	} else {
+		f.err = errdefs.As(err)
+	}
+	s.mu.Unlock()
+	close(f.done)
+}
+
+// buildPreset builds and publishes preset name, unless another process
+// published it meanwhile. Errors are S102.
+func (s *Store) buildPreset(ctx context.Context, name string, p preset, f *flight) (*Image, error) {
+	log := s.log.With("image", name, "id", p.id[:12])
+	fail := func(err error) (*Image, error) {
+		log.Error("image build failed", "err", err, "elapsed", time.Since(f.started).Round(time.Millisecond))
+		return nil, errdefs.Wrap(errdefs.CodeImagePull, err, "building image "+name)
+	}
+	unlock, err := s.cache.lock(ctx, p.id, log)
+	if err != nil {
+		return fail(err)
+	}
+	defer unlock()
+	if img, err := s.cache.load(p.id); err == nil {
+		img.Name = name
+		return img, nil
+	}
+
+	log.Info("building image", "ref", p.ref)
+	img, err := s.cache.create(Image{Name: name, Kind: KindPreset, Ref: p.ref, ID: p.id, Config: p.recipe.Config},
+		func(rootfs string) error { return s.build(ctx, p.recipe, rootfs, f.setDetail) })
+	if err != nil {
+		return fail(err)
+	}
+	log.Info("image built", "elapsed", time.Since(f.started).Round(time.Millisecond),
+		"size_mb", img.SizeBytes>>20, "rootfs", img.Rootfs)
+	return img, nil
+}
+
+// Lookup returns the image name if it is cached and ready. It never builds;
+// after the first hit it answers from memory.
+func (s *Store) Lookup(name string) (*Image, bool) {
+	p, ok := s.presets[name]
+	if !ok {
+		return nil, false
+	}
+	s.mu.Lock()
+	img, ok := s.ready[name]
+	s.mu.Unlock()
+	if ok {
+		return img.clone(), true
+	}
+	// Not seen yet by this store: published earlier, or by another process.
+	img, err := s.cache.load(p.id)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			s.log.Warn("ignoring invalid image cache entry", "image", name, "err", err)
+		}
+		return nil, false
+	}
+	img.Name = name
+	s.mu.Lock()
+	s.ready[name] = img
+	s.mu.Unlock()
+	return img.clone(), true
+}
+
+// Status reports the cache state of image name: missing, building (with
+// the elapsed time and latest progress line) or ready.
+func (s *Store) Status(name string) api.ImageStatus {
+	st := api.ImageStatus{Name: name, State: StateMissing}
+	s.mu.Lock()
+	f := s.flights[name]
+	s.mu.Unlock()
+	if f != nil {
+		st.State = StateBuilding
+		st.ElapsedSecs = time.Since(f.started).Seconds()
+		st.Detail = f.latestDetail()
+		return st
+	}
+	if img, ok := s.Lookup(name); ok {
+		st.State = StateReady
+		st.SizeBytes = img.SizeBytes
+		st.ID = img.ID
+	}
+	return st
+}

@@ -1,0 +1,533 @@
+// Package sandbox is the sandbox manager: the lifecycle state machine
+// (create, exec, stop), limits, the idle reaper, the catalog and allowlist
+// policy, and the metadata store. It implements functions.Sandboxes and is
+// the only place that decides what a request may do.
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/sbx-dev/sbx/api"
+	"github.com/sbx-dev/sbx/internal/agentclient"
+	"github.com/sbx-dev/sbx/internal/config"
+	"github.com/sbx-dev/sbx/internal/errdefs"
+	"github.com/sbx-dev/sbx/internal/image"
+	"github.com/sbx-dev/sbx/internal/runtime"
+)
+
+// Images is what the manager needs of the image store.
+type Images interface {
+	Ensure(ctx context.Context, name string, install bool) (*image.Image, error)
+	Status(name string) api.ImageStatus
+}
+
+// Options configure a Manager.
+type Options struct {
+	Config  config.Config
+	Runtime runtime.Runtime
+	Images  Images
+	// AgentPath is the host path of the sbx-agent binary.
+	AgentPath string
+	// StateDir holds the metadata store (sbx.db).
+	StateDir string
+	Logger   *slog.Logger
+	// BootTimeout bounds a create from runtime start to agent answer.
+	BootTimeout time.Duration
+}
+
+// Manager owns every sandbox of one daemon.
+type Manager struct {
+	cfg         config.Config
+	rt          runtime.Runtime
+	images      Images
+	agent       string
+	log         *slog.Logger
+	store       *store
+	bootTimeout time.Duration
+
+	// destroying tracks background teardowns, so Close can wait for them.
+	destroying sync.WaitGroup
+	stopReaper chan struct{}
+	reaperDone chan struct{}
+
+	mu sync.Mutex
+	// The fields below are guarded by mu.
+	sandboxes map[string]*sandbox
+	// reserved counts creates in progress, so capacity holds under races.
+	reserved int
+	closed   bool
+}
+
+var _ interface {
+	Create(context.Context, api.CreateRequest) (api.CreateResponse, error)
+	Exec(context.Context, api.ExecRequest) (api.ExecResponse, error)
+} = (*Manager)(nil)
+
+// New opens the metadata store, reconciles what a previous daemon left
+// behind and starts the idle reaper.
+func New(ctx context.Context, opts Options) (*Manager, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.BootTimeout == 0 {
+		opts.BootTimeout = 30 * time.Second
+	}
+	st, err := openStore(filepath.Join(opts.StateDir, "sbx.db"))
+	if err != nil {
+		return nil, err
+	}
+	m := &Manager{
+		cfg:         opts.Config,
+		rt:          opts.Runtime,
+		images:      opts.Images,
+		agent:       opts.AgentPath,
+		log:         opts.Logger,
+		store:       st,
+		bootTimeout: opts.BootTimeout,
+		sandboxes:   map[string]*sandbox{},
+		stopReaper:  make(chan struct{}),
+		reaperDone:  make(chan struct{}),
+	}
+	if err := m.reconcile(ctx); err != nil {
+		st.close()
+		return nil, err
+	}
+	go m.reaper()
+	return m, nil
+}
+
+// reconcile settles what a crashed daemon left: a sandbox's agent stream
+// dies with the daemon that held it, so no sandbox of an earlier process
+// can be re-adopted. Records of live sandboxes become stopped tombstones
+// and every runtime resource is destroyed.
+func (m *Manager) reconcile(ctx context.Context) error {
+	recs, bad, err := m.store.all()
+	if err != nil {
+		return fmt.Errorf("reading metadata store: %w", err)
+	}
+	for _, id := range bad {
+		m.log.Warn("dropping unreadable sandbox record", "sandbox", id)
+		_ = m.store.remove(id)
+	}
+	now := time.Now()
+	retention := time.Duration(m.cfg.StoppedRetentionSecs) * time.Second
+	for _, r := range recs {
+		if r.Stopped && now.Sub(r.StoppedAt) > retention {
+			_ = m.store.remove(r.ID)
+			continue
+		}
+		if !r.Stopped {
+			r.Stopped, r.StopReason, r.StoppedAt = true, "daemon restarted; the sandbox was destroyed", now
+			if err := m.store.put(r); err != nil {
+				return fmt.Errorf("marking sandbox %s stopped: %w", r.ID, err)
+			}
+			m.log.Info("sandbox from an earlier daemon destroyed", "sandbox", r.ID)
+		}
+		m.sandboxes[r.ID] = tombstone(r)
+	}
+	destroyed, err := m.rt.Reconcile(ctx, func(string) bool { return false })
+	if err != nil {
+		return fmt.Errorf("reconciling runtime state: %w", err)
+	}
+	if len(destroyed) > 0 {
+		m.log.Info("destroyed leftover sandboxes", "count", len(destroyed), "ids", destroyed)
+	}
+	return nil
+}
+
+// Create boots a sandbox. Checks run in the contract's order: capacity,
+// catalog and allowlist, per-image caps, env, image cache, boot.
+func (m *Manager) Create(ctx context.Context, req api.CreateRequest) (api.CreateResponse, error) {
+	if err := m.reserve(); err != nil {
+		return api.CreateResponse{}, err
+	}
+	reserved := true
+	defer func() {
+		if reserved {
+			m.unreserve()
+		}
+	}()
+	if err := m.allowed(req.Image); err != nil {
+		return api.CreateResponse{}, err
+	}
+	cpus, mem, err := m.limits(req)
+	if err != nil {
+		return api.CreateResponse{}, err
+	}
+	if err := validateEnv("env", req.Env); err != nil {
+		return api.CreateResponse{}, err
+	}
+	if len(req.Name) > 128 {
+		return api.CreateResponse{}, errdefs.Malformed("name is longer than 128 bytes")
+	}
+	img, err := m.images.Ensure(ctx, req.Image, m.cfg.AutoInstall)
+	if err != nil {
+		return api.CreateResponse{}, err
+	}
+	idle := req.IdleTimeoutSecs
+	if idle == 0 {
+		idle = m.cfg.DefaultIdleTimeoutSecs
+	}
+	rec := &record{
+		ID:              uuid.NewString(),
+		Name:            req.Name,
+		Image:           req.Image,
+		ImageID:         img.ID,
+		Owner:           OwnerFrom(ctx),
+		Runtime:         m.rt.Name(),
+		CPUs:            cpus,
+		MemoryMB:        mem,
+		Network:         req.Network,
+		IdleTimeoutSecs: idle,
+		Env:             req.Env,
+		CreatedAt:       time.Now().UTC(),
+	}
+	sb, err := m.bootSandbox(ctx, rec, img)
+	if err != nil {
+		return api.CreateResponse{}, err
+	}
+	m.mu.Lock()
+	m.reserved--
+	reserved = false
+	if m.closed {
+		m.mu.Unlock()
+		m.destroy(sb, "daemon shutting down")
+		return api.CreateResponse{}, errdefs.New(errdefs.CodeBootFailed, "the daemon is shutting down")
+	}
+	m.sandboxes[rec.ID] = sb
+	m.mu.Unlock()
+	go m.watch(sb)
+	m.log.Info("sandbox created", "sandbox", rec.ID, "image", rec.Image, "cpus", cpus, "memory_mb", mem)
+	return api.CreateResponse{SandboxID: rec.ID, Image: rec.Image}, nil
+}
+
+// bootSandbox starts the runtime, connects to the agent and persists the
+// record; on any failure it leaves nothing behind.
+func (m *Manager) bootSandbox(ctx context.Context, rec *record, img *image.Image) (*sandbox, error) {
+	bootCtx, cancel := context.WithTimeout(ctx, m.bootTimeout)
+	defer cancel()
+	inst, err := m.rt.Start(bootCtx, runtime.Spec{
+		ID:        rec.ID,
+		Rootfs:    img.Rootfs,
+		AgentPath: m.agent,
+		CPUs:      rec.CPUs,
+		MemoryMB:  rec.MemoryMB,
+		PidsLimit: m.cfg.PidsLimit,
+		Network:   rec.Network,
+		Hostname:  "sbx-" + rec.ID[:8],
+	})
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*sandbox, error) {
+		_ = inst.Destroy(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	ac, err := agentclient.Dial(inst.Conn(), agentclient.Options{MaxOutputBytes: m.cfg.MaxOutputBytes})
+	if err != nil {
+		return fail(errdefs.Wrap(errdefs.CodeBootFailed, err, "connecting to the sandbox agent"))
+	}
+	if err := ac.WaitReady(bootCtx); err != nil {
+		ac.Close()
+		tail := strings.TrimSpace(inst.StderrTail())
+		if ctx.Err() != nil {
+			return fail(ctx.Err())
+		}
+		msg := fmt.Sprintf("sandbox agent did not answer: %v", err)
+		if tail != "" {
+			msg += "\n" + tail
+		}
+		return fail(errdefs.New(errdefs.CodeBootFailed, "%s", msg))
+	}
+	if err := ctx.Err(); err != nil {
+		// The caller went away: nobody will ever learn this sandbox's id.
+		ac.Close()
+		return fail(err)
+	}
+	if err := m.store.put(rec); err != nil {
+		ac.Close()
+		return fail(fmt.Errorf("recording sandbox %s: %w", rec.ID, err))
+	}
+	return newSandbox(rec, inst, ac, img, m.cfg.MaxConcurrentExecPerSandbox), nil
+}
+
+// reserve takes a capacity slot for a create in progress.
+func (m *Manager) reserve() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return errdefs.New(errdefs.CodeBootFailed, "the daemon is shutting down")
+	}
+	live := m.reserved
+	for _, sb := range m.sandboxes {
+		if !sb.isStopped() {
+			live++
+		}
+	}
+	if live >= m.cfg.MaxConcurrentSandboxes {
+		return errdefs.New(errdefs.CodeCapacity, "capacity reached: %d sandboxes are live (max_concurrent_sandboxes=%d)", live, m.cfg.MaxConcurrentSandboxes).
+			WithFix(nil, "stop a sandbox, or raise max_concurrent_sandboxes")
+	}
+	m.reserved++
+	return nil
+}
+
+func (m *Manager) unreserve() {
+	m.mu.Lock()
+	m.reserved--
+	m.mu.Unlock()
+}
+
+// catalog lists the image names the daemon knows, presets first.
+func (m *Manager) catalog() []string {
+	names := append([]string(nil), config.Presets...)
+	custom := make([]string, 0, len(m.cfg.CustomImages))
+	for n := range m.cfg.CustomImages {
+		custom = append(custom, n)
+	}
+	sort.Strings(custom)
+	return append(names, custom...)
+}
+
+// allowed checks that name is in the catalog and the allowlist (S100).
+func (m *Manager) allowed(name string) error {
+	if name == "" {
+		return errdefs.Malformed("image is required (a catalog name such as python or node)")
+	}
+	allowed := make([]string, 0, len(m.cfg.ImageAllowlist))
+	for _, n := range m.catalog() {
+		if slices.Contains(m.cfg.ImageAllowlist, n) {
+			allowed = append(allowed, n)
+		}
+	}
+	if slices.Contains(allowed, name) {
+		return nil
+	}
+	list := strings.Join(allowed, ", ")
+	if list == "" {
+		list = "none (image_allowlist is empty)"
+	}
+	hint := ""
+	if strings.ContainsAny(name, "/:@") {
+		hint = " (image is a catalog name, not an OCI reference; register references under custom_images)"
+	}
+	return errdefs.New(errdefs.CodeImageNotAllowed, "image %q is not allowed%s; allowed images: %s", clip(name, 128), hint, list)
+}
+
+// limits resolves cpus and memory against defaults, sanity bounds (S001)
+// and per-image caps (S400).
+func (m *Manager) limits(req api.CreateRequest) (cpus, mem uint32, err error) {
+	cpus, mem = req.CPUs, req.MemoryMB
+	if cpus == 0 {
+		cpus = m.cfg.DefaultCPUs
+	}
+	if mem == 0 {
+		mem = m.cfg.DefaultMemoryMB
+	}
+	if cpus > 256 {
+		return 0, 0, errdefs.Malformed("cpus must be between 1 and 256, got %d", cpus)
+	}
+	if mem < 32 || mem > 1<<20 {
+		return 0, 0, errdefs.Malformed("memory_mb must be between 32 and 1048576, got %d", mem)
+	}
+	if caps, ok := m.cfg.PerImageCaps[req.Image]; ok {
+		if caps.MaxCPUs > 0 && cpus > caps.MaxCPUs {
+			return 0, 0, errdefs.New(errdefs.CodeCapacity, "cpus %d is over the cap of %d for image %s", cpus, caps.MaxCPUs, req.Image).
+				WithFix(map[string]any{"cpus": caps.MaxCPUs}, "lower cpus or raise per_image_caps")
+		}
+		if caps.MaxMemoryMB > 0 && mem > caps.MaxMemoryMB {
+			return 0, 0, errdefs.New(errdefs.CodeCapacity, "memory_mb %d is over the cap of %d for image %s", mem, caps.MaxMemoryMB, req.Image).
+				WithFix(map[string]any{"memory_mb": caps.MaxMemoryMB}, "lower memory_mb or raise per_image_caps")
+		}
+	}
+	return cpus, mem, nil
+}
+
+// lookup finds the sandbox of a request's id: S001 malformed, S002 unknown
+// (or another owner's), otherwise the sandbox, stopped or not.
+func (m *Manager) lookup(ctx context.Context, id string) (*sandbox, error) {
+	id, err := parseID(id)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	sb, ok := m.sandboxes[id]
+	m.mu.Unlock()
+	if !ok || sb.rec.Owner != OwnerFrom(ctx) {
+		return nil, errdefs.New(errdefs.CodeNotFound, "sandbox not found: %s", id)
+	}
+	return sb, nil
+}
+
+// Stop stops a sandbox; stopping a stopped one is not an error. With Wait
+// it returns once every resource of the sandbox is gone.
+func (m *Manager) Stop(ctx context.Context, req api.StopRequest) (api.StopResponse, error) {
+	sb, err := m.lookup(ctx, req.SandboxID)
+	if err != nil {
+		return api.StopResponse{}, err
+	}
+	done := m.stopAsync(sb, "stopped by request")
+	if req.Wait {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return api.StopResponse{}, ctx.Err()
+		}
+	}
+	return api.StopResponse{SandboxID: sb.rec.ID, Stopped: true}, nil
+}
+
+// stopAsync marks sb stopped with reason and tears it down in the
+// background; it returns a channel closed when the teardown is over.
+func (m *Manager) stopAsync(sb *sandbox, reason string) <-chan struct{} {
+	if !sb.markStopped(reason) {
+		return sb.destroyed
+	}
+	m.persistStopped(sb)
+	m.destroying.Add(1)
+	go func() {
+		defer m.destroying.Done()
+		m.teardown(sb)
+	}()
+	return sb.destroyed
+}
+
+// destroy is stopAsync that waits.
+func (m *Manager) destroy(sb *sandbox, reason string) {
+	<-m.stopAsync(sb, reason)
+}
+
+// teardown closes the agent connection and destroys the runtime instance.
+func (m *Manager) teardown(sb *sandbox) {
+	defer close(sb.destroyed)
+	if sb.agent != nil {
+		sb.agent.Close()
+	}
+	if sb.inst == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := sb.inst.Destroy(ctx); err != nil {
+		m.log.Error("destroying sandbox", "sandbox", sb.rec.ID, "err", err)
+	}
+}
+
+// persistStopped records a sandbox's stop in the store.
+func (m *Manager) persistStopped(sb *sandbox) {
+	rec := sb.snapshotRecord()
+	if err := m.store.put(&rec); err != nil {
+		m.log.Error("recording sandbox stop", "sandbox", rec.ID, "err", err)
+	}
+}
+
+// watch ends a sandbox whose runtime exits on its own (out of memory, a
+// crashed agent), recording why.
+func (m *Manager) watch(sb *sandbox) {
+	select {
+	case <-sb.inst.Done():
+	case <-sb.agent.Done():
+		// The agent stream broke; the instance normally ends right after.
+		select {
+		case <-sb.inst.Done():
+		case <-time.After(2 * time.Second):
+		case <-sb.destroyed:
+			return
+		}
+	case <-sb.destroyed:
+		return
+	}
+	reason := sb.inst.ExitReason()
+	if reason == "" {
+		reason = "the sandbox agent went away"
+	}
+	if sb.markStopped(reason) {
+		m.log.Warn("sandbox ended", "sandbox", sb.rec.ID, "reason", reason)
+		m.persistStopped(sb)
+		m.destroying.Add(1)
+		go func() {
+			defer m.destroying.Done()
+			m.teardown(sb)
+		}()
+	}
+}
+
+// List returns the caller's sandboxes, live and recently stopped, oldest first.
+func (m *Manager) List(ctx context.Context, _ api.ListRequest) (api.ListResponse, error) {
+	owner := OwnerFrom(ctx)
+	m.mu.Lock()
+	sbs := make([]*sandbox, 0, len(m.sandboxes))
+	for _, sb := range m.sandboxes {
+		if sb.rec.Owner == owner {
+			sbs = append(sbs, sb)
+		}
+	}
+	m.mu.Unlock()
+	sort.Slice(sbs, func(i, j int) bool { return sbs[i].rec.CreatedAt.Before(sbs[j].rec.CreatedAt) })
+	out := api.ListResponse{Sandboxes: make([]api.SandboxInfo, 0, len(sbs))}
+	for _, sb := range sbs {
+		out.Sandboxes = append(out.Sandboxes, sb.info(m.cfg.MaxConcurrentExecPerSandbox))
+	}
+	return out, nil
+}
+
+// Get returns one sandbox's list entry.
+func (m *Manager) Get(ctx context.Context, req api.GetRequest) (api.SandboxInfo, error) {
+	sb, err := m.lookup(ctx, req.SandboxID)
+	if err != nil {
+		return api.SandboxInfo{}, err
+	}
+	return sb.info(m.cfg.MaxConcurrentExecPerSandbox), nil
+}
+
+// ImageStatus reports the cache state of a catalog image.
+func (m *Manager) ImageStatus(_ context.Context, req api.ImageStatusRequest) (api.ImageStatus, error) {
+	if !slices.Contains(m.catalog(), req.Name) {
+		return api.ImageStatus{}, errdefs.New(errdefs.CodeImageNotAllowed, "image %q is not in the catalog; known images: %s", clip(req.Name, 128), strings.Join(m.catalog(), ", "))
+	}
+	return m.images.Status(req.Name), nil
+}
+
+// Close stops every sandbox and waits for their teardown, then closes the
+// store. Creates after Close fail.
+func (m *Manager) Close(ctx context.Context) error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	sbs := make([]*sandbox, 0, len(m.sandboxes))
+	for _, sb := range m.sandboxes {
+		sbs = append(sbs, sb)
+	}
+	m.mu.Unlock()
+	close(m.stopReaper)
+	<-m.reaperDone
+	for _, sb := range sbs {
+		m.stopAsync(sb, "daemon shut down")
+	}
+	waited := make(chan struct{})
+	go func() {
+		m.destroying.Wait()
+		close(waited)
+	}()
+	var err error
+	select {
+	case <-waited:
+	case <-ctx.Done():
+		err = fmt.Errorf("waiting for sandboxes to stop: %w", ctx.Err())
+	}
+	return errors.Join(err, m.store.close())
+}

@@ -1,0 +1,151 @@
+package sandbox
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/sbx-dev/sbx/api"
+	"github.com/sbx-dev/sbx/internal/agentclient"
+	"github.com/sbx-dev/sbx/internal/image"
+	"github.com/sbx-dev/sbx/internal/runtime"
+)
+
+// sandbox is the manager's live view of one sandbox.
+type sandbox struct {
+	rec   record // immutable after creation except through mu-guarded copies
+	inst  runtime.Instance
+	agent *agentclient.Client
+	image *image.Image
+	// baseEnv is the image env overlaid with the create-time env.
+	baseEnv []string
+	// slots holds one token per exec in flight; its capacity is the cap.
+	slots chan struct{}
+	// destroyed is closed once teardown has finished.
+	destroyed chan struct{}
+
+	mu sync.Mutex
+	// The fields below are guarded by mu.
+	stopped      bool
+	stopReason   string
+	stoppedAt    time.Time
+	lastActivity time.Time
+}
+
+func newSandbox(rec *record, inst runtime.Instance, ac *agentclient.Client, img *image.Image, execCap int) *sandbox {
+	return &sandbox{
+		rec:          *rec,
+		inst:         inst,
+		agent:        ac,
+		image:        img,
+		baseEnv:      mergeEnv(img.Config.Env, rec.Env),
+		slots:        make(chan struct{}, execCap),
+		destroyed:    make(chan struct{}),
+		lastActivity: time.Now(),
+	}
+}
+
+// tombstone is a stopped sandbox known only from its record.
+func tombstone(rec *record) *sandbox {
+	sb := &sandbox{
+		rec:        *rec,
+		destroyed:  make(chan struct{}),
+		stopped:    true,
+		stopReason: rec.StopReason,
+		stoppedAt:  rec.StoppedAt,
+	}
+	close(sb.destroyed)
+	return sb
+}
+
+// markStopped moves sb to stopped with reason; it reports false when sb
+// was already stopped (the first reason wins).
+func (sb *sandbox) markStopped(reason string) bool {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	if sb.stopped {
+		return false
+	}
+	sb.stopped, sb.stopReason, sb.stoppedAt = true, reason, time.Now().UTC()
+	return true
+}
+
+func (sb *sandbox) isStopped() bool {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	return sb.stopped
+}
+
+// stopState returns whether sb is stopped and why.
+func (sb *sandbox) stopState() (bool, string) {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	return sb.stopped, sb.stopReason
+}
+
+// touch records activity for the idle reaper.
+func (sb *sandbox) touch() {
+	sb.mu.Lock()
+	sb.lastActivity = time.Now()
+	sb.mu.Unlock()
+}
+
+// idleSince returns the time of the last activity.
+func (sb *sandbox) idleSince() time.Time {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	return sb.lastActivity
+}
+
+// snapshotRecord returns the record with the current stop state.
+func (sb *sandbox) snapshotRecord() record {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	r := sb.rec
+	r.Stopped, r.StopReason, r.StoppedAt = sb.stopped, sb.stopReason, sb.stoppedAt
+	return r
+}
+
+// info renders sb as a list entry.
+func (sb *sandbox) info(execCap int) api.SandboxInfo {
+	r := sb.snapshotRecord()
+	inFlight := len(sb.slots)
+	var name *string
+	if r.Name != "" {
+		name = &r.Name
+	}
+	free := execCap - inFlight
+	if r.Stopped {
+		free = 0
+	}
+	return api.SandboxInfo{
+		SandboxID:       r.ID,
+		Name:            name,
+		Image:           r.Image,
+		AgeSecs:         uint64(time.Since(r.CreatedAt).Seconds()),
+		ExecInProgress:  inFlight > 0,
+		ExecInFlight:    inFlight,
+		ExecSlotsFree:   free,
+		Stopped:         r.Stopped,
+		StopReason:      r.StopReason,
+		CPUs:            r.CPUs,
+		MemoryMB:        r.MemoryMB,
+		Network:         r.Network,
+		IdleTimeoutSecs: r.IdleTimeoutSecs,
+		CreatedAt:       r.CreatedAt.Format(time.RFC3339),
+	}
+}
+
+type ownerKey struct{}
+
+// WithOwner returns a context whose requests act for owner. Transports set
+// it from the caller's credentials; "" is the anonymous owner.
+func WithOwner(ctx context.Context, owner string) context.Context {
+	return context.WithValue(ctx, ownerKey{}, owner)
+}
+
+// OwnerFrom returns the owner a context acts for.
+func OwnerFrom(ctx context.Context) string {
+	o, _ := ctx.Value(ownerKey{}).(string)
+	return o
+}

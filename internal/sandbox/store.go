@@ -1,0 +1,90 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// record is the persisted metadata of one sandbox.
+type record struct {
+	ID              string    `json:"id"`
+	Name            string    `json:"name,omitempty"`
+	Image           string    `json:"image"`
+	ImageID         string    `json:"image_id"`
+	Owner           string    `json:"owner,omitempty"`
+	Runtime         string    `json:"runtime"`
+	CPUs            uint32    `json:"cpus"`
+	MemoryMB        uint32    `json:"memory_mb"`
+	Network         bool      `json:"network"`
+	IdleTimeoutSecs uint64    `json:"idle_timeout_secs"`
+	Env             []string  `json:"env,omitempty"`
+	CreatedAt       time.Time `json:"created_at"`
+	Stopped         bool      `json:"stopped"`
+	StopReason      string    `json:"stop_reason,omitempty"`
+	StoppedAt       time.Time `json:"stopped_at,omitzero"`
+}
+
+var bucketSandboxes = []byte("sandboxes")
+
+// store persists sandbox records in a bbolt file.
+type store struct {
+	db *bolt.DB
+}
+
+// openStore opens (creating) the metadata database at path.
+func openStore(path string) (*store, error) {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
+	if err != nil {
+		return nil, fmt.Errorf("opening metadata store %s: %w", path, err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		_, err := tx.CreateBucketIfNotExists(bucketSandboxes)
+		return err
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("initialising metadata store: %w", err)
+	}
+	return &store{db: db}, nil
+}
+
+// put writes rec, replacing any record with its id.
+func (s *store) put(rec *record) error {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	return s.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketSandboxes).Put([]byte(rec.ID), b)
+	})
+}
+
+// remove deletes the record of id, if any.
+func (s *store) remove(id string) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketSandboxes).Delete([]byte(id))
+	})
+}
+
+// all returns every record; unreadable ones are reported by id.
+func (s *store) all() ([]*record, []string, error) {
+	var recs []*record
+	var bad []string
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketSandboxes).ForEach(func(k, v []byte) error {
+			var r record
+			if err := json.Unmarshal(v, &r); err != nil || r.ID != string(k) {
+				bad = append(bad, string(k))
+				return nil
+			}
+			recs = append(recs, &r)
+			return nil
+		})
+	})
+	return recs, bad, err
+}
+
+func (s *store) close() error { return s.db.Close() }
