@@ -71,6 +71,9 @@ func startDaemonWithAgent(t *testing.T, cfg, agentPath string) *daemon {
 	t.Cleanup(func() {
 		d.terminate()
 		assertNoLeftovers(t, d.dataDir, d.ids...)
+		if t.Failed() {
+			t.Logf("daemon log:\n%s", d.log)
+		}
 	})
 	return d
 }

@@ -9,9 +9,9 @@ import (
 	"time"
 )
 
-// leftovers lists what remains on the host of the sandboxes of dataDir —
-// processes, mounts and runtime directories — and, for each id, its
-// cgroups anywhere under the cgroup mounts.
+// leftovers lists what remains on the host of sandboxes: processes, mounts
+// and runtime directories that mention dataDir (when it is not ""), and
+// everything that mentions one of ids, cgroups included.
 func leftovers(dataDir string, ids []string) []string {
 	var found []string
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
@@ -24,7 +24,7 @@ func leftovers(dataDir string, ids []string) []string {
 		if strings.Contains(cmdline, " serve ") {
 			continue // the daemon itself
 		}
-		hit := strings.Contains(cmdline, dataDir)
+		hit := dataDir != "" && strings.Contains(cmdline, dataDir)
 		for _, id := range ids {
 			hit = hit || strings.Contains(cmdline, id)
 		}
@@ -34,7 +34,11 @@ func leftovers(dataDir string, ids []string) []string {
 	}
 	if mi, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
 		for _, line := range strings.Split(string(mi), "\n") {
-			if strings.Contains(line, dataDir) {
+			hit := dataDir != "" && strings.Contains(line, dataDir)
+			for _, id := range ids {
+				hit = hit || strings.Contains(line, id)
+			}
+			if hit {
 				found = append(found, "mount: "+line)
 			}
 		}
@@ -45,16 +49,19 @@ func leftovers(dataDir string, ids []string) []string {
 		for _, cg := range append(cgs, more...) {
 			found = append(found, "cgroup: "+cg)
 		}
-		dirs, _ := filepath.Glob(filepath.Join(dataDir, "*", "*", id))
-		for _, d := range dirs {
-			found = append(found, "directory: "+d)
+		if dataDir != "" {
+			dirs, _ := filepath.Glob(filepath.Join(dataDir, "*", "*", id))
+			for _, d := range dirs {
+				found = append(found, "directory: "+d)
+			}
 		}
 	}
 	return found
 }
 
-// assertNoLeftovers waits up to 10 s for the sandboxes of dataDir (and the
-// given ids) to leave nothing behind, then fails listing what remains.
+// assertNoLeftovers waits up to 10 s for the sandboxes of dataDir (all of
+// them when dataDir is not "", else only the given ids) to leave nothing
+// behind, then fails listing what remains.
 func assertNoLeftovers(t *testing.T, dataDir string, ids ...string) {
 	t.Helper()
 	var left []string

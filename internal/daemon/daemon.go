@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -71,6 +72,9 @@ func Run(ctx context.Context, opts Options) error {
 	})
 	if err != nil {
 		return fmt.Errorf("starting runtime %s: %w", cfg.Runtime, err)
+	}
+	if c, ok := rt.(io.Closer); ok {
+		defer c.Close()
 	}
 	ln, err := net.Listen("tcp", opts.Listen)
 	if err != nil {

@@ -69,6 +69,8 @@ func (m *Manager) Exec(ctx context.Context, req api.ExecRequest) (api.ExecRespon
 	if err != nil {
 		return api.ExecResponse{}, m.execFailure(ctx, sb, err)
 	}
+	m.log.Debug("exec", "sandbox", sb.rec.ID, "argv0", argv[0], "total_us", elapsed.Microseconds(),
+		"agent_us", resp.DurationUs, "spawn_us", resp.SpawnUs, "exit", resp.ExitCode)
 	out := api.ExecResponse{
 		Stdout:          strings.ToValidUTF8(string(resp.Stdout), "\uFFFD"),
 		Stderr:          strings.ToValidUTF8(string(resp.Stderr), "\uFFFD"),
@@ -104,9 +106,10 @@ func (m *Manager) execFailure(ctx context.Context, sb *sandbox, err error) error
 	case <-sb.inst.Done():
 		reason := sb.inst.ExitReason()
 		if reason == "" {
-			_, reason = sb.stopState()
+			reason = "the sandbox agent went away"
 		}
-		sb.markStopped(reason)
+		m.stopAsync(sb, reason)
+		_, reason = sb.stopState()
 		return errdefs.New(errdefs.CodeStopped, "sandbox %s stopped during the exec: %s", sb.rec.ID, reason)
 	case <-time.After(2 * time.Second):
 	}

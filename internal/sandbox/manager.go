@@ -394,6 +394,7 @@ func (m *Manager) stopAsync(sb *sandbox, reason string) <-chan struct{} {
 	if !sb.markStopped(reason) {
 		return sb.destroyed
 	}
+	m.log.Info("sandbox stopping", "sandbox", sb.rec.ID, "reason", reason)
 	m.persistStopped(sb)
 	m.destroying.Add(1)
 	go func() {
@@ -452,15 +453,7 @@ func (m *Manager) watch(sb *sandbox) {
 	if reason == "" {
 		reason = "the sandbox agent went away"
 	}
-	if sb.markStopped(reason) {
-		m.log.Warn("sandbox ended", "sandbox", sb.rec.ID, "reason", reason)
-		m.persistStopped(sb)
-		m.destroying.Add(1)
-		go func() {
-			defer m.destroying.Done()
-			m.teardown(sb)
-		}()
-	}
+	m.stopAsync(sb, reason)
 }
 
 // List returns the caller's sandboxes, live and recently stopped, oldest first.

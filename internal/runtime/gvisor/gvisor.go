@@ -1,0 +1,228 @@
+// Package gvisor runs sandboxes with gVisor's runsc on the systrap platform.
+//
+// Each sandbox is an OCI bundle under <StateDir>/sandboxes/<id>/ whose
+// rootfs is a read-only bind mount of the shared image; runsc's
+// --overlay2=root:memory gives the sandbox a private, in-memory,
+// copy-on-write root that is discarded when it stops, so nothing a sandbox
+// does reaches the image. The agent binary is bind-mounted read-only at
+// /.sbx/sbx-agent and runs as the container's init; its stdin and stdout
+// are two pipes whose other ends are the byte stream Instance.Conn returns.
+// Limits (memory without swap, CPU quota, pids) are cgroup resources that
+// runsc installs at sbx/<id> in every cgroup hierarchy (v1 or v2).
+//
+// Sandboxes are started with "runsc run --detach": once started, the only
+// host processes of a sandbox are runsc's sandbox (the Sentry) and gofer;
+// sbx keeps no process of its own per sandbox. The end of a sandbox is seen
+// as EOF on the agent's stdout.
+//
+// Networking: runsc runs with --network=none (loopback only) unless the
+// spec asks for a network, then with --network=sandbox in a fresh network
+// namespace. The per-sandbox netns and veth plumbing that gives such a
+// sandbox a way out is not done here yet.
+//
+// Everything a sandbox owns on the host is named by its id: the runsc state
+// under <StateDir>/runsc, the bundle directory (created first and removed
+// last, so it marks a sandbox that is not fully gone), the rootfs mount and
+// the cgroups. Reconcile finds them again after a crash of the daemon.
+// runsc also pins one empty network namespace for all gofers at
+// <StateDir>/runsc/null-netns (a bind mount); it is unmounted whenever the
+// last sandbox of the Runtime is gone.
+package gvisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sbx-dev/sbx/internal/cgroups"
+	"github.com/sbx-dev/sbx/internal/runtime"
+)
+
+// Name is the runtime's registry name.
+const Name = "gvisor"
+
+func init() {
+	runtime.Register(Name, New)
+}
+
+var _ runtime.Runtime = (*Runtime)(nil)
+
+// validID matches the sandbox ids this runtime accepts: they name
+// directories, cgroups and runsc containers.
+var validID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
+
+// Runtime starts sandboxes with runsc. It is safe for concurrent use.
+type Runtime struct {
+	runsc    string // runsc binary
+	stateDir string // absolute
+	debug    bool
+	cg       cgroups.Layout
+
+	mu sync.Mutex
+	// live maps the ids of sandboxes this Runtime started and has not yet
+	// destroyed to their instance; nil while a Start is in progress. It is
+	// guarded by mu.
+	live map[string]*instance
+}
+
+// New checks the host (runsc binary, root, cgroups) and prepares
+// opts.StateDir. opts.BinaryPath is runsc; when empty, runsc is looked for
+// next to the running executable, then on PATH.
+func New(opts runtime.Options) (runtime.Runtime, error) {
+	return newRuntime(opts)
+}
+
+func newRuntime(opts runtime.Options) (*Runtime, error) {
+	if opts.StateDir == "" {
+		return nil, errors.New("gvisor runtime: no state directory configured")
+	}
+	stateDir, err := filepath.Abs(opts.StateDir)
+	if err != nil {
+		return nil, fmt.Errorf("gvisor runtime: state directory: %w", err)
+	}
+	runsc, err := findRunsc(opts.BinaryPath)
+	if err != nil {
+		return nil, fmt.Errorf("gvisor runtime: %w", err)
+	}
+	if os.Geteuid() != 0 {
+		return nil, errors.New("gvisor runtime: must run as root (runsc needs it for namespaces, mounts and cgroups)")
+	}
+	cg, err := cgroups.Detect(cgroups.DefaultRoot)
+	if err != nil {
+		return nil, fmt.Errorf("gvisor runtime: %w", err)
+	}
+	r := &Runtime{
+		runsc:    runsc,
+		stateDir: stateDir,
+		debug:    opts.Debug,
+		cg:       cg,
+		live:     map[string]*instance{},
+	}
+	for _, dir := range []string{r.sandboxesDir(), r.runscRoot()} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("gvisor runtime: creating state directory: %w", err)
+		}
+	}
+	return r, nil
+}
+
+// findRunsc resolves the runsc binary and checks that it can be executed.
+func findRunsc(path string) (string, error) {
+	if path == "" {
+		path = "runsc"
+		if exe, err := os.Executable(); err == nil {
+			if next := filepath.Join(filepath.Dir(exe), "runsc"); isExecutable(next) {
+				path = next
+			}
+		}
+	}
+	if !strings.Contains(path, "/") {
+		p, err := exec.LookPath(path)
+		if err != nil {
+			return "", fmt.Errorf("finding runsc: %w (build it with `make build` or pass its path)", err)
+		}
+		path = p
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", fmt.Errorf("finding runsc: %w", err)
+	}
+	if !isExecutable(abs) {
+		return "", fmt.Errorf("runsc at %s is missing or not an executable file", abs)
+	}
+	return abs, nil
+}
+
+func isExecutable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
+}
+
+// Name returns "gvisor".
+func (r *Runtime) Name() string { return Name }
+
+// sandboxesDir holds one bundle directory per sandbox.
+func (r *Runtime) sandboxesDir() string { return filepath.Join(r.stateDir, "sandboxes") }
+
+// sandboxDir is the bundle directory of sandbox id.
+func (r *Runtime) sandboxDir(id string) string { return filepath.Join(r.sandboxesDir(), id) }
+
+// runscRoot is runsc's --root: its state files for every sandbox.
+func (r *Runtime) runscRoot() string { return filepath.Join(r.stateDir, "runsc") }
+
+// logDir keeps runsc's debug logs of sandbox id (Debug only); it outlives
+// the sandbox so that a failure can be read afterwards.
+func (r *Runtime) logDir(id string) string { return filepath.Join(r.stateDir, "logs", id) }
+
+// runscArgs returns runsc's global flags followed by args. With Debug,
+// runsc's debug logs of every command go to logDir(id).
+func (r *Runtime) runscArgs(id string, args ...string) []string {
+	global := []string{"--root", r.runscRoot()}
+	if r.debug && id != "" {
+		global = append(global, "--debug", "--debug-log", r.logDir(id)+"/")
+	}
+	return append(global, args...)
+}
+
+// runscCmd builds a runsc command for sandbox id.
+func (r *Runtime) runscCmd(ctx context.Context, id string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, r.runsc, r.runscArgs(id, args...)...)
+	cmd.Env = os.Environ()
+	return cmd
+}
+
+// runscOutput runs a short runsc command and returns its stdout; an error
+// carries the last lines of its stderr.
+func (r *Runtime) runscOutput(ctx context.Context, id string, args ...string) ([]byte, error) {
+	cmd := r.runscCmd(ctx, id, args...)
+	var stderr tailBuffer
+	stderr.size = 4 << 10
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return out, fmt.Errorf("runsc %s: %w: %s", args[0], err, lastLines(stderr.String(), 3, 512))
+	}
+	return out, nil
+}
+
+// checkID rejects ids that cannot safely name a directory or cgroup.
+func checkID(id string) error {
+	if !validID.MatchString(id) {
+		return fmt.Errorf("invalid sandbox id %q", id)
+	}
+	return nil
+}
+
+// Close releases what runsc shares between this runtime's sandboxes (see
+// releaseSharedLocked). Running sandboxes are not affected, and a later
+// Start pins a new one. Close does not destroy sandboxes; use Reconcile for
+// that. The Runtime stays usable.
+func (r *Runtime) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.releaseSharedLocked()
+}
+
+// releaseSharedLocked unmounts the empty network namespace that runsc pins
+// at <StateDir>/runsc/null-netns for its gofers, so that no mount is left
+// once no sandbox runs (and StateDir can be removed). It is called when the
+// last sandbox of this Runtime goes, by Reconcile when none is left, and by
+// Close. r.mu must be held, so that no Start of this Runtime is under way.
+func (r *Runtime) releaseSharedLocked() error {
+	path := filepath.Join(r.runscRoot(), "null-netns")
+	// Concurrent first starts may have stacked several mounts there.
+	for unix.Unmount(path, unix.MNT_DETACH) == nil {
+	}
+	if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("removing runsc's null network namespace: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,235 @@
+package gvisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sbx-dev/sbx/internal/runtime"
+)
+
+var (
+	_ runtime.Instance    = (*instance)(nil)
+	_ runtime.StatsReader = (*instance)(nil)
+)
+
+// instance is one sandbox started by a Runtime.
+type instance struct {
+	rt       *Runtime
+	id       string
+	memoryMB uint32
+	conn     *conn
+	stderr   *tailBuffer
+	stderrR  *os.File      // our end of the stderr pipe
+	done     chan struct{} // closed by end
+	// destroyOnce guards destroyErr, the result every Destroy returns.
+	destroyOnce sync.Once
+	destroyErr  error
+
+	mu sync.Mutex
+	// ending is set once end has begun; destroying once Destroy has. Both,
+	// and reason, are guarded by mu.
+	ending     bool
+	destroying bool
+	reason     string
+}
+
+func newInstance(r *Runtime, spec runtime.Spec, p *stdio, stderr *tailBuffer, stderrDone <-chan struct{}) *instance {
+	i := &instance{
+		rt:       r,
+		id:       spec.ID,
+		memoryMB: spec.MemoryMB,
+		stderr:   stderr,
+		stderrR:  p.stderr,
+		done:     make(chan struct{}),
+	}
+	i.conn = &conn{inst: i, r: p.stdout, w: p.stdin}
+	go i.watchStderr(stderrDone)
+	return i
+}
+
+// Conn is the agent's stdin (writes) and stdout (reads). A read that hits
+// EOF means the sandbox is gone and ends the instance.
+func (i *instance) Conn() io.ReadWriteCloser { return i.conn }
+
+// Done is closed when the sandbox has ended.
+func (i *instance) Done() <-chan struct{} { return i.done }
+
+// ExitReason says why the sandbox ended on its own; empty while it runs and
+// after an ordinary Destroy.
+func (i *instance) ExitReason() string {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.reason
+}
+
+// StderrTail returns the last 8 KiB the agent and runsc wrote to stderr.
+func (i *instance) StderrTail() string { return i.stderr.String() }
+
+// Stats reads the sandbox's cgroups. Pids counts host tasks: the Sentry's
+// and gofer's threads and the systrap stubs, not processes in the sandbox.
+func (i *instance) Stats() (runtime.Stats, error) {
+	s, err := i.rt.cg.Stats(cgroupRel(i.id))
+	if err != nil {
+		return runtime.Stats{}, fmt.Errorf("stats of sandbox %s: %w", i.id, err)
+	}
+	return runtime.Stats{CPUSeconds: s.CPUSeconds, MemoryBytes: s.MemoryBytes, Pids: s.Pids}, nil
+}
+
+// end marks the sandbox as ended: unless Destroy ended it, it first works
+// out why, from the cgroups that runsc has not removed yet. It is
+// idempotent; only the first call does anything.
+func (i *instance) end() {
+	i.mu.Lock()
+	if i.ending {
+		i.mu.Unlock()
+		return
+	}
+	i.ending = true
+	destroying := i.destroying
+	i.mu.Unlock()
+	if !destroying {
+		reason := i.exitReason()
+		i.mu.Lock()
+		i.reason = reason
+		i.mu.Unlock()
+	}
+	close(i.done)
+}
+
+// exitReason explains an unexpected end: the memory cgroup's OOM kill
+// count tells an out-of-memory kill of the Sentry from anything else.
+func (i *instance) exitReason() string {
+	rel := cgroupRel(i.id)
+	oom := false
+	if n, err := i.rt.cg.OOMKills(rel); err == nil {
+		oom = n > 0
+	} else if hit, err := i.rt.cg.HitMemoryLimit(rel); err == nil {
+		oom = hit // a kernel without an oom_kill counter
+	}
+	if oom {
+		if i.memoryMB > 0 {
+			return fmt.Sprintf("out of memory (limit %d MiB)", i.memoryMB)
+		}
+		return "out of memory"
+	}
+	reason := "sandbox exited unexpectedly"
+	// A fatal error of the Sentry or gofer is in runsc.log; keep it in the
+	// stderr tail too, since the bundle goes away with the sandbox.
+	msgs := runscLogErrors(filepath.Join(i.rt.sandboxDir(i.id), runscLogName))
+	for _, m := range msgs {
+		fmt.Fprintf(i.stderr, "runsc: %s\n", m)
+	}
+	if len(msgs) > 0 {
+		reason += ": " + lastLines(firstLine(msgs[len(msgs)-1]), 1, 300)
+	} else if tail := lastLines(i.stderr.String(), 3, 300); tail != "" {
+		reason += ": " + tail
+	}
+	return reason
+}
+
+// watchStderr waits for the stderr copy to end. The sandbox holds the
+// pipe's only write end, so that usually means it is gone; it is certain
+// once the stdout pipe has no writer left either (POLLHUP), which is how
+// the end is noticed even when nobody reads Conn.
+func (i *instance) watchStderr(stderrDone <-chan struct{}) {
+	<-stderrDone
+	if i.stdoutHungUp(time.Second) {
+		i.end()
+	}
+}
+
+// stdoutHungUp waits up to timeout for the agent's stdout to lose its last
+// writer. It never consumes data.
+func (i *instance) stdoutHungUp(timeout time.Duration) bool {
+	rc, err := i.conn.r.SyscallConn()
+	if err != nil {
+		return false
+	}
+	hup := false
+	_ = rc.Control(func(fd uintptr) {
+		// With no events requested, poll reports only POLLHUP/POLLERR.
+		fds := []unix.PollFd{{Fd: int32(fd)}}
+		deadline := time.Now().Add(timeout)
+		for {
+			left := time.Until(deadline)
+			if left < 0 {
+				left = 0
+			}
+			n, err := unix.Poll(fds, int(left.Milliseconds()))
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			hup = err == nil && n > 0 && fds[0].Revents&(unix.POLLHUP|unix.POLLERR) != 0
+			return
+		}
+	})
+	return hup
+}
+
+// Destroy kills the sandbox and removes everything it held. It runs to the
+// end even when ctx is cancelled (bounded by its own timeout); later calls
+// return the first call's result.
+func (i *instance) Destroy(ctx context.Context) error {
+	i.destroyOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), undoTimeout)
+		defer cancel()
+		i.mu.Lock()
+		i.destroying = true
+		ending := i.ending
+		i.mu.Unlock()
+		if ending {
+			// The sandbox ended on its own: let end read the cgroups
+			// before runsc removes them.
+			<-i.done
+		}
+		err := i.rt.teardown(ctx, i.id)
+		i.conn.Close()
+		i.stderrR.Close()
+		i.end()
+		i.rt.forget(i.id)
+		if err != nil {
+			i.destroyErr = fmt.Errorf("destroying sandbox %s: %w", i.id, err)
+		}
+	})
+	return i.destroyErr
+}
+
+// conn is the byte stream to the agent.
+type conn struct {
+	inst *instance
+	r    *os.File // agent's stdout
+	w    *os.File // agent's stdin
+
+	closeOnce sync.Once
+}
+
+// Read reads the agent's stdout. EOF, or any error other than our own
+// Close, means the sandbox went away.
+func (c *conn) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if err != nil && !errors.Is(err, os.ErrClosed) {
+		c.inst.end()
+	}
+	return n, err
+}
+
+// Write writes to the agent's stdin.
+func (c *conn) Write(p []byte) (int, error) { return c.w.Write(p) }
+
+// Close closes both pipes; the agent sees EOF on its stdin. It is
+// idempotent and does not stop the sandbox.
+func (c *conn) Close() error {
+	c.closeOnce.Do(func() {
+		c.w.Close()
+		c.r.Close()
+	})
+	return nil
+}

@@ -1,0 +1,238 @@
+package gvisor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sbx-dev/sbx/internal/errdefs"
+	"github.com/sbx-dev/sbx/internal/runtime"
+)
+
+// Start boots a sandbox: bundle directory, read-only rootfs bind mount,
+// config.json, then "runsc run --detach" with the agent's stdio on pipes.
+// Any failure undoes everything and returns an S300 (boot failed) error
+// whose message carries runsc's first logged error and the last lines of
+// its stderr.
+func (r *Runtime) Start(ctx context.Context, spec runtime.Spec) (_ runtime.Instance, retErr error) {
+	id := spec.ID
+	if err := checkID(id); err != nil {
+		return nil, errdefs.Wrap(errdefs.CodeBootFailed, err, "starting sandbox")
+	}
+	if err := r.claim(id); err != nil {
+		return nil, errdefs.Wrap(errdefs.CodeBootFailed, err, "starting sandbox "+id)
+	}
+	var undo cleanupStack
+	defer func() {
+		if retErr != nil {
+			if err := undo.Run(ctx); err != nil {
+				retErr = fmt.Errorf("%w (undoing the start: %v)", retErr, err)
+			}
+			r.forget(id)
+		}
+	}()
+	inst, err := r.start(ctx, spec, &undo)
+	if err != nil {
+		var e *errdefs.Error
+		if errors.As(err, &e) {
+			return nil, err
+		}
+		return nil, errdefs.Wrap(errdefs.CodeBootFailed, err, "starting sandbox "+id)
+	}
+	undo.Release()
+	r.mu.Lock()
+	r.live[id] = inst
+	r.mu.Unlock()
+	return inst, nil
+}
+
+// start does Start's work, pushing an undo step for each piece.
+func (r *Runtime) start(ctx context.Context, spec runtime.Spec, undo *cleanupStack) (*instance, error) {
+	id := spec.ID
+	if spec.Rootfs == "" || spec.AgentPath == "" {
+		return nil, errors.New("spec needs a rootfs and an agent path")
+	}
+	rootfs, err := filepath.Abs(spec.Rootfs)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := os.Stat(rootfs); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("rootfs %s is not a directory (%v)", rootfs, err)
+	}
+	if spec.AgentPath, err = filepath.Abs(spec.AgentPath); err != nil {
+		return nil, err
+	}
+	// runsc's gofer cannot create the agent's mount point in a read-only
+	// rootfs, and its own error says little; the image must have it.
+	if fi, err := os.Lstat(filepath.Join(rootfs, agentMountPoint)); err != nil || !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("image %s has no agent mount point %s (an empty regular file)", rootfs, agentMountPoint)
+	}
+
+	// The bundle directory is the first thing created and the last removed
+	// (teardown), so its presence marks a sandbox to reconcile.
+	dir := r.sandboxDir(id)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating bundle directory: %w", err)
+	}
+	undo.Add(func(ctx context.Context) error { return r.teardown(ctx, id) })
+	if r.debug {
+		if err := os.MkdirAll(r.logDir(id), 0o700); err != nil {
+			return nil, fmt.Errorf("creating log directory: %w", err)
+		}
+	}
+
+	mnt := filepath.Join(dir, "rootfs")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		return nil, fmt.Errorf("creating rootfs mount point: %w", err)
+	}
+	if err := bindReadOnly(rootfs, mnt); err != nil {
+		return nil, err
+	}
+
+	b, err := json.MarshalIndent(ociSpec(spec), "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encoding config.json: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), b, 0o600); err != nil {
+		return nil, fmt.Errorf("writing config.json: %w", err)
+	}
+
+	p, err := newStdio()
+	if err != nil {
+		return nil, err
+	}
+	undo.Add(func(context.Context) error { p.closeOurs(); return nil })
+	defer p.closeChilds()
+
+	stderr := newTailBuffer(stderrTailSize)
+	network := "--network=none"
+	if spec.Network {
+		network = "--network=sandbox"
+	}
+	cmd := r.runscCmd(ctx, id,
+		"--log", filepath.Join(dir, runscLogName),
+		"--platform=systrap", network, "--overlay2=root:memory",
+		"run", "--detach", "--bundle", dir, id)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = p.stdinChild, p.stdoutChild, p.stderrChild
+	// Keep terminal signals sent to the daemon's process group away.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("running runsc: %w", err)
+	}
+	p.closeChilds()
+	// The sandbox and gofer outlive runsc run and hold the child ends, so
+	// this copy ends when the sandbox does.
+	stderrDone := make(chan struct{})
+	go func() {
+		defer close(stderrDone)
+		_, _ = io.Copy(stderr, p.stderr)
+	}()
+	if err := cmd.Wait(); err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w (%v)", ctx.Err(), err)
+		}
+		return nil, bootError(id, dir, err, stderr, stderrDone)
+	}
+
+	inst := newInstance(r, spec, p, stderr, stderrDone)
+	return inst, nil
+}
+
+// bootError is the S300 error of a failed "runsc run". Its message has
+// the first error runsc logged (usually the root cause, from the gofer or
+// the sandbox) and the last lines runsc wrote to stderr. The sandbox is
+// already gone when runsc run fails, so the stderr copy ends soon;
+// bootError waits a moment for it.
+func bootError(id, dir string, err error, stderr *tailBuffer, stderrDone <-chan struct{}) error {
+	select {
+	case <-stderrDone:
+	case <-time.After(500 * time.Millisecond):
+	}
+	msg := fmt.Sprintf("starting sandbox %s: runsc: %v", id, err)
+	var details []string
+	if msgs := runscLogErrors(filepath.Join(dir, runscLogName)); len(msgs) > 0 {
+		details = append(details, firstLine(msgs[0]))
+	}
+	if tail := lastLines(stderr.String(), 5, 1024); tail != "" && (len(details) == 0 || details[0] != tail) {
+		details = append(details, tail)
+	}
+	if len(details) > 0 {
+		msg += ": " + strings.Join(details, " | ")
+	}
+	return &errdefs.Error{Code: errdefs.CodeBootFailed, Message: msg, Err: err}
+}
+
+// claim reserves id for a Start so that a concurrent Start or Reconcile
+// leaves it alone.
+func (r *Runtime) claim(id string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, busy := r.live[id]; busy {
+		return errors.New("a sandbox with this id already exists")
+	}
+	r.live[id] = nil
+	return nil
+}
+
+// forget drops id from the live set; after the last one it releases what
+// runsc shares between sandboxes.
+func (r *Runtime) forget(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.live, id)
+	if len(r.live) == 0 {
+		_ = r.releaseSharedLocked()
+	}
+}
+
+// stdio holds the three pipes between sbx and the agent. The child ends
+// are given to runsc and closed in sbx once it has started.
+type stdio struct {
+	stdin, stdout, stderr                *os.File // our ends
+	stdinChild, stdoutChild, stderrChild *os.File
+}
+
+func newStdio() (*stdio, error) {
+	var p stdio
+	var err error
+	if p.stdinChild, p.stdin, err = os.Pipe(); err != nil {
+		return nil, fmt.Errorf("creating stdin pipe: %w", err)
+	}
+	if p.stdout, p.stdoutChild, err = os.Pipe(); err != nil {
+		p.closeOurs()
+		p.closeChilds()
+		return nil, fmt.Errorf("creating stdout pipe: %w", err)
+	}
+	if p.stderr, p.stderrChild, err = os.Pipe(); err != nil {
+		p.closeOurs()
+		p.closeChilds()
+		return nil, fmt.Errorf("creating stderr pipe: %w", err)
+	}
+	return &p, nil
+}
+
+// closeChilds closes sbx's copies of the child ends; it is idempotent.
+func (p *stdio) closeChilds() {
+	for _, f := range []**os.File{&p.stdinChild, &p.stdoutChild, &p.stderrChild} {
+		if *f != nil {
+			(*f).Close()
+			*f = nil
+		}
+	}
+}
+
+// closeOurs closes sbx's ends; it is idempotent.
+func (p *stdio) closeOurs() {
+	for _, f := range []*os.File{p.stdin, p.stdout, p.stderr} {
+		if f != nil {
+			f.Close()
+		}
+	}
+}

@@ -1,0 +1,62 @@
+package gvisor
+
+import (
+	"strings"
+	"sync"
+)
+
+// stderrTailSize is how much of a sandbox's stderr is kept.
+const stderrTailSize = 8 << 10
+
+// tailBuffer is an io.Writer that keeps only the last size bytes written.
+type tailBuffer struct {
+	size int
+
+	mu sync.Mutex
+	// buf is guarded by mu.
+	buf []byte
+}
+
+func newTailBuffer(size int) *tailBuffer { return &tailBuffer{size: size} }
+
+// Write keeps the tail of p; it never fails.
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	n := len(p)
+	if len(p) > t.size {
+		p = p[len(p)-t.size:]
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if over := len(t.buf) + len(p) - t.size; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	t.buf = append(t.buf, p...)
+	return n, nil
+}
+
+// String returns the kept bytes.
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}
+
+// lastLines returns at most n non-empty lines from the end of s, joined by
+// " | " and cut to max bytes, for one-line error messages.
+func lastLines(s string, n, max int) string {
+	var keep []string
+	lines := strings.Split(s, "\n")
+	for i := len(lines) - 1; i >= 0 && len(keep) < n; i-- {
+		if l := strings.TrimSpace(lines[i]); l != "" {
+			keep = append(keep, l)
+		}
+	}
+	for i, j := 0, len(keep)-1; i < j; i, j = i+1, j-1 {
+		keep[i], keep[j] = keep[j], keep[i]
+	}
+	out := strings.Join(keep, " | ")
+	if len(out) > max {
+		out = "…" + strings.ToValidUTF8(out[len(out)-max:], "")
+	}
+	return out
+}
