@@ -94,6 +94,8 @@ func (s *Server) Serve(ctx context.Context, conn io.ReadWriteCloser) error {
 	}
 	gs := grpc.NewServer(
 		grpc.MaxRecvMsgSize(MaxRequestBytes),
+		grpc.InitialWindowSize(agentv1.WindowBytes),
+		grpc.InitialConnWindowSize(agentv1.WindowBytes),
 		// The host never needs to be told off for pinging: enforcement off.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{
 			MinTime:             time.Second,

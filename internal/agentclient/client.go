@@ -118,6 +118,8 @@ func Dial(conn io.ReadWriteCloser, opts Options) (*Client, error) {
 			grpc.MaxCallSendMsgSize(MaxRequestBytes),
 		),
 		grpc.WithDisableServiceConfig(),
+		grpc.WithInitialWindowSize(agentv1.WindowBytes),
+		grpc.WithInitialConnWindowSize(agentv1.WindowBytes),
 		// Keep the one connection for the life of the sandbox.
 		grpc.WithIdleTimeout(0),
 		// A failed attempt means the agent is late or the session is gone
