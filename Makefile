@@ -3,11 +3,15 @@ SHELL := /bin/bash
 GO ?= go
 BIN := $(CURDIR)/bin
 # Debian packages sbx needs at run and test time.
-APT_PACKAGES := mmdebstrap busybox-static iproute2 ca-certificates
+APT_PACKAGES := mmdebstrap busybox-static iproute2 ca-certificates nftables
+# Commands the conformance suite runs, each with the Debian package that
+# provides it; installed only when the command is missing (node may come
+# from elsewhere, e.g. NodeSource, whose nodejs bundles npm).
+APT_COMMANDS := node:nodejs npm:npm jq:jq
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 GO_SOURCES := $(shell find . -name '*.go' -not -path './node_modules/*' 2>/dev/null) go.mod go.sum
 
-.PHONY: all build deps demo test unit integration bench lint clean
+.PHONY: all build deps demo test unit integration conformance bench lint clean
 
 all: build
 
@@ -33,7 +37,8 @@ $(RUNSC_STAMP):
 
 # Installs the Debian packages that are missing (needs root).
 deps:
-	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done; \
+		for c in $(APT_COMMANDS); do command -v $${c%%:*} >/dev/null 2>&1 || echo $${c#*:}; done); \
 	if [ -n "$$missing" ]; then \
 		echo "installing:" $$missing; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
@@ -43,9 +48,16 @@ deps:
 demo: deps build
 	$(BIN)/sbx run python -- python3 -c 'print("hello from a gVisor sandbox:", 2+2)'
 
-# Every test: unit tests, then integration tests against real sandboxes.
+# Every test: unit tests, then integration tests against real sandboxes,
+# then the JS conformance suite.
 test: deps build
 	$(GO) test -count=1 -timeout 40m ./...
+	$(MAKE) --no-print-directory conformance
+
+# The seeds' code samples with the real iii-sdk from npm (pinned in
+# conformance/package-lock.json), against a daemon that run.sh starts.
+conformance: deps build
+	cd conformance && npm ci --ignore-scripts --no-audit --no-fund && ./run.sh
 
 unit:
 	$(GO) test -short -count=1 ./...

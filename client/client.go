@@ -130,10 +130,11 @@ func (c *Client) Get(ctx context.Context, id string) (api.SandboxInfo, error) {
 // ImageStatus reports the cache state of catalog image name.
 func (c *Client) ImageStatus(ctx context.Context, name string) (api.ImageStatus, error) {
 	var out api.ImageStatus
-	if name == "" {
-		return out, errors.New("image name is empty")
+	p, err := imagePath(name)
+	if err != nil {
+		return out, err
 	}
-	return out, c.do(ctx, http.MethodGet, "/v1/images/"+url.PathEscape(name), nil, &out)
+	return out, c.do(ctx, http.MethodGet, p, nil, &out)
 }
 
 // Call runs any function of the daemon's table by id ("sandbox::exec",
@@ -164,19 +165,35 @@ func sandboxPath(id string) (string, error) {
 // answer is decoded into out (when not nil).
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
 	var body io.Reader
+	contentType := ""
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
 			return fmt.Errorf("encoding %s request: %w", path, err)
 		}
-		body = bytes.NewReader(b)
+		body, contentType = bytes.NewReader(b), "application/json"
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	resp, err := c.send(ctx, method, path, body, contentType)
 	if err != nil {
 		return err
 	}
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
+	defer closeBody(resp)
+	if out == nil {
+		return nil
+	}
+	return decodeJSON(resp, out)
+}
+
+// send sends one request with body (nil for none) of contentType and
+// returns the 2xx answer, whose body the caller closes (closeBody). Any
+// other answer is its error.
+func (c *Client) send(ctx context.Context, method, path string, body io.Reader, contentType string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	if err != nil {
+		return nil, err
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
 	}
 	req.Header.Set("Accept", "application/json")
 	if c.auth != "" {
@@ -185,25 +202,22 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	resp, err := c.httpc.Do(req)
 	if err != nil {
 		if ctx.Err() == nil && isDialError(err) {
-			return &unreachableError{url: c.base, err: err}
+			return nil, &unreachableError{url: c.base, err: err}
 		}
-		return fmt.Errorf("%s %s: %w", method, c.base+path, err)
+		return nil, fmt.Errorf("%s %s: %w", method, c.base+path, err)
 	}
-	defer func() {
-		// Drain a little so the connection goes back to the pool.
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
-		resp.Body.Close()
-	}()
 	if resp.StatusCode/100 != 2 {
-		return decodeError(resp)
+		defer closeBody(resp)
+		return nil, decodeError(resp)
 	}
-	if out == nil {
-		return nil
-	}
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		return fmt.Errorf("decoding answer of %s %s: %w", method, path, err)
-	}
-	return nil
+	return resp, nil
+}
+
+// closeBody drains a little of an answer's body, so the connection goes
+// back to the pool, and closes it.
+func closeBody(resp *http.Response) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+	resp.Body.Close()
 }
 
 // decodeError turns a non-2xx answer into its *api.ErrorEnvelope, or a

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sbx-dev/sbx/api"
 	"github.com/sbx-dev/sbx/client"
+	"github.com/sbx-dev/sbx/internal/auth"
 	"github.com/sbx-dev/sbx/internal/errdefs"
 	"github.com/sbx-dev/sbx/internal/httpapi"
 	"github.com/sbx-dev/sbx/internal/httpapi/httpapitest"
@@ -209,11 +210,16 @@ func TestCancelledIsNotUnreachable(t *testing.T) {
 
 func TestTokenAndEnv(t *testing.T) {
 	fake := &httpapitest.Fake{}
-	srv := httpapitest.NewServer(t, fake, httpapi.Options{Token: "tok"})
+	const tok = "tok-0123456789abcdef"
+	tokens, err := auth.New(map[string]string{"alice": tok})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httpapitest.NewServer(t, fake, httpapi.Options{Auth: tokens})
 	ctx := context.Background()
 
 	t.Setenv("SBX_URL", srv.URL)
-	t.Setenv("SBX_TOKEN", "tok")
+	t.Setenv("SBX_TOKEN", tok)
 	c := client.FromEnv()
 	if c.URL() != srv.URL {
 		t.Errorf("URL %q, want %q", c.URL(), srv.URL)

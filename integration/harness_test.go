@@ -37,6 +37,8 @@ type daemon struct {
 	agentPath string
 	// ids are the sandboxes created through create, checked for leftovers.
 	ids []string
+	// engineURL is the ws:// address of the engine WebSocket.
+	engineURL string
 }
 
 // binaries builds sbx and sbx-agent once per test process.
@@ -87,7 +89,7 @@ func (d *daemon) start() {
 		agent = d.agentPath
 	}
 	d.cmd = exec.Command(sbx, "serve", "--config", d.cfgPath, "--listen", "127.0.0.1:0",
-		"--engine-listen", "", "--data-dir", d.dataDir,
+		"--engine-listen", "127.0.0.1:0", "--data-dir", d.dataDir,
 		"--runsc-path", testutil.RunscPath(), "--agent-path", agent)
 	stderr, err := d.cmd.StderrPipe()
 	if err != nil {
@@ -105,10 +107,12 @@ func (d *daemon) start() {
 			line := sc.Text()
 			d.log.WriteString(line + "\n")
 			var entry struct {
-				Msg    string `json:"msg"`
-				Listen string `json:"listen"`
+				Msg          string `json:"msg"`
+				Listen       string `json:"listen"`
+				EngineListen string `json:"engine_listen"`
 			}
 			if json.Unmarshal([]byte(line), &entry) == nil && entry.Msg == "sbx serving" {
+				d.engineURL = "ws://" + entry.EngineListen
 				addr <- entry.Listen
 			}
 		}

@@ -3,15 +3,17 @@ package integration
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 )
 
-// leftovers lists what remains on the host of sandboxes: processes, mounts
-// and runtime directories that mention dataDir (when it is not ""), and
-// everything that mentions one of ids, cgroups included.
+// leftovers lists what remains on the host of sandboxes: processes, mounts,
+// runtime directories and nftables rules that mention dataDir (when it is
+// not ""), and everything that mentions one of ids, cgroups and network
+// devices included.
 func leftovers(dataDir string, ids []string) []string {
 	var found []string
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
@@ -43,6 +45,7 @@ func leftovers(dataDir string, ids []string) []string {
 			}
 		}
 	}
+	found = append(found, networkLeftovers(dataDir, ids)...)
 	for _, id := range ids {
 		cgs, _ := filepath.Glob("/sys/fs/cgroup/*/sbx/" + id)
 		more, _ := filepath.Glob("/sys/fs/cgroup/*/*/sbx/" + id)
@@ -71,4 +74,38 @@ func assertNoLeftovers(t *testing.T, dataDir string, ids ...string) {
 		}
 	}
 	t.Errorf("leftovers of %s:\n  %s", dataDir, strings.Join(left, "\n  "))
+}
+
+// networkLeftovers lists network devices whose alias names one of ids (the
+// host end of a sandbox's veth is aliased "sbx:<table>:<id>") and nftables
+// lines that mention one of ids or dataDir (the comment of a daemon's
+// table names its state directory).
+func networkLeftovers(dataDir string, ids []string) []string {
+	var found []string
+	aliases, _ := filepath.Glob("/sys/class/net/*/ifalias")
+	for _, a := range aliases {
+		b, err := os.ReadFile(a)
+		if err != nil {
+			continue
+		}
+		for _, id := range ids {
+			if strings.Contains(string(b), id) {
+				found = append(found, "network device "+filepath.Base(filepath.Dir(a))+": "+strings.TrimSpace(string(b)))
+			}
+		}
+	}
+	out, err := exec.Command("nft", "list", "ruleset").Output()
+	if err != nil {
+		return found // no nftables: no rules either
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		hit := dataDir != "" && strings.Contains(line, dataDir)
+		for _, id := range ids {
+			hit = hit || strings.Contains(line, id)
+		}
+		if hit {
+			found = append(found, "nftables: "+strings.TrimSpace(line))
+		}
+	}
+	return found
 }

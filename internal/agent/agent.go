@@ -103,6 +103,7 @@ func (s *Server) Serve(ctx context.Context, conn io.ReadWriteCloser) error {
 		}),
 	)
 	agentv1.RegisterAgentServer(gs, s)
+	agentv1.RegisterFsServer(gs, &fsServer{})
 
 	served := make(chan error, 1)
 	go func() { served <- gs.Serve(sess) }()

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/sbx-dev/sbx/api"
 	"github.com/sbx-dev/sbx/client"
@@ -26,21 +28,30 @@ func (a *app) create(ctx context.Context, c *client.Client, req api.CreateReques
 	return sb, time.Since(start), err
 }
 
-// createShowingProgress polls the image's status while the create is in
-// flight and shows a build or pull that takes a while.
-func (a *app) createShowingProgress(ctx context.Context, c *client.Client, req api.CreateRequest) (api.CreateResponse, error) {
-	p := &progress{w: a.stderr, tty: a.isTerminal(a.stderr), image: req.Image}
+// createShowingProgress runs the create showing its image's build or pull.
+func (a *app) createShowingProgress(ctx context.Context, c *client.Client, req api.CreateRequest) (sb api.CreateResponse, err error) {
+	err = a.showingProgress(ctx, c, req.Image, func() error {
+		sb, err = c.Create(ctx, req)
+		return err
+	})
+	return sb, err
+}
+
+// showingProgress polls image's status while call is in flight and shows
+// a build or pull that takes a while.
+func (a *app) showingProgress(ctx context.Context, c *client.Client, image string, call func() error) error {
+	p := &progress{w: a.stderr, tty: a.isTerminal(a.stderr), image: image}
 	pollCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		p.poll(pollCtx, c, a.pollInterval)
 	}()
-	sb, err := c.Create(ctx, req)
+	err := call()
 	cancel()
 	<-done
 	p.finish(err == nil, time.Now())
-	return sb, err
+	return err
 }
 
 // progress shows one image build or pull on w: on a terminal one line
@@ -85,7 +96,7 @@ func (p *progress) update(st api.ImageStatus, now time.Time) {
 			}
 		}
 		if p.tty {
-			fmt.Fprintf(p.w, "\r\x1b[K%s image %s… %s", p.verb, p.image, p.elapsed(now))
+			fmt.Fprintf(p.w, "\r\x1b[K%s image %s… %s%s", p.verb, p.image, p.elapsed(now), detail(st.Detail))
 		}
 	case "ready":
 		p.finish(true, now)
@@ -108,6 +119,24 @@ func (p *progress) finish(ok bool, now time.Time) {
 		return
 	}
 	fmt.Fprintf(p.w, "%s%s image %s… done in %s\n", prefix, p.verb, p.image, p.elapsed(now))
+}
+
+// detail is a progress line as the end of the terminal line: short, and
+// only printable characters (it comes from the build's output).
+func detail(line string) string {
+	line = strings.Map(func(r rune) rune {
+		if unicode.IsPrint(r) {
+			return r
+		}
+		return -1
+	}, line)
+	if line == "" {
+		return ""
+	}
+	if r := []rune(line); len(r) > 50 {
+		line = string(r[:49]) + "…"
+	}
+	return "  " + line
 }
 
 func (p *progress) elapsed(now time.Time) string {

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -230,9 +229,7 @@ func (a *app) listCmd() *cobra.Command {
 			return err
 		}
 		if asJSON {
-			enc := json.NewEncoder(a.stdout)
-			enc.SetIndent("", "  ")
-			return enc.Encode(list)
+			return printJSON(a.stdout, list)
 		}
 		return printList(a.stdout, list.Sandboxes)
 	})

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -48,6 +49,19 @@ type Config struct {
 	ImageCacheDir string `yaml:"image_cache_dir"`
 	// Runtime is the isolation backend ("gvisor").
 	Runtime string `yaml:"runtime"`
+	// NetworkPool is the IPv4 prefix that sandboxes with network: true
+	// get a /30 each from (gateway and sandbox address).
+	NetworkPool string `yaml:"network_pool"`
+	// GatewayPorts are host loopback TCP ports that every sandbox with
+	// network: true reaches at its gateway address, besides the ports of
+	// the localhost URLs in its create-time env.
+	GatewayPorts []int `yaml:"gateway_ports"`
+	// WritableLayerMB bounds what a sandbox can write to its root
+	// filesystem; a write past it fails with ENOSPC inside the sandbox.
+	WritableLayerMB uint64 `yaml:"writable_layer_mb"`
+	// APITokens maps owners to bearer tokens. When set, every API route
+	// but /healthz needs a token, and each owner sees only its sandboxes.
+	APITokens map[string]string `yaml:"api_tokens"`
 }
 
 // Default returns the configuration used when no file is given.
@@ -66,6 +80,8 @@ func Default() Config {
 		PidsLimit:                   1024,
 		StoppedRetentionSecs:        600,
 		Runtime:                     "gvisor",
+		NetworkPool:                 DefaultNetworkPool,
+		WritableLayerMB:             2048,
 	}
 }
 
@@ -97,9 +113,8 @@ func (c *Config) Validate() error {
 	if c.MaxOutputBytes < 1024 || c.MaxOutputBytes > 64<<20 {
 		bad("max_output_bytes must be between 1024 and 67108864, got %d", c.MaxOutputBytes)
 	}
-	if c.PidsLimit < 16 {
-		bad("pids_limit must be at least 16, got %d", c.PidsLimit)
-	}
+	errs = append(errs, c.validateLifecycle()...)
+	errs = append(errs, c.validateNetwork()...)
 	for name := range c.CustomImages {
 		for _, p := range Presets {
 			if name == p {
@@ -113,6 +128,10 @@ func (c *Config) Validate() error {
 	for name, caps := range c.PerImageCaps {
 		if caps.MaxCPUs == 0 && caps.MaxMemoryMB == 0 {
 			bad("per_image_caps.%s sets neither max_cpus nor max_memory_mb", name)
+		}
+		// A cap on a mistyped name would silently cap nothing.
+		if _, custom := c.CustomImages[name]; !custom && !slices.Contains(Presets, name) {
+			bad("per_image_caps.%s names no catalog image (presets: %s; or a custom_images key)", name, strings.Join(Presets, ", "))
 		}
 	}
 	return errors.Join(errs...)
@@ -157,7 +176,7 @@ func Parse(data []byte) (Config, error) {
 			return Config{}, err
 		}
 		if err := node.Decode(&cfg); err != nil {
-			return Config{}, tidyYAMLError(err)
+			return Config{}, nameTypeErrors(tidyYAMLError(err), node)
 		}
 	}
 	return cfg, cfg.Validate()
@@ -270,6 +289,7 @@ func (c Config) Marshal() []byte {
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(2)
+	c.APITokens = redactTokens(c.APITokens)
 	_ = enc.Encode(c)
 	return buf.Bytes()
 }

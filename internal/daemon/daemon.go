@@ -13,7 +13,9 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/sbx-dev/sbx/internal/auth"
 	"github.com/sbx-dev/sbx/internal/config"
+	"github.com/sbx-dev/sbx/internal/engineapi"
 	"github.com/sbx-dev/sbx/internal/functions"
 	"github.com/sbx-dev/sbx/internal/httpapi"
 	"github.com/sbx-dev/sbx/internal/image"
@@ -49,6 +51,16 @@ func Run(ctx context.Context, opts Options) error {
 	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
 		return fmt.Errorf("creating data dir: %w", err)
 	}
+	warnDiskBudget(log, opts.DataDir, cfg)
+	obs, err := startObservability(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer obs.close()
+	tokens, err := auth.New(cfg.APITokens)
+	if err != nil {
+		return err
+	}
 	runscPath, err := findBinary(opts.RunscPath, "runsc")
 	if err != nil {
 		return err
@@ -61,14 +73,15 @@ func Run(ctx context.Context, opts Options) error {
 	if cacheDir == "" {
 		cacheDir = filepath.Join(opts.DataDir, "images")
 	}
-	images, err := image.NewStore(image.Options{CacheDir: cacheDir, Logger: log})
+	images, err := image.NewStore(image.Options{CacheDir: cacheDir, Logger: log, CustomImages: cfg.CustomImages})
 	if err != nil {
 		return err
 	}
 	defer images.Close()
 	rt, err := runtime.New(cfg.Runtime, runtime.Options{
-		StateDir:   filepath.Join(opts.DataDir, cfg.Runtime),
-		BinaryPath: runscPath,
+		StateDir:    filepath.Join(opts.DataDir, cfg.Runtime),
+		BinaryPath:  runscPath,
+		NetworkPool: cfg.NetworkPool,
 	})
 	if err != nil {
 		return fmt.Errorf("starting runtime %s: %w", cfg.Runtime, err)
@@ -87,20 +100,29 @@ func Run(ctx context.Context, opts Options) error {
 		AgentPath: agentPath,
 		StateDir:  opts.DataDir,
 		Logger:    log,
+		Observer:  obs.metrics,
 	})
 	if err != nil {
 		ln.Close()
 		return err
 	}
+	mgr.ProtectPorts(listenPorts(ln.Addr().String(), opts.EngineListen)...)
 	table := functions.New(mgr)
+	obs.attach(mgr.Live, images.CacheBytes, table)
 	srv := &http.Server{
-		Handler:           httpapi.New(table, httpapi.Options{Logger: log}),
+		Handler:           httpapi.New(table, httpapi.Options{Logger: log, Auth: tokens, Metrics: obs.handler()}),
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
-	serveErr := make(chan error, 1)
+	serveErr := make(chan error, 2)
+	eng, err := startEngine(opts.EngineListen, table, engineapi.Options{Logger: log, Auth: tokens}, serveErr)
+	if err != nil {
+		ln.Close()
+		return errors.Join(err, mgr.Close(context.Background()))
+	}
+	mgr.ProtectPorts(listenPorts(eng.addr())...)
 	go func() { serveErr <- srv.Serve(ln) }()
-	log.Info("sbx serving", "listen", ln.Addr().String(), "data_dir", opts.DataDir,
+	log.Info("sbx serving", "listen", ln.Addr().String(), "engine_listen", eng.addr(), "data_dir", opts.DataDir,
 		"runtime", rt.Name(), "runsc", runscPath, "agent", agentPath, "image_cache", cacheDir)
 	if opts.Ready != nil {
 		opts.Ready(ln.Addr().String())
@@ -110,7 +132,7 @@ func Run(ctx context.Context, opts Options) error {
 	case <-ctx.Done():
 		log.Info("shutting down")
 	case err = <-serveErr:
-		log.Error("http server stopped", "err", err)
+		log.Error("server stopped", "err", err)
 	}
 	// Stop accepting requests and stop every sandbox at once: requests
 	// still in flight (a long exec) end when their sandbox does.
@@ -118,8 +140,10 @@ func Run(ctx context.Context, opts Options) error {
 	defer cancel()
 	httpDone := make(chan error, 1)
 	go func() { httpDone <- srv.Shutdown(shutCtx) }()
+	engDone := make(chan error, 1)
+	go func() { engDone <- eng.shutdown(shutCtx) }()
 	mgrErr := mgr.Close(shutCtx)
-	return errors.Join(ignoreClosed(err), ignoreClosed(<-httpDone), mgrErr)
+	return errors.Join(ignoreClosed(err), ignoreClosed(<-httpDone), <-engDone, mgrErr)
 }
 
 func ignoreClosed(err error) error {

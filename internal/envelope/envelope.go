@@ -4,19 +4,36 @@
 package envelope
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 
 	"github.com/sbx-dev/sbx/api"
 	"github.com/sbx-dev/sbx/internal/errdefs"
+	"github.com/sbx-dev/sbx/internal/functions"
 )
 
 // DocsBase is where each code's section of docs/errors.md is published;
 // docs_url is DocsBase + "#" + lowercased code.
 const DocsBase = "https://github.com/sbx-dev/sbx/blob/main/docs/errors.md"
 
+// CodeFunctionNotFound is the envelope code of a call to a function id the
+// table does not have (functions.ErrNotFound). It is not an S-code: the
+// engine protocol reports it as an engine-level failure, not as a handler
+// error.
+const CodeFunctionNotFound = "function_not_found"
+
 // From builds the envelope of err.
 func From(err error) api.ErrorEnvelope {
+	if errors.Is(err, functions.ErrNotFound) {
+		return api.ErrorEnvelope{
+			Type:    string(errdefs.ClassValidation),
+			Code:    CodeFunctionNotFound,
+			Message: err.Error(),
+			FixNote: "function ids look like sandbox::exec; docs/errors.md#function_not_found lists them",
+			DocsURL: DocsBase + "#" + CodeFunctionNotFound,
+		}
+	}
 	e := errdefs.As(err)
 	return api.ErrorEnvelope{
 		Type:      string(e.Code.Class()),
@@ -36,6 +53,9 @@ func DocsURL(code errdefs.Code) string {
 
 // HTTPStatus is the HTTP status of err's class and code.
 func HTTPStatus(err error) int {
+	if errors.Is(err, functions.ErrNotFound) {
+		return http.StatusNotFound
+	}
 	e := errdefs.As(err)
 	switch e.Code {
 	case errdefs.CodeNotFound:

@@ -46,17 +46,22 @@ var ErrNotFound = errors.New("function not found")
 type Table struct {
 	sb  Sandboxes
 	fns map[string]Function
+	obs Observer // see Observe; nil reports nothing
 }
 
 // New builds the table over a sandbox manager.
 func New(sb Sandboxes) *Table {
 	t := &Table{sb: sb, fns: map[string]Function{}}
+	add(t, "sandbox::run", "Run code in a new sandbox and stop it (create, write files, exec)", t.run)
 	add(t, "sandbox::create", "Create a sandbox from a catalog image", sb.Create)
 	add(t, "sandbox::exec", "Execute a command inside a live sandbox", t.execStrict)
 	add(t, "sandbox::stop", "Stop and remove a sandbox", sb.Stop)
 	add(t, "sandbox::list", "List sandboxes", sb.List)
 	add(t, "sandbox::get", "Describe one sandbox (sbx extension)", sb.Get)
 	add(t, "sbx::image::status", "Cache state of a catalog image (sbx extension)", sb.ImageStatus)
+	addImages(t, sb)
+	registerFS(t)
+	addMetrics(t, sb)
 	return t
 }
 
@@ -65,9 +70,12 @@ func add[Req, Resp any](t *Table, id, desc string, fn func(context.Context, Req)
 	t.fns[id] = Function{ID: id, Description: desc, Handler: func(ctx context.Context, payload json.RawMessage) (any, error) {
 		var req Req
 		if err := Decode(payload, &req); err != nil {
+			t.observe(id, err)
 			return nil, err
 		}
-		return fn(ctx, req)
+		resp, err := fn(ctx, req)
+		t.observe(id, err)
+		return resp, err
 	}}
 }
 
@@ -93,7 +101,9 @@ func (t *Table) Functions() []Function {
 // Exec runs sandbox::exec the REST way: a timeout is a normal result with
 // timed_out set and the output captured so far.
 func (t *Table) Exec(ctx context.Context, req api.ExecRequest) (api.ExecResponse, error) {
-	return t.sb.Exec(ctx, req)
+	resp, err := t.sb.Exec(ctx, req)
+	t.observe("sandbox::exec", err)
+	return resp, err
 }
 
 // execStrict runs sandbox::exec the contract's way: a timeout is S200.

@@ -10,9 +10,23 @@
 //	GET    /v1/sandboxes/{id}             sandbox::get
 //	DELETE /v1/sandboxes/{id}[?wait=true] sandbox::stop
 //	POST   /v1/sandboxes/{id}/exec        sandbox::exec, REST semantics (see below)
+//	POST   /v1/sandboxes/{id}/fs/{op}     sandbox::fs::{op} (ls, stat, mkdir, write, ...)
+//	PUT    /v1/sandboxes/{id}/files?path= streamed upload of the body (files.go)
+//	GET    /v1/sandboxes/{id}/files?path= streamed download
 //	POST   /v1/functions/{function_id}    any function of the table by id
 //	GET    /v1/images/{name}              sbx::image::status
+//	POST   /v1/images/{name}              sbx::image::pull (answers once the image is ready)
+//	DELETE /v1/images/{name}              sbx::image::rm
+//	GET    /v1/images                     sbx::image::list
+//	GET    /v1/catalog                    sandbox::catalog::list
+//	GET    /v1/sandboxes/{id}/metrics     sandbox::metrics (cpu, memory, pids)
 //	GET    /healthz                       {"status":"ok"}
+//	GET    /metrics                       Prometheus metrics (Options.Metrics)
+//
+// With Options.Auth enabled every route but /healthz needs
+// "Authorization: Bearer <token>": 401 "unauthorized" without one, 403
+// "forbidden" with a token of no owner; the request then acts for the
+// token's owner, who sees only their own sandboxes.
 //
 // Path parameters become payload fields ({id} is sandbox_id, {name} is name,
 // ?wait is wait); a body that already holds a different value is S001.
@@ -32,7 +46,6 @@ package httpapi
 
 import (
 	"bytes"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -44,6 +57,7 @@ import (
 	"time"
 
 	"github.com/sbx-dev/sbx/api"
+	"github.com/sbx-dev/sbx/internal/auth"
 	"github.com/sbx-dev/sbx/internal/envelope"
 	"github.com/sbx-dev/sbx/internal/errdefs"
 	"github.com/sbx-dev/sbx/internal/functions"
@@ -62,9 +76,11 @@ type Options struct {
 	// MaxBodyBytes limits request bodies; 0 means DefaultMaxBodyBytes.
 	// A larger body is S001.
 	MaxBodyBytes int64
-	// Token, when set, must arrive as "Authorization: Bearer <token>" on
-	// every route but /healthz; otherwise the answer is 401.
-	Token string
+	// Auth, when enabled, maps the bearer token every route but /healthz
+	// needs to the owner the request acts for (auth.go).
+	Auth *auth.Tokens
+	// Metrics, when set, serves GET /metrics (Prometheus text format).
+	Metrics http.Handler
 }
 
 // New returns the REST handler over table.
@@ -75,10 +91,8 @@ func New(table *functions.Table, opts Options) http.Handler {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	s := &server{table: table, log: opts.Logger, maxBody: opts.MaxBodyBytes, version: opts.Version}
-	if opts.Token != "" {
-		s.auth = []byte("Bearer " + opts.Token)
-	}
+	s := &server{table: table, log: opts.Logger, maxBody: opts.MaxBodyBytes, version: opts.Version,
+		auth: opts.Auth, metrics: opts.Metrics}
 
 	sandboxID := pathParam("id", "sandbox_id")
 	routes := []struct {
@@ -91,10 +105,19 @@ func New(table *functions.Table, opts Options) http.Handler {
 		{"GET", "/v1/sandboxes/{id}", s.call("sandbox::get", sandboxID), false},
 		{"DELETE", "/v1/sandboxes/{id}", s.call("sandbox::stop", sandboxID, queryBool("wait", "wait")), false},
 		{"POST", "/v1/sandboxes/{id}/exec", s.exec, false},
+		{"GET", "/v1/sandboxes/{id}/metrics", s.call("sandbox::metrics", sandboxID), false},
+		{"POST", "/v1/sandboxes/{id}/fs/{op}", s.fsOp, false},
+		{"PUT", filesPath, s.upload, false},
+		{"GET", filesPath, s.download, false},
 		{"POST", "/v1/functions/{function_id}", s.function, false},
 		// {name...} keeps OCI refs with slashes in one parameter.
 		{"GET", "/v1/images/{name...}", s.call("sbx::image::status", pathParam("name", "name")), false},
+		{"POST", "/v1/images/{name...}", s.call("sbx::image::pull", pathParam("name", "name")), false},
+		{"DELETE", "/v1/images/{name...}", s.call("sbx::image::rm", pathParam("name", "name")), false},
+		{"GET", "/v1/images", s.call("sbx::image::list"), false},
+		{"GET", "/v1/catalog", s.call("sandbox::catalog::list"), false},
 		{"GET", "/healthz", s.health, true},
+		{"GET", "/metrics", s.prometheus, false},
 	}
 
 	mux := http.NewServeMux()
@@ -125,7 +148,8 @@ type server struct {
 	log     *slog.Logger
 	maxBody int64
 	version string
-	auth    []byte // "Bearer <token>", nil when no token is required
+	auth    *auth.Tokens // nil when no token is required
+	metrics http.Handler // nil when /metrics is off
 }
 
 // call dispatches to function id with params merged into the body.
@@ -198,11 +222,8 @@ func methodNotAllowed(allow string) handlerFunc {
 // errorResponse is the one mapping from an error to status and envelope.
 func errorResponse(err error) (int, *routeError) {
 	var re *routeError
-	switch {
-	case errors.As(err, &re):
+	if errors.As(err, &re) {
 		return re.status, re
-	case errors.Is(err, functions.ErrNotFound):
-		return http.StatusNotFound, transportError(http.StatusNotFound, "function_not_found", err.Error())
 	}
 	return envelope.HTTPStatus(err), &routeError{env: envelope.From(err)}
 }
@@ -212,6 +233,7 @@ func errorResponse(err error) (int, *routeError) {
 func (s *server) wrap(h handlerFunc, public bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
+		r = withTrace(r)
 		status := s.serve(w, r, h, public)
 		if s.log.Enabled(r.Context(), slog.LevelDebug) {
 			s.log.LogAttrs(r.Context(), slog.LevelDebug, "http request",
@@ -239,9 +261,11 @@ func (s *server) serve(w http.ResponseWriter, r *http.Request, h handlerFunc, pu
 		}
 	}()
 
-	if !public && s.auth != nil && !s.authorized(r) {
-		return s.writeError(w, transportError(http.StatusUnauthorized, "unauthorized",
-			"missing or wrong bearer token (set SBX_TOKEN)"))
+	if !public {
+		var err error
+		if r, err = s.authenticate(w, r); err != nil {
+			return s.writeError(w, err)
+		}
 	}
 	in := getBuffer()
 	defer putBuffer(in)
@@ -254,20 +278,18 @@ func (s *server) serve(w http.ResponseWriter, r *http.Request, h handlerFunc, pu
 	if err != nil {
 		return s.writeError(w, err)
 	}
+	if st, ok := res.(streamer); ok {
+		return st.stream(w)
+	}
 	out := getBuffer()
 	defer putBuffer(out)
 	return writeJSON(w, http.StatusOK, res, out)
 }
 
-func (s *server) authorized(r *http.Request) bool {
-	got := r.Header.Get("Authorization")
-	return subtle.ConstantTimeCompare([]byte(got), s.auth) == 1
-}
-
 // readBody reads the request body into buf, enforcing the size limit; an
-// absent body is nil.
+// absent body, or one its route streams itself, is nil.
 func (s *server) readBody(w http.ResponseWriter, r *http.Request, buf *bytes.Buffer) ([]byte, error) {
-	if r.Body == nil || r.Body == http.NoBody {
+	if r.Body == nil || r.Body == http.NoBody || streamed(r) {
 		return nil, nil
 	}
 	if r.ContentLength > s.maxBody {

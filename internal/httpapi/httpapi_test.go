@@ -335,28 +335,6 @@ func TestBodyLimit(t *testing.T) {
 	}
 }
 
-func TestToken(t *testing.T) {
-	h := httpapi.New(functions.New(&httpapitest.Fake{}), httpapi.Options{Token: "s3cret"})
-	tests := []struct {
-		path, auth string
-		want       int
-	}{
-		{"/v1/sandboxes", "", 401},
-		{"/v1/sandboxes", "Bearer wrong", 401},
-		{"/v1/sandboxes", "Bearer s3cret", 200},
-		{"/healthz", "", 200},
-	}
-	for _, tt := range tests {
-		status, body, raw := do(t, h, "GET", tt.path, "", map[string]string{"Authorization": tt.auth})
-		if status != tt.want {
-			t.Errorf("GET %s with %q: status %d, want %d: %s", tt.path, tt.auth, status, tt.want, raw)
-		}
-		if tt.want == 401 && body["error"].(map[string]any)["code"] != "unauthorized" {
-			t.Errorf("401 body %s lacks code unauthorized", raw)
-		}
-	}
-}
-
 func TestPanicIsInternalError(t *testing.T) {
 	var logs bytes.Buffer
 	fake := &httpapitest.Fake{ExecFunc: func(context.Context, api.ExecRequest) (api.ExecResponse, error) {

@@ -50,7 +50,7 @@ func (c cache) open() error {
 	for _, d := range []struct {
 		path string
 		perm fs.FileMode
-	}{{c.imagesDir(), 0o755}, {c.tmpDir(), 0o711}, {c.locksDir(), 0o700}} {
+	}{{c.imagesDir(), 0o755}, {c.tmpDir(), 0o711}, {c.locksDir(), 0o700}, {c.refsDir(), 0o755}} {
 		if err := os.Mkdir(d.path, d.perm); err != nil && !errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("creating image cache: %w", err)
 		}

@@ -13,6 +13,7 @@
 //	images/<id>/image.json  the Image (without Rootfs)
 //	tmp/<id>/               a build in progress, or a crash's leftover
 //	locks/<id>.lock         flock held while <id> is built, across processes
+//	refs/<hash>.json        what a custom image's reference last resolved to
 //
 // A build fills tmp/<id>/ and renames it to images/<id>/ only when complete,
 // so a directory under images/ is always a whole image.
@@ -33,7 +34,8 @@ const (
 // States reported by Store.Status.
 const (
 	StateMissing  = "missing"
-	StateBuilding = "building"
+	StateBuilding = "building" // a preset's recipe
+	StatePulling  = "pulling"  // a custom image's OCI reference
 	StateReady    = "ready"
 )
 
@@ -90,6 +92,10 @@ type Options struct {
 	// host's apt source for Suite, else http://deb.debian.org/debian.
 	// It is not part of an image's identity.
 	Mirror string
+	// CustomImages maps catalog names to OCI references (config key
+	// custom_images): "host/repo:tag", "host/repo@sha256:...",
+	// "oci-layout:/dir[:tag]" or "docker-archive:/file.tar".
+	CustomImages map[string]string
 }
 
 // withDefaults returns o with every unset field given its default.

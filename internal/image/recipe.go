@@ -22,7 +22,9 @@ var presetPackages = []struct {
 }{
 	// ca-certificates (~3 MB with openssl): without it Python's ssl module
 	// and Debian's nodejs trust no CA, so every HTTPS request fails.
-	{"python", []string{"python3", "ca-certificates"}},
+	// python-is-python3 (16 KB) provides `python`, which callers expect
+	// (seed 001 runs `python --version`).
+	{"python", []string{"python3", "python-is-python3", "ca-certificates"}},
 	{"node", []string{"nodejs", "ca-certificates"}},
 }
 
@@ -97,7 +99,7 @@ func (r recipe) id() string {
 	return hex.EncodeToString(sum[:])
 }
 
-// ref is the recipe in short, e.g. "debian:bookworm+ca-certificates+python3".
+// ref is the recipe in short, e.g. "debian:bookworm+ca-certificates+nodejs".
 func (r recipe) ref() string {
 	return "debian:" + r.Suite + "+" + strings.Join(r.Packages, "+")
 }

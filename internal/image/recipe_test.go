@@ -68,7 +68,7 @@ func TestPresetRecipes(t *testing.T) {
 		name, ref string
 		packages  []string
 	}{
-		{"python", "debian:bookworm+ca-certificates+python3", []string{"ca-certificates", "python3"}},
+		{"python", "debian:bookworm+ca-certificates+python-is-python3+python3", []string{"ca-certificates", "python-is-python3", "python3"}},
 		{"node", "debian:bookworm+ca-certificates+nodejs", []string{"ca-certificates", "nodejs"}},
 	}
 	for _, tt := range tests {

@@ -7,9 +7,10 @@ import (
 	"io/fs"
 	"log/slog"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/sbx-dev/sbx/api"
 	"github.com/sbx-dev/sbx/internal/errdefs"
@@ -32,6 +33,9 @@ type Store struct {
 	log          *slog.Logger
 	names        []string // preset names in catalog order
 	presets      map[string]preset
+	customNames  []string // custom image names, sorted
+	custom       map[string]customImage
+	host         v1.Platform // what custom images are pulled for
 	build        builder
 	buildTimeout time.Duration
 
@@ -48,8 +52,12 @@ type Store struct {
 	closed  bool               // no build starts once set
 }
 
+// job builds or pulls one image and publishes it to the cache.
+type job func(ctx context.Context, f *flight) (*Image, error)
+
 // flight is one build in progress, shared by every Ensure waiting for it.
 type flight struct {
+	kind    string // of the image: KindPreset builds, KindCustom pulls
 	started time.Time
 	done    chan struct{} // closed when img or err is set
 
@@ -89,6 +97,8 @@ func NewStore(opts Options) (*Store, error) {
 		cache:        cache{dir: dir},
 		log:          opts.Logger.With("component", "image"),
 		presets:      map[string]preset{},
+		custom:       map[string]customImage{},
+		host:         hostPlatform(),
 		build:        mmdebstrapBuilder(opts.Mirror),
 		buildTimeout: defaultBuildTimeout,
 		buildCtx:     buildCtx,
@@ -101,6 +111,10 @@ func NewStore(opts Options) (*Store, error) {
 		s.names = append(s.names, p.name)
 		s.presets[p.name] = preset{recipe: r, id: r.id(), ref: r.ref()}
 	}
+	if err := s.addCustom(opts.CustomImages); err != nil {
+		cancel()
+		return nil, fmt.Errorf("opening image store: %w", err)
+	}
 	if err := s.cache.open(); err != nil {
 		cancel()
 		return nil, fmt.Errorf("opening image store: %w", err)
@@ -109,6 +123,7 @@ func NewStore(opts Options) (*Store, error) {
 		cancel()
 		return nil, fmt.Errorf("opening image store: %w", err)
 	}
+	s.cache.removeRefLeftovers()
 	s.log.Debug("image store open", "dir", dir, "suite", opts.Suite, "mirror", opts.Mirror)
 	return s, nil
 }
@@ -135,24 +150,31 @@ func (s *Store) Presets() []string {
 // only this call's wait is abandoned.
 //
 // Errors: S100 for a name outside the catalog, S101 when the image is not
-// cached and install is false, S102 (retryable) when the build fails.
+// cached and install is false, S102 (retryable) when the build or pull fails.
 func (s *Store) Ensure(ctx context.Context, name string, install bool) (*Image, error) {
-	p, ok := s.presets[name]
-	if !ok {
-		return nil, errdefs.New(errdefs.CodeImageNotAllowed,
-			"image %q is not in the catalog; known images: %s", name, strings.Join(s.names, ", "))
+	j, err := s.jobFor(name)
+	if err != nil {
+		return nil, err
 	}
 	if img, ok := s.Lookup(name); ok {
 		return img, nil
 	}
 	if !install {
 		return nil, errdefs.New(errdefs.CodeImageMissing,
-			"image %s is not built on this host; build it with `sbx image pull %s` or enable auto_install", name, name)
+			"image %s is not cached on this host and auto_install is false; pre-pull it with `sbx image pull %s`", name, name).
+			WithFix(map[string]any{"command": "sbx image pull " + name}, "run `sbx image pull "+name+"` against this daemon, or enable auto_install")
 	}
+	return s.await(ctx, name, j, true)
+}
+
+// await starts (or joins) the flight of image name and waits for it until
+// ctx ends. With reuse, an image that became ready meanwhile is taken as
+// it is; without, j runs anyway (a pull that resolves the reference again).
+func (s *Store) await(ctx context.Context, name string, j job, reuse bool) (*Image, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("ensuring image %s: %w", name, context.Cause(ctx))
 	}
-	f := s.startBuild(name, p)
+	f := s.start(name, j, reuse)
 	select {
 	case <-f.done:
 		if f.err != nil {
@@ -165,16 +187,17 @@ func (s *Store) Ensure(ctx context.Context, name string, install bool) (*Image, 
 	}
 }
 
-// startBuild returns the flight building name, starting one if there is none.
-func (s *Store) startBuild(name string, p preset) *flight {
+// start returns the flight building or pulling name, starting one with j
+// if there is none (and, with reuse, name is not ready).
+func (s *Store) start(name string, j job, reuse bool) *flight {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if f, ok := s.flights[name]; ok {
 		return f
 	}
-	f := &flight{started: time.Now(), done: make(chan struct{})}
+	f := &flight{kind: s.kindOf(name), started: time.Now(), done: make(chan struct{})}
 	switch img, ok := s.ready[name]; {
-	case ok: // finished since the caller's Lookup
+	case ok && reuse: // finished since the caller's Lookup
 		f.img = img
 		close(f.done)
 		return f
@@ -185,16 +208,16 @@ func (s *Store) startBuild(name string, p preset) *flight {
 	}
 	s.flights[name] = f
 	s.builds.Add(1)
-	go s.fly(name, p, f)
+	go s.fly(name, j, f)
 	return f
 }
 
 // fly runs f to the end and publishes its result.
-func (s *Store) fly(name string, p preset, f *flight) {
+func (s *Store) fly(name string, j job, f *flight) {
 	defer s.builds.Done()
 	ctx, cancel := context.WithTimeout(s.buildCtx, s.buildTimeout)
 	defer cancel()
-	img, err := s.buildPreset(ctx, name, p, f)
+	img, err := j(ctx, f)
 	s.mu.Lock()
 	delete(s.flights, name)
 	if err == nil {
@@ -236,13 +259,9 @@ func (s *Store) buildPreset(ctx context.Context, name string, p preset, f *fligh
 	return img, nil
 }
 
-// Lookup returns the image name if it is cached and ready. It never builds;
-// after the first hit it answers from memory.
+// Lookup returns the image name if it is cached and ready. It never builds
+// or pulls; after the first hit it answers from memory.
 func (s *Store) Lookup(name string) (*Image, bool) {
-	p, ok := s.presets[name]
-	if !ok {
-		return nil, false
-	}
 	s.mu.Lock()
 	img, ok := s.ready[name]
 	s.mu.Unlock()
@@ -250,7 +269,21 @@ func (s *Store) Lookup(name string) (*Image, bool) {
 		return img.clone(), true
 	}
 	// Not seen yet by this store: published earlier, or by another process.
-	img, err := s.cache.load(p.id)
+	var id string
+	if p, ok := s.presets[name]; ok {
+		id = p.id
+	} else if c, ok := s.custom[name]; ok {
+		var err error
+		if id, err = s.cache.loadRef(c.ref, s.host); err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				s.log.Warn("ignoring invalid image reference cache entry", "image", name, "err", err)
+			}
+			return nil, false
+		}
+	} else {
+		return nil, false
+	}
+	img, err := s.cache.load(id)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			s.log.Warn("ignoring invalid image cache entry", "image", name, "err", err)
@@ -273,6 +306,9 @@ func (s *Store) Status(name string) api.ImageStatus {
 	s.mu.Unlock()
 	if f != nil {
 		st.State = StateBuilding
+		if f.kind == KindCustom {
+			st.State = StatePulling
+		}
 		st.ElapsedSecs = time.Since(f.started).Seconds()
 		st.Detail = f.latestDetail()
 		return st

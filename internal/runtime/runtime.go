@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/netip"
 	"sort"
 	"sync"
 )
@@ -28,8 +29,14 @@ type Spec struct {
 	MemoryMB uint32
 	// PidsLimit caps the number of tasks in the sandbox.
 	PidsLimit int64
+	// WritableLayerMB caps what the sandbox can write to its root
+	// filesystem (ENOSPC inside past it); 0 leaves it unbounded.
+	WritableLayerMB uint64
 	// Network gives the sandbox outbound networking; otherwise loopback only.
 	Network bool
+	// GatewayPorts are the host loopback TCP ports a sandbox with Network
+	// reaches at its gateway address; every other gateway port is closed.
+	GatewayPorts []uint16
 	// Hostname is the sandbox's host name.
 	Hostname string
 }
@@ -69,6 +76,13 @@ type Stats struct {
 	Pids        uint64  `json:"pids"`
 }
 
+// NetworkInfo is an optional Instance capability of a sandbox started with
+// Network: its gateway address, at which the sandbox reaches the host's
+// forwarded loopback ports (Spec.GatewayPorts).
+type NetworkInfo interface {
+	Gateway() netip.Addr
+}
+
 // StatsReader is an optional Instance capability: live resource use.
 type StatsReader interface {
 	Stats() (Stats, error)
@@ -85,6 +99,9 @@ type Options struct {
 	BinaryPath string
 	// Debug keeps verbose runtime logs in StateDir.
 	Debug bool
+	// NetworkPool is the IPv4 prefix that sandboxes with Network get their
+	// subnets from ("10.200.0.0/16"); "" leaves Network unavailable.
+	NetworkPool string
 }
 
 var (

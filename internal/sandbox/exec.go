@@ -14,7 +14,9 @@ import (
 // Exec runs one command in a sandbox and returns its output. A timeout is
 // a normal result with TimedOut set and the output captured so far; the
 // function table turns it into S200 for the contract's callers.
-func (m *Manager) Exec(ctx context.Context, req api.ExecRequest) (api.ExecResponse, error) {
+func (m *Manager) Exec(ctx context.Context, req api.ExecRequest) (result api.ExecResponse, err error) {
+	ctx, done := m.traceExec(ctx, req)
+	defer func() { done(result, err) }()
 	sb, err := m.lookup(ctx, req.SandboxID)
 	if err != nil {
 		return api.ExecResponse{}, err
@@ -63,10 +65,14 @@ func (m *Manager) Exec(ctx context.Context, req api.ExecRequest) (api.ExecRespon
 		TimeoutMs:      int64(timeout),
 		MaxOutputBytes: m.cfg.MaxOutputBytes,
 	}
+	applyUser(areq, sb.user)
 	start := time.Now()
 	resp, err := sb.agent.Exec(ctx, areq)
 	elapsed := time.Since(start)
 	if err != nil {
+		if refused := spawnRefused(sb.rec.ID, err); refused != nil {
+			return api.ExecResponse{}, refused
+		}
 		return api.ExecResponse{}, m.execFailure(ctx, sb, err)
 	}
 	m.log.Debug("exec", "sandbox", sb.rec.ID, "argv0", argv[0], "total_us", elapsed.Microseconds(),

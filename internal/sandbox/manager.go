@@ -26,10 +26,14 @@ import (
 	"github.com/sbx-dev/sbx/internal/runtime"
 )
 
-// Images is what the manager needs of the image store.
+// Images is what the manager needs of the image store (image.Store).
 type Images interface {
 	Ensure(ctx context.Context, name string, install bool) (*image.Image, error)
 	Status(name string) api.ImageStatus
+	// Catalog is the daemon's one catalog: presets, then custom images.
+	Catalog() []image.Entry
+	Pull(ctx context.Context, name string) (*image.Image, error)
+	Remove(ctx context.Context, name string, guard func(id string) error) (bool, error)
 }
 
 // Options configure a Manager.
@@ -44,6 +48,8 @@ type Options struct {
 	Logger   *slog.Logger
 	// BootTimeout bounds a create from runtime start to agent answer.
 	BootTimeout time.Duration
+	// Observer receives measurements (observe.go); nil discards them.
+	Observer Observer
 }
 
 // Manager owns every sandbox of one daemon.
@@ -55,11 +61,16 @@ type Manager struct {
 	log         *slog.Logger
 	store       *store
 	bootTimeout time.Duration
+	// protected are the daemon's own ports, never forwarded (network.go).
+	protected protectedPorts
 
 	// destroying tracks background teardowns, so Close can wait for them.
 	destroying sync.WaitGroup
 	stopReaper chan struct{}
 	reaperDone chan struct{}
+	// reapSoon wakes the reaper to recompute its interval (reaper.go).
+	reapSoon chan struct{}
+	obs      Observer
 
 	mu sync.Mutex
 	// The fields below are guarded by mu.
@@ -67,6 +78,8 @@ type Manager struct {
 	// reserved counts creates in progress, so capacity holds under races.
 	reserved int
 	closed   bool
+	// imgUse keeps images from being removed under creates (images.go).
+	imgUse imageUse
 }
 
 var _ interface {
@@ -98,6 +111,8 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 		sandboxes:   map[string]*sandbox{},
 		stopReaper:  make(chan struct{}),
 		reaperDone:  make(chan struct{}),
+		reapSoon:    make(chan struct{}, 1),
+		obs:         opts.Observer,
 	}
 	if err := m.reconcile(ctx); err != nil {
 		st.close()
@@ -148,7 +163,9 @@ func (m *Manager) reconcile(ctx context.Context) error {
 
 // Create boots a sandbox. Checks run in the contract's order: capacity,
 // catalog and allowlist, per-image caps, env, image cache, boot.
-func (m *Manager) Create(ctx context.Context, req api.CreateRequest) (api.CreateResponse, error) {
+func (m *Manager) Create(ctx context.Context, req api.CreateRequest) (resp api.CreateResponse, err error) {
+	ctx, done := m.traceCreate(ctx, req)
+	defer func() { done(resp, err) }()
 	if err := m.reserve(); err != nil {
 		return api.CreateResponse{}, err
 	}
@@ -171,14 +188,15 @@ func (m *Manager) Create(ctx context.Context, req api.CreateRequest) (api.Create
 	if len(req.Name) > 128 {
 		return api.CreateResponse{}, errdefs.Malformed("name is longer than 128 bytes")
 	}
-	img, err := m.images.Ensure(ctx, req.Image, m.cfg.AutoInstall)
+	idle, err := m.idleTimeout(req.IdleTimeoutSecs)
 	if err != nil {
 		return api.CreateResponse{}, err
 	}
-	idle := req.IdleTimeoutSecs
-	if idle == 0 {
-		idle = m.cfg.DefaultIdleTimeoutSecs
+	img, release, err := m.ensureImage(ctx, req.Image)
+	if err != nil {
+		return api.CreateResponse{}, err
 	}
+	defer release()
 	rec := &record{
 		ID:              uuid.NewString(),
 		Name:            req.Name,
@@ -193,7 +211,7 @@ func (m *Manager) Create(ctx context.Context, req api.CreateRequest) (api.Create
 		Env:             req.Env,
 		CreatedAt:       time.Now().UTC(),
 	}
-	sb, err := m.bootSandbox(ctx, rec, img)
+	sb, err := m.traceBoot(ctx, rec, img)
 	if err != nil {
 		return api.CreateResponse{}, err
 	}
@@ -208,6 +226,7 @@ func (m *Manager) Create(ctx context.Context, req api.CreateRequest) (api.Create
 	m.sandboxes[rec.ID] = sb
 	m.mu.Unlock()
 	go m.watch(sb)
+	m.wakeReaper()
 	m.log.Info("sandbox created", "sandbox", rec.ID, "image", rec.Image, "cpus", cpus, "memory_mb", mem)
 	return api.CreateResponse{SandboxID: rec.ID, Image: rec.Image}, nil
 }
@@ -215,21 +234,29 @@ func (m *Manager) Create(ctx context.Context, req api.CreateRequest) (api.Create
 // bootSandbox starts the runtime, connects to the agent and persists the
 // record; on any failure it leaves nothing behind.
 func (m *Manager) bootSandbox(ctx context.Context, rec *record, img *image.Image) (*sandbox, error) {
+	user, err := resolveUser(img)
+	if err != nil {
+		return nil, err
+	}
 	bootCtx, cancel := context.WithTimeout(ctx, m.bootTimeout)
 	defer cancel()
+	ports := m.gatewayPorts(rec)
 	inst, err := m.rt.Start(bootCtx, runtime.Spec{
-		ID:        rec.ID,
-		Rootfs:    img.Rootfs,
-		AgentPath: m.agent,
-		CPUs:      rec.CPUs,
-		MemoryMB:  rec.MemoryMB,
-		PidsLimit: m.cfg.PidsLimit,
-		Network:   rec.Network,
-		Hostname:  "sbx-" + rec.ID[:8],
+		ID:              rec.ID,
+		Rootfs:          img.Rootfs,
+		AgentPath:       m.agent,
+		CPUs:            rec.CPUs,
+		MemoryMB:        rec.MemoryMB,
+		PidsLimit:       m.cfg.PidsLimit,
+		WritableLayerMB: m.cfg.WritableLayerMB,
+		Network:         rec.Network,
+		GatewayPorts:    ports,
+		Hostname:        "sbx-" + rec.ID[:8],
 	})
 	if err != nil {
 		return nil, err
 	}
+	m.useGateway(rec, inst, ports)
 	fail := func(err error) (*sandbox, error) {
 		_ = inst.Destroy(context.WithoutCancel(ctx))
 		return nil, err
@@ -259,7 +286,7 @@ func (m *Manager) bootSandbox(ctx context.Context, rec *record, img *image.Image
 		ac.Close()
 		return fail(fmt.Errorf("recording sandbox %s: %w", rec.ID, err))
 	}
-	return newSandbox(rec, inst, ac, img, m.cfg.MaxConcurrentExecPerSandbox), nil
+	return newSandbox(rec, inst, ac, img, user, m.cfg.MaxConcurrentExecPerSandbox), nil
 }
 
 // reserve takes a capacity slot for a create in progress.
@@ -287,17 +314,6 @@ func (m *Manager) unreserve() {
 	m.mu.Lock()
 	m.reserved--
 	m.mu.Unlock()
-}
-
-// catalog lists the image names the daemon knows, presets first.
-func (m *Manager) catalog() []string {
-	names := append([]string(nil), config.Presets...)
-	custom := make([]string, 0, len(m.cfg.CustomImages))
-	for n := range m.cfg.CustomImages {
-		custom = append(custom, n)
-	}
-	sort.Strings(custom)
-	return append(names, custom...)
 }
 
 // allowed checks that name is in the catalog and the allowlist (S100).
@@ -377,7 +393,7 @@ func (m *Manager) Stop(ctx context.Context, req api.StopRequest) (api.StopRespon
 	if err != nil {
 		return api.StopResponse{}, err
 	}
-	done := m.stopAsync(sb, "stopped by request")
+	done := m.stopAsync(sb, reasonRequest)
 	if req.Wait {
 		select {
 		case <-done:
@@ -395,6 +411,7 @@ func (m *Manager) stopAsync(sb *sandbox, reason string) <-chan struct{} {
 		return sb.destroyed
 	}
 	m.log.Info("sandbox stopping", "sandbox", sb.rec.ID, "reason", reason)
+	m.observer().Stopped(stopCause(reason))
 	m.persistStopped(sb)
 	m.destroying.Add(1)
 	go func() {
@@ -509,7 +526,7 @@ func (m *Manager) Close(ctx context.Context) error {
 	close(m.stopReaper)
 	<-m.reaperDone
 	for _, sb := range sbs {
-		m.stopAsync(sb, "daemon shut down")
+		m.stopAsync(sb, reasonShutdown)
 	}
 	waited := make(chan struct{})
 	go func() {

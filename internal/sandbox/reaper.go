@@ -1,27 +1,81 @@
 package sandbox
 
-import "time"
+import (
+	"time"
 
-// reapInterval is how often the reaper looks for idle and expired sandboxes.
+	"github.com/sbx-dev/sbx/internal/config"
+	"github.com/sbx-dev/sbx/internal/errdefs"
+)
+
+// reapInterval is the longest the reaper sleeps between passes.
 const reapInterval = 10 * time.Second
 
+// minReapInterval bounds how often the reaper runs when idle timeouts are
+// very short.
+const minReapInterval = 250 * time.Millisecond
+
 // reaper stops sandboxes idle past their timeout and forgets stopped ones
-// past the retention window, every reapInterval until Close.
+// past the retention window, until Close. It runs every reapInterval, or
+// every half of the shortest idle timeout of a live sandbox when that is
+// shorter, so that a sandbox is reaped at most 1.5 idle timeouts after its
+// last activity. A create with a short idle timeout wakes it (wakeReaper)
+// to shorten the current sleep.
 func (m *Manager) reaper() {
 	defer close(m.reaperDone)
-	t := time.NewTicker(reapInterval)
+	t := time.NewTimer(m.reapEvery())
 	defer t.Stop()
 	for {
 		select {
 		case <-m.stopReaper:
 			return
+		case <-m.reapSoon:
 		case now := <-t.C:
 			m.reap(now)
 		}
+		t.Reset(m.reapEvery())
 	}
 }
 
-// reap runs one pass of the reaper at time now.
+// wakeReaper makes the reaper recompute its interval now.
+func (m *Manager) wakeReaper() {
+	select {
+	case m.reapSoon <- struct{}{}:
+	default:
+	}
+}
+
+// reapEvery is the reaper's current interval: reapInterval, or half the
+// shortest idle timeout of a live sandbox, whichever is shorter.
+func (m *Manager) reapEvery() time.Duration {
+	every := reapInterval
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, sb := range m.sandboxes {
+		if sb.isStopped() {
+			continue
+		}
+		every = min(every, time.Duration(sb.rec.IdleTimeoutSecs)*time.Second/2)
+	}
+	return max(every, minReapInterval)
+}
+
+// idleTimeout resolves a create's idle_timeout_secs: 0 takes the default;
+// more than config.MaxIdleTimeoutSecs is S001.
+func (m *Manager) idleTimeout(secs uint64) (uint64, error) {
+	if secs == 0 {
+		return m.cfg.DefaultIdleTimeoutSecs, nil
+	}
+	if secs > config.MaxIdleTimeoutSecs {
+		return 0, errdefs.Malformed("idle_timeout_secs must be between 1 and %d (7 days), got %d", config.MaxIdleTimeoutSecs, secs).
+			WithFix(map[string]any{"idle_timeout_secs": config.MaxIdleTimeoutSecs}, "keep the sandbox busy, or create a new one later")
+	}
+	return secs, nil
+}
+
+// reap runs one pass of the reaper at time now. An idle sandbox is
+// stopped and forgotten at once: later calls get S002, as for an unknown
+// id. A sandbox with execs in flight is spared until its idle timeout plus
+// max_exec_timeout_ms plus a minute, the longest an exec could have run.
 func (m *Manager) reap(now time.Time) {
 	retention := time.Duration(m.cfg.StoppedRetentionSecs) * time.Second
 	maxExec := time.Duration(m.cfg.MaxExecTimeoutMs) * time.Millisecond
@@ -44,17 +98,26 @@ func (m *Manager) reap(now time.Time) {
 			idle = append(idle, sb)
 		}
 	}
-	for _, sb := range expired {
+	m.mu.Unlock()
+	for _, sb := range idle {
+		m.log.Info("reaping idle sandbox", "sandbox", sb.rec.ID, "idle_timeout_secs", sb.rec.IdleTimeoutSecs,
+			"idle_secs", int64(now.Sub(sb.idleSince()).Seconds()), "exec_in_flight", len(sb.slots))
+		m.stopAsync(sb, reasonIdle)
+	}
+	for _, sb := range append(idle, expired...) {
+		m.forget(sb)
+	}
+}
+
+// forget drops a stopped sandbox from the manager and the store; its
+// teardown, if still running, goes on (Close waits for it).
+func (m *Manager) forget(sb *sandbox) {
+	m.mu.Lock()
+	if m.sandboxes[sb.rec.ID] == sb {
 		delete(m.sandboxes, sb.rec.ID)
 	}
 	m.mu.Unlock()
-	for _, sb := range expired {
-		if err := m.store.remove(sb.rec.ID); err != nil {
-			m.log.Error("forgetting stopped sandbox", "sandbox", sb.rec.ID, "err", err)
-		}
-	}
-	for _, sb := range idle {
-		m.log.Info("reaping idle sandbox", "sandbox", sb.rec.ID, "idle_timeout_secs", sb.rec.IdleTimeoutSecs)
-		m.stopAsync(sb, "idle timeout")
+	if err := m.store.remove(sb.rec.ID); err != nil {
+		m.log.Error("forgetting stopped sandbox", "sandbox", sb.rec.ID, "err", err)
 	}
 }

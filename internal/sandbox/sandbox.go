@@ -17,6 +17,8 @@ type sandbox struct {
 	inst  runtime.Instance
 	agent *agentclient.Client
 	image *image.Image
+	// user is who the image's processes run as; nil is the agent's root.
+	user *image.User
 	// baseEnv is the image env overlaid with the create-time env.
 	baseEnv []string
 	// slots holds one token per exec in flight; its capacity is the cap.
@@ -32,13 +34,14 @@ type sandbox struct {
 	lastActivity time.Time
 }
 
-func newSandbox(rec *record, inst runtime.Instance, ac *agentclient.Client, img *image.Image, execCap int) *sandbox {
+func newSandbox(rec *record, inst runtime.Instance, ac *agentclient.Client, img *image.Image, user *image.User, execCap int) *sandbox {
 	return &sandbox{
 		rec:          *rec,
 		inst:         inst,
 		agent:        ac,
 		image:        img,
-		baseEnv:      mergeEnv(img.Config.Env, rec.Env),
+		user:         user,
+		baseEnv:      mergeEnv(imageBaseEnv(user), img.Config.Env, rec.Env),
 		slots:        make(chan struct{}, execCap),
 		destroyed:    make(chan struct{}),
 		lastActivity: time.Now(),

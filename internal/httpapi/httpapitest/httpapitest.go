@@ -23,7 +23,7 @@ const DefaultID = "5b0e3c1a-7d2f-4c1e-9a7b-2f6d8e4c1a00"
 
 // Call is one recorded call of the fake.
 type Call struct {
-	Method string // "Create", "Exec", "Stop", "List", "Get", "ImageStatus"
+	Method string // "Create", "Exec", "Stop", "List", "Get", "ImageStatus", "Catalog", "ImagePull", ...
 	Req    any    // the typed request
 }
 

@@ -2,9 +2,10 @@
 //
 // Each sandbox is an OCI bundle under <StateDir>/sandboxes/<id>/ whose
 // rootfs is a read-only bind mount of the shared image; runsc's
-// --overlay2=root:memory gives the sandbox a private, in-memory,
-// copy-on-write root that is discarded when it stops, so nothing a sandbox
-// does reaches the image. The agent binary is bind-mounted read-only at
+// --overlay2=root:dir=<bundle>,size=<N>m gives the sandbox a private,
+// size-bounded copy-on-write root, kept in an unlinked file that is
+// discarded when it stops, so nothing a sandbox does reaches the image
+// (see limits.go for this and the task limit). The agent binary is bind-mounted read-only at
 // /.sbx/sbx-agent and runs as the container's init; its stdin and stdout
 // are two pipes whose other ends are the byte stream Instance.Conn returns.
 // Limits (memory without swap, CPU quota, pids) are cgroup resources that
@@ -16,9 +17,9 @@
 // as EOF on the agent's stdout.
 //
 // Networking: runsc runs with --network=none (loopback only) unless the
-// spec asks for a network, then with --network=sandbox in a fresh network
-// namespace. The per-sandbox netns and veth plumbing that gives such a
-// sandbox a way out is not done here yet.
+// spec asks for a network, then with --network=sandbox in a network
+// namespace that netplumb pins in the bundle directory, with a veth, NAT
+// and gateway port forwards (see network.go).
 //
 // Everything a sandbox owns on the host is named by its id: the runsc state
 // under <StateDir>/runsc, the bundle directory (created first and removed
@@ -43,6 +44,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sbx-dev/sbx/internal/cgroups"
+	"github.com/sbx-dev/sbx/internal/netplumb"
 	"github.com/sbx-dev/sbx/internal/runtime"
 )
 
@@ -65,6 +67,7 @@ type Runtime struct {
 	stateDir string // absolute
 	debug    bool
 	cg       cgroups.Layout
+	net      *netplumb.Network
 
 	mu sync.Mutex
 	// live maps the ids of sandboxes this Runtime started and has not yet
@@ -99,7 +102,12 @@ func newRuntime(opts runtime.Options) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gvisor runtime: %w", err)
 	}
+	nw, err := newNetwork(opts, stateDir)
+	if err != nil {
+		return nil, fmt.Errorf("gvisor runtime: %w", err)
+	}
 	r := &Runtime{
+		net:      nw,
 		runsc:    runsc,
 		stateDir: stateDir,
 		debug:    opts.Debug,
@@ -213,7 +221,8 @@ func (r *Runtime) Close() error {
 
 // releaseSharedLocked unmounts the empty network namespace that runsc pins
 // at <StateDir>/runsc/null-netns for its gofers, so that no mount is left
-// once no sandbox runs (and StateDir can be removed). It is called when the
+// once no sandbox runs (and StateDir can be removed), and removes the
+// sandbox firewall table. It is called when the
 // last sandbox of this Runtime goes, by Reconcile when none is left, and by
 // Close. r.mu must be held, so that no Start of this Runtime is under way.
 func (r *Runtime) releaseSharedLocked() error {
@@ -224,5 +233,5 @@ func (r *Runtime) releaseSharedLocked() error {
 	if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
 		return fmt.Errorf("removing runsc's null network namespace: %w", err)
 	}
-	return nil
+	return r.releaseNetwork()
 }

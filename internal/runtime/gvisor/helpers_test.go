@@ -30,7 +30,7 @@ func newTestRuntime(t *testing.T) *Runtime {
 // runtimeAt returns a Runtime over stateDir, cleaned up like newTestRuntime.
 func runtimeAt(t *testing.T, stateDir string) *Runtime {
 	t.Helper()
-	r, err := newRuntime(runtime.Options{StateDir: stateDir, BinaryPath: testutil.RunscPath()})
+	r, err := newRuntime(runtime.Options{StateDir: stateDir, BinaryPath: testutil.RunscPath(), NetworkPool: testNetworkPool})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

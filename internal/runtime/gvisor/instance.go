@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"sync"
@@ -25,6 +26,7 @@ type instance struct {
 	rt       *Runtime
 	id       string
 	memoryMB uint32
+	gateway  netip.Addr // zero without a network
 	conn     *conn
 	stderr   *tailBuffer
 	stderrR  *os.File      // our end of the stderr pipe
@@ -119,6 +121,9 @@ func (i *instance) exitReason() string {
 			return fmt.Sprintf("out of memory (limit %d MiB)", i.memoryMB)
 		}
 		return "out of memory"
+	}
+	if n, err := i.rt.cg.PidsLimitHits(rel); err == nil && n > 0 {
+		return "process limit reached (pids_limit): the sandbox's runtime could not create another task"
 	}
 	reason := "sandbox exited unexpectedly"
 	// A fatal error of the Sentry or gofer is in runsc.log; keep it in the

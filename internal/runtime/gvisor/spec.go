@@ -41,7 +41,7 @@ func cgroupRel(id string) string { return "sbx/" + id }
 
 // ociSpec builds the OCI runtime config (config.json) of a sandbox whose
 // bundle holds the image at "rootfs". The root is writable only through
-// runsc's in-memory overlay (--overlay2=root:memory).
+// runsc's overlay, whose upper layer is bounded (see overlayFlag).
 func ociSpec(spec runtime.Spec) *specs.Spec {
 	hostname := spec.Hostname
 	if hostname == "" {
@@ -59,6 +59,7 @@ func ociSpec(spec runtime.Spec) *specs.Spec {
 			Args:     []string{agentMountPoint},
 			Env:      []string{defaultPath},
 			Cwd:      "/",
+			Rlimits:  processLimits(spec),
 			Capabilities: &specs.LinuxCapabilities{
 				Bounding:  caps,
 				Effective: caps,

@@ -96,7 +96,13 @@ func (r *Runtime) start(ctx context.Context, spec runtime.Spec, undo *cleanupSta
 		return nil, err
 	}
 
-	b, err := json.MarshalIndent(ociSpec(spec), "", "  ")
+	lease, err := r.setupNetwork(ctx, spec, dir)
+	if err != nil {
+		return nil, err
+	}
+	oci := ociSpec(spec)
+	withNetwork(oci, lease, dir)
+	b, err := json.MarshalIndent(oci, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("encoding config.json: %w", err)
 	}
@@ -112,13 +118,9 @@ func (r *Runtime) start(ctx context.Context, spec runtime.Spec, undo *cleanupSta
 	defer p.closeChilds()
 
 	stderr := newTailBuffer(stderrTailSize)
-	network := "--network=none"
-	if spec.Network {
-		network = "--network=sandbox"
-	}
 	cmd := r.runscCmd(ctx, id,
 		"--log", filepath.Join(dir, runscLogName),
-		"--platform=systrap", network, "--overlay2=root:memory",
+		"--platform=systrap", networkFlag(spec), overlayFlag(spec, dir),
 		"run", "--detach", "--bundle", dir, id)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = p.stdinChild, p.stdoutChild, p.stderrChild
 	// Keep terminal signals sent to the daemon's process group away.
@@ -142,6 +144,9 @@ func (r *Runtime) start(ctx context.Context, spec runtime.Spec, undo *cleanupSta
 	}
 
 	inst := newInstance(r, spec, p, stderr, stderrDone)
+	if lease != nil {
+		inst.gateway = lease.Gateway
+	}
 	return inst, nil
 }
 

@@ -1,0 +1,29 @@
+package api
+
+// MetricsRequest is the payload of sandbox::metrics (sbx extension).
+type MetricsRequest struct {
+	SandboxID string `json:"sandbox_id"`
+}
+
+// MetricsResponse is a live sandbox's resource use, read from its cgroups
+// (GET /v1/sandboxes/{id}/metrics).
+type MetricsResponse struct {
+	SandboxID string `json:"sandbox_id"`
+	// CPUSeconds is the CPU time the sandbox has used since it started.
+	CPUSeconds float64 `json:"cpu_seconds"`
+	// MemoryBytes is its working set: memory in use minus inactive file
+	// cache, as docker stats reports it.
+	MemoryBytes uint64 `json:"memory_bytes"`
+	// MemoryLimitBytes is its memory limit (memory_mb).
+	MemoryLimitBytes uint64 `json:"memory_limit_bytes"`
+	// Pids counts the host tasks of the sandbox (the gVisor kernel's
+	// threads and one or two per process inside), against PidsLimit.
+	Pids      uint64 `json:"pids"`
+	PidsLimit int64  `json:"pids_limit"`
+	CPUs      uint32 `json:"cpus"`
+	AgeSecs   uint64 `json:"age_secs"`
+	// IdleSecs is the time since the last exec or file operation.
+	IdleSecs uint64 `json:"idle_secs"`
+	// ExecInFlight is the number of execs running now.
+	ExecInFlight int `json:"exec_in_flight"`
+}

@@ -1,0 +1,28 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/sbx-dev/sbx/api"
+	"github.com/sbx-dev/sbx/client"
+	"github.com/sbx-dev/sbx/internal/httpapi"
+	"github.com/sbx-dev/sbx/internal/httpapi/httpapitest"
+)
+
+func TestMetrics(t *testing.T) {
+	srv := httpapitest.NewServer(t, &httpapitest.Fake{}, httpapi.Options{})
+	c := client.New(srv.URL, "")
+	got, err := c.Metrics(context.Background(), httpapitest.DefaultID)
+	if err != nil || got != httpapitest.FakeMetrics {
+		t.Fatalf("Metrics = %+v, %v; want %+v", got, err, httpapitest.FakeMetrics)
+	}
+	var env *api.ErrorEnvelope
+	if _, err := c.Metrics(context.Background(), "00000000-0000-4000-8000-000000000000"); !errors.As(err, &env) || env.Code != "S002" {
+		t.Fatalf("unknown id: %v, want S002", err)
+	}
+	if _, err := c.Metrics(context.Background(), ""); err == nil {
+		t.Fatal("empty id: no error")
+	}
+}

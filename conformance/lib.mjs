@@ -1,0 +1,98 @@
+// Shared helpers of the conformance suite. run.sh starts the daemon and
+// sets III_URL (engine WebSocket), SBX_URL (HTTP API) and SBX_BIN.
+import { spawn } from 'node:child_process'
+import { webcrypto } from 'node:crypto'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { registerWorker } from 'iii-sdk'
+
+// Node 18 (Debian 12's nodejs) has no global crypto, which the SDK uses
+// for invocation ids.
+globalThis.crypto ??= webcrypto
+
+export const III_URL = process.env.III_URL ?? 'ws://localhost:49134'
+export const SBX_URL = process.env.SBX_URL ?? 'http://127.0.0.1:3111'
+export const SBX_BIN = process.env.SBX_BIN ?? 'sbx'
+
+// Generous bounds: the first create of an image may build it.
+export const BOOT_TIMEOUT_MS = 300_000
+
+let worker
+
+// engine returns this test file's iii-sdk worker, connected to sbx the way
+// the seeds' code is: registerWorker(url), then iii.trigger(...).
+export function engine () {
+  worker ??= registerWorker(III_URL, { workerName: 'sbx-conformance' })
+  return worker
+}
+
+// closeEngine disconnects the worker, and stops every sandbox a test left
+// running (the seeds' samples do not always stop theirs).
+export async function closeEngine () {
+  const { sandboxes } = await http('GET', '/v1/sandboxes')
+  await Promise.all(sandboxes.filter((s) => !s.stopped)
+    .map((s) => http('DELETE', `/v1/sandboxes/${s.sandbox_id}?wait=true`)))
+  await worker?.shutdown()
+  worker = undefined
+}
+
+// http calls the REST API and returns the decoded body; an error status
+// throws with the envelope.
+export async function http (method, path, body) {
+  const res = await fetch(SBX_URL + path, {
+    method,
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body)
+  })
+  const json = await res.json()
+  if (!res.ok) {
+    const err = new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`)
+    err.status = res.status
+    err.envelope = json.error
+    throw err
+  }
+  return json
+}
+
+// sh runs a bash script (a seed's shell sample with `iii ...` spelled
+// `sbx ...`) in a fresh directory, with sbx on PATH and SBX_URL set, and
+// returns its output and exit status. pipefail makes a failing command
+// before `| jq` fail the script.
+export function sh (script, { cwd } = {}) {
+  const dir = cwd ?? mkdtempSync(join(tmpdir(), 'sbx-conformance-sh-'))
+  return new Promise((resolve, reject) => {
+    const child = spawn('bash', ['-e', '-o', 'pipefail', '-c', script], {
+      cwd: dir,
+      env: { ...process.env, SBX_URL },
+      stdio: ['ignore', 'pipe', 'pipe']
+    })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (b) => { stdout += b })
+    child.stderr.on('data', (b) => { stderr += b })
+    child.on('error', reject)
+    child.on('close', (code) => {
+      if (!cwd) rmSync(dir, { recursive: true, force: true })
+      resolve({ stdout, stderr, code })
+    })
+  })
+}
+
+// envelopeOf parses the S-code envelope of an InvocationError exactly as
+// seed 000's error-handling example does.
+export function envelopeOf (err) {
+  const match = err?.message?.match(/handler error:\s*(\{.*\})/)
+  return match ? JSON.parse(match[1]) : null
+}
+
+// rejects awaits p and returns what it threw, failing when it resolved.
+export async function rejects (p) {
+  try {
+    const v = await p
+    throw new Error(`expected a rejection, got ${JSON.stringify(v)}`)
+  } catch (err) {
+    if (err.message?.startsWith('expected a rejection')) throw err
+    return err
+  }
+}

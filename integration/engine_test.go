@@ -1,0 +1,339 @@
+package integration
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/google/uuid"
+
+	"github.com/sbx-dev/sbx/api"
+)
+
+// engineConn is a minimal engine-protocol client: it sends invocations and
+// routes each result to its caller by invocation id.
+type engineConn struct {
+	t *testing.T
+	c *websocket.Conn
+
+	mu      sync.Mutex
+	pending map[string]chan engineResult
+}
+
+type engineResult struct {
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// dialEngine opens an engine session with d.
+func dialEngine(t *testing.T, d *daemon) *engineConn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, d.engineURL, nil)
+	if err != nil {
+		t.Fatalf("dial %s: %v", d.engineURL, err)
+	}
+	c.SetReadLimit(-1)
+	e := &engineConn{t: t, c: c, pending: map[string]chan engineResult{}}
+	go func() {
+		for {
+			_, b, err := c.Read(context.Background())
+			if err != nil {
+				return
+			}
+			var m struct {
+				Type         string `json:"type"`
+				InvocationID string `json:"invocation_id"`
+				engineResult
+			}
+			if json.Unmarshal(b, &m) != nil || m.Type != "invocationresult" {
+				continue
+			}
+			e.mu.Lock()
+			ch := e.pending[m.InvocationID]
+			delete(e.pending, m.InvocationID)
+			e.mu.Unlock()
+			if ch != nil {
+				ch <- m.engineResult
+			}
+		}
+	}()
+	t.Cleanup(func() { c.CloseNow() })
+	return e
+}
+
+// invoke sends an invocation and returns the channel of its result.
+func (e *engineConn) invoke(fn string, payload any) <-chan engineResult {
+	e.t.Helper()
+	id := uuid.NewString()
+	ch := make(chan engineResult, 1)
+	e.mu.Lock()
+	e.pending[id] = ch
+	e.mu.Unlock()
+	b, _ := json.Marshal(map[string]any{"type": "invokefunction", "invocation_id": id, "function_id": fn, "data": payload})
+	if err := e.c.Write(context.Background(), websocket.MessageText, b); err != nil {
+		e.t.Fatalf("sending %s: %v", fn, err)
+	}
+	return ch
+}
+
+// call invokes fn and decodes its result into out; it returns the
+// envelope of a handler error, and fails on any other error.
+func (e *engineConn) call(fn string, payload, out any) *api.ErrorEnvelope {
+	e.t.Helper()
+	select {
+	case r := <-e.invoke(fn, payload):
+		if r.Error != nil {
+			env, ok := strings.CutPrefix(r.Error.Message, "handler error: ")
+			var envelope api.ErrorEnvelope
+			if r.Error.Code != "invocation_failed" || !ok || json.Unmarshal([]byte(env), &envelope) != nil {
+				e.t.Fatalf("%s: engine error %+v", fn, *r.Error)
+			}
+			return &envelope
+		}
+		if out != nil {
+			if err := json.Unmarshal(r.Result, out); err != nil {
+				e.t.Fatalf("%s: result %s: %v", fn, r.Result, err)
+			}
+		}
+		return nil
+	case <-time.After(5 * time.Minute):
+		e.t.Fatalf("%s: no result", fn)
+	}
+	return nil
+}
+
+// sandboxState returns the list entry of sandbox id.
+func sandboxState(t *testing.T, d *daemon, id string) api.SandboxInfo {
+	t.Helper()
+	info, err := d.c.Get(context.Background(), id)
+	if err != nil {
+		t.Fatalf("get %s: %v", id, err)
+	}
+	return info
+}
+
+func TestSandboxRun(t *testing.T) {
+	d := startDaemon(t, baseConfig(""))
+	e := dialEngine(t, d)
+	tests := []struct {
+		name   string
+		req    api.RunRequest
+		stdout string
+	}{
+		{"python with files env and stdin", api.RunRequest{
+			Image: "python", Lang: "python",
+			Code:  "import sys; sys.path.insert(0, '/srv/lib'); import helper, os; print(helper.V, os.environ['MODE'], sys.stdin.read())",
+			Files: []api.RunFile{{Path: "/srv/lib/helper.py", Content: "V = 'from a file'\n"}},
+			Env:   api.Env{"MODE=run"}, Stdin: base64.StdEncoding.EncodeToString([]byte("and stdin")),
+		}, "from a file run and stdin\n"},
+		{"node", api.RunRequest{Image: "node", Lang: "js", Code: "console.log([1, 2, 3].map((x) => x * 2).join(','))"}, "2,4,6\n"},
+		{"shell with pipes", api.RunRequest{Image: "python", Lang: "bash", Code: "echo $0; printf 'b\\na\\n' | sort | tr '\\n' ' '"}, "/tmp/run.sh\na b "},
+		{"interpreter path", api.RunRequest{Image: "python", Lang: "/usr/bin/python3", Code: "print(__file__)"}, "/tmp/run.python3\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var res api.RunResponse
+			if env := e.call("sandbox::run", tt.req, &res); env != nil {
+				t.Fatalf("run: %+v", env)
+			}
+			if res.Stdout != tt.stdout || !res.Success || res.SandboxID != "" {
+				t.Fatalf("run = %+v, want stdout %q", res, tt.stdout)
+			}
+		})
+	}
+	// Through the function endpoint the same function answers the same way.
+	var res api.RunResponse
+	if err := d.c.Call(context.Background(), "sandbox::run", api.RunRequest{Image: "python", Lang: "py", Code: "print(6*7)"}, &res); err != nil || res.Stdout != "42\n" {
+		t.Fatalf("run through /v1/functions = %+v, %v", res, err)
+	}
+	// Every run's sandbox is stopped.
+	list, err := d.c.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Sandboxes) != len(tests)+1 {
+		t.Fatalf("%d sandboxes listed, want %d", len(list.Sandboxes), len(tests)+1)
+	}
+	for _, sb := range list.Sandboxes {
+		if !sb.Stopped {
+			t.Errorf("run sandbox %s still live", sb.SandboxID)
+		}
+	}
+}
+
+func TestSandboxRunKeepAndFailures(t *testing.T) {
+	d := startDaemon(t, baseConfig(""))
+	e := dialEngine(t, d)
+
+	var kept api.RunResponse
+	if env := e.call("sandbox::run", api.RunRequest{Image: "python", Lang: "sh", Code: "echo state > /tmp/state", KeepSandbox: true}, &kept); env != nil {
+		t.Fatalf("run: %+v", env)
+	}
+	d.ids = append(d.ids, kept.SandboxID)
+	if r := d.exec(kept.SandboxID, "cat", "/tmp/state"); r.Stdout != "state\n" {
+		t.Fatalf("kept sandbox lost its state: %+v", r)
+	}
+
+	env := e.call("sandbox::run", api.RunRequest{Image: "python", Lang: "python", Code: "import time; print('partial', flush=True); time.sleep(30)", TimeoutMs: 500}, nil)
+	if env == nil || env.Code != "S200" || env.Fix["context"] != "during sandbox::run step exec" || env.Fix["inner_code"] != "S200" {
+		t.Fatalf("timed-out run: %+v, want S200 with the exec step", env)
+	}
+	id, _ := env.Fix["sandbox_id"].(string)
+	if info := sandboxState(t, d, id); !info.Stopped {
+		t.Fatalf("timed-out run left sandbox %s live", id)
+	}
+
+	env = e.call("sandbox::run", api.RunRequest{Image: "python", Lang: "python", Code: "x", Files: []api.RunFile{{Path: "/proc/sys/kernel/hostname", Content: "x"}}}, nil)
+	if env == nil || env.Fix["context"] != "during sandbox::run step write_files" || env.Fix["inner_code"] != env.Code || !strings.HasPrefix(env.Code, "S21") {
+		t.Fatalf("run writing into /proc: %+v, want an S21x error of the write_files step", env)
+	}
+	if info := sandboxState(t, d, env.Fix["sandbox_id"].(string)); !info.Stopped {
+		t.Fatal("failed run left its sandbox live")
+	}
+
+	env = e.call("sandbox::run", api.RunRequest{Image: "nope", Lang: "python", Code: "x"}, nil)
+	if env == nil || env.Code != "S100" || env.Fix["context"] != "during sandbox::run step create" {
+		t.Fatalf("run of an unknown image: %+v", env)
+	}
+	if _, ok := env.Fix["sandbox_id"]; ok {
+		t.Fatalf("a failed create names a sandbox: %+v", env)
+	}
+}
+
+// TestEngineDisconnectStopsWork checks that a client that goes away mid-call
+// leaks nothing: its exec is killed inside the sandbox, and a sandbox::run
+// it was waiting for is stopped.
+func TestEngineDisconnectStopsWork(t *testing.T) {
+	d := startDaemon(t, baseConfig(""))
+	id := d.create(api.CreateRequest{Image: "python"})
+	e := dialEngine(t, d)
+	e.invoke("sandbox::exec", api.ExecRequest{SandboxID: id, Argv: []string{"sleep", "300"}, TimeoutMs: 300_000})
+	runCh := e.invoke("sandbox::run", api.RunRequest{Image: "python", Lang: "sh", Code: "sleep 300", TimeoutMs: 300_000})
+	deadline := time.Now().Add(2 * time.Minute)
+	for sandboxState(t, d, id).ExecInFlight == 0 || !runStarted(t, d, id) {
+		if time.Now().After(deadline) {
+			t.Fatal("the calls did not start")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	e.c.CloseNow()
+	select {
+	case r := <-runCh:
+		t.Fatalf("got a result after closing: %+v", r)
+	case <-time.After(100 * time.Millisecond):
+	}
+
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		list, err := d.c.List(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		busy := 0
+		for _, sb := range list.Sandboxes {
+			if sb.SandboxID == id && sb.ExecInFlight > 0 || sb.SandboxID != id && !sb.Stopped {
+				busy++
+			}
+		}
+		if busy == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("work of a gone client still runs: %+v", list.Sandboxes)
+		}
+	}
+	r := d.exec(id, "python3", "-c", "import os; print(sum(1 for p in os.listdir('/proc') if p.isdigit() and p != str(os.getpid()) and b'sleep' in open('/proc/%s/cmdline' % p, 'rb').read()))")
+	if r.Stdout != "0\n" {
+		t.Fatalf("sleep still runs in the sandbox: %+v", r)
+	}
+}
+
+// runStarted reports whether a sandbox other than id exists (the run's).
+func runStarted(t *testing.T, d *daemon, id string) bool {
+	list, err := d.c.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sb := range list.Sandboxes {
+		if sb.SandboxID != id && sb.ExecInFlight > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// TestEngineConcurrentCalls runs execs on two sandboxes at once over one
+// connection; the short ones answer first.
+func TestEngineConcurrentCalls(t *testing.T) {
+	d := startDaemon(t, baseConfig(""))
+	ids := []string{d.create(api.CreateRequest{Image: "python"}), d.create(api.CreateRequest{Image: "python"})}
+	e := dialEngine(t, d)
+	type answer struct {
+		name string
+		res  api.ExecResponse
+	}
+	answers := make(chan answer, 8)
+	start := time.Now()
+	for i, id := range ids {
+		for _, secs := range []string{"2", "0.1", "0.1", "2"} {
+			name := fmt.Sprintf("%d-%s", i, secs)
+			ch := e.invoke("sandbox::exec", api.ExecRequest{SandboxID: id, Argv: []string{"sh", "-c", "sleep " + secs + "; echo " + name}})
+			go func() {
+				r := <-ch
+				var res api.ExecResponse
+				json.Unmarshal(r.Result, &res)
+				answers <- answer{name, res}
+			}()
+		}
+	}
+	var order []string
+	for range 8 {
+		a := <-answers
+		if a.res.Stdout != a.name+"\n" {
+			t.Fatalf("exec %s answered %+v", a.name, a.res)
+		}
+		order = append(order, a.name)
+	}
+	if elapsed := time.Since(start); elapsed > 5*time.Second {
+		t.Fatalf("8 execs of at most 2s took %s: they did not run at once", elapsed)
+	}
+	for _, name := range order[:4] {
+		if !strings.HasSuffix(name, "-0.1") {
+			t.Fatalf("answer order %q: the short execs did not answer first", order)
+		}
+	}
+}
+
+// TestFunctionEndpoint checks that the sixteen functions of the contract
+// answer at POST /v1/functions/{id}, and that an unknown id is 404
+// function_not_found.
+func TestFunctionEndpoint(t *testing.T) {
+	d := startDaemon(t, baseConfig(""))
+	ids := []string{"sandbox::run", "sandbox::create", "sandbox::exec", "sandbox::stop", "sandbox::list", "sandbox::catalog::list"}
+	for _, op := range []string{"ls", "stat", "mkdir", "write", "read", "rm", "mv", "chmod", "grep", "sed"} {
+		ids = append(ids, "sandbox::fs::"+op)
+	}
+	for _, id := range ids {
+		// An empty payload: a result, or an S-code error for the missing fields.
+		err := d.c.Call(context.Background(), id, map[string]any{}, nil)
+		var env *api.ErrorEnvelope
+		if err != nil && (!errors.As(err, &env) || !strings.HasPrefix(env.Code, "S")) {
+			t.Errorf("%s: %v", id, err)
+		}
+	}
+	err := d.c.Call(context.Background(), "sandbox::nope", map[string]any{}, nil)
+	if env := wantCode(t, err, "function_not_found"); !strings.HasSuffix(env.DocsURL, "#function_not_found") {
+		t.Fatalf("envelope = %+v", env)
+	}
+}

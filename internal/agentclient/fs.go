@@ -1,0 +1,292 @@
+package agentclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"google.golang.org/grpc"
+
+	agentv1 "github.com/sbx-dev/sbx/api/agent/v1"
+)
+
+// Bounds of the filesystem calls.
+const (
+	// FSCallTimeout is the deadline of one unary filesystem call (a grep
+	// or sed over a large tree is the slow case).
+	FSCallTimeout = 2 * time.Minute
+	// FSMaxAnswerBytes bounds the answer of a unary filesystem call (an ls
+	// of a huge directory, a grep with many matches).
+	FSMaxAnswerBytes = 64 << 20
+	// ChunkBytes is the size of one data message of a streamed transfer.
+	ChunkBytes = 64 << 10
+	// StreamIdleTimeout aborts a streamed transfer that makes no progress
+	// for this long, in either direction.
+	StreamIdleTimeout = time.Minute
+	// MaxTransferDuration bounds a streamed transfer as a whole.
+	MaxTransferDuration = 6 * time.Hour
+)
+
+// ErrStalled is the cause of a streamed transfer aborted because it made
+// no progress for StreamIdleTimeout.
+var ErrStalled = errors.New("the transfer made no progress for " + StreamIdleTimeout.String())
+
+// streamIdle is StreamIdleTimeout; tests shorten it.
+var streamIdle = StreamIdleTimeout
+
+// SourceError is an upload aborted because reading its source failed; the
+// agent discarded what it had received.
+type SourceError struct{ Err error }
+
+func (e *SourceError) Error() string { return "reading the upload's source: " + e.Err.Error() }
+func (e *SourceError) Unwrap() error { return e.Err }
+
+// fsClient is the Fs service over the client's connection.
+func (c *Client) fsClient() agentv1.FsClient { return agentv1.NewFsClient(c.cc) }
+
+// fsUnary runs one unary filesystem call with FSCallTimeout and an answer
+// bounded by FSMaxAnswerBytes. Errors are the agent's status (with its
+// FsError detail), a deadline, or ErrClosed, wrapped with name.
+func fsUnary[Req, Resp any](ctx context.Context, c *Client, name string,
+	call func(context.Context, Req, ...grpc.CallOption) (Resp, error), req Req) (Resp, error) {
+	var zero Resp
+	ctx, cancel, err := c.call(ctx, FSCallTimeout)
+	if err != nil {
+		return zero, fmt.Errorf("%s: %w", name, err)
+	}
+	defer cancel()
+	resp, err := call(ctx, req, grpc.MaxCallRecvMsgSize(FSMaxAnswerBytes))
+	if err := c.callError(ctx, err); err != nil {
+		return zero, fmt.Errorf("%s: %w", name, err)
+	}
+	return resp, nil
+}
+
+// Ls lists a directory in the sandbox.
+func (c *Client) Ls(ctx context.Context, req *agentv1.FsLsRequest) (*agentv1.FsLsResponse, error) {
+	return fsUnary(ctx, c, "fs ls", c.fsClient().Ls, req)
+}
+
+// Stat describes a path in the sandbox.
+func (c *Client) Stat(ctx context.Context, req *agentv1.FsStatRequest) (*agentv1.FsEntry, error) {
+	return fsUnary(ctx, c, "fs stat", c.fsClient().Stat, req)
+}
+
+// Mkdir creates a directory in the sandbox.
+func (c *Client) Mkdir(ctx context.Context, req *agentv1.FsMkdirRequest) (*agentv1.FsMkdirResponse, error) {
+	return fsUnary(ctx, c, "fs mkdir", c.fsClient().Mkdir, req)
+}
+
+// ReadFile reads a small file of the sandbox.
+func (c *Client) ReadFile(ctx context.Context, req *agentv1.FsReadFileRequest) (*agentv1.FsReadFileResponse, error) {
+	resp, err := fsUnary(ctx, c, "fs read", c.fsClient().ReadFile, req)
+	if err == nil && int64(len(resp.GetContent())) >= max(req.GetMaxBytes(), 0) && resp.GetHasContent() {
+		return nil, fmt.Errorf("fs read: the agent sent %d bytes, more than the %d asked for", len(resp.GetContent()), req.GetMaxBytes())
+	}
+	return resp, err
+}
+
+// Rm removes a path in the sandbox.
+func (c *Client) Rm(ctx context.Context, req *agentv1.FsRmRequest) (*agentv1.FsRmResponse, error) {
+	return fsUnary(ctx, c, "fs rm", c.fsClient().Rm, req)
+}
+
+// Mv renames a path in the sandbox.
+func (c *Client) Mv(ctx context.Context, req *agentv1.FsMvRequest) (*agentv1.FsMvResponse, error) {
+	return fsUnary(ctx, c, "fs mv", c.fsClient().Mv, req)
+}
+
+// Chmod changes mode and owner of paths in the sandbox.
+func (c *Client) Chmod(ctx context.Context, req *agentv1.FsChmodRequest) (*agentv1.FsChmodResponse, error) {
+	return fsUnary(ctx, c, "fs chmod", c.fsClient().Chmod, req)
+}
+
+// Grep searches files in the sandbox.
+func (c *Client) Grep(ctx context.Context, req *agentv1.FsGrepRequest) (*agentv1.FsGrepResponse, error) {
+	return fsUnary(ctx, c, "fs grep", c.fsClient().Grep, req)
+}
+
+// Sed replaces text in files of the sandbox.
+func (c *Client) Sed(ctx context.Context, req *agentv1.FsSedRequest) (*agentv1.FsSedResponse, error) {
+	return fsUnary(ctx, c, "fs sed", c.fsClient().Sed, req)
+}
+
+// transfer is the context of one streamed transfer: bounded by
+// MaxTransferDuration, ended by the session's end, and cancelled with
+// ErrStalled when kick is not called for StreamIdleTimeout.
+type transfer struct {
+	ctx    context.Context
+	kick   func()
+	cancel func()
+	c      *Client
+}
+
+func (c *Client) startTransfer(ctx context.Context) (*transfer, error) {
+	ctx, cancelCall, err := c.call(ctx, MaxTransferDuration)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	t := time.AfterFunc(streamIdle, func() { cancel(ErrStalled) })
+	return &transfer{
+		ctx:  ctx,
+		kick: func() { t.Reset(streamIdle) },
+		cancel: func() {
+			t.Stop()
+			cancel(context.Canceled)
+			cancelCall()
+		},
+		c: c,
+	}, nil
+}
+
+// error reports a failed stream operation: ErrStalled, ErrClosed, or the
+// agent's status.
+func (t *transfer) error(err error) error {
+	if errors.Is(context.Cause(t.ctx), ErrStalled) {
+		return ErrStalled
+	}
+	return t.c.callError(t.ctx, err)
+}
+
+// Upload streams r into the file that h names, in ChunkBytes messages. The
+// agent commits the file only once r has reached EOF; when reading r fails
+// (a *SourceError), the call is cancelled and the agent keeps nothing.
+// progress, when not nil, is called after each chunk.
+func (c *Client) Upload(ctx context.Context, h *agentv1.FsUploadHeader, r io.Reader, progress func()) (*agentv1.FsUploadResponse, error) {
+	t, err := c.startTransfer(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("fs upload: %w", err)
+	}
+	defer t.cancel()
+	stream, err := c.fsClient().Upload(t.ctx)
+	if err != nil {
+		return nil, fmt.Errorf("fs upload: %w", t.error(err))
+	}
+	if err := sendAll(stream, h, r, t.kick, progress); err != nil {
+		return nil, err
+	}
+	resp, err := stream.CloseAndRecv()
+	if err != nil {
+		return nil, fmt.Errorf("fs upload: %w", t.error(err))
+	}
+	return resp, nil
+}
+
+// sendAll sends the header and r's data, the last message marked eof. It
+// returns nil as well when the agent ended the stream early (Send gives
+// io.EOF): CloseAndRecv then reports why.
+func sendAll(stream agentv1.Fs_UploadClient, h *agentv1.FsUploadHeader, r io.Reader, kick, progress func()) error {
+	if err := stream.Send(&agentv1.FsUploadRequest{Header: h}); err != nil {
+		return nil
+	}
+	buf := make([]byte, ChunkBytes)
+	for {
+		n, err := fill(r, buf)
+		// Only the source's own io.EOF ends the file: a body cut off
+		// midway reads as io.ErrUnexpectedEOF, which is a failure.
+		eof := err == io.EOF
+		if err != nil && !eof {
+			return &SourceError{Err: err}
+		}
+		// Send encodes the message before it returns: buf may be reused.
+		if serr := stream.Send(&agentv1.FsUploadRequest{Data: buf[:n], Eof: eof}); serr != nil {
+			return nil
+		}
+		kick()
+		if progress != nil {
+			progress()
+		}
+		if eof {
+			return nil
+		}
+	}
+}
+
+// fill reads from r until buf is full or r fails, and returns r's error
+// as it is (io.EOF at the end), unlike io.ReadFull.
+func fill(r io.Reader, buf []byte) (int, error) {
+	n := 0
+	for n < len(buf) {
+		m, err := r.Read(buf[n:])
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// Download opens a streamed download of a regular file of the sandbox. It
+// returns once the agent has answered: the file's entry, and a reader of
+// its data that ends with io.EOF after exactly the file's size (when the
+// entry reports one) or with the error that cut the stream off. Close the
+// reader to release the call.
+func (c *Client) Download(ctx context.Context, req *agentv1.FsDownloadRequest) (*agentv1.FsEntry, io.ReadCloser, error) {
+	t, err := c.startTransfer(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("fs download: %w", err)
+	}
+	stream, err := c.fsClient().Download(t.ctx, req)
+	if err == nil {
+		var first *agentv1.FsDownloadResponse
+		if first, err = stream.Recv(); err == nil {
+			if first.GetEntry() == nil {
+				t.cancel()
+				return nil, nil, errors.New("fs download: the agent's first message has no entry")
+			}
+			t.kick()
+			return first.GetEntry(), &downloadReader{stream: stream, t: t, size: first.GetEntry().GetSize(), buf: first.GetData()}, nil
+		}
+	}
+	t.cancel()
+	return nil, nil, fmt.Errorf("fs download: %w", t.error(err))
+}
+
+// downloadReader reads a download's data messages.
+type downloadReader struct {
+	stream agentv1.Fs_DownloadClient
+	t      *transfer
+	// size is the file's size; 0 means unknown (read to the end).
+	size int64
+	// read counts the bytes received; buf is what is left of the last
+	// message; err ends the stream.
+	read int64
+	buf  []byte
+	err  error
+}
+
+func (d *downloadReader) Read(p []byte) (int, error) {
+	for len(d.buf) == 0 {
+		if d.err != nil {
+			return 0, d.err
+		}
+		msg, err := d.stream.Recv()
+		switch {
+		case err == io.EOF && d.size > 0 && d.read != d.size:
+			d.err = fmt.Errorf("fs download: the stream ended after %d of %d bytes", d.read, d.size)
+		case err == io.EOF:
+			d.err = io.EOF
+		case err != nil:
+			d.err = fmt.Errorf("fs download: %w", d.t.error(err))
+		default:
+			d.t.kick()
+			d.buf = msg.GetData()
+			d.read += int64(len(d.buf))
+			if d.size > 0 && d.read > d.size {
+				d.buf, d.err = nil, fmt.Errorf("fs download: the agent sent more than the file's %d bytes", d.size)
+			}
+		}
+	}
+	n := copy(p, d.buf)
+	d.buf = d.buf[n:]
+	return n, nil
+}
+
+// Close ends the call; a download not read to its end is cancelled.
+func (d *downloadReader) Close() error {
+	d.t.cancel()
+	return nil
+}

@@ -1,0 +1,84 @@
+package agentclient
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	agentv1 "github.com/sbx-dev/sbx/api/agent/v1"
+	"github.com/sbx-dev/sbx/internal/agent"
+)
+
+// pipeConn joins two pipe ends into one byte stream.
+type pipeConn struct {
+	io.Reader
+	io.Writer
+	closers []io.Closer
+}
+
+func (p *pipeConn) Close() error {
+	for _, c := range p.closers {
+		c.Close()
+	}
+	return nil
+}
+
+// TestTransferStalls checks that a transfer making no progress is cut off
+// with ErrStalled and that the agent keeps nothing of the upload. (A
+// source blocked in Read holds the call until it returns; the agent has
+// dropped the upload by then.)
+func TestTransferStalls(t *testing.T) {
+	streamIdle = 300 * time.Millisecond
+	defer func() { streamIdle = StreamIdleTimeout }()
+	toGuestR, toGuestW, _ := os.Pipe()
+	toHostR, toHostW, _ := os.Pipe()
+	srv, err := agent.New(agent.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go srv.Serve(ctx, &pipeConn{toGuestR, toHostW, []io.Closer{toGuestR, toHostW}})
+	c, err := Dial(&pipeConn{toHostR, toGuestW, []io.Closer{toHostR, toGuestW}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	// The source pauses longer than the idle timeout, then goes on.
+	calls := 0
+	src := io.MultiReader(bytes.NewReader(make([]byte, 3*ChunkBytes)), readerFunc(func(p []byte) (int, error) {
+		if calls++; calls > 2 {
+			return 0, io.EOF
+		}
+		time.Sleep(time.Second)
+		return len(p), nil
+	}))
+	start := time.Now()
+	_, err = c.Upload(ctx, &agentv1.FsUploadHeader{Path: dir + "/f"}, src, nil)
+	if !errors.Is(err, ErrStalled) || time.Since(start) > 5*time.Second {
+		t.Fatalf("stalled upload: %v after %v, want ErrStalled", err, time.Since(start))
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		left, _ := filepath.Glob(dir + "/*")
+		hidden, _ := filepath.Glob(dir + "/.*")
+		if len(left)+len(hidden) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("left after a stalled upload: %v %v", left, hidden)
+		}
+	}
+}
+
+type readerFunc func([]byte) (int, error)
+
+func (f readerFunc) Read(p []byte) (int, error) { return f(p) }

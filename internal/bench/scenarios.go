@@ -1,0 +1,304 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sbx-dev/sbx/api"
+	"github.com/sbx-dev/sbx/client"
+)
+
+// Scenario names, the keys of --scenarios.
+const (
+	NameCreateExec     = "create-exec"
+	NameCreate         = "create"
+	NameExecTrue       = "exec-true"
+	NameExecPython     = "exec-python"
+	NameSpawnFloor     = "spawn-floor"
+	NameExecThroughput = "exec-throughput"
+)
+
+// Scenario is one measurement.
+type Scenario struct {
+	// Name selects the scenario (--scenarios).
+	Name string
+	// Title labels it in reports.
+	Title string
+	// run measures; it returns a Result with Latency or Throughput set.
+	// Sandboxes it creates are handed to e.stops.
+	run func(ctx context.Context, e *env) (Result, error)
+}
+
+// Scenarios is every scenario, in report order. Adding a measurement is
+// adding an entry.
+var Scenarios = []Scenario{
+	{Name: NameCreateExec, Title: "create→first exec", run: createFirstExec},
+	{Name: NameCreate, Title: "create (agent ready)", run: createOnly},
+	{Name: NameExecTrue, Title: "exec true (HTTP)", run: execLatency("true")},
+	{Name: NameExecPython, Title: "exec python3 -c pass (HTTP)", run: execLatency("python3", "-c", "pass")},
+	{Name: NameSpawnFloor, Title: "spawn floor (posix_spawn in sandbox)", run: spawnFloor},
+	{Name: NameExecThroughput, Title: "exec throughput", run: execThroughput},
+}
+
+const (
+	// maxPendingStops bounds the sandboxes stopped without waiting whose
+	// teardown is still under way, so that they never pile up against the
+	// daemon's max_concurrent_sandboxes (32 by default).
+	maxPendingStops = 4
+	// execTimeout bounds every exec of the benchmark.
+	execTimeout = 60 * time.Second
+	// stopTimeout bounds a stop, which runs even after ctx ended.
+	stopTimeout = 60 * time.Second
+	// sandboxName labels the benchmark's sandboxes in `sbx list`.
+	sandboxName = "sbx-bench"
+)
+
+// env is what scenarios run with.
+type env struct {
+	c     *client.Client
+	opts  Options
+	stops *stopper
+}
+
+// create creates a sandbox of the benchmark's image.
+func (e *env) create(ctx context.Context) (string, error) {
+	sb, err := e.c.Create(ctx, api.CreateRequest{Image: e.opts.Image, Name: sandboxName})
+	if err != nil {
+		return "", fmt.Errorf("creating a %s sandbox: %w", e.opts.Image, err)
+	}
+	return sb.SandboxID, nil
+}
+
+// exec runs argv in sandbox id and fails unless it exits 0.
+func (e *env) exec(ctx context.Context, id string, argv ...string) (api.ExecResponse, error) {
+	res, err := e.c.Exec(ctx, api.ExecRequest{SandboxID: id, Argv: argv, TimeoutMs: uint64(execTimeout.Milliseconds())})
+	switch {
+	case err != nil:
+		return res, fmt.Errorf("exec %s: %w", argv[0], err)
+	case res.TimedOut:
+		return res, fmt.Errorf("exec %s: timed out after %s", argv[0], execTimeout)
+	case res.ExitCode == nil || *res.ExitCode != 0:
+		status := "no status"
+		if res.ExitCode != nil {
+			status = "status " + strconv.Itoa(*res.ExitCode)
+		}
+		return res, fmt.Errorf("exec %s: exited with %s: %s", argv[0], status, clip(strings.TrimSpace(res.Stderr), 300))
+	}
+	return res, nil
+}
+
+// repeat calls run Warmup times, then Runs times, and returns the
+// durations of the latter. run returns the duration of its timed part.
+func (e *env) repeat(ctx context.Context, run func(context.Context) (time.Duration, error)) ([]time.Duration, error) {
+	samples := make([]time.Duration, 0, e.opts.Runs)
+	for i := range e.opts.Warmup + e.opts.Runs {
+		d, err := run(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if i >= e.opts.Warmup {
+			samples = append(samples, d)
+		}
+	}
+	return samples, nil
+}
+
+// withSandbox runs fn with one sandbox created for it (off the clock).
+func (e *env) withSandbox(ctx context.Context, fn func(id string) error) error {
+	id, err := e.create(ctx)
+	if err != nil {
+		return err
+	}
+	defer e.stops.stop(ctx, id)
+	return fn(id)
+}
+
+func latencyResult(samples []time.Duration) Result {
+	s := Summarize(samples)
+	return Result{Latency: &s}
+}
+
+// createFirstExec times a create plus the first exec of true.
+func createFirstExec(ctx context.Context, e *env) (Result, error) {
+	samples, err := e.repeat(ctx, func(ctx context.Context) (time.Duration, error) {
+		start := time.Now()
+		id, err := e.create(ctx)
+		if err != nil {
+			return 0, err
+		}
+		defer e.stops.stop(ctx, id)
+		if _, err := e.exec(ctx, id, "true"); err != nil {
+			return 0, err
+		}
+		return time.Since(start), nil
+	})
+	return latencyResult(samples), err
+}
+
+// createOnly times a create, which returns once the agent answered.
+func createOnly(ctx context.Context, e *env) (Result, error) {
+	samples, err := e.repeat(ctx, func(ctx context.Context) (time.Duration, error) {
+		start := time.Now()
+		id, err := e.create(ctx)
+		if err != nil {
+			return 0, err
+		}
+		d := time.Since(start)
+		e.stops.stop(ctx, id)
+		return d, nil
+	})
+	return latencyResult(samples), err
+}
+
+// execLatency times execs of argv in one long-lived sandbox.
+func execLatency(argv ...string) func(context.Context, *env) (Result, error) {
+	return func(ctx context.Context, e *env) (Result, error) {
+		var samples []time.Duration
+		err := e.withSandbox(ctx, func(id string) error {
+			var err error
+			samples, err = e.repeat(ctx, func(ctx context.Context) (time.Duration, error) {
+				start := time.Now()
+				if _, err := e.exec(ctx, id, argv...); err != nil {
+					return 0, err
+				}
+				return time.Since(start), nil
+			})
+			return err
+		})
+		return latencyResult(samples), err
+	}
+}
+
+// spawnScript times posix_spawn + waitpid of /bin/true inside the
+// sandbox: argv[1] timed runs after argv[2] warm-up ones, one duration in
+// seconds per line.
+const spawnScript = `import os, sys, time
+runs, warmup = int(sys.argv[1]), int(sys.argv[2])
+for i in range(warmup + runs):
+    t0 = time.perf_counter()
+    pid = os.posix_spawn('/bin/true', ['/bin/true'], os.environ)
+    _, status = os.waitpid(pid, 0)
+    t = time.perf_counter() - t0
+    if status != 0:
+        sys.exit('/bin/true ended with wait status %d' % status)
+    if i >= warmup:
+        print('%.9f' % t)
+`
+
+// spawnFloor measures, in one exec, what starting a process costs inside
+// the sandbox itself: the floor under any exec round trip.
+func spawnFloor(ctx context.Context, e *env) (Result, error) {
+	var samples []time.Duration
+	err := e.withSandbox(ctx, func(id string) error {
+		res, err := e.exec(ctx, id, "python3", "-c", spawnScript, strconv.Itoa(e.opts.Runs), strconv.Itoa(e.opts.Warmup))
+		if err != nil {
+			return err
+		}
+		if res.StdoutTruncated {
+			return errors.New("spawn timings truncated at the daemon's output limit; lower --runs")
+		}
+		samples, err = parseSeconds(res.Stdout, e.opts.Runs)
+		return err
+	})
+	return latencyResult(samples), err
+}
+
+// parseSeconds reads want durations in seconds, one a line.
+func parseSeconds(out string, want int) ([]time.Duration, error) {
+	var ds []time.Duration
+	for line := range strings.Lines(out) {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		secs, err := strconv.ParseFloat(line, 64)
+		if err != nil || secs < 0 {
+			return nil, fmt.Errorf("reading spawn timings: %q is not a duration in seconds", clip(line, 40))
+		}
+		ds = append(ds, time.Duration(secs*float64(time.Second)))
+	}
+	if len(ds) != want {
+		return nil, fmt.Errorf("reading spawn timings: got %d, want %d", len(ds), want)
+	}
+	return ds, nil
+}
+
+// execThroughput runs Callers concurrent loops of execs of true on each
+// of Sandboxes sandboxes for Duration and counts the execs that finished.
+func execThroughput(ctx context.Context, e *env) (Result, error) {
+	o := e.opts
+	var ids []string
+	defer func() {
+		for _, id := range ids {
+			e.stops.stop(ctx, id)
+		}
+	}()
+	for range o.Sandboxes {
+		id, err := e.create(ctx)
+		if err != nil {
+			return Result{}, err
+		}
+		ids = append(ids, id)
+	}
+	for _, id := range ids {
+		for range o.Warmup {
+			if _, err := e.exec(ctx, id, "true"); err != nil {
+				return Result{}, err
+			}
+		}
+	}
+
+	loopCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex // guards samples
+		samples []time.Duration
+	)
+	start := time.Now()
+	end := start.Add(o.Duration)
+	for _, id := range ids {
+		for range o.Callers {
+			wg.Go(func() {
+				var mine []time.Duration
+				for loopCtx.Err() == nil && time.Now().Before(end) {
+					t0 := time.Now()
+					if _, err := e.exec(loopCtx, id, "true"); err != nil {
+						cancel(err) // the first failure ends every loop
+						return
+					}
+					mine = append(mine, time.Since(t0))
+				}
+				mu.Lock()
+				samples = append(samples, mine...)
+				mu.Unlock()
+			})
+		}
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if err := context.Cause(loopCtx); err != nil {
+		return Result{}, err
+	}
+	return Result{Throughput: &Throughput{
+		Sandboxes: o.Sandboxes,
+		Callers:   o.Callers,
+		Execs:     len(samples),
+		Elapsed:   elapsed,
+		PerSec:    float64(len(samples)) / elapsed.Seconds(),
+		Latency:   Summarize(samples),
+	}}, nil
+}
+
+// clip shortens s for an error message.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

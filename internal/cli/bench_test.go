@@ -1,0 +1,106 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sbx-dev/sbx/internal/httpapi/httpapitest"
+)
+
+func TestBench(t *testing.T) {
+	quick := []string{"bench", "--runs", "2", "--warmup", "0", "--sandboxes", "1", "--callers", "1", "--duration", "20ms"}
+	tests := []struct {
+		name       string
+		args       []string
+		wantCode   int
+		wantStdout []string // substrings
+		wantStderr string   // substring
+		wantJSON   []string // scenario names in the JSON file; nil: no file
+	}{
+		{
+			name:       "table and json",
+			args:       []string{"--scenarios", "exec-true,create,exec-throughput"},
+			wantStdout: []string{"## sbx bench", "image `python`, 2 runs after 0 warm-up runs", "| create (agent ready) | 2 |", "| exec true (HTTP) | 2 |", "| exec throughput | 1 × 1 |"},
+			wantStderr: "bench: results written to ",
+			wantJSON:   []string{"create", "exec-true", "exec-throughput"},
+		},
+		{
+			name:       "other image",
+			args:       []string{"--scenarios", "exec-true", "--image", "node"},
+			wantStdout: []string{"image `node`"},
+			wantJSON:   []string{"exec-true"},
+		},
+		{
+			name:       "a failed scenario fails the command",
+			args:       []string{"--scenarios", "spawn-floor,exec-true"},
+			wantCode:   exitFailure,
+			wantStdout: []string{"| exec true (HTTP) | 2 |", "Failed:\n- spawn floor (posix_spawn in sandbox): reading spawn timings"},
+			wantStderr: "sbx: some scenarios failed",
+			wantJSON:   []string{"exec-true", "spawn-floor"},
+		},
+		{
+			name:       "unknown scenario",
+			args:       []string{"--scenarios", "docker"},
+			wantCode:   exitUsage,
+			wantStderr: `--scenarios: unknown scenario "docker"; known scenarios: create-exec,`,
+		},
+		{
+			name:       "no runs",
+			args:       []string{"--runs", "0"},
+			wantCode:   exitUsage,
+			wantStderr: "runs must be at least 1, got 0",
+		},
+		{
+			name:     "arguments",
+			args:     []string{"python"},
+			wantCode: exitUsage,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, &httpapitest.Fake{})
+			out := filepath.Join(t.TempDir(), "results.json")
+			args := append(append(append([]string(nil), quick...), "--json-out", out), tt.args...)
+			stdout, stderr, code := h.run("", args...)
+			if code != tt.wantCode {
+				t.Fatalf("exit %d, want %d; stderr:\n%s", code, tt.wantCode, stderr)
+			}
+			for _, want := range tt.wantStdout {
+				if !strings.Contains(stdout, want) {
+					t.Errorf("stdout lacks %q:\n%s", want, stdout)
+				}
+			}
+			if !strings.Contains(stderr, tt.wantStderr) {
+				t.Errorf("stderr lacks %q:\n%s", tt.wantStderr, stderr)
+			}
+			b, err := os.ReadFile(out)
+			if tt.wantJSON == nil {
+				if err == nil {
+					t.Errorf("results written on failure:\n%s", b)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rep struct {
+				Results []struct {
+					Name string `json:"name"`
+				} `json:"results"`
+			}
+			if err := json.Unmarshal(b, &rep); err != nil {
+				t.Fatalf("results file: %v", err)
+			}
+			var names []string
+			for _, r := range rep.Results {
+				names = append(names, r.Name)
+			}
+			if strings.Join(names, ",") != strings.Join(tt.wantJSON, ",") {
+				t.Errorf("results file names %v, want %v", names, tt.wantJSON)
+			}
+		})
+	}
+}

@@ -1,0 +1,160 @@
+package cli
+
+// sbx catalog, and sbx image ls|pull|rm: the catalog and the daemon's
+// image cache.
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sbx-dev/sbx/api"
+)
+
+func (a *app) catalogCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "catalog",
+		Short: "List the images sandboxes can be created from (sandbox::catalog::list)",
+		Args:  cobra.NoArgs,
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the sandbox::catalog::list response as JSON")
+	cmd.RunE = action(func(cmd *cobra.Command, _ []string) error {
+		cat, err := a.client().Catalog(cmd.Context())
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			return printJSON(a.stdout, cat)
+		}
+		tw := tabwriter.NewWriter(a.stdout, 0, 8, 3, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tKIND\tSOURCE")
+		for _, im := range cat.Images {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", im.Name, im.Kind, im.OCIRef)
+		}
+		return tw.Flush()
+	})
+	return cmd
+}
+
+func (a *app) imageCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "image",
+		Short: "Manage the daemon's image cache (ls, pull, rm)",
+		Args:  cobra.NoArgs,
+	}
+	cmd.AddCommand(a.imageLsCmd(), a.imagePullCmd(), a.imageRmCmd())
+	return cmd
+}
+
+func (a *app) imageLsCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     "ls",
+		Aliases: []string{"list"},
+		Short:   "List catalog images with their cache state",
+		Args:    cobra.NoArgs,
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the sbx::image::list response as JSON")
+	cmd.RunE = action(func(cmd *cobra.Command, _ []string) error {
+		list, err := a.client().Images(cmd.Context())
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			return printJSON(a.stdout, list)
+		}
+		return printImages(a.stdout, list.Images)
+	})
+	return cmd
+}
+
+func printImages(w io.Writer, images []api.ImageInfo) error {
+	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tKIND\tSTATE\tALLOWED\tIN USE\tSIZE\tID\tSOURCE")
+	for _, im := range images {
+		id, size := "-", "-"
+		if im.ID != "" {
+			id = im.ID[:min(12, len(im.ID))]
+			size = formatSize(im.SizeBytes)
+		}
+		allowed := "no"
+		if im.Allowed {
+			allowed = "yes"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", im.Name, im.Kind, im.State, allowed, im.InUse, size, id, im.OCIRef)
+	}
+	return tw.Flush()
+}
+
+// formatSize renders bytes in one binary unit, as `docker images` does.
+func formatSize(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1fGB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1fMB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1fkB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%dB", n)
+}
+
+func (a *app) imagePullCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "pull NAME",
+		Short: "Pull (custom) or build (preset) a catalog image into the cache",
+		Long: "Pull a catalog image into the daemon's cache, showing progress. A custom image's reference is\n" +
+			"resolved again, so a tag that moved is pulled anew; a preset is built when it is missing.\n" +
+			"With auto_install: false, this is how images get onto the host.",
+		Args: cobra.ExactArgs(1),
+	}
+	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
+		name, c, start := args[0], a.client(), time.Now()
+		var st api.ImageStatus
+		err := a.showingProgress(cmd.Context(), c, name, func() (err error) {
+			st, err = c.PullImage(cmd.Context(), name)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(a.stdout, "%s: %s %s (%s) in %.1fs\n", name, st.State, st.ID[:min(12, len(st.ID))],
+			formatSize(st.SizeBytes), time.Since(start).Seconds())
+		return nil
+	})
+	return cmd
+}
+
+func (a *app) imageRmCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "rm NAME",
+		Aliases: []string{"remove"},
+		Short:   "Remove a catalog image from the cache (refused while a sandbox uses it)",
+		Args:    cobra.ExactArgs(1),
+	}
+	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
+		res, err := a.client().RemoveImage(cmd.Context(), args[0])
+		if err != nil {
+			return err
+		}
+		if res.Removed {
+			fmt.Fprintf(a.stdout, "%s: removed\n", res.Name)
+		} else {
+			fmt.Fprintf(a.stdout, "%s: not cached\n", res.Name)
+		}
+		return nil
+	})
+	return cmd
+}
+
+// printJSON writes v as indented JSON.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

@@ -1,0 +1,66 @@
+package engineapi
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/sbx-dev/sbx/api"
+	"github.com/sbx-dev/sbx/internal/errdefs"
+	"github.com/sbx-dev/sbx/internal/functions"
+)
+
+// The engine's own functions that this transport serves; every other id
+// goes to the function table.
+const (
+	fnRegisterWorker = "engine::workers::register"
+	fnCreateChannel  = "engine::channels::create"
+)
+
+// dispatch runs function id for a session.
+func (s *Server) dispatch(ctx context.Context, sess *session, id string, data json.RawMessage) (any, error) {
+	switch id {
+	case fnRegisterWorker:
+		return sess.registerWorker(data)
+	case fnCreateChannel:
+		var req api.ChannelCreateRequest
+		if err := functions.Decode(data, &req); err != nil {
+			return nil, err
+		}
+		_, resp, err := s.channels.create(req.BufferSize)
+		return resp, err
+	case fnFsRead:
+		return s.readFile(ctx, data)
+	case fnFsWrite:
+		ref, rest, ok, err := streamedWrite(data)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return s.writeStream(ctx, ref, rest)
+		}
+	}
+	return s.table.Call(ctx, id, data)
+}
+
+// workerInfo is what a worker says about itself when it starts; the SDK
+// sends more (telemetry), which is ignored.
+type workerInfo struct {
+	Name    string `json:"name"`
+	Runtime string `json:"runtime"`
+	Version string `json:"version"`
+	OS      string `json:"os"`
+	PID     int    `json:"pid"`
+}
+
+// registerWorker records a worker's announcement in the log.
+func (sess *session) registerWorker(data json.RawMessage) (any, error) {
+	var info workerInfo
+	if len(data) > 0 {
+		if err := json.Unmarshal(data, &info); err != nil {
+			return nil, errdefs.Malformed("malformed worker announcement: %v", err)
+		}
+	}
+	sess.logger().Info("engine worker connected", "name", clip(info.Name, 128), "runtime", clip(info.Runtime, 32),
+		"version", clip(info.Version, 32), "os", clip(info.OS, 128), "pid", info.PID)
+	return struct{}{}, nil
+}

@@ -1,0 +1,260 @@
+// Package engineapi is sbx's engine WebSocket transport. It speaks the wire
+// protocol of the iii engine, so that the unmodified iii-sdk npm package
+// (registerWorker('ws://127.0.0.1:49134'), iii.trigger({function_id,
+// payload})) drives sbx, and it maps every invocation onto the one function
+// table and nothing more.
+//
+// Paths:
+//
+//	/                   the engine session: invocations and their results
+//	/otel               the SDK's telemetry socket: accepted, frames dropped
+//	/ws/channels/{id}   one end of a stream channel (engine::channels::create)
+//
+// A session starts with workerregistered. Every invokefunction runs in its
+// own goroutine, so many are in flight on one connection and each result
+// is sent when it is ready; action void runs without a reply. A reader
+// runs on every connection at all times, so WebSocket pings are answered
+// while invocations are in flight. Bad input (non-JSON frames, unknown
+// types, a missing invocation_id, payloads of the wrong shape) is answered
+// with an error result, or logged when there is nobody to answer; it never
+// ends the session. When a client goes away, the contexts of its
+// invocations are cancelled; fire-and-forget invocations run on.
+//
+// Large file bodies travel as streams: sandbox::fs::read answers with
+// content, the reader reference of a channel that carries the file's bytes
+// once opened, and sandbox::fs::write takes as content the reader reference
+// of a channel the caller writes into (see streams.go).
+//
+// Errors of the function table travel as
+// {"code":"invocation_failed","message":"handler error: <envelope JSON>"};
+// an unknown function is {"code":"function_not_found"}.
+package engineapi
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/sbx-dev/sbx/internal/auth"
+	"github.com/sbx-dev/sbx/internal/functions"
+	"github.com/sbx-dev/sbx/internal/sandbox"
+)
+
+// Defaults of Options fields left zero.
+const (
+	DefaultMaxMessageBytes = 16 << 20
+	DefaultMaxInFlight     = 256
+	DefaultWriteTimeout    = 30 * time.Second
+	DefaultPingInterval    = 30 * time.Second
+)
+
+// Options configure the transport.
+type Options struct {
+	// Logger receives session and invocation records; nil discards.
+	Logger *slog.Logger
+	// Auth, when enabled, maps the bearer token of a session's upgrade
+	// request ("Authorization: Bearer <token>") to the owner its
+	// invocations act for (sandbox.WithOwner); a missing token is 401, a
+	// wrong one 403. The SDK opens channels and /otel without its headers:
+	// a channel end is authorized by its access key, and /otel only drops
+	// what it gets.
+	Auth *auth.Tokens
+	// MaxMessageBytes limits one inbound message; a larger one is drained
+	// and answered with message_too_large. 0 means DefaultMaxMessageBytes.
+	MaxMessageBytes int64
+	// MaxInFlight limits the invocations running for one connection; one
+	// more is answered with too_many_invocations. 0 means DefaultMaxInFlight.
+	MaxInFlight int
+	// WriteTimeout bounds the sending of one message; a client that does
+	// not read for that long is disconnected. 0 means DefaultWriteTimeout.
+	WriteTimeout time.Duration
+	// PingInterval is how often the server pings a client; one that does
+	// not answer within the interval is disconnected. 0 means
+	// DefaultPingInterval.
+	PingInterval time.Duration
+}
+
+// Server is the engine WebSocket transport over a function table.
+type Server struct {
+	table    *functions.Table
+	opts     Options
+	log      *slog.Logger
+	mux      *http.ServeMux
+	workers  *workers
+	channels *channels
+
+	// ctx is the base of every session and of fire-and-forget invocations;
+	// Shutdown cancels it.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu sync.Mutex
+	// The fields below are guarded by mu.
+	closed bool
+	srv    *http.Server
+	// active counts connection handlers and fire-and-forget invocations;
+	// Add is called only under mu while !closed.
+	active sync.WaitGroup
+}
+
+// New returns the transport over table.
+func New(table *functions.Table, opts Options) *Server {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.MaxMessageBytes <= 0 {
+		opts.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = DefaultMaxInFlight
+	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = DefaultWriteTimeout
+	}
+	if opts.PingInterval <= 0 {
+		opts.PingInterval = DefaultPingInterval
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{
+		table:    table,
+		opts:     opts,
+		log:      opts.Logger,
+		workers:  newWorkers(),
+		channels: newChannels(),
+		ctx:      ctx,
+		cancel:   cancel,
+	}
+	s.mux = http.NewServeMux()
+	s.mux.HandleFunc("/{$}", s.authorized(s.serveSession))
+	s.mux.HandleFunc("/otel", s.serveTelemetry)
+	s.mux.HandleFunc("/ws/channels/{id}", s.serveChannel)
+	return s
+}
+
+// ServeHTTP serves the transport's paths.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mux.ServeHTTP(w, r)
+}
+
+// authorized checks the bearer token, when tokens are configured, and
+// runs h acting for the token's owner.
+func (s *Server) authorized(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		owner, err := s.opts.Auth.Owner(r)
+		if err != nil {
+			if errors.Is(err, auth.ErrMissing) {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="sbx"`)
+			}
+			http.Error(w, err.Error()+" (the engine WebSocket takes Authorization: Bearer <token> on the upgrade request)", auth.Status(err))
+			return
+		}
+		h(w, r.WithContext(sandbox.WithOwner(r.Context(), owner)))
+	}
+}
+
+// Serve accepts connections on ln until Shutdown. It returns
+// http.ErrServerClosed after Shutdown.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		ln.Close()
+		return http.ErrServerClosed
+	}
+	if s.srv == nil {
+		s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	}
+	srv := s.srv
+	s.mu.Unlock()
+	return srv.Serve(ln)
+}
+
+// Shutdown stops accepting connections, closes every session (their
+// invocations are cancelled) and channel, and waits for the handlers and
+// fire-and-forget invocations to end or ctx to expire.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.closed = true
+	srv := s.srv
+	s.mu.Unlock()
+	var err error
+	if srv != nil {
+		err = srv.Shutdown(ctx)
+	}
+	s.cancel()
+	s.channels.closeAll()
+	done := make(chan struct{})
+	go func() {
+		s.active.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = errors.Join(err, ctx.Err())
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+// track registers one unit of work that Shutdown waits for; it reports
+// false once the server is shutting down.
+func (s *Server) track() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.active.Add(1)
+	return true
+}
+
+// accept upgrades the request to a WebSocket, or answers 503 when the
+// server is shutting down. The caller must call s.active.Done() when it
+// gets a connection.
+func (s *Server) accept(w http.ResponseWriter, r *http.Request) *websocket.Conn {
+	if !s.track() {
+		http.Error(w, "sbx is shutting down", http.StatusServiceUnavailable)
+		return nil
+	}
+	// Origin checking stays on: a web page must not drive local sandboxes.
+	conn, err := websocket.Accept(w, r, nil)
+	if err != nil {
+		s.active.Done()
+		s.log.Debug("engine websocket upgrade refused", "path", r.URL.Path, "remote", r.RemoteAddr, "err", err)
+		return nil
+	}
+	return conn
+}
+
+// serveTelemetry accepts the SDK's /otel socket and drops what it sends,
+// so the SDK does not retry it forever.
+func (s *Server) serveTelemetry(w http.ResponseWriter, r *http.Request) {
+	conn := s.accept(w, r)
+	if conn == nil {
+		return
+	}
+	defer s.active.Done()
+	conn.SetReadLimit(-1)
+	stop := context.AfterFunc(s.ctx, func() { conn.Close(websocket.StatusGoingAway, "sbx is shutting down") })
+	defer stop()
+	for {
+		_, rd, err := conn.Reader(context.Background())
+		if err != nil {
+			conn.CloseNow()
+			return
+		}
+		if _, err := drain(rd); err != nil {
+			conn.CloseNow()
+			return
+		}
+	}
+}

@@ -1,0 +1,205 @@
+package engineapi
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"io"
+	"sync"
+	"testing"
+
+	"github.com/coder/websocket"
+
+	"github.com/sbx-dev/sbx/api"
+	"github.com/sbx-dev/sbx/internal/errdefs"
+	"github.com/sbx-dev/sbx/internal/functions"
+	"github.com/sbx-dev/sbx/internal/httpapi/httpapitest"
+)
+
+// fsFake is the shared fake manager plus an in-memory file store for the
+// calls the engine's streams make (ReadFile, Upload, Download); the other
+// filesystem methods are not used here.
+type fsFake struct {
+	httpapitest.Fake
+	functions.FS
+
+	mu    sync.Mutex
+	files map[string][]byte
+}
+
+var _ functions.FS = (*fsFake)(nil)
+
+func (f *fsFake) ReadFile(_ context.Context, r api.FsReadRequest) (api.FsReadResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b, ok := f.files[r.Path]
+	if !ok {
+		return api.FsReadResponse{}, errdefs.New(errdefs.CodeFSNotFound, "no such file: %s", r.Path)
+	}
+	out := api.FsReadResponse{Size: int64(len(b)), Mode: "0644"}
+	if len(b) < api.FsReadMaxBody {
+		s := string(b)
+		out.Body = &s
+	}
+	return out, nil
+}
+
+func (f *fsFake) Upload(_ context.Context, r api.FsUploadRequest, body io.Reader) (api.FsWriteResponse, error) {
+	b, err := io.ReadAll(body)
+	if err != nil {
+		return api.FsWriteResponse{}, err
+	}
+	f.mu.Lock()
+	f.files[r.Path] = b
+	f.mu.Unlock()
+	return api.FsWriteResponse{BytesWritten: int64(len(b)), Path: r.Path}, nil
+}
+
+func (f *fsFake) Download(_ context.Context, r api.FsDownloadRequest) (api.FsEntry, io.ReadCloser, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b, ok := f.files[r.Path]
+	if !ok {
+		return api.FsEntry{}, nil, errdefs.New(errdefs.CodeFSNotFound, "no such file: %s", r.Path)
+	}
+	return api.FsEntry{Size: int64(len(b))}, io.NopCloser(bytes.NewReader(b)), nil
+}
+
+func fsServer(t *testing.T) (*fsFake, string) {
+	t.Helper()
+	f := &fsFake{files: map[string][]byte{}}
+	s := New(functions.New(f), Options{})
+	_, url := serveHandler(t, s)
+	return f, url
+}
+
+// readRef reads a whole stream from a reader reference, as the SDK's
+// ChannelReader does.
+func readRef(t *testing.T, url string, ref api.StreamRef) ([]byte, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, channelURL(url, ref), nil)
+	if err != nil {
+		return nil, err
+	}
+	c.SetReadLimit(-1)
+	var buf bytes.Buffer
+	for {
+		_, b, err := c.Read(ctx)
+		if websocket.CloseStatus(err) == websocket.StatusNormalClosure {
+			return buf.Bytes(), nil
+		}
+		if err != nil {
+			return buf.Bytes(), err
+		}
+		buf.Write(b)
+	}
+}
+
+func decodeResult(t *testing.T, m map[string]any, v any) {
+	t.Helper()
+	if m["error"] != nil {
+		t.Fatalf("call failed: %v", m["error"])
+	}
+	b, _ := json.Marshal(m["result"])
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestFsReadStream(t *testing.T) {
+	f, url := fsServer(t)
+	small := []byte("print(1)\n")
+	large := make([]byte, api.FsReadMaxBody+12345)
+	rand.Read(large)
+	f.files["/small.py"], f.files["/large.bin"] = small, large
+	wc := dial(t, url)
+	for _, tt := range []struct {
+		path     string
+		data     []byte
+		wantBody bool
+	}{{"/small.py", small, true}, {"/large.bin", large, false}} {
+		var res struct {
+			api.FsReadResponse
+			Content *api.StreamRef `json:"content"`
+		}
+		decodeResult(t, wc.call("r"+tt.path, "sandbox::fs::read", map[string]any{"sandbox_id": httpapitest.DefaultID, "path": tt.path}), &res)
+		if (res.Body != nil) != tt.wantBody || res.Size != int64(len(tt.data)) || res.Content == nil || res.Content.Direction != "read" {
+			t.Fatalf("%s: result %+v", tt.path, res)
+		}
+		got, err := readRef(t, url, *res.Content)
+		if err != nil || !bytes.Equal(got, tt.data) {
+			t.Fatalf("%s: streamed %d bytes (%v), want %d", tt.path, len(got), err, len(tt.data))
+		}
+	}
+	m := wc.call("missing", "sandbox::fs::read", map[string]any{"sandbox_id": httpapitest.DefaultID, "path": "/nope"})
+	if env := handlerEnvelope(t, m); env["code"] != "S211" {
+		t.Fatalf("read of a missing file: %v", env)
+	}
+}
+
+func TestFsWriteStream(t *testing.T) {
+	f, url := fsServer(t)
+	wc := dial(t, url)
+	refs := createChannel(t, wc)
+	data := make([]byte, 2<<20+5)
+	rand.Read(data)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	go func() {
+		w, _, err := websocket.Dial(ctx, channelURL(url, refs.Writer), nil)
+		if err != nil {
+			return
+		}
+		for off := 0; off < len(data); off += 64 << 10 {
+			w.Write(ctx, websocket.MessageBinary, data[off:min(off+64<<10, len(data))])
+		}
+		w.Close(websocket.StatusNormalClosure, "stream_complete")
+	}()
+	var res api.FsWriteResponse
+	decodeResult(t, wc.call("w", "sandbox::fs::write", map[string]any{"sandbox_id": httpapitest.DefaultID, "path": "/up.bin", "content": refs.Reader}), &res)
+	if res.BytesWritten != int64(len(data)) || !bytes.Equal(f.files["/up.bin"], data) {
+		t.Fatalf("wrote %d bytes, want %d", res.BytesWritten, len(data))
+	}
+	bad := createChannel(t, wc)
+	for _, tt := range []struct {
+		name    string
+		payload map[string]any
+		code    string
+	}{
+		{"writer reference", map[string]any{"sandbox_id": httpapitest.DefaultID, "path": "/x", "content": bad.Writer}, "S210"},
+		{"both bodies", map[string]any{"sandbox_id": httpapitest.DefaultID, "path": "/x", "content": bad.Reader, "content_b64": ""}, "S001"},
+		{"not a reference", map[string]any{"sandbox_id": httpapitest.DefaultID, "path": "/x", "content": map[string]any{"channel": 1}}, "S001"},
+		{"wrong key", map[string]any{"sandbox_id": httpapitest.DefaultID, "path": "/x", "content": api.StreamRef{ChannelID: bad.Reader.ChannelID, AccessKey: "x", Direction: "read"}}, "S210"},
+	} {
+		if env := handlerEnvelope(t, wc.call(tt.name, "sandbox::fs::write", tt.payload)); env["code"] != tt.code {
+			t.Errorf("%s: %v, want %s", tt.name, env, tt.code)
+		}
+	}
+}
+
+// TestFsWriteStreamAborted cuts the writer off midway: the write fails with
+// S218 and nothing is stored.
+func TestFsWriteStreamAborted(t *testing.T) {
+	f, url := fsServer(t)
+	wc := dial(t, url)
+	refs := createChannel(t, wc)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	w, _, err := websocket.Dial(ctx, channelURL(url, refs.Writer), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(ctx, websocket.MessageBinary, []byte("half a file"))
+	wc.invoke("w", "sandbox::fs::write", map[string]any{"sandbox_id": httpapitest.DefaultID, "path": "/cut.bin", "content": refs.Reader})
+	w.CloseNow()
+	m := wc.recv()
+	if env := handlerEnvelope(t, m); env["code"] != "S218" || env["retryable"] != true {
+		t.Fatalf("aborted write: %v, want S218 retryable", env)
+	}
+	if _, ok := f.files["/cut.bin"]; ok {
+		t.Fatal("an aborted upload stored a file")
+	}
+}

@@ -1,0 +1,107 @@
+package engineapi
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Bounds of the worker registry: how long a disconnected worker may
+// reattach, and how many disconnected workers are remembered.
+const (
+	reattachTTL        = 10 * time.Minute
+	maxRememberedIdles = 4096
+)
+
+// workers remembers the worker ids handed out, so that a client that
+// reconnects with its reattach token keeps its worker id.
+type workers struct {
+	mu sync.Mutex
+	// m is guarded by mu.
+	m map[string]*workerRecord
+}
+
+type workerRecord struct {
+	tokenHash [sha256.Size]byte
+	connected bool
+	// leftAt is when the worker disconnected.
+	leftAt time.Time
+}
+
+func newWorkers() *workers { return &workers{m: map[string]*workerRecord{}} }
+
+// newToken returns a random reattach token and its hash.
+func newToken() (string, [sha256.Size]byte) {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails
+	tok := hex.EncodeToString(b)
+	return tok, sha256.Sum256([]byte(tok))
+}
+
+// add registers a new connected worker and returns its id and token.
+func (w *workers) add() (id, token string) {
+	id = uuid.NewString()
+	token, hash := newToken()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.pruneLocked(time.Now())
+	w.m[id] = &workerRecord{tokenHash: hash, connected: true}
+	return id, token
+}
+
+// reattach moves the connection of worker current to the disconnected
+// worker prev when token is prev's; it returns prev's new token.
+func (w *workers) reattach(prev, token, current string) (string, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	rec, ok := w.m[prev]
+	if !ok || rec.connected || prev == current {
+		return "", false
+	}
+	got := sha256.Sum256([]byte(token))
+	if subtle.ConstantTimeCompare(got[:], rec.tokenHash[:]) != 1 {
+		return "", false
+	}
+	delete(w.m, current)
+	newTok, hash := newToken()
+	rec.tokenHash, rec.connected = hash, true
+	return newTok, true
+}
+
+// disconnect marks worker id gone; it may reattach for reattachTTL.
+func (w *workers) disconnect(id string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if rec, ok := w.m[id]; ok {
+		rec.connected, rec.leftAt = false, time.Now()
+	}
+}
+
+// pruneLocked forgets workers gone for longer than reattachTTL and, past
+// maxRememberedIdles, the ones gone longest.
+func (w *workers) pruneLocked(now time.Time) {
+	idle := 0
+	var oldestID string
+	var oldest time.Time
+	for id, rec := range w.m {
+		if rec.connected {
+			continue
+		}
+		if now.Sub(rec.leftAt) > reattachTTL {
+			delete(w.m, id)
+			continue
+		}
+		idle++
+		if oldestID == "" || rec.leftAt.Before(oldest) {
+			oldestID, oldest = id, rec.leftAt
+		}
+	}
+	if idle >= maxRememberedIdles {
+		delete(w.m, oldestID)
+	}
+}

@@ -1,0 +1,279 @@
+package netplumb
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+)
+
+// The firewall is one nftables table per Network (family inet), so that
+// every rule sbx adds can be listed, and removed, in one place and never
+// touches another program's rules. Its fixed part (chains hooked into
+// prerouting, postrouting, input and forward, and the rules that apply to
+// every sandbox) is written once; each sandbox adds one element to the set
+// of sandbox interfaces, one to the verdict map that sends its traffic to
+// its own chain, and that chain with its port forwards. Everything is
+// applied with `nft -f -` (argv, the script on stdin), which makes each
+// change one atomic transaction; the nftables Go bindings would need a
+// hand-assembled bytecode expression per match, for no gain in safety.
+//
+// The rules, per sandbox interface:
+//   - prerouting (dstnat): to the gateway's forwarded TCP ports, DNAT to
+//     127.0.0.1 on the same port (route_localnet lets the kernel route it);
+//     to the gateway's port 53, DNAT to a resolver on the host itself;
+//   - input: only replies and DNATed connections reach the host, anything
+//     else is refused (TCP reset, else ICMP port unreachable);
+//   - forward: IPv4 only; not to the pool (other sandboxes), not to
+//     link-local addresses (cloud metadata services), not into another
+//     sandbox interface; nothing enters a sandbox interface but replies;
+//   - postrouting (srcnat): the pool is masqueraded on the way out.
+
+// Chain and set names of the fixed part.
+const (
+	setIfaces     = "ifaces"                 // host-side veths of live sandboxes
+	mapDNAT       = "nat_chains"             // host veth → jump to the sandbox's chain
+	chainToHost   = "input_from_sandboxes"   // input from sandboxes
+	chainOut      = "forward_from_sandboxes" // forwarded from sandboxes
+	chainIn       = "forward_to_sandboxes"   // forwarded to sandboxes
+	sandboxPrefix = "sandbox_"               // + sandbox id: a sandbox's DNAT rules
+)
+
+// nft applies and lists the rules of one table.
+type nft struct {
+	bin     string // nft binary
+	table   string // table name, family inet
+	comment string // the table's comment: says whose it is
+	pool    netip.Prefix
+}
+
+// sandboxChain names the chain of sandbox id.
+func sandboxChain(id string) string { return sandboxPrefix + id }
+
+// baseScript declares the table, its set and map, and (re)writes the rules
+// of its fixed chains. It is idempotent and leaves sandboxes' chains and
+// elements alone.
+func (t *nft) baseScript() string {
+	var s script
+	s.add("add table inet %s { comment %q ; }", t.table, t.comment)
+	s.add("add set inet %s %s { type ifname ; }", t.table, setIfaces)
+	s.add("add map inet %s %s { type ifname : verdict ; }", t.table, mapDNAT)
+	hooks := []struct{ name, def string }{
+		{"prerouting", "type nat hook prerouting priority dstnat ; policy accept ;"},
+		{"postrouting", "type nat hook postrouting priority srcnat ; policy accept ;"},
+		{"input", "type filter hook input priority filter ; policy accept ;"},
+		{"forward", "type filter hook forward priority filter ; policy accept ;"},
+	}
+	for _, h := range hooks {
+		s.add("add chain inet %s %s { %s }", t.table, h.name, h.def)
+	}
+	for _, c := range []string{chainToHost, chainOut, chainIn} {
+		s.add("add chain inet %s %s", t.table, c)
+	}
+	for _, c := range []string{"prerouting", "postrouting", "input", "forward", chainToHost, chainOut, chainIn} {
+		s.add("flush chain inet %s %s", t.table, c)
+	}
+	rule := func(chain, format string, args ...any) {
+		s.add("add rule inet %s %s %s", t.table, chain, fmt.Sprintf(format, args...))
+	}
+	rule("prerouting", "iifname vmap @%s", mapDNAT)
+	rule("postrouting", "ip saddr %s oifname != @%s masquerade", t.pool, setIfaces)
+	rule("input", "iifname @%s jump %s", setIfaces, chainToHost)
+	rule("forward", "iifname @%s jump %s", setIfaces, chainOut)
+	rule("forward", "oifname @%s jump %s", setIfaces, chainIn)
+	rule(chainToHost, "ct state established,related accept")
+	rule(chainToHost, "meta nfproto ipv4 ct status dnat accept")
+	rule(chainToHost, "meta l4proto tcp reject with tcp reset")
+	rule(chainToHost, "reject with icmpx port-unreachable")
+	rule(chainOut, "meta nfproto != ipv4 drop")
+	rule(chainOut, "ip daddr { %s, 169.254.0.0/16 } reject with icmpx admin-prohibited", t.pool)
+	rule(chainOut, "oifname @%s reject with icmpx admin-prohibited", setIfaces)
+	rule(chainIn, "ct state established,related accept")
+	rule(chainIn, "drop")
+	return s.String()
+}
+
+// addScript adds the rules of one sandbox's lease.
+func (t *nft) addScript(l *Lease, dns netip.Addr) string {
+	var s script
+	chain := sandboxChain(l.ID)
+	note := fmt.Sprintf("comment %q", "sbx sandbox "+l.ID)
+	s.add("add chain inet %s %s { %s ; }", t.table, chain, note)
+	if len(l.Ports) > 0 {
+		ports := make([]string, len(l.Ports))
+		for i, p := range l.Ports {
+			ports[i] = fmt.Sprint(p)
+		}
+		s.add("add rule inet %s %s ip daddr %s tcp dport { %s } dnat ip to 127.0.0.1 %s",
+			t.table, chain, l.Gateway, strings.Join(ports, ", "), note)
+	}
+	if dns.IsValid() {
+		s.add("add rule inet %s %s ip daddr %s meta l4proto { tcp, udp } th dport 53 dnat ip to %s %s",
+			t.table, chain, l.Gateway, dns, note)
+	}
+	s.add("add element inet %s %s { %q %s }", t.table, setIfaces, l.HostIf, note)
+	s.add("add element inet %s %s { %q %s : jump %s }", t.table, mapDNAT, l.HostIf, note, chain)
+	return s.String()
+}
+
+// deleteScript removes what st holds of sandbox id with host veth hostIf;
+// "" when it holds nothing.
+func (t *nft) deleteScript(st *tableState, id, hostIf string) string {
+	var s script
+	if slices.Contains(st.dnat, hostIf) {
+		s.add("delete element inet %s %s { %q }", t.table, mapDNAT, hostIf)
+	}
+	if slices.Contains(st.ifaces, hostIf) {
+		s.add("delete element inet %s %s { %q }", t.table, setIfaces, hostIf)
+	}
+	if chain := sandboxChain(id); slices.Contains(st.chains, chain) {
+		s.add("flush chain inet %s %s", t.table, chain)
+		s.add("delete chain inet %s %s", t.table, chain)
+	}
+	return s.String()
+}
+
+// apply runs a script as one transaction.
+func (t *nft) apply(ctx context.Context, script string) error {
+	if script == "" {
+		return nil
+	}
+	_, err := t.run(ctx, script, "-f", "-")
+	return err
+}
+
+// deleteTable removes the whole table; a missing table is not an error.
+func (t *nft) deleteTable(ctx context.Context) error {
+	_, err := t.run(ctx, "", "delete", "table", "inet", t.table)
+	if errors.Is(err, errNoTable) {
+		return nil
+	}
+	return err
+}
+
+// tableState is what the table holds of sandboxes.
+type tableState struct {
+	chains []string // every chain's name
+	ifaces []string // elements of the interface set
+	dnat   []string // keys of the DNAT map
+}
+
+// ids returns the sandbox ids that st has a chain for.
+func (st *tableState) ids() []string {
+	var ids []string
+	for _, c := range st.chains {
+		if id, ok := strings.CutPrefix(c, sandboxPrefix); ok {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// list reads the table; a missing table is an empty state.
+func (t *nft) list(ctx context.Context) (*tableState, error) {
+	out, err := t.run(ctx, "", "-j", "list", "table", "inet", t.table)
+	if errors.Is(err, errNoTable) {
+		return &tableState{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return parseTable(out)
+}
+
+// parseTable decodes `nft -j list table` output.
+func parseTable(b []byte) (*tableState, error) {
+	var doc struct {
+		Nftables []struct {
+			Chain *struct {
+				Name string `json:"name"`
+			} `json:"chain"`
+			Set *struct {
+				Name string            `json:"name"`
+				Elem []json.RawMessage `json:"elem"`
+			} `json:"set"`
+			Map *struct {
+				Name string              `json:"name"`
+				Elem [][]json.RawMessage `json:"elem"`
+			} `json:"map"`
+		} `json:"nftables"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("decoding nft's listing: %w", err)
+	}
+	st := &tableState{}
+	for _, o := range doc.Nftables {
+		switch {
+		case o.Chain != nil:
+			st.chains = append(st.chains, o.Chain.Name)
+		case o.Set != nil && o.Set.Name == setIfaces:
+			for _, e := range o.Set.Elem {
+				st.ifaces = append(st.ifaces, elemValue(e))
+			}
+		case o.Map != nil && o.Map.Name == mapDNAT:
+			for _, kv := range o.Map.Elem {
+				if len(kv) > 0 {
+					st.dnat = append(st.dnat, elemValue(kv[0]))
+				}
+			}
+		}
+	}
+	return st, nil
+}
+
+// elemValue returns a set element's value: a plain JSON string, or
+// {"elem": {"val": ..., "comment": ...}} when it has a comment.
+func elemValue(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var e struct {
+		Elem struct {
+			Val string `json:"val"`
+		} `json:"elem"`
+	}
+	_ = json.Unmarshal(raw, &e)
+	return e.Elem.Val
+}
+
+// errNoTable is nft's answer about a table that does not exist.
+var errNoTable = errors.New("no such table")
+
+// run runs nft with args and stdin, returning its stdout. A table that
+// does not exist is errNoTable.
+func (t *nft) run(ctx context.Context, stdin string, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, t.bin, args...)
+	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	cmd.Stdin = strings.NewReader(stdin)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if strings.Contains(msg, "No such file or directory") && len(args) > 0 && args[0] != "-f" {
+			return nil, errNoTable
+		}
+		if len(msg) > 2048 {
+			msg = msg[:2048] + "…"
+		}
+		return nil, fmt.Errorf("nft %s: %w: %s", strings.Join(args, " "), err, msg)
+	}
+	return out, nil
+}
+
+// script builds an nft script, one command a line.
+type script struct{ b strings.Builder }
+
+func (s *script) add(format string, args ...any) {
+	fmt.Fprintf(&s.b, format, args...)
+	s.b.WriteByte('\n')
+}
+
+func (s *script) String() string { return s.b.String() }

@@ -1,0 +1,144 @@
+package netplumb
+
+import (
+	"context"
+	"net/netip"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sbx-dev/sbx/internal/testutil"
+)
+
+func testNft() *nft {
+	return &nft{bin: "nft", table: "sbx_test", comment: "sbx sandboxes of /tmp/x", pool: netip.MustParsePrefix("10.200.0.0/16")}
+}
+
+func testLease() *Lease {
+	return &Lease{
+		ID: "3f2a1b2c-1d2e-4f5a-8b9c-0123456789ab", HostIf: "sbx0123456789ab",
+		Gateway: netip.MustParseAddr("10.200.0.1"), Addr: netip.MustParseAddr("10.200.0.2"),
+		Ports: []uint16{5432, 8080},
+	}
+}
+
+func TestAddScript(t *testing.T) {
+	n, l := testNft(), testLease()
+	for _, tc := range []struct {
+		name  string
+		ports []uint16
+		dns   string
+		want  []string
+		never []string
+	}{
+		{"ports and loopback DNS", []uint16{5432, 8080}, "127.0.0.53", []string{
+			`add chain inet sbx_test sandbox_3f2a1b2c-1d2e-4f5a-8b9c-0123456789ab { comment "sbx sandbox 3f2a1b2c-1d2e-4f5a-8b9c-0123456789ab" ; }`,
+			`ip daddr 10.200.0.1 tcp dport { 5432, 8080 } dnat ip to 127.0.0.1 comment`,
+			`ip daddr 10.200.0.1 meta l4proto { tcp, udp } th dport 53 dnat ip to 127.0.0.53 comment`,
+			`add element inet sbx_test ifaces { "sbx0123456789ab" comment "sbx sandbox 3f2a1b2c-1d2e-4f5a-8b9c-0123456789ab" }`,
+			`add element inet sbx_test nat_chains { "sbx0123456789ab" comment "sbx sandbox 3f2a1b2c-1d2e-4f5a-8b9c-0123456789ab" : jump sandbox_3f2a1b2c-1d2e-4f5a-8b9c-0123456789ab }`,
+		}, nil},
+		{"no ports, host resolver not loopback", nil, "", []string{"add chain", "add element"}, []string{"dnat ip to"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l.Ports = tc.ports
+			var dns netip.Addr
+			if tc.dns != "" {
+				dns = netip.MustParseAddr(tc.dns)
+			}
+			s := n.addScript(l, dns)
+			for _, w := range tc.want {
+				if !strings.Contains(s, w) {
+					t.Errorf("script lacks %q:\n%s", w, s)
+				}
+			}
+			for _, w := range tc.never {
+				if strings.Contains(s, w) {
+					t.Errorf("script has %q:\n%s", w, s)
+				}
+			}
+		})
+	}
+}
+
+func TestBaseScriptNeverForwardsBlanket(t *testing.T) {
+	s := testNft().baseScript()
+	// The only DNAT is per sandbox chain; the fixed part has none.
+	if strings.Contains(s, "dnat ip to") || strings.Contains(s, "redirect") {
+		t.Fatalf("fixed part forwards ports:\n%s", s)
+	}
+	for _, w := range []string{
+		"ip saddr 10.200.0.0/16 oifname != @ifaces masquerade",
+		"meta nfproto ipv4 ct status dnat accept",
+		"ip daddr { 10.200.0.0/16, 169.254.0.0/16 } reject",
+		"add rule inet sbx_test forward_to_sandboxes drop",
+	} {
+		if !strings.Contains(s, w) {
+			t.Errorf("fixed part lacks %q:\n%s", w, s)
+		}
+	}
+}
+
+// listing is `nft -j list table` output of nft 1.0.6 (trimmed): one
+// sandbox whose elements carry comments, and one element without.
+const listing = `{"nftables": [{"metainfo": {"version": "1.0.6", "json_schema_version": 1}},
+{"table": {"family": "inet", "name": "sbx_test", "handle": 2}},
+{"set": {"family": "inet", "name": "ifaces", "table": "sbx_test", "type": "ifname", "handle": 1,
+  "elem": [{"elem": {"val": "sbx0123456789ab", "comment": "sbx sandbox a"}}, "sbxffffffffffff"]}},
+{"map": {"family": "inet", "name": "nat_chains", "table": "sbx_test", "type": "ifname", "handle": 2, "map": "verdict",
+  "elem": [[{"elem": {"val": "sbx0123456789ab", "comment": "sbx sandbox a"}}, {"jump": {"target": "sandbox_a"}}]]}},
+{"chain": {"family": "inet", "table": "sbx_test", "name": "sandbox_a", "handle": 3}},
+{"chain": {"family": "inet", "table": "sbx_test", "name": "prerouting", "handle": 8, "type": "nat", "hook": "prerouting", "prio": -100, "policy": "accept"}},
+{"chain": {"family": "inet", "table": "sbx_test", "name": "forward_to_sandboxes", "handle": 12}},
+{"rule": {"family": "inet", "table": "sbx_test", "chain": "sandbox_a", "handle": 5, "comment": "sbx sandbox a", "expr": []}}]}`
+
+func TestParseTableAndDeleteScript(t *testing.T) {
+	st, err := parseTable([]byte(listing))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(st.ifaces, []string{"sbx0123456789ab", "sbxffffffffffff"}) || !slices.Equal(st.dnat, []string{"sbx0123456789ab"}) {
+		t.Fatalf("parsed %+v", st)
+	}
+	// Fixed chains are not a sandbox's: only "a" is an id.
+	if ids := st.ids(); !slices.Equal(ids, []string{"a"}) {
+		t.Fatalf("ids = %v", ids)
+	}
+	n := testNft()
+	for _, tc := range []struct {
+		name, id, hostIf, want string
+	}{
+		{"everything of a", "a", "sbx0123456789ab",
+			"delete element inet sbx_test nat_chains { \"sbx0123456789ab\" }\n" +
+				"delete element inet sbx_test ifaces { \"sbx0123456789ab\" }\n" +
+				"flush chain inet sbx_test sandbox_a\ndelete chain inet sbx_test sandbox_a\n"},
+		{"only a set element", "b", "sbxffffffffffff", "delete element inet sbx_test ifaces { \"sbxffffffffffff\" }\n"},
+		{"nothing", "c", "sbx000000000000", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := n.deleteScript(st, tc.id, tc.hostIf); got != tc.want {
+				t.Errorf("deleteScript =\n%s\nwant\n%s", got, tc.want)
+			}
+		})
+	}
+	if _, err := parseTable([]byte("not json")); err == nil {
+		t.Error("parseTable(garbage) = nil error")
+	}
+}
+
+// TestScriptsAcceptedByKernel checks the scripts with `nft --check`, which
+// validates them against the running kernel without changing anything.
+func TestScriptsAcceptedByKernel(t *testing.T) {
+	testutil.RequiresRoot(t)
+	if _, err := exec.LookPath("nft"); err != nil {
+		t.Skip("nft not installed")
+	}
+	n := testNft()
+	n.table = "sbx_check_only"
+	l := testLease()
+	script := n.baseScript() + n.addScript(l, netip.MustParseAddr("127.0.0.53"))
+	if _, err := n.run(context.Background(), script, "--check", "-f", "-"); err != nil {
+		t.Fatalf("nft rejects the scripts: %v\n%s", err, script)
+	}
+}

@@ -1,0 +1,136 @@
+package gvisor
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sbx-dev/sbx/internal/runtime"
+	"github.com/sbx-dev/sbx/internal/testutil"
+)
+
+// testNetworkPool is the pool of the tests' runtimes, apart from the
+// default one of daemons running on the same machine.
+const testNetworkPool = "10.232.0.0/16"
+
+// netRootfs is testRootfs with busybox's network applets.
+func netRootfs(t *testing.T) string {
+	t.Helper()
+	root := testRootfs(t, true)
+	for _, a := range []string{"wget", "nc"} {
+		if err := os.Symlink("busybox", filepath.Join(root, "bin", a)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The mount point of the generated resolv.conf (testRootfs has none,
+	// as some images: then the image's is left alone).
+	if err := os.WriteFile(filepath.Join(root, "etc", "resolv.conf"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// networkTraces lists what the host holds of sandbox id's network: links
+// whose alias names it and nftables lines that mention it.
+func networkTraces(id string) []string {
+	var found []string
+	aliases, _ := filepath.Glob("/sys/class/net/*/ifalias")
+	for _, a := range aliases {
+		if b, err := os.ReadFile(a); err == nil && strings.Contains(string(b), id) {
+			found = append(found, "link "+filepath.Base(filepath.Dir(a)))
+		}
+	}
+	if out, err := exec.Command("nft", "list", "ruleset").Output(); err == nil {
+		for _, line := range strings.Split(string(out), "\n") {
+			if strings.Contains(line, id) {
+				found = append(found, "nft: "+strings.TrimSpace(line))
+			}
+		}
+	}
+	return found
+}
+
+func TestNetworkSandbox(t *testing.T) {
+	r := newTestRuntime(t)
+	if _, err := exec.LookPath("nft"); err != nil {
+		t.Skip("nft (nftables) is not installed")
+	}
+	rootfs := netRootfs(t)
+	allowed, other := testutil.ServeHTTP(t, "127.0.0.1:0", "from the host"), testutil.ServeHTTP(t, "127.0.0.1:0", "other")
+
+	off := startAgent(t, r, testSpec(t, rootfs))
+	if got := off.must("read /proc/net/dev"); strings.Contains(got, "eth0") || !strings.Contains(got, "lo:") {
+		t.Errorf("/proc/net/dev without network: %q", got)
+	}
+	if gw := off.inst.(runtime.NetworkInfo).Gateway(); gw.IsValid() {
+		t.Errorf("gateway without network = %s", gw)
+	}
+
+	spec := testSpec(t, rootfs)
+	spec.Network, spec.GatewayPorts = true, []uint16{allowed}
+	on := startAgent(t, r, spec)
+	gw := on.inst.(runtime.NetworkInfo).Gateway()
+	if !gw.IsValid() {
+		t.Fatal("no gateway with network")
+	}
+	// busybox's static wget crashes under gVisor (NSS); nc speaks HTTP/1.0.
+	fetch := func(port uint16) string {
+		return fmt.Sprintf(`sh -c "printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 3 %s %d || echo unreachable"`, gw, port)
+	}
+	for _, tc := range []struct{ name, cmd, want string }{
+		{"eth0 is there", "cat /proc/net/dev", "eth0"},
+		{"resolv.conf is generated", "cat /etc/resolv.conf", "written by sbx"},
+		{"forwarded port", fetch(allowed), "from the host"},
+		{"other port closed", fetch(other), "unreachable"},
+	} {
+		if got := on.must("run " + tc.cmd); !strings.Contains(got, tc.want) {
+			t.Errorf("%s: %q gave %q, want %q in it", tc.name, tc.cmd, got, tc.want)
+		}
+	}
+	if traces := networkTraces(spec.ID); len(traces) == 0 {
+		t.Error("no veth or rule names the running network sandbox")
+	}
+	if err := on.inst.Destroy(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if traces := networkTraces(spec.ID); len(traces) > 0 {
+		t.Errorf("network of a destroyed sandbox left: %v", traces)
+	}
+}
+
+// TestNetworkReconcileAfterCrash: a new Runtime on the same state
+// directory (a restarted daemon) removes the network of a sandbox that
+// the first one left running.
+func TestNetworkReconcileAfterCrash(t *testing.T) {
+	testutil.RequiresIntegration(t)
+	if _, err := exec.LookPath("nft"); err != nil {
+		t.Skip("nft (nftables) is not installed")
+	}
+	stateDir := t.TempDir()
+	first, err := newRuntime(runtime.Options{StateDir: stateDir, BinaryPath: testutil.RunscPath(), NetworkPool: testNetworkPool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := testSpec(t, netRootfs(t))
+	spec.Network = true
+	if _, err := first.Start(context.Background(), spec); err != nil {
+		t.Fatal(err)
+	}
+	// The first runtime is abandoned, as by kill -9 of its daemon.
+	second := runtimeAt(t, stateDir)
+	ids, err := second.Reconcile(context.Background(), func(string) bool { return false })
+	if err != nil || len(ids) != 1 || ids[0] != spec.ID {
+		t.Fatalf("Reconcile = %v, %v; want [%s]", ids, err, spec.ID)
+	}
+	assertGone(t, second, spec.ID)
+	if traces := networkTraces(spec.ID); len(traces) > 0 {
+		t.Errorf("network left after Reconcile: %v", traces)
+	}
+	if out, err := exec.Command("nft", "list", "table", "inet", second.net.Table()).CombinedOutput(); err == nil {
+		t.Errorf("firewall table left with no sandbox:\n%s", out)
+	}
+}

@@ -1,0 +1,144 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/sbx-dev/sbx/api"
+	agentv1 "github.com/sbx-dev/sbx/api/agent/v1"
+	"github.com/sbx-dev/sbx/internal/agentclient"
+	"github.com/sbx-dev/sbx/internal/errdefs"
+)
+
+// agentStatus is a status as the agent sends it: an FsError detail.
+func agentStatus(kind agentv1.FsErrorKind, msg string) error {
+	st, err := status.New(codes.Unknown, msg).WithDetails(&agentv1.FsError{Kind: kind, Path: "/p", Message: msg})
+	if err != nil {
+		panic(err)
+	}
+	return fmt.Errorf("fs ls: %w", st.Err())
+}
+
+func TestFsErrorMapping(t *testing.T) {
+	m := &Manager{log: slog.New(slog.DiscardHandler)}
+	stopped := &sandbox{rec: record{ID: "id"}, destroyed: make(chan struct{}), stopped: true, stopReason: "out of memory"}
+	close(stopped.destroyed)
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tc := range []struct {
+		name      string
+		ctx       context.Context
+		err       error
+		code      errdefs.Code
+		retryable bool
+		msg       string
+	}{
+		{name: "invalid", err: agentStatus(agentv1.FsErrorKind_FS_ERROR_KIND_INVALID, "ls p: bad"), code: errdefs.CodeFSInvalid, msg: "ls p: bad"},
+		{name: "not found", err: agentStatus(agentv1.FsErrorKind_FS_ERROR_KIND_NOT_FOUND, "x"), code: errdefs.CodeFSNotFound},
+		{name: "wrong type", err: agentStatus(agentv1.FsErrorKind_FS_ERROR_KIND_WRONG_TYPE, "x"), code: errdefs.CodeFSWrongType},
+		{name: "exists", err: agentStatus(agentv1.FsErrorKind_FS_ERROR_KIND_EXISTS, "x"), code: errdefs.CodeFSExists},
+		{name: "not empty", err: agentStatus(agentv1.FsErrorKind_FS_ERROR_KIND_NOT_EMPTY, "x"), code: errdefs.CodeFSNotEmpty},
+		{name: "permission", err: agentStatus(agentv1.FsErrorKind_FS_ERROR_KIND_PERMISSION, "x"), code: errdefs.CodeFSPermission},
+		{name: "io", err: agentStatus(agentv1.FsErrorKind_FS_ERROR_KIND_IO, "x"), code: errdefs.CodeFSIO},
+		{name: "bad regex", err: agentStatus(agentv1.FsErrorKind_FS_ERROR_KIND_BAD_REGEX, "x"), code: errdefs.CodeFSBadRegex},
+		{name: "aborted", err: agentStatus(agentv1.FsErrorKind_FS_ERROR_KIND_STREAM_ABORTED, "x"), code: errdefs.CodeFSStreamAborted, retryable: true},
+		{name: "unsupported", err: agentStatus(agentv1.FsErrorKind_FS_ERROR_KIND_UNSUPPORTED, "x"), code: errdefs.CodeFSUnsupported},
+		{name: "unknown kind", err: agentStatus(agentv1.FsErrorKind(99), "x"), code: errdefs.CodeFSIO},
+		{name: "source failed", err: &agentclient.SourceError{Err: io.ErrUnexpectedEOF}, code: errdefs.CodeFSStreamAborted, retryable: true},
+		{name: "stalled", err: fmt.Errorf("fs upload: %w", agentclient.ErrStalled), code: errdefs.CodeFSStreamAborted, retryable: true},
+		{name: "sandbox ended", err: agentclient.ErrClosed, code: errdefs.CodeStopped, msg: "sandbox id stopped during op: out of memory"},
+		{name: "agent nonsense", err: errors.New("garbage"), code: errdefs.CodeFSIO},
+		{name: "caller gone", ctx: cancelled, err: status.Error(codes.Canceled, "x"), code: errdefs.CodeInternal},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := tc.ctx
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			err := m.fsError(ctx, stopped, "op", tc.err)
+			if tc.ctx != nil {
+				if !errors.Is(err, context.Canceled) {
+					t.Fatalf("got %v, want the context's error", err)
+				}
+				return
+			}
+			e := errdefs.As(err)
+			if e.Code != tc.code || e.Code.Retryable() != tc.retryable || (tc.msg != "" && e.Message != tc.msg) {
+				t.Fatalf("got %s %q (retryable %v), want %s %q (retryable %v)", e.Code, e.Message, e.Code.Retryable(), tc.code, tc.msg, tc.retryable)
+			}
+		})
+	}
+}
+
+func TestFsRequestChecks(t *testing.T) {
+	m := &Manager{sandboxes: map[string]*sandbox{}}
+	ctx := context.Background()
+	text, bad := "x", "!!"
+	for _, tc := range []struct {
+		name string
+		call func() error
+		code errdefs.Code
+	}{
+		{"relative path", func() error { _, err := m.Ls(ctx, api.FsLsRequest{Path: "tmp"}); return err }, errdefs.CodeFSInvalid},
+		{"empty path", func() error { _, err := m.Stat(ctx, api.FsStatRequest{}); return err }, errdefs.CodeFSInvalid},
+		{"NUL in path", func() error { _, err := m.Rm(ctx, api.FsRmRequest{Path: "/a\x00b"}); return err }, errdefs.CodeFSInvalid},
+		{"bad mode", func() error { _, err := m.Mkdir(ctx, api.FsMkdirRequest{Path: "/a", Mode: "rwx"}); return err }, errdefs.CodeFSInvalid},
+		{"mode too large", func() error { _, err := m.Mkdir(ctx, api.FsMkdirRequest{Path: "/a", Mode: "17777"}); return err }, errdefs.CodeFSInvalid},
+		{"both bodies", func() error {
+			_, err := m.WriteFile(ctx, api.FsWriteRequest{Path: "/a", Content: &text, ContentB64: &text})
+			return err
+		}, errdefs.CodeMalformed},
+		{"no body", func() error { _, err := m.WriteFile(ctx, api.FsWriteRequest{Path: "/a"}); return err }, errdefs.CodeMalformed},
+		{"bad base64", func() error { _, err := m.WriteFile(ctx, api.FsWriteRequest{Path: "/a", ContentB64: &bad}); return err }, errdefs.CodeMalformed},
+		{"chmod nothing", func() error { _, err := m.Chmod(ctx, api.FsChmodRequest{Path: "/a"}); return err }, errdefs.CodeFSInvalid},
+		{"empty grep pattern", func() error { _, err := m.Grep(ctx, api.FsGrepRequest{Path: "/a"}); return err }, errdefs.CodeFSInvalid},
+		{"negative max_matches", func() error {
+			_, err := m.Grep(ctx, api.FsGrepRequest{Path: "/a", Pattern: "x", MaxMatches: -1})
+			return err
+		}, errdefs.CodeFSInvalid},
+		{"sed files and path", func() error {
+			_, err := m.Sed(ctx, api.FsSedRequest{Path: "/a", Files: []string{"/b"}, Pattern: "x"})
+			return err
+		}, errdefs.CodeFSInvalid},
+		{"sed neither", func() error { _, err := m.Sed(ctx, api.FsSedRequest{Pattern: "x"}); return err }, errdefs.CodeFSInvalid},
+		{"sed relative file", func() error {
+			_, err := m.Sed(ctx, api.FsSedRequest{Files: []string{"/a", "b"}, Pattern: "x"})
+			return err
+		}, errdefs.CodeFSInvalid},
+		{"sed empty pattern", func() error { _, err := m.Sed(ctx, api.FsSedRequest{Path: "/a"}); return err }, errdefs.CodeFSInvalid},
+		// Valid requests reach the lookup, which knows no sandbox.
+		{"valid request", func() error {
+			_, err := m.Ls(ctx, api.FsLsRequest{SandboxID: "00000000-0000-4000-8000-000000000000", Path: "/"})
+			return err
+		}, errdefs.CodeNotFound},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.call(); errdefs.CodeOf(err) != tc.code {
+				t.Fatalf("got %v (%s), want %s", err, errdefs.CodeOf(err), tc.code)
+			}
+		})
+	}
+}
+
+func TestParseMode(t *testing.T) {
+	for _, tc := range []struct {
+		in   api.FileMode
+		want uint32
+		ok   bool
+	}{
+		{"", 0o755, true}, {"0644", 0o644, true}, {"644", 0o644, true}, {"0o600", 0o600, true},
+		{"1777", 0o1777, true}, {"7777", 0o7777, true}, {"0999", 0, false}, {"10000", 0, false}, {"0o", 0, false}, {"-1", 0, false},
+	} {
+		got, err := parseMode("/p", tc.in, 0o755)
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("parseMode(%q) = %o, %v; want %o ok=%v", tc.in, got, err, tc.want, tc.ok)
+		}
+	}
+}

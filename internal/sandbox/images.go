@@ -1,0 +1,186 @@
+package sandbox
+
+// The catalog and image-cache side of the manager: sandbox::catalog::list,
+// sbx::image::{list,pull,rm}, and the bookkeeping that keeps an image from
+// being removed under a sandbox.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/sbx-dev/sbx/api"
+	"github.com/sbx-dev/sbx/internal/errdefs"
+	"github.com/sbx-dev/sbx/internal/image"
+)
+
+// imageUse tracks images by id between a create's image resolution and
+// its sandbox's registration (the sandbox is then found in sandboxes), and
+// the removals in progress. Guarded by Manager.mu.
+type imageUse struct {
+	creating map[string]int
+	removing map[string]bool
+}
+
+// catalog lists the image names the daemon knows, presets first.
+func (m *Manager) catalog() []string {
+	entries := m.images.Catalog()
+	names := make([]string, len(entries))
+	for i, e := range entries {
+		names[i] = e.Name
+	}
+	return names
+}
+
+// Catalog is sandbox::catalog::list: presets first, then custom images
+// sorted by name. Listing is not permission: image_allowlist decides what
+// a create may boot.
+func (m *Manager) Catalog(context.Context, api.CatalogRequest) (api.CatalogResponse, error) {
+	entries := m.images.Catalog()
+	out := api.CatalogResponse{Images: make([]api.CatalogImage, len(entries))}
+	for i, e := range entries {
+		out.Images[i] = api.CatalogImage{Name: e.Name, OCIRef: e.Ref, Kind: e.Kind}
+	}
+	return out, nil
+}
+
+// ImageList is sbx::image::list: the catalog with each image's cache state,
+// whether the allowlist admits it and how many live sandboxes run it.
+func (m *Manager) ImageList(context.Context, api.ImageListRequest) (api.ImageListResponse, error) {
+	m.mu.Lock()
+	inUse := map[string]int{}
+	for _, sb := range m.sandboxes {
+		if !sb.isDestroyed() {
+			inUse[sb.rec.Image]++
+		}
+	}
+	m.mu.Unlock()
+	entries := m.images.Catalog()
+	out := api.ImageListResponse{Images: make([]api.ImageInfo, len(entries))}
+	for i, e := range entries {
+		st := m.images.Status(e.Name)
+		out.Images[i] = api.ImageInfo{
+			Name: e.Name, Kind: e.Kind, OCIRef: e.Ref,
+			Allowed: slices.Contains(m.cfg.ImageAllowlist, e.Name),
+			State:   st.State, ID: st.ID, SizeBytes: st.SizeBytes,
+			InUse: inUse[e.Name],
+		}
+	}
+	return out, nil
+}
+
+// ImagePull is sbx::image::pull: it builds a missing preset, or resolves a
+// custom image's reference again and pulls what it names now, and answers
+// once the image is ready. The pull goes on if the caller goes away.
+func (m *Manager) ImagePull(ctx context.Context, req api.ImagePullRequest) (api.ImageStatus, error) {
+	if req.Name == "" {
+		return api.ImageStatus{}, errdefs.Malformed("name is required (a catalog image name)")
+	}
+	if _, err := m.images.Pull(ctx, req.Name); err != nil {
+		return api.ImageStatus{}, err
+	}
+	return m.images.Status(req.Name), nil
+}
+
+// ImageRemove is sbx::image::rm: it deletes a catalog image from the cache,
+// refused (S001) while a sandbox runs it or is being created from it. The
+// next create pulls or builds it again (auto_install) or answers S101.
+func (m *Manager) ImageRemove(ctx context.Context, req api.ImageRemoveRequest) (api.ImageRemoveResponse, error) {
+	if req.Name == "" {
+		return api.ImageRemoveResponse{}, errdefs.Malformed("name is required (a catalog image name)")
+	}
+	var marked string
+	defer func() {
+		if marked != "" {
+			m.mu.Lock()
+			delete(m.imgUse.removing, marked)
+			m.mu.Unlock()
+		}
+	}()
+	// The store calls guard holding the image's cache lock, right before
+	// it deletes: from then on creates see the removal and back off.
+	guard := func(id string) error {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		var users []string
+		for _, sb := range m.sandboxes {
+			if sb.rec.ImageID == id && !sb.isDestroyed() {
+				users = append(users, sb.rec.ID)
+			}
+		}
+		if n := m.imgUse.creating[id]; len(users) > 0 || n > 0 {
+			slices.Sort(users)
+			var what []string
+			if len(users) > 0 {
+				what = append(what, "sandboxes "+strings.Join(users, ", "))
+			}
+			if n > 0 {
+				what = append(what, fmt.Sprintf("%d sandboxes being created", n))
+			}
+			return errdefs.Malformed("image %s is in use by %s", req.Name, strings.Join(what, " and ")).
+				WithFix(map[string]any{"sandbox_ids": users}, "stop the sandboxes that use it (sbx stop ID), then remove it")
+		}
+		if m.imgUse.removing == nil {
+			m.imgUse.removing = map[string]bool{}
+		}
+		m.imgUse.removing[id] = true
+		marked = id
+		return nil
+	}
+	removed, err := m.images.Remove(ctx, req.Name, guard)
+	if err != nil {
+		return api.ImageRemoveResponse{}, err
+	}
+	return api.ImageRemoveResponse{Name: req.Name, Removed: removed}, nil
+}
+
+// ensureImage gets a create's image (S101/S102 from the store) and holds
+// it against removal until release, which the caller calls once the
+// sandbox is registered or the create failed.
+func (m *Manager) ensureImage(ctx context.Context, name string) (img *image.Image, release func(), err error) {
+	for attempt := 0; ; attempt++ {
+		img, err := m.images.Ensure(ctx, name, m.cfg.AutoInstall)
+		if err != nil {
+			return nil, nil, err
+		}
+		m.mu.Lock()
+		if m.imgUse.removing[img.ID] {
+			m.mu.Unlock()
+			return nil, nil, errdefs.New(errdefs.CodeImagePull, "image %s is being removed from the cache; retry", name)
+		}
+		if m.imgUse.creating == nil {
+			m.imgUse.creating = map[string]int{}
+		}
+		m.imgUse.creating[img.ID]++
+		m.mu.Unlock()
+		release := func() {
+			m.mu.Lock()
+			if m.imgUse.creating[img.ID]--; m.imgUse.creating[img.ID] <= 0 {
+				delete(m.imgUse.creating, img.ID)
+			}
+			m.mu.Unlock()
+		}
+		// A removal that finished between Ensure and the count above took
+		// the rootfs; none can start now. Ensure again (it pulls anew).
+		if _, err := os.Stat(img.Rootfs); err == nil {
+			return img, release, nil
+		}
+		release()
+		if attempt > 0 {
+			return nil, nil, errdefs.New(errdefs.CodeImagePull, "image %s vanished from the cache while the sandbox was created; retry", name)
+		}
+	}
+}
+
+// isDestroyed reports whether sb's teardown is over: until then its
+// runtime may still hold the image's root filesystem.
+func (sb *sandbox) isDestroyed() bool {
+	select {
+	case <-sb.destroyed:
+		return true
+	default:
+		return false
+	}
+}

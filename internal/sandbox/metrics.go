@@ -1,0 +1,60 @@
+package sandbox
+
+import (
+	"context"
+	"time"
+
+	"github.com/sbx-dev/sbx/api"
+	"github.com/sbx-dev/sbx/internal/errdefs"
+	"github.com/sbx-dev/sbx/internal/runtime"
+)
+
+// Metrics reports a live sandbox's resource use from its cgroups. Reading
+// metrics is not activity: it does not keep a sandbox from the reaper.
+func (m *Manager) Metrics(ctx context.Context, req api.MetricsRequest) (api.MetricsResponse, error) {
+	sb, err := m.lookup(ctx, req.SandboxID)
+	if err != nil {
+		return api.MetricsResponse{}, err
+	}
+	if stopped, reason := sb.stopState(); stopped {
+		return api.MetricsResponse{}, stoppedError(sb.rec.ID, reason)
+	}
+	sr, ok := sb.inst.(runtime.StatsReader)
+	if !ok {
+		return api.MetricsResponse{}, errdefs.New(errdefs.CodeInternal, "the %s runtime does not report resource use", sb.rec.Runtime)
+	}
+	st, err := sr.Stats()
+	if err != nil {
+		if stopped, reason := sb.stopState(); stopped {
+			return api.MetricsResponse{}, stoppedError(sb.rec.ID, reason)
+		}
+		return api.MetricsResponse{}, errdefs.Wrap(errdefs.CodeInternal, err, "reading resource use of sandbox "+sb.rec.ID)
+	}
+	now := time.Now()
+	return api.MetricsResponse{
+		SandboxID:        sb.rec.ID,
+		CPUSeconds:       st.CPUSeconds,
+		MemoryBytes:      st.MemoryBytes,
+		MemoryLimitBytes: uint64(sb.rec.MemoryMB) << 20,
+		Pids:             st.Pids,
+		PidsLimit:        m.cfg.PidsLimit,
+		CPUs:             sb.rec.CPUs,
+		AgeSecs:          uint64(now.Sub(sb.rec.CreatedAt).Seconds()),
+		IdleSecs:         uint64(now.Sub(sb.idleSince()).Seconds()),
+		ExecInFlight:     len(sb.slots),
+	}, nil
+}
+
+// Live is the number of live (not stopped) sandboxes of every owner, for
+// the daemon's gauges.
+func (m *Manager) Live() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, sb := range m.sandboxes {
+		if !sb.isStopped() {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,126 @@
+package sandbox
+
+import (
+	"net/netip"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/sbx-dev/sbx/internal/runtime"
+)
+
+// Gateway forwarding (seed 002). A sandbox created with network: true
+// reaches the host's loopback services through its gateway address: the
+// create-time env values that name one by URL ("http://localhost:8080/",
+// "postgres://u:p@127.0.0.1:5432/db") are rewritten to the gateway, and
+// exactly those ports, plus config gateway_ports, are forwarded. The
+// daemon's own API and engine ports are never forwarded, even if named.
+
+// localURL matches the authority of a URL on the host's loopback with an
+// explicit port: "://", optional userinfo, the host, ":" and the port.
+var localURL = regexp.MustCompile(`(://(?:[^/?#@\s]*@)?)((?i:localhost)|127\.0\.0\.1|\[::1\]):([0-9]{1,5})\b`)
+
+// loopbackPorts returns the ports of the loopback URLs in env's values.
+func loopbackPorts(env []string) []uint16 {
+	var ports []uint16
+	for _, kv := range env {
+		_, v, _ := strings.Cut(kv, "=")
+		for _, m := range localURL.FindAllStringSubmatch(v, -1) {
+			if p, ok := parsePort(m[3]); ok {
+				ports = append(ports, p)
+			}
+		}
+	}
+	return ports
+}
+
+// rewriteLocalhost returns env with the host of every loopback URL in a
+// value replaced by gw; names and other text are unchanged.
+func rewriteLocalhost(env []string, gw netip.Addr) []string {
+	out := make([]string, len(env))
+	for i, kv := range env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			out[i] = kv
+			continue
+		}
+		out[i] = k + "=" + localURL.ReplaceAllStringFunc(v, func(u string) string {
+			m := localURL.FindStringSubmatch(u)
+			if _, ok := parsePort(m[3]); !ok {
+				return u
+			}
+			return m[1] + gw.String() + ":" + m[3]
+		})
+	}
+	return out
+}
+
+// parsePort parses a TCP port, 1 to 65535.
+func parsePort(s string) (uint16, bool) {
+	n, err := strconv.ParseUint(s, 10, 16)
+	return uint16(n), err == nil && n > 0
+}
+
+// protectedPorts are host ports no sandbox may reach through its gateway.
+type protectedPorts struct {
+	mu sync.Mutex
+	// ports is guarded by mu.
+	ports map[uint16]bool
+}
+
+// ProtectPorts names host ports that no sandbox reaches through its
+// gateway, whatever its env or gateway_ports say: the daemon calls it with
+// its API and engine ports as soon as it knows them.
+func (m *Manager) ProtectPorts(ports ...uint16) {
+	m.protected.mu.Lock()
+	defer m.protected.mu.Unlock()
+	if m.protected.ports == nil {
+		m.protected.ports = map[uint16]bool{}
+	}
+	for _, p := range ports {
+		m.protected.ports[p] = true
+	}
+}
+
+// isProtected reports whether port is one of the daemon's own.
+func (m *Manager) isProtected(port uint16) bool {
+	m.protected.mu.Lock()
+	defer m.protected.mu.Unlock()
+	return m.protected.ports[port]
+}
+
+// gatewayPorts decides which host loopback ports sandbox rec reaches at
+// its gateway: those of the loopback URLs in its env and gateway_ports,
+// never the daemon's own; sorted, without duplicates.
+func (m *Manager) gatewayPorts(rec *record) []uint16 {
+	if !rec.Network {
+		return nil
+	}
+	ports := loopbackPorts(rec.Env)
+	for _, p := range m.cfg.GatewayPorts {
+		ports = append(ports, uint16(p)) // 1..65535 (config.Validate)
+	}
+	slices.Sort(ports)
+	ports = slices.Compact(ports)
+	return slices.DeleteFunc(ports, func(p uint16) bool {
+		if m.isProtected(p) {
+			m.log.Warn("not forwarding the daemon's own port to a sandbox", "sandbox", rec.ID, "port", p)
+			return true
+		}
+		return false
+	})
+}
+
+// useGateway points the loopback URLs of rec's env at inst's gateway, once
+// the runtime has given the sandbox a network.
+func (m *Manager) useGateway(rec *record, inst runtime.Instance, ports []uint16) {
+	ni, ok := inst.(runtime.NetworkInfo)
+	if !ok || !rec.Network || !ni.Gateway().IsValid() {
+		return
+	}
+	gw := ni.Gateway()
+	rec.Env = rewriteLocalhost(rec.Env, gw)
+	m.log.Info("sandbox network", "sandbox", rec.ID, "gateway", gw.String(), "gateway_ports", ports)
+}

@@ -1,0 +1,148 @@
+package sandbox
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/sbx-dev/sbx/api"
+	"github.com/sbx-dev/sbx/internal/errdefs"
+	"github.com/sbx-dev/sbx/internal/image"
+)
+
+// Observer receives the manager's measurements. internal/metrics
+// implements it for Prometheus, so the manager's API carries no metrics
+// library types. Methods are called synchronously on the request path and
+// must be cheap and safe for concurrent use.
+type Observer interface {
+	// CreateDone reports a finished create: result is "ok" or the S-code
+	// of its error ("canceled" when the caller went away).
+	CreateDone(result string, took time.Duration)
+	// ExecDone reports a finished exec: result is "ok" (the command ran,
+	// whatever its exit status), "timeout", or the S-code of its error.
+	ExecDone(result string, took time.Duration)
+	// Stopped reports that a sandbox stopped, with a short cause:
+	// "request", "idle", "out_of_memory", "pids_limit", "exited" or
+	// "shutdown".
+	Stopped(cause string)
+}
+
+// Stop reasons the manager gives itself; the others come from the runtime
+// (ExitReason) or the agent.
+const (
+	reasonRequest  = "stopped by request"
+	reasonIdle     = "idle timeout"
+	reasonShutdown = "daemon shut down"
+)
+
+// nopObserver is the Observer of a manager without metrics.
+type nopObserver struct{}
+
+func (nopObserver) CreateDone(string, time.Duration) {}
+func (nopObserver) ExecDone(string, time.Duration)   {}
+func (nopObserver) Stopped(string)                   {}
+
+// tracer makes the manager's spans. It follows the global tracer provider,
+// a no-op unless the daemon installed one (internal/telemetry).
+var tracer = otel.Tracer("github.com/sbx-dev/sbx/internal/sandbox")
+
+// Span attribute keys.
+const (
+	attrSandboxID = attribute.Key("sbx.sandbox_id")
+	attrImage     = attribute.Key("sbx.image")
+	attrCode      = attribute.Key("sbx.error_code")
+)
+
+// observer returns m's Observer, never nil.
+func (m *Manager) observer() Observer {
+	if m.obs == nil {
+		return nopObserver{}
+	}
+	return m.obs
+}
+
+// traceCreate starts the span and clock of a create. The returned func
+// ends both; it takes the create's result.
+func (m *Manager) traceCreate(ctx context.Context, req api.CreateRequest) (context.Context, func(api.CreateResponse, error)) {
+	start := time.Now()
+	ctx, span := tracer.Start(ctx, "sandbox.create", trace.WithAttributes(
+		attrImage.String(clip(req.Image, 128)),
+		attribute.Bool("sbx.network", req.Network),
+	))
+	return ctx, func(resp api.CreateResponse, err error) {
+		m.observer().CreateDone(errdefs.Result(err), time.Since(start))
+		if resp.SandboxID != "" {
+			span.SetAttributes(attrSandboxID.String(resp.SandboxID))
+		}
+		endSpan(span, err)
+	}
+}
+
+// traceBoot is bootSandbox inside a "sandbox.boot" span: runtime start,
+// agent connection and the record, after the image is ready.
+func (m *Manager) traceBoot(ctx context.Context, rec *record, img *image.Image) (*sandbox, error) {
+	ctx, span := tracer.Start(ctx, "sandbox.boot", trace.WithAttributes(
+		attrSandboxID.String(rec.ID),
+		attribute.String("sbx.runtime", rec.Runtime),
+		attribute.Int64("sbx.cpus", int64(rec.CPUs)),
+		attribute.Int64("sbx.memory_mb", int64(rec.MemoryMB)),
+	))
+	sb, err := m.bootSandbox(ctx, rec, img)
+	endSpan(span, err)
+	return sb, err
+}
+
+// traceExec starts the span and clock of an exec. The returned func ends
+// both; it takes the exec's result.
+func (m *Manager) traceExec(ctx context.Context, req api.ExecRequest) (context.Context, func(api.ExecResponse, error)) {
+	start := time.Now()
+	ctx, span := tracer.Start(ctx, "sandbox.exec", trace.WithAttributes(attrSandboxID.String(clip(req.SandboxID, 64))))
+	return ctx, func(resp api.ExecResponse, err error) {
+		result := errdefs.Result(err)
+		if err == nil {
+			if resp.TimedOut {
+				result = "timeout"
+			}
+			span.SetAttributes(
+				attribute.Bool("sbx.timed_out", resp.TimedOut),
+				attribute.Int64("sbx.duration_ms", int64(resp.DurationMs)),
+			)
+			if resp.ExitCode != nil {
+				span.SetAttributes(attribute.Int("sbx.exit_code", *resp.ExitCode))
+			}
+		}
+		m.observer().ExecDone(result, time.Since(start))
+		endSpan(span, err)
+	}
+}
+
+// endSpan records err, if any, on span and ends it.
+func endSpan(span trace.Span, err error) {
+	if err != nil {
+		span.SetAttributes(attrCode.String(errdefs.Result(err)))
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
+}
+
+// stopCause sorts a stop reason into the few causes Observer.Stopped knows.
+func stopCause(reason string) string {
+	switch {
+	case reason == reasonRequest:
+		return "request"
+	case reason == reasonIdle:
+		return "idle"
+	case strings.HasPrefix(reason, "out of memory"):
+		return "out_of_memory"
+	case strings.HasPrefix(reason, "process limit"):
+		return "pids_limit"
+	case reason == reasonShutdown, strings.HasPrefix(reason, "daemon"):
+		return "shutdown"
+	}
+	return "exited"
+}

@@ -1,0 +1,41 @@
+package sandbox
+
+import (
+	agentv1 "github.com/sbx-dev/sbx/api/agent/v1"
+	"github.com/sbx-dev/sbx/internal/errdefs"
+	"github.com/sbx-dev/sbx/internal/image"
+)
+
+// defaultPath is the PATH of an image whose config sets none, as
+// container engines give it.
+const defaultPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// resolveUser resolves the image's configured user at create time. An
+// image naming a user or group it does not define cannot start: S300.
+func resolveUser(img *image.Image) (*image.User, error) {
+	u, err := img.ResolveUser()
+	if err != nil {
+		return nil, errdefs.New(errdefs.CodeBootFailed, "image %s: %v", img.Name, err).
+			WithFix(nil, "fix the image's USER, or add the user to its /etc/passwd and /etc/group")
+	}
+	return u, nil
+}
+
+// imageBaseEnv is what lies under an image's own env, as container
+// engines set it: a PATH, and HOME from the user's passwd entry (/root
+// when the image runs as root).
+func imageBaseEnv(u *image.User) []string {
+	home := "/root"
+	if u != nil {
+		home = u.Home
+	}
+	return []string{defaultPath, "HOME=" + home}
+}
+
+// applyUser makes areq run as u; nil keeps the agent's identity (root).
+func applyUser(areq *agentv1.ExecRequest, u *image.User) {
+	if u == nil {
+		return
+	}
+	areq.SetUser, areq.Uid, areq.Gid, areq.Groups = true, u.UID, u.GID, u.Groups
+}
