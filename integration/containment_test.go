@@ -280,3 +280,39 @@ func TestDiskFillerGetsENOSPC(t *testing.T) {
 	}
 	assertNoLeftovers(t, "", filler)
 }
+
+// forkAsManyUsers forks, for each of 20 uids, children that take that uid
+// and fork until refused: RLIMIT_NPROC counts per user, so together they
+// reach the host's pids limit.
+const forkAsManyUsers = `
+import os, time
+for uid in range(1000, 1020):
+    if os.fork() == 0:
+        os.setuid(uid)
+        while True:
+            try:
+                if os.fork() == 0:
+                    time.sleep(120)
+                    os._exit(0)
+            except OSError:
+                time.sleep(120)
+                os._exit(0)
+time.sleep(120)
+`
+
+func TestHostPidsLimitIsTheBackstop(t *testing.T) {
+	d := startDaemon(t, baseConfig("pids_limit: 128\n"))
+	ctx := context.Background()
+	id := d.create(api.CreateRequest{Image: "python", MemoryMB: 1024})
+	other := d.create(api.CreateRequest{Image: "python"})
+	_, err := d.c.Exec(ctx, api.ExecRequest{SandboxID: id, Cmd: "python3", Args: []string{"-c", forkAsManyUsers}, TimeoutMs: 60_000})
+	env := wantCode(t, err, "S004")
+	t.Logf("sandbox ended: %s", env.Message)
+	if !strings.Contains(env.Message, "process limit reached") {
+		t.Errorf("S004 message %q does not say the process limit was reached", env.Message)
+	}
+	if r := d.exec(other, "echo", "ok"); r.Stdout != "ok\n" {
+		t.Errorf("the other sandbox: %+v", r)
+	}
+	assertNoLeftovers(t, "", id)
+}

@@ -16,33 +16,56 @@ import (
 // Scenario names, the keys of --scenarios.
 const (
 	NameCreateExec     = "create-exec"
+	NamePoolCreateExec = "pool-create-exec"
 	NameCreate         = "create"
 	NameExecTrue       = "exec-true"
+	NameExecTrueWS     = "exec-true-ws"
 	NameExecPython     = "exec-python"
+	NameExecPythonWS   = "exec-python-ws"
 	NameSpawnFloor     = "spawn-floor"
 	NameExecThroughput = "exec-throughput"
+	NameFsSmall        = "fs-1mib"
+	NameFsStream       = "fs-stream"
+	NameIdleMemory     = "idle-memory"
+	NameIdleCapacity   = "idle-capacity"
 )
 
-// Scenario is one measurement.
+// Scenario is one measurement, with the same measurement made by other
+// tools when they are on the host.
 type Scenario struct {
 	// Name selects the scenario (--scenarios).
 	Name string
 	// Title labels it in reports.
 	Title string
-	// run measures; it returns a Result with Latency or Throughput set.
+	// run measures; it returns a Result with Latency, Throughput, Memory
+	// or Capacity set, or a skipError when the scenario cannot run here.
 	// Sandboxes it creates are handed to e.stops.
 	run func(ctx context.Context, e *env) (Result, error)
+	// baselines measure the same thing another way (baselines.go).
+	baselines []baseline
+	// dockerOf names the scenario whose Docker baseline this one is
+	// compared with when it has none of its own.
+	dockerOf string
 }
 
 // Scenarios is every scenario, in report order. Adding a measurement is
 // adding an entry.
 var Scenarios = []Scenario{
-	{Name: NameCreateExec, Title: "create→first exec", run: createFirstExec},
-	{Name: NameCreate, Title: "create (agent ready)", run: createOnly},
-	{Name: NameExecTrue, Title: "exec true (HTTP)", run: execLatency("true")},
-	{Name: NameExecPython, Title: "exec python3 -c pass (HTTP)", run: execLatency("python3", "-c", "pass")},
-	{Name: NameSpawnFloor, Title: "spawn floor (posix_spawn in sandbox)", run: spawnFloor},
-	{Name: NameExecThroughput, Title: "exec throughput", run: execThroughput},
+	{Name: NameCreateExec, Title: "create→first exec (cold)", run: createFirstExec(true),
+		baselines: []baseline{dockerCreateExec, runscDo}},
+	{Name: NamePoolCreateExec, Title: "create→first exec (warm pool)", run: poolCreateFirstExec, dockerOf: NameCreateExec},
+	{Name: NameCreate, Title: "create (agent ready)", run: createOnly, baselines: []baseline{dockerCreate}},
+	{Name: NameExecTrue, Title: "exec true (HTTP)", run: execLatency(httpExec, "true"), baselines: []baseline{dockerExec("true")}},
+	{Name: NameExecTrueWS, Title: "exec true (engine WebSocket)", run: execLatency(wsExec, "true"), dockerOf: NameExecTrue},
+	{Name: NameExecPython, Title: "exec python3 -c pass (HTTP)", run: execLatency(httpExec, "python3", "-c", "pass"),
+		baselines: []baseline{dockerExec("python3", "-c", "pass")}},
+	{Name: NameExecPythonWS, Title: "exec python3 -c pass (engine WebSocket)", run: execLatency(wsExec, "python3", "-c", "pass"), dockerOf: NameExecPython},
+	{Name: NameSpawnFloor, Title: "spawn floor (posix_spawn in sandbox)", run: spawnFloor, baselines: []baseline{dockerSpawnFloor}},
+	{Name: NameExecThroughput, Title: "exec throughput", run: execThroughput, baselines: []baseline{dockerThroughput}},
+	{Name: NameFsSmall, Title: "fs write+read 1 MiB (sandbox::fs::write/read)", run: fsSmall, baselines: []baseline{dockerFsSmall}},
+	{Name: NameFsStream, Title: "streamed upload+download (PUT/GET files)", run: fsStream, baselines: []baseline{dockerFsStream}},
+	{Name: NameIdleMemory, Title: "host memory per idle sandbox (PSS)", run: idleMemory, baselines: []baseline{dockerIdleMemory}},
+	{Name: NameIdleCapacity, Title: "idle sandboxes held (creates under 1 s)", run: idleCapacity},
 }
 
 const (
@@ -63,13 +86,40 @@ type env struct {
 	c     *client.Client
 	opts  Options
 	stops *stopper
+	// ws is the engine WebSocket session, opened by the first scenario
+	// that needs it (engine.go).
+	ws *wsSession
+	// pool is what the daemon's /metrics says of its warm pool of the
+	// benchmark's image (pool.go), read at the start of the run.
+	pool poolInfo
+	// defaults are the limits a create without any gets, learnt from the
+	// first sandbox created (cold.go).
+	defaults *api.SandboxInfo
+	// docker is the Docker baseline's state (baselines.go).
+	docker dockerEnv
 }
 
-// create creates a sandbox of the benchmark's image.
+// skipError is a scenario or baseline that cannot run here, and why.
+type skipError struct{ reason string }
+
+func (e *skipError) Error() string { return e.reason }
+
+// skipf returns a skipError.
+func skipf(format string, args ...any) error {
+	return &skipError{reason: fmt.Sprintf(format, args...)}
+}
+
+// create creates a sandbox of the benchmark's image with the daemon's
+// default limits (a warm pool may serve it).
 func (e *env) create(ctx context.Context) (string, error) {
-	sb, err := e.c.Create(ctx, api.CreateRequest{Image: e.opts.Image, Name: sandboxName})
+	return e.createWith(ctx, api.CreateRequest{Image: e.opts.Image, Name: sandboxName})
+}
+
+// createWith creates a sandbox as req asks.
+func (e *env) createWith(ctx context.Context, req api.CreateRequest) (string, error) {
+	sb, err := e.c.Create(ctx, req)
 	if err != nil {
-		return "", fmt.Errorf("creating a %s sandbox: %w", e.opts.Image, err)
+		return "", fmt.Errorf("creating a %s sandbox: %w", req.Image, err)
 	}
 	return sb.SandboxID, nil
 }
@@ -123,28 +173,42 @@ func latencyResult(samples []time.Duration) Result {
 	return Result{Latency: &s}
 }
 
-// createFirstExec times a create plus the first exec of true.
-func createFirstExec(ctx context.Context, e *env) (Result, error) {
-	samples, err := e.repeat(ctx, func(ctx context.Context) (time.Duration, error) {
-		start := time.Now()
-		id, err := e.create(ctx)
+// createFirstExec times a create plus the first exec of true. With cold,
+// creates ask for a shape the daemon's warm pool does not hold (cold.go),
+// so that each one boots a sandbox.
+func createFirstExec(cold bool) func(context.Context, *env) (Result, error) {
+	return func(ctx context.Context, e *env) (Result, error) {
+		req, note, err := e.createRequest(ctx, cold)
 		if err != nil {
-			return 0, err
+			return Result{}, err
 		}
-		defer e.stops.stop(ctx, id)
-		if _, err := e.exec(ctx, id, "true"); err != nil {
-			return 0, err
-		}
-		return time.Since(start), nil
-	})
-	return latencyResult(samples), err
+		samples, err := e.repeat(ctx, func(ctx context.Context) (time.Duration, error) {
+			start := time.Now()
+			id, err := e.createWith(ctx, req)
+			if err != nil {
+				return 0, err
+			}
+			defer e.stops.stop(ctx, id)
+			if _, err := e.exec(ctx, id, "true"); err != nil {
+				return 0, err
+			}
+			return time.Since(start), nil
+		})
+		res := latencyResult(samples)
+		res.Note = note
+		return res, err
+	}
 }
 
-// createOnly times a create, which returns once the agent answered.
+// createOnly times a cold create, which returns once the agent answered.
 func createOnly(ctx context.Context, e *env) (Result, error) {
+	req, note, err := e.createRequest(ctx, true)
+	if err != nil {
+		return Result{}, err
+	}
 	samples, err := e.repeat(ctx, func(ctx context.Context) (time.Duration, error) {
 		start := time.Now()
-		id, err := e.create(ctx)
+		id, err := e.createWith(ctx, req)
 		if err != nil {
 			return 0, err
 		}
@@ -152,18 +216,35 @@ func createOnly(ctx context.Context, e *env) (Result, error) {
 		e.stops.stop(ctx, id)
 		return d, nil
 	})
-	return latencyResult(samples), err
+	res := latencyResult(samples)
+	res.Note = note
+	return res, err
 }
 
-// execLatency times execs of argv in one long-lived sandbox.
-func execLatency(argv ...string) func(context.Context, *env) (Result, error) {
+// execVia runs argv in sandbox id through one transport and fails unless
+// it exits 0.
+type execVia func(ctx context.Context, e *env, id string, argv ...string) error
+
+// httpExec is execVia for the REST API.
+func httpExec(ctx context.Context, e *env, id string, argv ...string) error {
+	_, err := e.exec(ctx, id, argv...)
+	return err
+}
+
+// execLatency times execs of argv through via in one long-lived sandbox.
+func execLatency(via execVia, argv ...string) func(context.Context, *env) (Result, error) {
 	return func(ctx context.Context, e *env) (Result, error) {
 		var samples []time.Duration
 		err := e.withSandbox(ctx, func(id string) error {
+			// A transport that cannot be reached is found out before the
+			// sandbox's first timed exec.
+			if err := via(ctx, e, id, "true"); err != nil {
+				return err
+			}
 			var err error
 			samples, err = e.repeat(ctx, func(ctx context.Context) (time.Duration, error) {
 				start := time.Now()
-				if _, err := e.exec(ctx, id, argv...); err != nil {
+				if err := via(ctx, e, id, argv...); err != nil {
 					return 0, err
 				}
 				return time.Since(start), nil
@@ -245,14 +326,23 @@ func execThroughput(ctx context.Context, e *env) (Result, error) {
 		}
 		ids = append(ids, id)
 	}
-	for _, id := range ids {
+	return throughput(ctx, o, ids, func(ctx context.Context, id string) error {
+		_, err := e.exec(ctx, id, "true")
+		return err
+	})
+}
+
+// throughput runs o.Warmup untimed calls of run on each target, then
+// o.Callers concurrent loops of run on each target for o.Duration, and
+// counts the calls that finished. The first failure ends every loop.
+func throughput(ctx context.Context, o Options, targets []string, run func(ctx context.Context, target string) error) (Result, error) {
+	for _, t := range targets {
 		for range o.Warmup {
-			if _, err := e.exec(ctx, id, "true"); err != nil {
+			if err := run(ctx, t); err != nil {
 				return Result{}, err
 			}
 		}
 	}
-
 	loopCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var (
@@ -262,14 +352,14 @@ func execThroughput(ctx context.Context, e *env) (Result, error) {
 	)
 	start := time.Now()
 	end := start.Add(o.Duration)
-	for _, id := range ids {
+	for _, t := range targets {
 		for range o.Callers {
 			wg.Go(func() {
 				var mine []time.Duration
 				for loopCtx.Err() == nil && time.Now().Before(end) {
 					t0 := time.Now()
-					if _, err := e.exec(loopCtx, id, "true"); err != nil {
-						cancel(err) // the first failure ends every loop
+					if err := run(loopCtx, t); err != nil {
+						cancel(err)
 						return
 					}
 					mine = append(mine, time.Since(t0))
@@ -286,7 +376,7 @@ func execThroughput(ctx context.Context, e *env) (Result, error) {
 		return Result{}, err
 	}
 	return Result{Throughput: &Throughput{
-		Sandboxes: o.Sandboxes,
+		Sandboxes: len(targets),
 		Callers:   o.Callers,
 		Execs:     len(samples),
 		Elapsed:   elapsed,

@@ -43,6 +43,11 @@ func Summarize(samples []time.Duration) Stats {
 // samples, interpolating linearly between the two closest ranks (numpy's
 // default method); no samples give 0.
 func Percentile(sorted []time.Duration, p float64) time.Duration {
+	return percentile(sorted, p)
+}
+
+// percentile is Percentile for any sorted samples.
+func percentile[T time.Duration | uint64](sorted []T, p float64) T {
 	if len(sorted) == 0 {
 		return 0
 	}
@@ -53,7 +58,60 @@ func Percentile(sorted []time.Duration, p float64) time.Duration {
 		return sorted[len(sorted)-1]
 	}
 	frac := rank - float64(lo)
-	return sorted[lo] + time.Duration(math.Round(frac*float64(sorted[lo+1]-sorted[lo])))
+	return sorted[lo] + T(math.Round(frac*float64(sorted[lo+1]-sorted[lo])))
+}
+
+// Sizes summarises byte counts, such as the memory of each sandbox.
+type Sizes struct {
+	// Samples are the measurements in the order they were taken.
+	Samples []uint64
+	Min     uint64
+	Max     uint64
+	Mean    uint64
+	P50     uint64
+	P90     uint64
+	P99     uint64
+}
+
+// SummarizeSizes computes the Sizes of samples; no samples give zero Sizes.
+func SummarizeSizes(samples []uint64) Sizes {
+	s := Sizes{Samples: slices.Clone(samples)}
+	if len(samples) == 0 {
+		return s
+	}
+	sorted := slices.Clone(samples)
+	slices.Sort(sorted)
+	var sum uint64
+	for _, n := range sorted {
+		sum += n
+	}
+	s.Min, s.Max = sorted[0], sorted[len(sorted)-1]
+	s.Mean = sum / uint64(len(sorted))
+	s.P50 = percentile(sorted, 50)
+	s.P90 = percentile(sorted, 90)
+	s.P99 = percentile(sorted, 99)
+	return s
+}
+
+// mib converts n bytes to fractional MiB, the unit of memory in reports.
+func mib(n uint64) float64 { return float64(n) / (1 << 20) }
+
+// MarshalJSON writes the statistics in MiB.
+func (s Sizes) MarshalJSON() ([]byte, error) {
+	samples := make([]float64, len(s.Samples))
+	for i, n := range s.Samples {
+		samples[i] = mib(n)
+	}
+	return json.Marshal(struct {
+		N          int       `json:"n"`
+		P50        float64   `json:"p50_mib"`
+		P90        float64   `json:"p90_mib"`
+		P99        float64   `json:"p99_mib"`
+		Min        float64   `json:"min_mib"`
+		Mean       float64   `json:"mean_mib"`
+		Max        float64   `json:"max_mib"`
+		SamplesMiB []float64 `json:"samples_mib"`
+	}{len(s.Samples), mib(s.P50), mib(s.P90), mib(s.P99), mib(s.Min), mib(s.Mean), mib(s.Max), samples})
 }
 
 // ms converts d to fractional milliseconds, the unit of every report.

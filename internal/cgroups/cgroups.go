@@ -5,7 +5,8 @@
 //
 // A cgroup is named by its path relative to the hierarchy root
 // ("sbx/<id>"); the package maps it to the directories of every mounted
-// hierarchy. It only reads and removes: creating and configuring cgroups is
+// hierarchy. It reads, removes, and changes the limits of a running
+// sandbox's cgroup (limits.go): creating and first configuring cgroups is
 // the job of the runtime (runsc, for gVisor). Every function works against
 // any root directory, so it can be tested against a fake tree.
 package cgroups

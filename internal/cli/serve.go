@@ -33,10 +33,16 @@ func (a *app) serveCmd() *cobra.Command {
 	fl.StringVar(&opts.RunscPath, "runsc-path", "", "runsc binary (default: next to sbx, then PATH)")
 	fl.StringVar(&opts.AgentPath, "agent-path", "", "sbx-agent binary (default: next to sbx, then PATH)")
 	fl.StringVar(&level, "log-level", "info", "debug, info, warn or error")
+	fl.StringVar(&opts.PprofListen, "pprof", "", `serve net/http/pprof on this loopback address (e.g. 127.0.0.1:6060; "" disables it)`)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		var lvl slog.Level
 		if err := lvl.UnmarshalText([]byte(level)); err != nil {
 			return usagef("--log-level must be debug, info, warn or error, not %q", level)
+		}
+		if opts.PprofListen != "" {
+			if err := daemon.CheckPprofAddr(opts.PprofListen); err != nil {
+				return usagef("--pprof: %v", err)
+			}
 		}
 		opts.Logger = slog.New(slog.NewJSONHandler(a.stderr, &slog.HandlerOptions{Level: lvl}))
 		return action(func(*cobra.Command, []string) error {

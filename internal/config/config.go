@@ -62,6 +62,9 @@ type Config struct {
 	// APITokens maps owners to bearer tokens. When set, every API route
 	// but /healthz needs a token, and each owner sees only its sandboxes.
 	APITokens map[string]string `yaml:"api_tokens"`
+	// WarmPool is how many pre-booted sandboxes to keep ready per image
+	// ({python: 2, node: 1}); a create that fits takes one (pool.go).
+	WarmPool map[string]int `yaml:"warm_pool"`
 }
 
 // Default returns the configuration used when no file is given.
@@ -115,6 +118,7 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, c.validateLifecycle()...)
 	errs = append(errs, c.validateNetwork()...)
+	errs = append(errs, c.validateWarmPool()...)
 	for name := range c.CustomImages {
 		for _, p := range Presets {
 			if name == p {

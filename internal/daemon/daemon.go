@@ -109,6 +109,7 @@ func Run(ctx context.Context, opts Options) error {
 	mgr.ProtectPorts(listenPorts(ln.Addr().String(), opts.EngineListen)...)
 	table := functions.New(mgr)
 	obs.attach(mgr.Live, images.CacheBytes, table)
+	obs.metrics.WatchWarmPool(mgr.WarmPool)
 	srv := &http.Server{
 		Handler:           httpapi.New(table, httpapi.Options{Logger: log, Auth: tokens, Metrics: obs.handler()}),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -121,9 +122,16 @@ func Run(ctx context.Context, opts Options) error {
 		return errors.Join(err, mgr.Close(context.Background()))
 	}
 	mgr.ProtectPorts(listenPorts(eng.addr())...)
+	prof, err := startProfiler(opts.PprofListen, serveErr)
+	if err != nil {
+		ln.Close()
+		return errors.Join(err, eng.shutdown(context.Background()), mgr.Close(context.Background()))
+	}
+	defer prof.close()
+	mgr.ProtectPorts(listenPorts(prof.addr())...)
 	go func() { serveErr <- srv.Serve(ln) }()
 	log.Info("sbx serving", "listen", ln.Addr().String(), "engine_listen", eng.addr(), "data_dir", opts.DataDir,
-		"runtime", rt.Name(), "runsc", runscPath, "agent", agentPath, "image_cache", cacheDir)
+		"runtime", rt.Name(), "runsc", runscPath, "agent", agentPath, "image_cache", cacheDir, "pprof", prof.addr())
 	if opts.Ready != nil {
 		opts.Ready(ln.Addr().String())
 	}

@@ -28,6 +28,9 @@ type Options struct {
 	AgentPath string
 	// Logger receives structured logs; nil means JSON to stderr.
 	Logger *slog.Logger
+	// PprofListen, when set, serves net/http/pprof on this loopback
+	// address, apart from the API (pprof.go).
+	PprofListen string
 	// Ready, when set, is called with the bound HTTP address once serving.
 	Ready func(httpAddr string)
 }

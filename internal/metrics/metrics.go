@@ -15,7 +15,8 @@
 //	sbx_errors_total{function,code}          counter   function calls that failed, by S-code
 //	sbx_image_cache_bytes                    gauge     size of the images in the cache
 //
-// plus the Go runtime's and the process's standard collectors.
+// plus the warm pool's (pool.go) and the Go runtime's and the process's
+// standard collectors.
 package metrics
 
 import (

@@ -78,9 +78,11 @@ func (m *Manager) ImagePull(ctx context.Context, req api.ImagePullRequest) (api.
 	if req.Name == "" {
 		return api.ImageStatus{}, errdefs.Malformed("name is required (a catalog image name)")
 	}
-	if _, err := m.images.Pull(ctx, req.Name); err != nil {
+	img, err := m.images.Pull(ctx, req.Name)
+	if err != nil {
 		return api.ImageStatus{}, err
 	}
+	m.refreshWarm(req.Name, img.ID)
 	return m.images.Status(req.Name), nil
 }
 
@@ -91,6 +93,8 @@ func (m *Manager) ImageRemove(ctx context.Context, req api.ImageRemoveRequest) (
 	if req.Name == "" {
 		return api.ImageRemoveResponse{}, errdefs.Malformed("name is required (a catalog image name)")
 	}
+	// No warm pool sandbox may hold the image while it goes.
+	defer m.pauseWarm(req.Name)()
 	var marked string
 	defer func() {
 		if marked != "" {

@@ -71,6 +71,8 @@ type Manager struct {
 	// reapSoon wakes the reaper to recompute its interval (reaper.go).
 	reapSoon chan struct{}
 	obs      Observer
+	// pool is the warm pool (pool.go); nil without one.
+	pool *warmPool
 
 	mu sync.Mutex
 	// The fields below are guarded by mu.
@@ -113,12 +115,14 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 		reaperDone:  make(chan struct{}),
 		reapSoon:    make(chan struct{}, 1),
 		obs:         opts.Observer,
+		pool:        newWarmPool(opts.Config),
 	}
 	if err := m.reconcile(ctx); err != nil {
 		st.close()
 		return nil, err
 	}
 	go m.reaper()
+	m.startWarm()
 	return m, nil
 }
 
@@ -192,6 +196,11 @@ func (m *Manager) Create(ctx context.Context, req api.CreateRequest) (resp api.C
 	if err != nil {
 		return api.CreateResponse{}, err
 	}
+	if sb := m.claimWarm(ctx, req, cpus, mem, idle); sb != nil {
+		reserved = false // register takes the reservation over
+		return m.register(sb)
+	}
+	m.shedWarm()
 	img, release, err := m.ensureImage(ctx, req.Image)
 	if err != nil {
 		return api.CreateResponse{}, err
@@ -215,9 +224,16 @@ func (m *Manager) Create(ctx context.Context, req api.CreateRequest) (resp api.C
 	if err != nil {
 		return api.CreateResponse{}, err
 	}
+	reserved = false // register takes the reservation over
+	return m.register(sb)
+}
+
+// register makes a booted sandbox live in place of the capacity slot its
+// create reserved.
+func (m *Manager) register(sb *sandbox) (api.CreateResponse, error) {
+	rec := &sb.rec
 	m.mu.Lock()
 	m.reserved--
-	reserved = false
 	if m.closed {
 		m.mu.Unlock()
 		m.destroy(sb, "daemon shutting down")
@@ -227,7 +243,7 @@ func (m *Manager) Create(ctx context.Context, req api.CreateRequest) (resp api.C
 	m.mu.Unlock()
 	go m.watch(sb)
 	m.wakeReaper()
-	m.log.Info("sandbox created", "sandbox", rec.ID, "image", rec.Image, "cpus", cpus, "memory_mb", mem)
+	m.log.Info("sandbox created", "sandbox", rec.ID, "image", rec.Image, "cpus", rec.CPUs, "memory_mb", rec.MemoryMB)
 	return api.CreateResponse{SandboxID: rec.ID, Image: rec.Image}, nil
 }
 
@@ -282,7 +298,8 @@ func (m *Manager) bootSandbox(ctx context.Context, rec *record, img *image.Image
 		ac.Close()
 		return fail(err)
 	}
-	if err := m.store.put(rec); err != nil {
+	// A warm pool sandbox is recorded only once a create claims it.
+	if err := m.putUnlessPooled(rec); err != nil {
 		ac.Close()
 		return fail(fmt.Errorf("recording sandbox %s: %w", rec.ID, err))
 	}
@@ -296,18 +313,25 @@ func (m *Manager) reserve() error {
 	if m.closed {
 		return errdefs.New(errdefs.CodeBootFailed, "the daemon is shutting down")
 	}
-	live := m.reserved
-	for _, sb := range m.sandboxes {
-		if !sb.isStopped() {
-			live++
-		}
-	}
+	live := m.reserved + m.liveLocked()
 	if live >= m.cfg.MaxConcurrentSandboxes {
 		return errdefs.New(errdefs.CodeCapacity, "capacity reached: %d sandboxes are live (max_concurrent_sandboxes=%d)", live, m.cfg.MaxConcurrentSandboxes).
 			WithFix(nil, "stop a sandbox, or raise max_concurrent_sandboxes")
 	}
 	m.reserved++
 	return nil
+}
+
+// liveLocked counts the live sandboxes (warm pool ones are not in
+// m.sandboxes); m.mu must be held.
+func (m *Manager) liveLocked() int {
+	n := 0
+	for _, sb := range m.sandboxes {
+		if !sb.isStopped() {
+			n++
+		}
+	}
+	return n
 }
 
 func (m *Manager) unreserve() {
@@ -525,6 +549,7 @@ func (m *Manager) Close(ctx context.Context) error {
 	m.mu.Unlock()
 	close(m.stopReaper)
 	<-m.reaperDone
+	m.closeWarm()
 	for _, sb := range sbs {
 		m.stopAsync(sb, reasonShutdown)
 	}

@@ -50,11 +50,5 @@ func (m *Manager) Metrics(ctx context.Context, req api.MetricsRequest) (api.Metr
 func (m *Manager) Live() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	n := 0
-	for _, sb := range m.sandboxes {
-		if !sb.isStopped() {
-			n++
-		}
-	}
-	return n
+	return m.liveLocked()
 }

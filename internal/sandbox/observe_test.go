@@ -41,7 +41,7 @@ func lastSpan(t *testing.T, name string) (map[string]string, codes.Code) {
 		}
 		attrs := map[string]string{}
 		for _, kv := range spans[i].Attributes() {
-			attrs[string(kv.Key)] = kv.Value.Emit()
+			attrs[string(kv.Key)] = kv.Value.String()
 		}
 		return attrs, spans[i].Status().Code
 	}

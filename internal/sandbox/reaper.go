@@ -73,8 +73,10 @@ func (m *Manager) idleTimeout(secs uint64) (uint64, error) {
 }
 
 // reap runs one pass of the reaper at time now. An idle sandbox is
-// stopped and forgotten at once: later calls get S002, as for an unknown
-// id. A sandbox with execs in flight is spared until its idle timeout plus
+// stopped and, once its teardown is over (a moment, during which calls get
+// S004 "idle timeout"), forgotten: later calls get S002, as for an unknown
+// id. Until then it still holds its image against removal. A sandbox with
+// execs in flight is spared until its idle timeout plus
 // max_exec_timeout_ms plus a minute, the longest an exec could have run.
 func (m *Manager) reap(now time.Time) {
 	retention := time.Duration(m.cfg.StoppedRetentionSecs) * time.Second
@@ -99,13 +101,19 @@ func (m *Manager) reap(now time.Time) {
 		}
 	}
 	m.mu.Unlock()
+	for _, sb := range expired {
+		m.forget(sb)
+	}
 	for _, sb := range idle {
 		m.log.Info("reaping idle sandbox", "sandbox", sb.rec.ID, "idle_timeout_secs", sb.rec.IdleTimeoutSecs,
 			"idle_secs", int64(now.Sub(sb.idleSince()).Seconds()), "exec_in_flight", len(sb.slots))
-		m.stopAsync(sb, reasonIdle)
-	}
-	for _, sb := range append(idle, expired...) {
-		m.forget(sb)
+		done := m.stopAsync(sb, reasonIdle)
+		m.destroying.Add(1)
+		go func() {
+			defer m.destroying.Done()
+			<-done
+			m.forget(sb)
+		}()
 	}
 }
 

@@ -25,6 +25,10 @@ type record struct {
 	Stopped         bool      `json:"stopped"`
 	StopReason      string    `json:"stop_reason,omitempty"`
 	StoppedAt       time.Time `json:"stopped_at,omitzero"`
+
+	// pooled marks a warm pool sandbox not yet claimed: it is never
+	// persisted (pool.go).
+	pooled bool
 }
 
 var bucketSandboxes = []byte("sandboxes")

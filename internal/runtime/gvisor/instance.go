@@ -25,7 +25,7 @@ var (
 type instance struct {
 	rt       *Runtime
 	id       string
-	memoryMB uint32
+	memoryMB uint32     // the memory limit; guarded by mu (Resize changes it)
 	gateway  netip.Addr // zero without a network
 	conn     *conn
 	stderr   *tailBuffer
@@ -117,8 +117,11 @@ func (i *instance) exitReason() string {
 		oom = hit // a kernel without an oom_kill counter
 	}
 	if oom {
-		if i.memoryMB > 0 {
-			return fmt.Sprintf("out of memory (limit %d MiB)", i.memoryMB)
+		i.mu.Lock()
+		limit := i.memoryMB
+		i.mu.Unlock()
+		if limit > 0 {
+			return fmt.Sprintf("out of memory (limit %d MiB)", limit)
 		}
 		return "out of memory"
 	}

@@ -1,0 +1,227 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/sbx-dev/sbx/api"
+	"github.com/sbx-dev/sbx/internal/cgroups"
+	"github.com/sbx-dev/sbx/internal/image/ocitest"
+	"github.com/sbx-dev/sbx/internal/testutil"
+)
+
+// runscSandboxIDs lists the ids of the sandboxes whose runsc-sandbox
+// process belongs to dataDir: every sandbox the daemon runs, warm pool
+// ones included (the id is the process's last argument).
+func runscSandboxIDs(dataDir string) []string {
+	var ids []string
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil || !bytes.HasPrefix(b, []byte("runsc-sandbox\x00")) || !bytes.Contains(b, []byte(dataDir)) {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+		if id := args[len(args)-1]; !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// poolReady reads how many sandboxes image's warm pool holds, from d's
+// /metrics.
+func (d *daemon) poolReady(image string) float64 {
+	d.t.Helper()
+	return metricValue(d.scrape(""), `sbx_warm_pool_ready{image="`+image+`"}`)
+}
+
+// waitPoolReady waits until image's pool holds want sandboxes.
+func (d *daemon) waitPoolReady(image string, want float64) {
+	d.t.Helper()
+	var got float64
+	for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if got = d.poolReady(image); got == want {
+			return
+		}
+	}
+	d.t.Fatalf("warm pool holds %v %s sandboxes, want %v\n%s", got, image, want, grepLines(d.scrape(""), "warm_pool"))
+}
+
+// wantClaims checks the claim counters of image's pool.
+func (d *daemon) wantClaims(image string, hit, empty, shape float64) {
+	d.t.Helper()
+	text := d.scrape("")
+	for result, want := range map[string]float64{"hit": hit, "empty": empty, "shape": shape} {
+		sample := `sbx_warm_pool_claims_total{image="` + image + `",result="` + result + `"}`
+		if got := metricValue(text, sample); got != want {
+			d.t.Errorf("%s = %v, want %v", sample, got, want)
+		}
+	}
+}
+
+// memoryLimit reads the host cgroup memory limit of sandbox id.
+func memoryLimit(t *testing.T, id string) uint64 {
+	t.Helper()
+	l, err := cgroups.Detect(cgroups.DefaultRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(l.Path("memory", "sbx/"+id), "memory.limit_in_bytes")
+	if l.V2 {
+		file = filepath.Join(l.Path("", "sbx/"+id), "memory.max")
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestWarmPool(t *testing.T) {
+	d := startDaemon(t, baseConfig("max_concurrent_sandboxes: 3\nwarm_pool: {python: 2}\n"))
+	ctx := context.Background()
+	d.waitPoolReady("python", 2)
+	pooled := runscSandboxIDs(d.dataDir)
+	if len(pooled) != 2 {
+		t.Fatalf("runsc runs sandboxes %v, want the 2 of the pool", pooled)
+	}
+	seen := slices.Clone(pooled)
+	if l, err := d.c.List(ctx); err != nil || len(l.Sandboxes) != 0 {
+		t.Fatalf("list = %+v, %v; pool sandboxes must not be listed", l, err)
+	}
+
+	// A create that fits takes a pool sandbox and gets its own env,
+	// smaller memory limit, name and idle timeout.
+	a := d.create(api.CreateRequest{Image: "python", Name: "warm", Env: api.Env{"GREETING=hello"}, MemoryMB: 256, IdleTimeoutSecs: 900})
+	d.wantClaims("python", 1, 0, 0)
+	if !slices.Contains(pooled, a) {
+		t.Errorf("sandbox %s is not one of the pool's %v", a, pooled)
+	}
+	if out := d.exec(a, "sh", "-c", `echo "$GREETING"`); out.Stdout != "hello\n" {
+		t.Errorf("env in a claimed sandbox: %+v", out)
+	}
+	if got := memoryLimit(t, a); got != 256<<20 {
+		t.Errorf("host memory limit of the claimed sandbox = %d, want %d", got, 256<<20)
+	}
+	info, err := d.c.Get(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.MemoryMB != 256 || info.IdleTimeoutSecs != 900 || info.Name == nil || *info.Name != "warm" || info.CPUs != 1 {
+		t.Errorf("claimed sandbox = %+v, want memory 256, idle timeout 900, name warm, 1 cpu", info)
+	}
+
+	// The pool refills in the background.
+	d.waitPoolReady("python", 2)
+	seen = append(seen, runscSandboxIDs(d.dataDir)...)
+
+	// A create that does not fit (more memory than the pool's) boots its
+	// own sandbox, and a pool sandbox makes room for it: 2 live + pool ≤ 3.
+	before := runscSandboxIDs(d.dataDir)
+	b := d.create(api.CreateRequest{Image: "python", MemoryMB: 1024})
+	d.wantClaims("python", 1, 0, 1)
+	if slices.Contains(before, b) {
+		t.Errorf("a create asking for 1024 MiB took pool sandbox %s", b)
+	}
+	for range 20 {
+		if ready := d.poolReady("python"); ready > 1 {
+			t.Fatalf("pool holds %v sandboxes beside 2 live ones; max_concurrent_sandboxes is 3", ready)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	d.waitPoolReady("python", 1)
+
+	// The last slot goes to a create from the pool; then capacity is
+	// reached, and the pool does not refill.
+	c := d.create(api.CreateRequest{Image: "python"})
+	d.wantClaims("python", 2, 0, 1)
+	_, err = d.c.Create(ctx, api.CreateRequest{Image: "python"})
+	wantCode(t, err, "S400")
+	time.Sleep(1500 * time.Millisecond) // longer than the refill's room poll
+	if ready := d.poolReady("python"); ready != 0 {
+		t.Errorf("pool refilled to %v with 3 live sandboxes of 3", ready)
+	}
+	if n := len(runscSandboxIDs(d.dataDir)); n != 3 {
+		t.Errorf("runsc runs %d sandboxes at capacity 3", n)
+	}
+
+	// Room again: the pool refills.
+	if _, err := d.c.Stop(ctx, c, true); err != nil {
+		t.Fatal(err)
+	}
+	d.waitPoolReady("python", 1)
+	seen = append(seen, runscSandboxIDs(d.dataDir)...)
+	if l, err := d.c.List(ctx); err != nil || len(l.Sandboxes) != 3 {
+		t.Errorf("list = %+v, %v; want the 3 created sandboxes only", l, err)
+	}
+
+	// Shutdown destroys pool sandboxes too.
+	d.terminate()
+	assertNoLeftovers(t, d.dataDir, seen...)
+}
+
+func TestWarmPoolOfADaemonWithout(t *testing.T) {
+	d := startDaemon(t, baseConfig(""))
+	d.create(api.CreateRequest{Image: "python"})
+	if text := d.scrape(""); strings.Contains(text, "sbx_warm_pool_") {
+		t.Errorf("a daemon without warm_pool exports pool metrics:\n%s", grepLines(text, "warm_pool"))
+	}
+	if ids := runscSandboxIDs(d.dataDir); len(ids) != 1 {
+		t.Errorf("runsc runs %v, want just the created sandbox", ids)
+	}
+}
+
+// TestWarmPoolFollowsItsImage removes and re-pulls a pooled custom image:
+// the removal succeeds (the pool lets go of the image), and after a pull
+// of a new version the pool serves that version.
+func TestWarmPoolFollowsItsImage(t *testing.T) {
+	testutil.RequiresIntegration(t)
+	reg := ocitest.NewRegistry(t, "", "")
+	version := func(v string) v1.Image {
+		base := ocitest.Layer(t, ocitest.BusyboxFiles(t)...)
+		top := ocitest.Layer(t, ocitest.Reg("srv/version", v, 0o644))
+		return ocitest.Image(t, ocitest.Config{Env: []string{"PATH=/bin"}}, base, top)
+	}
+	ref := reg.Push(t, "tools/app:1", version("one"))
+	d := startDaemon(t, customConfig(t, "", fmt.Sprintf("custom_images: {app: %q}\nimage_allowlist: [app]\nwarm_pool: {app: 1}\n", ref)))
+	ctx := context.Background()
+	d.waitPoolReady("app", 1)
+	before := runscSandboxIDs(d.dataDir)
+
+	if out, errOut, code := d.cli("", "image", "rm", "app"); code != 0 || out != "app: removed\n" {
+		t.Fatalf("image rm of a pooled image: code %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	// The pool sandbox that ran the removed image is gone.
+	if after := runscSandboxIDs(d.dataDir); len(before) != 1 || slices.Contains(after, before[0]) {
+		t.Errorf("pool sandboxes before image rm %v, right after %v", before, after)
+	}
+	// The pool pulls it again (auto_install) and refills.
+	d.waitPoolReady("app", 1)
+
+	reg.Push(t, "tools/app:1", version("two"))
+	if _, err := d.c.PullImage(ctx, "app"); err != nil {
+		t.Fatal(err)
+	}
+	d.waitPoolReady("app", 1)
+	id := d.create(api.CreateRequest{Image: "app"})
+	d.wantClaims("app", 1, 0, 0)
+	if r := d.exec(id, "cat", "/srv/version"); r.Stdout != "two" {
+		t.Errorf("a create from the pool after a pull runs %q, want the new version \"two\"", r.Stdout)
+	}
+}

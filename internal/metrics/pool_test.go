@@ -1,0 +1,43 @@
+package metrics
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/sbx-dev/sbx/internal/sandbox"
+)
+
+func TestWarmPoolMetrics(t *testing.T) {
+	stats := []sandbox.WarmPoolStat{
+		{Image: "node", Target: 1, Ready: 0, Claims: map[string]uint64{"hit": 0, "empty": 0, "shape": 0}},
+		{Image: "python", Target: 2, Ready: 1, Claims: map[string]uint64{"hit": 3, "empty": 1, "shape": 0}},
+	}
+	m := New(Sources{})
+	m.WatchWarmPool(func() []sandbox.WarmPoolStat { return stats })
+
+	out := scrape(t, m)
+	for _, want := range []string{
+		`sbx_warm_pool_target{image="python"} 2` + "\n",
+		`sbx_warm_pool_target{image="node"} 1` + "\n",
+		`sbx_warm_pool_ready{image="python"} 1` + "\n",
+		`sbx_warm_pool_ready{image="node"} 0` + "\n",
+		`sbx_warm_pool_claims_total{image="python",result="hit"} 3` + "\n",
+		`sbx_warm_pool_claims_total{image="python",result="empty"} 1` + "\n",
+		`sbx_warm_pool_claims_total{image="python",result="shape"} 0` + "\n",
+		`sbx_warm_pool_hit_ratio{image="python"} 0.75` + "\n",
+		"# TYPE sbx_warm_pool_claims_total counter\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("exposition lacks %q", want)
+		}
+	}
+	if strings.Contains(out, `sbx_warm_pool_hit_ratio{image="node"}`) {
+		t.Error("hit ratio of an image without creates is exported")
+	}
+
+	// Read at scrape time; a daemon without a pool exports nothing.
+	stats = nil
+	if out := scrape(t, m); strings.Contains(out, "sbx_warm_pool_") {
+		t.Errorf("pool metrics without a pool:\n%s", out)
+	}
+}
