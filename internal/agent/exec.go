@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -122,50 +123,58 @@ type process struct {
 	started time.Time
 	spawn   time.Duration
 
-	stdin          *os.File // our end of the child's stdin
+	stdin          *os.File // our end of the child's stdin; nil without stdin
 	stdout, stderr *capture
 	// io is closed once the stdin writer and both readers have returned.
 	io chan struct{}
 }
 
 // start spawns the child described by req in its own process group, with
-// pipes for its stdin, stdout and stderr, and starts feeding and draining
-// them.
+// pipes for its stdout and stderr and, when req has stdin, for its stdin
+// (otherwise the child reads /dev/null, at EOF as an empty pipe would be,
+// which spares a pipe and a goroutine per exec), and starts feeding and
+// draining them.
 func start(path, dir string, req *agentv1.ExecRequest) (_ *process, err error) {
-	var files []*os.File // every pipe end, closed on failure
+	var ours []*os.File // our pipe ends, closed on failure
+	var theirs []int    // the child's pipe ends, closed once it has them
 	defer func() {
+		for _, fd := range theirs {
+			unix.Close(fd)
+		}
 		if err != nil {
-			for _, f := range files {
+			for _, f := range ours {
 				f.Close()
 			}
 		}
 	}()
-	pipe := func() (r, w *os.File, err error) {
-		r, w, err = os.Pipe()
+	pipe := func(childReads bool) (*os.File, int, error) {
+		f, fd, err := childPipe(childReads)
 		if err != nil {
-			return nil, nil, fmt.Errorf("creating pipe: %w", err)
+			return nil, -1, err
 		}
-		files = append(files, r, w)
-		return r, w, nil
+		ours, theirs = append(ours, f), append(theirs, fd)
+		return f, fd, nil
 	}
-	inR, inW, err := pipe()
+	stdin := devNull()
+	var inW *os.File
+	if len(req.GetStdin()) > 0 || stdin < 0 {
+		if inW, stdin, err = pipe(true); err != nil {
+			return nil, err
+		}
+	}
+	outR, outW, err := pipe(false)
 	if err != nil {
 		return nil, err
 	}
-	outR, outW, err := pipe()
-	if err != nil {
-		return nil, err
-	}
-	errR, errW, err := pipe()
+	errR, errW, err := pipe(false)
 	if err != nil {
 		return nil, err
 	}
 
 	attr := &syscall.ProcAttr{
-		Dir: dir,
-		Env: req.GetEnv(),
-		// Fd puts the child's ends in blocking mode, as programs expect.
-		Files: []uintptr{inR.Fd(), outW.Fd(), errW.Fd()},
+		Dir:   dir,
+		Env:   req.GetEnv(),
+		Files: []uintptr{uintptr(stdin), uintptr(outW), uintptr(errW)},
 		Sys:   &syscall.SysProcAttr{Setpgid: true, Credential: credential(req)},
 	}
 	p := &process{stdin: inW, io: make(chan struct{})}
@@ -178,16 +187,14 @@ func start(path, dir string, req *agentv1.ExecRequest) (_ *process, err error) {
 	if err != nil {
 		return nil, err
 	}
-	// The child has its own copies now.
-	inR.Close()
-	outW.Close()
-	errW.Close()
 
 	limit := outputLimit(req.GetMaxOutputBytes())
 	p.stdout = &capture{f: outR, limit: limit}
 	p.stderr = &capture{f: errR, limit: limit}
 	var wg sync.WaitGroup
-	wg.Go(func() { writeStdin(inW, req.GetStdin()) })
+	if inW != nil {
+		wg.Go(func() { writeStdin(inW, req.GetStdin()) })
+	}
 	wg.Go(p.stdout.drain)
 	wg.Go(p.stderr.drain)
 	go func() {
@@ -196,6 +203,39 @@ func start(path, dir string, req *agentv1.ExecRequest) (_ *process, err error) {
 	}()
 	return p, nil
 }
+
+// childPipe creates a pipe for a child: the child's end (the read end when
+// childReads) is a plain blocking descriptor, as programs expect, that
+// never meets Go's poller; ours is a non-blocking *os.File that does, so
+// that its reads and writes can be cut off with deadlines. Both are
+// close-on-exec: the child gets its end through ProcAttr.Files.
+func childPipe(childReads bool) (ours *os.File, theirs int, err error) {
+	var fds [2]int
+	if err := unix.Pipe2(fds[:], unix.O_CLOEXEC); err != nil {
+		return nil, -1, fmt.Errorf("creating pipe: %w", err)
+	}
+	our, their := fds[0], fds[1]
+	if childReads {
+		our, their = their, our
+	}
+	if err := unix.SetNonblock(our, true); err != nil {
+		unix.Close(our)
+		unix.Close(their)
+		return nil, -1, fmt.Errorf("creating pipe: %w", err)
+	}
+	return os.NewFile(uintptr(our), "pipe"), their, nil
+}
+
+// devNull returns a descriptor of /dev/null, opened once and shared by
+// every child without stdin, or -1 when there is none (such a child gets
+// an empty pipe instead).
+var devNull = sync.OnceValue(func() int {
+	fd, err := unix.Open("/dev/null", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1
+	}
+	return fd
+})
 
 // credential is the user req asks the child to run as, or nil.
 func credential(req *agentv1.ExecRequest) *syscall.Credential {
@@ -298,7 +338,9 @@ func (p *process) release(grace time.Duration) {
 	}
 	now := time.Now()
 	// Errors only mean the file is already closed: its goroutine is done.
-	_ = p.stdin.SetWriteDeadline(now)
+	if p.stdin != nil {
+		_ = p.stdin.SetWriteDeadline(now)
+	}
 	_ = p.stdout.f.SetReadDeadline(now)
 	_ = p.stderr.f.SetReadDeadline(now)
 	<-p.io

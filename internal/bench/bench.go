@@ -1,9 +1,13 @@
 // Package bench measures a running sbx daemon from the client side: the
-// latency of creating sandboxes and running commands in them, the cost of
-// starting a process inside a sandbox (the floor an exec is compared
-// with), and exec throughput under concurrency. Every measurement is a
-// Scenario, one entry of the Scenarios table; Run runs a selection of them
-// and returns a Report, which renders itself as Markdown and JSON.
+// latency of creating sandboxes (cold and from the warm pool) and of
+// running commands in them through the HTTP API and the engine WebSocket,
+// the cost of starting a process inside a sandbox (the floor an exec is
+// compared with), exec throughput under concurrency, file transfers, and
+// the host memory of idle sandboxes. Every measurement is a Scenario, one
+// entry of the Scenarios table, with the same measurement made by Docker
+// (through its Engine API) and by bare runsc as baselines in the same run
+// when they are on the host. Run runs a selection of them and returns a
+// Report, which renders itself as Markdown and JSON.
 //
 // Times are wall-clock times on the client (monotonic clock), so they
 // include the HTTP round trip, the daemon and the agent.
@@ -35,9 +39,25 @@ type Options struct {
 	Sandboxes int
 	Callers   int
 	Duration  time.Duration
-	// RunscPath is the runsc binary whose version the report names; empty
-	// or missing leaves it out.
+	// RunscPath is the runsc binary whose version the report names and
+	// that the runsc-do baseline runs; empty or missing leaves both out.
 	RunscPath string
+	// Token is the daemon's bearer token, for /metrics and the engine
+	// WebSocket ("" without auth).
+	Token string
+	// EngineURL is the daemon's engine WebSocket (ws://127.0.0.1:49134);
+	// "" skips the WebSocket scenarios.
+	EngineURL string
+	// DockerSocket is the Docker Engine's socket; "" or a missing socket
+	// skips the Docker baselines.
+	DockerSocket string
+	// ImageCache is the daemon's image cache directory, where the Docker
+	// baseline finds the root filesystem to import.
+	ImageCache string
+	// StreamBytes is the size of the streamed upload and download.
+	StreamBytes int64
+	// MaxIdle caps the sandboxes of the idle capacity scenario.
+	MaxIdle int
 	// Progress, when not nil, receives one line per scenario as it starts.
 	Progress io.Writer
 }
@@ -64,6 +84,12 @@ func (o Options) Validate() error {
 	if o.Duration <= 0 {
 		bad("duration must be positive, got %s", o.Duration)
 	}
+	if o.StreamBytes < 1 {
+		bad("stream size must be at least 1 byte, got %d", o.StreamBytes)
+	}
+	if o.MaxIdle < 1 {
+		bad("max idle sandboxes must be at least 1, got %d", o.MaxIdle)
+	}
 	return errors.Join(errs...)
 }
 
@@ -75,20 +101,35 @@ type Report struct {
 	Image   string    `json:"image"`
 	Runs    int       `json:"runs"`
 	Warmup  int       `json:"warmup"`
+	// Docker is the Docker Engine's version, or why Docker was not
+	// measured; "" when no scenario has a Docker baseline.
+	Docker string `json:"docker,omitempty"`
 	// Results are in the order of the Scenarios table.
 	Results []Result `json:"results"`
 	// OverheadMs is exec-true p50 minus spawn-floor p50, when both ran.
 	OverheadMs *float64 `json:"exec_overhead_ms,omitempty"`
 }
 
-// Result is the outcome of one scenario: latency statistics or a
-// throughput, or the error that ended it.
+// Result is the outcome of one scenario or baseline: latency statistics,
+// a throughput, memory sizes or a capacity; or the error that ended it, or
+// why it could not run here.
 type Result struct {
 	Name       string      `json:"name"`
 	Title      string      `json:"title"`
 	Latency    *Stats      `json:"latency,omitempty"`
 	Throughput *Throughput `json:"throughput,omitempty"`
+	Memory     *Sizes      `json:"memory,omitempty"`
+	Capacity   *Capacity   `json:"capacity,omitempty"`
 	Err        string      `json:"error,omitempty"`
+	Skipped    string      `json:"skipped,omitempty"`
+	// Note says how the measurement was made, when the title does not.
+	Note string `json:"note,omitempty"`
+	// Baselines are the same measurement by other tools.
+	Baselines []Result `json:"baselines,omitempty"`
+	// VsDocker is how many times better sbx did than Docker: Docker's p50
+	// over sbx's for times and memory, sbx's rate over Docker's for
+	// throughput. Absent without a Docker measurement.
+	VsDocker *float64 `json:"vs_docker,omitempty"`
 }
 
 // Throughput is the outcome of a concurrent scenario.
@@ -112,9 +153,12 @@ func (t Throughput) MarshalJSON() ([]byte, error) {
 	}{plain(t), ms(t.Elapsed)})
 }
 
-// Failed reports whether any scenario failed.
+// Failed reports whether any scenario or baseline failed (a skipped one
+// did not).
 func (r Report) Failed() bool {
-	return slices.ContainsFunc(r.Results, func(res Result) bool { return res.Err != "" })
+	return slices.ContainsFunc(r.Results, func(res Result) bool {
+		return res.Err != "" || slices.ContainsFunc(res.Baselines, func(b Result) bool { return b.Err != "" })
+	})
 }
 
 // latency returns the successful latency result of scenario name.
@@ -174,10 +218,11 @@ func Select(names []string) ([]Scenario, error) {
 	return out, nil
 }
 
-// Run runs scenarios against the daemon c talks to. A failed scenario is
-// recorded in its Result and the others still run; only a daemon that
-// does not answer, or the end of ctx, ends the run with an error. Every
-// sandbox the run creates is gone when Run returns.
+// Run runs scenarios, each followed by its baselines, against the daemon
+// c talks to. A failed scenario is recorded in its Result and the others
+// still run; only a daemon that does not answer, or the end of ctx, ends
+// the run with an error. Every sandbox and container the run creates is
+// gone when Run returns.
 func Run(ctx context.Context, c *client.Client, opts Options, scenarios []Scenario) (Report, error) {
 	if err := opts.Validate(); err != nil {
 		return Report{}, err
@@ -194,10 +239,10 @@ func Run(ctx context.Context, c *client.Client, opts Options, scenarios []Scenar
 		Warmup:  opts.Warmup,
 	}
 	e := &env{c: c, opts: opts, stops: newStopper(c, maxPendingStops)}
+	defer e.close()
+	e.readPool(ctx)
 	for _, s := range scenarios {
-		if opts.Progress != nil {
-			fmt.Fprintf(opts.Progress, "bench: %s…\n", s.Title)
-		}
+		e.progress("bench: %s…", s.Title)
 		res, err := s.run(ctx, e)
 		// Teardowns finish before the next scenario, off its clock.
 		if serr := e.stops.drain(); err == nil {
@@ -206,15 +251,108 @@ func Run(ctx context.Context, c *client.Client, opts Options, scenarios []Scenar
 		if ctx.Err() != nil {
 			return rep, ctx.Err()
 		}
-		res.Name, res.Title = s.Name, s.Title
-		if err != nil {
-			res = Result{Name: s.Name, Title: s.Title, Err: err.Error()}
+		res = outcome(s.Name, s.Title, res, err)
+		for _, b := range s.baselines {
+			e.progress("bench:   %s…", b.title)
+			br, err := b.run(ctx, e)
+			e.docker.removals.Wait()
+			if ctx.Err() != nil {
+				return rep, ctx.Err()
+			}
+			res.Baselines = append(res.Baselines, outcome(b.name, b.title, br, err))
 		}
 		rep.Results = append(rep.Results, res)
+	}
+	rep.compareWithDocker(scenarios)
+	if e.docker.setUp {
+		rep.Docker = e.docker.version
+		if e.docker.missing != "" {
+			rep.Docker = dockerMissing(e.docker.missing)
+		}
 	}
 	if _, _, d, ok := rep.Overhead(); ok {
 		v := ms(d)
 		rep.OverheadMs = &v
 	}
 	return rep, nil
+}
+
+// dockerMissing is Report.Docker when Docker was not measured, and why.
+func dockerMissing(why string) string { return "not measured: " + why }
+
+// outcome completes the result of a scenario or baseline with its name,
+// title and error: a skipError marks it skipped, any other error failed.
+func outcome(name, title string, res Result, err error) Result {
+	var skip *skipError
+	switch {
+	case errors.As(err, &skip):
+		res = Result{Skipped: skip.reason}
+	case err != nil:
+		res = Result{Err: err.Error()}
+	}
+	res.Name, res.Title = name, title
+	return res
+}
+
+// close ends what the run opened: the engine session, the Docker client.
+func (e *env) close() {
+	if e.ws != nil {
+		e.ws.close()
+	}
+	e.docker.removals.Wait()
+	if e.docker.c != nil {
+		e.docker.c.close()
+	}
+}
+
+// compareWithDocker sets VsDocker on every result that has a Docker
+// measurement of its own, or one of the scenario it names (dockerOf).
+func (r *Report) compareWithDocker(scenarios []Scenario) {
+	dockerOf := map[string]string{}
+	for _, s := range scenarios {
+		dockerOf[s.Name] = s.dockerOf
+	}
+	find := func(name string) *Result {
+		for i := range r.Results {
+			if r.Results[i].Name != name {
+				continue
+			}
+			for j := range r.Results[i].Baselines {
+				if b := &r.Results[i].Baselines[j]; b.Name == baselineDocker && b.Err == "" && b.Skipped == "" {
+					return b
+				}
+			}
+		}
+		return nil
+	}
+	for i := range r.Results {
+		res := &r.Results[i]
+		if res.Err != "" || res.Skipped != "" {
+			continue
+		}
+		d := find(res.Name)
+		if d == nil && dockerOf[res.Name] != "" {
+			d = find(dockerOf[res.Name])
+		}
+		if d != nil {
+			res.VsDocker = ratio(*res, *d)
+		}
+	}
+}
+
+// ratio is how many times better sbx's result is than Docker's d, or nil
+// when they do not compare.
+func ratio(sbx, d Result) *float64 {
+	var v float64
+	switch {
+	case sbx.Latency != nil && d.Latency != nil && sbx.Latency.P50 > 0:
+		v = float64(d.Latency.P50) / float64(sbx.Latency.P50)
+	case sbx.Throughput != nil && d.Throughput != nil && d.Throughput.PerSec > 0:
+		v = sbx.Throughput.PerSec / d.Throughput.PerSec
+	case sbx.Memory != nil && d.Memory != nil && sbx.Memory.P50 > 0:
+		v = float64(d.Memory.P50) / float64(sbx.Memory.P50)
+	default:
+		return nil
+	}
+	return &v
 }

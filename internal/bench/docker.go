@@ -273,17 +273,6 @@ func (d *dockerClient) remove(ctx context.Context, id string) error {
 	return d.do(ctx, http.MethodDelete, "/containers/"+id+"?force=true&v=true", nil, nil)
 }
 
-// pid returns the host pid of container id's first process.
-func (d *dockerClient) pid(ctx context.Context, id string) (int, error) {
-	var out struct {
-		State struct {
-			Pid int `json:"Pid"`
-		} `json:"State"`
-	}
-	err := d.do(ctx, http.MethodGet, "/containers/"+id+"/json", nil, &out)
-	return out.State.Pid, err
-}
-
 // exec is `docker exec`: it runs argv in container id, collects its
 // output from the multiplexed stream and returns it with the exit status.
 func (d *dockerClient) exec(ctx context.Context, id string, argv ...string) (stdout, stderr []byte, code int, err error) {

@@ -8,9 +8,29 @@ import (
 	"time"
 )
 
+// ratioLegend explains the "× vs docker" column.
+const ratioLegend = "× vs docker: how many times faster (memory: smaller; throughput: more execs/s) sbx is than Docker in this run; below 1, Docker does better."
+
+// table is one Markdown table of the report: results of one kind.
+type table struct {
+	header string
+	rows   []string
+	// placed lists the scenarios that have a row here.
+	placed map[string]bool
+}
+
+// Columns of the three kinds of tables.
+const (
+	latencyHeader    = "| scenario | n | p50 ms | p90 ms | p99 ms | min ms | mean ms | × vs docker |\n|---|--:|--:|--:|--:|--:|--:|--:|\n"
+	throughputHeader = "| scenario | sandboxes × callers | duration | execs | execs/s | p50 ms | p99 ms | × vs docker |\n|---|--:|--:|--:|--:|--:|--:|--:|\n"
+	memoryHeader     = "| scenario | n | p50 MiB | p90 MiB | p99 MiB | min MiB | mean MiB | × vs docker |\n|---|--:|--:|--:|--:|--:|--:|--:|\n"
+)
+
 // WriteMarkdown renders the report: a header with the machine and the
-// settings, a latency table, a throughput table, the overhead over the
-// spawn floor, and the scenarios that failed. Times are in milliseconds.
+// settings, tables of latencies, throughputs and memory (each baseline
+// under its scenario, marked ↳), the idle capacity, the overhead over the
+// spawn floor, and notes, skipped and failed scenarios. Times are in
+// milliseconds, memory in MiB.
 func (r Report) WriteMarkdown(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	p := func(format string, args ...any) { fmt.Fprintf(bw, format, args...) }
@@ -18,52 +38,156 @@ func (r Report) WriteMarkdown(w io.Writer) error {
 	p("## sbx bench — %s\n\n", r.Started.Format("2006-01-02 15:04 MST"))
 	p("- host: %d CPUs, %s, Linux %s, load %s at start\n", r.Host.CPUs, orUnknown(r.Host.CPUModel), orUnknown(r.Host.Kernel), orUnknown(r.Host.Load))
 	p("- runsc: %s\n", or(r.Host.Runsc, "not found next to sbx"))
+	if r.Docker != "" {
+		p("- docker: %s\n", r.Docker)
+	}
 	p("- daemon: %s, image `%s`, %d runs after %d warm-up runs, client-side wall clock\n", r.Daemon, r.Image, r.Runs, r.Warmup)
 
-	var lat, thr, failed []Result
+	tables := map[string]*table{
+		kindLatency:    {header: latencyHeader, placed: map[string]bool{}},
+		kindThroughput: {header: throughputHeader, placed: map[string]bool{}},
+		kindMemory:     {header: memoryHeader, placed: map[string]bool{}},
+	}
+	var capacity, notes, skipped, failed []string
 	for _, res := range r.Results {
+		if t := tables[res.kind()]; t != nil {
+			t.rows = append(t.rows, row(res.Title, res, res.VsDocker))
+			t.placed[res.Name] = true
+		}
+		if c := res.Capacity; c != nil {
+			capacity = append(capacity, capacityLine(res.Title, c))
+		}
+		if res.Note != "" && res.kind() != "" {
+			notes = append(notes, fmt.Sprintf("- %s: %s\n", res.Title, oneLine(res.Note)))
+		}
 		switch {
+		case res.Skipped != "":
+			skipped = append(skipped, fmt.Sprintf("- %s: %s\n", res.Title, oneLine(res.Skipped)))
 		case res.Err != "":
-			failed = append(failed, res)
-		case res.Latency != nil:
-			lat = append(lat, res)
-		case res.Throughput != nil:
-			thr = append(thr, res)
+			failed = append(failed, fmt.Sprintf("- %s: %s\n", res.Title, oneLine(res.Err)))
+		}
+		for _, b := range res.Baselines {
+			switch {
+			case b.Skipped != "" && b.Name == baselineDocker && r.Docker == dockerMissing(b.Skipped):
+				continue // said once, in the header
+			case b.Skipped != "":
+				skipped = append(skipped, fmt.Sprintf("- %s ↳ %s: %s\n", res.Title, b.Title, oneLine(b.Skipped)))
+				continue
+			case b.Err != "":
+				failed = append(failed, fmt.Sprintf("- %s ↳ %s: %s\n", res.Title, b.Title, oneLine(b.Err)))
+				continue
+			}
+			t := tables[b.kind()]
+			if t == nil {
+				continue
+			}
+			if !t.placed[res.Name] {
+				// The scenario itself failed or measured another kind.
+				t.rows = append(t.rows, "| "+cell(res.Title)+strings.Repeat(" | —", 7)+" |\n")
+				t.placed[res.Name] = true
+			}
+			t.rows = append(t.rows, row("↳ "+b.Title, b, nil))
 		}
 	}
-	if len(lat) > 0 {
-		p("\n| scenario | n | p50 ms | p90 ms | p99 ms | min ms | mean ms |\n")
-		p("|---|--:|--:|--:|--:|--:|--:|\n")
-		for _, res := range lat {
-			s := res.Latency
-			p("| %s | %d | %s | %s | %s | %s | %s |\n", cell(res.Title), len(s.Samples),
-				fmtMs(s.P50), fmtMs(s.P90), fmtMs(s.P99), fmtMs(s.Min), fmtMs(s.Mean))
+	for _, kind := range []string{kindLatency, kindThroughput, kindMemory} {
+		if t := tables[kind]; len(t.rows) > 0 {
+			p("\n%s%s", t.header, strings.Join(t.rows, ""))
 		}
 	}
-	if len(thr) > 0 {
-		p("\n| scenario | sandboxes × callers | duration | execs | execs/s | p50 ms | p99 ms |\n")
-		p("|---|--:|--:|--:|--:|--:|--:|\n")
-		for _, res := range thr {
-			t := res.Throughput
-			p("| %s | %d × %d | %.2f s | %d | %.1f | %s | %s |\n", cell(res.Title), t.Sandboxes, t.Callers,
-				t.Elapsed.Seconds(), t.Execs, t.PerSec, fmtMs(t.Latency.P50), fmtMs(t.Latency.P99))
-		}
+	for _, line := range capacity {
+		p("\n%s", line)
 	}
 	if exec, floor, d, ok := r.Overhead(); ok {
 		p("\n**vs floor:** exec true p50 %s ms − spawn floor p50 %s ms = **%s ms** added by sbx per exec\n",
 			fmtMs(exec), fmtMs(floor), fmtMs(d))
 	}
-	if len(failed) > 0 {
-		p("\nFailed:\n")
-		for _, res := range failed {
-			p("- %s: %s\n", res.Title, oneLine(res.Err))
+	if r.hasDockerRatio() {
+		p("\n%s\n", ratioLegend)
+	}
+	for _, list := range []struct {
+		title string
+		lines []string
+	}{{"Notes", notes}, {"Skipped", skipped}, {"Failed", failed}} {
+		if len(list.lines) > 0 {
+			p("\n%s:\n%s", list.title, strings.Join(list.lines, ""))
 		}
 	}
 	return bw.Flush()
 }
 
+// Kinds of results, by what they measured.
+const (
+	kindLatency    = "latency"
+	kindThroughput = "throughput"
+	kindMemory     = "memory"
+	kindCapacity   = "capacity"
+)
+
+// kind says what res measured; "" when it measured nothing.
+func (res Result) kind() string {
+	switch {
+	case res.Err != "" || res.Skipped != "":
+		return ""
+	case res.Latency != nil:
+		return kindLatency
+	case res.Throughput != nil:
+		return kindThroughput
+	case res.Memory != nil:
+		return kindMemory
+	case res.Capacity != nil:
+		return kindCapacity
+	}
+	return ""
+}
+
+// hasDockerRatio reports whether any result compares with Docker.
+func (r Report) hasDockerRatio() bool {
+	for _, res := range r.Results {
+		if res.VsDocker != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// row renders res as a row of its kind's table, titled title.
+func row(title string, res Result, vs *float64) string {
+	ratio := ""
+	if vs != nil {
+		ratio = fmt.Sprintf("%.2f", *vs)
+	}
+	switch res.kind() {
+	case kindLatency:
+		s := res.Latency
+		return fmt.Sprintf("| %s | %d | %s | %s | %s | %s | %s | %s |\n", cell(title), len(s.Samples),
+			fmtMs(s.P50), fmtMs(s.P90), fmtMs(s.P99), fmtMs(s.Min), fmtMs(s.Mean), ratio)
+	case kindThroughput:
+		t := res.Throughput
+		return fmt.Sprintf("| %s | %d × %d | %.2f s | %d | %.1f | %s | %s | %s |\n", cell(title), t.Sandboxes, t.Callers,
+			t.Elapsed.Seconds(), t.Execs, t.PerSec, fmtMs(t.Latency.P50), fmtMs(t.Latency.P99), ratio)
+	case kindMemory:
+		s := res.Memory
+		return fmt.Sprintf("| %s | %d | %s | %s | %s | %s | %s | %s |\n", cell(title), len(s.Samples),
+			fmtMiB(s.P50), fmtMiB(s.P90), fmtMiB(s.P99), fmtMiB(s.Min), fmtMiB(s.Mean), ratio)
+	}
+	return ""
+}
+
+// capacityLine renders the idle capacity scenario's outcome.
+func capacityLine(title string, c *Capacity) string {
+	line := fmt.Sprintf("**%s:** %d, creates p50 %s ms, p99 %s ms; stopped by %s; PSS per sandbox p50 %s MiB",
+		title, c.Held, fmtMs(c.Creates.P50), fmtMs(c.Creates.P99), oneLine(c.Limit), fmtMiB(c.PSS.P50))
+	if c.MemAvailableDrop > 0 {
+		line += fmt.Sprintf(", host MemAvailable fell %s MiB per sandbox", fmtMiB(c.MemAvailableDrop))
+	}
+	return line + "\n"
+}
+
 // fmtMs renders d in milliseconds with two decimals.
 func fmtMs(d time.Duration) string { return fmt.Sprintf("%.2f", ms(d)) }
+
+// fmtMiB renders n bytes in MiB with one decimal.
+func fmtMiB(n uint64) string { return fmt.Sprintf("%.1f", mib(n)) }
 
 // cell escapes s for a Markdown table cell.
 func cell(s string) string { return strings.ReplaceAll(oneLine(s), "|", `\|`) }

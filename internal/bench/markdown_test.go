@@ -27,6 +27,19 @@ func TestWriteMarkdown(t *testing.T) {
 	throughput := Result{Name: NameExecThroughput, Title: "exec throughput", Throughput: &Throughput{
 		Sandboxes: 8, Callers: 2, Execs: 1000, Elapsed: 5 * time.Second, PerSec: 200, Latency: Summarize(msList(10, 20)),
 	}}
+	memory := func(name, title string, mibs ...uint64) Result {
+		var sizes []uint64
+		for _, m := range mibs {
+			sizes = append(sizes, m<<20)
+		}
+		s := SummarizeSizes(sizes)
+		return Result{Name: name, Title: title, Memory: &s}
+	}
+	vs := func(v float64) *float64 { return &v }
+	withBaselines := func(res Result, ratio *float64, baselines ...Result) Result {
+		res.Baselines, res.VsDocker = baselines, ratio
+		return res
+	}
 	withResults := func(results ...Result) Report {
 		r := base
 		r.Results = results
@@ -46,14 +59,14 @@ func TestWriteMarkdown(t *testing.T) {
 				throughput,
 			),
 			want: header + `
-| scenario | n | p50 ms | p90 ms | p99 ms | min ms | mean ms |
-|---|--:|--:|--:|--:|--:|--:|
-| exec true (HTTP) | 2 | 7.00 | 7.80 | 7.98 | 6.00 | 7.00 |
-| spawn floor (posix_spawn in sandbox) | 2 | 1.00 | 1.40 | 1.49 | 0.50 | 1.00 |
+| scenario | n | p50 ms | p90 ms | p99 ms | min ms | mean ms | × vs docker |
+|---|--:|--:|--:|--:|--:|--:|--:|
+| exec true (HTTP) | 2 | 7.00 | 7.80 | 7.98 | 6.00 | 7.00 |  |
+| spawn floor (posix_spawn in sandbox) | 2 | 1.00 | 1.40 | 1.49 | 0.50 | 1.00 |  |
 
-| scenario | sandboxes × callers | duration | execs | execs/s | p50 ms | p99 ms |
-|---|--:|--:|--:|--:|--:|--:|
-| exec throughput | 8 × 2 | 5.00 s | 1000 | 200.0 | 15.00 | 19.90 |
+| scenario | sandboxes × callers | duration | execs | execs/s | p50 ms | p99 ms | × vs docker |
+|---|--:|--:|--:|--:|--:|--:|--:|
+| exec throughput | 8 × 2 | 5.00 s | 1000 | 200.0 | 15.00 | 19.90 |  |
 
 **vs floor:** exec true p50 7.00 ms − spawn floor p50 1.00 ms = **6.00 ms** added by sbx per exec
 `,
@@ -64,9 +77,9 @@ func TestWriteMarkdown(t *testing.T) {
 				latency(NameExecTrue, "exec true (HTTP)", 6, 8),
 			),
 			want: header + `
-| scenario | n | p50 ms | p90 ms | p99 ms | min ms | mean ms |
-|---|--:|--:|--:|--:|--:|--:|
-| exec true (HTTP) | 2 | 7.00 | 7.80 | 7.98 | 6.00 | 7.00 |
+| scenario | n | p50 ms | p90 ms | p99 ms | min ms | mean ms | × vs docker |
+|---|--:|--:|--:|--:|--:|--:|--:|
+| exec true (HTTP) | 2 | 7.00 | 7.80 | 7.98 | 6.00 | 7.00 |  |
 `,
 		},
 		{
@@ -76,12 +89,72 @@ func TestWriteMarkdown(t *testing.T) {
 				Result{Name: NameSpawnFloor, Title: "spawn floor (posix_spawn in sandbox)", Err: "exec python3: exited with status 127:\nnot | found"},
 			),
 			want: header + `
-| scenario | n | p50 ms | p90 ms | p99 ms | min ms | mean ms |
-|---|--:|--:|--:|--:|--:|--:|
-| exec true (HTTP) | 2 | 7.00 | 7.80 | 7.98 | 6.00 | 7.00 |
+| scenario | n | p50 ms | p90 ms | p99 ms | min ms | mean ms | × vs docker |
+|---|--:|--:|--:|--:|--:|--:|--:|
+| exec true (HTTP) | 2 | 7.00 | 7.80 | 7.98 | 6.00 | 7.00 |  |
 
 Failed:
 - spawn floor (posix_spawn in sandbox): exec python3: exited with status 127: not | found
+`,
+		},
+		{
+			name: "baselines, ratios, memory, capacity, notes and skips",
+			report: func() Report {
+				r := withResults(
+					withBaselines(latency(NameCreateExec, "create→first exec (cold)", 100, 140), vs(2.5),
+						latency(baselineDocker, "docker: create+start+exec true", 250, 350),
+						latency(baselineRunscDo, "runsc do true", 90, 110)),
+					Result{Name: NamePoolCreateExec, Title: "create→first exec (warm pool)", Skipped: "no warm pool"},
+					withBaselines(Result{Name: NameExecThroughput, Title: "exec throughput", Err: "exec true: boom"}, nil,
+						Result{Name: baselineDocker, Title: "docker: exec true", Throughput: &Throughput{
+							Sandboxes: 8, Callers: 2, Execs: 100, Elapsed: 5 * time.Second, PerSec: 20, Latency: Summarize(msList(50, 60))}}),
+					withBaselines(memory(NameIdleMemory, "host memory per idle sandbox (PSS)", 30, 32), vs(0.2),
+						memory(baselineDocker, "docker: memory per idle container", 6, 6)),
+					Result{Name: NameIdleCapacity, Title: "idle sandboxes held", Capacity: &Capacity{
+						Held: 120, Limit: "the scenario's cap (--max-idle 120)", Creates: Summarize(msList(100, 300)),
+						MemAvailableDrop: 40 << 20, PSS: SummarizeSizes([]uint64{30 << 20})}},
+					withBaselines(latency(NameFsSmall, "fs 1 MiB", 5, 7), nil,
+						Result{Name: baselineDocker, Title: "docker: archive", Skipped: "no Docker Engine socket at /x"}),
+				)
+				r.Results[0].Note = "creates ask for\nmore memory"
+				r.Docker = "Docker Engine 20.10.24 (API 1.41)"
+				return r
+			}(),
+			want: "## sbx bench — 2026-01-02 03:04 UTC\n\n" +
+				"- host: 2 CPUs, AMD EPYC, Linux 6.1.0, load 0.42 at start\n" +
+				"- runsc: runsc version release-20260101.0\n" +
+				"- docker: Docker Engine 20.10.24 (API 1.41)\n" +
+				"- daemon: http://127.0.0.1:3199, image `python`, 2 runs after 1 warm-up runs, client-side wall clock\n" + `
+| scenario | n | p50 ms | p90 ms | p99 ms | min ms | mean ms | × vs docker |
+|---|--:|--:|--:|--:|--:|--:|--:|
+| create→first exec (cold) | 2 | 120.00 | 136.00 | 139.60 | 100.00 | 120.00 | 2.50 |
+| ↳ docker: create+start+exec true | 2 | 300.00 | 340.00 | 349.00 | 250.00 | 300.00 |  |
+| ↳ runsc do true | 2 | 100.00 | 108.00 | 109.80 | 90.00 | 100.00 |  |
+| fs 1 MiB | 2 | 6.00 | 6.80 | 6.98 | 5.00 | 6.00 |  |
+
+| scenario | sandboxes × callers | duration | execs | execs/s | p50 ms | p99 ms | × vs docker |
+|---|--:|--:|--:|--:|--:|--:|--:|
+| exec throughput | — | — | — | — | — | — | — |
+| ↳ docker: exec true | 8 × 2 | 5.00 s | 100 | 20.0 | 55.00 | 59.90 |  |
+
+| scenario | n | p50 MiB | p90 MiB | p99 MiB | min MiB | mean MiB | × vs docker |
+|---|--:|--:|--:|--:|--:|--:|--:|
+| host memory per idle sandbox (PSS) | 2 | 31.0 | 31.8 | 32.0 | 30.0 | 31.0 | 0.20 |
+| ↳ docker: memory per idle container | 2 | 6.0 | 6.0 | 6.0 | 6.0 | 6.0 |  |
+
+**idle sandboxes held:** 120, creates p50 200.00 ms, p99 298.00 ms; stopped by the scenario's cap (--max-idle 120); PSS per sandbox p50 30.0 MiB, host MemAvailable fell 40.0 MiB per sandbox
+
+` + ratioLegend + `
+
+Notes:
+- create→first exec (cold): creates ask for more memory
+
+Skipped:
+- create→first exec (warm pool): no warm pool
+- fs 1 MiB ↳ docker: archive: no Docker Engine socket at /x
+
+Failed:
+- exec throughput: exec true: boom
 `,
 		},
 		{
@@ -96,9 +169,9 @@ Failed:
 			name:   "a pipe in a title is escaped",
 			report: withResults(latency("x", "a | b", 1)),
 			want: header + `
-| scenario | n | p50 ms | p90 ms | p99 ms | min ms | mean ms |
-|---|--:|--:|--:|--:|--:|--:|
-| a \| b | 1 | 1.00 | 1.00 | 1.00 | 1.00 | 1.00 |
+| scenario | n | p50 ms | p90 ms | p99 ms | min ms | mean ms | × vs docker |
+|---|--:|--:|--:|--:|--:|--:|--:|
+| a \| b | 1 | 1.00 | 1.00 | 1.00 | 1.00 | 1.00 |  |
 `,
 		},
 	}

@@ -51,10 +51,10 @@ type Scenario struct {
 // Scenarios is every scenario, in report order. Adding a measurement is
 // adding an entry.
 var Scenarios = []Scenario{
-	{Name: NameCreateExec, Title: "create→first exec (cold)", run: createFirstExec(true),
-		baselines: []baseline{dockerCreateExec, runscDo}},
+	{Name: NameCreateExec, Title: "create→first exec (cold)", run: coldCreate(true),
+		baselines: []baseline{dockerCreate(true), runscDo}},
 	{Name: NamePoolCreateExec, Title: "create→first exec (warm pool)", run: poolCreateFirstExec, dockerOf: NameCreateExec},
-	{Name: NameCreate, Title: "create (agent ready)", run: createOnly, baselines: []baseline{dockerCreate}},
+	{Name: NameCreate, Title: "create (agent ready)", run: coldCreate(false), baselines: []baseline{dockerCreate(false)}},
 	{Name: NameExecTrue, Title: "exec true (HTTP)", run: execLatency(httpExec, "true"), baselines: []baseline{dockerExec("true")}},
 	{Name: NameExecTrueWS, Title: "exec true (engine WebSocket)", run: execLatency(wsExec, "true"), dockerOf: NameExecTrue},
 	{Name: NameExecPython, Title: "exec python3 -c pass (HTTP)", run: execLatency(httpExec, "python3", "-c", "pass"),
@@ -127,19 +127,10 @@ func (e *env) createWith(ctx context.Context, req api.CreateRequest) (string, er
 // exec runs argv in sandbox id and fails unless it exits 0.
 func (e *env) exec(ctx context.Context, id string, argv ...string) (api.ExecResponse, error) {
 	res, err := e.c.Exec(ctx, api.ExecRequest{SandboxID: id, Argv: argv, TimeoutMs: uint64(execTimeout.Milliseconds())})
-	switch {
-	case err != nil:
+	if err != nil {
 		return res, fmt.Errorf("exec %s: %w", argv[0], err)
-	case res.TimedOut:
-		return res, fmt.Errorf("exec %s: timed out after %s", argv[0], execTimeout)
-	case res.ExitCode == nil || *res.ExitCode != 0:
-		status := "no status"
-		if res.ExitCode != nil {
-			status = "status " + strconv.Itoa(*res.ExitCode)
-		}
-		return res, fmt.Errorf("exec %s: exited with %s: %s", argv[0], status, clip(strings.TrimSpace(res.Stderr), 300))
 	}
-	return res, nil
+	return res, checkExit(argv[0], res)
 }
 
 // repeat calls run Warmup times, then Runs times, and returns the
@@ -168,17 +159,51 @@ func (e *env) withSandbox(ctx context.Context, fn func(id string) error) error {
 	return fn(id)
 }
 
+// createSandboxes creates n sandboxes, running after in each, and
+// returns their ids, also when it fails midway: the caller stops them
+// (stopSandboxes).
+func (e *env) createSandboxes(ctx context.Context, n int, after func(id string) error) ([]string, error) {
+	return makeN(n, func() (string, error) { return e.create(ctx) }, after)
+}
+
+// makeN calls newID n times, then after with each id, and returns the ids
+// made, also when it fails midway.
+func makeN(n int, newID func() (string, error), after func(id string) error) ([]string, error) {
+	var ids []string
+	for range n {
+		id, err := newID()
+		if err != nil {
+			return ids, err
+		}
+		ids = append(ids, id)
+		if after != nil {
+			if err := after(id); err != nil {
+				return ids, err
+			}
+		}
+	}
+	return ids, nil
+}
+
+// stopSandboxes stops sandboxes (e.stops follows their teardown).
+func (e *env) stopSandboxes(ctx context.Context, ids []string) {
+	for _, id := range ids {
+		e.stops.stop(ctx, id)
+	}
+}
+
 func latencyResult(samples []time.Duration) Result {
 	s := Summarize(samples)
 	return Result{Latency: &s}
 }
 
-// createFirstExec times a create plus the first exec of true. With cold,
-// creates ask for a shape the daemon's warm pool does not hold (cold.go),
-// so that each one boots a sandbox.
-func createFirstExec(cold bool) func(context.Context, *env) (Result, error) {
+// coldCreate times creates that boot a sandbox each, until the agent
+// answered, and with firstExec until the first exec of true answered too.
+// On a daemon with a warm pool, the creates ask for a shape the pool does
+// not hold (createRequest).
+func coldCreate(firstExec bool) func(context.Context, *env) (Result, error) {
 	return func(ctx context.Context, e *env) (Result, error) {
-		req, note, err := e.createRequest(ctx, cold)
+		req, note, err := e.createRequest(ctx, true)
 		if err != nil {
 			return Result{}, err
 		}
@@ -189,8 +214,10 @@ func createFirstExec(cold bool) func(context.Context, *env) (Result, error) {
 				return 0, err
 			}
 			defer e.stops.stop(ctx, id)
-			if _, err := e.exec(ctx, id, "true"); err != nil {
-				return 0, err
+			if firstExec {
+				if _, err := e.exec(ctx, id, "true"); err != nil {
+					return 0, err
+				}
 			}
 			return time.Since(start), nil
 		})
@@ -198,27 +225,6 @@ func createFirstExec(cold bool) func(context.Context, *env) (Result, error) {
 		res.Note = note
 		return res, err
 	}
-}
-
-// createOnly times a cold create, which returns once the agent answered.
-func createOnly(ctx context.Context, e *env) (Result, error) {
-	req, note, err := e.createRequest(ctx, true)
-	if err != nil {
-		return Result{}, err
-	}
-	samples, err := e.repeat(ctx, func(ctx context.Context) (time.Duration, error) {
-		start := time.Now()
-		id, err := e.createWith(ctx, req)
-		if err != nil {
-			return 0, err
-		}
-		d := time.Since(start)
-		e.stops.stop(ctx, id)
-		return d, nil
-	})
-	res := latencyResult(samples)
-	res.Note = note
-	return res, err
 }
 
 // execVia runs argv in sandbox id through one transport and fails unless
@@ -271,12 +277,24 @@ for i in range(warmup + runs):
         print('%.9f' % t)
 `
 
+// spawnArgv runs spawnScript for o's runs and warm-up runs.
+func spawnArgv(o Options) []string {
+	return []string{"python3", "-c", spawnScript, strconv.Itoa(o.Runs), strconv.Itoa(o.Warmup)}
+}
+
+// progress reports a step of the run, when Options.Progress is set.
+func (e *env) progress(format string, args ...any) {
+	if e.opts.Progress != nil {
+		fmt.Fprintf(e.opts.Progress, format+"\n", args...)
+	}
+}
+
 // spawnFloor measures, in one exec, what starting a process costs inside
 // the sandbox itself: the floor under any exec round trip.
 func spawnFloor(ctx context.Context, e *env) (Result, error) {
 	var samples []time.Duration
 	err := e.withSandbox(ctx, func(id string) error {
-		res, err := e.exec(ctx, id, "python3", "-c", spawnScript, strconv.Itoa(e.opts.Runs), strconv.Itoa(e.opts.Warmup))
+		res, err := e.exec(ctx, id, spawnArgv(e.opts)...)
 		if err != nil {
 			return err
 		}
@@ -312,21 +330,12 @@ func parseSeconds(out string, want int) ([]time.Duration, error) {
 // execThroughput runs Callers concurrent loops of execs of true on each
 // of Sandboxes sandboxes for Duration and counts the execs that finished.
 func execThroughput(ctx context.Context, e *env) (Result, error) {
-	o := e.opts
-	var ids []string
-	defer func() {
-		for _, id := range ids {
-			e.stops.stop(ctx, id)
-		}
-	}()
-	for range o.Sandboxes {
-		id, err := e.create(ctx)
-		if err != nil {
-			return Result{}, err
-		}
-		ids = append(ids, id)
+	ids, err := e.createSandboxes(ctx, e.opts.Sandboxes, nil)
+	defer e.stopSandboxes(ctx, ids)
+	if err != nil {
+		return Result{}, err
 	}
-	return throughput(ctx, o, ids, func(ctx context.Context, id string) error {
+	return throughput(ctx, e.opts, ids, func(ctx context.Context, id string) error {
 		_, err := e.exec(ctx, id, "true")
 		return err
 	})

@@ -55,7 +55,7 @@ func TestSelect(t *testing.T) {
 		{name: "all, table order", in: Names(), want: Names()},
 		{name: "reordered and spaced", in: []string{" spawn-floor", "exec-true "}, want: []string{NameExecTrue, NameSpawnFloor}},
 		{name: "duplicates once", in: []string{"create", "create"}, want: []string{NameCreate}},
-		{name: "unknown", in: []string{"create", "docker"}, wantErr: `unknown scenario "docker"; known scenarios: create-exec, create,`},
+		{name: "unknown", in: []string{"create", "docker"}, wantErr: `unknown scenario "docker"; known scenarios: create-exec, pool-create-exec, create,`},
 		{name: "empty", in: []string{""}, wantErr: "no scenario given"},
 	}
 	for _, tt := range tests {
@@ -82,7 +82,7 @@ func TestSelect(t *testing.T) {
 }
 
 func validOptions() Options {
-	return Options{Image: "python", Runs: 3, Warmup: 1, Sandboxes: 6, Callers: 2, Duration: 30 * time.Millisecond}
+	return Options{Image: "python", Runs: 3, Warmup: 1, Sandboxes: 6, Callers: 2, Duration: 30 * time.Millisecond, StreamBytes: 1 << 20, MaxIdle: 4}
 }
 
 func TestOptionsValidate(t *testing.T) {
@@ -99,6 +99,8 @@ func TestOptionsValidate(t *testing.T) {
 		{name: "no sandboxes", edit: func(o *Options) { o.Sandboxes = 0 }, wantErr: "sandboxes must be at least 1"},
 		{name: "no callers", edit: func(o *Options) { o.Callers = 0 }, wantErr: "callers must be at least 1"},
 		{name: "no duration", edit: func(o *Options) { o.Duration = 0 }, wantErr: "duration must be positive"},
+		{name: "no stream", edit: func(o *Options) { o.StreamBytes = 0 }, wantErr: "stream size must be at least 1 byte"},
+		{name: "no idle sandboxes", edit: func(o *Options) { o.MaxIdle = 0 }, wantErr: "max idle sandboxes must be at least 1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -200,15 +202,21 @@ func (d *fakeDaemon) stop(_ context.Context, req api.StopRequest) (api.StopRespo
 }
 
 func TestRun(t *testing.T) {
+	// The fake daemon has no file functions, no /metrics (so no warm pool),
+	// no engine WebSocket and no processes of its sandboxes; Docker and
+	// runsc are not given, so every baseline is skipped.
+	noFs := []string{NameFsSmall, NameFsStream}
+	skipped := []string{NamePoolCreateExec, NameExecTrueWS, NameExecPythonWS, NameIdleMemory, NameIdleCapacity}
 	tests := []struct {
-		name       string
-		scenarios  []string
-		failArgv0  string
-		wantFailed []string
+		name        string
+		scenarios   []string
+		failArgv0   string
+		wantFailed  []string
+		wantSkipped []string
 	}{
-		{name: "every scenario", scenarios: Names()},
+		{name: "every scenario", scenarios: Names(), wantFailed: noFs, wantSkipped: skipped},
 		{name: "a failing command fails only its scenarios", scenarios: Names(), failArgv0: "python3",
-			wantFailed: []string{NameExecPython, NameSpawnFloor}},
+			wantFailed: append([]string{NameExecPython, NameSpawnFloor}, noFs...), wantSkipped: skipped},
 		{name: "a selection", scenarios: []string{NameCreate}},
 	}
 	for _, tt := range tests {
@@ -225,11 +233,20 @@ func TestRun(t *testing.T) {
 				t.Fatalf("Run: %v", err)
 			}
 
-			var names, failed []string
+			var names, failed, skipped []string
 			for _, res := range rep.Results {
 				names = append(names, res.Name)
+				for _, b := range res.Baselines {
+					if b.Skipped == "" || b.Err != "" {
+						t.Errorf("%s: baseline %s ran without Docker or runsc: %+v", res.Name, b.Name, b)
+					}
+				}
 				if res.Err != "" {
 					failed = append(failed, res.Name)
+					continue
+				}
+				if res.Skipped != "" {
+					skipped = append(skipped, res.Name)
 					continue
 				}
 				switch {
@@ -249,11 +266,16 @@ func TestRun(t *testing.T) {
 			if !slices.Equal(names, tt.scenarios) {
 				t.Errorf("results of %v, want %v", names, tt.scenarios)
 			}
+			slices.Sort(failed)
+			slices.Sort(tt.wantFailed)
 			if !slices.Equal(failed, tt.wantFailed) || rep.Failed() != (len(tt.wantFailed) > 0) {
 				t.Errorf("failed %v (Failed() = %v), want %v", failed, rep.Failed(), tt.wantFailed)
 			}
+			if !slices.Equal(skipped, tt.wantSkipped) {
+				t.Errorf("skipped %v, want %v", skipped, tt.wantSkipped)
+			}
 			_, _, _, overhead := rep.Overhead()
-			if want := slices.Contains(names, NameExecTrue) && len(tt.wantFailed) == 0 && slices.Contains(names, NameSpawnFloor); overhead != want || (rep.OverheadMs != nil) != want {
+			if want := slices.Contains(names, NameExecTrue) && !slices.Contains(tt.wantFailed, NameSpawnFloor) && slices.Contains(names, NameSpawnFloor); overhead != want || (rep.OverheadMs != nil) != want {
 				t.Errorf("overhead reported %v, want %v", overhead, want)
 			}
 

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -98,20 +99,30 @@ func mib(n uint64) float64 { return float64(n) / (1 << 20) }
 
 // MarshalJSON writes the statistics in MiB.
 func (s Sizes) MarshalJSON() ([]byte, error) {
-	samples := make([]float64, len(s.Samples))
-	for i, n := range s.Samples {
-		samples[i] = mib(n)
+	return summaryJSON("mib", mib, s.Samples, [6]uint64{s.P50, s.P90, s.P99, s.Min, s.Mean, s.Max})
+}
+
+// summaryJSON renders a summary in one unit, named by the suffix of its
+// fields: {"n", "p50_<unit>", "p90_", "p99_", "min_", "mean_", "max_",
+// "samples_"}; conv converts a value to the unit.
+func summaryJSON[T time.Duration | uint64](unit string, conv func(T) float64, samples []T, stats [6]T) ([]byte, error) {
+	b := fmt.Appendf(nil, `{"n":%d`, len(samples))
+	for i, name := range []string{"p50", "p90", "p99", "min", "mean", "max"} {
+		v, err := json.Marshal(conv(stats[i]))
+		if err != nil {
+			return nil, err
+		}
+		b = fmt.Appendf(b, `,"%s_%s":%s`, name, unit, v)
 	}
-	return json.Marshal(struct {
-		N          int       `json:"n"`
-		P50        float64   `json:"p50_mib"`
-		P90        float64   `json:"p90_mib"`
-		P99        float64   `json:"p99_mib"`
-		Min        float64   `json:"min_mib"`
-		Mean       float64   `json:"mean_mib"`
-		Max        float64   `json:"max_mib"`
-		SamplesMiB []float64 `json:"samples_mib"`
-	}{len(s.Samples), mib(s.P50), mib(s.P90), mib(s.P99), mib(s.Min), mib(s.Mean), mib(s.Max), samples})
+	converted := make([]float64, len(samples))
+	for i, v := range samples {
+		converted[i] = conv(v)
+	}
+	all, err := json.Marshal(converted)
+	if err != nil {
+		return nil, err
+	}
+	return fmt.Appendf(b, `,"samples_%s":%s}`, unit, all), nil
 }
 
 // ms converts d to fractional milliseconds, the unit of every report.
@@ -119,18 +130,5 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 
 // MarshalJSON writes the statistics in milliseconds.
 func (s Stats) MarshalJSON() ([]byte, error) {
-	samples := make([]float64, len(s.Samples))
-	for i, d := range s.Samples {
-		samples[i] = ms(d)
-	}
-	return json.Marshal(struct {
-		N         int       `json:"n"`
-		P50       float64   `json:"p50_ms"`
-		P90       float64   `json:"p90_ms"`
-		P99       float64   `json:"p99_ms"`
-		Min       float64   `json:"min_ms"`
-		Mean      float64   `json:"mean_ms"`
-		Max       float64   `json:"max_ms"`
-		SamplesMs []float64 `json:"samples_ms"`
-	}{len(s.Samples), ms(s.P50), ms(s.P90), ms(s.P99), ms(s.Min), ms(s.Mean), ms(s.Max), samples})
+	return summaryJSON("ms", ms, s.Samples, [6]time.Duration{s.P50, s.P90, s.P99, s.Min, s.Mean, s.Max})
 }

@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,61 +12,96 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sbx-dev/sbx/client"
 	"github.com/sbx-dev/sbx/internal/bench"
 )
 
 func (a *app) benchCmd() *cobra.Command {
 	opts := bench.Options{Progress: a.stderr}
 	var scenarios, jsonOut string
+	var private bool
+	var streamMiB int64
 	cmd := &cobra.Command{
 		Use:   "bench",
-		Short: "Measure sandbox latency and exec throughput against the daemon at $SBX_URL",
-		Long: "Measure sandbox latency and exec throughput against the daemon at $SBX_URL.\n" +
+		Short: "Measure sandbox latency, throughput and memory, with Docker and runsc as baselines",
+		Long: "Measure sandbox latency, throughput, file transfers and memory against the daemon at $SBX_URL,\n" +
+			"or, with --private, against a daemon the bench starts and stops itself (a warm pool of the\n" +
+			"image, room for --max-idle sandboxes). Docker (through its Engine API, with the daemon's own\n" +
+			"root filesystem imported) and `runsc do` are measured in the same run when present.\n" +
 			"Prints a Markdown table on stdout and writes the samples as JSON to --json-out.\n" +
 			"Scenarios: " + strings.Join(bench.Names(), ", ") + ".",
 		Args: cobra.NoArgs,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Image, "image", "python", "catalog image of the sandboxes")
-	fl.IntVar(&opts.Runs, "runs", 30, "timed runs of each latency scenario")
+	fl.IntVar(&opts.Runs, "runs", 30, "timed runs of each latency scenario (and sandboxes of the memory one)")
 	fl.IntVar(&opts.Warmup, "warmup", 3, "untimed runs before the timed ones")
 	fl.StringVar(&scenarios, "scenarios", strings.Join(bench.Names(), ","), "comma-separated scenarios to run")
 	fl.IntVar(&opts.Sandboxes, "sandboxes", 8, "sandboxes of the throughput scenario")
 	fl.IntVar(&opts.Callers, "callers", 2, "concurrent callers per sandbox in the throughput scenario")
 	fl.DurationVar(&opts.Duration, "duration", 5*time.Second, "length of the throughput scenario")
+	fl.Int64Var(&streamMiB, "stream-mib", 100, "MiB of the streamed upload and download")
+	fl.IntVar(&opts.MaxIdle, "max-idle", 120, "most idle sandboxes the capacity scenario creates")
+	fl.StringVar(&opts.EngineURL, "engine-url", "", `engine WebSocket of the daemon (default: ws://127.0.0.1:49134 for the default daemon; "" skips)`)
+	fl.StringVar(&opts.DockerSocket, "docker", "/var/run/docker.sock", `Docker Engine socket of the baseline ("" skips Docker)`)
+	fl.StringVar(&opts.ImageCache, "image-cache", "", "the daemon's image cache, whose root filesystem Docker imports (default: $SBX_DATA_DIR/images)")
+	fl.BoolVar(&private, "private", false, "start a daemon of its own for the run, and stop it after")
 	fl.StringVar(&jsonOut, "json-out", "bench-results.json", `write the results as JSON to this file ("" skips it)`)
 	cmd.RunE = action(func(cmd *cobra.Command, _ []string) error {
 		sel, err := bench.Select(strings.Split(scenarios, ","))
 		if err != nil {
 			return usagef("--scenarios: %v", err)
 		}
+		opts.StreamBytes = streamMiB << 20
 		if err := opts.Validate(); err != nil {
 			return usagef("%v", err)
 		}
+		if opts.ImageCache == "" {
+			opts.ImageCache = a.defaultImageCache()
+		}
 		opts.RunscPath = runscNextToSelf()
-		rep, err := bench.Run(cmd.Context(), a.client(), opts, sel)
-		if err != nil {
-			return err
+		opts.Token = a.getenv("SBX_TOKEN")
+		c := a.client()
+		if !cmd.Flags().Changed("engine-url") {
+			opts.EngineURL = engineURLFor(c.URL())
 		}
-		if err := rep.WriteMarkdown(a.stdout); err != nil {
-			return err
-		}
-		if jsonOut != "" {
-			b, err := json.MarshalIndent(rep, "", "  ")
+		if private {
+			d, err := startPrivateDaemon(cmd.Context(), opts.ImageCache, opts.Image, opts.MaxIdle, a.stderr)
 			if err != nil {
-				return fmt.Errorf("encoding results: %w", err)
+				return err
 			}
-			if err := os.WriteFile(jsonOut, append(b, '\n'), 0o644); err != nil {
-				return fmt.Errorf("writing results: %w", err)
-			}
-			fmt.Fprintf(a.stderr, "bench: results written to %s\n", jsonOut)
+			c, opts.EngineURL, opts.Token = client.New(d.url, ""), d.engineURL, ""
+			err = a.runBench(cmd.Context(), c, opts, sel, jsonOut)
+			return errors.Join(err, d.stop())
 		}
-		if rep.Failed() {
-			return fmt.Errorf("some scenarios failed (listed under Failed)")
-		}
-		return nil
+		return a.runBench(cmd.Context(), c, opts, sel, jsonOut)
 	})
 	return cmd
+}
+
+// runBench runs the benchmark against c and prints and writes its report.
+func (a *app) runBench(ctx context.Context, c *client.Client, opts bench.Options, sel []bench.Scenario, jsonOut string) error {
+	rep, err := bench.Run(ctx, c, opts, sel)
+	if err != nil {
+		return err
+	}
+	if err := rep.WriteMarkdown(a.stdout); err != nil {
+		return err
+	}
+	if jsonOut != "" {
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return fmt.Errorf("encoding results: %w", err)
+		}
+		if err := os.WriteFile(jsonOut, append(b, '\n'), 0o644); err != nil {
+			return fmt.Errorf("writing results: %w", err)
+		}
+		fmt.Fprintf(a.stderr, "bench: results written to %s\n", jsonOut)
+	}
+	if rep.Failed() {
+		return fmt.Errorf("some scenarios failed (listed under Failed)")
+	}
+	return nil
 }
 
 // runscNextToSelf is the runsc binary beside this one, as `make build`

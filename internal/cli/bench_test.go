@@ -7,11 +7,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sbx-dev/sbx/internal/config"
 	"github.com/sbx-dev/sbx/internal/httpapi/httpapitest"
 )
 
 func TestBench(t *testing.T) {
-	quick := []string{"bench", "--runs", "2", "--warmup", "0", "--sandboxes", "1", "--callers", "1", "--duration", "20ms"}
+	// Hermetic: no Docker baseline even where Docker runs.
+	quick := []string{"bench", "--runs", "2", "--warmup", "0", "--sandboxes", "1", "--callers", "1", "--duration", "20ms", "--docker", ""}
 	tests := []struct {
 		name       string
 		args       []string
@@ -52,6 +54,19 @@ func TestBench(t *testing.T) {
 			args:       []string{"--runs", "0"},
 			wantCode:   exitUsage,
 			wantStderr: "runs must be at least 1, got 0",
+		},
+		{
+			name:       "no stream",
+			args:       []string{"--stream-mib", "0"},
+			wantCode:   exitUsage,
+			wantStderr: "stream size must be at least 1 byte",
+		},
+		{
+			name: "docker and runsc baselines are skipped, not failed",
+			args: []string{"--scenarios", "create-exec"},
+			wantStdout: []string{"| create→first exec (cold) | 2 |", "- docker: not measured: the Docker baselines are off",
+				"Skipped:\n- create→first exec (cold) ↳ runsc do true (boot, run, exit): no runsc binary at "},
+			wantJSON: []string{"create-exec"},
 		},
 		{
 			name:     "arguments",
@@ -102,5 +117,29 @@ func TestBench(t *testing.T) {
 				t.Errorf("results file names %v, want %v", names, tt.wantJSON)
 			}
 		})
+	}
+}
+
+func TestEngineURLFor(t *testing.T) {
+	for daemonURL, want := range map[string]string{
+		"":                        "ws://127.0.0.1:49134",
+		"http://127.0.0.1:3111":   "ws://127.0.0.1:49134",
+		"http://127.0.0.1:3111/":  "ws://127.0.0.1:49134",
+		"http://127.0.0.1:3211":   "",
+		"https://sbx.example.com": "",
+	} {
+		if got := engineURLFor(daemonURL); got != want {
+			t.Errorf("engineURLFor(%q) = %q, want %q", daemonURL, got, want)
+		}
+	}
+}
+
+func TestPrivateConfig(t *testing.T) {
+	cfg, err := config.Parse([]byte(privateConfig("/var/tmp/cache dir", "node", 120)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.ImageCacheDir != "/var/tmp/cache dir" || cfg.WarmPool["node"] != privateWarmPool || cfg.MaxConcurrentSandboxes < 120+privateWarmPool {
+		t.Errorf("private daemon config = %+v", cfg)
 	}
 }

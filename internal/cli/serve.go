@@ -13,8 +13,9 @@ import (
 
 // Defaults shared with the daemon.
 const (
-	defaultListen  = daemon.DefaultListen
-	defaultDataDir = daemon.DefaultDataDir
+	defaultListen       = daemon.DefaultListen
+	defaultEngineListen = daemon.DefaultEngineListen
+	defaultDataDir      = daemon.DefaultDataDir
 )
 
 func (a *app) serveCmd() *cobra.Command {

@@ -23,6 +23,7 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sort"
 	"time"
@@ -32,6 +33,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sbx-dev/sbx/api"
+	agentv1 "github.com/sbx-dev/sbx/api/agent/v1"
 	"github.com/sbx-dev/sbx/internal/config"
 	"github.com/sbx-dev/sbx/internal/runtime"
 )
@@ -43,12 +45,16 @@ const (
 	// warmMaxBackoff bounds the wait after failed refill boots, which
 	// doubles from one second.
 	warmMaxBackoff = time.Minute
+	// warmRefillDelay is how long the refill waits after a claim: a boot
+	// takes a core for a good part of its time, and the claimer's first
+	// requests come right after the claim.
+	warmRefillDelay = 200 * time.Millisecond
 )
 
 // Pool miss reasons, the result label of WarmPoolStat counts.
 const (
-	warmHit   = "hit"
-	warmEmpty = "empty" // no pool sandbox was ready
+	warmHit    = "hit"
+	warmEmpty  = "empty" // no pool sandbox was ready
 	warmMisfit = "shape" // the create asked for more, or for a network
 )
 
@@ -154,6 +160,11 @@ func (p *warmPool) wake() {
 	}
 }
 
+// wakeAfter wakes the refill loop once d has passed.
+func (p *warmPool) wakeAfter(d time.Duration) {
+	time.AfterFunc(d, p.wake)
+}
+
 // startWarm starts the pool's refill loop, when there is a pool.
 func (m *Manager) startWarm() {
 	if m.pool == nil {
@@ -177,7 +188,7 @@ func (m *Manager) claimWarm(ctx context.Context, req api.CreateRequest, cpus, me
 		m.countWarm(req.Image, warmMisfit)
 		return nil
 	}
-	defer p.wake()
+	defer p.wakeAfter(warmRefillDelay)
 	for {
 		w := m.takeWarm(req.Image)
 		if w == nil {
@@ -197,6 +208,11 @@ func (m *Manager) claimWarm(ctx context.Context, req api.CreateRequest, cpus, me
 				return nil
 			}
 		}
+		if ctx.Err() != nil {
+			// Nobody would learn this sandbox's id.
+			m.discardWarm(sb, "its create was cancelled")
+			return nil
+		}
 		rec := sb.rec
 		rec.pooled = false
 		rec.Name, rec.Owner, rec.Env = req.Name, OwnerFrom(ctx), req.Env
@@ -210,7 +226,7 @@ func (m *Manager) claimWarm(ctx context.Context, req api.CreateRequest, cpus, me
 		}
 		// Nobody else sees sb until it is registered.
 		sb.rec = rec
-		sb.baseEnv = mergeEnv(imageBaseEnv(sb.user), sb.image.Config.Env, rec.Env)
+		sb.baseEnv = baseEnv(sb.user, sb.image, rec.Env)
 		sb.touch()
 		m.countWarm(req.Image, warmHit)
 		trace.SpanFromContext(ctx).SetAttributes(attribute.Bool("sbx.warm_pool_hit", true))
@@ -440,7 +456,39 @@ func (m *Manager) bootWarm(ctx context.Context, image string) (*sandbox, error) 
 		CreatedAt:       time.Now().UTC(),
 		pooled:          true,
 	}
-	return m.bootSandbox(ctx, rec, img)
+	sb, err := m.bootSandbox(ctx, rec, img)
+	if err != nil {
+		return nil, err
+	}
+	if err := warmUp(ctx, sb); err != nil {
+		m.discardWarm(sb, "its warm-up exec failed")
+		return nil, err
+	}
+	return sb, nil
+}
+
+// warmUpTimeout bounds the warm-up exec of a pool sandbox.
+const warmUpTimeout = 10 * time.Second
+
+// warmUp runs one `true` in a new pool sandbox, as its image's user: the
+// first process a sandbox starts costs more than the next ones (gVisor
+// sets up a host stub process for the new address space and faults in the
+// agent's spawn path), and the pool takes that cost off the create that
+// claims the sandbox.
+func warmUp(ctx context.Context, sb *sandbox) error {
+	areq := &agentv1.ExecRequest{
+		Argv:      []string{"true"},
+		Env:       sb.baseEnv,
+		Workdir:   sb.image.Config.WorkingDir,
+		TimeoutMs: warmUpTimeout.Milliseconds(),
+	}
+	applyUser(areq, sb.user)
+	// The exit status does not matter: in an image without true the
+	// spawn path has run all the same.
+	if _, err := sb.agent.Exec(ctx, areq); err != nil {
+		return fmt.Errorf("warming up sandbox %s: %w", sb.rec.ID, err)
+	}
+	return nil
 }
 
 // addWarm ends a refill boot: its sandbox, if any, joins the pool, unless

@@ -41,11 +41,17 @@ func newSandbox(rec *record, inst runtime.Instance, ac *agentclient.Client, img 
 		agent:        ac,
 		image:        img,
 		user:         user,
-		baseEnv:      mergeEnv(imageBaseEnv(user), img.Config.Env, rec.Env),
+		baseEnv:      baseEnv(user, img, rec.Env),
 		slots:        make(chan struct{}, execCap),
 		destroyed:    make(chan struct{}),
 		lastActivity: time.Now(),
 	}
+}
+
+// baseEnv is the env every exec of a sandbox starts from: the image's
+// user's defaults, the image's env, then the create-time env.
+func baseEnv(user *image.User, img *image.Image, env []string) []string {
+	return mergeEnv(imageBaseEnv(user), img.Config.Env, env)
 }
 
 // tombstone is a stopped sandbox known only from its record.

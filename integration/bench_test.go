@@ -1,0 +1,121 @@
+package integration
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sbx-dev/sbx/internal/bench"
+	"github.com/sbx-dev/sbx/internal/testutil"
+)
+
+// TestBenchScenarios runs every benchmark scenario, briefly, against a
+// real daemon with a warm pool: each one must measure (none fail or skip),
+// and the run must leave nothing behind. Docker is never a test
+// dependency: its baselines are off; runsc do runs.
+func TestBenchScenarios(t *testing.T) {
+	d := startDaemon(t, baseConfig("max_concurrent_sandboxes: 12\nwarm_pool: {python: 2}\n"))
+	d.waitPoolReady("python", 2)
+	opts := bench.Options{
+		Image: "python", Runs: 3, Warmup: 1, Sandboxes: 2, Callers: 2, Duration: 500 * time.Millisecond,
+		StreamBytes: 8 << 20, MaxIdle: 4, EngineURL: d.engineURL, RunscPath: testutil.RunscPath(),
+		ImageCache: testutil.ImageCacheDir(),
+	}
+	rep, err := bench.Run(t.Context(), d.c, opts, bench.Scenarios)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var md bytes.Buffer
+	if err := rep.WriteMarkdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("report:\n%s", md.String())
+	for _, res := range rep.Results {
+		if res.Err != "" || res.Skipped != "" {
+			t.Errorf("%s: error %q, skipped %q", res.Name, res.Err, res.Skipped)
+		}
+		for _, b := range res.Baselines {
+			if b.Err != "" || (b.Name != "docker" && b.Skipped != "") {
+				t.Errorf("%s ↳ %s: error %q, skipped %q", res.Name, b.Name, b.Err, b.Skipped)
+			}
+		}
+		switch res.Name {
+		case bench.NameIdleMemory:
+			if m := res.Memory; m == nil || m.P50 < 4<<20 || m.P50 > 256<<20 {
+				t.Errorf("memory per idle sandbox = %+v, want between 4 and 256 MiB", m)
+			}
+		case bench.NameIdleCapacity:
+			if c := res.Capacity; c == nil || c.Held != opts.MaxIdle || !strings.Contains(c.Limit, "--max-idle 4") {
+				t.Errorf("idle capacity = %+v, want %d held up to the cap", c, opts.MaxIdle)
+			}
+		case bench.NameCreateExec:
+			if !strings.Contains(res.Note, "warm pool") {
+				t.Errorf("cold creates on a daemon with a pool are not told apart: note %q", res.Note)
+			}
+		}
+	}
+	if i := slices.IndexFunc(rep.Results, func(r bench.Result) bool { return r.Name == bench.NameExecTrue }); i < 0 || rep.OverheadMs == nil {
+		t.Errorf("no overhead over the spawn floor reported")
+	}
+	// Every sandbox the bench created is gone; only the pool's remain.
+	time.Sleep(time.Second)
+	if ids := runscSandboxIDs(d.dataDir); len(ids) > 2 {
+		t.Errorf("sandboxes left after the bench: %v", ids)
+	}
+}
+
+// TestBenchPrivateDaemon is `make bench` in miniature: `sbx bench
+// --private` starts a daemon of its own (with a warm pool), measures, and
+// stops it, leaving nothing behind.
+func TestBenchPrivateDaemon(t *testing.T) {
+	testutil.RequiresIntegration(t)
+	sbx, agent := binaries(t)
+	out := filepath.Join(t.TempDir(), "results.json")
+	cmd := exec.Command(sbx, "bench", "--private", "--runs", "2", "--warmup", "0", "--docker", "",
+		"--scenarios", "create-exec,pool-create-exec,exec-true,exec-true-ws",
+		"--image-cache", testutil.ImageCacheDir(), "--json-out", out)
+	// The private daemon finds runsc and the agent on PATH.
+	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(testutil.RunscPath())+":"+filepath.Dir(agent)+":"+os.Getenv("PATH"))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("sbx bench --private: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	for _, want := range []string{"| create→first exec (cold) | 2 |", "| create→first exec (warm pool) | 2 |", "| exec true (engine WebSocket) | 2 |"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, stdout.String())
+		}
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Results []struct {
+			Name    string `json:"name"`
+			Latency *struct {
+				N int `json:"n"`
+			} `json:"latency"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal(b, &rep); err != nil || len(rep.Results) != 4 || rep.Results[1].Latency == nil || rep.Results[1].Latency.N != 2 {
+		t.Fatalf("results file: %+v, %v\n%s", rep, err, b)
+	}
+	// The private daemon wrote its log and data under one directory that
+	// is gone now, with its sandboxes.
+	log := strings.TrimSpace(strings.TrimPrefix(grepLines(stderr.String(), "private daemon (log "), "bench: started a private daemon (log "))
+	dir := filepath.Dir(strings.TrimSuffix(log, ")"))
+	if !strings.HasPrefix(filepath.Base(dir), "sbx-bench-") {
+		t.Fatalf("no private daemon log named on stderr:\n%s", stderr.String())
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("private daemon directory %s left behind (%v)", dir, err)
+	}
+	assertNoLeftovers(t, dir)
+}

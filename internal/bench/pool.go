@@ -1,0 +1,162 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/sbx-dev/sbx/api"
+)
+
+// poolInfo is what the daemon's /metrics said of the warm pool of the
+// benchmark's image when the run started.
+type poolInfo struct {
+	// target is the pool's configured size; 0 without a pool.
+	target int
+	// why explains a target of 0.
+	why string
+}
+
+// poolWaitTimeout bounds the wait for the pool to refill between runs.
+const poolWaitTimeout = 2 * time.Minute
+
+// metricValue finds the value of the sample with exactly this name and
+// these labels in a Prometheus text exposition.
+func metricValue(text, sample string) (float64, bool) {
+	re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(sample) + ` (\S+)$`)
+	m := re.FindStringSubmatch(text)
+	if m == nil {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(m[1], 64)
+	return v, err == nil
+}
+
+// poolState reads the pool of the benchmark's image: its target, the
+// sandboxes ready and the creates it served.
+func (e *env) poolState(ctx context.Context) (target, ready int, hits uint64, err error) {
+	text, err := e.c.Prometheus(ctx)
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("reading the daemon's /metrics: %w", err)
+	}
+	label := `{image="` + e.opts.Image + `"}`
+	t, _ := metricValue(text, "sbx_warm_pool_target"+label)
+	r, _ := metricValue(text, "sbx_warm_pool_ready"+label)
+	h, _ := metricValue(text, `sbx_warm_pool_claims_total{image="`+e.opts.Image+`",result="hit"}`)
+	return int(t), int(r), uint64(h), nil
+}
+
+// readPool learns whether the daemon keeps a warm pool of the benchmark's
+// image, at the start of a run.
+func (e *env) readPool(ctx context.Context) {
+	target, _, _, err := e.poolState(ctx)
+	switch {
+	case err != nil:
+		e.pool = poolInfo{why: err.Error()}
+	case target == 0:
+		e.pool = poolInfo{why: fmt.Sprintf("the daemon keeps no warm pool of %s (warm_pool: {%s: 2} in its config)", e.opts.Image, e.opts.Image)}
+	default:
+		e.pool = poolInfo{target: target}
+	}
+}
+
+// createRequest is the create a scenario times. A cold one, on a daemon
+// with a warm pool of the image, asks for 1 MiB more memory than the
+// default: the pool holds only sandboxes of the default shape, so each
+// such create boots its own sandbox, of practically the same size. note
+// says so for the report.
+func (e *env) createRequest(ctx context.Context, cold bool) (req api.CreateRequest, note string, err error) {
+	req = api.CreateRequest{Image: e.opts.Image, Name: sandboxName}
+	if !cold || e.pool.target == 0 {
+		return req, "", nil
+	}
+	d, err := e.learnDefaults(ctx)
+	if err != nil {
+		return req, "", err
+	}
+	req.MemoryMB = d.MemoryMB + 1
+	return req, fmt.Sprintf("creates ask for memory_mb %d (default %d + 1) so that the daemon's warm pool of %d does not serve them",
+		req.MemoryMB, d.MemoryMB, e.pool.target), nil
+}
+
+// learnDefaults returns the limits a create without any gets, from a
+// sandbox created for the purpose (once per run).
+func (e *env) learnDefaults(ctx context.Context) (api.SandboxInfo, error) {
+	if e.defaults != nil {
+		return *e.defaults, nil
+	}
+	var info api.SandboxInfo
+	err := e.withSandbox(ctx, func(id string) error {
+		var err error
+		info, err = e.c.Get(ctx, id)
+		return err
+	})
+	if err != nil {
+		return info, fmt.Errorf("learning the daemon's default limits: %w", err)
+	}
+	e.defaults = &info
+	return info, nil
+}
+
+// poolCreateFirstExec times a create served by the warm pool plus its
+// first exec. Before each run, off the clock, earlier sandboxes are gone
+// and the pool is full again; after it, the pool's hit counter must have
+// moved, or the run is an error (the create booted instead).
+func poolCreateFirstExec(ctx context.Context, e *env) (Result, error) {
+	if e.pool.target == 0 {
+		return Result{}, skipf("%s", e.pool.why)
+	}
+	samples, err := e.repeat(ctx, func(ctx context.Context) (time.Duration, error) {
+		if err := e.stops.drain(); err != nil {
+			return 0, err
+		}
+		hits, err := e.waitPoolFull(ctx)
+		if err != nil {
+			return 0, err
+		}
+		start := time.Now()
+		id, err := e.create(ctx)
+		if err != nil {
+			return 0, err
+		}
+		defer e.stops.stop(ctx, id)
+		if _, err := e.exec(ctx, id, "true"); err != nil {
+			return 0, err
+		}
+		d := time.Since(start)
+		if _, _, after, err := e.poolState(ctx); err != nil {
+			return 0, err
+		} else if after != hits+1 {
+			return 0, fmt.Errorf("create of sandbox %s did not come from the warm pool (pool hits %d, then %d)", id, hits, after)
+		}
+		return d, nil
+	})
+	res := latencyResult(samples)
+	res.Note = fmt.Sprintf("the pool (%d %s sandboxes) is refilled and earlier sandboxes are gone before each run, off the clock", e.pool.target, e.opts.Image)
+	return res, err
+}
+
+// waitPoolFull waits until the pool holds its target and returns its hit
+// count then.
+func (e *env) waitPoolFull(ctx context.Context) (hits uint64, err error) {
+	deadline := time.Now().Add(poolWaitTimeout)
+	for {
+		target, ready, hits, err := e.poolState(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if ready >= target {
+			return hits, nil
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("the warm pool holds %d of %d sandboxes after %s", ready, target, poolWaitTimeout)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}

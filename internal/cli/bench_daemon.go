@@ -1,0 +1,173 @@
+package cli
+
+// `sbx bench --private`: the benchmark starts a daemon of its own, on
+// loopback ports the kernel picks and a throw-away data dir, configured
+// for the benchmark (a warm pool of the image, room for the idle capacity
+// scenario), and stops it afterwards. `make bench` uses it.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+const (
+	// privateStartTimeout bounds the wait for the private daemon to serve.
+	privateStartTimeout = 60 * time.Second
+	// privateStopTimeout bounds its shutdown, which stops its sandboxes.
+	privateStopTimeout = 60 * time.Second
+	// privateWarmPool is the warm pool size of the benchmark image.
+	privateWarmPool = 2
+)
+
+// privateDaemon is a `sbx serve` child process of the benchmark.
+type privateDaemon struct {
+	cmd     *exec.Cmd
+	dir     string
+	logPath string
+	// url and engineURL are where it serves.
+	url, engineURL string
+	exited         chan error
+}
+
+// privateConfig is the private daemon's config: the given image cache, a
+// warm pool of the image, and room for maxIdle idle sandboxes plus the
+// pool and the stops under way.
+func privateConfig(imageCache, image string, maxIdle int) string {
+	return fmt.Sprintf("image_cache_dir: %q\nmax_concurrent_sandboxes: %d\nmax_concurrent_exec_per_sandbox: 8\nwarm_pool: {%q: %d}\n",
+		imageCache, maxIdle+privateWarmPool+8, image, privateWarmPool)
+}
+
+// startPrivateDaemon starts `sbx serve` (this very binary) with
+// privateConfig and waits until it serves.
+func startPrivateDaemon(ctx context.Context, imageCache, image string, maxIdle int, log io.Writer) (*privateDaemon, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("finding the sbx binary: %w", err)
+	}
+	dir, err := os.MkdirTemp("", "sbx-bench-")
+	if err != nil {
+		return nil, err
+	}
+	d := &privateDaemon{dir: dir, logPath: filepath.Join(dir, "daemon.log"), exited: make(chan error, 1)}
+	cfgPath := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfgPath, []byte(privateConfig(imageCache, image, maxIdle)), 0o600); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	logFile, err := os.Create(d.logPath)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	d.cmd = exec.Command(self, "serve", "--config", cfgPath, "--listen", "127.0.0.1:0", "--engine-listen", "127.0.0.1:0",
+		"--data-dir", filepath.Join(dir, "data"))
+	stderr, err := d.cmd.StderrPipe()
+	if err != nil {
+		logFile.Close()
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	// Keep terminal signals for the bench, which stops the daemon itself.
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := d.cmd.Start(); err != nil {
+		logFile.Close()
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("starting sbx serve: %w", err)
+	}
+	serving := make(chan [2]string, 1)
+	logged := make(chan struct{})
+	go func() {
+		defer close(logged)
+		defer logFile.Close()
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			line := sc.Bytes()
+			fmt.Fprintf(logFile, "%s\n", line)
+			var rec struct {
+				Msg          string `json:"msg"`
+				Listen       string `json:"listen"`
+				EngineListen string `json:"engine_listen"`
+			}
+			if json.Unmarshal(line, &rec) == nil && rec.Msg == "sbx serving" {
+				serving <- [2]string{rec.Listen, rec.EngineListen}
+			}
+		}
+	}()
+	go func() {
+		<-logged // Wait closes stderr: read it all first
+		d.exited <- d.cmd.Wait()
+	}()
+	fmt.Fprintf(log, "bench: started a private daemon (log %s)\n", d.logPath)
+	select {
+	case addrs := <-serving:
+		d.url, d.engineURL = "http://"+addrs[0], "ws://"+addrs[1]
+		return d, nil
+	case err := <-d.exited:
+		err = fmt.Errorf("the private daemon exited: %v\n%s", err, tail(d.logPath, 20))
+		os.RemoveAll(dir)
+		return nil, err
+	case <-time.After(privateStartTimeout):
+		err = fmt.Errorf("the private daemon did not serve within %s\n%s", privateStartTimeout, tail(d.logPath, 20))
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	return nil, errors.Join(err, d.stop())
+}
+
+// stop shuts the daemon down (it stops its sandboxes) and removes its
+// directory.
+func (d *privateDaemon) stop() error {
+	defer os.RemoveAll(d.dir)
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-d.exited:
+		var exit *exec.ExitError
+		if err != nil && !errors.As(err, &exit) {
+			return fmt.Errorf("stopping the private daemon: %w", err)
+		}
+		if err != nil {
+			return fmt.Errorf("the private daemon ended with %v\n%s", err, tail(d.logPath, 20))
+		}
+		return nil
+	case <-time.After(privateStopTimeout):
+		_ = d.cmd.Process.Kill()
+		<-d.exited
+		return fmt.Errorf("the private daemon did not stop within %s; killed", privateStopTimeout)
+	}
+}
+
+// tail returns the last n lines of the file at path.
+func tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// defaultImageCache is where a daemon with default settings keeps images.
+func (a *app) defaultImageCache() string {
+	return filepath.Join(a.dataDir(), "images")
+}
+
+// engineURLFor is the engine WebSocket of the daemon at daemonURL when
+// that is the default address, where the engine's default is known too;
+// "" otherwise (the WebSocket scenarios then need --engine-url).
+func engineURLFor(daemonURL string) string {
+	if daemonURL == "" || strings.TrimSuffix(daemonURL, "/") == "http://"+defaultListen {
+		return "ws://" + defaultEngineListen
+	}
+	return ""
+}
