@@ -96,6 +96,8 @@ func (s *Server) Serve(ctx context.Context, conn io.ReadWriteCloser) error {
 		grpc.MaxRecvMsgSize(MaxRequestBytes),
 		grpc.InitialWindowSize(agentv1.WindowBytes),
 		grpc.InitialConnWindowSize(agentv1.WindowBytes),
+		grpc.WriteBufferSize(agentv1.BufferBytes),
+		grpc.ReadBufferSize(agentv1.BufferBytes),
 		// The host never needs to be told off for pinging: enforcement off.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{
 			MinTime:             time.Second,
@@ -126,6 +128,7 @@ func (s *Server) Serve(ctx context.Context, conn io.ReadWriteCloser) error {
 func yamuxConfig(log *slog.Logger) *yamux.Config {
 	cfg := yamux.DefaultConfig()
 	cfg.EnableKeepAlive = false
+	cfg.MaxStreamWindowSize = agentv1.StreamWindowBytes
 	cfg.LogOutput = nil
 	cfg.Logger = slog.NewLogLogger(log.Handler(), slog.LevelDebug)
 	return cfg

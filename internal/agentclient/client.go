@@ -101,6 +101,7 @@ func Dial(conn io.ReadWriteCloser, opts Options) (*Client, error) {
 	// No keepalives: a paused or checkpointed sandbox does not answer pings
 	// and must not look dead. The end of the stream tells us when it is.
 	cfg.EnableKeepAlive = false
+	cfg.MaxStreamWindowSize = agentv1.StreamWindowBytes
 	cfg.LogOutput = nil
 	cfg.Logger = slog.NewLogLogger(opts.Logger.Handler(), slog.LevelDebug)
 	sess, err := yamux.Client(conn, cfg)
@@ -120,6 +121,7 @@ func Dial(conn io.ReadWriteCloser, opts Options) (*Client, error) {
 		grpc.WithDisableServiceConfig(),
 		grpc.WithInitialWindowSize(agentv1.WindowBytes),
 		grpc.WithInitialConnWindowSize(agentv1.WindowBytes),
+		grpc.WithWriteBufferSize(agentv1.BufferBytes),
 		// Keep the one connection for the life of the sandbox.
 		grpc.WithIdleTimeout(0),
 		// A failed attempt means the agent is late or the session is gone

@@ -56,11 +56,13 @@ var Scenarios = []Scenario{
 	{Name: NamePoolCreateExec, Title: "create→first exec (warm pool)", run: poolCreateFirstExec, dockerOf: NameCreateExec},
 	{Name: NameCreate, Title: "create (agent ready)", run: coldCreate(false), baselines: []baseline{dockerCreate(false)}},
 	{Name: NameExecTrue, Title: "exec true (HTTP)", run: execLatency(httpExec, "true"), baselines: []baseline{dockerExec("true")}},
+	// Right after exec true, which it is compared with, on a machine in the
+	// same state.
+	{Name: NameSpawnFloor, Title: "spawn floor (posix_spawn in sandbox)", run: spawnFloor, baselines: []baseline{dockerSpawnFloor}},
 	{Name: NameExecTrueWS, Title: "exec true (engine WebSocket)", run: execLatency(wsExec, "true"), dockerOf: NameExecTrue},
 	{Name: NameExecPython, Title: "exec python3 -c pass (HTTP)", run: execLatency(httpExec, "python3", "-c", "pass"),
 		baselines: []baseline{dockerExec("python3", "-c", "pass")}},
 	{Name: NameExecPythonWS, Title: "exec python3 -c pass (engine WebSocket)", run: execLatency(wsExec, "python3", "-c", "pass"), dockerOf: NameExecPython},
-	{Name: NameSpawnFloor, Title: "spawn floor (posix_spawn in sandbox)", run: spawnFloor, baselines: []baseline{dockerSpawnFloor}},
 	{Name: NameExecThroughput, Title: "exec throughput", run: execThroughput, baselines: []baseline{dockerThroughput}},
 	{Name: NameFsSmall, Title: "fs write+read 1 MiB (sandbox::fs::write/read)", run: fsSmall, baselines: []baseline{dockerFsSmall}},
 	{Name: NameFsStream, Title: "streamed upload+download (PUT/GET files)", run: fsStream, baselines: []baseline{dockerFsStream}},

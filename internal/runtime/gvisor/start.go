@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/sbx-dev/sbx/internal/errdefs"
 	"github.com/sbx-dev/sbx/internal/runtime"
 )
@@ -220,8 +222,19 @@ func newStdio() (*stdio, error) {
 		p.closeChilds()
 		return nil, fmt.Errorf("creating stderr pipe: %w", err)
 	}
+	// The agent stream's pipes hold a whole file chunk (1 MiB) rather than
+	// Linux's default 64 KiB, so that a chunk crosses in one go. Best
+	// effort: a host that caps pipes lower (fs.pipe-max-size) keeps them.
+	for _, f := range []*os.File{p.stdin, p.stdout} {
+		if rc, err := f.SyscallConn(); err == nil {
+			_ = rc.Control(func(fd uintptr) { _, _ = unix.FcntlInt(fd, unix.F_SETPIPE_SZ, streamPipeBytes) })
+		}
+	}
 	return &p, nil
 }
+
+// streamPipeBytes is the capacity of the agent stream's pipes.
+const streamPipeBytes = 1 << 20
 
 // closeChilds closes sbx's copies of the child ends; it is idempotent.
 func (p *stdio) closeChilds() {
