@@ -142,6 +142,9 @@ type Throughput struct {
 	PerSec  float64       `json:"per_sec"`
 	// Latency is the round trip of each exec under this load.
 	Latency Stats `json:"latency"`
+	// CPU is the host CPU time each exec cost, by class of process, with
+	// the total last; absent when those processes are not on this machine.
+	CPU []CPUShare `json:"cpu_per_exec,omitempty"`
 }
 
 // MarshalJSON adds Elapsed in milliseconds, the unit of every report.

@@ -48,8 +48,9 @@ func (r Report) WriteMarkdown(w io.Writer) error {
 		kindThroughput: {header: throughputHeader, placed: map[string]bool{}},
 		kindMemory:     {header: memoryHeader, placed: map[string]bool{}},
 	}
-	var capacity, notes, skipped, failed []string
+	var capacity, cpu, notes, skipped, failed []string
 	for _, res := range r.Results {
+		cpu = append(cpu, cpuLines(res)...)
 		if t := tables[res.kind()]; t != nil {
 			t.rows = append(t.rows, row(res.Title, res, res.VsDocker))
 			t.placed[res.Name] = true
@@ -96,6 +97,9 @@ func (r Report) WriteMarkdown(w io.Writer) error {
 	}
 	for _, line := range capacity {
 		p("\n%s", line)
+	}
+	if len(cpu) > 0 {
+		p("\n**Host CPU per exec** (all processes of each class, during the timed window):\n%s", strings.Join(cpu, ""))
 	}
 	if exec, floor, d, ok := r.Overhead(); ok {
 		p("\n**vs floor:** exec true p50 %s ms − spawn floor p50 %s ms = **%s ms** added by sbx per exec\n",
@@ -171,6 +175,27 @@ func row(title string, res Result, vs *float64) string {
 			fmtMiB(s.P50), fmtMiB(s.P90), fmtMiB(s.P99), fmtMiB(s.Min), fmtMiB(s.Mean), ratio)
 	}
 	return ""
+}
+
+// cpuLines renders the CPU accounting of a throughput scenario and of its
+// baselines, one line each.
+func cpuLines(res Result) []string {
+	var lines []string
+	for i, r := range append([]Result{res}, res.Baselines...) {
+		if r.Throughput == nil || len(r.Throughput.CPU) == 0 {
+			continue
+		}
+		title := r.Title
+		if i > 0 {
+			title = res.Title + " ↳ " + r.Title
+		}
+		parts := make([]string, 0, len(r.Throughput.CPU))
+		for _, s := range r.Throughput.CPU {
+			parts = append(parts, fmt.Sprintf("%s %.2f ms", s.Class, s.MsPerExec))
+		}
+		lines = append(lines, fmt.Sprintf("- %s: %s\n", oneLine(title), strings.Join(parts, ", ")))
+	}
+	return lines
 }
 
 // capacityLine renders the idle capacity scenario's outcome.

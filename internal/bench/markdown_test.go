@@ -26,6 +26,7 @@ func TestWriteMarkdown(t *testing.T) {
 	}
 	throughput := Result{Name: NameExecThroughput, Title: "exec throughput", Throughput: &Throughput{
 		Sandboxes: 8, Callers: 2, Execs: 1000, Elapsed: 5 * time.Second, PerSec: 200, Latency: Summarize(msList(10, 20)),
+		CPU: []CPUShare{{Class: classSentry, MsPerExec: 5.5}, {Class: classDaemon, MsPerExec: 0.25}, {Class: "total", MsPerExec: 5.75}},
 	}}
 	memory := func(name, title string, mibs ...uint64) Result {
 		var sizes []uint64
@@ -67,6 +68,9 @@ func TestWriteMarkdown(t *testing.T) {
 | scenario | sandboxes × callers | duration | execs | execs/s | p50 ms | p99 ms | × vs docker |
 |---|--:|--:|--:|--:|--:|--:|--:|
 | exec throughput | 8 × 2 | 5.00 s | 1000 | 200.0 | 15.00 | 19.90 |  |
+
+**Host CPU per exec** (all processes of each class, during the timed window):
+- exec throughput: gVisor Sentry (runsc-sandbox) 5.50 ms, sbx daemon 0.25 ms, total 5.75 ms
 
 **vs floor:** exec true p50 7.00 ms − spawn floor p50 1.00 ms = **6.00 ms** added by sbx per exec
 `,

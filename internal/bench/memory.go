@@ -48,10 +48,13 @@ type Capacity struct {
 	PSS Sizes `json:"pss"`
 }
 
-// process is one host process: its parent and command line.
+// process is one host process: its parent, command line and CPU time.
 type process struct {
 	ppid    int
 	cmdline string
+	// ticks is the CPU time (user and system, in clock ticks) the process
+	// and its reaped children have used.
+	ticks uint64
 }
 
 // processes reads every process of /proc.
@@ -71,14 +74,20 @@ func processes() (map[int]process, error) {
 			continue // gone meanwhile
 		}
 		// The fields after the command name, which may hold anything,
-		// start after its last ')': state, then ppid.
+		// start after its last ')': state, ppid, ..., then utime, stime,
+		// cutime and cstime (fields 14 to 17 of proc(5)).
 		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-		if len(f) < 2 {
+		if len(f) < 15 {
 			continue
 		}
 		ppid, _ := strconv.Atoi(f[1])
+		var ticks uint64
+		for _, v := range f[11:15] {
+			n, _ := strconv.ParseUint(v, 10, 64)
+			ticks += n
+		}
 		cmd, _ := os.ReadFile(filepath.Join("/proc", de.Name(), "cmdline"))
-		out[pid] = process{ppid: ppid, cmdline: string(bytes.ReplaceAll(cmd, []byte{0}, []byte{' '}))}
+		out[pid] = process{ppid: ppid, cmdline: string(bytes.ReplaceAll(cmd, []byte{0}, []byte{' '})), ticks: ticks}
 	}
 	return out, nil
 }

@@ -337,15 +337,21 @@ func execThroughput(ctx context.Context, e *env) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	return throughput(ctx, e.opts, ids, func(ctx context.Context, id string) error {
+	res, err := throughput(ctx, e.opts, ids, func(ctx context.Context, id string) error {
 		_, err := e.exec(ctx, id, "true")
 		return err
 	})
+	if err == nil && e.checkLocal() != nil {
+		// The processes that did the work are not on this machine.
+		res.Throughput.CPU = nil
+	}
+	return res, err
 }
 
 // throughput runs o.Warmup untimed calls of run on each target, then
 // o.Callers concurrent loops of run on each target for o.Duration, and
-// counts the calls that finished. The first failure ends every loop.
+// counts the calls that finished and the host CPU time they cost. The
+// first failure ends every loop.
 func throughput(ctx context.Context, o Options, targets []string, run func(ctx context.Context, target string) error) (Result, error) {
 	for _, t := range targets {
 		for range o.Warmup {
@@ -361,6 +367,7 @@ func throughput(ctx context.Context, o Options, targets []string, run func(ctx c
 		mu      sync.Mutex // guards samples
 		samples []time.Duration
 	)
+	cpuBefore := snapshotCPU()
 	start := time.Now()
 	end := start.Add(o.Duration)
 	for _, t := range targets {
@@ -383,6 +390,7 @@ func throughput(ctx context.Context, o Options, targets []string, run func(ctx c
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	cpuAfter := snapshotCPU()
 	if err := context.Cause(loopCtx); err != nil {
 		return Result{}, err
 	}
@@ -393,6 +401,7 @@ func throughput(ctx context.Context, o Options, targets []string, run func(ctx c
 		Elapsed:   elapsed,
 		PerSec:    float64(len(samples)) / elapsed.Seconds(),
 		Latency:   Summarize(samples),
+		CPU:       cpuPerExec(cpuBefore, cpuAfter, len(samples)),
 	}}, nil
 }
 
