@@ -39,6 +39,8 @@ type daemon struct {
 	ids []string
 	// engineURL is the ws:// address of the engine WebSocket.
 	engineURL string
+	// token is the bearer token of c, when the daemon has api_tokens.
+	token string
 }
 
 // binaries builds sbx and sbx-agent once per test process.

@@ -15,6 +15,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/sbx-dev/sbx/api"
+	"github.com/sbx-dev/sbx/client"
 	"github.com/sbx-dev/sbx/internal/cgroups"
 	"github.com/sbx-dev/sbx/internal/image/ocitest"
 	"github.com/sbx-dev/sbx/internal/testutil"
@@ -41,10 +42,10 @@ func runscSandboxIDs(dataDir string) []string {
 }
 
 // poolReady reads how many sandboxes image's warm pool holds, from d's
-// /metrics.
+// /metrics (as the owner whose client d.c is, when there are tokens).
 func (d *daemon) poolReady(image string) float64 {
 	d.t.Helper()
-	return metricValue(d.scrape(""), `sbx_warm_pool_ready{image="`+image+`"}`)
+	return metricValue(d.scrape(d.token), `sbx_warm_pool_ready{image="`+image+`"}`)
 }
 
 // waitPoolReady waits until image's pool holds want sandboxes.
@@ -56,13 +57,13 @@ func (d *daemon) waitPoolReady(image string, want float64) {
 			return
 		}
 	}
-	d.t.Fatalf("warm pool holds %v %s sandboxes, want %v\n%s", got, image, want, grepLines(d.scrape(""), "warm_pool"))
+	d.t.Fatalf("warm pool holds %v %s sandboxes, want %v\n%s", got, image, want, grepLines(d.scrape(d.token), "warm_pool"))
 }
 
 // wantClaims checks the claim counters of image's pool.
 func (d *daemon) wantClaims(image string, hit, empty, shape float64) {
 	d.t.Helper()
-	text := d.scrape("")
+	text := d.scrape(d.token)
 	for result, want := range map[string]float64{"hit": hit, "empty": empty, "shape": shape} {
 		sample := `sbx_warm_pool_claims_total{image="` + image + `",result="` + result + `"}`
 		if got := metricValue(text, sample); got != want {
@@ -174,6 +175,40 @@ func TestWarmPool(t *testing.T) {
 	// Shutdown destroys pool sandboxes too.
 	d.terminate()
 	assertNoLeftovers(t, d.dataDir, seen...)
+}
+
+// TestWarmPoolWithOwners: pool sandboxes belong to nobody until claimed;
+// a claimed one is its creator's alone.
+func TestWarmPoolWithOwners(t *testing.T) {
+	d := startDaemon(t, baseConfig("warm_pool: {python: 1}\napi_tokens:\n  alice: "+aliceToken+"\n  bob: "+bobToken+"\n"))
+	ctx := context.Background()
+	alice, bob := client.New(d.url, aliceToken), client.New(d.url, bobToken)
+	d.c, d.token = alice, aliceToken
+	d.waitPoolReady("python", 1)
+	for name, c := range map[string]*client.Client{"alice": alice, "bob": bob} {
+		if l, err := c.List(ctx); err != nil || len(l.Sandboxes) != 0 {
+			t.Fatalf("%s lists %+v, %v before any create; pool sandboxes belong to nobody", name, l, err)
+		}
+	}
+	pooled := runscSandboxIDs(d.dataDir)
+	a := d.create(api.CreateRequest{Image: "python", Name: "alices"})
+	d.wantClaims("python", 1, 0, 0)
+	if !slices.Contains(pooled, a) {
+		t.Fatalf("alice's sandbox %s is not the pool's %v", a, pooled)
+	}
+	if l, err := alice.List(ctx); err != nil || len(l.Sandboxes) != 1 || l.Sandboxes[0].SandboxID != a {
+		t.Errorf("alice lists %+v, %v; want her claimed sandbox", l, err)
+	}
+	if l, err := bob.List(ctx); err != nil || len(l.Sandboxes) != 0 {
+		t.Errorf("bob lists %+v, %v; want nothing", l, err)
+	}
+	_, err := bob.Exec(ctx, api.ExecRequest{SandboxID: a, Cmd: "true"})
+	wantCode(t, err, "S002")
+	// The refill is nobody's either.
+	d.waitPoolReady("python", 1)
+	if l, err := bob.List(ctx); err != nil || len(l.Sandboxes) != 0 {
+		t.Errorf("bob lists %+v, %v after the refill; want nothing", l, err)
+	}
 }
 
 func TestWarmPoolOfADaemonWithout(t *testing.T) {
