@@ -263,7 +263,7 @@ func dockerExec(argv ...string) baseline {
 var dockerSpawnFloor = baseline{name: baselineDocker, title: "docker: spawn floor (posix_spawn in container)", run: func(ctx context.Context, e *env) (Result, error) {
 	var samples []time.Duration
 	err := e.withContainer(ctx, func(id string) error {
-		out, err := e.dockerRun(ctx, id, spawnArgv(e.opts)...)
+		out, err := e.dockerRun(ctx, id, spawnArgv(e.opts.Runs, e.opts.Warmup)...)
 		if err != nil {
 			return err
 		}

@@ -106,7 +106,8 @@ type Report struct {
 	Docker string `json:"docker,omitempty"`
 	// Results are in the order of the Scenarios table.
 	Results []Result `json:"results"`
-	// OverheadMs is exec-true p50 minus spawn-floor p50, when both ran.
+	// OverheadMs is what sbx adds to an exec of true (see Overhead), when
+	// the spawn floor was measured.
 	OverheadMs *float64 `json:"exec_overhead_ms,omitempty"`
 }
 
@@ -124,12 +125,22 @@ type Result struct {
 	Skipped    string      `json:"skipped,omitempty"`
 	// Note says how the measurement was made, when the title does not.
 	Note string `json:"note,omitempty"`
+	// Floor pairs each spawn floor sample with an exec of true over HTTP
+	// timed right before it (the spawn floor scenario only).
+	Floor *FloorPairs `json:"floor_pairs,omitempty"`
 	// Baselines are the same measurement by other tools.
 	Baselines []Result `json:"baselines,omitempty"`
 	// VsDocker is how many times better sbx did than Docker: Docker's p50
 	// over sbx's for times and memory, sbx's rate over Docker's for
 	// throughput. Absent without a Docker measurement.
 	VsDocker *float64 `json:"vs_docker,omitempty"`
+}
+
+// FloorPairs are the execs of true timed alternately with the spawn floor
+// samples, and each pair's difference.
+type FloorPairs struct {
+	Exec  Stats `json:"exec_true"`
+	Added Stats `json:"added"`
 }
 
 // Throughput is the outcome of a concurrent scenario.
@@ -174,16 +185,30 @@ func (r Report) latency(name string) (*Stats, bool) {
 	return nil, false
 }
 
-// Overhead returns the p50 of an exec of true over HTTP, the p50 of a
-// process start inside the sandbox, and their difference: what sbx adds
-// to the bare cost of running a process. ok is false unless both ran.
-func (r Report) Overhead() (exec, floor, overhead time.Duration, ok bool) {
+// Overhead is what sbx adds to the bare cost of running a process.
+type Overhead struct {
+	// Exec and Floor are the p50s of an exec of true over HTTP and of a
+	// process start inside the sandbox; Added is what sbx adds: the median
+	// of the paired differences when Paired, else Exec − Floor.
+	Exec, Floor, Added time.Duration
+	Paired             bool
+}
+
+// Overhead compares the spawn floor with execs of true over HTTP: those
+// timed alongside it when it has them, else the exec-true scenario's. ok is
+// false without a spawn floor and an exec to compare it with.
+func (r Report) Overhead() (o Overhead, ok bool) {
+	for _, res := range r.Results {
+		if res.Name == NameSpawnFloor && res.Err == "" && res.Latency != nil && res.Floor != nil {
+			return Overhead{Exec: res.Floor.Exec.P50, Floor: res.Latency.P50, Added: res.Floor.Added.P50, Paired: true}, true
+		}
+	}
 	e, ok1 := r.latency(NameExecTrue)
 	f, ok2 := r.latency(NameSpawnFloor)
 	if !ok1 || !ok2 {
-		return 0, 0, 0, false
+		return Overhead{}, false
 	}
-	return e.P50, f.P50, e.P50 - f.P50, true
+	return Overhead{Exec: e.P50, Floor: f.P50, Added: e.P50 - f.P50}, true
 }
 
 // Names lists the scenario names in table order.
@@ -273,8 +298,8 @@ func Run(ctx context.Context, c *client.Client, opts Options, scenarios []Scenar
 			rep.Docker = dockerMissing(e.docker.missing)
 		}
 	}
-	if _, _, d, ok := rep.Overhead(); ok {
-		v := ms(d)
+	if o, ok := rep.Overhead(); ok {
+		v := ms(o.Added)
 		rep.OverheadMs = &v
 	}
 	return rep, nil

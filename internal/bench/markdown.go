@@ -101,9 +101,14 @@ func (r Report) WriteMarkdown(w io.Writer) error {
 	if len(cpu) > 0 {
 		p("\n**Host CPU per exec** (all processes of each class, during the timed window):\n%s", strings.Join(cpu, ""))
 	}
-	if exec, floor, d, ok := r.Overhead(); ok {
-		p("\n**vs floor:** exec true p50 %s ms − spawn floor p50 %s ms = **%s ms** added by sbx per exec\n",
-			fmtMs(exec), fmtMs(floor), fmtMs(d))
+	if o, ok := r.Overhead(); ok {
+		if o.Paired {
+			p("\n**vs floor:** each spawn floor sample right after an exec of true over HTTP in the same sandbox: exec p50 %s ms, floor p50 %s ms, median of the %d differences **%s ms** added by sbx per exec\n",
+				fmtMs(o.Exec), fmtMs(o.Floor), r.Runs, fmtMs(o.Added))
+		} else {
+			p("\n**vs floor:** exec true p50 %s ms − spawn floor p50 %s ms = **%s ms** added by sbx per exec\n",
+				fmtMs(o.Exec), fmtMs(o.Floor), fmtMs(o.Added))
+		}
 	}
 	if r.hasDockerRatio() {
 		p("\n%s\n", ratioLegend)

@@ -76,6 +76,23 @@ func TestWriteMarkdown(t *testing.T) {
 `,
 		},
 		{
+			name: "a floor with paired execs",
+			report: withResults(
+				func() Result {
+					r := latency(NameSpawnFloor, "spawn floor (posix_spawn in sandbox)", 4, 6)
+					r.Floor = &FloorPairs{Exec: Summarize(msList(6, 9)), Added: Summarize(msList(2, 3))}
+					return r
+				}(),
+			),
+			want: header + `
+| scenario | n | p50 ms | p90 ms | p99 ms | min ms | mean ms | × vs docker |
+|---|--:|--:|--:|--:|--:|--:|--:|
+| spawn floor (posix_spawn in sandbox) | 2 | 5.00 | 5.80 | 5.98 | 4.00 | 5.00 |  |
+
+**vs floor:** each spawn floor sample right after an exec of true over HTTP in the same sandbox: exec p50 7.50 ms, floor p50 5.00 ms, median of the 2 differences **2.50 ms** added by sbx per exec
+`,
+		},
+		{
 			name: "no floor, no overhead line",
 			report: withResults(
 				latency(NameExecTrue, "exec true (HTTP)", 6, 8),

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -279,9 +278,9 @@ for i in range(warmup + runs):
         print('%.9f' % t)
 `
 
-// spawnArgv runs spawnScript for o's runs and warm-up runs.
-func spawnArgv(o Options) []string {
-	return []string{"python3", "-c", spawnScript, strconv.Itoa(o.Runs), strconv.Itoa(o.Warmup)}
+// spawnArgv runs spawnScript for runs timed and warmup untimed spawns.
+func spawnArgv(runs, warmup int) []string {
+	return []string{"python3", "-c", spawnScript, strconv.Itoa(runs), strconv.Itoa(warmup)}
 }
 
 // progress reports a step of the run, when Options.Progress is set.
@@ -291,22 +290,39 @@ func (e *env) progress(format string, args ...any) {
 	}
 }
 
-// spawnFloor measures, in one exec, what starting a process costs inside
-// the sandbox itself: the floor under any exec round trip.
+// spawnFloor measures what starting a process costs inside the sandbox
+// itself: the floor under any exec round trip. Each floor sample (one
+// timed spawn, after an untimed one, in a fresh python) comes right after
+// an exec of true over HTTP in the same sandbox, which is timed too: the
+// pairs compare the two on a machine in the same state, however noisy.
 func spawnFloor(ctx context.Context, e *env) (Result, error) {
-	var samples []time.Duration
+	var floor, execs, added []time.Duration
 	err := e.withSandbox(ctx, func(id string) error {
-		res, err := e.exec(ctx, id, spawnArgv(e.opts)...)
-		if err != nil {
-			return err
+		for i := range e.opts.Warmup + e.opts.Runs {
+			start := time.Now()
+			if _, err := e.exec(ctx, id, "true"); err != nil {
+				return err
+			}
+			exec := time.Since(start)
+			res, err := e.exec(ctx, id, spawnArgv(1, 1)...)
+			if err != nil {
+				return err
+			}
+			spawn, err := parseSeconds(res.Stdout, 1)
+			if err != nil {
+				return err
+			}
+			if i >= e.opts.Warmup {
+				floor, execs, added = append(floor, spawn[0]), append(execs, exec), append(added, exec-spawn[0])
+			}
 		}
-		if res.StdoutTruncated {
-			return errors.New("spawn timings truncated at the daemon's output limit; lower --runs")
-		}
-		samples, err = parseSeconds(res.Stdout, e.opts.Runs)
-		return err
+		return nil
 	})
-	return latencyResult(samples), err
+	res := latencyResult(floor)
+	if err == nil {
+		res.Floor = &FloorPairs{Exec: Summarize(execs), Added: Summarize(added)}
+	}
+	return res, err
 }
 
 // parseSeconds reads want durations in seconds, one a line.
