@@ -22,6 +22,7 @@ const (
 	classSentry = "gVisor Sentry (runsc-sandbox)"
 	classStubs  = "gVisor systrap stubs (the sandboxed processes)"
 	classGofer  = "gVisor gofer"
+	classRunsc  = "runsc commands (boots and teardowns under way)"
 	classDaemon = "sbx daemon"
 	classBench  = "sbx bench (the client)"
 	classDocker = "Docker (dockerd, containerd, shims, runc)"
@@ -113,6 +114,8 @@ func classify(pid, self int, all map[int]process) string {
 		return classOther
 	case isSbxServe(cmd):
 		return classDaemon
+	case isRunsc(cmd):
+		return classRunsc
 	case isDocker(cmd):
 		return classDocker
 	}
@@ -123,6 +126,12 @@ func classify(pid, self int, all map[int]process) string {
 func isSbxServe(cmd string) bool {
 	f := strings.Fields(cmd)
 	return len(f) > 1 && strings.HasSuffix(f[0], "sbx") && f[1] == "serve"
+}
+
+// isRunsc tells the command line of a runsc command (run, kill, delete).
+func isRunsc(cmd string) bool {
+	f := strings.Fields(cmd)
+	return len(f) > 0 && (f[0] == "runsc" || strings.HasSuffix(f[0], "/runsc"))
 }
 
 // isDocker tells the command line of one of Docker's processes.

@@ -22,13 +22,14 @@ func TestClassify(t *testing.T) {
 		400:  {ppid: 1, cmdline: "/usr/sbin/dockerd -H fd:// "},
 		401:  {ppid: 1, cmdline: "/usr/bin/containerd-shim-runc-v2 -namespace moby "},
 		402:  {ppid: 401, cmdline: "runc --root /run/docker/runtime-runc/moby exec "},
+		310:  {ppid: 100, cmdline: "/usr/local/bin/runsc --root /var/lib/sbx/gvisor/runsc delete --force abc "},
 		500:  {ppid: 1, cmdline: "/usr/bin/bash -c sleep "},
 		501:  {ppid: 1},
 		self: {ppid: 1, cmdline: "sbx bench --private "},
 	}
 	for pid, want := range map[int]string{
 		2: classKernel, 30: classKernel, 100: classDaemon, 200: classSentry, 201: classStubs, 202: classStubs,
-		300: classGofer, 400: classDocker, 401: classDocker, 402: classDocker, 500: classOther, 501: classOther,
+		300: classGofer, 310: classRunsc, 400: classDocker, 401: classDocker, 402: classDocker, 500: classOther, 501: classOther,
 		self: classBench,
 	} {
 		if got := classify(pid, self, all); got != want {
