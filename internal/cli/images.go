@@ -4,6 +4,7 @@ package cli
 // image cache.
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,30 +14,39 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sbx-dev/sbx/api"
+	"github.com/sbx-dev/sbx/client"
 )
 
 func (a *app) catalogCmd() *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
+	return listingCmd(a, &cobra.Command{
 		Use:   "catalog",
 		Short: "List the images sandboxes can be created from (sandbox::catalog::list)",
-		Args:  cobra.NoArgs,
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the sandbox::catalog::list response as JSON")
-	cmd.RunE = action(func(cmd *cobra.Command, _ []string) error {
-		cat, err := a.client().Catalog(cmd.Context())
-		if err != nil {
-			return err
-		}
-		if asJSON {
-			return printJSON(a.stdout, cat)
-		}
-		tw := tabwriter.NewWriter(a.stdout, 0, 8, 3, ' ', 0)
+	}, "sandbox::catalog::list", (*client.Client).Catalog, func(w io.Writer, cat api.CatalogResponse) error {
+		tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
 		fmt.Fprintln(tw, "NAME\tKIND\tSOURCE")
 		for _, im := range cat.Images {
 			fmt.Fprintf(tw, "%s\t%s\t%s\n", im.Name, im.Kind, im.OCIRef)
 		}
 		return tw.Flush()
+	})
+}
+
+// listingCmd completes cmd as a command without arguments that fetches a
+// listing from the daemon and prints it with table, or with --json as the
+// response of function itself.
+func listingCmd[T any](a *app, cmd *cobra.Command, function string, fetch func(*client.Client, context.Context) (T, error), table func(io.Writer, T) error) *cobra.Command {
+	var asJSON bool
+	cmd.Args = cobra.NoArgs
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the "+function+" response as JSON")
+	cmd.RunE = action(func(cmd *cobra.Command, _ []string) error {
+		resp, err := fetch(a.client(), cmd.Context())
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			return printJSON(a.stdout, resp)
+		}
+		return table(a.stdout, resp)
 	})
 	return cmd
 }
@@ -52,25 +62,13 @@ func (a *app) imageCmd() *cobra.Command {
 }
 
 func (a *app) imageLsCmd() *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
+	return listingCmd(a, &cobra.Command{
 		Use:     "ls",
 		Aliases: []string{"list"},
 		Short:   "List catalog images with their cache state",
-		Args:    cobra.NoArgs,
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the sbx::image::list response as JSON")
-	cmd.RunE = action(func(cmd *cobra.Command, _ []string) error {
-		list, err := a.client().Images(cmd.Context())
-		if err != nil {
-			return err
-		}
-		if asJSON {
-			return printJSON(a.stdout, list)
-		}
-		return printImages(a.stdout, list.Images)
+	}, "sbx::image::list", (*client.Client).Images, func(w io.Writer, list api.ImageListResponse) error {
+		return printImages(w, list.Images)
 	})
-	return cmd
 }
 
 func printImages(w io.Writer, images []api.ImageInfo) error {

@@ -216,24 +216,12 @@ func (a *app) childResult(res api.ExecResponse, timeout time.Duration) error {
 }
 
 func (a *app) listCmd() *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
+	return listingCmd(a, &cobra.Command{
 		Use:   "list",
 		Short: "List sandboxes",
-		Args:  cobra.NoArgs,
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the sandbox::list response as JSON")
-	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
-		list, err := a.client().List(cmd.Context())
-		if err != nil {
-			return err
-		}
-		if asJSON {
-			return printJSON(a.stdout, list)
-		}
-		return printList(a.stdout, list.Sandboxes)
+	}, "sandbox::list", (*client.Client).List, func(w io.Writer, list api.ListResponse) error {
+		return printList(w, list.Sandboxes)
 	})
-	return cmd
 }
 
 func printList(w io.Writer, sandboxes []api.SandboxInfo) error {
