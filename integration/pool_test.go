@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -258,5 +259,44 @@ func TestWarmPoolFollowsItsImage(t *testing.T) {
 	d.wantClaims("app", 1, 0, 0)
 	if r := d.exec(id, "cat", "/srv/version"); r.Stdout != "two" {
 		t.Errorf("a create from the pool after a pull runs %q, want the new version \"two\"", r.Stdout)
+	}
+}
+
+// runscSandboxArgs returns the command line of the runsc-sandbox process
+// of sandbox id.
+func runscSandboxArgs(t *testing.T, id string) string {
+	t.Helper()
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err == nil && bytes.HasPrefix(b, []byte("runsc-sandbox\x00")) && bytes.HasSuffix(b, []byte("\x00"+id+"\x00")) {
+			return string(bytes.ReplaceAll(b, []byte{0}, []byte{' '}))
+		}
+	}
+	t.Fatalf("no runsc-sandbox process for sandbox %s", id)
+	return ""
+}
+
+// TestSystrapFastPath: systrap_fast_path reaches the sandboxes; "auto"
+// turns the spinning off on a host with at most 2 CPUs.
+func TestSystrapFastPath(t *testing.T) {
+	for _, tt := range []struct {
+		mode string
+		off  bool
+	}{
+		{"", runtime.NumCPU() <= 2},
+		{"systrap_fast_path: on\n", false},
+		{"systrap_fast_path: off\n", true},
+	} {
+		d := startDaemon(t, baseConfig(tt.mode))
+		id := d.create(api.CreateRequest{Image: "python"})
+		if r := d.exec(id, "true"); r.ExitCode == nil || *r.ExitCode != 0 {
+			t.Fatalf("%q: exec true: %+v", tt.mode, r)
+		}
+		args := runscSandboxArgs(t, id)
+		if got := strings.Contains(args, "--systrap-disable-fast-path=true"); got != tt.off {
+			t.Errorf("config %q on %d CPUs: fast path off = %v, want %v (%s)", tt.mode, runtime.NumCPU(), got, tt.off, args)
+		}
+		d.terminate()
 	}
 }

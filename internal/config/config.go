@@ -65,6 +65,12 @@ type Config struct {
 	// WarmPool is how many pre-booted sandboxes to keep ready per image
 	// ({python: 2, node: 1}); a create that fits takes one (pool.go).
 	WarmPool map[string]int `yaml:"warm_pool"`
+	// SystrapFastPath is whether gVisor's systrap platform may spin
+	// instead of sleeping while it waits for a sandbox's threads: "on"
+	// (gVisor's adaptive default), "off", or "auto" (off on hosts with at
+	// most 2 CPUs, where the spinning of many sandboxes takes the CPUs
+	// from the work itself).
+	SystrapFastPath string `yaml:"systrap_fast_path"`
 }
 
 // Default returns the configuration used when no file is given.
@@ -85,6 +91,7 @@ func Default() Config {
 		Runtime:                     "gvisor",
 		NetworkPool:                 DefaultNetworkPool,
 		WritableLayerMB:             2048,
+		SystrapFastPath:             FastPathAuto,
 	}
 }
 

@@ -79,9 +79,10 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	defer images.Close()
 	rt, err := runtime.New(cfg.Runtime, runtime.Options{
-		StateDir:    filepath.Join(opts.DataDir, cfg.Runtime),
-		BinaryPath:  runscPath,
-		NetworkPool: cfg.NetworkPool,
+		StateDir:        filepath.Join(opts.DataDir, cfg.Runtime),
+		BinaryPath:      runscPath,
+		NetworkPool:     cfg.NetworkPool,
+		SystrapFastPath: cfg.SystrapFastPath,
 	})
 	if err != nil {
 		return fmt.Errorf("starting runtime %s: %w", cfg.Runtime, err)

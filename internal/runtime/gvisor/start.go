@@ -120,10 +120,7 @@ func (r *Runtime) start(ctx context.Context, spec runtime.Spec, undo *cleanupSta
 	defer p.closeChilds()
 
 	stderr := newTailBuffer(stderrTailSize)
-	cmd := r.runscCmd(ctx, id,
-		"--log", filepath.Join(dir, runscLogName),
-		"--platform=systrap", networkFlag(spec), overlayFlag(spec, dir),
-		"run", "--detach", "--bundle", dir, id)
+	cmd := r.runscCmd(ctx, id, r.bootArgs(spec, dir)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = p.stdinChild, p.stdoutChild, p.stderrChild
 	// Keep terminal signals sent to the daemon's process group away.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -150,6 +147,16 @@ func (r *Runtime) start(ctx context.Context, spec runtime.Spec, undo *cleanupSta
 		inst.gateway = lease.Gateway
 	}
 	return inst, nil
+}
+
+// bootArgs are the arguments of the "runsc run" that boots spec's sandbox
+// from the bundle in dir.
+func (r *Runtime) bootArgs(spec runtime.Spec, dir string) []string {
+	args := []string{"--log", filepath.Join(dir, runscLogName), "--platform=systrap"}
+	if r.fastPathOff {
+		args = append(args, "--systrap-disable-fast-path")
+	}
+	return append(args, networkFlag(spec), overlayFlag(spec, dir), "run", "--detach", "--bundle", dir, spec.ID)
 }
 
 // bootError is the S300 error of a failed "runsc run". Its message has

@@ -265,3 +265,44 @@ func TestCleanupStack(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+func TestSystrapFastPathOff(t *testing.T) {
+	tests := []struct {
+		mode    string
+		cpus    int
+		off     bool
+		wantErr bool
+	}{
+		{"auto", 1, true, false},
+		{"auto", 2, true, false},
+		{"auto", 3, false, false},
+		{"", 2, true, false},
+		{"", 64, false, false},
+		{"on", 2, false, false},
+		{"off", 64, true, false},
+		{"sometimes", 2, false, true},
+	}
+	for _, tt := range tests {
+		off, err := systrapFastPathOff(tt.mode, tt.cpus)
+		if off != tt.off || (err != nil) != tt.wantErr {
+			t.Errorf("systrapFastPathOff(%q, %d) = %v, %v; want %v, error %v", tt.mode, tt.cpus, off, err, tt.off, tt.wantErr)
+		}
+	}
+}
+
+func TestBootArgs(t *testing.T) {
+	spec := runtime.Spec{ID: "sb1", WritableLayerMB: 64}
+	for _, off := range []bool{false, true} {
+		r := &Runtime{fastPathOff: off}
+		args := r.bootArgs(spec, "/state/sb1")
+		if got := slices.Contains(args, "--systrap-disable-fast-path"); got != off {
+			t.Errorf("fast path off %v: args %v", off, args)
+		}
+		if i := slices.Index(args, "run"); i < 0 || !slices.Equal(args[i:], []string{"run", "--detach", "--bundle", "/state/sb1", "sb1"}) {
+			t.Errorf("args %v do not end with the run command", args)
+		}
+		if !slices.Contains(args, "--platform=systrap") || !slices.Contains(args, "--network=none") {
+			t.Errorf("args %v lack the platform or network", args)
+		}
+	}
+}
