@@ -125,9 +125,9 @@ type Result struct {
 	Skipped    string      `json:"skipped,omitempty"`
 	// Note says how the measurement was made, when the title does not.
 	Note string `json:"note,omitempty"`
-	// Floor pairs each spawn floor sample with an exec of true over HTTP
-	// timed right before it (the spawn floor scenario only).
-	Floor *FloorPairs `json:"floor_pairs,omitempty"`
+	// Floor has the execs of true over HTTP timed in rounds with the spawn
+	// floor samples (the spawn floor scenario only).
+	Floor *FloorPairs `json:"floor_rounds,omitempty"`
 	// Baselines are the same measurement by other tools.
 	Baselines []Result `json:"baselines,omitempty"`
 	// VsDocker is how many times better sbx did than Docker: Docker's p50
@@ -136,11 +136,11 @@ type Result struct {
 	VsDocker *float64 `json:"vs_docker,omitempty"`
 }
 
-// FloorPairs are the execs of true timed alternately with the spawn floor
-// samples, and each pair's difference.
+// FloorPairs are the execs of true timed in rounds with the spawn floor
+// samples, and for each round the difference of the two medians.
 type FloorPairs struct {
 	Exec  Stats `json:"exec_true"`
-	Added Stats `json:"added"`
+	Added Stats `json:"added_per_round"`
 }
 
 // Throughput is the outcome of a concurrent scenario.
@@ -188,8 +188,9 @@ func (r Report) latency(name string) (*Stats, bool) {
 // Overhead is what sbx adds to the bare cost of running a process.
 type Overhead struct {
 	// Exec and Floor are the p50s of an exec of true over HTTP and of a
-	// process start inside the sandbox; Added is what sbx adds: the median
-	// of the paired differences when Paired, else Exec − Floor.
+	// process start inside the sandbox; Added is what sbx adds: when
+	// Paired, the median over the spawn floor's rounds of the difference
+	// of their medians, else Exec − Floor.
 	Exec, Floor, Added time.Duration
 	Paired             bool
 }

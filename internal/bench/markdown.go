@@ -103,8 +103,8 @@ func (r Report) WriteMarkdown(w io.Writer) error {
 	}
 	if o, ok := r.Overhead(); ok {
 		if o.Paired {
-			p("\n**vs floor:** each spawn floor sample right after an exec of true over HTTP in the same sandbox: exec p50 %s ms, floor p50 %s ms, median of the %d differences **%s ms** added by sbx per exec\n",
-				fmtMs(o.Exec), fmtMs(o.Floor), r.Runs, fmtMs(o.Added))
+			p("\n**vs floor:** execs of true over HTTP and spawn floor samples timed in rounds of %d in one sandbox: exec p50 %s ms, floor p50 %s ms; the median over the rounds of exec p50 − floor p50 is **%s ms** added by sbx per exec\n",
+				floorRound, fmtMs(o.Exec), fmtMs(o.Floor), fmtMs(o.Added))
 		} else {
 			p("\n**vs floor:** exec true p50 %s ms − spawn floor p50 %s ms = **%s ms** added by sbx per exec\n",
 				fmtMs(o.Exec), fmtMs(o.Floor), fmtMs(o.Added))

@@ -76,7 +76,7 @@ func TestWriteMarkdown(t *testing.T) {
 `,
 		},
 		{
-			name: "a floor with paired execs",
+			name: "a floor with execs in rounds",
 			report: withResults(
 				func() Result {
 					r := latency(NameSpawnFloor, "spawn floor (posix_spawn in sandbox)", 4, 6)
@@ -89,7 +89,7 @@ func TestWriteMarkdown(t *testing.T) {
 |---|--:|--:|--:|--:|--:|--:|--:|
 | spawn floor (posix_spawn in sandbox) | 2 | 5.00 | 5.80 | 5.98 | 4.00 | 5.00 |  |
 
-**vs floor:** each spawn floor sample right after an exec of true over HTTP in the same sandbox: exec p50 7.50 ms, floor p50 5.00 ms, median of the 2 differences **2.50 ms** added by sbx per exec
+**vs floor:** execs of true over HTTP and spawn floor samples timed in rounds of 3 in one sandbox: exec p50 7.50 ms, floor p50 5.00 ms; the median over the rounds of exec p50 − floor p50 is **2.50 ms** added by sbx per exec
 `,
 		},
 		{

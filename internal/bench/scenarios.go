@@ -290,31 +290,49 @@ func (e *env) progress(format string, args ...any) {
 	}
 }
 
+// floorRound is how many execs of true and floor samples make one round
+// of the spawn floor scenario.
+const floorRound = 3
+
+// floorWarmup is how many untimed spawns each floor round's python makes
+// first, so that the timed ones meet a warm process, as an agent's do.
+const floorWarmup = 2
+
 // spawnFloor measures what starting a process costs inside the sandbox
-// itself: the floor under any exec round trip. Each floor sample (one
-// timed spawn, after an untimed one, in a fresh python) comes right after
-// an exec of true over HTTP in the same sandbox, which is timed too: the
-// pairs compare the two on a machine in the same state, however noisy.
+// itself: the floor under any exec round trip. It works in rounds, in one
+// sandbox: floorRound execs of true over HTTP, timed, then one python
+// that times floorRound spawns after floorWarmup untimed ones. Each round
+// compares the two on a machine in the same state, however noisy it is
+// from one round to the next; what sbx adds is the median over the rounds
+// of the difference of their medians.
 func spawnFloor(ctx context.Context, e *env) (Result, error) {
 	var floor, execs, added []time.Duration
 	err := e.withSandbox(ctx, func(id string) error {
-		for i := range e.opts.Warmup + e.opts.Runs {
-			start := time.Now()
+		for range e.opts.Warmup {
 			if _, err := e.exec(ctx, id, "true"); err != nil {
 				return err
 			}
-			exec := time.Since(start)
-			res, err := e.exec(ctx, id, spawnArgv(1, 1)...)
+		}
+		for left := e.opts.Runs; left > 0; left -= floorRound {
+			n := min(left, floorRound)
+			var roundExecs []time.Duration
+			for range n {
+				start := time.Now()
+				if _, err := e.exec(ctx, id, "true"); err != nil {
+					return err
+				}
+				roundExecs = append(roundExecs, time.Since(start))
+			}
+			res, err := e.exec(ctx, id, spawnArgv(n, floorWarmup)...)
 			if err != nil {
 				return err
 			}
-			spawn, err := parseSeconds(res.Stdout, 1)
+			roundFloor, err := parseSeconds(res.Stdout, n)
 			if err != nil {
 				return err
 			}
-			if i >= e.opts.Warmup {
-				floor, execs, added = append(floor, spawn[0]), append(execs, exec), append(added, exec-spawn[0])
-			}
+			floor, execs = append(floor, roundFloor...), append(execs, roundExecs...)
+			added = append(added, Summarize(roundExecs).P50-Summarize(roundFloor).P50)
 		}
 		return nil
 	})
