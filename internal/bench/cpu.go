@@ -53,8 +53,10 @@ func snapshotCPU() *cpuSnapshot {
 
 // cpuPerExec splits the CPU time spent between before and after by
 // process class, per exec, largest first, with the host's total last. A
-// process that exited meanwhile counts in its parent once reaped (as
-// cutime); one that started counts whole.
+// process that exited meanwhile counts in its parent once reaped, except
+// when PID 1 reaps it: init reaps every orphan on the machine (the
+// sandboxes of earlier scenarios among them), with their whole lives' CPU.
+// A process that started meanwhile counts whole.
 func cpuPerExec(before, after *cpuSnapshot, execs int) []CPUShare {
 	if before == nil || after == nil || execs == 0 {
 		return nil
@@ -64,8 +66,15 @@ func cpuPerExec(before, after *cpuSnapshot, execs int) []CPUShare {
 	var total uint64
 	for pid, p := range after.procs {
 		spent := p.ticks
+		if pid != 1 {
+			spent += p.childTicks
+		}
 		if b, ok := before.procs[pid]; ok && b.cmdline == p.cmdline {
-			spent -= min(spent, b.ticks)
+			was := b.ticks
+			if pid != 1 {
+				was += b.childTicks
+			}
+			spent -= min(spent, was)
 		}
 		if spent == 0 {
 			continue

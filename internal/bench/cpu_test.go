@@ -46,13 +46,18 @@ func TestCPUPerExec(t *testing.T) {
 		250: {ppid: 200, ticks: 70},
 		// Its pid is reused by another command: the new one counts whole.
 		500: {ppid: 1, cmdline: "old ", ticks: 900},
+		// init: what it reaped does not count, its own time does.
+		1: {ppid: 0, cmdline: "/sbin/init ", ticks: 100, childTicks: 1000},
 	}}
 	after := &cpuSnapshot{procs: map[int]process{
-		100: {ppid: 1, cmdline: "sbx serve ", ticks: 60},            // +10
-		200: {ppid: 1, cmdline: "runsc-sandbox boot ", ticks: 1300}, // +300
-		201: {ppid: 200, ticks: 100},                                // new: +100
-		500: {ppid: 1, cmdline: "new ", ticks: 20},                  // +20
-		600: {ppid: 1, cmdline: "idle ", ticks: 5},                  // new, +5
+		100: {ppid: 1, cmdline: "sbx serve ", ticks: 60},                     // +10
+		200: {ppid: 1, cmdline: "runsc-sandbox boot ", ticks: 1300},          // +300
+		201: {ppid: 200, ticks: 100},                                         // new: +100
+		500: {ppid: 1, cmdline: "new ", ticks: 20},                           // +20
+		600: {ppid: 1, cmdline: "idle ", ticks: 5},                           // new, +5
+		1:   {ppid: 0, cmdline: "/sbin/init ", ticks: 101, childTicks: 5000}, // +1
+		// A reaped child counts in its parent.
+		700: {ppid: 1, cmdline: "runsc-gofer x ", ticks: 3, childTicks: 4}, // new: +7
 	}}
 	before.procs[600] = process{ppid: 1, cmdline: "idle ", ticks: 5} // unchanged: 0
 	got := cpuPerExec(before, after, 10)
@@ -60,9 +65,10 @@ func TestCPUPerExec(t *testing.T) {
 	want := []CPUShare{
 		{classSentry, 300},
 		{classStubs, 100},
-		{classOther, 20},
+		{classOther, 21},
 		{classDaemon, 10},
-		{"total", 430},
+		{classGofer, 7},
+		{"total", 438},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("cpuPerExec = %+v, want %+v", got, want)

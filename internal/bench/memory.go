@@ -53,8 +53,8 @@ type process struct {
 	ppid    int
 	cmdline string
 	// ticks is the CPU time (user and system, in clock ticks) the process
-	// and its reaped children have used.
-	ticks uint64
+	// has used, and childTicks that of its children it has reaped.
+	ticks, childTicks uint64
 }
 
 // processes reads every process of /proc.
@@ -81,13 +81,13 @@ func processes() (map[int]process, error) {
 			continue
 		}
 		ppid, _ := strconv.Atoi(f[1])
-		var ticks uint64
-		for _, v := range f[11:15] {
-			n, _ := strconv.ParseUint(v, 10, 64)
-			ticks += n
+		var t [4]uint64
+		for i, v := range f[11:15] {
+			t[i], _ = strconv.ParseUint(v, 10, 64)
 		}
 		cmd, _ := os.ReadFile(filepath.Join("/proc", de.Name(), "cmdline"))
-		out[pid] = process{ppid: ppid, cmdline: string(bytes.ReplaceAll(cmd, []byte{0}, []byte{' '})), ticks: ticks}
+		out[pid] = process{ppid: ppid, cmdline: string(bytes.ReplaceAll(cmd, []byte{0}, []byte{' '})),
+			ticks: t[0] + t[1], childTicks: t[2] + t[3]}
 	}
 	return out, nil
 }
