@@ -28,13 +28,13 @@ func (p *pipeConn) Close() error {
 	return nil
 }
 
-// TestTransferStalls checks that a transfer making no progress is cut off
-// with ErrStalled and that the agent keeps nothing of the upload. (A
-// source blocked in Read holds the call until it returns; the agent has
-// dropped the upload by then.)
-func TestTransferStalls(t *testing.T) {
+// impatientAgent serves an in-process agent over two pipes and returns a
+// ready client of it whose streamed transfers stall after 300 ms without
+// progress; everything is undone when the test ends.
+func impatientAgent(t *testing.T) (context.Context, *Client) {
+	t.Helper()
 	streamIdle = 300 * time.Millisecond
-	defer func() { streamIdle = StreamIdleTimeout }()
+	t.Cleanup(func() { streamIdle = StreamIdleTimeout })
 	toGuestR, toGuestW, _ := os.Pipe()
 	toHostR, toHostW, _ := os.Pipe()
 	srv, err := agent.New(agent.Options{})
@@ -42,16 +42,25 @@ func TestTransferStalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	t.Cleanup(cancel)
 	go srv.Serve(ctx, &pipeConn{toGuestR, toHostW, []io.Closer{toGuestR, toHostW}})
 	c, err := Dial(&pipeConn{toHostR, toGuestW, []io.Closer{toHostR, toGuestW}}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
 	if err := c.WaitReady(ctx); err != nil {
 		t.Fatal(err)
 	}
+	return ctx, c
+}
+
+// TestTransferStalls checks that a transfer making no progress is cut off
+// with ErrStalled and that the agent keeps nothing of the upload. (A
+// source blocked in Read holds the call until it returns; the agent has
+// dropped the upload by then.)
+func TestTransferStalls(t *testing.T) {
+	ctx, c := impatientAgent(t)
 	dir := t.TempDir()
 	// The source pauses longer than the idle timeout, then goes on.
 	calls := 0
@@ -63,7 +72,7 @@ func TestTransferStalls(t *testing.T) {
 		return len(p), nil
 	}))
 	start := time.Now()
-	_, err = c.Upload(ctx, &agentv1.FsUploadHeader{Path: dir + "/f"}, src, nil)
+	_, err := c.Upload(ctx, &agentv1.FsUploadHeader{Path: dir + "/f"}, src, nil)
 	if !errors.Is(err, ErrStalled) || time.Since(start) > 5*time.Second {
 		t.Fatalf("stalled upload: %v after %v, want ErrStalled", err, time.Since(start))
 	}
