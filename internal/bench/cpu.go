@@ -7,6 +7,7 @@ package bench
 // meaningful with the daemon on this machine.
 
 import (
+	"cmp"
 	"os"
 	"slices"
 	"strings"
@@ -36,19 +37,14 @@ type CPUShare struct {
 	MsPerExec float64 `json:"ms_per_exec"`
 }
 
-// cpuSnapshot is every process's CPU time at one moment.
-type cpuSnapshot struct {
-	procs map[int]process
-}
-
-// snapshotCPU reads the CPU time of every process; a nil snapshot (when
-// /proc cannot be read) makes cpuPerExec return nothing.
-func snapshotCPU() *cpuSnapshot {
+// snapshotCPU reads the CPU time of every process; nil (when /proc
+// cannot be read) makes cpuPerExec return nothing.
+func snapshotCPU() map[int]process {
 	procs, err := processes()
 	if err != nil {
 		return nil
 	}
-	return &cpuSnapshot{procs: procs}
+	return procs
 }
 
 // cpuPerExec splits the CPU time spent between before and after by
@@ -57,29 +53,28 @@ func snapshotCPU() *cpuSnapshot {
 // when PID 1 reaps it: init reaps every orphan on the machine (the
 // sandboxes of earlier scenarios among them), with their whole lives' CPU.
 // A process that started meanwhile counts whole.
-func cpuPerExec(before, after *cpuSnapshot, execs int) []CPUShare {
+func cpuPerExec(before, after map[int]process, execs int) []CPUShare {
 	if before == nil || after == nil || execs == 0 {
 		return nil
+	}
+	accounted := func(pid int, p process) uint64 {
+		if pid == 1 {
+			return p.ticks
+		}
+		return p.ticks + p.childTicks
 	}
 	self := os.Getpid()
 	byClass := map[string]uint64{}
 	var total uint64
-	for pid, p := range after.procs {
-		spent := p.ticks
-		if pid != 1 {
-			spent += p.childTicks
-		}
-		if b, ok := before.procs[pid]; ok && b.cmdline == p.cmdline {
-			was := b.ticks
-			if pid != 1 {
-				was += b.childTicks
-			}
-			spent -= min(spent, was)
+	for pid, p := range after {
+		spent := accounted(pid, p)
+		if b, ok := before[pid]; ok && b.cmdline == p.cmdline {
+			spent -= min(spent, accounted(pid, b))
 		}
 		if spent == 0 {
 			continue
 		}
-		byClass[classify(pid, self, after.procs)] += spent
+		byClass[classify(pid, self, after)] += spent
 		total += spent
 	}
 	perExec := func(ticks uint64) float64 {
@@ -90,11 +85,8 @@ func cpuPerExec(before, after *cpuSnapshot, execs int) []CPUShare {
 		out = append(out, CPUShare{Class: class, MsPerExec: perExec(ticks)})
 	}
 	slices.SortFunc(out, func(a, b CPUShare) int {
-		if a.MsPerExec != b.MsPerExec {
-			if a.MsPerExec > b.MsPerExec {
-				return -1
-			}
-			return 1
+		if c := cmp.Compare(b.MsPerExec, a.MsPerExec); c != 0 {
+			return c
 		}
 		return strings.Compare(a.Class, b.Class)
 	})

@@ -39,7 +39,7 @@ func TestClassify(t *testing.T) {
 }
 
 func TestCPUPerExec(t *testing.T) {
-	before := &cpuSnapshot{procs: map[int]process{
+	before := map[int]process{
 		100: {ppid: 1, cmdline: "sbx serve ", ticks: 50},
 		200: {ppid: 1, cmdline: "runsc-sandbox boot ", ticks: 1000},
 		// Gone by the end: nothing of it counts.
@@ -48,8 +48,8 @@ func TestCPUPerExec(t *testing.T) {
 		500: {ppid: 1, cmdline: "old ", ticks: 900},
 		// init: what it reaped does not count, its own time does.
 		1: {ppid: 0, cmdline: "/sbin/init ", ticks: 100, childTicks: 1000},
-	}}
-	after := &cpuSnapshot{procs: map[int]process{
+	}
+	after := map[int]process{
 		100: {ppid: 1, cmdline: "sbx serve ", ticks: 60},                     // +10
 		200: {ppid: 1, cmdline: "runsc-sandbox boot ", ticks: 1300},          // +300
 		201: {ppid: 200, ticks: 100},                                         // new: +100
@@ -58,8 +58,8 @@ func TestCPUPerExec(t *testing.T) {
 		1:   {ppid: 0, cmdline: "/sbin/init ", ticks: 101, childTicks: 5000}, // +1
 		// A reaped child counts in its parent.
 		700: {ppid: 1, cmdline: "runsc-gofer x ", ticks: 3, childTicks: 4}, // new: +7
-	}}
-	before.procs[600] = process{ppid: 1, cmdline: "idle ", ticks: 5} // unchanged: 0
+	}
+	before[600] = process{ppid: 1, cmdline: "idle ", ticks: 5} // unchanged: 0
 	got := cpuPerExec(before, after, 10)
 	// 10 ticks = 100 ms over 10 execs = 10 ms per exec.
 	want := []CPUShare{
