@@ -25,8 +25,8 @@ import (
 )
 
 // MaxRequestBytes is the largest request message the agent accepts (an
-// exec's stdin is carried in its request). agentclient uses the same limit.
-const MaxRequestBytes = 64 << 20
+// exec's stdin is carried in its request), as agentclient sends.
+const MaxRequestBytes = agentv1.MaxRequestBytes
 
 // processStart approximates the agent's start for InfoResponse.uptime_ns.
 var processStart = time.Now()
@@ -87,7 +87,7 @@ func (s *Server) Info(context.Context, *agentv1.InfoRequest) (*agentv1.InfoRespo
 // normal stop and return nil. Serve closes conn. Calls still running are
 // cancelled, which kills their processes.
 func (s *Server) Serve(ctx context.Context, conn io.ReadWriteCloser) error {
-	sess, err := yamux.Server(conn, yamuxConfig(s.log))
+	sess, err := yamux.Server(conn, agentv1.SessionConfig(s.log))
 	if err != nil {
 		conn.Close()
 		return fmt.Errorf("starting yamux session: %w", err)
@@ -120,18 +120,6 @@ func (s *Server) Serve(ctx context.Context, conn io.ReadWriteCloser) error {
 		return fmt.Errorf("serving grpc: %w", err)
 	}
 	return nil
-}
-
-// yamuxConfig is the agent's session configuration. Keepalives are off: a
-// paused or checkpointed sandbox must not look dead to either side, and the
-// end of the byte stream already tells each side the other is gone.
-func yamuxConfig(log *slog.Logger) *yamux.Config {
-	cfg := yamux.DefaultConfig()
-	cfg.EnableKeepAlive = false
-	cfg.MaxStreamWindowSize = agentv1.StreamWindowBytes
-	cfg.LogOutput = nil
-	cfg.Logger = slog.NewLogLogger(log.Handler(), slog.LevelDebug)
-	return cfg
 }
 
 // Stdio returns the agent's byte stream: reads come from stdin, writes go to

@@ -21,7 +21,7 @@ import (
 const (
 	// DefaultMaxOutputBytes is the per-stream capture cap when a request
 	// leaves max_output_bytes at 0.
-	DefaultMaxOutputBytes = 1 << 20
+	DefaultMaxOutputBytes = agentv1.DefaultMaxOutputBytes
 	// MaxOutputBytes is the largest per-stream cap the agent grants; larger
 	// requests are lowered to it.
 	MaxOutputBytes = 64 << 20

@@ -16,10 +16,8 @@ import (
 )
 
 const (
-	// ChunkBytes is the size of one data message of a streamed transfer:
-	// each message costs a trip across the sandbox wall and a write in it,
-	// so large ones make transfers several times faster than 64 KiB did.
-	ChunkBytes = 1 << 20
+	// ChunkBytes is the size of one data message of a streamed transfer.
+	ChunkBytes = agentv1.ChunkBytes
 	// defaultFileMode is the mode of a file written without one.
 	defaultFileMode = 0o644
 	// maxSymlinkHops bounds the symlinks followed to a write's target.

@@ -28,12 +28,12 @@ import (
 var ErrClosed = errors.New("agent connection closed")
 
 // MaxRequestBytes is the largest request the agent accepts; an exec's stdin
-// travels in its request. It matches agent.MaxRequestBytes.
-const MaxRequestBytes = 64 << 20
+// travels in its request.
+const MaxRequestBytes = agentv1.MaxRequestBytes
 
 // Defaults of Options.
 const (
-	DefaultMaxOutputBytes  = 1 << 20
+	DefaultMaxOutputBytes  = agentv1.DefaultMaxOutputBytes
 	DefaultCallTimeout     = 10 * time.Second
 	DefaultExecGrace       = 5 * time.Second
 	DefaultMaxExecDuration = time.Hour
@@ -97,14 +97,7 @@ type Client struct {
 // (see WaitReady). The Client owns conn and closes it.
 func Dial(conn io.ReadWriteCloser, opts Options) (*Client, error) {
 	opts = opts.withDefaults()
-	cfg := yamux.DefaultConfig()
-	// No keepalives: a paused or checkpointed sandbox does not answer pings
-	// and must not look dead. The end of the stream tells us when it is.
-	cfg.EnableKeepAlive = false
-	cfg.MaxStreamWindowSize = agentv1.StreamWindowBytes
-	cfg.LogOutput = nil
-	cfg.Logger = slog.NewLogLogger(opts.Logger.Handler(), slog.LevelDebug)
-	sess, err := yamux.Client(conn, cfg)
+	sess, err := yamux.Client(conn, agentv1.SessionConfig(opts.Logger))
 	if err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("starting yamux session: %w", err)

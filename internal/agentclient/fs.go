@@ -20,10 +20,8 @@ const (
 	// FSMaxAnswerBytes bounds the answer of a unary filesystem call (an ls
 	// of a huge directory, a grep with many matches).
 	FSMaxAnswerBytes = 64 << 20
-	// ChunkBytes is the size of one data message of a streamed transfer:
-	// each message costs a trip across the sandbox wall and a write in it,
-	// so large ones make transfers several times faster than 64 KiB did.
-	ChunkBytes = 1 << 20
+	// ChunkBytes is the size of one data message of a streamed transfer.
+	ChunkBytes = agentv1.ChunkBytes
 	// StreamIdleTimeout aborts a streamed transfer that makes no progress
 	// for this long, in either direction.
 	StreamIdleTimeout = time.Minute

@@ -1,5 +1,24 @@
 package agentv1
 
+import (
+	"log/slog"
+
+	"github.com/hashicorp/yamux"
+)
+
+// MaxRequestBytes is the largest request message the agent accepts and the
+// host sends (an exec's stdin is carried in its request).
+const MaxRequestBytes = 64 << 20
+
+// DefaultMaxOutputBytes is the per-stream capture cap of an exec whose
+// request leaves max_output_bytes at 0.
+const DefaultMaxOutputBytes = 1 << 20
+
+// ChunkBytes is the size of one data message of a streamed transfer: each
+// message costs a trip across the sandbox wall and a write in it, so large
+// ones make transfers several times faster than 64 KiB did.
+const ChunkBytes = 1 << 20
+
 // WindowBytes is the HTTP/2 flow-control window of the agent connection,
 // set on both sides. Fixed windows turn off gRPC's bandwidth-estimation
 // pings: every frame that crosses the sandbox wall costs a wakeup.
@@ -18,3 +37,16 @@ const StreamWindowBytes = 2 << 20
 // sandboxes does not hold one per sandbox; only the agent sets the read
 // buffer.
 const BufferBytes = 1 << 20
+
+// SessionConfig is the yamux configuration of the agent session, the same
+// on both sides. Keepalives are off: a paused or checkpointed sandbox must
+// not look dead to either side, and the end of the byte stream already
+// tells each side the other is gone. yamux logs at debug level to log.
+func SessionConfig(log *slog.Logger) *yamux.Config {
+	cfg := yamux.DefaultConfig()
+	cfg.EnableKeepAlive = false
+	cfg.MaxStreamWindowSize = StreamWindowBytes
+	cfg.LogOutput = nil
+	cfg.Logger = slog.NewLogLogger(log.Handler(), slog.LevelDebug)
+	return cfg
+}
