@@ -10,18 +10,18 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
+
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/sbx-dev/sbx/api"
+	"github.com/sbx-dev/sbx/internal/image"
 )
 
 // Baseline names.
@@ -100,8 +100,7 @@ func (e *env) setUpDocker(ctx context.Context) error {
 		return fmt.Errorf("the daemon has no %s image ready to import into Docker", e.opts.Image)
 	}
 	id := images.Images[i].ID
-	dir := filepath.Join(e.opts.ImageCache, "images", id)
-	env, err := imageEnv(filepath.Join(dir, "image.json"))
+	img, err := image.LoadCached(e.opts.ImageCache, id)
 	if err != nil {
 		return fmt.Errorf("reading the %s image's config (is --image-cache the daemon's image_cache_dir?): %w", e.opts.Image, err)
 	}
@@ -113,7 +112,7 @@ func (e *env) setUpDocker(ctx context.Context) error {
 	}
 	if !ok {
 		e.progress("bench: importing the %s root filesystem into Docker as %s…", e.opts.Image, ref)
-		if err := d.c.importRootfs(ctx, filepath.Join(dir, "rootfs"), repo, tag); err != nil {
+		if err := d.c.importRootfs(ctx, img.Rootfs, repo, tag); err != nil {
 			return err
 		}
 	}
@@ -121,25 +120,8 @@ func (e *env) setUpDocker(ctx context.Context) error {
 	if e.defaults != nil {
 		cpus, mem = e.defaults.CPUs, e.defaults.MemoryMB
 	}
-	d.spec = containerSpec{Image: ref, Cmd: []string{"sleep", "infinity"}, Env: env, CPUs: cpus, MemoryMB: mem, Pids: 1024}
+	d.spec = containerSpec{Image: ref, Cmd: []string{"sleep", "infinity"}, Env: img.Config.Env, CPUs: cpus, MemoryMB: mem, Pids: 1024}
 	return nil
-}
-
-// imageEnv reads the environment of an image of the sbx cache.
-func imageEnv(path string) ([]string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var img struct {
-		Config struct {
-			Env []string `json:"env"`
-		} `json:"config"`
-	}
-	if err := json.Unmarshal(b, &img); err != nil {
-		return nil, err
-	}
-	return img.Config.Env, nil
 }
 
 // startContainer creates and starts a container of the benchmark image.

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
@@ -37,7 +38,7 @@ func (r Report) WriteMarkdown(w io.Writer) error {
 
 	p("## sbx bench — %s\n\n", r.Started.Format("2006-01-02 15:04 MST"))
 	p("- host: %d CPUs, %s, Linux %s, load %s at start\n", r.Host.CPUs, orUnknown(r.Host.CPUModel), orUnknown(r.Host.Kernel), orUnknown(r.Host.Load))
-	p("- runsc: %s\n", or(r.Host.Runsc, "not found next to sbx"))
+	p("- runsc: %s\n", cmp.Or(r.Host.Runsc, "not found next to sbx"))
 	if r.Docker != "" {
 		p("- docker: %s\n", r.Docker)
 	}
@@ -225,11 +226,4 @@ func cell(s string) string { return strings.ReplaceAll(oneLine(s), "|", `\|`) }
 // oneLine folds s onto one line.
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-func or(s, alt string) string {
-	if s == "" {
-		return alt
-	}
-	return s
-}
-
-func orUnknown(s string) string { return or(s, "unknown") }
+func orUnknown(s string) string { return cmp.Or(s, "unknown") }

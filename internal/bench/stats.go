@@ -22,22 +22,26 @@ type Stats struct {
 
 // Summarize computes the Stats of samples; no samples give zero Stats.
 func Summarize(samples []time.Duration) Stats {
-	s := Stats{Samples: slices.Clone(samples)}
+	c, v := summarize(samples)
+	return Stats{Samples: c, Min: v[0], Max: v[1], Mean: v[2], P50: v[3], P90: v[4], P99: v[5]}
+}
+
+// summarize returns a copy of samples and their min, max, mean, p50, p90
+// and p99; all zero without samples.
+func summarize[T time.Duration | uint64](samples []T) ([]T, [6]T) {
+	var v [6]T
 	if len(samples) == 0 {
-		return s
+		return slices.Clone(samples), v
 	}
 	sorted := slices.Clone(samples)
 	slices.Sort(sorted)
-	var sum time.Duration
+	var sum T
 	for _, d := range sorted {
 		sum += d
 	}
-	s.Min, s.Max = sorted[0], sorted[len(sorted)-1]
-	s.Mean = sum / time.Duration(len(sorted))
-	s.P50 = Percentile(sorted, 50)
-	s.P90 = Percentile(sorted, 90)
-	s.P99 = Percentile(sorted, 99)
-	return s
+	v[0], v[1], v[2] = sorted[0], sorted[len(sorted)-1], sum/T(len(sorted))
+	v[3], v[4], v[5] = percentile(sorted, 50), percentile(sorted, 90), percentile(sorted, 99)
+	return slices.Clone(samples), v
 }
 
 // Percentile returns the p-th percentile (0 ≤ p ≤ 100, clamped) of sorted
@@ -76,22 +80,8 @@ type Sizes struct {
 
 // SummarizeSizes computes the Sizes of samples; no samples give zero Sizes.
 func SummarizeSizes(samples []uint64) Sizes {
-	s := Sizes{Samples: slices.Clone(samples)}
-	if len(samples) == 0 {
-		return s
-	}
-	sorted := slices.Clone(samples)
-	slices.Sort(sorted)
-	var sum uint64
-	for _, n := range sorted {
-		sum += n
-	}
-	s.Min, s.Max = sorted[0], sorted[len(sorted)-1]
-	s.Mean = sum / uint64(len(sorted))
-	s.P50 = percentile(sorted, 50)
-	s.P90 = percentile(sorted, 90)
-	s.P99 = percentile(sorted, 99)
-	return s
+	c, v := summarize(samples)
+	return Sizes{Samples: c, Min: v[0], Max: v[1], Mean: v[2], P50: v[3], P90: v[4], P99: v[5]}
 }
 
 // mib converts n bytes to fractional MiB, the unit of memory in reports.

@@ -61,6 +61,11 @@ func (c cache) open() error {
 	return nil
 }
 
+// LoadCached reads image id from the cache at dir without opening a Store:
+// for a reader beside the daemon (the benchmark imports its root
+// filesystem into Docker).
+func LoadCached(dir, id string) (*Image, error) { return cache{dir: dir}.load(id) }
+
 // load returns the published image id. The error wraps fs.ErrNotExist
 // when there is none.
 func (c cache) load(id string) (*Image, error) {
