@@ -59,11 +59,14 @@ func (m *Manager) Exec(ctx context.Context, req api.ExecRequest) (result api.Exe
 	}
 	areq := &agentv1.ExecRequest{
 		Argv:           argv,
-		Env:            mergeEnv(sb.baseEnv, req.Env),
+		Env:            sb.baseEnv,
 		Workdir:        workdir,
 		Stdin:          stdin,
 		TimeoutMs:      int64(timeout),
 		MaxOutputBytes: m.cfg.MaxOutputBytes,
+	}
+	if len(req.Env) > 0 {
+		areq.Env = mergeEnv(sb.baseEnv, req.Env)
 	}
 	applyUser(areq, sb.user)
 	start := time.Now()
@@ -101,21 +104,11 @@ func (m *Manager) execFailure(ctx context.Context, sb *sandbox, err error) error
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	// The sandbox may be ending right now; give the watcher a moment to
-	// learn why before answering.
+	// The sandbox may be ending right now; give it a moment, to say why.
 	select {
 	case <-sb.inst.Done():
-	case <-sb.agent.Done():
-	case <-time.After(100 * time.Millisecond):
-	}
-	select {
-	case <-sb.inst.Done():
-		reason := sb.inst.ExitReason()
-		if reason == "" {
-			reason = "the sandbox agent went away"
-		}
-		m.stopAsync(sb, reason)
-		_, reason = sb.stopState()
+		m.stopAsync(sb, exitReason(sb.inst))
+		_, reason := sb.stopState()
 		return errdefs.New(errdefs.CodeStopped, "sandbox %s stopped during the exec: %s", sb.rec.ID, reason)
 	case <-time.After(2 * time.Second):
 	}

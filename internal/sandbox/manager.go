@@ -5,6 +5,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -437,12 +438,17 @@ func (m *Manager) stopAsync(sb *sandbox, reason string) <-chan struct{} {
 	m.log.Info("sandbox stopping", "sandbox", sb.rec.ID, "reason", reason)
 	m.observer().Stopped(stopCause(reason))
 	m.persistStopped(sb)
+	m.teardownAsync(sb)
+	return sb.destroyed
+}
+
+// teardownAsync tears sb down in the background; Close waits for it.
+func (m *Manager) teardownAsync(sb *sandbox) {
 	m.destroying.Add(1)
 	go func() {
 		defer m.destroying.Done()
 		m.teardown(sb)
 	}()
-	return sb.destroyed
 }
 
 // destroy is stopAsync that waits.
@@ -490,11 +496,12 @@ func (m *Manager) watch(sb *sandbox) {
 	case <-sb.destroyed:
 		return
 	}
-	reason := sb.inst.ExitReason()
-	if reason == "" {
-		reason = "the sandbox agent went away"
-	}
-	m.stopAsync(sb, reason)
+	m.stopAsync(sb, exitReason(sb.inst))
+}
+
+// exitReason is why inst ended, as far as it knows.
+func exitReason(inst runtime.Instance) string {
+	return cmp.Or(inst.ExitReason(), "the sandbox agent went away")
 }
 
 // List returns the caller's sandboxes, live and recently stopped, oldest first.

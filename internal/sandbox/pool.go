@@ -303,11 +303,7 @@ func (m *Manager) discardWarm(sb *sandbox, reason string) {
 		return
 	}
 	m.log.Debug("warm pool sandbox discarded", "sandbox", sb.rec.ID, "image", sb.rec.Image, "reason", reason)
-	m.destroying.Add(1)
-	go func() {
-		defer m.destroying.Done()
-		m.teardown(sb)
-	}()
+	m.teardownAsync(sb)
 }
 
 // readyLocked counts the pool's ready sandboxes, plus the one booting;
@@ -539,10 +535,7 @@ func (m *Manager) watchWarm(image string, w *warmSandbox) {
 	if i < 0 {
 		return // claimed or discarded meanwhile
 	}
-	reason := w.sb.inst.ExitReason()
-	if reason == "" {
-		reason = "the sandbox agent went away"
-	}
+	reason := exitReason(w.sb.inst)
 	m.log.Warn("warm pool sandbox ended while waiting", "sandbox", w.sb.rec.ID, "image", image, "reason", reason)
 	m.discardWarm(w.sb, reason)
 	m.pool.wake()
