@@ -39,7 +39,6 @@ import (
 	"path/filepath"
 	"regexp"
 	goruntime "runtime"
-	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -80,8 +79,7 @@ type Runtime struct {
 }
 
 // New checks the host (runsc binary, root, cgroups) and prepares
-// opts.StateDir. opts.BinaryPath is runsc; when empty, runsc is looked for
-// next to the running executable, then on PATH.
+// opts.StateDir. opts.BinaryPath is runsc (the daemon finds it).
 func New(opts runtime.Options) (runtime.Runtime, error) {
 	return newRuntime(opts)
 }
@@ -130,22 +128,11 @@ func newRuntime(opts runtime.Options) (*Runtime, error) {
 	return r, nil
 }
 
-// findRunsc resolves the runsc binary and checks that it can be executed.
+// findRunsc makes the runsc binary's path absolute and checks that it can
+// be executed.
 func findRunsc(path string) (string, error) {
 	if path == "" {
-		path = "runsc"
-		if exe, err := os.Executable(); err == nil {
-			if next := filepath.Join(filepath.Dir(exe), "runsc"); isExecutable(next) {
-				path = next
-			}
-		}
-	}
-	if !strings.Contains(path, "/") {
-		p, err := exec.LookPath(path)
-		if err != nil {
-			return "", fmt.Errorf("finding runsc: %w (build it with `make build` or pass its path)", err)
-		}
-		path = p
+		return "", errors.New("no runsc binary given (build it with `make build` or pass its path)")
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
