@@ -127,10 +127,8 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.validateNetwork()...)
 	errs = append(errs, c.validateWarmPool()...)
 	for name := range c.CustomImages {
-		for _, p := range Presets {
-			if name == p {
-				bad("custom_images key %q shadows the preset of that name; choose another name", name)
-			}
+		if slices.Contains(Presets, name) {
+			bad("custom_images key %q shadows the preset of that name; choose another name", name)
 		}
 		if name == "" {
 			bad("custom_images has an empty name")
@@ -141,12 +139,21 @@ func (c *Config) Validate() error {
 			bad("per_image_caps.%s sets neither max_cpus nor max_memory_mb", name)
 		}
 		// A cap on a mistyped name would silently cap nothing.
-		if _, custom := c.CustomImages[name]; !custom && !slices.Contains(Presets, name) {
-			bad("per_image_caps.%s names no catalog image (presets: %s; or a custom_images key)", name, strings.Join(Presets, ", "))
+		if !c.inCatalog(name) {
+			bad("per_image_caps.%s %s", name, notInCatalog)
 		}
 	}
 	return errors.Join(errs...)
 }
+
+// inCatalog reports whether name is a preset or a custom_images key.
+func (c *Config) inCatalog(name string) bool {
+	_, custom := c.CustomImages[name]
+	return custom || slices.Contains(Presets, name)
+}
+
+// notInCatalog ends the error of a key that names no catalog image.
+var notInCatalog = "names no catalog image (presets: " + strings.Join(Presets, ", ") + "; or a custom_images key)"
 
 // Load reads a YAML config file over the defaults and validates it.
 func Load(path string) (Config, error) {

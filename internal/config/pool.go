@@ -20,10 +20,9 @@ func (c *Config) validateWarmPool() []error {
 	total := 0
 	for _, name := range names {
 		n := c.WarmPool[name]
-		_, custom := c.CustomImages[name]
 		switch {
-		case !custom && !slices.Contains(Presets, name):
-			bad("warm_pool.%s names no catalog image (presets: python, node; or a custom_images key)", name)
+		case !c.inCatalog(name):
+			bad("warm_pool.%s %s", name, notInCatalog)
 		case !slices.Contains(c.ImageAllowlist, name):
 			bad("warm_pool.%s: image_allowlist does not allow %s, so no create could take from its pool", name, name)
 		}
