@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -93,16 +94,20 @@ func (d *daemon) start() {
 	d.cmd = exec.Command(sbx, "serve", "--config", d.cfgPath, "--listen", "127.0.0.1:0",
 		"--engine-listen", "127.0.0.1:0", "--data-dir", d.dataDir,
 		"--runsc-path", testutil.RunscPath(), "--agent-path", agent)
-	stderr, err := d.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The log goes through an io.Pipe, closed once Wait has copied all of
+	// it (or given up on a descendant holding stderr, after WaitDelay), so
+	// that every line is in d.log before waitErr says the daemon ended.
+	stderr, stderrW := io.Pipe()
+	d.cmd.Stderr, d.cmd.WaitDelay = stderrW, 5*time.Second
 	d.log = &bytes.Buffer{}
 	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	addr := make(chan string, 1)
+	logged := make(chan struct{})
 	go func() {
+		defer close(logged)
+		defer io.Copy(io.Discard, stderr) // past a line too long to scan
 		sc := bufio.NewScanner(stderr)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
@@ -120,7 +125,12 @@ func (d *daemon) start() {
 		}
 	}()
 	d.waitErr = make(chan error, 1)
-	go func() { d.waitErr <- d.cmd.Wait() }()
+	go func() {
+		err := d.cmd.Wait()
+		stderrW.Close()
+		<-logged
+		d.waitErr <- err
+	}()
 	select {
 	case a := <-addr:
 		d.url = "http://" + a
