@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -26,21 +27,13 @@ func leftovers(dataDir string, ids []string) []string {
 		if strings.Contains(cmdline, " serve ") {
 			continue // the daemon itself
 		}
-		hit := dataDir != "" && strings.Contains(cmdline, dataDir)
-		for _, id := range ids {
-			hit = hit || strings.Contains(cmdline, id)
-		}
-		if hit {
+		if mentions(cmdline, dataDir, ids) {
 			found = append(found, "process "+filepath.Base(filepath.Dir(p))+": "+cmdline)
 		}
 	}
 	if mi, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
 		for _, line := range strings.Split(string(mi), "\n") {
-			hit := dataDir != "" && strings.Contains(line, dataDir)
-			for _, id := range ids {
-				hit = hit || strings.Contains(line, id)
-			}
-			if hit {
+			if mentions(line, dataDir, ids) {
 				found = append(found, "mount: "+line)
 			}
 		}
@@ -60,6 +53,13 @@ func leftovers(dataDir string, ids []string) []string {
 		}
 	}
 	return found
+}
+
+// mentions reports whether s names dataDir (when it is not "") or one of
+// ids.
+func mentions(s, dataDir string, ids []string) bool {
+	return (dataDir != "" && strings.Contains(s, dataDir)) ||
+		slices.ContainsFunc(ids, func(id string) bool { return strings.Contains(s, id) })
 }
 
 // assertNoLeftovers waits up to 10 s for the sandboxes of dataDir (all of
@@ -99,11 +99,7 @@ func networkLeftovers(dataDir string, ids []string) []string {
 		return found // no nftables: no rules either
 	}
 	for _, line := range strings.Split(string(out), "\n") {
-		hit := dataDir != "" && strings.Contains(line, dataDir)
-		for _, id := range ids {
-			hit = hit || strings.Contains(line, id)
-		}
-		if hit {
+		if mentions(line, dataDir, ids) {
 			found = append(found, "nftables: "+strings.TrimSpace(line))
 		}
 	}
