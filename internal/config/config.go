@@ -67,9 +67,9 @@ type Config struct {
 	WarmPool map[string]int `yaml:"warm_pool"`
 	// SystrapFastPath is whether gVisor's systrap platform may spin
 	// instead of sleeping while it waits for a sandbox's threads: "on"
-	// (gVisor's adaptive default), "off", or "auto" (off on hosts with at
-	// most 2 CPUs, where the spinning of many sandboxes takes the CPUs
-	// from the work itself).
+	// (gVisor's adaptive default) or "off", which saves CPU when many
+	// sandboxes mostly start short processes but makes every system call
+	// inside a sandbox tens of times slower.
 	SystrapFastPath string `yaml:"systrap_fast_path"`
 }
 
@@ -91,7 +91,7 @@ func Default() Config {
 		Runtime:                     "gvisor",
 		NetworkPool:                 DefaultNetworkPool,
 		WritableLayerMB:             2048,
-		SystrapFastPath:             FastPathAuto,
+		SystrapFastPath:             FastPathOn,
 	}
 }
 

@@ -63,13 +63,12 @@ func (c *Config) validateLifecycle() []error {
 
 // The values of systrap_fast_path.
 const (
-	FastPathAuto = "auto"
-	FastPathOn   = "on"
-	FastPathOff  = "off"
+	FastPathOn  = "on"
+	FastPathOff = "off"
 )
 
 // FastPathModes lists the values of systrap_fast_path.
-var FastPathModes = []string{FastPathAuto, FastPathOn, FastPathOff}
+var FastPathModes = []string{FastPathOn, FastPathOff}
 
 // redactTokens returns tokens with every token replaced, for printing.
 func redactTokens(tokens map[string]string) map[string]string {

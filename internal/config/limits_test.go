@@ -31,8 +31,8 @@ func TestLimitsNameTheField(t *testing.T) {
 		{"wrong type", "auto_install: maybe\n", []string{"auto_install must be true or false, not maybe"}},
 		{"short token", "api_tokens:\n  alice: abc\n", []string{"api_tokens.alice", "at least 16 bytes"}},
 		{"shared token", "api_tokens:\n  alice: 0123456789abcdef0\n  bob: 0123456789abcdef0\n", []string{"api_tokens.bob", "owner alice"}},
-		{"unknown fast path", "systrap_fast_path: fast\n", []string{`systrap_fast_path must be one of auto, on, off, got "fast"`}},
-		{"boolean fast path", "systrap_fast_path: true\n", []string{`systrap_fast_path must be one of auto, on, off, got "true"`}},
+		{"unknown fast path", "systrap_fast_path: fast\n", []string{`systrap_fast_path must be one of on, off, got "fast"`}},
+		{"boolean fast path", "systrap_fast_path: true\n", []string{`systrap_fast_path must be one of on, off, got "true"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

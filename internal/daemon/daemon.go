@@ -79,10 +79,10 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	defer images.Close()
 	rt, err := runtime.New(cfg.Runtime, runtime.Options{
-		StateDir:        filepath.Join(opts.DataDir, cfg.Runtime),
-		BinaryPath:      runscPath,
-		NetworkPool:     cfg.NetworkPool,
-		SystrapFastPath: cfg.SystrapFastPath,
+		StateDir:           filepath.Join(opts.DataDir, cfg.Runtime),
+		BinaryPath:         runscPath,
+		NetworkPool:        cfg.NetworkPool,
+		SystrapFastPathOff: cfg.SystrapFastPath == config.FastPathOff,
 	})
 	if err != nil {
 		return fmt.Errorf("starting runtime %s: %w", cfg.Runtime, err)

@@ -102,9 +102,9 @@ type Options struct {
 	// NetworkPool is the IPv4 prefix that sandboxes with Network get their
 	// subnets from ("10.200.0.0/16"); "" leaves Network unavailable.
 	NetworkPool string
-	// SystrapFastPath is the config's systrap_fast_path ("auto", "on",
-	// "off"; "" is "auto"), for runtimes on gVisor's systrap platform.
-	SystrapFastPath string
+	// SystrapFastPathOff turns off the spinning of gVisor's systrap
+	// platform (the config's systrap_fast_path: off).
+	SystrapFastPathOff bool
 }
 
 var (

@@ -38,7 +38,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	goruntime "runtime"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -103,10 +102,6 @@ func newRuntime(opts runtime.Options) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gvisor runtime: %w", err)
 	}
-	fastPathOff, err := systrapFastPathOff(opts.SystrapFastPath, goruntime.NumCPU())
-	if err != nil {
-		return nil, fmt.Errorf("gvisor runtime: %w", err)
-	}
 	nw, err := newNetwork(opts, stateDir)
 	if err != nil {
 		return nil, fmt.Errorf("gvisor runtime: %w", err)
@@ -116,7 +111,7 @@ func newRuntime(opts runtime.Options) (*Runtime, error) {
 		runsc:       runsc,
 		stateDir:    stateDir,
 		debug:       opts.Debug,
-		fastPathOff: fastPathOff,
+		fastPathOff: opts.SystrapFastPathOff,
 		cg:          cg,
 		live:        map[string]*instance{},
 	}
@@ -173,25 +168,6 @@ func (r *Runtime) runscArgs(id string, args ...string) []string {
 		global = append(global, "--debug", "--debug-log", r.logDir(id)+"/")
 	}
 	return append(global, args...)
-}
-
-// systrapFastPathOff decides the config's systrap_fast_path on a host with
-// cpus CPUs. gVisor's systrap lets a sandbox's threads spin for a while
-// instead of sleeping when it expects an answer soon; each sandbox decides
-// alone, so on a small host many sandboxes spin on the CPUs their work
-// needs. On 2 CPUs, turning it off gave 8 % more execs per second (9 of 10
-// paired runs), 15 % less CPU per exec and exec latencies as low or lower
-// (docs/performance.md); gVisor itself turns it off on 1 CPU.
-func systrapFastPathOff(mode string, cpus int) (bool, error) {
-	switch mode {
-	case "", "auto":
-		return cpus <= 2, nil
-	case "on":
-		return false, nil
-	case "off":
-		return true, nil
-	}
-	return false, fmt.Errorf("systrap_fast_path %q is not auto, on or off", mode)
 }
 
 // runscCmd builds a runsc command for sandbox id.

@@ -266,30 +266,6 @@ func TestCleanupStack(t *testing.T) {
 	}
 }
 
-func TestSystrapFastPathOff(t *testing.T) {
-	tests := []struct {
-		mode    string
-		cpus    int
-		off     bool
-		wantErr bool
-	}{
-		{"auto", 1, true, false},
-		{"auto", 2, true, false},
-		{"auto", 3, false, false},
-		{"", 2, true, false},
-		{"", 64, false, false},
-		{"on", 2, false, false},
-		{"off", 64, true, false},
-		{"sometimes", 2, false, true},
-	}
-	for _, tt := range tests {
-		off, err := systrapFastPathOff(tt.mode, tt.cpus)
-		if off != tt.off || (err != nil) != tt.wantErr {
-			t.Errorf("systrapFastPathOff(%q, %d) = %v, %v; want %v, error %v", tt.mode, tt.cpus, off, err, tt.off, tt.wantErr)
-		}
-	}
-}
-
 func TestBootArgs(t *testing.T) {
 	spec := runtime.Spec{ID: "sb1", WritableLayerMB: 64}
 	for _, off := range []bool{false, true} {
