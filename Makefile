@@ -40,7 +40,7 @@ $(BIN)/sbx-agent: $(GO_SOURCES)
 # possible) in which seccompgen registers them, through -modfile.
 $(RUNSC_STAMP):
 	$(RM_RUNSC_BUILD) && mkdir -p $(RUNSC_BUILD)
-	mod=$$($(GO) list -m -f '{{.Dir}}' gvisor.dev/gvisor) && \
+	$(GO) mod download gvisor.dev/gvisor && mod=$$($(GO) list -m -f '{{.Dir}}' gvisor.dev/gvisor) && \
 		{ cp -al "$$mod" $(RUNSC_BUILD)/gvisor 2>/dev/null || cp -a "$$mod" $(RUNSC_BUILD)/gvisor; }
 	$(GO) run ./internal/runtime/gvisor/seccompgen $(RUNSC_BUILD)/gvisor
 	cp go.mod $(RUNSC_BUILD)/runsc.mod && cp go.sum $(RUNSC_BUILD)/runsc.sum
