@@ -1,8 +1,8 @@
-# sbx — build, demo, test. See README.md.
+# hutch — build, demo, test. See README.md.
 SHELL := /bin/bash
 GO ?= go
 BIN := $(CURDIR)/bin
-# Debian packages sbx needs at run and test time.
+# Debian packages hutch needs at run and test time.
 APT_PACKAGES := mmdebstrap busybox-static iproute2 ca-certificates nftables
 # Commands the conformance suite runs, each with the Debian package that
 # provides it; installed only when the command is missing (node may come
@@ -25,14 +25,14 @@ RUNSC_BUILD := $(BIN)/.build-runsc
 RM_RUNSC_BUILD := { test ! -d $(RUNSC_BUILD) || find $(RUNSC_BUILD) -type d -exec chmod u+w {} +; } && rm -rf $(RUNSC_BUILD)
 $(shell test -x $(BIN)/runsc || rm -f $(BIN)/.runsc-*)
 
-build: $(BIN)/sbx $(BIN)/sbx-agent $(RUNSC_STAMP)
+build: $(BIN)/hutch $(BIN)/hutch-agent $(RUNSC_STAMP)
 
-$(BIN)/sbx: $(GO_SOURCES)
-	CGO_ENABLED=0 $(GO) build -o $@ ./cmd/sbx
+$(BIN)/hutch: $(GO_SOURCES)
+	CGO_ENABLED=0 $(GO) build -o $@ ./cmd/hutch
 
 # The agent runs inside sandboxes: static, no cgo.
-$(BIN)/sbx-agent: $(GO_SOURCES)
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $@ ./cmd/sbx-agent
+$(BIN)/hutch-agent: $(GO_SOURCES)
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $@ ./cmd/hutch-agent
 
 # runsc is compiled from the gVisor Go module pinned in go.mod (tool directive),
 # with its seccomp filters precompiled as gVisor's own builds have them (about
@@ -60,7 +60,7 @@ deps:
 
 # First sandbox: builds everything, builds the python image, runs code.
 demo: deps build
-	$(BIN)/sbx run python -- python3 -c 'print("hello from a gVisor sandbox:", 2+2)'
+	$(BIN)/hutch run python -- python3 -c 'print("hello from a gVisor sandbox:", 2+2)'
 
 # Every test: unit tests, then integration tests against real sandboxes,
 # then the JS conformance suite.
@@ -80,12 +80,12 @@ integration: deps build
 	$(GO) test -count=1 -timeout 30m -v ./integration/...
 
 # The benchmark (README "Performance"): against a private daemon that it
-# starts and stops itself, or with SBX_URL set against that daemon. Docker
+# starts and stops itself, or with HUTCH_URL set against that daemon. Docker
 # and runsc do are measured too when present. IMAGE_CACHE holds the python
 # image (built there on first use); BENCH_FLAGS passes more options.
-IMAGE_CACHE ?= /var/lib/sbx/images
+IMAGE_CACHE ?= /var/lib/hutch/images
 bench: build
-	$(BIN)/sbx bench $(if $(SBX_URL),,--private) --image-cache $(IMAGE_CACHE) --json-out $(BIN)/bench-results.json $(BENCH_FLAGS)
+	$(BIN)/hutch bench $(if $(HUTCH_URL),,--private) --image-cache $(IMAGE_CACHE) --json-out $(BIN)/bench-results.json $(BENCH_FLAGS)
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi

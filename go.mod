@@ -1,4 +1,4 @@
-module github.com/sbx-dev/sbx
+module github.com/hutch-dev/hutch
 
 go 1.26.8
 

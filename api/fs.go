@@ -112,7 +112,7 @@ type FsReadRequest struct {
 const FsReadMaxBody = 1 << 20
 
 // FsReadResponse is the result of sandbox::fs::read. Body is set when the
-// file is under FsReadMaxBody bytes and valid UTF-8; ContentB64 (an sbx
+// file is under FsReadMaxBody bytes and valid UTF-8; ContentB64 (an hutch
 // extension) when it is under the limit but not UTF-8.
 type FsReadResponse struct {
 	Body       *string `json:"body,omitempty"`
@@ -221,7 +221,7 @@ type FsSedRequest struct {
 }
 
 // FsSedResult is the outcome for one file. A failed file has Success false,
-// Error naming the path and Code its S-code (an sbx extension).
+// Error naming the path and Code its S-code (an hutch extension).
 type FsSedResult struct {
 	Path         string `json:"path"`
 	Replacements int64  `json:"replacements"`

@@ -19,7 +19,7 @@ type CatalogResponse struct {
 	Images []CatalogImage `json:"images"`
 }
 
-// ImageListRequest is the payload of sbx::image::list (no fields).
+// ImageListRequest is the payload of hutch::image::list (no fields).
 type ImageListRequest struct{}
 
 // ImageInfo is one catalog image with its cache state.
@@ -39,22 +39,22 @@ type ImageInfo struct {
 	InUse int `json:"in_use"`
 }
 
-// ImageListResponse is the result of sbx::image::list, in catalog order.
+// ImageListResponse is the result of hutch::image::list, in catalog order.
 type ImageListResponse struct {
 	Images []ImageInfo `json:"images"`
 }
 
-// ImagePullRequest is the payload of sbx::image::pull.
+// ImagePullRequest is the payload of hutch::image::pull.
 type ImagePullRequest struct {
 	Name string `json:"name"`
 }
 
-// ImageRemoveRequest is the payload of sbx::image::rm.
+// ImageRemoveRequest is the payload of hutch::image::rm.
 type ImageRemoveRequest struct {
 	Name string `json:"name"`
 }
 
-// ImageRemoveResponse is the result of sbx::image::rm.
+// ImageRemoveResponse is the result of hutch::image::rm.
 type ImageRemoveResponse struct {
 	Name string `json:"name"`
 	// Removed is false when the image was not cached.

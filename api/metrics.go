@@ -1,6 +1,6 @@
 package api
 
-// MetricsRequest is the payload of sandbox::metrics (sbx extension).
+// MetricsRequest is the payload of sandbox::metrics (hutch extension).
 type MetricsRequest struct {
 	SandboxID string `json:"sandbox_id"`
 }

@@ -110,7 +110,7 @@ type ListResponse struct {
 	Sandboxes []SandboxInfo `json:"sandboxes"`
 }
 
-// GetRequest is the payload of sandbox::get, sbx's one-entry list.
+// GetRequest is the payload of sandbox::get, hutch's one-entry list.
 type GetRequest struct {
 	SandboxID string `json:"sandbox_id"`
 }
@@ -126,7 +126,7 @@ type SandboxInfo struct {
 	ExecSlotsFree  int     `json:"exec_slots_free"`
 	Stopped        bool    `json:"stopped"`
 
-	// sbx additions, beyond the seed's fields.
+	// hutch additions, beyond the seed's fields.
 	StopReason      string `json:"stop_reason,omitempty"`
 	CPUs            uint32 `json:"cpus"`
 	MemoryMB        uint32 `json:"memory_mb"`

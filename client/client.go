@@ -1,8 +1,8 @@
-// Package client is the Go client of sbx's HTTP API. Requests and results
+// Package client is the Go client of hutch's HTTP API. Requests and results
 // are the payload types of package api; an error the daemon answers is an
 // *api.ErrorEnvelope, so callers can branch on its S-code:
 //
-//	c := client.FromEnv() // $SBX_URL, $SBX_TOKEN
+//	c := client.FromEnv() // $HUTCH_URL, $HUTCH_TOKEN
 //	sb, err := c.Create(ctx, api.CreateRequest{Image: "python"})
 //	if err != nil {
 //		var env *api.ErrorEnvelope
@@ -31,13 +31,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sbx-dev/sbx/api"
+	"github.com/hutch-dev/hutch/api"
 )
 
-// DefaultURL is where the daemon listens unless $SBX_URL says otherwise.
+// DefaultURL is where the daemon listens unless $HUTCH_URL says otherwise.
 const DefaultURL = "http://127.0.0.1:3111"
 
-// Client talks to one sbx daemon.
+// Client talks to one hutch daemon.
 type Client struct {
 	base  string // without a trailing slash
 	auth  string // "Bearer <token>", or ""
@@ -61,9 +61,9 @@ func New(baseURL, token string) *Client {
 	return c
 }
 
-// FromEnv returns a client of the daemon at $SBX_URL (default DefaultURL)
-// with the token $SBX_TOKEN.
-func FromEnv() *Client { return New(os.Getenv("SBX_URL"), os.Getenv("SBX_TOKEN")) }
+// FromEnv returns a client of the daemon at $HUTCH_URL (default DefaultURL)
+// with the token $HUTCH_TOKEN.
+func FromEnv() *Client { return New(os.Getenv("HUTCH_URL"), os.Getenv("HUTCH_TOKEN")) }
 
 // newTransport is tuned for many small calls to one host: a deep idle pool
 // and no overall timeout (an exec may run for minutes; callers bound calls

@@ -11,12 +11,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sbx-dev/sbx/api"
-	"github.com/sbx-dev/sbx/client"
-	"github.com/sbx-dev/sbx/internal/auth"
-	"github.com/sbx-dev/sbx/internal/errdefs"
-	"github.com/sbx-dev/sbx/internal/httpapi"
-	"github.com/sbx-dev/sbx/internal/httpapi/httpapitest"
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/client"
+	"github.com/hutch-dev/hutch/internal/auth"
+	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/httpapi"
+	"github.com/hutch-dev/hutch/internal/httpapi/httpapitest"
 )
 
 const id = httpapitest.DefaultID
@@ -218,8 +218,8 @@ func TestTokenAndEnv(t *testing.T) {
 	srv := httpapitest.NewServer(t, fake, httpapi.Options{Auth: tokens})
 	ctx := context.Background()
 
-	t.Setenv("SBX_URL", srv.URL)
-	t.Setenv("SBX_TOKEN", tok)
+	t.Setenv("HUTCH_URL", srv.URL)
+	t.Setenv("HUTCH_TOKEN", tok)
 	c := client.FromEnv()
 	if c.URL() != srv.URL {
 		t.Errorf("URL %q, want %q", c.URL(), srv.URL)
@@ -237,9 +237,9 @@ func TestTokenAndEnv(t *testing.T) {
 		{"127.0.0.1:4000", "http://127.0.0.1:4000"},
 		{"http://[::1]:4000/", "http://[::1]:4000"},
 	} {
-		t.Setenv("SBX_URL", tt.env)
+		t.Setenv("HUTCH_URL", tt.env)
 		if got := client.FromEnv().URL(); got != tt.want {
-			t.Errorf("SBX_URL=%q: URL %q, want %q", tt.env, got, tt.want)
+			t.Errorf("HUTCH_URL=%q: URL %q, want %q", tt.env, got, tt.want)
 		}
 	}
 }

@@ -7,15 +7,15 @@ import (
 	"log"
 	"net/http/httptest"
 
-	"github.com/sbx-dev/sbx/api"
-	"github.com/sbx-dev/sbx/client"
-	"github.com/sbx-dev/sbx/internal/functions"
-	"github.com/sbx-dev/sbx/internal/httpapi"
-	"github.com/sbx-dev/sbx/internal/httpapi/httpapitest"
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/client"
+	"github.com/hutch-dev/hutch/internal/functions"
+	"github.com/hutch-dev/hutch/internal/httpapi"
+	"github.com/hutch-dev/hutch/internal/httpapi/httpapitest"
 )
 
 func Example() {
-	daemon := standInDaemon() // a real one is `sbx serve`
+	daemon := standInDaemon() // a real one is `hutch serve`
 	defer daemon.Close()
 
 	ctx := context.Background()

@@ -9,7 +9,7 @@ import (
 	"net/url"
 	"path"
 
-	"github.com/sbx-dev/sbx/api"
+	"github.com/hutch-dev/hutch/api"
 )
 
 // fs runs sandbox::fs::{op} on sandbox id through POST
@@ -139,7 +139,7 @@ func (c *Client) Download(ctx context.Context, req api.FsDownloadRequest) (api.F
 	if err != nil {
 		return api.FsEntry{}, nil, err
 	}
-	entry := api.FsEntry{Name: path.Base(req.Path), Mode: resp.Header.Get("X-Sbx-Mode"), Size: max(resp.ContentLength, 0)}
+	entry := api.FsEntry{Name: path.Base(req.Path), Mode: resp.Header.Get("X-Hutch-Mode"), Size: max(resp.ContentLength, 0)}
 	if t, err := http.ParseTime(resp.Header.Get("Last-Modified")); err == nil {
 		entry.Mtime = t.Unix()
 	}

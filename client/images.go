@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/sbx-dev/sbx/api"
+	"github.com/hutch-dev/hutch/api"
 )
 
 // Catalog runs sandbox::catalog::list: presets first, then custom images.
@@ -15,13 +15,13 @@ func (c *Client) Catalog(ctx context.Context) (api.CatalogResponse, error) {
 	return out, c.do(ctx, http.MethodGet, "/v1/catalog", nil, &out)
 }
 
-// Images runs sbx::image::list: the catalog with each image's cache state.
+// Images runs hutch::image::list: the catalog with each image's cache state.
 func (c *Client) Images(ctx context.Context) (api.ImageListResponse, error) {
 	var out api.ImageListResponse
 	return out, c.do(ctx, http.MethodGet, "/v1/images", nil, &out)
 }
 
-// PullImage runs sbx::image::pull and returns once catalog image name is
+// PullImage runs hutch::image::pull and returns once catalog image name is
 // cached (ImageStatus shows the progress meanwhile).
 func (c *Client) PullImage(ctx context.Context, name string) (api.ImageStatus, error) {
 	var out api.ImageStatus
@@ -32,7 +32,7 @@ func (c *Client) PullImage(ctx context.Context, name string) (api.ImageStatus, e
 	return out, c.do(ctx, http.MethodPost, p, nil, &out)
 }
 
-// RemoveImage runs sbx::image::rm; the daemon refuses (S001) while a
+// RemoveImage runs hutch::image::rm; the daemon refuses (S001) while a
 // sandbox uses the image.
 func (c *Client) RemoveImage(ctx context.Context, name string) (api.ImageRemoveResponse, error) {
 	var out api.ImageRemoveResponse

@@ -4,7 +4,7 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/sbx-dev/sbx/api"
+	"github.com/hutch-dev/hutch/api"
 )
 
 // Metrics reports a live sandbox's resource use (sandbox::metrics): CPU

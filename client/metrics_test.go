@@ -5,10 +5,10 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/sbx-dev/sbx/api"
-	"github.com/sbx-dev/sbx/client"
-	"github.com/sbx-dev/sbx/internal/httpapi"
-	"github.com/sbx-dev/sbx/internal/httpapi/httpapitest"
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/client"
+	"github.com/hutch-dev/hutch/internal/httpapi"
+	"github.com/hutch-dev/hutch/internal/httpapi/httpapitest"
 )
 
 func TestMetrics(t *testing.T) {

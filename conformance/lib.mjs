@@ -1,5 +1,5 @@
 // Shared helpers of the conformance suite. run.sh starts the daemon and
-// sets III_URL (engine WebSocket), SBX_URL (HTTP API) and SBX_BIN.
+// sets III_URL (engine WebSocket), HUTCH_URL (HTTP API) and HUTCH_BIN.
 import { spawn } from 'node:child_process'
 import { webcrypto } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -12,18 +12,18 @@ import { registerWorker } from 'iii-sdk'
 globalThis.crypto ??= webcrypto
 
 export const III_URL = process.env.III_URL ?? 'ws://localhost:49134'
-export const SBX_URL = process.env.SBX_URL ?? 'http://127.0.0.1:3111'
-export const SBX_BIN = process.env.SBX_BIN ?? 'sbx'
+export const HUTCH_URL = process.env.HUTCH_URL ?? 'http://127.0.0.1:3111'
+export const HUTCH_BIN = process.env.HUTCH_BIN ?? 'hutch'
 
 // Generous bounds: the first create of an image may build it.
 export const BOOT_TIMEOUT_MS = 300_000
 
 let worker
 
-// engine returns this test file's iii-sdk worker, connected to sbx the way
+// engine returns this test file's iii-sdk worker, connected to hutch the way
 // the seeds' code is: registerWorker(url), then iii.trigger(...).
 export function engine () {
-  worker ??= registerWorker(III_URL, { workerName: 'sbx-conformance' })
+  worker ??= registerWorker(III_URL, { workerName: 'hutch-conformance' })
   return worker
 }
 
@@ -40,7 +40,7 @@ export async function closeEngine () {
 // http calls the REST API and returns the decoded body; an error status
 // throws with the envelope.
 export async function http (method, path, body) {
-  const res = await fetch(SBX_URL + path, {
+  const res = await fetch(HUTCH_URL + path, {
     method,
     headers: body === undefined ? {} : { 'content-type': 'application/json' },
     body: body === undefined ? undefined : JSON.stringify(body)
@@ -56,15 +56,15 @@ export async function http (method, path, body) {
 }
 
 // sh runs a bash script (a seed's shell sample with `iii ...` spelled
-// `sbx ...`) in a fresh directory, with sbx on PATH and SBX_URL set, and
+// `hutch ...`) in a fresh directory, with hutch on PATH and HUTCH_URL set, and
 // returns its output and exit status. pipefail makes a failing command
 // before `| jq` fail the script.
 export function sh (script, { cwd } = {}) {
-  const dir = cwd ?? mkdtempSync(join(tmpdir(), 'sbx-conformance-sh-'))
+  const dir = cwd ?? mkdtempSync(join(tmpdir(), 'hutch-conformance-sh-'))
   return new Promise((resolve, reject) => {
     const child = spawn('bash', ['-e', '-o', 'pipefail', '-c', script], {
       cwd: dir,
-      env: { ...process.env, SBX_URL },
+      env: { ...process.env, HUTCH_URL },
       stdio: ['ignore', 'pipe', 'pipe']
     })
     let stdout = ''

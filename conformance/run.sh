@@ -1,29 +1,29 @@
 #!/usr/bin/env bash
-# Runs the conformance suite: starts bin/sbx serve on a private data dir and
+# Runs the conformance suite: starts bin/hutch serve on a private data dir and
 # free loopback ports, configured with seed 000's engine block, runs every
 # test under conformance/test with node --test and the real iii-sdk, then
 # stops the daemon with SIGTERM and checks that nothing of it is left.
 # Exits non-zero when anything fails.
 #
-# Environment: SBX_BIN (default bin/sbx), SBX_TEST_IMAGE_CACHE (default
-# /var/tmp/sbx-image-cache, shared with the Go tests so presets are built
-# once per machine), SBX_KEEP_WORK=1 keeps the work dir (daemon log).
+# Environment: HUTCH_BIN (default bin/hutch), HUTCH_TEST_IMAGE_CACHE (default
+# /var/tmp/hutch-image-cache, shared with the Go tests so presets are built
+# once per machine), HUTCH_KEEP_WORK=1 keeps the work dir (daemon log).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
-sbx=${SBX_BIN:-$root/bin/sbx}
-cache=${SBX_TEST_IMAGE_CACHE:-/var/tmp/sbx-image-cache}
+hutch=${HUTCH_BIN:-$root/bin/hutch}
+cache=${HUTCH_TEST_IMAGE_CACHE:-/var/tmp/hutch-image-cache}
 
-if [ ! -x "$sbx" ]; then
-	echo "conformance: $sbx not found; run make build" >&2
+if [ ! -x "$hutch" ]; then
+	echo "conformance: $hutch not found; run make build" >&2
 	exit 1
 fi
 if [ ! -d "$here/node_modules/iii-sdk" ]; then
 	(cd "$here" && npm ci --ignore-scripts --no-audit --no-fund)
 fi
 
-work=$(mktemp -d /tmp/sbx-conformance.XXXXXX)
+work=$(mktemp -d /tmp/hutch-conformance.XXXXXX)
 log=$work/daemon.log
 # Seed 000, "Engine setup": the block `iii worker add iii-sandbox` writes,
 # verbatim, plus where the shared image cache is.
@@ -42,7 +42,7 @@ workers:
       image_cache_dir: $cache
 EOF
 
-"$sbx" serve --config "$work/config.yaml" --data-dir "$work/data" \
+"$hutch" serve --config "$work/config.yaml" --data-dir "$work/data" \
 	--listen 127.0.0.1:0 --engine-listen 127.0.0.1:0 2>"$log" &
 pid=$!
 
@@ -51,7 +51,7 @@ finish() {
 	if kill -0 "$pid" 2>/dev/null; then
 		kill -TERM "$pid"
 		if ! wait "$pid"; then
-			echo "conformance: sbx serve did not exit cleanly on SIGTERM" >&2
+			echo "conformance: hutch serve did not exit cleanly on SIGTERM" >&2
 			status=1
 		fi
 	fi
@@ -65,7 +65,7 @@ finish() {
 		echo "conformance: FAILED; daemon log ($log):" >&2
 		tail -n 200 "$log" >&2
 	fi
-	if [ "$status" -eq 0 ] && [ "${SBX_KEEP_WORK:-}" != 1 ]; then
+	if [ "$status" -eq 0 ] && [ "${HUTCH_KEEP_WORK:-}" != 1 ]; then
 		rm -rf "$work"
 	fi
 	exit "$status"
@@ -75,23 +75,23 @@ trap 'exit 130' INT TERM
 
 line=
 for _ in $(seq 1 600); do
-	line=$(grep -m1 '"msg":"sbx serving"' "$log" || true)
+	line=$(grep -m1 '"msg":"hutch serving"' "$log" || true)
 	[ -n "$line" ] && break
 	if ! kill -0 "$pid" 2>/dev/null; then
-		echo "conformance: sbx serve exited at start" >&2
+		echo "conformance: hutch serve exited at start" >&2
 		exit 1
 	fi
 	sleep 0.1
 done
 if [ -z "$line" ]; then
-	echo "conformance: sbx serve did not start within 60s" >&2
+	echo "conformance: hutch serve did not start within 60s" >&2
 	exit 1
 fi
 read -r http engine < <(node -e 'const l = JSON.parse(process.argv[1]); console.log(l.listen, l.engine_listen)' "$line")
 
-export SBX_URL="http://$http" III_URL="ws://$engine" SBX_BIN="$sbx"
-export PATH="$(dirname "$sbx"):$PATH"
-echo "conformance: sbx serve at $SBX_URL, engine at $III_URL (log: $log)"
+export HUTCH_URL="http://$http" III_URL="ws://$engine" HUTCH_BIN="$hutch"
+export PATH="$(dirname "$hutch"):$PATH"
+echo "conformance: hutch serve at $HUTCH_URL, engine at $III_URL (log: $log)"
 cd "$here"
 # One file at a time: the files share the daemon, and each stops what its
 # tests left running.

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sbx-dev/sbx/internal/bench"
-	"github.com/sbx-dev/sbx/internal/testutil"
+	"github.com/hutch-dev/hutch/internal/bench"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 // TestBenchScenarios runs every benchmark scenario, briefly, against a
@@ -70,14 +70,14 @@ func TestBenchScenarios(t *testing.T) {
 	}
 }
 
-// TestBenchPrivateDaemon is `make bench` in miniature: `sbx bench
+// TestBenchPrivateDaemon is `make bench` in miniature: `hutch bench
 // --private` starts a daemon of its own (with a warm pool), measures, and
 // stops it, leaving nothing behind.
 func TestBenchPrivateDaemon(t *testing.T) {
 	testutil.RequiresIntegration(t)
-	sbx, agent := binaries(t)
+	hutch, agent := binaries(t)
 	out := filepath.Join(t.TempDir(), "results.json")
-	cmd := exec.Command(sbx, "bench", "--private", "--runs", "2", "--warmup", "0", "--docker", "",
+	cmd := exec.Command(hutch, "bench", "--private", "--runs", "2", "--warmup", "0", "--docker", "",
 		"--scenarios", "create-exec,pool-create-exec,exec-true,exec-true-ws",
 		"--image-cache", testutil.ImageCacheDir(), "--json-out", out)
 	// The private daemon finds runsc and the agent on PATH.
@@ -85,7 +85,7 @@ func TestBenchPrivateDaemon(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("sbx bench --private: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+		t.Fatalf("hutch bench --private: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
 	}
 	for _, want := range []string{"| create→first exec (cold) | 2 |", "| create→first exec (warm pool) | 2 |", "| exec true (engine WebSocket) | 2 |"} {
 		if !strings.Contains(stdout.String(), want) {
@@ -111,7 +111,7 @@ func TestBenchPrivateDaemon(t *testing.T) {
 	// is gone now, with its sandboxes.
 	log := strings.TrimSpace(strings.TrimPrefix(grepLines(stderr.String(), "private daemon (log "), "bench: started a private daemon (log "))
 	dir := filepath.Dir(strings.TrimSuffix(log, ")"))
-	if !strings.HasPrefix(filepath.Base(dir), "sbx-bench-") {
+	if !strings.HasPrefix(filepath.Base(dir), "hutch-bench-") {
 		t.Fatalf("no private daemon log named on stderr:\n%s", stderr.String())
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {

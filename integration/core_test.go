@@ -13,15 +13,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sbx-dev/sbx/api"
-	"github.com/sbx-dev/sbx/internal/testutil"
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 func TestRunPrintsThroughCLI(t *testing.T) {
 	d := startDaemon(t, baseConfig(""))
 	out, errOut, code := d.cli("", "run", "python", "--", "python3", "-c", "print(2+2)")
 	if code != 0 || out != "4\n" {
-		t.Fatalf("sbx run: code %d, stdout %q, stderr %q", code, out, errOut)
+		t.Fatalf("hutch run: code %d, stdout %q, stderr %q", code, out, errOut)
 	}
 	// The sandbox of `run` is stopped afterwards.
 	list, err := d.c.List(context.Background())
@@ -30,7 +30,7 @@ func TestRunPrintsThroughCLI(t *testing.T) {
 	}
 	for _, sb := range list.Sandboxes {
 		if !sb.Stopped {
-			t.Errorf("sandbox %s still live after sbx run", sb.SandboxID)
+			t.Errorf("sandbox %s still live after hutch run", sb.SandboxID)
 		}
 	}
 }
@@ -40,27 +40,27 @@ func TestCLICreateExecStop(t *testing.T) {
 	out, errOut, code := d.cli("", "create", "python", "--name", "cli", "-e", "GREETING=hi", "-e", "IGNORED")
 	id := strings.TrimSpace(out)
 	if code != 0 || len(id) != 36 {
-		t.Fatalf("sbx create: code %d, stdout %q, stderr %q", code, out, errOut)
+		t.Fatalf("hutch create: code %d, stdout %q, stderr %q", code, out, errOut)
 	}
 	d.ids = append(d.ids, id)
 	out, _, code = d.cli("", "exec", id, "--", "sh", "-c", "echo $GREETING; exit 3")
 	if code != 3 || out != "hi\n" {
-		t.Fatalf("sbx exec: code %d, stdout %q", code, out)
+		t.Fatalf("hutch exec: code %d, stdout %q", code, out)
 	}
 	out, _, code = d.cli("piped input", "exec", "-i", id, "--", "cat")
 	if code != 0 || out != "piped input" {
-		t.Fatalf("sbx exec -i: code %d, stdout %q", code, out)
+		t.Fatalf("hutch exec -i: code %d, stdout %q", code, out)
 	}
 	_, _, code = d.cli("", "exec", "--timeout", "500ms", id, "--", "sleep", "10")
 	if code != 124 {
-		t.Fatalf("sbx exec timeout exit code = %d, want 124", code)
+		t.Fatalf("hutch exec timeout exit code = %d, want 124", code)
 	}
 	out, _, code = d.cli("", "list")
 	if code != 0 || !strings.Contains(out, id) || !strings.Contains(out, "cli") {
-		t.Fatalf("sbx list: code %d\n%s", code, out)
+		t.Fatalf("hutch list: code %d\n%s", code, out)
 	}
 	if _, _, code = d.cli("", "stop", "--wait", id); code != 0 {
-		t.Fatalf("sbx stop: code %d", code)
+		t.Fatalf("hutch stop: code %d", code)
 	}
 	_, errOut, code = d.cli("", "exec", id, "--", "true")
 	if code != 125 || !strings.Contains(errOut, "S004") {
@@ -73,14 +73,14 @@ func TestOverlayIsPrivateAndImageUnchanged(t *testing.T) {
 	d := startDaemon(t, baseConfig(""))
 	a := d.create(api.CreateRequest{Image: "python"})
 	b := d.create(api.CreateRequest{Image: "python"})
-	if r := d.exec(a, "sh", "-c", "echo secret > /usr/lib/sbx-probe && cat /usr/lib/sbx-probe"); r.Stdout != "secret\n" {
+	if r := d.exec(a, "sh", "-c", "echo secret > /usr/lib/hutch-probe && cat /usr/lib/hutch-probe"); r.Stdout != "secret\n" {
 		t.Fatalf("write in sandbox a: %+v", r)
 	}
-	if r := d.exec(b, "cat", "/usr/lib/sbx-probe"); r.ExitCode == nil || *r.ExitCode == 0 {
+	if r := d.exec(b, "cat", "/usr/lib/hutch-probe"); r.ExitCode == nil || *r.ExitCode == 0 {
 		t.Fatalf("sandbox b sees a's file: %+v", r)
 	}
-	hits, _ := filepath.Glob(filepath.Join(testutil.ImageCacheDir(), "*", "*", "rootfs", "usr", "lib", "sbx-probe"))
-	more, _ := filepath.Glob(filepath.Join(testutil.ImageCacheDir(), "*", "rootfs", "usr", "lib", "sbx-probe"))
+	hits, _ := filepath.Glob(filepath.Join(testutil.ImageCacheDir(), "*", "*", "rootfs", "usr", "lib", "hutch-probe"))
+	more, _ := filepath.Glob(filepath.Join(testutil.ImageCacheDir(), "*", "rootfs", "usr", "lib", "hutch-probe"))
 	if len(hits)+len(more) > 0 {
 		t.Fatalf("the write reached the image cache: %v %v", hits, more)
 	}
@@ -334,7 +334,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 func TestFailedCreateLeavesNothing(t *testing.T) {
 	testutil.RequiresIntegration(t)
 	// An "agent" that exits at once: the runtime starts, the agent never answers.
-	bad := filepath.Join(t.TempDir(), "sbx-agent")
+	bad := filepath.Join(t.TempDir(), "hutch-agent")
 	if err := os.WriteFile(bad, []byte("#!/bin/sh\necho agent-broke >&2\nexit 3\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}

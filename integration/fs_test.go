@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sbx-dev/sbx/api"
+	"github.com/hutch-dev/hutch/api"
 )
 
 // fsStep is one call of a sandbox::fs function and what it must give.
@@ -86,7 +86,7 @@ func TestFsOperations(t *testing.T) {
 		{name: "mkdir missing parent", op: "mkdir", payload: map[string]any{"path": "/no/such"}, code: "S211"},
 		{name: "mkdir mode", op: "mkdir", payload: map[string]any{"path": "/work/private", "mode": "0700"}, check: field("created", true)},
 		{name: "mkdir bad mode", op: "mkdir", payload: map[string]any{"path": "/work/x", "mode": "0999"}, code: "S210"},
-		{name: "mkdir read-only fs", op: "mkdir", payload: map[string]any{"path": "/sys/sbx"}, code: "S215"},
+		{name: "mkdir read-only fs", op: "mkdir", payload: map[string]any{"path": "/sys/hutch"}, code: "S215"},
 		// write
 		{name: "write", op: "write", payload: map[string]any{"path": "/work/src/main.py", "content": "print('hello')\nprint('world')\n"},
 			check: field("bytes_written", 30)},
@@ -106,7 +106,7 @@ func TestFsOperations(t *testing.T) {
 		{name: "write bad base64", op: "write", payload: map[string]any{"path": "/work/x", "content_b64": "!!"}, code: "S001"},
 		{name: "write relative", op: "write", payload: map[string]any{"path": "work/x", "content": "a"}, code: "S210"},
 		{name: "write directory", op: "write", payload: map[string]any{"path": "/work/src", "content": "a"}, code: "S212"},
-		{name: "write read-only fs", op: "write", payload: map[string]any{"path": "/sys/sbx", "content": "a"}, code: "S215"},
+		{name: "write read-only fs", op: "write", payload: map[string]any{"path": "/sys/hutch", "content": "a"}, code: "S215"},
 		// ls, stat
 		{name: "ls", op: "ls", payload: map[string]any{"path": "/work"}, check: func(t *testing.T, res map[string]any) {
 			var names []string
@@ -193,7 +193,7 @@ func TestFsOperations(t *testing.T) {
 	}
 
 	// Nothing the failed calls touched changed: no stray files anywhere.
-	if r := d.exec(id, "sh", "-c", "find /work /tmp /dev/shm -name '.sbx-tmp-*' -o -name x -o -name big"); r.Stdout != "" {
+	if r := d.exec(id, "sh", "-c", "find /work /tmp /dev/shm -name '.hutch-tmp-*' -o -name x -o -name big"); r.Stdout != "" {
 		t.Errorf("left behind by failed calls:\n%s", r.Stdout)
 	}
 	// uid/gid applied inside the sandbox.
@@ -231,7 +231,7 @@ func TestFsOperations(t *testing.T) {
 		if resp.StatusCode != tc.status || body.Error.Code != tc.code {
 			t.Errorf("%s %s: %d %s, want %d %s", tc.method, tc.path, resp.StatusCode, raw, tc.status, tc.code)
 		}
-		if tc.status == 200 && (resp.ContentLength != 3 || resp.Header.Get("X-Sbx-Mode") != "0600" || string(raw) != "\xff\x00\xfe") {
+		if tc.status == 200 && (resp.ContentLength != 3 || resp.Header.Get("X-Hutch-Mode") != "0600" || string(raw) != "\xff\x00\xfe") {
 			t.Errorf("download of /work/bin.dat: %q, headers %v", raw, resp.Header)
 		}
 	}
@@ -251,7 +251,7 @@ func ptr[T any](v T) *T { return &v }
 func TestFsSymlinkResolvesInsideSandbox(t *testing.T) {
 	d := startDaemon(t, baseConfig(""))
 	id := d.create(api.CreateRequest{Image: "python"})
-	marker := fmt.Sprintf("sbx-marker-%d", time.Now().UnixNano())
+	marker := fmt.Sprintf("hutch-marker-%d", time.Now().UnixNano())
 	d.exec(id, "sh", "-c", "echo "+marker+":x:4242:4242::/:/bin/false >> /etc/passwd && ln -s /etc/passwd /tmp/pw")
 	ctx := context.Background()
 	res, err := d.c.FsRead(ctx, api.FsReadRequest{SandboxID: id, Path: "/tmp/pw"})
@@ -561,7 +561,7 @@ func TestFsCLI(t *testing.T) {
 		t.Helper()
 		out, errOut, code := d.cli(stdin, args...)
 		if code != 0 {
-			t.Fatalf("sbx %q: exit %d\n%s", args, code, errOut)
+			t.Fatalf("hutch %q: exit %d\n%s", args, code, errOut)
 		}
 		return out
 	}

@@ -1,5 +1,5 @@
-// Package integration holds end-to-end tests: they build the real sbx and
-// sbx-agent binaries, start `sbx serve` as a separate process on a private
+// Package integration holds end-to-end tests: they build the real hutch and
+// hutch-agent binaries, start `hutch serve` as a separate process on a private
 // data dir and drive it through the CLI and the Go client, booting real
 // gVisor sandboxes. They need root and runsc; see testutil.RequiresIntegration.
 package integration
@@ -19,12 +19,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sbx-dev/sbx/api"
-	"github.com/sbx-dev/sbx/client"
-	"github.com/sbx-dev/sbx/internal/testutil"
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/client"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
-// daemon is one `sbx serve` process under test.
+// daemon is one `hutch serve` process under test.
 type daemon struct {
 	t       *testing.T
 	cmd     *exec.Cmd
@@ -44,10 +44,10 @@ type daemon struct {
 	token string
 }
 
-// binaries builds sbx and sbx-agent once per test process.
-func binaries(t *testing.T) (sbx, agent string) {
+// binaries builds hutch and hutch-agent once per test process.
+func binaries(t *testing.T) (hutch, agent string) {
 	t.Helper()
-	return testutil.BuildBinary(t, "./cmd/sbx"), testutil.BuildBinary(t, "./cmd/sbx-agent")
+	return testutil.BuildBinary(t, "./cmd/hutch"), testutil.BuildBinary(t, "./cmd/hutch-agent")
 }
 
 // baseConfig is the YAML every test daemon starts from: the shared image
@@ -56,7 +56,7 @@ func baseConfig(extra string) string {
 	return "image_cache_dir: " + testutil.ImageCacheDir() + "\nmax_concurrent_exec_per_sandbox: 8\n" + extra
 }
 
-// startDaemon starts `sbx serve` on a new data dir with config YAML cfg.
+// startDaemon starts `hutch serve` on a new data dir with config YAML cfg.
 func startDaemon(t *testing.T, cfg string) *daemon {
 	t.Helper()
 	return startDaemonWithAgent(t, cfg, "")
@@ -87,11 +87,11 @@ func startDaemonWithAgent(t *testing.T, cfg, agentPath string) *daemon {
 func (d *daemon) start() {
 	t := d.t
 	t.Helper()
-	sbx, agent := binaries(t)
+	hutch, agent := binaries(t)
 	if d.agentPath != "" {
 		agent = d.agentPath
 	}
-	d.cmd = exec.Command(sbx, "serve", "--config", d.cfgPath, "--listen", "127.0.0.1:0",
+	d.cmd = exec.Command(hutch, "serve", "--config", d.cfgPath, "--listen", "127.0.0.1:0",
 		"--engine-listen", "127.0.0.1:0", "--data-dir", d.dataDir,
 		"--runsc-path", testutil.RunscPath(), "--agent-path", agent)
 	// The log goes through an io.Pipe, closed once Wait has copied all of
@@ -118,7 +118,7 @@ func (d *daemon) start() {
 				Listen       string `json:"listen"`
 				EngineListen string `json:"engine_listen"`
 			}
-			if json.Unmarshal([]byte(line), &entry) == nil && entry.Msg == "sbx serving" {
+			if json.Unmarshal([]byte(line), &entry) == nil && entry.Msg == "hutch serving" {
 				d.engineURL = "ws://" + entry.EngineListen
 				addr <- entry.Listen
 			}
@@ -135,9 +135,9 @@ func (d *daemon) start() {
 	case a := <-addr:
 		d.url = "http://" + a
 	case err := <-d.waitErr:
-		t.Fatalf("sbx serve exited: %v\n%s", err, d.log)
+		t.Fatalf("hutch serve exited: %v\n%s", err, d.log)
 	case <-time.After(60 * time.Second):
-		t.Fatalf("sbx serve did not start\n%s", d.log)
+		t.Fatalf("hutch serve did not start\n%s", d.log)
 	}
 	d.c = client.New(d.url, "")
 }
@@ -176,7 +176,7 @@ func (d *daemon) create(req api.CreateRequest) string {
 	return resp.SandboxID
 }
 
-// exec runs argv in sandbox id and fails the test on an sbx error.
+// exec runs argv in sandbox id and fails the test on an hutch error.
 func (d *daemon) exec(id string, argv ...string) api.ExecResponse {
 	d.t.Helper()
 	resp, err := d.c.Exec(context.Background(), api.ExecRequest{SandboxID: id, Argv: argv})
@@ -186,12 +186,12 @@ func (d *daemon) exec(id string, argv ...string) api.ExecResponse {
 	return resp
 }
 
-// cli runs the sbx CLI against d and returns stdout, stderr and exit code.
+// cli runs the hutch CLI against d and returns stdout, stderr and exit code.
 func (d *daemon) cli(stdin string, args ...string) (string, string, int) {
 	d.t.Helper()
-	sbx, _ := binaries(d.t)
-	cmd := exec.Command(sbx, args...)
-	cmd.Env = append(os.Environ(), "SBX_URL="+d.url)
+	hutch, _ := binaries(d.t)
+	cmd := exec.Command(hutch, args...)
+	cmd.Env = append(os.Environ(), "HUTCH_URL="+d.url)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -201,7 +201,7 @@ func (d *daemon) cli(stdin string, args ...string) (string, string, int) {
 	if errors.As(err, &exitErr) {
 		code = exitErr.ExitCode()
 	} else if err != nil {
-		d.t.Fatalf("running sbx %q: %v", args, err)
+		d.t.Fatalf("running hutch %q: %v", args, err)
 	}
 	return out.String(), errb.String(), code
 }
@@ -216,7 +216,7 @@ func envelopeOf(t *testing.T, err error) *api.ErrorEnvelope {
 	return env
 }
 
-// wantCode asserts that err is an sbx error with code.
+// wantCode asserts that err is an hutch error with code.
 func wantCode(t *testing.T, err error, code string) *api.ErrorEnvelope {
 	t.Helper()
 	if err == nil {

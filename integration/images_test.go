@@ -22,9 +22,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 
-	"github.com/sbx-dev/sbx/api"
-	"github.com/sbx-dev/sbx/internal/image/ocitest"
-	"github.com/sbx-dev/sbx/internal/testutil"
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/image/ocitest"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 // customConfig is the YAML of a daemon with image cache dir cache (a new one
@@ -61,7 +61,7 @@ func TestCustomImageEndToEnd(t *testing.T) {
 		t.Fatalf("catalog = %+v", cat.Images)
 	}
 	if out, _, code := d.cli("", "catalog"); code != 0 || !strings.Contains(out, "app") || !strings.Contains(out, ref) {
-		t.Fatalf("sbx catalog: code %d\n%s", code, out)
+		t.Fatalf("hutch catalog: code %d\n%s", code, out)
 	}
 
 	start := time.Now()
@@ -117,9 +117,9 @@ func TestCustomImageEndToEnd(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(out, "app: ready ") {
 		t.Fatalf("image pull: code %d, stdout %q, stderr %q", code, out, errOut)
 	}
-	t.Logf("sbx image pull app: %s", out)
+	t.Logf("hutch image pull app: %s", out)
 	out, _, _ = d.cli("", "image", "ls")
-	t.Logf("sbx image ls:\n%s", out)
+	t.Logf("hutch image ls:\n%s", out)
 	// Pulled again, it boots again.
 	id2 := d.create(api.CreateRequest{Image: "app"})
 	if r := d.exec(id2, "cat", "/srv/marker"); r.Stdout != "custom image\n" {
@@ -169,7 +169,7 @@ per_image_caps: {app: {max_cpus: 1, max_memory_mb: 128}}
 		{"OCI ref as image", api.CreateRequest{Image: ref}, "S100", []string{"not an OCI reference"}},
 		{"cpus over the cap", api.CreateRequest{Image: "app", CPUs: 2}, "S400", []string{"over the cap of 1"}},
 		{"memory over the cap", api.CreateRequest{Image: "app", MemoryMB: 256}, "S400", []string{"memory_mb 256 is over the cap of 128"}},
-		{"not pulled, auto_install false", api.CreateRequest{Image: "app", MemoryMB: 128}, "S101", []string{"sbx image pull app"}},
+		{"not pulled, auto_install false", api.CreateRequest{Image: "app", MemoryMB: 128}, "S101", []string{"hutch image pull app"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -299,7 +299,7 @@ func TestMinimalImageBoots(t *testing.T) {
 
 func TestServeRefusesBadCustomImages(t *testing.T) {
 	testutil.RequiresIntegration(t)
-	sbx, agent := binaries(t)
+	hutch, agent := binaries(t)
 	for _, tt := range []struct{ yaml, want string }{
 		{"custom_images: {python: \"evil.example.com/python:latest\"}\n", `custom_images key "python" shadows the preset`},
 		{"workers:\n  - name: iii-sandbox\n    config:\n      custom_images: {node: \"x.example.com/node:1\"}\n", `custom_images key "node" shadows the preset`},
@@ -312,13 +312,13 @@ func TestServeRefusesBadCustomImages(t *testing.T) {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		cmd := exec.CommandContext(ctx, sbx, "serve", "--config", cfg, "--listen", "127.0.0.1:0", "--engine-listen", "",
+		cmd := exec.CommandContext(ctx, hutch, "serve", "--config", cfg, "--listen", "127.0.0.1:0", "--engine-listen", "",
 			"--data-dir", filepath.Join(dir, "data"), "--runsc-path", testutil.RunscPath(), "--agent-path", agent)
 		out, err := cmd.CombinedOutput()
 		cancel()
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.ExitCode() == 0 || !strings.Contains(string(out), tt.want) {
-			t.Errorf("sbx serve with %q: %v\n%s\nwant a failure naming %q", tt.yaml, err, out, tt.want)
+			t.Errorf("hutch serve with %q: %v\n%s\nwant a failure naming %q", tt.yaml, err, out, tt.want)
 		}
 	}
 }

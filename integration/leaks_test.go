@@ -40,8 +40,8 @@ func leftovers(dataDir string, ids []string) []string {
 	}
 	found = append(found, networkLeftovers(dataDir, ids)...)
 	for _, id := range ids {
-		cgs, _ := filepath.Glob("/sys/fs/cgroup/*/sbx/" + id)
-		more, _ := filepath.Glob("/sys/fs/cgroup/*/*/sbx/" + id)
+		cgs, _ := filepath.Glob("/sys/fs/cgroup/*/hutch/" + id)
+		more, _ := filepath.Glob("/sys/fs/cgroup/*/*/hutch/" + id)
 		for _, cg := range append(cgs, more...) {
 			found = append(found, "cgroup: "+cg)
 		}
@@ -77,7 +77,7 @@ func assertNoLeftovers(t *testing.T, dataDir string, ids ...string) {
 }
 
 // networkLeftovers lists network devices whose alias names one of ids (the
-// host end of a sandbox's veth is aliased "sbx:<table>:<id>") and nftables
+// host end of a sandbox's veth is aliased "hutch:<table>:<id>") and nftables
 // lines that mention one of ids or dataDir (the comment of a daemon's
 // table names its state directory).
 func networkLeftovers(dataDir string, ids []string) []string {

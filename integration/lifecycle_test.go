@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sbx-dev/sbx/api"
-	"github.com/sbx-dev/sbx/internal/testutil"
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 // Lifecycle and limits (issue 6, items 1 and 2): the idle reaper, the
@@ -166,8 +166,8 @@ func TestIdleReaper(t *testing.T) {
 		t.Errorf("sandbox with the default idle timeout was reaped")
 	}
 	assertNoLeftovers(t, "", idle, fsBusy, execBusy)
-	if m := d.scrape(""); !strings.Contains(m, `sbx_sandbox_stops_total{cause="idle"} 3`) {
-		t.Errorf("metrics do not count 3 idle stops:\n%s", grepLines(m, "sbx_sandbox_stops_total"))
+	if m := d.scrape(""); !strings.Contains(m, `hutch_sandbox_stops_total{cause="idle"} 3`) {
+		t.Errorf("metrics do not count 3 idle stops:\n%s", grepLines(m, "hutch_sandbox_stops_total"))
 	}
 	// The log says which sandbox went, and why.
 	reaped := map[any]bool{}
@@ -326,7 +326,7 @@ func TestOutOfRangeRequestsNameTheField(t *testing.T) {
 
 func TestOutOfRangeConfigRefusedAtStart(t *testing.T) {
 	testutil.RequiresIntegration(t)
-	sbx, _ := binaries(t)
+	hutch, _ := binaries(t)
 	tests := []struct {
 		name, yaml, want string
 	}{
@@ -348,11 +348,11 @@ func TestOutOfRangeConfigRefusedAtStart(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, sbx, "serve", "--config", cfg, "--listen", "127.0.0.1:0", "--engine-listen", "",
+			cmd := exec.CommandContext(ctx, hutch, "serve", "--config", cfg, "--listen", "127.0.0.1:0", "--engine-listen", "",
 				"--data-dir", filepath.Join(dir, "data"), "--runsc-path", testutil.RunscPath())
 			out, err := cmd.CombinedOutput()
 			if err == nil || !strings.Contains(string(out), tt.want) {
-				t.Fatalf("sbx serve with %q: %v\n%s\nwant a failure naming %q", tt.yaml, err, out, tt.want)
+				t.Fatalf("hutch serve with %q: %v\n%s\nwant a failure naming %q", tt.yaml, err, out, tt.want)
 			}
 		})
 	}

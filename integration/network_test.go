@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sbx-dev/sbx/api"
-	"github.com/sbx-dev/sbx/internal/testutil"
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 // fetchScript fetches each URL argument with urllib and prints one line
@@ -95,7 +95,7 @@ func TestNetworkGatewayAndIsolation(t *testing.T) {
 	if names := d.interfaces(a); len(names) != 2 || !strings.Contains(strings.Join(names, " "), "eth0") {
 		t.Fatalf("interfaces with network = %v, want lo and eth0", names)
 	}
-	if r := d.exec(a, "cat", "/etc/resolv.conf"); !strings.Contains(r.Stdout, "written by sbx") || !strings.Contains(r.Stdout, "nameserver ") {
+	if r := d.exec(a, "cat", "/etc/resolv.conf"); !strings.Contains(r.Stdout, "written by hutch") || !strings.Contains(r.Stdout, "nameserver ") {
 		t.Errorf("resolv.conf of a network sandbox:\n%s", r.Stdout)
 	}
 	// The create-time env points at the gateway, not at the sandbox's own loopback.
@@ -190,7 +190,7 @@ func TestNetworkThroughCLI(t *testing.T) {
 	out, errOut, code := d.cli("", "run", "python", "--network", "-e", fmt.Sprintf("SVC=http://localhost:%d/", port),
 		"--", "python3", "-c", "import os, urllib.request; print(urllib.request.urlopen(os.environ['SVC'], timeout=5).read().decode())")
 	if code != 0 || out != "hello from the host\n" {
-		t.Fatalf("sbx run --network: code %d, stdout %q, stderr %q", code, out, errOut)
+		t.Fatalf("hutch run --network: code %d, stdout %q, stderr %q", code, out, errOut)
 	}
 	// The sandbox of run is gone, network and all.
 	assertNoLeftovers(t, d.dataDir)

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sbx-dev/sbx/api"
-	"github.com/sbx-dev/sbx/internal/telemetry/otlptest"
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/telemetry/otlptest"
 )
 
 // Observability (issue 6, item 5): per-sandbox metrics from cgroups,
@@ -95,17 +95,17 @@ func TestPrometheusMetrics(t *testing.T) {
 		check  func(v float64) bool
 		want   string
 	}{
-		{"sbx_sandboxes_live", func(v float64) bool { return v == 1 }, "1"},
-		{`sbx_sandbox_creates_total{result="ok"}`, func(v float64) bool { return v == 2 }, "2"},
-		{`sbx_sandbox_creates_total{result="S400"}`, func(v float64) bool { return v == 1 }, "1"},
-		{`sbx_sandbox_create_duration_seconds_count{result="ok"}`, func(v float64) bool { return v == 2 }, "2"},
-		{`sbx_exec_duration_seconds_count{result="ok"}`, func(v float64) bool { return v == 2 }, "2"},
-		{`sbx_exec_duration_seconds_count{result="timeout"}`, func(v float64) bool { return v == 1 }, "1"},
-		{`sbx_exec_duration_seconds_count{result="S002"}`, func(v float64) bool { return v == 1 }, "1"},
-		{`sbx_errors_total{code="S002",function="sandbox::exec"}`, func(v float64) bool { return v == 1 }, "1"},
-		{`sbx_errors_total{code="S400",function="sandbox::create"}`, func(v float64) bool { return v == 1 }, "1"},
-		{`sbx_sandbox_stops_total{cause="request"}`, func(v float64) bool { return v == 1 }, "1"},
-		{"sbx_image_cache_bytes", func(v float64) bool { return v > 50<<20 }, "the python image's size"},
+		{"hutch_sandboxes_live", func(v float64) bool { return v == 1 }, "1"},
+		{`hutch_sandbox_creates_total{result="ok"}`, func(v float64) bool { return v == 2 }, "2"},
+		{`hutch_sandbox_creates_total{result="S400"}`, func(v float64) bool { return v == 1 }, "1"},
+		{`hutch_sandbox_create_duration_seconds_count{result="ok"}`, func(v float64) bool { return v == 2 }, "2"},
+		{`hutch_exec_duration_seconds_count{result="ok"}`, func(v float64) bool { return v == 2 }, "2"},
+		{`hutch_exec_duration_seconds_count{result="timeout"}`, func(v float64) bool { return v == 1 }, "1"},
+		{`hutch_exec_duration_seconds_count{result="S002"}`, func(v float64) bool { return v == 1 }, "1"},
+		{`hutch_errors_total{code="S002",function="sandbox::exec"}`, func(v float64) bool { return v == 1 }, "1"},
+		{`hutch_errors_total{code="S400",function="sandbox::create"}`, func(v float64) bool { return v == 1 }, "1"},
+		{`hutch_sandbox_stops_total{cause="request"}`, func(v float64) bool { return v == 1 }, "1"},
+		{"hutch_image_cache_bytes", func(v float64) bool { return v > 50<<20 }, "the python image's size"},
 		{"go_goroutines", func(v float64) bool { return v > 0 }, "> 0"},
 	}
 	for _, tt := range tests {
@@ -114,7 +114,7 @@ func TestPrometheusMetrics(t *testing.T) {
 		}
 	}
 	if t.Failed() {
-		t.Logf("exposition:\n%s", grepLines(text, "sbx_"))
+		t.Logf("exposition:\n%s", grepLines(text, "hutch_"))
 	}
 }
 
@@ -138,25 +138,25 @@ func TestTracesExportedOverOTLP(t *testing.T) {
 	_, err = d.c.Exec(context.Background(), api.ExecRequest{SandboxID: "00000000-0000-4000-8000-000000000000", Cmd: "true"})
 	wantCode(t, err, "S002")
 
-	create, ok := rcv.WaitFor("sandbox.create", map[string]string{"sbx.sandbox_id": id, "sbx.image": "python"}, 10*time.Second)
+	create, ok := rcv.WaitFor("sandbox.create", map[string]string{"hutch.sandbox_id": id, "hutch.image": "python"}, 10*time.Second)
 	if !ok {
 		t.Fatalf("no sandbox.create span; got %+v", rcv.Spans())
 	}
-	if create.Resource["service.name"] != "sbx" {
-		t.Errorf("resource %v lacks service.name sbx", create.Resource)
+	if create.Resource["service.name"] != "hutch" {
+		t.Errorf("resource %v lacks service.name hutch", create.Resource)
 	}
-	boot, ok := rcv.WaitFor("sandbox.boot", map[string]string{"sbx.sandbox_id": id, "sbx.runtime": "gvisor"}, 5*time.Second)
+	boot, ok := rcv.WaitFor("sandbox.boot", map[string]string{"hutch.sandbox_id": id, "hutch.runtime": "gvisor"}, 5*time.Second)
 	if !ok || boot.Parent != create.SpanID || boot.TraceID != create.TraceID {
 		t.Errorf("sandbox.boot span %+v is not a child of sandbox.create %+v", boot, create)
 	}
-	exec, ok := rcv.WaitFor("sandbox.exec", map[string]string{"sbx.sandbox_id": id, "sbx.exit_code": "4"}, 5*time.Second)
+	exec, ok := rcv.WaitFor("sandbox.exec", map[string]string{"hutch.sandbox_id": id, "hutch.exit_code": "4"}, 5*time.Second)
 	if !ok {
 		t.Fatalf("no sandbox.exec span with exit code 4; got %+v", rcv.Spans())
 	}
 	if exec.TraceID != callerTrace || exec.Parent != "b7ad6b7169203331" {
 		t.Errorf("exec span in trace %s under %s, want the caller's trace", exec.TraceID, exec.Parent)
 	}
-	failed, ok := rcv.WaitFor("sandbox.exec", map[string]string{"sbx.error_code": "S002"}, 5*time.Second)
+	failed, ok := rcv.WaitFor("sandbox.exec", map[string]string{"hutch.error_code": "S002"}, 5*time.Second)
 	if !ok || !failed.Error {
 		t.Errorf("failed exec span: %+v (found %v)", failed, ok)
 	}

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sbx-dev/sbx/api"
-	"github.com/sbx-dev/sbx/client"
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/client"
 )
 
 // Owners (issue 6, item 4): with api_tokens every route but /healthz needs
@@ -99,8 +99,8 @@ func TestOwnerScoping(t *testing.T) {
 		}
 	})
 
-	t.Run("CLI uses SBX_TOKEN", func(t *testing.T) {
-		t.Setenv("SBX_TOKEN", bobToken)
+	t.Run("CLI uses HUTCH_TOKEN", func(t *testing.T) {
+		t.Setenv("HUTCH_TOKEN", bobToken)
 		if _, errOut, code := d.cli("", "exec", a, "--", "true"); code != 125 || !strings.Contains(errOut, "S002") {
 			t.Errorf("bob's CLI exec of alice's sandbox: code %d, stderr %q", code, errOut)
 		}
@@ -108,7 +108,7 @@ func TestOwnerScoping(t *testing.T) {
 		if code != 0 || !strings.Contains(out, "bob-box") || strings.Contains(out, "alice-box") {
 			t.Errorf("bob's CLI list: code %d\n%s", code, out)
 		}
-		t.Setenv("SBX_TOKEN", "")
+		t.Setenv("HUTCH_TOKEN", "")
 		if _, errOut, code := d.cli("", "list"); code == 0 || !strings.Contains(errOut, "unauthorized") {
 			t.Errorf("CLI without a token: code %d, stderr %q", code, errOut)
 		}

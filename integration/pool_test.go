@@ -14,11 +14,11 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/sbx-dev/sbx/api"
-	"github.com/sbx-dev/sbx/client"
-	"github.com/sbx-dev/sbx/internal/cgroups"
-	"github.com/sbx-dev/sbx/internal/image/ocitest"
-	"github.com/sbx-dev/sbx/internal/testutil"
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/client"
+	"github.com/hutch-dev/hutch/internal/cgroups"
+	"github.com/hutch-dev/hutch/internal/image/ocitest"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 // runscSandboxIDs lists the ids of the sandboxes whose runsc-sandbox
@@ -45,7 +45,7 @@ func runscSandboxIDs(dataDir string) []string {
 // /metrics (as the owner whose client d.c is, when there are tokens).
 func (d *daemon) poolReady(image string) float64 {
 	d.t.Helper()
-	return metricValue(d.scrape(d.token), `sbx_warm_pool_ready{image="`+image+`"}`)
+	return metricValue(d.scrape(d.token), `hutch_warm_pool_ready{image="`+image+`"}`)
 }
 
 // waitPoolReady waits until image's pool holds want sandboxes.
@@ -65,7 +65,7 @@ func (d *daemon) wantClaims(image string, hit, empty, shape float64) {
 	d.t.Helper()
 	text := d.scrape(d.token)
 	for result, want := range map[string]float64{"hit": hit, "empty": empty, "shape": shape} {
-		sample := `sbx_warm_pool_claims_total{image="` + image + `",result="` + result + `"}`
+		sample := `hutch_warm_pool_claims_total{image="` + image + `",result="` + result + `"}`
 		if got := metricValue(text, sample); got != want {
 			d.t.Errorf("%s = %v, want %v", sample, got, want)
 		}
@@ -79,9 +79,9 @@ func memoryLimit(t *testing.T, id string) uint64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	file := filepath.Join(l.Path("memory", "sbx/"+id), "memory.limit_in_bytes")
+	file := filepath.Join(l.Path("memory", "hutch/"+id), "memory.limit_in_bytes")
 	if l.V2 {
-		file = filepath.Join(l.Path("", "sbx/"+id), "memory.max")
+		file = filepath.Join(l.Path("", "hutch/"+id), "memory.max")
 	}
 	b, err := os.ReadFile(file)
 	if err != nil {
@@ -214,7 +214,7 @@ func TestWarmPoolWithOwners(t *testing.T) {
 func TestWarmPoolOfADaemonWithout(t *testing.T) {
 	d := startDaemon(t, baseConfig(""))
 	d.create(api.CreateRequest{Image: "python"})
-	if text := d.scrape(""); strings.Contains(text, "sbx_warm_pool_") {
+	if text := d.scrape(""); strings.Contains(text, "hutch_warm_pool_") {
 		t.Errorf("a daemon without warm_pool exports pool metrics:\n%s", grepLines(text, "warm_pool"))
 	}
 	if ids := runscSandboxIDs(d.dataDir); len(ids) != 1 {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sbx-dev/sbx/api"
+	"github.com/hutch-dev/hutch/api"
 )
 
 // Crash recovery (issue 6, item 6): after kill -9 and a restart every
@@ -71,8 +71,8 @@ func TestKill9MidFlightThenRestart(t *testing.T) {
 		_, err = d.c.Exec(ctx, api.ExecRequest{SandboxID: id, Cmd: "true"})
 		wantCode(t, err, "S004")
 	}
-	if m := d.scrape(""); metricValue(m, "sbx_sandboxes_live") != 0 {
-		t.Errorf("sbx_sandboxes_live after the restart: %v", metricValue(m, "sbx_sandboxes_live"))
+	if m := d.scrape(""); metricValue(m, "hutch_sandboxes_live") != 0 {
+		t.Errorf("hutch_sandboxes_live after the restart: %v", metricValue(m, "hutch_sandboxes_live"))
 	}
 	// And works.
 	c := d.create(api.CreateRequest{Image: "python"})

@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { registerWorker } from 'iii-sdk'
-import { SBX_BIN, envelopeOf } from '../lib.mjs'
+import { HUTCH_BIN, envelopeOf } from '../lib.mjs'
 
 const customImagesConfig = `
 workers:
@@ -25,12 +25,12 @@ workers:
       gpu-worker: docker.io/tenant/gpu-worker:cuda12
 `
 
-// serve starts `sbx serve` with config; it resolves to the daemon's
+// serve starts `hutch serve` with config; it resolves to the daemon's
 // addresses once it serves, or to its exit status and stderr if it exits.
 function serve (config) {
-  const dir = mkdtempSync(join(tmpdir(), 'sbx-conformance-custom-'))
+  const dir = mkdtempSync(join(tmpdir(), 'hutch-conformance-custom-'))
   writeFileSync(join(dir, 'config.yaml'), config)
-  const child = spawn(SBX_BIN, ['serve', '--config', join(dir, 'config.yaml'), '--data-dir', join(dir, 'data'),
+  const child = spawn(HUTCH_BIN, ['serve', '--config', join(dir, 'config.yaml'), '--data-dir', join(dir, 'data'),
     '--listen', '127.0.0.1:0', '--engine-listen', '127.0.0.1:0'], { stdio: ['ignore', 'ignore', 'pipe'] })
   let stderr = ''
   const exited = new Promise((resolve) => child.on('close', (code) => resolve(code)))
@@ -38,7 +38,7 @@ function serve (config) {
     child.stderr.on('data', (b) => {
       stderr += b
       for (const line of stderr.split('\n')) {
-        if (line.includes('"msg":"sbx serving"')) {
+        if (line.includes('"msg":"hutch serving"')) {
           const l = JSON.parse(line)
           resolve({ http: `http://${l.listen}`, engine: `ws://${l.engine_listen}` })
         }
@@ -60,12 +60,12 @@ describe('Custom images', () => {
   before(async () => {
     daemon = serve(customImagesConfig)
     addr = await daemon.ready
-    assert.ok(addr.engine, `sbx serve refused the seed's config: ${addr.stderr}`)
-    iii = registerWorker(addr.engine, { workerName: 'sbx-conformance-custom' })
+    assert.ok(addr.engine, `hutch serve refused the seed's config: ${addr.stderr}`)
+    iii = registerWorker(addr.engine, { workerName: 'hutch-conformance-custom' })
   })
   after(async () => {
     await iii?.shutdown()
-    assert.equal(await daemon.stop(), 0, 'sbx serve exits 0 on SIGTERM')
+    assert.equal(await daemon.stop(), 0, 'hutch serve exits 0 on SIGTERM')
   })
 
   test('the config is accepted and the catalog lists the custom images', async () => {
@@ -101,7 +101,7 @@ describe('Custom images', () => {
   test('presets cannot be shadowed: the daemon refuses the config', async () => {
     const bad = serve(customImagesConfig.replace('my-app: ghcr.io', 'python: ghcr.io'))
     const r = await bad.ready
-    assert.notEqual(r.code, undefined, 'sbx serve started with a custom image named python')
+    assert.notEqual(r.code, undefined, 'hutch serve started with a custom image named python')
     assert.notEqual(r.code, 0)
     assert.match(r.stderr, /python/)
     await bad.stop()

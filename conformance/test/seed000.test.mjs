@@ -1,5 +1,5 @@
 // Seed 000 (the sandbox API guide): every code sample, as written; only the
-// engine URL is sbx's, and `iii sandbox ...` shell lines run as `sbx ...`.
+// engine URL is hutch's, and `iii sandbox ...` shell lines run as `hutch ...`.
 // Each sample is followed by assertions on what it produced.
 import { after, describe, mock, test } from 'node:test'
 import assert from 'node:assert/strict'
@@ -10,7 +10,7 @@ after(closeEngine)
 
 describe('Quickstart', () => {
   test('one-shot from the terminal', { timeout: BOOT_TIMEOUT_MS }, async () => {
-    const r = await sh(`sbx run python -- python3 -c 'print("hi")'`)
+    const r = await sh(`hutch run python -- python3 -c 'print("hi")'`)
     assert.equal(r.code, 0, r.stderr)
     assert.equal(r.stdout, 'hi\n')
   })
@@ -44,10 +44,10 @@ describe('Quickstart', () => {
 
   test('full lifecycle from the terminal', { timeout: BOOT_TIMEOUT_MS }, async () => {
     const r = await sh(`
-SB=$(sbx create python --idle-timeout 300)
-sbx exec "$SB" -- python3 -c 'print(2+2)' # 4
-sbx exec "$SB" -- python3 -c 'import sys; print(sys.version)'
-sbx stop "$SB"
+SB=$(hutch create python --idle-timeout 300)
+hutch exec "$SB" -- python3 -c 'print(2+2)' # 4
+hutch exec "$SB" -- python3 -c 'import sys; print(sys.version)'
+hutch stop "$SB"
 echo "id=$SB"
 `)
     assert.equal(r.code, 0, r.stderr)
@@ -305,22 +305,22 @@ describe('Error handling', () => {
 })
 
 describe('CLI reference', () => {
-  test('sbx run with flags', { timeout: BOOT_TIMEOUT_MS }, async () => {
-    const r = await sh(`sbx run python --cpus 2 --memory 512 -- python3 -c 'print(2 ** 10)'`)
+  test('hutch run with flags', { timeout: BOOT_TIMEOUT_MS }, async () => {
+    const r = await sh(`hutch run python --cpus 2 --memory 512 -- python3 -c 'print(2 ** 10)'`)
     assert.equal(r.code, 0, r.stderr)
     assert.equal(r.stdout, '1024\n')
   })
 
   test('create with every flag, exec with --timeout, list, stop', { timeout: BOOT_TIMEOUT_MS }, async () => {
     const r = await sh(`
-SB=$(sbx create python --cpus 1 --memory 256 --idle-timeout 60 --name cli-ref -e KEY=VAL -e skipped)
-sbx exec "$SB" -e EXTRA=1 -- python3 -c 'import os; print(os.environ["KEY"], os.environ["EXTRA"], "skipped" in os.environ)'
+SB=$(hutch create python --cpus 1 --memory 256 --idle-timeout 60 --name cli-ref -e KEY=VAL -e skipped)
+hutch exec "$SB" -e EXTRA=1 -- python3 -c 'import os; print(os.environ["KEY"], os.environ["EXTRA"], "skipped" in os.environ)'
 set +e
-sbx exec "$SB" --timeout 500ms -- sleep 10
+hutch exec "$SB" --timeout 500ms -- sleep 10
 echo "timeout status $?"
 set -e
-sbx list | grep -c cli-ref
-sbx stop "$SB"
+hutch list | grep -c cli-ref
+hutch stop "$SB"
 `)
     assert.equal(r.code, 0, r.stderr)
     assert.match(r.stdout, /^VAL 1 False\ntimeout status 124\n1\n[0-9a-f-]{36}\n$/)
@@ -350,7 +350,7 @@ describe('Testing', () => {
     await assert.rejects(mockIii.trigger({ function_id: 'sandbox::nope', payload: {} }), /unexpected function_id/)
     assert.equal(mockIii.trigger.mock.callCount(), 2)
 
-    // Code tested against the mock works against sbx: same fields, same types.
+    // Code tested against the mock works against hutch: same fields, same types.
     const { sandbox_id } = await iii.trigger({ function_id: 'sandbox::create', payload: { image: 'python' }, timeoutMs: 300_000 })
     const real = await iii.trigger({ function_id: 'sandbox::exec', payload: { sandbox_id, cmd: 'echo', args: ['hi'] }, timeoutMs: 35_000 })
     await iii.trigger({ function_id: 'sandbox::stop', payload: { sandbox_id, wait: true } })

@@ -1,6 +1,6 @@
 // Seed 001 (the quick tour): every shell sample, with `iii trigger` spelled
-// `sbx trigger` (same arguments) and `iii worker sandbox upload/download`
-// spelled `sbx upload/download`. The harness only inserts `echo @@`
+// `hutch trigger` (same arguments) and `iii worker sandbox upload/download`
+// spelled `hutch upload/download`. The harness only inserts `echo @@`
 // between commands, to tell their outputs apart.
 import { after, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
@@ -26,7 +26,7 @@ describe('One-shot run', () => {
   test('sandbox::run with lang=python', { timeout: BOOT_TIMEOUT_MS }, async () => {
     const [out] = await steps([
       '# run a snippet and print just its stdout (-> 4)',
-      "sbx trigger sandbox::run image=python lang=python code='print(2+2)' | jq -r .stdout",
+      "hutch trigger sandbox::run image=python lang=python code='print(2+2)' | jq -r .stdout",
     ])
     // jq -r prints the raw string (with its newline) and a newline.
     assert.equal(out, '4\n\n')
@@ -34,18 +34,18 @@ describe('One-shot run', () => {
 
   test('lang accepts node, python, shell, or an interpreter path', { timeout: BOOT_TIMEOUT_MS }, async () => {
     const outs = await steps([
-      "sbx trigger sandbox::run image=node lang=node code='console.log(6*7)' | jq -r .stdout",
-      "sbx trigger sandbox::run image=python lang=shell code='echo $((6*7)) | tr 4 x' | jq -r .stdout",
-      "sbx trigger sandbox::run image=python lang=/usr/bin/python3 code='import sys; print(sys.argv[0])' | jq -r .stdout",
+      "hutch trigger sandbox::run image=node lang=node code='console.log(6*7)' | jq -r .stdout",
+      "hutch trigger sandbox::run image=python lang=shell code='echo $((6*7)) | tr 4 x' | jq -r .stdout",
+      "hutch trigger sandbox::run image=python lang=/usr/bin/python3 code='import sys; print(sys.argv[0])' | jq -r .stdout",
     ])
     assert.deepEqual(outs, ['42\n\n', 'x2\n\n', '/tmp/run.python3\n\n'])
   })
 
   test('keep_sandbox=true leaves the VM running until sandbox::stop', { timeout: BOOT_TIMEOUT_MS }, async () => {
     const [kept, exec, stop] = await steps([
-      "OUT=$(sbx trigger sandbox::run image=python lang=python code='open(\"/tmp/state\", \"w\").write(\"kept\")' keep_sandbox=true); echo \"$OUT\"; SB=$(echo \"$OUT\" | jq -r .sandbox_id)",
-      'sbx trigger sandbox::exec sandbox_id=$SB cmd=cat args=\'["/tmp/state"]\' | jq -r .stdout',
-      'sbx trigger sandbox::stop sandbox_id=$SB',
+      "OUT=$(hutch trigger sandbox::run image=python lang=python code='open(\"/tmp/state\", \"w\").write(\"kept\")' keep_sandbox=true); echo \"$OUT\"; SB=$(echo \"$OUT\" | jq -r .sandbox_id)",
+      'hutch trigger sandbox::exec sandbox_id=$SB cmd=cat args=\'["/tmp/state"]\' | jq -r .stdout',
+      'hutch trigger sandbox::stop sandbox_id=$SB',
     ])
     const run = json(kept)
     assert.match(run.sandbox_id, /^[0-9a-f-]{36}$/)
@@ -59,16 +59,16 @@ describe('Lifecycle', () => {
   test('create, exec, list, stop', { timeout: BOOT_TIMEOUT_MS }, async () => {
     const [, version, ids, stop, sb] = await steps([
       '# boot a sandbox and capture its id',
-      'SB=$(sbx trigger sandbox::create image=python | jq -r .sandbox_id)',
+      'SB=$(hutch trigger sandbox::create image=python | jq -r .sandbox_id)',
       '# run a command and print its stdout',
-      "sbx trigger sandbox::exec sandbox_id=$SB cmd='python --version' | jq -r .stdout",
+      "hutch trigger sandbox::exec sandbox_id=$SB cmd='python --version' | jq -r .stdout",
       '# list the active sandbox ids',
       // The seed writes `jq -r '.[].sandbox_id'`, which fails on the
       // contract's {"sandboxes": [...]} (seed 003, the reference): the list
       // is under .sandboxes.
-      "sbx trigger sandbox::list | jq -r '.sandboxes[].sandbox_id'",
+      "hutch trigger sandbox::list | jq -r '.sandboxes[].sandbox_id'",
       '# stop when done',
-      'sbx trigger sandbox::stop sandbox_id=$SB',
+      'hutch trigger sandbox::stop sandbox_id=$SB',
       'echo $SB',
     ])
     assert.match(version, /^Python 3\.\d+\.\d+\n\n$/)
@@ -78,10 +78,10 @@ describe('Lifecycle', () => {
 
   test('a whitespace-containing cmd is split, not run by a shell', { timeout: BOOT_TIMEOUT_MS }, async () => {
     const [, split, noShell] = await steps([
-      'SB=$(sbx trigger sandbox::create image=python | jq -r .sandbox_id)',
-      "sbx trigger sandbox::exec sandbox_id=$SB cmd='echo one two' | jq -r .stdout",
-      "sbx trigger sandbox::exec sandbox_id=$SB cmd='echo $HOME && true' | jq -r .stdout",
-      'sbx trigger sandbox::stop sandbox_id=$SB',
+      'SB=$(hutch trigger sandbox::create image=python | jq -r .sandbox_id)',
+      "hutch trigger sandbox::exec sandbox_id=$SB cmd='echo one two' | jq -r .stdout",
+      "hutch trigger sandbox::exec sandbox_id=$SB cmd='echo $HOME && true' | jq -r .stdout",
+      'hutch trigger sandbox::stop sandbox_id=$SB',
     ])
     assert.equal(split, 'one two\n\n')
     assert.equal(noShell, '$HOME && true\n\n')
@@ -92,7 +92,7 @@ describe('Catalog', () => {
   test('sandbox::catalog::list', async () => {
     const [names] = await steps([
       '# list bootable image names (e.g. python, node)',
-      "sbx trigger sandbox::catalog::list | jq -r '.images[].name'",
+      "hutch trigger sandbox::catalog::list | jq -r '.images[].name'",
     ])
     assert.equal(names, 'python\nnode\n')
   })
@@ -102,31 +102,31 @@ describe('Filesystem', () => {
   test('the ten sandbox::fs::* triggers', { timeout: BOOT_TIMEOUT_MS }, async () => {
     const [, , mkdir, write, ls, stat, read, chmod, grep, sed, mv, rm, stop] = await steps([
       '# boot a sandbox and capture its id',
-      'SB=$(sbx trigger sandbox::create image=python | jq -r .sandbox_id)',
+      'SB=$(hutch trigger sandbox::create image=python | jq -r .sandbox_id)',
       '# reuse a directory and file path across the calls',
       'D=/work; F=$D/main.py',
       '# create the directory',
-      'sbx trigger sandbox::fs::mkdir sandbox_id=$SB path=$D parents=true',
+      'hutch trigger sandbox::fs::mkdir sandbox_id=$SB path=$D parents=true',
       '# write a file',
-      "sbx trigger sandbox::fs::write sandbox_id=$SB path=$F content='print(1)'",
+      "hutch trigger sandbox::fs::write sandbox_id=$SB path=$F content='print(1)'",
       '# list the directory',
-      "sbx trigger sandbox::fs::ls sandbox_id=$SB path=$D | jq -r '.entries[].name'",
+      "hutch trigger sandbox::fs::ls sandbox_id=$SB path=$D | jq -r '.entries[].name'",
       '# stat the file',
-      'sbx trigger sandbox::fs::stat sandbox_id=$SB path=$F',
+      'hutch trigger sandbox::fs::stat sandbox_id=$SB path=$F',
       '# read the file contents',
-      'sbx trigger sandbox::fs::read sandbox_id=$SB path=$F | jq -r .body',
+      'hutch trigger sandbox::fs::read sandbox_id=$SB path=$F | jq -r .body',
       '# change permissions',
-      'sbx trigger sandbox::fs::chmod sandbox_id=$SB path=$F mode=0644',
+      'hutch trigger sandbox::fs::chmod sandbox_id=$SB path=$F mode=0644',
       '# search for a pattern',
-      'sbx trigger sandbox::fs::grep sandbox_id=$SB path=$D pattern=print',
+      'hutch trigger sandbox::fs::grep sandbox_id=$SB path=$D pattern=print',
       '# find and replace across files',
-      'sbx trigger sandbox::fs::sed sandbox_id=$SB path=$D pattern=print replacement=log',
+      'hutch trigger sandbox::fs::sed sandbox_id=$SB path=$D pattern=print replacement=log',
       '# move the file',
-      'sbx trigger sandbox::fs::mv sandbox_id=$SB src=$F dst=$D/app.py',
+      'hutch trigger sandbox::fs::mv sandbox_id=$SB src=$F dst=$D/app.py',
       '# remove the file',
-      'sbx trigger sandbox::fs::rm sandbox_id=$SB path=$D/app.py',
+      'hutch trigger sandbox::fs::rm sandbox_id=$SB path=$D/app.py',
       '# stop the sandbox',
-      'sbx trigger sandbox::stop sandbox_id=$SB',
+      'hutch trigger sandbox::stop sandbox_id=$SB',
     ])
     assert.equal(json(mkdir).created, true)
     assert.deepEqual(json(write), { bytes_written: 8, path: '/work/main.py' })
@@ -153,25 +153,25 @@ describe('Moving files in and out', () => {
   test('upload and download', { timeout: BOOT_TIMEOUT_MS }, async () => {
     const r = await sh(`
 # boot a sandbox and capture its id
-SB=$(sbx trigger sandbox::create image=python | jq -r .sandbox_id)
+SB=$(hutch trigger sandbox::create image=python | jq -r .sandbox_id)
 
 # make a file to send
 echo 'hello from host' > ./local.txt
 
 # host -> sandbox
-sbx upload "$SB" ./local.txt /remote.txt
+hutch upload "$SB" ./local.txt /remote.txt
 
 # remove the local copy
 rm ./local.txt
 
 # retrieve it from the sandbox
-sbx download "$SB" /remote.txt ./remote.txt
+hutch download "$SB" /remote.txt ./remote.txt
 
 # -> hello from host
 cat ./remote.txt
 
 # stop the sandbox
-sbx trigger sandbox::stop sandbox_id=$SB
+hutch trigger sandbox::stop sandbox_id=$SB
 `)
     assert.equal(r.code, 0, r.stderr)
     assert.match(r.stdout, /(^|\n)hello from host\n/)

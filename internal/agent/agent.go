@@ -1,4 +1,4 @@
-// Package agent implements the services of sbx-agent, the process that runs
+// Package agent implements the services of hutch-agent, the process that runs
 // as PID 1 inside every sandbox: it serves the Agent gRPC service over a
 // yamux session on one byte stream, runs processes for the daemon and reaps
 // every orphan in the sandbox.
@@ -21,7 +21,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/keepalive"
 
-	agentv1 "github.com/sbx-dev/sbx/api/agent/v1"
+	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
 )
 
 // MaxRequestBytes is the largest request message the agent accepts (an
@@ -37,7 +37,7 @@ type Options struct {
 	Version string
 	// ReapOrphans makes this process reap every child it has, its own and the
 	// orphans re-parented to it, with one wait4(-1) loop; when it is not PID 1
-	// it becomes a child subreaper first. sbx-agent sets it. Leave it unset
+	// it becomes a child subreaper first. hutch-agent sets it. Leave it unset
 	// when the agent is embedded in a process that waits for children of its
 	// own (os/exec): execs then wait for their own pid only.
 	ReapOrphans bool

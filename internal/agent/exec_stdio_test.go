@@ -7,10 +7,10 @@ import (
 	"syscall"
 	"testing"
 
-	agentv1 "github.com/sbx-dev/sbx/api/agent/v1"
-	"github.com/sbx-dev/sbx/internal/agent"
-	"github.com/sbx-dev/sbx/internal/agent/agenttest"
-	"github.com/sbx-dev/sbx/internal/agentclient"
+	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
+	"github.com/hutch-dev/hutch/internal/agent"
+	"github.com/hutch-dev/hutch/internal/agent/agenttest"
+	"github.com/hutch-dev/hutch/internal/agentclient"
 )
 
 // TestExecStdio checks what a child's standard streams are: without stdin

@@ -16,18 +16,18 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	agentv1 "github.com/sbx-dev/sbx/api/agent/v1"
-	"github.com/sbx-dev/sbx/internal/agent"
-	"github.com/sbx-dev/sbx/internal/agent/agenttest"
-	"github.com/sbx-dev/sbx/internal/agentclient"
+	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
+	"github.com/hutch-dev/hutch/internal/agent"
+	"github.com/hutch-dev/hutch/internal/agent/agenttest"
+	"github.com/hutch-dev/hutch/internal/agentclient"
 )
 
-// helperEnv makes the test binary act as sbx-agent: see TestMain.
-const helperEnv = "SBX_AGENT_TEST_HELPER"
+// helperEnv makes the test binary act as hutch-agent: see TestMain.
+const helperEnv = "HUTCH_AGENT_TEST_HELPER"
 
 // TestMain lets the tests re-execute this binary as an agent that reaps
 // orphans (a subreaper here, PID 1 in a sandbox), serving on its stdio the
-// way cmd/sbx-agent does.
+// way cmd/hutch-agent does.
 func TestMain(m *testing.M) {
 	if os.Getenv(helperEnv) == "1" {
 		os.Exit(serveStdio())
@@ -91,7 +91,7 @@ func reaperAgent(t *testing.T) (*agentclient.Client, int) {
 }
 
 // agents runs f against both kinds of agent: in-process, waiting for its
-// own children only, and a subprocess reaping every orphan as sbx-agent does.
+// own children only, and a subprocess reaping every orphan as hutch-agent does.
 func agents(t *testing.T, f func(t *testing.T, c *agentclient.Client)) {
 	t.Run("in-process", func(t *testing.T) {
 		t.Parallel()
@@ -342,7 +342,7 @@ func TestExecConcurrent(t *testing.T) {
 	})
 }
 
-// TestReaperCollectsOrphans runs the agent as sbx-agent does, reaping every
+// TestReaperCollectsOrphans runs the agent as hutch-agent does, reaping every
 // child, and checks that orphaned grandchildren do not stay zombies while
 // every exec still gets its own exit status.
 func TestReaperCollectsOrphans(t *testing.T) {

@@ -17,7 +17,7 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 
-	agentv1 "github.com/sbx-dev/sbx/api/agent/v1"
+	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
 )
 
 const (

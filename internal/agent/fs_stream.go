@@ -12,7 +12,7 @@ import (
 	"path/filepath"
 	"syscall"
 
-	agentv1 "github.com/sbx-dev/sbx/api/agent/v1"
+	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
 )
 
 const (
@@ -75,7 +75,7 @@ func createAtomic(target string, mode *uint32, existing fs.FileInfo) (*atomicFil
 	if mode != nil {
 		a.mode = *mode & 0o7777
 	}
-	f, err := os.CreateTemp(filepath.Dir(target), ".sbx-tmp-*")
+	f, err := os.CreateTemp(filepath.Dir(target), ".hutch-tmp-*")
 	if err != nil {
 		return nil, err
 	}

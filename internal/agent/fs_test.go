@@ -20,11 +20,11 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
-	agentv1 "github.com/sbx-dev/sbx/api/agent/v1"
-	"github.com/sbx-dev/sbx/internal/agent"
-	"github.com/sbx-dev/sbx/internal/agent/agenttest"
-	"github.com/sbx-dev/sbx/internal/agentclient"
-	"github.com/sbx-dev/sbx/internal/testutil"
+	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
+	"github.com/hutch-dev/hutch/internal/agent"
+	"github.com/hutch-dev/hutch/internal/agent/agenttest"
+	"github.com/hutch-dev/hutch/internal/agentclient"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 // fsKind is the FsError kind of err, UNSPECIFIED when it has none.
@@ -420,7 +420,7 @@ func TestFsSed(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) { wantKind(t, second(c.Sed(ctx, tc.req)), tc.want) })
 	}
-	if left, _ := filepath.Glob(d + "/.sbx-tmp-*"); len(left) > 0 {
+	if left, _ := filepath.Glob(d + "/.hutch-tmp-*"); len(left) > 0 {
 		t.Errorf("temporary files left: %v", left)
 	}
 }
@@ -468,7 +468,7 @@ func TestFsUploadDownload(t *testing.T) {
 		if !errors.As(err, &se) {
 			t.Fatalf("upload of a source failing with %v: %v", cut, err)
 		}
-		waitNoFile(t, d+"/partial", d+"/.sbx-tmp-*")
+		waitNoFile(t, d+"/partial", d+"/.hutch-tmp-*")
 	}
 
 	entry, r, err := c.Download(ctx, &agentv1.FsDownloadRequest{Path: d + "/new/dir/f"})
@@ -537,5 +537,5 @@ func TestFsUploadWithoutEOF(t *testing.T) {
 	}
 	_, err = stream.CloseAndRecv()
 	wantKind(t, err, aborted)
-	waitNoFile(t, d+"/f", d+"/.sbx-tmp-*")
+	waitNoFile(t, d+"/f", d+"/.hutch-tmp-*")
 }

@@ -1,4 +1,4 @@
-// Package agentclient is the daemon's side of the RPC to sbx-agent: a yamux
+// Package agentclient is the daemon's side of the RPC to hutch-agent: a yamux
 // client session on a sandbox's byte stream, and one gRPC connection over one
 // stream of it. The agent runs inside the sandbox and is not trusted: every
 // call has a deadline, answers are size-bounded, and a dead session fails
@@ -20,7 +20,7 @@ import (
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
 
-	agentv1 "github.com/sbx-dev/sbx/api/agent/v1"
+	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
 )
 
 // ErrClosed is returned by calls made after Close, or after the session to
@@ -102,7 +102,7 @@ func Dial(conn io.ReadWriteCloser, opts Options) (*Client, error) {
 		conn.Close()
 		return nil, fmt.Errorf("starting yamux session: %w", err)
 	}
-	cc, err := grpc.NewClient("passthrough:///sbx-agent",
+	cc, err := grpc.NewClient("passthrough:///hutch-agent",
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithContextDialer(func(context.Context, string) (net.Conn, error) {
 			return sess.Open()

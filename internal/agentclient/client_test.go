@@ -14,10 +14,10 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	agentv1 "github.com/sbx-dev/sbx/api/agent/v1"
-	"github.com/sbx-dev/sbx/internal/agent"
-	"github.com/sbx-dev/sbx/internal/agent/agenttest"
-	"github.com/sbx-dev/sbx/internal/agentclient"
+	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
+	"github.com/hutch-dev/hutch/internal/agent"
+	"github.com/hutch-dev/hutch/internal/agent/agenttest"
+	"github.com/hutch-dev/hutch/internal/agentclient"
 )
 
 // within fails t when f takes longer than d, and returns f's error.

@@ -9,7 +9,7 @@ import (
 
 	"google.golang.org/grpc"
 
-	agentv1 "github.com/sbx-dev/sbx/api/agent/v1"
+	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
 )
 
 // Bounds of the filesystem calls.

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	agentv1 "github.com/sbx-dev/sbx/api/agent/v1"
-	"github.com/sbx-dev/sbx/internal/agent"
+	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
+	"github.com/hutch-dev/hutch/internal/agent"
 )
 
 // pipeConn joins two pipe ends into one byte stream.

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	agentv1 "github.com/sbx-dev/sbx/api/agent/v1"
+	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
 )
 
 // TestSlowTransfersAreProgress checks that a source or a reader slower

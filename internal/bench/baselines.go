@@ -4,9 +4,9 @@ package bench
 // run, on the same machine, so that a noisy machine affects both sides.
 // Docker runs through its Engine API with the daemon's own Debian root
 // filesystem imported as an image (`docker import`), idle containers with
-// an sbx sandbox's default limits and no network; `runsc do` is gVisor
-// without sbx around it. A baseline whose tool is not on the host is
-// skipped, never failed: neither is a dependency of sbx.
+// an hutch sandbox's default limits and no network; `runsc do` is gVisor
+// without hutch around it. A baseline whose tool is not on the host is
+// skipped, never failed: neither is a dependency of hutch.
 
 import (
 	"context"
@@ -20,8 +20,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sbx-dev/sbx/api"
-	"github.com/sbx-dev/sbx/internal/image"
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/image"
 )
 
 // Baseline names.
@@ -72,7 +72,7 @@ func (e *env) dockerReady(ctx context.Context) error {
 
 // setUpDocker connects to the Engine and imports the benchmark image's
 // root filesystem from the daemon's image cache, unless an earlier run
-// did (the image is tagged with the sbx image id).
+// did (the image is tagged with the hutch image id).
 func (e *env) setUpDocker(ctx context.Context) error {
 	sock := e.opts.DockerSocket
 	if sock == "" {
@@ -104,7 +104,7 @@ func (e *env) setUpDocker(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("reading the %s image's config (is --image-cache the daemon's image_cache_dir?): %w", e.opts.Image, err)
 	}
-	repo, tag := "sbx-bench/"+e.opts.Image, id[:12]
+	repo, tag := "hutch-bench/"+e.opts.Image, id[:12]
 	ref := repo + ":" + tag
 	ok, err := d.c.imageExists(ctx, ref)
 	if err != nil {
@@ -138,7 +138,7 @@ func (e *env) startContainer(ctx context.Context) (string, error) {
 }
 
 // removeContainer removes container id in the background, with at most
-// maxPendingStops removals under way, as sbx sandboxes are stopped.
+// maxPendingStops removals under way, as hutch sandboxes are stopped.
 func (e *env) removeContainer(ctx context.Context, id string) {
 	d := &e.docker
 	d.slots <- struct{}{}
@@ -270,11 +270,11 @@ var dockerThroughput = baseline{name: baselineDocker, title: "docker: exec true"
 
 // runscDo is coldCreate(true) with gVisor alone: `runsc do true` boots a
 // sandbox over the host's root filesystem, runs true in it and tears it
-// down, on the platform and network sbx uses.
+// down, on the platform and network hutch uses.
 var runscDo = baseline{name: baselineRunscDo, title: "runsc do true (boot, run, exit)", run: func(ctx context.Context, e *env) (Result, error) {
 	runsc := e.opts.RunscPath
 	if runsc == "" {
-		return Result{}, skipf("no runsc binary known (it is looked for next to sbx)")
+		return Result{}, skipf("no runsc binary known (it is looked for next to hutch)")
 	}
 	if fi, err := os.Stat(runsc); err != nil || !fi.Mode().IsRegular() {
 		return Result{}, skipf("no runsc binary at %s", runsc)
@@ -282,7 +282,7 @@ var runscDo = baseline{name: baselineRunscDo, title: "runsc do true (boot, run, 
 	if os.Geteuid() != 0 {
 		return Result{}, skipf("runsc do needs root")
 	}
-	root, err := os.MkdirTemp("", "sbx-bench-runsc-")
+	root, err := os.MkdirTemp("", "hutch-bench-runsc-")
 	if err != nil {
 		return Result{}, err
 	}

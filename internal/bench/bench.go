@@ -1,4 +1,4 @@
-// Package bench measures a running sbx daemon from the client side: the
+// Package bench measures a running hutch daemon from the client side: the
 // latency of creating sandboxes (cold and from the warm pool) and of
 // running commands in them through the HTTP API and the engine WebSocket,
 // the cost of starting a process inside a sandbox (the floor an exec is
@@ -23,7 +23,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sbx-dev/sbx/client"
+	"github.com/hutch-dev/hutch/client"
 )
 
 // Options configure a benchmark run.
@@ -106,7 +106,7 @@ type Report struct {
 	Docker string `json:"docker,omitempty"`
 	// Results are in the order of the Scenarios table.
 	Results []Result `json:"results"`
-	// OverheadMs is what sbx adds to an exec of true (see Overhead), when
+	// OverheadMs is what hutch adds to an exec of true (see Overhead), when
 	// the spawn floor was measured.
 	OverheadMs *float64 `json:"exec_overhead_ms,omitempty"`
 }
@@ -130,8 +130,8 @@ type Result struct {
 	Floor *FloorPairs `json:"floor_rounds,omitempty"`
 	// Baselines are the same measurement by other tools.
 	Baselines []Result `json:"baselines,omitempty"`
-	// VsDocker is how many times better sbx did than Docker: Docker's p50
-	// over sbx's for times and memory, sbx's rate over Docker's for
+	// VsDocker is how many times better hutch did than Docker: Docker's p50
+	// over hutch's for times and memory, hutch's rate over Docker's for
 	// throughput. Absent without a Docker measurement.
 	VsDocker *float64 `json:"vs_docker,omitempty"`
 }
@@ -185,10 +185,10 @@ func (r Report) latency(name string) (*Stats, bool) {
 	return nil, false
 }
 
-// Overhead is what sbx adds to the bare cost of running a process.
+// Overhead is what hutch adds to the bare cost of running a process.
 type Overhead struct {
 	// Exec and Floor are the p50s of an exec of true over HTTP and of a
-	// process start inside the sandbox; Added is what sbx adds: when
+	// process start inside the sandbox; Added is what hutch adds: when
 	// Paired, the median over the spawn floor's rounds of the difference
 	// of their medians, else Exec − Floor.
 	Exec, Floor, Added time.Duration
@@ -369,17 +369,17 @@ func (r *Report) compareWithDocker(scenarios []Scenario) {
 	}
 }
 
-// ratio is how many times better sbx's result is than Docker's d, or nil
+// ratio is how many times better hutch's result is than Docker's d, or nil
 // when they do not compare.
-func ratio(sbx, d Result) *float64 {
+func ratio(hutch, d Result) *float64 {
 	var v float64
 	switch {
-	case sbx.Latency != nil && d.Latency != nil && sbx.Latency.P50 > 0:
-		v = float64(d.Latency.P50) / float64(sbx.Latency.P50)
-	case sbx.Throughput != nil && d.Throughput != nil && d.Throughput.PerSec > 0:
-		v = sbx.Throughput.PerSec / d.Throughput.PerSec
-	case sbx.Memory != nil && d.Memory != nil && sbx.Memory.P50 > 0:
-		v = float64(d.Memory.P50) / float64(sbx.Memory.P50)
+	case hutch.Latency != nil && d.Latency != nil && hutch.Latency.P50 > 0:
+		v = float64(d.Latency.P50) / float64(hutch.Latency.P50)
+	case hutch.Throughput != nil && d.Throughput != nil && d.Throughput.PerSec > 0:
+		v = hutch.Throughput.PerSec / d.Throughput.PerSec
+	case hutch.Memory != nil && d.Memory != nil && hutch.Memory.P50 > 0:
+		v = float64(d.Memory.P50) / float64(hutch.Memory.P50)
 	default:
 		return nil
 	}

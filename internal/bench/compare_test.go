@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sbx-dev/sbx/client"
+	"github.com/hutch-dev/hutch/client"
 )
 
 func TestCompareWithDocker(t *testing.T) {
@@ -110,7 +110,7 @@ func TestTreePSS(t *testing.T) {
 func TestCheckLocal(t *testing.T) {
 	for url, local := range map[string]bool{
 		"http://127.0.0.1:3111": true, "http://localhost:1": true, "http://[::1]:3111": true,
-		"http://10.1.2.3:3111": false, "https://sbx.example.com": false,
+		"http://10.1.2.3:3111": false, "https://hutch.example.com": false,
 	} {
 		e := &env{c: client.New(url, "")}
 		if err := e.checkLocal(); (err == nil) != local {

@@ -2,7 +2,7 @@ package bench
 
 // CPU accounting of the throughput scenarios: the host CPU time each exec
 // cost while the scenario ran, split by the kind of process that spent it
-// (gVisor's Sentry and its systrap stubs, the sbx daemon, the benchmark
+// (gVisor's Sentry and its systrap stubs, the hutch daemon, the benchmark
 // itself, Docker's daemons and shims). It reads /proc, so it is only
 // meaningful with the daemon on this machine.
 
@@ -24,8 +24,8 @@ const (
 	classStubs  = "gVisor systrap stubs (the sandboxed processes)"
 	classGofer  = "gVisor gofer"
 	classRunsc  = "runsc commands (boots and teardowns under way)"
-	classDaemon = "sbx daemon"
-	classBench  = "sbx bench (the client)"
+	classDaemon = "hutch daemon"
+	classBench  = "hutch bench (the client)"
 	classDocker = "Docker (dockerd, containerd, shims, runc)"
 	classKernel = "kernel threads"
 	classOther  = "other processes"
@@ -113,7 +113,7 @@ func classify(pid, self int, all map[int]process) string {
 			}
 		}
 		return classOther
-	case isSbxServe(cmd):
+	case isHutchServe(cmd):
 		return classDaemon
 	case isRunsc(cmd):
 		return classRunsc
@@ -123,10 +123,10 @@ func classify(pid, self int, all map[int]process) string {
 	return classOther
 }
 
-// isSbxServe tells an `sbx serve` command line.
-func isSbxServe(cmd string) bool {
+// isHutchServe tells an `hutch serve` command line.
+func isHutchServe(cmd string) bool {
 	f := strings.Fields(cmd)
-	return len(f) > 1 && strings.HasSuffix(f[0], "sbx") && f[1] == "serve"
+	return len(f) > 1 && strings.HasSuffix(f[0], "hutch") && f[1] == "serve"
 }
 
 // isRunsc tells the command line of a runsc command (run, kill, delete).

@@ -14,18 +14,18 @@ func TestClassify(t *testing.T) {
 	all := map[int]process{
 		2:    {ppid: 0},
 		30:   {ppid: 2},
-		100:  {ppid: 1, cmdline: "/usr/local/bin/sbx serve --config /etc/sbx.yaml "},
-		200:  {ppid: 1, cmdline: "runsc-sandbox --root=/var/lib/sbx/gvisor/runsc boot abc "},
+		100:  {ppid: 1, cmdline: "/usr/local/bin/hutch serve --config /etc/hutch.yaml "},
+		200:  {ppid: 1, cmdline: "runsc-sandbox --root=/var/lib/hutch/gvisor/runsc boot abc "},
 		201:  {ppid: 200},
 		202:  {ppid: 201},
 		300:  {ppid: 1, cmdline: "runsc-gofer --root=/x gofer abc "},
 		400:  {ppid: 1, cmdline: "/usr/sbin/dockerd -H fd:// "},
 		401:  {ppid: 1, cmdline: "/usr/bin/containerd-shim-runc-v2 -namespace moby "},
 		402:  {ppid: 401, cmdline: "runc --root /run/docker/runtime-runc/moby exec "},
-		310:  {ppid: 100, cmdline: "/usr/local/bin/runsc --root /var/lib/sbx/gvisor/runsc delete --force abc "},
+		310:  {ppid: 100, cmdline: "/usr/local/bin/runsc --root /var/lib/hutch/gvisor/runsc delete --force abc "},
 		500:  {ppid: 1, cmdline: "/usr/bin/bash -c sleep "},
 		501:  {ppid: 1},
-		self: {ppid: 1, cmdline: "sbx bench --private "},
+		self: {ppid: 1, cmdline: "hutch bench --private "},
 	}
 	for pid, want := range map[int]string{
 		2: classKernel, 30: classKernel, 100: classDaemon, 200: classSentry, 201: classStubs, 202: classStubs,
@@ -40,7 +40,7 @@ func TestClassify(t *testing.T) {
 
 func TestCPUPerExec(t *testing.T) {
 	before := map[int]process{
-		100: {ppid: 1, cmdline: "sbx serve ", ticks: 50},
+		100: {ppid: 1, cmdline: "hutch serve ", ticks: 50},
 		200: {ppid: 1, cmdline: "runsc-sandbox boot ", ticks: 1000},
 		// Gone by the end: nothing of it counts.
 		250: {ppid: 200, ticks: 70},
@@ -50,7 +50,7 @@ func TestCPUPerExec(t *testing.T) {
 		1: {ppid: 0, cmdline: "/sbin/init ", ticks: 100, childTicks: 1000},
 	}
 	after := map[int]process{
-		100: {ppid: 1, cmdline: "sbx serve ", ticks: 60},                     // +10
+		100: {ppid: 1, cmdline: "hutch serve ", ticks: 60},                   // +10
 		200: {ppid: 1, cmdline: "runsc-sandbox boot ", ticks: 1300},          // +300
 		201: {ppid: 200, ticks: 100},                                         // new: +100
 		500: {ppid: 1, cmdline: "new ", ticks: 20},                           // +20

@@ -228,7 +228,7 @@ func tarDir(w io.Writer, root string) error {
 }
 
 // containerSpec is what the baselines run: the benchmark image, idle, with
-// the limits and the isolation of an sbx sandbox (no network).
+// the limits and the isolation of an hutch sandbox (no network).
 type containerSpec struct {
 	Image    string
 	Cmd      []string

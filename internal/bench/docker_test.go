@@ -168,13 +168,13 @@ func TestDockerClient(t *testing.T) {
 	if err := os.Symlink("bin", filepath.Join(root, "sbin")); err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := d.imageExists(ctx, "sbx-bench/python:abc"); ok || err != nil {
+	if ok, err := d.imageExists(ctx, "hutch-bench/python:abc"); ok || err != nil {
 		t.Fatalf("imageExists before import = %v, %v", ok, err)
 	}
-	if err := d.importRootfs(ctx, root, "sbx-bench/python", "abc"); err != nil {
+	if err := d.importRootfs(ctx, root, "hutch-bench/python", "abc"); err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := d.imageExists(ctx, "sbx-bench/python:abc"); !ok || err != nil {
+	if ok, err := d.imageExists(ctx, "hutch-bench/python:abc"); !ok || err != nil {
 		t.Fatalf("imageExists after import = %v, %v", ok, err)
 	}
 	want := []string{"bin/|5|", "bin/false|0|", "bin/true|1|bin/false", "etc/|5|", "etc/hostname|0|", "sbin|2|bin"}
@@ -183,7 +183,7 @@ func TestDockerClient(t *testing.T) {
 	}
 
 	// Containers: create (no network), start, exec, archive, remove.
-	id, err := d.create(ctx, containerSpec{Image: "sbx-bench/python:abc", Cmd: []string{"sleep", "infinity"}, CPUs: 1, MemoryMB: 512})
+	id, err := d.create(ctx, containerSpec{Image: "hutch-bench/python:abc", Cmd: []string{"sleep", "infinity"}, CPUs: 1, MemoryMB: 512})
 	if err != nil || id != "c1" {
 		t.Fatalf("create = %q, %v", id, err)
 	}

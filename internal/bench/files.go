@@ -16,7 +16,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/sbx-dev/sbx/api"
+	"github.com/hutch-dev/hutch/api"
 )
 
 const (

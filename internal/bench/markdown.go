@@ -10,7 +10,7 @@ import (
 )
 
 // ratioLegend explains the "× vs docker" column.
-const ratioLegend = "× vs docker: how many times faster (memory: smaller; throughput: more execs/s) sbx is than Docker in this run; below 1, Docker does better."
+const ratioLegend = "× vs docker: how many times faster (memory: smaller; throughput: more execs/s) hutch is than Docker in this run; below 1, Docker does better."
 
 // table is one Markdown table of the report: results of one kind.
 type table struct {
@@ -36,9 +36,9 @@ func (r Report) WriteMarkdown(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	p := func(format string, args ...any) { fmt.Fprintf(bw, format, args...) }
 
-	p("## sbx bench — %s\n\n", r.Started.Format("2006-01-02 15:04 MST"))
+	p("## hutch bench — %s\n\n", r.Started.Format("2006-01-02 15:04 MST"))
 	p("- host: %d CPUs, %s, Linux %s, load %s at start\n", r.Host.CPUs, orUnknown(r.Host.CPUModel), orUnknown(r.Host.Kernel), orUnknown(r.Host.Load))
-	p("- runsc: %s\n", cmp.Or(r.Host.Runsc, "not found next to sbx"))
+	p("- runsc: %s\n", cmp.Or(r.Host.Runsc, "not found next to hutch"))
 	if r.Docker != "" {
 		p("- docker: %s\n", r.Docker)
 	}
@@ -104,10 +104,10 @@ func (r Report) WriteMarkdown(w io.Writer) error {
 	}
 	if o, ok := r.Overhead(); ok {
 		if o.Paired {
-			p("\n**vs floor:** execs of true over HTTP and spawn floor samples timed in rounds of %d in one sandbox: exec p50 %s ms, floor p50 %s ms; the median over the rounds of exec p50 − floor p50 is **%s ms** added by sbx per exec\n",
+			p("\n**vs floor:** execs of true over HTTP and spawn floor samples timed in rounds of %d in one sandbox: exec p50 %s ms, floor p50 %s ms; the median over the rounds of exec p50 − floor p50 is **%s ms** added by hutch per exec\n",
 				floorRound, fmtMs(o.Exec), fmtMs(o.Floor), fmtMs(o.Added))
 		} else {
-			p("\n**vs floor:** exec true p50 %s ms − spawn floor p50 %s ms = **%s ms** added by sbx per exec\n",
+			p("\n**vs floor:** exec true p50 %s ms − spawn floor p50 %s ms = **%s ms** added by hutch per exec\n",
 				fmtMs(o.Exec), fmtMs(o.Floor), fmtMs(o.Added))
 		}
 	}

@@ -8,7 +8,7 @@ import (
 
 func TestWriteMarkdown(t *testing.T) {
 	started := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	header := "## sbx bench — 2026-01-02 03:04 UTC\n\n" +
+	header := "## hutch bench — 2026-01-02 03:04 UTC\n\n" +
 		"- host: 2 CPUs, AMD EPYC, Linux 6.1.0, load 0.42 at start\n" +
 		"- runsc: runsc version release-20260101.0\n" +
 		"- daemon: http://127.0.0.1:3199, image `python`, 2 runs after 1 warm-up runs, client-side wall clock\n"
@@ -70,9 +70,9 @@ func TestWriteMarkdown(t *testing.T) {
 | exec throughput | 8 × 2 | 5.00 s | 1000 | 200.0 | 15.00 | 19.90 |  |
 
 **Host CPU per exec** (all processes of each class, during the timed window):
-- exec throughput: gVisor Sentry (runsc-sandbox) 5.50 ms, sbx daemon 0.25 ms, total 5.75 ms
+- exec throughput: gVisor Sentry (runsc-sandbox) 5.50 ms, hutch daemon 0.25 ms, total 5.75 ms
 
-**vs floor:** exec true p50 7.00 ms − spawn floor p50 1.00 ms = **6.00 ms** added by sbx per exec
+**vs floor:** exec true p50 7.00 ms − spawn floor p50 1.00 ms = **6.00 ms** added by hutch per exec
 `,
 		},
 		{
@@ -89,7 +89,7 @@ func TestWriteMarkdown(t *testing.T) {
 |---|--:|--:|--:|--:|--:|--:|--:|
 | spawn floor (posix_spawn in sandbox) | 2 | 5.00 | 5.80 | 5.98 | 4.00 | 5.00 |  |
 
-**vs floor:** execs of true over HTTP and spawn floor samples timed in rounds of 3 in one sandbox: exec p50 7.50 ms, floor p50 5.00 ms; the median over the rounds of exec p50 − floor p50 is **2.50 ms** added by sbx per exec
+**vs floor:** execs of true over HTTP and spawn floor samples timed in rounds of 3 in one sandbox: exec p50 7.50 ms, floor p50 5.00 ms; the median over the rounds of exec p50 − floor p50 is **2.50 ms** added by hutch per exec
 `,
 		},
 		{
@@ -141,7 +141,7 @@ Failed:
 				r.Docker = "Docker Engine 20.10.24 (API 1.41)"
 				return r
 			}(),
-			want: "## sbx bench — 2026-01-02 03:04 UTC\n\n" +
+			want: "## hutch bench — 2026-01-02 03:04 UTC\n\n" +
 				"- host: 2 CPUs, AMD EPYC, Linux 6.1.0, load 0.42 at start\n" +
 				"- runsc: runsc version release-20260101.0\n" +
 				"- docker: Docker Engine 20.10.24 (API 1.41)\n" +
@@ -181,9 +181,9 @@ Failed:
 		{
 			name:   "unknown machine facts",
 			report: Report{Started: started, Daemon: "http://x", Image: "node", Runs: 1},
-			want: "## sbx bench — 2026-01-02 03:04 UTC\n\n" +
+			want: "## hutch bench — 2026-01-02 03:04 UTC\n\n" +
 				"- host: 0 CPUs, unknown, Linux unknown, load unknown at start\n" +
-				"- runsc: not found next to sbx\n" +
+				"- runsc: not found next to hutch\n" +
 				"- daemon: http://x, image `node`, 1 runs after 0 warm-up runs, client-side wall clock\n",
 		},
 		{

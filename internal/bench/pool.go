@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/sbx-dev/sbx/api"
+	"github.com/hutch-dev/hutch/api"
 )
 
 // poolInfo is what the daemon's /metrics said of the warm pool of the
@@ -42,9 +42,9 @@ func (e *env) poolState(ctx context.Context) (target, ready int, hits uint64, er
 		return 0, 0, 0, fmt.Errorf("reading the daemon's /metrics: %w", err)
 	}
 	label := `{image="` + e.opts.Image + `"}`
-	t, _ := metricValue(text, "sbx_warm_pool_target"+label)
-	r, _ := metricValue(text, "sbx_warm_pool_ready"+label)
-	h, _ := metricValue(text, `sbx_warm_pool_claims_total{image="`+e.opts.Image+`",result="hit"}`)
+	t, _ := metricValue(text, "hutch_warm_pool_target"+label)
+	r, _ := metricValue(text, "hutch_warm_pool_ready"+label)
+	h, _ := metricValue(text, `hutch_warm_pool_claims_total{image="`+e.opts.Image+`",result="hit"}`)
 	return int(t), int(r), uint64(h), nil
 }
 

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sbx-dev/sbx/api"
-	"github.com/sbx-dev/sbx/client"
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/client"
 )
 
 // Scenario names, the keys of --scenarios.
@@ -78,8 +78,8 @@ const (
 	execTimeout = 60 * time.Second
 	// stopTimeout bounds a stop, which runs even after ctx ended.
 	stopTimeout = 60 * time.Second
-	// sandboxName labels the benchmark's sandboxes in `sbx list`.
-	sandboxName = "sbx-bench"
+	// sandboxName labels the benchmark's sandboxes in `hutch list`.
+	sandboxName = "hutch-bench"
 )
 
 // env is what scenarios run with.
@@ -303,7 +303,7 @@ const floorWarmup = 2
 // sandbox: floorRound execs of true over HTTP, timed, then one python
 // that times floorRound spawns after floorWarmup untimed ones. Each round
 // compares the two on a machine in the same state, however noisy it is
-// from one round to the next; what sbx adds is the median over the rounds
+// from one round to the next; what hutch adds is the median over the rounds
 // of the difference of their medians.
 func spawnFloor(ctx context.Context, e *env) (Result, error) {
 	var floor, execs, added []time.Duration

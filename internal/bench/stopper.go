@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/sbx-dev/sbx/api"
-	"github.com/sbx-dev/sbx/client"
-	"github.com/sbx-dev/sbx/internal/errdefs"
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/client"
+	"github.com/hutch-dev/hutch/internal/errdefs"
 )
 
 // stopper stops sandboxes without waiting, as a client in a hurry would,

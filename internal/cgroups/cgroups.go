@@ -1,10 +1,10 @@
-// Package cgroups reads and removes the Linux control groups that sbx's
+// Package cgroups reads and removes the Linux control groups that hutch's
 // runtimes create for their sandboxes, on both hierarchies the kernel
 // offers: cgroup v1 (one mount per controller, /sys/fs/cgroup/<ctrl>/...)
 // and cgroup v2 (one unified tree, /sys/fs/cgroup/...).
 //
 // A cgroup is named by its path relative to the hierarchy root
-// ("sbx/<id>"); the package maps it to the directories of every mounted
+// ("hutch/<id>"); the package maps it to the directories of every mounted
 // hierarchy. It reads, removes, and changes the limits of a running
 // sandbox's cgroup (limits.go): creating and first configuring cgroups is
 // the job of the runtime (runsc, for gVisor). Every function works against

@@ -61,8 +61,8 @@ func TestPathCleansRel(t *testing.T) {
 	tests := []struct {
 		ctrl, rel, want string
 	}{
-		{"memory", "sbx/a", "/cg/memory/sbx/a"},
-		{"memory", "/sbx/a", "/cg/memory/sbx/a"},
+		{"memory", "hutch/a", "/cg/memory/hutch/a"},
+		{"memory", "/hutch/a", "/cg/memory/hutch/a"},
 		{"pids", "../../etc", "/cg/pids/etc"},
 	}
 	for _, tt := range tests {
@@ -70,7 +70,7 @@ func TestPathCleansRel(t *testing.T) {
 			t.Errorf("Path(%q, %q) = %q, want %q", tt.ctrl, tt.rel, got, tt.want)
 		}
 	}
-	if got := (Layout{Root: "/cg", V2: true}).Path("memory", "/sbx/a"); got != "/cg/sbx/a" {
+	if got := (Layout{Root: "/cg", V2: true}).Path("memory", "/hutch/a"); got != "/cg/hutch/a" {
 		t.Errorf("v2 Path = %q", got)
 	}
 }
@@ -87,16 +87,16 @@ func TestOOMKillsAndStats(t *testing.T) {
 		{
 			name: "v1",
 			files: map[string]string{
-				"memory/memory.limit_in_bytes":           "1\n",
-				"memory/sbx/a/memory.oom_control":        "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n",
-				"memory/sbx/a/memory.failcnt":            "17\n",
-				"memory/sbx/a/memory.usage_in_bytes":     "10485760\n",
-				"memory/sbx/a/memory.stat":               "cache 4096\ntotal_inactive_file 1048576\n",
-				"cpuacct/sbx/a/cpuacct.usage":            "2500000000\n",
-				"pids/sbx/a/pids.current":                "23\n",
-				"cpu,cpuacct/sbx/a/cpu.cfs_quota_us":     "100000\n",
-				"memory/sbx/b/memory.oom_control":        "oom_kill_disable 0\n",
-				"memory/sbx/a/memory.max_usage_in_bytes": "1\n",
+				"memory/memory.limit_in_bytes":             "1\n",
+				"memory/hutch/a/memory.oom_control":        "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n",
+				"memory/hutch/a/memory.failcnt":            "17\n",
+				"memory/hutch/a/memory.usage_in_bytes":     "10485760\n",
+				"memory/hutch/a/memory.stat":               "cache 4096\ntotal_inactive_file 1048576\n",
+				"cpuacct/hutch/a/cpuacct.usage":            "2500000000\n",
+				"pids/hutch/a/pids.current":                "23\n",
+				"cpu,cpuacct/hutch/a/cpu.cfs_quota_us":     "100000\n",
+				"memory/hutch/b/memory.oom_control":        "oom_kill_disable 0\n",
+				"memory/hutch/a/memory.max_usage_in_bytes": "1\n",
 			},
 			wantOOM:   2,
 			wantHit:   true,
@@ -106,12 +106,12 @@ func TestOOMKillsAndStats(t *testing.T) {
 			name: "v2",
 			v2:   true,
 			files: map[string]string{
-				"cgroup.controllers":   "cpu memory pids\n",
-				"sbx/a/memory.events":  "low 0\nhigh 0\nmax 5\noom 1\noom_kill 1\noom_group_kill 0\n",
-				"sbx/a/memory.current": "20971520\n",
-				"sbx/a/memory.stat":    "anon 1\ninactive_file 10485760\n",
-				"sbx/a/cpu.stat":       "usage_usec 1500000\nuser_usec 1000000\n",
-				"sbx/a/pids.current":   "7\n",
+				"cgroup.controllers":     "cpu memory pids\n",
+				"hutch/a/memory.events":  "low 0\nhigh 0\nmax 5\noom 1\noom_kill 1\noom_group_kill 0\n",
+				"hutch/a/memory.current": "20971520\n",
+				"hutch/a/memory.stat":    "anon 1\ninactive_file 10485760\n",
+				"hutch/a/cpu.stat":       "usage_usec 1500000\nuser_usec 1000000\n",
+				"hutch/a/pids.current":   "7\n",
 			},
 			wantOOM:   1,
 			wantHit:   true,
@@ -129,19 +129,19 @@ func TestOOMKillsAndStats(t *testing.T) {
 			if l.V2 != tt.v2 {
 				t.Fatalf("detected V2=%v, want %v", l.V2, tt.v2)
 			}
-			n, err := l.OOMKills("/sbx/a")
+			n, err := l.OOMKills("/hutch/a")
 			if err != nil || n != tt.wantOOM {
 				t.Errorf("OOMKills = %d, %v; want %d", n, err, tt.wantOOM)
 			}
-			hit, err := l.HitMemoryLimit("sbx/a")
+			hit, err := l.HitMemoryLimit("hutch/a")
 			if err != nil || hit != tt.wantHit {
 				t.Errorf("HitMemoryLimit = %v, %v; want %v", hit, err, tt.wantHit)
 			}
-			s, err := l.Stats("sbx/a")
+			s, err := l.Stats("hutch/a")
 			if err != nil || s != tt.wantStats {
 				t.Errorf("Stats = %+v, %v; want %+v", s, err, tt.wantStats)
 			}
-			if _, err := l.Stats("sbx/missing"); err == nil {
+			if _, err := l.Stats("hutch/missing"); err == nil {
 				t.Error("Stats of a missing cgroup: want an error")
 			}
 		})
@@ -151,11 +151,11 @@ func TestOOMKillsAndStats(t *testing.T) {
 func TestOOMKillsMissingField(t *testing.T) {
 	root := t.TempDir()
 	writeTree(t, root, map[string]string{
-		"memory/memory.limit_in_bytes":    "1\n",
-		"memory/sbx/a/memory.oom_control": "oom_kill_disable 0\nunder_oom 0\n",
+		"memory/memory.limit_in_bytes":      "1\n",
+		"memory/hutch/a/memory.oom_control": "oom_kill_disable 0\nunder_oom 0\n",
 	})
 	l := Layout{Root: root}
-	if _, err := l.OOMKills("sbx/a"); err == nil {
+	if _, err := l.OOMKills("hutch/a"); err == nil {
 		t.Error("OOMKills without an oom_kill line: want an error")
 	}
 }
@@ -171,24 +171,24 @@ func TestRemove(t *testing.T) {
 	}{
 		{
 			name:  "v1 all hierarchies and children",
-			dirs:  []string{"memory/sbx/a/child/grand/", "pids/sbx/a/", "cpu,cpuacct/sbx/a/", "memory/sbx/b/", "freezer/"},
-			rel:   "sbx/a",
-			gone:  []string{"memory/sbx/a", "pids/sbx/a", "cpu,cpuacct/sbx/a"},
-			stays: []string{"memory/sbx", "memory/sbx/b", "pids/sbx", "freezer"},
+			dirs:  []string{"memory/hutch/a/child/grand/", "pids/hutch/a/", "cpu,cpuacct/hutch/a/", "memory/hutch/b/", "freezer/"},
+			rel:   "hutch/a",
+			gone:  []string{"memory/hutch/a", "pids/hutch/a", "cpu,cpuacct/hutch/a"},
+			stays: []string{"memory/hutch", "memory/hutch/b", "pids/hutch", "freezer"},
 		},
 		{
 			name:  "v2",
 			v2:    true,
-			dirs:  []string{"sbx/a/x/", "sbx/b/"},
-			rel:   "/sbx/a",
-			gone:  []string{"sbx/a"},
-			stays: []string{"sbx/b"},
+			dirs:  []string{"hutch/a/x/", "hutch/b/"},
+			rel:   "/hutch/a",
+			gone:  []string{"hutch/a"},
+			stays: []string{"hutch/b"},
 		},
 		{
 			name:  "missing is fine",
-			dirs:  []string{"memory/sbx/"},
-			rel:   "sbx/nope",
-			stays: []string{"memory/sbx"},
+			dirs:  []string{"memory/hutch/"},
+			rel:   "hutch/nope",
+			stays: []string{"memory/hutch"},
 		},
 	}
 	for _, tt := range tests {
@@ -241,11 +241,11 @@ func TestRemoveBusyTimesOut(t *testing.T) {
 	// A non-empty plain directory stands in for a cgroup that still has
 	// tasks: rmdir keeps failing, so Remove must give up when ctx ends.
 	root := t.TempDir()
-	writeTree(t, root, map[string]string{"memory/sbx/a/file": "x"})
+	writeTree(t, root, map[string]string{"memory/hutch/a/file": "x"})
 	l := Layout{Root: root}
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	if err := l.Remove(ctx, "sbx/a"); err == nil {
+	if err := l.Remove(ctx, "hutch/a"); err == nil {
 		t.Fatal("Remove of a busy cgroup: want an error")
 	}
 }

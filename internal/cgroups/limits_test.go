@@ -8,22 +8,22 @@ import (
 )
 
 func TestSetLimits(t *testing.T) {
-	const rel = "sbx/abc"
+	const rel = "hutch/abc"
 	v1 := map[string]string{
-		"memory/memory.limit_in_bytes":               "9223372036854771712\n",
-		"memory/sbx/abc/memory.limit_in_bytes":       "536870912\n",
-		"memory/sbx/abc/memory.memsw.limit_in_bytes": "536870912\n",
-		"cpu/sbx/abc/cpu.cfs_quota_us":               "100000\n",
-		"cpu/sbx/abc/cpu.cfs_period_us":              "100000\n",
+		"memory/memory.limit_in_bytes":                 "9223372036854771712\n",
+		"memory/hutch/abc/memory.limit_in_bytes":       "536870912\n",
+		"memory/hutch/abc/memory.memsw.limit_in_bytes": "536870912\n",
+		"cpu/hutch/abc/cpu.cfs_quota_us":               "100000\n",
+		"cpu/hutch/abc/cpu.cfs_period_us":              "100000\n",
 	}
 	v2 := map[string]string{
-		"cgroup.controllers":       "cpu memory pids\n",
-		"sbx/abc/memory.max":       "536870912\n",
-		"sbx/abc/memory.swap.max":  "0\n",
-		"sbx/abc/cpu.max":          "100000 100000\n",
-		"sbx/abc/cgroup.procs":     "",
-		"sbx/abc/memory.current":   "1\n",
-		"sbx/abc/memory.swap.peak": "0\n",
+		"cgroup.controllers":         "cpu memory pids\n",
+		"hutch/abc/memory.max":       "536870912\n",
+		"hutch/abc/memory.swap.max":  "0\n",
+		"hutch/abc/cpu.max":          "100000 100000\n",
+		"hutch/abc/cgroup.procs":     "",
+		"hutch/abc/memory.current":   "1\n",
+		"hutch/abc/memory.swap.peak": "0\n",
 	}
 	without := func(files map[string]string, drop string) map[string]string {
 		out := map[string]string{}
@@ -46,10 +46,10 @@ func TestSetLimits(t *testing.T) {
 			tree: v1,
 			lim:  Limits{MemoryBytes: 256 << 20, CPUQuotaUs: 50000, CPUPeriodUs: 100000},
 			want: map[string]string{
-				"memory/sbx/abc/memory.limit_in_bytes":       "268435456",
-				"memory/sbx/abc/memory.memsw.limit_in_bytes": "268435456",
-				"cpu/sbx/abc/cpu.cfs_quota_us":               "50000",
-				"cpu/sbx/abc/cpu.cfs_period_us":              "100000",
+				"memory/hutch/abc/memory.limit_in_bytes":       "268435456",
+				"memory/hutch/abc/memory.memsw.limit_in_bytes": "268435456",
+				"cpu/hutch/abc/cpu.cfs_quota_us":               "50000",
+				"cpu/hutch/abc/cpu.cfs_period_us":              "100000",
 			},
 		},
 		{
@@ -57,29 +57,29 @@ func TestSetLimits(t *testing.T) {
 			tree: v1,
 			lim:  Limits{MemoryBytes: 1 << 30},
 			want: map[string]string{
-				"memory/sbx/abc/memory.limit_in_bytes":       "1073741824",
-				"memory/sbx/abc/memory.memsw.limit_in_bytes": "1073741824",
-				"cpu/sbx/abc/cpu.cfs_quota_us":               "100000\n",
+				"memory/hutch/abc/memory.limit_in_bytes":       "1073741824",
+				"memory/hutch/abc/memory.memsw.limit_in_bytes": "1073741824",
+				"cpu/hutch/abc/cpu.cfs_quota_us":               "100000\n",
 			},
 		},
 		{
 			name: "v1 without swap accounting",
-			tree: without(v1, "memory/sbx/abc/memory.memsw.limit_in_bytes"),
+			tree: without(v1, "memory/hutch/abc/memory.memsw.limit_in_bytes"),
 			lim:  Limits{MemoryBytes: 128 << 20},
-			want: map[string]string{"memory/sbx/abc/memory.limit_in_bytes": "134217728"},
+			want: map[string]string{"memory/hutch/abc/memory.limit_in_bytes": "134217728"},
 		},
 		{
 			name: "v2",
 			tree: v2,
 			lim:  Limits{MemoryBytes: 64 << 20, CPUQuotaUs: 200000, CPUPeriodUs: 100000},
 			want: map[string]string{
-				"sbx/abc/memory.max":      "67108864",
-				"sbx/abc/memory.swap.max": "0",
-				"sbx/abc/cpu.max":         "200000 100000",
+				"hutch/abc/memory.max":      "67108864",
+				"hutch/abc/memory.swap.max": "0",
+				"hutch/abc/cpu.max":         "200000 100000",
 			},
 		},
-		{name: "nothing to change", tree: v2, lim: Limits{}, want: map[string]string{"sbx/abc/memory.max": "536870912\n"}},
-		{name: "no such cgroup", tree: without(v2, "sbx/abc/memory.max"), lim: Limits{MemoryBytes: 64 << 20}, wantErr: "setting memory limit of cgroup sbx/abc"},
+		{name: "nothing to change", tree: v2, lim: Limits{}, want: map[string]string{"hutch/abc/memory.max": "536870912\n"}},
+		{name: "no such cgroup", tree: without(v2, "hutch/abc/memory.max"), lim: Limits{MemoryBytes: 64 << 20}, wantErr: "setting memory limit of cgroup hutch/abc"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -108,7 +108,7 @@ func TestSetLimits(t *testing.T) {
 					t.Errorf("%s = %q, want %q", file, got, want)
 				}
 			}
-			if _, err := os.Stat(filepath.Join(root, "memory/sbx/abc/memory.memsw.limit_in_bytes")); tt.tree["memory/sbx/abc/memory.memsw.limit_in_bytes"] == "" && err == nil {
+			if _, err := os.Stat(filepath.Join(root, "memory/hutch/abc/memory.memsw.limit_in_bytes")); tt.tree["memory/hutch/abc/memory.memsw.limit_in_bytes"] == "" && err == nil {
 				t.Error("SetLimits created memory.memsw.limit_in_bytes")
 			}
 		})

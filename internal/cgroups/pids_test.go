@@ -11,18 +11,18 @@ func TestPidsLimitHits(t *testing.T) {
 	}{
 		{"v1", map[string]string{
 			"memory/memory.limit_in_bytes": "1\n",
-			"pids/sbx/a/pids.events":       "max 12\n",
+			"pids/hutch/a/pids.events":     "max 12\n",
 		}, 12, false},
 		{"v2", map[string]string{
-			"cgroup.controllers":  "memory pids\n",
-			"sbx/a/pids.events":   "max 3\n",
-			"sbx/a/pids.current":  "7\n",
-			"sbx/b/pids.events":   "max 0\n",
-			"sbx/a/memory.events": "max 0\n",
+			"cgroup.controllers":    "memory pids\n",
+			"hutch/a/pids.events":   "max 3\n",
+			"hutch/a/pids.current":  "7\n",
+			"hutch/b/pids.events":   "max 0\n",
+			"hutch/a/memory.events": "max 0\n",
 		}, 3, false},
 		{"never hit", map[string]string{
-			"cgroup.controllers": "pids\n",
-			"sbx/a/pids.events":  "max 0\n",
+			"cgroup.controllers":  "pids\n",
+			"hutch/a/pids.events": "max 0\n",
 		}, 0, false},
 		{"missing cgroup", map[string]string{
 			"cgroup.controllers": "pids\n",
@@ -36,7 +36,7 @@ func TestPidsLimitHits(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			n, err := l.PidsLimitHits("sbx/a")
+			n, err := l.PidsLimitHits("hutch/a")
 			if n != tt.want || (err != nil) != tt.wantErr {
 				t.Fatalf("PidsLimitHits = %d, %v; want %d (error %v)", n, err, tt.want, tt.wantErr)
 			}

@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sbx-dev/sbx/client"
+	"github.com/hutch-dev/hutch/client"
 )
 
 // Timings of the wait for an auto-started daemon.
@@ -53,14 +53,14 @@ func listenAddr(daemonURL string) string {
 	return net.JoinHostPort(u.Hostname(), port)
 }
 
-// autoStart starts `sbx serve` in the background, says so, and waits until
+// autoStart starts `hutch serve` in the background, says so, and waits until
 // it answers.
 func (a *app) autoStart(ctx context.Context, c *client.Client) error {
 	logPath, exited, err := a.startDaemon(a.dataDir(), listenAddr(c.URL()))
 	if err != nil {
 		return fmt.Errorf("no daemon at %s, and starting one failed: %w", c.URL(), err)
 	}
-	fmt.Fprintf(a.stderr, "sbx: no daemon at %s; started one in the background (log: %s)\n", c.URL(), logPath)
+	fmt.Fprintf(a.stderr, "hutch: no daemon at %s; started one in the background (log: %s)\n", c.URL(), logPath)
 	return waitHealthy(ctx, c, exited, a.healthWait, logPath)
 }
 
@@ -103,18 +103,18 @@ func waitHealthy(ctx context.Context, c *client.Client, exited <-chan error, wai
 	return fmt.Errorf("the daemon started in the background did not answer within %s; see %s", wait, logPath)
 }
 
-// startDaemon starts `sbx serve` detached from this process: its own
-// session, stdin /dev/null, output appended to DATA_DIR/sbx.log. exited
+// startDaemon starts `hutch serve` detached from this process: its own
+// session, stdin /dev/null, output appended to DATA_DIR/hutch.log. exited
 // yields the result of its Wait.
 func startDaemon(dataDir, listen string) (logPath string, exited <-chan error, err error) {
 	self, err := os.Executable()
 	if err != nil {
-		return "", nil, fmt.Errorf("finding the sbx binary: %w", err)
+		return "", nil, fmt.Errorf("finding the hutch binary: %w", err)
 	}
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return "", nil, err
 	}
-	logPath = filepath.Join(dataDir, "sbx.log")
+	logPath = filepath.Join(dataDir, "hutch.log")
 	f, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return "", nil, err

@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sbx-dev/sbx/client"
-	"github.com/sbx-dev/sbx/internal/bench"
+	"github.com/hutch-dev/hutch/client"
+	"github.com/hutch-dev/hutch/internal/bench"
 )
 
 func (a *app) benchCmd() *cobra.Command {
@@ -24,7 +24,7 @@ func (a *app) benchCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure sandbox latency, throughput and memory, with Docker and runsc as baselines",
-		Long: "Measure sandbox latency, throughput, file transfers and memory against the daemon at $SBX_URL,\n" +
+		Long: "Measure sandbox latency, throughput, file transfers and memory against the daemon at $HUTCH_URL,\n" +
 			"or, with --private, against a daemon the bench starts and stops itself (a warm pool of the\n" +
 			"image, room for --max-idle sandboxes). Docker (through its Engine API, with the daemon's own\n" +
 			"root filesystem imported) and `runsc do` are measured in the same run when present.\n" +
@@ -44,7 +44,7 @@ func (a *app) benchCmd() *cobra.Command {
 	fl.IntVar(&opts.MaxIdle, "max-idle", 120, "most idle sandboxes the capacity scenario creates")
 	fl.StringVar(&opts.EngineURL, "engine-url", "", `engine WebSocket of the daemon (default: ws://127.0.0.1:49134 for the default daemon; "" skips)`)
 	fl.StringVar(&opts.DockerSocket, "docker", "/var/run/docker.sock", `Docker Engine socket of the baseline ("" skips Docker)`)
-	fl.StringVar(&opts.ImageCache, "image-cache", "", "the daemon's image cache, whose root filesystem Docker imports (default: $SBX_DATA_DIR/images)")
+	fl.StringVar(&opts.ImageCache, "image-cache", "", "the daemon's image cache, whose root filesystem Docker imports (default: $HUTCH_DATA_DIR/images)")
 	fl.BoolVar(&private, "private", false, "start a daemon of its own for the run, and stop it after")
 	fl.StringVar(&jsonOut, "json-out", "bench-results.json", `write the results as JSON to this file ("" skips it)`)
 	cmd.RunE = action(func(cmd *cobra.Command, _ []string) error {
@@ -60,7 +60,7 @@ func (a *app) benchCmd() *cobra.Command {
 			opts.ImageCache = a.defaultImageCache()
 		}
 		opts.RunscPath = runscNextToSelf()
-		opts.Token = a.getenv("SBX_TOKEN")
+		opts.Token = a.getenv("HUTCH_TOKEN")
 		c := a.client()
 		if !cmd.Flags().Changed("engine-url") {
 			opts.EngineURL = engineURLFor(c.URL())

@@ -1,6 +1,6 @@
 package cli
 
-// `sbx bench --private`: the benchmark starts a daemon of its own, on
+// `hutch bench --private`: the benchmark starts a daemon of its own, on
 // loopback ports the kernel picks and a throw-away data dir, configured
 // for the benchmark (a warm pool of the image, room for the idle capacity
 // scenario), and stops it afterwards. `make bench` uses it.
@@ -29,7 +29,7 @@ const (
 	privateWarmPool = 2
 )
 
-// privateDaemon is a `sbx serve` child process of the benchmark.
+// privateDaemon is a `hutch serve` child process of the benchmark.
 type privateDaemon struct {
 	cmd     *exec.Cmd
 	dir     string
@@ -47,14 +47,14 @@ func privateConfig(imageCache, image string, maxIdle int) string {
 		imageCache, maxIdle+privateWarmPool+8, image, privateWarmPool)
 }
 
-// startPrivateDaemon starts `sbx serve` (this very binary) with
+// startPrivateDaemon starts `hutch serve` (this very binary) with
 // privateConfig and waits until it serves.
 func startPrivateDaemon(ctx context.Context, imageCache, image string, maxIdle int, log io.Writer) (*privateDaemon, error) {
 	self, err := os.Executable()
 	if err != nil {
-		return nil, fmt.Errorf("finding the sbx binary: %w", err)
+		return nil, fmt.Errorf("finding the hutch binary: %w", err)
 	}
-	dir, err := os.MkdirTemp("", "sbx-bench-")
+	dir, err := os.MkdirTemp("", "hutch-bench-")
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +82,7 @@ func startPrivateDaemon(ctx context.Context, imageCache, image string, maxIdle i
 	if err := d.cmd.Start(); err != nil {
 		logFile.Close()
 		os.RemoveAll(dir)
-		return nil, fmt.Errorf("starting sbx serve: %w", err)
+		return nil, fmt.Errorf("starting hutch serve: %w", err)
 	}
 	serving := make(chan [2]string, 1)
 	logged := make(chan struct{})
@@ -99,7 +99,7 @@ func startPrivateDaemon(ctx context.Context, imageCache, image string, maxIdle i
 				Listen       string `json:"listen"`
 				EngineListen string `json:"engine_listen"`
 			}
-			if json.Unmarshal(line, &rec) == nil && rec.Msg == "sbx serving" {
+			if json.Unmarshal(line, &rec) == nil && rec.Msg == "hutch serving" {
 				serving <- [2]string{rec.Listen, rec.EngineListen}
 			}
 		}

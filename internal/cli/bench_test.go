@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sbx-dev/sbx/internal/config"
-	"github.com/sbx-dev/sbx/internal/httpapi/httpapitest"
+	"github.com/hutch-dev/hutch/internal/config"
+	"github.com/hutch-dev/hutch/internal/httpapi/httpapitest"
 )
 
 func TestBench(t *testing.T) {
@@ -25,7 +25,7 @@ func TestBench(t *testing.T) {
 		{
 			name:       "table and json",
 			args:       []string{"--scenarios", "exec-true,create,exec-throughput"},
-			wantStdout: []string{"## sbx bench", "image `python`, 2 runs after 0 warm-up runs", "| create (agent ready) | 2 |", "| exec true (HTTP) | 2 |", "| exec throughput | 1 × 1 |"},
+			wantStdout: []string{"## hutch bench", "image `python`, 2 runs after 0 warm-up runs", "| create (agent ready) | 2 |", "| exec true (HTTP) | 2 |", "| exec throughput | 1 × 1 |"},
 			wantStderr: "bench: results written to ",
 			wantJSON:   []string{"create", "exec-true", "exec-throughput"},
 		},
@@ -40,7 +40,7 @@ func TestBench(t *testing.T) {
 			args:       []string{"--scenarios", "spawn-floor,exec-true"},
 			wantCode:   exitFailure,
 			wantStdout: []string{"| exec true (HTTP) | 2 |", "Failed:\n- spawn floor (posix_spawn in sandbox): reading spawn timings"},
-			wantStderr: "sbx: some scenarios failed",
+			wantStderr: "hutch: some scenarios failed",
 			wantJSON:   []string{"exec-true", "spawn-floor"},
 		},
 		{
@@ -122,11 +122,11 @@ func TestBench(t *testing.T) {
 
 func TestEngineURLFor(t *testing.T) {
 	for daemonURL, want := range map[string]string{
-		"":                        "ws://127.0.0.1:49134",
-		"http://127.0.0.1:3111":   "ws://127.0.0.1:49134",
-		"http://127.0.0.1:3111/":  "ws://127.0.0.1:49134",
-		"http://127.0.0.1:3211":   "",
-		"https://sbx.example.com": "",
+		"":                          "ws://127.0.0.1:49134",
+		"http://127.0.0.1:3111":     "ws://127.0.0.1:49134",
+		"http://127.0.0.1:3111/":    "ws://127.0.0.1:49134",
+		"http://127.0.0.1:3211":     "",
+		"https://hutch.example.com": "",
 	} {
 		if got := engineURLFor(daemonURL); got != want {
 			t.Errorf("engineURLFor(%q) = %q, want %q", daemonURL, got, want)

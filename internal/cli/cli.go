@@ -1,4 +1,4 @@
-// Package cli is the sbx command line: `sbx serve` runs the daemon, the
+// Package cli is the hutch command line: `hutch serve` runs the daemon, the
 // other commands talk to it over the HTTP API through package client.
 // Commands parse flags into api payloads and print results; the daemon
 // does the work.
@@ -8,7 +8,7 @@
 //	0     success (run, exec: the child exited 0)
 //	N     run, exec: the child exited with N
 //	124   run, exec: the command timed out (--timeout or the daemon's default)
-//	125   run, exec: sbx itself failed (error envelope, no daemon, bad usage)
+//	125   run, exec: hutch itself failed (error envelope, no daemon, bad usage)
 //	130   interrupted (SIGINT/SIGTERM) while waiting for the daemon
 //	1     any other command failed
 //	2     any other command was used wrongly (unknown flag, missing argument)
@@ -27,24 +27,24 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sbx-dev/sbx/api"
-	"github.com/sbx-dev/sbx/client"
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/client"
 )
 
-// Version is reported by `sbx --version`; the build sets it with
-// -ldflags "-X github.com/sbx-dev/sbx/internal/cli.Version=...".
+// Version is reported by `hutch --version`; the build sets it with
+// -ldflags "-X github.com/hutch-dev/hutch/internal/cli.Version=...".
 var Version = "dev"
 
-// Exit statuses of sbx itself (see the package comment).
+// Exit statuses of hutch itself (see the package comment).
 const (
-	exitFailure     = 1
-	exitUsage       = 2
-	exitTimeout     = 124
-	exitSbxFailure  = 125
-	exitInterrupted = 130
+	exitFailure      = 1
+	exitUsage        = 2
+	exitTimeout      = 124
+	exitHutchFailure = 125
+	exitInterrupted  = 130
 )
 
-// Run runs the sbx command line with args (without the program name) and
+// Run runs the hutch command line with args (without the program name) and
 // returns the exit status. SIGINT and SIGTERM cancel the command's context;
 // a second signal kills the process.
 func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -77,19 +77,19 @@ type app struct {
 	isTerminal func(stream any) bool
 	// pollInterval is the period of image build progress polls.
 	pollInterval time.Duration
-	// startDaemon starts `sbx serve` in the background (see autostart.go).
+	// startDaemon starts `hutch serve` in the background (see autostart.go).
 	startDaemon func(dataDir, listen string) (logPath string, exited <-chan error, err error)
 	// healthWait bounds the wait for an auto-started daemon.
 	healthWait time.Duration
 }
 
 func (a *app) client() *client.Client {
-	return client.New(a.getenv("SBX_URL"), a.getenv("SBX_TOKEN"))
+	return client.New(a.getenv("HUTCH_URL"), a.getenv("HUTCH_TOKEN"))
 }
 
-// dataDir is $SBX_DATA_DIR, else the daemon's default.
+// dataDir is $HUTCH_DATA_DIR, else the daemon's default.
 func (a *app) dataDir() string {
-	if d := a.getenv("SBX_DATA_DIR"); d != "" {
+	if d := a.getenv("HUTCH_DATA_DIR"); d != "" {
 		return d
 	}
 	return defaultDataDir
@@ -97,7 +97,7 @@ func (a *app) dataDir() string {
 
 func (a *app) run(ctx context.Context, args []string) int {
 	root := &cobra.Command{
-		Use:           "sbx",
+		Use:           "hutch",
 		Short:         "Run untrusted code in short-lived gVisor sandboxes",
 		Version:       Version,
 		SilenceErrors: true,
@@ -116,7 +116,7 @@ func (a *app) run(ctx context.Context, args []string) int {
 
 // childCommand marks run and exec, whose own failures exit 125 so that
 // they never collide with the child's statuses.
-const childCommand = "sbx/child-status"
+const childCommand = "hutch/child-status"
 
 // exitError ends the command with a status, its message already printed.
 type exitError struct{ code int }
@@ -165,41 +165,41 @@ func (a *app) exitCode(ctx context.Context, cmd *cobra.Command, err error) int {
 		return ee.code
 	case errors.As(err, &ce):
 		if ctx.Err() != nil {
-			fmt.Fprintln(a.stderr, "sbx: interrupted")
+			fmt.Fprintln(a.stderr, "hutch: interrupted")
 			return exitInterrupted
 		}
 		a.report(ce.err)
 		if child {
-			return exitSbxFailure
+			return exitHutchFailure
 		}
 		return exitFailure
 	}
 	// Usage: flag parsing, argument counts, unknown commands.
-	name := "sbx"
+	name := "hutch"
 	if cmd != nil {
 		name = cmd.CommandPath()
 	}
-	fmt.Fprintf(a.stderr, "sbx: %v\nRun '%s --help' for usage.\n", err, name)
+	fmt.Fprintf(a.stderr, "hutch: %v\nRun '%s --help' for usage.\n", err, name)
 	if child {
-		return exitSbxFailure
+		return exitHutchFailure
 	}
 	return exitUsage
 }
 
-// report prints err on stderr: an envelope as "sbx: CODE: message" plus
-// its fix note, anything else as "sbx: message".
+// report prints err on stderr: an envelope as "hutch: CODE: message" plus
+// its fix note, anything else as "hutch: message".
 func (a *app) report(err error) {
 	var env *api.ErrorEnvelope
 	switch {
 	case errors.As(err, &env):
-		fmt.Fprintf(a.stderr, "sbx: %s: %s\n", env.Code, env.Message)
+		fmt.Fprintf(a.stderr, "hutch: %s: %s\n", env.Code, env.Message)
 		if env.FixNote != "" {
-			fmt.Fprintf(a.stderr, "sbx: hint: %s\n", env.FixNote)
+			fmt.Fprintf(a.stderr, "hutch: hint: %s\n", env.FixNote)
 		}
 	case client.IsUnreachable(err):
-		fmt.Fprintf(a.stderr, "sbx: %v\nsbx: hint: start the daemon with `sbx serve`, or point SBX_URL at one\n", err)
+		fmt.Fprintf(a.stderr, "hutch: %v\nhutch: hint: start the daemon with `hutch serve`, or point HUTCH_URL at one\n", err)
 	default:
-		fmt.Fprintf(a.stderr, "sbx: %v\n", err)
+		fmt.Fprintf(a.stderr, "hutch: %v\n", err)
 	}
 }
 

@@ -14,12 +14,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sbx-dev/sbx/api"
-	"github.com/sbx-dev/sbx/client"
-	"github.com/sbx-dev/sbx/internal/errdefs"
-	"github.com/sbx-dev/sbx/internal/functions"
-	"github.com/sbx-dev/sbx/internal/httpapi"
-	"github.com/sbx-dev/sbx/internal/httpapi/httpapitest"
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/client"
+	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/functions"
+	"github.com/hutch-dev/hutch/internal/httpapi"
+	"github.com/hutch-dev/hutch/internal/httpapi/httpapitest"
 )
 
 const id = httpapitest.DefaultID
@@ -38,10 +38,10 @@ type harness struct {
 
 func newHarness(t *testing.T, fake *httpapitest.Fake) *harness {
 	srv := httpapitest.NewServer(t, fake, httpapi.Options{})
-	return &harness{t: t, fake: fake, env: map[string]string{"SBX_URL": srv.URL}, tty: map[string]bool{}}
+	return &harness{t: t, fake: fake, env: map[string]string{"HUTCH_URL": srv.URL}, tty: map[string]bool{}}
 }
 
-// run runs `sbx args...` with stdin and returns stdout, stderr and the exit status.
+// run runs `hutch args...` with stdin and returns stdout, stderr and the exit status.
 func (h *harness) run(stdin string, args ...string) (string, string, int) {
 	h.t.Helper()
 	return h.runContext(context.Background(), stdin, args...)
@@ -161,12 +161,12 @@ func TestExecStatus(t *testing.T) {
 			name:     "timeout",
 			args:     []string{"--timeout", "500ms"},
 			res:      api.ExecResponse{Stdout: "so far", TimedOut: true},
-			wantCode: 124, wantStdout: "so far", wantStderr: "sbx: timed out after 500ms",
+			wantCode: 124, wantStdout: "so far", wantStderr: "hutch: timed out after 500ms",
 		},
 		{
 			name:     "envelope error",
 			err:      errdefs.New(errdefs.CodeStopped, "sandbox %s is stopped", id).WithFix(nil, "create a new one"),
-			wantCode: 125, wantStderr: "sbx: S004: sandbox " + id + " is stopped\nsbx: hint: create a new one\n",
+			wantCode: 125, wantStderr: "hutch: S004: sandbox " + id + " is stopped\nhutch: hint: create a new one\n",
 		},
 		{
 			name:     "no exit status",
@@ -331,7 +331,7 @@ func TestRun(t *testing.T) {
 				return api.CreateResponse{}, errdefs.New(errdefs.CodeImageNotAllowed, `image "ruby" is not allowed`)
 			}},
 			wantCode:    125,
-			wantStderr:  `sbx: S100: image "ruby" is not allowed`,
+			wantStderr:  `hutch: S100: image "ruby" is not allowed`,
 			wantMethods: []string{"Create"},
 		},
 		{
@@ -341,7 +341,7 @@ func TestRun(t *testing.T) {
 				return api.ExecResponse{}, errdefs.New(errdefs.CodeExecBusy, "busy")
 			}},
 			wantCode:    125,
-			wantStderr:  "sbx: S003: busy",
+			wantStderr:  "hutch: S003: busy",
 			wantMethods: []string{"Create", "Exec", "Stop"},
 		},
 		{
@@ -388,8 +388,8 @@ func TestRunInterrupted(t *testing.T) {
 		return api.ExecResponse{}, ctx.Err()
 	}}
 	_, errOut, code := newHarness(t, fake).runContext(ctx, "", "run", "python", "--", "sleep", "100")
-	if code != 130 || errOut != "sbx: interrupted\n" {
-		t.Errorf("code %d stderr %q, want 130 and %q", code, errOut, "sbx: interrupted\n")
+	if code != 130 || errOut != "hutch: interrupted\n" {
+		t.Errorf("code %d stderr %q, want 130 and %q", code, errOut, "hutch: interrupted\n")
 	}
 	if got, want := fake.Methods(), []string{"Create", "Exec", "Stop"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("calls %v, want %v: the sandbox must be stopped after an interrupt", got, want)
@@ -472,7 +472,7 @@ func TestStop(t *testing.T) {
 		return api.StopResponse{}, errdefs.New(errdefs.CodeNotFound, "no live sandbox with id %s", req.SandboxID)
 	}}
 	out, errOut, code := newHarness(t, fake).run("", "stop", id)
-	if code != 1 || out != "" || !strings.HasPrefix(errOut, "sbx: S002: no live sandbox") {
+	if code != 1 || out != "" || !strings.HasPrefix(errOut, "hutch: S002: no live sandbox") {
 		t.Errorf("stop of unknown id: code %d stdout %q stderr %q; want 1 and the S002 on stderr", code, out, errOut)
 	}
 }
@@ -572,7 +572,7 @@ func TestProgressClearedOnFailure(t *testing.T) {
 	h := newHarness(t, fake)
 	h.tty["stderr"] = true
 	_, errOut, code := h.run("", "create", "python")
-	if code != 1 || !strings.HasSuffix(errOut, "\r\x1b[Ksbx: S102: mmdebstrap failed\n") || strings.Contains(errOut, "done") {
+	if code != 1 || !strings.HasSuffix(errOut, "\r\x1b[Khutch: S102: mmdebstrap failed\n") || strings.Contains(errOut, "done") {
 		t.Errorf("code %d stderr %q; want the progress line cleared before the S102", code, errOut)
 	}
 }
@@ -593,7 +593,7 @@ func TestAutoStart(t *testing.T) {
 	url, addr := closedURL(t)
 	fake := &httpapitest.Fake{}
 	h := &harness{t: t, fake: fake, tty: map[string]bool{},
-		env: map[string]string{"SBX_URL": url, "SBX_DATA_DIR": "/data"}}
+		env: map[string]string{"HUTCH_URL": url, "HUTCH_DATA_DIR": "/data"}}
 	var started []string
 	h.startDaemon = func(dataDir, listen string) (string, <-chan error, error) {
 		started = append(started, dataDir, listen)
@@ -604,17 +604,17 @@ func TestAutoStart(t *testing.T) {
 		srv := &http.Server{Handler: httpapi.New(functions.New(fake), httpapi.Options{})}
 		go srv.Serve(ln)
 		t.Cleanup(func() { srv.Close() })
-		return dataDir + "/sbx.log", make(chan error), nil
+		return dataDir + "/hutch.log", make(chan error), nil
 	}
 
 	// Commands other than run and create never start a daemon.
 	out, errOut, code := h.run("", "list")
-	if code != 1 || out != "" || !strings.Contains(errOut, "sbx: no daemon at "+url) || len(started) != 0 {
+	if code != 1 || out != "" || !strings.Contains(errOut, "hutch: no daemon at "+url) || len(started) != 0 {
 		t.Fatalf("list without daemon: code %d stdout %q stderr %q started %v", code, out, errOut, started)
 	}
 
 	out, errOut, code = h.run("", "create", "python")
-	wantMsg := "sbx: no daemon at " + url + "; started one in the background (log: /data/sbx.log)\n"
+	wantMsg := "hutch: no daemon at " + url + "; started one in the background (log: /data/hutch.log)\n"
 	if code != 0 || out != id+"\n" || errOut != wantMsg {
 		t.Fatalf("create: code %d stdout %q stderr %q; want the id and %q", code, out, errOut, wantMsg)
 	}
@@ -625,15 +625,15 @@ func TestAutoStart(t *testing.T) {
 
 func TestAutoStartedDaemonExits(t *testing.T) {
 	url, _ := closedURL(t)
-	h := &harness{t: t, fake: &httpapitest.Fake{}, tty: map[string]bool{}, env: map[string]string{"SBX_URL": url}}
+	h := &harness{t: t, fake: &httpapitest.Fake{}, tty: map[string]bool{}, env: map[string]string{"HUTCH_URL": url}}
 	h.startDaemon = func(dataDir, listen string) (string, <-chan error, error) {
 		exited := make(chan error, 1)
 		exited <- errors.New("exit status 1")
-		return "/var/lib/sbx/sbx.log", exited, nil
+		return "/var/lib/hutch/hutch.log", exited, nil
 	}
 	start := time.Now()
 	_, errOut, code := h.run("", "run", "python", "--", "true")
-	if code != 125 || !strings.Contains(errOut, "exited (exit status 1); see /var/lib/sbx/sbx.log") {
+	if code != 125 || !strings.Contains(errOut, "exited (exit status 1); see /var/lib/hutch/hutch.log") {
 		t.Errorf("code %d stderr %q; want 125 pointing at the log", code, errOut)
 	}
 	if d := time.Since(start); d > 10*time.Second {
@@ -657,7 +657,7 @@ func TestAutoStartable(t *testing.T) {
 		{"http://localhost", true, "localhost:80"},
 		{"https://127.0.0.1:3111", false, ""},
 		{"http://10.0.0.5:3111", false, ""},
-		{"http://sbx.example.com:3111", false, ""},
+		{"http://hutch.example.com:3111", false, ""},
 		{"http://0.0.0.0:3111", false, ""},
 		{"::not a url", false, ""},
 	}

@@ -1,7 +1,7 @@
 package cli
 
-// `sbx fs OP ID ...` (the ten sandbox::fs operations), `sbx upload` and
-// `sbx download` (streamed transfers).
+// `hutch fs OP ID ...` (the ten sandbox::fs operations), `hutch upload` and
+// `hutch download` (streamed transfers).
 
 import (
 	"encoding/base64"
@@ -16,10 +16,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sbx-dev/sbx/api"
+	"github.com/hutch-dev/hutch/api"
 )
 
-// fsCmd is `sbx fs`, the parent of one command per operation.
+// fsCmd is `hutch fs`, the parent of one command per operation.
 func (a *app) fsCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
@@ -121,7 +121,7 @@ func (a *app) fsWriteCmd(out outputFunc) *cobra.Command {
 	var content string
 	cmd := &cobra.Command{
 		Use:   "write ID PATH [--content TEXT]",
-		Short: "Write a file from --content or stdin (for large files use sbx upload)",
+		Short: "Write a file from --content or stdin (for large files use hutch upload)",
 		Args:  cobra.ExactArgs(2),
 	}
 	cmd.Flags().BoolVarP(&parents, "parents", "p", false, "create missing parent directories")
@@ -299,7 +299,7 @@ func (a *app) fsGrepCmd(out outputFunc) *cobra.Command {
 				fmt.Fprintf(a.stdout, "%s:%d:%s\n", m.Path, m.Line, m.Content)
 			}
 			if res.Truncated {
-				fmt.Fprintf(a.stderr, "sbx: stopped after %d matches (raise --max-matches)\n", len(res.Matches))
+				fmt.Fprintf(a.stderr, "hutch: stopped after %d matches (raise --max-matches)\n", len(res.Matches))
 			}
 			return nil
 		})
@@ -349,7 +349,7 @@ command exits 1 when one failed.`,
 				if r.Success {
 					fmt.Fprintf(a.stdout, "%s: %d\n", r.Path, r.Replacements)
 				} else {
-					fmt.Fprintf(a.stderr, "sbx: %s: %s: %s\n", r.Path, r.Code, r.Error)
+					fmt.Fprintf(a.stderr, "hutch: %s: %s: %s\n", r.Path, r.Code, r.Error)
 				}
 			}
 			return nil
@@ -433,7 +433,7 @@ func localMode(remote string) os.FileMode {
 // writeLocal writes r to dst through a temporary file in dst's directory,
 // renamed over dst only when r has been read to its end.
 func writeLocal(dst string, r io.Reader, mode os.FileMode) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".sbx-*")
+	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".hutch-*")
 	if err != nil {
 		return err
 	}

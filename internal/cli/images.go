@@ -1,6 +1,6 @@
 package cli
 
-// sbx catalog, and sbx image ls|pull|rm: the catalog and the daemon's
+// hutch catalog, and hutch image ls|pull|rm: the catalog and the daemon's
 // image cache.
 
 import (
@@ -13,8 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sbx-dev/sbx/api"
-	"github.com/sbx-dev/sbx/client"
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/client"
 )
 
 func (a *app) catalogCmd() *cobra.Command {
@@ -66,7 +66,7 @@ func (a *app) imageLsCmd() *cobra.Command {
 		Use:     "ls",
 		Aliases: []string{"list"},
 		Short:   "List catalog images with their cache state",
-	}, "sbx::image::list", (*client.Client).Images, func(w io.Writer, list api.ImageListResponse) error {
+	}, "hutch::image::list", (*client.Client).Images, func(w io.Writer, list api.ImageListResponse) error {
 		return printImages(w, list.Images)
 	})
 }

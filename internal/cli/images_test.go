@@ -8,11 +8,11 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/sbx-dev/sbx/api"
-	"github.com/sbx-dev/sbx/internal/errdefs"
-	"github.com/sbx-dev/sbx/internal/functions"
-	"github.com/sbx-dev/sbx/internal/httpapi"
-	"github.com/sbx-dev/sbx/internal/httpapi/httpapitest"
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/functions"
+	"github.com/hutch-dev/hutch/internal/httpapi"
+	"github.com/hutch-dev/hutch/internal/httpapi/httpapitest"
 )
 
 func TestCatalogAndImageCommands(t *testing.T) {
@@ -54,7 +54,7 @@ func TestCatalogJSON(t *testing.T) {
 
 func TestImageErrors(t *testing.T) {
 	out, errOut, code := newHarness(t, &httpapitest.Fake{}).run("", "image", "rm", "ruby")
-	if code != 1 || out != "" || !strings.HasPrefix(errOut, "sbx: S100: ") {
+	if code != 1 || out != "" || !strings.HasPrefix(errOut, "hutch: S100: ") {
 		t.Errorf("image rm ruby: code %d stdout %q stderr %q", code, out, errOut)
 	}
 	_, errOut, code = newHarness(t, &httpapitest.Fake{}).run("", "image", "pull")
@@ -93,7 +93,7 @@ func TestImagePullProgress(t *testing.T) {
 		}
 		srv := httptest.NewServer(httpapi.New(functions.New(fake), httpapi.Options{}))
 		t.Cleanup(srv.Close)
-		h := &harness{t: t, fake: fake.Fake, env: map[string]string{"SBX_URL": srv.URL}, tty: map[string]bool{"stderr": tty}}
+		h := &harness{t: t, fake: fake.Fake, env: map[string]string{"HUTCH_URL": srv.URL}, tty: map[string]bool{"stderr": tty}}
 		out, errOut, code := h.run("", "image", "pull", "python")
 		if code != 0 || !strings.HasPrefix(out, "python: ready ") {
 			t.Fatalf("tty=%v: code %d stdout %q stderr %q", tty, code, out, errOut)
@@ -110,9 +110,9 @@ func TestImageRmInUse(t *testing.T) {
 	fake := &rmBusyFake{Fake: &httpapitest.Fake{}}
 	srv := httptest.NewServer(httpapi.New(functions.New(fake), httpapi.Options{}))
 	t.Cleanup(srv.Close)
-	h := &harness{t: t, fake: fake.Fake, env: map[string]string{"SBX_URL": srv.URL}, tty: map[string]bool{}}
+	h := &harness{t: t, fake: fake.Fake, env: map[string]string{"HUTCH_URL": srv.URL}, tty: map[string]bool{}}
 	_, errOut, code := h.run("", "image", "rm", "python")
-	if code != 1 || !strings.Contains(errOut, "sbx: S001: image python is in use") || !strings.Contains(errOut, "hint: stop the sandboxes") {
+	if code != 1 || !strings.Contains(errOut, "hutch: S001: image python is in use") || !strings.Contains(errOut, "hint: stop the sandboxes") {
 		t.Errorf("code %d stderr %q", code, errOut)
 	}
 }
@@ -121,7 +121,7 @@ type rmBusyFake struct{ *httpapitest.Fake }
 
 func (f *rmBusyFake) ImageRemove(context.Context, api.ImageRemoveRequest) (api.ImageRemoveResponse, error) {
 	return api.ImageRemoveResponse{}, errdefs.Malformed("image python is in use by sandboxes %s", id).
-		WithFix(nil, "stop the sandboxes that use it (sbx stop ID), then remove it")
+		WithFix(nil, "stop the sandboxes that use it (hutch stop ID), then remove it")
 }
 
 // wantInOrder fails t unless text holds each of want, in that order.

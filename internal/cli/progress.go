@@ -8,12 +8,12 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/sbx-dev/sbx/api"
-	"github.com/sbx-dev/sbx/client"
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/client"
 )
 
 // create runs sandbox::create while showing image build progress. When no
-// daemon answers and $SBX_URL allows it, it starts one first. took is the
+// daemon answers and $HUTCH_URL allows it, it starts one first. took is the
 // duration of the create call itself.
 func (a *app) create(ctx context.Context, c *client.Client, req api.CreateRequest) (sb api.CreateResponse, took time.Duration, err error) {
 	start := time.Now()

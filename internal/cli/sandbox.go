@@ -10,11 +10,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sbx-dev/sbx/api"
-	"github.com/sbx-dev/sbx/client"
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/client"
 )
 
-// stopTimeout bounds the best-effort stop at the end of `sbx run`.
+// stopTimeout bounds the best-effort stop at the end of `hutch run`.
 const stopTimeout = 10 * time.Second
 
 // sandboxFlags are the create settings shared by run and create.
@@ -110,7 +110,7 @@ func (a *app) stopQuietly(ctx context.Context, c *client.Client, id string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
 	defer cancel()
 	if _, err := c.Stop(ctx, id, false); err != nil {
-		fmt.Fprintf(a.stderr, "sbx: warning: stopping sandbox %s: %v\n", id, err)
+		fmt.Fprintf(a.stderr, "hutch: warning: stopping sandbox %s: %v\n", id, err)
 	}
 }
 
@@ -125,7 +125,7 @@ func (a *app) createCmd() *cobra.Command {
 	}
 	f.register(cmd)
 	cmd.Flags().Uint64Var(&idle, "idle-timeout", 0, "stop the sandbox after SECS seconds without an exec (daemon default when omitted)")
-	cmd.Flags().StringVar(&name, "name", "", "label shown by sbx list")
+	cmd.Flags().StringVar(&name, "name", "", "label shown by hutch list")
 	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
 		req := f.request(args[0])
 		req.IdleTimeoutSecs, req.Name = idle, name
@@ -133,7 +133,7 @@ func (a *app) createCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		// Only for a person at a terminal: $(sbx create ...) or 2>/dev/null
+		// Only for a person at a terminal: $(hutch create ...) or 2>/dev/null
 		// stay silent.
 		if a.isTerminal(a.stderr) && a.isTerminal(a.stdout) {
 			fmt.Fprintf(a.stderr, "✓ sandbox ready in %.2fs\n", took.Seconds())
@@ -192,23 +192,23 @@ func (a *app) childResult(res api.ExecResponse, timeout time.Duration) error {
 		stream    string
 	}{{res.StdoutTruncated, "stdout"}, {res.StderrTruncated, "stderr"}} {
 		if tr.truncated {
-			fmt.Fprintf(a.stderr, "sbx: %s truncated at the daemon's output limit\n", tr.stream)
+			fmt.Fprintf(a.stderr, "hutch: %s truncated at the daemon's output limit\n", tr.stream)
 		}
 	}
 	switch {
 	case res.TimedOut:
 		if timeout > 0 {
-			fmt.Fprintf(a.stderr, "sbx: timed out after %s\n", timeout)
+			fmt.Fprintf(a.stderr, "hutch: timed out after %s\n", timeout)
 		} else {
-			fmt.Fprintln(a.stderr, "sbx: timed out (the daemon's default exec timeout; raise it with --timeout)")
+			fmt.Fprintln(a.stderr, "hutch: timed out (the daemon's default exec timeout; raise it with --timeout)")
 		}
 		return &exitError{code: exitTimeout}
 	case res.ExitCode == nil:
-		fmt.Fprintln(a.stderr, "sbx: the command ended without an exit status")
-		return &exitError{code: exitSbxFailure}
+		fmt.Fprintln(a.stderr, "hutch: the command ended without an exit status")
+		return &exitError{code: exitHutchFailure}
 	case *res.ExitCode < 0 || *res.ExitCode > 255:
-		fmt.Fprintf(a.stderr, "sbx: the command ended with status %d\n", *res.ExitCode)
-		return &exitError{code: exitSbxFailure}
+		fmt.Fprintf(a.stderr, "hutch: the command ended with status %d\n", *res.ExitCode)
+		return &exitError{code: exitHutchFailure}
 	case *res.ExitCode != 0:
 		return &exitError{code: *res.ExitCode}
 	}

@@ -1,6 +1,6 @@
 package cli
 
-// This file is the CLI's only link to the daemon: `sbx serve` calls
+// This file is the CLI's only link to the daemon: `hutch serve` calls
 // daemon.Run in this process.
 
 import (
@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sbx-dev/sbx/internal/daemon"
+	"github.com/hutch-dev/hutch/internal/daemon"
 )
 
 // Defaults shared with the daemon.
@@ -23,16 +23,16 @@ func (a *app) serveCmd() *cobra.Command {
 	var level string
 	cmd := &cobra.Command{
 		Use:   "serve",
-		Short: "Run the sbx daemon (HTTP API and engine WebSocket)",
+		Short: "Run the hutch daemon (HTTP API and engine WebSocket)",
 		Args:  cobra.NoArgs,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&opts.ConfigPath, "config", "", "YAML config file (defaults when omitted)")
 	fl.StringVar(&opts.Listen, "listen", defaultListen, "HTTP API address")
 	fl.StringVar(&opts.EngineListen, "engine-listen", daemon.DefaultEngineListen, `engine WebSocket address ("" disables it)`)
-	fl.StringVar(&opts.DataDir, "data-dir", a.dataDir(), "image cache, sandbox state and metadata ($SBX_DATA_DIR)")
-	fl.StringVar(&opts.RunscPath, "runsc-path", "", "runsc binary (default: next to sbx, then PATH)")
-	fl.StringVar(&opts.AgentPath, "agent-path", "", "sbx-agent binary (default: next to sbx, then PATH)")
+	fl.StringVar(&opts.DataDir, "data-dir", a.dataDir(), "image cache, sandbox state and metadata ($HUTCH_DATA_DIR)")
+	fl.StringVar(&opts.RunscPath, "runsc-path", "", "runsc binary (default: next to hutch, then PATH)")
+	fl.StringVar(&opts.AgentPath, "agent-path", "", "hutch-agent binary (default: next to hutch, then PATH)")
 	fl.StringVar(&level, "log-level", "info", "debug, info, warn or error")
 	fl.StringVar(&opts.PprofListen, "pprof", "", `serve net/http/pprof on this loopback address (e.g. 127.0.0.1:6060; "" disables it)`)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {

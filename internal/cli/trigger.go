@@ -1,6 +1,6 @@
 package cli
 
-// `sbx trigger`: call any function of the daemon's table by id, the way
+// `hutch trigger`: call any function of the daemon's table by id, the way
 // `iii trigger` does (seed 001).
 
 import (
@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sbx-dev/sbx/api"
+	"github.com/hutch-dev/hutch/api"
 )
 
 func (a *app) triggerCmd() *cobra.Command {
@@ -28,10 +28,10 @@ Each KEY=VALUE sets a payload field: the value is taken as JSON when it parses
 (numbers, true/false, arrays, objects, null), else as a string. --json gives a
 whole payload object; KEY=VALUE pairs are merged over it. An error prints the
 error envelope as JSON on stderr and exits 1.`,
-		Example: `  sbx trigger sandbox::run image=python lang=python code='print(2+2)' | jq -r .stdout
-  SB=$(sbx trigger sandbox::create image=python | jq -r .sandbox_id)
-  sbx trigger sandbox::exec sandbox_id=$SB cmd='python3 --version'
-  sbx trigger sandbox::create --json '{"image":"python","env":{"LANG":"C.UTF-8"}}'`,
+		Example: `  hutch trigger sandbox::run image=python lang=python code='print(2+2)' | jq -r .stdout
+  SB=$(hutch trigger sandbox::create image=python | jq -r .sandbox_id)
+  hutch trigger sandbox::exec sandbox_id=$SB cmd='python3 --version'
+  hutch trigger sandbox::create --json '{"image":"python","env":{"LANG":"C.UTF-8"}}'`,
 		Args: cobra.MinimumNArgs(1),
 	}
 	cmd.Flags().StringVar(&base, "json", "", "the payload as a JSON object; KEY=VALUE pairs override its fields")

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sbx-dev/sbx/api"
-	"github.com/sbx-dev/sbx/internal/errdefs"
-	"github.com/sbx-dev/sbx/internal/httpapi/httpapitest"
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/httpapi/httpapitest"
 )
 
 func TestTriggerPayload(t *testing.T) {
@@ -126,7 +126,7 @@ func TestTriggerErrors(t *testing.T) {
 
 func TestTriggerUnreachable(t *testing.T) {
 	h := newHarness(t, &httpapitest.Fake{})
-	h.env["SBX_URL"], _ = closedURL(t)
+	h.env["HUTCH_URL"], _ = closedURL(t)
 	_, errOut, code := h.run("", "trigger", "sandbox::list")
 	if code != 1 || !strings.Contains(errOut, "no daemon at") {
 		t.Fatalf("exit %d stderr %q, want 1 and the no-daemon hint", code, errOut)

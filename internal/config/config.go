@@ -1,5 +1,5 @@
-// Package config is sbx's one configuration struct: the seed contract's keys
-// plus sbx's own, their defaults, YAML loading (bare keys or the seed's
+// Package config is hutch's one configuration struct: the seed contract's keys
+// plus hutch's own, their defaults, YAML loading (bare keys or the seed's
 // engine block) and validation that names what is wrong.
 package config
 
@@ -36,7 +36,7 @@ type Config struct {
 	PerImageCaps           map[string]ImageCaps `yaml:"per_image_caps"`
 	CustomImages           map[string]string    `yaml:"custom_images"`
 
-	// sbx's own keys.
+	// hutch's own keys.
 	MaxConcurrentExecPerSandbox int    `yaml:"max_concurrent_exec_per_sandbox"`
 	DefaultExecTimeoutMs        uint64 `yaml:"default_exec_timeout_ms"`
 	MaxExecTimeoutMs            uint64 `yaml:"max_exec_timeout_ms"`
@@ -302,7 +302,7 @@ func tidyYAMLError(err error) error {
 	return errors.New(strings.ReplaceAll(msg, "\n  ", "; "))
 }
 
-// Marshal renders c as YAML (for `sbx serve --print-config`).
+// Marshal renders c as YAML (for `hutch serve --print-config`).
 func (c Config) Marshal() []byte {
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)

@@ -9,7 +9,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/sbx-dev/sbx/internal/auth"
+	"github.com/hutch-dev/hutch/internal/auth"
 )
 
 // Upper bounds of the lifecycle limits. They keep every duration far from

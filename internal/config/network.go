@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 
-	"github.com/sbx-dev/sbx/internal/netplumb"
+	"github.com/hutch-dev/hutch/internal/netplumb"
 )
 
 // DefaultNetworkPool is network_pool's default.

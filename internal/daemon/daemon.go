@@ -13,15 +13,15 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/sbx-dev/sbx/internal/auth"
-	"github.com/sbx-dev/sbx/internal/config"
-	"github.com/sbx-dev/sbx/internal/engineapi"
-	"github.com/sbx-dev/sbx/internal/functions"
-	"github.com/sbx-dev/sbx/internal/httpapi"
-	"github.com/sbx-dev/sbx/internal/image"
-	"github.com/sbx-dev/sbx/internal/runtime"
-	_ "github.com/sbx-dev/sbx/internal/runtime/runtimes" // register backends
-	"github.com/sbx-dev/sbx/internal/sandbox"
+	"github.com/hutch-dev/hutch/internal/auth"
+	"github.com/hutch-dev/hutch/internal/config"
+	"github.com/hutch-dev/hutch/internal/engineapi"
+	"github.com/hutch-dev/hutch/internal/functions"
+	"github.com/hutch-dev/hutch/internal/httpapi"
+	"github.com/hutch-dev/hutch/internal/image"
+	"github.com/hutch-dev/hutch/internal/runtime"
+	_ "github.com/hutch-dev/hutch/internal/runtime/runtimes" // register backends
+	"github.com/hutch-dev/hutch/internal/sandbox"
 )
 
 // shutdownTimeout bounds the ordered shutdown after the context ends.
@@ -65,7 +65,7 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	agentPath, err := findBinary(opts.AgentPath, "sbx-agent")
+	agentPath, err := findBinary(opts.AgentPath, "hutch-agent")
 	if err != nil {
 		return err
 	}
@@ -131,7 +131,7 @@ func Run(ctx context.Context, opts Options) error {
 	defer prof.close()
 	mgr.ProtectPorts(listenPorts(prof.addr())...)
 	go func() { serveErr <- srv.Serve(ln) }()
-	log.Info("sbx serving", "listen", ln.Addr().String(), "engine_listen", eng.addr(), "data_dir", opts.DataDir,
+	log.Info("hutch serving", "listen", ln.Addr().String(), "engine_listen", eng.addr(), "data_dir", opts.DataDir,
 		"runtime", rt.Name(), "runsc", runscPath, "agent", agentPath, "image_cache", cacheDir, "pprof", prof.addr())
 	if opts.Ready != nil {
 		opts.Ready(ln.Addr().String())
@@ -180,11 +180,11 @@ func findBinary(explicit, name string) (string, error) {
 	if p, err := exec.LookPath(name); err == nil {
 		return filepath.Abs(p)
 	}
-	return "", fmt.Errorf("%s not found next to the sbx binary or on PATH (build it with `make build`, or pass --%s-path)", name, flagName(name))
+	return "", fmt.Errorf("%s not found next to the hutch binary or on PATH (build it with `make build`, or pass --%s-path)", name, flagName(name))
 }
 
 func flagName(bin string) string {
-	if bin == "sbx-agent" {
+	if bin == "hutch-agent" {
 		return "agent"
 	}
 	return bin

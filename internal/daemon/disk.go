@@ -5,7 +5,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sbx-dev/sbx/internal/config"
+	"github.com/hutch-dev/hutch/internal/config"
 )
 
 // warnDiskBudget logs a warning when the file system of the data dir,

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"net"
 
-	"github.com/sbx-dev/sbx/internal/engineapi"
-	"github.com/sbx-dev/sbx/internal/functions"
+	"github.com/hutch-dev/hutch/internal/engineapi"
+	"github.com/hutch-dev/hutch/internal/functions"
 )
 
 // engine is the engine WebSocket transport of a running daemon; the zero

@@ -1,8 +1,8 @@
 package daemon
 
 import (
-	"github.com/sbx-dev/sbx/internal/functions"
-	"github.com/sbx-dev/sbx/internal/sandbox"
+	"github.com/hutch-dev/hutch/internal/functions"
+	"github.com/hutch-dev/hutch/internal/sandbox"
 )
 
 // The manager must serve the filesystem functions: functions.New registers

@@ -6,9 +6,9 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/sbx-dev/sbx/internal/functions"
-	"github.com/sbx-dev/sbx/internal/metrics"
-	"github.com/sbx-dev/sbx/internal/telemetry"
+	"github.com/hutch-dev/hutch/internal/functions"
+	"github.com/hutch-dev/hutch/internal/metrics"
+	"github.com/hutch-dev/hutch/internal/telemetry"
 )
 
 // tracingFlushTimeout bounds the export of the last spans at shutdown.

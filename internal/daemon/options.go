@@ -1,4 +1,4 @@
-// Package daemon wires sbx's parts into the `sbx serve` process: config,
+// Package daemon wires hutch's parts into the `hutch serve` process: config,
 // image store, runtime, sandbox manager and transports, with start-up
 // reconciliation and an ordered shutdown.
 package daemon
@@ -9,10 +9,10 @@ import "log/slog"
 const (
 	DefaultListen       = "127.0.0.1:3111"
 	DefaultEngineListen = "127.0.0.1:49134"
-	DefaultDataDir      = "/var/lib/sbx"
+	DefaultDataDir      = "/var/lib/hutch"
 )
 
-// Options are the settings of one daemon process (flags of `sbx serve`).
+// Options are the settings of one daemon process (flags of `hutch serve`).
 type Options struct {
 	// ConfigPath is a YAML config file; empty means the defaults.
 	ConfigPath string
@@ -23,7 +23,7 @@ type Options struct {
 	// DataDir holds the image cache, runtime state and metadata store.
 	DataDir string
 	// RunscPath and AgentPath override where the binaries are looked up
-	// (next to the sbx binary, then on PATH).
+	// (next to the hutch binary, then on PATH).
 	RunscPath string
 	AgentPath string
 	// Logger receives structured logs; nil means JSON to stderr.

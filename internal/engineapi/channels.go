@@ -2,7 +2,7 @@ package engineapi
 
 // Stream channels: engine::channels::create returns a writer and a reader
 // reference of one in-memory channel; each end is attached once, either by
-// a client over /ws/channels/{id} or by sbx itself (the body of a large
+// a client over /ws/channels/{id} or by hutch itself (the body of a large
 // sandbox::fs::read or sandbox::fs::write). Frames flow through a bounded
 // queue, so a fast writer waits for a slow reader and memory stays bounded.
 
@@ -21,13 +21,13 @@ import (
 	"github.com/coder/websocket"
 	"github.com/google/uuid"
 
-	"github.com/sbx-dev/sbx/api"
-	"github.com/sbx-dev/sbx/internal/errdefs"
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/errdefs"
 )
 
 // Channel bounds.
 const (
-	// frameSize is the size of the binary frames sbx sends (as the SDK).
+	// frameSize is the size of the binary frames hutch sends (as the SDK).
 	frameSize = 64 << 10
 	// maxFrameBytes limits one frame a client writes into a channel.
 	maxFrameBytes = 1 << 20
@@ -177,7 +177,7 @@ func (cs *channels) create(frames int) (*channel, api.ChannelCreateResponse, err
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	if cs.closed {
-		return nil, api.ChannelCreateResponse{}, errdefs.New(errdefs.CodeBootFailed, "sbx is shutting down")
+		return nil, api.ChannelCreateResponse{}, errdefs.New(errdefs.CodeBootFailed, "hutch is shutting down")
 	}
 	if len(cs.m) >= maxChannels {
 		return nil, api.ChannelCreateResponse{}, errdefs.New(errdefs.CodeCapacity, "%d stream channels are open (the limit)", maxChannels).
@@ -220,7 +220,7 @@ func (cs *channels) closeAll() {
 	}
 	cs.mu.Unlock()
 	for _, c := range all {
-		c.abort(errors.New("sbx is shutting down"))
+		c.abort(errors.New("hutch is shutting down"))
 		cs.remove(c)
 	}
 }
@@ -267,7 +267,7 @@ func (cs *channels) attach(id, key, dir string) (*channel, error) {
 	return c, nil
 }
 
-// openRef attaches sbx itself to the end of a channel a caller passed.
+// openRef attaches hutch itself to the end of a channel a caller passed.
 func (cs *channels) openRef(ref api.StreamRef) (*channel, error) {
 	c, err := cs.attach(ref.ChannelID, ref.AccessKey, ref.Direction)
 	if err != nil {
@@ -294,7 +294,7 @@ func (s *Server) serveChannel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.active.Done()
-	stop := context.AfterFunc(s.ctx, func() { conn.Close(websocket.StatusGoingAway, "sbx is shutting down") })
+	stop := context.AfterFunc(s.ctx, func() { conn.Close(websocket.StatusGoingAway, "hutch is shutting down") })
 	defer stop()
 	if dir == api.StreamWrite {
 		s.pumpFromClient(conn, c)
@@ -355,7 +355,7 @@ func (s *Server) pumpToClient(conn *websocket.Conn, c *channel) {
 	}
 }
 
-// channelReader is sbx's own read end: the binary frames as a byte stream
+// channelReader is hutch's own read end: the binary frames as a byte stream
 // (text frames, control messages, are skipped).
 type channelReader struct {
 	ctx  context.Context
@@ -396,7 +396,7 @@ func (r *channelReader) Close() error {
 	return nil
 }
 
-// channelWriter is sbx's own write end: bytes become binary frames.
+// channelWriter is hutch's own write end: bytes become binary frames.
 type channelWriter struct {
 	ctx context.Context
 	c   *channel

@@ -11,9 +11,9 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/sbx-dev/sbx/api"
-	"github.com/sbx-dev/sbx/internal/errdefs"
-	"github.com/sbx-dev/sbx/internal/httpapi/httpapitest"
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/httpapi/httpapitest"
 )
 
 // createChannel calls engine::channels::create over wc.
@@ -157,7 +157,7 @@ func TestChannelAbort(t *testing.T) {
 	}
 }
 
-// TestChannelInternalEnds moves bytes between sbx's own ends.
+// TestChannelInternalEnds moves bytes between hutch's own ends.
 func TestChannelInternalEnds(t *testing.T) {
 	cs := newChannels()
 	defer cs.closeAll()

@@ -1,7 +1,7 @@
-// Package engineapi is sbx's engine WebSocket transport. It speaks the wire
+// Package engineapi is hutch's engine WebSocket transport. It speaks the wire
 // protocol of the iii engine, so that the unmodified iii-sdk npm package
 // (registerWorker('ws://127.0.0.1:49134'), iii.trigger({function_id,
-// payload})) drives sbx, and it maps every invocation onto the one function
+// payload})) drives hutch, and it maps every invocation onto the one function
 // table and nothing more.
 //
 // Paths:
@@ -41,9 +41,9 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/sbx-dev/sbx/internal/auth"
-	"github.com/sbx-dev/sbx/internal/functions"
-	"github.com/sbx-dev/sbx/internal/sandbox"
+	"github.com/hutch-dev/hutch/internal/auth"
+	"github.com/hutch-dev/hutch/internal/functions"
+	"github.com/hutch-dev/hutch/internal/sandbox"
 )
 
 // Defaults of Options fields left zero.
@@ -149,7 +149,7 @@ func (s *Server) authorized(h http.HandlerFunc) http.HandlerFunc {
 		owner, err := s.opts.Auth.Owner(r)
 		if err != nil {
 			if errors.Is(err, auth.ErrMissing) {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="sbx"`)
+				w.Header().Set("WWW-Authenticate", `Bearer realm="hutch"`)
 			}
 			http.Error(w, err.Error()+" (the engine WebSocket takes Authorization: Bearer <token> on the upgrade request)", auth.Status(err))
 			return
@@ -222,7 +222,7 @@ func (s *Server) track() bool {
 // gets a connection.
 func (s *Server) accept(w http.ResponseWriter, r *http.Request) *websocket.Conn {
 	if !s.track() {
-		http.Error(w, "sbx is shutting down", http.StatusServiceUnavailable)
+		http.Error(w, "hutch is shutting down", http.StatusServiceUnavailable)
 		return nil
 	}
 	// Origin checking stays on: a web page must not drive local sandboxes.
@@ -244,7 +244,7 @@ func (s *Server) serveTelemetry(w http.ResponseWriter, r *http.Request) {
 	}
 	defer s.active.Done()
 	conn.SetReadLimit(-1)
-	stop := context.AfterFunc(s.ctx, func() { conn.Close(websocket.StatusGoingAway, "sbx is shutting down") })
+	stop := context.AfterFunc(s.ctx, func() { conn.Close(websocket.StatusGoingAway, "hutch is shutting down") })
 	defer stop()
 	for {
 		_, rd, err := conn.Reader(context.Background())

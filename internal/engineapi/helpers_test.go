@@ -10,8 +10,8 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/sbx-dev/sbx/internal/functions"
-	"github.com/sbx-dev/sbx/internal/httpapi/httpapitest"
+	"github.com/hutch-dev/hutch/internal/functions"
+	"github.com/hutch-dev/hutch/internal/httpapi/httpapitest"
 )
 
 // The tests drive the transport with a Go WebSocket client over the shared

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 
-	"github.com/sbx-dev/sbx/internal/envelope"
+	"github.com/hutch-dev/hutch/internal/envelope"
 )
 
 // Message types of the engine protocol (the "type" field).
@@ -38,7 +38,7 @@ const (
 // JSON follows, so callers can parse it (seed 000, "Error handling").
 const handlerErrorPrefix = "handler error: "
 
-// inbound is any message a client sends. Only the fields sbx uses are
+// inbound is any message a client sends. Only the fields hutch uses are
 // decoded; the rest (traceparent, baggage, metadata, schemas) is ignored.
 type inbound struct {
 	Type string `json:"type"`
@@ -59,7 +59,7 @@ type inbound struct {
 }
 
 // action is how an invocation is routed: "void" (fire-and-forget) or
-// "enqueue" (to a named queue, which sbx does not have).
+// "enqueue" (to a named queue, which hutch does not have).
 type action struct {
 	Type  string `json:"type"`
 	Queue string `json:"queue"`
@@ -90,7 +90,7 @@ type workerRegistered struct {
 	ReattachToken string `json:"reattach_token"`
 }
 
-// triggerRegistrationResult refuses a trigger registration: sbx serves
+// triggerRegistrationResult refuses a trigger registration: hutch serves
 // functions, it does not fire triggers.
 type triggerRegistrationResult struct {
 	Type        string     `json:"type"`

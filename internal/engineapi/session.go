@@ -14,8 +14,8 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/sbx-dev/sbx/internal/errdefs"
-	"github.com/sbx-dev/sbx/internal/sandbox"
+	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/sandbox"
 )
 
 // session is one engine connection.
@@ -60,7 +60,7 @@ func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
 	sess.logger().Debug("engine session open")
 	sess.send(workerRegistered{Type: typeWorkerRegistered, WorkerID: id, ReattachToken: token})
 
-	stopClose := context.AfterFunc(s.ctx, func() { conn.Close(websocket.StatusGoingAway, "sbx is shutting down") })
+	stopClose := context.AfterFunc(s.ctx, func() { conn.Close(websocket.StatusGoingAway, "hutch is shutting down") })
 	defer stopClose()
 	go sess.pinger()
 	err := sess.readLoop()
@@ -181,17 +181,17 @@ func (sess *session) handle(msg []byte) {
 		sess.reattach(m)
 	case typeRegisterTrigger:
 		sess.send(triggerRegistrationResult{Type: typeTriggerRegistration, ID: m.ID, TriggerType: m.TriggerType, FunctionID: m.FunctionID,
-			Error: &errorBody{Code: codeUnsupported, Message: "sbx serves sandbox::* functions; it does not fire triggers"}})
+			Error: &errorBody{Code: codeUnsupported, Message: "hutch serves sandbox::* functions; it does not fire triggers"}})
 	case typeRegisterFunction, typeUnregisterFunction, typeRegisterTriggerType, typeUnregisterTriggerType,
 		typeUnregisterTrigger, typeInvocationResult:
-		// A worker announcing itself; sbx routes no calls to workers.
+		// A worker announcing itself; hutch routes no calls to workers.
 		sess.logger().Debug("engine message ignored", "type", m.Type, "id", m.ID)
 	default:
 		sess.badMessage(msg, fmt.Sprintf("unknown message type %q", clip(m.Type, 64)))
 	}
 }
 
-// badMessage answers a message sbx cannot act on, when it names an
+// badMessage answers a message hutch cannot act on, when it names an
 // invocation; otherwise it logs it.
 func (sess *session) badMessage(msg []byte, reason string) {
 	id, fid := peekHeader(msg)
@@ -243,9 +243,9 @@ func (sess *session) invoke(m inbound) {
 	case m.FunctionID == "":
 		fail(codeInvalidMessage, "function_id is required")
 	case m.Action != nil && m.Action.Type == "enqueue":
-		fail(codeEnqueueError, "sbx has no queues; invoke without an action, or with action void")
+		fail(codeEnqueueError, "hutch has no queues; invoke without an action, or with action void")
 	case m.Action != nil && !void:
-		fail(codeInvalidMessage, fmt.Sprintf("unknown action type %q (sbx takes void)", clip(m.Action.Type, 32)))
+		fail(codeInvalidMessage, fmt.Sprintf("unknown action type %q (hutch takes void)", clip(m.Action.Type, 32)))
 	default:
 		select {
 		case sess.slots <- struct{}{}:

@@ -2,7 +2,7 @@ package engineapi
 
 // Stream bodies of sandbox::fs::read and sandbox::fs::write over the
 // engine: fs::read answers with content, the reader reference of a channel
-// that sbx fills with the file's bytes once the caller opens it; fs::write
+// that hutch fills with the file's bytes once the caller opens it; fs::write
 // takes as content the reader reference of a channel the caller writes the
 // body into. Both map onto the table's streamed Upload and Download, so no
 // file is ever held whole in memory.
@@ -13,10 +13,10 @@ import (
 	"errors"
 	"io"
 
-	"github.com/sbx-dev/sbx/api"
-	"github.com/sbx-dev/sbx/internal/errdefs"
-	"github.com/sbx-dev/sbx/internal/functions"
-	"github.com/sbx-dev/sbx/internal/sandbox"
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/functions"
+	"github.com/hutch-dev/hutch/internal/sandbox"
 )
 
 // The functions whose bodies may travel as streams.
@@ -58,7 +58,7 @@ func (s *Server) readFile(ctx context.Context, data json.RawMessage) (any, error
 	return streamedRead{FsReadResponse: read, Content: &ref}, nil
 }
 
-// streamFile opens a channel that sbx fills with the file once its reader
+// streamFile opens a channel that hutch fills with the file once its reader
 // attaches, and returns the reader's reference. ctx (the caller's owner,
 // the server's lifetime) outlives the invocation: the reader may attach
 // after the answer.
@@ -73,8 +73,8 @@ func (s *Server) streamFile(ctx context.Context, req api.FsDownloadRequest) (api
 	}
 	w := &channelWriter{ctx: ctx, c: c}
 	if !s.track() {
-		w.CloseWithError(errors.New("sbx is shutting down"))
-		return api.StreamRef{}, errdefs.New(errdefs.CodeBootFailed, "sbx is shutting down")
+		w.CloseWithError(errors.New("hutch is shutting down"))
+		return api.StreamRef{}, errdefs.New(errdefs.CodeBootFailed, "hutch is shutting down")
 	}
 	go func() {
 		defer s.active.Done()
@@ -84,7 +84,7 @@ func (s *Server) streamFile(ctx context.Context, req api.FsDownloadRequest) (api
 			w.CloseWithError(c.abortErr())
 			return
 		case <-ctx.Done():
-			w.CloseWithError(errors.New("sbx is shutting down"))
+			w.CloseWithError(errors.New("hutch is shutting down"))
 			return
 		}
 		_, body, err := s.table.Download(ctx, req)
@@ -124,14 +124,14 @@ func streamedWrite(data json.RawMessage) (api.StreamRef, json.RawMessage, bool, 
 }
 
 // writeStream runs sandbox::fs::write with the body read from the channel
-// of ref, which must be a reader reference (sbx reads the body).
+// of ref, which must be a reader reference (hutch reads the body).
 func (s *Server) writeStream(ctx context.Context, ref api.StreamRef, rest json.RawMessage) (any, error) {
 	var req api.FsUploadRequest
 	if err := functions.Decode(rest, &req); err != nil {
 		return nil, err
 	}
 	if ref.Direction != api.StreamRead {
-		return nil, errdefs.New(errdefs.CodeFSInvalid, "content must be the reader reference of a channel (direction %q): sbx reads the body from it", api.StreamRead)
+		return nil, errdefs.New(errdefs.CodeFSInvalid, "content must be the reader reference of a channel (direction %q): hutch reads the body from it", api.StreamRead)
 	}
 	c, err := s.channels.openRef(ref)
 	if err != nil {

@@ -8,14 +8,14 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/sbx-dev/sbx/api"
-	"github.com/sbx-dev/sbx/internal/errdefs"
-	"github.com/sbx-dev/sbx/internal/functions"
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/functions"
 )
 
 // DocsBase is where each code's section of docs/errors.md is published;
 // docs_url is DocsBase + "#" + lowercased code.
-const DocsBase = "https://github.com/sbx-dev/sbx/blob/main/docs/errors.md"
+const DocsBase = "https://github.com/hutch-dev/hutch/blob/main/docs/errors.md"
 
 // CodeFunctionNotFound is the envelope code of a call to a function id the
 // table does not have (functions.ErrNotFound). It is not an S-code: the

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sbx-dev/sbx/internal/errdefs"
-	"github.com/sbx-dev/sbx/internal/testutil"
+	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 // TestDocsCoverEveryCode checks that every code's docs_url anchor exists in

@@ -1,4 +1,4 @@
-// Package errdefs defines the fixed set of error classes that sbx's core
+// Package errdefs defines the fixed set of error classes that hutch's core
 // packages return, each carrying an S-code from the sandbox function contract.
 //
 // Core packages build errors with the constructors here (Invalid, NotFound,

@@ -3,7 +3,7 @@ package functions
 import (
 	"context"
 
-	"github.com/sbx-dev/sbx/api"
+	"github.com/hutch-dev/hutch/api"
 )
 
 // Images is the image side of the table: the catalog and the image cache.
@@ -22,7 +22,7 @@ func addImages(t *Table, sb Sandboxes) {
 		return
 	}
 	add(t, "sandbox::catalog::list", "List the images sandboxes can be created from", im.Catalog)
-	add(t, "sbx::image::list", "List catalog images with their cache state (sbx extension)", im.ImageList)
-	add(t, "sbx::image::pull", "Pull or build a catalog image into the cache (sbx extension)", im.ImagePull)
-	add(t, "sbx::image::rm", "Remove a catalog image from the cache (sbx extension)", im.ImageRemove)
+	add(t, "hutch::image::list", "List catalog images with their cache state (hutch extension)", im.ImageList)
+	add(t, "hutch::image::pull", "Pull or build a catalog image into the cache (hutch extension)", im.ImagePull)
+	add(t, "hutch::image::rm", "Remove a catalog image from the cache (hutch extension)", im.ImageRemove)
 }

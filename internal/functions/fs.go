@@ -7,8 +7,8 @@ import (
 	"context"
 	"io"
 
-	"github.com/sbx-dev/sbx/api"
-	"github.com/sbx-dev/sbx/internal/errdefs"
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/errdefs"
 )
 
 // FS is what the filesystem functions dispatch to: the sandbox manager.

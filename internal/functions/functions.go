@@ -1,4 +1,4 @@
-// Package functions is sbx's one function table: every operation, keyed by
+// Package functions is hutch's one function table: every operation, keyed by
 // its contract id ("sandbox::create", "sandbox::exec", ...), with a typed
 // request and response. REST routes, the generic function endpoint, the
 // engine WebSocket, the CLI and MCP all dispatch into it; none of them holds
@@ -15,8 +15,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/sbx-dev/sbx/api"
-	"github.com/sbx-dev/sbx/internal/errdefs"
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/errdefs"
 )
 
 // Sandboxes is what the table dispatches to: the sandbox manager.
@@ -57,8 +57,8 @@ func New(sb Sandboxes) *Table {
 	add(t, "sandbox::exec", "Execute a command inside a live sandbox", t.execStrict)
 	add(t, "sandbox::stop", "Stop and remove a sandbox", sb.Stop)
 	add(t, "sandbox::list", "List sandboxes", sb.List)
-	add(t, "sandbox::get", "Describe one sandbox (sbx extension)", sb.Get)
-	add(t, "sbx::image::status", "Cache state of a catalog image (sbx extension)", sb.ImageStatus)
+	add(t, "sandbox::get", "Describe one sandbox (hutch extension)", sb.Get)
+	add(t, "hutch::image::status", "Cache state of a catalog image (hutch extension)", sb.ImageStatus)
 	addImages(t, sb)
 	registerFS(t)
 	addMetrics(t, sb)

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sbx-dev/sbx/api"
-	"github.com/sbx-dev/sbx/internal/errdefs"
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/errdefs"
 )
 
 // fakeSandboxes records the requests it gets; only what the table does with

@@ -3,7 +3,7 @@ package functions
 import (
 	"context"
 
-	"github.com/sbx-dev/sbx/api"
+	"github.com/hutch-dev/hutch/api"
 )
 
 // Observer is told the outcome of every function call, whichever transport
@@ -32,6 +32,6 @@ type SandboxMetrics interface {
 // addMetrics registers sandbox::metrics when sb implements SandboxMetrics.
 func addMetrics(t *Table, sb Sandboxes) {
 	if m, ok := sb.(SandboxMetrics); ok {
-		add(t, "sandbox::metrics", "Resource use of a live sandbox from its cgroups: cpu, memory, pids (sbx extension)", m.Metrics)
+		add(t, "sandbox::metrics", "Resource use of a live sandbox from its cgroups: cpu, memory, pids (hutch extension)", m.Metrics)
 	}
 }

@@ -13,8 +13,8 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/sbx-dev/sbx/api"
-	"github.com/sbx-dev/sbx/internal/errdefs"
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/errdefs"
 )
 
 // runCodeDir is where sandbox::run writes the code, as run.<ext>.

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/sbx-dev/sbx/api"
-	"github.com/sbx-dev/sbx/internal/errdefs"
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/errdefs"
 )
 
 // runFake is a Sandboxes that records what sandbox::run asks of it. A unit

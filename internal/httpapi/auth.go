@@ -7,8 +7,8 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
 
-	"github.com/sbx-dev/sbx/internal/auth"
-	"github.com/sbx-dev/sbx/internal/sandbox"
+	"github.com/hutch-dev/hutch/internal/auth"
+	"github.com/hutch-dev/hutch/internal/sandbox"
 )
 
 // authenticate checks r's bearer token (Options.Auth) and returns r acting
@@ -24,12 +24,12 @@ func (s *server) authenticate(w http.ResponseWriter, r *http.Request) (*http.Req
 	case err == nil:
 		return r.WithContext(sandbox.WithOwner(r.Context(), owner)), nil
 	case errors.Is(err, auth.ErrMissing):
-		w.Header().Set("WWW-Authenticate", `Bearer realm="sbx"`)
+		w.Header().Set("WWW-Authenticate", `Bearer realm="hutch"`)
 		return nil, transportError(http.StatusUnauthorized, "unauthorized",
-			"this daemon requires a bearer token: send Authorization: Bearer <token> (the CLI and the Go client send $SBX_TOKEN)")
+			"this daemon requires a bearer token: send Authorization: Bearer <token> (the CLI and the Go client send $HUTCH_TOKEN)")
 	}
 	return nil, transportError(auth.Status(err), "forbidden",
-		"the bearer token is not valid for this daemon (compare $SBX_TOKEN with the daemon's api_tokens)")
+		"the bearer token is not valid for this daemon (compare $HUTCH_TOKEN with the daemon's api_tokens)")
 }
 
 // withTrace continues the caller's trace from its W3C traceparent header

@@ -7,12 +7,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sbx-dev/sbx/api"
-	"github.com/sbx-dev/sbx/internal/auth"
-	"github.com/sbx-dev/sbx/internal/functions"
-	"github.com/sbx-dev/sbx/internal/httpapi"
-	"github.com/sbx-dev/sbx/internal/httpapi/httpapitest"
-	"github.com/sbx-dev/sbx/internal/sandbox"
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/auth"
+	"github.com/hutch-dev/hutch/internal/functions"
+	"github.com/hutch-dev/hutch/internal/httpapi"
+	"github.com/hutch-dev/hutch/internal/httpapi/httpapitest"
+	"github.com/hutch-dev/hutch/internal/sandbox"
 )
 
 const (
@@ -32,7 +32,7 @@ func TestAuth(t *testing.T) {
 	}}
 	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-		_, _ = w.Write([]byte("sbx_sandboxes_live 1\n"))
+		_, _ = w.Write([]byte("hutch_sandboxes_live 1\n"))
 	})
 	h := httpapi.New(functions.New(fake), httpapi.Options{Auth: tokens, Metrics: metrics})
 	tests := []struct {
@@ -50,7 +50,7 @@ func TestAuth(t *testing.T) {
 		{"exec needs a token", "POST", "/v1/sandboxes/" + id + "/exec", "", 401, `"code":"unauthorized"`},
 		{"healthz is public", "GET", "/healthz", "", 200, `"status":"ok"`},
 		{"prometheus needs a token", "GET", "/metrics", "", 401, `"code":"unauthorized"`},
-		{"prometheus with a token", "GET", "/metrics", "Bearer " + aliceTok, 200, "sbx_sandboxes_live 1"},
+		{"prometheus with a token", "GET", "/metrics", "Bearer " + aliceTok, 200, "hutch_sandboxes_live 1"},
 		{"sandbox metrics", "GET", "/v1/sandboxes/" + id + "/metrics", "Bearer " + aliceTok, 200, `"cpu_seconds":1.5`},
 	}
 	for _, tt := range tests {
@@ -64,7 +64,7 @@ func TestAuth(t *testing.T) {
 			if rec.Code != tt.status || !strings.Contains(rec.Body.String(), tt.code) {
 				t.Fatalf("%s %s: %d %s; want %d with %s", tt.method, tt.path, rec.Code, rec.Body, tt.status, tt.code)
 			}
-			if tt.status == 401 && rec.Header().Get("WWW-Authenticate") != `Bearer realm="sbx"` {
+			if tt.status == 401 && rec.Header().Get("WWW-Authenticate") != `Bearer realm="hutch"` {
 				t.Errorf("401 without a WWW-Authenticate challenge: %v", rec.Header())
 			}
 			for _, tok := range []string{aliceTok, bobTok} {

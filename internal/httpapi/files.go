@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sbx-dev/sbx/api"
-	"github.com/sbx-dev/sbx/internal/functions"
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/functions"
 )
 
 // filesPath is the route of streamed transfers.
@@ -64,7 +64,7 @@ func (s *server) upload(r *http.Request, _ []byte) (any, error) {
 // download is GET /v1/sandboxes/{id}/files?path=P: the file's bytes as the
 // body (application/octet-stream), with its size as Content-Length (unless
 // it reports none, as files of /proc do), its mtime as Last-Modified and
-// its mode in X-Sbx-Mode. Errors found before the first byte are error
+// its mode in X-Hutch-Mode. Errors found before the first byte are error
 // envelopes; a stream cut off later cuts the response off, so that the
 // client sees a truncated body, never a short file that looks whole.
 func (s *server) download(r *http.Request, _ []byte) (any, error) {
@@ -98,7 +98,7 @@ func (f *fileStream) stream(w http.ResponseWriter) int {
 		h.Set("Content-Length", strconv.FormatInt(f.entry.Size, 10))
 	}
 	h.Set("Last-Modified", time.Unix(f.entry.Mtime, 0).UTC().Format(http.TimeFormat))
-	h.Set("X-Sbx-Mode", f.entry.Mode)
+	h.Set("X-Hutch-Mode", f.entry.Mode)
 	w.WriteHeader(http.StatusOK)
 	if _, err := io.CopyBuffer(w, f.r, make([]byte, streamChunk)); err != nil {
 		f.log.Warn("download cut off", "file", f.entry.Name, "err", err)

@@ -1,4 +1,4 @@
-// Package httpapi is sbx's REST transport: it maps HTTP routes onto the one
+// Package httpapi is hutch's REST transport: it maps HTTP routes onto the one
 // function table and nothing more. A handler reads the body, merges path and
 // query parameters into the payload, dispatches, and writes either the
 // result or the error envelope; no business logic lives here.
@@ -14,10 +14,10 @@
 //	PUT    /v1/sandboxes/{id}/files?path= streamed upload of the body (files.go)
 //	GET    /v1/sandboxes/{id}/files?path= streamed download
 //	POST   /v1/functions/{function_id}    any function of the table by id
-//	GET    /v1/images/{name}              sbx::image::status
-//	POST   /v1/images/{name}              sbx::image::pull (answers once the image is ready)
-//	DELETE /v1/images/{name}              sbx::image::rm
-//	GET    /v1/images                     sbx::image::list
+//	GET    /v1/images/{name}              hutch::image::status
+//	POST   /v1/images/{name}              hutch::image::pull (answers once the image is ready)
+//	DELETE /v1/images/{name}              hutch::image::rm
+//	GET    /v1/images                     hutch::image::list
 //	GET    /v1/catalog                    sandbox::catalog::list
 //	GET    /v1/sandboxes/{id}/metrics     sandbox::metrics (cpu, memory, pids)
 //	GET    /healthz                       {"status":"ok"}
@@ -56,11 +56,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sbx-dev/sbx/api"
-	"github.com/sbx-dev/sbx/internal/auth"
-	"github.com/sbx-dev/sbx/internal/envelope"
-	"github.com/sbx-dev/sbx/internal/errdefs"
-	"github.com/sbx-dev/sbx/internal/functions"
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/auth"
+	"github.com/hutch-dev/hutch/internal/envelope"
+	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/functions"
 )
 
 // DefaultMaxBodyBytes is the request body limit when Options leaves it zero.
@@ -111,10 +111,10 @@ func New(table *functions.Table, opts Options) http.Handler {
 		{"GET", filesPath, s.download, false},
 		{"POST", "/v1/functions/{function_id}", s.function, false},
 		// {name...} keeps OCI refs with slashes in one parameter.
-		{"GET", "/v1/images/{name...}", s.call("sbx::image::status", pathParam("name", "name")), false},
-		{"POST", "/v1/images/{name...}", s.call("sbx::image::pull", pathParam("name", "name")), false},
-		{"DELETE", "/v1/images/{name...}", s.call("sbx::image::rm", pathParam("name", "name")), false},
-		{"GET", "/v1/images", s.call("sbx::image::list"), false},
+		{"GET", "/v1/images/{name...}", s.call("hutch::image::status", pathParam("name", "name")), false},
+		{"POST", "/v1/images/{name...}", s.call("hutch::image::pull", pathParam("name", "name")), false},
+		{"DELETE", "/v1/images/{name...}", s.call("hutch::image::rm", pathParam("name", "name")), false},
+		{"GET", "/v1/images", s.call("hutch::image::list"), false},
 		{"GET", "/v1/catalog", s.call("sandbox::catalog::list"), false},
 		{"GET", "/healthz", s.health, true},
 		{"GET", "/metrics", s.prometheus, false},

@@ -5,10 +5,10 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/sbx-dev/sbx/api"
-	"github.com/sbx-dev/sbx/internal/functions"
-	"github.com/sbx-dev/sbx/internal/httpapi"
-	"github.com/sbx-dev/sbx/internal/httpapi/httpapitest"
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/functions"
+	"github.com/hutch-dev/hutch/internal/httpapi"
+	"github.com/hutch-dev/hutch/internal/httpapi/httpapitest"
 )
 
 func TestImageRoutes(t *testing.T) {
@@ -25,7 +25,7 @@ func TestImageRoutes(t *testing.T) {
 		{"DELETE", "/v1/images/node", "", 200, "removed", httpapitest.Call{Method: "ImageRemove", Req: api.ImageRemoveRequest{Name: "node"}}},
 		{"DELETE", "/v1/images/ghcr.io%2Facme%2Fapp:1", "", 403, "error",
 			httpapitest.Call{Method: "ImageRemove", Req: api.ImageRemoveRequest{Name: "ghcr.io/acme/app:1"}}},
-		{"POST", "/v1/functions/sbx::image::pull", `{"name":"node"}`, 200, "state",
+		{"POST", "/v1/functions/hutch::image::pull", `{"name":"node"}`, 200, "state",
 			httpapitest.Call{Method: "ImagePull", Req: api.ImagePullRequest{Name: "node"}}},
 	}
 	for _, tt := range tests {

@@ -111,18 +111,18 @@ func TestAddAgentMountpoint(t *testing.T) {
 	}{
 		{"fresh", func(*testing.T, string, string) {}},
 		{"existing with other modes", func(t *testing.T, rootfs, _ string) {
-			mustDo(t, os.Mkdir(filepath.Join(rootfs, ".sbx"), 0o700))
-			mustDo(t, os.WriteFile(filepath.Join(rootfs, ".sbx/sbx-agent"), []byte("old agent"), 0o600))
+			mustDo(t, os.Mkdir(filepath.Join(rootfs, ".hutch"), 0o700))
+			mustDo(t, os.WriteFile(filepath.Join(rootfs, ".hutch/hutch-agent"), []byte("old agent"), 0o600))
 		}},
 		{"directory is a symlink out", func(t *testing.T, rootfs, outside string) {
-			mustDo(t, os.Symlink(outside, filepath.Join(rootfs, ".sbx")))
+			mustDo(t, os.Symlink(outside, filepath.Join(rootfs, ".hutch")))
 		}},
 		{"file is a symlink out", func(t *testing.T, rootfs, outside string) {
-			mustDo(t, os.Mkdir(filepath.Join(rootfs, ".sbx"), 0o755))
-			mustDo(t, os.Symlink(filepath.Join(outside, "victim"), filepath.Join(rootfs, ".sbx/sbx-agent")))
+			mustDo(t, os.Mkdir(filepath.Join(rootfs, ".hutch"), 0o755))
+			mustDo(t, os.Symlink(filepath.Join(outside, "victim"), filepath.Join(rootfs, ".hutch/hutch-agent")))
 		}},
 		{"file is a directory", func(t *testing.T, rootfs, _ string) {
-			mustDo(t, os.MkdirAll(filepath.Join(rootfs, ".sbx/sbx-agent/x"), 0o755))
+			mustDo(t, os.MkdirAll(filepath.Join(rootfs, ".hutch/hutch-agent/x"), 0o755))
 		}},
 	}
 	for _, tt := range tests {
@@ -133,13 +133,13 @@ func TestAddAgentMountpoint(t *testing.T) {
 			if err := addAgentMountpoint(rootfs); err != nil {
 				t.Fatal(err)
 			}
-			dir, err := os.Lstat(filepath.Join(rootfs, ".sbx"))
+			dir, err := os.Lstat(filepath.Join(rootfs, ".hutch"))
 			if err != nil || !dir.IsDir() || dir.Mode().Perm() != 0o755 {
-				t.Errorf(".sbx = %v, %v; want a 0755 directory", dir, err)
+				t.Errorf(".hutch = %v, %v; want a 0755 directory", dir, err)
 			}
-			f, err := os.Lstat(filepath.Join(rootfs, ".sbx/sbx-agent"))
+			f, err := os.Lstat(filepath.Join(rootfs, ".hutch/hutch-agent"))
 			if err != nil || !f.Mode().IsRegular() || f.Mode().Perm() != 0o755 || f.Size() != 0 {
-				t.Errorf("sbx-agent = %v, %v; want an empty 0755 file", f, err)
+				t.Errorf("hutch-agent = %v, %v; want an empty 0755 file", f, err)
 			}
 			if b, err := os.ReadFile(filepath.Join(outside, "victim")); err != nil || string(b) != "keep" {
 				t.Errorf("a file outside the rootfs changed: %q, %v", b, err)

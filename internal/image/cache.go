@@ -18,8 +18,8 @@ import (
 // Paths inside a rootfs that every image gets: the runtime bind-mounts the
 // agent binary over agentPath.
 const (
-	agentDir  = ".sbx"
-	agentPath = ".sbx/sbx-agent"
+	agentDir  = ".hutch"
+	agentPath = ".hutch/hutch-agent"
 )
 
 // cache is the on-disk, content-addressed image cache (see the package
@@ -219,8 +219,8 @@ func syncFS(path string) error {
 	return nil
 }
 
-// addAgentMountpoint creates /.sbx (0755) and the empty regular file
-// /.sbx/sbx-agent (0755) in rootfs, replacing whatever else has those
+// addAgentMountpoint creates /.hutch (0755) and the empty regular file
+// /.hutch/hutch-agent (0755) in rootfs, replacing whatever else has those
 // names. Nothing is followed: a symlink planted by an image is removed, not
 // written through.
 func addAgentMountpoint(rootfs string) error {

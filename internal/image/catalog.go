@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/sbx-dev/sbx/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/errdefs"
 )
 
 // Entry is one image of the catalog.
@@ -122,7 +122,7 @@ func (s *Store) Remove(ctx context.Context, name string, guard func(id string) e
 	s.mu.Unlock()
 	if busy {
 		return false, errdefs.Malformed("image %s is being built or pulled; remove it once that is done", name).
-			WithFix(nil, "wait for the pull to finish (`sbx image ls` shows it), then retry")
+			WithFix(nil, "wait for the pull to finish (`hutch image ls` shows it), then retry")
 	}
 	img, ok := s.Lookup(name)
 	if !ok {

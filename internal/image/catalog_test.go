@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sbx-dev/sbx/internal/errdefs"
-	"github.com/sbx-dev/sbx/internal/image/ocitest"
+	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/image/ocitest"
 )
 
 func TestCatalogOrder(t *testing.T) {
@@ -50,10 +50,10 @@ func TestNewStoreRejectsBadCustomImages(t *testing.T) {
 func TestEnsureCustomWithoutInstall(t *testing.T) {
 	s := newCustomStore(t, t.TempDir(), map[string]string{"app": "127.0.0.1:1/never/pulled:1"})
 	_, err := s.Ensure(t.Context(), "app", false)
-	if !errdefs.Is(err, errdefs.CodeImageMissing) || !strings.Contains(err.Error(), "sbx image pull app") {
-		t.Fatalf("err = %v, want S101 naming `sbx image pull app`", err)
+	if !errdefs.Is(err, errdefs.CodeImageMissing) || !strings.Contains(err.Error(), "hutch image pull app") {
+		t.Fatalf("err = %v, want S101 naming `hutch image pull app`", err)
 	}
-	if e := errdefs.As(err); e.Fix["command"] != "sbx image pull app" {
+	if e := errdefs.As(err); e.Fix["command"] != "hutch image pull app" {
 		t.Errorf("fix = %v", e.Fix)
 	}
 }

@@ -1,4 +1,4 @@
-// Package image is sbx's image store: it turns a catalog name into an
+// Package image is hutch's image store: it turns a catalog name into an
 // immutable root filesystem on the host, building or fetching it once and
 // caching it by content hash.
 //

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sbx-dev/sbx/internal/testutil"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 // TestPresetsIntegration builds the real presets with mmdebstrap into the

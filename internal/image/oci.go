@@ -25,7 +25,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"golang.org/x/sys/unix"
 
-	"github.com/sbx-dev/sbx/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/errdefs"
 )
 
 // Prefixes of custom image references that name local files rather than a
@@ -124,7 +124,7 @@ func (src source) image(ctx context.Context, host v1.Platform) (v1.Image, error)
 		return img, checkImagePlatform(img, host)
 	}
 	desc, err := remote.Get(src.ref, remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain),
-		remote.WithUserAgent("sbx"))
+		remote.WithUserAgent("hutch"))
 	if err != nil {
 		return nil, explainRegistryError(src.ref, err)
 	}
@@ -283,7 +283,7 @@ func explainRegistryError(ref name.Reference, err error) error {
 	if errors.As(err, &te) {
 		switch te.StatusCode {
 		case http.StatusUnauthorized, http.StatusForbidden:
-			return fmt.Errorf("%s: %w (set credentials for %s in the Docker config file of the user running sbx serve: $DOCKER_CONFIG/config.json or ~/.docker/config.json)",
+			return fmt.Errorf("%s: %w (set credentials for %s in the Docker config file of the user running hutch serve: $DOCKER_CONFIG/config.json or ~/.docker/config.json)",
 				ref, err, ref.Context().RegistryStr())
 		case http.StatusNotFound:
 			return fmt.Errorf("%s: %w (no such repository or tag)", ref, err)

@@ -16,8 +16,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
-	"github.com/sbx-dev/sbx/internal/errdefs"
-	"github.com/sbx-dev/sbx/internal/image/ocitest"
+	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/image/ocitest"
 )
 
 // The tests below pull images they build from busybox out of
@@ -104,7 +104,7 @@ func TestPullFromRegistry(t *testing.T) {
 	}
 	for p, want := range map[string]string{
 		"bin/sh": "link:busybox", "bin/rm": "missing", "srv/marker": "file:v1", "srv/work": "dir",
-		".sbx/sbx-agent": "file:", "etc/passwd": "file:root:x:0:0:root:/root:/bin/sh\napp:x:1000:1000:app:/home/app:/bin/sh\n",
+		".hutch/hutch-agent": "file:", "etc/passwd": "file:root:x:0:0:root:/root:/bin/sh\napp:x:1000:1000:app:/home/app:/bin/sh\n",
 	} {
 		if d := describe(t, got.Rootfs, p); d != want {
 			t.Errorf("%s = %.60s, want %.60s", p, d, want)

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/sbx-dev/sbx/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/errdefs"
 )
 
 // pullCustom resolves custom image name for this host, pulls and unpacks

@@ -12,8 +12,8 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/sbx-dev/sbx/api"
-	"github.com/sbx-dev/sbx/internal/errdefs"
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/errdefs"
 )
 
 // defaultBuildTimeout bounds one preset build, including the wait for
@@ -161,8 +161,8 @@ func (s *Store) Ensure(ctx context.Context, name string, install bool) (*Image, 
 	}
 	if !install {
 		return nil, errdefs.New(errdefs.CodeImageMissing,
-			"image %s is not cached on this host and auto_install is false; pre-pull it with `sbx image pull %s`", name, name).
-			WithFix(map[string]any{"command": "sbx image pull " + name}, "run `sbx image pull "+name+"` against this daemon, or enable auto_install")
+			"image %s is not cached on this host and auto_install is false; pre-pull it with `hutch image pull %s`", name, name).
+			WithFix(map[string]any{"command": "hutch image pull " + name}, "run `hutch image pull "+name+"` against this daemon, or enable auto_install")
 	}
 	return s.await(ctx, name, j, true)
 }

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sbx-dev/sbx/internal/config"
-	"github.com/sbx-dev/sbx/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/config"
+	"github.com/hutch-dev/hutch/internal/errdefs"
 )
 
 // The tests below replace mmdebstrap (which needs root and a mirror) with
@@ -104,13 +104,13 @@ func TestEnsurePublishesCompleteImage(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(img.Rootfs, "usr/bin/python3")); err != nil {
 		t.Error(err)
 	}
-	st, err := os.Stat(filepath.Join(img.Rootfs, ".sbx"))
+	st, err := os.Stat(filepath.Join(img.Rootfs, ".hutch"))
 	if err != nil || !st.IsDir() || st.Mode().Perm() != 0o755 {
-		t.Errorf(".sbx: %v, %v", st, err)
+		t.Errorf(".hutch: %v, %v", st, err)
 	}
-	st, err = os.Stat(filepath.Join(img.Rootfs, ".sbx/sbx-agent"))
+	st, err = os.Stat(filepath.Join(img.Rootfs, ".hutch/hutch-agent"))
 	if err != nil || !st.Mode().IsRegular() || st.Mode().Perm() != 0o755 || st.Size() != 0 {
-		t.Errorf(".sbx/sbx-agent: %v, %v", st, err)
+		t.Errorf(".hutch/hutch-agent: %v, %v", st, err)
 	}
 	var meta map[string]any
 	b, err := os.ReadFile(filepath.Join(dir, "images", p.id, "image.json"))
@@ -157,7 +157,7 @@ func TestEnsureErrors(t *testing.T) {
 		{name: "unknown name", image: "ruby", install: true, build: fakeRootfs,
 			code: errdefs.CodeImageNotAllowed, want: []string{`"ruby"`, "python, node"}},
 		{name: "not built, install false", image: "node", install: false, build: fakeRootfs,
-			code: errdefs.CodeImageMissing, want: []string{"sbx image pull node"}},
+			code: errdefs.CodeImageMissing, want: []string{"hutch image pull node"}},
 		{name: "build fails", image: "python", install: true, build: failingBuilder,
 			code: errdefs.CodeImagePull, want: []string{"building image python", "exit status 1", "W: noise line 300"},
 			suffix: "E: Unable to locate package python3"},

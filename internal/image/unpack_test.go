@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/sbx-dev/sbx/internal/image/ocitest"
+	"github.com/hutch-dev/hutch/internal/image/ocitest"
 )
 
 // fixture makes an empty rootfs three levels under a directory that also

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sbx-dev/sbx/internal/image/ocitest"
+	"github.com/hutch-dev/hutch/internal/image/ocitest"
 )
 
 func TestResolveUser(t *testing.T) {

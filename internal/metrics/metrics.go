@@ -1,4 +1,4 @@
-// Package metrics defines sbx's Prometheus metrics and serves them at
+// Package metrics defines hutch's Prometheus metrics and serves them at
 // GET /metrics. The sandbox manager and the function table report to it
 // through their own narrow interfaces (sandbox.Observer,
 // functions.Observer), so no Prometheus type appears in their APIs;
@@ -7,13 +7,13 @@
 //
 // Metrics:
 //
-//	sbx_sandboxes_live                       gauge     live sandboxes, every owner
-//	sbx_sandbox_creates_total{result}        counter   creates by result: ok or an S-code
-//	sbx_sandbox_create_duration_seconds      histogram create latency, by result
-//	sbx_sandbox_stops_total{cause}           counter   stops: request, idle, out_of_memory, pids_limit, exited, shutdown
-//	sbx_exec_duration_seconds{result}        histogram exec latency: ok, timeout or an S-code
-//	sbx_errors_total{function,code}          counter   function calls that failed, by S-code
-//	sbx_image_cache_bytes                    gauge     size of the images in the cache
+//	hutch_sandboxes_live                       gauge     live sandboxes, every owner
+//	hutch_sandbox_creates_total{result}        counter   creates by result: ok or an S-code
+//	hutch_sandbox_create_duration_seconds      histogram create latency, by result
+//	hutch_sandbox_stops_total{cause}           counter   stops: request, idle, out_of_memory, pids_limit, exited, shutdown
+//	hutch_exec_duration_seconds{result}        histogram exec latency: ok, timeout or an S-code
+//	hutch_errors_total{function,code}          counter   function calls that failed, by S-code
+//	hutch_image_cache_bytes                    gauge     size of the images in the cache
 //
 // plus the warm pool's (pool.go) and the Go runtime's and the process's
 // standard collectors.
@@ -27,9 +27,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/sbx-dev/sbx/internal/errdefs"
-	"github.com/sbx-dev/sbx/internal/functions"
-	"github.com/sbx-dev/sbx/internal/sandbox"
+	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/functions"
+	"github.com/hutch-dev/hutch/internal/sandbox"
 )
 
 // Sources are read at every scrape for the gauges; a nil one is left out.
@@ -60,25 +60,25 @@ func New(src Sources) *Metrics {
 	m := &Metrics{
 		reg: prometheus.NewRegistry(),
 		creates: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sbx_sandbox_creates_total",
+			Name: "hutch_sandbox_creates_total",
 			Help: "Sandbox creates, by result: ok or the S-code of the error.",
 		}, []string{"result"}),
 		createSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "sbx_sandbox_create_duration_seconds",
+			Name:    "hutch_sandbox_create_duration_seconds",
 			Help:    "Time to create a sandbox (image ready to agent answering, plus any image build), by result.",
 			Buckets: []float64{.05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120},
 		}, []string{"result"}),
 		stops: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sbx_sandbox_stops_total",
+			Name: "hutch_sandbox_stops_total",
 			Help: "Sandboxes stopped, by cause: request, idle, out_of_memory, pids_limit, exited, shutdown.",
 		}, []string{"cause"}),
 		execSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "sbx_exec_duration_seconds",
+			Name:    "hutch_exec_duration_seconds",
 			Help:    "Exec latency as the manager sees it, by result: ok (whatever the exit status), timeout, or the S-code of the error.",
 			Buckets: []float64{.002, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300},
 		}, []string{"result"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sbx_errors_total",
+			Name: "hutch_errors_total",
 			Help: "Function calls that failed, by function id and S-code (canceled: the caller went away).",
 		}, []string{"function", "code"}),
 	}
@@ -86,13 +86,13 @@ func New(src Sources) *Metrics {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if f := src.LiveSandboxes; f != nil {
 		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "sbx_sandboxes_live",
+			Name: "hutch_sandboxes_live",
 			Help: "Live (not stopped) sandboxes of every owner.",
 		}, func() float64 { return float64(f()) }))
 	}
 	if f := src.ImageCacheBytes; f != nil {
 		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "sbx_image_cache_bytes",
+			Name: "hutch_image_cache_bytes",
 			Help: "Apparent size of the root filesystems in the image cache.",
 		}, func() float64 { return float64(f()) }))
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sbx-dev/sbx/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/errdefs"
 )
 
 // scrape returns the text exposition of m.
@@ -41,17 +41,17 @@ func TestMetrics(t *testing.T) {
 
 	out := scrape(t, m)
 	for _, want := range []string{
-		"sbx_sandboxes_live 3\n",
-		"sbx_image_cache_bytes 1.23456789e+08\n",
-		`sbx_sandbox_creates_total{result="ok"} 2` + "\n",
-		`sbx_sandbox_creates_total{result="S400"} 1` + "\n",
-		`sbx_sandbox_create_duration_seconds_bucket{result="ok",le="0.25"} 2` + "\n",
-		`sbx_exec_duration_seconds_count{result="ok"} 1` + "\n",
-		`sbx_exec_duration_seconds_bucket{result="timeout",le="1"} 0` + "\n",
-		`sbx_exec_duration_seconds_bucket{result="timeout",le="2.5"} 1` + "\n",
-		`sbx_sandbox_stops_total{cause="idle"} 1` + "\n",
-		`sbx_errors_total{code="S003",function="sandbox::exec"} 2` + "\n",
-		`sbx_errors_total{code="canceled",function="sandbox::create"} 1` + "\n",
+		"hutch_sandboxes_live 3\n",
+		"hutch_image_cache_bytes 1.23456789e+08\n",
+		`hutch_sandbox_creates_total{result="ok"} 2` + "\n",
+		`hutch_sandbox_creates_total{result="S400"} 1` + "\n",
+		`hutch_sandbox_create_duration_seconds_bucket{result="ok",le="0.25"} 2` + "\n",
+		`hutch_exec_duration_seconds_count{result="ok"} 1` + "\n",
+		`hutch_exec_duration_seconds_bucket{result="timeout",le="1"} 0` + "\n",
+		`hutch_exec_duration_seconds_bucket{result="timeout",le="2.5"} 1` + "\n",
+		`hutch_sandbox_stops_total{cause="idle"} 1` + "\n",
+		`hutch_errors_total{code="S003",function="sandbox::exec"} 2` + "\n",
+		`hutch_errors_total{code="canceled",function="sandbox::create"} 1` + "\n",
 		"go_goroutines ",
 		"process_resident_memory_bytes ",
 	} {
@@ -65,14 +65,14 @@ func TestMetrics(t *testing.T) {
 
 	// Gauges are read at scrape time.
 	live = 0
-	if out := scrape(t, m); !strings.Contains(out, "sbx_sandboxes_live 0\n") {
-		t.Error("sbx_sandboxes_live not re-read at scrape time")
+	if out := scrape(t, m); !strings.Contains(out, "hutch_sandboxes_live 0\n") {
+		t.Error("hutch_sandboxes_live not re-read at scrape time")
 	}
 }
 
 func TestMetricsWithoutSources(t *testing.T) {
 	out := scrape(t, New(Sources{}))
-	if strings.Contains(out, "sbx_sandboxes_live") || strings.Contains(out, "sbx_image_cache_bytes") {
+	if strings.Contains(out, "hutch_sandboxes_live") || strings.Contains(out, "hutch_image_cache_bytes") {
 		t.Errorf("gauges without a source are exported:\n%s", out)
 	}
 }

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sbx-dev/sbx/internal/sandbox"
+	"github.com/hutch-dev/hutch/internal/sandbox"
 )
 
 func TestWarmPoolMetrics(t *testing.T) {
@@ -17,27 +17,27 @@ func TestWarmPoolMetrics(t *testing.T) {
 
 	out := scrape(t, m)
 	for _, want := range []string{
-		`sbx_warm_pool_target{image="python"} 2` + "\n",
-		`sbx_warm_pool_target{image="node"} 1` + "\n",
-		`sbx_warm_pool_ready{image="python"} 1` + "\n",
-		`sbx_warm_pool_ready{image="node"} 0` + "\n",
-		`sbx_warm_pool_claims_total{image="python",result="hit"} 3` + "\n",
-		`sbx_warm_pool_claims_total{image="python",result="empty"} 1` + "\n",
-		`sbx_warm_pool_claims_total{image="python",result="shape"} 0` + "\n",
-		`sbx_warm_pool_hit_ratio{image="python"} 0.75` + "\n",
-		"# TYPE sbx_warm_pool_claims_total counter\n",
+		`hutch_warm_pool_target{image="python"} 2` + "\n",
+		`hutch_warm_pool_target{image="node"} 1` + "\n",
+		`hutch_warm_pool_ready{image="python"} 1` + "\n",
+		`hutch_warm_pool_ready{image="node"} 0` + "\n",
+		`hutch_warm_pool_claims_total{image="python",result="hit"} 3` + "\n",
+		`hutch_warm_pool_claims_total{image="python",result="empty"} 1` + "\n",
+		`hutch_warm_pool_claims_total{image="python",result="shape"} 0` + "\n",
+		`hutch_warm_pool_hit_ratio{image="python"} 0.75` + "\n",
+		"# TYPE hutch_warm_pool_claims_total counter\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("exposition lacks %q", want)
 		}
 	}
-	if strings.Contains(out, `sbx_warm_pool_hit_ratio{image="node"}`) {
+	if strings.Contains(out, `hutch_warm_pool_hit_ratio{image="node"}`) {
 		t.Error("hit ratio of an image without creates is exported")
 	}
 
 	// Read at scrape time; a daemon without a pool exports nothing.
 	stats = nil
-	if out := scrape(t, m); strings.Contains(out, "sbx_warm_pool_") {
+	if out := scrape(t, m); strings.Contains(out, "hutch_warm_pool_") {
 		t.Errorf("pool metrics without a pool:\n%s", out)
 	}
 }

@@ -9,8 +9,8 @@
 // Links and routes are made over netlink (vishvananda/netlink); the
 // firewall is one nftables table per Network (see nft.go). Everything a
 // sandbox gets is named by its id, so that Teardown can remove it after a
-// crash as well as after a normal stop: the host veth is sbx<hash> with
-// the link alias "sbx:<table>:<id>", the nftables chain is sandbox_<id>
+// crash as well as after a normal stop: the host veth is hutch<hash> with
+// the link alias "hutch:<table>:<id>", the nftables chain is sandbox_<id>
 // and its set and map elements carry the id in a comment. An address
 // lease is the host veth's address, so deleting the veth releases it; a
 // host-wide lock file keeps two daemons from taking the same subnet.
@@ -37,12 +37,12 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
-	"github.com/sbx-dev/sbx/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/errdefs"
 )
 
 // DefaultLockPath is the host-wide file that serializes address allocation
-// between every sbx daemon on the host.
-const DefaultLockPath = "/run/sbx/netpool.lock"
+// between every hutch daemon on the host.
+const DefaultLockPath = "/run/hutch/netpool.lock"
 
 // sandboxIf is the name of the sandbox's end of its veth, in its namespace.
 const sandboxIf = "eth0"
@@ -138,8 +138,8 @@ func New(opts Options) (*Network, error) {
 		owner: h,
 		nft: nft{
 			bin:     opts.NftPath,
-			table:   "sbx_" + h[:10],
-			comment: "sbx sandboxes of " + sanitize(opts.Owner),
+			table:   "hutch_" + h[:10],
+			comment: "hutch sandboxes of " + sanitize(opts.Owner),
 			pool:    opts.Pool,
 		},
 		leases: map[string]*Lease{},
@@ -157,11 +157,11 @@ var validID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$`)
 // hostIf names the host end of sandbox id's veth (15 bytes at most).
 func (n *Network) hostIf(id string) string {
 	sum := sha256.Sum256([]byte(n.owner + "\x00" + id))
-	return "sbx" + hex.EncodeToString(sum[:6])
+	return "hutch" + hex.EncodeToString(sum[:6])
 }
 
 // alias is the link alias of sandbox id's host veth.
-func (n *Network) alias(id string) string { return "sbx:" + n.nft.table + ":" + id }
+func (n *Network) alias(id string) string { return "hutch:" + n.nft.table + ":" + id }
 
 // Setup gives a sandbox its network. On error it leaves nothing behind.
 func (n *Network) Setup(ctx context.Context, sb Sandbox) (_ *Lease, retErr error) {
@@ -398,7 +398,7 @@ func (n *Network) teardown(ctx context.Context, id string, l *Lease) error {
 
 // deleteVeth deletes sandbox id's veth pair, after dropping the connection
 // tracking entries of the sandbox's address. A missing veth is not an
-// error; a link of that name that is not sbx's is left alone.
+// error; a link of that name that is not hutch's is left alone.
 func (n *Network) deleteVeth(id string) error {
 	name := n.hostIf(id)
 	link, err := netlink.LinkByName(name)
@@ -411,7 +411,7 @@ func (n *Network) deleteVeth(id string) error {
 	}
 	// A crash between creating the link and naming it leaves no alias.
 	if a := link.Attrs().Alias; a != "" && a != n.alias(id) {
-		return fmt.Errorf("link %s is not sbx's (alias %q); leaving it", name, a)
+		return fmt.Errorf("link %s is not hutch's (alias %q); leaving it", name, a)
 	}
 	if addrs, err := netlink.AddrList(link, netlink.FAMILY_V4); err == nil {
 		for _, a := range addrs {
@@ -448,7 +448,7 @@ func (n *Network) IDs(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing links: %w", err)
 	}
-	prefix := "sbx:" + n.nft.table + ":"
+	prefix := "hutch:" + n.nft.table + ":"
 	for _, l := range links {
 		if id, ok := strings.CutPrefix(l.Attrs().Alias, prefix); ok {
 			set[id] = true

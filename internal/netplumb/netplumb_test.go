@@ -19,8 +19,8 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 
-	"github.com/sbx-dev/sbx/internal/errdefs"
-	"github.com/sbx-dev/sbx/internal/testutil"
+	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 // testPool is a pool no daemon on a test machine uses by default.

@@ -14,7 +14,7 @@ import (
 )
 
 // The firewall is one nftables table per Network (family inet), so that
-// every rule sbx adds can be listed, and removed, in one place and never
+// every rule hutch adds can be listed, and removed, in one place and never
 // touches another program's rules. Its fixed part (chains hooked into
 // prerouting, postrouting, input and forward, and the rules that apply to
 // every sandbox) is written once; each sandbox adds one element to the set
@@ -103,7 +103,7 @@ func (t *nft) baseScript() string {
 func (t *nft) addScript(l *Lease, dns netip.Addr) string {
 	var s script
 	chain := sandboxChain(l.ID)
-	note := fmt.Sprintf("comment %q", "sbx sandbox "+l.ID)
+	note := fmt.Sprintf("comment %q", "hutch sandbox "+l.ID)
 	s.add("add chain inet %s %s { %s ; }", t.table, chain, note)
 	if len(l.Ports) > 0 {
 		ports := make([]string, len(l.Ports))

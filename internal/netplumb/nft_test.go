@@ -8,16 +8,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sbx-dev/sbx/internal/testutil"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 func testNft() *nft {
-	return &nft{bin: "nft", table: "sbx_test", comment: "sbx sandboxes of /tmp/x", pool: netip.MustParsePrefix("10.200.0.0/16")}
+	return &nft{bin: "nft", table: "hutch_test", comment: "hutch sandboxes of /tmp/x", pool: netip.MustParsePrefix("10.200.0.0/16")}
 }
 
 func testLease() *Lease {
 	return &Lease{
-		ID: "3f2a1b2c-1d2e-4f5a-8b9c-0123456789ab", HostIf: "sbx0123456789ab",
+		ID: "3f2a1b2c-1d2e-4f5a-8b9c-0123456789ab", HostIf: "hutch0123456789",
 		Gateway: netip.MustParseAddr("10.200.0.1"), Addr: netip.MustParseAddr("10.200.0.2"),
 		Ports: []uint16{5432, 8080},
 	}
@@ -33,11 +33,11 @@ func TestAddScript(t *testing.T) {
 		never []string
 	}{
 		{"ports and loopback DNS", []uint16{5432, 8080}, "127.0.0.53", []string{
-			`add chain inet sbx_test sandbox_3f2a1b2c-1d2e-4f5a-8b9c-0123456789ab { comment "sbx sandbox 3f2a1b2c-1d2e-4f5a-8b9c-0123456789ab" ; }`,
+			`add chain inet hutch_test sandbox_3f2a1b2c-1d2e-4f5a-8b9c-0123456789ab { comment "hutch sandbox 3f2a1b2c-1d2e-4f5a-8b9c-0123456789ab" ; }`,
 			`ip daddr 10.200.0.1 tcp dport { 5432, 8080 } dnat ip to 127.0.0.1 comment`,
 			`ip daddr 10.200.0.1 meta l4proto { tcp, udp } th dport 53 dnat ip to 127.0.0.53 comment`,
-			`add element inet sbx_test ifaces { "sbx0123456789ab" comment "sbx sandbox 3f2a1b2c-1d2e-4f5a-8b9c-0123456789ab" }`,
-			`add element inet sbx_test nat_chains { "sbx0123456789ab" comment "sbx sandbox 3f2a1b2c-1d2e-4f5a-8b9c-0123456789ab" : jump sandbox_3f2a1b2c-1d2e-4f5a-8b9c-0123456789ab }`,
+			`add element inet hutch_test ifaces { "hutch0123456789" comment "hutch sandbox 3f2a1b2c-1d2e-4f5a-8b9c-0123456789ab" }`,
+			`add element inet hutch_test nat_chains { "hutch0123456789" comment "hutch sandbox 3f2a1b2c-1d2e-4f5a-8b9c-0123456789ab" : jump sandbox_3f2a1b2c-1d2e-4f5a-8b9c-0123456789ab }`,
 		}, nil},
 		{"no ports, host resolver not loopback", nil, "", []string{"add chain", "add element"}, []string{"dnat ip to"}},
 	} {
@@ -72,7 +72,7 @@ func TestBaseScriptNeverForwardsBlanket(t *testing.T) {
 		"ip saddr 10.200.0.0/16 oifname != @ifaces masquerade",
 		"meta nfproto ipv4 ct status dnat accept",
 		"ip daddr { 10.200.0.0/16, 169.254.0.0/16 } reject",
-		"add rule inet sbx_test forward_to_sandboxes drop",
+		"add rule inet hutch_test forward_to_sandboxes drop",
 	} {
 		if !strings.Contains(s, w) {
 			t.Errorf("fixed part lacks %q:\n%s", w, s)
@@ -83,22 +83,22 @@ func TestBaseScriptNeverForwardsBlanket(t *testing.T) {
 // listing is `nft -j list table` output of nft 1.0.6 (trimmed): one
 // sandbox whose elements carry comments, and one element without.
 const listing = `{"nftables": [{"metainfo": {"version": "1.0.6", "json_schema_version": 1}},
-{"table": {"family": "inet", "name": "sbx_test", "handle": 2}},
-{"set": {"family": "inet", "name": "ifaces", "table": "sbx_test", "type": "ifname", "handle": 1,
-  "elem": [{"elem": {"val": "sbx0123456789ab", "comment": "sbx sandbox a"}}, "sbxffffffffffff"]}},
-{"map": {"family": "inet", "name": "nat_chains", "table": "sbx_test", "type": "ifname", "handle": 2, "map": "verdict",
-  "elem": [[{"elem": {"val": "sbx0123456789ab", "comment": "sbx sandbox a"}}, {"jump": {"target": "sandbox_a"}}]]}},
-{"chain": {"family": "inet", "table": "sbx_test", "name": "sandbox_a", "handle": 3}},
-{"chain": {"family": "inet", "table": "sbx_test", "name": "prerouting", "handle": 8, "type": "nat", "hook": "prerouting", "prio": -100, "policy": "accept"}},
-{"chain": {"family": "inet", "table": "sbx_test", "name": "forward_to_sandboxes", "handle": 12}},
-{"rule": {"family": "inet", "table": "sbx_test", "chain": "sandbox_a", "handle": 5, "comment": "sbx sandbox a", "expr": []}}]}`
+{"table": {"family": "inet", "name": "hutch_test", "handle": 2}},
+{"set": {"family": "inet", "name": "ifaces", "table": "hutch_test", "type": "ifname", "handle": 1,
+  "elem": [{"elem": {"val": "hutch0123456789", "comment": "hutch sandbox a"}}, "hutchffffffffff"]}},
+{"map": {"family": "inet", "name": "nat_chains", "table": "hutch_test", "type": "ifname", "handle": 2, "map": "verdict",
+  "elem": [[{"elem": {"val": "hutch0123456789", "comment": "hutch sandbox a"}}, {"jump": {"target": "sandbox_a"}}]]}},
+{"chain": {"family": "inet", "table": "hutch_test", "name": "sandbox_a", "handle": 3}},
+{"chain": {"family": "inet", "table": "hutch_test", "name": "prerouting", "handle": 8, "type": "nat", "hook": "prerouting", "prio": -100, "policy": "accept"}},
+{"chain": {"family": "inet", "table": "hutch_test", "name": "forward_to_sandboxes", "handle": 12}},
+{"rule": {"family": "inet", "table": "hutch_test", "chain": "sandbox_a", "handle": 5, "comment": "hutch sandbox a", "expr": []}}]}`
 
 func TestParseTableAndDeleteScript(t *testing.T) {
 	st, err := parseTable([]byte(listing))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(st.ifaces, []string{"sbx0123456789ab", "sbxffffffffffff"}) || !slices.Equal(st.dnat, []string{"sbx0123456789ab"}) {
+	if !slices.Equal(st.ifaces, []string{"hutch0123456789", "hutchffffffffff"}) || !slices.Equal(st.dnat, []string{"hutch0123456789"}) {
 		t.Fatalf("parsed %+v", st)
 	}
 	// Fixed chains are not a sandbox's: only "a" is an id.
@@ -109,12 +109,12 @@ func TestParseTableAndDeleteScript(t *testing.T) {
 	for _, tc := range []struct {
 		name, id, hostIf, want string
 	}{
-		{"everything of a", "a", "sbx0123456789ab",
-			"delete element inet sbx_test nat_chains { \"sbx0123456789ab\" }\n" +
-				"delete element inet sbx_test ifaces { \"sbx0123456789ab\" }\n" +
-				"flush chain inet sbx_test sandbox_a\ndelete chain inet sbx_test sandbox_a\n"},
-		{"only a set element", "b", "sbxffffffffffff", "delete element inet sbx_test ifaces { \"sbxffffffffffff\" }\n"},
-		{"nothing", "c", "sbx000000000000", ""},
+		{"everything of a", "a", "hutch0123456789",
+			"delete element inet hutch_test nat_chains { \"hutch0123456789\" }\n" +
+				"delete element inet hutch_test ifaces { \"hutch0123456789\" }\n" +
+				"flush chain inet hutch_test sandbox_a\ndelete chain inet hutch_test sandbox_a\n"},
+		{"only a set element", "b", "hutchffffffffff", "delete element inet hutch_test ifaces { \"hutchffffffffff\" }\n"},
+		{"nothing", "c", "hutch0000000000", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := n.deleteScript(st, tc.id, tc.hostIf); got != tc.want {
@@ -135,7 +135,7 @@ func TestScriptsAcceptedByKernel(t *testing.T) {
 		t.Skip("nft not installed")
 	}
 	n := testNft()
-	n.table = "sbx_check_only"
+	n.table = "hutch_check_only"
 	l := testLease()
 	script := n.baseScript() + n.addScript(l, netip.MustParseAddr("127.0.0.53"))
 	if _, err := n.run(context.Background(), script, "--check", "-f", "-"); err != nil {

@@ -18,7 +18,7 @@ import (
 // dropped. search, domain and options lines are kept.
 func resolvConf(host []byte, gateway netip.Addr, local func(netip.Addr) bool) (conf []byte, dns netip.Addr) {
 	var b bytes.Buffer
-	b.WriteString("# written by sbx from the host's resolver configuration\n")
+	b.WriteString("# written by hutch from the host's resolver configuration\n")
 	servers := 0
 	sc := bufio.NewScanner(bytes.NewReader(host))
 	for sc.Scan() {

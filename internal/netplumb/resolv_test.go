@@ -7,7 +7,7 @@ import (
 
 func TestResolvConf(t *testing.T) {
 	gw := netip.MustParseAddr("10.200.0.1")
-	header := "# written by sbx from the host's resolver configuration\n"
+	header := "# written by hutch from the host's resolver configuration\n"
 	for _, tc := range []struct {
 		name, host, want string
 		dns              string // "" means no DNAT

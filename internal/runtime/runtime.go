@@ -1,5 +1,5 @@
-// Package runtime defines what an isolation backend must do for sbx: start
-// an isolated environment whose PID 1 is sbx-agent, hand back one byte stream
+// Package runtime defines what an isolation backend must do for hutch: start
+// an isolated environment whose PID 1 is hutch-agent, hand back one byte stream
 // to that agent, and destroy the environment without leaving anything behind.
 // Exec, files and terminals are agent services, so a runtime knows nothing
 // of them. Backends register themselves; the daemon picks one by name.
@@ -21,7 +21,7 @@ type Spec struct {
 	// Rootfs is the image's root filesystem on the host. It is shared by
 	// every sandbox of the image and must never be written to.
 	Rootfs string
-	// AgentPath is the host path of the sbx-agent binary to run as PID 1.
+	// AgentPath is the host path of the hutch-agent binary to run as PID 1.
 	AgentPath string
 	// CPUs is the CPU limit in whole cores.
 	CPUs uint32

@@ -4,7 +4,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/sbx-dev/sbx/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/errdefs"
 )
 
 // spawnRefused turns the agent's refusal to start a process for want of

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sbx-dev/sbx/api"
-	agentv1 "github.com/sbx-dev/sbx/api/agent/v1"
-	"github.com/sbx-dev/sbx/internal/errdefs"
+	"github.com/hutch-dev/hutch/api"
+	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
+	"github.com/hutch-dev/hutch/internal/errdefs"
 )
 
 // Exec runs one command in a sandbox and returns its output. A timeout is

@@ -1,7 +1,7 @@
 package sandbox
 
 // The catalog and image-cache side of the manager: sandbox::catalog::list,
-// sbx::image::{list,pull,rm}, and the bookkeeping that keeps an image from
+// hutch::image::{list,pull,rm}, and the bookkeeping that keeps an image from
 // being removed under a sandbox.
 
 import (
@@ -11,9 +11,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/sbx-dev/sbx/api"
-	"github.com/sbx-dev/sbx/internal/errdefs"
-	"github.com/sbx-dev/sbx/internal/image"
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/image"
 )
 
 // imageUse tracks images by id between a create's image resolution and
@@ -46,7 +46,7 @@ func (m *Manager) Catalog(context.Context, api.CatalogRequest) (api.CatalogRespo
 	return out, nil
 }
 
-// ImageList is sbx::image::list: the catalog with each image's cache state,
+// ImageList is hutch::image::list: the catalog with each image's cache state,
 // whether the allowlist admits it and how many live sandboxes run it.
 func (m *Manager) ImageList(context.Context, api.ImageListRequest) (api.ImageListResponse, error) {
 	m.mu.Lock()
@@ -71,7 +71,7 @@ func (m *Manager) ImageList(context.Context, api.ImageListRequest) (api.ImageLis
 	return out, nil
 }
 
-// ImagePull is sbx::image::pull: it builds a missing preset, or resolves a
+// ImagePull is hutch::image::pull: it builds a missing preset, or resolves a
 // custom image's reference again and pulls what it names now, and answers
 // once the image is ready. The pull goes on if the caller goes away.
 func (m *Manager) ImagePull(ctx context.Context, req api.ImagePullRequest) (api.ImageStatus, error) {
@@ -86,7 +86,7 @@ func (m *Manager) ImagePull(ctx context.Context, req api.ImagePullRequest) (api.
 	return m.images.Status(req.Name), nil
 }
 
-// ImageRemove is sbx::image::rm: it deletes a catalog image from the cache,
+// ImageRemove is hutch::image::rm: it deletes a catalog image from the cache,
 // refused (S001) while a sandbox runs it or is being created from it. The
 // next create pulls or builds it again (auto_install) or answers S101.
 func (m *Manager) ImageRemove(ctx context.Context, req api.ImageRemoveRequest) (api.ImageRemoveResponse, error) {
@@ -124,7 +124,7 @@ func (m *Manager) ImageRemove(ctx context.Context, req api.ImageRemoveRequest) (
 				what = append(what, fmt.Sprintf("%d sandboxes being created", n))
 			}
 			return errdefs.Malformed("image %s is in use by %s", req.Name, strings.Join(what, " and ")).
-				WithFix(map[string]any{"sandbox_ids": users}, "stop the sandboxes that use it (sbx stop ID), then remove it")
+				WithFix(map[string]any{"sandbox_ids": users}, "stop the sandboxes that use it (hutch stop ID), then remove it")
 		}
 		if m.imgUse.removing == nil {
 			m.imgUse.removing = map[string]bool{}

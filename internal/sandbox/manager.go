@@ -19,12 +19,12 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/sbx-dev/sbx/api"
-	"github.com/sbx-dev/sbx/internal/agentclient"
-	"github.com/sbx-dev/sbx/internal/config"
-	"github.com/sbx-dev/sbx/internal/errdefs"
-	"github.com/sbx-dev/sbx/internal/image"
-	"github.com/sbx-dev/sbx/internal/runtime"
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/agentclient"
+	"github.com/hutch-dev/hutch/internal/config"
+	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/image"
+	"github.com/hutch-dev/hutch/internal/runtime"
 )
 
 // Images is what the manager needs of the image store (image.Store).
@@ -42,9 +42,9 @@ type Options struct {
 	Config  config.Config
 	Runtime runtime.Runtime
 	Images  Images
-	// AgentPath is the host path of the sbx-agent binary.
+	// AgentPath is the host path of the hutch-agent binary.
 	AgentPath string
-	// StateDir holds the metadata store (sbx.db).
+	// StateDir holds the metadata store (hutch.db).
 	StateDir string
 	Logger   *slog.Logger
 	// BootTimeout bounds a create from runtime start to agent answer.
@@ -99,7 +99,7 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 	if opts.BootTimeout == 0 {
 		opts.BootTimeout = 30 * time.Second
 	}
-	st, err := openStore(filepath.Join(opts.StateDir, "sbx.db"))
+	st, err := openStore(filepath.Join(opts.StateDir, "hutch.db"))
 	if err != nil {
 		return nil, err
 	}
@@ -268,7 +268,7 @@ func (m *Manager) bootSandbox(ctx context.Context, rec *record, img *image.Image
 		WritableLayerMB: m.cfg.WritableLayerMB,
 		Network:         rec.Network,
 		GatewayPorts:    ports,
-		Hostname:        "sbx-" + rec.ID[:8],
+		Hostname:        "hutch-" + rec.ID[:8],
 	})
 	if err != nil {
 		return nil, err

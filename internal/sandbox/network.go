@@ -8,7 +8,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/sbx-dev/sbx/internal/runtime"
+	"github.com/hutch-dev/hutch/internal/runtime"
 )
 
 // Gateway forwarding (seed 002). A sandbox created with network: true

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/sbx-dev/sbx/internal/config"
+	"github.com/hutch-dev/hutch/internal/config"
 )
 
 func TestRewriteLocalhost(t *testing.T) {

@@ -10,9 +10,9 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/sbx-dev/sbx/api"
-	"github.com/sbx-dev/sbx/internal/errdefs"
-	"github.com/sbx-dev/sbx/internal/image"
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/image"
 )
 
 // Observer receives the manager's measurements. internal/metrics
@@ -49,13 +49,13 @@ func (nopObserver) Stopped(string)                   {}
 
 // tracer makes the manager's spans. It follows the global tracer provider,
 // a no-op unless the daemon installed one (internal/telemetry).
-var tracer = otel.Tracer("github.com/sbx-dev/sbx/internal/sandbox")
+var tracer = otel.Tracer("github.com/hutch-dev/hutch/internal/sandbox")
 
 // Span attribute keys.
 const (
-	attrSandboxID = attribute.Key("sbx.sandbox_id")
-	attrImage     = attribute.Key("sbx.image")
-	attrCode      = attribute.Key("sbx.error_code")
+	attrSandboxID = attribute.Key("hutch.sandbox_id")
+	attrImage     = attribute.Key("hutch.image")
+	attrCode      = attribute.Key("hutch.error_code")
 )
 
 // observer returns m's Observer, never nil.
@@ -72,7 +72,7 @@ func (m *Manager) traceCreate(ctx context.Context, req api.CreateRequest) (conte
 	start := time.Now()
 	ctx, span := tracer.Start(ctx, "sandbox.create", trace.WithAttributes(
 		attrImage.String(clip(req.Image, 128)),
-		attribute.Bool("sbx.network", req.Network),
+		attribute.Bool("hutch.network", req.Network),
 	))
 	return ctx, func(resp api.CreateResponse, err error) {
 		m.observer().CreateDone(errdefs.Result(err), time.Since(start))
@@ -88,9 +88,9 @@ func (m *Manager) traceCreate(ctx context.Context, req api.CreateRequest) (conte
 func (m *Manager) traceBoot(ctx context.Context, rec *record, img *image.Image) (*sandbox, error) {
 	ctx, span := tracer.Start(ctx, "sandbox.boot", trace.WithAttributes(
 		attrSandboxID.String(rec.ID),
-		attribute.String("sbx.runtime", rec.Runtime),
-		attribute.Int64("sbx.cpus", int64(rec.CPUs)),
-		attribute.Int64("sbx.memory_mb", int64(rec.MemoryMB)),
+		attribute.String("hutch.runtime", rec.Runtime),
+		attribute.Int64("hutch.cpus", int64(rec.CPUs)),
+		attribute.Int64("hutch.memory_mb", int64(rec.MemoryMB)),
 	))
 	sb, err := m.bootSandbox(ctx, rec, img)
 	endSpan(span, err)
@@ -109,11 +109,11 @@ func (m *Manager) traceExec(ctx context.Context, req api.ExecRequest) (context.C
 				result = "timeout"
 			}
 			span.SetAttributes(
-				attribute.Bool("sbx.timed_out", resp.TimedOut),
-				attribute.Int64("sbx.duration_ms", int64(resp.DurationMs)),
+				attribute.Bool("hutch.timed_out", resp.TimedOut),
+				attribute.Int64("hutch.duration_ms", int64(resp.DurationMs)),
 			)
 			if resp.ExitCode != nil {
-				span.SetAttributes(attribute.Int("sbx.exit_code", *resp.ExitCode))
+				span.SetAttributes(attribute.Int("hutch.exit_code", *resp.ExitCode))
 			}
 		}
 		m.observer().ExecDone(result, time.Since(start))

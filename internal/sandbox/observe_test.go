@@ -11,9 +11,9 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/sbx-dev/sbx/api"
-	"github.com/sbx-dev/sbx/internal/config"
-	"github.com/sbx-dev/sbx/internal/errdefs"
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/config"
+	"github.com/hutch-dev/hutch/internal/errdefs"
 )
 
 var (
@@ -64,7 +64,7 @@ func TestCreateAndExecAreObserved(t *testing.T) {
 		t.Fatalf("create at capacity: %v, want S400", err)
 	}
 	attrs, status := lastSpan(t, "sandbox.create")
-	if status != codes.Error || attrs["sbx.error_code"] != "S400" || attrs["sbx.image"] != "ruby" {
+	if status != codes.Error || attrs["hutch.error_code"] != "S400" || attrs["hutch.image"] != "ruby" {
 		t.Errorf("create span: %v %v", attrs, status)
 	}
 
@@ -74,7 +74,7 @@ func TestCreateAndExecAreObserved(t *testing.T) {
 		t.Fatalf("exec of an unknown id: %v", err)
 	}
 	attrs, status = lastSpan(t, "sandbox.exec")
-	if status != codes.Error || attrs["sbx.error_code"] != "S002" || attrs["sbx.sandbox_id"] != unknown {
+	if status != codes.Error || attrs["hutch.error_code"] != "S002" || attrs["hutch.sandbox_id"] != unknown {
 		t.Errorf("exec span: %v %v", attrs, status)
 	}
 
@@ -95,13 +95,13 @@ func TestTraceExecResults(t *testing.T) {
 		attrs  map[string]string
 	}{
 		{"exit status", api.ExecResponse{ExitCode: &three, DurationMs: 12}, nil, "exec:ok",
-			map[string]string{"sbx.exit_code": "3", "sbx.timed_out": "false", "sbx.duration_ms": "12"}},
+			map[string]string{"hutch.exit_code": "3", "hutch.timed_out": "false", "hutch.duration_ms": "12"}},
 		{"timeout", api.ExecResponse{TimedOut: true}, nil, "exec:timeout",
-			map[string]string{"sbx.timed_out": "true"}},
+			map[string]string{"hutch.timed_out": "true"}},
 		{"busy", api.ExecResponse{}, errdefs.New(errdefs.CodeExecBusy, "busy"), "exec:S003",
-			map[string]string{"sbx.error_code": "S003"}},
+			map[string]string{"hutch.error_code": "S003"}},
 		{"caller gone", api.ExecResponse{}, context.Canceled, "exec:canceled",
-			map[string]string{"sbx.error_code": "canceled"}},
+			map[string]string{"hutch.error_code": "canceled"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

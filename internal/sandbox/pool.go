@@ -32,10 +32,10 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/sbx-dev/sbx/api"
-	agentv1 "github.com/sbx-dev/sbx/api/agent/v1"
-	"github.com/sbx-dev/sbx/internal/config"
-	"github.com/sbx-dev/sbx/internal/runtime"
+	"github.com/hutch-dev/hutch/api"
+	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
+	"github.com/hutch-dev/hutch/internal/config"
+	"github.com/hutch-dev/hutch/internal/runtime"
 )
 
 const (
@@ -229,7 +229,7 @@ func (m *Manager) claimWarm(ctx context.Context, req api.CreateRequest, cpus, me
 		sb.baseEnv = baseEnv(sb.user, sb.image, rec.Env)
 		sb.touch()
 		m.countWarm(req.Image, warmHit)
-		trace.SpanFromContext(ctx).SetAttributes(attribute.Bool("sbx.warm_pool_hit", true))
+		trace.SpanFromContext(ctx).SetAttributes(attribute.Bool("hutch.warm_pool_hit", true))
 		m.log.Debug("sandbox taken from the warm pool", "sandbox", rec.ID, "image", rec.Image)
 		return sb
 	}

@@ -4,7 +4,7 @@ import (
 	"maps"
 	"testing"
 
-	"github.com/sbx-dev/sbx/internal/config"
+	"github.com/hutch-dev/hutch/internal/config"
 )
 
 func TestNewWarmPool(t *testing.T) {

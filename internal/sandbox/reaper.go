@@ -3,8 +3,8 @@ package sandbox
 import (
 	"time"
 
-	"github.com/sbx-dev/sbx/internal/config"
-	"github.com/sbx-dev/sbx/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/config"
+	"github.com/hutch-dev/hutch/internal/errdefs"
 )
 
 // reapInterval is the longest the reaper sleeps between passes.

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sbx-dev/sbx/api"
-	"github.com/sbx-dev/sbx/internal/config"
-	"github.com/sbx-dev/sbx/internal/errdefs"
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/config"
+	"github.com/hutch-dev/hutch/internal/errdefs"
 )
 
 // The reaper's decisions depend on wall-clock times that integration tests
@@ -43,7 +43,7 @@ func (o *recordingObserver) list() []string {
 // testManager is a manager with a real store and no runtime.
 func testManager(t *testing.T, cfg config.Config) (*Manager, *recordingObserver) {
 	t.Helper()
-	st, err := openStore(filepath.Join(t.TempDir(), "sbx.db"))
+	st, err := openStore(filepath.Join(t.TempDir(), "hutch.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

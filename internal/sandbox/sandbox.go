@@ -5,10 +5,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sbx-dev/sbx/api"
-	"github.com/sbx-dev/sbx/internal/agentclient"
-	"github.com/sbx-dev/sbx/internal/image"
-	"github.com/sbx-dev/sbx/internal/runtime"
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/agentclient"
+	"github.com/hutch-dev/hutch/internal/image"
+	"github.com/hutch-dev/hutch/internal/runtime"
 )
 
 // sandbox is the manager's live view of one sandbox.

@@ -1,9 +1,9 @@
 package sandbox
 
 import (
-	agentv1 "github.com/sbx-dev/sbx/api/agent/v1"
-	"github.com/sbx-dev/sbx/internal/errdefs"
-	"github.com/sbx-dev/sbx/internal/image"
+	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
+	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/image"
 )
 
 // defaultPath is the PATH of an image whose config sets none, as

@@ -11,7 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/kballard/go-shellquote"
 
-	"github.com/sbx-dev/sbx/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/errdefs"
 )
 
 // parseID checks that id is a UUID and returns its canonical form.

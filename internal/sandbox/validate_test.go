@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sbx-dev/sbx/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/errdefs"
 )
 
 func TestCommandArgv(t *testing.T) {

@@ -1,4 +1,4 @@
-// Package telemetry installs sbx's OpenTelemetry tracing. Tracing is off
+// Package telemetry installs hutch's OpenTelemetry tracing. Tracing is off
 // unless the standard environment asks for it: with
 // OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) set,
 // Setup installs a tracer provider that batches spans to that collector
@@ -29,9 +29,9 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
-// ServiceName is the service.name of sbx's spans unless OTEL_SERVICE_NAME
+// ServiceName is the service.name of hutch's spans unless OTEL_SERVICE_NAME
 // says otherwise.
-const ServiceName = "sbx"
+const ServiceName = "hutch"
 
 // Enabled reports whether the environment asks for trace export.
 func Enabled() bool {

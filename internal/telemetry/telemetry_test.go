@@ -12,7 +12,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/propagation"
 
-	"github.com/sbx-dev/sbx/internal/telemetry/otlptest"
+	"github.com/hutch-dev/hutch/internal/telemetry/otlptest"
 )
 
 var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -42,20 +42,20 @@ func TestSetupExportsOverOTLPHTTP(t *testing.T) {
 	hdr := http.Header{"Traceparent": {"00-" + parentTrace + "-00f067aa0ba902b7-01"}}
 	ctx := otel.GetTextMapPropagator().Extract(context.Background(), propagation.HeaderCarrier(hdr))
 	_, span := otel.Tracer("test").Start(ctx, "sandbox.create")
-	span.SetAttributes(attribute.String("sbx.sandbox_id", "abc"))
+	span.SetAttributes(attribute.String("hutch.sandbox_id", "abc"))
 	span.End()
 
 	if err := shutdown(context.Background()); err != nil {
 		t.Fatalf("shutdown: %v", err)
 	}
-	s, ok := rcv.WaitFor("sandbox.create", map[string]string{"sbx.sandbox_id": "abc"}, 5*time.Second)
+	s, ok := rcv.WaitFor("sandbox.create", map[string]string{"hutch.sandbox_id": "abc"}, 5*time.Second)
 	if !ok {
 		t.Fatalf("span not received; got %+v", rcv.Spans())
 	}
 	if s.TraceID != parentTrace || s.Parent != "00f067aa0ba902b7" {
 		t.Errorf("span trace %s parent %s, want the caller's trace", s.TraceID, s.Parent)
 	}
-	for k, want := range map[string]string{"service.name": "sbx", "service.version": "v9.9.9", "deployment.environment": "test"} {
+	for k, want := range map[string]string{"service.name": "hutch", "service.version": "v9.9.9", "deployment.environment": "test"} {
 		if s.Resource[k] != want {
 			t.Errorf("resource %s = %q, want %q", k, s.Resource[k], want)
 		}

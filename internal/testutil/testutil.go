@@ -1,4 +1,4 @@
-// Package testutil holds helpers shared by sbx's tests: gating privileged
+// Package testutil holds helpers shared by hutch's tests: gating privileged
 // tests, finding the repository's binaries and the shared image cache.
 package testutil
 
@@ -11,15 +11,15 @@ import (
 	"testing"
 )
 
-// Required reports whether integration tests must run (SBX_REQUIRE_INTEGRATION=1):
+// Required reports whether integration tests must run (HUTCH_REQUIRE_INTEGRATION=1):
 // then a missing prerequisite fails the test instead of skipping it.
-func Required() bool { return os.Getenv("SBX_REQUIRE_INTEGRATION") == "1" }
+func Required() bool { return os.Getenv("HUTCH_REQUIRE_INTEGRATION") == "1" }
 
 // skip skips t with reason, or fails it when integration is required.
 func skip(t testing.TB, reason string) {
 	t.Helper()
 	if Required() {
-		t.Fatalf("integration prerequisite missing (SBX_REQUIRE_INTEGRATION=1): %s", reason)
+		t.Fatalf("integration prerequisite missing (HUTCH_REQUIRE_INTEGRATION=1): %s", reason)
 	}
 	t.Skip(reason)
 }
@@ -33,7 +33,7 @@ func RequiresRoot(t testing.TB) {
 }
 
 // RequiresIntegration skips t unless the host can boot real sandboxes:
-// root, a runsc binary (bin/runsc or $SBX_RUNSC) and mmdebstrap for presets.
+// root, a runsc binary (bin/runsc or $HUTCH_RUNSC) and mmdebstrap for presets.
 func RequiresIntegration(t testing.TB) {
 	t.Helper()
 	RequiresRoot(t)
@@ -51,22 +51,22 @@ func RepoRoot() string {
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
 }
 
-// RunscPath is the runsc binary tests use: $SBX_RUNSC, else bin/runsc.
+// RunscPath is the runsc binary tests use: $HUTCH_RUNSC, else bin/runsc.
 func RunscPath() string {
-	if p := os.Getenv("SBX_RUNSC"); p != "" {
+	if p := os.Getenv("HUTCH_RUNSC"); p != "" {
 		return p
 	}
 	return filepath.Join(RepoRoot(), "bin", "runsc")
 }
 
 // ImageCacheDir is the image cache shared by every test run on this machine,
-// so each preset is built once per machine: $SBX_TEST_IMAGE_CACHE, else
-// /var/tmp/sbx-image-cache.
+// so each preset is built once per machine: $HUTCH_TEST_IMAGE_CACHE, else
+// /var/tmp/hutch-image-cache.
 func ImageCacheDir() string {
-	if p := os.Getenv("SBX_TEST_IMAGE_CACHE"); p != "" {
+	if p := os.Getenv("HUTCH_TEST_IMAGE_CACHE"); p != "" {
 		return p
 	}
-	return "/var/tmp/sbx-image-cache"
+	return "/var/tmp/hutch-image-cache"
 }
 
 var (
@@ -75,7 +75,7 @@ var (
 	built = map[string]string{}
 )
 
-// BuildBinary builds a main package of this module (e.g. "./cmd/sbx-agent")
+// BuildBinary builds a main package of this module (e.g. "./cmd/hutch-agent")
 // statically, once per test process, and returns the binary's path.
 func BuildBinary(t testing.TB, pkg string) string {
 	t.Helper()
@@ -84,7 +84,7 @@ func BuildBinary(t testing.TB, pkg string) string {
 	if p, ok := built[pkg]; ok {
 		return p
 	}
-	dir, err := os.MkdirTemp("", "sbx-test-bin-")
+	dir, err := os.MkdirTemp("", "hutch-test-bin-")
 	if err != nil {
 		t.Fatal(err)
 	}

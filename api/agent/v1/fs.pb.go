@@ -1,4 +1,4 @@
-// The filesystem service of sbx-agent: the sandbox::fs::* operations and
+// The filesystem service of hutch-agent: the sandbox::fs::* operations and
 // streamed transfers, run by the agent inside the sandbox so that every path
 // resolves in the sandbox's own filesystem. It is served next to Agent on
 // the same gRPC server.
@@ -106,7 +106,7 @@ func (FsErrorKind) EnumDescriptor() ([]byte, []int) {
 // FsError is the detail of a failed operation's status.
 type FsError struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	Kind  FsErrorKind            `protobuf:"varint,1,opt,name=kind,proto3,enum=sbx.agent.v1.FsErrorKind" json:"kind,omitempty"`
+	Kind  FsErrorKind            `protobuf:"varint,1,opt,name=kind,proto3,enum=hutch.agent.v1.FsErrorKind" json:"kind,omitempty"`
 	// The path the error is about.
 	Path string `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
 	// Human text naming the path, e.g. "ls /x: no such file or directory".
@@ -1680,9 +1680,9 @@ var File_api_agent_v1_fs_proto protoreflect.FileDescriptor
 
 const file_api_agent_v1_fs_proto_rawDesc = "" +
 	"\n" +
-	"\x15api/agent/v1/fs.proto\x12\fsbx.agent.v1\"f\n" +
-	"\aFsError\x12-\n" +
-	"\x04kind\x18\x01 \x01(\x0e2\x19.sbx.agent.v1.FsErrorKindR\x04kind\x12\x12\n" +
+	"\x15api/agent/v1/fs.proto\x12\x0ehutch.agent.v1\"h\n" +
+	"\aFsError\x12/\n" +
+	"\x04kind\x18\x01 \x01(\x0e2\x1b.hutch.agent.v1.FsErrorKindR\x04kind\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x18\n" +
 	"\amessage\x18\x03 \x01(\tR\amessage\"\xb0\x01\n" +
 	"\aFsEntry\x12\x12\n" +
@@ -1696,9 +1696,9 @@ const file_api_agent_v1_fs_proto_rawDesc = "" +
 	"\n" +
 	"is_regular\x18\a \x01(\bR\tisRegular\"!\n" +
 	"\vFsLsRequest\x12\x12\n" +
-	"\x04path\x18\x01 \x01(\tR\x04path\"?\n" +
-	"\fFsLsResponse\x12/\n" +
-	"\aentries\x18\x01 \x03(\v2\x15.sbx.agent.v1.FsEntryR\aentries\"#\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\"A\n" +
+	"\fFsLsResponse\x121\n" +
+	"\aentries\x18\x01 \x03(\v2\x17.hutch.agent.v1.FsEntryR\aentries\"#\n" +
 	"\rFsStatRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\"R\n" +
 	"\x0eFsMkdirRequest\x12\x12\n" +
@@ -1709,9 +1709,9 @@ const file_api_agent_v1_fs_proto_rawDesc = "" +
 	"\acreated\x18\x01 \x01(\bR\acreated\"D\n" +
 	"\x11FsReadFileRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1b\n" +
-	"\tmax_bytes\x18\x02 \x01(\x03R\bmaxBytes\"|\n" +
-	"\x12FsReadFileResponse\x12+\n" +
-	"\x05entry\x18\x01 \x01(\v2\x15.sbx.agent.v1.FsEntryR\x05entry\x12\x1f\n" +
+	"\tmax_bytes\x18\x02 \x01(\x03R\bmaxBytes\"~\n" +
+	"\x12FsReadFileResponse\x12-\n" +
+	"\x05entry\x18\x01 \x01(\v2\x17.hutch.agent.v1.FsEntryR\x05entry\x12\x1f\n" +
 	"\vhas_content\x18\x02 \x01(\bR\n" +
 	"hasContent\x12\x18\n" +
 	"\acontent\x18\x03 \x01(\fR\acontent\"?\n" +
@@ -1740,56 +1740,56 @@ const file_api_agent_v1_fs_proto_rawDesc = "" +
 	"\bFsFilter\x12\x1c\n" +
 	"\trecursive\x18\x01 \x01(\bR\trecursive\x12!\n" +
 	"\finclude_glob\x18\x02 \x03(\tR\vincludeGlob\x12!\n" +
-	"\fexclude_glob\x18\x03 \x03(\tR\vexcludeGlob\"\xd5\x01\n" +
+	"\fexclude_glob\x18\x03 \x03(\tR\vexcludeGlob\"\xd7\x01\n" +
 	"\rFsGrepRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x18\n" +
 	"\apattern\x18\x02 \x01(\tR\apattern\x12\x1f\n" +
 	"\vignore_case\x18\x03 \x01(\bR\n" +
-	"ignoreCase\x12.\n" +
-	"\x06filter\x18\x04 \x01(\v2\x16.sbx.agent.v1.FsFilterR\x06filter\x12\x1f\n" +
+	"ignoreCase\x120\n" +
+	"\x06filter\x18\x04 \x01(\v2\x18.hutch.agent.v1.FsFilterR\x06filter\x12\x1f\n" +
 	"\vmax_matches\x18\x05 \x01(\x03R\n" +
 	"maxMatches\x12$\n" +
 	"\x0emax_line_bytes\x18\x06 \x01(\x03R\fmaxLineBytes\"O\n" +
 	"\vFsGrepMatch\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
 	"\x04line\x18\x02 \x01(\x03R\x04line\x12\x18\n" +
-	"\acontent\x18\x03 \x01(\fR\acontent\"c\n" +
-	"\x0eFsGrepResponse\x123\n" +
-	"\amatches\x18\x01 \x03(\v2\x19.sbx.agent.v1.FsGrepMatchR\amatches\x12\x1c\n" +
-	"\ttruncated\x18\x02 \x01(\bR\ttruncated\"\xfa\x01\n" +
+	"\acontent\x18\x03 \x01(\fR\acontent\"e\n" +
+	"\x0eFsGrepResponse\x125\n" +
+	"\amatches\x18\x01 \x03(\v2\x1b.hutch.agent.v1.FsGrepMatchR\amatches\x12\x1c\n" +
+	"\ttruncated\x18\x02 \x01(\bR\ttruncated\"\xfc\x01\n" +
 	"\fFsSedRequest\x12\x14\n" +
 	"\x05files\x18\x01 \x03(\tR\x05files\x12\x12\n" +
-	"\x04path\x18\x02 \x01(\tR\x04path\x12.\n" +
-	"\x06filter\x18\x03 \x01(\v2\x16.sbx.agent.v1.FsFilterR\x06filter\x12\x18\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x120\n" +
+	"\x06filter\x18\x03 \x01(\v2\x18.hutch.agent.v1.FsFilterR\x06filter\x12\x18\n" +
 	"\apattern\x18\x04 \x01(\tR\apattern\x12 \n" +
 	"\vreplacement\x18\x05 \x01(\tR\vreplacement\x12\x14\n" +
 	"\x05regex\x18\x06 \x01(\bR\x05regex\x12\x1d\n" +
 	"\n" +
 	"first_only\x18\a \x01(\bR\tfirstOnly\x12\x1f\n" +
 	"\vignore_case\x18\b \x01(\bR\n" +
-	"ignoreCase\"r\n" +
+	"ignoreCase\"t\n" +
 	"\vFsSedResult\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\"\n" +
-	"\freplacements\x18\x02 \x01(\x03R\freplacements\x12+\n" +
-	"\x05error\x18\x03 \x01(\v2\x15.sbx.agent.v1.FsErrorR\x05error\"D\n" +
-	"\rFsSedResponse\x123\n" +
-	"\aresults\x18\x01 \x03(\v2\x19.sbx.agent.v1.FsSedResultR\aresults\"`\n" +
+	"\freplacements\x18\x02 \x01(\x03R\freplacements\x12-\n" +
+	"\x05error\x18\x03 \x01(\v2\x17.hutch.agent.v1.FsErrorR\x05error\"F\n" +
+	"\rFsSedResponse\x125\n" +
+	"\aresults\x18\x01 \x03(\v2\x1b.hutch.agent.v1.FsSedResultR\aresults\"`\n" +
 	"\x0eFsUploadHeader\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x17\n" +
 	"\x04mode\x18\x02 \x01(\rH\x00R\x04mode\x88\x01\x01\x12\x18\n" +
 	"\aparents\x18\x03 \x01(\bR\aparentsB\a\n" +
-	"\x05_mode\"m\n" +
-	"\x0fFsUploadRequest\x124\n" +
-	"\x06header\x18\x01 \x01(\v2\x1c.sbx.agent.v1.FsUploadHeaderR\x06header\x12\x12\n" +
+	"\x05_mode\"o\n" +
+	"\x0fFsUploadRequest\x126\n" +
+	"\x06header\x18\x01 \x01(\v2\x1e.hutch.agent.v1.FsUploadHeaderR\x06header\x12\x12\n" +
 	"\x04data\x18\x02 \x01(\fR\x04data\x12\x10\n" +
 	"\x03eof\x18\x03 \x01(\bR\x03eof\"K\n" +
 	"\x10FsUploadResponse\x12#\n" +
 	"\rbytes_written\x18\x01 \x01(\x03R\fbytesWritten\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\"'\n" +
 	"\x11FsDownloadRequest\x12\x12\n" +
-	"\x04path\x18\x01 \x01(\tR\x04path\"U\n" +
-	"\x12FsDownloadResponse\x12+\n" +
-	"\x05entry\x18\x01 \x01(\v2\x15.sbx.agent.v1.FsEntryR\x05entry\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\"W\n" +
+	"\x12FsDownloadResponse\x12-\n" +
+	"\x05entry\x18\x01 \x01(\v2\x17.hutch.agent.v1.FsEntryR\x05entry\x12\x12\n" +
 	"\x04data\x18\x02 \x01(\fR\x04data*\xcb\x02\n" +
 	"\vFsErrorKind\x12\x1d\n" +
 	"\x19FS_ERROR_KIND_UNSPECIFIED\x10\x00\x12\x19\n" +
@@ -1803,19 +1803,19 @@ const file_api_agent_v1_fs_proto_rawDesc = "" +
 	"\x17FS_ERROR_KIND_BAD_REGEX\x10\b\x12 \n" +
 	"\x1cFS_ERROR_KIND_STREAM_ABORTED\x10\t\x12\x1d\n" +
 	"\x19FS_ERROR_KIND_UNSUPPORTED\x10\n" +
-	"2\xf1\x05\n" +
-	"\x02Fs\x12;\n" +
-	"\x02Ls\x12\x19.sbx.agent.v1.FsLsRequest\x1a\x1a.sbx.agent.v1.FsLsResponse\x12:\n" +
-	"\x04Stat\x12\x1b.sbx.agent.v1.FsStatRequest\x1a\x15.sbx.agent.v1.FsEntry\x12D\n" +
-	"\x05Mkdir\x12\x1c.sbx.agent.v1.FsMkdirRequest\x1a\x1d.sbx.agent.v1.FsMkdirResponse\x12M\n" +
-	"\bReadFile\x12\x1f.sbx.agent.v1.FsReadFileRequest\x1a .sbx.agent.v1.FsReadFileResponse\x12;\n" +
-	"\x02Rm\x12\x19.sbx.agent.v1.FsRmRequest\x1a\x1a.sbx.agent.v1.FsRmResponse\x12;\n" +
-	"\x02Mv\x12\x19.sbx.agent.v1.FsMvRequest\x1a\x1a.sbx.agent.v1.FsMvResponse\x12D\n" +
-	"\x05Chmod\x12\x1c.sbx.agent.v1.FsChmodRequest\x1a\x1d.sbx.agent.v1.FsChmodResponse\x12A\n" +
-	"\x04Grep\x12\x1b.sbx.agent.v1.FsGrepRequest\x1a\x1c.sbx.agent.v1.FsGrepResponse\x12>\n" +
-	"\x03Sed\x12\x1a.sbx.agent.v1.FsSedRequest\x1a\x1b.sbx.agent.v1.FsSedResponse\x12I\n" +
-	"\x06Upload\x12\x1d.sbx.agent.v1.FsUploadRequest\x1a\x1e.sbx.agent.v1.FsUploadResponse(\x01\x12O\n" +
-	"\bDownload\x12\x1f.sbx.agent.v1.FsDownloadRequest\x1a .sbx.agent.v1.FsDownloadResponse0\x01B-Z+github.com/sbx-dev/sbx/api/agent/v1;agentv1b\x06proto3"
+	"2\x9d\x06\n" +
+	"\x02Fs\x12?\n" +
+	"\x02Ls\x12\x1b.hutch.agent.v1.FsLsRequest\x1a\x1c.hutch.agent.v1.FsLsResponse\x12>\n" +
+	"\x04Stat\x12\x1d.hutch.agent.v1.FsStatRequest\x1a\x17.hutch.agent.v1.FsEntry\x12H\n" +
+	"\x05Mkdir\x12\x1e.hutch.agent.v1.FsMkdirRequest\x1a\x1f.hutch.agent.v1.FsMkdirResponse\x12Q\n" +
+	"\bReadFile\x12!.hutch.agent.v1.FsReadFileRequest\x1a\".hutch.agent.v1.FsReadFileResponse\x12?\n" +
+	"\x02Rm\x12\x1b.hutch.agent.v1.FsRmRequest\x1a\x1c.hutch.agent.v1.FsRmResponse\x12?\n" +
+	"\x02Mv\x12\x1b.hutch.agent.v1.FsMvRequest\x1a\x1c.hutch.agent.v1.FsMvResponse\x12H\n" +
+	"\x05Chmod\x12\x1e.hutch.agent.v1.FsChmodRequest\x1a\x1f.hutch.agent.v1.FsChmodResponse\x12E\n" +
+	"\x04Grep\x12\x1d.hutch.agent.v1.FsGrepRequest\x1a\x1e.hutch.agent.v1.FsGrepResponse\x12B\n" +
+	"\x03Sed\x12\x1c.hutch.agent.v1.FsSedRequest\x1a\x1d.hutch.agent.v1.FsSedResponse\x12M\n" +
+	"\x06Upload\x12\x1f.hutch.agent.v1.FsUploadRequest\x1a .hutch.agent.v1.FsUploadResponse(\x01\x12S\n" +
+	"\bDownload\x12!.hutch.agent.v1.FsDownloadRequest\x1a\".hutch.agent.v1.FsDownloadResponse0\x01B1Z/github.com/hutch-dev/hutch/api/agent/v1;agentv1b\x06proto3"
 
 var (
 	file_api_agent_v1_fs_proto_rawDescOnce sync.Once
@@ -1832,68 +1832,68 @@ func file_api_agent_v1_fs_proto_rawDescGZIP() []byte {
 var file_api_agent_v1_fs_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
 var file_api_agent_v1_fs_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_api_agent_v1_fs_proto_goTypes = []any{
-	(FsErrorKind)(0),           // 0: sbx.agent.v1.FsErrorKind
-	(*FsError)(nil),            // 1: sbx.agent.v1.FsError
-	(*FsEntry)(nil),            // 2: sbx.agent.v1.FsEntry
-	(*FsLsRequest)(nil),        // 3: sbx.agent.v1.FsLsRequest
-	(*FsLsResponse)(nil),       // 4: sbx.agent.v1.FsLsResponse
-	(*FsStatRequest)(nil),      // 5: sbx.agent.v1.FsStatRequest
-	(*FsMkdirRequest)(nil),     // 6: sbx.agent.v1.FsMkdirRequest
-	(*FsMkdirResponse)(nil),    // 7: sbx.agent.v1.FsMkdirResponse
-	(*FsReadFileRequest)(nil),  // 8: sbx.agent.v1.FsReadFileRequest
-	(*FsReadFileResponse)(nil), // 9: sbx.agent.v1.FsReadFileResponse
-	(*FsRmRequest)(nil),        // 10: sbx.agent.v1.FsRmRequest
-	(*FsRmResponse)(nil),       // 11: sbx.agent.v1.FsRmResponse
-	(*FsMvRequest)(nil),        // 12: sbx.agent.v1.FsMvRequest
-	(*FsMvResponse)(nil),       // 13: sbx.agent.v1.FsMvResponse
-	(*FsChmodRequest)(nil),     // 14: sbx.agent.v1.FsChmodRequest
-	(*FsChmodResponse)(nil),    // 15: sbx.agent.v1.FsChmodResponse
-	(*FsFilter)(nil),           // 16: sbx.agent.v1.FsFilter
-	(*FsGrepRequest)(nil),      // 17: sbx.agent.v1.FsGrepRequest
-	(*FsGrepMatch)(nil),        // 18: sbx.agent.v1.FsGrepMatch
-	(*FsGrepResponse)(nil),     // 19: sbx.agent.v1.FsGrepResponse
-	(*FsSedRequest)(nil),       // 20: sbx.agent.v1.FsSedRequest
-	(*FsSedResult)(nil),        // 21: sbx.agent.v1.FsSedResult
-	(*FsSedResponse)(nil),      // 22: sbx.agent.v1.FsSedResponse
-	(*FsUploadHeader)(nil),     // 23: sbx.agent.v1.FsUploadHeader
-	(*FsUploadRequest)(nil),    // 24: sbx.agent.v1.FsUploadRequest
-	(*FsUploadResponse)(nil),   // 25: sbx.agent.v1.FsUploadResponse
-	(*FsDownloadRequest)(nil),  // 26: sbx.agent.v1.FsDownloadRequest
-	(*FsDownloadResponse)(nil), // 27: sbx.agent.v1.FsDownloadResponse
+	(FsErrorKind)(0),           // 0: hutch.agent.v1.FsErrorKind
+	(*FsError)(nil),            // 1: hutch.agent.v1.FsError
+	(*FsEntry)(nil),            // 2: hutch.agent.v1.FsEntry
+	(*FsLsRequest)(nil),        // 3: hutch.agent.v1.FsLsRequest
+	(*FsLsResponse)(nil),       // 4: hutch.agent.v1.FsLsResponse
+	(*FsStatRequest)(nil),      // 5: hutch.agent.v1.FsStatRequest
+	(*FsMkdirRequest)(nil),     // 6: hutch.agent.v1.FsMkdirRequest
+	(*FsMkdirResponse)(nil),    // 7: hutch.agent.v1.FsMkdirResponse
+	(*FsReadFileRequest)(nil),  // 8: hutch.agent.v1.FsReadFileRequest
+	(*FsReadFileResponse)(nil), // 9: hutch.agent.v1.FsReadFileResponse
+	(*FsRmRequest)(nil),        // 10: hutch.agent.v1.FsRmRequest
+	(*FsRmResponse)(nil),       // 11: hutch.agent.v1.FsRmResponse
+	(*FsMvRequest)(nil),        // 12: hutch.agent.v1.FsMvRequest
+	(*FsMvResponse)(nil),       // 13: hutch.agent.v1.FsMvResponse
+	(*FsChmodRequest)(nil),     // 14: hutch.agent.v1.FsChmodRequest
+	(*FsChmodResponse)(nil),    // 15: hutch.agent.v1.FsChmodResponse
+	(*FsFilter)(nil),           // 16: hutch.agent.v1.FsFilter
+	(*FsGrepRequest)(nil),      // 17: hutch.agent.v1.FsGrepRequest
+	(*FsGrepMatch)(nil),        // 18: hutch.agent.v1.FsGrepMatch
+	(*FsGrepResponse)(nil),     // 19: hutch.agent.v1.FsGrepResponse
+	(*FsSedRequest)(nil),       // 20: hutch.agent.v1.FsSedRequest
+	(*FsSedResult)(nil),        // 21: hutch.agent.v1.FsSedResult
+	(*FsSedResponse)(nil),      // 22: hutch.agent.v1.FsSedResponse
+	(*FsUploadHeader)(nil),     // 23: hutch.agent.v1.FsUploadHeader
+	(*FsUploadRequest)(nil),    // 24: hutch.agent.v1.FsUploadRequest
+	(*FsUploadResponse)(nil),   // 25: hutch.agent.v1.FsUploadResponse
+	(*FsDownloadRequest)(nil),  // 26: hutch.agent.v1.FsDownloadRequest
+	(*FsDownloadResponse)(nil), // 27: hutch.agent.v1.FsDownloadResponse
 }
 var file_api_agent_v1_fs_proto_depIdxs = []int32{
-	0,  // 0: sbx.agent.v1.FsError.kind:type_name -> sbx.agent.v1.FsErrorKind
-	2,  // 1: sbx.agent.v1.FsLsResponse.entries:type_name -> sbx.agent.v1.FsEntry
-	2,  // 2: sbx.agent.v1.FsReadFileResponse.entry:type_name -> sbx.agent.v1.FsEntry
-	16, // 3: sbx.agent.v1.FsGrepRequest.filter:type_name -> sbx.agent.v1.FsFilter
-	18, // 4: sbx.agent.v1.FsGrepResponse.matches:type_name -> sbx.agent.v1.FsGrepMatch
-	16, // 5: sbx.agent.v1.FsSedRequest.filter:type_name -> sbx.agent.v1.FsFilter
-	1,  // 6: sbx.agent.v1.FsSedResult.error:type_name -> sbx.agent.v1.FsError
-	21, // 7: sbx.agent.v1.FsSedResponse.results:type_name -> sbx.agent.v1.FsSedResult
-	23, // 8: sbx.agent.v1.FsUploadRequest.header:type_name -> sbx.agent.v1.FsUploadHeader
-	2,  // 9: sbx.agent.v1.FsDownloadResponse.entry:type_name -> sbx.agent.v1.FsEntry
-	3,  // 10: sbx.agent.v1.Fs.Ls:input_type -> sbx.agent.v1.FsLsRequest
-	5,  // 11: sbx.agent.v1.Fs.Stat:input_type -> sbx.agent.v1.FsStatRequest
-	6,  // 12: sbx.agent.v1.Fs.Mkdir:input_type -> sbx.agent.v1.FsMkdirRequest
-	8,  // 13: sbx.agent.v1.Fs.ReadFile:input_type -> sbx.agent.v1.FsReadFileRequest
-	10, // 14: sbx.agent.v1.Fs.Rm:input_type -> sbx.agent.v1.FsRmRequest
-	12, // 15: sbx.agent.v1.Fs.Mv:input_type -> sbx.agent.v1.FsMvRequest
-	14, // 16: sbx.agent.v1.Fs.Chmod:input_type -> sbx.agent.v1.FsChmodRequest
-	17, // 17: sbx.agent.v1.Fs.Grep:input_type -> sbx.agent.v1.FsGrepRequest
-	20, // 18: sbx.agent.v1.Fs.Sed:input_type -> sbx.agent.v1.FsSedRequest
-	24, // 19: sbx.agent.v1.Fs.Upload:input_type -> sbx.agent.v1.FsUploadRequest
-	26, // 20: sbx.agent.v1.Fs.Download:input_type -> sbx.agent.v1.FsDownloadRequest
-	4,  // 21: sbx.agent.v1.Fs.Ls:output_type -> sbx.agent.v1.FsLsResponse
-	2,  // 22: sbx.agent.v1.Fs.Stat:output_type -> sbx.agent.v1.FsEntry
-	7,  // 23: sbx.agent.v1.Fs.Mkdir:output_type -> sbx.agent.v1.FsMkdirResponse
-	9,  // 24: sbx.agent.v1.Fs.ReadFile:output_type -> sbx.agent.v1.FsReadFileResponse
-	11, // 25: sbx.agent.v1.Fs.Rm:output_type -> sbx.agent.v1.FsRmResponse
-	13, // 26: sbx.agent.v1.Fs.Mv:output_type -> sbx.agent.v1.FsMvResponse
-	15, // 27: sbx.agent.v1.Fs.Chmod:output_type -> sbx.agent.v1.FsChmodResponse
-	19, // 28: sbx.agent.v1.Fs.Grep:output_type -> sbx.agent.v1.FsGrepResponse
-	22, // 29: sbx.agent.v1.Fs.Sed:output_type -> sbx.agent.v1.FsSedResponse
-	25, // 30: sbx.agent.v1.Fs.Upload:output_type -> sbx.agent.v1.FsUploadResponse
-	27, // 31: sbx.agent.v1.Fs.Download:output_type -> sbx.agent.v1.FsDownloadResponse
+	0,  // 0: hutch.agent.v1.FsError.kind:type_name -> hutch.agent.v1.FsErrorKind
+	2,  // 1: hutch.agent.v1.FsLsResponse.entries:type_name -> hutch.agent.v1.FsEntry
+	2,  // 2: hutch.agent.v1.FsReadFileResponse.entry:type_name -> hutch.agent.v1.FsEntry
+	16, // 3: hutch.agent.v1.FsGrepRequest.filter:type_name -> hutch.agent.v1.FsFilter
+	18, // 4: hutch.agent.v1.FsGrepResponse.matches:type_name -> hutch.agent.v1.FsGrepMatch
+	16, // 5: hutch.agent.v1.FsSedRequest.filter:type_name -> hutch.agent.v1.FsFilter
+	1,  // 6: hutch.agent.v1.FsSedResult.error:type_name -> hutch.agent.v1.FsError
+	21, // 7: hutch.agent.v1.FsSedResponse.results:type_name -> hutch.agent.v1.FsSedResult
+	23, // 8: hutch.agent.v1.FsUploadRequest.header:type_name -> hutch.agent.v1.FsUploadHeader
+	2,  // 9: hutch.agent.v1.FsDownloadResponse.entry:type_name -> hutch.agent.v1.FsEntry
+	3,  // 10: hutch.agent.v1.Fs.Ls:input_type -> hutch.agent.v1.FsLsRequest
+	5,  // 11: hutch.agent.v1.Fs.Stat:input_type -> hutch.agent.v1.FsStatRequest
+	6,  // 12: hutch.agent.v1.Fs.Mkdir:input_type -> hutch.agent.v1.FsMkdirRequest
+	8,  // 13: hutch.agent.v1.Fs.ReadFile:input_type -> hutch.agent.v1.FsReadFileRequest
+	10, // 14: hutch.agent.v1.Fs.Rm:input_type -> hutch.agent.v1.FsRmRequest
+	12, // 15: hutch.agent.v1.Fs.Mv:input_type -> hutch.agent.v1.FsMvRequest
+	14, // 16: hutch.agent.v1.Fs.Chmod:input_type -> hutch.agent.v1.FsChmodRequest
+	17, // 17: hutch.agent.v1.Fs.Grep:input_type -> hutch.agent.v1.FsGrepRequest
+	20, // 18: hutch.agent.v1.Fs.Sed:input_type -> hutch.agent.v1.FsSedRequest
+	24, // 19: hutch.agent.v1.Fs.Upload:input_type -> hutch.agent.v1.FsUploadRequest
+	26, // 20: hutch.agent.v1.Fs.Download:input_type -> hutch.agent.v1.FsDownloadRequest
+	4,  // 21: hutch.agent.v1.Fs.Ls:output_type -> hutch.agent.v1.FsLsResponse
+	2,  // 22: hutch.agent.v1.Fs.Stat:output_type -> hutch.agent.v1.FsEntry
+	7,  // 23: hutch.agent.v1.Fs.Mkdir:output_type -> hutch.agent.v1.FsMkdirResponse
+	9,  // 24: hutch.agent.v1.Fs.ReadFile:output_type -> hutch.agent.v1.FsReadFileResponse
+	11, // 25: hutch.agent.v1.Fs.Rm:output_type -> hutch.agent.v1.FsRmResponse
+	13, // 26: hutch.agent.v1.Fs.Mv:output_type -> hutch.agent.v1.FsMvResponse
+	15, // 27: hutch.agent.v1.Fs.Chmod:output_type -> hutch.agent.v1.FsChmodResponse
+	19, // 28: hutch.agent.v1.Fs.Grep:output_type -> hutch.agent.v1.FsGrepResponse
+	22, // 29: hutch.agent.v1.Fs.Sed:output_type -> hutch.agent.v1.FsSedResponse
+	25, // 30: hutch.agent.v1.Fs.Upload:output_type -> hutch.agent.v1.FsUploadResponse
+	27, // 31: hutch.agent.v1.Fs.Download:output_type -> hutch.agent.v1.FsDownloadResponse
 	21, // [21:32] is the sub-list for method output_type
 	10, // [10:21] is the sub-list for method input_type
 	10, // [10:10] is the sub-list for extension type_name

@@ -1,4 +1,4 @@
-// The filesystem service of sbx-agent: the sandbox::fs::* operations and
+// The filesystem service of hutch-agent: the sandbox::fs::* operations and
 // streamed transfers, run by the agent inside the sandbox so that every path
 // resolves in the sandbox's own filesystem. It is served next to Agent on
 // the same gRPC server.
@@ -27,24 +27,24 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Fs_Ls_FullMethodName       = "/sbx.agent.v1.Fs/Ls"
-	Fs_Stat_FullMethodName     = "/sbx.agent.v1.Fs/Stat"
-	Fs_Mkdir_FullMethodName    = "/sbx.agent.v1.Fs/Mkdir"
-	Fs_ReadFile_FullMethodName = "/sbx.agent.v1.Fs/ReadFile"
-	Fs_Rm_FullMethodName       = "/sbx.agent.v1.Fs/Rm"
-	Fs_Mv_FullMethodName       = "/sbx.agent.v1.Fs/Mv"
-	Fs_Chmod_FullMethodName    = "/sbx.agent.v1.Fs/Chmod"
-	Fs_Grep_FullMethodName     = "/sbx.agent.v1.Fs/Grep"
-	Fs_Sed_FullMethodName      = "/sbx.agent.v1.Fs/Sed"
-	Fs_Upload_FullMethodName   = "/sbx.agent.v1.Fs/Upload"
-	Fs_Download_FullMethodName = "/sbx.agent.v1.Fs/Download"
+	Fs_Ls_FullMethodName       = "/hutch.agent.v1.Fs/Ls"
+	Fs_Stat_FullMethodName     = "/hutch.agent.v1.Fs/Stat"
+	Fs_Mkdir_FullMethodName    = "/hutch.agent.v1.Fs/Mkdir"
+	Fs_ReadFile_FullMethodName = "/hutch.agent.v1.Fs/ReadFile"
+	Fs_Rm_FullMethodName       = "/hutch.agent.v1.Fs/Rm"
+	Fs_Mv_FullMethodName       = "/hutch.agent.v1.Fs/Mv"
+	Fs_Chmod_FullMethodName    = "/hutch.agent.v1.Fs/Chmod"
+	Fs_Grep_FullMethodName     = "/hutch.agent.v1.Fs/Grep"
+	Fs_Sed_FullMethodName      = "/hutch.agent.v1.Fs/Sed"
+	Fs_Upload_FullMethodName   = "/hutch.agent.v1.Fs/Upload"
+	Fs_Download_FullMethodName = "/hutch.agent.v1.Fs/Download"
 )
 
 // FsClient is the client API for Fs service.
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
-// Fs is served by sbx-agent inside the sandbox. Every path is absolute.
+// Fs is served by hutch-agent inside the sandbox. Every path is absolute.
 type FsClient interface {
 	// Ls lists a directory, sorted by name.
 	Ls(ctx context.Context, in *FsLsRequest, opts ...grpc.CallOption) (*FsLsResponse, error)
@@ -209,7 +209,7 @@ type Fs_DownloadClient = grpc.ServerStreamingClient[FsDownloadResponse]
 // All implementations must embed UnimplementedFsServer
 // for forward compatibility.
 //
-// Fs is served by sbx-agent inside the sandbox. Every path is absolute.
+// Fs is served by hutch-agent inside the sandbox. Every path is absolute.
 type FsServer interface {
 	// Ls lists a directory, sorted by name.
 	Ls(context.Context, *FsLsRequest) (*FsLsResponse, error)
@@ -486,7 +486,7 @@ type Fs_DownloadServer = grpc.ServerStreamingServer[FsDownloadResponse]
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
 var Fs_ServiceDesc = grpc.ServiceDesc{
-	ServiceName: "sbx.agent.v1.Fs",
+	ServiceName: "hutch.agent.v1.Fs",
 	HandlerType: (*FsServer)(nil),
 	Methods: []grpc.MethodDesc{
 		{

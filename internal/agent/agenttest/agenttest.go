@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sbx-dev/sbx/internal/agent"
-	"github.com/sbx-dev/sbx/internal/agentclient"
+	"github.com/hutch-dev/hutch/internal/agent"
+	"github.com/hutch-dev/hutch/internal/agentclient"
 )
 
 // Conn joins a read end and a write end into one byte stream.

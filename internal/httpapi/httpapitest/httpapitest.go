@@ -12,10 +12,10 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/sbx-dev/sbx/api"
-	"github.com/sbx-dev/sbx/internal/errdefs"
-	"github.com/sbx-dev/sbx/internal/functions"
-	"github.com/sbx-dev/sbx/internal/httpapi"
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/functions"
+	"github.com/hutch-dev/hutch/internal/httpapi"
 )
 
 // DefaultID is the sandbox id the fake's default Create returns.

@@ -3,9 +3,9 @@ package httpapitest
 import (
 	"context"
 
-	"github.com/sbx-dev/sbx/api"
-	"github.com/sbx-dev/sbx/internal/errdefs"
-	"github.com/sbx-dev/sbx/internal/functions"
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/functions"
 )
 
 var _ functions.SandboxMetrics = (*Fake)(nil)

@@ -6,14 +6,14 @@
 // size-bounded copy-on-write root, kept in an unlinked file that is
 // discarded when it stops, so nothing a sandbox does reaches the image
 // (see limits.go for this and the task limit). The agent binary is bind-mounted read-only at
-// /.sbx/sbx-agent and runs as the container's init; its stdin and stdout
+// /.hutch/hutch-agent and runs as the container's init; its stdin and stdout
 // are two pipes whose other ends are the byte stream Instance.Conn returns.
 // Limits (memory without swap, CPU quota, pids) are cgroup resources that
-// runsc installs at sbx/<id> in every cgroup hierarchy (v1 or v2).
+// runsc installs at hutch/<id> in every cgroup hierarchy (v1 or v2).
 //
 // Sandboxes are started with "runsc run --detach": once started, the only
 // host processes of a sandbox are runsc's sandbox (the Sentry) and gofer;
-// sbx keeps no process of its own per sandbox. The end of a sandbox is seen
+// hutch keeps no process of its own per sandbox. The end of a sandbox is seen
 // as EOF on the agent's stdout.
 //
 // Networking: runsc runs with --network=none (loopback only) unless the
@@ -42,9 +42,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sbx-dev/sbx/internal/cgroups"
-	"github.com/sbx-dev/sbx/internal/netplumb"
-	"github.com/sbx-dev/sbx/internal/runtime"
+	"github.com/hutch-dev/hutch/internal/cgroups"
+	"github.com/hutch-dev/hutch/internal/netplumb"
+	"github.com/hutch-dev/hutch/internal/runtime"
 )
 
 // Name is the runtime's registry name.

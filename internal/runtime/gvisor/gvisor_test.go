@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sbx-dev/sbx/internal/errdefs"
-	"github.com/sbx-dev/sbx/internal/runtime"
-	"github.com/sbx-dev/sbx/internal/testutil"
+	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/runtime"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 func TestRegistered(t *testing.T) {
@@ -53,7 +53,7 @@ func TestStartRoundTrip(t *testing.T) {
 	if got := a.must("echo hello sandbox"); got != "hello sandbox" {
 		t.Errorf("echo: got %q", got)
 	}
-	if got := a.must("hostname"); got != "sbx-test" {
+	if got := a.must("hostname"); got != "hutch-test" {
 		t.Errorf("hostname: got %q", got)
 	}
 	if got := a.must("pid"); got != "1" {
@@ -282,7 +282,7 @@ func TestDestroy(t *testing.T) {
 func TestBadAgentPath(t *testing.T) {
 	r := newTestRuntime(t)
 	spec := testSpec(t, testRootfs(t, true))
-	spec.AgentPath = "/nonexistent/sbx-agent"
+	spec.AgentPath = "/nonexistent/hutch-agent"
 	inst, err := r.Start(context.Background(), spec)
 	if err == nil {
 		inst.Destroy(context.Background())
@@ -291,7 +291,7 @@ func TestBadAgentPath(t *testing.T) {
 	if !errdefs.Is(err, errdefs.CodeBootFailed) {
 		t.Errorf("error code = %s, want %s: %v", errdefs.CodeOf(err), errdefs.CodeBootFailed, err)
 	}
-	if !strings.Contains(err.Error(), "/nonexistent/sbx-agent") {
+	if !strings.Contains(err.Error(), "/nonexistent/hutch-agent") {
 		t.Errorf("error does not carry runsc's stderr: %v", err)
 	}
 	t.Logf("boot error: %v", err)

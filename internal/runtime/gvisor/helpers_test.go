@@ -12,8 +12,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/sbx-dev/sbx/internal/runtime"
-	"github.com/sbx-dev/sbx/internal/testutil"
+	"github.com/hutch-dev/hutch/internal/runtime"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 // testAgentPkg is the stand-in agent the integration tests run as PID 1.
@@ -58,7 +58,7 @@ func runtimeAt(t *testing.T, stateDir string) *Runtime {
 func testRootfs(t *testing.T, withMountPoint bool) string {
 	t.Helper()
 	root := t.TempDir()
-	for _, d := range []string{"bin", "usr/bin", "etc", "tmp", "proc", "dev", "sys", ".sbx"} {
+	for _, d := range []string{"bin", "usr/bin", "etc", "tmp", "proc", "dev", "sys", ".hutch"} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -93,7 +93,7 @@ func testSpec(t *testing.T, rootfs string) runtime.Spec {
 		CPUs:      1,
 		MemoryMB:  256,
 		PidsLimit: 512,
-		Hostname:  "sbx-test",
+		Hostname:  "hutch-test",
 	}
 }
 

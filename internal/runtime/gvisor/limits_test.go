@@ -3,7 +3,7 @@ package gvisor
 import (
 	"testing"
 
-	"github.com/sbx-dev/sbx/internal/runtime"
+	"github.com/hutch-dev/hutch/internal/runtime"
 )
 
 func TestNprocLimit(t *testing.T) {

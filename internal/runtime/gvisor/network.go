@@ -10,8 +10,8 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
-	"github.com/sbx-dev/sbx/internal/netplumb"
-	"github.com/sbx-dev/sbx/internal/runtime"
+	"github.com/hutch-dev/hutch/internal/netplumb"
+	"github.com/hutch-dev/hutch/internal/runtime"
 )
 
 // Networking. A sandbox without Network runs with runsc --network=none:

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sbx-dev/sbx/internal/runtime"
-	"github.com/sbx-dev/sbx/internal/testutil"
+	"github.com/hutch-dev/hutch/internal/runtime"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 // testNetworkPool is the pool of the tests' runtimes, apart from the
@@ -83,7 +83,7 @@ func TestNetworkSandbox(t *testing.T) {
 	}
 	for _, tc := range []struct{ name, cmd, want string }{
 		{"eth0 is there", "cat /proc/net/dev", "eth0"},
-		{"resolv.conf is generated", "cat /etc/resolv.conf", "written by sbx"},
+		{"resolv.conf is generated", "cat /etc/resolv.conf", "written by hutch"},
 		{"forwarded port", fetch(allowed), "from the host"},
 		{"other port closed", fetch(other), "unreachable"},
 	} {

@@ -20,7 +20,7 @@ import (
 // it also unmounts runsc's shared null network namespace and removes the
 // firewall table. It returns the ids it destroyed, sorted.
 //
-// Cgroups under sbx/ with no trace under StateDir are not touched: they
+// Cgroups under hutch/ with no trace under StateDir are not touched: they
 // cannot be told apart from another runtime's (another daemon, another
 // state directory) on the same host. Because teardown removes the bundle
 // directory last, an interrupted teardown always leaves that trace.

@@ -3,8 +3,8 @@ package gvisor
 import (
 	"fmt"
 
-	"github.com/sbx-dev/sbx/internal/cgroups"
-	"github.com/sbx-dev/sbx/internal/runtime"
+	"github.com/hutch-dev/hutch/internal/cgroups"
+	"github.com/hutch-dev/hutch/internal/runtime"
 )
 
 var _ runtime.Resizer = (*instance)(nil)

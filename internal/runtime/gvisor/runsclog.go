@@ -11,7 +11,7 @@ import (
 // runscLogName is the file in a bundle that runsc's --log points to. Without
 // --debug runsc writes only fatal errors there, and it is the one place
 // where errors of the gofer and the sandbox (whose stderr is /dev/null)
-// appear: "error setting up FS: opening /x/sbx-agent: ... no such file".
+// appear: "error setting up FS: opening /x/hutch-agent: ... no such file".
 const runscLogName = "runsc.log"
 
 // maxRunscLog bounds how much of runsc.log is read.

@@ -3,12 +3,12 @@ package gvisor
 import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
-	"github.com/sbx-dev/sbx/internal/runtime"
+	"github.com/hutch-dev/hutch/internal/runtime"
 )
 
 const (
 	// agentMountPoint is where the agent binary appears in every sandbox.
-	agentMountPoint = "/.sbx/sbx-agent"
+	agentMountPoint = "/.hutch/hutch-agent"
 	// defaultPath is the agent's PATH; the agent sets up its children's.
 	defaultPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 	// cpuPeriod is the CFS period the CPU quota is expressed in (100 ms).
@@ -37,7 +37,7 @@ var defaultCaps = []string{
 
 // cgroupRel is the cgroup, relative to each hierarchy's root, that runsc
 // creates for sandbox id.
-func cgroupRel(id string) string { return "sbx/" + id }
+func cgroupRel(id string) string { return "hutch/" + id }
 
 // ociSpec builds the OCI runtime config (config.json) of a sandbox whose
 // bundle holds the image at "rootfs". The root is writable only through

@@ -14,8 +14,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sbx-dev/sbx/internal/errdefs"
-	"github.com/sbx-dev/sbx/internal/runtime"
+	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/runtime"
 )
 
 // Start boots a sandbox: bundle directory, read-only rootfs bind mount,
@@ -206,8 +206,8 @@ func (r *Runtime) forget(id string) {
 	}
 }
 
-// stdio holds the three pipes between sbx and the agent. The child ends
-// are given to runsc and closed in sbx once it has started.
+// stdio holds the three pipes between hutch and the agent. The child ends
+// are given to runsc and closed in hutch once it has started.
 type stdio struct {
 	stdin, stdout, stderr                *os.File // our ends
 	stdinChild, stdoutChild, stderrChild *os.File
@@ -243,7 +243,7 @@ func newStdio() (*stdio, error) {
 // streamPipeBytes is the capacity of the agent stream's pipes.
 const streamPipeBytes = 1 << 20
 
-// closeChilds closes sbx's copies of the child ends; it is idempotent.
+// closeChilds closes hutch's copies of the child ends; it is idempotent.
 func (p *stdio) closeChilds() {
 	for _, f := range []**os.File{&p.stdinChild, &p.stdoutChild, &p.stderrChild} {
 		if *f != nil {
@@ -253,7 +253,7 @@ func (p *stdio) closeChilds() {
 	}
 }
 
-// closeOurs closes sbx's ends; it is idempotent.
+// closeOurs closes hutch's ends; it is idempotent.
 func (p *stdio) closeOurs() {
 	for _, f := range []*os.File{p.stdin, p.stdout, p.stderr} {
 		if f != nil {

@@ -11,11 +11,11 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
-	"github.com/sbx-dev/sbx/internal/runtime"
+	"github.com/hutch-dev/hutch/internal/runtime"
 )
 
 func TestOCISpec(t *testing.T) {
-	base := runtime.Spec{ID: "0123456789abcdef", Rootfs: "/img", AgentPath: "/opt/sbx-agent", Hostname: "box"}
+	base := runtime.Spec{ID: "0123456789abcdef", Rootfs: "/img", AgentPath: "/opt/hutch-agent", Hostname: "box"}
 	i64 := func(v int64) *int64 { return &v }
 	u64 := func(v uint64) *uint64 { return &v }
 	tests := []struct {
@@ -45,13 +45,13 @@ func TestOCISpec(t *testing.T) {
 			if !equalJSON(t, got.Linux.Resources, &tt.want) {
 				t.Errorf("resources = %s, want %s", mustJSON(t, got.Linux.Resources), mustJSON(t, &tt.want))
 			}
-			if got.Linux.CgroupsPath != "/sbx/"+spec.ID {
+			if got.Linux.CgroupsPath != "/hutch/"+spec.ID {
 				t.Errorf("cgroupsPath = %q", got.Linux.CgroupsPath)
 			}
 			if got.Root.Path != "rootfs" || got.Root.Readonly {
 				t.Errorf("root = %+v; the overlay needs a writable root", got.Root)
 			}
-			if !slices.Equal(got.Process.Args, []string{"/.sbx/sbx-agent"}) || got.Process.Cwd != "/" ||
+			if !slices.Equal(got.Process.Args, []string{"/.hutch/hutch-agent"}) || got.Process.Cwd != "/" ||
 				got.Process.User.UID != 0 || got.Process.Terminal || len(got.Process.Env) != 1 {
 				t.Errorf("process = %+v", got.Process)
 			}
@@ -76,7 +76,7 @@ func TestOCISpec(t *testing.T) {
 					t.Errorf("mount %s missing", d)
 				}
 			}
-			if agentMount == nil || agentMount.Source != "/opt/sbx-agent" || !slices.Contains(agentMount.Options, "ro") {
+			if agentMount == nil || agentMount.Source != "/opt/hutch-agent" || !slices.Contains(agentMount.Options, "ro") {
 				t.Errorf("agent mount = %+v", agentMount)
 			}
 			var ns []specs.LinuxNamespaceType
@@ -147,8 +147,8 @@ func TestLastLines(t *testing.T) {
 func TestMountPoints(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "mountinfo")
 	content := `22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw
-36 22 8:1 /img /var/lib/sbx/sandboxes/a/rootfs ro,nosuid,nodev shared:1 - ext4 /dev/sda1 rw
-37 22 8:1 /x /var/lib/sbx/sandboxes/with\040space/rootfs ro - ext4 /dev/sda1 rw
+36 22 8:1 /img /var/lib/hutch/sandboxes/a/rootfs ro,nosuid,nodev shared:1 - ext4 /dev/sda1 rw
+37 22 8:1 /x /var/lib/hutch/sandboxes/with\040space/rootfs ro - ext4 /dev/sda1 rw
 `
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
@@ -157,7 +157,7 @@ func TestMountPoints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"/", "/var/lib/sbx/sandboxes/a/rootfs", "/var/lib/sbx/sandboxes/with space/rootfs"}
+	want := []string{"/", "/var/lib/hutch/sandboxes/a/rootfs", "/var/lib/hutch/sandboxes/with space/rootfs"}
 	if !slices.Equal(got, want) {
 		t.Errorf("mountPoints = %q, want %q", got, want)
 	}
@@ -213,7 +213,7 @@ func TestRunscLogErrors(t *testing.T) {
 func TestCheckID(t *testing.T) {
 	for id, ok := range map[string]bool{
 		"0b4c3c64-2a4e-4f36-9f5e-0d5f2b2f6f55": true,
-		"sbx_1.a":                              true,
+		"hutch_1.a":                            true,
 		"":                                     false,
 		"../x":                                 false,
 		"a/b":                                  false,

@@ -1,8 +1,8 @@
-// Package runtimes links in every runtime backend sbx ships; importing it
+// Package runtimes links in every runtime backend hutch ships; importing it
 // registers them with the runtime registry.
 package runtimes
 
 import (
 	// The gVisor backend (default).
-	_ "github.com/sbx-dev/sbx/internal/runtime/gvisor"
+	_ "github.com/hutch-dev/hutch/internal/runtime/gvisor"
 )

@@ -5,10 +5,10 @@
 // runsc installs a seccomp filter on its sandbox (the Sentry) and on its
 // gofer at every start. A runsc built with `go build` has no precompiled
 // filters and compiles them each time: about 30 ms of every sandbox boot on
-// the machines sbx is measured on (runsc's debug log says "No precompiled
+// the machines hutch is measured on (runsc's debug log says "No precompiled
 // program found ... This slows down sandbox startup"). seccompgen rewrites
 // the two filter_precompiled.go files of the copy so that they register the
-// programs for the configurations sbx runs: the systrap platform, without
+// programs for the configurations hutch runs: the systrap platform, without
 // GPU, TPU or RDMA proxies, built without cgo. Any other configuration
 // still works; runsc then compiles its filter at start as before.
 //
@@ -41,7 +41,7 @@ func main() {
 }
 
 // target is one filter_precompiled.go to rewrite, with the programs of its
-// package and the ones sbx needs.
+// package and the ones hutch needs.
 type target struct {
 	rel      string
 	programs func() ([]precompiledseccomp.Program, error)
@@ -103,7 +103,7 @@ func rewrite(dir string, t target) error {
 		}
 	}
 	if n == 0 {
-		return fmt.Errorf("none of the %d precompiled programs is for sbx's configuration; has gVisor renamed its options?", len(programs))
+		return fmt.Errorf("none of the %d precompiled programs is for hutch's configuration; has gVisor renamed its options?", len(programs))
 	}
 	out := string(src)
 	for _, r := range []struct{ old, new string }{

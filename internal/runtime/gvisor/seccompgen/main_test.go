@@ -85,10 +85,10 @@ func TestRewrite(t *testing.T) {
 	}
 }
 
-func TestTargetsKeepSbxConfigurations(t *testing.T) {
-	sbx := `GOARCH="amd64" Platform="systrap" HostNetwork=false HostNetworkRawSockets=false HostFilesystem=true ProfileEnable=false Instrumentation=false NVProxy=false NVProxyCaps= TPUProxy=false RDMAProxy=false CgoEnabled=false PluginNetwork=false`
-	gpu := strings.Replace(sbx, "NVProxy=false", "NVProxy=true", 1)
-	if !targets[0].keep(sbx) || targets[0].keep(gpu) {
+func TestTargetsKeepHutchConfigurations(t *testing.T) {
+	hutch := `GOARCH="amd64" Platform="systrap" HostNetwork=false HostNetworkRawSockets=false HostFilesystem=true ProfileEnable=false Instrumentation=false NVProxy=false NVProxyCaps= TPUProxy=false RDMAProxy=false CgoEnabled=false PluginNetwork=false`
+	gpu := strings.Replace(hutch, "NVProxy=false", "NVProxy=true", 1)
+	if !targets[0].keep(hutch) || targets[0].keep(gpu) {
 		t.Error("the Sentry's target keeps the wrong programs")
 	}
 	gofer := `GOARCH="amd64" UDSOpenEnabled=false UDSCreateEnabled=false ProfileEnabled=false DirectFS=true LisafsNeeded=true Instrumentation=false CgoEnabled=false ExtraRules=false`

@@ -1,4 +1,4 @@
-// Command testagent stands in for sbx-agent in the gvisor runtime's tests.
+// Command testagent stands in for hutch-agent in the gvisor runtime's tests.
 // It reads one command per line on stdin and answers one line on stdout:
 //
 //	echo X         → X

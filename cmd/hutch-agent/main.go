@@ -1,10 +1,10 @@
-// Command sbx-agent runs as PID 1 inside every sbx sandbox. It serves the
+// Command hutch-agent runs as PID 1 inside every hutch sandbox. It serves the
 // Agent gRPC service over a yamux session on its stdin and stdout, runs
 // processes for the daemon and reaps every orphan in the sandbox. Nothing but
 // that session is ever written to stdout; logs go to stderr. It exits when
 // the host closes the stream, or on SIGTERM or SIGINT.
 //
-// Build it static: CGO_ENABLED=0 go build ./cmd/sbx-agent.
+// Build it static: CGO_ENABLED=0 go build ./cmd/hutch-agent.
 package main
 
 import (
@@ -14,7 +14,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/sbx-dev/sbx/internal/agent"
+	"github.com/hutch-dev/hutch/internal/agent"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
