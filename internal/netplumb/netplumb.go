@@ -157,7 +157,7 @@ var validID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$`)
 // hostIf names the host end of sandbox id's veth (15 bytes at most).
 func (n *Network) hostIf(id string) string {
 	sum := sha256.Sum256([]byte(n.owner + "\x00" + id))
-	return "hutch" + hex.EncodeToString(sum[:6])
+	return "hutch" + hex.EncodeToString(sum[:5])
 }
 
 // alias is the link alias of sandbox id's host veth.

@@ -142,3 +142,17 @@ func TestScriptsAcceptedByKernel(t *testing.T) {
 		t.Fatalf("nft rejects the scripts: %v\n%s", err, script)
 	}
 }
+
+// TestHostIfFitsIFNAMSIZ checks that host veth names fit the kernel's
+// 15-byte interface name limit and carry the project's prefix.
+func TestHostIfFitsIFNAMSIZ(t *testing.T) {
+	n, err := New(Options{Owner: "some owner"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a", "3f2a1b2c-1d2e-4f5a-8b9c-0123456789ab"} {
+		if name := n.hostIf(id); len(name) > 15 || !strings.HasPrefix(name, "hutch") {
+			t.Errorf("hostIf(%q) = %q: want a hutch name of at most 15 bytes", id, name)
+		}
+	}
+}
