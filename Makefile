@@ -11,7 +11,7 @@ APT_COMMANDS := node:nodejs npm:npm jq:jq
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 GO_SOURCES := $(shell find . -name '*.go' -not -path './node_modules/*' 2>/dev/null) go.mod go.sum
 
-.PHONY: all build deps demo test unit integration conformance bench lint clean
+.PHONY: all build deps demo test unit integration conformance bench lint proto clean
 
 all: build
 
@@ -86,6 +86,13 @@ integration: deps build
 IMAGE_CACHE ?= /var/lib/hutch/images
 bench: build
 	$(BIN)/hutch bench $(if $(HUTCH_URL),,--private) --image-cache $(IMAGE_CACHE) --json-out $(BIN)/bench-results.json $(BENCH_FLAGS)
+
+# Regenerates the agent's protobuf code. The checked-in files were made with
+# Debian's protoc 3.21.12 (protobuf-compiler), protoc-gen-go v1.36.11 and
+# protoc-gen-go-grpc v1.6.2 (go install …@version).
+proto:
+	protoc --go_out=. --go_opt=paths=source_relative \
+		--go-grpc_out=. --go-grpc_opt=paths=source_relative api/agent/v1/*.proto
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi
