@@ -129,8 +129,8 @@ func TestCreate(t *testing.T) {
 			if (tt.wantStderr == "") != (errOut == "") || !strings.Contains(errOut, tt.wantStderr) {
 				t.Errorf("stderr %q, want %q", errOut, tt.wantStderr)
 			}
-			calls := fake.Calls()
-			if len(calls) == 0 || !reflect.DeepEqual(calls[0].Req, tt.wantReq) {
+			calls := fake.CallsOf("Create")
+			if len(calls) != 1 || !reflect.DeepEqual(calls[0].Req, tt.wantReq) {
 				t.Errorf("create request %+v, want %+v", calls, tt.wantReq)
 			}
 		})

@@ -58,6 +58,18 @@ func (f *Fake) Calls() []Call {
 	return append([]Call(nil), f.calls...)
 }
 
+// CallsOf returns the calls of method so far, in order: a test that
+// looks for one call must not depend on when the CLI's progress polls ran.
+func (f *Fake) CallsOf(method string) []Call {
+	var out []Call
+	for _, c := range f.Calls() {
+		if c.Method == method {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // Methods returns the method names of the calls so far, in order,
 // leaving out ImageStatus polls.
 func (f *Fake) Methods() []string {
