@@ -25,7 +25,7 @@ func TestBenchScenarios(t *testing.T) {
 	opts := bench.Options{
 		Image: "python", Runs: 3, Warmup: 1, Sandboxes: 2, Callers: 2, Duration: 500 * time.Millisecond,
 		StreamBytes: 8 << 20, MaxIdle: 4, EngineURL: d.engineURL, RunscPath: testutil.RunscPath(),
-		ImageCache: testutil.ImageCacheDir(),
+		ImageCache: testutil.ImageCacheDir(), SlowCreate: 10 * time.Minute,
 	}
 	rep, err := bench.Run(t.Context(), d.c, opts, bench.Scenarios)
 	if err != nil {
@@ -63,9 +63,13 @@ func TestBenchScenarios(t *testing.T) {
 	if i := slices.IndexFunc(rep.Results, func(r bench.Result) bool { return r.Name == bench.NameExecTrue }); i < 0 || rep.OverheadMs == nil {
 		t.Errorf("no overhead over the spawn floor reported")
 	}
-	// Every sandbox the bench created is gone; only the pool's remain.
-	time.Sleep(time.Second)
-	if ids := runscSandboxIDs(d.dataDir); len(ids) > 2 {
+	// Every sandbox the bench created goes (its stops end in the
+	// background); only the pool's remain.
+	ids := runscSandboxIDs(d.dataDir)
+	for deadline := time.Now().Add(2 * time.Minute); len(ids) > 2 && time.Now().Before(deadline); ids = runscSandboxIDs(d.dataDir) {
+		time.Sleep(200 * time.Millisecond)
+	}
+	if len(ids) > 2 {
 		t.Errorf("sandboxes left after the bench: %v", ids)
 	}
 }

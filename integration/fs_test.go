@@ -197,7 +197,7 @@ func TestFsOperations(t *testing.T) {
 		t.Errorf("left behind by failed calls:\n%s", r.Stdout)
 	}
 	// uid/gid applied inside the sandbox.
-	d.exec(id, "mkdir", "/work/own")
+	d.setup(id, "mkdir", "/work/own")
 	uid := 1000
 	if _, err := d.c.FsChmod(context.Background(), api.FsChmodRequest{SandboxID: id, Path: "/work/own", UID: ptr(uint32(uid))}); err != nil {
 		t.Fatal(err)
@@ -252,7 +252,7 @@ func TestFsSymlinkResolvesInsideSandbox(t *testing.T) {
 	d := startDaemon(t, baseConfig(""))
 	id := d.create(api.CreateRequest{Image: "python"})
 	marker := fmt.Sprintf("hutch-marker-%d", time.Now().UnixNano())
-	d.exec(id, "sh", "-c", "echo "+marker+":x:4242:4242::/:/bin/false >> /etc/passwd && ln -s /etc/passwd /tmp/pw")
+	d.setup(id, "sh", "-c", "echo "+marker+":x:4242:4242::/:/bin/false >> /etc/passwd && ln -s /etc/passwd /tmp/pw")
 	ctx := context.Background()
 	res, err := d.c.FsRead(ctx, api.FsReadRequest{SandboxID: id, Path: "/tmp/pw"})
 	if err != nil {
@@ -297,7 +297,7 @@ func TestFsSymlinkResolvesInsideSandbox(t *testing.T) {
 func TestFsSedAcrossFilesOneReadOnly(t *testing.T) {
 	d := startDaemon(t, baseConfig(""))
 	id := d.create(api.CreateRequest{Image: "python"})
-	d.exec(id, "sh", "-c", "mkdir /p && for f in a b c; do printf 'v=1\\nv=2\\n' > /p/$f; done && chmod 0444 /p/b")
+	d.setup(id, "sh", "-c", "mkdir /p && for f in a b c; do printf 'v=1\\nv=2\\n' > /p/$f; done && chmod 0444 /p/b")
 	res, err := d.c.FsSed(context.Background(), api.FsSedRequest{
 		SandboxID: id, Files: []string{"/p/a", "/p/b", "/p/c", "/p/missing"},
 		Pattern: `v=(\d)`, Replacement: "v=${1}0", FirstOnly: true,
@@ -451,7 +451,7 @@ func TestFsStream1GiBMemory(t *testing.T) {
 		return vmKiB(t, string(b), "VmHWM")
 	}
 	agentRSS := func() int64 { return vmKiB(t, d.exec(id, "cat", "/proc/1/status").Stdout, "VmRSS") }
-	d.exec(id, "sh", "-c", fmt.Sprintf("head -c %d /dev/zero > /tmp/big", size))
+	d.setup(id, "sh", "-c", fmt.Sprintf("head -c %d /dev/zero > /tmp/big", size))
 	daemonBase, agentBase := daemonHWM(), agentRSS()
 
 	// Sample the agent while the transfers run.
@@ -533,7 +533,7 @@ func TestFsInterruptedUpload(t *testing.T) {
 	}
 	// The agent cleans up once it sees the stream end.
 	var ls api.FsLsResponse
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
 		if ls, err = d.c.FsLs(ctx, api.FsLsRequest{SandboxID: id, Path: "/up"}); err != nil {
 			t.Fatal(err)
 		}
@@ -622,7 +622,7 @@ func TestFsCLI(t *testing.T) {
 // idle sandbox from being reaped.
 func TestFsOperationsAreActivity(t *testing.T) {
 	d := startDaemon(t, baseConfig(""))
-	id := d.create(api.CreateRequest{Image: "python", IdleTimeoutSecs: 5})
+	id := d.create(api.CreateRequest{Image: "python", IdleTimeoutSecs: 15})
 	ctx := context.Background()
 	content := "x"
 	ops := []func() error{
@@ -641,9 +641,10 @@ func TestFsOperationsAreActivity(t *testing.T) {
 			return err
 		},
 	}
-	// The reaper passes every 10 s: 25 s of calls 2 s apart span two passes
-	// that would each have reaped a sandbox idle for 5 s.
-	for i := 0; i < 13; i++ {
+	// The reaper passes every 7.5 s (half the idle timeout): 36 s of calls
+	// 2 s apart span passes that would have reaped a sandbox idle for 15 s,
+	// while a slow call on a busy machine still leaves a gap well under it.
+	for i := 0; i < 18; i++ {
 		if err := ops[i%len(ops)](); err != nil {
 			t.Fatalf("call %d: %v", i, err)
 		}

@@ -179,11 +179,36 @@ func (d *daemon) create(req api.CreateRequest) string {
 // exec runs argv in sandbox id and fails the test on an hutch error.
 func (d *daemon) exec(id string, argv ...string) api.ExecResponse {
 	d.t.Helper()
-	resp, err := d.c.Exec(context.Background(), api.ExecRequest{SandboxID: id, Argv: argv})
+	return d.execReq(api.ExecRequest{SandboxID: id, Argv: argv})
+}
+
+// execReq runs req, failing the test on an error or a timeout: a test
+// that checks an exec's output must not read a cut-off one.
+func (d *daemon) execReq(req api.ExecRequest) api.ExecResponse {
+	d.t.Helper()
+	resp, err := d.c.Exec(context.Background(), req)
 	if err != nil {
-		d.t.Fatalf("exec %q: %v", argv, err)
+		d.t.Fatalf("exec %q: %v", req.Argv, err)
+	}
+	if resp.TimedOut {
+		d.t.Fatalf("exec %q timed out after %d ms; stderr %q", req.Argv, req.TimeoutMs, resp.Stderr)
 	}
 	return resp
+}
+
+// setupTimeoutMs is the exec timeout of a test's setup step: the
+// daemon's maximum, since a busy machine may take long.
+const setupTimeoutMs = 300_000
+
+// setup runs a setup step in sandbox id and fails the test unless it
+// exits 0 in time: a later check must not pass or fail on a step that
+// did not happen.
+func (d *daemon) setup(id string, argv ...string) {
+	d.t.Helper()
+	r := d.execReq(api.ExecRequest{SandboxID: id, Argv: argv, TimeoutMs: setupTimeoutMs})
+	if r.ExitCode == nil || *r.ExitCode != 0 {
+		d.t.Fatalf("setup %q: exit %v, stderr %q", argv, r.ExitCode, r.Stderr)
+	}
 }
 
 // cli runs the hutch CLI against d and returns stdout, stderr and exit code.

@@ -62,13 +62,13 @@ func mentions(s, dataDir string, ids []string) bool {
 		slices.ContainsFunc(ids, func(id string) bool { return strings.Contains(s, id) })
 }
 
-// assertNoLeftovers waits up to 10 s for the sandboxes of dataDir (all of
+// assertNoLeftovers waits up to 60 s (a busy machine tears down slowly) for the sandboxes of dataDir (all of
 // them when dataDir is not "", else only the given ids) to leave nothing
 // behind, then fails listing what remains.
 func assertNoLeftovers(t *testing.T, dataDir string, ids ...string) {
 	t.Helper()
 	var left []string
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		if left = leftovers(dataDir, ids); len(left) == 0 {
 			return
 		}

@@ -80,23 +80,28 @@ func (d *daemon) listed(id string) (found, stopped bool) {
 	return false, false
 }
 
+// busyIdleSecs is the idle timeout of TestIdleReaper's busy sandboxes.
+const busyIdleSecs = 8
+
 func TestIdleReaper(t *testing.T) {
 	d := startDaemon(t, baseConfig("max_exec_timeout_ms: 60000\n"))
 	ctx := context.Background()
 	longLived := d.create(api.CreateRequest{Image: "python"}) // default 300 s
 
 	// execBusy runs one exec that outlasts its idle timeout; fsBusy sees
-	// only file operations; idle sees nothing.
-	execBusy := d.create(api.CreateRequest{Image: "python", IdleTimeoutSecs: 2})
+	// only file operations; idle sees nothing. The busy ones' timeout is
+	// far longer than the gap between their calls, even when a call is
+	// slow on a busy machine.
+	execBusy := d.create(api.CreateRequest{Image: "python", IdleTimeoutSecs: busyIdleSecs})
 	var wg sync.WaitGroup
 	var execRes api.ExecResponse
 	var execErr error
 	execDone := make(chan struct{})
 	go func() {
 		defer close(execDone)
-		execRes, execErr = d.c.Exec(ctx, api.ExecRequest{SandboxID: execBusy, Cmd: "sleep", Args: []string{"8"}, TimeoutMs: 20_000})
+		execRes, execErr = d.c.Exec(ctx, api.ExecRequest{SandboxID: execBusy, Cmd: "sleep", Args: []string{"16"}, TimeoutMs: 50_000})
 	}()
-	fsBusy := d.create(api.CreateRequest{Image: "python", IdleTimeoutSecs: 2})
+	fsBusy := d.create(api.CreateRequest{Image: "python", IdleTimeoutSecs: busyIdleSecs})
 	stopFS := make(chan struct{})
 	var fsErr error
 	wg.Add(1)
@@ -118,9 +123,9 @@ func TestIdleReaper(t *testing.T) {
 	idle := d.create(api.CreateRequest{Image: "python", IdleTimeoutSecs: 2})
 	created := time.Now()
 
-	// A 2 s idle timeout is acted on within about 3 s (the reaper runs
-	// every half of the shortest idle timeout).
-	if !eventually(6*time.Second, func() bool { found, _ := d.listed(idle); return !found }) {
+	// A 2 s idle timeout is acted on (the reaper runs every half of the
+	// shortest idle timeout), never before it has passed.
+	if !eventually(time.Minute, func() bool { found, _ := d.listed(idle); return !found }) {
 		t.Fatalf("idle sandbox still listed %v after creation", time.Since(created))
 	}
 	reapedAfter := time.Since(created)
@@ -147,7 +152,7 @@ func TestIdleReaper(t *testing.T) {
 	}
 	for _, id := range []string{fsBusy, execBusy} {
 		if r := d.exec(id, "true"); !r.Success {
-			t.Fatalf("busy sandbox %s after 8 s: %+v", id, r)
+			t.Fatalf("busy sandbox %s after 16 s: %+v", id, r)
 		}
 	}
 	close(stopFS)
@@ -156,9 +161,9 @@ func TestIdleReaper(t *testing.T) {
 		t.Fatalf("file operation on a busy sandbox: %v", fsErr)
 	}
 
-	// Once idle, both go within about 3 s; the long-lived one stays.
+	// Once idle, both go; the long-lived one stays.
 	for _, id := range []string{fsBusy, execBusy} {
-		if !eventually(6*time.Second, func() bool { found, _ := d.listed(id); return !found }) {
+		if !eventually(time.Minute, func() bool { found, _ := d.listed(id); return !found }) {
 			t.Errorf("sandbox %s not reaped once idle", id)
 		}
 	}
@@ -186,11 +191,13 @@ func TestExecCapOfOne(t *testing.T) {
 	ctx := context.Background()
 	id := d.create(api.CreateRequest{Image: "python"})
 	done := make(chan error, 1)
+	// The first exec holds the only slot until the test writes /tmp/go
+	// (file operations take no exec slot), however slow the machine.
 	go func() {
-		_, err := d.c.Exec(ctx, api.ExecRequest{SandboxID: id, Cmd: "sleep", Args: []string{"3"}})
+		_, err := d.c.Exec(ctx, api.ExecRequest{SandboxID: id, Argv: []string{"sh", "-c", "until [ -e /tmp/go ]; do sleep 0.05; done"}, TimeoutMs: setupTimeoutMs})
 		done <- err
 	}()
-	if !eventually(5*time.Second, func() bool {
+	if !eventually(time.Minute, func() bool {
 		info, err := d.c.Get(ctx, id)
 		return err == nil && info.ExecInFlight == 1
 	}) {
@@ -210,6 +217,10 @@ func TestExecCapOfOne(t *testing.T) {
 	}
 	if _, errOut, code := d.cli("", "exec", id, "--", "true"); code != 125 || !strings.Contains(errOut, "S003") {
 		t.Errorf("CLI exec over the cap: code %d, stderr %q", code, errOut)
+	}
+	release := ""
+	if _, err := d.c.FsWrite(ctx, api.FsWriteRequest{SandboxID: id, Path: "/tmp/go", Content: &release}); err != nil {
+		t.Fatal(err)
 	}
 	if err := <-done; err != nil {
 		t.Fatalf("first exec: %v", err)
@@ -273,7 +284,7 @@ func TestExecTimeoutDefaultAndCap(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			start := time.Now()
-			r, err := d.c.Exec(ctx, api.ExecRequest{SandboxID: id, Cmd: "sh", Args: []string{"-c", "echo started; sleep 30"}, TimeoutMs: tt.timeoutMs})
+			r, err := d.c.Exec(ctx, api.ExecRequest{SandboxID: id, Cmd: "sh", Args: []string{"-c", "echo started; sleep 120"}, TimeoutMs: tt.timeoutMs})
 			took := time.Since(start)
 			if err != nil {
 				t.Fatal(err)
@@ -281,7 +292,9 @@ func TestExecTimeoutDefaultAndCap(t *testing.T) {
 			if !r.TimedOut || r.ExitCode != nil || r.Stdout != "started\n" {
 				t.Fatalf("got %+v", r)
 			}
-			if took < tt.want || took > tt.want+2*time.Second {
+			// Never before the timeout; and long before the 60 s asked for
+			// or the sleep's 120 s (a bound no busy machine comes near).
+			if took < tt.want || took > 50*time.Second {
 				t.Errorf("timed out after %v, want about %v", took, tt.want)
 			}
 		})

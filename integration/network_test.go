@@ -129,9 +129,9 @@ func TestNetworkGatewayAndIsolation(t *testing.T) {
 	}
 
 	// b serves on its own address; b reaches it, a does not.
-	d.exec(b, "sh", "-c", "nohup python3 -m http.server 8000 >/dev/null 2>&1 &")
+	d.setup(b, "sh", "-c", "nohup python3 -m http.server 8000 >/dev/null 2>&1 &")
 	bURL := fmt.Sprintf("http://%s:8000/", d.sandboxAddr(b))
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for res := d.fetch(b, bURL); strings.HasPrefix(res[0], "ERR"); res = d.fetch(b, bURL) {
 		if time.Now().After(deadline) {
 			t.Fatalf("b's own server never answered: %q", res)

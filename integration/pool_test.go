@@ -52,7 +52,8 @@ func (d *daemon) poolReady(image string) float64 {
 func (d *daemon) waitPoolReady(image string, want float64) {
 	d.t.Helper()
 	var got float64
-	for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	// The first fill may wait for the image's build on a busy machine.
+	for deadline := time.Now().Add(5 * time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		if got = d.poolReady(image); got == want {
 			return
 		}

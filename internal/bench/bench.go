@@ -58,6 +58,10 @@ type Options struct {
 	StreamBytes int64
 	// MaxIdle caps the sandboxes of the idle capacity scenario.
 	MaxIdle int
+	// SlowCreate ends the idle capacity scenario once a create takes
+	// longer; 0 means DefaultSlowCreate. Tests raise it: how fast a busy
+	// machine creates is the benchmark's question, not theirs.
+	SlowCreate time.Duration
 	// Progress, when not nil, receives one line per scenario as it starts.
 	Progress io.Writer
 }

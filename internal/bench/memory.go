@@ -10,6 +10,7 @@ package bench
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -28,15 +29,15 @@ import (
 const (
 	// idleSettle is how long sandboxes sit idle before they are measured.
 	idleSettle = 2 * time.Second
-	// slowCreate ends the capacity scenario: the machine no longer holds
-	// more sandboxes comfortably once a create takes longer.
-	slowCreate = time.Second
+	// DefaultSlowCreate ends the capacity scenario: the machine no longer
+	// holds more sandboxes comfortably once a create takes longer.
+	DefaultSlowCreate = time.Second
 )
 
 // Capacity is the outcome of the idle capacity scenario.
 type Capacity struct {
 	// Held is how many idle sandboxes were live, each created in under
-	// slowCreate, when the scenario stopped; Limit says why it stopped.
+	// Options.SlowCreate, when the scenario stopped; Limit says why it stopped.
 	Held  int    `json:"held"`
 	Limit string `json:"limit"`
 	// Creates are the latencies of the creates that made them.
@@ -253,7 +254,7 @@ var dockerIdleMemory = baseline{name: baselineDocker, title: "docker: memory per
 }}
 
 // idleCapacity creates idle sandboxes one after another until a create
-// fails, takes longer than slowCreate, or MaxIdle are live; then it
+// fails, takes longer than Options.SlowCreate, or MaxIdle are live; then it
 // measures them and stops them all.
 func idleCapacity(ctx context.Context, e *env) (Result, error) {
 	if err := e.checkLocal(); err != nil {
@@ -270,6 +271,7 @@ func idleCapacity(ctx context.Context, e *env) (Result, error) {
 		}
 	}()
 	var creates []time.Duration
+	slow := cmp.Or(e.opts.SlowCreate, DefaultSlowCreate)
 	limit := ""
 	for len(ids) < e.opts.MaxIdle && limit == "" {
 		start := time.Now()
@@ -284,7 +286,7 @@ func idleCapacity(ctx context.Context, e *env) (Result, error) {
 				return Result{}, ctx.Err()
 			}
 			limit = "create failed: " + clip(err.Error(), 300)
-		case d > slowCreate:
+		case d > slow:
 			e.stops.stop(ctx, id)
 			limit = fmt.Sprintf("create %d took %s", len(ids)+1, d.Round(time.Millisecond))
 		default:

@@ -70,7 +70,7 @@ func TestRunLogged(t *testing.T) {
 			[]string{"sh: exit status 3; last output:\nI: working\nE: broken"}},
 		// The child sleep holds the output pipe: the whole process group
 		// must be killed for Run to return.
-		{"timeout kills the group", `echo "I: slow"; sleep 30 & sleep 30`, 200 * time.Millisecond,
+		{"timeout kills the group", `echo "I: slow"; sleep 300 & sleep 300`, 200 * time.Millisecond,
 			[]string{"signal: killed", "I: slow"}},
 	}
 	for _, tt := range tests {
@@ -80,7 +80,8 @@ func TestRunLogged(t *testing.T) {
 			var lines []string
 			start := time.Now()
 			err := runLogged(ctx, []string{"sh", "-c", tt.script}, nil, func(l string) { lines = append(lines, l) })
-			if time.Since(start) > 5*time.Second {
+			// Far under the sleeps' 300 s: Run did not wait for them.
+			if time.Since(start) > time.Minute {
 				t.Errorf("took %v", time.Since(start))
 			}
 			if tt.wantErr == nil {
