@@ -166,7 +166,9 @@ func (d *daemon) kill9() {
 // create makes a sandbox and registers its stop for cleanup.
 func (d *daemon) create(req api.CreateRequest) string {
 	d.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	// The first create may wait for a preset's build, which takes minutes
+	// on a busy machine.
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	resp, err := d.c.Create(ctx, req)
 	if err != nil {

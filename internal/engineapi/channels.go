@@ -11,6 +11,7 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +23,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/envelope"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 )
 
@@ -337,6 +339,12 @@ func (s *Server) pumpToClient(conn *websocket.Conn, c *channel) {
 			conn.Close(websocket.StatusNormalClosure, "stream_complete")
 			return
 		case err != nil:
+			if ctx.Err() == nil {
+				// The writer's end failed: say so in a text frame first,
+				// since a reader may not look at the close status (the
+				// iii-sdk's ChannelReader ends its stream on any close).
+				sendStreamError(s.ctx, conn, err, s.opts.WriteTimeout)
+			}
 			c.abort(errors.New("the reader went away"))
 			conn.Close(websocket.StatusInternalError, "stream aborted")
 			return
@@ -353,6 +361,21 @@ func (s *Server) pumpToClient(conn *websocket.Conn, c *channel) {
 			return
 		}
 	}
+}
+
+// streamError is the text frame a reader gets before a stream that was
+// cut off closes: {"type":"stream_error","error":{envelope}}.
+type streamError struct {
+	Type  string            `json:"type"`
+	Error api.ErrorEnvelope `json:"error"`
+}
+
+// sendStreamError tells a channel's reader why its stream ends early.
+func sendStreamError(ctx context.Context, conn *websocket.Conn, err error, timeout time.Duration) {
+	b, _ := json.Marshal(streamError{Type: "stream_error", Error: envelope.From(err)})
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	_ = conn.Write(wctx, websocket.MessageText, b)
 }
 
 // channelReader is hutch's own read end: the binary frames as a byte stream

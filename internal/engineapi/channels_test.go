@@ -5,8 +5,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/coder/websocket"
@@ -202,5 +204,47 @@ func TestChannelLimits(t *testing.T) {
 	}
 	if _, _, err := cs.create(1); !errdefs.Is(err, errdefs.CodeCapacity) {
 		t.Fatalf("channel %d: %v, want S400", maxChannels+1, err)
+	}
+}
+
+// TestChannelAbortTellsReader cuts off a stream hutch writes to a client:
+// the client gets the bytes so far, then a stream_error text frame naming
+// S218, then an abnormal close, so a cut-off file never looks whole.
+func TestChannelAbortTellsReader(t *testing.T) {
+	s, url := testServer(t, &httpapitest.Fake{}, Options{})
+	_, refs, err := s.channels.create(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	wc, err := s.channels.openRef(refs.Writer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _, err := websocket.Dial(ctx, channelURL(url, refs.Reader), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.CloseNow()
+	w := &channelWriter{ctx: ctx, c: wc}
+	if _, err := w.Write([]byte("partial")); err != nil {
+		t.Fatal(err)
+	}
+	if typ, b, err := r.Read(ctx); err != nil || typ != websocket.MessageBinary || string(b) != "partial" {
+		t.Fatalf("first frame: %v %q %v", typ, b, err)
+	}
+	w.CloseWithError(errors.New("the sandbox stopped"))
+	typ, b, err := r.Read(ctx)
+	var msg struct {
+		Type  string            `json:"type"`
+		Error api.ErrorEnvelope `json:"error"`
+	}
+	if err != nil || typ != websocket.MessageText || json.Unmarshal(b, &msg) != nil ||
+		msg.Type != "stream_error" || msg.Error.Code != string(errdefs.CodeFSStreamAborted) || !strings.Contains(msg.Error.Message, "the sandbox stopped") {
+		t.Fatalf("after the abort: %v %s %v; want a stream_error frame with S218", typ, b, err)
+	}
+	if _, _, err := r.Read(ctx); websocket.CloseStatus(err) != websocket.StatusInternalError {
+		t.Fatalf("close after an abort: %v, want status 1011", err)
 	}
 }
