@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 
+	"google.golang.org/grpc/metadata"
+
 	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
 	"github.com/hutch-dev/hutch/internal/agent"
 	"github.com/hutch-dev/hutch/internal/agent/agenttest"
@@ -119,5 +121,23 @@ func TestFsAsUser(t *testing.T) {
 	resp, err := c.Exec(ctx, &agentv1.ExecRequest{Argv: []string{"id", "-u"}})
 	if err != nil || strings.TrimSpace(string(resp.GetStdout())) != "0" {
 		t.Errorf("exec id -u on an Fs user's client: %q, %v", resp.GetStdout(), err)
+	}
+}
+
+// TestFsUserMalformed checks that an Fs call naming its user badly is
+// refused rather than run as root.
+func TestFsUserMalformed(t *testing.T) {
+	fs := rawFs(t)
+	d := t.TempDir()
+	for _, v := range [][]string{{"app"}, {"1000:1000:", "0:0:"}} {
+		ctx := context.Background()
+		for _, s := range v {
+			ctx = metadata.AppendToOutgoingContext(ctx, agentv1.FsUserKey, s)
+		}
+		_, err := fs.Mkdir(ctx, &agentv1.FsMkdirRequest{Path: d + "/x", Mode: 0o755})
+		wantKind(t, err, invalid)
+	}
+	if _, err := os.Stat(d + "/x"); !os.IsNotExist(err) {
+		t.Errorf("a call with a malformed user ran: %v", err)
 	}
 }
