@@ -98,6 +98,9 @@ func (s *Server) Serve(ctx context.Context, conn io.ReadWriteCloser) error {
 		grpc.InitialConnWindowSize(agentv1.WindowBytes),
 		grpc.WriteBufferSize(agentv1.BufferBytes),
 		grpc.ReadBufferSize(agentv1.BufferBytes),
+		// Fs calls run as the user the host names (fsuser.go).
+		grpc.ChainUnaryInterceptor(fsUserUnary),
+		grpc.ChainStreamInterceptor(fsUserStream),
 		// The host never needs to be told off for pinging: enforcement off.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{
 			MinTime:             time.Second,

@@ -1,9 +1,11 @@
 package agent
 
-// The Fs service: the sandbox::fs operations, run by the agent as root
-// inside the sandbox, so that every path (and every symlink on the way)
-// resolves in the sandbox's own filesystem. A failure is a gRPC status
-// carrying an FsError detail whose kind the daemon maps to an S-code.
+// The Fs service: the sandbox::fs operations, run by the agent inside the
+// sandbox, so that every path (and every symlink on the way) resolves in
+// the sandbox's own filesystem, with the permissions of the image's user
+// when the host names one (fsuser.go), else as root. A failure is a gRPC
+// status carrying an FsError detail whose kind the daemon maps to an
+// S-code.
 
 import (
 	"context"

@@ -501,32 +501,40 @@ func waitNoFile(t *testing.T, path, glob string) {
 	t.Errorf("%s or %s left behind after an aborted upload", path, glob)
 }
 
-// TestFsUploadWithoutEOF checks that a stream that ends cleanly but without
-// its last message commits nothing. It speaks gRPC to the agent directly:
-// agentclient always marks the last message.
-func TestFsUploadWithoutEOF(t *testing.T) {
+// rawFs serves an agent and returns a plain gRPC client of its Fs service,
+// for requests agentclient never makes.
+func rawFs(t *testing.T) agentv1.FsClient {
+	t.Helper()
 	srv, err := agent.New(agent.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	host, guest := agenttest.Pipe(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	t.Cleanup(cancel)
 	go srv.Serve(ctx, guest)
 	sess, err := yamux.Client(host, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer sess.Close()
+	t.Cleanup(func() { sess.Close() })
 	conn, err := grpc.NewClient("passthrough:///agent",
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithContextDialer(func(context.Context, string) (net.Conn, error) { return sess.Open() }))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
+	t.Cleanup(func() { conn.Close() })
+	return agentv1.NewFsClient(conn)
+}
+
+// TestFsUploadWithoutEOF checks that a stream that ends cleanly but without
+// its last message commits nothing. It speaks gRPC to the agent directly:
+// agentclient always marks the last message.
+func TestFsUploadWithoutEOF(t *testing.T) {
+	ctx := context.Background()
 	d := t.TempDir()
-	stream, err := agentv1.NewFsClient(conn).Upload(ctx)
+	stream, err := rawFs(t).Upload(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

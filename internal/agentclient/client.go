@@ -55,6 +55,9 @@ type Options struct {
 	MaxExecDuration time.Duration
 	// Logger receives the session's diagnostics; nil discards them.
 	Logger *slog.Logger
+	// FsUser is the user every Fs call runs as in the sandbox (the image's
+	// user); nil runs them as the agent, root.
+	FsUser *agentv1.FsUser
 }
 
 func (o Options) withDefaults() Options {
@@ -112,6 +115,8 @@ func Dial(conn io.ReadWriteCloser, opts Options) (*Client, error) {
 			grpc.MaxCallSendMsgSize(MaxRequestBytes),
 		),
 		grpc.WithDisableServiceConfig(),
+		grpc.WithChainUnaryInterceptor(fsUserUnary(opts.FsUser)),
+		grpc.WithChainStreamInterceptor(fsUserStream(opts.FsUser)),
 		grpc.WithInitialWindowSize(agentv1.WindowBytes),
 		grpc.WithInitialConnWindowSize(agentv1.WindowBytes),
 		grpc.WithWriteBufferSize(agentv1.BufferBytes),

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 
 	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
 )
@@ -42,6 +43,31 @@ type SourceError struct{ Err error }
 
 func (e *SourceError) Error() string { return "reading the upload's source: " + e.Err.Error() }
 func (e *SourceError) Unwrap() error { return e.Err }
+
+// withFsUser names u in the metadata of a call of method when it is an Fs
+// call and u is not nil: the agent then runs it as u.
+func withFsUser(ctx context.Context, method string, u *agentv1.FsUser) context.Context {
+	if u == nil || !agentv1.IsFsMethod(method) {
+		return ctx
+	}
+	return metadata.AppendToOutgoingContext(ctx, agentv1.FsUserKey, u.String())
+}
+
+// fsUserUnary is the client interceptor that applies withFsUser to unary
+// calls.
+func fsUserUnary(u *agentv1.FsUser) grpc.UnaryClientInterceptor {
+	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		return invoker(withFsUser(ctx, method, u), method, req, reply, cc, opts...)
+	}
+}
+
+// fsUserStream is the client interceptor that applies withFsUser to
+// streamed calls.
+func fsUserStream(u *agentv1.FsUser) grpc.StreamClientInterceptor {
+	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+		return streamer(withFsUser(ctx, method, u), desc, cc, method, opts...)
+	}
+}
 
 // fsClient is the Fs service over the client's connection.
 func (c *Client) fsClient() agentv1.FsClient { return agentv1.NewFsClient(c.cc) }

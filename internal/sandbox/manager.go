@@ -278,7 +278,7 @@ func (m *Manager) bootSandbox(ctx context.Context, rec *record, img *image.Image
 		_ = inst.Destroy(context.WithoutCancel(ctx))
 		return nil, err
 	}
-	ac, err := agentclient.Dial(inst.Conn(), agentclient.Options{MaxOutputBytes: m.cfg.MaxOutputBytes})
+	ac, err := agentclient.Dial(inst.Conn(), agentclient.Options{MaxOutputBytes: m.cfg.MaxOutputBytes, FsUser: fsUser(user)})
 	if err != nil {
 		return fail(errdefs.Wrap(errdefs.CodeBootFailed, err, "connecting to the sandbox agent"))
 	}

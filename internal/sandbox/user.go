@@ -39,3 +39,12 @@ func applyUser(areq *agentv1.ExecRequest, u *image.User) {
 	}
 	areq.SetUser, areq.Uid, areq.Gid, areq.Groups = true, u.UID, u.GID, u.Groups
 }
+
+// fsUser is the identity the agent runs filesystem calls as: the image's
+// user, or nil (root) as for execs.
+func fsUser(u *image.User) *agentv1.FsUser {
+	if u == nil {
+		return nil
+	}
+	return &agentv1.FsUser{UID: u.UID, GID: u.GID, Groups: u.Groups}
+}
