@@ -245,7 +245,7 @@ func (m *Manager) register(sb *sandbox) (api.CreateResponse, error) {
 	go m.watch(sb)
 	m.wakeReaper()
 	m.log.Info("sandbox created", "sandbox", rec.ID, "image", rec.Image, "cpus", rec.CPUs, "memory_mb", rec.MemoryMB)
-	return api.CreateResponse{SandboxID: rec.ID, Image: rec.Image}, nil
+	return api.CreateResponse{SandboxID: rec.ID, Image: rec.Image, UnforwardedPorts: rec.unforwarded}, nil
 }
 
 // bootSandbox starts the runtime, connects to the agent and persists the
@@ -257,7 +257,8 @@ func (m *Manager) bootSandbox(ctx context.Context, rec *record, img *image.Image
 	}
 	bootCtx, cancel := context.WithTimeout(ctx, m.bootTimeout)
 	defer cancel()
-	ports := m.gatewayPorts(rec)
+	ports, refused := m.gatewayPorts(rec)
+	rec.unforwarded = refused
 	inst, err := m.rt.Start(bootCtx, runtime.Spec{
 		ID:              rec.ID,
 		Rootfs:          img.Rootfs,
