@@ -59,6 +59,11 @@ type CreateRequest struct {
 type CreateResponse struct {
 	SandboxID string `json:"sandbox_id"`
 	Image     string `json:"image"`
+	// UnforwardedPorts are host loopback ports that the create-time env
+	// named by URL but that the daemon does not forward to the sandbox
+	// (not in forwardable_ports, or the daemon's own); those URLs are left
+	// as they were. A hutch extension.
+	UnforwardedPorts []uint16 `json:"unforwarded_ports,omitempty"`
 }
 
 // ExecRequest is the payload of sandbox::exec.

@@ -137,6 +137,19 @@ func TestCreate(t *testing.T) {
 	}
 }
 
+// TestCreateSaysWhatIsNotForwarded: ports the daemon refused to forward
+// are named on stderr; stdout is still only the id.
+func TestCreateSaysWhatIsNotForwarded(t *testing.T) {
+	fake := &httpapitest.Fake{}
+	fake.CreateFunc = func(_ context.Context, req api.CreateRequest) (api.CreateResponse, error) {
+		return api.CreateResponse{SandboxID: id, Image: req.Image, UnforwardedPorts: []uint16{5432}}, nil
+	}
+	out, errOut, code := newHarness(t, fake).run("", "create", "python", "--network", "-e", "DB=postgres://localhost:5432/db")
+	if code != 0 || out != id+"\n" || !strings.Contains(errOut, "host ports [5432] named in env are not forwarded") {
+		t.Fatalf("code %d stdout %q stderr %q", code, out, errOut)
+	}
+}
+
 func TestExecStatus(t *testing.T) {
 	tests := []struct {
 		name       string

@@ -25,6 +25,9 @@ func (a *app) create(ctx context.Context, c *client.Client, req api.CreateReques
 		start = time.Now()
 		sb, err = a.createShowingProgress(ctx, c, req)
 	}
+	if err == nil && len(sb.UnforwardedPorts) > 0 {
+		fmt.Fprintf(a.stderr, "hutch: host ports %v named in env are not forwarded to the sandbox (the daemon's forwardable_ports); their URLs were left as they are\n", sb.UnforwardedPorts)
+	}
 	return sb, time.Since(start), err
 }
 

@@ -71,6 +71,22 @@ type Config struct {
 	// sandboxes mostly start short processes but makes every system call
 	// inside a sandbox tens of times slower.
 	SystrapFastPath string `yaml:"systrap_fast_path"`
+
+	// Keys that keep owners apart (owners.go).
+	// AdminOwners are the owners of api_tokens who may pull and remove
+	// cached images; without api_tokens the one local user may.
+	AdminOwners []string `yaml:"admin_owners"`
+	// ForwardablePorts are the host loopback TCP ports a create-time env
+	// URL may have forwarded to a network sandbox's gateway. It applies
+	// when api_tokens are set or it is not empty; otherwise every port
+	// named is forwarded. gateway_ports are always forwardable.
+	ForwardablePorts []int `yaml:"forwardable_ports"`
+	// MaxSandboxesPerOwner caps one owner's live sandboxes and creates in
+	// progress; 0 is no cap beyond max_concurrent_sandboxes.
+	MaxSandboxesPerOwner int `yaml:"max_sandboxes_per_owner"`
+	// MaxConcurrentExecPerOwner caps one owner's execs in flight across
+	// all of its sandboxes; 0 is no cap.
+	MaxConcurrentExecPerOwner int `yaml:"max_concurrent_exec_per_owner"`
 }
 
 // Default returns the configuration used when no file is given.
@@ -143,6 +159,7 @@ func (c *Config) Validate() error {
 			bad("per_image_caps.%s %s", name, notInCatalog)
 		}
 	}
+	errs = append(errs, c.validateOwners()...)
 	return errors.Join(errs...)
 }
 

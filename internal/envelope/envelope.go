@@ -64,7 +64,7 @@ func HTTPStatus(err error) int {
 		return http.StatusConflict
 	case errdefs.CodeCapacity:
 		return http.StatusTooManyRequests
-	case errdefs.CodeImageNotAllowed:
+	case errdefs.CodeImageNotAllowed, errdefs.CodeOperatorOnly:
 		return http.StatusForbidden
 	case errdefs.CodeImageMissing:
 		return http.StatusUnprocessableEntity

@@ -48,6 +48,7 @@ func TestHTTPStatus(t *testing.T) {
 		errdefs.CodeImageNotAllowed: http.StatusForbidden,
 		errdefs.CodeImageMissing:    http.StatusUnprocessableEntity,
 		errdefs.CodeImagePull:       http.StatusServiceUnavailable,
+		errdefs.CodeOperatorOnly:    http.StatusForbidden,
 		errdefs.CodeExecTimeout:     http.StatusGatewayTimeout,
 		errdefs.CodeFSNotFound:      http.StatusNotFound,
 		errdefs.CodeFSIO:            http.StatusInternalServerError,

@@ -37,6 +37,7 @@ const (
 	CodeImageNotAllowed Code = "S100" // image not in catalog or allowlist
 	CodeImageMissing    Code = "S101" // rootfs missing and auto_install false
 	CodeImagePull       Code = "S102" // pull/unpack/build failed
+	CodeOperatorOnly    Code = "S110" // an operator action asked by another owner (hutch's own)
 	CodeExecTimeout     Code = "S200" // exec timed out
 	CodeFSInvalid       Code = "S210"
 	CodeFSNotFound      Code = "S211"
@@ -65,6 +66,7 @@ var codeInfo = map[Code]struct {
 	CodeImageNotAllowed: {ClassConfig, false},
 	CodeImageMissing:    {ClassInternal, false},
 	CodeImagePull:       {ClassTransient, true},
+	CodeOperatorOnly:    {ClassConfig, false},
 	CodeExecTimeout:     {ClassExecution, false},
 	CodeFSInvalid:       {ClassFilesystem, false},
 	CodeFSNotFound:      {ClassFilesystem, false},
@@ -85,7 +87,7 @@ var codeInfo = map[Code]struct {
 func Codes() []Code {
 	return []Code{
 		CodeMalformed, CodeNotFound, CodeExecBusy, CodeStopped,
-		CodeImageNotAllowed, CodeImageMissing, CodeImagePull,
+		CodeImageNotAllowed, CodeImageMissing, CodeImagePull, CodeOperatorOnly,
 		CodeExecTimeout,
 		CodeFSInvalid, CodeFSNotFound, CodeFSWrongType, CodeFSExists, CodeFSNotEmpty,
 		CodeFSPermission, CodeFSIO, CodeFSBadRegex, CodeFSStreamAborted, CodeFSUnsupported,

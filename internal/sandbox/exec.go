@@ -45,6 +45,11 @@ func (m *Manager) Exec(ctx context.Context, req api.ExecRequest) (result api.Exe
 			WithFix(nil, "wait for an exec to finish, or run long-lived processes detached")
 	}
 	defer func() { <-sb.slots }()
+	release, err := m.acquireExec(sb.rec.Owner)
+	if err != nil {
+		return api.ExecResponse{}, err
+	}
+	defer release()
 	sb.touch()
 	defer sb.touch()
 

@@ -47,12 +47,14 @@ func (m *Manager) Catalog(context.Context, api.CatalogRequest) (api.CatalogRespo
 }
 
 // ImageList is hutch::image::list: the catalog with each image's cache state,
-// whether the allowlist admits it and how many live sandboxes run it.
-func (m *Manager) ImageList(context.Context, api.ImageListRequest) (api.ImageListResponse, error) {
+// whether the allowlist admits it and how many live sandboxes run it: all
+// of them for an operator, the caller's own for another owner.
+func (m *Manager) ImageList(ctx context.Context, _ api.ImageListRequest) (api.ImageListResponse, error) {
+	owner, all := OwnerFrom(ctx), m.isOperator(ctx)
 	m.mu.Lock()
 	inUse := map[string]int{}
 	for _, sb := range m.sandboxes {
-		if !sb.isDestroyed() {
+		if !sb.isDestroyed() && (all || sb.rec.Owner == owner) {
 			inUse[sb.rec.Image]++
 		}
 	}
@@ -73,10 +75,14 @@ func (m *Manager) ImageList(context.Context, api.ImageListRequest) (api.ImageLis
 
 // ImagePull is hutch::image::pull: it builds a missing preset, or resolves a
 // custom image's reference again and pulls what it names now, and answers
-// once the image is ready. The pull goes on if the caller goes away.
+// once the image is ready. The pull goes on if the caller goes away. It is
+// an operator action (S110).
 func (m *Manager) ImagePull(ctx context.Context, req api.ImagePullRequest) (api.ImageStatus, error) {
 	if req.Name == "" {
 		return api.ImageStatus{}, errdefs.Malformed("name is required (a catalog image name)")
+	}
+	if err := m.operatorOnly(ctx, "pull"); err != nil {
+		return api.ImageStatus{}, err
 	}
 	img, err := m.images.Pull(ctx, req.Name)
 	if err != nil {
@@ -88,11 +94,16 @@ func (m *Manager) ImagePull(ctx context.Context, req api.ImagePullRequest) (api.
 
 // ImageRemove is hutch::image::rm: it deletes a catalog image from the cache,
 // refused (S001) while a sandbox runs it or is being created from it. The
-// next create pulls or builds it again (auto_install) or answers S101.
+// next create pulls or builds it again (auto_install) or answers S101. It
+// is an operator action (S110).
 func (m *Manager) ImageRemove(ctx context.Context, req api.ImageRemoveRequest) (api.ImageRemoveResponse, error) {
 	if req.Name == "" {
 		return api.ImageRemoveResponse{}, errdefs.Malformed("name is required (a catalog image name)")
 	}
+	if err := m.operatorOnly(ctx, "remove"); err != nil {
+		return api.ImageRemoveResponse{}, err
+	}
+	owner := OwnerFrom(ctx)
 	// No warm pool sandbox may hold the image while it goes.
 	defer m.pauseWarm(req.Name)()
 	var marked string
@@ -108,23 +119,8 @@ func (m *Manager) ImageRemove(ctx context.Context, req api.ImageRemoveRequest) (
 	guard := func(id string) error {
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		var users []string
-		for _, sb := range m.sandboxes {
-			if sb.rec.ImageID == id && !sb.isDestroyed() {
-				users = append(users, sb.rec.ID)
-			}
-		}
-		if n := m.imgUse.creating[id]; len(users) > 0 || n > 0 {
-			slices.Sort(users)
-			var what []string
-			if len(users) > 0 {
-				what = append(what, "sandboxes "+strings.Join(users, ", "))
-			}
-			if n > 0 {
-				what = append(what, fmt.Sprintf("%d sandboxes being created", n))
-			}
-			return errdefs.Malformed("image %s is in use by %s", req.Name, strings.Join(what, " and ")).
-				WithFix(map[string]any{"sandbox_ids": users}, "stop the sandboxes that use it (hutch stop ID), then remove it")
+		if err := m.imageInUseLocked(req.Name, id, owner); err != nil {
+			return err
 		}
 		if m.imgUse.removing == nil {
 			m.imgUse.removing = map[string]bool{}
@@ -138,6 +134,57 @@ func (m *Manager) ImageRemove(ctx context.Context, req api.ImageRemoveRequest) (
 		return api.ImageRemoveResponse{}, err
 	}
 	return api.ImageRemoveResponse{Name: req.Name, Removed: removed}, nil
+}
+
+// imageInUseLocked refuses (S001) the removal of image name (cache id) for
+// owner while sandboxes run it or are being created from it. The message
+// counts them; only owner's own sandbox ids are named, never another
+// owner's. m.mu must be held.
+func (m *Manager) imageInUseLocked(name, id, owner string) error {
+	running, own := 0, []string{}
+	for _, sb := range m.sandboxes {
+		if sb.rec.ImageID != id || sb.isDestroyed() {
+			continue
+		}
+		running++
+		if sb.rec.Owner == owner {
+			own = append(own, sb.rec.ID)
+		}
+	}
+	creating := m.imgUse.creating[id]
+	if running == 0 && creating == 0 {
+		return nil
+	}
+	slices.Sort(own)
+	var what []string
+	if running > 0 {
+		w := fmt.Sprintf("%d sandboxes", running)
+		if len(own) > 0 {
+			w += " (yours: " + strings.Join(own, ", ") + ")"
+		}
+		what = append(what, w)
+	}
+	if creating > 0 {
+		what = append(what, fmt.Sprintf("%d sandboxes being created", creating))
+	}
+	return errdefs.Malformed("image %s is in use by %s", name, strings.Join(what, " and ")).
+		WithFix(map[string]any{"sandbox_ids": own}, "stop the sandboxes that use it (hutch stop ID), then remove it")
+}
+
+// isOperator reports whether ctx's owner may do operator actions
+// (config.IsAdmin).
+func (m *Manager) isOperator(ctx context.Context) bool {
+	return m.cfg.IsAdmin(OwnerFrom(ctx))
+}
+
+// operatorOnly refuses action on the shared image cache (S110) unless
+// ctx's owner is an operator.
+func (m *Manager) operatorOnly(ctx context.Context, action string) error {
+	if m.isOperator(ctx) {
+		return nil
+	}
+	return errdefs.New(errdefs.CodeOperatorOnly, "only an operator may %s cached images: they are shared by every owner's sandboxes", action).
+		WithFix(nil, "ask the operator, or have your owner added to admin_owners in the daemon's config")
 }
 
 // ensureImage gets a create's image (S101/S102 from the store) and holds
@@ -154,16 +201,11 @@ func (m *Manager) ensureImage(ctx context.Context, name string) (img *image.Imag
 			m.mu.Unlock()
 			return nil, nil, errdefs.New(errdefs.CodeImagePull, "image %s is being removed from the cache; retry", name)
 		}
-		if m.imgUse.creating == nil {
-			m.imgUse.creating = map[string]int{}
-		}
-		m.imgUse.creating[img.ID]++
+		m.imgUse.creating = inc(m.imgUse.creating, img.ID)
 		m.mu.Unlock()
 		release := func() {
 			m.mu.Lock()
-			if m.imgUse.creating[img.ID]--; m.imgUse.creating[img.ID] <= 0 {
-				delete(m.imgUse.creating, img.ID)
-			}
+			dec(m.imgUse.creating, img.ID)
 			m.mu.Unlock()
 		}
 		// A removal that finished between Ensure and the count above took

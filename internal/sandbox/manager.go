@@ -80,7 +80,10 @@ type Manager struct {
 	sandboxes map[string]*sandbox
 	// reserved counts creates in progress, so capacity holds under races.
 	reserved int
-	closed   bool
+	// owners counts each owner's creates in progress and execs in flight,
+	// for the per-owner caps (owners.go).
+	owners ownerUse
+	closed bool
 	// imgUse keeps images from being removed under creates (images.go).
 	imgUse imageUse
 }
@@ -171,13 +174,14 @@ func (m *Manager) reconcile(ctx context.Context) error {
 func (m *Manager) Create(ctx context.Context, req api.CreateRequest) (resp api.CreateResponse, err error) {
 	ctx, done := m.traceCreate(ctx, req)
 	defer func() { done(resp, err) }()
-	if err := m.reserve(); err != nil {
+	owner := OwnerFrom(ctx)
+	if err := m.reserve(owner); err != nil {
 		return api.CreateResponse{}, err
 	}
 	reserved := true
 	defer func() {
 		if reserved {
-			m.unreserve()
+			m.unreserve(owner)
 		}
 	}()
 	if err := m.allowed(req.Image); err != nil {
@@ -212,7 +216,7 @@ func (m *Manager) Create(ctx context.Context, req api.CreateRequest) (resp api.C
 		Name:            req.Name,
 		Image:           req.Image,
 		ImageID:         img.ID,
-		Owner:           OwnerFrom(ctx),
+		Owner:           owner,
 		Runtime:         m.rt.Name(),
 		CPUs:            cpus,
 		MemoryMB:        mem,
@@ -235,6 +239,7 @@ func (m *Manager) register(sb *sandbox) (api.CreateResponse, error) {
 	rec := &sb.rec
 	m.mu.Lock()
 	m.reserved--
+	m.owners.release(rec.Owner)
 	if m.closed {
 		m.mu.Unlock()
 		m.destroy(sb, "daemon shutting down")
@@ -245,7 +250,7 @@ func (m *Manager) register(sb *sandbox) (api.CreateResponse, error) {
 	go m.watch(sb)
 	m.wakeReaper()
 	m.log.Info("sandbox created", "sandbox", rec.ID, "image", rec.Image, "cpus", rec.CPUs, "memory_mb", rec.MemoryMB)
-	return api.CreateResponse{SandboxID: rec.ID, Image: rec.Image}, nil
+	return api.CreateResponse{SandboxID: rec.ID, Image: rec.Image, UnforwardedPorts: rec.unforwarded}, nil
 }
 
 // bootSandbox starts the runtime, connects to the agent and persists the
@@ -257,7 +262,8 @@ func (m *Manager) bootSandbox(ctx context.Context, rec *record, img *image.Image
 	}
 	bootCtx, cancel := context.WithTimeout(ctx, m.bootTimeout)
 	defer cancel()
-	ports := m.gatewayPorts(rec)
+	ports, refused := m.gatewayPorts(rec)
+	rec.unforwarded = refused
 	inst, err := m.rt.Start(bootCtx, runtime.Spec{
 		ID:              rec.ID,
 		Rootfs:          img.Rootfs,
@@ -307,8 +313,8 @@ func (m *Manager) bootSandbox(ctx context.Context, rec *record, img *image.Image
 	return newSandbox(rec, inst, ac, img, user, m.cfg.MaxConcurrentExecPerSandbox), nil
 }
 
-// reserve takes a capacity slot for a create in progress.
-func (m *Manager) reserve() error {
+// reserve takes a capacity slot for a create in progress of owner.
+func (m *Manager) reserve(owner string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -319,7 +325,11 @@ func (m *Manager) reserve() error {
 		return errdefs.New(errdefs.CodeCapacity, "capacity reached: %d sandboxes are live (max_concurrent_sandboxes=%d)", live, m.cfg.MaxConcurrentSandboxes).
 			WithFix(nil, "stop a sandbox, or raise max_concurrent_sandboxes")
 	}
+	if err := m.ownerRoomLocked(owner); err != nil {
+		return err
+	}
 	m.reserved++
+	m.owners.reserve(owner)
 	return nil
 }
 
@@ -335,9 +345,11 @@ func (m *Manager) liveLocked() int {
 	return n
 }
 
-func (m *Manager) unreserve() {
+// unreserve gives back the slot of a create of owner that failed.
+func (m *Manager) unreserve(owner string) {
 	m.mu.Lock()
 	m.reserved--
+	m.owners.release(owner)
 	m.mu.Unlock()
 }
 

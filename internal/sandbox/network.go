@@ -15,8 +15,12 @@ import (
 // reaches the host's loopback services through its gateway address: the
 // create-time env values that name one by URL ("http://localhost:8080/",
 // "postgres://u:p@127.0.0.1:5432/db") are rewritten to the gateway, and
-// exactly those ports, plus config gateway_ports, are forwarded. The
-// daemon's own API and engine ports are never forwarded, even if named.
+// exactly those ports, plus config gateway_ports, are forwarded. With
+// several owners (api_tokens), or when the operator sets
+// forwardable_ports, only the ports config.Forwardable admits are; an env
+// URL naming another port is left as it is and the create response lists
+// the port in unforwarded_ports. The daemon's own API and engine ports are
+// never forwarded, even if named.
 
 // localURL matches the authority of a URL on the host's loopback with an
 // explicit port: "://", optional userinfo, the host, ":" and the port.
@@ -37,8 +41,9 @@ func loopbackPorts(env []string) []uint16 {
 }
 
 // rewriteLocalhost returns env with the host of every loopback URL in a
-// value replaced by gw; names and other text are unchanged.
-func rewriteLocalhost(env []string, gw netip.Addr) []string {
+// value whose port is in ports replaced by gw; names and other text are
+// unchanged.
+func rewriteLocalhost(env []string, gw netip.Addr, ports []uint16) []string {
 	out := make([]string, len(env))
 	for i, kv := range env {
 		k, v, ok := strings.Cut(kv, "=")
@@ -48,7 +53,7 @@ func rewriteLocalhost(env []string, gw netip.Addr) []string {
 		}
 		out[i] = k + "=" + localURL.ReplaceAllStringFunc(v, func(u string) string {
 			m := localURL.FindStringSubmatch(u)
-			if _, ok := parsePort(m[3]); !ok {
+			if p, ok := parsePort(m[3]); !ok || !slices.Contains(ports, p) {
 				return u
 			}
 			return m[1] + gw.String() + ":" + m[3]
@@ -92,35 +97,56 @@ func (m *Manager) isProtected(port uint16) bool {
 }
 
 // gatewayPorts decides which host loopback ports sandbox rec reaches at
-// its gateway: those of the loopback URLs in its env and gateway_ports,
-// never the daemon's own; sorted, without duplicates.
-func (m *Manager) gatewayPorts(rec *record) []uint16 {
+// its gateway: gateway_ports and the ports of the loopback URLs in its env
+// that config.Forwardable admits, never the daemon's own. Refused are the
+// ports its env names that are not forwarded. Both are sorted, without
+// duplicates.
+func (m *Manager) gatewayPorts(rec *record) (forward, refused []uint16) {
 	if !rec.Network {
-		return nil
+		return nil, nil
 	}
-	ports := loopbackPorts(rec.Env)
+	named := sortedSet(loopbackPorts(rec.Env))
 	for _, p := range m.cfg.GatewayPorts {
-		ports = append(ports, uint16(p)) // 1..65535 (config.Validate)
+		forward = append(forward, uint16(p)) // 1..65535 (config.Validate)
 	}
-	slices.Sort(ports)
-	ports = slices.Compact(ports)
-	return slices.DeleteFunc(ports, func(p uint16) bool {
+	for _, p := range named {
+		if m.cfg.Forwardable(int(p)) {
+			forward = append(forward, p)
+		}
+	}
+	forward = slices.DeleteFunc(sortedSet(forward), func(p uint16) bool {
 		if m.isProtected(p) {
 			m.log.Warn("not forwarding the daemon's own port to a sandbox", "sandbox", rec.ID, "port", p)
 			return true
 		}
 		return false
 	})
+	for _, p := range named {
+		if !slices.Contains(forward, p) {
+			refused = append(refused, p)
+		}
+	}
+	if len(refused) > 0 {
+		m.log.Info("not forwarding ports named in a sandbox's env", "sandbox", rec.ID, "owner", rec.Owner, "ports", refused)
+	}
+	return forward, refused
 }
 
-// useGateway points the loopback URLs of rec's env at inst's gateway, once
-// the runtime has given the sandbox a network.
+// sortedSet sorts ports and drops duplicates.
+func sortedSet(ports []uint16) []uint16 {
+	slices.Sort(ports)
+	return slices.Compact(ports)
+}
+
+// useGateway points the loopback URLs of rec's env whose ports are
+// forwarded at inst's gateway, once the runtime has given the sandbox a
+// network.
 func (m *Manager) useGateway(rec *record, inst runtime.Instance, ports []uint16) {
 	ni, ok := inst.(runtime.NetworkInfo)
 	if !ok || !rec.Network || !ni.Gateway().IsValid() {
 		return
 	}
 	gw := ni.Gateway()
-	rec.Env = rewriteLocalhost(rec.Env, gw)
+	rec.Env = rewriteLocalhost(rec.Env, gw, ports)
 	m.log.Info("sandbox network", "sandbox", rec.ID, "gateway", gw.String(), "gateway_ports", ports)
 }

@@ -33,7 +33,7 @@ func TestRewriteLocalhost(t *testing.T) {
 		{"empty value", "EMPTY=", "EMPTY=", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := rewriteLocalhost([]string{tc.in}, gw)
+			got := rewriteLocalhost([]string{tc.in}, gw, tc.wantPorts)
 			if got[0] != tc.want {
 				t.Errorf("rewrite(%q) = %q, want %q", tc.in, got[0], tc.want)
 			}
@@ -44,24 +44,40 @@ func TestRewriteLocalhost(t *testing.T) {
 	}
 }
 
+// TestRewriteOnlyForwarded: a URL whose port is not forwarded keeps
+// pointing at localhost.
+func TestRewriteOnlyForwarded(t *testing.T) {
+	gw := netip.MustParseAddr("10.200.0.1")
+	got := rewriteLocalhost([]string{"A=http://localhost:8080/,http://127.0.0.1:5432/"}, gw, []uint16{5432})
+	if want := "A=http://localhost:8080/,http://10.200.0.1:5432/"; got[0] != want {
+		t.Fatalf("rewrite = %q, want %q", got[0], want)
+	}
+}
+
 func TestGatewayPorts(t *testing.T) {
-	cfg := config.Default()
-	cfg.GatewayPorts = []int{9000, 5432}
-	m := &Manager{cfg: cfg, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	m.ProtectPorts(3111, 49134)
-	env := []string{"A=http://localhost:8080/", "B=http://127.0.0.1:3111/", "C=ws://localhost:49134", "D=http://127.0.0.1:8080/x", "E=plain"}
+	env := []string{"A=http://localhost:8080/", "B=http://127.0.0.1:3111/", "C=ws://localhost:49134", "D=http://127.0.0.1:8080/x", "E=plain", "F=postgres://localhost:5432/db"}
 	for _, tc := range []struct {
-		name    string
-		network bool
-		want    []uint16
+		name             string
+		tokens           map[string]string
+		forwardable      []int
+		network          bool
+		want, wantRefuse []uint16
 	}{
-		{"network: named and configured ports, never the daemon's", true, []uint16{5432, 8080, 9000}},
-		{"no network: nothing", false, nil},
+		{"one user: named and configured ports, never the daemon's", nil, nil, true, []uint16{5432, 8080, 9000}, []uint16{3111, 49134}},
+		{"one user with forwardable_ports: only those", nil, []int{5432}, true, []uint16{5432, 9000}, []uint16{3111, 8080, 49134}},
+		{"owners: only forwardable_ports and gateway_ports", map[string]string{"alice": "a"}, []int{5432, 3111}, true, []uint16{5432, 9000}, []uint16{3111, 8080, 49134}},
+		{"owners without forwardable_ports: gateway_ports", map[string]string{"alice": "a"}, nil, true, []uint16{9000}, []uint16{3111, 5432, 8080, 49134}},
+		{"no network: nothing", nil, nil, false, nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := m.gatewayPorts(&record{ID: "x", Network: tc.network, Env: env})
-			if !slices.Equal(got, tc.want) {
-				t.Fatalf("gatewayPorts = %v, want %v", got, tc.want)
+			cfg := config.Default()
+			cfg.GatewayPorts = []int{9000}
+			cfg.APITokens, cfg.ForwardablePorts = tc.tokens, tc.forwardable
+			m := &Manager{cfg: cfg, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+			m.ProtectPorts(3111, 49134)
+			got, refused := m.gatewayPorts(&record{ID: "x", Network: tc.network, Env: env})
+			if !slices.Equal(got, tc.want) || !slices.Equal(refused, tc.wantRefuse) {
+				t.Fatalf("gatewayPorts = %v, refused %v; want %v, refused %v", got, refused, tc.want, tc.wantRefuse)
 			}
 		})
 	}

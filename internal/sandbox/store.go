@@ -29,6 +29,9 @@ type record struct {
 	// pooled marks a warm pool sandbox not yet claimed: it is never
 	// persisted (pool.go).
 	pooled bool
+	// unforwarded are the loopback ports its create-time env named that
+	// are not forwarded (network.go); answered by the create, not persisted.
+	unforwarded []uint16
 }
 
 var bucketSandboxes = []byte("sandboxes")
