@@ -74,7 +74,7 @@ trap finish EXIT
 trap 'exit 130' INT TERM
 
 line=
-for _ in $(seq 1 600); do
+for _ in $(seq 1 3000); do
 	line=$(grep -m1 '"msg":"hutch serving"' "$log" || true)
 	[ -n "$line" ] && break
 	if ! kill -0 "$pid" 2>/dev/null; then
@@ -84,7 +84,7 @@ for _ in $(seq 1 600); do
 	sleep 0.1
 done
 if [ -z "$line" ]; then
-	echo "conformance: hutch serve did not start within 60s" >&2
+	echo "conformance: hutch serve did not start within 300s" >&2
 	exit 1
 fi
 read -r http engine < <(node -e 'const l = JSON.parse(process.argv[1]); console.log(l.listen, l.engine_listen)' "$line")
