@@ -19,15 +19,23 @@ type builder func(ctx context.Context, r recipe, dst string, progress func(line 
 func mmdebstrapBuilder(mirror string) builder {
 	return func(ctx context.Context, r recipe, dst string, progress func(string)) error {
 		argv := append([]string{"mmdebstrap"}, r.mmdebstrapArgs(dst, mirror)...)
-		// A private mount namespace: the /proc, /sys and /dev mounts
-		// mmdebstrap makes in the chroot vanish with it, even if it is
-		// killed, so removing a half-built tree never reaches host files.
-		err := runLogged(ctx, argv, &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS}, progress)
+		err := runLogged(ctx, argv, buildAttr(), progress)
 		if errors.Is(err, exec.ErrNotFound) {
 			return fmt.Errorf("%w (install it with `apt-get install mmdebstrap`)", err)
 		}
 		return err
 	}
+}
+
+// buildAttr isolates a build from the host it runs on. A private mount
+// namespace: the /proc, /sys and /dev mounts mmdebstrap makes in the chroot
+// vanish with it, even if it is killed, so removing a half-built tree never
+// reaches host files. A private PID namespace: when the build ends or is
+// killed, so is every process it started, also those that left its
+// process group (apt runs dpkg in a session of its own), so none can write
+// into a tree the next build is clearing.
+func buildAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS, Cloneflags: syscall.CLONE_NEWPID}
 }
 
 // Limits of a build's captured output.

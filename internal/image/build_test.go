@@ -2,12 +2,15 @@ package image
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 func TestOutputLog(t *testing.T) {
@@ -170,4 +173,44 @@ func mustDo(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestBuildAttrKillsEscapedProcesses checks that a build killed midway
+// takes with it the processes that left its process group (as apt's dpkg
+// does with a session of its own): none is left to write into the tree.
+func TestBuildAttrKillsEscapedProcesses(t *testing.T) {
+	testutil.RequiresRoot(t)
+	marker := filepath.Join(t.TempDir(), "escaped")
+	// A sleep no other process runs, found on the host by its arguments.
+	nap := fmt.Sprintf("300.%d", time.Now().UnixNano()%1_000_000)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	script := "setsid sh -c 'touch " + marker + "; exec sleep " + nap + "' & sleep 300"
+	if err := runLogged(ctx, []string{"sh", "-c", script}, buildAttr(), func(string) {}); err == nil {
+		t.Fatal("a killed build reported success")
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatalf("the escaped process never started: %v", err)
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		left := sleepers(nap)
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("processes outlived their build: %v", left)
+		}
+	}
+}
+
+// sleepers lists the host's processes running `sleep nap`.
+func sleepers(nap string) []string {
+	var found []string
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		if b, err := os.ReadFile(p); err == nil && string(b) == "sleep\x00"+nap+"\x00" {
+			found = append(found, p)
+		}
+	}
+	return found
 }
