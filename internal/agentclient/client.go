@@ -44,15 +44,13 @@ func (e *ProtocolError) Is(target error) bool { return target == ErrClosed }
 var errStreamOpened = &ProtocolError{What: "it opened a stream"}
 
 // NoAnswerError is a call the agent did not answer within the call's own
-// deadline (not one of the caller's context): a stuck or stopped agent.
+// deadline (not one of the caller's context): a stuck or stopped agent. It
+// is not context.DeadlineExceeded, which says the caller gave up.
 type NoAnswerError struct{ After time.Duration }
 
 func (e *NoAnswerError) Error() string {
 	return fmt.Sprintf("the agent did not answer within %s", seconds(e.After))
 }
-
-// Is makes a NoAnswerError match context.DeadlineExceeded.
-func (e *NoAnswerError) Is(target error) bool { return target == context.DeadlineExceeded }
 
 // seconds renders d in whole seconds ("10 s"), or as Go does below one.
 func seconds(d time.Duration) string {

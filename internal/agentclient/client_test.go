@@ -252,7 +252,7 @@ func TestExecHasADeadline(t *testing.T) {
 func wantNoAnswer(t *testing.T, err error) {
 	t.Helper()
 	var na *agentclient.NoAnswerError
-	if !errors.As(err, &na) || !errors.Is(err, context.DeadlineExceeded) {
+	if !errors.As(err, &na) {
 		t.Fatalf("got %v, want a NoAnswerError", err)
 	}
 	if msg := err.Error(); !strings.Contains(msg, "the agent did not answer within ") || strings.Contains(msg, "rpc error") {
