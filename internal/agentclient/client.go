@@ -18,7 +18,9 @@ import (
 	"github.com/hashicorp/yamux"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 
 	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
 )
@@ -26,6 +28,37 @@ import (
 // ErrClosed is returned by calls made after Close, or after the session to
 // the agent ended (the sandbox exited or closed its stream).
 var ErrClosed = errors.New("agent connection closed")
+
+// ProtocolError is why a session ended that the sandbox's side used in a
+// way the agent never does: code in the sandbox writing its own frames into
+// the agent's stream. It is also ErrClosed.
+type ProtocolError struct{ What string }
+
+func (e *ProtocolError) Error() string { return "the sandbox broke the agent protocol: " + e.What }
+
+// Is makes a ProtocolError match ErrClosed: the session is over.
+func (e *ProtocolError) Is(target error) bool { return target == ErrClosed }
+
+// errStreamOpened ends a session whose sandbox side opened a stream: the
+// host opens every stream, so the agent never does.
+var errStreamOpened = &ProtocolError{What: "it opened a stream"}
+
+// NoAnswerError is a call the agent did not answer within the call's own
+// deadline (not one of the caller's context): a stuck or stopped agent. It
+// is not context.DeadlineExceeded, which says the caller gave up.
+type NoAnswerError struct{ After time.Duration }
+
+func (e *NoAnswerError) Error() string {
+	return fmt.Sprintf("the agent did not answer within %s", seconds(e.After))
+}
+
+// seconds renders d in whole seconds ("10 s"), or as Go does below one.
+func seconds(d time.Duration) string {
+	if d < time.Second {
+		return d.String()
+	}
+	return fmt.Sprintf("%d s", int64(d.Round(time.Second)/time.Second))
+}
 
 // MaxRequestBytes is the largest request the agent accepts; an exec's stdin
 // travels in its request.
@@ -86,7 +119,8 @@ type Client struct {
 	cc   *grpc.ClientConn
 	rpc  agentv1.AgentClient
 
-	// life ends, with cause ErrClosed, when the session dies or on Close.
+	// life ends when the session dies or on Close, with cause ErrClosed,
+	// or a *ProtocolError when the sandbox's side broke the protocol.
 	life context.Context
 	end  context.CancelCauseFunc
 
@@ -97,7 +131,8 @@ type Client struct {
 // Dial starts a yamux client session on conn, the byte stream to the agent,
 // and a gRPC connection over one stream of it. It does not wait for the
 // agent: the handshake starts at once and completes when the agent is up
-// (see WaitReady). The Client owns conn and closes it.
+// (see WaitReady). The Client owns conn and closes it. A stream opened from
+// the sandbox's side ends the session (see Err).
 func Dial(conn io.ReadWriteCloser, opts Options) (*Client, error) {
 	opts = opts.withDefaults()
 	sess, err := yamux.Client(conn, agentv1.SessionConfig(opts.Logger))
@@ -151,6 +186,7 @@ func Dial(conn io.ReadWriteCloser, opts Options) (*Client, error) {
 		<-sess.CloseChan()
 		end(ErrClosed)
 	}()
+	go c.refuseStreams()
 	// Send the HTTP/2 preface now: the handshake overlaps the agent's boot.
 	cc.Connect()
 	return c, nil
@@ -165,7 +201,11 @@ func (c *Client) WaitReady(ctx context.Context) error {
 	if _, ok := ctx.Deadline(); ok {
 		timeout = 0
 	}
+	start := time.Now()
 	_, err := c.info(ctx, timeout, grpc.WaitForReady(true))
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		err = &NoAnswerError{After: time.Since(start)}
+	}
 	if err != nil {
 		return fmt.Errorf("waiting for the agent: %w", err)
 	}
@@ -217,8 +257,26 @@ func (c *Client) Exec(ctx context.Context, req *agentv1.ExecRequest) (*agentv1.E
 }
 
 // Done is closed when the session to the agent has ended: the sandbox
-// exited or closed its stream, or Close was called.
+// exited or closed its stream, broke the protocol, or Close was called.
 func (c *Client) Done() <-chan struct{} { return c.life.Done() }
+
+// Err is nil while the session lives, then why it ended: a *ProtocolError
+// when the sandbox's side broke the protocol, ErrClosed otherwise.
+func (c *Client) Err() error { return context.Cause(c.life) }
+
+// refuseStreams ends the session at the first stream the sandbox's side
+// opens: the agent never opens one, and a stream nobody reads would hold
+// up to its window of the daemon's memory. Until then, what the sandbox can
+// make the session buffer is bounded by agentv1.AcceptBacklog streams.
+func (c *Client) refuseStreams() {
+	st, err := c.sess.AcceptStream()
+	if err != nil {
+		return // the session ended
+	}
+	c.opts.Logger.Warn("the sandbox opened a stream toward the daemon; ending its session", "stream", st.StreamID())
+	c.end(errStreamOpened)
+	c.Close()
+}
 
 // Close ends the gRPC connection and the session, and closes the stream.
 // It is idempotent; calls in flight fail with ErrClosed.
@@ -231,17 +289,23 @@ func (c *Client) Close() error {
 }
 
 // call derives the context of one call from ctx: bounded by timeout (none
-// when 0) and cancelled with cause ErrClosed when the session ends. It fails
-// at once when the session has already ended.
+// when 0; reaching it is a NoAnswerError) and cancelled with the session's
+// end (Err) when the session ends. It fails at once when the session has
+// already ended.
 func (c *Client) call(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc, error) {
-	if c.life.Err() != nil {
-		return nil, nil, ErrClosed
+	if err := c.Err(); err != nil {
+		return nil, nil, err
 	}
 	ctx, cancelCause := context.WithCancelCause(ctx)
-	stop := context.AfterFunc(c.life, func() { cancelCause(ErrClosed) })
+	stop := context.AfterFunc(c.life, func() { cancelCause(c.Err()) })
 	cancelTimeout := context.CancelFunc(func() {})
 	if timeout > 0 {
-		ctx, cancelTimeout = context.WithTimeout(ctx, timeout)
+		na := &NoAnswerError{After: timeout}
+		if d, ok := ctx.Deadline(); !ok || time.Until(d) > timeout {
+			// The agent, which learns the deadline, may end the call first.
+			ctx = context.WithValue(ctx, noAnswerKey{}, na)
+		}
+		ctx, cancelTimeout = context.WithTimeoutCause(ctx, timeout, na)
 	}
 	return ctx, func() {
 		cancelTimeout()
@@ -250,16 +314,38 @@ func (c *Client) call(ctx context.Context, timeout time.Duration) (context.Conte
 	}, nil
 }
 
-// callError reports a call's failure as ErrClosed when the session ended
-// under it, and as the gRPC error otherwise.
+// callError reports a call's failure as the session's end (Err) when the
+// session ended under it, as a NoAnswerError when the call's own deadline
+// passed, and as the gRPC error otherwise.
 func (c *Client) callError(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
 	}
-	if errors.Is(context.Cause(ctx), ErrClosed) || c.life.Err() != nil {
-		return ErrClosed
+	if end := c.ended(); end != nil {
+		return end
+	}
+	var na *NoAnswerError
+	if errors.As(context.Cause(ctx), &na) {
+		return na
+	}
+	if na, ok := ctx.Value(noAnswerKey{}).(*NoAnswerError); ok && status.Code(err) == codes.DeadlineExceeded {
+		return na
 	}
 	return err
+}
+
+// noAnswerKey marks the context of a call whose deadline is its own.
+type noAnswerKey struct{}
+
+// ended is Err once the session is closed, and nil before. A call can
+// fail on the session's end a moment before life records it: waiting for
+// life then gives every such call the same error.
+func (c *Client) ended() error {
+	if !c.sess.IsClosed() {
+		return c.Err()
+	}
+	<-c.life.Done()
+	return c.Err()
 }
 
 // withOutputCap returns req with max_output_bytes set to limit when it asks

@@ -3,8 +3,11 @@ package agentclient_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"io"
+	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -136,9 +139,7 @@ func TestWaitReady(t *testing.T) {
 			agent:   func(*testing.T, *agenttest.Conn) {},
 			timeout: 200 * time.Millisecond,
 			check: func(t *testing.T, err error, took time.Duration) {
-				if status.Code(err) != codes.DeadlineExceeded {
-					t.Errorf("got %v, want DeadlineExceeded", err)
-				}
+				wantNoAnswer(t, err)
 				if took > 400*time.Millisecond {
 					t.Errorf("returned after %v, ctx ended after 200ms", took)
 				}
@@ -241,11 +242,91 @@ func TestExecHasADeadline(t *testing.T) {
 				_, err := c.Exec(context.Background(), tc.req)
 				return err
 			})
-			if status.Code(err) != codes.DeadlineExceeded {
-				t.Errorf("got %v, want DeadlineExceeded", err)
-			}
+			wantNoAnswer(t, err)
 		})
 	}
+}
+
+// wantNoAnswer fails t unless err says the agent did not answer in time,
+// in words rather than as gRPC's DeadlineExceeded status.
+func wantNoAnswer(t *testing.T, err error) {
+	t.Helper()
+	var na *agentclient.NoAnswerError
+	if !errors.As(err, &na) {
+		t.Fatalf("got %v, want a NoAnswerError", err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "the agent did not answer within ") || strings.Contains(msg, "rpc error") {
+		t.Errorf("message %q, want \"the agent did not answer within …\"", msg)
+	}
+}
+
+// TestStreamOpenedBySandboxEndsSession stands for code in a sandbox that
+// writes its own yamux frames into the agent's stream, each opening a
+// stream toward the daemon and filling its window: the client must end the
+// session with a protocol error, and keep a bounded part of the flood.
+func TestStreamOpenedBySandboxEndsSession(t *testing.T) {
+	const (
+		streams = 256
+		window  = 256 << 10 // yamux's initial stream window
+		// limit is what the session may hold (agentv1.AcceptBacklog
+		// windows and one grown window), plus room for the test's own
+		// garbage; the flood is 64 MiB.
+		limit = agentv1.AcceptBacklog*window + agentv1.StreamWindowBytes + 8<<20
+	)
+	host, guest := agenttest.Pipe(t)
+	before := heapInUse()
+	c, err := agentclient.Dial(host, agentclient.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	flooded := make(chan int64, 1)
+	go func() { flooded <- openStreams(guest, streams, window) }()
+	select {
+	case <-c.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the session of a sandbox that opens streams did not end")
+	}
+	var pe *agentclient.ProtocolError
+	if err := c.Err(); !errors.As(err, &pe) || !errors.Is(err, agentclient.ErrClosed) {
+		t.Errorf("session ended with %v, want a ProtocolError", err)
+	}
+	if _, err := c.Info(context.Background()); !errors.As(err, &pe) {
+		t.Errorf("call after the violation: %v, want the ProtocolError", err)
+	}
+	t.Logf("the guest wrote %d bytes before the host hung up", <-flooded)
+	if held := heapInUse() - before; held > limit {
+		t.Errorf("the client holds %d MiB after the flood, want at most %d MiB", held>>20, limit>>20)
+	}
+	runtime.KeepAlive(c)
+}
+
+// openStreams writes n yamux frames to w, each opening a stream from the
+// agent's side (even ids) with size bytes of data, as code in a sandbox
+// can through /proc/1/fd; it returns the bytes written before w failed.
+func openStreams(w io.Writer, n, size int) int64 {
+	frame := make([]byte, 12+size)
+	// version 0, type 0 (data), flags SYN, stream id, length: big endian.
+	binary.BigEndian.PutUint16(frame[2:4], 1)
+	binary.BigEndian.PutUint32(frame[8:12], uint32(size))
+	var written int64
+	for i := range n {
+		binary.BigEndian.PutUint32(frame[4:8], uint32(2*(i+1)))
+		k, err := w.Write(frame)
+		written += int64(k)
+		if err != nil {
+			break
+		}
+	}
+	return written
+}
+
+// heapInUse is the bytes of live objects after a collection.
+func heapInUse() int64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
 }
 
 func TestExecBoundsOutput(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hutch-dev/hutch/api"
 	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
+	"github.com/hutch-dev/hutch/internal/agentclient"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 )
 
@@ -112,7 +113,7 @@ func (m *Manager) execFailure(ctx context.Context, sb *sandbox, err error) error
 	// The sandbox may be ending right now; give it a moment, to say why.
 	select {
 	case <-sb.inst.Done():
-		m.stopAsync(sb, exitReason(sb.inst))
+		m.stopAsync(sb, endReason(sb))
 		_, reason := sb.stopState()
 		return errdefs.New(errdefs.CodeStopped, "sandbox %s stopped during the exec: %s", sb.rec.ID, reason)
 	case <-time.After(2 * time.Second):
@@ -121,8 +122,9 @@ func (m *Manager) execFailure(ctx context.Context, sb *sandbox, err error) error
 		return errdefs.New(errdefs.CodeStopped, "sandbox %s stopped during the exec: %s", sb.rec.ID, reason)
 	}
 	reason := "the sandbox agent failed: " + err.Error()
-	if errors.Is(err, context.DeadlineExceeded) {
-		reason = "the sandbox agent did not answer in time"
+	var na *agentclient.NoAnswerError
+	if errors.As(err, &na) {
+		reason = na.Error()
 	}
 	m.stopAsync(sb, reason)
 	return errdefs.New(errdefs.CodeStopped, "sandbox %s was stopped: %s", sb.rec.ID, reason)

@@ -85,6 +85,7 @@ func (m *Manager) fsError(ctx context.Context, sb *sandbox, op string, err error
 		return fsFault(fe)
 	}
 	var se *agentclient.SourceError
+	var na *agentclient.NoAnswerError
 	switch {
 	case errors.As(err, &se):
 		return errdefs.New(errdefs.CodeFSStreamAborted, "%s aborted: %v; nothing was written", op, se).
@@ -93,6 +94,8 @@ func (m *Manager) fsError(ctx context.Context, sb *sandbox, op string, err error
 		return ctx.Err()
 	case errors.Is(err, agentclient.ErrStalled):
 		return errdefs.New(errdefs.CodeFSStreamAborted, "%s aborted: %v", op, err)
+	case errors.As(err, &na):
+		return errdefs.New(errdefs.CodeFSIO, "%s: %v", op, na)
 	case errors.Is(err, agentclient.ErrClosed):
 		// Give the watcher a moment to learn why the sandbox ended.
 		select {

@@ -294,7 +294,7 @@ func (m *Manager) bootSandbox(ctx context.Context, rec *record, img *image.Image
 		if ctx.Err() != nil {
 			return fail(ctx.Err())
 		}
-		msg := fmt.Sprintf("sandbox agent did not answer: %v", err)
+		msg := fmt.Sprintf("starting the sandbox agent: %v", err)
 		if tail != "" {
 			msg += "\n" + tail
 		}
@@ -468,9 +468,11 @@ func (m *Manager) destroy(sb *sandbox, reason string) {
 	<-m.stopAsync(sb, reason)
 }
 
-// teardown closes the agent connection and destroys the runtime instance.
+// teardown closes the agent connection and destroys the runtime instance,
+// then leaves only a tombstone of sb in the manager.
 func (m *Manager) teardown(sb *sandbox) {
 	defer close(sb.destroyed)
+	defer m.bury(sb)
 	if sb.agent != nil {
 		sb.agent.Close()
 	}
@@ -481,6 +483,18 @@ func (m *Manager) teardown(sb *sandbox) {
 	defer cancel()
 	if err := sb.inst.Destroy(ctx); err != nil {
 		m.log.Error("destroying sandbox", "sandbox", sb.rec.ID, "err", err)
+	}
+}
+
+// bury replaces stopped sb in the manager by a tombstone of its record, so
+// that for stopped_retention_secs the manager holds no agent session,
+// runtime instance or buffers of it; calls in flight keep sb until they end.
+func (m *Manager) bury(sb *sandbox) {
+	rec := sb.snapshotRecord()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.sandboxes[rec.ID] == sb {
+		m.sandboxes[rec.ID] = tombstone(&rec)
 	}
 }
 
@@ -498,6 +512,9 @@ func (m *Manager) watch(sb *sandbox) {
 	select {
 	case <-sb.inst.Done():
 	case <-sb.agent.Done():
+		if violation(sb) != "" {
+			break
+		}
 		// The agent stream broke; the instance normally ends right after.
 		select {
 		case <-sb.inst.Done():
@@ -508,12 +525,27 @@ func (m *Manager) watch(sb *sandbox) {
 	case <-sb.destroyed:
 		return
 	}
-	m.stopAsync(sb, exitReason(sb.inst))
+	m.stopAsync(sb, endReason(sb))
 }
 
 // exitReason is why inst ended, as far as it knows.
 func exitReason(inst runtime.Instance) string {
 	return cmp.Or(inst.ExitReason(), "the sandbox agent went away")
+}
+
+// endReason is why sb ended: the agent protocol broken from inside the
+// sandbox, or else what its runtime knows.
+func endReason(sb *sandbox) string {
+	return cmp.Or(violation(sb), exitReason(sb.inst))
+}
+
+// violation is how the sandbox broke the agent protocol, or "".
+func violation(sb *sandbox) string {
+	var pe *agentclient.ProtocolError
+	if errors.As(sb.agent.Err(), &pe) {
+		return pe.Error()
+	}
+	return ""
 }
 
 // List returns the caller's sandboxes, live and recently stopped, oldest first.

@@ -535,7 +535,7 @@ func (m *Manager) watchWarm(image string, w *warmSandbox) {
 	if i < 0 {
 		return // claimed or discarded meanwhile
 	}
-	reason := exitReason(w.sb.inst)
+	reason := endReason(w.sb)
 	m.log.Warn("warm pool sandbox ended while waiting", "sandbox", w.sb.rec.ID, "image", image, "reason", reason)
 	m.discardWarm(w.sb, reason)
 	m.pool.wake()

@@ -117,11 +117,11 @@ func (m *Manager) reap(now time.Time) {
 	}
 }
 
-// forget drops a stopped sandbox from the manager and the store; its
-// teardown, if still running, goes on (Close waits for it).
+// forget drops a stopped sandbox (or its tombstone) from the manager and
+// the store; its teardown, if still running, goes on (Close waits for it).
 func (m *Manager) forget(sb *sandbox) {
 	m.mu.Lock()
-	if m.sandboxes[sb.rec.ID] == sb {
+	if cur, ok := m.sandboxes[sb.rec.ID]; ok && cur.isStopped() {
 		delete(m.sandboxes, sb.rec.ID)
 	}
 	m.mu.Unlock()

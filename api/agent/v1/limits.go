@@ -38,6 +38,14 @@ const StreamWindowBytes = 2 << 20
 // buffer.
 const BufferBytes = 1 << 20
 
+// AcceptBacklog is how many streams the other side opened may wait in a
+// session to be accepted. The host opens one stream per gRPC connection and
+// the agent opens none, so a few are plenty; on the host it bounds what
+// code in a sandbox that writes its own frames can make the daemon buffer
+// before the session is ended: AcceptBacklog streams of yamux's initial
+// 256 KiB window, plus one accepted stream of StreamWindowBytes.
+const AcceptBacklog = 4
+
 // SessionConfig is the yamux configuration of the agent session, the same
 // on both sides. Keepalives are off: a paused or checkpointed sandbox must
 // not look dead to either side, and the end of the byte stream already
@@ -45,6 +53,7 @@ const BufferBytes = 1 << 20
 func SessionConfig(log *slog.Logger) *yamux.Config {
 	cfg := yamux.DefaultConfig()
 	cfg.EnableKeepAlive = false
+	cfg.AcceptBacklog = AcceptBacklog
 	cfg.MaxStreamWindowSize = StreamWindowBytes
 	cfg.LogOutput = nil
 	cfg.Logger = slog.NewLogLogger(log.Handler(), slog.LevelDebug)
