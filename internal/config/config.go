@@ -71,6 +71,11 @@ type Config struct {
 	// sandboxes mostly start short processes but makes every system call
 	// inside a sandbox tens of times slower.
 	SystrapFastPath string `yaml:"systrap_fast_path"`
+	// CrashWatchdog starts a watchdog process beside the daemon that
+	// destroys the daemon's sandboxes (and their network plumbing) when
+	// the daemon dies without shutting down, even those whose agent cannot
+	// notice (a stopped PID 1). Off leaves them to the next start.
+	CrashWatchdog bool `yaml:"crash_watchdog"`
 }
 
 // Default returns the configuration used when no file is given.
@@ -92,6 +97,7 @@ func Default() Config {
 		NetworkPool:                 DefaultNetworkPool,
 		WritableLayerMB:             2048,
 		SystrapFastPath:             FastPathOn,
+		CrashWatchdog:               true,
 	}
 }
 
