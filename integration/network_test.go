@@ -207,7 +207,8 @@ func TestNetworkThroughCLI(t *testing.T) {
 
 func TestNetworkKill9ThenRestartReclaims(t *testing.T) {
 	port := hostServer(t, "after restart")
-	d := startDaemon(t, baseConfig(""))
+	// Without the crash watchdog, the restart is what cleans up.
+	d := startDaemon(t, baseConfig("crash_watchdog: false\n"))
 	a := d.create(api.CreateRequest{Image: "python", Network: true})
 	d.kill9()
 	if left := networkLeftovers(d.dataDir, []string{a}); len(left) == 0 {

@@ -28,7 +28,8 @@ func (d *daemon) bundleIDs() []string {
 }
 
 func TestKill9MidFlightThenRestart(t *testing.T) {
-	d := startDaemon(t, baseConfig(""))
+	// Without the crash watchdog, the restart is what cleans up.
+	d := startDaemon(t, baseConfig("crash_watchdog: false\n"))
 	ctx := context.Background()
 	a := d.create(api.CreateRequest{Image: "python"})
 	b := d.create(api.CreateRequest{Image: "python", MemoryMB: 256})

@@ -5,6 +5,8 @@ package cli
 
 import (
 	"log/slog"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -51,4 +53,20 @@ func (a *app) serveCmd() *cobra.Command {
 		})(cmd, nil)
 	}
 	return cmd
+}
+
+// watchdogCmd is the crash watchdog a daemon starts beside itself (see
+// internal/daemon/watchdog.go); it is not for people, so it is hidden.
+// It ignores the signals that end a daemon: the daemon's exit is its cue.
+func (a *app) watchdogCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:    daemon.WatchdogCommand,
+		Short:  "Destroy a daemon's sandboxes when it dies (started by hutch serve)",
+		Args:   cobra.NoArgs,
+		Hidden: true,
+		RunE: action(func(*cobra.Command, []string) error {
+			signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+			return daemon.RunWatchdog(a.stdin, a.stdout, slog.New(slog.NewJSONHandler(a.stderr, nil)))
+		}),
+	}
 }

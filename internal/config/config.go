@@ -87,6 +87,11 @@ type Config struct {
 	// MaxConcurrentExecPerOwner caps one owner's execs in flight across
 	// all of its sandboxes; 0 is no cap.
 	MaxConcurrentExecPerOwner int `yaml:"max_concurrent_exec_per_owner"`
+	// CrashWatchdog starts a watchdog process beside the daemon that
+	// destroys the daemon's sandboxes (and their network plumbing) when
+	// the daemon dies without shutting down, even those whose agent cannot
+	// notice (a stopped PID 1). Off leaves them to the next start.
+	CrashWatchdog bool `yaml:"crash_watchdog"`
 }
 
 // Default returns the configuration used when no file is given.
@@ -108,6 +113,7 @@ func Default() Config {
 		NetworkPool:                 DefaultNetworkPool,
 		WritableLayerMB:             2048,
 		SystrapFastPath:             FastPathOn,
+		CrashWatchdog:               true,
 	}
 }
 

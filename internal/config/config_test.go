@@ -55,6 +55,17 @@ func TestParse(t *testing.T) {
 		{name: "unknown key in worker block", yaml: "workers:\n- name: iii-sandbox\n  config:\n    bogus: 1\n", wantErr: `line 4: unknown key "bogus"`},
 		{name: "not a mapping", yaml: "- a\n- b\n", wantErr: "must be a mapping"},
 		{name: "timeouts inconsistent", yaml: "default_exec_timeout_ms: 600000\n", wantErr: "default_exec_timeout_ms must be between"},
+		{name: "crash watchdog on by default", yaml: "", check: func(t *testing.T, c Config) {
+			if !c.CrashWatchdog {
+				t.Error("crash_watchdog is off by default")
+			}
+		}},
+		{name: "crash watchdog off", yaml: "crash_watchdog: false\n", check: func(t *testing.T, c Config) {
+			if c.CrashWatchdog {
+				t.Error("crash_watchdog: false left it on")
+			}
+		}},
+		{name: "crash watchdog not a boolean", yaml: "crash_watchdog: sometimes\n", wantErr: "line 1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -51,6 +51,11 @@ func Run(ctx context.Context, opts Options) error {
 	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
 		return fmt.Errorf("creating data dir: %w", err)
 	}
+	unlock, err := lockDataDir(opts.DataDir, log)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	warnDiskBudget(log, opts.DataDir, cfg)
 	obs, err := startObservability(ctx, log)
 	if err != nil {
@@ -78,17 +83,27 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	defer images.Close()
-	rt, err := runtime.New(cfg.Runtime, runtime.Options{
+	rtOpts := runtime.Options{
 		StateDir:           filepath.Join(opts.DataDir, cfg.Runtime),
 		BinaryPath:         runscPath,
 		NetworkPool:        cfg.NetworkPool,
 		SystrapFastPathOff: cfg.SystrapFastPath == config.FastPathOff,
-	})
+	}
+	rt, err := runtime.New(cfg.Runtime, rtOpts)
 	if err != nil {
 		return fmt.Errorf("starting runtime %s: %w", cfg.Runtime, err)
 	}
 	if c, ok := rt.(io.Closer); ok {
 		defer c.Close()
+	}
+	// cleanShutdown tells the watchdog that every sandbox was stopped.
+	cleanShutdown := false
+	if cfg.CrashWatchdog {
+		wd, err := startWatchdog(watchdogJob{Runtime: cfg.Runtime, Options: rtOpts, LockPath: dataDirLock(opts.DataDir)}, log)
+		if err != nil {
+			return err
+		}
+		defer func() { wd.stop(cleanShutdown) }()
 	}
 	ln, err := net.Listen("tcp", opts.Listen)
 	if err != nil {
@@ -152,6 +167,7 @@ func Run(ctx context.Context, opts Options) error {
 	engDone := make(chan error, 1)
 	go func() { engDone <- eng.shutdown(shutCtx) }()
 	mgrErr := mgr.Close(shutCtx)
+	cleanShutdown = mgrErr == nil
 	return errors.Join(ignoreClosed(err), ignoreClosed(<-httpDone), <-engDone, mgrErr)
 }
 
