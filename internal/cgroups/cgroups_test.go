@@ -206,7 +206,7 @@ func TestRemove(t *testing.T) {
 				}
 			}
 			l := Layout{Root: root, V2: tt.v2}
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			if err := l.Remove(ctx, tt.rel); err != nil {
 				t.Fatalf("Remove: %v", err)

@@ -19,7 +19,7 @@ import (
 // and the JS conformance suite drive a real daemon).
 
 // wait bounds every wait of these tests.
-const wait = 5 * time.Second
+const wait = 30 * time.Second
 
 // testServer serves the transport over fake until the test ends.
 func testServer(t *testing.T, fake *httpapitest.Fake, opts Options) (*Server, string) {

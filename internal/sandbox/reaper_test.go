@@ -216,7 +216,7 @@ func TestWakeReaperNeverBlocks(t *testing.T) {
 	}()
 	select {
 	case <-done:
-	case <-time.After(time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("wakeReaper blocked without a reaper running")
 	}
 }
