@@ -42,6 +42,20 @@ func eventually(timeout time.Duration, cond func() bool) bool {
 // returns the status and body.
 func (d *daemon) raw(method, path, token, body string) (int, string) {
 	d.t.Helper()
+	hdr := map[string]string{}
+	if body != "" {
+		hdr["Content-Type"] = "application/json"
+	}
+	if token != "" {
+		hdr["Authorization"] = "Bearer " + token
+	}
+	return d.rawHeaders(method, path, body, hdr)
+}
+
+// rawHeaders sends one HTTP request to d with headers hdr (hdr["Host"]
+// sets the Host) and returns the status and body.
+func (d *daemon) rawHeaders(method, path, body string, hdr map[string]string) (int, string) {
+	d.t.Helper()
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
@@ -50,11 +64,11 @@ func (d *daemon) raw(method, path, token, body string) (int, string) {
 	if err != nil {
 		d.t.Fatal(err)
 	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
+	for k, v := range hdr {
+		req.Header.Set(k, v)
 	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
+	if host, ok := hdr["Host"]; ok {
+		req.Host = host
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

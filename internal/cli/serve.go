@@ -6,6 +6,7 @@ package cli
 import (
 	"log/slog"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -36,6 +37,8 @@ func (a *app) serveCmd() *cobra.Command {
 	fl.StringVar(&opts.RunscPath, "runsc-path", "", "runsc binary (default: next to hutch, then PATH)")
 	fl.StringVar(&opts.AgentPath, "agent-path", "", "hutch-agent binary (default: next to hutch, then PATH)")
 	fl.StringVar(&level, "log-level", "info", "debug, info, warn or error")
+	fl.BoolVar(&opts.InsecureNoAuth, strings.TrimPrefix(daemon.InsecureNoAuthFlag, "--"), false,
+		"allow a --listen or --engine-listen address off loopback without api_tokens (anyone who reaches it runs code on this host)")
 	fl.StringVar(&opts.PprofListen, "pprof", "", `serve net/http/pprof on this loopback address (e.g. 127.0.0.1:6060; "" disables it)`)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		var lvl slog.Level

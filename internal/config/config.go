@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/hutch-dev/hutch/internal/webguard"
 )
 
 // Presets are the built-in catalog images.
@@ -92,6 +94,16 @@ type Config struct {
 	// the daemon dies without shutting down, even those whose agent cannot
 	// notice (a stopped PID 1). Off leaves them to the next start.
 	CrashWatchdog bool `yaml:"crash_watchdog"`
+	// AllowedHosts are the names and addresses, besides loopback ones and
+	// the host of each listen address, that requests may carry as Host
+	// ("*.example.com" for every name under example.com); any other Host
+	// is refused, which shuts out DNS-rebound web pages (internal/webguard).
+	AllowedHosts []string `yaml:"allowed_hosts"`
+	// AllowedOrigins are the web origins (scheme://host[:port]) whose
+	// pages may call the APIs; a request from any other page (an Origin
+	// that is not the request's own, or Sec-Fetch-Site cross-site or
+	// same-site) is refused.
+	AllowedOrigins []string `yaml:"allowed_origins"`
 }
 
 // Default returns the configuration used when no file is given.
@@ -166,6 +178,9 @@ func (c *Config) Validate() error {
 		}
 	}
 	errs = append(errs, c.validateOwners()...)
+	if _, err := webguard.New(c.AllowedHosts, c.AllowedOrigins); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 

@@ -90,3 +90,24 @@ func TestDefaultIsValid(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestWebKeys(t *testing.T) {
+	c, err := Parse([]byte("allowed_hosts: [hutch.example.com, '*.lan.example', 10.0.0.5]\nallowed_origins: ['http://localhost:5173']\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.AllowedHosts) != 3 || len(c.AllowedOrigins) != 1 {
+		t.Errorf("got hosts %v, origins %v", c.AllowedHosts, c.AllowedOrigins)
+	}
+	if d := Default(); len(d.AllowedHosts) != 0 || len(d.AllowedOrigins) != 0 {
+		t.Errorf("defaults allow %v and %v, want loopback only", d.AllowedHosts, d.AllowedOrigins)
+	}
+	for yaml, want := range map[string]string{
+		"allowed_hosts: ['hutch.example.com:3111']\n": `allowed_hosts: "hutch.example.com:3111"`,
+		"allowed_origins: [localhost:5173]\n":         `allowed_origins: "localhost:5173"`,
+	} {
+		if _, err := Parse([]byte(yaml)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Parse(%q) = %v, want an error with %q", yaml, err, want)
+		}
+	}
+}

@@ -48,6 +48,13 @@ func Run(ctx context.Context, opts Options) error {
 	if opts.Listen == "" {
 		opts.Listen = DefaultListen
 	}
+	if err := checkExposure(opts, cfg); err != nil {
+		return err
+	}
+	guard, err := webGuard(cfg, opts.Listen, opts.EngineListen)
+	if err != nil {
+		return err
+	}
 	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
 		return fmt.Errorf("creating data dir: %w", err)
 	}
@@ -127,12 +134,12 @@ func Run(ctx context.Context, opts Options) error {
 	obs.attach(mgr.Live, images.CacheBytes, table)
 	obs.metrics.WatchWarmPool(mgr.WarmPool)
 	srv := &http.Server{
-		Handler:           httpapi.New(table, httpapi.Options{Logger: log, Auth: tokens, Metrics: obs.handler()}),
+		Handler:           httpapi.New(table, httpapi.Options{Logger: log, Auth: tokens, Metrics: obs.handler(), Guard: guard}),
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
 	serveErr := make(chan error, 2)
-	eng, err := startEngine(opts.EngineListen, table, engineapi.Options{Logger: log, Auth: tokens}, serveErr)
+	eng, err := startEngine(opts.EngineListen, table, engineapi.Options{Logger: log, Auth: tokens, Guard: guard}, serveErr)
 	if err != nil {
 		ln.Close()
 		return errors.Join(err, mgr.Close(context.Background()))

@@ -31,6 +31,9 @@ type Options struct {
 	// PprofListen, when set, serves net/http/pprof on this loopback
 	// address, apart from the API (pprof.go).
 	PprofListen string
+	// InsecureNoAuth lets a daemon without api_tokens listen on addresses
+	// other than loopback (--insecure-no-auth; web.go).
+	InsecureNoAuth bool
 	// Ready, when set, is called with the bound HTTP address once serving.
 	Ready func(httpAddr string)
 }

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"time"
+
+	"github.com/hutch-dev/hutch/internal/webguard"
 )
 
 // profiler serves net/http/pprof on a listener of its own, apart from the
@@ -20,14 +22,9 @@ type profiler struct {
 // CheckPprofAddr rejects a --pprof address that is not host:port on a
 // loopback host (127.0.0.1, ::1 or localhost).
 func CheckPprofAddr(addr string) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("pprof address %q: %w", addr, err)
-	}
-	if host == "localhost" {
-		return nil
-	}
-	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+	if ok, err := onLoopback(addr); err != nil {
+		return fmt.Errorf("pprof: %w", err)
+	} else if !ok {
 		return fmt.Errorf("pprof address %q must be on loopback (127.0.0.1:PORT, [::1]:PORT or localhost:PORT): profiles expose the daemon's memory", addr)
 	}
 	return nil
@@ -46,13 +43,15 @@ func startProfiler(addr string, errc chan<- error) (profiler, error) {
 	if err != nil {
 		return profiler{}, fmt.Errorf("listening on %s (pprof): %w", addr, err)
 	}
+	// A DNS-rebound page could read the profiles: the web guard's
+	// loopback-only policy shuts it out.
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	p := profiler{ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}
+	p := profiler{ln: ln, srv: &http.Server{Handler: (*webguard.Policy)(nil).Wrap(mux), ReadHeaderTimeout: 10 * time.Second}}
 	go func() {
 		if err := p.srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			errc <- fmt.Errorf("pprof listener: %w", err)

@@ -10,6 +10,10 @@
 //	/otel               the SDK's telemetry socket: accepted, frames dropped
 //	/ws/channels/{id}   one end of a stream channel (engine::channels::create)
 //
+// Every path first passes the web guard (Options.Guard: Host loopback or
+// allowed_hosts, Origin absent, same-origin or allowed_origins); with
+// tokens configured, / and /otel need one.
+//
 // A session starts with workerregistered. Every invokefunction runs in its
 // own goroutine, so many are in flight on one connection and each result
 // is sent when it is ready; action void runs without a reply. A reader
@@ -44,6 +48,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/functions"
 	"github.com/hutch-dev/hutch/internal/sandbox"
+	"github.com/hutch-dev/hutch/internal/webguard"
 )
 
 // Defaults of Options fields left zero.
@@ -61,10 +66,14 @@ type Options struct {
 	// Auth, when enabled, maps the bearer token of a session's upgrade
 	// request ("Authorization: Bearer <token>") to the owner its
 	// invocations act for (sandbox.WithOwner); a missing token is 401, a
-	// wrong one 403. The SDK opens channels and /otel without its headers:
-	// a channel end is authorized by its access key, and /otel only drops
-	// what it gets.
+	// wrong one 403. /otel needs the token too; the SDK opens it without
+	// its headers, so SDK clients of such a daemon turn it off
+	// (OTEL_ENABLED=false). The SDK opens channel ends without headers as
+	// well: a channel end is authorized by its access key.
 	Auth *auth.Tokens
+	// Guard decides which Hosts and Origins may reach any path; nil allows
+	// loopback Hosts and no foreign Origin (see internal/webguard).
+	Guard *webguard.Policy
 	// MaxMessageBytes limits one inbound message; a larger one is drained
 	// and answered with message_too_large. 0 means DefaultMaxMessageBytes.
 	MaxMessageBytes int64
@@ -86,6 +95,7 @@ type Server struct {
 	opts     Options
 	log      *slog.Logger
 	mux      *http.ServeMux
+	guarded  http.Handler // mux behind Options.Guard
 	workers  *workers
 	channels *channels
 
@@ -132,14 +142,16 @@ func New(table *functions.Table, opts Options) *Server {
 	}
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("/{$}", s.authorized(s.serveSession))
-	s.mux.HandleFunc("/otel", s.serveTelemetry)
+	s.mux.HandleFunc("/otel", s.authorized(s.serveTelemetry))
 	s.mux.HandleFunc("/ws/channels/{id}", s.serveChannel)
+	s.guarded = opts.Guard.Wrap(s.mux)
 	return s
 }
 
-// ServeHTTP serves the transport's paths.
+// ServeHTTP serves the transport's paths to requests the guard lets
+// through; it answers the others 403 before any upgrade.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.mux.ServeHTTP(w, r)
+	s.guarded.ServeHTTP(w, r)
 }
 
 // authorized checks the bearer token, when tokens are configured, and
@@ -225,8 +237,11 @@ func (s *Server) accept(w http.ResponseWriter, r *http.Request) *websocket.Conn 
 		http.Error(w, "hutch is shutting down", http.StatusServiceUnavailable)
 		return nil
 	}
-	// Origin checking stays on: a web page must not drive local sandboxes.
-	conn, err := websocket.Accept(w, r, nil)
+	// ServeHTTP's guard has checked Host and Origin, with the daemon's
+	// allowed_hosts and allowed_origins: the library's own check (Origin
+	// host equal to Host) would pass a DNS-rebound page and refuse an
+	// allowed one.
+	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
 	if err != nil {
 		s.active.Done()
 		s.log.Debug("engine websocket upgrade refused", "path", r.URL.Path, "remote", r.RemoteAddr, "err", err)

@@ -17,6 +17,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/httpapi/httpapitest"
 	"github.com/hutch-dev/hutch/internal/sandbox"
+	"github.com/hutch-dev/hutch/internal/webguard"
 )
 
 func TestInvokeResultAndErrors(t *testing.T) {
@@ -371,12 +372,57 @@ func TestAuth(t *testing.T) {
 		}
 	}
 	c.CloseNow()
-	// The SDK opens /otel and channel ends without its headers.
-	o, _, err := websocket.Dial(ctx, url+"/otel", nil)
+	// /otel needs the token as well.
+	if _, resp, err := websocket.Dial(ctx, url+"/otel", nil); err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("/otel without token: %v (%v), want 401", err, resp)
+	}
+	o, _, err := websocket.Dial(ctx, url+"/otel", &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + token}}})
 	if err != nil {
-		t.Fatalf("/otel without token: %v", err)
+		t.Fatalf("/otel with token: %v", err)
 	}
 	o.CloseNow()
+}
+
+// TestGuard checks that the upgrade of every path passes the web guard:
+// a foreign Host (a DNS-rebound page) or Origin is refused before any
+// session, a same-origin or allowed Origin is accepted.
+func TestGuard(t *testing.T) {
+	guard, err := webguard.New(nil, []string{"https://ui.example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, url := testServer(t, &httpapitest.Fake{}, Options{Guard: guard})
+	port := url[strings.LastIndex(url, ":")+1:]
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	tests := []struct {
+		name, path, host, origin string
+		status                   int
+	}{
+		{"rebound session", "/", "evil.example:" + port, "http://evil.example:" + port, http.StatusForbidden},
+		{"rebound telemetry", "/otel", "evil.example:" + port, "", http.StatusForbidden},
+		{"rebound channel", "/ws/channels/x", "evil.example:" + port, "", http.StatusForbidden},
+		{"foreign origin", "/", "", "https://evil.example", http.StatusForbidden},
+		{"other loopback origin", "/", "", "http://127.0.0.1:1", http.StatusForbidden},
+		{"same origin", "/", "", "http://127.0.0.1:" + port, http.StatusSwitchingProtocols},
+		{"allowed origin", "/", "", "https://ui.example.com", http.StatusSwitchingProtocols},
+		{"no origin", "/", "localhost:" + port, "", http.StatusSwitchingProtocols},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := &websocket.DialOptions{Host: tc.host, HTTPHeader: http.Header{}}
+			if tc.origin != "" {
+				opts.HTTPHeader.Set("Origin", tc.origin)
+			}
+			c, resp, err := websocket.Dial(ctx, url+tc.path, opts)
+			if c != nil {
+				c.CloseNow()
+			}
+			if resp == nil || resp.StatusCode != tc.status {
+				t.Fatalf("dial: %v (%v), want %d", err, resp, tc.status)
+			}
+		})
+	}
 }
 
 // TestShutdown checks that Shutdown closes sessions with "going away",

@@ -55,7 +55,7 @@ func TestAuth(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req := httptest.NewRequest(tt.method, tt.path, nil)
+			req := newRequest(tt.method, tt.path, nil)
 			if tt.auth != "" {
 				req.Header.Set("Authorization", tt.auth)
 			}
@@ -83,7 +83,7 @@ func TestNoAuthActsForAnonymous(t *testing.T) {
 		return api.ListResponse{}, nil
 	}}
 	h := httpapi.New(functions.New(fake), httpapi.Options{})
-	req := httptest.NewRequest("GET", "/v1/sandboxes", nil)
+	req := newRequest("GET", "/v1/sandboxes", nil)
 	req.Header.Set("Authorization", "Bearer "+aliceTok)
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
@@ -92,7 +92,7 @@ func TestNoAuthActsForAnonymous(t *testing.T) {
 	}
 	// Without Options.Metrics there is no /metrics.
 	rec = httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	h.ServeHTTP(rec, newRequest("GET", "/metrics", nil))
 	if rec.Code != 404 {
 		t.Fatalf("GET /metrics without metrics: %d", rec.Code)
 	}

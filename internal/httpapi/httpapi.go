@@ -23,7 +23,10 @@
 //	GET    /healthz                       {"status":"ok"}
 //	GET    /metrics                       Prometheus metrics (Options.Metrics)
 //
-// With Options.Auth enabled every route but /healthz needs
+// Every route, /healthz included, first passes Options.Guard: a request
+// whose Host is not loopback or allowed_hosts is 403 "host_not_allowed",
+// one from a web page whose origin is not allowed_origins 403
+// "origin_not_allowed" (guard.go). With Options.Auth enabled every route but /healthz needs
 // "Authorization: Bearer <token>": 401 "unauthorized" without one, 403
 // "forbidden" with a token of no owner; the request then acts for the
 // token's owner, who sees only their own sandboxes.
@@ -61,6 +64,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/envelope"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/functions"
+	"github.com/hutch-dev/hutch/internal/webguard"
 )
 
 // DefaultMaxBodyBytes is the request body limit when Options leaves it zero.
@@ -81,6 +85,9 @@ type Options struct {
 	Auth *auth.Tokens
 	// Metrics, when set, serves GET /metrics (Prometheus text format).
 	Metrics http.Handler
+	// Guard decides which Hosts and Origins may reach any route, /healthz
+	// included (guard.go); nil allows loopback Hosts and no foreign Origin.
+	Guard *webguard.Policy
 }
 
 // New returns the REST handler over table.
@@ -136,7 +143,7 @@ func New(table *functions.Table, opts Options) http.Handler {
 		mux.Handle(p, s.wrap(methodNotAllowed(strings.Join(allowed[p], ", ")), true))
 	}
 	mux.Handle("/", s.wrap(routeNotFound, true))
-	return mux
+	return s.guarded(opts.Guard, mux)
 }
 
 // handlerFunc serves one route: it gets the request and its body (nil when

@@ -22,17 +22,26 @@ import (
 
 const id = httpapitest.DefaultID
 
+// newRequest is httptest.NewRequest to the daemon's default loopback
+// address, a Host the web guard lets through.
+func newRequest(method, path string, body io.Reader) *http.Request {
+	return httptest.NewRequest(method, "http://127.0.0.1:3111"+path, body)
+}
+
 // do sends one request to a handler over fake and returns status, the
-// decoded JSON body and the raw body.
+// decoded JSON body and the raw body. hdr["Host"] sets the request's Host.
 func do(t *testing.T, h http.Handler, method, path, body string, hdr map[string]string) (int, map[string]any, string) {
 	t.Helper()
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
-	req := httptest.NewRequest(method, path, rd)
+	req := newRequest(method, path, rd)
 	for k, v := range hdr {
 		req.Header.Set(k, v)
+	}
+	if host, ok := hdr["Host"]; ok {
+		req.Host = host
 	}
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
@@ -303,7 +312,7 @@ func TestRoutes(t *testing.T) {
 
 func TestMethodNotAllowedSetsAllow(t *testing.T) {
 	h := httpapi.New(functions.New(&httpapitest.Fake{}), httpapi.Options{})
-	req := httptest.NewRequest("PATCH", "/v1/sandboxes/"+id, nil)
+	req := newRequest("PATCH", "/v1/sandboxes/"+id, nil)
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 	if rec.Code != 405 || rec.Header().Get("Allow") != "GET, DELETE" {
@@ -323,7 +332,7 @@ func TestBodyLimit(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req := httptest.NewRequest("POST", "/v1/sandboxes", io.NopCloser(strings.NewReader(big)))
+			req := newRequest("POST", "/v1/sandboxes", io.NopCloser(strings.NewReader(big)))
 			req.ContentLength = tt.contentLength
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, req)
@@ -413,7 +422,7 @@ func BenchmarkExecHandler(b *testing.B) {
 	body := `{"cmd":"true"}`
 	b.ReportAllocs()
 	for b.Loop() {
-		req := httptest.NewRequest("POST", "/v1/sandboxes/"+id+"/exec", strings.NewReader(body))
+		req := newRequest("POST", "/v1/sandboxes/"+id+"/exec", strings.NewReader(body))
 		h.ServeHTTP(httptest.NewRecorder(), req)
 	}
 }
