@@ -443,13 +443,7 @@ func TestFsStream1GiBMemory(t *testing.T) {
 	ctx := context.Background()
 	const size = 1 << 30
 	const limitKiB = 64 << 10
-	daemonHWM := func() int64 {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", d.cmd.Process.Pid))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return vmKiB(t, string(b), "VmHWM")
-	}
+	daemonHWM := func() int64 { return d.statusKiB("VmHWM") }
 	agentRSS := func() int64 { return vmKiB(t, d.exec(id, "cat", "/proc/1/status").Stdout, "VmRSS") }
 	d.setup(id, "sh", "-c", fmt.Sprintf("head -c %d /dev/zero > /tmp/big", size))
 	daemonBase, agentBase := daemonHWM(), agentRSS()

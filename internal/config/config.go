@@ -104,6 +104,29 @@ type Config struct {
 	// that is not the request's own, or Sec-Fetch-Site cross-site or
 	// same-site) is refused.
 	AllowedOrigins []string `yaml:"allowed_origins"`
+	// Bounds on clients (clients.go).
+	//
+	// MaxConnections bounds the connections each listener (REST API,
+	// engine WebSocket) serves at once; more wait to be accepted.
+	MaxConnections int `yaml:"max_connections"`
+	// HTTPReadTimeoutSecs bounds reading a request, headers and body; a
+	// streamed upload must instead deliver every 64 KiB within it.
+	HTTPReadTimeoutSecs uint64 `yaml:"http_read_timeout_secs"`
+	// HTTPWriteTimeoutSecs bounds writing an answer once it is computed (a
+	// long exec is not cut), each 64 KiB of a streamed download, and each
+	// message of the engine WebSocket.
+	HTTPWriteTimeoutSecs uint64 `yaml:"http_write_timeout_secs"`
+	// HTTPIdleTimeoutSecs is how long a kept-alive connection may wait for
+	// its next request.
+	HTTPIdleTimeoutSecs uint64 `yaml:"http_idle_timeout_secs"`
+	// EngineSessionsPerOwner bounds the engine WebSocket sessions one
+	// owner has open at once.
+	EngineSessionsPerOwner int `yaml:"engine_sessions_per_owner"`
+	// ChannelBufferMB bounds the bytes that all engine stream channels
+	// hold written but not yet read; ChannelBufferPerOwnerMB bounds one
+	// owner's share. A write past either aborts its stream.
+	ChannelBufferMB         int64 `yaml:"channel_buffer_mb"`
+	ChannelBufferPerOwnerMB int64 `yaml:"channel_buffer_per_owner_mb"`
 }
 
 // Default returns the configuration used when no file is given.
@@ -126,6 +149,13 @@ func Default() Config {
 		WritableLayerMB:             2048,
 		SystrapFastPath:             FastPathOn,
 		CrashWatchdog:               true,
+		MaxConnections:              512,
+		HTTPReadTimeoutSecs:         60,
+		HTTPWriteTimeoutSecs:        60,
+		HTTPIdleTimeoutSecs:         120,
+		EngineSessionsPerOwner:      64,
+		ChannelBufferMB:             256,
+		ChannelBufferPerOwnerMB:     64,
 	}
 }
 
@@ -181,6 +211,7 @@ func (c *Config) Validate() error {
 	if _, err := webguard.New(c.AllowedHosts, c.AllowedOrigins); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, c.validateClients()...)
 	return errors.Join(errs...)
 }
 

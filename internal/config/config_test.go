@@ -3,6 +3,7 @@ package config
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParse(t *testing.T) {
@@ -66,6 +67,16 @@ func TestParse(t *testing.T) {
 			}
 		}},
 		{name: "crash watchdog not a boolean", yaml: "crash_watchdog: sometimes\n", wantErr: "line 1"},
+		{name: "client bounds", yaml: "max_connections: 8\nhttp_read_timeout_secs: 2\nchannel_buffer_mb: 16\nchannel_buffer_per_owner_mb: 8\n", check: func(t *testing.T, c Config) {
+			if read, write, idle := c.HTTPTimeouts(); c.MaxConnections != 8 || read != 2*time.Second || write != time.Minute || idle != 2*time.Minute ||
+				c.ChannelBufferMB != 16 || c.ChannelBufferPerOwnerMB != 8 || c.EngineSessionsPerOwner != 64 {
+				t.Errorf("got %+v", c)
+			}
+		}},
+		{name: "no connections", yaml: "max_connections: 0\n", wantErr: "max_connections must be between"},
+		{name: "zero timeout", yaml: "http_idle_timeout_secs: 0\n", wantErr: "http_idle_timeout_secs must be between"},
+		{name: "no sessions", yaml: "engine_sessions_per_owner: 0\n", wantErr: "engine_sessions_per_owner must be between"},
+		{name: "owner share above the budget", yaml: "channel_buffer_mb: 8\nchannel_buffer_per_owner_mb: 16\n", wantErr: "channel_buffer_per_owner_mb must be between 4 and channel_buffer_mb (8)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"golang.org/x/net/netutil"
+
 	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/engineapi"
@@ -133,13 +135,18 @@ func Run(ctx context.Context, opts Options) error {
 	table := functions.New(mgr)
 	obs.attach(mgr.Live, images.CacheBytes, table)
 	obs.metrics.WatchWarmPool(mgr.WarmPool)
-	srv := &http.Server{
-		Handler:           httpapi.New(table, httpapi.Options{Logger: log, Auth: tokens, Metrics: obs.handler(), Guard: guard}),
-		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
-	}
+	read, write, idle := cfg.HTTPTimeouts()
+	srv := httpapi.NewServer(table, httpapi.Options{Logger: log, Auth: tokens, Metrics: obs.handler(), Guard: guard,
+		ReadTimeout: read, WriteTimeout: write, IdleTimeout: idle})
+	srv.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
+	ln = netutil.LimitListener(ln, cfg.MaxConnections)
 	serveErr := make(chan error, 2)
-	eng, err := startEngine(opts.EngineListen, table, engineapi.Options{Logger: log, Auth: tokens, Guard: guard}, serveErr)
+	eng, err := startEngine(opts.EngineListen, cfg.MaxConnections, table, engineapi.Options{Logger: log, Auth: tokens, Guard: guard,
+		ReadTimeout: read, WriteTimeout: write, IdleTimeout: idle,
+		SessionsPerOwner:           cfg.EngineSessionsPerOwner,
+		ChannelBufferBytes:         cfg.ChannelBufferMB << 20,
+		ChannelBufferPerOwnerBytes: cfg.ChannelBufferPerOwnerMB << 20,
+	}, serveErr)
 	if err != nil {
 		ln.Close()
 		return errors.Join(err, mgr.Close(context.Background()))

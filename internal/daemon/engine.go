@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 
+	"golang.org/x/net/netutil"
+
 	"github.com/hutch-dev/hutch/internal/engineapi"
 	"github.com/hutch-dev/hutch/internal/functions"
 )
@@ -17,8 +19,9 @@ type engine struct {
 }
 
 // startEngine serves the engine WebSocket over table on addr ("" disables
-// it); a serving error is sent to errc.
-func startEngine(addr string, table *functions.Table, opts engineapi.Options, errc chan<- error) (engine, error) {
+// it), at most maxConns connections at once; a serving error is sent to
+// errc.
+func startEngine(addr string, maxConns int, table *functions.Table, opts engineapi.Options, errc chan<- error) (engine, error) {
 	if addr == "" {
 		return engine{}, nil
 	}
@@ -26,7 +29,7 @@ func startEngine(addr string, table *functions.Table, opts engineapi.Options, er
 	if err != nil {
 		return engine{}, fmt.Errorf("listening on %s (engine WebSocket): %w", addr, err)
 	}
-	e := engine{srv: engineapi.New(table, opts), ln: ln}
+	e := engine{srv: engineapi.New(table, opts), ln: netutil.LimitListener(ln, maxConns)}
 	go func() { errc <- e.srv.Serve(ln) }()
 	return e, nil
 }

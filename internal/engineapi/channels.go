@@ -4,7 +4,9 @@ package engineapi
 // reference of one in-memory channel; each end is attached once, either by
 // a client over /ws/channels/{id} or by hutch itself (the body of a large
 // sandbox::fs::read or sandbox::fs::write). Frames flow through a bounded
-// queue, so a fast writer waits for a slow reader and memory stays bounded.
+// queue, so a fast writer waits for a slow reader; the bytes written and not
+// yet read count against a budget, in all and per owner (budget.go), so
+// that many channels nobody reads cannot hold more memory than it allows.
 
 import (
 	"context"
@@ -53,6 +55,8 @@ type frame struct {
 // channel is one stream.
 type channel struct {
 	id                string
+	owner             string
+	budget            *budget
 	readKey, writeKey string
 	frames            chan frame
 	// aborted is closed when the stream is cut off; err says why.
@@ -70,18 +74,64 @@ type channel struct {
 	releasedR      bool
 	releasedW      bool
 	onBothReleased func()
+	// held is what the channel has taken from the budget: the bytes of
+	// the frames written and not yet read. Once the channel is removed
+	// (gone), it holds nothing.
+	held int64
+	gone bool
 }
 
-// put sends one frame, waiting while the buffer is full.
+// put sends one frame, waiting while the buffer is full. A frame past the
+// budget aborts the stream.
 func (c *channel) put(ctx context.Context, f frame) error {
+	n := int64(len(f.data))
+	if err := c.hold(n); err != nil {
+		c.abort(err)
+		return c.abortErr()
+	}
 	select {
 	case c.frames <- f:
 		return nil
 	case <-c.aborted:
+		c.unhold(n)
 		return c.abortErr()
 	case <-ctx.Done():
+		c.unhold(n)
 		return ctx.Err()
 	}
+}
+
+// hold takes n bytes from the budget for a frame about to be queued.
+func (c *channel) hold(n int64) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gone {
+		return errors.New("the channel is closed")
+	}
+	if err := c.budget.take(c.owner, n); err != nil {
+		return err
+	}
+	c.held += n
+	return nil
+}
+
+// unhold gives back the n bytes of a frame read or never queued.
+func (c *channel) unhold(n int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.gone {
+		c.held -= n
+		c.budget.give(c.owner, n)
+	}
+}
+
+// drop gives back all the channel holds, for good.
+func (c *channel) drop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gone = true
+	c.budget.give(c.owner, c.held)
+	c.held = 0
 }
 
 // closeWrite ends the stream normally; the reader gets io.EOF after the
@@ -102,6 +152,7 @@ func (c *channel) next(ctx context.Context) (frame, error) {
 		if !ok {
 			return frame{}, io.EOF
 		}
+		c.unhold(int64(len(f.data)))
 		return f, nil
 	case <-c.aborted:
 		return frame{}, c.abortErr()
@@ -144,13 +195,15 @@ func (c *channel) release(dir string) {
 
 // channels is the registry of open channels.
 type channels struct {
+	budget *budget
+
 	mu sync.Mutex
 	// The fields below are guarded by mu.
 	m      map[string]*channel
 	closed bool
 }
 
-func newChannels() *channels { return &channels{m: map[string]*channel{}} }
+func newChannels(b *budget) *channels { return &channels{budget: b, m: map[string]*channel{}} }
 
 func newKey() string {
 	b := make([]byte, 24)
@@ -158,8 +211,9 @@ func newKey() string {
 	return hex.EncodeToString(b)
 }
 
-// create opens a channel holding up to frames frames (0: the default).
-func (cs *channels) create(frames int) (*channel, api.ChannelCreateResponse, error) {
+// create opens a channel of owner's holding up to frames frames (0: the
+// default).
+func (cs *channels) create(owner string, frames int) (*channel, api.ChannelCreateResponse, error) {
 	switch {
 	case frames < 0:
 		return nil, api.ChannelCreateResponse{}, errdefs.Malformed("buffer_size must not be negative, got %d", frames)
@@ -169,6 +223,8 @@ func (cs *channels) create(frames int) (*channel, api.ChannelCreateResponse, err
 	frames = min(frames, maxChannelFrames)
 	c := &channel{
 		id:             uuid.NewString(),
+		owner:          owner,
+		budget:         cs.budget,
 		readKey:        newKey(),
 		writeKey:       newKey(),
 		frames:         make(chan frame, frames),
@@ -205,8 +261,10 @@ func (cs *channels) expire(c *channel) {
 	cs.remove(c)
 }
 
+// remove forgets c and gives back what it holds of the budget.
 func (cs *channels) remove(c *channel) {
 	c.expiry.Stop()
+	c.drop()
 	cs.mu.Lock()
 	delete(cs.m, c.id)
 	cs.mu.Unlock()
@@ -321,7 +379,7 @@ func (s *Server) pumpFromClient(conn *websocket.Conn, c *channel) {
 			return
 		}
 		if err := c.put(s.ctx, frame{binary: typ == websocket.MessageBinary, data: data}); err != nil {
-			conn.Close(websocket.StatusInternalError, "stream aborted")
+			conn.Close(websocket.StatusPolicyViolation, clip(err.Error(), 100))
 			return
 		}
 	}

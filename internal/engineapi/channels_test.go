@@ -131,7 +131,7 @@ func TestChannelAttachRefusals(t *testing.T) {
 // the reader sees an abnormal close, not a clean end of a short file.
 func TestChannelAbort(t *testing.T) {
 	s, url := testServer(t, &httpapitest.Fake{}, Options{})
-	_, refs, err := s.channels.create(0)
+	_, refs, err := s.channels.create("", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,9 +161,9 @@ func TestChannelAbort(t *testing.T) {
 
 // TestChannelInternalEnds moves bytes between hutch's own ends.
 func TestChannelInternalEnds(t *testing.T) {
-	cs := newChannels()
+	cs := newChannels(newBudget(DefaultChannelBufferBytes, DefaultChannelBufferPerOwnerBytes))
 	defer cs.closeAll()
-	_, refs, err := cs.create(2)
+	_, refs, err := cs.create("", 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,17 +192,17 @@ func TestChannelInternalEnds(t *testing.T) {
 }
 
 func TestChannelLimits(t *testing.T) {
-	cs := newChannels()
+	cs := newChannels(newBudget(DefaultChannelBufferBytes, DefaultChannelBufferPerOwnerBytes))
 	defer cs.closeAll()
-	if _, _, err := cs.create(-1); !errdefs.Is(err, errdefs.CodeMalformed) {
+	if _, _, err := cs.create("", -1); !errdefs.Is(err, errdefs.CodeMalformed) {
 		t.Fatalf("negative buffer_size: %v, want S001", err)
 	}
 	for range maxChannels {
-		if _, _, err := cs.create(1); err != nil {
+		if _, _, err := cs.create("", 1); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, _, err := cs.create(1); !errdefs.Is(err, errdefs.CodeCapacity) {
+	if _, _, err := cs.create("", 1); !errdefs.Is(err, errdefs.CodeCapacity) {
 		t.Fatalf("channel %d: %v, want S400", maxChannels+1, err)
 	}
 }
@@ -212,7 +212,7 @@ func TestChannelLimits(t *testing.T) {
 // S218, then an abnormal close, so a cut-off file never looks whole.
 func TestChannelAbortTellsReader(t *testing.T) {
 	s, url := testServer(t, &httpapitest.Fake{}, Options{})
-	_, refs, err := s.channels.create(0)
+	_, refs, err := s.channels.create("", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

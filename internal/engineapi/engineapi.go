@@ -57,6 +57,11 @@ const (
 	DefaultMaxInFlight     = 256
 	DefaultWriteTimeout    = 30 * time.Second
 	DefaultPingInterval    = 30 * time.Second
+	// DefaultSessionsPerOwner, DefaultChannelBufferBytes and
+	// DefaultChannelBufferPerOwnerBytes are config.Default's.
+	DefaultSessionsPerOwner           = 64
+	DefaultChannelBufferBytes         = 256 << 20
+	DefaultChannelBufferPerOwnerBytes = 64 << 20
 )
 
 // Options configure the transport.
@@ -87,6 +92,19 @@ type Options struct {
 	// not answer within the interval is disconnected. 0 means
 	// DefaultPingInterval.
 	PingInterval time.Duration
+	// ReadTimeout and IdleTimeout bound reading an upgrade request and
+	// the wait of a kept-alive connection for one; an upgraded connection
+	// is bounded by WriteTimeout and PingInterval instead. 0 is no bound.
+	ReadTimeout, IdleTimeout time.Duration
+	// SessionsPerOwner bounds the sessions one owner has open at once;
+	// one more upgrade is refused with 429. 0 means
+	// DefaultSessionsPerOwner.
+	SessionsPerOwner int
+	// ChannelBufferBytes bounds the bytes written into all stream channels
+	// and not yet read, ChannelBufferPerOwnerBytes one owner's share; a
+	// write past either aborts its stream (S218, saying which bound). 0
+	// means the defaults.
+	ChannelBufferBytes, ChannelBufferPerOwnerBytes int64
 }
 
 // Server is the engine WebSocket transport over a function table.
@@ -108,6 +126,8 @@ type Server struct {
 	// The fields below are guarded by mu.
 	closed bool
 	srv    *http.Server
+	// sessions counts the open sessions per owner.
+	sessions map[string]int
 	// active counts connection handlers and fire-and-forget invocations;
 	// Add is called only under mu while !closed.
 	active sync.WaitGroup
@@ -130,15 +150,25 @@ func New(table *functions.Table, opts Options) *Server {
 	if opts.PingInterval <= 0 {
 		opts.PingInterval = DefaultPingInterval
 	}
+	if opts.SessionsPerOwner <= 0 {
+		opts.SessionsPerOwner = DefaultSessionsPerOwner
+	}
+	if opts.ChannelBufferBytes <= 0 {
+		opts.ChannelBufferBytes = DefaultChannelBufferBytes
+	}
+	if opts.ChannelBufferPerOwnerBytes <= 0 {
+		opts.ChannelBufferPerOwnerBytes = DefaultChannelBufferPerOwnerBytes
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
 		table:    table,
 		opts:     opts,
 		log:      opts.Logger,
 		workers:  newWorkers(),
-		channels: newChannels(),
+		channels: newChannels(newBudget(opts.ChannelBufferBytes, opts.ChannelBufferPerOwnerBytes)),
 		ctx:      ctx,
 		cancel:   cancel,
+		sessions: map[string]int{},
 	}
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("/{$}", s.authorized(s.serveSession))
@@ -180,7 +210,12 @@ func (s *Server) Serve(ln net.Listener) error {
 		return http.ErrServerClosed
 	}
 	if s.srv == nil {
-		s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+		header := 10 * time.Second
+		if s.opts.ReadTimeout > 0 {
+			header = min(header, s.opts.ReadTimeout)
+		}
+		s.srv = &http.Server{Handler: s, ReadHeaderTimeout: header,
+			ReadTimeout: s.opts.ReadTimeout, WriteTimeout: s.opts.WriteTimeout, IdleTimeout: s.opts.IdleTimeout}
 	}
 	srv := s.srv
 	s.mu.Unlock()

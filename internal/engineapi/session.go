@@ -43,6 +43,13 @@ type session struct {
 // serveSession runs one engine session until the client goes away or the
 // server shuts down.
 func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
+	owner := sandbox.OwnerFrom(r.Context())
+	if !s.openSession(owner) {
+		http.Error(w, fmt.Sprintf("%d engine sessions are open for this owner (engine_sessions_per_owner); close one first", s.opts.SessionsPerOwner),
+			http.StatusTooManyRequests)
+		return
+	}
+	defer s.closeSession(owner)
 	conn := s.accept(w, r)
 	if conn == nil {
 		return
@@ -52,7 +59,7 @@ func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
 	// oversized message instead of dropping the connection.
 	conn.SetReadLimit(-1)
 	// The owner was read from r before the upgrade (authorized).
-	base := sandbox.WithOwner(s.ctx, sandbox.OwnerFrom(r.Context()))
+	base := sandbox.WithOwner(s.ctx, owner)
 	ctx, cancel := context.WithCancel(base)
 	sess := &session{s: s, conn: conn, ctx: ctx, cancel: cancel, base: base, slots: make(chan struct{}, s.opts.MaxInFlight)}
 	id, token := s.workers.add()
@@ -69,6 +76,27 @@ func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
 	conn.CloseNow()
 	s.workers.disconnect(sess.worker())
 	sess.logger().Debug("engine session closed", "reason", err)
+}
+
+// openSession counts one more session of owner, unless it has as many as
+// it may.
+func (s *Server) openSession(owner string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sessions[owner] >= s.opts.SessionsPerOwner {
+		return false
+	}
+	s.sessions[owner]++
+	return true
+}
+
+// closeSession counts one session of owner less.
+func (s *Server) closeSession(owner string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sessions[owner]--; s.sessions[owner] <= 0 {
+		delete(s.sessions, owner)
+	}
 }
 
 func (sess *session) setWorker(id, remote string) {
@@ -110,11 +138,18 @@ func (sess *session) pinger() {
 	}
 }
 
+// keptReadBuffer is the largest read buffer a session keeps between
+// messages; one grown larger by a large message is dropped after it.
+const keptReadBuffer = 64 << 10
+
 // readLoop reads messages until the connection ends. It never blocks on
 // an invocation, so control frames are answered at all times.
 func (sess *session) readLoop() error {
 	var buf bytes.Buffer
 	for {
+		if buf.Cap() > keptReadBuffer {
+			buf = bytes.Buffer{}
+		}
 		// Never cancelled: a cancelled read would close the connection
 		// without a close frame; the server closes it properly instead.
 		_, rd, err := sess.conn.Reader(context.Background())

@@ -63,7 +63,7 @@ func (s *Server) readFile(ctx context.Context, data json.RawMessage) (any, error
 // the server's lifetime) outlives the invocation: the reader may attach
 // after the answer.
 func (s *Server) streamFile(ctx context.Context, req api.FsDownloadRequest) (api.StreamRef, error) {
-	_, refs, err := s.channels.create(0)
+	_, refs, err := s.channels.create(sandbox.OwnerFrom(ctx), 0)
 	if err != nil {
 		return api.StreamRef{}, err
 	}

@@ -78,10 +78,16 @@ func (s *server) download(r *http.Request, _ []byte) (any, error) {
 	return &fileStream{entry: entry, r: rc, log: s.log}, nil
 }
 
-// streamer is a result that writes itself instead of being encoded.
+// streamer is a result that writes itself instead of being encoded: its
+// headers to w, its body to body (w, under per-chunk write deadlines).
 type streamer interface {
-	stream(w http.ResponseWriter) int
+	stream(w http.ResponseWriter, body io.Writer) int
 }
+
+var (
+	_ streamer = (*fileStream)(nil)
+	_ streamer = handlerStream{}
+)
 
 // fileStream is a download's result.
 type fileStream struct {
@@ -90,7 +96,7 @@ type fileStream struct {
 	log   *slog.Logger
 }
 
-func (f *fileStream) stream(w http.ResponseWriter) int {
+func (f *fileStream) stream(w http.ResponseWriter, body io.Writer) int {
 	defer f.r.Close()
 	h := w.Header()
 	h.Set("Content-Type", "application/octet-stream")
@@ -100,7 +106,7 @@ func (f *fileStream) stream(w http.ResponseWriter) int {
 	h.Set("Last-Modified", time.Unix(f.entry.Mtime, 0).UTC().Format(http.TimeFormat))
 	h.Set("X-Hutch-Mode", f.entry.Mode)
 	w.WriteHeader(http.StatusOK)
-	if _, err := io.CopyBuffer(w, f.r, make([]byte, streamChunk)); err != nil {
+	if _, err := io.CopyBuffer(body, f.r, make([]byte, streamChunk)); err != nil {
 		f.log.Warn("download cut off", "file", f.entry.Name, "err", err)
 		panic(http.ErrAbortHandler)
 	}

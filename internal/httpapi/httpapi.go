@@ -88,6 +88,30 @@ type Options struct {
 	// Guard decides which Hosts and Origins may reach any route, /healthz
 	// included (guard.go); nil allows loopback Hosts and no foreign Origin.
 	Guard *webguard.Policy
+	// ReadTimeout, WriteTimeout and IdleTimeout are the connection
+	// timeouts of NewServer's http.Server; the handler moves the read and
+	// write deadlines per route (deadlines.go). 0 is no bound.
+	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+}
+
+// headerTimeout bounds reading a request's headers (less when
+// Options.ReadTimeout is shorter).
+const headerTimeout = 10 * time.Second
+
+// NewServer returns an http.Server of the REST handler over table, with
+// opts' connection timeouts.
+func NewServer(table *functions.Table, opts Options) *http.Server {
+	header := headerTimeout
+	if opts.ReadTimeout > 0 {
+		header = min(header, opts.ReadTimeout)
+	}
+	return &http.Server{
+		Handler:           New(table, opts),
+		ReadHeaderTimeout: header,
+		ReadTimeout:       opts.ReadTimeout,
+		WriteTimeout:      opts.WriteTimeout,
+		IdleTimeout:       opts.IdleTimeout,
+	}
 }
 
 // New returns the REST handler over table.
@@ -99,7 +123,7 @@ func New(table *functions.Table, opts Options) http.Handler {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	s := &server{table: table, log: opts.Logger, maxBody: opts.MaxBodyBytes, version: opts.Version,
-		auth: opts.Auth, metrics: opts.Metrics}
+		auth: opts.Auth, metrics: opts.Metrics, readTimeout: opts.ReadTimeout, writeTimeout: opts.WriteTimeout}
 
 	sandboxID := pathParam("id", "sandbox_id")
 	routes := []struct {
@@ -157,6 +181,8 @@ type server struct {
 	version string
 	auth    *auth.Tokens // nil when no token is required
 	metrics http.Handler // nil when /metrics is off
+	// readTimeout and writeTimeout move the connection's deadlines.
+	readTimeout, writeTimeout time.Duration
 }
 
 // call dispatches to function id with params merged into the body.
@@ -280,13 +306,15 @@ func (s *server) serve(w http.ResponseWriter, r *http.Request, h handlerFunc, pu
 	if err != nil {
 		return s.writeError(w, err)
 	}
+	s.computing(w)
 	res, err := h(r, body)
 	wrote = true
+	s.answering(w)
 	if err != nil {
 		return s.writeError(w, err)
 	}
 	if st, ok := res.(streamer); ok {
-		return st.stream(w)
+		return st.stream(w, s.progressAnswer(w))
 	}
 	out := getBuffer()
 	defer putBuffer(out)
@@ -294,16 +322,19 @@ func (s *server) serve(w http.ResponseWriter, r *http.Request, h handlerFunc, pu
 }
 
 // readBody reads the request body into buf, enforcing the size limit; an
-// absent body, or one its route streams itself, is nil.
+// absent body is nil. buf grows with the bytes that arrive, never with the
+// length a client declares. A route that streams its body reads it itself,
+// through a progressReader, and gets nil.
 func (s *server) readBody(w http.ResponseWriter, r *http.Request, buf *bytes.Buffer) ([]byte, error) {
-	if r.Body == nil || r.Body == http.NoBody || streamed(r) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, nil
+	}
+	if streamed(r) {
+		r.Body = s.progressBody(w, r.Body)
 		return nil, nil
 	}
 	if r.ContentLength > s.maxBody {
 		return nil, tooLarge(s.maxBody)
-	}
-	if r.ContentLength > 0 {
-		buf.Grow(int(r.ContentLength) + 1)
 	}
 	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, s.maxBody)); err != nil {
 		var mbe *http.MaxBytesError

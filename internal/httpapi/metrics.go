@@ -1,6 +1,9 @@
 package httpapi
 
-import "net/http"
+import (
+	"io"
+	"net/http"
+)
 
 // prometheus serves GET /metrics: the daemon's metrics (Options.Metrics)
 // in the Prometheus text format. Like every route but /healthz it needs a
@@ -19,7 +22,8 @@ type handlerStream struct {
 	r *http.Request
 }
 
-func (hs handlerStream) stream(w http.ResponseWriter) int {
+// stream serves the handler on w, under the write timeout of a whole answer.
+func (hs handlerStream) stream(w http.ResponseWriter, _ io.Writer) int {
 	hs.h.ServeHTTP(w, hs.r)
 	return http.StatusOK
 }
