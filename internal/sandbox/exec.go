@@ -9,6 +9,7 @@ import (
 	"github.com/hutch-dev/hutch/api"
 	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
 	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/safetext"
 )
 
 // Exec runs one command in a sandbox and returns its output. A timeout is
@@ -115,7 +116,7 @@ func (m *Manager) execFailure(ctx context.Context, sb *sandbox, err error) error
 	if stopped, reason := sb.stopState(); stopped {
 		return errdefs.New(errdefs.CodeStopped, "sandbox %s stopped during the exec: %s", sb.rec.ID, reason)
 	}
-	reason := "the sandbox agent failed: " + err.Error()
+	reason := "the sandbox agent failed: " + safetext.Line(err.Error(), safetext.MaxLine)
 	if errors.Is(err, context.DeadlineExceeded) {
 		reason = "the sandbox agent did not answer in time"
 	}
