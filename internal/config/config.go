@@ -71,6 +71,13 @@ type Config struct {
 	// sandboxes mostly start short processes but makes every system call
 	// inside a sandbox tens of times slower.
 	SystrapFastPath string `yaml:"systrap_fast_path"`
+
+	// MaxImageUnpackedMB bounds what one pulled image may unpack to (file
+	// content plus 512 bytes per entry), against decompression bombs.
+	MaxImageUnpackedMB uint64 `yaml:"max_image_unpacked_mb"`
+	// BlockPrivateNetworks closes private and cloud-internal IPv4 ranges
+	// (RFC 1918, 100.64.0.0/10, ...) to sandboxes with network: true.
+	BlockPrivateNetworks bool `yaml:"block_private_networks"`
 }
 
 // Default returns the configuration used when no file is given.
@@ -92,6 +99,9 @@ func Default() Config {
 		NetworkPool:                 DefaultNetworkPool,
 		WritableLayerMB:             2048,
 		SystrapFastPath:             FastPathOn,
+
+		MaxImageUnpackedMB:   8192,
+		BlockPrivateNetworks: true,
 	}
 }
 
@@ -142,6 +152,9 @@ func (c *Config) Validate() error {
 		if !c.inCatalog(name) {
 			bad("per_image_caps.%s %s", name, notInCatalog)
 		}
+	}
+	if c.MaxImageUnpackedMB < 64 || c.MaxImageUnpackedMB > 1<<20 {
+		bad("max_image_unpacked_mb must be between 64 and 1048576, got %d", c.MaxImageUnpackedMB)
 	}
 	return errors.Join(errs...)
 }

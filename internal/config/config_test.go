@@ -55,6 +55,17 @@ func TestParse(t *testing.T) {
 		{name: "unknown key in worker block", yaml: "workers:\n- name: iii-sandbox\n  config:\n    bogus: 1\n", wantErr: `line 4: unknown key "bogus"`},
 		{name: "not a mapping", yaml: "- a\n- b\n", wantErr: "must be a mapping"},
 		{name: "timeouts inconsistent", yaml: "default_exec_timeout_ms: 600000\n", wantErr: "default_exec_timeout_ms must be between"},
+		{name: "hardening defaults", yaml: "", check: func(t *testing.T, c Config) {
+			if c.MaxImageUnpackedMB != 8192 || !c.BlockPrivateNetworks {
+				t.Errorf("max_image_unpacked_mb %d, block_private_networks %v; want 8192, true", c.MaxImageUnpackedMB, c.BlockPrivateNetworks)
+			}
+		}},
+		{name: "hardening keys", yaml: "max_image_unpacked_mb: 100\nblock_private_networks: false\n", check: func(t *testing.T, c Config) {
+			if c.MaxImageUnpackedMB != 100 || c.BlockPrivateNetworks {
+				t.Errorf("max_image_unpacked_mb %d, block_private_networks %v", c.MaxImageUnpackedMB, c.BlockPrivateNetworks)
+			}
+		}},
+		{name: "unpack bound too small", yaml: "max_image_unpacked_mb: 1\n", wantErr: "max_image_unpacked_mb must be between 64 and"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -73,7 +73,8 @@ func Run(ctx context.Context, opts Options) error {
 	if cacheDir == "" {
 		cacheDir = filepath.Join(opts.DataDir, "images")
 	}
-	images, err := image.NewStore(image.Options{CacheDir: cacheDir, Logger: log, CustomImages: cfg.CustomImages})
+	images, err := image.NewStore(image.Options{CacheDir: cacheDir, Logger: log, CustomImages: cfg.CustomImages,
+		MaxUnpackedBytes: int64(cfg.MaxImageUnpackedMB) << 20})
 	if err != nil {
 		return err
 	}
@@ -83,6 +84,8 @@ func Run(ctx context.Context, opts Options) error {
 		BinaryPath:         runscPath,
 		NetworkPool:        cfg.NetworkPool,
 		SystrapFastPathOff: cfg.SystrapFastPath == config.FastPathOff,
+
+		BlockPrivateNetworks: cfg.BlockPrivateNetworks,
 	})
 	if err != nil {
 		return fmt.Errorf("starting runtime %s: %w", cfg.Runtime, err)
