@@ -8,7 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"text/tabwriter"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -22,12 +22,11 @@ func (a *app) catalogCmd() *cobra.Command {
 		Use:   "catalog",
 		Short: "List the images sandboxes can be created from (sandbox::catalog::list)",
 	}, "sandbox::catalog::list", (*client.Client).Catalog, func(w io.Writer, cat api.CatalogResponse) error {
-		tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tKIND\tSOURCE")
+		t := newTable(w, "NAME", "KIND", "SOURCE")
 		for _, im := range cat.Images {
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", im.Name, im.Kind, im.OCIRef)
+			t.row(im.Name, im.Kind, im.OCIRef)
 		}
-		return tw.Flush()
+		return t.flush()
 	})
 }
 
@@ -72,8 +71,7 @@ func (a *app) imageLsCmd() *cobra.Command {
 }
 
 func printImages(w io.Writer, images []api.ImageInfo) error {
-	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tKIND\tSTATE\tALLOWED\tIN USE\tSIZE\tID\tSOURCE")
+	t := newTable(w, "NAME", "KIND", "STATE", "ALLOWED", "IN USE", "SIZE", "ID", "SOURCE")
 	for _, im := range images {
 		id, size := "-", "-"
 		if im.ID != "" {
@@ -84,9 +82,9 @@ func printImages(w io.Writer, images []api.ImageInfo) error {
 		if im.Allowed {
 			allowed = "yes"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", im.Name, im.Kind, im.State, allowed, im.InUse, size, id, im.OCIRef)
+		t.row(im.Name, im.Kind, im.State, allowed, strconv.Itoa(im.InUse), size, id, im.OCIRef)
 	}
-	return tw.Flush()
+	return t.flush()
 }
 
 // formatSize renders bytes in one binary unit, as `docker images` does.

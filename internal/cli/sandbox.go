@@ -5,7 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
-	"text/tabwriter"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -225,8 +225,7 @@ func (a *app) listCmd() *cobra.Command {
 }
 
 func printList(w io.Writer, sandboxes []api.SandboxInfo) error {
-	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
-	fmt.Fprintln(tw, "ID\tNAME\tIMAGE\tAGE\tEXECS\tSTATUS")
+	t := newTable(w, "ID", "NAME", "IMAGE", "AGE", "EXECS", "STATUS")
 	for _, sb := range sandboxes {
 		name := "-"
 		if sb.Name != nil && *sb.Name != "" {
@@ -239,9 +238,9 @@ func printList(w io.Writer, sandboxes []api.SandboxInfo) error {
 				status += " (" + sb.StopReason + ")"
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", sb.SandboxID, name, sb.Image, formatAge(sb.AgeSecs), sb.ExecInFlight, status)
+		t.row(sb.SandboxID, name, sb.Image, formatAge(sb.AgeSecs), strconv.Itoa(sb.ExecInFlight), status)
 	}
-	return tw.Flush()
+	return t.flush()
 }
 
 // formatAge renders seconds the way `docker ps` does, in one unit.

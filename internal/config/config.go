@@ -127,6 +127,12 @@ type Config struct {
 	// owner's share. A write past either aborts its stream.
 	ChannelBufferMB         int64 `yaml:"channel_buffer_mb"`
 	ChannelBufferPerOwnerMB int64 `yaml:"channel_buffer_per_owner_mb"`
+	// MaxImageUnpackedMB bounds what one pulled image may unpack to (file
+	// content plus 512 bytes per entry), against decompression bombs.
+	MaxImageUnpackedMB uint64 `yaml:"max_image_unpacked_mb"`
+	// BlockPrivateNetworks closes private and cloud-internal IPv4 ranges
+	// (RFC 1918, 100.64.0.0/10, ...) to sandboxes with network: true.
+	BlockPrivateNetworks bool `yaml:"block_private_networks"`
 }
 
 // Default returns the configuration used when no file is given.
@@ -156,6 +162,8 @@ func Default() Config {
 		EngineSessionsPerOwner:      64,
 		ChannelBufferMB:             256,
 		ChannelBufferPerOwnerMB:     64,
+		MaxImageUnpackedMB:          8192,
+		BlockPrivateNetworks:        true,
 	}
 }
 
@@ -212,6 +220,9 @@ func (c *Config) Validate() error {
 		errs = append(errs, err)
 	}
 	errs = append(errs, c.validateClients()...)
+	if c.MaxImageUnpackedMB < 64 || c.MaxImageUnpackedMB > 1<<20 {
+		bad("max_image_unpacked_mb must be between 64 and 1048576, got %d", c.MaxImageUnpackedMB)
+	}
 	return errors.Join(errs...)
 }
 

@@ -77,6 +77,17 @@ func TestParse(t *testing.T) {
 		{name: "zero timeout", yaml: "http_idle_timeout_secs: 0\n", wantErr: "http_idle_timeout_secs must be between"},
 		{name: "no sessions", yaml: "engine_sessions_per_owner: 0\n", wantErr: "engine_sessions_per_owner must be between"},
 		{name: "owner share above the budget", yaml: "channel_buffer_mb: 8\nchannel_buffer_per_owner_mb: 16\n", wantErr: "channel_buffer_per_owner_mb must be between 4 and channel_buffer_mb (8)"},
+		{name: "hardening defaults", yaml: "", check: func(t *testing.T, c Config) {
+			if c.MaxImageUnpackedMB != 8192 || !c.BlockPrivateNetworks {
+				t.Errorf("max_image_unpacked_mb %d, block_private_networks %v; want 8192, true", c.MaxImageUnpackedMB, c.BlockPrivateNetworks)
+			}
+		}},
+		{name: "hardening keys", yaml: "max_image_unpacked_mb: 100\nblock_private_networks: false\n", check: func(t *testing.T, c Config) {
+			if c.MaxImageUnpackedMB != 100 || c.BlockPrivateNetworks {
+				t.Errorf("max_image_unpacked_mb %d, block_private_networks %v", c.MaxImageUnpackedMB, c.BlockPrivateNetworks)
+			}
+		}},
+		{name: "unpack bound too small", yaml: "max_image_unpacked_mb: 1\n", wantErr: "max_image_unpacked_mb must be between 64 and"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

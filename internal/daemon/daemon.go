@@ -87,16 +87,18 @@ func Run(ctx context.Context, opts Options) error {
 	if cacheDir == "" {
 		cacheDir = filepath.Join(opts.DataDir, "images")
 	}
-	images, err := image.NewStore(image.Options{CacheDir: cacheDir, Logger: log, CustomImages: cfg.CustomImages})
+	images, err := image.NewStore(image.Options{CacheDir: cacheDir, Logger: log, CustomImages: cfg.CustomImages,
+		MaxUnpackedBytes: int64(cfg.MaxImageUnpackedMB) << 20})
 	if err != nil {
 		return err
 	}
 	defer images.Close()
 	rtOpts := runtime.Options{
-		StateDir:           filepath.Join(opts.DataDir, cfg.Runtime),
-		BinaryPath:         runscPath,
-		NetworkPool:        cfg.NetworkPool,
-		SystrapFastPathOff: cfg.SystrapFastPath == config.FastPathOff,
+		StateDir:             filepath.Join(opts.DataDir, cfg.Runtime),
+		BinaryPath:           runscPath,
+		NetworkPool:          cfg.NetworkPool,
+		SystrapFastPathOff:   cfg.SystrapFastPath == config.FastPathOff,
+		BlockPrivateNetworks: cfg.BlockPrivateNetworks,
 	}
 	rt, err := runtime.New(cfg.Runtime, rtOpts)
 	if err != nil {

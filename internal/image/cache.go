@@ -41,16 +41,19 @@ func (c cache) rootfsOf(id string) string   { return entryRootfs(c.entryDir(id))
 func (c cache) tmpEntry(id string) string   { return filepath.Join(c.tmpDir(), id) }
 func (c cache) metadataOf(id string) string { return entryMetadata(c.entryDir(id)) }
 
-// open creates the cache's directories. tmp/ is searchable by all so
-// apt's unprivileged _apt user can reach the lists directory of a build.
+// open creates the cache's directories, or tightens the modes of an
+// existing cache's. Root filesystems keep their setuid files, so no other
+// host user may reach them: images/ is root's alone. The cache dir and
+// tmp/ are searchable but not listable so that apt's unprivileged _apt
+// user can reach the lists directory of a preset build.
 func (c cache) open() error {
-	if err := os.MkdirAll(c.dir, 0o755); err != nil {
+	if err := os.MkdirAll(c.dir, 0o711); err != nil {
 		return fmt.Errorf("creating image cache: %w", err)
 	}
 	for _, d := range []struct {
 		path string
 		perm fs.FileMode
-	}{{c.imagesDir(), 0o755}, {c.tmpDir(), 0o711}, {c.locksDir(), 0o700}, {c.refsDir(), 0o755}} {
+	}{{c.dir, 0o711}, {c.imagesDir(), 0o700}, {c.tmpDir(), 0o711}, {c.locksDir(), 0o700}, {c.refsDir(), 0o700}} {
 		if err := os.Mkdir(d.path, d.perm); err != nil && !errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("creating image cache: %w", err)
 		}
@@ -157,7 +160,7 @@ func (c cache) create(img Image, fill func(rootfs string) error) (_ *Image, err 
 	if err := os.RemoveAll(tmp); err != nil {
 		return nil, fmt.Errorf("clearing build directory: %w", err)
 	}
-	if err := os.Mkdir(tmp, 0o755); err != nil {
+	if err := os.Mkdir(tmp, 0o711); err != nil {
 		return nil, fmt.Errorf("creating build directory: %w", err)
 	}
 	defer func() {

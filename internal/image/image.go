@@ -96,7 +96,14 @@ type Options struct {
 	// custom_images): "host/repo:tag", "host/repo@sha256:...",
 	// "oci-layout:/dir[:tag]" or "docker-archive:/file.tar".
 	CustomImages map[string]string
+	// MaxUnpackedBytes bounds what one pulled image may unpack to (config
+	// key max_image_unpacked_mb), against decompression bombs; default
+	// DefaultMaxUnpackedBytes.
+	MaxUnpackedBytes int64
 }
+
+// DefaultMaxUnpackedBytes is Options.MaxUnpackedBytes when unset: 8 GiB.
+const DefaultMaxUnpackedBytes = 8 << 30
 
 // withDefaults returns o with every unset field given its default.
 func (o Options) withDefaults() Options {
@@ -108,6 +115,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Mirror == "" {
 		o.Mirror = hostMirror(hostAptDir, o.Suite)
+	}
+	if o.MaxUnpackedBytes <= 0 {
+		o.MaxUnpackedBytes = DefaultMaxUnpackedBytes
 	}
 	return o
 }

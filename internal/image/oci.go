@@ -323,10 +323,10 @@ func imageConfig(img v1.Image) (Config, []v1.Hash, error) {
 }
 
 // unpackImage verifies and unpacks img's layers, in order, into rootfs
-// (which must not exist), reporting progress. Each layer's uncompressed
+// (which must not exist), at most maxBytes in all, reporting progress. Each layer's uncompressed
 // content must hash to the diff_id of the verified config, so a corrupt or
 // substituted blob fails the unpack whatever its source.
-func unpackImage(ctx context.Context, img v1.Image, diffIDs []v1.Hash, cfg Config, rootfs string, log *slog.Logger, progress func(string)) error {
+func unpackImage(ctx context.Context, img v1.Image, diffIDs []v1.Hash, cfg Config, rootfs string, maxBytes int64, log *slog.Logger, progress func(string)) error {
 	layers, err := img.Layers()
 	if err != nil {
 		return fmt.Errorf("reading image manifest: %w", err)
@@ -340,7 +340,7 @@ func unpackImage(ctx context.Context, img v1.Image, diffIDs []v1.Hash, cfg Confi
 	if err := os.Chmod(rootfs, 0o755); err != nil { // whatever the umask
 		return fmt.Errorf("creating rootfs: %w", err)
 	}
-	up, err := newUnpacker(rootfs, log)
+	up, err := newUnpacker(rootfs, maxBytes, log)
 	if err != nil {
 		return err
 	}

@@ -47,7 +47,7 @@ func (s *Store) pullCustom(ctx context.Context, name string, c customImage, f *f
 		log.Info("pulling image", "digest", digest.String())
 		cached, err = s.cache.create(Image{Name: name, Kind: KindCustom, Ref: c.ref, ID: id, Config: cfg},
 			func(rootfs string) error {
-				return unpackImage(ctx, img, diffIDs, cfg, rootfs, log, f.setDetail)
+				return unpackImage(ctx, img, diffIDs, cfg, rootfs, s.maxUnpacked, log, f.setDetail)
 			})
 		if err != nil {
 			return fail(err)

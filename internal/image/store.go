@@ -38,6 +38,7 @@ type Store struct {
 	host         v1.Platform // what custom images are pulled for
 	build        builder
 	buildTimeout time.Duration
+	maxUnpacked  int64 // bytes one pulled image may unpack to
 
 	// buildCtx parents every build: builds outlive the callers that start
 	// them and end with Close.
@@ -101,6 +102,7 @@ func NewStore(opts Options) (*Store, error) {
 		host:         hostPlatform(),
 		build:        mmdebstrapBuilder(opts.Mirror),
 		buildTimeout: defaultBuildTimeout,
+		maxUnpacked:  opts.MaxUnpackedBytes,
 		buildCtx:     buildCtx,
 		cancelBuild:  cancel,
 		ready:        map[string]*Image{},

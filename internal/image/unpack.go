@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hutch-dev/hutch/internal/errdefs"
 )
 
 // OCI whiteout names (image-spec layer.md): ".wh.NAME" deletes NAME of the
@@ -39,20 +41,42 @@ type unpacker struct {
 	dirTimes []dirTime
 	// skipped counts entries left out (device nodes, unknown types).
 	skipped int
+	// left is how many more bytes the image may unpack to (see charge).
+	left, max int64
 }
+
+// entryCost is what each entry is charged beyond its content (a tar
+// header's size), so that millions of empty files count too.
+const entryCost = 512
 
 type dirTime struct {
 	rel          string
 	atime, mtime time.Time
 }
 
-// newUnpacker unpacks into the existing, empty directory rootfs.
-func newUnpacker(rootfs string, log *slog.Logger) (*unpacker, error) {
+// newUnpacker unpacks into the existing, empty directory rootfs, at most
+// maxBytes of file content and entries (see charge) over all layers.
+func newUnpacker(rootfs string, maxBytes int64, log *slog.Logger) (*unpacker, error) {
 	r, err := openRootDir(rootfs)
 	if err != nil {
 		return nil, err
 	}
-	return &unpacker{root: r, chown: os.Geteuid() == 0, log: log}, nil
+	return &unpacker{root: r, chown: os.Geteuid() == 0, log: log, left: maxBytes, max: maxBytes}, nil
+}
+
+// charge takes an entry's cost from what the image may still unpack to;
+// past the bound the unpack fails (S102) before anything is written.
+func (u *unpacker) charge(hdr *tar.Header) error {
+	cost := int64(entryCost)
+	if hdr.Typeflag == tar.TypeReg || hdr.Typeflag == tar.TypeGNUSparse {
+		cost += max(hdr.Size, 0)
+	}
+	if cost > u.left {
+		return errdefs.New(errdefs.CodeImagePull, "the image unpacks to more than %d MiB (max_image_unpacked_mb): a decompression bomb, or an image bigger than this daemon allows", u.max>>20).
+			WithFix(nil, "use a smaller image, or raise max_image_unpacked_mb in the daemon's config if you trust this one")
+	}
+	u.left -= cost
+	return nil
 }
 
 // Close releases the root.
@@ -72,6 +96,9 @@ func (u *unpacker) layer(r io.Reader) error {
 		}
 		if err != nil {
 			return fmt.Errorf("reading layer: %w", err)
+		}
+		if err := u.charge(hdr); err != nil {
+			return err
 		}
 		if err := u.entry(hdr, tr); err != nil {
 			return fmt.Errorf("entry %q: %w", hdr.Name, err)

@@ -41,7 +41,7 @@ func fixture(t *testing.T) (rootfs, outside string) {
 // returns the error of the first one that fails.
 func apply(t *testing.T, rootfs string, layers ...[]ocitest.File) error {
 	t.Helper()
-	u, err := newUnpacker(rootfs, slog.New(slog.DiscardHandler))
+	u, err := newUnpacker(rootfs, DefaultMaxUnpackedBytes, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +330,7 @@ func TestUnpackMetadata(t *testing.T) {
 
 func TestUnpackRejectsBadStreams(t *testing.T) {
 	rootfs := t.TempDir()
-	u, err := newUnpacker(rootfs, slog.New(slog.DiscardHandler))
+	u, err := newUnpacker(rootfs, DefaultMaxUnpackedBytes, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

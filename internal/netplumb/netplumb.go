@@ -62,6 +62,9 @@ type Options struct {
 	HostResolvConf string
 	// LockPath is the allocation lock file; "" means DefaultLockPath.
 	LockPath string
+	// BlockPrivateNetworks closes private and cloud-internal address
+	// ranges to sandboxes (config key block_private_networks).
+	BlockPrivateNetworks bool
 }
 
 // Sandbox is what Setup needs to know of a sandbox.
@@ -141,6 +144,8 @@ func New(opts Options) (*Network, error) {
 			table:   "hutch_" + h[:10],
 			comment: "hutch sandboxes of " + sanitize(opts.Owner),
 			pool:    opts.Pool,
+
+			blockPrivate: opts.BlockPrivateNetworks,
 		},
 		leases: map[string]*Lease{},
 		stale:  true,
@@ -211,9 +216,9 @@ func (n *Network) Setup(ctx context.Context, sb Sandbox) (_ *Lease, retErr error
 	if err := configureSandboxSide(ns, l); err != nil {
 		return nil, err
 	}
-	host, err := os.ReadFile(n.opts.HostResolvConf)
-	if err != nil && !os.IsNotExist(err) {
-		return nil, fmt.Errorf("reading the host's resolver configuration: %w", err)
+	host, err := n.readResolvConf()
+	if err != nil {
+		return nil, err
 	}
 	conf, dns := resolvConf(host, l.Gateway, hostAddrs())
 	l.ResolvConf = conf
@@ -224,6 +229,26 @@ func (n *Network) Setup(ctx context.Context, sb Sandbox) (_ *Lease, retErr error
 	n.leases[sb.ID] = l
 	n.mu.Unlock()
 	return l, nil
+}
+
+// readResolvConf reads the host's resolver configuration; none is empty.
+func (n *Network) readResolvConf() ([]byte, error) {
+	host, err := os.ReadFile(n.opts.HostResolvConf)
+	if err != nil && !os.IsNotExist(err) {
+		return nil, fmt.Errorf("reading the host's resolver configuration: %w", err)
+	}
+	return host, nil
+}
+
+// hostResolvers are the host's nameservers that sandboxes reach directly,
+// as of now: the firewall lets their DNS through the address blocks.
+func (n *Network) hostResolvers() ([]netip.Addr, error) {
+	host, err := n.readResolvConf()
+	if err != nil {
+		return nil, err
+	}
+	conf, _ := resolvConf(host, netip.IPv4Unspecified(), hostAddrs())
+	return directNameservers(conf, netip.IPv4Unspecified()), nil
 }
 
 // ensureBase turns on IPv4 forwarding and writes the table's fixed part,
@@ -241,7 +266,11 @@ func (n *Network) ensureBase(ctx context.Context) error {
 	if err := writeSysctl("net/ipv4/ip_forward", "1"); err != nil {
 		return err
 	}
-	if err := n.nft.apply(ctx, n.nft.baseScript()); err != nil {
+	resolvers, err := n.hostResolvers()
+	if err != nil {
+		return err
+	}
+	if err := n.nft.apply(ctx, n.nft.baseScript(resolvers)); err != nil {
 		return fmt.Errorf("installing the sandbox firewall: %w", err)
 	}
 	n.baseReady = true

@@ -31,7 +31,9 @@ import (
 //   - input: only replies and DNATed connections reach the host, anything
 //     else is refused (TCP reset, else ICMP port unreachable);
 //   - forward: IPv4 only; not to the pool (other sandboxes), not to
-//     link-local addresses (cloud metadata services), not into another
+//     link-local addresses (cloud metadata services), with
+//     block_private_networks not to privateRanges either (but DNS to the
+//     host's own nameservers there still passes), not into another
 //     sandbox interface; nothing enters a sandbox interface but replies;
 //   - postrouting (srcnat): the pool is masqueraded on the way out.
 
@@ -45,12 +47,22 @@ const (
 	sandboxPrefix = "sandbox_"               // + sandbox id: a sandbox's DNAT rules
 )
 
+// privateRanges are the destinations block_private_networks closes to
+// sandboxes, besides the pool and 169.254.0.0/16 (always closed): RFC 1918,
+// carrier-grade NAT (also Alibaba's metadata service, 100.100.100.200),
+// IETF protocol assignments (Oracle's 192.0.0.192) and Azure's wireserver.
+// Host addresses need no rule: traffic to them is input, not forwarded,
+// and input takes only replies and the gateway's forwarded ports.
+var privateRanges = []string{"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "192.0.0.0/24", "168.63.129.16/32"}
+
 // nft applies and lists the rules of one table.
 type nft struct {
 	bin     string // nft binary
 	table   string // table name, family inet
 	comment string // the table's comment: says whose it is
 	pool    netip.Prefix
+	// blockPrivate closes privateRanges to sandboxes.
+	blockPrivate bool
 }
 
 // sandboxChain names the chain of sandbox id.
@@ -58,8 +70,9 @@ func sandboxChain(id string) string { return sandboxPrefix + id }
 
 // baseScript declares the table, its set and map, and (re)writes the rules
 // of its fixed chains. It is idempotent and leaves sandboxes' chains and
-// elements alone.
-func (t *nft) baseScript() string {
+// elements alone. DNS (port 53) to resolvers, the host's nameservers that
+// sandboxes use directly, passes the address blocks.
+func (t *nft) baseScript(resolvers []netip.Addr) string {
 	var s script
 	s.add("add table inet %s { comment %q ; }", t.table, t.comment)
 	s.add("add set inet %s %s { type ifname ; }", t.table, setIfaces)
@@ -92,11 +105,26 @@ func (t *nft) baseScript() string {
 	rule(chainToHost, "meta l4proto tcp reject with tcp reset")
 	rule(chainToHost, "reject with icmpx port-unreachable")
 	rule(chainOut, "meta nfproto != ipv4 drop")
+	if len(resolvers) > 0 {
+		rule(chainOut, "ip daddr { %s } meta l4proto { tcp, udp } th dport 53 accept", joinAddrs(resolvers))
+	}
 	rule(chainOut, "ip daddr { %s, 169.254.0.0/16 } reject with icmpx admin-prohibited", t.pool)
+	if t.blockPrivate {
+		rule(chainOut, "ip daddr { %s } reject with icmpx admin-prohibited", strings.Join(privateRanges, ", "))
+	}
 	rule(chainOut, "oifname @%s reject with icmpx admin-prohibited", setIfaces)
 	rule(chainIn, "ct state established,related accept")
 	rule(chainIn, "drop")
 	return s.String()
+}
+
+// joinAddrs lists addrs for an nft set.
+func joinAddrs(addrs []netip.Addr) string {
+	s := make([]string, len(addrs))
+	for i, a := range addrs {
+		s[i] = a.String()
+	}
+	return strings.Join(s, ", ")
 }
 
 // addScript adds the rules of one sandbox's lease.

@@ -63,7 +63,7 @@ func TestAddScript(t *testing.T) {
 }
 
 func TestBaseScriptNeverForwardsBlanket(t *testing.T) {
-	s := testNft().baseScript()
+	s := testNft().baseScript(nil)
 	// The only DNAT is per sandbox chain; the fixed part has none.
 	if strings.Contains(s, "dnat ip to") || strings.Contains(s, "redirect") {
 		t.Fatalf("fixed part forwards ports:\n%s", s)
@@ -77,6 +77,33 @@ func TestBaseScriptNeverForwardsBlanket(t *testing.T) {
 		if !strings.Contains(s, w) {
 			t.Errorf("fixed part lacks %q:\n%s", w, s)
 		}
+	}
+}
+
+func TestBaseScriptBlocksPrivateNetworks(t *testing.T) {
+	n := testNft()
+	resolver := []netip.Addr{netip.MustParseAddr("10.255.255.53")}
+	block := "ip daddr { 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, 100.64.0.0/10, 192.0.0.0/24, 168.63.129.16/32 } reject"
+	dns := "ip daddr { 10.255.255.53 } meta l4proto { tcp, udp } th dport 53 accept"
+	if s := n.baseScript(resolver); strings.Contains(s, block) {
+		t.Errorf("private networks blocked without block_private_networks:\n%s", s)
+	}
+	n.blockPrivate = true
+	s := n.baseScript(resolver)
+	i, j := strings.Index(s, dns), strings.Index(s, block)
+	if j < 0 || i < 0 || i > j {
+		t.Errorf("want DNS to the host's resolver accepted, then the private ranges rejected:\n%s", s)
+	}
+	if s := n.baseScript(nil); strings.Contains(s, "dport 53 accept") {
+		t.Errorf("a DNS exception without resolvers:\n%s", s)
+	}
+}
+
+func TestDirectNameservers(t *testing.T) {
+	conf, _ := resolvConf([]byte("nameserver 127.0.0.53\nnameserver 10.255.255.53\nnameserver ::1\nsearch x\n"), netip.IPv4Unspecified(), func(netip.Addr) bool { return false })
+	got := directNameservers(conf, netip.IPv4Unspecified())
+	if want := []netip.Addr{netip.MustParseAddr("10.255.255.53")}; !slices.Equal(got, want) {
+		t.Errorf("directNameservers = %v, want %v (conf:\n%s)", got, want, conf)
 	}
 }
 
@@ -137,7 +164,8 @@ func TestScriptsAcceptedByKernel(t *testing.T) {
 	n := testNft()
 	n.table = "hutch_check_only"
 	l := testLease()
-	script := n.baseScript() + n.addScript(l, netip.MustParseAddr("127.0.0.53"))
+	n.blockPrivate = true
+	script := n.baseScript([]netip.Addr{netip.MustParseAddr("10.255.255.53")}) + n.addScript(l, netip.MustParseAddr("127.0.0.53"))
 	if _, err := n.run(context.Background(), script, "--check", "-f", "-"); err != nil {
 		t.Fatalf("nft rejects the scripts: %v\n%s", err, script)
 	}

@@ -8,6 +8,18 @@ import (
 	"strings"
 )
 
+// directNameservers are the nameservers a sandbox's resolv.conf (conf,
+// from resolvConf) names as they are, rather than through its gateway.
+func directNameservers(conf []byte, gateway netip.Addr) []netip.Addr {
+	var out []netip.Addr
+	for _, l := range strings.Split(string(conf), "\n") {
+		if a, err := netip.ParseAddr(strings.TrimPrefix(l, "nameserver ")); err == nil && a != gateway {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 // resolvConf derives a sandbox's /etc/resolv.conf from the host's. A
 // sandbox reaches the outside over IPv4 only, so IPv4 nameservers are kept
 // and IPv6 ones dropped. A nameserver on the host itself (loopback, such

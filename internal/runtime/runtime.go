@@ -105,6 +105,9 @@ type Options struct {
 	// SystrapFastPathOff turns off the spinning of gVisor's systrap
 	// platform (the config's systrap_fast_path: off).
 	SystrapFastPathOff bool
+	// BlockPrivateNetworks closes private and cloud-internal address
+	// ranges to sandboxes with Network (block_private_networks).
+	BlockPrivateNetworks bool
 }
 
 var (

@@ -10,6 +10,7 @@ import (
 	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
 	"github.com/hutch-dev/hutch/internal/agentclient"
 	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/safetext"
 )
 
 // Exec runs one command in a sandbox and returns its output. A timeout is
@@ -121,7 +122,7 @@ func (m *Manager) execFailure(ctx context.Context, sb *sandbox, err error) error
 	if stopped, reason := sb.stopState(); stopped {
 		return errdefs.New(errdefs.CodeStopped, "sandbox %s stopped during the exec: %s", sb.rec.ID, reason)
 	}
-	reason := "the sandbox agent failed: " + err.Error()
+	reason := "the sandbox agent failed: " + safetext.Line(err.Error(), safetext.MaxLine)
 	var na *agentclient.NoAnswerError
 	if errors.As(err, &na) {
 		reason = na.Error()

@@ -24,6 +24,7 @@ import (
 	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
 	"github.com/hutch-dev/hutch/internal/agentclient"
 	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/safetext"
 )
 
 const (
@@ -58,7 +59,7 @@ func fsFault(fe *agentv1.FsError) *errdefs.Error {
 	if !ok {
 		code = errdefs.CodeFSIO
 	}
-	return errdefs.New(code, "%s", clip(strings.ToValidUTF8(fe.GetMessage(), "\uFFFD"), 1024))
+	return errdefs.New(code, "%s", safetext.Line(fe.GetMessage(), 2*safetext.MaxLine))
 }
 
 // fsDetail returns the FsError detail of an agent call's error, or nil.
@@ -108,7 +109,7 @@ func (m *Manager) fsError(ctx context.Context, sb *sandbox, op string, err error
 		}
 		return errdefs.New(errdefs.CodeStopped, "sandbox %s stopped during %s: %s", sb.rec.ID, op, reason)
 	}
-	return errdefs.New(errdefs.CodeFSIO, "%s: the sandbox agent failed: %s", op, clip(err.Error(), 512))
+	return errdefs.New(errdefs.CodeFSIO, "%s: the sandbox agent failed: %s", op, safetext.Line(err.Error(), safetext.MaxLine))
 }
 
 // fsSandbox finds the live sandbox of a filesystem request (S001, S002,
@@ -367,7 +368,7 @@ func (d *download) Read(p []byte) (int, error) {
 		if fe := fsDetail(err); fe != nil || d.ctx.Err() != nil || errors.Is(err, agentclient.ErrClosed) {
 			return n, d.m.fsError(d.ctx, d.sb, d.op, err)
 		}
-		return n, errdefs.New(errdefs.CodeFSStreamAborted, "%s aborted: %s", d.op, clip(err.Error(), 512))
+		return n, errdefs.New(errdefs.CodeFSStreamAborted, "%s aborted: %s", d.op, safetext.Line(err.Error(), safetext.MaxLine))
 	}
 	return n, err
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/image"
 	"github.com/hutch-dev/hutch/internal/runtime"
+	"github.com/hutch-dev/hutch/internal/safetext"
 )
 
 // Images is what the manager needs of the image store (image.Store).
@@ -296,7 +297,7 @@ func (m *Manager) bootSandbox(ctx context.Context, rec *record, img *image.Image
 		}
 		msg := fmt.Sprintf("starting the sandbox agent: %v", err)
 		if tail != "" {
-			msg += "\n" + tail
+			msg += ": " + safetext.Tail(tail, 2*safetext.MaxLine)
 		}
 		return fail(errdefs.New(errdefs.CodeBootFailed, "%s", msg))
 	}
@@ -444,7 +445,8 @@ func (m *Manager) Stop(ctx context.Context, req api.StopRequest) (api.StopRespon
 // stopAsync marks sb stopped with reason and tears it down in the
 // background; it returns a channel closed when the teardown is over.
 func (m *Manager) stopAsync(sb *sandbox, reason string) <-chan struct{} {
-	if !sb.markStopped(reason) {
+	reason, ok := sb.markStopped(reason)
+	if !ok {
 		return sb.destroyed
 	}
 	m.log.Info("sandbox stopping", "sandbox", sb.rec.ID, "reason", reason)

@@ -299,7 +299,8 @@ func (m *Manager) countWarm(image, result string) {
 // discardWarm stops a sandbox that left the pool without being claimed
 // and tears it down in the background (Close waits for it).
 func (m *Manager) discardWarm(sb *sandbox, reason string) {
-	if !sb.markStopped(reason) {
+	reason, ok := sb.markStopped(reason)
+	if !ok {
 		return
 	}
 	m.log.Debug("warm pool sandbox discarded", "sandbox", sb.rec.ID, "image", sb.rec.Image, "reason", reason)

@@ -9,6 +9,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/agentclient"
 	"github.com/hutch-dev/hutch/internal/image"
 	"github.com/hutch-dev/hutch/internal/runtime"
+	"github.com/hutch-dev/hutch/internal/safetext"
 )
 
 // sandbox is the manager's live view of one sandbox.
@@ -60,23 +61,24 @@ func tombstone(rec *record) *sandbox {
 		rec:        *rec,
 		destroyed:  make(chan struct{}),
 		stopped:    true,
-		stopReason: rec.StopReason,
+		stopReason: safetext.Line(rec.StopReason, safetext.MaxLine),
 		stoppedAt:  rec.StoppedAt,
 	}
 	close(sb.destroyed)
 	return sb
 }
 
-// markStopped moves sb to stopped with reason; it reports false when sb
-// was already stopped (the first reason wins).
-func (sb *sandbox) markStopped(reason string) bool {
+// markStopped moves sb to stopped with reason, escaped and clipped since
+// it may carry a sandbox's bytes, and returns the reason as kept; ok is
+// false when sb was already stopped (the first reason wins).
+func (sb *sandbox) markStopped(reason string) (kept string, ok bool) {
 	sb.mu.Lock()
 	defer sb.mu.Unlock()
 	if sb.stopped {
-		return false
+		return sb.stopReason, false
 	}
-	sb.stopped, sb.stopReason, sb.stoppedAt = true, reason, time.Now().UTC()
-	return true
+	sb.stopped, sb.stopReason, sb.stoppedAt = true, safetext.Line(reason, safetext.MaxLine), time.Now().UTC()
+	return sb.stopReason, true
 }
 
 func (sb *sandbox) isStopped() bool {

@@ -41,7 +41,7 @@ func newNetwork(opts runtime.Options, stateDir string) (*netplumb.Network, error
 		}
 		pool = p
 	}
-	return netplumb.New(netplumb.Options{Pool: pool, Owner: stateDir})
+	return netplumb.New(netplumb.Options{Pool: pool, Owner: stateDir, BlockPrivateNetworks: opts.BlockPrivateNetworks})
 }
 
 // setupNetwork gives sandbox spec.ID its network when it asks for one,

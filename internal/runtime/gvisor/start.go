@@ -16,6 +16,7 @@ import (
 
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/runtime"
+	"github.com/hutch-dev/hutch/internal/safetext"
 )
 
 // Start boots a sandbox: bundle directory, read-only rootfs bind mount,
@@ -172,7 +173,7 @@ func bootError(id, dir string, err error, stderr *tailBuffer, stderrDone <-chan 
 	msg := fmt.Sprintf("starting sandbox %s: runsc: %v", id, err)
 	var details []string
 	if msgs := runscLogErrors(filepath.Join(dir, runscLogName)); len(msgs) > 0 {
-		details = append(details, firstLine(msgs[0]))
+		details = append(details, safetext.Line(firstLine(msgs[0]), safetext.MaxLine))
 	}
 	if tail := lastLines(stderr.String(), 5, 1024); tail != "" && (len(details) == 0 || details[0] != tail) {
 		details = append(details, tail)

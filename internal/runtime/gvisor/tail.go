@@ -1,8 +1,11 @@
 package gvisor
 
 import (
+	"slices"
 	"strings"
 	"sync"
+
+	"github.com/hutch-dev/hutch/internal/safetext"
 )
 
 // stderrTailSize is how much of a sandbox's stderr is kept.
@@ -42,7 +45,8 @@ func (t *tailBuffer) String() string {
 }
 
 // lastLines returns at most n non-empty lines from the end of s, joined by
-// " | " and cut to max bytes, for one-line error messages.
+// " | ", escaped and cut to max bytes, for one-line error messages: s is
+// what a sandbox wrote, so it may hold terminal escapes.
 func lastLines(s string, n, max int) string {
 	var keep []string
 	lines := strings.Split(s, "\n")
@@ -51,12 +55,6 @@ func lastLines(s string, n, max int) string {
 			keep = append(keep, l)
 		}
 	}
-	for i, j := 0, len(keep)-1; i < j; i, j = i+1, j-1 {
-		keep[i], keep[j] = keep[j], keep[i]
-	}
-	out := strings.Join(keep, " | ")
-	if len(out) > max {
-		out = "…" + strings.ToValidUTF8(out[len(out)-max:], "")
-	}
-	return out
+	slices.Reverse(keep)
+	return safetext.Tail(strings.Join(keep, " | "), max)
 }

@@ -135,7 +135,8 @@ func TestLastLines(t *testing.T) {
 		{"a\nb\n\nc\n", 2, 100, "b | c"},
 		{"only", 3, 100, "only"},
 		{"", 3, 100, ""},
-		{"x\n0123456789", 1, 4, "…6789"},
+		{"x\n0123456789", 1, 7, "…6789"}, // the ellipsis counts
+		{"boom\x1b]0;title\x07\n\x1b[2J", 2, 100, `boom\x1b]0;title\x07 | \x1b[2J`},
 	}
 	for _, tt := range tests {
 		if got := lastLines(tt.in, tt.n, tt.max); got != tt.want {

@@ -1,0 +1,100 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	goruntime "runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netns"
+
+	"github.com/hutch-dev/hutch/api"
+)
+
+// privateTarget serves body on a private address in a network namespace
+// the test makes, joined to the host by a veth: an address the host
+// reaches only by routing, as it would a machine on its LAN. It never
+// leaves this host. It returns the URL.
+func privateTarget(t *testing.T, body string) string {
+	t.Helper()
+	name := fmt.Sprintf("hpriv%d", os.Getpid()%100000)
+	subnet := fmt.Sprintf("172.31.%d", os.Getpid()%250)
+	ip := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+	}
+	ip("netns", "add", name)
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", name).Run() })
+	ip("link", "add", name, "type", "veth", "peer", "name", "eth0", "netns", name)
+	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", name).Run() })
+	ip("addr", "add", subnet+".1/30", "dev", name)
+	ip("link", "set", name, "up")
+	ip("-n", name, "addr", "add", subnet+".2/30", "dev", "eth0")
+	ip("-n", name, "link", "set", "eth0", "up")
+
+	// Listen from inside the namespace; the socket stays there.
+	goruntime.LockOSThread()
+	defer goruntime.UnlockOSThread()
+	host, err := netns.Get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer host.Close()
+	ns, err := netns.GetFromName(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Close()
+	if err := netns.Set(ns); err != nil {
+		t.Fatal(err)
+	}
+	ln, lerr := net.Listen("tcp", subnet+".2:0")
+	if err := netns.Set(host); err != nil {
+		t.Fatal(err)
+	}
+	if lerr != nil {
+		t.Fatal(lerr)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, body) })}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return "http://" + ln.Addr().String() + "/"
+}
+
+func TestNetworkBlocksPrivateRanges(t *testing.T) {
+	for _, tc := range []struct {
+		name, config, want string
+	}{
+		{"by default", "", "ERR"},
+		{"unless turned off", "block_private_networks: false\n", "private"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			target := privateTarget(t, "private")
+			d := startDaemon(t, baseConfig(tc.config))
+			id := d.create(api.CreateRequest{Image: "python", Network: true})
+			if got := d.fetch(id, target); !strings.HasPrefix(got[0], tc.want) {
+				t.Errorf("fetching %s from a network sandbox: %q, want %q", target, got, tc.want)
+			}
+			// This host's nameserver is a private address: DNS to it
+			// still passes, when the host itself can resolve.
+			const name = "deb.debian.org"
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if _, err := net.DefaultResolver.LookupHost(ctx, name); err != nil {
+				t.Logf("the host cannot resolve %s (%v): DNS from the sandbox not checked", name, err)
+				return
+			}
+			if r := d.exec(id, "python3", "-c", `import socket; print(socket.gethostbyname("`+name+`"))`); !r.Success {
+				t.Errorf("DNS from a network sandbox: %+v", r)
+			}
+		})
+	}
+}
