@@ -92,24 +92,30 @@ func (e *engineConn) invoke(fn string, payload any) <-chan engineResult {
 // envelope of a handler error, and fails on any other error.
 func (e *engineConn) call(fn string, payload, out any) *api.ErrorEnvelope {
 	e.t.Helper()
+	return e.callFor(e.t, fn, payload, out)
+}
+
+// callFor is call failing t, a subtest of the connection's test.
+func (e *engineConn) callFor(t *testing.T, fn string, payload, out any) *api.ErrorEnvelope {
+	t.Helper()
 	select {
 	case r := <-e.invoke(fn, payload):
 		if r.Error != nil {
 			env, ok := strings.CutPrefix(r.Error.Message, "handler error: ")
 			var envelope api.ErrorEnvelope
 			if r.Error.Code != "invocation_failed" || !ok || json.Unmarshal([]byte(env), &envelope) != nil {
-				e.t.Fatalf("%s: engine error %+v", fn, *r.Error)
+				t.Fatalf("%s: engine error %+v", fn, *r.Error)
 			}
 			return &envelope
 		}
 		if out != nil {
 			if err := json.Unmarshal(r.Result, out); err != nil {
-				e.t.Fatalf("%s: result %s: %v", fn, r.Result, err)
+				t.Fatalf("%s: result %s: %v", fn, r.Result, err)
 			}
 		}
 		return nil
-	case <-time.After(5 * time.Minute):
-		e.t.Fatalf("%s: no result", fn)
+	case <-time.After(15 * time.Minute): // a first call may wait for a preset's build
+		t.Fatalf("%s: no result", fn)
 	}
 	return nil
 }
@@ -145,7 +151,7 @@ func TestSandboxRun(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var res api.RunResponse
-			if env := e.call("sandbox::run", tt.req, &res); env != nil {
+			if env := e.callFor(t, "sandbox::run", tt.req, &res); env != nil {
 				t.Fatalf("run: %+v", env)
 			}
 			if res.Stdout != tt.stdout || !res.Success || res.SandboxID != "" {
