@@ -127,16 +127,24 @@ func TestChannelAttachRefusals(t *testing.T) {
 	}
 }
 
-// TestChannelAbort checks that a writer that vanishes aborts the stream:
-// the reader sees an abnormal close, not a clean end of a short file.
-func TestChannelAbort(t *testing.T) {
+// channelServer starts a test server with one channel and returns its
+// references and a context bounding the test's waits.
+func channelServer(t *testing.T) (*Server, string, api.ChannelCreateResponse, context.Context) {
+	t.Helper()
 	s, url := testServer(t, &httpapitest.Fake{}, Options{})
 	_, refs, err := s.channels.create("", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
-	defer cancel()
+	t.Cleanup(cancel)
+	return s, url, refs, ctx
+}
+
+// TestChannelAbort checks that a writer that vanishes aborts the stream:
+// the reader sees an abnormal close, not a clean end of a short file.
+func TestChannelAbort(t *testing.T) {
+	s, url, refs, ctx := channelServer(t)
 	w, _, err := websocket.Dial(ctx, channelURL(url, refs.Writer), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -211,13 +219,7 @@ func TestChannelLimits(t *testing.T) {
 // the client gets the bytes so far, then a stream_error text frame naming
 // S218, then an abnormal close, so a cut-off file never looks whole.
 func TestChannelAbortTellsReader(t *testing.T) {
-	s, url := testServer(t, &httpapitest.Fake{}, Options{})
-	_, refs, err := s.channels.create("", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
-	defer cancel()
+	s, url, refs, ctx := channelServer(t)
 	wc, err := s.channels.openRef(refs.Writer)
 	if err != nil {
 		t.Fatal(err)

@@ -138,27 +138,13 @@ func New(table *functions.Table, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	if opts.MaxMessageBytes <= 0 {
-		opts.MaxMessageBytes = DefaultMaxMessageBytes
-	}
-	if opts.MaxInFlight <= 0 {
-		opts.MaxInFlight = DefaultMaxInFlight
-	}
-	if opts.WriteTimeout <= 0 {
-		opts.WriteTimeout = DefaultWriteTimeout
-	}
-	if opts.PingInterval <= 0 {
-		opts.PingInterval = DefaultPingInterval
-	}
-	if opts.SessionsPerOwner <= 0 {
-		opts.SessionsPerOwner = DefaultSessionsPerOwner
-	}
-	if opts.ChannelBufferBytes <= 0 {
-		opts.ChannelBufferBytes = DefaultChannelBufferBytes
-	}
-	if opts.ChannelBufferPerOwnerBytes <= 0 {
-		opts.ChannelBufferPerOwnerBytes = DefaultChannelBufferPerOwnerBytes
-	}
+	opts.MaxMessageBytes = positiveOr(opts.MaxMessageBytes, DefaultMaxMessageBytes)
+	opts.MaxInFlight = positiveOr(opts.MaxInFlight, DefaultMaxInFlight)
+	opts.WriteTimeout = positiveOr(opts.WriteTimeout, DefaultWriteTimeout)
+	opts.PingInterval = positiveOr(opts.PingInterval, DefaultPingInterval)
+	opts.SessionsPerOwner = positiveOr(opts.SessionsPerOwner, DefaultSessionsPerOwner)
+	opts.ChannelBufferBytes = positiveOr(opts.ChannelBufferBytes, DefaultChannelBufferBytes)
+	opts.ChannelBufferPerOwnerBytes = positiveOr(opts.ChannelBufferPerOwnerBytes, DefaultChannelBufferPerOwnerBytes)
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
 		table:    table,
@@ -307,4 +293,12 @@ func (s *Server) serveTelemetry(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// positiveOr returns v, or def when v is not positive (an unset option).
+func positiveOr[T int | int64 | time.Duration](v, def T) T {
+	if v > 0 {
+		return v
+	}
+	return def
 }
