@@ -60,7 +60,7 @@ func (d *daemon) dialAPI() net.Conn {
 // passed (false).
 func (d *daemon) trickle(method, path string) <-chan bool {
 	conn := d.dialAPI()
-	fmt.Fprintf(conn, "%s %s HTTP/1.1\r\nHost: hutch\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{", method, path, 16<<20)
+	fmt.Fprintf(conn, "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{", method, path, 16<<20)
 	stop := make(chan struct{})
 	go func() {
 		for {
@@ -122,7 +122,7 @@ func TestSlowClients(t *testing.T) {
 
 	t.Run("idle keep-alive", func(t *testing.T) {
 		conn := d.dialAPI()
-		fmt.Fprintf(conn, "GET /healthz HTTP/1.1\r\nHost: hutch\r\n\r\n")
+		fmt.Fprintf(conn, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
 		br := bufio.NewReader(conn)
 		resp, err := http.ReadResponse(br, nil)
 		if err != nil || resp.StatusCode != http.StatusOK || resp.Close {
