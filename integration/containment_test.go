@@ -135,10 +135,12 @@ func TestForkBombIsContained(t *testing.T) {
 	t.Logf("the fork bomb's exec returned after %v (timed out: %v)", time.Since(start), r.TimedOut)
 	// For 5 s the bomb's sandbox answers every exec, with the command's
 	// result or S400 when no process can be started, and its agent keeps
-	// serving file operations.
+	// serving file operations. The agent shares its sandbox's CPU with the
+	// bomb: on a busy host an answer may take long, so each exec may take
+	// up to the daemon's maximum (the agent must answer, not answer fast).
 	var ran, refused int
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		r, err := d.c.Exec(ctx, api.ExecRequest{SandboxID: bomb, Cmd: "echo", Args: []string{"alive"}})
+		r, err := d.c.Exec(ctx, api.ExecRequest{SandboxID: bomb, Cmd: "echo", Args: []string{"alive"}, TimeoutMs: setupTimeoutMs})
 		switch {
 		case err == nil && r.Stdout == "alive\n":
 			ran++
