@@ -30,7 +30,7 @@ func startEngine(addr string, maxConns int, table *functions.Table, opts enginea
 		return engine{}, fmt.Errorf("listening on %s (engine WebSocket): %w", addr, err)
 	}
 	e := engine{srv: engineapi.New(table, opts), ln: netutil.LimitListener(ln, maxConns)}
-	go func() { errc <- e.srv.Serve(ln) }()
+	go func() { errc <- e.srv.Serve(e.ln) }()
 	return e, nil
 }
 
