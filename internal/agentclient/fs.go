@@ -44,28 +44,39 @@ type SourceError struct{ Err error }
 func (e *SourceError) Error() string { return "reading the upload's source: " + e.Err.Error() }
 func (e *SourceError) Unwrap() error { return e.Err }
 
-// withFsUser names u in the metadata of a call of method when it is an Fs
-// call and u is not nil: the agent then runs it as u.
-func withFsUser(ctx context.Context, method string, u *agentv1.FsUser) context.Context {
-	if u == nil || !agentv1.IsFsMethod(method) {
+// fsUserValue is u encoded for agentv1.FsUserKey, once per client; ""
+// for nil (calls run as the agent).
+func fsUserValue(u *agentv1.FsUser) string {
+	if u == nil {
+		return ""
+	}
+	return u.String()
+}
+
+// withFsUser names the user v in the metadata of a call of method when it
+// is an Fs call and v is not "": the agent then runs it as that user.
+func withFsUser(ctx context.Context, method, v string) context.Context {
+	if v == "" || !agentv1.IsFsMethod(method) {
 		return ctx
 	}
-	return metadata.AppendToOutgoingContext(ctx, agentv1.FsUserKey, u.String())
+	return metadata.AppendToOutgoingContext(ctx, agentv1.FsUserKey, v)
 }
 
 // fsUserUnary is the client interceptor that applies withFsUser to unary
 // calls.
 func fsUserUnary(u *agentv1.FsUser) grpc.UnaryClientInterceptor {
+	v := fsUserValue(u)
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-		return invoker(withFsUser(ctx, method, u), method, req, reply, cc, opts...)
+		return invoker(withFsUser(ctx, method, v), method, req, reply, cc, opts...)
 	}
 }
 
 // fsUserStream is the client interceptor that applies withFsUser to
 // streamed calls.
 func fsUserStream(u *agentv1.FsUser) grpc.StreamClientInterceptor {
+	v := fsUserValue(u)
 	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
-		return streamer(withFsUser(ctx, method, u), desc, cc, method, opts...)
+		return streamer(withFsUser(ctx, method, v), desc, cc, method, opts...)
 	}
 }
 
