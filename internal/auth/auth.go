@@ -2,7 +2,7 @@
 // one place where a transport's credentials are checked: the REST API
 // (httpapi) and the engine WebSocket upgrade (engineapi) both call
 // Tokens.Owner on the incoming request and put the owner it returns into
-// the request context with sandbox.WithOwner, where the manager scopes
+// the request context with auth.WithOwner, where the manager scopes
 // every lookup and listing by it.
 //
 // Tokens are compared in constant time: each candidate's SHA-256 digest is

@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 
 	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/functions"
-	"github.com/hutch-dev/hutch/internal/sandbox"
 )
 
 // The engine's own functions that this transport serves; every other id
@@ -27,7 +27,7 @@ func (s *Server) dispatch(ctx context.Context, sess *session, id string, data js
 		if err := functions.Decode(data, &req); err != nil {
 			return nil, err
 		}
-		_, resp, err := s.channels.create(sandbox.OwnerFrom(ctx), req.BufferSize)
+		_, resp, err := s.channels.create(auth.OwnerFrom(ctx), req.BufferSize)
 		return resp, err
 	case fnFsRead:
 		return s.readFile(ctx, data)

@@ -47,7 +47,6 @@ import (
 
 	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/functions"
-	"github.com/hutch-dev/hutch/internal/sandbox"
 	"github.com/hutch-dev/hutch/internal/webguard"
 )
 
@@ -70,7 +69,7 @@ type Options struct {
 	Logger *slog.Logger
 	// Auth, when enabled, maps the bearer token of a session's upgrade
 	// request ("Authorization: Bearer <token>") to the owner its
-	// invocations act for (sandbox.WithOwner); a missing token is 401, a
+	// invocations act for (auth.WithOwner); a missing token is 401, a
 	// wrong one 403. /otel needs the token too; the SDK opens it without
 	// its headers, so SDK clients of such a daemon turn it off
 	// (OTEL_ENABLED=false). The SDK opens channel ends without headers as
@@ -182,7 +181,7 @@ func (s *Server) authorized(h http.HandlerFunc) http.HandlerFunc {
 			http.Error(w, err.Error()+" (the engine WebSocket takes Authorization: Bearer <token> on the upgrade request)", auth.Status(err))
 			return
 		}
-		h(w, r.WithContext(sandbox.WithOwner(r.Context(), owner)))
+		h(w, r.WithContext(auth.WithOwner(r.Context(), owner)))
 	}
 }
 

@@ -16,7 +16,6 @@ import (
 	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/httpapi/httpapitest"
-	"github.com/hutch-dev/hutch/internal/sandbox"
 	"github.com/hutch-dev/hutch/internal/webguard"
 )
 
@@ -336,7 +335,7 @@ func TestAuth(t *testing.T) {
 	owners := make(chan string, 2)
 	fake := &httpapitest.Fake{
 		ListFunc: func(ctx context.Context, _ api.ListRequest) (api.ListResponse, error) {
-			owners <- sandbox.OwnerFrom(ctx)
+			owners <- auth.OwnerFrom(ctx)
 			return api.ListResponse{Sandboxes: []api.SandboxInfo{}}, nil
 		},
 	}

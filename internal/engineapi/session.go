@@ -14,8 +14,8 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/errdefs"
-	"github.com/hutch-dev/hutch/internal/sandbox"
 )
 
 // session is one engine connection.
@@ -43,7 +43,7 @@ type session struct {
 // serveSession runs one engine session until the client goes away or the
 // server shuts down.
 func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
-	owner := sandbox.OwnerFrom(r.Context())
+	owner := auth.OwnerFrom(r.Context())
 	if !s.openSession(owner) {
 		http.Error(w, fmt.Sprintf("%d engine sessions are open for this owner (engine_sessions_per_owner); close one first", s.opts.SessionsPerOwner),
 			http.StatusTooManyRequests)
@@ -59,7 +59,7 @@ func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
 	// oversized message instead of dropping the connection.
 	conn.SetReadLimit(-1)
 	// The owner was read from r before the upgrade (authorized).
-	base := sandbox.WithOwner(s.ctx, owner)
+	base := auth.WithOwner(s.ctx, owner)
 	ctx, cancel := context.WithCancel(base)
 	sess := &session{s: s, conn: conn, ctx: ctx, cancel: cancel, base: base, slots: make(chan struct{}, s.opts.MaxInFlight)}
 	id, token := s.workers.add()

@@ -14,9 +14,9 @@ import (
 	"io"
 
 	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/functions"
-	"github.com/hutch-dev/hutch/internal/sandbox"
 )
 
 // The functions whose bodies may travel as streams.
@@ -48,7 +48,7 @@ func (s *Server) readFile(ctx context.Context, data json.RawMessage) (any, error
 	if err := functions.Decode(data, &req); err != nil {
 		return nil, err
 	}
-	ref, err := s.streamFile(sandbox.WithOwner(s.ctx, sandbox.OwnerFrom(ctx)), api.FsDownloadRequest(req))
+	ref, err := s.streamFile(auth.WithOwner(s.ctx, auth.OwnerFrom(ctx)), api.FsDownloadRequest(req))
 	if err != nil {
 		if read.Body != nil || read.ContentB64 != nil {
 			return read, nil
@@ -63,7 +63,7 @@ func (s *Server) readFile(ctx context.Context, data json.RawMessage) (any, error
 // the server's lifetime) outlives the invocation: the reader may attach
 // after the answer.
 func (s *Server) streamFile(ctx context.Context, req api.FsDownloadRequest) (api.StreamRef, error) {
-	_, refs, err := s.channels.create(sandbox.OwnerFrom(ctx), 0)
+	_, refs, err := s.channels.create(auth.OwnerFrom(ctx), 0)
 	if err != nil {
 		return api.StreamRef{}, err
 	}

@@ -8,11 +8,10 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/hutch-dev/hutch/internal/auth"
-	"github.com/hutch-dev/hutch/internal/sandbox"
 )
 
 // authenticate checks r's bearer token (Options.Auth) and returns r acting
-// for the token's owner (sandbox.WithOwner), whom the manager scopes every
+// for the token's owner (auth.WithOwner), whom the manager scopes every
 // lookup and list by. A missing token is 401 "unauthorized", with a
 // WWW-Authenticate challenge; a token of no owner is 403 "forbidden".
 func (s *server) authenticate(w http.ResponseWriter, r *http.Request) (*http.Request, error) {
@@ -22,7 +21,7 @@ func (s *server) authenticate(w http.ResponseWriter, r *http.Request) (*http.Req
 	owner, err := s.auth.Owner(r)
 	switch {
 	case err == nil:
-		return r.WithContext(sandbox.WithOwner(r.Context(), owner)), nil
+		return r.WithContext(auth.WithOwner(r.Context(), owner)), nil
 	case errors.Is(err, auth.ErrMissing):
 		w.Header().Set("WWW-Authenticate", `Bearer realm="hutch"`)
 		return nil, transportError(http.StatusUnauthorized, "unauthorized",

@@ -12,7 +12,6 @@ import (
 	"github.com/hutch-dev/hutch/internal/functions"
 	"github.com/hutch-dev/hutch/internal/httpapi"
 	"github.com/hutch-dev/hutch/internal/httpapi/httpapitest"
-	"github.com/hutch-dev/hutch/internal/sandbox"
 )
 
 const (
@@ -27,7 +26,7 @@ func TestAuth(t *testing.T) {
 	}
 	// The fake lists one sandbox named after the owner the request acts for.
 	fake := &httpapitest.Fake{ListFunc: func(ctx context.Context, _ api.ListRequest) (api.ListResponse, error) {
-		owner := sandbox.OwnerFrom(ctx)
+		owner := auth.OwnerFrom(ctx)
 		return api.ListResponse{Sandboxes: []api.SandboxInfo{{SandboxID: id, Name: &owner}}}, nil
 	}}
 	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -79,7 +78,7 @@ func TestAuth(t *testing.T) {
 func TestNoAuthActsForAnonymous(t *testing.T) {
 	var owner = "unset"
 	fake := &httpapitest.Fake{ListFunc: func(ctx context.Context, _ api.ListRequest) (api.ListResponse, error) {
-		owner = sandbox.OwnerFrom(ctx)
+		owner = auth.OwnerFrom(ctx)
 		return api.ListResponse{}, nil
 	}}
 	h := httpapi.New(functions.New(fake), httpapi.Options{})

@@ -47,9 +47,10 @@ type Instance interface {
 	Conn() io.ReadWriteCloser
 	// Done is closed once the sandbox has ended, for whatever reason.
 	Done() <-chan struct{}
-	// ExitReason says why the sandbox ended ("out of memory (limit 256 MiB)");
-	// it is empty before Done is closed and after an ordinary Destroy.
-	ExitReason() string
+	// Exit says why the sandbox ended on its own (CauseOutOfMemory, "out of
+	// memory (limit 256 MiB)"); it is the zero End before Done is closed
+	// and after an ordinary Destroy.
+	Exit() End
 	// StderrTail returns the last few KiB the runtime and agent wrote to stderr.
 	StderrTail() string
 	// Destroy ends the sandbox and frees every resource it held: processes,

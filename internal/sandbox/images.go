@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/image"
 )
@@ -50,7 +51,7 @@ func (m *Manager) Catalog(context.Context, api.CatalogRequest) (api.CatalogRespo
 // whether the allowlist admits it and how many live sandboxes run it: all
 // of them for an operator, the caller's own for another owner.
 func (m *Manager) ImageList(ctx context.Context, _ api.ImageListRequest) (api.ImageListResponse, error) {
-	owner, all := OwnerFrom(ctx), m.isOperator(ctx)
+	owner, all := auth.OwnerFrom(ctx), m.isOperator(ctx)
 	m.mu.Lock()
 	inUse := map[string]int{}
 	for _, sb := range m.sandboxes {
@@ -103,7 +104,7 @@ func (m *Manager) ImageRemove(ctx context.Context, req api.ImageRemoveRequest) (
 	if err := m.operatorOnly(ctx, "remove"); err != nil {
 		return api.ImageRemoveResponse{}, err
 	}
-	owner := OwnerFrom(ctx)
+	owner := auth.OwnerFrom(ctx)
 	// No warm pool sandbox may hold the image while it goes.
 	defer m.pauseWarm(req.Name)()
 	var marked string
@@ -174,7 +175,7 @@ func (m *Manager) imageInUseLocked(name, id, owner string) error {
 // isOperator reports whether ctx's owner may do operator actions
 // (config.IsAdmin).
 func (m *Manager) isOperator(ctx context.Context) bool {
-	return m.cfg.IsAdmin(OwnerFrom(ctx))
+	return m.cfg.IsAdmin(auth.OwnerFrom(ctx))
 }
 
 // operatorOnly refuses action on the shared image cache (S110) unless

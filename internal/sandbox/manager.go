@@ -21,6 +21,7 @@ import (
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/agentclient"
+	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/image"
@@ -175,7 +176,7 @@ func (m *Manager) reconcile(ctx context.Context) error {
 func (m *Manager) Create(ctx context.Context, req api.CreateRequest) (resp api.CreateResponse, err error) {
 	ctx, done := m.traceCreate(ctx, req)
 	defer func() { done(resp, err) }()
-	owner := OwnerFrom(ctx)
+	owner := auth.OwnerFrom(ctx)
 	if err := m.reserve(owner); err != nil {
 		return api.CreateResponse{}, err
 	}
@@ -418,7 +419,7 @@ func (m *Manager) lookup(ctx context.Context, id string) (*sandbox, error) {
 	m.mu.Lock()
 	sb, ok := m.sandboxes[id]
 	m.mu.Unlock()
-	if !ok || sb.rec.Owner != OwnerFrom(ctx) {
+	if !ok || sb.rec.Owner != auth.OwnerFrom(ctx) {
 		return nil, errdefs.New(errdefs.CodeNotFound, "sandbox not found: %s", id)
 	}
 	return sb, nil
@@ -532,7 +533,7 @@ func (m *Manager) watch(sb *sandbox) {
 
 // exitReason is why inst ended, as far as it knows.
 func exitReason(inst runtime.Instance) string {
-	return cmp.Or(inst.ExitReason(), "the sandbox agent went away")
+	return cmp.Or(inst.Exit().Detail, "the sandbox agent went away")
 }
 
 // endReason is why sb ended: the agent protocol broken from inside the
@@ -552,7 +553,7 @@ func violation(sb *sandbox) string {
 
 // List returns the caller's sandboxes, live and recently stopped, oldest first.
 func (m *Manager) List(ctx context.Context, _ api.ListRequest) (api.ListResponse, error) {
-	owner := OwnerFrom(ctx)
+	owner := auth.OwnerFrom(ctx)
 	m.mu.Lock()
 	sbs := make([]*sandbox, 0, len(m.sandboxes))
 	for _, sb := range m.sandboxes {

@@ -33,7 +33,7 @@ type Observer interface {
 }
 
 // Stop reasons the manager gives itself; the others come from the runtime
-// (ExitReason) or the agent.
+// (Exit) or the agent.
 const (
 	reasonRequest  = "stopped by request"
 	reasonIdle     = "idle timeout"

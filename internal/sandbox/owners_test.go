@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/image"
@@ -64,7 +65,7 @@ func ownersManager(t *testing.T, cfg config.Config) (*Manager, *fakeImages) {
 }
 
 // as is a context acting for owner.
-func as(owner string) context.Context { return WithOwner(context.Background(), owner) }
+func as(owner string) context.Context { return auth.WithOwner(context.Background(), owner) }
 
 func TestImageActionsAreOperatorOnly(t *testing.T) {
 	m, imgs := ownersManager(t, config.Default())

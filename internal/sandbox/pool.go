@@ -34,6 +34,7 @@ import (
 
 	"github.com/hutch-dev/hutch/api"
 	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
+	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/runtime"
 )
@@ -215,7 +216,7 @@ func (m *Manager) claimWarm(ctx context.Context, req api.CreateRequest, cpus, me
 		}
 		rec := sb.rec
 		rec.pooled = false
-		rec.Name, rec.Owner, rec.Env = req.Name, OwnerFrom(ctx), req.Env
+		rec.Name, rec.Owner, rec.Env = req.Name, auth.OwnerFrom(ctx), req.Env
 		rec.CPUs, rec.MemoryMB, rec.IdleTimeoutSecs = cpus, mem, idle
 		rec.CreatedAt = time.Now().UTC()
 		if err := m.store.put(&rec); err != nil {

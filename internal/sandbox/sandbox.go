@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"context"
 	"sync"
 	"time"
 
@@ -145,18 +144,4 @@ func (sb *sandbox) info(execCap int) api.SandboxInfo {
 		IdleTimeoutSecs: r.IdleTimeoutSecs,
 		CreatedAt:       r.CreatedAt.Format(time.RFC3339),
 	}
-}
-
-type ownerKey struct{}
-
-// WithOwner returns a context whose requests act for owner. Transports set
-// it from the caller's credentials; "" is the anonymous owner.
-func WithOwner(ctx context.Context, owner string) context.Context {
-	return context.WithValue(ctx, ownerKey{}, owner)
-}
-
-// OwnerFrom returns the owner a context acts for.
-func OwnerFrom(ctx context.Context) string {
-	o, _ := ctx.Value(ownerKey{}).(string)
-	return o
 }

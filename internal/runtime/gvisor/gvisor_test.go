@@ -72,8 +72,8 @@ func TestStartRoundTrip(t *testing.T) {
 		t.Fatal("Done closed while the sandbox runs")
 	default:
 	}
-	if reason := a.inst.ExitReason(); reason != "" {
-		t.Errorf("ExitReason while running = %q", reason)
+	if reason := a.inst.Exit(); reason.Ended() {
+		t.Errorf("Exit while running = %q", reason)
 	}
 }
 
@@ -203,8 +203,8 @@ func TestMemoryLimitEndsSandbox(t *testing.T) {
 		t.Fatalf("alloc 256 MiB under a 64 MiB limit answered %q", ans)
 	}
 	waitDone(t, a.inst, 10*time.Second)
-	if got, want := a.inst.ExitReason(), "out of memory (limit 64 MiB)"; got != want {
-		t.Errorf("ExitReason = %q, want %q", got, want)
+	if got, want := a.inst.Exit(), (runtime.End{Cause: runtime.CauseOutOfMemory, Detail: "out of memory (limit 64 MiB)"}); got != want {
+		t.Errorf("Exit = %+v, want %+v", got, want)
 	}
 	if got := other.must("echo still here"); got != "still here" {
 		t.Errorf("other sandbox: %q", got)
@@ -212,8 +212,8 @@ func TestMemoryLimitEndsSandbox(t *testing.T) {
 	if err := a.inst.Destroy(context.Background()); err != nil {
 		t.Errorf("Destroy after OOM: %v", err)
 	}
-	if got := a.inst.ExitReason(); !strings.HasPrefix(got, "out of memory") {
-		t.Errorf("ExitReason after Destroy = %q", got)
+	if got := a.inst.Exit().Detail; !strings.HasPrefix(got, "out of memory") {
+		t.Errorf("Exit after Destroy = %q", got)
 	}
 }
 
@@ -224,8 +224,8 @@ func TestAgentExitEndsSandbox(t *testing.T) {
 		t.Fatal("exit answered")
 	}
 	waitDone(t, a.inst, 10*time.Second)
-	if got := a.inst.ExitReason(); !strings.HasPrefix(got, "sandbox exited unexpectedly") {
-		t.Errorf("ExitReason = %q", got)
+	if got := a.inst.Exit().Detail; !strings.HasPrefix(got, "sandbox exited unexpectedly") {
+		t.Errorf("Exit = %q", got)
 	}
 }
 
@@ -241,8 +241,8 @@ func TestEndSeenWithoutReader(t *testing.T) {
 		}
 	}
 	waitDone(t, a.inst, 10*time.Second)
-	if got := a.inst.ExitReason(); !strings.HasPrefix(got, "sandbox exited unexpectedly") {
-		t.Errorf("ExitReason = %q", got)
+	if got := a.inst.Exit().Detail; !strings.HasPrefix(got, "sandbox exited unexpectedly") {
+		t.Errorf("Exit = %q", got)
 	}
 }
 
@@ -268,8 +268,8 @@ func TestDestroy(t *testing.T) {
 	default:
 		t.Error("Done not closed after Destroy")
 	}
-	if got := inst.ExitReason(); got != "" {
-		t.Errorf("ExitReason after Destroy = %q, want empty", got)
+	if got := inst.Exit(); got.Ended() {
+		t.Errorf("Exit after Destroy = %q, want empty", got)
 	}
 	if err := inst.Destroy(context.Background()); err != nil {
 		t.Errorf("second Destroy: %v", err)

@@ -40,7 +40,7 @@ type instance struct {
 	// and reason, are guarded by mu.
 	ending     bool
 	destroying bool
-	reason     string
+	reason     runtime.End
 }
 
 func newInstance(r *Runtime, spec runtime.Spec, p *stdio, stderr *tailBuffer, stderrDone <-chan struct{}) *instance {
@@ -64,9 +64,9 @@ func (i *instance) Conn() io.ReadWriteCloser { return i.conn }
 // Done is closed when the sandbox has ended.
 func (i *instance) Done() <-chan struct{} { return i.done }
 
-// ExitReason says why the sandbox ended on its own; empty while it runs and
-// after an ordinary Destroy.
-func (i *instance) ExitReason() string {
+// Exit says why the sandbox ended on its own; the zero End while it runs
+// and after an ordinary Destroy.
+func (i *instance) Exit() runtime.End {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	return i.reason
@@ -108,7 +108,7 @@ func (i *instance) end() {
 
 // exitReason explains an unexpected end: the memory cgroup's OOM kill
 // count tells an out-of-memory kill of the Sentry from anything else.
-func (i *instance) exitReason() string {
+func (i *instance) exitReason() runtime.End {
 	rel := cgroupRel(i.id)
 	oom := false
 	if n, err := i.rt.cg.OOMKills(rel); err == nil {
@@ -121,12 +121,12 @@ func (i *instance) exitReason() string {
 		limit := i.memoryMB
 		i.mu.Unlock()
 		if limit > 0 {
-			return fmt.Sprintf("out of memory (limit %d MiB)", limit)
+			return runtime.End{Cause: runtime.CauseOutOfMemory, Detail: fmt.Sprintf("out of memory (limit %d MiB)", limit)}
 		}
-		return "out of memory"
+		return runtime.End{Cause: runtime.CauseOutOfMemory, Detail: "out of memory"}
 	}
 	if n, err := i.rt.cg.PidsLimitHits(rel); err == nil && n > 0 {
-		return "process limit reached (pids_limit): the sandbox's runtime could not create another task"
+		return runtime.End{Cause: runtime.CausePidsLimit, Detail: "process limit reached (pids_limit): the sandbox's runtime could not create another task"}
 	}
 	reason := "sandbox exited unexpectedly"
 	// A fatal error of the Sentry or gofer is in runsc.log; keep it in the
@@ -140,7 +140,7 @@ func (i *instance) exitReason() string {
 	} else if tail := lastLines(i.stderr.String(), 3, 300); tail != "" {
 		reason += ": " + tail
 	}
-	return reason
+	return runtime.End{Cause: runtime.CauseExited, Detail: reason}
 }
 
 // watchStderr waits for the stderr copy to end. The sandbox holds the
