@@ -67,12 +67,14 @@ type Config struct {
 	// WarmPool is how many pre-booted sandboxes to keep ready per image
 	// ({python: 2, node: 1}); a create that fits takes one (pool.go).
 	WarmPool map[string]int `yaml:"warm_pool"`
-	// SystrapFastPath is whether gVisor's systrap platform may spin
-	// instead of sleeping while it waits for a sandbox's threads: "on"
-	// (gVisor's adaptive default) or "off", which saves CPU when many
-	// sandboxes mostly start short processes but makes every system call
-	// inside a sandbox tens of times slower.
-	SystrapFastPath string `yaml:"systrap_fast_path"`
+	// Runtimes are the runtimes' own blocks of settings (runtimes.go).
+	Runtimes Runtimes `yaml:"runtimes"`
+	// SystrapFastPath is the deprecated top-level alias of
+	// runtimes.gvisor.systrap_fast_path; Parse moves it there.
+	SystrapFastPath string `yaml:"systrap_fast_path,omitempty"`
+	// Deprecated lists a warning for each deprecated key the file used;
+	// the daemon logs them.
+	Deprecated []string `yaml:"-"`
 
 	// Keys that keep owners apart (owners.go).
 	// AdminOwners are the owners of api_tokens who may pull and remove
@@ -153,7 +155,7 @@ func Default() Config {
 		Runtime:                     "gvisor",
 		NetworkPool:                 DefaultNetworkPool,
 		WritableLayerMB:             2048,
-		SystrapFastPath:             FastPathOn,
+		Runtimes:                    defaultRuntimes(),
 		CrashWatchdog:               true,
 		MaxConnections:              512,
 		HTTPReadTimeoutSecs:         60,
@@ -174,11 +176,11 @@ func (c *Config) Validate() error {
 	if c.MaxConcurrentSandboxes < 1 || c.MaxConcurrentSandboxes > 10_000 {
 		bad("max_concurrent_sandboxes must be between 1 and 10000, got %d", c.MaxConcurrentSandboxes)
 	}
-	if c.DefaultCPUs < 1 || c.DefaultCPUs > 256 {
-		bad("default_cpus must be between 1 and 256, got %d", c.DefaultCPUs)
+	if err := CheckCPUs(c.DefaultCPUs); err != nil {
+		bad("default_%v", err)
 	}
-	if c.DefaultMemoryMB < 32 || c.DefaultMemoryMB > 1<<20 {
-		bad("default_memory_mb must be between 32 and 1048576, got %d", c.DefaultMemoryMB)
+	if err := CheckMemoryMB(c.DefaultMemoryMB); err != nil {
+		bad("default_%v", err)
 	}
 	if c.DefaultIdleTimeoutSecs < 1 {
 		bad("default_idle_timeout_secs must be at least 1")
@@ -196,6 +198,7 @@ func (c *Config) Validate() error {
 		bad("max_output_bytes must be between 1024 and 67108864, got %d", c.MaxOutputBytes)
 	}
 	errs = append(errs, c.validateLifecycle()...)
+	errs = append(errs, c.validateRuntimes()...)
 	errs = append(errs, c.validateNetwork()...)
 	errs = append(errs, c.validateWarmPool()...)
 	for name := range c.CustomImages {
@@ -275,6 +278,9 @@ func Parse(data []byte) (Config, error) {
 		}
 		if err := node.Decode(&cfg); err != nil {
 			return Config{}, nameTypeErrors(tidyYAMLError(err), node)
+		}
+		if err := cfg.applyAliases(node); err != nil {
+			return Config{}, err
 		}
 	}
 	return cfg, cfg.Validate()

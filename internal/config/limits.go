@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"regexp"
-	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -55,20 +54,8 @@ func (c *Config) validateLifecycle() []error {
 	if _, err := auth.New(c.APITokens); err != nil {
 		errs = append(errs, err)
 	}
-	if !slices.Contains(FastPathModes, c.SystrapFastPath) {
-		bad("systrap_fast_path must be one of %s, got %q", strings.Join(FastPathModes, ", "), c.SystrapFastPath)
-	}
 	return errs
 }
-
-// The values of systrap_fast_path.
-const (
-	FastPathOn  = "on"
-	FastPathOff = "off"
-)
-
-// FastPathModes lists the values of systrap_fast_path.
-var FastPathModes = []string{FastPathOn, FastPathOff}
 
 // redactTokens returns tokens with every token replaced, for printing.
 func redactTokens(tokens map[string]string) map[string]string {

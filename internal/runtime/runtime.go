@@ -1,15 +1,19 @@
 // Package runtime defines what an isolation backend must do for hutch: start
-// an isolated environment whose PID 1 is hutch-agent, hand back one byte stream
-// to that agent, and destroy the environment without leaving anything behind.
-// Exec, files and terminals are agent services, so a runtime knows nothing
-// of them. Backends register themselves; the daemon picks one by name.
+// an isolated environment whose PID 1 is hutch-agent (at AgentPath), hand
+// back one byte stream to that agent, and destroy the environment without
+// leaving anything behind. Exec, files and terminals are agent services, so
+// a runtime knows nothing of them. Optional abilities (pause, checkpoint,
+// resize, stats) are separate interfaces, summed up once in Abilities; a
+// runtime turns an image into the artifact it boots (Prepare). Backends
+// register themselves; the daemon picks one by name and hands it its own
+// block of the config (Options.Settings).
 package runtime
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
-	"net/netip"
 	"sort"
 	"sync"
 )
@@ -18,9 +22,10 @@ import (
 type Spec struct {
 	// ID is the sandbox's UUID; runtimes use it to name their resources.
 	ID string
-	// Rootfs is the image's root filesystem on the host. It is shared by
-	// every sandbox of the image and must never be written to.
-	Rootfs string
+	// Image is what Prepare made of the sandbox's image (for gVisor, its
+	// root filesystem directory). It is shared by every sandbox of the
+	// image and must never be written to.
+	Image Artifact
 	// AgentPath is the host path of the hutch-agent binary to run as PID 1.
 	AgentPath string
 	// CPUs is the CPU limit in whole cores.
@@ -70,45 +75,24 @@ type Runtime interface {
 	Reconcile(ctx context.Context, keep func(id string) bool) ([]string, error)
 }
 
-// Stats is a sandbox's resource use, read from its cgroups.
-type Stats struct {
-	CPUSeconds  float64 `json:"cpu_seconds"`
-	MemoryBytes uint64  `json:"memory_bytes"`
-	Pids        uint64  `json:"pids"`
-}
-
-// NetworkInfo is an optional Instance capability of a sandbox started with
-// Network: its gateway address, at which the sandbox reaches the host's
-// forwarded loopback ports (Spec.GatewayPorts).
-type NetworkInfo interface {
-	Gateway() netip.Addr
-}
-
-// StatsReader is an optional Instance capability: live resource use.
-type StatsReader interface {
-	Stats() (Stats, error)
-}
-
 // Factory builds a runtime from its options, checking the host first.
 type Factory func(opts Options) (Runtime, error)
 
-// Options are the host-level settings every runtime may use.
+// Options are what the daemon hands a runtime's Factory: the host-level
+// settings every runtime may use, and the runtime's own block of the config.
 type Options struct {
 	// StateDir is a directory the runtime owns for its per-sandbox state.
 	StateDir string
-	// BinaryPath is the runtime's helper binary (runsc for gvisor), if any.
-	BinaryPath string
-	// Debug keeps verbose runtime logs in StateDir.
-	Debug bool
 	// NetworkPool is the IPv4 prefix that sandboxes with Network get their
 	// subnets from ("10.200.0.0/16"); "" leaves Network unavailable.
 	NetworkPool string
-	// SystrapFastPathOff turns off the spinning of gVisor's systrap
-	// platform (the config's systrap_fast_path: off).
-	SystrapFastPathOff bool
 	// BlockPrivateNetworks closes private and cloud-internal address
 	// ranges to sandboxes with Network (block_private_networks).
 	BlockPrivateNetworks bool
+	// Settings is the runtime's own block of the config (runtimes.<name>),
+	// as JSON; the Factory decodes it into its own type. JSON, so that the
+	// crash watchdog can be handed the same Options over a pipe.
+	Settings json.RawMessage `json:",omitempty"`
 }
 
 var (

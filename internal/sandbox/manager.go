@@ -390,11 +390,11 @@ func (m *Manager) limits(req api.CreateRequest) (cpus, mem uint32, err error) {
 	if mem == 0 {
 		mem = m.cfg.DefaultMemoryMB
 	}
-	if cpus > 256 {
-		return 0, 0, errdefs.Malformed("cpus must be between 1 and 256, got %d", cpus)
+	if err := config.CheckCPUs(cpus); err != nil {
+		return 0, 0, errdefs.Malformed("%v", err)
 	}
-	if mem < 32 || mem > 1<<20 {
-		return 0, 0, errdefs.Malformed("memory_mb must be between 32 and 1048576, got %d", mem)
+	if err := config.CheckMemoryMB(mem); err != nil {
+		return 0, 0, errdefs.Malformed("%v", err)
 	}
 	if caps, ok := m.cfg.PerImageCaps[req.Image]; ok {
 		if caps.MaxCPUs > 0 && cpus > caps.MaxCPUs {

@@ -2,13 +2,14 @@ package sandbox
 
 import (
 	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
+	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/image"
 )
 
 // defaultPath is the PATH of an image whose config sets none, as
 // container engines give it.
-const defaultPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+const defaultPath = "PATH=" + config.DefaultPath
 
 // resolveUser resolves the image's configured user at create time. An
 // image naming a user or group it does not define cannot start: S300.

@@ -1,0 +1,109 @@
+package runtime
+
+import (
+	"context"
+	"net/netip"
+	"strings"
+)
+
+// Optional abilities. A backend implements those it can, on its Instance
+// (or, for Restorer, its Runtime); Abilities sums them up once, so that
+// callers can say "this runtime cannot pause" without asserting types at
+// every call. Resizer is in resize.go.
+
+// Pauser is an optional Instance ability: freezing every process of a
+// running sandbox and thawing it again. While paused, the agent does not
+// answer, and its byte stream may stall.
+type Pauser interface {
+	Pause(ctx context.Context) error
+	Resume(ctx context.Context) error
+}
+
+// Checkpointer is an optional Instance ability: saving the whole state of
+// a running sandbox into dir, an empty directory the caller owns. The
+// sandbox ends once its checkpoint is written.
+type Checkpointer interface {
+	Checkpoint(ctx context.Context, dir string) error
+}
+
+// Restorer is an optional Runtime ability, the other half of Checkpointer:
+// starting a sandbox again from a checkpoint in dir, under spec (whose ID
+// may be new). The instance has a new agent stream.
+type Restorer interface {
+	Restore(ctx context.Context, spec Spec, dir string) (Instance, error)
+}
+
+// Stats is a sandbox's resource use, read from its cgroups.
+type Stats struct {
+	CPUSeconds  float64 `json:"cpu_seconds"`
+	MemoryBytes uint64  `json:"memory_bytes"`
+	Pids        uint64  `json:"pids"`
+}
+
+// StatsReader is an optional Instance ability: live resource use.
+type StatsReader interface {
+	Stats() (Stats, error)
+}
+
+// NetworkInfo is an optional Instance ability of a sandbox started with
+// Network: its gateway address, at which the sandbox reaches the host's
+// forwarded loopback ports (Spec.GatewayPorts).
+type NetworkInfo interface {
+	Gateway() netip.Addr
+}
+
+// Abilities says which optional abilities a runtime's sandboxes have.
+type Abilities struct {
+	// Pause: instances are Pausers.
+	Pause bool `json:"pause"`
+	// Checkpoint: instances are Checkpointers and the runtime a Restorer.
+	Checkpoint bool `json:"checkpoint"`
+	// Resize: instances are Resizers.
+	Resize bool `json:"resize"`
+	// Stats: instances are StatsReaders.
+	Stats bool `json:"stats"`
+}
+
+// AbilityReporter is implemented by a Runtime that has optional abilities;
+// a runtime without it has none. Implement it with Discover.
+type AbilityReporter interface {
+	Abilities() Abilities
+}
+
+// AbilitiesOf is what rt reports, or no ability. Call it once, at start.
+func AbilitiesOf(rt Runtime) Abilities {
+	if r, ok := rt.(AbilityReporter); ok {
+		return r.Abilities()
+	}
+	return Abilities{}
+}
+
+// Discover works out the abilities of a runtime from its instance type:
+// probe is a value of that type (a typed nil is enough, no method is
+// called). Backends implement AbilityReporter with it, so that what they
+// report cannot drift from what their instances implement.
+func Discover(rt Runtime, probe Instance) Abilities {
+	_, pause := probe.(Pauser)
+	_, checkpoint := probe.(Checkpointer)
+	_, restore := rt.(Restorer)
+	_, resize := probe.(Resizer)
+	_, stats := probe.(StatsReader)
+	return Abilities{Pause: pause, Checkpoint: checkpoint && restore, Resize: resize, Stats: stats}
+}
+
+// String lists the abilities a has ("pause,resize,stats"), or "none".
+func (a Abilities) String() string {
+	var names []string
+	for _, ab := range []struct {
+		has  bool
+		name string
+	}{{a.Pause, "pause"}, {a.Checkpoint, "checkpoint"}, {a.Resize, "resize"}, {a.Stats, "stats"}} {
+		if ab.has {
+			names = append(names, ab.name)
+		}
+	}
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ",")
+}
