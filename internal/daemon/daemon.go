@@ -9,20 +9,19 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"time"
 
 	"golang.org/x/net/netutil"
 
 	"github.com/hutch-dev/hutch/internal/auth"
+	"github.com/hutch-dev/hutch/internal/cleanup"
 	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/engineapi"
 	"github.com/hutch-dev/hutch/internal/functions"
 	"github.com/hutch-dev/hutch/internal/httpapi"
 	"github.com/hutch-dev/hutch/internal/image"
 	"github.com/hutch-dev/hutch/internal/runtime"
-	_ "github.com/hutch-dev/hutch/internal/runtime/runtimes" // register backends
 	"github.com/hutch-dev/hutch/internal/sandbox"
 )
 
@@ -32,18 +31,21 @@ const shutdownTimeout = 10 * time.Second
 // Run starts the daemon and serves until ctx ends, then shuts down in
 // order: stop accepting requests, stop every sandbox, close the store.
 // Cancellation is a normal stop and returns nil.
-func Run(ctx context.Context, opts Options) error {
+func Run(ctx context.Context, opts Options) (err error) {
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	}
 	cfg := config.Default()
 	if opts.ConfigPath != "" {
-		var err error
 		if cfg, err = config.Load(opts.ConfigPath); err != nil {
 			return err
 		}
 	}
+	for _, w := range cfg.Deprecated {
+		log.Warn("config: " + w)
+	}
+	applyDeprecatedFlags(opts, &cfg, log)
 	if opts.DataDir == "" {
 		opts.DataDir = DefaultDataDir
 	}
@@ -60,26 +62,33 @@ func Run(ctx context.Context, opts Options) error {
 	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
 		return fmt.Errorf("creating data dir: %w", err)
 	}
+	// held is what the daemon holds for its whole life, released in
+	// reverse on every return.
+	var held cleanup.Stack
+	defer func() {
+		if err := held.Run(ctx); err != nil {
+			log.Warn("releasing the daemon's resources", "err", err)
+		}
+	}()
 	unlock, err := lockDataDir(opts.DataDir, log)
 	if err != nil {
 		return err
 	}
-	defer unlock()
+	held.Push("unlocking the data dir", func(context.Context) error { unlock(); return nil })
 	warnDiskBudget(log, opts.DataDir, cfg)
 	obs, err := startObservability(ctx, log)
 	if err != nil {
 		return err
 	}
-	defer obs.close()
+	held.Push("flushing traces", func(context.Context) error { obs.close(); return nil })
 	tokens, err := auth.New(cfg.APITokens)
 	if err != nil {
 		return err
 	}
-	runscPath, err := findBinary(opts.RunscPath, "runsc")
-	if err != nil {
-		return err
+	agentPath, err := runtime.FindBinary(opts.AgentPath, "hutch-agent")
+	if errors.Is(err, runtime.ErrBinaryNotFound) {
+		err = fmt.Errorf("%w (build it with `make build`, or pass --agent-path)", err)
 	}
-	agentPath, err := findBinary(opts.AgentPath, "hutch-agent")
 	if err != nil {
 		return err
 	}
@@ -92,20 +101,17 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	defer images.Close()
-	rtOpts := runtime.Options{
-		StateDir:             filepath.Join(opts.DataDir, cfg.Runtime),
-		BinaryPath:           runscPath,
-		NetworkPool:          cfg.NetworkPool,
-		SystrapFastPathOff:   cfg.SystrapFastPath == config.FastPathOff,
-		BlockPrivateNetworks: cfg.BlockPrivateNetworks,
-	}
-	rt, err := runtime.New(cfg.Runtime, rtOpts)
+	held.Push("closing the image store", func(context.Context) error { return images.Close() })
+	rtOpts, err := runtimeOptions(cfg, opts.DataDir)
 	if err != nil {
-		return fmt.Errorf("starting runtime %s: %w", cfg.Runtime, err)
+		return err
+	}
+	rt, err := startRuntime(cfg, rtOpts, log)
+	if err != nil {
+		return err
 	}
 	if c, ok := rt.(io.Closer); ok {
-		defer c.Close()
+		held.Push("closing the runtime", func(context.Context) error { return c.Close() })
 	}
 	// cleanShutdown tells the watchdog that every sandbox was stopped.
 	cleanShutdown := false
@@ -114,12 +120,17 @@ func Run(ctx context.Context, opts Options) error {
 		if err != nil {
 			return err
 		}
-		defer func() { wd.stop(cleanShutdown) }()
+		held.Push("stopping the crash watchdog", func(context.Context) error { wd.stop(cleanShutdown); return nil })
 	}
+	// undo is what a start that fails half-way must undo; once serving,
+	// the ordered shutdown below takes over.
+	var undo cleanup.Stack
+	defer undo.RunUnless(ctx, &err)
 	ln, err := net.Listen("tcp", opts.Listen)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", opts.Listen, err)
 	}
+	undo.Push("closing the API listener", func(context.Context) error { return ignoreNetClosed(ln.Close()) })
 	mgr, err := sandbox.New(ctx, sandbox.Options{
 		Config:    cfg,
 		Runtime:   rt,
@@ -130,9 +141,9 @@ func Run(ctx context.Context, opts Options) error {
 		Observer:  obs.metrics,
 	})
 	if err != nil {
-		ln.Close()
 		return err
 	}
+	undo.Push("closing the sandbox manager", mgr.Close)
 	mgr.ProtectPorts(listenPorts(ln.Addr().String(), opts.EngineListen)...)
 	table := functions.New(mgr)
 	obs.attach(mgr.Live, images.CacheBytes, table)
@@ -150,20 +161,20 @@ func Run(ctx context.Context, opts Options) error {
 		ChannelBufferPerOwnerBytes: cfg.ChannelBufferPerOwnerMB << 20,
 	}, serveErr)
 	if err != nil {
-		ln.Close()
-		return errors.Join(err, mgr.Close(context.Background()))
+		return err
 	}
+	undo.Push("stopping the engine WebSocket", eng.shutdown)
 	mgr.ProtectPorts(listenPorts(eng.addr())...)
 	prof, err := startProfiler(opts.PprofListen, serveErr)
 	if err != nil {
-		ln.Close()
-		return errors.Join(err, eng.shutdown(context.Background()), mgr.Close(context.Background()))
+		return err
 	}
-	defer prof.close()
+	held.Push("stopping the profiler", func(context.Context) error { return prof.close() })
 	mgr.ProtectPorts(listenPorts(prof.addr())...)
+	undo.Release()
 	go func() { serveErr <- srv.Serve(ln) }()
 	log.Info("hutch serving", "listen", ln.Addr().String(), "engine_listen", eng.addr(), "data_dir", opts.DataDir,
-		"runtime", rt.Name(), "runsc", runscPath, "agent", agentPath, "image_cache", cacheDir, "pprof", prof.addr())
+		"runtime", rt.Name(), "agent", agentPath, "image_cache", cacheDir, "pprof", prof.addr())
 	if opts.Ready != nil {
 		opts.Ready(ln.Addr().String())
 	}
@@ -194,30 +205,11 @@ func ignoreClosed(err error) error {
 	return err
 }
 
-// findBinary resolves a helper binary: the explicit path if given, else
-// next to the running executable, else on PATH.
-func findBinary(explicit, name string) (string, error) {
-	if explicit != "" {
-		if _, err := os.Stat(explicit); err != nil {
-			return "", fmt.Errorf("%s: %w", name, err)
-		}
-		return filepath.Abs(explicit)
+// ignoreNetClosed drops the error of closing a listener that is closed
+// already.
+func ignoreNetClosed(err error) error {
+	if errors.Is(err, net.ErrClosed) {
+		return nil
 	}
-	if self, err := os.Executable(); err == nil {
-		p := filepath.Join(filepath.Dir(self), name)
-		if st, err := os.Stat(p); err == nil && !st.IsDir() {
-			return p, nil
-		}
-	}
-	if p, err := exec.LookPath(name); err == nil {
-		return filepath.Abs(p)
-	}
-	return "", fmt.Errorf("%s not found next to the hutch binary or on PATH (build it with `make build`, or pass --%s-path)", name, flagName(name))
-}
-
-func flagName(bin string) string {
-	if bin == "hutch-agent" {
-		return "agent"
-	}
-	return bin
+	return err
 }

@@ -8,18 +8,22 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hutch-dev/hutch/internal/runtime"
 )
 
 // Paths inside a rootfs that every image gets: the runtime bind-mounts the
-// agent binary over agentPath.
-const (
-	agentDir  = ".hutch"
-	agentPath = ".hutch/hutch-agent"
+// agent binary over agentPath (runtime.AgentPath, made relative).
+var (
+	agentPath = strings.TrimPrefix(runtime.AgentPath, "/")
+	agentDir  = path.Dir(agentPath)
 )
 
 // cache is the on-disk, content-addressed image cache (see the package

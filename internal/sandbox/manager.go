@@ -266,9 +266,13 @@ func (m *Manager) bootSandbox(ctx context.Context, rec *record, img *image.Image
 	defer cancel()
 	ports, refused := m.gatewayPorts(rec)
 	rec.unforwarded = refused
+	art, err := runtime.Prepare(bootCtx, m.rt, runtime.ImageRef{ID: img.ID, Rootfs: img.Rootfs})
+	if err != nil {
+		return nil, errdefs.Wrap(errdefs.CodeBootFailed, err, "preparing image "+rec.Image)
+	}
 	inst, err := m.rt.Start(bootCtx, runtime.Spec{
 		ID:              rec.ID,
-		Rootfs:          img.Rootfs,
+		Image:           art,
 		AgentPath:       m.agent,
 		CPUs:            rec.CPUs,
 		MemoryMB:        rec.MemoryMB,

@@ -6,7 +6,7 @@
 // size-bounded copy-on-write root, kept in an unlinked file that is
 // discarded when it stops, so nothing a sandbox does reaches the image
 // (see limits.go for this and the task limit). The agent binary is bind-mounted read-only at
-// /.hutch/hutch-agent and runs as the container's init; its stdin and stdout
+// runtime.AgentPath and runs as the container's init; its stdin and stdout
 // are two pipes whose other ends are the byte stream Instance.Conn returns.
 // Limits (memory without swap, CPU quota, pids) are cgroup resources that
 // runsc installs at hutch/<id> in every cgroup hierarchy (v1 or v2).
@@ -43,6 +43,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hutch-dev/hutch/internal/cgroups"
+	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/netplumb"
 	"github.com/hutch-dev/hutch/internal/runtime"
 )
@@ -54,7 +55,10 @@ func init() {
 	runtime.Register(Name, New)
 }
 
-var _ runtime.Runtime = (*Runtime)(nil)
+var (
+	_ runtime.Runtime         = (*Runtime)(nil)
+	_ runtime.AbilityReporter = (*Runtime)(nil)
+)
 
 // validID matches the sandbox ids this runtime accepts: they name
 // directories, cgroups and runsc containers.
@@ -62,13 +66,12 @@ var validID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
 
 // Runtime starts sandboxes with runsc. It is safe for concurrent use.
 type Runtime struct {
-	runsc    string // runsc binary
+	runsc    string // runsc binary, absolute
 	stateDir string // absolute
-	debug    bool
-	// fastPathOff turns off systrap's spinning in every sandbox.
-	fastPathOff bool
-	cg          cgroups.Layout
-	net         *netplumb.Network
+	// settings are the runtime's block of the config (runtimes.gvisor).
+	settings config.GVisor
+	cg       cgroups.Layout
+	net      *netplumb.Network
 
 	mu sync.Mutex
 	// live maps the ids of sandboxes this Runtime started and has not yet
@@ -78,7 +81,8 @@ type Runtime struct {
 }
 
 // New checks the host (runsc binary, root, cgroups) and prepares
-// opts.StateDir. opts.BinaryPath is runsc (the daemon finds it).
+// opts.StateDir. opts.Settings is the config's runtimes.gvisor block; runsc
+// is looked for here, so only a daemon that uses gVisor needs it.
 func New(opts runtime.Options) (runtime.Runtime, error) {
 	return newRuntime(opts)
 }
@@ -91,7 +95,11 @@ func newRuntime(opts runtime.Options) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gvisor runtime: state directory: %w", err)
 	}
-	runsc, err := findRunsc(opts.BinaryPath)
+	set, err := settings(opts.Settings)
+	if err != nil {
+		return nil, fmt.Errorf("gvisor runtime: %w", err)
+	}
+	runsc, err := findRunsc(set.RunscPath)
 	if err != nil {
 		return nil, fmt.Errorf("gvisor runtime: %w", err)
 	}
@@ -107,13 +115,12 @@ func newRuntime(opts runtime.Options) (*Runtime, error) {
 		return nil, fmt.Errorf("gvisor runtime: %w", err)
 	}
 	r := &Runtime{
-		net:         nw,
-		runsc:       runsc,
-		stateDir:    stateDir,
-		debug:       opts.Debug,
-		fastPathOff: opts.SystrapFastPathOff,
-		cg:          cg,
-		live:        map[string]*instance{},
+		net:      nw,
+		runsc:    runsc,
+		stateDir: stateDir,
+		settings: set,
+		cg:       cg,
+		live:     map[string]*instance{},
 	}
 	for _, dir := range []string{r.sandboxesDir(), r.runscRoot()} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -123,29 +130,11 @@ func newRuntime(opts runtime.Options) (*Runtime, error) {
 	return r, nil
 }
 
-// findRunsc makes the runsc binary's path absolute and checks that it can
-// be executed.
-func findRunsc(path string) (string, error) {
-	if path == "" {
-		return "", errors.New("no runsc binary given (build it with `make build` or pass its path)")
-	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return "", fmt.Errorf("finding runsc: %w", err)
-	}
-	if !isExecutable(abs) {
-		return "", fmt.Errorf("runsc at %s is missing or not an executable file", abs)
-	}
-	return abs, nil
-}
-
-func isExecutable(path string) bool {
-	fi, err := os.Stat(path)
-	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
-}
-
 // Name returns "gvisor".
 func (r *Runtime) Name() string { return Name }
+
+// Abilities are what instances of this runtime can do beyond the contract.
+func (r *Runtime) Abilities() runtime.Abilities { return runtime.Discover(r, (*instance)(nil)) }
 
 // sandboxesDir holds one bundle directory per sandbox.
 func (r *Runtime) sandboxesDir() string { return filepath.Join(r.stateDir, "sandboxes") }
@@ -164,7 +153,7 @@ func (r *Runtime) logDir(id string) string { return filepath.Join(r.stateDir, "l
 // runsc's debug logs of every command go to logDir(id).
 func (r *Runtime) runscArgs(id string, args ...string) []string {
 	global := []string{"--root", r.runscRoot()}
-	if r.debug && id != "" {
+	if r.settings.Debug && id != "" {
 		global = append(global, "--debug", "--debug-log", r.logDir(id)+"/")
 	}
 	return append(global, args...)

@@ -2,6 +2,7 @@ package gvisor
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,9 +33,9 @@ func TestNewChecksHost(t *testing.T) {
 		name string
 		opts runtime.Options
 	}{
-		{"no state dir", runtime.Options{BinaryPath: testutil.RunscPath()}},
-		{"missing runsc", runtime.Options{StateDir: t.TempDir(), BinaryPath: "/nonexistent/runsc"}},
-		{"runsc not executable", runtime.Options{StateDir: t.TempDir(), BinaryPath: notExec}},
+		{"no state dir", runtime.Options{Settings: runscSettings(testutil.RunscPath())}},
+		{"missing runsc", runtime.Options{StateDir: t.TempDir(), Settings: runscSettings("/nonexistent/runsc")}},
+		{"runsc not executable", runtime.Options{StateDir: t.TempDir(), Settings: runscSettings(notExec)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -64,7 +65,7 @@ func TestStartRoundTrip(t *testing.T) {
 		t.Errorf("meminfo does not show the 256 MiB limit: %.120s", got)
 	}
 	// The agent binary is mounted read-only.
-	if got := a.must("write " + agentMountPoint + " x"); !strings.HasPrefix(got, "err:") {
+	if got := a.must("write " + runtime.AgentPath + " x"); !strings.HasPrefix(got, "err:") {
 		t.Errorf("writing the agent binary: got %q, want an error", got)
 	}
 	select {
@@ -108,7 +109,7 @@ func TestStartVariants(t *testing.T) {
 func TestDebugLogs(t *testing.T) {
 	testutil.RequiresIntegration(t)
 	stateDir := t.TempDir()
-	r, err := newRuntime(runtime.Options{StateDir: stateDir, BinaryPath: testutil.RunscPath(), Debug: true})
+	r, err := newRuntime(runtime.Options{StateDir: stateDir, Settings: json.RawMessage(`{"debug": true, "runsc_path": "` + testutil.RunscPath() + `"}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,8 +182,8 @@ func TestMissingAgentMountPoint(t *testing.T) {
 	r := newTestRuntime(t)
 	spec := testSpec(t, testRootfs(t, false))
 	_, err := r.Start(context.Background(), spec)
-	if !errdefs.Is(err, errdefs.CodeBootFailed) || !strings.Contains(err.Error(), agentMountPoint) {
-		t.Fatalf("Start without %s in the image: %v; want %s naming it", agentMountPoint, err, errdefs.CodeBootFailed)
+	if !errdefs.Is(err, errdefs.CodeBootFailed) || !strings.Contains(err.Error(), runtime.AgentPath) {
+		t.Fatalf("Start without %s in the image: %v; want %s naming it", runtime.AgentPath, err, errdefs.CodeBootFailed)
 	}
 	assertGone(t, r, spec.ID)
 }
@@ -301,7 +302,7 @@ func TestBadAgentPath(t *testing.T) {
 func TestBadRootfs(t *testing.T) {
 	r := newTestRuntime(t)
 	spec := testSpec(t, testRootfs(t, true))
-	spec.Rootfs = filepath.Join(t.TempDir(), "missing")
+	spec.Image.Path = filepath.Join(t.TempDir(), "missing")
 	if _, err := r.Start(context.Background(), spec); !errdefs.Is(err, errdefs.CodeBootFailed) {
 		t.Fatalf("Start with a missing rootfs: %v, want %s", err, errdefs.CodeBootFailed)
 	}

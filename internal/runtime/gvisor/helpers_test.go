@@ -3,6 +3,7 @@ package gvisor
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -30,7 +31,7 @@ func newTestRuntime(t *testing.T) *Runtime {
 // runtimeAt returns a Runtime over stateDir, cleaned up like newTestRuntime.
 func runtimeAt(t *testing.T, stateDir string) *Runtime {
 	t.Helper()
-	r, err := newRuntime(runtime.Options{StateDir: stateDir, BinaryPath: testutil.RunscPath(), NetworkPool: testNetworkPool})
+	r, err := newRuntime(runtime.Options{StateDir: stateDir, Settings: runscSettings(testutil.RunscPath()), NetworkPool: testNetworkPool})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -52,6 +53,12 @@ func runtimeAt(t *testing.T, stateDir string) *Runtime {
 		}
 	})
 	return r
+}
+
+// runscSettings is a runtimes.gvisor block naming runsc at path.
+func runscSettings(path string) json.RawMessage {
+	b, _ := json.Marshal(map[string]string{"runsc_path": path})
+	return b
 }
 
 // testRootfs builds a minimal image: busybox and the agent's mount point.
@@ -76,7 +83,7 @@ func testRootfs(t *testing.T, withMountPoint bool) string {
 		}
 	}
 	if withMountPoint {
-		if err := os.WriteFile(filepath.Join(root, agentMountPoint), nil, 0o755); err != nil {
+		if err := os.WriteFile(filepath.Join(root, runtime.AgentPath), nil, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -88,7 +95,7 @@ func testSpec(t *testing.T, rootfs string) runtime.Spec {
 	t.Helper()
 	return runtime.Spec{
 		ID:        uuid.NewString(),
-		Rootfs:    rootfs,
+		Image:     runtime.Artifact{Kind: runtime.ArtifactDir, Path: rootfs},
 		AgentPath: testutil.BuildBinary(t, testAgentPkg),
 		CPUs:      1,
 		MemoryMB:  256,

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hutch-dev/hutch/internal/cleanup"
 	"github.com/hutch-dev/hutch/internal/runtime"
 )
 
@@ -187,7 +188,7 @@ func (i *instance) stdoutHungUp(timeout time.Duration) bool {
 // return the first call's result.
 func (i *instance) Destroy(ctx context.Context) error {
 	i.destroyOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), undoTimeout)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanup.Timeout)
 		defer cancel()
 		i.mu.Lock()
 		i.destroying = true

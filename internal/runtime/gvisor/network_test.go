@@ -111,7 +111,7 @@ func TestNetworkReconcileAfterCrash(t *testing.T) {
 		t.Skip("nft (nftables) is not installed")
 	}
 	stateDir := t.TempDir()
-	first, err := newRuntime(runtime.Options{StateDir: stateDir, BinaryPath: testutil.RunscPath(), NetworkPool: testNetworkPool})
+	first, err := newRuntime(runtime.Options{StateDir: stateDir, Settings: runscSettings(testutil.RunscPath()), NetworkPool: testNetworkPool})
 	if err != nil {
 		t.Fatal(err)
 	}

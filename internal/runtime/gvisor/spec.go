@@ -3,14 +3,13 @@ package gvisor
 import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/runtime"
 )
 
 const (
-	// agentMountPoint is where the agent binary appears in every sandbox.
-	agentMountPoint = "/.hutch/hutch-agent"
 	// defaultPath is the agent's PATH; the agent sets up its children's.
-	defaultPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	defaultPath = "PATH=" + config.DefaultPath
 	// cpuPeriod is the CFS period the CPU quota is expressed in (100 ms).
 	cpuPeriod = 100000
 )
@@ -56,7 +55,7 @@ func ociSpec(spec runtime.Spec) *specs.Spec {
 		Process: &specs.Process{
 			Terminal: false,
 			User:     specs.User{UID: 0, GID: 0},
-			Args:     []string{agentMountPoint},
+			Args:     []string{runtime.AgentPath},
 			Env:      []string{defaultPath},
 			Cwd:      "/",
 			Rlimits:  processLimits(spec),
@@ -74,7 +73,7 @@ func ociSpec(spec runtime.Spec) *specs.Spec {
 			{Destination: "/dev/pts", Type: "devpts", Source: "devpts", Options: []string{"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", "gid=5"}},
 			{Destination: "/dev/shm", Type: "tmpfs", Source: "shm", Options: []string{"nosuid", "noexec", "nodev", "mode=1777", "size=65536k"}},
 			{Destination: "/sys", Type: "sysfs", Source: "sysfs", Options: []string{"nosuid", "noexec", "nodev", "ro"}},
-			{Destination: agentMountPoint, Type: "bind", Source: spec.AgentPath, Options: []string{"bind", "ro", "nosuid", "nodev"}},
+			{Destination: runtime.AgentPath, Type: "bind", Source: spec.AgentPath, Options: []string{"bind", "ro", "nosuid", "nodev"}},
 		},
 		Linux: &specs.Linux{
 			CgroupsPath: "/" + cgroupRel(spec.ID),

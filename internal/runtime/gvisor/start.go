@@ -14,6 +14,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hutch-dev/hutch/internal/cleanup"
+	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/runtime"
 	"github.com/hutch-dev/hutch/internal/safetext"
@@ -32,15 +34,9 @@ func (r *Runtime) Start(ctx context.Context, spec runtime.Spec) (_ runtime.Insta
 	if err := r.claim(id); err != nil {
 		return nil, errdefs.Wrap(errdefs.CodeBootFailed, err, "starting sandbox "+id)
 	}
-	var undo cleanupStack
-	defer func() {
-		if retErr != nil {
-			if err := undo.Run(ctx); err != nil {
-				retErr = fmt.Errorf("%w (undoing the start: %v)", retErr, err)
-			}
-			r.forget(id)
-		}
-	}()
+	var undo cleanup.Stack
+	defer undo.RunUnless(ctx, &retErr)
+	undo.Push("releasing the sandbox id", func(context.Context) error { r.forget(id); return nil })
 	inst, err := r.start(ctx, spec, &undo)
 	if err != nil {
 		var e *errdefs.Error
@@ -49,7 +45,6 @@ func (r *Runtime) Start(ctx context.Context, spec runtime.Spec) (_ runtime.Insta
 		}
 		return nil, errdefs.Wrap(errdefs.CodeBootFailed, err, "starting sandbox "+id)
 	}
-	undo.Release()
 	r.mu.Lock()
 	r.live[id] = inst
 	r.mu.Unlock()
@@ -57,25 +52,23 @@ func (r *Runtime) Start(ctx context.Context, spec runtime.Spec) (_ runtime.Insta
 }
 
 // start does Start's work, pushing an undo step for each piece.
-func (r *Runtime) start(ctx context.Context, spec runtime.Spec, undo *cleanupStack) (*instance, error) {
+func (r *Runtime) start(ctx context.Context, spec runtime.Spec, undo *cleanup.Stack) (*instance, error) {
 	id := spec.ID
-	if spec.Rootfs == "" || spec.AgentPath == "" {
-		return nil, errors.New("spec needs a rootfs and an agent path")
+	if spec.Image.Kind != runtime.ArtifactDir || spec.AgentPath == "" {
+		return nil, errors.New("spec needs a root filesystem directory and an agent path")
 	}
-	rootfs, err := filepath.Abs(spec.Rootfs)
+	img, err := runtime.DirArtifact(spec.Image.Path)
 	if err != nil {
 		return nil, err
 	}
-	if fi, err := os.Stat(rootfs); err != nil || !fi.IsDir() {
-		return nil, fmt.Errorf("rootfs %s is not a directory (%v)", rootfs, err)
-	}
+	rootfs := img.Path
 	if spec.AgentPath, err = filepath.Abs(spec.AgentPath); err != nil {
 		return nil, err
 	}
 	// runsc's gofer cannot create the agent's mount point in a read-only
 	// rootfs, and its own error says little; the image must have it.
-	if fi, err := os.Lstat(filepath.Join(rootfs, agentMountPoint)); err != nil || !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("image %s has no agent mount point %s (an empty regular file)", rootfs, agentMountPoint)
+	if fi, err := os.Lstat(filepath.Join(rootfs, runtime.AgentPath)); err != nil || !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("image %s has no agent mount point %s (an empty regular file)", rootfs, runtime.AgentPath)
 	}
 
 	// The bundle directory is the first thing created and the last removed
@@ -84,8 +77,8 @@ func (r *Runtime) start(ctx context.Context, spec runtime.Spec, undo *cleanupSta
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating bundle directory: %w", err)
 	}
-	undo.Add(func(ctx context.Context) error { return r.teardown(ctx, id) })
-	if r.debug {
+	undo.Push("tearing down sandbox "+id, func(ctx context.Context) error { return r.teardown(ctx, id) })
+	if r.settings.Debug {
 		if err := os.MkdirAll(r.logDir(id), 0o700); err != nil {
 			return nil, fmt.Errorf("creating log directory: %w", err)
 		}
@@ -117,7 +110,7 @@ func (r *Runtime) start(ctx context.Context, spec runtime.Spec, undo *cleanupSta
 	if err != nil {
 		return nil, err
 	}
-	undo.Add(func(context.Context) error { p.closeOurs(); return nil })
+	undo.Push("closing the agent's pipes", func(context.Context) error { p.closeOurs(); return nil })
 	defer p.closeChilds()
 
 	stderr := newTailBuffer(stderrTailSize)
@@ -153,8 +146,8 @@ func (r *Runtime) start(ctx context.Context, spec runtime.Spec, undo *cleanupSta
 // bootArgs are the arguments of the "runsc run" that boots spec's sandbox
 // from the bundle in dir.
 func (r *Runtime) bootArgs(spec runtime.Spec, dir string) []string {
-	args := []string{"--log", filepath.Join(dir, runscLogName), "--platform=systrap"}
-	if r.fastPathOff {
+	args := []string{"--log", filepath.Join(dir, runscLogName), "--platform=" + r.settings.Platform}
+	if r.settings.Platform == config.PlatformSystrap && r.settings.SystrapFastPath == config.FastPathOff {
 		args = append(args, "--systrap-disable-fast-path")
 	}
 	return append(args, networkFlag(spec), overlayFlag(spec, dir), "run", "--detach", "--bundle", dir, spec.ID)

@@ -1,7 +1,6 @@
 package gvisor
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -11,11 +10,12 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/runtime"
 )
 
 func TestOCISpec(t *testing.T) {
-	base := runtime.Spec{ID: "0123456789abcdef", Rootfs: "/img", AgentPath: "/opt/hutch-agent", Hostname: "box"}
+	base := runtime.Spec{ID: "0123456789abcdef", Image: runtime.Artifact{Kind: runtime.ArtifactDir, Path: "/img"}, AgentPath: "/opt/hutch-agent", Hostname: "box"}
 	i64 := func(v int64) *int64 { return &v }
 	u64 := func(v uint64) *uint64 { return &v }
 	tests := []struct {
@@ -67,7 +67,7 @@ func TestOCISpec(t *testing.T) {
 			var dests []string
 			for i, m := range got.Mounts {
 				dests = append(dests, m.Destination)
-				if m.Destination == agentMountPoint {
+				if m.Destination == runtime.AgentPath {
 					agentMount = &got.Mounts[i]
 				}
 			}
@@ -238,39 +238,13 @@ func mustJSON(t *testing.T, v any) string {
 
 func equalJSON(t *testing.T, a, b any) bool { return mustJSON(t, a) == mustJSON(t, b) }
 
-func TestCleanupStack(t *testing.T) {
-	var order []int
-	var c cleanupStack
-	for i := range 3 {
-		c.Add(func(ctx context.Context) error {
-			if ctx.Err() != nil {
-				t.Errorf("step %d got a done context: %v", i, ctx.Err())
-			}
-			order = append(order, i)
-			return nil
-		})
-	}
-	cancelled, cancel := context.WithCancel(context.Background())
-	cancel()
-	if err := c.Run(cancelled); err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(order, []int{2, 1, 0}) {
-		t.Errorf("steps ran in order %v, want reverse", order)
-	}
-
-	var released cleanupStack
-	released.Add(func(context.Context) error { t.Error("released step ran"); return nil })
-	released.Release()
-	if err := released.Run(context.Background()); err != nil {
-		t.Error(err)
-	}
-}
-
 func TestBootArgs(t *testing.T) {
 	spec := runtime.Spec{ID: "sb1", WritableLayerMB: 64}
 	for _, off := range []bool{false, true} {
-		r := &Runtime{fastPathOff: off}
+		r := &Runtime{settings: config.Default().Runtimes.GVisor}
+		if off {
+			r.settings.SystrapFastPath = config.FastPathOff
+		}
 		args := r.bootArgs(spec, "/state/sb1")
 		if got := slices.Contains(args, "--systrap-disable-fast-path"); got != off {
 			t.Errorf("fast path off %v: args %v", off, args)

@@ -1,0 +1,124 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/hutch-dev/hutch/internal/config"
+	"github.com/hutch-dev/hutch/internal/runtime"
+)
+
+// closes counts the Close calls of closingRuntime.
+var closes atomic.Int32
+
+// closingRuntime is a runtime that records its Close, for the daemon's
+// start-up cleanup; like fakeRuntime, it never starts a sandbox.
+type closingRuntime struct{ fakeRuntime }
+
+func (closingRuntime) Name() string { return "daemon-test" }
+func (closingRuntime) Close() error { closes.Add(1); return nil }
+
+func init() {
+	runtime.Register("daemon-test", func(runtime.Options) (runtime.Runtime, error) { return closingRuntime{}, nil })
+}
+
+func TestRuntimeOptions(t *testing.T) {
+	cfg := config.Default()
+	cfg.Runtimes.GVisor.SystrapFastPath = config.FastPathOff
+	opts, err := runtimeOptions(cfg, "/data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g config.GVisor
+	if err := json.Unmarshal(opts.Settings, &g); err != nil || g != cfg.Runtimes.GVisor {
+		t.Errorf("settings %s decode to %+v (%v), want %+v", opts.Settings, g, err, cfg.Runtimes.GVisor)
+	}
+	if opts.StateDir != "/data/gvisor" || opts.NetworkPool != cfg.NetworkPool {
+		t.Errorf("options %+v", opts)
+	}
+	// The watchdog is handed the same options over a pipe.
+	b, err := json.Marshal(watchdogJob{Runtime: cfg.Runtime, Options: opts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var job watchdogJob
+	if err := json.Unmarshal(b, &job); err != nil || !bytes.Equal(job.Options.Settings, opts.Settings) {
+		t.Errorf("watchdog job settings %s (%v), want %s", job.Options.Settings, err, opts.Settings)
+	}
+
+	cfg.Runtime = "daemon-test"
+	if opts, err := runtimeOptions(cfg, "/data"); err != nil || opts.Settings != nil {
+		t.Errorf("a runtime without a block got settings %s (%v)", opts.Settings, err)
+	}
+}
+
+// TestRunscOnlyForGVisor: with runsc nowhere, another runtime starts and
+// gVisor's start names what is missing.
+func TestRunscOnlyForGVisor(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	log := slog.New(slog.DiscardHandler)
+	cfg := config.Default()
+	cfg.Runtime = "daemon-test"
+	if _, err := startRuntime(cfg, runtime.Options{StateDir: t.TempDir()}, log); err != nil {
+		t.Fatalf("a runtime other than gvisor: %v", err)
+	}
+	cfg.Runtime = "gvisor"
+	opts, err := runtimeOptions(cfg, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = startRuntime(cfg, opts, log)
+	if err == nil || !strings.Contains(err.Error(), "runsc not found") || !strings.Contains(err.Error(), "runtimes.gvisor.runsc_path") {
+		t.Fatalf("gvisor without runsc: %v", err)
+	}
+}
+
+func TestDeprecatedRunscFlag(t *testing.T) {
+	var logged bytes.Buffer
+	cfg := config.Default()
+	applyDeprecatedFlags(Options{RunscPath: "/opt/runsc"}, &cfg, slog.New(slog.NewTextHandler(&logged, nil)))
+	if cfg.Runtimes.GVisor.RunscPath != "/opt/runsc" || !strings.Contains(logged.String(), "deprecated") {
+		t.Errorf("runsc_path %q, log %q", cfg.Runtimes.GVisor.RunscPath, logged.String())
+	}
+}
+
+// TestFailedStartReleasesEverything: a start that fails half-way (its
+// address is taken) closes the runtime and unlocks the data dir.
+func TestFailedStartReleasesEverything(t *testing.T) {
+	dir := t.TempDir()
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	agent := filepath.Join(dir, "hutch-agent")
+	conf := filepath.Join(dir, "hutch.yaml")
+	if err := os.WriteFile(agent, []byte("#!/bin/true\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(conf, []byte("runtime: daemon-test\ncrash_watchdog: false\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	closes.Store(0)
+	err = Run(context.Background(), Options{ConfigPath: conf, Listen: taken.Addr().String(), DataDir: filepath.Join(dir, "data"),
+		AgentPath: agent, Logger: slog.New(slog.DiscardHandler)})
+	if err == nil || !strings.Contains(err.Error(), "listening on") {
+		t.Fatalf("Run on a taken address: %v", err)
+	}
+	if closes.Load() != 1 {
+		t.Errorf("runtime closed %d times, want once", closes.Load())
+	}
+	release, err := lockFile(dataDirLock(filepath.Join(dir, "data")), 0)
+	if err != nil {
+		t.Fatalf("data dir still locked: %v", err)
+	}
+	release()
+}
