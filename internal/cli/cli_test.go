@@ -216,34 +216,39 @@ func TestExecRequest(t *testing.T) {
 		{
 			name: "dash dash",
 			args: []string{"exec", id, "--", "python3", "-c", "print(1)"},
-			want: api.ExecRequest{SandboxID: id, Cmd: "python3", Args: []string{"-c", "print(1)"}},
+			want: api.ExecRequest{SandboxID: id, Argv: []string{"python3", "-c", "print(1)"}},
 		},
 		{
 			name: "without dash dash",
 			args: []string{"exec", id, "ls", "/tmp"},
-			want: api.ExecRequest{SandboxID: id, Cmd: "ls", Args: []string{"/tmp"}},
+			want: api.ExecRequest{SandboxID: id, Argv: []string{"ls", "/tmp"}},
 		},
 		{
 			name: "flags before and after the id",
 			args: []string{"exec", "--timeout", "2s", id, "-e", "A=1", "-e", "NOPE", "-w", "/work", "--", "env"},
-			want: api.ExecRequest{SandboxID: id, Cmd: "env", Env: api.Env{"A=1"}, TimeoutMs: 2000, Workdir: "/work"},
+			want: api.ExecRequest{SandboxID: id, Argv: []string{"env"}, Env: api.Env{"A=1"}, TimeoutMs: 2000, Workdir: "/work"},
 		},
 		{
 			name:  "stdin with -i",
 			stdin: "piped\x00input",
 			args:  []string{"exec", "-i", id, "--", "cat"},
-			want:  api.ExecRequest{SandboxID: id, Cmd: "cat", Stdin: base64.StdEncoding.EncodeToString([]byte("piped\x00input"))},
+			want:  api.ExecRequest{SandboxID: id, Argv: []string{"cat"}, Stdin: base64.StdEncoding.EncodeToString([]byte("piped\x00input"))},
 		},
 		{
 			name:  "stdin ignored without -i",
 			stdin: "ignored",
 			args:  []string{"exec", id, "--", "cat"},
-			want:  api.ExecRequest{SandboxID: id, Cmd: "cat"},
+			want:  api.ExecRequest{SandboxID: id, Argv: []string{"cat"}},
+		},
+		{
+			name: "a program path with a space stays one word",
+			args: []string{"exec", id, "--", "/opt/my app/run", "a b"},
+			want: api.ExecRequest{SandboxID: id, Argv: []string{"/opt/my app/run", "a b"}},
 		},
 		{
 			name: "sub-millisecond timeout rounds up",
 			args: []string{"exec", "--timeout", "10us", id, "--", "true"},
-			want: api.ExecRequest{SandboxID: id, Cmd: "true", TimeoutMs: 1},
+			want: api.ExecRequest{SandboxID: id, Argv: []string{"true"}, TimeoutMs: 1},
 		},
 	}
 	for _, tt := range tests {
@@ -420,7 +425,7 @@ func TestRunPassesFlags(t *testing.T) {
 	}
 	calls := fake.Calls()
 	wantCreate := api.CreateRequest{Image: "python", CPUs: 2, MemoryMB: 128, Network: true, Env: api.Env{"A=1"}}
-	wantExec := api.ExecRequest{SandboxID: id, Cmd: "python3", Args: []string{"-c", "1"}, TimeoutMs: 3000}
+	wantExec := api.ExecRequest{SandboxID: id, Argv: []string{"python3", "-c", "1"}, TimeoutMs: 3000}
 	var gotCreate, gotExec any
 	for _, c := range calls {
 		switch c.Method {

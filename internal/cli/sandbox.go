@@ -95,7 +95,7 @@ func (a *app) runCmd() *cobra.Command {
 			return err
 		}
 		defer a.stopQuietly(ctx, c, sb.SandboxID)
-		res, err := c.Exec(ctx, api.ExecRequest{SandboxID: sb.SandboxID, Cmd: argv[0], Args: argv[1:], TimeoutMs: ms})
+		res, err := c.Exec(ctx, api.ExecRequest{SandboxID: sb.SandboxID, Argv: argv, TimeoutMs: ms})
 		if err != nil {
 			return err
 		}
@@ -165,7 +165,7 @@ func (a *app) execCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		req := api.ExecRequest{SandboxID: id, Cmd: argv[0], Args: argv[1:], Env: parseEnv(env), TimeoutMs: ms, Workdir: workdir}
+		req := api.ExecRequest{SandboxID: id, Argv: argv, Env: parseEnv(env), TimeoutMs: ms, Workdir: workdir}
 		if stdin {
 			data, err := io.ReadAll(a.stdin)
 			if err != nil {

@@ -31,12 +31,12 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
+	"github.com/hutch-dev/hutch/internal/cleanup"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 )
 
@@ -189,19 +189,19 @@ func (n *Network) Setup(ctx context.Context, sb Sandbox) (_ *Lease, retErr error
 		n.busy--
 		n.mu.Unlock()
 	}()
+	var undo cleanup.Stack
+	defer undo.RunUnless(ctx, &retErr)
+	undo.Push("releasing the reservation", func(context.Context) error {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		delete(n.leases, sb.ID)
+		return nil
+	})
 	if err := n.ensureBase(ctx); err != nil {
 		return nil, err
 	}
 	l := &Lease{ID: sb.ID, HostIf: n.hostIf(sb.ID), NetnsPath: sb.NetnsPath, Ports: sortedPorts(sb.Ports)}
-	defer func() {
-		if retErr != nil {
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			defer cancel()
-			if err := n.teardown(ctx, sb.ID, l); err != nil {
-				retErr = fmt.Errorf("%w (undoing it: %v)", retErr, err)
-			}
-		}
-	}()
+	undo.Push("tearing down the network of "+sb.ID, func(ctx context.Context) error { return n.teardown(ctx, sb.ID, l) })
 	if err := newNetns(sb.NetnsPath); err != nil {
 		return nil, err
 	}
