@@ -274,9 +274,9 @@ func TestPullWithDockerConfigAuth(t *testing.T) {
 
 func TestMinimalImageBoots(t *testing.T) {
 	testutil.RequiresIntegration(t)
-	bb, err := os.ReadFile(ocitest.BusyboxPath)
+	bb, err := os.ReadFile(testutil.RequiresBinary(t, ocitest.BusyboxPath))
 	if err != nil {
-		t.Skip(err)
+		t.Fatal(err)
 	}
 	// Only a static binary: no /proc, /dev, /tmp, /etc, no PATH or user.
 	layer := ocitest.Layer(t, ocitest.Reg("busybox", string(bb), 0o755))

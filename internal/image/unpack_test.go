@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/hutch-dev/hutch/internal/image/ocitest"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 // fixture makes an empty rootfs three levels under a directory that also
@@ -315,9 +316,7 @@ func TestUnpackMetadata(t *testing.T) {
 		t.Errorf("symlink: %v, mtime %v", err, st.ModTime())
 	}
 	t.Run("ownership", func(t *testing.T) {
-		if os.Geteuid() != 0 {
-			t.Skip("only root can give files other owners")
-		}
+		testutil.RequiresRoot(t) // only root can give files other owners
 		st, err := os.Lstat(filepath.Join(rootfs, "srv/owned"))
 		if err != nil {
 			t.Fatal(err)

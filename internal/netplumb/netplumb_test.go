@@ -31,9 +31,7 @@ var testPool = netip.MustParsePrefix("10.231.0.0/24")
 func newTestNetwork(t *testing.T, owner string, pool netip.Prefix) *Network {
 	t.Helper()
 	testutil.RequiresRoot(t)
-	if _, err := exec.LookPath("nft"); err != nil {
-		t.Skip("nft (nftables) is not installed")
-	}
+	testutil.RequiresBinary(t, "nft")
 	n, err := New(Options{Pool: pool, Owner: owner})
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package netplumb
 import (
 	"context"
 	"net/netip"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -158,9 +157,7 @@ func TestParseTableAndDeleteScript(t *testing.T) {
 // validates them against the running kernel without changing anything.
 func TestScriptsAcceptedByKernel(t *testing.T) {
 	testutil.RequiresRoot(t)
-	if _, err := exec.LookPath("nft"); err != nil {
-		t.Skip("nft not installed")
-	}
+	testutil.RequiresBinary(t, "nft")
 	n := testNft()
 	n.table = "hutch_check_only"
 	l := testLease()

@@ -3,6 +3,7 @@
 package testutil
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,6 +31,17 @@ func RequiresRoot(t testing.TB) {
 	if os.Geteuid() != 0 {
 		skip(t, "needs root")
 	}
+}
+
+// RequiresBinary skips t unless the program name (a name looked up on
+// PATH, or a path) exists and is executable; it returns its path.
+func RequiresBinary(t testing.TB, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		skip(t, fmt.Sprintf("needs %s: %v", name, err))
+	}
+	return p
 }
 
 // RequiresIntegration skips t unless the host can boot real sandboxes:

@@ -70,9 +70,9 @@ func testRootfs(t *testing.T, withMountPoint bool) string {
 			t.Fatal(err)
 		}
 	}
-	b, err := os.ReadFile("/bin/busybox")
+	b, err := os.ReadFile(testutil.RequiresBinary(t, "/bin/busybox"))
 	if err != nil {
-		t.Skipf("busybox-static is needed for the test image: %v", err)
+		t.Fatalf("busybox-static is needed for the test image: %v", err)
 	}
 	if err := os.WriteFile(filepath.Join(root, "bin/busybox"), b, 0o755); err != nil {
 		t.Fatal(err)

@@ -56,9 +56,7 @@ func networkTraces(id string) []string {
 
 func TestNetworkSandbox(t *testing.T) {
 	r := newTestRuntime(t)
-	if _, err := exec.LookPath("nft"); err != nil {
-		t.Skip("nft (nftables) is not installed")
-	}
+	testutil.RequiresBinary(t, "nft")
 	rootfs := netRootfs(t)
 	allowed, other := testutil.ServeHTTP(t, "127.0.0.1:0", "from the host"), testutil.ServeHTTP(t, "127.0.0.1:0", "other")
 
@@ -107,9 +105,7 @@ func TestNetworkSandbox(t *testing.T) {
 // the first one left running.
 func TestNetworkReconcileAfterCrash(t *testing.T) {
 	testutil.RequiresIntegration(t)
-	if _, err := exec.LookPath("nft"); err != nil {
-		t.Skip("nft (nftables) is not installed")
-	}
+	testutil.RequiresBinary(t, "nft")
 	stateDir := t.TempDir()
 	first, err := newRuntime(runtime.Options{StateDir: stateDir, Settings: runscSettings(testutil.RunscPath()), NetworkPool: testNetworkPool})
 	if err != nil {
