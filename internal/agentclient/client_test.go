@@ -237,7 +237,7 @@ func (f *fakeAgent) Start(req *agentv1.StartRequest, stream grpc.ServerStreaming
 }
 
 // dialFake serves f over a yamux session on a pipe and dials it.
-func dialFake(t *testing.T, f *fakeAgent, opts agentclient.Options) *agentclient.Client {
+func dialFake(t *testing.T, f agentv1.AgentServer, opts agentclient.Options) *agentclient.Client {
 	t.Helper()
 	host, guest := agenttest.Pipe(t)
 	cfg := yamux.DefaultConfig()
