@@ -172,9 +172,15 @@ func (p *proc) writeStdin(ctx context.Context, data []byte) error {
 	if !p.inOpen || !p.keepIn {
 		return status.Errorf(codes.FailedPrecondition, "process %d has no open stdin", p.pid)
 	}
-	stop := context.AfterFunc(ctx, func() { _ = p.in.SetWriteDeadline(time.Now()) })
+	cut := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		_ = p.in.SetWriteDeadline(time.Now())
+		close(cut)
+	})
 	_, err := p.in.Write(data)
 	if !stop() {
+		// The next writer must not meet this call's deadline.
+		<-cut
 		_ = p.in.SetWriteDeadline(time.Time{})
 		return status.FromContextError(ctx.Err()).Err()
 	}
