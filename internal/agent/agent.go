@@ -1,7 +1,8 @@
 // Package agent implements the services of hutch-agent, the process that runs
 // as PID 1 inside every sandbox: it serves the Agent gRPC service over a
-// yamux session on one byte stream, runs processes for the daemon and reaps
-// every orphan in the sandbox.
+// yamux session on one byte stream, runs processes for the daemon (a table
+// of processes that outlive the calls that started them) and reaps every
+// orphan in the sandbox.
 //
 // Everything here runs on the sandbox's side of the wall. The daemon talks to
 // it through package agentclient and trusts none of its answers.
@@ -24,8 +25,8 @@ import (
 	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
 )
 
-// MaxRequestBytes is the largest request message the agent accepts (an
-// exec's stdin is carried in its request), as agentclient sends.
+// MaxRequestBytes is the largest request message the agent accepts (a
+// start's stdin is carried in its request), as agentclient sends.
 const MaxRequestBytes = agentv1.MaxRequestBytes
 
 // processStart approximates the agent's start for InfoResponse.uptime_ns.
@@ -51,6 +52,7 @@ type Server struct {
 
 	version string
 	log     *slog.Logger
+	procs   *table
 }
 
 var _ agentv1.AgentServer = (*Server)(nil)
@@ -69,7 +71,7 @@ func New(opts Options) (*Server, error) {
 			return nil, err
 		}
 	}
-	return &Server{version: opts.Version, log: opts.Logger}, nil
+	return &Server{version: opts.Version, log: opts.Logger, procs: newTable(agentv1.MaxProcesses)}, nil
 }
 
 // Info reports the agent's version, pid and uptime; the daemon uses it as
@@ -85,7 +87,7 @@ func (s *Server) Info(context.Context, *agentv1.InfoRequest) (*agentv1.InfoRespo
 // Serve runs the Agent service over a yamux server session on conn until
 // the session ends (the host closed its end) or ctx is cancelled; both are a
 // normal stop and return nil. Serve closes conn. Calls still running are
-// cancelled, which kills their processes.
+// cancelled, which kills the processes tied to their streams.
 func (s *Server) Serve(ctx context.Context, conn io.ReadWriteCloser) error {
 	sess, err := yamux.Server(conn, agentv1.SessionConfig(s.log))
 	if err != nil {

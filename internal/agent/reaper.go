@@ -87,6 +87,22 @@ func (r *registry) kill(pid int) {
 	_ = syscall.Kill(pid, syscall.SIGKILL)
 }
 
+// signal sends sig to the process group pid leads, and to pid itself when
+// it has left that group, as long as pid has not exited yet; it reports
+// whether pid was still running.
+func (r *registry) signal(pid int, sig syscall.Signal) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.waiters[pid]; !ok {
+		return false
+	}
+	_ = syscall.Kill(-pid, sig)
+	if pgid, err := syscall.Getpgid(pid); err == nil && pgid != pid {
+		_ = syscall.Kill(pid, sig)
+	}
+	return true
+}
+
 // waitPid waits for one child. It is used when the orphan reaper is off.
 func (r *registry) waitPid(pid int) {
 	for {

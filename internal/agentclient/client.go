@@ -231,31 +231,6 @@ func (c *Client) info(ctx context.Context, timeout time.Duration, opts ...grpc.C
 	return resp, c.callError(ctx, err)
 }
 
-// Exec runs one process in the sandbox and returns its output. The call's
-// deadline is the request's timeout_ms plus Options.ExecGrace (or
-// Options.MaxExecDuration without one), unless ctx ends sooner. A command
-// that ran, whatever its status, is a response; errors are the agent's gRPC
-// status (InvalidArgument, ResourceExhausted, ...), a deadline, or ErrClosed.
-func (c *Client) Exec(ctx context.Context, req *agentv1.ExecRequest) (*agentv1.ExecResponse, error) {
-	limit := c.opts.MaxOutputBytes
-	req = withOutputCap(req, limit)
-	timeout := c.opts.MaxExecDuration
-	if ms := req.GetTimeoutMs(); ms > 0 {
-		timeout = time.Duration(ms)*time.Millisecond + c.opts.ExecGrace
-	}
-	ctx, cancel, err := c.call(ctx, timeout)
-	if err != nil {
-		return nil, fmt.Errorf("exec: %w", err)
-	}
-	defer cancel()
-	resp, err := c.rpc.Exec(ctx, req)
-	if err := c.callError(ctx, err); err != nil {
-		return nil, fmt.Errorf("exec: %w", err)
-	}
-	bound(resp, limit)
-	return resp, nil
-}
-
 // Done is closed when the session to the agent has ended: the sandbox
 // exited or closed its stream, broke the protocol, or Close was called.
 func (c *Client) Done() <-chan struct{} { return c.life.Done() }
@@ -348,34 +323,10 @@ func (c *Client) ended() error {
 	return c.Err()
 }
 
-// withOutputCap returns req with max_output_bytes set to limit when it asks
-// for more, or for the agent's default, without modifying the caller's req.
-func withOutputCap(req *agentv1.ExecRequest, limit int64) *agentv1.ExecRequest {
-	if n := req.GetMaxOutputBytes(); n > 0 && n <= limit {
-		return req
-	}
-	return &agentv1.ExecRequest{
-		Argv:           req.GetArgv(),
-		Env:            req.GetEnv(),
-		Workdir:        req.GetWorkdir(),
-		Stdin:          req.GetStdin(),
-		TimeoutMs:      req.GetTimeoutMs(),
-		MaxOutputBytes: limit,
-		SetUser:        req.GetSetUser(),
-		Uid:            req.GetUid(),
-		Gid:            req.GetGid(),
-		Groups:         req.GetGroups(),
-	}
-}
-
-// bound cuts output the agent sent beyond limit, which it was asked not to.
-func bound(resp *agentv1.ExecResponse, limit int64) {
-	if int64(len(resp.Stdout)) > limit {
-		resp.Stdout = resp.Stdout[:limit]
-		resp.StdoutTruncated = true
-	}
-	if int64(len(resp.Stderr)) > limit {
-		resp.Stderr = resp.Stderr[:limit]
-		resp.StderrTruncated = true
-	}
+// violate ends the session because the sandbox's side broke the protocol
+// (what says how), and returns the *ProtocolError.
+func (c *Client) violate(what string) error {
+	c.end(&ProtocolError{What: what})
+	c.Close()
+	return c.Err()
 }

@@ -9,8 +9,9 @@ import (
 	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
 )
 
-// TestWithOutputCapCopiesEveryField guards withOutputCap's field-by-field
-// copy against fields added to ExecRequest later.
+// TestWithOutputCapCopiesEveryField sets every field of an ExecRequest and
+// checks that withOutputCap's copy keeps them all: a field added later
+// that the copy dropped would fail it.
 func TestWithOutputCapCopiesEveryField(t *testing.T) {
 	req := &agentv1.ExecRequest{}
 	m := req.ProtoReflect()

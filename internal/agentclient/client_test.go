@@ -188,21 +188,56 @@ func TestWaitReady(t *testing.T) {
 
 // fakeAgent is an Agent service that misbehaves in ways the real agent
 // cannot be made to: it stands for a sandbox whose PID 1 was replaced.
+// exec answers a Start as the old unary exec did; start, when set, is
+// the whole Start.
 type fakeAgent struct {
 	agentv1.UnimplementedAgentServer
-	exec func(context.Context, *agentv1.ExecRequest) (*agentv1.ExecResponse, error)
+	exec  func(context.Context, *agentv1.ExecRequest) (*agentv1.ExecResponse, error)
+	start func(*agentv1.StartRequest, grpc.ServerStreamingServer[agentv1.ProcessEvent]) error
+	// whole sends each output in one chunk, however large.
+	whole bool
 }
 
 func (f *fakeAgent) Info(context.Context, *agentv1.InfoRequest) (*agentv1.InfoResponse, error) {
 	return &agentv1.InfoResponse{Version: "fake"}, nil
 }
 
-func (f *fakeAgent) Exec(ctx context.Context, req *agentv1.ExecRequest) (*agentv1.ExecResponse, error) {
-	return f.exec(ctx, req)
+func (f *fakeAgent) Start(req *agentv1.StartRequest, stream grpc.ServerStreamingServer[agentv1.ProcessEvent]) error {
+	if f.start != nil {
+		return f.start(req, stream)
+	}
+	resp, err := f.exec(stream.Context(), req.GetExec())
+	if err != nil {
+		return err
+	}
+	evs := []*agentv1.ProcessEvent{{Event: &agentv1.ProcessEvent_Started{Started: &agentv1.Started{Pid: 7}}}}
+	for _, o := range []*agentv1.Output{
+		{Stream: agentv1.Stream_STREAM_STDOUT, Data: resp.Stdout},
+		{Stream: agentv1.Stream_STREAM_STDERR, Data: resp.Stderr},
+	} {
+		for len(o.Data) > 0 {
+			n := len(o.Data)
+			if !f.whole {
+				n = min(n, agentv1.OutputChunkBytes)
+			}
+			evs = append(evs, &agentv1.ProcessEvent{Event: &agentv1.ProcessEvent_Output{Output: &agentv1.Output{Stream: o.Stream, Offset: o.Offset, Data: o.Data[:n]}}})
+			o.Offset += int64(n)
+			o.Data = o.Data[n:]
+		}
+	}
+	evs = append(evs, &agentv1.ProcessEvent{Event: &agentv1.ProcessEvent_Exited{Exited: &agentv1.Exited{
+		ExitCode: resp.ExitCode, StdoutEnd: int64(len(resp.Stdout)), StderrEnd: int64(len(resp.Stderr)),
+	}}})
+	for _, ev := range evs {
+		if err := stream.Send(ev); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // dialFake serves f over a yamux session on a pipe and dials it.
-func dialFake(t *testing.T, f *fakeAgent, opts agentclient.Options) *agentclient.Client {
+func dialFake(t *testing.T, f agentv1.AgentServer, opts agentclient.Options) *agentclient.Client {
 	t.Helper()
 	host, guest := agenttest.Pipe(t)
 	cfg := yamux.DefaultConfig()
@@ -357,11 +392,14 @@ func TestExecBoundsOutput(t *testing.T) {
 		{"smaller cap is kept", 100, 10, 100, 10, false, codes.OK},
 		{"larger cap is lowered", 1 << 30, 10, limit, 10, false, codes.OK},
 		{"overlong answer is cut", 0, 4 * limit, limit, limit, true, codes.OK},
-		{"huge answer is refused", 0, 3 << 20, limit, 0, false, codes.ResourceExhausted},
+		{"overlong chunks are cut", 0, 3 << 20, limit, limit, true, codes.OK},
+		{"huge chunk is refused", 0, 3 << 20, limit, 0, false, codes.ResourceExhausted},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := dialFake(t, answer(tc.sends), agentclient.Options{MaxOutputBytes: limit})
+			f := answer(tc.sends)
+			f.whole = tc.wantCode != codes.OK
+			c := dialFake(t, f, agentclient.Options{MaxOutputBytes: limit})
 			req := &agentv1.ExecRequest{Argv: []string{"x"}, MaxOutputBytes: tc.requested}
 			resp, err := c.Exec(context.Background(), req)
 			if req.MaxOutputBytes != tc.requested {

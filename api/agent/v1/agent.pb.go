@@ -24,6 +24,104 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type Stream int32
+
+const (
+	Stream_STREAM_UNSPECIFIED Stream = 0
+	Stream_STREAM_STDOUT      Stream = 1
+	Stream_STREAM_STDERR      Stream = 2
+)
+
+// Enum value maps for Stream.
+var (
+	Stream_name = map[int32]string{
+		0: "STREAM_UNSPECIFIED",
+		1: "STREAM_STDOUT",
+		2: "STREAM_STDERR",
+	}
+	Stream_value = map[string]int32{
+		"STREAM_UNSPECIFIED": 0,
+		"STREAM_STDOUT":      1,
+		"STREAM_STDERR":      2,
+	}
+)
+
+func (x Stream) Enum() *Stream {
+	p := new(Stream)
+	*p = x
+	return p
+}
+
+func (x Stream) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Stream) Descriptor() protoreflect.EnumDescriptor {
+	return file_api_agent_v1_agent_proto_enumTypes[0].Descriptor()
+}
+
+func (Stream) Type() protoreflect.EnumType {
+	return &file_api_agent_v1_agent_proto_enumTypes[0]
+}
+
+func (x Stream) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Stream.Descriptor instead.
+func (Stream) EnumDescriptor() ([]byte, []int) {
+	return file_api_agent_v1_agent_proto_rawDescGZIP(), []int{0}
+}
+
+type ProcessState int32
+
+const (
+	ProcessState_PROCESS_STATE_UNSPECIFIED ProcessState = 0
+	ProcessState_PROCESS_STATE_RUNNING     ProcessState = 1
+	ProcessState_PROCESS_STATE_EXITED      ProcessState = 2
+)
+
+// Enum value maps for ProcessState.
+var (
+	ProcessState_name = map[int32]string{
+		0: "PROCESS_STATE_UNSPECIFIED",
+		1: "PROCESS_STATE_RUNNING",
+		2: "PROCESS_STATE_EXITED",
+	}
+	ProcessState_value = map[string]int32{
+		"PROCESS_STATE_UNSPECIFIED": 0,
+		"PROCESS_STATE_RUNNING":     1,
+		"PROCESS_STATE_EXITED":      2,
+	}
+)
+
+func (x ProcessState) Enum() *ProcessState {
+	p := new(ProcessState)
+	*p = x
+	return p
+}
+
+func (x ProcessState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ProcessState) Descriptor() protoreflect.EnumDescriptor {
+	return file_api_agent_v1_agent_proto_enumTypes[1].Descriptor()
+}
+
+func (ProcessState) Type() protoreflect.EnumType {
+	return &file_api_agent_v1_agent_proto_enumTypes[1]
+}
+
+func (x ProcessState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ProcessState.Descriptor instead.
+func (ProcessState) EnumDescriptor() ([]byte, []int) {
+	return file_api_agent_v1_agent_proto_rawDescGZIP(), []int{1}
+}
+
 type InfoRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -121,6 +219,7 @@ func (x *InfoResponse) GetUptimeNs() int64 {
 	return 0
 }
 
+// ExecRequest describes a process to run; StartRequest carries it whole.
 type ExecRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// argv[0] is looked up on PATH from env when it has no slash.
@@ -129,11 +228,14 @@ type ExecRequest struct {
 	Env []string `protobuf:"bytes,2,rep,name=env,proto3" json:"env,omitempty"`
 	// Working directory; empty means "/".
 	Workdir string `protobuf:"bytes,3,opt,name=workdir,proto3" json:"workdir,omitempty"`
-	// Bytes written to the child's stdin, then EOF.
+	// Bytes written to the child's stdin, then EOF (unless stdin stays open).
 	Stdin []byte `protobuf:"bytes,4,opt,name=stdin,proto3" json:"stdin,omitempty"`
 	// Kill the child's process group after this long; 0 means no timeout.
 	TimeoutMs int64 `protobuf:"varint,5,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
-	// Per-stream capture cap in bytes; 0 means the agent's default (1 MiB).
+	// Per-stream capture cap in bytes: the Start stream sends no more of each
+	// output stream than this, and its exited event says what was cut. 0
+	// means no cap on a Start stream (an exec asks for its cap, 1 MiB by
+	// default: agentclient sets it).
 	MaxOutputBytes int64 `protobuf:"varint,6,opt,name=max_output_bytes,json=maxOutputBytes,proto3" json:"max_output_bytes,omitempty"`
 	// When set_user is true the child runs as uid:gid with these groups.
 	SetUser       bool     `protobuf:"varint,7,opt,name=set_user,json=setUser,proto3" json:"set_user,omitempty"`
@@ -244,6 +346,8 @@ func (x *ExecRequest) GetGroups() []uint32 {
 	return nil
 }
 
+// ExecResponse is a process run to completion: agentclient folds a Start
+// stream into it.
 type ExecResponse struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Stdout []byte                 `protobuf:"bytes,1,opt,name=stdout,proto3" json:"stdout,omitempty"`
@@ -356,6 +460,1175 @@ func (x *ExecResponse) GetSpawnUs() int64 {
 	return 0
 }
 
+// PtySize is a terminal's size in characters.
+type PtySize struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Rows          uint32                 `protobuf:"varint,1,opt,name=rows,proto3" json:"rows,omitempty"`
+	Cols          uint32                 `protobuf:"varint,2,opt,name=cols,proto3" json:"cols,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PtySize) Reset() {
+	*x = PtySize{}
+	mi := &file_api_agent_v1_agent_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PtySize) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PtySize) ProtoMessage() {}
+
+func (x *PtySize) ProtoReflect() protoreflect.Message {
+	mi := &file_api_agent_v1_agent_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PtySize.ProtoReflect.Descriptor instead.
+func (*PtySize) Descriptor() ([]byte, []int) {
+	return file_api_agent_v1_agent_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *PtySize) GetRows() uint32 {
+	if x != nil {
+		return x.Rows
+	}
+	return 0
+}
+
+func (x *PtySize) GetCols() uint32 {
+	if x != nil {
+		return x.Cols
+	}
+	return 0
+}
+
+type StartRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// What to run; its max_output_bytes caps what this stream sends.
+	Exec *ExecRequest `protobuf:"bytes,1,opt,name=exec,proto3" json:"exec,omitempty"`
+	// Keep stdin open after exec.stdin for WriteStdin and CloseStdin.
+	OpenStdin bool `protobuf:"varint,2,opt,name=open_stdin,json=openStdin,proto3" json:"open_stdin,omitempty"`
+	// Run the process on a new PTY of this size: it gets a session and the
+	// PTY as controlling terminal and stdin, stdout and stderr; its output
+	// is one stream, STDOUT. A PTY's input stays open.
+	Pty *PtySize `protobuf:"bytes,3,opt,name=pty,proto3" json:"pty,omitempty"`
+	// Kill the process group when this stream ends before the process has
+	// exited, and forget the process when it exits. Otherwise the process
+	// outlives the stream and stays in the table after it exits.
+	Tied bool `protobuf:"varint,4,opt,name=tied,proto3" json:"tied,omitempty"`
+	// Size of each output stream's ring buffer; 0 means 1 MiB, at most 64 MiB.
+	RingBytes     int64 `protobuf:"varint,5,opt,name=ring_bytes,json=ringBytes,proto3" json:"ring_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StartRequest) Reset() {
+	*x = StartRequest{}
+	mi := &file_api_agent_v1_agent_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartRequest) ProtoMessage() {}
+
+func (x *StartRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_agent_v1_agent_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartRequest.ProtoReflect.Descriptor instead.
+func (*StartRequest) Descriptor() ([]byte, []int) {
+	return file_api_agent_v1_agent_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *StartRequest) GetExec() *ExecRequest {
+	if x != nil {
+		return x.Exec
+	}
+	return nil
+}
+
+func (x *StartRequest) GetOpenStdin() bool {
+	if x != nil {
+		return x.OpenStdin
+	}
+	return false
+}
+
+func (x *StartRequest) GetPty() *PtySize {
+	if x != nil {
+		return x.Pty
+	}
+	return nil
+}
+
+func (x *StartRequest) GetTied() bool {
+	if x != nil {
+		return x.Tied
+	}
+	return false
+}
+
+func (x *StartRequest) GetRingBytes() int64 {
+	if x != nil {
+		return x.RingBytes
+	}
+	return 0
+}
+
+// ProcessEvent is one event of a process stream.
+type ProcessEvent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Event:
+	//
+	//	*ProcessEvent_Started
+	//	*ProcessEvent_Output
+	//	*ProcessEvent_Exited
+	Event         isProcessEvent_Event `protobuf_oneof:"event"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProcessEvent) Reset() {
+	*x = ProcessEvent{}
+	mi := &file_api_agent_v1_agent_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProcessEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProcessEvent) ProtoMessage() {}
+
+func (x *ProcessEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_api_agent_v1_agent_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProcessEvent.ProtoReflect.Descriptor instead.
+func (*ProcessEvent) Descriptor() ([]byte, []int) {
+	return file_api_agent_v1_agent_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ProcessEvent) GetEvent() isProcessEvent_Event {
+	if x != nil {
+		return x.Event
+	}
+	return nil
+}
+
+func (x *ProcessEvent) GetStarted() *Started {
+	if x != nil {
+		if x, ok := x.Event.(*ProcessEvent_Started); ok {
+			return x.Started
+		}
+	}
+	return nil
+}
+
+func (x *ProcessEvent) GetOutput() *Output {
+	if x != nil {
+		if x, ok := x.Event.(*ProcessEvent_Output); ok {
+			return x.Output
+		}
+	}
+	return nil
+}
+
+func (x *ProcessEvent) GetExited() *Exited {
+	if x != nil {
+		if x, ok := x.Event.(*ProcessEvent_Exited); ok {
+			return x.Exited
+		}
+	}
+	return nil
+}
+
+type isProcessEvent_Event interface {
+	isProcessEvent_Event()
+}
+
+type ProcessEvent_Started struct {
+	Started *Started `protobuf:"bytes,1,opt,name=started,proto3,oneof"`
+}
+
+type ProcessEvent_Output struct {
+	Output *Output `protobuf:"bytes,2,opt,name=output,proto3,oneof"`
+}
+
+type ProcessEvent_Exited struct {
+	Exited *Exited `protobuf:"bytes,3,opt,name=exited,proto3,oneof"`
+}
+
+func (*ProcessEvent_Started) isProcessEvent_Event() {}
+
+func (*ProcessEvent_Output) isProcessEvent_Event() {}
+
+func (*ProcessEvent_Exited) isProcessEvent_Event() {}
+
+type Started struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Pid   int32                  `protobuf:"varint,1,opt,name=pid,proto3" json:"pid,omitempty"`
+	// Wall clock of the spawn, Unix nanoseconds.
+	StartUnixNs int64 `protobuf:"varint,2,opt,name=start_unix_ns,json=startUnixNs,proto3" json:"start_unix_ns,omitempty"`
+	// Time the spawn itself took (fork+exec).
+	SpawnUs       int64 `protobuf:"varint,3,opt,name=spawn_us,json=spawnUs,proto3" json:"spawn_us,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Started) Reset() {
+	*x = Started{}
+	mi := &file_api_agent_v1_agent_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Started) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Started) ProtoMessage() {}
+
+func (x *Started) ProtoReflect() protoreflect.Message {
+	mi := &file_api_agent_v1_agent_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Started.ProtoReflect.Descriptor instead.
+func (*Started) Descriptor() ([]byte, []int) {
+	return file_api_agent_v1_agent_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *Started) GetPid() int32 {
+	if x != nil {
+		return x.Pid
+	}
+	return 0
+}
+
+func (x *Started) GetStartUnixNs() int64 {
+	if x != nil {
+		return x.StartUnixNs
+	}
+	return 0
+}
+
+func (x *Started) GetSpawnUs() int64 {
+	if x != nil {
+		return x.SpawnUs
+	}
+	return 0
+}
+
+// Output is a chunk of one output stream at an absolute offset (bytes the
+// process wrote to that stream before it).
+type Output struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Stream Stream                 `protobuf:"varint,1,opt,name=stream,proto3,enum=hutch.agent.v1.Stream" json:"stream,omitempty"`
+	Offset int64                  `protobuf:"varint,2,opt,name=offset,proto3" json:"offset,omitempty"`
+	Data   []byte                 `protobuf:"bytes,3,opt,name=data,proto3" json:"data,omitempty"`
+	// Bytes of this stream skipped just before this chunk because the ring
+	// no longer held them: offset minus where the stream was.
+	Dropped       int64 `protobuf:"varint,4,opt,name=dropped,proto3" json:"dropped,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Output) Reset() {
+	*x = Output{}
+	mi := &file_api_agent_v1_agent_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Output) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Output) ProtoMessage() {}
+
+func (x *Output) ProtoReflect() protoreflect.Message {
+	mi := &file_api_agent_v1_agent_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Output.ProtoReflect.Descriptor instead.
+func (*Output) Descriptor() ([]byte, []int) {
+	return file_api_agent_v1_agent_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *Output) GetStream() Stream {
+	if x != nil {
+		return x.Stream
+	}
+	return Stream_STREAM_UNSPECIFIED
+}
+
+func (x *Output) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *Output) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *Output) GetDropped() int64 {
+	if x != nil {
+		return x.Dropped
+	}
+	return 0
+}
+
+type Exited struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The exit status; 128+signal when a signal ended it; -1 after a timeout.
+	ExitCode int32 `protobuf:"varint,1,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
+	// The signal that ended the process, 0 when it exited.
+	Signal int32 `protobuf:"varint,2,opt,name=signal,proto3" json:"signal,omitempty"`
+	// The timeout killed the process group.
+	TimedOut bool `protobuf:"varint,3,opt,name=timed_out,json=timedOut,proto3" json:"timed_out,omitempty"`
+	// Output past the stream's capture cap was not sent.
+	StdoutTruncated bool `protobuf:"varint,4,opt,name=stdout_truncated,json=stdoutTruncated,proto3" json:"stdout_truncated,omitempty"`
+	StderrTruncated bool `protobuf:"varint,5,opt,name=stderr_truncated,json=stderrTruncated,proto3" json:"stderr_truncated,omitempty"`
+	// Wall time from spawn to exit.
+	DurationUs int64 `protobuf:"varint,6,opt,name=duration_us,json=durationUs,proto3" json:"duration_us,omitempty"`
+	// Bytes the process wrote to each stream in all.
+	StdoutEnd     int64 `protobuf:"varint,7,opt,name=stdout_end,json=stdoutEnd,proto3" json:"stdout_end,omitempty"`
+	StderrEnd     int64 `protobuf:"varint,8,opt,name=stderr_end,json=stderrEnd,proto3" json:"stderr_end,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Exited) Reset() {
+	*x = Exited{}
+	mi := &file_api_agent_v1_agent_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Exited) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Exited) ProtoMessage() {}
+
+func (x *Exited) ProtoReflect() protoreflect.Message {
+	mi := &file_api_agent_v1_agent_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Exited.ProtoReflect.Descriptor instead.
+func (*Exited) Descriptor() ([]byte, []int) {
+	return file_api_agent_v1_agent_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *Exited) GetExitCode() int32 {
+	if x != nil {
+		return x.ExitCode
+	}
+	return 0
+}
+
+func (x *Exited) GetSignal() int32 {
+	if x != nil {
+		return x.Signal
+	}
+	return 0
+}
+
+func (x *Exited) GetTimedOut() bool {
+	if x != nil {
+		return x.TimedOut
+	}
+	return false
+}
+
+func (x *Exited) GetStdoutTruncated() bool {
+	if x != nil {
+		return x.StdoutTruncated
+	}
+	return false
+}
+
+func (x *Exited) GetStderrTruncated() bool {
+	if x != nil {
+		return x.StderrTruncated
+	}
+	return false
+}
+
+func (x *Exited) GetDurationUs() int64 {
+	if x != nil {
+		return x.DurationUs
+	}
+	return 0
+}
+
+func (x *Exited) GetStdoutEnd() int64 {
+	if x != nil {
+		return x.StdoutEnd
+	}
+	return 0
+}
+
+func (x *Exited) GetStderrEnd() int64 {
+	if x != nil {
+		return x.StderrEnd
+	}
+	return 0
+}
+
+type AttachRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Pid   int32                  `protobuf:"varint,1,opt,name=pid,proto3" json:"pid,omitempty"`
+	// Offsets to stream from; older than the ring holds starts at the
+	// ring's oldest byte, with dropped saying how many were lost.
+	StdoutOffset  int64 `protobuf:"varint,2,opt,name=stdout_offset,json=stdoutOffset,proto3" json:"stdout_offset,omitempty"`
+	StderrOffset  int64 `protobuf:"varint,3,opt,name=stderr_offset,json=stderrOffset,proto3" json:"stderr_offset,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AttachRequest) Reset() {
+	*x = AttachRequest{}
+	mi := &file_api_agent_v1_agent_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AttachRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AttachRequest) ProtoMessage() {}
+
+func (x *AttachRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_agent_v1_agent_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AttachRequest.ProtoReflect.Descriptor instead.
+func (*AttachRequest) Descriptor() ([]byte, []int) {
+	return file_api_agent_v1_agent_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *AttachRequest) GetPid() int32 {
+	if x != nil {
+		return x.Pid
+	}
+	return 0
+}
+
+func (x *AttachRequest) GetStdoutOffset() int64 {
+	if x != nil {
+		return x.StdoutOffset
+	}
+	return 0
+}
+
+func (x *AttachRequest) GetStderrOffset() int64 {
+	if x != nil {
+		return x.StderrOffset
+	}
+	return 0
+}
+
+type WriteStdinRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Pid           int32                  `protobuf:"varint,1,opt,name=pid,proto3" json:"pid,omitempty"`
+	Data          []byte                 `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WriteStdinRequest) Reset() {
+	*x = WriteStdinRequest{}
+	mi := &file_api_agent_v1_agent_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WriteStdinRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WriteStdinRequest) ProtoMessage() {}
+
+func (x *WriteStdinRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_agent_v1_agent_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WriteStdinRequest.ProtoReflect.Descriptor instead.
+func (*WriteStdinRequest) Descriptor() ([]byte, []int) {
+	return file_api_agent_v1_agent_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *WriteStdinRequest) GetPid() int32 {
+	if x != nil {
+		return x.Pid
+	}
+	return 0
+}
+
+func (x *WriteStdinRequest) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+type WriteStdinResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WriteStdinResponse) Reset() {
+	*x = WriteStdinResponse{}
+	mi := &file_api_agent_v1_agent_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WriteStdinResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WriteStdinResponse) ProtoMessage() {}
+
+func (x *WriteStdinResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_agent_v1_agent_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WriteStdinResponse.ProtoReflect.Descriptor instead.
+func (*WriteStdinResponse) Descriptor() ([]byte, []int) {
+	return file_api_agent_v1_agent_proto_rawDescGZIP(), []int{12}
+}
+
+type CloseStdinRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Pid           int32                  `protobuf:"varint,1,opt,name=pid,proto3" json:"pid,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CloseStdinRequest) Reset() {
+	*x = CloseStdinRequest{}
+	mi := &file_api_agent_v1_agent_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CloseStdinRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CloseStdinRequest) ProtoMessage() {}
+
+func (x *CloseStdinRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_agent_v1_agent_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CloseStdinRequest.ProtoReflect.Descriptor instead.
+func (*CloseStdinRequest) Descriptor() ([]byte, []int) {
+	return file_api_agent_v1_agent_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *CloseStdinRequest) GetPid() int32 {
+	if x != nil {
+		return x.Pid
+	}
+	return 0
+}
+
+type CloseStdinResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CloseStdinResponse) Reset() {
+	*x = CloseStdinResponse{}
+	mi := &file_api_agent_v1_agent_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CloseStdinResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CloseStdinResponse) ProtoMessage() {}
+
+func (x *CloseStdinResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_agent_v1_agent_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CloseStdinResponse.ProtoReflect.Descriptor instead.
+func (*CloseStdinResponse) Descriptor() ([]byte, []int) {
+	return file_api_agent_v1_agent_proto_rawDescGZIP(), []int{14}
+}
+
+type SignalRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Pid           int32                  `protobuf:"varint,1,opt,name=pid,proto3" json:"pid,omitempty"`
+	Signal        int32                  `protobuf:"varint,2,opt,name=signal,proto3" json:"signal,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SignalRequest) Reset() {
+	*x = SignalRequest{}
+	mi := &file_api_agent_v1_agent_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SignalRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SignalRequest) ProtoMessage() {}
+
+func (x *SignalRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_agent_v1_agent_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SignalRequest.ProtoReflect.Descriptor instead.
+func (*SignalRequest) Descriptor() ([]byte, []int) {
+	return file_api_agent_v1_agent_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *SignalRequest) GetPid() int32 {
+	if x != nil {
+		return x.Pid
+	}
+	return 0
+}
+
+func (x *SignalRequest) GetSignal() int32 {
+	if x != nil {
+		return x.Signal
+	}
+	return 0
+}
+
+type SignalResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SignalResponse) Reset() {
+	*x = SignalResponse{}
+	mi := &file_api_agent_v1_agent_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SignalResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SignalResponse) ProtoMessage() {}
+
+func (x *SignalResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_agent_v1_agent_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SignalResponse.ProtoReflect.Descriptor instead.
+func (*SignalResponse) Descriptor() ([]byte, []int) {
+	return file_api_agent_v1_agent_proto_rawDescGZIP(), []int{16}
+}
+
+type ResizeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Pid           int32                  `protobuf:"varint,1,opt,name=pid,proto3" json:"pid,omitempty"`
+	Size          *PtySize               `protobuf:"bytes,2,opt,name=size,proto3" json:"size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResizeRequest) Reset() {
+	*x = ResizeRequest{}
+	mi := &file_api_agent_v1_agent_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResizeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResizeRequest) ProtoMessage() {}
+
+func (x *ResizeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_agent_v1_agent_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResizeRequest.ProtoReflect.Descriptor instead.
+func (*ResizeRequest) Descriptor() ([]byte, []int) {
+	return file_api_agent_v1_agent_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *ResizeRequest) GetPid() int32 {
+	if x != nil {
+		return x.Pid
+	}
+	return 0
+}
+
+func (x *ResizeRequest) GetSize() *PtySize {
+	if x != nil {
+		return x.Size
+	}
+	return nil
+}
+
+type ResizeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResizeResponse) Reset() {
+	*x = ResizeResponse{}
+	mi := &file_api_agent_v1_agent_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResizeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResizeResponse) ProtoMessage() {}
+
+func (x *ResizeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_agent_v1_agent_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResizeResponse.ProtoReflect.Descriptor instead.
+func (*ResizeResponse) Descriptor() ([]byte, []int) {
+	return file_api_agent_v1_agent_proto_rawDescGZIP(), []int{18}
+}
+
+type ListRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRequest) Reset() {
+	*x = ListRequest{}
+	mi := &file_api_agent_v1_agent_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRequest) ProtoMessage() {}
+
+func (x *ListRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_agent_v1_agent_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRequest.ProtoReflect.Descriptor instead.
+func (*ListRequest) Descriptor() ([]byte, []int) {
+	return file_api_agent_v1_agent_proto_rawDescGZIP(), []int{19}
+}
+
+type ProcessInfo struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Pid         int32                  `protobuf:"varint,1,opt,name=pid,proto3" json:"pid,omitempty"`
+	Argv        []string               `protobuf:"bytes,2,rep,name=argv,proto3" json:"argv,omitempty"`
+	State       ProcessState           `protobuf:"varint,3,opt,name=state,proto3,enum=hutch.agent.v1.ProcessState" json:"state,omitempty"`
+	StartUnixNs int64                  `protobuf:"varint,4,opt,name=start_unix_ns,json=startUnixNs,proto3" json:"start_unix_ns,omitempty"`
+	Pty         bool                   `protobuf:"varint,5,opt,name=pty,proto3" json:"pty,omitempty"`
+	Tied        bool                   `protobuf:"varint,6,opt,name=tied,proto3" json:"tied,omitempty"`
+	OpenStdin   bool                   `protobuf:"varint,7,opt,name=open_stdin,json=openStdin,proto3" json:"open_stdin,omitempty"`
+	// Set once the process has exited.
+	Exited *Exited `protobuf:"bytes,8,opt,name=exited,proto3" json:"exited,omitempty"`
+	// Bytes written to each stream so far.
+	StdoutEnd     int64 `protobuf:"varint,9,opt,name=stdout_end,json=stdoutEnd,proto3" json:"stdout_end,omitempty"`
+	StderrEnd     int64 `protobuf:"varint,10,opt,name=stderr_end,json=stderrEnd,proto3" json:"stderr_end,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProcessInfo) Reset() {
+	*x = ProcessInfo{}
+	mi := &file_api_agent_v1_agent_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProcessInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProcessInfo) ProtoMessage() {}
+
+func (x *ProcessInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_api_agent_v1_agent_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProcessInfo.ProtoReflect.Descriptor instead.
+func (*ProcessInfo) Descriptor() ([]byte, []int) {
+	return file_api_agent_v1_agent_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *ProcessInfo) GetPid() int32 {
+	if x != nil {
+		return x.Pid
+	}
+	return 0
+}
+
+func (x *ProcessInfo) GetArgv() []string {
+	if x != nil {
+		return x.Argv
+	}
+	return nil
+}
+
+func (x *ProcessInfo) GetState() ProcessState {
+	if x != nil {
+		return x.State
+	}
+	return ProcessState_PROCESS_STATE_UNSPECIFIED
+}
+
+func (x *ProcessInfo) GetStartUnixNs() int64 {
+	if x != nil {
+		return x.StartUnixNs
+	}
+	return 0
+}
+
+func (x *ProcessInfo) GetPty() bool {
+	if x != nil {
+		return x.Pty
+	}
+	return false
+}
+
+func (x *ProcessInfo) GetTied() bool {
+	if x != nil {
+		return x.Tied
+	}
+	return false
+}
+
+func (x *ProcessInfo) GetOpenStdin() bool {
+	if x != nil {
+		return x.OpenStdin
+	}
+	return false
+}
+
+func (x *ProcessInfo) GetExited() *Exited {
+	if x != nil {
+		return x.Exited
+	}
+	return nil
+}
+
+func (x *ProcessInfo) GetStdoutEnd() int64 {
+	if x != nil {
+		return x.StdoutEnd
+	}
+	return 0
+}
+
+func (x *ProcessInfo) GetStderrEnd() int64 {
+	if x != nil {
+		return x.StderrEnd
+	}
+	return 0
+}
+
+type ListResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Processes     []*ProcessInfo         `protobuf:"bytes,1,rep,name=processes,proto3" json:"processes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListResponse) Reset() {
+	*x = ListResponse{}
+	mi := &file_api_agent_v1_agent_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListResponse) ProtoMessage() {}
+
+func (x *ListResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_agent_v1_agent_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListResponse.ProtoReflect.Descriptor instead.
+func (*ListResponse) Descriptor() ([]byte, []int) {
+	return file_api_agent_v1_agent_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *ListResponse) GetProcesses() []*ProcessInfo {
+	if x != nil {
+		return x.Processes
+	}
+	return nil
+}
+
+type WaitRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Pid           int32                  `protobuf:"varint,1,opt,name=pid,proto3" json:"pid,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WaitRequest) Reset() {
+	*x = WaitRequest{}
+	mi := &file_api_agent_v1_agent_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WaitRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WaitRequest) ProtoMessage() {}
+
+func (x *WaitRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_agent_v1_agent_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WaitRequest.ProtoReflect.Descriptor instead.
+func (*WaitRequest) Descriptor() ([]byte, []int) {
+	return file_api_agent_v1_agent_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *WaitRequest) GetPid() int32 {
+	if x != nil {
+		return x.Pid
+	}
+	return 0
+}
+
+type WaitResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Exited        *Exited                `protobuf:"bytes,1,opt,name=exited,proto3" json:"exited,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WaitResponse) Reset() {
+	*x = WaitResponse{}
+	mi := &file_api_agent_v1_agent_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WaitResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WaitResponse) ProtoMessage() {}
+
+func (x *WaitResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_agent_v1_agent_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WaitResponse.ProtoReflect.Descriptor instead.
+func (*WaitResponse) Descriptor() ([]byte, []int) {
+	return file_api_agent_v1_agent_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *WaitResponse) GetExited() *Exited {
+	if x != nil {
+		return x.Exited
+	}
+	return nil
+}
+
 var File_api_agent_v1_agent_proto protoreflect.FileDescriptor
 
 const file_api_agent_v1_agent_proto_rawDesc = "" +
@@ -389,10 +1662,105 @@ const file_api_agent_v1_agent_proto_rawDesc = "" +
 	"\x10stderr_truncated\x18\a \x01(\bR\x0fstderrTruncated\x12\x1f\n" +
 	"\vduration_us\x18\b \x01(\x03R\n" +
 	"durationUs\x12\x19\n" +
-	"\bspawn_us\x18\t \x01(\x03R\aspawnUs2\x8d\x01\n" +
+	"\bspawn_us\x18\t \x01(\x03R\aspawnUs\"1\n" +
+	"\aPtySize\x12\x12\n" +
+	"\x04rows\x18\x01 \x01(\rR\x04rows\x12\x12\n" +
+	"\x04cols\x18\x02 \x01(\rR\x04cols\"\xbc\x01\n" +
+	"\fStartRequest\x12/\n" +
+	"\x04exec\x18\x01 \x01(\v2\x1b.hutch.agent.v1.ExecRequestR\x04exec\x12\x1d\n" +
+	"\n" +
+	"open_stdin\x18\x02 \x01(\bR\topenStdin\x12)\n" +
+	"\x03pty\x18\x03 \x01(\v2\x17.hutch.agent.v1.PtySizeR\x03pty\x12\x12\n" +
+	"\x04tied\x18\x04 \x01(\bR\x04tied\x12\x1d\n" +
+	"\n" +
+	"ring_bytes\x18\x05 \x01(\x03R\tringBytes\"\xb0\x01\n" +
+	"\fProcessEvent\x123\n" +
+	"\astarted\x18\x01 \x01(\v2\x17.hutch.agent.v1.StartedH\x00R\astarted\x120\n" +
+	"\x06output\x18\x02 \x01(\v2\x16.hutch.agent.v1.OutputH\x00R\x06output\x120\n" +
+	"\x06exited\x18\x03 \x01(\v2\x16.hutch.agent.v1.ExitedH\x00R\x06exitedB\a\n" +
+	"\x05event\"Z\n" +
+	"\aStarted\x12\x10\n" +
+	"\x03pid\x18\x01 \x01(\x05R\x03pid\x12\"\n" +
+	"\rstart_unix_ns\x18\x02 \x01(\x03R\vstartUnixNs\x12\x19\n" +
+	"\bspawn_us\x18\x03 \x01(\x03R\aspawnUs\"~\n" +
+	"\x06Output\x12.\n" +
+	"\x06stream\x18\x01 \x01(\x0e2\x16.hutch.agent.v1.StreamR\x06stream\x12\x16\n" +
+	"\x06offset\x18\x02 \x01(\x03R\x06offset\x12\x12\n" +
+	"\x04data\x18\x03 \x01(\fR\x04data\x12\x18\n" +
+	"\adropped\x18\x04 \x01(\x03R\adropped\"\x8f\x02\n" +
+	"\x06Exited\x12\x1b\n" +
+	"\texit_code\x18\x01 \x01(\x05R\bexitCode\x12\x16\n" +
+	"\x06signal\x18\x02 \x01(\x05R\x06signal\x12\x1b\n" +
+	"\ttimed_out\x18\x03 \x01(\bR\btimedOut\x12)\n" +
+	"\x10stdout_truncated\x18\x04 \x01(\bR\x0fstdoutTruncated\x12)\n" +
+	"\x10stderr_truncated\x18\x05 \x01(\bR\x0fstderrTruncated\x12\x1f\n" +
+	"\vduration_us\x18\x06 \x01(\x03R\n" +
+	"durationUs\x12\x1d\n" +
+	"\n" +
+	"stdout_end\x18\a \x01(\x03R\tstdoutEnd\x12\x1d\n" +
+	"\n" +
+	"stderr_end\x18\b \x01(\x03R\tstderrEnd\"k\n" +
+	"\rAttachRequest\x12\x10\n" +
+	"\x03pid\x18\x01 \x01(\x05R\x03pid\x12#\n" +
+	"\rstdout_offset\x18\x02 \x01(\x03R\fstdoutOffset\x12#\n" +
+	"\rstderr_offset\x18\x03 \x01(\x03R\fstderrOffset\"9\n" +
+	"\x11WriteStdinRequest\x12\x10\n" +
+	"\x03pid\x18\x01 \x01(\x05R\x03pid\x12\x12\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\"\x14\n" +
+	"\x12WriteStdinResponse\"%\n" +
+	"\x11CloseStdinRequest\x12\x10\n" +
+	"\x03pid\x18\x01 \x01(\x05R\x03pid\"\x14\n" +
+	"\x12CloseStdinResponse\"9\n" +
+	"\rSignalRequest\x12\x10\n" +
+	"\x03pid\x18\x01 \x01(\x05R\x03pid\x12\x16\n" +
+	"\x06signal\x18\x02 \x01(\x05R\x06signal\"\x10\n" +
+	"\x0eSignalResponse\"N\n" +
+	"\rResizeRequest\x12\x10\n" +
+	"\x03pid\x18\x01 \x01(\x05R\x03pid\x12+\n" +
+	"\x04size\x18\x02 \x01(\v2\x17.hutch.agent.v1.PtySizeR\x04size\"\x10\n" +
+	"\x0eResizeResponse\"\r\n" +
+	"\vListRequest\"\xbe\x02\n" +
+	"\vProcessInfo\x12\x10\n" +
+	"\x03pid\x18\x01 \x01(\x05R\x03pid\x12\x12\n" +
+	"\x04argv\x18\x02 \x03(\tR\x04argv\x122\n" +
+	"\x05state\x18\x03 \x01(\x0e2\x1c.hutch.agent.v1.ProcessStateR\x05state\x12\"\n" +
+	"\rstart_unix_ns\x18\x04 \x01(\x03R\vstartUnixNs\x12\x10\n" +
+	"\x03pty\x18\x05 \x01(\bR\x03pty\x12\x12\n" +
+	"\x04tied\x18\x06 \x01(\bR\x04tied\x12\x1d\n" +
+	"\n" +
+	"open_stdin\x18\a \x01(\bR\topenStdin\x12.\n" +
+	"\x06exited\x18\b \x01(\v2\x16.hutch.agent.v1.ExitedR\x06exited\x12\x1d\n" +
+	"\n" +
+	"stdout_end\x18\t \x01(\x03R\tstdoutEnd\x12\x1d\n" +
+	"\n" +
+	"stderr_end\x18\n" +
+	" \x01(\x03R\tstderrEnd\"I\n" +
+	"\fListResponse\x129\n" +
+	"\tprocesses\x18\x01 \x03(\v2\x1b.hutch.agent.v1.ProcessInfoR\tprocesses\"\x1f\n" +
+	"\vWaitRequest\x12\x10\n" +
+	"\x03pid\x18\x01 \x01(\x05R\x03pid\">\n" +
+	"\fWaitResponse\x12.\n" +
+	"\x06exited\x18\x01 \x01(\v2\x16.hutch.agent.v1.ExitedR\x06exited*F\n" +
+	"\x06Stream\x12\x16\n" +
+	"\x12STREAM_UNSPECIFIED\x10\x00\x12\x11\n" +
+	"\rSTREAM_STDOUT\x10\x01\x12\x11\n" +
+	"\rSTREAM_STDERR\x10\x02*b\n" +
+	"\fProcessState\x12\x1d\n" +
+	"\x19PROCESS_STATE_UNSPECIFIED\x10\x00\x12\x19\n" +
+	"\x15PROCESS_STATE_RUNNING\x10\x01\x12\x18\n" +
+	"\x14PROCESS_STATE_EXITED\x10\x022\x9c\x05\n" +
 	"\x05Agent\x12A\n" +
-	"\x04Info\x12\x1b.hutch.agent.v1.InfoRequest\x1a\x1c.hutch.agent.v1.InfoResponse\x12A\n" +
-	"\x04Exec\x12\x1b.hutch.agent.v1.ExecRequest\x1a\x1c.hutch.agent.v1.ExecResponseB1Z/github.com/hutch-dev/hutch/api/agent/v1;agentv1b\x06proto3"
+	"\x04Info\x12\x1b.hutch.agent.v1.InfoRequest\x1a\x1c.hutch.agent.v1.InfoResponse\x12E\n" +
+	"\x05Start\x12\x1c.hutch.agent.v1.StartRequest\x1a\x1c.hutch.agent.v1.ProcessEvent0\x01\x12G\n" +
+	"\x06Attach\x12\x1d.hutch.agent.v1.AttachRequest\x1a\x1c.hutch.agent.v1.ProcessEvent0\x01\x12S\n" +
+	"\n" +
+	"WriteStdin\x12!.hutch.agent.v1.WriteStdinRequest\x1a\".hutch.agent.v1.WriteStdinResponse\x12S\n" +
+	"\n" +
+	"CloseStdin\x12!.hutch.agent.v1.CloseStdinRequest\x1a\".hutch.agent.v1.CloseStdinResponse\x12G\n" +
+	"\x06Signal\x12\x1d.hutch.agent.v1.SignalRequest\x1a\x1e.hutch.agent.v1.SignalResponse\x12G\n" +
+	"\x06Resize\x12\x1d.hutch.agent.v1.ResizeRequest\x1a\x1e.hutch.agent.v1.ResizeResponse\x12A\n" +
+	"\x04List\x12\x1b.hutch.agent.v1.ListRequest\x1a\x1c.hutch.agent.v1.ListResponse\x12A\n" +
+	"\x04Wait\x12\x1b.hutch.agent.v1.WaitRequest\x1a\x1c.hutch.agent.v1.WaitResponseB1Z/github.com/hutch-dev/hutch/api/agent/v1;agentv1b\x06proto3"
 
 var (
 	file_api_agent_v1_agent_proto_rawDescOnce sync.Once
@@ -406,23 +1774,71 @@ func file_api_agent_v1_agent_proto_rawDescGZIP() []byte {
 	return file_api_agent_v1_agent_proto_rawDescData
 }
 
-var file_api_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_api_agent_v1_agent_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_api_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_api_agent_v1_agent_proto_goTypes = []any{
-	(*InfoRequest)(nil),  // 0: hutch.agent.v1.InfoRequest
-	(*InfoResponse)(nil), // 1: hutch.agent.v1.InfoResponse
-	(*ExecRequest)(nil),  // 2: hutch.agent.v1.ExecRequest
-	(*ExecResponse)(nil), // 3: hutch.agent.v1.ExecResponse
+	(Stream)(0),                // 0: hutch.agent.v1.Stream
+	(ProcessState)(0),          // 1: hutch.agent.v1.ProcessState
+	(*InfoRequest)(nil),        // 2: hutch.agent.v1.InfoRequest
+	(*InfoResponse)(nil),       // 3: hutch.agent.v1.InfoResponse
+	(*ExecRequest)(nil),        // 4: hutch.agent.v1.ExecRequest
+	(*ExecResponse)(nil),       // 5: hutch.agent.v1.ExecResponse
+	(*PtySize)(nil),            // 6: hutch.agent.v1.PtySize
+	(*StartRequest)(nil),       // 7: hutch.agent.v1.StartRequest
+	(*ProcessEvent)(nil),       // 8: hutch.agent.v1.ProcessEvent
+	(*Started)(nil),            // 9: hutch.agent.v1.Started
+	(*Output)(nil),             // 10: hutch.agent.v1.Output
+	(*Exited)(nil),             // 11: hutch.agent.v1.Exited
+	(*AttachRequest)(nil),      // 12: hutch.agent.v1.AttachRequest
+	(*WriteStdinRequest)(nil),  // 13: hutch.agent.v1.WriteStdinRequest
+	(*WriteStdinResponse)(nil), // 14: hutch.agent.v1.WriteStdinResponse
+	(*CloseStdinRequest)(nil),  // 15: hutch.agent.v1.CloseStdinRequest
+	(*CloseStdinResponse)(nil), // 16: hutch.agent.v1.CloseStdinResponse
+	(*SignalRequest)(nil),      // 17: hutch.agent.v1.SignalRequest
+	(*SignalResponse)(nil),     // 18: hutch.agent.v1.SignalResponse
+	(*ResizeRequest)(nil),      // 19: hutch.agent.v1.ResizeRequest
+	(*ResizeResponse)(nil),     // 20: hutch.agent.v1.ResizeResponse
+	(*ListRequest)(nil),        // 21: hutch.agent.v1.ListRequest
+	(*ProcessInfo)(nil),        // 22: hutch.agent.v1.ProcessInfo
+	(*ListResponse)(nil),       // 23: hutch.agent.v1.ListResponse
+	(*WaitRequest)(nil),        // 24: hutch.agent.v1.WaitRequest
+	(*WaitResponse)(nil),       // 25: hutch.agent.v1.WaitResponse
 }
 var file_api_agent_v1_agent_proto_depIdxs = []int32{
-	0, // 0: hutch.agent.v1.Agent.Info:input_type -> hutch.agent.v1.InfoRequest
-	2, // 1: hutch.agent.v1.Agent.Exec:input_type -> hutch.agent.v1.ExecRequest
-	1, // 2: hutch.agent.v1.Agent.Info:output_type -> hutch.agent.v1.InfoResponse
-	3, // 3: hutch.agent.v1.Agent.Exec:output_type -> hutch.agent.v1.ExecResponse
-	2, // [2:4] is the sub-list for method output_type
-	0, // [0:2] is the sub-list for method input_type
-	0, // [0:0] is the sub-list for extension type_name
-	0, // [0:0] is the sub-list for extension extendee
-	0, // [0:0] is the sub-list for field type_name
+	4,  // 0: hutch.agent.v1.StartRequest.exec:type_name -> hutch.agent.v1.ExecRequest
+	6,  // 1: hutch.agent.v1.StartRequest.pty:type_name -> hutch.agent.v1.PtySize
+	9,  // 2: hutch.agent.v1.ProcessEvent.started:type_name -> hutch.agent.v1.Started
+	10, // 3: hutch.agent.v1.ProcessEvent.output:type_name -> hutch.agent.v1.Output
+	11, // 4: hutch.agent.v1.ProcessEvent.exited:type_name -> hutch.agent.v1.Exited
+	0,  // 5: hutch.agent.v1.Output.stream:type_name -> hutch.agent.v1.Stream
+	6,  // 6: hutch.agent.v1.ResizeRequest.size:type_name -> hutch.agent.v1.PtySize
+	1,  // 7: hutch.agent.v1.ProcessInfo.state:type_name -> hutch.agent.v1.ProcessState
+	11, // 8: hutch.agent.v1.ProcessInfo.exited:type_name -> hutch.agent.v1.Exited
+	22, // 9: hutch.agent.v1.ListResponse.processes:type_name -> hutch.agent.v1.ProcessInfo
+	11, // 10: hutch.agent.v1.WaitResponse.exited:type_name -> hutch.agent.v1.Exited
+	2,  // 11: hutch.agent.v1.Agent.Info:input_type -> hutch.agent.v1.InfoRequest
+	7,  // 12: hutch.agent.v1.Agent.Start:input_type -> hutch.agent.v1.StartRequest
+	12, // 13: hutch.agent.v1.Agent.Attach:input_type -> hutch.agent.v1.AttachRequest
+	13, // 14: hutch.agent.v1.Agent.WriteStdin:input_type -> hutch.agent.v1.WriteStdinRequest
+	15, // 15: hutch.agent.v1.Agent.CloseStdin:input_type -> hutch.agent.v1.CloseStdinRequest
+	17, // 16: hutch.agent.v1.Agent.Signal:input_type -> hutch.agent.v1.SignalRequest
+	19, // 17: hutch.agent.v1.Agent.Resize:input_type -> hutch.agent.v1.ResizeRequest
+	21, // 18: hutch.agent.v1.Agent.List:input_type -> hutch.agent.v1.ListRequest
+	24, // 19: hutch.agent.v1.Agent.Wait:input_type -> hutch.agent.v1.WaitRequest
+	3,  // 20: hutch.agent.v1.Agent.Info:output_type -> hutch.agent.v1.InfoResponse
+	8,  // 21: hutch.agent.v1.Agent.Start:output_type -> hutch.agent.v1.ProcessEvent
+	8,  // 22: hutch.agent.v1.Agent.Attach:output_type -> hutch.agent.v1.ProcessEvent
+	14, // 23: hutch.agent.v1.Agent.WriteStdin:output_type -> hutch.agent.v1.WriteStdinResponse
+	16, // 24: hutch.agent.v1.Agent.CloseStdin:output_type -> hutch.agent.v1.CloseStdinResponse
+	18, // 25: hutch.agent.v1.Agent.Signal:output_type -> hutch.agent.v1.SignalResponse
+	20, // 26: hutch.agent.v1.Agent.Resize:output_type -> hutch.agent.v1.ResizeResponse
+	23, // 27: hutch.agent.v1.Agent.List:output_type -> hutch.agent.v1.ListResponse
+	25, // 28: hutch.agent.v1.Agent.Wait:output_type -> hutch.agent.v1.WaitResponse
+	20, // [20:29] is the sub-list for method output_type
+	11, // [11:20] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_api_agent_v1_agent_proto_init() }
@@ -430,18 +1846,24 @@ func file_api_agent_v1_agent_proto_init() {
 	if File_api_agent_v1_agent_proto != nil {
 		return
 	}
+	file_api_agent_v1_agent_proto_msgTypes[6].OneofWrappers = []any{
+		(*ProcessEvent_Started)(nil),
+		(*ProcessEvent_Output)(nil),
+		(*ProcessEvent_Exited)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_agent_v1_agent_proto_rawDesc), len(file_api_agent_v1_agent_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   4,
+			NumEnums:      2,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_api_agent_v1_agent_proto_goTypes,
 		DependencyIndexes: file_api_agent_v1_agent_proto_depIdxs,
+		EnumInfos:         file_api_agent_v1_agent_proto_enumTypes,
 		MessageInfos:      file_api_agent_v1_agent_proto_msgTypes,
 	}.Build()
 	File_api_agent_v1_agent_proto = out.File

@@ -22,8 +22,15 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Agent_Info_FullMethodName = "/hutch.agent.v1.Agent/Info"
-	Agent_Exec_FullMethodName = "/hutch.agent.v1.Agent/Exec"
+	Agent_Info_FullMethodName       = "/hutch.agent.v1.Agent/Info"
+	Agent_Start_FullMethodName      = "/hutch.agent.v1.Agent/Start"
+	Agent_Attach_FullMethodName     = "/hutch.agent.v1.Agent/Attach"
+	Agent_WriteStdin_FullMethodName = "/hutch.agent.v1.Agent/WriteStdin"
+	Agent_CloseStdin_FullMethodName = "/hutch.agent.v1.Agent/CloseStdin"
+	Agent_Signal_FullMethodName     = "/hutch.agent.v1.Agent/Signal"
+	Agent_Resize_FullMethodName     = "/hutch.agent.v1.Agent/Resize"
+	Agent_List_FullMethodName       = "/hutch.agent.v1.Agent/List"
+	Agent_Wait_FullMethodName       = "/hutch.agent.v1.Agent/Wait"
 )
 
 // AgentClient is the client API for Agent service.
@@ -34,8 +41,25 @@ const (
 type AgentClient interface {
 	// Info answers once the agent is ready; the daemon's readiness probe.
 	Info(ctx context.Context, in *InfoRequest, opts ...grpc.CallOption) (*InfoResponse, error)
-	// Exec runs one process to completion and returns its captured output.
-	Exec(ctx context.Context, in *ExecRequest, opts ...grpc.CallOption) (*ExecResponse, error)
+	// Start starts a process and streams its events in the same round trip:
+	// started, output chunks, exited. A process that cannot be run (126, 127)
+	// is a stderr chunk and an exited event, without started.
+	Start(ctx context.Context, in *StartRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ProcessEvent], error)
+	// Attach streams a process's events from the given offsets: started,
+	// what the ring buffers still hold, live output, exited.
+	Attach(ctx context.Context, in *AttachRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ProcessEvent], error)
+	// WriteStdin writes to an open stdin (or a PTY).
+	WriteStdin(ctx context.Context, in *WriteStdinRequest, opts ...grpc.CallOption) (*WriteStdinResponse, error)
+	// CloseStdin closes an open stdin: the process reads EOF.
+	CloseStdin(ctx context.Context, in *CloseStdinRequest, opts ...grpc.CallOption) (*CloseStdinResponse, error)
+	// Signal sends a signal to the process's group.
+	Signal(ctx context.Context, in *SignalRequest, opts ...grpc.CallOption) (*SignalResponse, error)
+	// Resize sets the size of a process's PTY.
+	Resize(ctx context.Context, in *ResizeRequest, opts ...grpc.CallOption) (*ResizeResponse, error)
+	// List describes the processes of the table, live and remembered.
+	List(ctx context.Context, in *ListRequest, opts ...grpc.CallOption) (*ListResponse, error)
+	// Wait returns once the process has exited.
+	Wait(ctx context.Context, in *WaitRequest, opts ...grpc.CallOption) (*WaitResponse, error)
 }
 
 type agentClient struct {
@@ -56,10 +80,98 @@ func (c *agentClient) Info(ctx context.Context, in *InfoRequest, opts ...grpc.Ca
 	return out, nil
 }
 
-func (c *agentClient) Exec(ctx context.Context, in *ExecRequest, opts ...grpc.CallOption) (*ExecResponse, error) {
+func (c *agentClient) Start(ctx context.Context, in *StartRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ProcessEvent], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(ExecResponse)
-	err := c.cc.Invoke(ctx, Agent_Exec_FullMethodName, in, out, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Agent_ServiceDesc.Streams[0], Agent_Start_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[StartRequest, ProcessEvent]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Agent_StartClient = grpc.ServerStreamingClient[ProcessEvent]
+
+func (c *agentClient) Attach(ctx context.Context, in *AttachRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ProcessEvent], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Agent_ServiceDesc.Streams[1], Agent_Attach_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[AttachRequest, ProcessEvent]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Agent_AttachClient = grpc.ServerStreamingClient[ProcessEvent]
+
+func (c *agentClient) WriteStdin(ctx context.Context, in *WriteStdinRequest, opts ...grpc.CallOption) (*WriteStdinResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(WriteStdinResponse)
+	err := c.cc.Invoke(ctx, Agent_WriteStdin_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *agentClient) CloseStdin(ctx context.Context, in *CloseStdinRequest, opts ...grpc.CallOption) (*CloseStdinResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CloseStdinResponse)
+	err := c.cc.Invoke(ctx, Agent_CloseStdin_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *agentClient) Signal(ctx context.Context, in *SignalRequest, opts ...grpc.CallOption) (*SignalResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SignalResponse)
+	err := c.cc.Invoke(ctx, Agent_Signal_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *agentClient) Resize(ctx context.Context, in *ResizeRequest, opts ...grpc.CallOption) (*ResizeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ResizeResponse)
+	err := c.cc.Invoke(ctx, Agent_Resize_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *agentClient) List(ctx context.Context, in *ListRequest, opts ...grpc.CallOption) (*ListResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListResponse)
+	err := c.cc.Invoke(ctx, Agent_List_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *agentClient) Wait(ctx context.Context, in *WaitRequest, opts ...grpc.CallOption) (*WaitResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(WaitResponse)
+	err := c.cc.Invoke(ctx, Agent_Wait_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -74,8 +186,25 @@ func (c *agentClient) Exec(ctx context.Context, in *ExecRequest, opts ...grpc.Ca
 type AgentServer interface {
 	// Info answers once the agent is ready; the daemon's readiness probe.
 	Info(context.Context, *InfoRequest) (*InfoResponse, error)
-	// Exec runs one process to completion and returns its captured output.
-	Exec(context.Context, *ExecRequest) (*ExecResponse, error)
+	// Start starts a process and streams its events in the same round trip:
+	// started, output chunks, exited. A process that cannot be run (126, 127)
+	// is a stderr chunk and an exited event, without started.
+	Start(*StartRequest, grpc.ServerStreamingServer[ProcessEvent]) error
+	// Attach streams a process's events from the given offsets: started,
+	// what the ring buffers still hold, live output, exited.
+	Attach(*AttachRequest, grpc.ServerStreamingServer[ProcessEvent]) error
+	// WriteStdin writes to an open stdin (or a PTY).
+	WriteStdin(context.Context, *WriteStdinRequest) (*WriteStdinResponse, error)
+	// CloseStdin closes an open stdin: the process reads EOF.
+	CloseStdin(context.Context, *CloseStdinRequest) (*CloseStdinResponse, error)
+	// Signal sends a signal to the process's group.
+	Signal(context.Context, *SignalRequest) (*SignalResponse, error)
+	// Resize sets the size of a process's PTY.
+	Resize(context.Context, *ResizeRequest) (*ResizeResponse, error)
+	// List describes the processes of the table, live and remembered.
+	List(context.Context, *ListRequest) (*ListResponse, error)
+	// Wait returns once the process has exited.
+	Wait(context.Context, *WaitRequest) (*WaitResponse, error)
 	mustEmbedUnimplementedAgentServer()
 }
 
@@ -89,8 +218,29 @@ type UnimplementedAgentServer struct{}
 func (UnimplementedAgentServer) Info(context.Context, *InfoRequest) (*InfoResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Info not implemented")
 }
-func (UnimplementedAgentServer) Exec(context.Context, *ExecRequest) (*ExecResponse, error) {
-	return nil, status.Error(codes.Unimplemented, "method Exec not implemented")
+func (UnimplementedAgentServer) Start(*StartRequest, grpc.ServerStreamingServer[ProcessEvent]) error {
+	return status.Error(codes.Unimplemented, "method Start not implemented")
+}
+func (UnimplementedAgentServer) Attach(*AttachRequest, grpc.ServerStreamingServer[ProcessEvent]) error {
+	return status.Error(codes.Unimplemented, "method Attach not implemented")
+}
+func (UnimplementedAgentServer) WriteStdin(context.Context, *WriteStdinRequest) (*WriteStdinResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method WriteStdin not implemented")
+}
+func (UnimplementedAgentServer) CloseStdin(context.Context, *CloseStdinRequest) (*CloseStdinResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CloseStdin not implemented")
+}
+func (UnimplementedAgentServer) Signal(context.Context, *SignalRequest) (*SignalResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Signal not implemented")
+}
+func (UnimplementedAgentServer) Resize(context.Context, *ResizeRequest) (*ResizeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Resize not implemented")
+}
+func (UnimplementedAgentServer) List(context.Context, *ListRequest) (*ListResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method List not implemented")
+}
+func (UnimplementedAgentServer) Wait(context.Context, *WaitRequest) (*WaitResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Wait not implemented")
 }
 func (UnimplementedAgentServer) mustEmbedUnimplementedAgentServer() {}
 func (UnimplementedAgentServer) testEmbeddedByValue()               {}
@@ -131,20 +281,132 @@ func _Agent_Info_Handler(srv interface{}, ctx context.Context, dec func(interfac
 	return interceptor(ctx, in, info, handler)
 }
 
-func _Agent_Exec_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(ExecRequest)
+func _Agent_Start_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(StartRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(AgentServer).Start(m, &grpc.GenericServerStream[StartRequest, ProcessEvent]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Agent_StartServer = grpc.ServerStreamingServer[ProcessEvent]
+
+func _Agent_Attach_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(AttachRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(AgentServer).Attach(m, &grpc.GenericServerStream[AttachRequest, ProcessEvent]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Agent_AttachServer = grpc.ServerStreamingServer[ProcessEvent]
+
+func _Agent_WriteStdin_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(WriteStdinRequest)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
 	if interceptor == nil {
-		return srv.(AgentServer).Exec(ctx, in)
+		return srv.(AgentServer).WriteStdin(ctx, in)
 	}
 	info := &grpc.UnaryServerInfo{
 		Server:     srv,
-		FullMethod: Agent_Exec_FullMethodName,
+		FullMethod: Agent_WriteStdin_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(AgentServer).Exec(ctx, req.(*ExecRequest))
+		return srv.(AgentServer).WriteStdin(ctx, req.(*WriteStdinRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Agent_CloseStdin_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CloseStdinRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServer).CloseStdin(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Agent_CloseStdin_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServer).CloseStdin(ctx, req.(*CloseStdinRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Agent_Signal_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SignalRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServer).Signal(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Agent_Signal_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServer).Signal(ctx, req.(*SignalRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Agent_Resize_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ResizeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServer).Resize(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Agent_Resize_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServer).Resize(ctx, req.(*ResizeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Agent_List_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServer).List(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Agent_List_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServer).List(ctx, req.(*ListRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Agent_Wait_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(WaitRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServer).Wait(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Agent_Wait_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServer).Wait(ctx, req.(*WaitRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -161,10 +423,41 @@ var Agent_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _Agent_Info_Handler,
 		},
 		{
-			MethodName: "Exec",
-			Handler:    _Agent_Exec_Handler,
+			MethodName: "WriteStdin",
+			Handler:    _Agent_WriteStdin_Handler,
+		},
+		{
+			MethodName: "CloseStdin",
+			Handler:    _Agent_CloseStdin_Handler,
+		},
+		{
+			MethodName: "Signal",
+			Handler:    _Agent_Signal_Handler,
+		},
+		{
+			MethodName: "Resize",
+			Handler:    _Agent_Resize_Handler,
+		},
+		{
+			MethodName: "List",
+			Handler:    _Agent_List_Handler,
+		},
+		{
+			MethodName: "Wait",
+			Handler:    _Agent_Wait_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "Start",
+			Handler:       _Agent_Start_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "Attach",
+			Handler:       _Agent_Attach_Handler,
+			ServerStreams: true,
+		},
+	},
 	Metadata: "api/agent/v1/agent.proto",
 }

@@ -23,7 +23,7 @@ func TestIsFsMethod(t *testing.T) {
 	for m, want := range map[string]bool{
 		Fs_Upload_FullMethodName:   true,
 		Fs_ReadFile_FullMethodName: true,
-		Agent_Exec_FullMethodName:  false,
+		Agent_Start_FullMethodName: false,
 		"/hutch.agent.v1.Fsx/Ls":   false,
 	} {
 		if got := IsFsMethod(m); got != want {

@@ -14,6 +14,27 @@ const MaxRequestBytes = 64 << 20
 // request leaves max_output_bytes at 0.
 const DefaultMaxOutputBytes = 1 << 20
 
+// MaxOutputBytes is the largest per-stream capture cap the agent grants;
+// larger requests are lowered to it.
+const MaxOutputBytes = 64 << 20
+
+// DefaultRingBytes is the size of each output ring buffer of a process
+// whose start leaves ring_bytes at 0; MaxRingBytes is the largest granted
+// and MinRingBytes the smallest.
+const (
+	DefaultRingBytes = 1 << 20
+	MaxRingBytes     = 64 << 20
+	MinRingBytes     = 64 << 10
+)
+
+// MaxProcesses bounds the agent's process table, live and remembered
+// processes together: a start finding it full of live ones is refused
+// (ResourceExhausted); exited ones are dropped oldest first to make room.
+const MaxProcesses = 1024
+
+// OutputChunkBytes is the most output data one process event carries.
+const OutputChunkBytes = ChunkBytes
+
 // ChunkBytes is the size of one data message of a streamed transfer: each
 // message costs a trip across the sandbox wall and a write in it, so large
 // ones make transfers several times faster than 64 KiB did.
