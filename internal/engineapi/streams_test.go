@@ -69,7 +69,9 @@ func (f *fsFake) Download(_ context.Context, r api.FsDownloadRequest) (api.FsEnt
 func fsServer(t *testing.T) (*fsFake, string) {
 	t.Helper()
 	f := &fsFake{files: map[string][]byte{}}
-	s := New(functions.New(f), Options{})
+	d := f.Fake.Deps()
+	d.Files = f
+	s := New(functions.New(d), Options{})
 	_, url := serveHandler(t, s)
 	return f, url
 }

@@ -147,7 +147,13 @@ func (f *Fake) ImageStatus(ctx context.Context, req api.ImageStatusRequest) (api
 // NewServer serves the REST API over fake until the test ends.
 func NewServer(t testing.TB, fake *Fake, opts httpapi.Options) *httptest.Server {
 	t.Helper()
-	srv := httptest.NewServer(httpapi.New(functions.New(fake), opts))
+	srv := httptest.NewServer(httpapi.New(functions.New(fake.Deps()), opts))
 	t.Cleanup(srv.Close)
 	return srv
+}
+
+// Deps are the table's dependencies over fake: its sandboxes, images and
+// metrics (it has no filesystem).
+func (f *Fake) Deps() functions.Deps {
+	return functions.Deps{Sandboxes: f, Images: f, Metrics: f}
 }
