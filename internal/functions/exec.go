@@ -1,7 +1,5 @@
 package functions
 
-
-
 // FnExecResult is sandbox::exec with a timeout as a result (timed_out set,
 // the output so far), the REST route's semantics (hutch extension);
 // through sandbox::exec, the contract's, a timeout is S200.
