@@ -74,8 +74,7 @@ func (e *eventStream) stream(w http.ResponseWriter, body io.Writer) int {
 		case err == io.EOF:
 			e.encode(buf, "result", e.st.Result())
 		case err != nil:
-			env := envelope.From(err)
-			e.encode(buf, "error", errorBody{Error: &env})
+			e.encodeError(buf, err)
 		default:
 			var data any = ev.Data
 			if ev.Bytes != nil {
@@ -94,14 +93,29 @@ func (e *eventStream) stream(w http.ResponseWriter, body io.Writer) int {
 	}
 }
 
+// encodeError writes the error that ends a stream.
+func (e *eventStream) encodeError(buf *bytes.Buffer, err error) {
+	env := envelope.From(err)
+	if e.sse {
+		e.encodeRaw(buf, "error", mustMarshal(errorBody{Error: &env}))
+		return
+	}
+	e.encodeRaw(buf, "error", mustMarshal(env))
+}
+
 // encode writes one event of type typ: its value v is the data of an
-// event, the final value of "result", the error body of "error".
+// event or the final value of "result".
 func (e *eventStream) encode(buf *bytes.Buffer, typ string, v any) {
 	raw, err := marshalCompact(v)
 	if err != nil {
-		env := envelope.From(err)
-		typ, raw = "error", mustMarshal(errorBody{Error: &env})
+		e.encodeError(buf, err)
+		return
 	}
+	e.encodeRaw(buf, typ, raw)
+}
+
+// encodeRaw writes one event of type typ whose value is raw.
+func (e *eventStream) encodeRaw(buf *bytes.Buffer, typ string, raw []byte) {
 	if e.sse {
 		buf.WriteString("event: ")
 		buf.WriteString(typ)
