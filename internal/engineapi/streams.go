@@ -186,6 +186,16 @@ func (s *Server) streamOut(ctx context.Context, st *functions.Stream, pending []
 			w.CloseWithError(errors.New("hutch is shutting down"))
 			return
 		}
+		// A reader that goes away aborts the channel: that ends the function.
+		done := make(chan struct{})
+		defer close(done)
+		go func() {
+			select {
+			case <-c.aborted:
+				st.Close()
+			case <-done:
+			}
+		}()
 		w.CloseWithError(pump(ctx, st, w, bytesOnly))
 	}()
 	return refs.Reader, nil
