@@ -100,9 +100,7 @@ func (r ctxReader) Read([]byte) (int, error) {
 func fsServer(t *testing.T) (*fsFake, string) {
 	t.Helper()
 	f := &fsFake{files: map[string][]byte{}}
-	d := f.Fake.Deps()
-	d.Files = f
-	s := New(functions.New(d), Options{})
+	s := New(functions.New(httpapitest.DepsOf(f)), Options{})
 	_, url := serveHandler(t, s)
 	return f, url
 }

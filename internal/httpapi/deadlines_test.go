@@ -36,9 +36,7 @@ func newStreamFake() *streamFake {
 
 // deps are the table's dependencies over f, its filesystem included.
 func (f *streamFake) deps() functions.Deps {
-	d := f.Fake.Deps()
-	d.Files = f
-	return d
+	return httpapitest.DepsOf(f)
 }
 
 func (f *streamFake) Upload(_ context.Context, _ api.FsUploadRequest, body io.Reader) (api.FsWriteResponse, error) {
@@ -94,7 +92,7 @@ func waitClosed(t *testing.T, conn net.Conn, limit time.Duration) {
 // body of the full limit and delivers a byte of it: the handler must not
 // allocate what was only declared.
 func TestDeclaredBodyLengthIsNotAllocated(t *testing.T) {
-	h := httpapi.New(functions.New((&httpapitest.Fake{}).Deps()), httpapi.Options{})
+	h := httpapi.New(functions.New(httpapitest.DepsOf(&httpapitest.Fake{})), httpapi.Options{})
 	req := newRequest("POST", "/v1/sandboxes", io.MultiReader(strings.NewReader("{"), errReader{}))
 	req.ContentLength = httpapi.DefaultMaxBodyBytes
 	var before, after runtime.MemStats
@@ -181,7 +179,7 @@ func TestLongAnswerIsNotCut(t *testing.T) {
 			return api.ExecResponse{}, ctx.Err()
 		}
 	}}
-	addr := timedServer(t, fake.Deps(), timeout)
+	addr := timedServer(t, httpapitest.DepsOf(fake), timeout)
 	resp, err := http.Post("http://"+addr+"/v1/sandboxes/"+id+"/exec", "application/json", strings.NewReader(`{"argv":["sleep"]}`))
 	if err != nil {
 		t.Fatalf("long exec: %v", err)

@@ -47,8 +47,8 @@ func newFileFake(data string, err error) *fileFake {
 }
 
 func (f *fileFake) deps() functions.Deps {
-	d := f.Fake.Deps()
-	d.Files, d.Observer = f, f
+	d := httpapitest.DepsOf(f)
+	d.Observer = f
 	return d
 }
 
@@ -308,7 +308,7 @@ func TestHandlerStreamStatus(t *testing.T) {
 	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "scrape failed", http.StatusServiceUnavailable)
 	})
-	h := httpapi.New(functions.New((&httpapitest.Fake{}).Deps()), httpapi.Options{Metrics: metrics, Logger: log})
+	h := httpapi.New(functions.New(httpapitest.DepsOf(&httpapitest.Fake{})), httpapi.Options{Metrics: metrics, Logger: log})
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, newRequest("GET", "/metrics", nil))
 	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(logs.String(), "status=503") {
