@@ -31,3 +31,24 @@ type ChannelCreateResponse struct {
 	Writer StreamRef `json:"writer"`
 	Reader StreamRef `json:"reader"`
 }
+
+// FsDownloadResponse is the final value of sandbox::fs::download, a
+// streaming function (hutch extension): its events are one "entry" (an
+// FsEntry) and then "data" events carrying the file's bytes in order.
+type FsDownloadResponse struct {
+	// Bytes is how many bytes of the file were sent.
+	Bytes int64 `json:"bytes"`
+}
+
+// StreamResult is the engine's answer to a streaming function (other
+// than sandbox::fs::read, whose stream is its content): the reader
+// reference of a channel that carries the function's events once opened.
+// Binary frames are the stream's bytes ("data" events); text frames are
+// {"type":"event","event":<type>,"data":<JSON>} for other events, then
+// exactly one {"type":"result","result":<final value>} or
+// {"type":"error","error":<envelope>} before a normal close. A stream cut
+// off (the reader too slow, the server shutting down) sends
+// {"type":"stream_error","error":<envelope>} and closes abnormally.
+type StreamResult struct {
+	Stream StreamRef `json:"stream"`
+}

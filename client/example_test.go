@@ -45,5 +45,5 @@ func standInDaemon() *httptest.Server {
 		zero := 0
 		return api.ExecResponse{Stdout: "4\n", ExitCode: &zero, Success: true}, nil
 	}}
-	return httptest.NewServer(httpapi.New(functions.New(fake), httpapi.Options{}))
+	return httptest.NewServer(httpapi.New(functions.New(httpapitest.DepsOf(fake)), httpapi.Options{}))
 }

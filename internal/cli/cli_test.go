@@ -619,7 +619,7 @@ func TestAutoStart(t *testing.T) {
 		if err != nil {
 			return "", nil, err
 		}
-		srv := &http.Server{Handler: httpapi.New(functions.New(fake), httpapi.Options{})}
+		srv := &http.Server{Handler: httpapi.New(functions.New(httpapitest.DepsOf(fake)), httpapi.Options{})}
 		go srv.Serve(ln)
 		t.Cleanup(func() { srv.Close() })
 		return dataDir + "/hutch.log", make(chan error), nil

@@ -91,7 +91,7 @@ func TestImagePullProgress(t *testing.T) {
 			}
 			return api.ImageStatus{Name: req.Name, State: "pulling", ElapsedSecs: 2, Detail: "layer 1/2: 4 MB\x1b[31m"}, nil
 		}
-		srv := httptest.NewServer(httpapi.New(functions.New(fake), httpapi.Options{}))
+		srv := httptest.NewServer(httpapi.New(functions.New(httpapitest.DepsOf(fake)), httpapi.Options{}))
 		t.Cleanup(srv.Close)
 		h := &harness{t: t, fake: fake.Fake, env: map[string]string{"HUTCH_URL": srv.URL}, tty: map[string]bool{"stderr": tty}}
 		out, errOut, code := h.run("", "image", "pull", "python")
@@ -108,7 +108,7 @@ func TestImagePullProgress(t *testing.T) {
 
 func TestImageRmInUse(t *testing.T) {
 	fake := &rmBusyFake{Fake: &httpapitest.Fake{}}
-	srv := httptest.NewServer(httpapi.New(functions.New(fake), httpapi.Options{}))
+	srv := httptest.NewServer(httpapi.New(functions.New(httpapitest.DepsOf(fake)), httpapi.Options{}))
 	t.Cleanup(srv.Close)
 	h := &harness{t: t, fake: fake.Fake, env: map[string]string{"HUTCH_URL": srv.URL}, tty: map[string]bool{}}
 	_, errOut, code := h.run("", "image", "rm", "python")

@@ -145,8 +145,8 @@ func Run(ctx context.Context, opts Options) (err error) {
 	}
 	undo.Push("closing the sandbox manager", mgr.Close)
 	mgr.ProtectPorts(listenPorts(ln.Addr().String(), opts.EngineListen)...)
-	table := functions.New(mgr)
-	obs.attach(mgr.Live, images.CacheBytes, table)
+	table := functions.New(functions.Deps{Sandboxes: mgr, Files: mgr, Images: mgr, Metrics: mgr, Observer: obs.metrics})
+	obs.attach(mgr.Live, images.CacheBytes)
 	obs.metrics.WatchWarmPool(mgr.WarmPool)
 	read, write, idle := cfg.HTTPTimeouts()
 	srv := httpapi.NewServer(table, httpapi.Options{Logger: log, Auth: tokens, Metrics: obs.handler(), Guard: guard,

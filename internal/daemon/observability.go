@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/hutch-dev/hutch/internal/functions"
 	"github.com/hutch-dev/hutch/internal/metrics"
 	"github.com/hutch-dev/hutch/internal/telemetry"
 )
@@ -40,11 +39,9 @@ func startObservability(ctx context.Context, log *slog.Logger) (*observability, 
 	return o, nil
 }
 
-// attach points the gauges at their sources and makes table report every
-// call's outcome.
-func (o *observability) attach(live func() int, cacheBytes func() int64, table *functions.Table) {
+// attach points the gauges at their sources.
+func (o *observability) attach(live func() int, cacheBytes func() int64) {
 	o.live, o.cacheBytes = live, cacheBytes
-	table.Observe(o.metrics)
 }
 
 // handler serves GET /metrics.

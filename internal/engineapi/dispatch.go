@@ -30,7 +30,9 @@ func (s *Server) dispatch(ctx context.Context, sess *session, id string, data js
 		_, resp, err := s.channels.create(auth.OwnerFrom(ctx), req.BufferSize)
 		return resp, err
 	case fnFsRead:
-		return s.readFile(ctx, data)
+		if _, ok := s.table.Lookup(fnFsRead); ok {
+			return s.readFile(ctx, data)
+		}
 	case fnFsWrite:
 		ref, rest, ok, err := streamedWrite(data)
 		if err != nil {
@@ -40,7 +42,10 @@ func (s *Server) dispatch(ctx context.Context, sess *session, id string, data js
 			return s.writeStream(ctx, ref, rest)
 		}
 	}
-	return s.table.Call(ctx, id, data)
+	if f, ok := s.table.Lookup(id); ok && f.Streams {
+		return s.callStream(ctx, id, data)
+	}
+	return s.table.Call(ctx, id, data, functions.Params{})
 }
 
 // workerInfo is what a worker says about itself when it starts; the SDK

@@ -24,7 +24,7 @@ const wait = 30 * time.Second
 // testServer serves the transport over fake until the test ends.
 func testServer(t *testing.T, fake *httpapitest.Fake, opts Options) (*Server, string) {
 	t.Helper()
-	return serveHandler(t, New(functions.New(fake), opts))
+	return serveHandler(t, New(functions.New(httpapitest.DepsOf(fake)), opts))
 }
 
 // serveHandler serves s until the test ends and returns its ws:// URL.

@@ -1,11 +1,14 @@
 package engineapi
 
-// Stream bodies of sandbox::fs::read and sandbox::fs::write over the
-// engine: fs::read answers with content, the reader reference of a channel
-// that hutch fills with the file's bytes once the caller opens it; fs::write
-// takes as content the reader reference of a channel the caller writes the
-// body into. Both map onto the table's streamed Upload and Download, so no
-// file is ever held whole in memory.
+// Streams over the engine. A streaming function of the table (its
+// functions.Stream) is answered with api.StreamResult: the reader reference
+// of a channel that hutch fills with the stream's events once the caller
+// opens it. sandbox::fs::read is the table's sandbox::fs::download read
+// once: its entry and, for a small file, its first bytes make the
+// contract's result (content, body, size, mode, mtime), and its bytes are
+// the channel's content. sandbox::fs::write takes as content the reader
+// reference of a channel the caller writes the body into (the table's
+// Upload). No file is held whole in memory, nor read twice.
 
 import (
 	"context"
@@ -15,6 +18,7 @@ import (
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/auth"
+	"github.com/hutch-dev/hutch/internal/envelope"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/functions"
 )
@@ -32,23 +36,54 @@ type streamedRead struct {
 	Content *api.StreamRef `json:"content,omitempty"`
 }
 
-// readFile runs sandbox::fs::read and adds the stream of the file's bytes.
-// When no channel can be opened, a file small enough to have a body is
-// answered without one.
-func (s *Server) readFile(ctx context.Context, data json.RawMessage) (any, error) {
-	res, err := s.table.Call(ctx, fnFsRead, data)
+// detached is the context of a stream that outlives its invocation (its
+// reader attaches after the answer): the server's lifetime, acting for
+// ctx's owner.
+func (s *Server) detached(ctx context.Context) context.Context {
+	return auth.WithOwner(s.ctx, auth.OwnerFrom(ctx))
+}
+
+// callStream runs the streaming function id and answers the reference of
+// its channel. An error before the first event is the invocation's.
+func (s *Server) callStream(ctx context.Context, id string, data json.RawMessage) (any, error) {
+	res, err := s.table.Call(s.detached(ctx), id, data, functions.Params{})
 	if err != nil {
 		return nil, err
 	}
-	read, ok := res.(api.FsReadResponse)
-	if !ok {
-		return res, nil
+	st := res.(*functions.Stream)
+	var pending []functions.Event
+	switch ev, err := st.Next(ctx); {
+	case err == nil:
+		pending = append(pending, ev)
+	case err != io.EOF:
+		st.Close()
+		return nil, err
 	}
+	ref, err := s.streamOut(s.detached(ctx), st, pending, false)
+	if err != nil {
+		return nil, err
+	}
+	return api.StreamResult{Stream: ref}, nil
+}
+
+// readFile is sandbox::fs::read over the engine. When no channel can be
+// opened, a file small enough to have a body is answered without one.
+func (s *Server) readFile(ctx context.Context, data json.RawMessage) (any, error) {
 	var req api.FsReadRequest
 	if err := functions.Decode(data, &req); err != nil {
 		return nil, err
 	}
-	ref, err := s.streamFile(auth.WithOwner(s.ctx, auth.OwnerFrom(ctx)), api.FsDownloadRequest(req))
+	res, err := functions.Invoke(s.detached(ctx), s.table, functions.FnFsDownload, api.FsDownloadRequest(req))
+	if err != nil {
+		return nil, err
+	}
+	st := res.(*functions.Stream)
+	read, pending, err := readHead(ctx, st)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	ref, err := s.streamOut(s.detached(ctx), st, pending, true)
 	if err != nil {
 		if read.Body != nil || read.ContentB64 != nil {
 			return read, nil
@@ -58,26 +93,90 @@ func (s *Server) readFile(ctx context.Context, data json.RawMessage) (any, error
 	return streamedRead{FsReadResponse: read, Content: &ref}, nil
 }
 
-// streamFile opens a channel that hutch fills with the file once its reader
-// attaches, and returns the reader's reference. ctx (the caller's owner,
-// the server's lifetime) outlives the invocation: the reader may attach
-// after the answer.
-func (s *Server) streamFile(ctx context.Context, req api.FsDownloadRequest) (api.StreamRef, error) {
-	_, refs, err := s.channels.create(auth.OwnerFrom(ctx), 0)
+// readHead takes a download's entry and, for a file that may be under
+// api.FsReadMaxBody bytes, its bytes up to that bound: the result of
+// sandbox::fs::read and the data events taken, which the channel sends
+// first.
+func readHead(ctx context.Context, st *functions.Stream) (api.FsReadResponse, []functions.Event, error) {
+	ev, err := st.Expect(ctx, functions.EventEntry)
 	if err != nil {
+		return api.FsReadResponse{}, nil, err
+	}
+	entry, _ := ev.Data.(api.FsEntry)
+	if entry.Size >= api.FsReadMaxBody {
+		return functions.ReadResponse(entry, nil, false), nil, nil
+	}
+	var pending []functions.Event
+	var head []byte
+	for len(head) < api.FsReadMaxBody {
+		ev, err := st.Next(ctx)
+		if err == io.EOF {
+			return functions.ReadResponse(entry, head, true), pending, nil
+		}
+		if err != nil {
+			return api.FsReadResponse{}, nil, err
+		}
+		if ev.Type == functions.EventData {
+			pending = append(pending, ev)
+			head = append(head, ev.Bytes...)
+		}
+	}
+	return functions.ReadResponse(entry, head, false), pending, nil
+}
+
+// eventFrame and resultFrame are the text frames of an event stream
+// (api.StreamResult).
+type eventFrame struct {
+	Type  string `json:"type"`
+	Event string `json:"event"`
+	Data  any    `json:"data"`
+}
+
+type resultFrame struct {
+	Type   string             `json:"type"`
+	Result any                `json:"result,omitempty"`
+	Error  *api.ErrorEnvelope `json:"error,omitempty"`
+}
+
+// streamOut opens a channel of ctx's owner and fills it with st once its
+// reader attaches: pending (events already taken from st) first, queued at
+// once so that they count against the channel budget rather than wait in
+// memory, then the rest of st. With bytesOnly the channel carries only the
+// data bytes and an error cuts it off (a file's content); otherwise it
+// carries every event and the final value or error (api.StreamResult). It
+// closes st when done, or at once when it fails.
+func (s *Server) streamOut(ctx context.Context, st *functions.Stream, pending []functions.Event, bytesOnly bool) (api.StreamRef, error) {
+	frames := 1
+	for _, ev := range pending {
+		frames += 1 + len(ev.Bytes)/frameSize
+	}
+	_, refs, err := s.channels.create(auth.OwnerFrom(ctx), max(frames, defaultChannelFrames))
+	if err != nil {
+		st.Close()
 		return api.StreamRef{}, err
 	}
 	c, err := s.channels.openRef(refs.Writer)
 	if err != nil {
+		st.Close()
 		return api.StreamRef{}, err
 	}
 	w := &channelWriter{ctx: ctx, c: c}
+	fail := func(err error) (api.StreamRef, error) {
+		st.Close()
+		w.CloseWithError(err)
+		return api.StreamRef{}, err
+	}
+	for _, ev := range pending {
+		if err := sendEvent(w, ev, bytesOnly); err != nil {
+			return fail(err)
+		}
+	}
 	if !s.track() {
-		w.CloseWithError(errors.New("hutch is shutting down"))
-		return api.StreamRef{}, errdefs.New(errdefs.CodeBootFailed, "hutch is shutting down")
+		return fail(errdefs.New(errdefs.CodeBootFailed, "hutch is shutting down"))
 	}
 	go func() {
 		defer s.active.Done()
+		defer st.Close()
 		select {
 		case <-c.readerAttached:
 		case <-c.aborted:
@@ -87,16 +186,70 @@ func (s *Server) streamFile(ctx context.Context, req api.FsDownloadRequest) (api
 			w.CloseWithError(errors.New("hutch is shutting down"))
 			return
 		}
-		_, body, err := s.table.Download(ctx, req)
-		if err != nil {
-			w.CloseWithError(err)
-			return
-		}
-		_, err = io.Copy(w, body)
-		body.Close()
-		w.CloseWithError(err)
+		// A reader that goes away aborts the channel: that ends the function.
+		done := make(chan struct{})
+		defer close(done)
+		go func() {
+			select {
+			case <-c.aborted:
+				st.Close()
+			case <-done:
+			}
+		}()
+		w.CloseWithError(pump(ctx, st, w, bytesOnly))
 	}()
 	return refs.Reader, nil
+}
+
+// pump sends the rest of st into w; the error, when not nil, cuts the
+// channel off.
+func pump(ctx context.Context, st *functions.Stream, w *channelWriter, bytesOnly bool) error {
+	for {
+		ev, err := st.Next(ctx)
+		switch {
+		case err == nil:
+			if err := sendEvent(w, ev, bytesOnly); err != nil {
+				return err
+			}
+			continue
+		case bytesOnly && err == io.EOF:
+			return nil
+		case bytesOnly:
+			return err
+		case err == io.EOF:
+			return sendText(w, resultFrame{Type: "result", Result: st.Result()})
+		case ctx.Err() != nil:
+			return err // the server is shutting down: cut off
+		}
+		env := envelope.From(err)
+		return sendText(w, resultFrame{Type: "error", Error: &env})
+	}
+}
+
+// sendEvent writes one event: data bytes as binary frames, any other event
+// as a text frame (none with bytesOnly).
+func sendEvent(w *channelWriter, ev functions.Event, bytesOnly bool) error {
+	switch {
+	case ev.Type == functions.EventData:
+		_, err := w.Write(ev.Bytes)
+		return err
+	case bytesOnly:
+		return nil
+	}
+	var data any = ev.Data
+	if ev.Bytes != nil {
+		data = ev.Bytes
+	}
+	return sendText(w, eventFrame{Type: "event", Event: ev.Type, Data: data})
+}
+
+// sendText writes v as one text frame.
+func sendText(w *channelWriter, v any) error {
+	b, err := marshal(v)
+	if err != nil {
+		return errdefs.New(errdefs.CodeInternal, "encoding a stream event: %v", err)
+	}
+	return w.c.put(w.ctx, frame{data: b})
 }
 
 // streamedWrite reports whether a sandbox::fs::write payload carries its

@@ -26,6 +26,13 @@ type fsFake struct {
 
 	mu    sync.Mutex
 	files map[string][]byte
+	// reads and downloads count the calls of ReadFile and Download.
+	reads, downloads int
+	// fail, when set, ends every download's reader after the file's bytes.
+	fail error
+	// cancelled, when set, makes downloads wait after the file's bytes
+	// for their context to end, then close it.
+	cancelled chan struct{}
 }
 
 var _ functions.FS = (*fsFake)(nil)
@@ -33,6 +40,7 @@ var _ functions.FS = (*fsFake)(nil)
 func (f *fsFake) ReadFile(_ context.Context, r api.FsReadRequest) (api.FsReadResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.reads++
 	b, ok := f.files[r.Path]
 	if !ok {
 		return api.FsReadResponse{}, errdefs.New(errdefs.CodeFSNotFound, "no such file: %s", r.Path)
@@ -56,20 +64,43 @@ func (f *fsFake) Upload(_ context.Context, r api.FsUploadRequest, body io.Reader
 	return api.FsWriteResponse{BytesWritten: int64(len(b)), Path: r.Path}, nil
 }
 
-func (f *fsFake) Download(_ context.Context, r api.FsDownloadRequest) (api.FsEntry, io.ReadCloser, error) {
+func (f *fsFake) Download(ctx context.Context, r api.FsDownloadRequest) (api.FsEntry, io.ReadCloser, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.downloads++
 	b, ok := f.files[r.Path]
 	if !ok {
 		return api.FsEntry{}, nil, errdefs.New(errdefs.CodeFSNotFound, "no such file: %s", r.Path)
 	}
-	return api.FsEntry{Size: int64(len(b))}, io.NopCloser(bytes.NewReader(b)), nil
+	var rd io.Reader = bytes.NewReader(b)
+	switch {
+	case f.fail != nil:
+		rd = io.MultiReader(rd, failReader{f.fail})
+	case f.cancelled != nil:
+		rd = io.MultiReader(rd, ctxReader{ctx, f.cancelled})
+	}
+	return api.FsEntry{Size: int64(len(b)), Mode: "0644"}, io.NopCloser(rd), nil
+}
+
+type failReader struct{ err error }
+
+func (r failReader) Read([]byte) (int, error) { return 0, r.err }
+
+type ctxReader struct {
+	ctx    context.Context
+	closed chan struct{}
+}
+
+func (r ctxReader) Read([]byte) (int, error) {
+	<-r.ctx.Done()
+	close(r.closed)
+	return 0, r.ctx.Err()
 }
 
 func fsServer(t *testing.T) (*fsFake, string) {
 	t.Helper()
 	f := &fsFake{files: map[string][]byte{}}
-	s := New(functions.New(f), Options{})
+	s := New(functions.New(httpapitest.DepsOf(f)), Options{})
 	_, url := serveHandler(t, s)
 	return f, url
 }
@@ -137,6 +168,9 @@ func TestFsReadStream(t *testing.T) {
 	m := wc.call("missing", "sandbox::fs::read", map[string]any{"sandbox_id": httpapitest.DefaultID, "path": "/nope"})
 	if env := handlerEnvelope(t, m); env["code"] != "S211" {
 		t.Fatalf("read of a missing file: %v", env)
+	}
+	if f.reads != 0 || f.downloads != 3 {
+		t.Fatalf("three reads made %d ReadFile and %d Download calls, want one download each", f.reads, f.downloads)
 	}
 }
 

@@ -7,7 +7,7 @@ import (
 )
 
 // Images is the image side of the table: the catalog and the image cache.
-// The sandbox manager implements it next to Sandboxes.
+// The sandbox manager implements it (Deps.Images).
 type Images interface {
 	Catalog(ctx context.Context, req api.CatalogRequest) (api.CatalogResponse, error)
 	ImageList(ctx context.Context, req api.ImageListRequest) (api.ImageListResponse, error)
@@ -15,10 +15,10 @@ type Images interface {
 	ImageRemove(ctx context.Context, req api.ImageRemoveRequest) (api.ImageRemoveResponse, error)
 }
 
-// addImages registers the image functions when sb also implements Images.
-func addImages(t *Table, sb Sandboxes) {
-	im, ok := sb.(Images)
-	if !ok {
+// registerImages adds the image functions when the table has Images.
+func registerImages(t *Table) {
+	im := t.deps.Images
+	if im == nil {
 		return
 	}
 	add(t, "sandbox::catalog::list", "List the images sandboxes can be created from", im.Catalog)

@@ -5,14 +5,16 @@ package functions
 
 import (
 	"context"
+	"encoding/base64"
 	"io"
+	"unicode/utf8"
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 )
 
-// FS is what the filesystem functions dispatch to: the sandbox manager.
-// The table registers them when its Sandboxes implements FS.
+// FS is what the filesystem functions dispatch to: the sandbox manager
+// (Deps.Files).
 type FS interface {
 	Ls(ctx context.Context, req api.FsLsRequest) (api.FsLsResponse, error)
 	Stat(ctx context.Context, req api.FsStatRequest) (api.FsEntry, error)
@@ -35,11 +37,21 @@ type FS interface {
 // FSOps are the operations of sandbox::fs::{op}, in the contract's order.
 var FSOps = []string{"ls", "stat", "mkdir", "write", "read", "rm", "mv", "chmod", "grep", "sed"}
 
-// registerFS adds the sandbox::fs::* functions when the table's manager
-// implements FS.
+// FnFsDownload is the streaming function of a file's bytes (hutch
+// extension): an EventEntry with the file's api.FsEntry, then EventData
+// events with its bytes in order, then api.FsDownloadResponse. The REST
+// download and the engine's file streams render it.
+const FnFsDownload = "sandbox::fs::download"
+
+// downloadChunk is the most bytes one EventData carries.
+const downloadChunk = 64 << 10
+
+// registerFS adds the sandbox::fs::* functions when the table has Files,
+// and the streamed download in any case (S219 without Files).
 func registerFS(t *Table) {
-	fs, err := t.fs()
-	if err != nil {
+	addStream(t, FnFsDownload, "Stream a file's bytes out of a sandbox: an entry event, then data events (hutch extension)", t.download)
+	fs := t.deps.Files
+	if fs == nil {
 		return
 	}
 	add(t, "sandbox::fs::ls", "List directory contents inside a sandbox", fs.Ls)
@@ -54,28 +66,75 @@ func registerFS(t *Table) {
 	add(t, "sandbox::fs::sed", "Search-and-replace in files inside a sandbox", fs.Sed)
 }
 
-// fs is the table's FS, or an S219 error when its manager has none.
+// fs is the table's FS, or an S219 error when it has none.
 func (t *Table) fs() (FS, error) {
-	if fs, ok := t.sb.(FS); ok {
-		return fs, nil
+	if t.deps.Files != nil {
+		return t.deps.Files, nil
 	}
 	return nil, errdefs.New(errdefs.CodeFSUnsupported, "this daemon has no filesystem operations")
 }
 
-// Upload streams body into a file of a sandbox (see FS.Upload).
+// Upload streams body into a file of a sandbox (see FS.Upload); the call
+// is reported as sandbox::fs::write, whose result it returns.
 func (t *Table) Upload(ctx context.Context, req api.FsUploadRequest, body io.Reader) (api.FsWriteResponse, error) {
 	fs, err := t.fs()
-	if err != nil {
-		return api.FsWriteResponse{}, err
+	var resp api.FsWriteResponse
+	if err == nil {
+		resp, err = fs.Upload(ctx, req, body)
 	}
-	return fs.Upload(ctx, req, body)
+	t.observe("sandbox::fs::write", err)
+	return resp, err
 }
 
-// Download opens a streamed read of a file of a sandbox (see FS.Download).
-func (t *Table) Download(ctx context.Context, req api.FsDownloadRequest) (api.FsEntry, io.ReadCloser, error) {
+// download is FnFsDownload: one read of the file, as it arrives.
+func (t *Table) download(ctx context.Context, req api.FsDownloadRequest, emit Emitter) (api.FsDownloadResponse, error) {
 	fs, err := t.fs()
 	if err != nil {
-		return api.FsEntry{}, nil, err
+		return api.FsDownloadResponse{}, err
 	}
-	return fs.Download(ctx, req)
+	entry, body, err := fs.Download(ctx, req)
+	if err != nil {
+		return api.FsDownloadResponse{}, err
+	}
+	defer body.Close()
+	if err := emit.Emit(Event{Type: EventEntry, Data: entry}); err != nil {
+		return api.FsDownloadResponse{}, err
+	}
+	var sent int64
+	for {
+		buf := make([]byte, downloadChunk) // the consumer keeps it
+		n, err := body.Read(buf)
+		if n > 0 {
+			if err := emit.Emit(Event{Type: EventData, Bytes: buf[:n]}); err != nil {
+				return api.FsDownloadResponse{Bytes: sent}, err
+			}
+			sent += int64(n)
+		}
+		if err == io.EOF {
+			return api.FsDownloadResponse{Bytes: sent}, nil
+		}
+		if err != nil {
+			return api.FsDownloadResponse{Bytes: sent}, err
+		}
+	}
+}
+
+// ReadResponse is the result of sandbox::fs::read for a file described
+// by e whose first bytes are head; whole says head is all of it. The
+// content is returned only for a whole file under api.FsReadMaxBody bytes:
+// as body when it is UTF-8, else as content_b64.
+func ReadResponse(e api.FsEntry, head []byte, whole bool) api.FsReadResponse {
+	out := api.FsReadResponse{Size: e.Size, Mode: e.Mode, Mtime: e.Mtime}
+	if !whole || len(head) >= api.FsReadMaxBody {
+		return out
+	}
+	out.Size = max(out.Size, int64(len(head))) // files of /proc report 0
+	if utf8.Valid(head) {
+		s := string(head)
+		out.Body = &s
+	} else {
+		s := base64.StdEncoding.EncodeToString(head)
+		out.ContentB64 = &s
+	}
+	return out
 }

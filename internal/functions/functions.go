@@ -29,14 +29,34 @@ type Sandboxes interface {
 	ImageStatus(ctx context.Context, req api.ImageStatusRequest) (api.ImageStatus, error)
 }
 
-// Handler runs one function on a JSON payload.
-type Handler func(ctx context.Context, payload json.RawMessage) (any, error)
+// Deps are what the table dispatches to; in the daemon the sandbox
+// manager is all of them. Sandboxes is required; a nil optional field
+// leaves its functions out of the table (sandbox::fs::* and sandbox::metrics,
+// the image functions), except the streamed transfers, which answer S219
+// without Files.
+type Deps struct {
+	Sandboxes Sandboxes
+	Files     FS
+	Images    Images
+	Metrics   SandboxMetrics
+	// Observer, when set, is told the outcome of every call.
+	Observer Observer
+}
+
+// Handler runs one function on a JSON payload, with the fields a
+// transport took from elsewhere (p). A streaming function returns a
+// *Stream, which the caller must Close.
+type Handler func(ctx context.Context, payload json.RawMessage, p Params) (any, error)
 
 // Function is one entry of the table.
 type Function struct {
 	ID          string
 	Description string
-	Handler     Handler
+	// Streams says the function returns a *Stream rather than a value.
+	Streams bool
+	Handler Handler
+	// typed runs the function on an already typed request (Invoke).
+	typed func(ctx context.Context, req any) (any, error)
 }
 
 // ErrNotFound is returned by Call for an id the table does not have.
@@ -44,48 +64,52 @@ var ErrNotFound = errors.New("function not found")
 
 // Table maps function ids to handlers.
 type Table struct {
-	sb  Sandboxes
-	fns map[string]Function
-	obs Observer // see Observe; nil reports nothing
+	deps Deps
+	fns  map[string]Function
 }
 
-// New builds the table over a sandbox manager.
-func New(sb Sandboxes) *Table {
-	t := &Table{sb: sb, fns: map[string]Function{}}
+// New builds the table over deps.
+func New(deps Deps) *Table {
+	t := &Table{deps: deps, fns: map[string]Function{}}
+	sb := deps.Sandboxes
 	add(t, "sandbox::run", "Run code in a new sandbox and stop it (create, write files, exec)", t.run)
 	add(t, "sandbox::create", "Create a sandbox from a catalog image", sb.Create)
-	add(t, "sandbox::exec", "Execute a command inside a live sandbox", t.execStrict)
+	registerExec(t)
 	add(t, "sandbox::stop", "Stop and remove a sandbox", sb.Stop)
 	add(t, "sandbox::list", "List sandboxes", sb.List)
 	add(t, "sandbox::get", "Describe one sandbox (hutch extension)", sb.Get)
 	add(t, "hutch::image::status", "Cache state of a catalog image (hutch extension)", sb.ImageStatus)
-	addImages(t, sb)
+	registerImages(t)
 	registerFS(t)
-	addMetrics(t, sb)
+	registerMetrics(t)
 	return t
 }
 
-// add registers a typed function under id.
-func add[Req, Resp any](t *Table, id, desc string, fn func(context.Context, Req) (Resp, error)) {
-	t.fns[id] = Function{ID: id, Description: desc, Handler: func(ctx context.Context, payload json.RawMessage) (any, error) {
-		var req Req
-		if err := Decode(payload, &req); err != nil {
-			t.observe(id, err)
-			return nil, err
-		}
-		resp, err := fn(ctx, req)
-		t.observe(id, err)
-		return resp, err
-	}}
-}
-
-// Call runs the function id on payload. An unknown id returns ErrNotFound.
-func (t *Table) Call(ctx context.Context, id string, payload json.RawMessage) (any, error) {
+// Call runs the function id on payload, with the fields p set on the
+// decoded request. An unknown id returns ErrNotFound.
+func (t *Table) Call(ctx context.Context, id string, payload json.RawMessage, p Params) (any, error) {
 	f, ok := t.fns[id]
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
 	}
-	return f.Handler(ctx, payload)
+	return f.Handler(ctx, payload, p)
+}
+
+// Invoke runs the function id on a typed request, for a transport that
+// builds the request itself (a streamed transfer's URL). The request must
+// be of the function's type; an unknown id returns ErrNotFound.
+func Invoke[Req any](ctx context.Context, t *Table, id string, req Req) (any, error) {
+	f, ok := t.fns[id]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	return f.typed(ctx, req)
+}
+
+// Lookup returns the entry of id.
+func (t *Table) Lookup(id string) (Function, bool) {
+	f, ok := t.fns[id]
+	return f, ok
 }
 
 // Functions lists the table's entries sorted by id.
@@ -96,24 +120,6 @@ func (t *Table) Functions() []Function {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
-}
-
-// Exec runs sandbox::exec the REST way: a timeout is a normal result with
-// timed_out set and the output captured so far.
-func (t *Table) Exec(ctx context.Context, req api.ExecRequest) (api.ExecResponse, error) {
-	resp, err := t.sb.Exec(ctx, req)
-	t.observe("sandbox::exec", err)
-	return resp, err
-}
-
-// execStrict runs sandbox::exec the contract's way: a timeout is S200.
-func (t *Table) execStrict(ctx context.Context, req api.ExecRequest) (api.ExecResponse, error) {
-	resp, err := t.sb.Exec(ctx, req)
-	if err == nil && resp.TimedOut {
-		return resp, errdefs.New(errdefs.CodeExecTimeout, "exec timed out after %dms", resp.TimeoutMs).
-			WithFix(map[string]any{"timeout_ms": resp.TimeoutMs * 2}, "raise timeout_ms or split the work")
-	}
-	return resp, err
 }
 
 // Decode strictly decodes a JSON payload into v: unknown fields, trailing

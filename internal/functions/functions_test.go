@@ -60,12 +60,12 @@ func TestDecodeErrors(t *testing.T) {
 
 func TestEnvBothShapes(t *testing.T) {
 	f := &fakeSandboxes{}
-	tab := New(f)
+	tab := New(Deps{Sandboxes: f})
 	for _, payload := range []string{
 		`{"image":"python","env":["B=2","A=1"]}`,
 		`{"image":"python","env":{"B":"2","A":"1"}}`,
 	} {
-		if _, err := tab.Call(context.Background(), "sandbox::create", json.RawMessage(payload)); err != nil {
+		if _, err := tab.Call(context.Background(), "sandbox::create", json.RawMessage(payload), Params{}); err != nil {
 			t.Fatal(err)
 		}
 		if len(f.create.Env) != 2 {
@@ -79,19 +79,20 @@ func TestEnvBothShapes(t *testing.T) {
 
 func TestExecTimeoutIsS200OnlyThroughTheContract(t *testing.T) {
 	f := &fakeSandboxes{exec: api.ExecResponse{Stdout: "partial", TimedOut: true, TimeoutMs: 500}}
-	tab := New(f)
-	_, err := tab.Call(context.Background(), "sandbox::exec", json.RawMessage(`{"sandbox_id":"x","cmd":"sleep","timeout_ms":500}`))
+	tab := New(Deps{Sandboxes: f})
+	_, err := tab.Call(context.Background(), "sandbox::exec", json.RawMessage(`{"sandbox_id":"x","cmd":"sleep","timeout_ms":500}`), Params{})
 	if !errdefs.Is(err, errdefs.CodeExecTimeout) || !strings.Contains(err.Error(), "exec timed out after 500ms") {
 		t.Fatalf("contract exec err = %v, want S200", err)
 	}
-	resp, err := tab.Exec(context.Background(), api.ExecRequest{SandboxID: "x", Cmd: "sleep"})
+	res, err := tab.Call(context.Background(), FnExecResult, json.RawMessage(`{"cmd":"sleep"}`), Params{SandboxID: "x"})
+	resp, _ := res.(api.ExecResponse)
 	if err != nil || !resp.TimedOut || resp.Stdout != "partial" {
 		t.Fatalf("REST exec = %+v, %v; want timed_out with partial output", resp, err)
 	}
 }
 
 func TestUnknownFunction(t *testing.T) {
-	_, err := New(&fakeSandboxes{}).Call(context.Background(), "sandbox::nope", nil)
+	_, err := New(Deps{Sandboxes: &fakeSandboxes{}}).Call(context.Background(), "sandbox::nope", nil, Params{})
 	if !errors.Is(err, ErrNotFound) {
 		t.Fatalf("err = %v, want ErrNotFound", err)
 	}

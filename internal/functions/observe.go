@@ -14,24 +14,21 @@ type Observer interface {
 	Called(id string, err error)
 }
 
-// Observe makes t report every call to o. Call it before serving.
-func (t *Table) Observe(o Observer) { t.obs = o }
-
 func (t *Table) observe(id string, err error) {
-	if t.obs != nil {
-		t.obs.Called(id, err)
+	if t.deps.Observer != nil {
+		t.deps.Observer.Called(id, err)
 	}
 }
 
-// SandboxMetrics is a manager's per-sandbox resource use. The table
-// registers sandbox::metrics when its Sandboxes implements it.
+// SandboxMetrics is a manager's per-sandbox resource use
+// (Deps.Metrics): sandbox::metrics.
 type SandboxMetrics interface {
 	Metrics(ctx context.Context, req api.MetricsRequest) (api.MetricsResponse, error)
 }
 
-// addMetrics registers sandbox::metrics when sb implements SandboxMetrics.
-func addMetrics(t *Table, sb Sandboxes) {
-	if m, ok := sb.(SandboxMetrics); ok {
+// registerMetrics adds sandbox::metrics when the table has Metrics.
+func registerMetrics(t *Table) {
+	if m := t.deps.Metrics; m != nil {
 		add(t, "sandbox::metrics", "Resource use of a live sandbox from its cgroups: cpu, memory, pids (hutch extension)", m.Metrics)
 	}
 }

@@ -114,7 +114,7 @@ func (t *Table) run(ctx context.Context, req api.RunRequest) (api.RunResponse, e
 	if err != nil {
 		return api.RunResponse{}, err
 	}
-	created, err := t.sb.Create(ctx, api.CreateRequest{Image: req.Image, Env: req.Env})
+	created, err := t.deps.Sandboxes.Create(ctx, api.CreateRequest{Image: req.Image, Env: req.Env})
 	if err != nil {
 		return api.RunResponse{}, stepError(stepCreate, "", err)
 	}
@@ -130,7 +130,7 @@ func (t *Table) run(ctx context.Context, req api.RunRequest) (api.RunResponse, e
 	// Stop even when the caller has gone away: nobody else knows the id.
 	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), runStopTimeout)
 	defer cancel()
-	if _, serr := t.sb.Stop(stopCtx, api.StopRequest{SandboxID: id}); serr != nil && err == nil {
+	if _, serr := t.deps.Sandboxes.Stop(stopCtx, api.StopRequest{SandboxID: id}); serr != nil && err == nil {
 		return api.RunResponse{}, stepError(stepStop, id, serr)
 	}
 	return resp, err
@@ -148,12 +148,15 @@ func (t *Table) runIn(ctx context.Context, id string, in interpreter, req api.Ru
 	if err := t.writeFile(ctx, id, codePath, req.Code); err != nil {
 		return api.RunResponse{}, stepWriteCode, err
 	}
-	out, err := t.execStrict(ctx, api.ExecRequest{
+	out, err := t.deps.Sandboxes.Exec(ctx, api.ExecRequest{
 		SandboxID: id,
 		Argv:      []string{in.program, codePath},
 		Stdin:     req.Stdin,
 		TimeoutMs: req.TimeoutMs,
 	})
+	if err == nil {
+		err = timeoutError(out)
+	}
 	if err != nil {
 		return api.RunResponse{}, stepExec, err
 	}

@@ -112,7 +112,7 @@ func TestRunLanguages(t *testing.T) {
 		t.Run(tt.lang, func(t *testing.T) {
 			f := &runFake{}
 			payload, _ := json.Marshal(api.RunRequest{Image: "python", Lang: tt.lang, Code: "x"})
-			res, err := New(f).Call(context.Background(), "sandbox::run", payload)
+			res, err := New(Deps{Sandboxes: f, Files: f}).Call(context.Background(), "sandbox::run", payload, Params{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -136,7 +136,7 @@ func TestRunSteps(t *testing.T) {
 		Stdin:     base64.StdEncoding.EncodeToString([]byte("in")),
 		TimeoutMs: 1234,
 	}
-	if _, err := New(f).run(context.Background(), req); err != nil {
+	if _, err := New(Deps{Sandboxes: f, Files: f}).run(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{
@@ -176,7 +176,7 @@ func TestRunBadInputCreatesNothing(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := &runFake{}
-			_, err := New(f).Call(context.Background(), "sandbox::run", json.RawMessage(tt.payload))
+			_, err := New(Deps{Sandboxes: f, Files: f}).Call(context.Background(), "sandbox::run", json.RawMessage(tt.payload), Params{})
 			if !errdefs.Is(err, errdefs.CodeMalformed) || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err = %v, want S001 containing %q", err, tt.want)
 			}
@@ -237,7 +237,7 @@ func TestRunStepFailures(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := &runFake{createErr: tt.createErr, writeErr: tt.writeErr, execFn: tt.execFn}
-			_, err := New(f).run(context.Background(), api.RunRequest{Image: "python", Lang: "python", Code: "x", KeepSandbox: tt.keep})
+			_, err := New(Deps{Sandboxes: f, Files: f}).run(context.Background(), api.RunRequest{Image: "python", Lang: "python", Code: "x", KeepSandbox: tt.keep})
 			e := errdefs.As(err)
 			if e.Code != tt.wantCode {
 				t.Fatalf("err = %v (%s), want %s", err, e.Code, tt.wantCode)
@@ -271,7 +271,7 @@ func TestRunStopsWhenTheCallerIsGone(t *testing.T) {
 		cancel() // the caller disconnects while the code runs
 		return api.ExecResponse{}, context.Canceled
 	}
-	if _, err := New(f).run(ctx, api.RunRequest{Image: "python", Lang: "python", Code: "x"}); err == nil {
+	if _, err := New(Deps{Sandboxes: f, Files: f}).run(ctx, api.RunRequest{Image: "python", Lang: "python", Code: "x"}); err == nil {
 		t.Fatal("run of a cancelled call succeeded")
 	}
 	if !f.stopped {

@@ -33,7 +33,7 @@ func TestAuth(t *testing.T) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 		_, _ = w.Write([]byte("hutch_sandboxes_live 1\n"))
 	})
-	h := httpapi.New(functions.New(fake), httpapi.Options{Auth: tokens, Metrics: metrics})
+	h := httpapi.New(functions.New(httpapitest.DepsOf(fake)), httpapi.Options{Auth: tokens, Metrics: metrics})
 	tests := []struct {
 		name, method, path, auth string
 		status                   int
@@ -81,7 +81,7 @@ func TestNoAuthActsForAnonymous(t *testing.T) {
 		owner = auth.OwnerFrom(ctx)
 		return api.ListResponse{}, nil
 	}}
-	h := httpapi.New(functions.New(fake), httpapi.Options{})
+	h := httpapi.New(functions.New(httpapitest.DepsOf(fake)), httpapi.Options{})
 	req := newRequest("GET", "/v1/sandboxes", nil)
 	req.Header.Set("Authorization", "Bearer "+aliceTok)
 	rec := httptest.NewRecorder()

@@ -34,6 +34,11 @@ func newStreamFake() *streamFake {
 	return &streamFake{Fake: &httpapitest.Fake{}, uploads: make(chan error, 1), closed: make(chan struct{})}
 }
 
+// deps are the table's dependencies over f, its filesystem included.
+func (f *streamFake) deps() functions.Deps {
+	return httpapitest.DepsOf(f)
+}
+
 func (f *streamFake) Upload(_ context.Context, _ api.FsUploadRequest, body io.Reader) (api.FsWriteResponse, error) {
 	n, err := io.Copy(io.Discard, body)
 	f.uploads <- err
@@ -50,10 +55,10 @@ func (z zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
 func (z zeros) Close() error               { close(z.closed); return nil }
 
 // timedServer serves sb with every connection timeout set to timeout.
-func timedServer(t *testing.T, sb functions.Sandboxes, timeout time.Duration) string {
+func timedServer(t *testing.T, deps functions.Deps, timeout time.Duration) string {
 	t.Helper()
 	srv := httptest.NewUnstartedServer(nil)
-	srv.Config = httpapi.NewServer(functions.New(sb), httpapi.Options{ReadTimeout: timeout, WriteTimeout: timeout, IdleTimeout: timeout})
+	srv.Config = httpapi.NewServer(functions.New(deps), httpapi.Options{ReadTimeout: timeout, WriteTimeout: timeout, IdleTimeout: timeout})
 	srv.Start()
 	t.Cleanup(srv.Close)
 	return srv.Listener.Addr().String()
@@ -87,7 +92,7 @@ func waitClosed(t *testing.T, conn net.Conn, limit time.Duration) {
 // body of the full limit and delivers a byte of it: the handler must not
 // allocate what was only declared.
 func TestDeclaredBodyLengthIsNotAllocated(t *testing.T) {
-	h := httpapi.New(functions.New(&httpapitest.Fake{}), httpapi.Options{})
+	h := httpapi.New(functions.New(httpapitest.DepsOf(&httpapitest.Fake{})), httpapi.Options{})
 	req := newRequest("POST", "/v1/sandboxes", io.MultiReader(strings.NewReader("{"), errReader{}))
 	req.ContentLength = httpapi.DefaultMaxBodyBytes
 	var before, after runtime.MemStats
@@ -111,7 +116,7 @@ func (errReader) Read([]byte) (int, error) { return 0, io.ErrUnexpectedEOF }
 // arrive within the read timeout is cut, and the upload sees an error.
 func TestStalledUploadIsCut(t *testing.T) {
 	f := newStreamFake()
-	addr := timedServer(t, f, time.Second)
+	addr := timedServer(t, f.deps(), time.Second)
 	conn := putHead(t, addr, 1<<20)
 	conn.Write([]byte("a few bytes"))
 	waitClosed(t, conn, time.Minute)
@@ -125,7 +130,7 @@ func TestStalledUploadIsCut(t *testing.T) {
 func TestSlowUploadProgresses(t *testing.T) {
 	f := newStreamFake()
 	const timeout = 2 * time.Second
-	addr := timedServer(t, f, timeout)
+	addr := timedServer(t, f.deps(), timeout)
 	const chunks = 6 // one every timeout/4: the whole takes 1.5 timeouts
 	conn := putHead(t, addr, chunks<<16)
 	for range chunks {
@@ -147,7 +152,7 @@ func TestSlowUploadProgresses(t *testing.T) {
 // is cut once a write has waited for the write timeout.
 func TestStalledDownloadIsCut(t *testing.T) {
 	f := newStreamFake()
-	addr := timedServer(t, f, time.Second)
+	addr := timedServer(t, f.deps(), time.Second)
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -174,7 +179,7 @@ func TestLongAnswerIsNotCut(t *testing.T) {
 			return api.ExecResponse{}, ctx.Err()
 		}
 	}}
-	addr := timedServer(t, fake, timeout)
+	addr := timedServer(t, httpapitest.DepsOf(fake), timeout)
 	resp, err := http.Post("http://"+addr+"/v1/sandboxes/"+id+"/exec", "application/json", strings.NewReader(`{"argv":["sleep"]}`))
 	if err != nil {
 		t.Fatalf("long exec: %v", err)

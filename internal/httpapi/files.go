@@ -5,8 +5,8 @@ package httpapi
 // bytes in and out without ever holding the whole file.
 
 import (
+	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"slices"
 	"strconv"
@@ -14,13 +14,15 @@ import (
 	"time"
 
 	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/functions"
 )
 
 // filesPath is the route of streamed transfers.
 const filesPath = "/v1/sandboxes/{id}/files"
 
-// streamChunk is the buffer size of a download's copy.
+// streamChunk is how many bytes of a streamed upload must arrive within
+// the read timeout.
 const streamChunk = 64 << 10
 
 // fsOp is sandbox::fs::{op} with {id} as sandbox_id; an unknown op is a
@@ -31,7 +33,7 @@ func (s *server) fsOp(r *http.Request, body []byte) (any, error) {
 		return nil, transportError(http.StatusNotFound, "route_not_found",
 			"no filesystem operation "+strconv.Quote(op)+" (known: "+strings.Join(functions.FSOps, ", ")+")")
 	}
-	return s.call("sandbox::fs::"+op, pathParam("id", "sandbox_id"))(r, body)
+	return s.call("sandbox::fs::"+op, sandboxParam)(r, body)
 }
 
 // streamed reports whether r's route reads its body itself, as a stream:
@@ -43,11 +45,10 @@ func streamed(r *http.Request) bool { return r.Pattern == http.MethodPut+" "+fil
 // the result of sandbox::fs::write.
 func (s *server) upload(r *http.Request, _ []byte) (any, error) {
 	q := r.URL.Query()
-	_, v, _, err := queryBool("parents", "parents")(r)
+	parents, _, err := queryBool(r, "parents")
 	if err != nil {
 		return nil, err
 	}
-	parents, _ := v.(bool)
 	req := api.FsUploadRequest{
 		SandboxID: r.PathValue("id"),
 		Path:      q.Get("path"),
@@ -61,54 +62,74 @@ func (s *server) upload(r *http.Request, _ []byte) (any, error) {
 	return s.table.Upload(r.Context(), req, body)
 }
 
-// download is GET /v1/sandboxes/{id}/files?path=P: the file's bytes as the
-// body (application/octet-stream), with its size as Content-Length (unless
-// it reports none, as files of /proc do), its mtime as Last-Modified and
-// its mode in X-Hutch-Mode. Errors found before the first byte are error
+// download is GET /v1/sandboxes/{id}/files?path=P, the table's
+// sandbox::fs::download rendered as the file's bytes: the body
+// (application/octet-stream), with its size as Content-Length (unless it
+// reports none, as files of /proc do), its mtime as Last-Modified and its
+// mode in X-Hutch-Mode. Errors found before the first byte are error
 // envelopes; a stream cut off later cuts the response off, so that the
 // client sees a truncated body, never a short file that looks whole.
 func (s *server) download(r *http.Request, _ []byte) (any, error) {
-	entry, rc, err := s.table.Download(r.Context(), api.FsDownloadRequest{
+	res, err := functions.Invoke(r.Context(), s.table, functions.FnFsDownload, api.FsDownloadRequest{
 		SandboxID: r.PathValue("id"),
 		Path:      r.URL.Query().Get("path"),
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &fileStream{entry: entry, r: rc, log: s.log}, nil
+	return &fileStream{s: s, ctx: r.Context(), st: res.(*functions.Stream)}, nil
 }
 
 // streamer is a result that writes itself instead of being encoded: its
-// headers to w, its body to body (w, under per-chunk write deadlines).
+// headers to w, its body to body (w, under per-chunk write deadlines). It
+// returns the status it answered.
 type streamer interface {
 	stream(w http.ResponseWriter, body io.Writer) int
 }
 
 var (
 	_ streamer = (*fileStream)(nil)
+	_ streamer = (*eventStream)(nil)
 	_ streamer = handlerStream{}
 )
 
 // fileStream is a download's result.
 type fileStream struct {
-	entry api.FsEntry
-	r     io.ReadCloser
-	log   *slog.Logger
+	s   *server
+	ctx context.Context
+	st  *functions.Stream
 }
 
 func (f *fileStream) stream(w http.ResponseWriter, body io.Writer) int {
-	defer f.r.Close()
+	defer f.st.Close()
+	ev, err := f.st.Expect(f.ctx, functions.EventEntry)
+	f.s.answering(w)
+	entry, ok := ev.Data.(api.FsEntry)
+	if err == nil && !ok {
+		err = errdefs.New(errdefs.CodeInternal, "a download's entry is a %T", ev.Data)
+	}
+	if err != nil {
+		return f.s.writeError(w, err)
+	}
 	h := w.Header()
 	h.Set("Content-Type", "application/octet-stream")
-	if f.entry.Size > 0 {
-		h.Set("Content-Length", strconv.FormatInt(f.entry.Size, 10))
+	if entry.Size > 0 {
+		h.Set("Content-Length", strconv.FormatInt(entry.Size, 10))
 	}
-	h.Set("Last-Modified", time.Unix(f.entry.Mtime, 0).UTC().Format(http.TimeFormat))
-	h.Set("X-Hutch-Mode", f.entry.Mode)
+	h.Set("Last-Modified", time.Unix(entry.Mtime, 0).UTC().Format(http.TimeFormat))
+	h.Set("X-Hutch-Mode", entry.Mode)
 	w.WriteHeader(http.StatusOK)
-	if _, err := io.CopyBuffer(body, f.r, make([]byte, streamChunk)); err != nil {
-		f.log.Warn("download cut off", "file", f.entry.Name, "err", err)
-		panic(http.ErrAbortHandler)
+	for {
+		ev, err := f.st.Next(f.ctx)
+		if err == io.EOF {
+			return http.StatusOK
+		}
+		if err == nil && ev.Type == functions.EventData {
+			_, err = body.Write(ev.Bytes)
+		}
+		if err != nil {
+			f.s.log.Warn("download cut off", "file", entry.Name, "err", err)
+			panic(http.ErrAbortHandler)
+		}
 	}
-	return http.StatusOK
 }

@@ -1,7 +1,8 @@
 // Package httpapi is hutch's REST transport: it maps HTTP routes onto the one
-// function table and nothing more. A handler reads the body, merges path and
-// query parameters into the payload, dispatches, and writes either the
-// result or the error envelope; no business logic lives here.
+// function table and nothing more. A handler reads the body, takes path and
+// query parameters as typed fields, dispatches, and writes the result (a
+// value, or a stream of events) or the error envelope; no business logic
+// lives here.
 //
 // Routes (request and response bodies are the function payloads):
 //
@@ -9,11 +10,11 @@
 //	GET    /v1/sandboxes                  sandbox::list
 //	GET    /v1/sandboxes/{id}             sandbox::get
 //	DELETE /v1/sandboxes/{id}[?wait=true] sandbox::stop
-//	POST   /v1/sandboxes/{id}/exec        sandbox::exec, REST semantics (see below)
+//	POST   /v1/sandboxes/{id}/exec        hutch::exec: sandbox::exec, REST semantics (see below)
 //	POST   /v1/sandboxes/{id}/fs/{op}     sandbox::fs::{op} (ls, stat, mkdir, write, ...)
 //	PUT    /v1/sandboxes/{id}/files?path= streamed upload of the body (files.go)
-//	GET    /v1/sandboxes/{id}/files?path= streamed download
-//	POST   /v1/functions/{function_id}    any function of the table by id
+//	GET    /v1/sandboxes/{id}/files?path= sandbox::fs::download, the raw bytes
+//	POST   /v1/functions/{function_id}    any function of the table by id (streams: SSE or NDJSON)
 //	GET    /v1/images/{name}              hutch::image::status
 //	POST   /v1/images/{name}              hutch::image::pull (answers once the image is ready)
 //	DELETE /v1/images/{name}              hutch::image::rm
@@ -31,8 +32,14 @@
 // "forbidden" with a token of no owner; the request then acts for the
 // token's owner, who sees only their own sandboxes.
 //
-// Path parameters become payload fields ({id} is sandbox_id, {name} is name,
-// ?wait is wait); a body that already holds a different value is S001.
+// Path parameters become request fields ({id} is sandbox_id, {name} is name,
+// ?wait is wait), set on the decoded request (functions.Params); a body
+// that already holds a different value is S001.
+//
+// A streaming function (functions.Stream) answers 200 with its events as
+// they come: Server-Sent Events when the request accepts
+// text/event-stream, else NDJSON (application/x-ndjson); see events.go.
+// An error before the first event is an error envelope, as for any call.
 //
 // Every success is 200 with the result as the body, creation included: the
 // generic function route answers the same way, and clients read the body,
@@ -42,9 +49,10 @@
 // "route_not_found"; a known route with the wrong method is 405
 // "method_not_allowed".
 //
-// Exec through /v1/sandboxes/{id}/exec follows REST semantics: a timeout is
-// a 200 result with timed_out set and the output captured so far. Through
-// /v1/functions/sandbox::exec it follows the contract: a timeout is S200.
+// Exec through /v1/sandboxes/{id}/exec follows REST semantics (the table's
+// hutch::exec): a timeout is a 200 result with timed_out set and the
+// output captured so far. Through /v1/functions/sandbox::exec it follows
+// the contract: a timeout is S200.
 package httpapi
 
 import (
@@ -125,7 +133,6 @@ func New(table *functions.Table, opts Options) http.Handler {
 	s := &server{table: table, log: opts.Logger, maxBody: opts.MaxBodyBytes, version: opts.Version,
 		auth: opts.Auth, metrics: opts.Metrics, readTimeout: opts.ReadTimeout, writeTimeout: opts.WriteTimeout}
 
-	sandboxID := pathParam("id", "sandbox_id")
 	routes := []struct {
 		method, path string
 		h            handlerFunc
@@ -133,18 +140,18 @@ func New(table *functions.Table, opts Options) http.Handler {
 	}{
 		{"POST", "/v1/sandboxes", s.call("sandbox::create"), false},
 		{"GET", "/v1/sandboxes", s.call("sandbox::list"), false},
-		{"GET", "/v1/sandboxes/{id}", s.call("sandbox::get", sandboxID), false},
-		{"DELETE", "/v1/sandboxes/{id}", s.call("sandbox::stop", sandboxID, queryBool("wait", "wait")), false},
-		{"POST", "/v1/sandboxes/{id}/exec", s.exec, false},
-		{"GET", "/v1/sandboxes/{id}/metrics", s.call("sandbox::metrics", sandboxID), false},
+		{"GET", "/v1/sandboxes/{id}", s.call("sandbox::get", sandboxParam), false},
+		{"DELETE", "/v1/sandboxes/{id}", s.call("sandbox::stop", sandboxParam, waitParam), false},
+		{"POST", "/v1/sandboxes/{id}/exec", s.call(functions.FnExecResult, sandboxParam), false},
+		{"GET", "/v1/sandboxes/{id}/metrics", s.call("sandbox::metrics", sandboxParam), false},
 		{"POST", "/v1/sandboxes/{id}/fs/{op}", s.fsOp, false},
 		{"PUT", filesPath, s.upload, false},
 		{"GET", filesPath, s.download, false},
 		{"POST", "/v1/functions/{function_id}", s.function, false},
 		// {name...} keeps OCI refs with slashes in one parameter.
-		{"GET", "/v1/images/{name...}", s.call("hutch::image::status", pathParam("name", "name")), false},
-		{"POST", "/v1/images/{name...}", s.call("hutch::image::pull", pathParam("name", "name")), false},
-		{"DELETE", "/v1/images/{name...}", s.call("hutch::image::rm", pathParam("name", "name")), false},
+		{"GET", "/v1/images/{name...}", s.call("hutch::image::status", nameParam), false},
+		{"POST", "/v1/images/{name...}", s.call("hutch::image::pull", nameParam), false},
+		{"DELETE", "/v1/images/{name...}", s.call("hutch::image::rm", nameParam), false},
 		{"GET", "/v1/images", s.call("hutch::image::list"), false},
 		{"GET", "/v1/catalog", s.call("sandbox::catalog::list"), false},
 		{"GET", "/healthz", s.health, true},
@@ -185,35 +192,31 @@ type server struct {
 	readTimeout, writeTimeout time.Duration
 }
 
-// call dispatches to function id with params merged into the body.
+// call dispatches to function id with the URL's params.
 func (s *server) call(id string, params ...paramFunc) handlerFunc {
 	return func(r *http.Request, body []byte) (any, error) {
-		payload, err := withParams(r, body, params)
-		if err != nil {
-			return nil, err
+		var p functions.Params
+		for _, set := range params {
+			if err := set(r, &p); err != nil {
+				return nil, err
+			}
 		}
-		return s.table.Call(r.Context(), id, payload)
+		return s.dispatch(r, id, body, p)
 	}
-}
-
-// exec is sandbox::exec with REST semantics. It decodes straight into the
-// typed request: this is the hot path, so no detour through a JSON merge.
-func (s *server) exec(r *http.Request, body []byte) (any, error) {
-	var req api.ExecRequest
-	if err := functions.Decode(body, &req); err != nil {
-		return nil, err
-	}
-	id := r.PathValue("id")
-	if req.SandboxID != "" && req.SandboxID != id {
-		return nil, conflict("sandbox_id", req.SandboxID, id)
-	}
-	req.SandboxID = id
-	return s.table.Exec(r.Context(), req)
 }
 
 // function dispatches to any function of the table by id.
 func (s *server) function(r *http.Request, body []byte) (any, error) {
-	return s.table.Call(r.Context(), r.PathValue("function_id"), body)
+	return s.dispatch(r, r.PathValue("function_id"), body, functions.Params{})
+}
+
+// dispatch runs function id; a stream becomes an event stream (events.go).
+func (s *server) dispatch(r *http.Request, id string, body []byte, p functions.Params) (any, error) {
+	res, err := s.table.Call(r.Context(), id, body, p)
+	if st, ok := res.(*functions.Stream); ok {
+		return s.events(r, st), err
+	}
+	return res, err
 }
 
 type health struct {

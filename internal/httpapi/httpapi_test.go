@@ -277,7 +277,7 @@ func TestRoutes(t *testing.T) {
 			if tt.setup != nil {
 				tt.setup(fake)
 			}
-			h := httpapi.New(functions.New(fake), httpapi.Options{Version: "v-test"})
+			h := httpapi.New(functions.New(httpapitest.DepsOf(fake)), httpapi.Options{Version: "v-test"})
 			status, body, raw := do(t, h, tt.method, tt.path, tt.body, nil)
 			if status != tt.wantStatus {
 				t.Fatalf("status = %d, want %d; body %s", status, tt.wantStatus, raw)
@@ -311,7 +311,7 @@ func TestRoutes(t *testing.T) {
 }
 
 func TestMethodNotAllowedSetsAllow(t *testing.T) {
-	h := httpapi.New(functions.New(&httpapitest.Fake{}), httpapi.Options{})
+	h := httpapi.New(functions.New(httpapitest.DepsOf(&httpapitest.Fake{})), httpapi.Options{})
 	req := newRequest("PATCH", "/v1/sandboxes/"+id, nil)
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
@@ -321,7 +321,7 @@ func TestMethodNotAllowedSetsAllow(t *testing.T) {
 }
 
 func TestBodyLimit(t *testing.T) {
-	h := httpapi.New(functions.New(&httpapitest.Fake{}), httpapi.Options{MaxBodyBytes: 64})
+	h := httpapi.New(functions.New(httpapitest.DepsOf(&httpapitest.Fake{})), httpapi.Options{MaxBodyBytes: 64})
 	big := `{"image":"python","name":"` + strings.Repeat("x", 100) + `"}`
 	tests := []struct {
 		name          string
@@ -349,7 +349,7 @@ func TestPanicIsInternalError(t *testing.T) {
 	fake := &httpapitest.Fake{ExecFunc: func(context.Context, api.ExecRequest) (api.ExecResponse, error) {
 		panic("kaboom")
 	}}
-	h := httpapi.New(functions.New(fake), httpapi.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	h := httpapi.New(functions.New(httpapitest.DepsOf(fake)), httpapi.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	status, body, raw := do(t, h, "POST", "/v1/sandboxes/"+id+"/exec", `{"cmd":"true"}`, nil)
 	if status != 500 || body["error"].(map[string]any)["code"] != "S500" {
 		t.Errorf("status %d body %s, want 500 S500", status, raw)
@@ -362,7 +362,7 @@ func TestPanicIsInternalError(t *testing.T) {
 func TestDebugLogPerRequest(t *testing.T) {
 	var logs bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	h := httpapi.New(functions.New(&httpapitest.Fake{}), httpapi.Options{Logger: log})
+	h := httpapi.New(functions.New(httpapitest.DepsOf(&httpapitest.Fake{})), httpapi.Options{Logger: log})
 	do(t, h, "GET", "/v1/sandboxes/"+id, "", nil)
 	for _, want := range []string{"method=GET", "path=/v1/sandboxes/" + id, "status=404", "duration="} {
 		if !strings.Contains(logs.String(), want) {
@@ -418,7 +418,7 @@ func BenchmarkExec(b *testing.B) {
 
 // BenchmarkExecHandler measures the handler alone, without the network.
 func BenchmarkExecHandler(b *testing.B) {
-	h := httpapi.New(functions.New(&httpapitest.Fake{}), httpapi.Options{})
+	h := httpapi.New(functions.New(httpapitest.DepsOf(&httpapitest.Fake{})), httpapi.Options{})
 	body := `{"cmd":"true"}`
 	b.ReportAllocs()
 	for b.Loop() {

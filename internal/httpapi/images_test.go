@@ -31,7 +31,7 @@ func TestImageRoutes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
 			fake := &httpapitest.Fake{}
-			status, body, raw := do(t, httpapi.New(functions.New(fake), httpapi.Options{}), tt.method, tt.path, tt.body, nil)
+			status, body, raw := do(t, httpapi.New(functions.New(httpapitest.DepsOf(fake)), httpapi.Options{}), tt.method, tt.path, tt.body, nil)
 			if status != tt.wantStatus {
 				t.Fatalf("status %d, want %d: %s", status, tt.wantStatus, raw)
 			}
@@ -45,7 +45,7 @@ func TestImageRoutes(t *testing.T) {
 	}
 	// A body that names another image than the URL is refused.
 	fake := &httpapitest.Fake{}
-	status, _, raw := do(t, httpapi.New(functions.New(fake), httpapi.Options{}), "POST", "/v1/images/python", `{"name":"node"}`, nil)
+	status, _, raw := do(t, httpapi.New(functions.New(httpapitest.DepsOf(fake)), httpapi.Options{}), "POST", "/v1/images/python", `{"name":"node"}`, nil)
 	if status != http.StatusBadRequest || len(fake.Calls()) != 0 {
 		t.Errorf("conflicting name: status %d, calls %v: %s", status, fake.Calls(), raw)
 	}

@@ -22,8 +22,36 @@ type handlerStream struct {
 	r *http.Request
 }
 
-// stream serves the handler on w, under the write timeout of a whole answer.
+// stream serves the handler on w, under the write timeout of a whole
+// answer, and returns the status the handler wrote.
 func (hs handlerStream) stream(w http.ResponseWriter, _ io.Writer) int {
-	hs.h.ServeHTTP(w, hs.r)
-	return http.StatusOK
+	sw := &statusWriter{ResponseWriter: w}
+	hs.h.ServeHTTP(sw, hs.r)
+	if sw.status == 0 {
+		return http.StatusOK // net/http's answer when a handler writes nothing
+	}
+	return sw.status
 }
+
+// statusWriter records the status a handler answers.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (sw *statusWriter) WriteHeader(code int) {
+	if sw.status == 0 {
+		sw.status = code
+	}
+	sw.ResponseWriter.WriteHeader(code)
+}
+
+func (sw *statusWriter) Write(b []byte) (int, error) {
+	if sw.status == 0 {
+		sw.status = http.StatusOK
+	}
+	return sw.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (sw *statusWriter) Unwrap() http.ResponseWriter { return sw.ResponseWriter }

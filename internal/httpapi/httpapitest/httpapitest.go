@@ -147,7 +147,18 @@ func (f *Fake) ImageStatus(ctx context.Context, req api.ImageStatusRequest) (api
 // NewServer serves the REST API over fake until the test ends.
 func NewServer(t testing.TB, fake *Fake, opts httpapi.Options) *httptest.Server {
 	t.Helper()
-	srv := httptest.NewServer(httpapi.New(functions.New(fake), opts))
+	srv := httptest.NewServer(httpapi.New(functions.New(DepsOf(fake)), opts))
 	t.Cleanup(srv.Close)
 	return srv
+}
+
+// DepsOf are the table's dependencies over a test's fake sb: sb itself for
+// each interface it implements. (The daemon names each dependency; a test
+// fake that wraps Fake to change one method must not lose the change.)
+func DepsOf(sb functions.Sandboxes) functions.Deps {
+	d := functions.Deps{Sandboxes: sb}
+	d.Files, _ = sb.(functions.FS)
+	d.Images, _ = sb.(functions.Images)
+	d.Metrics, _ = sb.(functions.SandboxMetrics)
+	return d
 }
