@@ -84,7 +84,7 @@ func TestImageActionsAreOperatorOnly(t *testing.T) {
 	// In use by both: alice learns the count and her own id, not bob's.
 	_, err = m.ImageRemove(as("alice"), api.ImageRemoveRequest{Name: "python"})
 	e := errdefs.As(err)
-	if e.Code != errdefs.CodeMalformed || !strings.Contains(e.Message, "in use by 2 sandboxes (yours: "+aliceBox+")") || strings.Contains(e.Message, bobBox) {
+	if e.Code != errdefs.CodeImageInUse || !strings.Contains(e.Message, "in use by 2 sandboxes (yours: "+aliceBox+")") || strings.Contains(e.Message, bobBox) {
 		t.Fatalf("alice's remove of a used image: %v", err)
 	}
 	if ids, _ := e.Fix["sandbox_ids"].([]string); !slices.Equal(ids, []string{aliceBox}) {
