@@ -92,7 +92,7 @@ func TestImageActionsAreOperatorOnly(t *testing.T) {
 	}
 
 	for _, id := range []string{aliceBox, bobBox} {
-		m.destroy(m.sandboxes[id], reasonRequest)
+		m.destroy(m.sandboxes[id], endRequest)
 	}
 	if r, err := m.ImageRemove(as("alice"), api.ImageRemoveRequest{Name: "python"}); err != nil || !r.Removed || imgs.removed != 1 {
 		t.Fatalf("alice's remove of an unused image: %+v, %v", r, err)
@@ -142,7 +142,7 @@ func TestMaxSandboxesPerOwner(t *testing.T) {
 		t.Fatalf("reservations left: %d, %v", m.reserved, m.owners.creating)
 	}
 	// A stopped sandbox frees its owner's slot.
-	m.destroy(m.sandboxes[bobBox], reasonRequest)
+	m.destroy(m.sandboxes[bobBox], endRequest)
 	if err := m.reserve("bob"); err != nil {
 		t.Fatalf("bob after his stop: %v", err)
 	}
