@@ -75,9 +75,9 @@ type Manager struct {
 	destroying sync.WaitGroup
 	// creating tracks creates in progress, so Close can wait for them;
 	// shutdown is cancelled by Close, which ends their boots.
-	creating sync.WaitGroup
-	shutdown context.Context
-	shut     context.CancelFunc
+	creating   sync.WaitGroup
+	shutdown   context.Context
+	shut       context.CancelFunc
 	stopReaper chan struct{}
 	reaperDone chan struct{}
 	// reapSoon wakes the reaper to recompute its interval (reaper.go).

@@ -68,7 +68,9 @@ func (s State) ended() bool { return s == Stopping || s == Stopped }
 // quiesced reports whether s is a state in which the agent's stream may
 // close without the sandbox dying: a pause or checkpoint under way, or a
 // pause, decides what happens next.
-func (s State) quiesced() bool { return s == Pausing || s == Paused || s == Checkpointing || s == Resuming }
+func (s State) quiesced() bool {
+	return s == Pausing || s == Paused || s == Checkpointing || s == Resuming
+}
 
 // StateError is a transition the table does not allow.
 type StateError struct {
