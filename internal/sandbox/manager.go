@@ -72,7 +72,7 @@ type Manager struct {
 	protected protectedPorts
 
 	// destroying tracks background teardowns, so Close can wait for them.
-	destroying sync.WaitGroup
+	destroying tracker
 	// creating tracks creates in progress, so Close can wait for them;
 	// shutdown is cancelled by Close, which ends their boots.
 	creating   sync.WaitGroup
@@ -488,9 +488,16 @@ func (m *Manager) Stop(ctx context.Context, req api.StopRequest) (api.StopRespon
 // A sandbox that never ran (booting, or in the warm pool) had no owner:
 // its stop is neither counted nor recorded.
 func (m *Manager) stopAsync(sb *sandbox, end runtime.End) <-chan struct{} {
-	end, was, ok := sb.finish(end)
+	m.stop(sb, end, nil)
+	return sb.destroyed
+}
+
+// stop is stopAsync, for a death d when not nil (sandbox.finish); it
+// reports whether this call ended sb.
+func (m *Manager) stop(sb *sandbox, end runtime.End, d *death) bool {
+	end, was, ok := sb.finish(end, d)
 	if !ok {
-		return sb.destroyed
+		return false
 	}
 	if was == Booting || was == Pooled {
 		m.log.Debug("unclaimed sandbox discarded", "sandbox", sb.rec.ID, "image", sb.rec.Image, "reason", end.Detail)
@@ -500,16 +507,12 @@ func (m *Manager) stopAsync(sb *sandbox, end runtime.End) <-chan struct{} {
 		m.persistStopped(sb)
 	}
 	m.teardownAsync(sb)
-	return sb.destroyed
+	return true
 }
 
 // teardownAsync tears sb down in the background; Close waits for it.
 func (m *Manager) teardownAsync(sb *sandbox) {
-	m.destroying.Add(1)
-	go func() {
-		defer m.destroying.Done()
-		m.teardown(sb)
-	}()
+	m.destroying.Go(func() { m.teardown(sb) })
 }
 
 // destroy is stopAsync that waits.
@@ -587,16 +590,15 @@ func (m *Manager) watch(sb *sandbox) {
 				}
 			}
 		}
-		if st, _ := sb.current(); st.quiesced() {
-			select {
-			case <-changed:
-				continue
-			case <-sb.destroyed:
-				return
-			}
+		if m.stop(sb, endOf(inst, ac), &death{inst, ac}) || sb.isStopped() {
+			return
 		}
-		m.stopAsync(sb, endOf(inst, ac))
-		return
+		// Quiesced, or replaced: what comes next decides.
+		select {
+		case <-changed:
+		case <-sb.destroyed:
+			return
+		}
 	}
 }
 
@@ -662,6 +664,9 @@ func (m *Manager) Close(ctx context.Context) error {
 		// Creates in flight end (their boots are cancelled, or register
 		// tears their sandbox down) before their teardowns are waited for.
 		m.creating.Wait()
+		for _, sb := range sbs {
+			<-sb.destroyed
+		}
 		m.destroying.Wait()
 		close(waited)
 	}()

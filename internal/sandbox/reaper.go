@@ -108,12 +108,10 @@ func (m *Manager) reap(now time.Time) {
 		m.log.Info("reaping idle sandbox", "sandbox", sb.rec.ID, "idle_timeout_secs", sb.rec.IdleTimeoutSecs,
 			"idle_secs", int64(now.Sub(sb.idleSince()).Seconds()), "exec_in_flight", len(sb.slots))
 		done := m.stopAsync(sb, endIdle)
-		m.destroying.Add(1)
-		go func() {
-			defer m.destroying.Done()
+		m.destroying.Go(func() {
 			<-done
 			m.forget(sb)
-		}()
+		})
 	}
 }
 

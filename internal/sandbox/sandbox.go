@@ -105,12 +105,17 @@ func (sb *sandbox) transitionLocked(to State) error {
 // finish moves sb to Stopping with end, its detail escaped and clipped
 // since it may carry a sandbox's bytes, and returns the end as kept and
 // the state it left; ok is false when sb had already ended (the first end
-// wins).
-func (sb *sandbox) finish(end runtime.End) (kept runtime.End, was State, ok bool) {
+// wins). A death (non-nil d) ends sb only while d's instance and
+// connection are still sb's and sb is not quiesced: an instance that was
+// replaced, or that went away under a pause or checkpoint, is not sb's end.
+func (sb *sandbox) finish(end runtime.End, d *death) (kept runtime.End, was State, ok bool) {
 	sb.mu.Lock()
 	defer sb.mu.Unlock()
 	was = sb.state
 	if was.ended() {
+		return sb.end, was, false
+	}
+	if d != nil && (d.inst != sb.inst || d.agent != sb.agent || was.quiesced()) {
 		return sb.end, was, false
 	}
 	if err := sb.transitionLocked(Stopping); err != nil {
@@ -119,6 +124,12 @@ func (sb *sandbox) finish(end runtime.End) (kept runtime.End, was State, ok bool
 	end.Detail = safetext.Line(end.Detail, safetext.MaxLine)
 	sb.end, sb.stoppedAt = end, time.Now().UTC()
 	return sb.end, was, true
+}
+
+// death is the instance and agent connection a watcher saw end.
+type death struct {
+	inst  runtime.Instance
+	agent *agentclient.Client
 }
 
 // current returns sb's state and, once it has ended, why.
