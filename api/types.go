@@ -132,7 +132,11 @@ type SandboxInfo struct {
 	Stopped        bool    `json:"stopped"`
 
 	// hutch additions, beyond the seed's fields.
-	StopReason      string `json:"stop_reason,omitempty"`
+	StopReason string `json:"stop_reason,omitempty"`
+	// StopCause is StopReason as a fixed word: request, idle, lifetime,
+	// out_of_memory, pids_limit, agent_failure, exited, shutdown or
+	// daemon_restart.
+	StopCause       string `json:"stop_cause,omitempty"`
 	CPUs            uint32 `json:"cpus"`
 	MemoryMB        uint32 `json:"memory_mb"`
 	Network         bool   `json:"network"`

@@ -101,7 +101,7 @@ func TestCustomImageEndToEnd(t *testing.T) {
 
 	// rm is refused while the sandbox runs, then works.
 	_, errOut, code := d.cli("", "image", "rm", "app")
-	if code != 1 || !strings.Contains(errOut, "S001") || !strings.Contains(errOut, id) {
+	if code != 1 || !strings.Contains(errOut, "S111") || !strings.Contains(errOut, id) {
 		t.Fatalf("image rm of a used image: code %d, stderr %q", code, errOut)
 	}
 	if _, err := d.c.Stop(ctx, id, true); err != nil {

@@ -51,41 +51,23 @@ func DocsURL(code errdefs.Code) string {
 	return DocsBase + "#" + strings.ToLower(string(code))
 }
 
-// HTTPStatus is the HTTP status of err's class and code.
+// HTTPStatus is the HTTP status of err's kind.
 func HTTPStatus(err error) int {
 	if errors.Is(err, functions.ErrNotFound) {
 		return http.StatusNotFound
 	}
-	e := errdefs.As(err)
-	switch e.Code {
-	case errdefs.CodeNotFound:
-		return http.StatusNotFound
-	case errdefs.CodeExecBusy, errdefs.CodeStopped:
-		return http.StatusConflict
-	case errdefs.CodeCapacity:
-		return http.StatusTooManyRequests
-	case errdefs.CodeImageNotAllowed, errdefs.CodeOperatorOnly:
-		return http.StatusForbidden
-	case errdefs.CodeImageMissing:
-		return http.StatusUnprocessableEntity
-	case errdefs.CodeExecTimeout:
-		return http.StatusGatewayTimeout
-	case errdefs.CodeFSNotFound:
-		return http.StatusNotFound
-	case errdefs.CodeFSExists, errdefs.CodeFSNotEmpty, errdefs.CodeFSWrongType:
-		return http.StatusConflict
-	case errdefs.CodeFSPermission:
-		return http.StatusForbidden
-	case errdefs.CodeFSIO:
-		return http.StatusInternalServerError
-	case errdefs.CodeFSStreamAborted, errdefs.CodeImagePull:
-		return http.StatusServiceUnavailable
-	}
-	switch e.Code.Class() {
-	case errdefs.ClassValidation, errdefs.ClassFilesystem:
-		return http.StatusBadRequest
-	case errdefs.ClassPlatform, errdefs.ClassTransient:
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusInternalServerError
+	return kindStatus[errdefs.As(err).Code.Kind()]
+}
+
+// kindStatus is the HTTP status of each error kind.
+var kindStatus = map[errdefs.Kind]int{
+	errdefs.KindInternal:     http.StatusInternalServerError,
+	errdefs.KindInvalid:      http.StatusBadRequest,
+	errdefs.KindNotFound:     http.StatusNotFound,
+	errdefs.KindConflict:     http.StatusConflict,
+	errdefs.KindForbidden:    http.StatusForbidden,
+	errdefs.KindPrecondition: http.StatusUnprocessableEntity,
+	errdefs.KindCapacity:     http.StatusTooManyRequests,
+	errdefs.KindTimeout:      http.StatusGatewayTimeout,
+	errdefs.KindUnavailable:  http.StatusServiceUnavailable,
 }

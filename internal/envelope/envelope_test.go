@@ -1,6 +1,7 @@
 package envelope
 
 import (
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -56,10 +57,33 @@ func TestHTTPStatus(t *testing.T) {
 		errdefs.CodeBootFailed:      http.StatusServiceUnavailable,
 		errdefs.CodeCapacity:        http.StatusTooManyRequests,
 		errdefs.CodeInternal:        http.StatusInternalServerError,
+		errdefs.CodeImageInUse:      http.StatusConflict,
+		errdefs.CodeShuttingDown:    http.StatusServiceUnavailable,
+		errdefs.CodeFSWrongType:     http.StatusConflict,
+		errdefs.CodeFSUnsupported:   http.StatusBadRequest,
+		errdefs.CodeFSStreamAborted: http.StatusServiceUnavailable,
 	}
 	for code, want := range tests {
 		if got := HTTPStatus(errdefs.New(code, "x")); got != want {
 			t.Errorf("HTTPStatus(%s) = %d, want %d", code, got, want)
 		}
+	}
+}
+
+// TestEveryKindHasAStatus checks that no code falls through to a default.
+func TestEveryKindHasAStatus(t *testing.T) {
+	for _, code := range errdefs.Codes() {
+		if _, ok := kindStatus[code.Kind()]; !ok {
+			t.Errorf("%s: kind %d has no HTTP status", code, code.Kind())
+		}
+	}
+}
+
+// TestFromKeepsOuterContext checks that the envelope's message is the
+// whole message of a wrapped error, not only the innermost one.
+func TestFromKeepsOuterContext(t *testing.T) {
+	err := fmt.Errorf("recording sandbox X: %w", errdefs.New(errdefs.CodeInternal, "disk full"))
+	if env := From(err); env.Message != "recording sandbox X: disk full" || env.Code != "S500" {
+		t.Fatalf("envelope = %+v", env)
 	}
 }

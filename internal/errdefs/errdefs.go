@@ -38,6 +38,7 @@ const (
 	CodeImageMissing    Code = "S101" // rootfs missing and auto_install false
 	CodeImagePull       Code = "S102" // pull/unpack/build failed
 	CodeOperatorOnly    Code = "S110" // an operator action asked by another owner (hutch's own)
+	CodeImageInUse      Code = "S111" // image removal refused: sandboxes use it (hutch's own)
 	CodeExecTimeout     Code = "S200" // exec timed out
 	CodeFSInvalid       Code = "S210"
 	CodeFSNotFound      Code = "S211"
@@ -50,53 +51,77 @@ const (
 	CodeFSStreamAborted Code = "S218"
 	CodeFSUnsupported   Code = "S219"
 	CodeBootFailed      Code = "S300" // runtime could not start the sandbox
+	CodeShuttingDown    Code = "S301" // the daemon is shutting down (hutch's own)
 	CodeCapacity        Code = "S400" // capacity or per-image cap exceeded
 	CodeInternal        Code = "S500" // a bug or host failure outside the contract
 )
 
-// codeInfo is the fixed class and retryability of each code.
+// Kind is what an error asks of its caller, whatever the contract's class
+// of its code: each transport maps kinds, never codes, to its own statuses.
+type Kind int
+
+// The kinds of errors.
+const (
+	KindInternal     Kind = iota // a bug or host failure
+	KindInvalid                  // the request must change
+	KindNotFound                 // what it names does not exist
+	KindConflict                 // the target's state refuses it now
+	KindForbidden                // the caller may not do it
+	KindPrecondition             // the operator must set something up first
+	KindCapacity                 // a limit is reached; free something first
+	KindTimeout                  // it ran out of time
+	KindUnavailable              // it may succeed if retried later
+)
+
+// codeInfo is the fixed class, kind and retryability of each code.
 var codeInfo = map[Code]struct {
 	class     Class
+	kind      Kind
 	retryable bool
 }{
-	CodeMalformed:       {ClassValidation, false},
-	CodeNotFound:        {ClassValidation, false},
-	CodeExecBusy:        {ClassValidation, false},
-	CodeStopped:         {ClassValidation, false},
-	CodeImageNotAllowed: {ClassConfig, false},
-	CodeImageMissing:    {ClassInternal, false},
-	CodeImagePull:       {ClassTransient, true},
-	CodeOperatorOnly:    {ClassConfig, false},
-	CodeExecTimeout:     {ClassExecution, false},
-	CodeFSInvalid:       {ClassFilesystem, false},
-	CodeFSNotFound:      {ClassFilesystem, false},
-	CodeFSWrongType:     {ClassFilesystem, false},
-	CodeFSExists:        {ClassFilesystem, false},
-	CodeFSNotEmpty:      {ClassFilesystem, false},
-	CodeFSPermission:    {ClassFilesystem, false},
-	CodeFSIO:            {ClassFilesystem, false},
-	CodeFSBadRegex:      {ClassFilesystem, false},
-	CodeFSStreamAborted: {ClassFilesystem, true},
-	CodeFSUnsupported:   {ClassFilesystem, false},
-	CodeBootFailed:      {ClassPlatform, false},
-	CodeCapacity:        {ClassConfig, false},
-	CodeInternal:        {ClassInternal, false},
+	CodeMalformed:       {ClassValidation, KindInvalid, false},
+	CodeNotFound:        {ClassValidation, KindNotFound, false},
+	CodeExecBusy:        {ClassValidation, KindConflict, false},
+	CodeStopped:         {ClassValidation, KindConflict, false},
+	CodeImageNotAllowed: {ClassConfig, KindForbidden, false},
+	CodeImageMissing:    {ClassInternal, KindPrecondition, false},
+	CodeImagePull:       {ClassTransient, KindUnavailable, true},
+	CodeOperatorOnly:    {ClassConfig, KindForbidden, false},
+	CodeImageInUse:      {ClassValidation, KindConflict, false},
+	CodeExecTimeout:     {ClassExecution, KindTimeout, false},
+	CodeFSInvalid:       {ClassFilesystem, KindInvalid, false},
+	CodeFSNotFound:      {ClassFilesystem, KindNotFound, false},
+	CodeFSWrongType:     {ClassFilesystem, KindConflict, false},
+	CodeFSExists:        {ClassFilesystem, KindConflict, false},
+	CodeFSNotEmpty:      {ClassFilesystem, KindConflict, false},
+	CodeFSPermission:    {ClassFilesystem, KindForbidden, false},
+	CodeFSIO:            {ClassFilesystem, KindInternal, false},
+	CodeFSBadRegex:      {ClassFilesystem, KindInvalid, false},
+	CodeFSStreamAborted: {ClassFilesystem, KindUnavailable, true},
+	CodeFSUnsupported:   {ClassFilesystem, KindInvalid, false},
+	CodeBootFailed:      {ClassPlatform, KindUnavailable, false},
+	CodeShuttingDown:    {ClassTransient, KindUnavailable, true},
+	CodeCapacity:        {ClassConfig, KindCapacity, false},
+	CodeInternal:        {ClassInternal, KindInternal, false},
 }
 
 // Codes lists every S-code, in table order.
 func Codes() []Code {
 	return []Code{
 		CodeMalformed, CodeNotFound, CodeExecBusy, CodeStopped,
-		CodeImageNotAllowed, CodeImageMissing, CodeImagePull, CodeOperatorOnly,
+		CodeImageNotAllowed, CodeImageMissing, CodeImagePull, CodeOperatorOnly, CodeImageInUse,
 		CodeExecTimeout,
 		CodeFSInvalid, CodeFSNotFound, CodeFSWrongType, CodeFSExists, CodeFSNotEmpty,
 		CodeFSPermission, CodeFSIO, CodeFSBadRegex, CodeFSStreamAborted, CodeFSUnsupported,
-		CodeBootFailed, CodeCapacity, CodeInternal,
+		CodeBootFailed, CodeShuttingDown, CodeCapacity, CodeInternal,
 	}
 }
 
 // Class reports the class of a code.
 func (c Code) Class() Class { return codeInfo[c].class }
+
+// Kind reports what a code asks of its caller.
+func (c Code) Kind() Kind { return codeInfo[c].kind }
 
 // Retryable reports whether a caller may retry an operation that failed with c.
 func (c Code) Retryable() bool { return codeInfo[c].retryable }
@@ -133,6 +158,11 @@ func Wrap(code Code, err error, msg string) *Error {
 	return &Error{Code: code, Message: msg + ": " + err.Error(), Err: err}
 }
 
+// ShuttingDown is S301: the daemon is shutting down and takes no new work.
+func ShuttingDown() *Error {
+	return New(CodeShuttingDown, "the daemon is shutting down").WithFix(nil, "retry once the daemon is back")
+}
+
 // WithFix attaches a fix payload and note and returns e.
 func (e *Error) WithFix(fix map[string]any, note string) *Error {
 	e.Fix = fix
@@ -144,12 +174,20 @@ func (e *Error) WithFix(fix map[string]any, note string) *Error {
 func Malformed(format string, args ...any) *Error { return New(CodeMalformed, format, args...) }
 
 // As returns the *Error in err's chain, or a CodeInternal error wrapping err.
+// When err wraps that *Error with context of its own ("recording sandbox X:
+// %w"), the result is a copy whose message is err's whole message, so the
+// outer context is never lost.
 func As(err error) *Error {
 	var e *Error
-	if errors.As(err, &e) {
-		return e
+	if !errors.As(err, &e) {
+		return &Error{Code: CodeInternal, Message: err.Error(), Err: err}
 	}
-	return &Error{Code: CodeInternal, Message: err.Error(), Err: err}
+	if msg := err.Error(); msg != e.Error() {
+		c := *e
+		c.Message, c.Err = msg, err
+		return &c
+	}
+	return e
 }
 
 // CodeOf returns the S-code of err, CodeInternal when it has none.

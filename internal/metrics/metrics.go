@@ -10,7 +10,7 @@
 //	hutch_sandboxes_live                       gauge     live sandboxes, every owner
 //	hutch_sandbox_creates_total{result}        counter   creates by result: ok or an S-code
 //	hutch_sandbox_create_duration_seconds      histogram create latency, by result
-//	hutch_sandbox_stops_total{cause}           counter   stops: request, idle, out_of_memory, pids_limit, exited, shutdown
+//	hutch_sandbox_stops_total{cause}           counter   stops: request, idle, out_of_memory, pids_limit, agent_failure, exited, shutdown
 //	hutch_exec_duration_seconds{result}        histogram exec latency: ok, timeout or an S-code
 //	hutch_errors_total{function,code}          counter   function calls that failed, by S-code
 //	hutch_image_cache_bytes                    gauge     size of the images in the cache
@@ -70,7 +70,7 @@ func New(src Sources) *Metrics {
 		}, []string{"result"}),
 		stops: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hutch_sandbox_stops_total",
-			Help: "Sandboxes stopped, by cause: request, idle, out_of_memory, pids_limit, exited, shutdown.",
+			Help: "Sandboxes stopped, by cause: request, idle, out_of_memory, pids_limit, agent_failure, exited, shutdown.",
 		}, []string{"cause"}),
 		execSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "hutch_exec_duration_seconds",

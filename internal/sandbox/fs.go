@@ -1,9 +1,10 @@
 package sandbox
 
 // The sandbox::fs operations and streamed transfers. The manager checks
-// the request, finds the sandbox, records activity and calls the agent,
-// which does the work inside the sandbox; the agent's errors become S-codes
-// in fsError, the one place they are mapped.
+// the request, takes the sandbox (acquire) and calls the agent, which does
+// the work inside the sandbox; the agent's errors become S-codes in
+// fsError, the one place they are mapped, and its failures go to the one
+// failure policy (agentFailure).
 
 import (
 	"bytes"
@@ -15,7 +16,6 @@ import (
 	"path"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"google.golang.org/grpc/status"
@@ -78,15 +78,15 @@ func fsDetail(err error) *agentv1.FsError {
 
 // fsError maps the failure of an agent filesystem call on sb: the agent's
 // FsError becomes its S-code (S210–S219); an upload whose source failed or
-// a stalled transfer is S218; a caller that went away gets its context's
-// error; a sandbox that ended under the call is S004; anything else the
-// agent did is S216.
+// a stalled transfer is S218; anything else goes to the one failure policy
+// (agentFailure): the caller's context error, S004 for a sandbox that
+// ended under the call, or S004 for one ended because its agent broke a
+// deadline, a size limit or the protocol.
 func (m *Manager) fsError(ctx context.Context, sb *sandbox, op string, err error) error {
 	if fe := fsDetail(err); fe != nil {
 		return fsFault(fe)
 	}
 	var se *agentclient.SourceError
-	var na *agentclient.NoAnswerError
 	switch {
 	case errors.As(err, &se):
 		return errdefs.New(errdefs.CodeFSStreamAborted, "%s aborted: %v; nothing was written", op, se).
@@ -95,47 +95,20 @@ func (m *Manager) fsError(ctx context.Context, sb *sandbox, op string, err error
 		return ctx.Err()
 	case errors.Is(err, agentclient.ErrStalled):
 		return errdefs.New(errdefs.CodeFSStreamAborted, "%s aborted: %v", op, err)
-	case errors.As(err, &na):
-		return errdefs.New(errdefs.CodeFSIO, "%s: %v", op, na)
-	case errors.Is(err, agentclient.ErrClosed):
-		// Give the watcher a moment to learn why the sandbox ended.
-		select {
-		case <-sb.destroyed:
-		case <-time.After(2 * time.Second):
-		}
-		_, reason := sb.stopState()
-		if reason == "" {
-			reason = "the sandbox agent went away"
-		}
-		return errdefs.New(errdefs.CodeStopped, "sandbox %s stopped during %s: %s", sb.rec.ID, op, reason)
 	}
-	return errdefs.New(errdefs.CodeFSIO, "%s: the sandbox agent failed: %s", op, safetext.Line(err.Error(), safetext.MaxLine))
-}
-
-// fsSandbox finds the live sandbox of a filesystem request (S001, S002,
-// S004) and records activity for the idle reaper.
-func (m *Manager) fsSandbox(ctx context.Context, id string) (*sandbox, error) {
-	sb, err := m.lookup(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if stopped, reason := sb.stopState(); stopped {
-		return nil, stoppedError(sb.rec.ID, reason)
-	}
-	sb.touch()
-	return sb, nil
+	return m.agentFailure(ctx, sb, op, err)
 }
 
 // fsCall runs one unary agent call on sandbox id for operation op
 // ("fs::ls"), after the request was checked.
 func fsCall[R any](ctx context.Context, m *Manager, id, op string, call func(context.Context, *agentclient.Client) (R, error)) (R, error) {
 	var zero R
-	sb, err := m.fsSandbox(ctx, id)
+	sb, release, err := m.acquire(ctx, id, useCall)
 	if err != nil {
 		return zero, err
 	}
-	defer sb.touch()
-	resp, err := call(ctx, sb.agent)
+	defer release()
+	resp, err := call(ctx, sb.client())
 	if err != nil {
 		return zero, m.fsError(ctx, sb, op, err)
 	}
@@ -287,12 +260,12 @@ func (m *Manager) Upload(ctx context.Context, req api.FsUploadRequest, body io.R
 	if err != nil {
 		return api.FsWriteResponse{}, err
 	}
-	sb, err := m.fsSandbox(ctx, req.SandboxID)
+	sb, release, err := m.acquire(ctx, req.SandboxID, useCall)
 	if err != nil {
 		return api.FsWriteResponse{}, err
 	}
-	defer sb.touch()
-	resp, err := sb.agent.Upload(ctx, &agentv1.FsUploadHeader{Path: p, Mode: mode, Parents: req.Parents}, body, sb.touch)
+	defer release()
+	resp, err := sb.client().Upload(ctx, &agentv1.FsUploadHeader{Path: p, Mode: mode, Parents: req.Parents}, body, sb.touch)
 	if err != nil {
 		err = m.fsError(ctx, sb, "write of "+p, err)
 		if errdefs.Is(err, errdefs.CodeFSNotFound) && !req.Parents {
@@ -339,12 +312,13 @@ func (m *Manager) Download(ctx context.Context, req api.FsDownloadRequest) (api.
 	if err != nil {
 		return api.FsEntry{}, nil, err
 	}
-	sb, err := m.fsSandbox(ctx, req.SandboxID)
+	sb, release, err := m.acquire(ctx, req.SandboxID, useCall)
 	if err != nil {
 		return api.FsEntry{}, nil, err
 	}
+	defer release()
 	op := "download of " + p
-	e, r, err := sb.agent.Download(ctx, &agentv1.FsDownloadRequest{Path: p})
+	e, r, err := sb.client().Download(ctx, &agentv1.FsDownloadRequest{Path: p})
 	if err != nil {
 		return api.FsEntry{}, nil, m.fsError(ctx, sb, op, err)
 	}
@@ -365,7 +339,8 @@ func (d *download) Read(p []byte) (int, error) {
 	n, err := d.r.Read(p)
 	d.sb.touch()
 	if err != nil && err != io.EOF {
-		if fe := fsDetail(err); fe != nil || d.ctx.Err() != nil || errors.Is(err, agentclient.ErrClosed) {
+		var na *agentclient.NoAnswerError
+		if fe := fsDetail(err); fe != nil || d.ctx.Err() != nil || errors.Is(err, agentclient.ErrClosed) || errors.As(err, &na) {
 			return n, d.m.fsError(d.ctx, d.sb, d.op, err)
 		}
 		return n, errdefs.New(errdefs.CodeFSStreamAborted, "%s aborted: %s", d.op, safetext.Line(err.Error(), safetext.MaxLine))

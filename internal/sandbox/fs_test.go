@@ -15,6 +15,7 @@ import (
 	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
 	"github.com/hutch-dev/hutch/internal/agentclient"
 	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/runtime"
 )
 
 // agentStatus is a status as the agent sends it: an FsError detail.
@@ -28,7 +29,7 @@ func agentStatus(kind agentv1.FsErrorKind, msg string) error {
 
 func TestFsErrorMapping(t *testing.T) {
 	m := &Manager{log: slog.New(slog.DiscardHandler)}
-	stopped := &sandbox{rec: record{ID: "id"}, destroyed: make(chan struct{}), stopped: true, stopReason: "out of memory"}
+	stopped := &sandbox{rec: record{ID: "id"}, destroyed: make(chan struct{}), state: Stopped, end: runtime.End{Cause: runtime.CauseOutOfMemory, Detail: "out of memory"}}
 	close(stopped.destroyed)
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -54,7 +55,7 @@ func TestFsErrorMapping(t *testing.T) {
 		{name: "source failed", err: &agentclient.SourceError{Err: io.ErrUnexpectedEOF}, code: errdefs.CodeFSStreamAborted, retryable: true},
 		{name: "stalled", err: fmt.Errorf("fs upload: %w", agentclient.ErrStalled), code: errdefs.CodeFSStreamAborted, retryable: true},
 		{name: "sandbox ended", err: agentclient.ErrClosed, code: errdefs.CodeStopped, msg: "sandbox id stopped during op: out of memory"},
-		{name: "agent nonsense", err: errors.New("garbage"), code: errdefs.CodeFSIO},
+		{name: "agent nonsense", err: errors.New("garbage"), code: errdefs.CodeStopped, msg: "sandbox id stopped during op: out of memory"},
 		{name: "caller gone", ctx: cancelled, err: status.Error(codes.Canceled, "x"), code: errdefs.CodeInternal},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

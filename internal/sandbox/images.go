@@ -94,7 +94,7 @@ func (m *Manager) ImagePull(ctx context.Context, req api.ImagePullRequest) (api.
 }
 
 // ImageRemove is hutch::image::rm: it deletes a catalog image from the cache,
-// refused (S001) while a sandbox runs it or is being created from it. The
+// refused (S111) while a sandbox runs it or is being created from it. The
 // next create pulls or builds it again (auto_install) or answers S101. It
 // is an operator action (S110).
 func (m *Manager) ImageRemove(ctx context.Context, req api.ImageRemoveRequest) (api.ImageRemoveResponse, error) {
@@ -137,7 +137,7 @@ func (m *Manager) ImageRemove(ctx context.Context, req api.ImageRemoveRequest) (
 	return api.ImageRemoveResponse{Name: req.Name, Removed: removed}, nil
 }
 
-// imageInUseLocked refuses (S001) the removal of image name (cache id) for
+// imageInUseLocked refuses (S111) the removal of image name (cache id) for
 // owner while sandboxes run it or are being created from it. The message
 // counts them; only owner's own sandbox ids are named, never another
 // owner's. m.mu must be held.
@@ -168,7 +168,7 @@ func (m *Manager) imageInUseLocked(name, id, owner string) error {
 	if creating > 0 {
 		what = append(what, fmt.Sprintf("%d sandboxes being created", creating))
 	}
-	return errdefs.Malformed("image %s is in use by %s", name, strings.Join(what, " and ")).
+	return errdefs.New(errdefs.CodeImageInUse, "image %s is in use by %s", name, strings.Join(what, " and ")).
 		WithFix(map[string]any{"sandbox_ids": own}, "stop the sandboxes that use it (hutch stop ID), then remove it")
 }
 

@@ -5,7 +5,6 @@
 package sandbox
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -22,6 +21,7 @@ import (
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/agentclient"
 	"github.com/hutch-dev/hutch/internal/auth"
+	"github.com/hutch-dev/hutch/internal/cleanup"
 	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/image"
@@ -53,6 +53,9 @@ type Options struct {
 	BootTimeout time.Duration
 	// Observer receives measurements (observe.go); nil discards them.
 	Observer Observer
+	// AgentCallTimeout bounds an agent call that has no deadline of its
+	// own (agentclient.Options.CallTimeout); 0 is agentclient's default.
+	AgentCallTimeout time.Duration
 }
 
 // Manager owns every sandbox of one daemon.
@@ -64,11 +67,17 @@ type Manager struct {
 	log         *slog.Logger
 	store       *store
 	bootTimeout time.Duration
+	callTimeout time.Duration
 	// protected are the daemon's own ports, never forwarded (network.go).
 	protected protectedPorts
 
 	// destroying tracks background teardowns, so Close can wait for them.
-	destroying sync.WaitGroup
+	destroying tracker
+	// creating tracks creates in progress, so Close can wait for them;
+	// shutdown is cancelled by Close, which ends their boots.
+	creating   sync.WaitGroup
+	shutdown   context.Context
+	shut       context.CancelFunc
 	stopReaper chan struct{}
 	reaperDone chan struct{}
 	// reapSoon wakes the reaper to recompute its interval (reaper.go).
@@ -77,8 +86,9 @@ type Manager struct {
 	// pool is the warm pool (pool.go); nil without one.
 	pool *warmPool
 
-	mu sync.Mutex
-	// The fields below are guarded by mu.
+	// mu guards the fields below, and the warm pool's maps. Lock order:
+	// Manager.mu, then a sandbox's mu (sandbox.go); never the reverse.
+	mu        sync.Mutex
 	sandboxes map[string]*sandbox
 	// reserved counts creates in progress, so capacity holds under races.
 	reserved int
@@ -108,7 +118,11 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	shutdown, shut := context.WithCancel(context.Background())
 	m := &Manager{
+		shutdown:    shutdown,
+		shut:        shut,
+		callTimeout: opts.AgentCallTimeout,
 		cfg:         opts.Config,
 		rt:          opts.Runtime,
 		images:      opts.Images,
@@ -124,6 +138,7 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 		pool:        newWarmPool(opts.Config),
 	}
 	if err := m.reconcile(ctx); err != nil {
+		shut()
 		st.close()
 		return nil, err
 	}
@@ -153,7 +168,7 @@ func (m *Manager) reconcile(ctx context.Context) error {
 			continue
 		}
 		if !r.Stopped {
-			r.Stopped, r.StopReason, r.StoppedAt = true, "daemon restarted; the sandbox was destroyed", now
+			r.Stopped, r.StopCause, r.StopReason, r.StoppedAt = true, endRestart.Cause, endRestart.Detail, now
 			if err := m.store.put(r); err != nil {
 				return fmt.Errorf("marking sandbox %s stopped: %w", r.ID, err)
 			}
@@ -180,6 +195,7 @@ func (m *Manager) Create(ctx context.Context, req api.CreateRequest) (resp api.C
 	if err := m.reserve(owner); err != nil {
 		return api.CreateResponse{}, err
 	}
+	defer m.creating.Done()
 	reserved := true
 	defer func() {
 		if reserved {
@@ -231,8 +247,26 @@ func (m *Manager) Create(ctx context.Context, req api.CreateRequest) (resp api.C
 	if err != nil {
 		return api.CreateResponse{}, err
 	}
+	if err := m.admit(sb); err != nil {
+		return api.CreateResponse{}, err
+	}
 	reserved = false // register takes the reservation over
 	return m.register(sb)
+}
+
+// admit makes a booted (or pooled) sandbox its owner's: it moves to
+// Running and its record is stored. On failure the sandbox is torn down.
+func (m *Manager) admit(sb *sandbox) error {
+	if err := sb.transition(Running); err != nil {
+		m.destroy(sb, poolEnd("could not be admitted"))
+		return fmt.Errorf("admitting sandbox %s: %w", sb.rec.ID, err)
+	}
+	rec := sb.snapshotRecord()
+	if err := m.store.put(&rec); err != nil {
+		m.destroy(sb, poolEnd("could not be recorded"))
+		return fmt.Errorf("recording sandbox %s: %w", sb.rec.ID, err)
+	}
+	return nil
 }
 
 // register makes a booted sandbox live in place of the capacity slot its
@@ -244,8 +278,8 @@ func (m *Manager) register(sb *sandbox) (api.CreateResponse, error) {
 	m.owners.release(rec.Owner)
 	if m.closed {
 		m.mu.Unlock()
-		m.destroy(sb, "daemon shutting down")
-		return api.CreateResponse{}, errdefs.New(errdefs.CodeBootFailed, "the daemon is shutting down")
+		m.destroy(sb, endShutdown)
+		return api.CreateResponse{}, errdefs.ShuttingDown()
 	}
 	m.sandboxes[rec.ID] = sb
 	m.mu.Unlock()
@@ -255,15 +289,20 @@ func (m *Manager) register(sb *sandbox) (api.CreateResponse, error) {
 	return api.CreateResponse{SandboxID: rec.ID, Image: rec.Image, UnforwardedPorts: rec.unforwarded}, nil
 }
 
-// bootSandbox starts the runtime, connects to the agent and persists the
-// record; on any failure it leaves nothing behind.
-func (m *Manager) bootSandbox(ctx context.Context, rec *record, img *image.Image) (*sandbox, error) {
+// bootSandbox starts the runtime and connects to the agent; the sandbox
+// it returns is Booting, not yet recorded. On any failure, and when the
+// daemon shuts down meanwhile, it leaves nothing behind.
+func (m *Manager) bootSandbox(ctx context.Context, rec *record, img *image.Image) (_ *sandbox, err error) {
 	user, err := resolveUser(img)
 	if err != nil {
 		return nil, err
 	}
 	bootCtx, cancel := context.WithTimeout(ctx, m.bootTimeout)
 	defer cancel()
+	stop := context.AfterFunc(m.shutdown, cancel)
+	defer stop()
+	var undo cleanup.Stack
+	defer undo.RunUnless(ctx, &err)
 	ports, refused := m.gatewayPorts(rec)
 	rec.unforwarded = refused
 	art, err := runtime.Prepare(bootCtx, m.rt, runtime.ImageRef{ID: img.ID, Rootfs: img.Rootfs})
@@ -283,40 +322,55 @@ func (m *Manager) bootSandbox(ctx context.Context, rec *record, img *image.Image
 		Hostname:        "hutch-" + rec.ID[:8],
 	})
 	if err != nil {
-		return nil, err
+		return nil, m.bootError(ctx, err)
 	}
+	undo.Push("destroying the runtime instance", inst.Destroy)
 	m.useGateway(rec, inst, ports)
-	fail := func(err error) (*sandbox, error) {
-		_ = inst.Destroy(context.WithoutCancel(ctx))
-		return nil, err
-	}
-	ac, err := agentclient.Dial(inst.Conn(), agentclient.Options{MaxOutputBytes: m.cfg.MaxOutputBytes, FsUser: fsUser(user)})
+	ac, err := m.connect(bootCtx, inst, user)
 	if err != nil {
-		return fail(errdefs.Wrap(errdefs.CodeBootFailed, err, "connecting to the sandbox agent"))
+		return nil, m.bootError(ctx, err)
 	}
-	if err := ac.WaitReady(bootCtx); err != nil {
-		ac.Close()
-		tail := strings.TrimSpace(inst.StderrTail())
-		if ctx.Err() != nil {
-			return fail(ctx.Err())
-		}
-		msg := fmt.Sprintf("starting the sandbox agent: %v", err)
-		if tail != "" {
-			msg += ": " + safetext.Tail(tail, 2*safetext.MaxLine)
-		}
-		return fail(errdefs.New(errdefs.CodeBootFailed, "%s", msg))
-	}
+	undo.Push("closing the agent connection", func(context.Context) error { return ac.Close() })
 	if err := ctx.Err(); err != nil {
 		// The caller went away: nobody will ever learn this sandbox's id.
-		ac.Close()
-		return fail(err)
-	}
-	// A warm pool sandbox is recorded only once a create claims it.
-	if err := m.putUnlessPooled(rec); err != nil {
-		ac.Close()
-		return fail(fmt.Errorf("recording sandbox %s: %w", rec.ID, err))
+		return nil, err
 	}
 	return newSandbox(rec, inst, ac, img, user, m.cfg.MaxConcurrentExecPerSandbox), nil
+}
+
+// bootError is the error of a boot that failed with err: the caller's own
+// context error when it went away, S301 when the daemon shut down, else err.
+func (m *Manager) bootError(ctx context.Context, err error) error {
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case m.shutdown.Err() != nil:
+		return errdefs.ShuttingDown()
+	}
+	return err
+}
+
+// connect dials the agent of inst and waits until it answers (S300 with
+// the runtime's stderr tail when it does not): a boot does it, and so
+// will a restore for the instance it replaces a sandbox's with.
+func (m *Manager) connect(ctx context.Context, inst runtime.Instance, user *image.User) (*agentclient.Client, error) {
+	ac, err := agentclient.Dial(inst.Conn(), agentclient.Options{
+		MaxOutputBytes: m.cfg.MaxOutputBytes,
+		FsUser:         fsUser(user),
+		CallTimeout:    m.callTimeout,
+	})
+	if err != nil {
+		return nil, errdefs.Wrap(errdefs.CodeBootFailed, err, "connecting to the sandbox agent")
+	}
+	if err := ac.WaitReady(ctx); err != nil {
+		ac.Close()
+		msg := fmt.Sprintf("starting the sandbox agent: %v", err)
+		if tail := strings.TrimSpace(inst.StderrTail()); tail != "" {
+			msg += ": " + safetext.Tail(tail, 2*safetext.MaxLine)
+		}
+		return nil, errdefs.New(errdefs.CodeBootFailed, "%s", msg)
+	}
+	return ac, nil
 }
 
 // reserve takes a capacity slot for a create in progress of owner.
@@ -324,7 +378,7 @@ func (m *Manager) reserve(owner string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
-		return errdefs.New(errdefs.CodeBootFailed, "the daemon is shutting down")
+		return errdefs.ShuttingDown()
 	}
 	live := m.reserved + m.liveLocked()
 	if live >= m.cfg.MaxConcurrentSandboxes {
@@ -336,11 +390,13 @@ func (m *Manager) reserve(owner string) error {
 	}
 	m.reserved++
 	m.owners.reserve(owner)
+	// Under mu, with closed false: Close's Wait starts after this Add.
+	m.creating.Add(1)
 	return nil
 }
 
 // liveLocked counts the live sandboxes (warm pool ones are not in
-// m.sandboxes); m.mu must be held.
+// m.sandboxes); m.mu must be held, and each sandbox's is taken.
 func (m *Manager) liveLocked() int {
 	n := 0
 	for _, sb := range m.sandboxes {
@@ -413,22 +469,6 @@ func (m *Manager) limits(req api.CreateRequest) (cpus, mem uint32, err error) {
 	return cpus, mem, nil
 }
 
-// lookup finds the sandbox of a request's id: S001 malformed, S002 unknown
-// (or another owner's), otherwise the sandbox, stopped or not.
-func (m *Manager) lookup(ctx context.Context, id string) (*sandbox, error) {
-	id, err := parseID(id)
-	if err != nil {
-		return nil, err
-	}
-	m.mu.Lock()
-	sb, ok := m.sandboxes[id]
-	m.mu.Unlock()
-	if !ok || sb.rec.Owner != auth.OwnerFrom(ctx) {
-		return nil, errdefs.New(errdefs.CodeNotFound, "sandbox not found: %s", id)
-	}
-	return sb, nil
-}
-
 // Stop stops a sandbox; stopping a stopped one is not an error. With Wait
 // it returns once every resource of the sandbox is gone.
 func (m *Manager) Stop(ctx context.Context, req api.StopRequest) (api.StopResponse, error) {
@@ -436,7 +476,7 @@ func (m *Manager) Stop(ctx context.Context, req api.StopRequest) (api.StopRespon
 	if err != nil {
 		return api.StopResponse{}, err
 	}
-	done := m.stopAsync(sb, reasonRequest)
+	done := m.stopAsync(sb, endRequest)
 	if req.Wait {
 		select {
 		case <-done:
@@ -447,48 +487,64 @@ func (m *Manager) Stop(ctx context.Context, req api.StopRequest) (api.StopRespon
 	return api.StopResponse{SandboxID: sb.rec.ID, Stopped: true}, nil
 }
 
-// stopAsync marks sb stopped with reason and tears it down in the
-// background; it returns a channel closed when the teardown is over.
-func (m *Manager) stopAsync(sb *sandbox, reason string) <-chan struct{} {
-	reason, ok := sb.markStopped(reason)
-	if !ok {
-		return sb.destroyed
-	}
-	m.log.Info("sandbox stopping", "sandbox", sb.rec.ID, "reason", reason)
-	m.observer().Stopped(stopCause(reason))
-	m.persistStopped(sb)
-	m.teardownAsync(sb)
+// stopAsync ends sb with end (the first end wins) and tears it down in
+// the background; it returns a channel closed when the teardown is over.
+// A sandbox that never ran (booting, or in the warm pool) had no owner:
+// its stop is neither counted nor recorded.
+func (m *Manager) stopAsync(sb *sandbox, end runtime.End) <-chan struct{} {
+	m.stop(sb, end, nil)
 	return sb.destroyed
+}
+
+// stop is stopAsync, for a death d when not nil (sandbox.finish); it
+// reports whether this call ended sb.
+func (m *Manager) stop(sb *sandbox, end runtime.End, d *death) bool {
+	end, was, ok := sb.finish(end, d)
+	if !ok {
+		return false
+	}
+	if was == Booting || was == Pooled {
+		m.log.Debug("unclaimed sandbox discarded", "sandbox", sb.rec.ID, "image", sb.rec.Image, "reason", end.Detail)
+	} else {
+		m.log.Info("sandbox stopping", "sandbox", sb.rec.ID, "cause", end.Cause, "reason", end.Detail)
+		m.observer().Stopped(string(end.Cause))
+		m.persistStopped(sb)
+	}
+	m.teardownAsync(sb)
+	return true
 }
 
 // teardownAsync tears sb down in the background; Close waits for it.
 func (m *Manager) teardownAsync(sb *sandbox) {
-	m.destroying.Add(1)
-	go func() {
-		defer m.destroying.Done()
-		m.teardown(sb)
-	}()
+	m.destroying.Go(func() { m.teardown(sb) })
 }
 
 // destroy is stopAsync that waits.
-func (m *Manager) destroy(sb *sandbox, reason string) {
-	<-m.stopAsync(sb, reason)
+func (m *Manager) destroy(sb *sandbox, end runtime.End) {
+	<-m.stopAsync(sb, end)
 }
 
-// teardown closes the agent connection and destroys the runtime instance,
-// then leaves only a tombstone of sb in the manager.
+// teardown closes the agent connection and destroys the runtime instance
+// of a Stopping sb, moves it to Stopped and leaves only a tombstone of it
+// in the manager.
 func (m *Manager) teardown(sb *sandbox) {
 	defer close(sb.destroyed)
 	defer m.bury(sb)
-	if sb.agent != nil {
-		sb.agent.Close()
+	defer func() {
+		if err := sb.transition(Stopped); err != nil {
+			m.log.Error("tearing down sandbox", "sandbox", sb.rec.ID, "err", err)
+		}
+	}()
+	inst, ac := sb.conn()
+	if ac != nil {
+		ac.Close()
 	}
-	if sb.inst == nil {
+	if inst == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := sb.inst.Destroy(ctx); err != nil {
+	if err := inst.Destroy(ctx); err != nil {
 		m.log.Error("destroying sandbox", "sandbox", sb.rec.ID, "err", err)
 	}
 }
@@ -513,46 +569,41 @@ func (m *Manager) persistStopped(sb *sandbox) {
 	}
 }
 
-// watch ends a sandbox whose runtime exits on its own (out of memory, a
-// crashed agent), recording why.
+// watch ends a running sandbox whose runtime exits on its own (out of
+// memory, a crashed agent) or whose agent stream breaks, recording why.
+// While the sandbox is quiesced (a pause, checkpoint or resume under way)
+// neither is a death: the operation decides, and may replace the instance
+// and connection, which the watcher then follows.
 func (m *Manager) watch(sb *sandbox) {
-	select {
-	case <-sb.inst.Done():
-	case <-sb.agent.Done():
-		if violation(sb) != "" {
-			break
-		}
-		// The agent stream broke; the instance normally ends right after.
+	for {
+		inst, ac, changed := sb.watched()
 		select {
-		case <-sb.inst.Done():
-		case <-time.After(2 * time.Second):
+		case <-sb.destroyed:
+			return
+		case <-changed:
+			continue
+		case <-inst.Done():
+		case <-ac.Done():
+			if !violation(ac).Ended() {
+				// The agent stream broke; the instance normally ends right after.
+				select {
+				case <-inst.Done():
+				case <-time.After(endGrace):
+				case <-sb.destroyed:
+					return
+				}
+			}
+		}
+		if m.stop(sb, endOf(inst, ac), &death{inst, ac}) || sb.isStopped() {
+			return
+		}
+		// Quiesced, or replaced: what comes next decides.
+		select {
+		case <-changed:
 		case <-sb.destroyed:
 			return
 		}
-	case <-sb.destroyed:
-		return
 	}
-	m.stopAsync(sb, endReason(sb))
-}
-
-// exitReason is why inst ended, as far as it knows.
-func exitReason(inst runtime.Instance) string {
-	return cmp.Or(inst.Exit().Detail, "the sandbox agent went away")
-}
-
-// endReason is why sb ended: the agent protocol broken from inside the
-// sandbox, or else what its runtime knows.
-func endReason(sb *sandbox) string {
-	return cmp.Or(violation(sb), exitReason(sb.inst))
-}
-
-// violation is how the sandbox broke the agent protocol, or "".
-func violation(sb *sandbox) string {
-	var pe *agentclient.ProtocolError
-	if errors.As(sb.agent.Err(), &pe) {
-		return pe.Error()
-	}
-	return ""
 }
 
 // List returns the caller's sandboxes, live and recently stopped, oldest first.
@@ -591,8 +642,8 @@ func (m *Manager) ImageStatus(_ context.Context, req api.ImageStatusRequest) (ap
 	return m.images.Status(req.Name), nil
 }
 
-// Close stops every sandbox and waits for their teardown, then closes the
-// store. Creates after Close fail.
+// Close stops every sandbox, ends the creates in flight and waits for
+// both, then closes the store. Creates after Close fail (S301).
 func (m *Manager) Close(ctx context.Context) error {
 	m.mu.Lock()
 	if m.closed {
@@ -600,6 +651,7 @@ func (m *Manager) Close(ctx context.Context) error {
 		return nil
 	}
 	m.closed = true
+	m.shut()
 	sbs := make([]*sandbox, 0, len(m.sandboxes))
 	for _, sb := range m.sandboxes {
 		sbs = append(sbs, sb)
@@ -609,10 +661,16 @@ func (m *Manager) Close(ctx context.Context) error {
 	<-m.reaperDone
 	m.closeWarm()
 	for _, sb := range sbs {
-		m.stopAsync(sb, reasonShutdown)
+		m.stopAsync(sb, endShutdown)
 	}
 	waited := make(chan struct{})
 	go func() {
+		// Creates in flight end (their boots are cancelled, or register
+		// tears their sandbox down) before their teardowns are waited for.
+		m.creating.Wait()
+		for _, sb := range sbs {
+			<-sb.destroyed
+		}
 		m.destroying.Wait()
 		close(waited)
 	}()

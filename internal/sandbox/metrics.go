@@ -12,21 +12,20 @@ import (
 // Metrics reports a live sandbox's resource use from its cgroups. Reading
 // metrics is not activity: it does not keep a sandbox from the reaper.
 func (m *Manager) Metrics(ctx context.Context, req api.MetricsRequest) (api.MetricsResponse, error) {
-	sb, err := m.lookup(ctx, req.SandboxID)
+	sb, release, err := m.acquire(ctx, req.SandboxID, useRead)
 	if err != nil {
 		return api.MetricsResponse{}, err
 	}
-	if stopped, reason := sb.stopState(); stopped {
-		return api.MetricsResponse{}, stoppedError(sb.rec.ID, reason)
-	}
-	sr, ok := sb.inst.(runtime.StatsReader)
+	defer release()
+	inst, _ := sb.conn()
+	sr, ok := inst.(runtime.StatsReader)
 	if !ok {
 		return api.MetricsResponse{}, errdefs.New(errdefs.CodeInternal, "the %s runtime does not report resource use", sb.rec.Runtime)
 	}
 	st, err := sr.Stats()
 	if err != nil {
-		if stopped, reason := sb.stopState(); stopped {
-			return api.MetricsResponse{}, stoppedError(sb.rec.ID, reason)
+		if st, end := sb.current(); st != Running {
+			return api.MetricsResponse{}, notRunning(sb.rec.ID, st, end)
 		}
 		return api.MetricsResponse{}, errdefs.Wrap(errdefs.CodeInternal, err, "reading resource use of sandbox "+sb.rec.ID)
 	}

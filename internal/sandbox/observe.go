@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -26,19 +25,10 @@ type Observer interface {
 	// ExecDone reports a finished exec: result is "ok" (the command ran,
 	// whatever its exit status), "timeout", or the S-code of its error.
 	ExecDone(result string, took time.Duration)
-	// Stopped reports that a sandbox stopped, with a short cause:
-	// "request", "idle", "out_of_memory", "pids_limit", "exited" or
-	// "shutdown".
+	// Stopped reports that an owner's sandbox stopped, with the cause of
+	// its end (runtime.Cause: "request", "idle", "out_of_memory", ...).
 	Stopped(cause string)
 }
-
-// Stop reasons the manager gives itself; the others come from the runtime
-// (Exit) or the agent.
-const (
-	reasonRequest  = "stopped by request"
-	reasonIdle     = "idle timeout"
-	reasonShutdown = "daemon shut down"
-)
 
 // nopObserver is the Observer of a manager without metrics.
 type nopObserver struct{}
@@ -128,21 +118,4 @@ func endSpan(span trace.Span, err error) {
 		span.SetStatus(codes.Error, err.Error())
 	}
 	span.End()
-}
-
-// stopCause sorts a stop reason into the few causes Observer.Stopped knows.
-func stopCause(reason string) string {
-	switch {
-	case reason == reasonRequest:
-		return "request"
-	case reason == reasonIdle:
-		return "idle"
-	case strings.HasPrefix(reason, "out of memory"):
-		return "out_of_memory"
-	case strings.HasPrefix(reason, "process limit"):
-		return "pids_limit"
-	case reason == reasonShutdown, strings.HasPrefix(reason, "daemon"):
-		return "shutdown"
-	}
-	return "exited"
 }

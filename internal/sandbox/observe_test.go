@@ -120,20 +120,3 @@ func TestTraceExecResults(t *testing.T) {
 		})
 	}
 }
-
-func TestStopCause(t *testing.T) {
-	tests := []struct{ reason, want string }{
-		{reasonRequest, "request"},
-		{reasonIdle, "idle"},
-		{reasonShutdown, "shutdown"},
-		{"daemon shutting down", "shutdown"},
-		{"out of memory (limit 128 MiB)", "out_of_memory"},
-		{"the sandbox agent went away", "exited"},
-		{"process limit reached (pids_limit): the sandbox's runtime could not create another task", "pids_limit"},
-	}
-	for _, tt := range tests {
-		if got := stopCause(tt.reason); got != tt.want {
-			t.Errorf("stopCause(%q) = %q, want %q", tt.reason, got, tt.want)
-		}
-	}
-}

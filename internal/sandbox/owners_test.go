@@ -84,7 +84,7 @@ func TestImageActionsAreOperatorOnly(t *testing.T) {
 	// In use by both: alice learns the count and her own id, not bob's.
 	_, err = m.ImageRemove(as("alice"), api.ImageRemoveRequest{Name: "python"})
 	e := errdefs.As(err)
-	if e.Code != errdefs.CodeMalformed || !strings.Contains(e.Message, "in use by 2 sandboxes (yours: "+aliceBox+")") || strings.Contains(e.Message, bobBox) {
+	if e.Code != errdefs.CodeImageInUse || !strings.Contains(e.Message, "in use by 2 sandboxes (yours: "+aliceBox+")") || strings.Contains(e.Message, bobBox) {
 		t.Fatalf("alice's remove of a used image: %v", err)
 	}
 	if ids, _ := e.Fix["sandbox_ids"].([]string); !slices.Equal(ids, []string{aliceBox}) {
@@ -92,7 +92,7 @@ func TestImageActionsAreOperatorOnly(t *testing.T) {
 	}
 
 	for _, id := range []string{aliceBox, bobBox} {
-		m.destroy(m.sandboxes[id], reasonRequest)
+		m.destroy(m.sandboxes[id], endRequest)
 	}
 	if r, err := m.ImageRemove(as("alice"), api.ImageRemoveRequest{Name: "python"}); err != nil || !r.Removed || imgs.removed != 1 {
 		t.Fatalf("alice's remove of an unused image: %+v, %v", r, err)
@@ -142,7 +142,7 @@ func TestMaxSandboxesPerOwner(t *testing.T) {
 		t.Fatalf("reservations left: %d, %v", m.reserved, m.owners.creating)
 	}
 	// A stopped sandbox frees its owner's slot.
-	m.destroy(m.sandboxes[bobBox], reasonRequest)
+	m.destroy(m.sandboxes[bobBox], endRequest)
 	if err := m.reserve("bob"); err != nil {
 		t.Fatalf("bob after his stop: %v", err)
 	}

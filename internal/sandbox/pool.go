@@ -198,37 +198,34 @@ func (m *Manager) claimWarm(ctx context.Context, req api.CreateRequest, cpus, me
 		}
 		sb := w.sb
 		if !warmAlive(sb) {
-			m.discardWarm(sb, "ended while in the warm pool")
+			m.discardWarm(sb, poolEnd("ended while in the warm pool"))
 			continue
 		}
 		if cpus != shape.cpus || mem != shape.memoryMB {
 			if err := m.resizeWarm(sb, cpus, mem, shape); err != nil {
 				m.log.Warn("applying a create's limits to a warm pool sandbox", "sandbox", sb.rec.ID, "err", err)
-				m.discardWarm(sb, "could not apply the create's limits")
+				m.discardWarm(sb, poolEnd("could not apply the create's limits"))
 				m.countWarm(req.Image, warmMisfit)
 				return nil
 			}
 		}
 		if ctx.Err() != nil {
 			// Nobody would learn this sandbox's id.
-			m.discardWarm(sb, "its create was cancelled")
-			return nil
-		}
-		rec := sb.rec
-		rec.pooled = false
-		rec.Name, rec.Owner, rec.Env = req.Name, auth.OwnerFrom(ctx), req.Env
-		rec.CPUs, rec.MemoryMB, rec.IdleTimeoutSecs = cpus, mem, idle
-		rec.CreatedAt = time.Now().UTC()
-		if err := m.store.put(&rec); err != nil {
-			m.log.Error("recording a warm pool sandbox", "sandbox", rec.ID, "err", err)
-			m.discardWarm(sb, "could not be recorded")
-			m.countWarm(req.Image, warmEmpty)
+			m.discardWarm(sb, poolEnd("its create was cancelled"))
 			return nil
 		}
 		// Nobody else sees sb until it is registered.
-		sb.rec = rec
+		rec := &sb.rec
+		rec.Name, rec.Owner, rec.Env = req.Name, auth.OwnerFrom(ctx), req.Env
+		rec.CPUs, rec.MemoryMB, rec.IdleTimeoutSecs = cpus, mem, idle
+		rec.CreatedAt = time.Now().UTC()
 		sb.baseEnv = baseEnv(sb.user, sb.image, rec.Env)
 		sb.touch()
+		if err := m.admit(sb); err != nil {
+			m.log.Error("admitting a warm pool sandbox", "sandbox", rec.ID, "err", err)
+			m.countWarm(req.Image, warmEmpty)
+			return nil
+		}
 		m.countWarm(req.Image, warmHit)
 		trace.SpanFromContext(ctx).SetAttributes(attribute.Bool("hutch.warm_pool_hit", true))
 		m.log.Debug("sandbox taken from the warm pool", "sandbox", rec.ID, "image", rec.Image)
@@ -236,21 +233,13 @@ func (m *Manager) claimWarm(ctx context.Context, req api.CreateRequest, cpus, me
 	}
 }
 
-// putUnlessPooled records rec in the store unless it is a warm pool
-// sandbox not yet claimed.
-func (m *Manager) putUnlessPooled(rec *record) error {
-	if rec.pooled {
-		return nil
-	}
-	return m.store.put(rec)
-}
-
 // warmAlive reports whether a pool sandbox's runtime and agent still run.
 func warmAlive(sb *sandbox) bool {
+	inst, ac := sb.conn()
 	select {
-	case <-sb.inst.Done():
+	case <-inst.Done():
 		return false
-	case <-sb.agent.Done():
+	case <-ac.Done():
 		return false
 	default:
 		return true
@@ -259,7 +248,8 @@ func warmAlive(sb *sandbox) bool {
 
 // resizeWarm applies a create's smaller limits to a pool sandbox.
 func (m *Manager) resizeWarm(sb *sandbox, cpus, mem uint32, shape warmShape) error {
-	r, ok := sb.inst.(runtime.Resizer)
+	inst, _ := sb.conn()
+	r, ok := inst.(runtime.Resizer)
 	if !ok {
 		return errNoResize
 	}
@@ -297,15 +287,10 @@ func (m *Manager) countWarm(image, result string) {
 	m.mu.Unlock()
 }
 
-// discardWarm stops a sandbox that left the pool without being claimed
+// discardWarm ends a sandbox that left the pool without being claimed
 // and tears it down in the background (Close waits for it).
-func (m *Manager) discardWarm(sb *sandbox, reason string) {
-	reason, ok := sb.markStopped(reason)
-	if !ok {
-		return
-	}
-	m.log.Debug("warm pool sandbox discarded", "sandbox", sb.rec.ID, "image", sb.rec.Image, "reason", reason)
-	m.teardownAsync(sb)
+func (m *Manager) discardWarm(sb *sandbox, end runtime.End) {
+	m.stopAsync(sb, end)
 }
 
 // readyLocked counts the pool's ready sandboxes, plus the one booting;
@@ -353,7 +338,7 @@ func (m *Manager) shedWarm() {
 	}
 	m.mu.Unlock()
 	for _, sb := range victims {
-		m.discardWarm(sb, "room was needed for a create")
+		m.discardWarm(sb, poolEnd("room was needed for a create"))
 	}
 }
 
@@ -452,14 +437,17 @@ func (m *Manager) bootWarm(ctx context.Context, image string) (*sandbox, error) 
 		MemoryMB:        shape.memoryMB,
 		IdleTimeoutSecs: m.cfg.DefaultIdleTimeoutSecs,
 		CreatedAt:       time.Now().UTC(),
-		pooled:          true,
 	}
 	sb, err := m.bootSandbox(ctx, rec, img)
 	if err != nil {
 		return nil, err
 	}
+	if err := sb.transition(Pooled); err != nil {
+		m.discardWarm(sb, poolEnd("could not join the pool"))
+		return nil, err
+	}
 	if err := warmUp(ctx, sb); err != nil {
-		m.discardWarm(sb, "its warm-up exec failed")
+		m.discardWarm(sb, poolEnd("its warm-up exec failed"))
 		return nil, err
 	}
 	return sb, nil
@@ -483,7 +471,7 @@ func warmUp(ctx context.Context, sb *sandbox) error {
 	applyUser(areq, sb.user)
 	// The exit status does not matter: in an image without true the
 	// spawn path has run all the same.
-	if _, err := sb.agent.Exec(ctx, areq); err != nil {
+	if _, err := sb.client().Exec(ctx, areq); err != nil {
 		return fmt.Errorf("warming up sandbox %s: %w", sb.rec.ID, err)
 	}
 	return nil
@@ -505,7 +493,7 @@ func (m *Manager) addWarm(boot *warmBoot, sb *sandbox) {
 		m.liveLocked()+m.reserved+p.readyLocked() >= m.cfg.MaxConcurrentSandboxes {
 		boot.discarded = sb
 		m.mu.Unlock()
-		m.discardWarm(sb, "not needed any more")
+		m.discardWarm(sb, poolEnd("not needed any more"))
 		close(boot.done)
 		return
 	}
@@ -520,11 +508,12 @@ func (m *Manager) addWarm(boot *warmBoot, sb *sandbox) {
 // watchWarm discards a pool sandbox that ends while it waits, and has
 // the pool refilled.
 func (m *Manager) watchWarm(image string, w *warmSandbox) {
+	inst, ac := w.sb.conn()
 	select {
 	case <-w.taken:
 		return
-	case <-w.sb.inst.Done():
-	case <-w.sb.agent.Done():
+	case <-inst.Done():
+	case <-ac.Done():
 	}
 	m.mu.Lock()
 	l := m.pool.ready[image]
@@ -537,9 +526,9 @@ func (m *Manager) watchWarm(image string, w *warmSandbox) {
 	if i < 0 {
 		return // claimed or discarded meanwhile
 	}
-	reason := endReason(w.sb)
-	m.log.Warn("warm pool sandbox ended while waiting", "sandbox", w.sb.rec.ID, "image", image, "reason", reason)
-	m.discardWarm(w.sb, reason)
+	end := endOf(inst, ac)
+	m.log.Warn("warm pool sandbox ended while waiting", "sandbox", w.sb.rec.ID, "image", image, "reason", end.Detail)
+	m.discardWarm(w.sb, end)
 	m.pool.wake()
 }
 
@@ -567,7 +556,7 @@ func (m *Manager) pauseWarm(image string) (resume func()) {
 		}
 	}
 	for _, sb := range victims {
-		m.discardWarm(sb, "its image is being removed")
+		m.discardWarm(sb, poolEnd("its image is being removed"))
 		<-sb.destroyed
 	}
 	return func() {
@@ -590,7 +579,7 @@ func (m *Manager) refreshWarm(image, imageID string) {
 	victims := m.dropReadyLocked(image, func(sb *sandbox) bool { return sb.rec.ImageID != imageID })
 	m.mu.Unlock()
 	for _, sb := range victims {
-		m.discardWarm(sb, "its image was updated")
+		m.discardWarm(sb, poolEnd("its image was updated"))
 	}
 	p.wake()
 }
@@ -632,7 +621,7 @@ func (m *Manager) closeWarm() {
 	}
 	m.mu.Unlock()
 	for _, sb := range victims {
-		m.discardWarm(sb, reasonShutdown)
+		m.discardWarm(sb, endShutdown)
 	}
 }
 

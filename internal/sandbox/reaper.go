@@ -107,13 +107,11 @@ func (m *Manager) reap(now time.Time) {
 	for _, sb := range idle {
 		m.log.Info("reaping idle sandbox", "sandbox", sb.rec.ID, "idle_timeout_secs", sb.rec.IdleTimeoutSecs,
 			"idle_secs", int64(now.Sub(sb.idleSince()).Seconds()), "exec_in_flight", len(sb.slots))
-		done := m.stopAsync(sb, reasonIdle)
-		m.destroying.Add(1)
-		go func() {
-			defer m.destroying.Done()
+		done := m.stopAsync(sb, endIdle)
+		m.destroying.Go(func() {
 			<-done
 			m.forget(sb)
-		}()
+		})
 	}
 }
 

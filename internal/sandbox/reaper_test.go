@@ -71,7 +71,7 @@ func addSandbox(t *testing.T, m *Manager, id string, idleSecs uint64, lastActive
 	if err := m.store.put(&rec); err != nil {
 		t.Fatal(err)
 	}
-	sb := &sandbox{rec: rec, slots: make(chan struct{}, 4), destroyed: make(chan struct{}), lastActivity: lastActive}
+	sb := &sandbox{rec: rec, slots: make(chan struct{}, 4), destroyed: make(chan struct{}), state: Running, changed: make(chan struct{}), lastActivity: lastActive}
 	for range inFlight {
 		sb.slots <- struct{}{}
 	}
@@ -100,7 +100,7 @@ func TestReap(t *testing.T) {
 	addSandbox(t, m, overrun, 2, now.Add(-grace-time.Second), 2)
 	for _, id := range []string{expired, tombstone} {
 		sb := addSandbox(t, m, id, 300, now.Add(-time.Hour), 0)
-		sb.markStopped(reasonRequest)
+		sb.finish(endRequest, nil)
 		close(sb.destroyed)
 	}
 	m.sandboxes[expired].stoppedAt = now.Add(-11 * time.Minute)
@@ -169,7 +169,7 @@ func TestReapEvery(t *testing.T) {
 			}
 			// A stopped sandbox's timeout does not count.
 			sb := addSandbox(t, m, "00000000-0000-4000-8000-000000000001", 1, time.Now(), 0)
-			sb.markStopped(reasonRequest)
+			sb.finish(endRequest, nil)
 			if got := m.reapEvery(); got != tt.want {
 				t.Errorf("reapEvery = %v, want %v", got, tt.want)
 			}

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
@@ -14,8 +15,6 @@ import (
 // sandbox is the manager's live view of one sandbox.
 type sandbox struct {
 	rec   record // immutable after creation except through mu-guarded copies
-	inst  runtime.Instance
-	agent *agentclient.Client
 	image *image.Image
 	// user is who the image's processes run as; nil is the agent's root.
 	user *image.User
@@ -26,11 +25,20 @@ type sandbox struct {
 	// destroyed is closed once teardown has finished.
 	destroyed chan struct{}
 
-	mu sync.Mutex
-	// The fields below are guarded by mu.
-	stopped      bool
-	stopReason   string
-	stoppedAt    time.Time
+	// mu guards the fields below. Lock order: Manager.mu, then sandbox.mu;
+	// nothing that holds a sandbox's mu takes Manager.mu.
+	mu    sync.Mutex
+	state State
+	// end is why the sandbox ended, set with the move to Stopping.
+	end       runtime.End
+	stoppedAt time.Time
+	// inst and agent are the runtime instance and the connection to its
+	// agent; both may be replaced while the sandbox is quiesced (replace).
+	inst  runtime.Instance
+	agent *agentclient.Client
+	// changed is closed and renewed on every transition and replacement,
+	// which wakes the watcher.
+	changed      chan struct{}
 	lastActivity time.Time
 }
 
@@ -44,6 +52,8 @@ func newSandbox(rec *record, inst runtime.Instance, ac *agentclient.Client, img 
 		baseEnv:      baseEnv(user, img, rec.Env),
 		slots:        make(chan struct{}, execCap),
 		destroyed:    make(chan struct{}),
+		state:        Booting,
+		changed:      make(chan struct{}),
 		lastActivity: time.Now(),
 	}
 }
@@ -54,43 +64,123 @@ func baseEnv(user *image.User, img *image.Image, env []string) []string {
 	return mergeEnv(imageBaseEnv(user), img.Config.Env, env)
 }
 
-// tombstone is a stopped sandbox known only from its record.
+// tombstone is a stopped sandbox known only from its record. A record
+// written before stop causes were kept ended for a cause unknown: exited.
 func tombstone(rec *record) *sandbox {
+	end := runtime.End{Cause: rec.StopCause, Detail: safetext.Line(rec.StopReason, safetext.MaxLine)}
+	if !end.Ended() {
+		end.Cause = runtime.CauseExited
+	}
 	sb := &sandbox{
-		rec:        *rec,
-		destroyed:  make(chan struct{}),
-		stopped:    true,
-		stopReason: safetext.Line(rec.StopReason, safetext.MaxLine),
-		stoppedAt:  rec.StoppedAt,
+		rec:       *rec,
+		destroyed: make(chan struct{}),
+		state:     Stopped,
+		end:       end,
+		stoppedAt: rec.StoppedAt,
+		changed:   make(chan struct{}),
 	}
 	close(sb.destroyed)
 	return sb
 }
 
-// markStopped moves sb to stopped with reason, escaped and clipped since
-// it may carry a sandbox's bytes, and returns the reason as kept; ok is
-// false when sb was already stopped (the first reason wins).
-func (sb *sandbox) markStopped(reason string) (kept string, ok bool) {
+// transition moves sb to state to, or fails with a *StateError when the
+// table does not allow it. Ending goes through finish (Stopping) only.
+func (sb *sandbox) transition(to State) error {
 	sb.mu.Lock()
 	defer sb.mu.Unlock()
-	if sb.stopped {
-		return sb.stopReason, false
+	return sb.transitionLocked(to)
+}
+
+// transitionLocked is transition; sb.mu must be held.
+func (sb *sandbox) transitionLocked(to State) error {
+	if !canMove(sb.state, to) {
+		return &StateError{From: sb.state, To: to}
 	}
-	sb.stopped, sb.stopReason, sb.stoppedAt = true, safetext.Line(reason, safetext.MaxLine), time.Now().UTC()
-	return sb.stopReason, true
+	sb.state = to
+	close(sb.changed)
+	sb.changed = make(chan struct{})
+	return nil
 }
 
+// finish moves sb to Stopping with end, its detail escaped and clipped
+// since it may carry a sandbox's bytes, and returns the end as kept and
+// the state it left; ok is false when sb had already ended (the first end
+// wins). A death (non-nil d) ends sb only while d's instance and
+// connection are still sb's and sb is not quiesced: an instance that was
+// replaced, or that went away under a pause or checkpoint, is not sb's end.
+func (sb *sandbox) finish(end runtime.End, d *death) (kept runtime.End, was State, ok bool) {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	was = sb.state
+	if was.ended() {
+		return sb.end, was, false
+	}
+	if d != nil && (d.inst != sb.inst || d.agent != sb.agent || was.quiesced()) {
+		return sb.end, was, false
+	}
+	if err := sb.transitionLocked(Stopping); err != nil {
+		panic(err) // every state but the ended ones may stop
+	}
+	end.Detail = safetext.Line(end.Detail, safetext.MaxLine)
+	sb.end, sb.stoppedAt = end, time.Now().UTC()
+	return sb.end, was, true
+}
+
+// death is the instance and agent connection a watcher saw end.
+type death struct {
+	inst  runtime.Instance
+	agent *agentclient.Client
+}
+
+// current returns sb's state and, once it has ended, why.
+func (sb *sandbox) current() (State, runtime.End) {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	return sb.state, sb.end
+}
+
+// isStopped reports whether sb has ended (Stopping or Stopped).
 func (sb *sandbox) isStopped() bool {
-	sb.mu.Lock()
-	defer sb.mu.Unlock()
-	return sb.stopped
+	st, _ := sb.current()
+	return st.ended()
 }
 
-// stopState returns whether sb is stopped and why.
-func (sb *sandbox) stopState() (bool, string) {
+// conn returns sb's runtime instance and agent connection.
+func (sb *sandbox) conn() (runtime.Instance, *agentclient.Client) {
 	sb.mu.Lock()
 	defer sb.mu.Unlock()
-	return sb.stopped, sb.stopReason
+	return sb.inst, sb.agent
+}
+
+// client returns the connection to sb's agent.
+func (sb *sandbox) client() *agentclient.Client {
+	_, ac := sb.conn()
+	return ac
+}
+
+// watched returns what the watcher waits on: the instance, the agent
+// connection and the channel closed at the next change.
+func (sb *sandbox) watched() (runtime.Instance, *agentclient.Client, <-chan struct{}) {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	return sb.inst, sb.agent, sb.changed
+}
+
+// replace swaps in a new runtime instance and agent connection, as a
+// restore does, and returns the old ones for the caller to close. It is
+// refused unless sb is quiesced (pausing, paused, resuming or
+// checkpointing): a running sandbox's connection carries calls.
+func (sb *sandbox) replace(inst runtime.Instance, ac *agentclient.Client) (runtime.Instance, *agentclient.Client, error) {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	if !sb.state.quiesced() {
+		return nil, nil, fmt.Errorf("the instance of a %s sandbox cannot be replaced", sb.state)
+	}
+	oldInst, oldAgent := sb.inst, sb.agent
+	sb.inst, sb.agent = inst, ac
+	close(sb.changed)
+	sb.changed = make(chan struct{})
+	return oldInst, oldAgent, nil
 }
 
 // touch records activity for the idle reaper.
@@ -112,7 +202,10 @@ func (sb *sandbox) snapshotRecord() record {
 	sb.mu.Lock()
 	defer sb.mu.Unlock()
 	r := sb.rec
-	r.Stopped, r.StopReason, r.StoppedAt = sb.stopped, sb.stopReason, sb.stoppedAt
+	r.Stopped, r.StopCause, r.StopReason, r.StoppedAt = sb.state.ended(), sb.end.Cause, sb.end.String(), sb.stoppedAt
+	if !r.Stopped {
+		r.StopCause, r.StopReason = runtime.CauseNone, ""
+	}
 	return r
 }
 
@@ -138,6 +231,7 @@ func (sb *sandbox) info(execCap int) api.SandboxInfo {
 		ExecSlotsFree:   free,
 		Stopped:         r.Stopped,
 		StopReason:      r.StopReason,
+		StopCause:       string(r.StopCause),
 		CPUs:            r.CPUs,
 		MemoryMB:        r.MemoryMB,
 		Network:         r.Network,

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/hutch-dev/hutch/internal/runtime"
 )
 
 // record is the persisted metadata of one sandbox.
@@ -23,12 +25,11 @@ type record struct {
 	Env             []string  `json:"env,omitempty"`
 	CreatedAt       time.Time `json:"created_at"`
 	Stopped         bool      `json:"stopped"`
-	StopReason      string    `json:"stop_reason,omitempty"`
-	StoppedAt       time.Time `json:"stopped_at,omitzero"`
+	// StopCause is absent from records of daemons before it was kept.
+	StopCause  runtime.Cause `json:"stop_cause,omitempty"`
+	StopReason string        `json:"stop_reason,omitempty"`
+	StoppedAt  time.Time     `json:"stopped_at,omitzero"`
 
-	// pooled marks a warm pool sandbox not yet claimed: it is never
-	// persisted (pool.go).
-	pooled bool
 	// unforwarded are the loopback ports its create-time env named that
 	// are not forwarded (network.go); answered by the create, not persisted.
 	unforwarded []uint16

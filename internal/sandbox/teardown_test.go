@@ -23,7 +23,7 @@ func TestStoppedSandboxKeepsOnlyItsRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sb.agent = ac
+	sb.agent = ac // before anyone else sees sb
 	ctx := context.Background()
 	if _, err := m.Stop(ctx, api.StopRequest{SandboxID: id, Wait: true}); err != nil {
 		t.Fatal(err)
@@ -39,7 +39,7 @@ func TestStoppedSandboxKeepsOnlyItsRecord(t *testing.T) {
 			kept.agent != nil, kept.inst != nil, kept.image != nil)
 	}
 	info, err := m.Get(ctx, api.GetRequest{SandboxID: id})
-	if err != nil || !info.Stopped || info.StopReason != reasonRequest {
-		t.Errorf("Get = %+v, %v; want stopped %q", info, err, reasonRequest)
+	if err != nil || !info.Stopped || info.StopReason != endRequest.Detail || info.StopCause != "request" {
+		t.Errorf("Get = %+v, %v; want stopped %q", info, err, endRequest)
 	}
 }

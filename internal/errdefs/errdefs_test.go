@@ -1,0 +1,54 @@
+package errdefs
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+)
+
+func TestAsKeepsOuterContext(t *testing.T) {
+	inner := New(CodeCapacity, "disk full").WithFix(map[string]any{"x": 1}, "free space")
+	tests := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"bare", inner, "disk full"},
+		{"wrapped", fmt.Errorf("recording sandbox X: %w", inner), "recording sandbox X: disk full"},
+		{"twice", fmt.Errorf("creating: %w", fmt.Errorf("recording sandbox X: %w", inner)), "creating: recording sandbox X: disk full"},
+		{"Wrap", Wrap(CodeBootFailed, errors.New("disk full"), "recording sandbox X"), "recording sandbox X: disk full"},
+		{"plain", errors.New("boom"), "boom"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := As(tt.err)
+			if e.Error() != tt.want || e.Message != tt.want {
+				t.Errorf("As(%v) = %q, want %q", tt.err, e.Error(), tt.want)
+			}
+			if !errors.Is(e, tt.err) && e != tt.err {
+				t.Errorf("As(%v) does not wrap the original", tt.err)
+			}
+		})
+	}
+	got := As(fmt.Errorf("outer: %w", inner))
+	if got.Code != CodeCapacity || got.FixNote != "free space" || got == inner {
+		t.Errorf("As of a wrapped error = %+v; want a copy with the inner code and fix", got)
+	}
+	if inner.Message != "disk full" {
+		t.Errorf("As changed the inner error's message to %q", inner.Message)
+	}
+}
+
+func TestEveryCodeHasAKind(t *testing.T) {
+	for _, c := range Codes() {
+		if _, ok := codeInfo[c]; !ok {
+			t.Errorf("%s has no class, kind or retryability", c)
+		}
+	}
+	if CodeShuttingDown.Kind() != KindUnavailable || !CodeShuttingDown.Retryable() {
+		t.Error("S301 must be unavailable and retryable")
+	}
+	if CodeImageInUse.Kind() != KindConflict {
+		t.Error("S111 must be a conflict")
+	}
+}

@@ -1,0 +1,54 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/hutch-dev/hutch/internal/agentclient"
+	"github.com/hutch-dev/hutch/internal/errdefs"
+)
+
+// endGrace is how long a failed call waits for its sandbox's end to be
+// known (a runtime reports an out-of-memory kill a moment after the agent
+// stream breaks), so that it can say why.
+const endGrace = 2 * time.Second
+
+// agentFailure is the one failure policy of a call to sb's agent for op
+// ("the exec", "fs::ls") that failed with err, once the caller has mapped
+// the agent's well-formed answers (an FsError, a refused spawn): the caller
+// went away (its context's error), or the sandbox ended under the call
+// (S004 with its end), or else the agent broke a deadline, a size limit or
+// the protocol. Then the sandbox cannot be trusted and is ended (S004).
+func (m *Manager) agentFailure(ctx context.Context, sb *sandbox, op string, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	inst, ac := sb.conn()
+	select {
+	case <-instDone(sb):
+		m.stopAsync(sb, endOf(inst, ac))
+	case <-sb.destroyed:
+	case <-time.After(endGrace):
+	}
+	if st, end := sb.current(); st.ended() {
+		return errdefs.New(errdefs.CodeStopped, "sandbox %s stopped during %s: %s", sb.rec.ID, op, stopText(end))
+	}
+	end := agentEnd(err)
+	if errors.Is(err, agentclient.ErrClosed) {
+		end = endOf(inst, ac)
+	}
+	m.stopAsync(sb, end)
+	_, end = sb.current()
+	return errdefs.New(errdefs.CodeStopped, "sandbox %s was stopped: %s", sb.rec.ID, stopText(end))
+}
+
+// instDone is the Done channel of sb's instance; nil (never ready) when
+// it has none.
+func instDone(sb *sandbox) <-chan struct{} {
+	inst, _ := sb.conn()
+	if inst == nil {
+		return nil
+	}
+	return inst.Done()
+}

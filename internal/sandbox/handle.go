@@ -1,0 +1,92 @@
+package sandbox
+
+import (
+	"context"
+
+	"github.com/hutch-dev/hutch/internal/auth"
+	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/runtime"
+)
+
+// use is what a call does with a live sandbox, which decides what acquire
+// counts.
+type use int
+
+const (
+	// useRead reads the sandbox's state: not activity (metrics).
+	useRead use = iota
+	// useCall calls its agent: activity, before and after.
+	useCall
+	// useExec starts a process: activity, and an exec slot of the sandbox
+	// (S003) and of its owner (S400) for the call's length.
+	useExec
+)
+
+// acquire is the one way to a live sandbox: it finds the sandbox of id
+// for ctx's owner (S001, S002), checks that it is running (S004 with its
+// end), counts the call as activity and takes what u needs. The caller
+// calls release once the call is over, exactly once.
+func (m *Manager) acquire(ctx context.Context, id string, u use) (sb *sandbox, release func(), err error) {
+	sb, err = m.lookup(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if st, end := sb.current(); st != Running {
+		return nil, nil, notRunning(sb.rec.ID, st, end)
+	}
+	if u == useRead {
+		return sb, func() {}, nil
+	}
+	sb.touch()
+	if u == useCall {
+		return sb, sb.touch, nil
+	}
+	select {
+	case sb.slots <- struct{}{}:
+	default:
+		return nil, nil, errdefs.New(errdefs.CodeExecBusy, "sandbox %s already has %d execs in flight (max_concurrent_exec_per_sandbox=%d)", sb.rec.ID, cap(sb.slots), cap(sb.slots)).
+			WithFix(nil, "wait for an exec to finish, or run long-lived processes detached")
+	}
+	releaseOwner, err := m.acquireExec(sb.rec.Owner)
+	if err != nil {
+		<-sb.slots
+		return nil, nil, err
+	}
+	return sb, func() {
+		releaseOwner()
+		<-sb.slots
+		sb.touch()
+	}, nil
+}
+
+// lookup finds the sandbox of a request's id: S001 malformed, S002 unknown
+// (or another owner's), otherwise the sandbox, whatever its state.
+func (m *Manager) lookup(ctx context.Context, id string) (*sandbox, error) {
+	id, err := parseID(id)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	sb, ok := m.sandboxes[id]
+	m.mu.Unlock()
+	if !ok || sb.rec.Owner != auth.OwnerFrom(ctx) {
+		return nil, errdefs.New(errdefs.CodeNotFound, "sandbox not found: %s", id)
+	}
+	return sb, nil
+}
+
+// notRunning is the error of a call on a sandbox in state st: S004 with
+// its end once it has ended, else S004 saying it is not running now.
+func notRunning(id string, st State, end runtime.End) error {
+	if st.ended() {
+		return stoppedError(id, end)
+	}
+	return errdefs.New(errdefs.CodeStopped, "sandbox %s is %s, not running", id, st).
+		WithFix(nil, "wait for it to run again")
+}
+
+// stoppedError is S004 with the sandbox's end.
+func stoppedError(id string, end runtime.End) error {
+	return errdefs.New(errdefs.CodeStopped, "sandbox %s is stopped: %s", id, stopText(end)).
+		WithFix(nil, "create a new sandbox")
+}

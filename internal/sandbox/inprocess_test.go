@@ -1,0 +1,116 @@
+package sandbox
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/config"
+	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/image"
+	"github.com/hutch-dev/hutch/internal/runtime/runtimetest"
+)
+
+// testImages is an image store whose every catalog image is ready: one
+// empty directory serves as every rootfs (an in-process agent runs on the
+// host's filesystem anyway).
+type testImages struct{ rootfs string }
+
+func (s *testImages) Ensure(_ context.Context, name string, _ bool) (*image.Image, error) {
+	return &image.Image{Name: name, ID: "id-" + name, Rootfs: s.rootfs}, nil
+}
+func (s *testImages) Status(name string) api.ImageStatus {
+	return api.ImageStatus{Name: name, State: "ready"}
+}
+func (s *testImages) Catalog() []image.Entry {
+	return []image.Entry{{Name: "python"}, {Name: "node"}}
+}
+func (s *testImages) Pull(ctx context.Context, name string) (*image.Image, error) {
+	return s.Ensure(ctx, name, true)
+}
+func (s *testImages) Remove(_ context.Context, name string, guard func(string) error) (bool, error) {
+	return true, guard("id-" + name)
+}
+
+// inprocess is a manager over the in-process runtime: real agents joined
+// over pipes, so creates, execs and stops run without root. edit adjusts
+// the config; the manager is closed at the end of the test.
+func inprocess(t *testing.T, edit func(*config.Config)) (*Manager, *runtimetest.Runtime, *recordingObserver) {
+	t.Helper()
+	cfg := config.Default()
+	if edit != nil {
+		edit(&cfg)
+	}
+	rt := runtimetest.New(t)
+	obs := &recordingObserver{}
+	m, err := New(context.Background(), Options{
+		Config:           cfg,
+		Runtime:          rt,
+		Images:           &testImages{rootfs: t.TempDir()},
+		StateDir:         t.TempDir(),
+		Logger:           slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Observer:         obs,
+		AgentCallTimeout: 10 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := m.Close(ctx); err != nil {
+			t.Errorf("closing the manager: %v", err)
+		}
+	})
+	return m, rt, obs
+}
+
+// create creates a sandbox of image and returns its id.
+func create(t *testing.T, m *Manager, req api.CreateRequest) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := m.Create(ctx, req)
+	if err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	return resp.SandboxID
+}
+
+// eventually fails t unless cond holds within a generous bound.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 30 s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// stoppedWith waits until sandbox id is stopped and checks its cause and
+// reason (want's Detail; "" checks only the cause).
+func stoppedWith(t *testing.T, m *Manager, id string, cause, reason string) {
+	t.Helper()
+	var info api.SandboxInfo
+	eventually(t, "sandbox "+id+" stops", func() bool {
+		var err error
+		info, err = m.Get(context.Background(), api.GetRequest{SandboxID: id})
+		return err == nil && info.Stopped
+	})
+	if info.StopCause != cause || (reason != "" && info.StopReason != reason) {
+		t.Errorf("sandbox stopped with cause %q reason %q; want %q %q", info.StopCause, info.StopReason, cause, reason)
+	}
+}
+
+// wantCode fails t unless err carries code.
+func wantCode(t *testing.T, err error, code errdefs.Code) {
+	t.Helper()
+	if !errdefs.Is(err, code) {
+		t.Fatalf("got %v, want %s", err, code)
+	}
+}
