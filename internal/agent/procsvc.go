@@ -162,3 +162,8 @@ func (s *Server) Wait(ctx context.Context, req *agentv1.WaitRequest) (*agentv1.W
 	}
 	return &agentv1.WaitResponse{Exited: e}, nil
 }
+
+// KillAll kills every live process of the table, detached ones included,
+// as the end of a sandbox's PID 1 does. An agent embedded in another
+// process (the in-process test runtime) calls it when its sandbox ends.
+func (s *Server) KillAll() { s.procs.killAll() }

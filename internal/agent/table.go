@@ -114,3 +114,18 @@ func (p *proc) hasExited() bool {
 		return false
 	}
 }
+
+// killAll kills the process group of every live process of the table.
+func (t *table) killAll() {
+	t.mu.Lock()
+	ps := make([]*proc, 0, len(t.procs))
+	for _, p := range t.procs {
+		ps = append(ps, p)
+	}
+	t.mu.Unlock()
+	for _, p := range ps {
+		if !p.hasExited() {
+			p.kill()
+		}
+	}
+}

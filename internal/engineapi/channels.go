@@ -235,7 +235,7 @@ func (cs *channels) create(owner string, frames int) (*channel, api.ChannelCreat
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	if cs.closed {
-		return nil, api.ChannelCreateResponse{}, errdefs.New(errdefs.CodeBootFailed, "hutch is shutting down")
+		return nil, api.ChannelCreateResponse{}, errdefs.ShuttingDown()
 	}
 	if len(cs.m) >= maxChannels {
 		return nil, api.ChannelCreateResponse{}, errdefs.New(errdefs.CodeCapacity, "%d stream channels are open (the limit)", maxChannels).

@@ -172,7 +172,7 @@ func (s *Server) streamOut(ctx context.Context, st *functions.Stream, pending []
 		}
 	}
 	if !s.track() {
-		return fail(errdefs.New(errdefs.CodeBootFailed, "hutch is shutting down"))
+		return fail(errdefs.ShuttingDown())
 	}
 	go func() {
 		defer s.active.Done()

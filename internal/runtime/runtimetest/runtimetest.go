@@ -102,6 +102,7 @@ func (r *Runtime) Start(ctx context.Context, spec runtime.Spec) (runtime.Instanc
 	close(inst.guest.thaw)
 	go func() {
 		_ = srv.Serve(serveCtx, inst.guest)
+		srv.KillAll()
 		close(inst.served)
 		// PID 1 exiting ends a sandbox.
 		inst.end(runtime.End{Cause: runtime.CauseExited, Detail: "the agent exited"})

@@ -3,6 +3,7 @@ package runtimetest
 import (
 	"context"
 	"errors"
+	"syscall"
 	"testing"
 	"time"
 
@@ -139,5 +140,33 @@ func TestBeforeStartFailsStart(t *testing.T) {
 	}
 	if r.Instance("a") != nil {
 		t.Error("a failed Start left an instance")
+	}
+}
+
+func TestDestroyKillsDetachedProcesses(t *testing.T) {
+	r := New(t)
+	inst, c := start(t, r, "a", agentclient.Options{})
+	ev, err := c.Start(context.Background(), &agentv1.StartRequest{Exec: &agentv1.ExecRequest{Argv: []string{"sleep", "600"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := ev.Recv()
+	if err != nil || first.GetStarted() == nil {
+		t.Fatalf("first event = %v, %v; want started", first, err)
+	}
+	pid := int(ev.Pid())
+	ev.Close() // detach: the process runs on
+	if err := syscall.Kill(pid, 0); err != nil {
+		t.Fatalf("the detached process %d is gone before Destroy: %v", pid, err)
+	}
+	if err := inst.Destroy(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for syscall.Kill(pid, 0) == nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("the detached process %d outlived its instance by 30 s", pid)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
