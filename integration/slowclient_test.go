@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/client"
 )
 
 // slowClientConfig gives the daemon short client timeouts, so that the
@@ -140,7 +141,9 @@ func TestSlowClients(t *testing.T) {
 		if !<-d.trickle("PUT", "/v1/sandboxes/"+id+"/files?path=/tmp/trickled") {
 			t.Fatalf("a trickling upload was still open after %s", cutLimit)
 		}
-		_, err := d.c.FsStat(context.Background(), api.FsStatRequest{SandboxID: id, Path: "/tmp/trickled"})
+		// A fresh client: the idle timeout may be closing d.c's kept-alive
+		// connection just as the stat would reuse it.
+		_, err := client.New(d.url, "").FsStat(context.Background(), api.FsStatRequest{SandboxID: id, Path: "/tmp/trickled"})
 		wantCode(t, err, "S211")
 	})
 
