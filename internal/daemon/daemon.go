@@ -45,7 +45,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	for _, w := range cfg.Deprecated {
 		log.Warn("config: " + w)
 	}
-	applyDeprecatedFlags(opts, &cfg, log)
+	applyRuntimeFlags(opts, &cfg)
 	if opts.DataDir == "" {
 		opts.DataDir = DefaultDataDir
 	}

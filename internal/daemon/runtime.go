@@ -37,11 +37,10 @@ func startRuntime(cfg config.Config, opts runtime.Options, log *slog.Logger) (ru
 	return rt, nil
 }
 
-// applyDeprecatedFlags moves deprecated flags into the config, warning of
-// each: --runsc-path is runtimes.gvisor.runsc_path.
-func applyDeprecatedFlags(opts Options, cfg *config.Config, log *slog.Logger) {
+// applyRuntimeFlags lets flags override the runtime blocks of the config:
+// --runsc-path sets runtimes.gvisor.runsc_path.
+func applyRuntimeFlags(opts Options, cfg *config.Config) {
 	if opts.RunscPath != "" {
-		log.Warn("--runsc-path is deprecated; set runtimes.gvisor.runsc_path in the config")
 		cfg.Runtimes.GVisor.RunscPath = opts.RunscPath
 	}
 }

@@ -81,12 +81,16 @@ func TestRunscOnlyForGVisor(t *testing.T) {
 	}
 }
 
-func TestDeprecatedRunscFlag(t *testing.T) {
-	var logged bytes.Buffer
+func TestRunscFlagOverridesTheBlock(t *testing.T) {
 	cfg := config.Default()
-	applyDeprecatedFlags(Options{RunscPath: "/opt/runsc"}, &cfg, slog.New(slog.NewTextHandler(&logged, nil)))
-	if cfg.Runtimes.GVisor.RunscPath != "/opt/runsc" || !strings.Contains(logged.String(), "deprecated") {
-		t.Errorf("runsc_path %q, log %q", cfg.Runtimes.GVisor.RunscPath, logged.String())
+	cfg.Runtimes.GVisor.RunscPath = "/from/config"
+	applyRuntimeFlags(Options{}, &cfg)
+	if cfg.Runtimes.GVisor.RunscPath != "/from/config" {
+		t.Errorf("without the flag, runsc_path = %q", cfg.Runtimes.GVisor.RunscPath)
+	}
+	applyRuntimeFlags(Options{RunscPath: "/opt/runsc"}, &cfg)
+	if cfg.Runtimes.GVisor.RunscPath != "/opt/runsc" {
+		t.Errorf("with --runsc-path, runsc_path = %q", cfg.Runtimes.GVisor.RunscPath)
 	}
 }
 
