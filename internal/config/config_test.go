@@ -91,15 +91,9 @@ func TestParse(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := Parse([]byte(tt.yaml))
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err = %v, want it to contain %q", err, tt.wantErr)
-				}
+			c, ok := parseCase(t, tt.yaml, tt.wantErr)
+			if !ok {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			tt.check(t, c)
 		})
@@ -132,4 +126,22 @@ func TestWebKeys(t *testing.T) {
 			t.Errorf("Parse(%q) = %v, want an error with %q", yaml, err, want)
 		}
 	}
+}
+
+// parseCase parses yaml; with wantErr set it checks that parsing fails
+// with an error containing it and returns false, otherwise it fails t on
+// an error and returns the config.
+func parseCase(t *testing.T, yaml, wantErr string) (Config, bool) {
+	t.Helper()
+	c, err := Parse([]byte(yaml))
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("err = %v, want it to contain %q", err, wantErr)
+		}
+		return Config{}, false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, true
 }

@@ -29,15 +29,9 @@ func TestRuntimesBlock(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := Parse([]byte(tt.yaml))
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err = %v, want it to contain %q", err, tt.wantErr)
-				}
+			c, ok := parseCase(t, tt.yaml, tt.wantErr)
+			if !ok {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if c.Runtimes.GVisor != tt.want || len(c.Deprecated) != tt.wantDeprecated || c.SystrapFastPath != "" {
 				t.Errorf("gvisor %+v, deprecated %q, top-level %q; want %+v and %d warnings", c.Runtimes.GVisor, c.Deprecated, c.SystrapFastPath, tt.want, tt.wantDeprecated)
