@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 
+	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/envelope"
 )
 
@@ -116,7 +117,7 @@ func engineError(err error) *errorBody {
 	if env.Code == envelope.CodeFunctionNotFound {
 		return &errorBody{Code: env.Code, Message: env.Message}
 	}
-	b, _ := marshal(env) // an envelope of strings and a fix of JSON values always encodes
+	b, _ := api.Marshal(env) // an envelope of strings and a fix of JSON values always encodes
 	return &errorBody{Code: codeInvocationFailed, Message: handlerErrorPrefix + string(b)}
 }
 

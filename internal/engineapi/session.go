@@ -14,6 +14,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 )
@@ -344,7 +345,7 @@ func (sess *session) call(ctx context.Context, m inbound) (res invocationResult)
 	out, err := sess.s.dispatch(ctx, sess, m.FunctionID, m.Data)
 	if err == nil {
 		var raw []byte
-		raw, err = marshal(out)
+		raw, err = api.Marshal(out)
 		if err == nil {
 			res.Result = raw
 			return res
@@ -358,7 +359,7 @@ func (sess *session) call(ctx context.Context, m inbound) (res invocationResult)
 // send writes one message. A failed write ends the connection (the
 // library closes it), which ends the session.
 func (sess *session) send(v any) {
-	b, err := marshal(v)
+	b, err := api.Marshal(v)
 	if err != nil {
 		sess.logger().Error("encoding engine message", "err", err)
 		return
@@ -368,17 +369,6 @@ func (sess *session) send(v any) {
 	if err := sess.conn.Write(ctx, websocket.MessageText, b); err != nil {
 		sess.logger().Debug("engine write failed", "err", err)
 	}
-}
-
-// marshal encodes v as JSON without HTML escaping.
-func marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // clip shortens s for a log record or message.

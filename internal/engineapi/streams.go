@@ -245,7 +245,7 @@ func sendEvent(w *channelWriter, ev functions.Event, bytesOnly bool) error {
 
 // sendText writes v as one text frame.
 func sendText(w *channelWriter, v any) error {
-	b, err := marshal(v)
+	b, err := api.Marshal(v)
 	if err != nil {
 		return errdefs.New(errdefs.CodeInternal, "encoding a stream event: %v", err)
 	}

@@ -27,6 +27,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/envelope"
 	"github.com/hutch-dev/hutch/internal/functions"
 )
@@ -106,7 +107,7 @@ func (e *eventStream) encodeError(buf *bytes.Buffer, err error) {
 // encode writes one event of type typ: its value v is the data of an
 // event or the final value of "result".
 func (e *eventStream) encode(buf *bytes.Buffer, typ string, v any) {
-	raw, err := marshalCompact(v)
+	raw, err := api.Marshal(v)
 	if err != nil {
 		e.encodeError(buf, err)
 		return
@@ -145,21 +146,10 @@ type ndjsonLine struct {
 	Error  json.RawMessage `json:"error,omitempty"`
 }
 
-// marshalCompact encodes v on one line without HTML escaping.
-func marshalCompact(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
-}
-
 // mustMarshal encodes values that always encode (strings, envelopes and
 // raw JSON).
 func mustMarshal(v any) []byte {
-	b, err := marshalCompact(v)
+	b, err := api.Marshal(v)
 	if err != nil {
 		panic(err)
 	}
