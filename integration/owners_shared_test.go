@@ -50,7 +50,7 @@ func TestOwnersSharedImages(t *testing.T) {
 
 	t.Run("the in-use refusal names no other owner's sandbox", func(t *testing.T) {
 		_, err := alice.RemoveImage(ctx, "app")
-		env := wantCode(t, err, "S001")
+		env := wantCode(t, err, "S111")
 		if !strings.Contains(env.Message, "2 sandboxes") || !strings.Contains(env.Message, a) {
 			t.Errorf("message %q: want the count and alice's own id", env.Message)
 		}
