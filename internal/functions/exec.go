@@ -9,5 +9,6 @@ const FnExecResult = "hutch::exec"
 func registerExec(t *Table) {
 	exec := t.deps.Sandboxes.Exec
 	add(t, "sandbox::exec", "Execute a command inside a live sandbox; a timeout is S200", exec, WithTimeouts(TimeoutIsError))
-	add(t, FnExecResult, "Execute a command inside a live sandbox; a timeout is a result with timed_out set and the output so far (hutch extension)", exec)
+	add(t, FnExecResult, "Execute a command inside a live sandbox; a timeout is a result with timed_out set and the output so far (hutch extension)", exec,
+		ObservedAs("sandbox::exec"))
 }

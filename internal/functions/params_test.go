@@ -89,7 +89,10 @@ func TestObserverSeesEveryKind(t *testing.T) {
 	st := res.(*Stream)
 	st.Next(ctx)
 	st.Close()
-	want := "sandbox::list:ok sandbox::list:S001 sandbox::fs::download:S211"
+	// hutch::exec is sandbox::exec with another timeout rule: one name.
+	tab.Call(ctx, FnExecResult, json.RawMessage(`{"cmd":"true"}`), Params{SandboxID: "x"})
+	tab.Call(ctx, FnExecResult, json.RawMessage(`{"bogus":1}`), Params{})
+	want := "sandbox::list:ok sandbox::list:S001 sandbox::fs::download:S211 sandbox::exec:ok sandbox::exec:S001"
 	if got := obs.String(); got != want {
 		t.Fatalf("observed %q, want %q", got, want)
 	}

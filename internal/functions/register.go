@@ -6,6 +6,7 @@ package functions
 // function's options, and one report to the observer per call.
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -33,6 +34,8 @@ type TimedOut interface {
 // option is a setting of one registration.
 type option struct {
 	timeouts Timeouts
+	// observeAs is the id calls are reported under; "" is the function's.
+	observeAs string
 }
 
 // Option sets an option of a registration.
@@ -42,18 +45,23 @@ type Option func(*option)
 // result must implement TimedOut (checked when it is registered).
 func WithTimeouts(ts Timeouts) Option { return func(o *option) { o.timeouts = ts } }
 
+// ObservedAs reports the function's calls under the id of the function it
+// is a variant of, so that one operation keeps one name in the metrics.
+func ObservedAs(id string) Option { return func(o *option) { o.observeAs = id } }
+
 // add registers a function that returns one value.
 func add[Req, Resp any](t *Table, id, desc string, fn func(context.Context, Req) (Resp, error), opts ...Option) {
 	o := options[Resp](id, opts)
+	observed := cmp.Or(o.observeAs, id)
 	typed := func(ctx context.Context, req Req) (any, error) {
 		resp, err := fn(ctx, req)
 		if err == nil && o.timeouts == TimeoutIsError {
 			err = timeoutError(any(resp).(TimedOut))
 		}
-		t.observe(id, err)
+		t.observe(observed, err)
 		return resp, err
 	}
-	register(t, Function{ID: id, Description: desc}, typed)
+	register(t, Function{ID: id, Description: desc}, observed, typed)
 }
 
 // addStream registers a streaming function: fn sends its events through
@@ -65,20 +73,21 @@ func addStream[Req, Resp any](t *Table, id, desc string, fn func(context.Context
 			return fn(ctx, req, emit)
 		}, func(err error) { t.observe(id, err) }), nil
 	}
-	register(t, Function{ID: id, Description: desc, Streams: true}, typed)
+	register(t, Function{ID: id, Description: desc, Streams: true}, id, typed)
 }
 
-// register completes f with its handlers over typed and adds it.
-func register[Req any](t *Table, f Function, typed func(context.Context, Req) (any, error)) {
+// register completes f with its handlers over typed and adds it; a
+// request it refuses is reported under observed.
+func register[Req any](t *Table, f Function, observed string, typed func(context.Context, Req) (any, error)) {
 	id := f.ID
 	f.Handler = func(ctx context.Context, payload json.RawMessage, p Params) (any, error) {
 		var req Req
 		if err := Decode(payload, &req); err != nil {
-			t.observe(id, err)
+			t.observe(observed, err)
 			return nil, err
 		}
 		if err := p.apply(&req, payload); err != nil {
-			t.observe(id, err)
+			t.observe(observed, err)
 			return nil, err
 		}
 		return typed(ctx, req)
