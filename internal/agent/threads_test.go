@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // threads is this process's thread count, from /proc/self/status.
@@ -31,5 +33,16 @@ func TestReserveThreadsLeavesThemRunning(t *testing.T) {
 	ReserveThreads(ReservedThreads)
 	if n := threads(t); n < ReservedThreads {
 		t.Fatalf("%d threads after reserving %d", n, ReservedThreads)
+	}
+}
+
+func TestThreadReserveIsAQuarterOfNproc(t *testing.T) {
+	for _, tt := range []struct {
+		nproc uint64
+		want  int
+	}{{24, 6}, {248, 32}, {unix.RLIM_INFINITY, ReservedThreads}} {
+		if got := reserveUnder(tt.nproc); got != tt.want {
+			t.Errorf("RLIMIT_NPROC %d: reserve %d, want %d", tt.nproc, got, tt.want)
+		}
 	}
 }
