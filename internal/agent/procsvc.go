@@ -53,10 +53,26 @@ func (s *Server) follow(stream grpc.ServerStreamingServer[agentv1.ProcessEvent],
 	if p.tied {
 		defer p.kill()
 	}
-	if err := stream.Send(p.startedEvent()); err != nil {
-		return err
+	limit := outputLimit(req.GetExec().GetMaxOutputBytes())
+	if limit == 0 {
+		if err := stream.Send(p.startedEvent()); err != nil {
+			return err
+		}
+		return p.follow(stream.Context(), [2]int64{}, limit, stream.Send)
 	}
-	return p.follow(stream.Context(), [2]int64{}, outputLimit(req.GetExec().GetMaxOutputBytes()), stream.Send)
+	// A capture is read whole at its end: its started event waits for the
+	// next event and goes out with it, one write to the host instead of
+	// two for the many short commands.
+	started := p.startedEvent()
+	return p.follow(stream.Context(), [2]int64{}, limit, func(ev *agentv1.ProcessEvent) error {
+		if started != nil {
+			if err := stream.Send(started); err != nil {
+				return err
+			}
+			started = nil
+		}
+		return stream.Send(ev)
+	})
 }
 
 // startedEvent is the first event of p's streams.

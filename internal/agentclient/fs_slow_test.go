@@ -14,9 +14,12 @@ import (
 // progress is counted per read, not per chunk.
 func TestSlowTransfersAreProgress(t *testing.T) {
 	ctx, c := impatientAgent(t)
+	// Each read comes 100 ms after the last, a chunk takes about 3.2 s:
+	// an idle timeout between the two, with room for a busy machine.
+	streamIdle = 1500 * time.Millisecond
 	path := t.TempDir() + "/f"
-	// 1.5 chunks in 128 KiB pieces, 100 ms apart: about 1.2 s per chunk.
-	const piece = 128 << 10
+	// 1.5 chunks in 32 KiB pieces, 100 ms apart.
+	const piece = 32 << 10
 	size := ChunkBytes + ChunkBytes/2
 	sent := 0
 	src := readerFunc(func(p []byte) (int, error) {
