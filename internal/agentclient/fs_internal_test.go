@@ -71,10 +71,11 @@ func TestTransferStalls(t *testing.T) {
 		time.Sleep(time.Second)
 		return len(p), nil
 	}))
-	start := time.Now()
+	// Unstalled, the source would end in success: only the stall detector
+	// can make the upload fail.
 	_, err := c.Upload(ctx, &agentv1.FsUploadHeader{Path: dir + "/f"}, src, nil)
-	if !errors.Is(err, ErrStalled) || time.Since(start) > 30*time.Second {
-		t.Fatalf("stalled upload: %v after %v, want ErrStalled", err, time.Since(start))
+	if !errors.Is(err, ErrStalled) {
+		t.Fatalf("stalled upload: %v, want ErrStalled", err)
 	}
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		left, _ := filepath.Glob(dir + "/*")
