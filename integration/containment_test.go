@@ -104,11 +104,42 @@ for k in kids:
     os.waitpid(k, 0)
 `
 
+// agentCapsScript prints, for this process and then for the agent
+// (PID 1), whether CAP_SYS_RESOURCE is in its effective, permitted,
+// bounding and inheritable sets; then what becomes of reaching the agent's
+// stream through /proc/1/fd, and of attaching to it with ptrace.
+const agentCapsScript = `
+import ctypes, errno, os
+for pid in ("self", "1"):
+    caps = dict(l.split(":\t") for l in open(f"/proc/{pid}/status").read().splitlines() if l.startswith("Cap"))
+    print(pid, *(str(int(caps[k], 16) >> 24 & 1) for k in ("CapEff", "CapPrm", "CapBnd", "CapInh")))
+try:
+    os.close(os.open("/proc/1/fd/2", os.O_WRONLY))
+    print("fd opened")
+except OSError as e:
+    print("fd", errno.errorcode[e.errno])
+libc = ctypes.CDLL(None, use_errno=True)
+PTRACE_ATTACH = 16
+if libc.ptrace(PTRACE_ATTACH, 1, None, None) == 0:
+    print("ptrace attached")
+else:
+    print("ptrace", errno.errorcode[ctypes.get_errno()])
+`
+
 func TestForkBombIsContained(t *testing.T) {
 	d := startDaemon(t, baseConfig(""))
 	ctx := context.Background()
 	bomb := d.create(api.CreateRequest{Image: "python", MemoryMB: 2048})
 	other := d.create(api.CreateRequest{Image: "python"})
+
+	// The agent alone holds CAP_SYS_RESOURCE, which exempts its threads
+	// from RLIMIT_NPROC: no process it starts gets it. Holding more than
+	// they can also refuses them ptrace access to the agent.
+	caps := d.exec(bomb, "python3", "-c", agentCapsScript)
+	if want := "self 0 0 0 0\n1 1 1 0 1\nfd EACCES\nptrace EPERM\n"; caps.Stdout != want {
+		t.Fatalf("CAP_SYS_RESOURCE (effective, permitted, bounding, inheritable) of a process and of the agent, and its access to the agent:\n%s\nwant:\n%s\nstderr: %s", caps.Stdout, want, caps.Stderr)
+	}
+
 	stop := make(chan struct{})
 	report := d.bystander(other, stop)
 

@@ -9,45 +9,45 @@ import (
 	"time"
 
 	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
-// Code inside a sandbox (issue 12, items 2 and 8) owns the agent's PID 1:
-// it can write its own frames into the agent's stream, or stop the agent.
-// Either ends that sandbox with a clear reason, and costs the daemon a
-// bounded amount of memory.
+// A sandbox whose PID 1 is hostile (issue 12, items 2 and 8) can write
+// its own frames into the agent's stream, or stop the agent. Either ends
+// that sandbox with a clear reason, and costs the daemon a bounded amount
+// of memory. Code in the sandbox can stop the agent but not reach its
+// stream (TestForkBombIsContained checks that), so the flood comes from a
+// hostile agent (testdata/hostileagent).
 
-// floodScript opens the agent's stream through /proc/1/fd (its first
-// host pipe, "host:[N]" under gVisor, that is neither its stdin nor its
-// stderr; the agent's later pipes are an exec's output) and writes yamux frames that each
-// open a stream toward the daemon (an even id, the agent's side) carrying
-// yamux's whole initial window of data: 256 streams, 64 MiB.
-const floodScript = `
-import os, struct
-fds = '/proc/1/fd'
-skip = {os.readlink(fds + '/0'), os.readlink(fds + '/2')}
-links = {n: os.readlink(fds + '/' + n) for n in os.listdir(fds)}
-stream = min(int(n) for n, l in links.items() if l.startswith(('host:', 'pipe:')) and l not in skip)
-fd = os.open(fds + '/' + str(stream), os.O_WRONLY)
-data = bytes(256 << 10)
-for i in range(1, 257):
-    buf = struct.pack('>BBHII', 0, 0, 1, 2 * i, len(data)) + data
-    while buf:
-        buf = buf[os.write(fd, buf):]
-`
+// hostileAgent builds testdata/hostileagent once per test process.
+func hostileAgent(t *testing.T) string {
+	t.Helper()
+	return testutil.BuildBinary(t, "./integration/testdata/hostileagent")
+}
+
+// provoke has the hostile agent of sandbox id carry out the attack of
+// trigger (a file name of testdata/hostileagent), which ends the sandbox;
+// it returns the exec's error.
+func (d *daemon) provoke(id, trigger string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_, err := d.c.Exec(ctx, api.ExecRequest{SandboxID: id, Argv: []string{"sh", "-c", "touch /tmp/" + trigger + "; sleep 60"}})
+	return err
+}
 
 // floodMargin is how much the daemon's heap may grow over a flood: the
 // session holds a few windows at most, where the flood is 64 MiB.
 const floodMargin = 32 << 20
 
 func TestFloodFromSandboxStopsIt(t *testing.T) {
-	d := startDaemon(t, baseConfig(""))
+	d := startDaemonWithAgent(t, baseConfig(""), hostileAgent(t))
 	id := d.create(api.CreateRequest{Image: "python"})
 	d.exec(id, "true") // the daemon's buffers for an exec are in the baseline
 	before := d.heapInUse()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	_, err := d.c.Exec(ctx, api.ExecRequest{SandboxID: id, Argv: []string{"python3", "-c", floodScript}})
+	err := d.provoke(id, "hostile-flood")
 	const reason = "the sandbox broke the agent protocol: it opened a stream"
 	var env *api.ErrorEnvelope
 	if !errors.As(err, &env) || env.Code != "S004" || !strings.Contains(env.Message, reason) {

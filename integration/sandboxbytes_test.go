@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -9,17 +8,6 @@ import (
 
 	"github.com/hutch-dev/hutch/api"
 )
-
-// hostileDeath writes 200 KiB of terminal escapes (a title change, a screen
-// clear, a bidi override) to PID 1's stderr, which the host keeps for the
-// stop reason, then ends PID 1.
-const hostileDeath = `import os, sys
-chunk = "\x1b]0;pwned\x07\x1b[2J\u202e" + "A" * 40
-with open("/proc/1/fd/2", "w") as f:
-    f.write(chunk * 4000)
-    f.flush()
-os.kill(1, 15)
-`
 
 // rawControl reports whether s holds a character a terminal interprets.
 func rawControl(s string) bool {
@@ -29,10 +17,12 @@ func rawControl(s string) bool {
 }
 
 func TestStopReasonFromSandboxBytesIsClean(t *testing.T) {
-	d := startDaemon(t, baseConfig(""))
+	d := startDaemonWithAgent(t, baseConfig(""), hostileAgent(t))
 	id := d.create(api.CreateRequest{Image: "python"})
-	// The exec ends with its sandbox; its own error is not the point.
-	_, _ = d.c.Exec(context.Background(), api.ExecRequest{SandboxID: id, Argv: []string{"python3", "-c", hostileDeath}})
+	// The agent writes terminal escapes to its stderr, which the host
+	// keeps for the stop reason, and exits. The exec ends with its
+	// sandbox; its own error is not the point.
+	_ = d.provoke(id, "hostile-death")
 	if !eventually(time.Minute, func() bool { _, stopped := d.listed(id); return stopped }) {
 		t.Fatalf("sandbox %s still running after its PID 1 was ended", id)
 	}

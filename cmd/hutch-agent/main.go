@@ -39,8 +39,6 @@ func run() int {
 	// closed stream into an error instead of death.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE, syscall.SIGHUP)
 
-	// Threads for later, while the sandbox still has tasks to spare.
-	agent.ReserveThreads(agent.ThreadReserve())
 	srv, err := agent.New(agent.Options{Version: version, ReapOrphans: true, Logger: log})
 	if err != nil {
 		log.Error("starting the agent", "err", err)

@@ -36,12 +36,13 @@ type registry struct {
 	reapAll bool
 }
 
-// spawn runs start, which forks a child and returns its pid, with mu held
+// spawn runs start, which forks a child and returns its pid, where
+// RLIMIT_NPROC counts the child (forkCounted), with mu held
 // and registers that pid before anyone may look for it. The returned
 // channel receives the child's exit status exactly once.
 func (r *registry) spawn(start func() (int, error)) (int, <-chan syscall.WaitStatus, error) {
 	r.mu.Lock()
-	pid, err := start()
+	pid, err := forkCounted(start)
 	if err != nil {
 		r.mu.Unlock()
 		return 0, nil, err

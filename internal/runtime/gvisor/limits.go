@@ -23,7 +23,8 @@ import (
 // syscall thread), every thread one. When a clone hits pids.max the Sentry
 // cannot create the stub and panics, which ends the sandbox. RLIMIT_NPROC,
 // which gVisor enforces for every task of a user without CAP_SYS_ADMIN or
-// CAP_SYS_RESOURCE (the agent has neither), stops a fork bomb first: fork
+// CAP_SYS_RESOURCE (the processes the agent starts have neither; the agent
+// has CAP_SYS_RESOURCE only for its own threads), stops a fork bomb first: fork
 // fails with EAGAIN inside and the sandbox lives on. The host limit stays as
 // the backstop (tasks of several uids each count against their own
 // RLIMIT_NPROC).

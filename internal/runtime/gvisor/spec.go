@@ -14,9 +14,10 @@ const (
 	cpuPeriod = 100000
 )
 
-// defaultCaps is the capability set of the agent: Docker's default set. The
-// agent needs setuid/setgid, kill, chown, dac_override and fowner to run
-// commands as other users and manage their files.
+// defaultCaps is the capability set of the processes the agent starts:
+// Docker's default set. The agent needs setuid/setgid, kill, chown,
+// dac_override and fowner to run commands as other users and manage their
+// files.
 var defaultCaps = []string{
 	"CAP_AUDIT_WRITE",
 	"CAP_CHOWN",
@@ -34,6 +35,12 @@ var defaultCaps = []string{
 	"CAP_SYS_CHROOT",
 }
 
+// agentOnlyCaps are held by the agent and by nothing it starts:
+// CAP_SYS_RESOURCE exempts its threads from RLIMIT_NPROC, so that a fork
+// bomb cannot stop the Go runtime from creating one (package agent,
+// caps.go), and refuses the sandbox's processes ptrace access to it.
+var agentOnlyCaps = []string{"CAP_SYS_RESOURCE"}
+
 // cgroupRel is the cgroup, relative to each hierarchy's root, that runsc
 // creates for sandbox id.
 func cgroupRel(id string) string { return "hutch/" + id }
@@ -50,6 +57,11 @@ func ociSpec(spec runtime.Spec) *specs.Spec {
 		}
 	}
 	caps := append([]string(nil), defaultCaps...)
+	// The agent alone also holds agentOnlyCaps: outside the bounding set
+	// and in the inheritable one, which the agent empties for every
+	// process it starts, so that their execve gives them nothing beyond
+	// the bounding set (root's permitted set is their union).
+	agentCaps := append(append([]string(nil), defaultCaps...), agentOnlyCaps...)
 	return &specs.Spec{
 		Version: specs.Version,
 		Process: &specs.Process{
@@ -60,9 +72,10 @@ func ociSpec(spec runtime.Spec) *specs.Spec {
 			Cwd:      "/",
 			Rlimits:  processLimits(spec),
 			Capabilities: &specs.LinuxCapabilities{
-				Bounding:  caps,
-				Effective: caps,
-				Permitted: caps,
+				Bounding:    caps,
+				Effective:   agentCaps,
+				Permitted:   agentCaps,
+				Inheritable: agentOnlyCaps,
 			},
 		},
 		Root:     &specs.Root{Path: "rootfs", Readonly: false},
