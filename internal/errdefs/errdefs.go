@@ -50,6 +50,11 @@ const (
 	CodeFSBadRegex      Code = "S217"
 	CodeFSStreamAborted Code = "S218"
 	CodeFSUnsupported   Code = "S219"
+	CodeProcessNotFound Code = "S230" // no process with that pid in the sandbox (hutch's own)
+	CodeProcessExited   Code = "S231" // the process has exited (hutch's own)
+	CodeNoStdin         Code = "S232" // the process has no open stdin (hutch's own)
+	CodeNotPty          Code = "S233" // the process has no terminal (hutch's own)
+	CodeProcessLimit    Code = "S234" // processes or terminals per sandbox reached (hutch's own)
 	CodeBootFailed      Code = "S300" // runtime could not start the sandbox
 	CodeShuttingDown    Code = "S301" // the daemon is shutting down (hutch's own)
 	CodeCapacity        Code = "S400" // capacity or per-image cap exceeded
@@ -99,6 +104,11 @@ var codeInfo = map[Code]struct {
 	CodeFSBadRegex:      {ClassFilesystem, KindInvalid, false},
 	CodeFSStreamAborted: {ClassFilesystem, KindUnavailable, true},
 	CodeFSUnsupported:   {ClassFilesystem, KindInvalid, false},
+	CodeProcessNotFound: {ClassExecution, KindNotFound, false},
+	CodeProcessExited:   {ClassExecution, KindConflict, false},
+	CodeNoStdin:         {ClassExecution, KindConflict, false},
+	CodeNotPty:          {ClassExecution, KindConflict, false},
+	CodeProcessLimit:    {ClassExecution, KindCapacity, false},
 	CodeBootFailed:      {ClassPlatform, KindUnavailable, false},
 	CodeShuttingDown:    {ClassTransient, KindUnavailable, true},
 	CodeCapacity:        {ClassConfig, KindCapacity, false},
@@ -113,6 +123,7 @@ func Codes() []Code {
 		CodeExecTimeout,
 		CodeFSInvalid, CodeFSNotFound, CodeFSWrongType, CodeFSExists, CodeFSNotEmpty,
 		CodeFSPermission, CodeFSIO, CodeFSBadRegex, CodeFSStreamAborted, CodeFSUnsupported,
+		CodeProcessNotFound, CodeProcessExited, CodeNoStdin, CodeNotPty, CodeProcessLimit,
 		CodeBootFailed, CodeShuttingDown, CodeCapacity, CodeInternal,
 	}
 }
