@@ -232,3 +232,29 @@ func (c *Client) Wait(ctx context.Context, pid int32) (*agentv1.Exited, error) {
 	}
 	return resp.GetExited(), nil
 }
+
+// psMsgBytes is the largest Ps answer accepted.
+const psMsgBytes = 8 << 20
+
+// Ps describes every process of the sandbox but the agent. An answer with
+// more than agentv1.MaxPsEntries processes, a command or user name over
+// its bound, or a pid that is not positive breaks the protocol.
+func (c *Client) Ps(ctx context.Context) ([]*agentv1.PsEntry, error) {
+	resp, err := unary(ctx, c, "ps", 0, c.rpc.Ps, &agentv1.PsRequest{}, grpc.MaxCallRecvMsgSize(psMsgBytes))
+	if err != nil {
+		return nil, err
+	}
+	ps := resp.GetProcesses()
+	if len(ps) > agentv1.MaxPsEntries {
+		return nil, fmt.Errorf("ps: %w", c.violate(fmt.Sprintf("a ps of %d processes", len(ps))))
+	}
+	for _, p := range ps {
+		switch {
+		case p.GetPid() <= 0 || p.GetPpid() < 0:
+			return nil, fmt.Errorf("ps: %w", c.violate(fmt.Sprintf("a ps entry of pid %d, ppid %d", p.GetPid(), p.GetPpid())))
+		case len(p.GetCommand()) > agentv1.MaxPsCommand || len(p.GetUser()) > agentv1.MaxPsUserBytes || len(p.GetState()) > 1:
+			return nil, fmt.Errorf("ps: %w", c.violate("a ps entry over its bounds"))
+		}
+	}
+	return ps, nil
+}

@@ -1541,6 +1541,193 @@ func (x *ListResponse) GetProcesses() []*ProcessInfo {
 	return nil
 }
 
+type PsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PsRequest) Reset() {
+	*x = PsRequest{}
+	mi := &file_api_agent_v1_agent_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PsRequest) ProtoMessage() {}
+
+func (x *PsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_agent_v1_agent_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PsRequest.ProtoReflect.Descriptor instead.
+func (*PsRequest) Descriptor() ([]byte, []int) {
+	return file_api_agent_v1_agent_proto_rawDescGZIP(), []int{22}
+}
+
+// PsEntry is one process of the sandbox, from /proc/<pid>/{stat,status,cmdline}.
+type PsEntry struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Pid   int32                  `protobuf:"varint,1,opt,name=pid,proto3" json:"pid,omitempty"`
+	Ppid  int32                  `protobuf:"varint,2,opt,name=ppid,proto3" json:"ppid,omitempty"`
+	Uid   uint32                 `protobuf:"varint,3,opt,name=uid,proto3" json:"uid,omitempty"`
+	// user is uid's name in the sandbox's /etc/passwd, or "" without one.
+	User string `protobuf:"bytes,4,opt,name=user,proto3" json:"user,omitempty"`
+	// command is the command line, its arguments joined by spaces (the
+	// process's name in brackets when it has none), clipped.
+	Command string `protobuf:"bytes,5,opt,name=command,proto3" json:"command,omitempty"`
+	// state is the kernel's one-letter state.
+	State string `protobuf:"bytes,6,opt,name=state,proto3" json:"state,omitempty"`
+	// cpu_percent is the CPU time used over the process's lifetime, in
+	// percent of one CPU (as ps shows it).
+	CpuPercent    float64 `protobuf:"fixed64,7,opt,name=cpu_percent,json=cpuPercent,proto3" json:"cpu_percent,omitempty"`
+	RssBytes      uint64  `protobuf:"varint,8,opt,name=rss_bytes,json=rssBytes,proto3" json:"rss_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PsEntry) Reset() {
+	*x = PsEntry{}
+	mi := &file_api_agent_v1_agent_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PsEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PsEntry) ProtoMessage() {}
+
+func (x *PsEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_api_agent_v1_agent_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PsEntry.ProtoReflect.Descriptor instead.
+func (*PsEntry) Descriptor() ([]byte, []int) {
+	return file_api_agent_v1_agent_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *PsEntry) GetPid() int32 {
+	if x != nil {
+		return x.Pid
+	}
+	return 0
+}
+
+func (x *PsEntry) GetPpid() int32 {
+	if x != nil {
+		return x.Ppid
+	}
+	return 0
+}
+
+func (x *PsEntry) GetUid() uint32 {
+	if x != nil {
+		return x.Uid
+	}
+	return 0
+}
+
+func (x *PsEntry) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+func (x *PsEntry) GetCommand() string {
+	if x != nil {
+		return x.Command
+	}
+	return ""
+}
+
+func (x *PsEntry) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *PsEntry) GetCpuPercent() float64 {
+	if x != nil {
+		return x.CpuPercent
+	}
+	return 0
+}
+
+func (x *PsEntry) GetRssBytes() uint64 {
+	if x != nil {
+		return x.RssBytes
+	}
+	return 0
+}
+
+type PsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Processes     []*PsEntry             `protobuf:"bytes,1,rep,name=processes,proto3" json:"processes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PsResponse) Reset() {
+	*x = PsResponse{}
+	mi := &file_api_agent_v1_agent_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PsResponse) ProtoMessage() {}
+
+func (x *PsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_agent_v1_agent_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PsResponse.ProtoReflect.Descriptor instead.
+func (*PsResponse) Descriptor() ([]byte, []int) {
+	return file_api_agent_v1_agent_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *PsResponse) GetProcesses() []*PsEntry {
+	if x != nil {
+		return x.Processes
+	}
+	return nil
+}
+
 type WaitRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Pid           int32                  `protobuf:"varint,1,opt,name=pid,proto3" json:"pid,omitempty"`
@@ -1550,7 +1737,7 @@ type WaitRequest struct {
 
 func (x *WaitRequest) Reset() {
 	*x = WaitRequest{}
-	mi := &file_api_agent_v1_agent_proto_msgTypes[22]
+	mi := &file_api_agent_v1_agent_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1562,7 +1749,7 @@ func (x *WaitRequest) String() string {
 func (*WaitRequest) ProtoMessage() {}
 
 func (x *WaitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_agent_v1_agent_proto_msgTypes[22]
+	mi := &file_api_agent_v1_agent_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1575,7 +1762,7 @@ func (x *WaitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitRequest.ProtoReflect.Descriptor instead.
 func (*WaitRequest) Descriptor() ([]byte, []int) {
-	return file_api_agent_v1_agent_proto_rawDescGZIP(), []int{22}
+	return file_api_agent_v1_agent_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *WaitRequest) GetPid() int32 {
@@ -1594,7 +1781,7 @@ type WaitResponse struct {
 
 func (x *WaitResponse) Reset() {
 	*x = WaitResponse{}
-	mi := &file_api_agent_v1_agent_proto_msgTypes[23]
+	mi := &file_api_agent_v1_agent_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1606,7 +1793,7 @@ func (x *WaitResponse) String() string {
 func (*WaitResponse) ProtoMessage() {}
 
 func (x *WaitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_agent_v1_agent_proto_msgTypes[23]
+	mi := &file_api_agent_v1_agent_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1619,7 +1806,7 @@ func (x *WaitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitResponse.ProtoReflect.Descriptor instead.
 func (*WaitResponse) Descriptor() ([]byte, []int) {
-	return file_api_agent_v1_agent_proto_rawDescGZIP(), []int{23}
+	return file_api_agent_v1_agent_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *WaitResponse) GetExited() *Exited {
@@ -1736,7 +1923,21 @@ const file_api_agent_v1_agent_proto_rawDesc = "" +
 	"stderr_end\x18\n" +
 	" \x01(\x03R\tstderrEnd\"I\n" +
 	"\fListResponse\x129\n" +
-	"\tprocesses\x18\x01 \x03(\v2\x1b.hutch.agent.v1.ProcessInfoR\tprocesses\"\x1f\n" +
+	"\tprocesses\x18\x01 \x03(\v2\x1b.hutch.agent.v1.ProcessInfoR\tprocesses\"\v\n" +
+	"\tPsRequest\"\xc3\x01\n" +
+	"\aPsEntry\x12\x10\n" +
+	"\x03pid\x18\x01 \x01(\x05R\x03pid\x12\x12\n" +
+	"\x04ppid\x18\x02 \x01(\x05R\x04ppid\x12\x10\n" +
+	"\x03uid\x18\x03 \x01(\rR\x03uid\x12\x12\n" +
+	"\x04user\x18\x04 \x01(\tR\x04user\x12\x18\n" +
+	"\acommand\x18\x05 \x01(\tR\acommand\x12\x14\n" +
+	"\x05state\x18\x06 \x01(\tR\x05state\x12\x1f\n" +
+	"\vcpu_percent\x18\a \x01(\x01R\n" +
+	"cpuPercent\x12\x1b\n" +
+	"\trss_bytes\x18\b \x01(\x04R\brssBytes\"C\n" +
+	"\n" +
+	"PsResponse\x125\n" +
+	"\tprocesses\x18\x01 \x03(\v2\x17.hutch.agent.v1.PsEntryR\tprocesses\"\x1f\n" +
 	"\vWaitRequest\x12\x10\n" +
 	"\x03pid\x18\x01 \x01(\x05R\x03pid\">\n" +
 	"\fWaitResponse\x12.\n" +
@@ -1748,7 +1949,7 @@ const file_api_agent_v1_agent_proto_rawDesc = "" +
 	"\fProcessState\x12\x1d\n" +
 	"\x19PROCESS_STATE_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15PROCESS_STATE_RUNNING\x10\x01\x12\x18\n" +
-	"\x14PROCESS_STATE_EXITED\x10\x022\x9c\x05\n" +
+	"\x14PROCESS_STATE_EXITED\x10\x022\xd9\x05\n" +
 	"\x05Agent\x12A\n" +
 	"\x04Info\x12\x1b.hutch.agent.v1.InfoRequest\x1a\x1c.hutch.agent.v1.InfoResponse\x12E\n" +
 	"\x05Start\x12\x1c.hutch.agent.v1.StartRequest\x1a\x1c.hutch.agent.v1.ProcessEvent0\x01\x12G\n" +
@@ -1760,7 +1961,8 @@ const file_api_agent_v1_agent_proto_rawDesc = "" +
 	"\x06Signal\x12\x1d.hutch.agent.v1.SignalRequest\x1a\x1e.hutch.agent.v1.SignalResponse\x12G\n" +
 	"\x06Resize\x12\x1d.hutch.agent.v1.ResizeRequest\x1a\x1e.hutch.agent.v1.ResizeResponse\x12A\n" +
 	"\x04List\x12\x1b.hutch.agent.v1.ListRequest\x1a\x1c.hutch.agent.v1.ListResponse\x12A\n" +
-	"\x04Wait\x12\x1b.hutch.agent.v1.WaitRequest\x1a\x1c.hutch.agent.v1.WaitResponseB1Z/github.com/hutch-dev/hutch/api/agent/v1;agentv1b\x06proto3"
+	"\x04Wait\x12\x1b.hutch.agent.v1.WaitRequest\x1a\x1c.hutch.agent.v1.WaitResponse\x12;\n" +
+	"\x02Ps\x12\x19.hutch.agent.v1.PsRequest\x1a\x1a.hutch.agent.v1.PsResponseB1Z/github.com/hutch-dev/hutch/api/agent/v1;agentv1b\x06proto3"
 
 var (
 	file_api_agent_v1_agent_proto_rawDescOnce sync.Once
@@ -1775,7 +1977,7 @@ func file_api_agent_v1_agent_proto_rawDescGZIP() []byte {
 }
 
 var file_api_agent_v1_agent_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_api_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_api_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_api_agent_v1_agent_proto_goTypes = []any{
 	(Stream)(0),                // 0: hutch.agent.v1.Stream
 	(ProcessState)(0),          // 1: hutch.agent.v1.ProcessState
@@ -1801,8 +2003,11 @@ var file_api_agent_v1_agent_proto_goTypes = []any{
 	(*ListRequest)(nil),        // 21: hutch.agent.v1.ListRequest
 	(*ProcessInfo)(nil),        // 22: hutch.agent.v1.ProcessInfo
 	(*ListResponse)(nil),       // 23: hutch.agent.v1.ListResponse
-	(*WaitRequest)(nil),        // 24: hutch.agent.v1.WaitRequest
-	(*WaitResponse)(nil),       // 25: hutch.agent.v1.WaitResponse
+	(*PsRequest)(nil),          // 24: hutch.agent.v1.PsRequest
+	(*PsEntry)(nil),            // 25: hutch.agent.v1.PsEntry
+	(*PsResponse)(nil),         // 26: hutch.agent.v1.PsResponse
+	(*WaitRequest)(nil),        // 27: hutch.agent.v1.WaitRequest
+	(*WaitResponse)(nil),       // 28: hutch.agent.v1.WaitResponse
 }
 var file_api_agent_v1_agent_proto_depIdxs = []int32{
 	4,  // 0: hutch.agent.v1.StartRequest.exec:type_name -> hutch.agent.v1.ExecRequest
@@ -1815,30 +2020,33 @@ var file_api_agent_v1_agent_proto_depIdxs = []int32{
 	1,  // 7: hutch.agent.v1.ProcessInfo.state:type_name -> hutch.agent.v1.ProcessState
 	11, // 8: hutch.agent.v1.ProcessInfo.exited:type_name -> hutch.agent.v1.Exited
 	22, // 9: hutch.agent.v1.ListResponse.processes:type_name -> hutch.agent.v1.ProcessInfo
-	11, // 10: hutch.agent.v1.WaitResponse.exited:type_name -> hutch.agent.v1.Exited
-	2,  // 11: hutch.agent.v1.Agent.Info:input_type -> hutch.agent.v1.InfoRequest
-	7,  // 12: hutch.agent.v1.Agent.Start:input_type -> hutch.agent.v1.StartRequest
-	12, // 13: hutch.agent.v1.Agent.Attach:input_type -> hutch.agent.v1.AttachRequest
-	13, // 14: hutch.agent.v1.Agent.WriteStdin:input_type -> hutch.agent.v1.WriteStdinRequest
-	15, // 15: hutch.agent.v1.Agent.CloseStdin:input_type -> hutch.agent.v1.CloseStdinRequest
-	17, // 16: hutch.agent.v1.Agent.Signal:input_type -> hutch.agent.v1.SignalRequest
-	19, // 17: hutch.agent.v1.Agent.Resize:input_type -> hutch.agent.v1.ResizeRequest
-	21, // 18: hutch.agent.v1.Agent.List:input_type -> hutch.agent.v1.ListRequest
-	24, // 19: hutch.agent.v1.Agent.Wait:input_type -> hutch.agent.v1.WaitRequest
-	3,  // 20: hutch.agent.v1.Agent.Info:output_type -> hutch.agent.v1.InfoResponse
-	8,  // 21: hutch.agent.v1.Agent.Start:output_type -> hutch.agent.v1.ProcessEvent
-	8,  // 22: hutch.agent.v1.Agent.Attach:output_type -> hutch.agent.v1.ProcessEvent
-	14, // 23: hutch.agent.v1.Agent.WriteStdin:output_type -> hutch.agent.v1.WriteStdinResponse
-	16, // 24: hutch.agent.v1.Agent.CloseStdin:output_type -> hutch.agent.v1.CloseStdinResponse
-	18, // 25: hutch.agent.v1.Agent.Signal:output_type -> hutch.agent.v1.SignalResponse
-	20, // 26: hutch.agent.v1.Agent.Resize:output_type -> hutch.agent.v1.ResizeResponse
-	23, // 27: hutch.agent.v1.Agent.List:output_type -> hutch.agent.v1.ListResponse
-	25, // 28: hutch.agent.v1.Agent.Wait:output_type -> hutch.agent.v1.WaitResponse
-	20, // [20:29] is the sub-list for method output_type
-	11, // [11:20] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	25, // 10: hutch.agent.v1.PsResponse.processes:type_name -> hutch.agent.v1.PsEntry
+	11, // 11: hutch.agent.v1.WaitResponse.exited:type_name -> hutch.agent.v1.Exited
+	2,  // 12: hutch.agent.v1.Agent.Info:input_type -> hutch.agent.v1.InfoRequest
+	7,  // 13: hutch.agent.v1.Agent.Start:input_type -> hutch.agent.v1.StartRequest
+	12, // 14: hutch.agent.v1.Agent.Attach:input_type -> hutch.agent.v1.AttachRequest
+	13, // 15: hutch.agent.v1.Agent.WriteStdin:input_type -> hutch.agent.v1.WriteStdinRequest
+	15, // 16: hutch.agent.v1.Agent.CloseStdin:input_type -> hutch.agent.v1.CloseStdinRequest
+	17, // 17: hutch.agent.v1.Agent.Signal:input_type -> hutch.agent.v1.SignalRequest
+	19, // 18: hutch.agent.v1.Agent.Resize:input_type -> hutch.agent.v1.ResizeRequest
+	21, // 19: hutch.agent.v1.Agent.List:input_type -> hutch.agent.v1.ListRequest
+	27, // 20: hutch.agent.v1.Agent.Wait:input_type -> hutch.agent.v1.WaitRequest
+	24, // 21: hutch.agent.v1.Agent.Ps:input_type -> hutch.agent.v1.PsRequest
+	3,  // 22: hutch.agent.v1.Agent.Info:output_type -> hutch.agent.v1.InfoResponse
+	8,  // 23: hutch.agent.v1.Agent.Start:output_type -> hutch.agent.v1.ProcessEvent
+	8,  // 24: hutch.agent.v1.Agent.Attach:output_type -> hutch.agent.v1.ProcessEvent
+	14, // 25: hutch.agent.v1.Agent.WriteStdin:output_type -> hutch.agent.v1.WriteStdinResponse
+	16, // 26: hutch.agent.v1.Agent.CloseStdin:output_type -> hutch.agent.v1.CloseStdinResponse
+	18, // 27: hutch.agent.v1.Agent.Signal:output_type -> hutch.agent.v1.SignalResponse
+	20, // 28: hutch.agent.v1.Agent.Resize:output_type -> hutch.agent.v1.ResizeResponse
+	23, // 29: hutch.agent.v1.Agent.List:output_type -> hutch.agent.v1.ListResponse
+	28, // 30: hutch.agent.v1.Agent.Wait:output_type -> hutch.agent.v1.WaitResponse
+	26, // 31: hutch.agent.v1.Agent.Ps:output_type -> hutch.agent.v1.PsResponse
+	22, // [22:32] is the sub-list for method output_type
+	12, // [12:22] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_api_agent_v1_agent_proto_init() }
@@ -1857,7 +2065,7 @@ func file_api_agent_v1_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_agent_v1_agent_proto_rawDesc), len(file_api_agent_v1_agent_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   24,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -31,6 +31,7 @@ const (
 	Agent_Resize_FullMethodName     = "/hutch.agent.v1.Agent/Resize"
 	Agent_List_FullMethodName       = "/hutch.agent.v1.Agent/List"
 	Agent_Wait_FullMethodName       = "/hutch.agent.v1.Agent/Wait"
+	Agent_Ps_FullMethodName         = "/hutch.agent.v1.Agent/Ps"
 )
 
 // AgentClient is the client API for Agent service.
@@ -60,6 +61,9 @@ type AgentClient interface {
 	List(ctx context.Context, in *ListRequest, opts ...grpc.CallOption) (*ListResponse, error)
 	// Wait returns once the process has exited.
 	Wait(ctx context.Context, in *WaitRequest, opts ...grpc.CallOption) (*WaitResponse, error)
+	// Ps describes every process of the sandbox but the agent, as its
+	// /proc shows them.
+	Ps(ctx context.Context, in *PsRequest, opts ...grpc.CallOption) (*PsResponse, error)
 }
 
 type agentClient struct {
@@ -178,6 +182,16 @@ func (c *agentClient) Wait(ctx context.Context, in *WaitRequest, opts ...grpc.Ca
 	return out, nil
 }
 
+func (c *agentClient) Ps(ctx context.Context, in *PsRequest, opts ...grpc.CallOption) (*PsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PsResponse)
+	err := c.cc.Invoke(ctx, Agent_Ps_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AgentServer is the server API for Agent service.
 // All implementations must embed UnimplementedAgentServer
 // for forward compatibility.
@@ -205,6 +219,9 @@ type AgentServer interface {
 	List(context.Context, *ListRequest) (*ListResponse, error)
 	// Wait returns once the process has exited.
 	Wait(context.Context, *WaitRequest) (*WaitResponse, error)
+	// Ps describes every process of the sandbox but the agent, as its
+	// /proc shows them.
+	Ps(context.Context, *PsRequest) (*PsResponse, error)
 	mustEmbedUnimplementedAgentServer()
 }
 
@@ -241,6 +258,9 @@ func (UnimplementedAgentServer) List(context.Context, *ListRequest) (*ListRespon
 }
 func (UnimplementedAgentServer) Wait(context.Context, *WaitRequest) (*WaitResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Wait not implemented")
+}
+func (UnimplementedAgentServer) Ps(context.Context, *PsRequest) (*PsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Ps not implemented")
 }
 func (UnimplementedAgentServer) mustEmbedUnimplementedAgentServer() {}
 func (UnimplementedAgentServer) testEmbeddedByValue()               {}
@@ -411,6 +431,24 @@ func _Agent_Wait_Handler(srv interface{}, ctx context.Context, dec func(interfac
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Agent_Ps_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServer).Ps(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Agent_Ps_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServer).Ps(ctx, req.(*PsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Agent_ServiceDesc is the grpc.ServiceDesc for Agent service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -445,6 +483,10 @@ var Agent_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Wait",
 			Handler:    _Agent_Wait_Handler,
+		},
+		{
+			MethodName: "Ps",
+			Handler:    _Agent_Ps_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -80,3 +80,11 @@ func SessionConfig(log *slog.Logger) *yamux.Config {
 	cfg.Logger = slog.NewLogLogger(log.Handler(), slog.LevelDebug)
 	return cfg
 }
+
+// Bounds of a Ps answer: the processes it lists and the length of each
+// command line it shows. The agent keeps to them; the host refuses more.
+const (
+	MaxPsEntries   = 4096
+	MaxPsCommand   = 4096
+	MaxPsUserBytes = 256
+)
