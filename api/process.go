@@ -20,6 +20,9 @@ const (
 // Event types of a process's output stream: a streamed exec
 // (sandbox::exec with stream) and sandbox::process::output with follow.
 const (
+	// EventStart comes first and carries a ProcessStartResponse: the pid,
+	// by which the process can be signalled or killed while it streams.
+	EventStart = "start"
 	// EventStdout and EventStderr carry an OutputChunk.
 	EventStdout = "stdout"
 	EventStderr = "stderr"
