@@ -4,8 +4,11 @@ package api
 // beyond the seeds' contract). A process started with sandbox::process::start
 // outlives its caller; it is addressed by the pid the sandbox gave it.
 
-// Function ids of the process functions.
+// Function ids of the process functions and of the streamed exec:
+// sandbox::exec's payload, answered with its output as it is written
+// (events start, stdout, stderr, exit), not capped by max_output_bytes.
 const (
+	FnExecStream    = "sandbox::exec::stream"
 	FnProcessStart  = "sandbox::process::start"
 	FnProcessGet    = "sandbox::process::get"
 	FnProcessList   = "sandbox::process::list"
@@ -18,7 +21,7 @@ const (
 )
 
 // Event types of a process's output stream: a streamed exec
-// (sandbox::exec with stream) and sandbox::process::output with follow.
+// (sandbox::exec::stream) and sandbox::process::output with follow.
 const (
 	// EventStart comes first and carries a ProcessStartResponse: the pid,
 	// by which the process can be signalled or killed while it streams.

@@ -77,10 +77,6 @@ type ExecRequest struct {
 	Env       Env    `json:"env,omitempty"`
 	TimeoutMs uint64 `json:"timeout_ms,omitempty"`
 	Workdir   string `json:"workdir,omitempty"`
-	// Stream answers with the output as it is written (events stdout,
-	// stderr, then exit; see api/process.go), not capped by
-	// max_output_bytes, instead of one result (hutch extension).
-	Stream bool `json:"stream,omitempty"`
 }
 
 // ExecResponse is the result of sandbox::exec.

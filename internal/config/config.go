@@ -43,7 +43,14 @@ type Config struct {
 	DefaultExecTimeoutMs        uint64 `yaml:"default_exec_timeout_ms"`
 	MaxExecTimeoutMs            uint64 `yaml:"max_exec_timeout_ms"`
 	MaxOutputBytes              int64  `yaml:"max_output_bytes"`
-	PidsLimit                   int64  `yaml:"pids_limit"`
+	// MaxProcessesPerSandbox bounds the background processes running in
+	// a sandbox (sandbox::process::start), MaxPtysPerSandbox those of
+	// them on a terminal; ProcessOutputBytes is the ring buffer each keeps
+	// per output stream.
+	MaxProcessesPerSandbox int   `yaml:"max_processes_per_sandbox"`
+	MaxPtysPerSandbox      int   `yaml:"max_ptys_per_sandbox"`
+	ProcessOutputBytes     int64 `yaml:"process_output_bytes"`
+	PidsLimit              int64 `yaml:"pids_limit"`
 	// StoppedRetentionSecs is how long a stopped sandbox stays listed
 	// (stopped: true) and answers S004 before it is forgotten (S002).
 	StoppedRetentionSecs uint64 `yaml:"stopped_retention_secs"`
@@ -150,6 +157,9 @@ func Default() Config {
 		DefaultExecTimeoutMs:        30_000,
 		MaxExecTimeoutMs:            300_000,
 		MaxOutputBytes:              1 << 20,
+		MaxProcessesPerSandbox:      64,
+		MaxPtysPerSandbox:           8,
+		ProcessOutputBytes:          1 << 20,
 		PidsLimit:                   1024,
 		StoppedRetentionSecs:        600,
 		Runtime:                     "gvisor",
@@ -196,6 +206,15 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxOutputBytes < 1024 || c.MaxOutputBytes > 64<<20 {
 		bad("max_output_bytes must be between 1024 and 67108864, got %d", c.MaxOutputBytes)
+	}
+	if c.MaxProcessesPerSandbox < 1 || c.MaxProcessesPerSandbox > 512 {
+		bad("max_processes_per_sandbox must be between 1 and 512, got %d", c.MaxProcessesPerSandbox)
+	}
+	if c.MaxPtysPerSandbox < 0 || c.MaxPtysPerSandbox > c.MaxProcessesPerSandbox {
+		bad("max_ptys_per_sandbox must be between 0 and max_processes_per_sandbox (%d), got %d", c.MaxProcessesPerSandbox, c.MaxPtysPerSandbox)
+	}
+	if c.ProcessOutputBytes < 64<<10 || c.ProcessOutputBytes > 64<<20 {
+		bad("process_output_bytes must be between 65536 and 67108864, got %d", c.ProcessOutputBytes)
 	}
 	errs = append(errs, c.validateLifecycle()...)
 	errs = append(errs, c.validateRuntimes()...)

@@ -50,7 +50,10 @@ func (s *Server) callStream(ctx context.Context, id string, data json.RawMessage
 	if err != nil {
 		return nil, err
 	}
-	st := res.(*functions.Stream)
+	st, ok := res.(*functions.Stream)
+	if !ok {
+		return res, nil // a function that streams only when asked to
+	}
 	var pending []functions.Event
 	switch ev, err := st.Next(ctx); {
 	case err == nil:
@@ -77,7 +80,10 @@ func (s *Server) readFile(ctx context.Context, data json.RawMessage) (any, error
 	if err != nil {
 		return nil, err
 	}
-	st := res.(*functions.Stream)
+	st, ok := res.(*functions.Stream)
+	if !ok {
+		return res, nil // a function that streams only when asked to
+	}
 	read, pending, err := readHead(ctx, st)
 	if err != nil {
 		st.Close()

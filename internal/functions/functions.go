@@ -39,6 +39,7 @@ type Deps struct {
 	Files     FS
 	Images    Images
 	Metrics   SandboxMetrics
+	Processes Processes
 	// Observer, when set, is told the outcome of every call.
 	Observer Observer
 }
@@ -52,7 +53,8 @@ type Handler func(ctx context.Context, payload json.RawMessage, p Params) (any, 
 type Function struct {
 	ID          string
 	Description string
-	// Streams says the function returns a *Stream rather than a value.
+	// Streams says the function returns a *Stream rather than a value,
+	// always or when its request asks (sandbox::process::output's follow).
 	Streams bool
 	Handler Handler
 	// typed runs the function on an already typed request (Invoke).
@@ -82,6 +84,7 @@ func New(deps Deps) *Table {
 	registerImages(t)
 	registerFS(t)
 	registerMetrics(t)
+	registerProcesses(t)
 	return t
 }
 

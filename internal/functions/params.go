@@ -16,6 +16,8 @@ type Params struct {
 	SandboxID string
 	Name      string
 	Wait      *bool
+	// Pid is a process of the sandbox (0: none given).
+	Pid int
 }
 
 // apply sets p's fields on req, decoded from payload.
@@ -35,6 +37,15 @@ func (p Params) apply(req any, payload json.RawMessage) error {
 			return noField(req, "name")
 		}
 		if err := setParam(f.NameField(), p.Name, "name", payload); err != nil {
+			return err
+		}
+	}
+	if p.Pid != 0 {
+		f, ok := req.(api.PidScoped)
+		if !ok {
+			return noField(req, "pid")
+		}
+		if err := setParam(f.PidField(), p.Pid, "pid", payload); err != nil {
 			return err
 		}
 	}

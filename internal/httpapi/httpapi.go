@@ -133,16 +133,12 @@ func New(table *functions.Table, opts Options) http.Handler {
 	s := &server{table: table, log: opts.Logger, maxBody: opts.MaxBodyBytes, version: opts.Version,
 		auth: opts.Auth, metrics: opts.Metrics, readTimeout: opts.ReadTimeout, writeTimeout: opts.WriteTimeout}
 
-	routes := []struct {
-		method, path string
-		h            handlerFunc
-		public       bool
-	}{
+	routes := []route{
 		{"POST", "/v1/sandboxes", s.call("sandbox::create"), false},
 		{"GET", "/v1/sandboxes", s.call("sandbox::list"), false},
 		{"GET", "/v1/sandboxes/{id}", s.call("sandbox::get", sandboxParam), false},
 		{"DELETE", "/v1/sandboxes/{id}", s.call("sandbox::stop", sandboxParam, waitParam), false},
-		{"POST", "/v1/sandboxes/{id}/exec", s.call(functions.FnExecResult, sandboxParam), false},
+		{"POST", "/v1/sandboxes/{id}/exec", s.exec, false},
 		{"GET", "/v1/sandboxes/{id}/metrics", s.call("sandbox::metrics", sandboxParam), false},
 		{"POST", "/v1/sandboxes/{id}/fs/{op}", s.fsOp, false},
 		{"PUT", filesPath, s.upload, false},
@@ -157,6 +153,7 @@ func New(table *functions.Table, opts Options) http.Handler {
 		{"GET", "/healthz", s.health, true},
 		{"GET", "/metrics", s.prometheus, false},
 	}
+	routes = append(routes, s.processRoutes()...)
 
 	mux := http.NewServeMux()
 	allowed := map[string][]string{}
@@ -175,6 +172,13 @@ func New(table *functions.Table, opts Options) http.Handler {
 	}
 	mux.Handle("/", s.wrap(routeNotFound, true))
 	return s.guarded(opts.Guard, mux)
+}
+
+// route is one entry of the REST handler's table.
+type route struct {
+	method, path string
+	h            handlerFunc
+	public       bool
 }
 
 // handlerFunc serves one route: it gets the request and its body (nil when

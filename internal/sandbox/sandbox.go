@@ -24,6 +24,8 @@ type sandbox struct {
 	slots chan struct{}
 	// destroyed is closed once teardown has finished.
 	destroyed chan struct{}
+	// procs is the book of its background processes.
+	procs procBook
 
 	// mu guards the fields below. Lock order: Manager.mu, then sandbox.mu;
 	// nothing that holds a sandbox's mu takes Manager.mu.

@@ -1,0 +1,93 @@
+package httpapi
+
+// The process routes: conveniences over sandbox::process::* and the
+// streamed exec, each the function of the same name with the sandbox and
+// pid taken from the URL. GET routes take their few fields from the query.
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/functions"
+)
+
+// processRoutes are the routes of processes, for New's table.
+func (s *server) processRoutes() []route {
+	const one = "/v1/sandboxes/{id}/processes/{pid}"
+	return []route{
+		{"POST", "/v1/sandboxes/{id}/processes", s.call(api.FnProcessStart, sandboxParam), false},
+		{"GET", "/v1/sandboxes/{id}/processes", s.call(api.FnProcessList, sandboxParam), false},
+		{"GET", one, s.call(api.FnProcessGet, sandboxParam, pidParam), false},
+		{"DELETE", one, s.call(api.FnProcessKill, sandboxParam, pidParam), false},
+		{"GET", one + "/output", s.fromQuery(api.FnProcessOutput, "stdout_offset", "stderr_offset", "follow"), false},
+		{"POST", one + "/stdin", s.call(api.FnProcessStdin, sandboxParam, pidParam), false},
+		{"POST", one + "/signal", s.call(api.FnProcessSignal, sandboxParam, pidParam), false},
+		{"GET", one + "/wait", s.fromQuery(api.FnProcessWait, "timeout_ms"), false},
+		{"POST", one + "/wait", s.call(api.FnProcessWait, sandboxParam, pidParam), false},
+		{"POST", one + "/resize", s.call(api.FnProcessResize, sandboxParam, pidParam), false},
+	}
+}
+
+// pidParam is {pid} as pid.
+func pidParam(r *http.Request, p *functions.Params) error {
+	pid, err := strconv.Atoi(r.PathValue("pid"))
+	if err != nil || pid <= 0 {
+		return errdefs.Malformed("pid %q is not a process id", r.PathValue("pid"))
+	}
+	p.Pid = pid
+	return nil
+}
+
+// fromQuery dispatches a GET route to function id with a payload of the
+// named query parameters: numbers, or booleans ("follow").
+func (s *server) fromQuery(id string, keys ...string) handlerFunc {
+	return func(r *http.Request, _ []byte) (any, error) {
+		payload := map[string]any{}
+		q := r.URL.Query()
+		for _, k := range keys {
+			if !q.Has(k) {
+				continue
+			}
+			v := q.Get(k)
+			if k == "follow" {
+				b, _, err := queryBool(r, k)
+				if err != nil {
+					return nil, err
+				}
+				payload[k] = b
+				continue
+			}
+			n, err := strconv.ParseUint(v, 10, 63)
+			if err != nil {
+				return nil, errdefs.Malformed("query parameter %s must be a number, not %q", k, v)
+			}
+			payload[k] = n
+		}
+		body, _ := json.Marshal(payload)
+		var p functions.Params
+		for _, set := range []paramFunc{sandboxParam, pidParam} {
+			if err := set(r, &p); err != nil {
+				return nil, err
+			}
+		}
+		return s.dispatch(r, id, body, p)
+	}
+}
+
+// exec is the exec route: sandbox::exec::stream when the client asks for
+// a stream (Accept: text/event-stream, or ?stream=true), else hutch::exec.
+func (s *server) exec(r *http.Request, body []byte) (any, error) {
+	stream, _, err := queryBool(r, "stream")
+	if err != nil {
+		return nil, err
+	}
+	id := functions.FnExecResult
+	if stream || strings.Contains(r.Header.Get("Accept"), sseType) {
+		id = api.FnExecStream
+	}
+	return s.call(id, sandboxParam)(r, body)
+}
