@@ -63,4 +63,6 @@ func addOutput(t *Table, p Processes) {
 }
 
 // emitData emits one event whose data is a JSON value.
-func (e Emitter) emitData(event string, data any) error { return e.Emit(Event{Type: event, Data: data}) }
+func (e Emitter) emitData(event string, data any) error {
+	return e.Emit(Event{Type: event, Data: data})
+}
