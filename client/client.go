@@ -188,6 +188,11 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 // returns the 2xx answer, whose body the caller closes (closeBody). Any
 // other answer is its error.
 func (c *Client) send(ctx context.Context, method, path string, body io.Reader, contentType string) (*http.Response, error) {
+	return c.sendAccepting(ctx, method, path, body, contentType, "application/json")
+}
+
+// sendAccepting is send with an answer of media type accept.
+func (c *Client) sendAccepting(ctx context.Context, method, path string, body io.Reader, contentType, accept string) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
 	if err != nil {
 		return nil, err
@@ -195,7 +200,7 @@ func (c *Client) send(ctx context.Context, method, path string, body io.Reader, 
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
-	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Accept", accept)
 	if c.auth != "" {
 		req.Header.Set("Authorization", c.auth)
 	}

@@ -1,0 +1,78 @@
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/hutch-dev/hutch/api"
+)
+
+// maxEventLine bounds one line of an event stream: an output chunk is at
+// most a few hundred KiB even in base64.
+const maxEventLine = 8 << 20
+
+// ErrStreamCut is the error of an event stream that ended without its
+// result: the connection broke or the daemon stopped.
+var ErrStreamCut = errors.New("event stream cut off before its result")
+
+// streamEvents sends one request whose answer is an event stream (NDJSON),
+// calls on for every event with its data, and decodes the final value into
+// out. An error event is returned as its *api.ErrorEnvelope; an error from
+// on ends the stream (and cancels the daemon's side) with that error.
+func (c *Client) streamEvents(ctx context.Context, method, path string, in any, on func(event string, data json.RawMessage) error, out any) error {
+	var body io.Reader
+	contentType := ""
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return fmt.Errorf("encoding %s request: %w", path, err)
+		}
+		body, contentType = bytes.NewReader(b), "application/json"
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	resp, err := c.sendAccepting(ctx, method, path, body, contentType, "application/x-ndjson")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 64<<10), maxEventLine)
+	for sc.Scan() {
+		var line struct {
+			Type   string             `json:"type"`
+			Data   json.RawMessage    `json:"data"`
+			Result json.RawMessage    `json:"result"`
+			Error  *api.ErrorEnvelope `json:"error"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			return fmt.Errorf("event stream of %s: %w", path, err)
+		}
+		switch line.Type {
+		case "result":
+			if out == nil {
+				return nil
+			}
+			return json.Unmarshal(line.Result, out)
+		case "error":
+			if line.Error == nil {
+				return fmt.Errorf("event stream of %s: error event without an error", path)
+			}
+			return line.Error
+		}
+		if on != nil {
+			if err := on(line.Type, line.Data); err != nil {
+				return err
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("%w: %w", ErrStreamCut, err)
+	}
+	return ErrStreamCut
+}
