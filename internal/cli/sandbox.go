@@ -95,11 +95,7 @@ func (a *app) runCmd() *cobra.Command {
 			return err
 		}
 		defer a.stopQuietly(ctx, c, sb.SandboxID)
-		res, err := c.Exec(ctx, api.ExecRequest{SandboxID: sb.SandboxID, Argv: argv, TimeoutMs: ms})
-		if err != nil {
-			return err
-		}
-		return a.childResult(res, timeout)
+		return a.execLive(ctx, c, api.ExecRequest{SandboxID: sb.SandboxID, Argv: argv, TimeoutMs: ms}, timeout)
 	})
 	return cmd
 }
@@ -148,22 +144,46 @@ func (a *app) execCmd() *cobra.Command {
 	var env []string
 	var timeout time.Duration
 	var workdir string
-	var stdin bool
+	var stdin, detach, tty bool
+	var tag string
 	cmd := childCmd(&cobra.Command{
 		Use:   "exec ID [flags] -- CMD [ARG...]",
-		Short: "Run a command in a sandbox",
+		Short: "Run a command in a sandbox, its output printed as it comes (-d: in the background; -it: on a terminal)",
 		Args:  commandArgs("ID"),
 	})
 	fl := cmd.Flags()
 	fl.DurationVar(&timeout, "timeout", 0, "kill the command after this long (500ms, 30s, 5m); exits 124")
 	fl.StringArrayVarP(&env, "env", "e", nil, "set KEY=VALUE for the command (repeatable; entries without = are skipped)")
 	fl.StringVarP(&workdir, "workdir", "w", "", "working directory inside the sandbox")
-	fl.BoolVarP(&stdin, "interactive", "i", false, "send this command's stdin to the command")
+	fl.BoolVarP(&stdin, "interactive", "i", false, "send this command's stdin to the command (-d: keep its stdin open for `hutch attach`)")
+	fl.BoolVarP(&detach, "detach", "d", false, "start the command in the background and print its pid")
+	fl.BoolVarP(&tty, "tty", "t", false, "run the command on a terminal (with -i: interactive, like `hutch shell`)")
+	fl.StringVar(&tag, "tag", "", "label of a background process, shown by `hutch ps`")
 	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
 		id, argv, _ := splitCommand(cmd, args, "ID")
 		ms, err := timeoutMs(timeout)
 		if err != nil {
 			return err
+		}
+		switch {
+		case detach:
+			start := api.ProcessStartRequest{SandboxID: id, Argv: argv, Env: parseEnv(env), Workdir: workdir,
+				Stdin: stdin, Tag: tag, TimeoutMs: ms}
+			if tty {
+				cols, rows := a.terminalSize()
+				start.Pty = &api.PtySize{Cols: max(cols, 80), Rows: max(rows, 24)}
+			}
+			res, err := a.client().StartProcess(cmd.Context(), start)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(a.stdout, res.Pid)
+			return nil
+		case tty:
+			if timeout > 0 {
+				return usagef("--timeout does not apply to a terminal (-t)")
+			}
+			return a.terminal(cmd.Context(), id, client.TerminalOptions{Cmd: argv, Cwd: workdir, Env: parseEnv(env)}, stdin)
 		}
 		req := api.ExecRequest{SandboxID: id, Argv: argv, Env: parseEnv(env), TimeoutMs: ms, Workdir: workdir}
 		if stdin {
@@ -173,13 +193,20 @@ func (a *app) execCmd() *cobra.Command {
 			}
 			req.Stdin = base64.StdEncoding.EncodeToString(data)
 		}
-		res, err := a.client().Exec(cmd.Context(), req)
-		if err != nil {
-			return err
-		}
-		return a.childResult(res, timeout)
+		return a.execLive(cmd.Context(), a.client(), req, timeout)
 	})
 	return cmd
+}
+
+// execLive runs req with its output printed as it is written, then turns
+// its status into the CLI's (childResult).
+func (a *app) execLive(ctx context.Context, c *client.Client, req api.ExecRequest, timeout time.Duration) error {
+	p := &outputPrinter{stdout: a.stdout, stderr: a.stderr}
+	res, err := c.ExecStream(ctx, req, p.event)
+	if err != nil {
+		return err
+	}
+	return a.childResult(res, timeout)
 }
 
 // childResult prints a finished command's output and turns its status into

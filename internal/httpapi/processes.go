@@ -29,6 +29,7 @@ func (s *server) processRoutes() []route {
 		{"GET", one + "/wait", s.fromQuery(api.FnProcessWait, "timeout_ms"), false},
 		{"POST", one + "/wait", s.call(api.FnProcessWait, sandboxParam, pidParam), false},
 		{"POST", one + "/resize", s.call(api.FnProcessResize, sandboxParam, pidParam), false},
+		{"GET", "/v1/sandboxes/{id}/pty", s.terminal, false},
 	}
 }
 

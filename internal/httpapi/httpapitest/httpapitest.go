@@ -37,6 +37,10 @@ type Fake struct {
 	ListFunc        func(context.Context, api.ListRequest) (api.ListResponse, error)
 	GetFunc         func(context.Context, api.GetRequest) (api.SandboxInfo, error)
 	ImageStatusFunc func(context.Context, api.ImageStatusRequest) (api.ImageStatus, error)
+	// ProcessFunc answers the process methods (StartProcess, GetProcess,
+	// ...; method is the name, req the typed request, the answer must be
+	// the method's result type); nil answers S230.
+	ProcessFunc func(ctx context.Context, method string, req any) (any, error)
 
 	// mu guards calls.
 	mu    sync.Mutex
@@ -160,5 +164,6 @@ func DepsOf(sb functions.Sandboxes) functions.Deps {
 	d.Files, _ = sb.(functions.FS)
 	d.Images, _ = sb.(functions.Images)
 	d.Metrics, _ = sb.(functions.SandboxMetrics)
+	d.Processes, _ = sb.(functions.Processes)
 	return d
 }
