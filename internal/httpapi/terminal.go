@@ -122,7 +122,7 @@ type terminalSession struct {
 
 func (t *terminalSession) stream(w http.ResponseWriter, _ io.Writer) int {
 	defer t.kill()
-	t.s.computing(w) // the session's frames have their own deadlines
+	t.s.computing(w)                                                                          // the session's frames have their own deadlines
 	conn, err := websocket.Accept(w, t.r, &websocket.AcceptOptions{InsecureSkipVerify: true}) // the guard checked the origin
 	if err != nil {
 		return http.StatusBadRequest
