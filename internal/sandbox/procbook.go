@@ -20,6 +20,19 @@ type procBook struct {
 	running, ptys int
 	// exitedOrder is the pids of exited entries, oldest first.
 	exitedOrder []int
+	// outputSeen is the output its processes had written at the reaper's
+	// last look (outputChanged).
+	outputSeen int64
+}
+
+// outputChanged records total, the bytes the sandbox's processes have
+// written so far, and reports whether it differs from the last record.
+func (b *procBook) outputChanged(total int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	changed := total != b.outputSeen
+	b.outputSeen = total
+	return changed
 }
 
 // procEntry is one background process of the book.

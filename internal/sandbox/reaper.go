@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"context"
 	"time"
 
 	"github.com/hutch-dev/hutch/internal/config"
@@ -105,6 +106,10 @@ func (m *Manager) reap(now time.Time) {
 		m.forget(sb)
 	}
 	for _, sb := range idle {
+		if m.wroteOutput(sb) {
+			sb.touch()
+			continue
+		}
 		m.log.Info("reaping idle sandbox", "sandbox", sb.rec.ID, "idle_timeout_secs", sb.rec.IdleTimeoutSecs,
 			"idle_secs", int64(now.Sub(sb.idleSince()).Seconds()), "exec_in_flight", len(sb.slots))
 		done := m.stopAsync(sb, endIdle)
@@ -126,4 +131,30 @@ func (m *Manager) forget(sb *sandbox) {
 	if err := m.store.remove(sb.rec.ID); err != nil {
 		m.log.Error("forgetting stopped sandbox", "sandbox", sb.rec.ID, "err", err)
 	}
+}
+
+// outputCheckTimeout bounds the reaper's question to an agent.
+const outputCheckTimeout = 5 * time.Second
+
+// wroteOutput reports whether sb's processes wrote output since the
+// reaper last asked: process output is activity, as API calls are, so a
+// background server that logs stays alive while a silent `sleep infinity`
+// does not. Only a sandbox about to be reaped is asked; one whose agent
+// does not answer is reaped.
+func (m *Manager) wroteOutput(sb *sandbox) bool {
+	c := sb.client()
+	if c == nil { // no agent connection (a unit test's sandbox, or a lost agent)
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), outputCheckTimeout)
+	defer cancel()
+	procs, err := c.List(ctx)
+	if err != nil {
+		return false
+	}
+	var total int64
+	for _, p := range procs {
+		total += max(p.GetStdoutEnd(), 0) + max(p.GetStderrEnd(), 0)
+	}
+	return sb.procs.outputChanged(total)
 }
