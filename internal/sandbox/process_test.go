@@ -152,3 +152,55 @@ func TestExecStreamSendsOutputAsWritten(t *testing.T) {
 		t.Fatalf("events %q", got)
 	}
 }
+
+func TestProcessOutputIsActivity(t *testing.T) {
+	m, _, _ := inprocess(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	silent := create(t, m, api.CreateRequest{Image: "python", IdleTimeoutSecs: 60})
+	chatty := create(t, m, api.CreateRequest{Image: "python", IdleTimeoutSecs: 60})
+	gate := filepath.Join(t.TempDir(), "gate")
+	start := func(id string, argv ...string) int {
+		st, err := m.StartProcess(ctx, api.ProcessStartRequest{SandboxID: id, Argv: argv})
+		if err != nil {
+			t.Fatalf("start %q: %v", argv, err)
+		}
+		return st.Pid
+	}
+	start(silent, "sleep", "1000")
+	pid := start(chatty, "sh", "-c", `echo one; while [ ! -e "$0" ]; do sleep 0.02; done; echo two; exec sleep 1000`, gate)
+	wrote := func(n int64) func() bool {
+		return func() bool {
+			info, err := m.GetProcess(ctx, api.ProcessRequest{SandboxID: chatty, Pid: pid})
+			return err == nil && info.StdoutBytes >= n
+		}
+	}
+	alive := func(id string) bool {
+		_, err := m.Get(ctx, api.GetRequest{SandboxID: id})
+		return err == nil
+	}
+	// Each pass looks at a time past both idle timeouts: only new output
+	// since the last pass keeps a sandbox.
+	pass := func() {
+		m.reap(time.Now().Add(2 * time.Minute))
+		m.destroying.Wait()
+	}
+
+	eventually(t, "first line", wrote(int64(len("one\n"))))
+	pass()
+	if alive(silent) || !alive(chatty) {
+		t.Fatalf("after a pass: silent alive %v (want false), chatty alive %v (want true)", alive(silent), alive(chatty))
+	}
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "second line", wrote(int64(len("one\ntwo\n"))))
+	pass()
+	if !alive(chatty) {
+		t.Fatal("a sandbox whose process wrote since the last pass was reaped")
+	}
+	pass()
+	if alive(chatty) {
+		t.Fatal("a sandbox silent since the last pass was not reaped")
+	}
+}
