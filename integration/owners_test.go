@@ -58,6 +58,13 @@ func TestOwnerScoping(t *testing.T) {
 		}
 	})
 
+	// A background process of alice's that bob tries to reach.
+	started, err := alice.StartProcess(ctx, api.ProcessStartRequest{SandboxID: a, Cmd: "sleep", Args: []string{"1000"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	alicePid := started.Pid
+
 	t.Run("list shows only the caller's", func(t *testing.T) {
 		for _, tt := range []struct {
 			c          *client.Client
@@ -88,6 +95,21 @@ func TestOwnerScoping(t *testing.T) {
 			{"exec by function", func() error {
 				return bob.Call(ctx, "sandbox::exec", api.ExecRequest{SandboxID: a, Cmd: "true"}, nil)
 			}},
+			{"process start", func() error {
+				_, err := bob.StartProcess(ctx, api.ProcessStartRequest{SandboxID: a, Cmd: "sleep", Args: []string{"100"}})
+				return err
+			}},
+			{"process list", func() error { _, err := bob.ListProcesses(ctx, a); return err }},
+			{"process kill", func() error { _, err := bob.KillProcess(ctx, a, alicePid); return err }},
+			{"process output", func() error {
+				_, err := bob.ProcessOutput(ctx, api.ProcessOutputRequest{SandboxID: a, Pid: alicePid})
+				return err
+			}},
+			{"streamed exec", func() error {
+				_, err := bob.ExecStream(ctx, api.ExecRequest{SandboxID: a, Cmd: "true"}, nil)
+				return err
+			}},
+			{"terminal", func() error { _, err := bob.Terminal(ctx, a, client.TerminalOptions{}); return err }},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
@@ -115,6 +137,9 @@ func TestOwnerScoping(t *testing.T) {
 	})
 
 	// Nothing bob tried touched alice's sandbox.
+	if info, err := alice.GetProcess(ctx, a, alicePid); err != nil || info.State != api.ProcessRunning {
+		t.Fatalf("alice's process after bob's attempts: %+v, %v", info, err)
+	}
 	if r, err := alice.Exec(ctx, api.ExecRequest{SandboxID: a, Cmd: "echo", Args: []string{"still here"}}); err != nil || r.Stdout != "still here\n" {
 		t.Fatalf("alice's sandbox after bob's attempts: %+v, %v", r, err)
 	}

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -284,5 +286,37 @@ func TestProcessCallErrors(t *testing.T) {
 				t.Errorf("got %v, want %v", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestLosslessHoldsTheWriterBack reads a lossless stream only once the
+// process has filled its small ring: every byte still arrives, none is
+// dropped, because the writer waited for the reader.
+func TestLosslessHoldsTheWriterBack(t *testing.T) {
+	const written = 4 << 20
+	c := agenttest.Start(t, agent.Options{}, agentclient.Options{}).Client
+	ev, pid := start(t, c, &agentv1.StartRequest{
+		Exec:      &agentv1.ExecRequest{Argv: []string{"head", "-c", strconv.Itoa(written), "/dev/zero"}},
+		RingBytes: agentv1.MinRingBytes,
+		Tied:      true,
+		Lossless:  true,
+	})
+	deadline := time.Now().Add(hang)
+	for {
+		procs, err := c.List(ctxT(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i := slices.IndexFunc(procs, func(p *agentv1.ProcessInfo) bool { return p.GetPid() == pid }); i >= 0 && procs[i].GetStdoutEnd() >= agentv1.MinRingBytes/2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the process never wrote")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	got := collect(t, ev, "")
+	if got.out[0].Len() != written || got.first[0].GetDropped() != 0 || got.exited.GetStdoutTruncated() {
+		t.Fatalf("received %d of %d bytes (first chunk dropped %d), exited %v", got.out[0].Len(), written, got.first[0].GetDropped(), got.exited)
 	}
 }

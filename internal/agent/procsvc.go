@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"math"
 	"syscall"
 
 	"google.golang.org/grpc"
@@ -57,6 +58,9 @@ func (s *Server) follow(stream grpc.ServerStreamingServer[agentv1.ProcessEvent],
 	if limit == 0 {
 		if err := stream.Send(p.startedEvent()); err != nil {
 			return err
+		}
+		if req.GetLossless() {
+			limit = math.MaxInt64 // a cap never reached: every byte is held for the stream
 		}
 		return p.follow(stream.Context(), [2]int64{}, limit, stream.Send)
 	}

@@ -381,7 +381,7 @@ func (m *Manager) ExecStream(ctx context.Context, req api.ExecRequest, emit emit
 		return api.ExecResponse{}, err
 	}
 	start := time.Now()
-	events, err := sb.client().Start(ctx, &agentv1.StartRequest{Exec: areq, Tied: true, RingBytes: m.cfg.ProcessOutputBytes})
+	events, err := sb.client().Start(ctx, &agentv1.StartRequest{Exec: areq, Tied: true, Lossless: true, RingBytes: m.cfg.ProcessOutputBytes})
 	if err != nil {
 		return api.ExecResponse{}, m.processError(ctx, sb, "the exec", 0, err)
 	}

@@ -528,7 +528,12 @@ type StartRequest struct {
 	// outlives the stream and stays in the table after it exits.
 	Tied bool `protobuf:"varint,4,opt,name=tied,proto3" json:"tied,omitempty"`
 	// Size of each output stream's ring buffer; 0 means 1 MiB, at most 64 MiB.
-	RingBytes     int64 `protobuf:"varint,5,opt,name=ring_bytes,json=ringBytes,proto3" json:"ring_bytes,omitempty"`
+	RingBytes int64 `protobuf:"varint,5,opt,name=ring_bytes,json=ringBytes,proto3" json:"ring_bytes,omitempty"`
+	// Without a capture cap (exec.max_output_bytes 0), hold the process's
+	// writes back until this stream has sent them, as a capture does, rather
+	// than let the ring drop bytes it has yet to send: a streamed exec loses
+	// nothing, and its ring bounds only what waits for the receiver.
+	Lossless      bool `protobuf:"varint,6,opt,name=lossless,proto3" json:"lossless,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -596,6 +601,13 @@ func (x *StartRequest) GetRingBytes() int64 {
 		return x.RingBytes
 	}
 	return 0
+}
+
+func (x *StartRequest) GetLossless() bool {
+	if x != nil {
+		return x.Lossless
+	}
+	return false
 }
 
 // ProcessEvent is one event of a process stream.
@@ -1852,7 +1864,7 @@ const file_api_agent_v1_agent_proto_rawDesc = "" +
 	"\bspawn_us\x18\t \x01(\x03R\aspawnUs\"1\n" +
 	"\aPtySize\x12\x12\n" +
 	"\x04rows\x18\x01 \x01(\rR\x04rows\x12\x12\n" +
-	"\x04cols\x18\x02 \x01(\rR\x04cols\"\xbc\x01\n" +
+	"\x04cols\x18\x02 \x01(\rR\x04cols\"\xd8\x01\n" +
 	"\fStartRequest\x12/\n" +
 	"\x04exec\x18\x01 \x01(\v2\x1b.hutch.agent.v1.ExecRequestR\x04exec\x12\x1d\n" +
 	"\n" +
@@ -1860,7 +1872,8 @@ const file_api_agent_v1_agent_proto_rawDesc = "" +
 	"\x03pty\x18\x03 \x01(\v2\x17.hutch.agent.v1.PtySizeR\x03pty\x12\x12\n" +
 	"\x04tied\x18\x04 \x01(\bR\x04tied\x12\x1d\n" +
 	"\n" +
-	"ring_bytes\x18\x05 \x01(\x03R\tringBytes\"\xb0\x01\n" +
+	"ring_bytes\x18\x05 \x01(\x03R\tringBytes\x12\x1a\n" +
+	"\blossless\x18\x06 \x01(\bR\blossless\"\xb0\x01\n" +
 	"\fProcessEvent\x123\n" +
 	"\astarted\x18\x01 \x01(\v2\x17.hutch.agent.v1.StartedH\x00R\astarted\x120\n" +
 	"\x06output\x18\x02 \x01(\v2\x16.hutch.agent.v1.OutputH\x00R\x06output\x120\n" +
