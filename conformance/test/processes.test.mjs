@@ -58,14 +58,21 @@ describe('processes over the engine', () => {
     assert.equal(out.stdout.data, 'hello engine\n')
 
     const term = await call('sandbox::process::start', { sandbox_id, cmd: 'sh', pty: { cols: 80, rows: 24 } })
+    // The screen so far, once it shows re (the terminal answers in its time).
+    const screenShows = async (re) => {
+      for (;;) {
+        const screen = (await call('sandbox::process::output', { sandbox_id, pid: term.pid })).stdout.data
+        if (re.test(screen)) return screen
+        await new Promise((resolve) => setTimeout(resolve, 20))
+      }
+    }
     await call('sandbox::process::stdin', { sandbox_id, pid: term.pid, data: 'stty size\n' })
+    await screenShows(/24 80\r\n/)
     await call('sandbox::process::resize', { sandbox_id, pid: term.pid, cols: 100, rows: 30 })
     await call('sandbox::process::stdin', { sandbox_id, pid: term.pid, data: 'stty size; exit 2\n' })
     const termEnd = await call('sandbox::process::wait', { sandbox_id, pid: term.pid, timeout_ms: 60_000 })
     assert.equal(termEnd.exit_code, 2)
-    const screen = (await call('sandbox::process::output', { sandbox_id, pid: term.pid })).stdout.data
-    assert.match(screen, /24 80/)
-    assert.match(screen, /30 100/)
+    await screenShows(/30 100\r\n/)
 
     const missing = await call('sandbox::process::get', { sandbox_id, pid: 99999 }).catch((e) => e)
     assert.match(String(missing.message ?? missing), /S230/)
