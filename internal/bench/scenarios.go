@@ -27,6 +27,10 @@ const (
 	NameFsStream       = "fs-stream"
 	NameIdleMemory     = "idle-memory"
 	NameIdleCapacity   = "idle-capacity"
+	NameStreamLatency  = "stream-latency"
+	NamePtyEcho        = "pty-echo"
+	NameStreamRate     = "stream-throughput"
+	NameProcessList    = "process-list"
 )
 
 // Scenario is one measurement, with the same measurement made by other
@@ -65,6 +69,10 @@ var Scenarios = []Scenario{
 	{Name: NameExecThroughput, Title: "exec throughput", run: execThroughput, baselines: []baseline{dockerThroughput}},
 	{Name: NameFsSmall, Title: "fs write+read 1 MiB (sandbox::fs::write/read)", run: fsSmall, baselines: []baseline{dockerFsSmall}},
 	{Name: NameFsStream, Title: "streamed upload+download (PUT/GET files)", run: fsStream, baselines: []baseline{dockerFsStream}},
+	{Name: NameStreamLatency, Title: "streamed exec: line written → client (HTTP)", run: streamLatency},
+	{Name: NamePtyEcho, Title: "PTY echo round trip through cat (WebSocket)", run: ptyEcho},
+	{Name: NameStreamRate, Title: "streamed exec output", run: streamThroughput},
+	{Name: NameProcessList, Title: "process list, 10 sandboxes × 10 processes", run: processList},
 	{Name: NameIdleMemory, Title: "host memory per idle sandbox (PSS)", run: idleMemory, baselines: []baseline{dockerIdleMemory}},
 	{Name: NameIdleCapacity, Title: "idle sandboxes held (creates under 1 s)", run: idleCapacity},
 }

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -181,12 +182,17 @@ func (m *Manager) ListProcesses(ctx context.Context, req api.ProcessListRequest)
 	}
 	defer release()
 	c := sb.client()
+	// The two questions to the agent at once.
+	var mine []*agentv1.ProcessInfo
+	var listErr error
+	listed := make(chan struct{})
+	go func() {
+		defer close(listed)
+		mine, listErr = c.List(ctx)
+	}()
 	ps, err := c.Ps(ctx)
-	if err != nil {
-		return api.ProcessListResponse{}, m.processError(ctx, sb, "listing processes", 0, err)
-	}
-	mine, err := c.List(ctx)
-	if err != nil {
+	<-listed
+	if err = cmp.Or(err, listErr); err != nil {
 		return api.ProcessListResponse{}, m.processError(ctx, sb, "listing processes", 0, err)
 	}
 	started := make(map[int]bool, len(mine))
