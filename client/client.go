@@ -164,14 +164,9 @@ func sandboxPath(id string) (string, error) {
 // do sends one request; in (when not nil) is the JSON body, and the 2xx
 // answer is decoded into out (when not nil).
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
-	var body io.Reader
-	contentType := ""
-	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			return fmt.Errorf("encoding %s request: %w", path, err)
-		}
-		body, contentType = bytes.NewReader(b), "application/json"
+	body, contentType, err := jsonBody(path, in)
+	if err != nil {
+		return err
 	}
 	resp, err := c.send(ctx, method, path, body, contentType)
 	if err != nil {
@@ -182,6 +177,19 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		return nil
 	}
 	return decodeJSON(resp, out)
+}
+
+// jsonBody is in as a request body for path and its media type; nil and
+// "" when in is nil.
+func jsonBody(path string, in any) (io.Reader, string, error) {
+	if in == nil {
+		return nil, "", nil
+	}
+	b, err := json.Marshal(in)
+	if err != nil {
+		return nil, "", fmt.Errorf("encoding %s request: %w", path, err)
+	}
+	return bytes.NewReader(b), "application/json", nil
 }
 
 // send sends one request with body (nil for none) of contentType and

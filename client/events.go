@@ -2,12 +2,10 @@ package client
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/hutch-dev/hutch/api"
 )
@@ -25,14 +23,9 @@ var ErrStreamCut = errors.New("event stream cut off before its result")
 // out. An error event is returned as its *api.ErrorEnvelope; an error from
 // on ends the stream (and cancels the daemon's side) with that error.
 func (c *Client) streamEvents(ctx context.Context, method, path string, in any, on func(event string, data json.RawMessage) error, out any) error {
-	var body io.Reader
-	contentType := ""
-	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			return fmt.Errorf("encoding %s request: %w", path, err)
-		}
-		body, contentType = bytes.NewReader(b), "application/json"
+	body, contentType, err := jsonBody(path, in)
+	if err != nil {
+		return err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

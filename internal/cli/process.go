@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -43,25 +44,11 @@ func (a *app) psCmd() *cobra.Command {
 					pid += "*"
 				}
 				t.row(pid, strconv.Itoa(p.Ppid), p.User, p.State, strconv.FormatFloat(p.CPUPercent, 'f', 1, 64),
-					formatBytes(p.RSSBytes), tagOrDash(p.Tag), p.Command)
+					formatSize(int64(min(p.RSSBytes, math.MaxInt64))), tagOrDash(p.Tag), p.Command)
 			}
 			return t.flush()
 		}),
 	}
-}
-
-// formatBytes renders a size in the largest binary unit that keeps it ≥ 1.
-func formatBytes(n uint64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%dB", n)
-	}
-	div, exp := uint64(unit), 0
-	for m := n / unit; m >= unit && exp < 4; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f%ciB", float64(n)/float64(div), "KMGTP"[exp])
 }
 
 func (a *app) logsCmd() *cobra.Command {

@@ -15,47 +15,12 @@ import (
 func (m *Manager) Exec(ctx context.Context, req api.ExecRequest) (result api.ExecResponse, err error) {
 	ctx, done := m.traceExec(ctx, req)
 	defer func() { done(result, err) }()
-	argv, err := commandArgv(req.Cmd, req.Args, req.Argv)
-	if err != nil {
-		return api.ExecResponse{}, err
-	}
-	stdin, err := decodeStdin(req.Stdin)
-	if err != nil {
-		return api.ExecResponse{}, err
-	}
-	if err := validateEnv("env", req.Env); err != nil {
-		return api.ExecResponse{}, err
-	}
-	if err := validateWorkdir(req.Workdir); err != nil {
-		return api.ExecResponse{}, err
-	}
-	sb, release, err := m.acquire(ctx, req.SandboxID, useExec)
+	sb, release, areq, err := m.prepareExec(ctx, req)
 	if err != nil {
 		return api.ExecResponse{}, err
 	}
 	defer release()
-
-	timeout := req.TimeoutMs
-	if timeout == 0 {
-		timeout = m.cfg.DefaultExecTimeoutMs
-	}
-	timeout = min(timeout, m.cfg.MaxExecTimeoutMs)
-	workdir := req.Workdir
-	if workdir == "" {
-		workdir = sb.image.Config.WorkingDir
-	}
-	areq := &agentv1.ExecRequest{
-		Argv:           argv,
-		Env:            sb.baseEnv,
-		Workdir:        workdir,
-		Stdin:          stdin,
-		TimeoutMs:      int64(timeout),
-		MaxOutputBytes: m.cfg.MaxOutputBytes,
-	}
-	if len(req.Env) > 0 {
-		areq.Env = mergeEnv(sb.baseEnv, req.Env)
-	}
-	applyUser(areq, sb.user)
+	areq.MaxOutputBytes = m.cfg.MaxOutputBytes
 	start := time.Now()
 	resp, err := sb.client().Exec(ctx, areq)
 	elapsed := time.Since(start)
@@ -65,7 +30,7 @@ func (m *Manager) Exec(ctx context.Context, req api.ExecRequest) (result api.Exe
 		}
 		return api.ExecResponse{}, m.agentFailure(ctx, sb, "the exec", err)
 	}
-	m.log.Debug("exec", "sandbox", sb.rec.ID, "argv0", argv[0], "total_us", elapsed.Microseconds(),
+	m.log.Debug("exec", "sandbox", sb.rec.ID, "argv0", areq.Argv[0], "total_us", elapsed.Microseconds(),
 		"agent_us", resp.DurationUs, "spawn_us", resp.SpawnUs, "exit", resp.ExitCode)
 	out := api.ExecResponse{
 		Stdout:          strings.ToValidUTF8(string(resp.Stdout), "\uFFFD"),
@@ -74,7 +39,7 @@ func (m *Manager) Exec(ctx context.Context, req api.ExecRequest) (result api.Exe
 		DurationMs:      uint64(elapsed.Milliseconds()),
 		StdoutTruncated: resp.StdoutTruncated,
 		StderrTruncated: resp.StderrTruncated,
-		TimeoutMs:       timeout,
+		TimeoutMs:       uint64(areq.TimeoutMs),
 	}
 	if resp.Exited && !resp.TimedOut {
 		code := int(resp.ExitCode)
@@ -82,4 +47,34 @@ func (m *Manager) Exec(ctx context.Context, req api.ExecRequest) (result api.Exe
 		out.Success = code == 0
 	}
 	return out, nil
+}
+
+// prepareExec checks an exec's request and takes an exec slot of its
+// sandbox: the agent's request (without an output cap) and the slot's
+// release.
+func (m *Manager) prepareExec(ctx context.Context, req api.ExecRequest) (*sandbox, func(), *agentv1.ExecRequest, error) {
+	argv, err := commandArgv(req.Cmd, req.Args, req.Argv)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	stdin, err := decodeStdin(req.Stdin)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := validateEnv("env", req.Env); err != nil {
+		return nil, nil, nil, err
+	}
+	if err := validateWorkdir(req.Workdir); err != nil {
+		return nil, nil, nil, err
+	}
+	sb, release, err := m.acquire(ctx, req.SandboxID, useExec)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	areq, err := m.agentExec(sb, argv, req.Env, req.Workdir, stdin, m.execTimeout(req.TimeoutMs), "")
+	if err != nil {
+		release()
+		return nil, nil, nil, err
+	}
+	return sb, release, areq, nil
 }

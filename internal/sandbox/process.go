@@ -362,30 +362,11 @@ func relay(events *agentclient.Events, emit emitFunc, activity func()) (*agentv1
 func (m *Manager) ExecStream(ctx context.Context, req api.ExecRequest, emit emitFunc) (result api.ExecResponse, err error) {
 	ctx, done := m.traceExec(ctx, req)
 	defer func() { done(result, err) }()
-	argv, err := commandArgv(req.Cmd, req.Args, req.Argv)
-	if err != nil {
-		return api.ExecResponse{}, err
-	}
-	stdin, err := decodeStdin(req.Stdin)
-	if err != nil {
-		return api.ExecResponse{}, err
-	}
-	if err := validateEnv("env", req.Env); err != nil {
-		return api.ExecResponse{}, err
-	}
-	if err := validateWorkdir(req.Workdir); err != nil {
-		return api.ExecResponse{}, err
-	}
-	sb, release, err := m.acquire(ctx, req.SandboxID, useExec)
+	sb, release, areq, err := m.prepareExec(ctx, req)
 	if err != nil {
 		return api.ExecResponse{}, err
 	}
 	defer release()
-	timeout := m.execTimeout(req.TimeoutMs)
-	areq, err := m.agentExec(sb, argv, req.Env, req.Workdir, stdin, timeout, "")
-	if err != nil {
-		return api.ExecResponse{}, err
-	}
 	start := time.Now()
 	events, err := sb.client().Start(ctx, &agentv1.StartRequest{Exec: areq, Tied: true, Lossless: true, RingBytes: m.cfg.ProcessOutputBytes})
 	if err != nil {
@@ -399,7 +380,7 @@ func (m *Manager) ExecStream(ctx context.Context, req api.ExecRequest, emit emit
 		}
 		return api.ExecResponse{}, m.processError(ctx, sb, "the exec", 0, err)
 	}
-	out := api.ExecResponse{TimedOut: exited.GetTimedOut(), DurationMs: uint64(time.Since(start).Milliseconds()), TimeoutMs: timeout}
+	out := api.ExecResponse{TimedOut: exited.GetTimedOut(), DurationMs: uint64(time.Since(start).Milliseconds()), TimeoutMs: uint64(areq.TimeoutMs)}
 	if !exited.GetTimedOut() {
 		code := int(exited.GetExitCode())
 		out.ExitCode, out.Success = &code, code == 0
