@@ -207,6 +207,35 @@ func TestProcesses(t *testing.T) {
 		}
 	})
 
+	t.Run("CLI: a background process attached, its log followed", func(t *testing.T) {
+		out, errOut, code := d.cli("", "exec", "-d", "-i", "--tag", "reader", id, "--", "sh", "-c", `echo ready; read l; echo "got $l"; exit 6`)
+		pid, err := strconv.Atoi(strings.TrimSpace(out))
+		if code != 0 || err != nil {
+			t.Fatalf("exec -d: code %d, stdout %q, stderr %q", code, out, errOut)
+		}
+		if out, _, code := d.cli("", "ps", id); code != 0 || !strings.Contains(out, strconv.Itoa(pid)+"*") || !strings.Contains(out, "reader") {
+			t.Fatalf("ps: code %d\n%s", code, out)
+		}
+		// attach starts from what was written so far: "ready" is not
+		// printed again, the answer to its stdin is, and its status is hutch's.
+		if !eventually(time.Minute, func() bool {
+			info, err := d.c.GetProcess(ctx, id, pid)
+			return err == nil && info.StdoutBytes > 0
+		}) {
+			t.Fatal("the process never said it was ready")
+		}
+		out, errOut, code = d.cli("hello\n", "attach", id, strconv.Itoa(pid))
+		if code != 6 || out != "got hello\n" {
+			t.Fatalf("attach: code %d, stdout %q, stderr %q", code, out, errOut)
+		}
+		if out, _, code := d.cli("", "logs", "-f", id, strconv.Itoa(pid)); code != 0 || out != "ready\ngot hello\n" {
+			t.Fatalf("logs -f of an exited process: code %d, stdout %q", code, out)
+		}
+		if _, errOut, code := d.cli("", "kill", id, strconv.Itoa(pid)); code != 1 || !strings.Contains(errOut, "S231") {
+			t.Fatalf("kill of an exited process: code %d, stderr %q", code, errOut)
+		}
+	})
+
 	t.Run("cancel by pid", func(t *testing.T) {
 		pids := make(chan int, 1)
 		res, err := d.c.ExecStream(ctx, api.ExecRequest{SandboxID: id, Argv: []string{"sleep", "1000"}},
