@@ -53,7 +53,28 @@ type CreateRequest struct {
 	Network         bool   `json:"network,omitempty"`
 	IdleTimeoutSecs uint64 `json:"idle_timeout_secs,omitempty"`
 	Env             Env    `json:"env,omitempty"`
+
+	// hutch additions (State).
+	// TimeoutSecs is an absolute lifetime: the sandbox is stopped this
+	// long after its create (or its last sandbox::set_timeout or resume),
+	// whatever its activity. 0 is none: only the idle timeout applies.
+	TimeoutSecs uint64 `json:"timeout_secs,omitempty"`
+	// OnIdle is what the idle reaper does with it: OnIdleStop (the
+	// default) or OnIdlePause.
+	OnIdle string `json:"on_idle,omitempty"`
+	// AutoResume makes a paused sandbox resume itself on the next call
+	// that needs it running, instead of answering S005.
+	AutoResume bool `json:"auto_resume,omitempty"`
+	// Metadata is the caller's own labels, returned by get and list and
+	// matched by list's filter.
+	Metadata map[string]string `json:"metadata,omitempty"`
 }
+
+// What the idle reaper does with a sandbox (CreateRequest.OnIdle).
+const (
+	OnIdleStop  = "stop"
+	OnIdlePause = "pause"
+)
 
 // CreateResponse is the result of sandbox::create.
 type CreateResponse struct {
@@ -107,12 +128,27 @@ type StopResponse struct {
 	Stopped   bool   `json:"stopped"`
 }
 
-// ListRequest is the payload of sandbox::list (no fields).
-type ListRequest struct{}
+// ListRequest is the payload of sandbox::list. Every field is a hutch
+// addition and optional: without them, every sandbox of the caller.
+type ListRequest struct {
+	// State keeps the sandboxes in one of these states ("running",
+	// "paused", "stopped", ...).
+	State []string `json:"state,omitempty"`
+	// Metadata keeps the sandboxes whose metadata has all these pairs.
+	Metadata map[string]string `json:"metadata,omitempty"`
+	// Limit is the most entries of one answer; 0 is all of them.
+	Limit int `json:"limit,omitempty"`
+	// NextToken continues a listing where an earlier answer's NextToken
+	// left off.
+	NextToken string `json:"next_token,omitempty"`
+}
 
 // ListResponse is the result of sandbox::list.
 type ListResponse struct {
 	Sandboxes []SandboxInfo `json:"sandboxes"`
+	// NextToken is set when Limit cut the listing short: pass it back for
+	// the next page.
+	NextToken string `json:"next_token,omitempty"`
 }
 
 // GetRequest is the payload of sandbox::get, hutch's one-entry list.
@@ -142,6 +178,18 @@ type SandboxInfo struct {
 	Network         bool   `json:"network"`
 	IdleTimeoutSecs uint64 `json:"idle_timeout_secs"`
 	CreatedAt       string `json:"created_at"`
+	// State is where the sandbox is in its life: running, pausing,
+	// paused, resuming, stopping or stopped.
+	State string `json:"state"`
+	// PausedAt is when it was paused (RFC 3339), while it is paused.
+	PausedAt string `json:"paused_at,omitempty"`
+	// TimeoutSecs and ExpiresAt are its absolute lifetime and when that
+	// ends (RFC 3339), when it has one.
+	TimeoutSecs uint64            `json:"timeout_secs,omitempty"`
+	ExpiresAt   string            `json:"expires_at,omitempty"`
+	OnIdle      string            `json:"on_idle"`
+	AutoResume  bool              `json:"auto_resume"`
+	Metadata    map[string]string `json:"metadata,omitempty"`
 }
 
 // ImageStatusRequest asks for the cache state of one catalog image.

@@ -111,10 +111,9 @@ func (c *Client) Stop(ctx context.Context, id string, wait bool) (api.StopRespon
 	return out, c.do(ctx, http.MethodDelete, p, nil, &out)
 }
 
-// List runs sandbox::list.
+// List runs sandbox::list: every sandbox of the caller.
 func (c *Client) List(ctx context.Context) (api.ListResponse, error) {
-	var out api.ListResponse
-	return out, c.do(ctx, http.MethodGet, "/v1/sandboxes", nil, &out)
+	return c.ListFiltered(ctx, api.ListRequest{})
 }
 
 // Get describes one sandbox (sandbox::get).

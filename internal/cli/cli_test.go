@@ -109,6 +109,13 @@ func TestCreate(t *testing.T) {
 			wantReq: api.CreateRequest{Image: "node"},
 		},
 		{
+			name: "life terms",
+			args: []string{"create", "python", "--lifetime", "90s", "--on-idle", "pause", "--auto-resume",
+				"--metadata", "team=red", "--metadata", "run=a=b"},
+			wantReq: api.CreateRequest{Image: "python", TimeoutSecs: 90, OnIdle: "pause", AutoResume: true,
+				Metadata: map[string]string{"team": "red", "run": "a=b"}},
+		},
+		{
 			name:    "stderr redirected",
 			args:    []string{"create", "node"},
 			tty:     map[string]bool{"stdout": true},

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"fmt"
@@ -112,6 +113,7 @@ func (a *app) stopQuietly(ctx context.Context, c *client.Client, id string) {
 
 func (a *app) createCmd() *cobra.Command {
 	var f sandboxFlags
+	var life lifeFlags
 	var idle uint64
 	var name string
 	cmd := &cobra.Command{
@@ -120,11 +122,15 @@ func (a *app) createCmd() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 	}
 	f.register(cmd)
+	life.register(cmd)
 	cmd.Flags().Uint64Var(&idle, "idle-timeout", 0, "stop the sandbox after SECS seconds without an exec (daemon default when omitted)")
 	cmd.Flags().StringVar(&name, "name", "", "label shown by hutch list")
 	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
 		req := f.request(args[0])
 		req.IdleTimeoutSecs, req.Name = idle, name
+		if err := life.apply(&req); err != nil {
+			return err
+		}
 		sb, took, err := a.create(cmd.Context(), a.client(), req)
 		if err != nil {
 			return err
@@ -243,12 +249,23 @@ func (a *app) childResult(res api.ExecResponse, timeout time.Duration) error {
 }
 
 func (a *app) listCmd() *cobra.Command {
-	return listingCmd(a, &cobra.Command{
+	var states, metadata []string
+	fetch := func(c *client.Client, ctx context.Context) (api.ListResponse, error) {
+		md, err := parsePairs("--metadata", metadata)
+		if err != nil {
+			return api.ListResponse{}, err
+		}
+		return c.ListFiltered(ctx, api.ListRequest{State: states, Metadata: md})
+	}
+	cmd := listingCmd(a, &cobra.Command{
 		Use:   "list",
 		Short: "List sandboxes",
-	}, "sandbox::list", (*client.Client).List, func(w io.Writer, list api.ListResponse) error {
+	}, "sandbox::list", fetch, func(w io.Writer, list api.ListResponse) error {
 		return printList(w, list.Sandboxes)
 	})
+	cmd.Flags().StringSliceVar(&states, "state", nil, "only sandboxes in these states (running, paused, stopped, ...)")
+	cmd.Flags().StringArrayVar(&metadata, "metadata", nil, "only sandboxes labelled KEY=VALUE (repeatable: all of them)")
+	return cmd
 }
 
 func printList(w io.Writer, sandboxes []api.SandboxInfo) error {
@@ -258,7 +275,7 @@ func printList(w io.Writer, sandboxes []api.SandboxInfo) error {
 		if sb.Name != nil && *sb.Name != "" {
 			name = *sb.Name
 		}
-		status := "running"
+		status := cmp.Or(sb.State, "running")
 		if sb.Stopped {
 			status = "stopped"
 			if sb.StopReason != "" {

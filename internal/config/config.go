@@ -54,6 +54,9 @@ type Config struct {
 	// StoppedRetentionSecs is how long a stopped sandbox stays listed
 	// (stopped: true) and answers S004 before it is forgotten (S002).
 	StoppedRetentionSecs uint64 `yaml:"stopped_retention_secs"`
+	// PausedRetentionSecs is how long a paused sandbox is kept before it
+	// is stopped; the idle timeout does not apply while it is paused.
+	PausedRetentionSecs uint64 `yaml:"paused_retention_secs"`
 	// ImageCacheDir holds built and pulled images; default DATA_DIR/images.
 	ImageCacheDir string `yaml:"image_cache_dir"`
 	// Runtime is the isolation backend ("gvisor").
@@ -162,6 +165,7 @@ func Default() Config {
 		ProcessOutputBytes:          1 << 20,
 		PidsLimit:                   1024,
 		StoppedRetentionSecs:        600,
+		PausedRetentionSecs:         86400,
 		Runtime:                     "gvisor",
 		NetworkPool:                 DefaultNetworkPool,
 		WritableLayerMB:             2048,

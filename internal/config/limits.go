@@ -22,6 +22,11 @@ const (
 	MaxExecTimeoutMs = 24 * 3600 * 1000
 	// MaxStoppedRetentionSecs bounds stopped_retention_secs: 30 days.
 	MaxStoppedRetentionSecs = 30 * 24 * 3600
+	// MaxPausedRetentionSecs bounds paused_retention_secs: 30 days.
+	MaxPausedRetentionSecs = 30 * 24 * 3600
+	// MaxLifetimeSecs bounds a create's timeout_secs (its absolute
+	// lifetime) and sandbox::set_timeout: 30 days.
+	MaxLifetimeSecs = 30 * 24 * 3600
 	// MinPidsLimit is the smallest pids_limit a gVisor sandbox boots with:
 	// its Sentry and gofer alone are about 25 host tasks.
 	MinPidsLimit = 64
@@ -44,6 +49,9 @@ func (c *Config) validateLifecycle() []error {
 	}
 	if c.StoppedRetentionSecs > MaxStoppedRetentionSecs {
 		bad("stopped_retention_secs must be at most %d (30 days), got %d", MaxStoppedRetentionSecs, c.StoppedRetentionSecs)
+	}
+	if c.PausedRetentionSecs < 1 || c.PausedRetentionSecs > MaxPausedRetentionSecs {
+		bad("paused_retention_secs must be between 1 and %d (30 days), got %d", MaxPausedRetentionSecs, c.PausedRetentionSecs)
 	}
 	if c.PidsLimit < MinPidsLimit || c.PidsLimit > MaxPidsLimit {
 		bad("pids_limit must be between %d and %d, got %d (a sandbox's own runtime needs about 25 host tasks)", MinPidsLimit, MaxPidsLimit, c.PidsLimit)

@@ -34,6 +34,7 @@ const (
 	CodeNotFound        Code = "S002" // no live sandbox with that id
 	CodeExecBusy        Code = "S003" // exec concurrency cap reached
 	CodeStopped         Code = "S004" // sandbox already stopped
+	CodePaused          Code = "S005" // sandbox paused (hutch's own)
 	CodeImageNotAllowed Code = "S100" // image not in catalog or allowlist
 	CodeImageMissing    Code = "S101" // rootfs missing and auto_install false
 	CodeImagePull       Code = "S102" // pull/unpack/build failed
@@ -57,6 +58,7 @@ const (
 	CodeProcessLimit    Code = "S234" // processes or terminals per sandbox reached (hutch's own)
 	CodeBootFailed      Code = "S300" // runtime could not start the sandbox
 	CodeShuttingDown    Code = "S301" // the daemon is shutting down (hutch's own)
+	CodeUnsupported     Code = "S302" // the runtime lacks the ability asked for (hutch's own)
 	CodeCapacity        Code = "S400" // capacity or per-image cap exceeded
 	CodeInternal        Code = "S500" // a bug or host failure outside the contract
 )
@@ -88,6 +90,7 @@ var codeInfo = map[Code]struct {
 	CodeNotFound:        {ClassValidation, KindNotFound, false},
 	CodeExecBusy:        {ClassValidation, KindConflict, false},
 	CodeStopped:         {ClassValidation, KindConflict, false},
+	CodePaused:          {ClassValidation, KindConflict, false},
 	CodeImageNotAllowed: {ClassConfig, KindForbidden, false},
 	CodeImageMissing:    {ClassInternal, KindPrecondition, false},
 	CodeImagePull:       {ClassTransient, KindUnavailable, true},
@@ -111,6 +114,7 @@ var codeInfo = map[Code]struct {
 	CodeProcessLimit:    {ClassExecution, KindCapacity, false},
 	CodeBootFailed:      {ClassPlatform, KindUnavailable, false},
 	CodeShuttingDown:    {ClassTransient, KindUnavailable, true},
+	CodeUnsupported:     {ClassPlatform, KindPrecondition, false},
 	CodeCapacity:        {ClassConfig, KindCapacity, false},
 	CodeInternal:        {ClassInternal, KindInternal, false},
 }
@@ -118,13 +122,13 @@ var codeInfo = map[Code]struct {
 // Codes lists every S-code, in table order.
 func Codes() []Code {
 	return []Code{
-		CodeMalformed, CodeNotFound, CodeExecBusy, CodeStopped,
+		CodeMalformed, CodeNotFound, CodeExecBusy, CodeStopped, CodePaused,
 		CodeImageNotAllowed, CodeImageMissing, CodeImagePull, CodeOperatorOnly, CodeImageInUse,
 		CodeExecTimeout,
 		CodeFSInvalid, CodeFSNotFound, CodeFSWrongType, CodeFSExists, CodeFSNotEmpty,
 		CodeFSPermission, CodeFSIO, CodeFSBadRegex, CodeFSStreamAborted, CodeFSUnsupported,
 		CodeProcessNotFound, CodeProcessExited, CodeNoStdin, CodeNotPty, CodeProcessLimit,
-		CodeBootFailed, CodeShuttingDown, CodeCapacity, CodeInternal,
+		CodeBootFailed, CodeShuttingDown, CodeUnsupported, CodeCapacity, CodeInternal,
 	}
 }
 

@@ -32,7 +32,7 @@ type Sandboxes interface {
 // Deps are what the table dispatches to; in the daemon the sandbox
 // manager is all of them. Sandboxes is required; a nil optional field
 // leaves its functions out of the table (sandbox::fs::* and sandbox::metrics,
-// the image functions), except the streamed transfers, which answer S219
+// the image functions, the process and lifecycle ones), except the streamed transfers, which answer S219
 // without Files.
 type Deps struct {
 	Sandboxes Sandboxes
@@ -40,6 +40,7 @@ type Deps struct {
 	Images    Images
 	Metrics   SandboxMetrics
 	Processes Processes
+	Lifecycle Lifecycle
 	// Observer, when set, is told the outcome of every call.
 	Observer Observer
 }
@@ -85,6 +86,7 @@ func New(deps Deps) *Table {
 	registerFS(t)
 	registerMetrics(t)
 	registerProcesses(t)
+	registerLifecycle(t)
 	return t
 }
 

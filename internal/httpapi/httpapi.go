@@ -7,7 +7,10 @@
 // Routes (request and response bodies are the function payloads):
 //
 //	POST   /v1/sandboxes                  sandbox::create
-//	GET    /v1/sandboxes                  sandbox::list
+//	GET    /v1/sandboxes                  sandbox::list (?state=&metadata=k=v&limit=&next_token=)
+//	POST   /v1/sandboxes/{id}/pause       sandbox::pause
+//	POST   /v1/sandboxes/{id}/resume      sandbox::resume
+//	POST   /v1/sandboxes/{id}/timeout     sandbox::set_timeout
 //	GET    /v1/sandboxes/{id}             sandbox::get
 //	DELETE /v1/sandboxes/{id}[?wait=true] sandbox::stop
 //	POST   /v1/sandboxes/{id}/exec        hutch::exec: sandbox::exec, REST semantics (see below)
@@ -135,7 +138,6 @@ func New(table *functions.Table, opts Options) http.Handler {
 
 	routes := []route{
 		{"POST", "/v1/sandboxes", s.call("sandbox::create"), false},
-		{"GET", "/v1/sandboxes", s.call("sandbox::list"), false},
 		{"GET", "/v1/sandboxes/{id}", s.call("sandbox::get", sandboxParam), false},
 		{"DELETE", "/v1/sandboxes/{id}", s.call("sandbox::stop", sandboxParam, waitParam), false},
 		{"POST", "/v1/sandboxes/{id}/exec", s.exec, false},
@@ -154,6 +156,7 @@ func New(table *functions.Table, opts Options) http.Handler {
 		{"GET", "/metrics", s.prometheus, false},
 	}
 	routes = append(routes, s.processRoutes()...)
+	routes = append(routes, s.stateRoutes()...)
 
 	mux := http.NewServeMux()
 	allowed := map[string][]string{}

@@ -87,6 +87,62 @@ func TestRoutes(t *testing.T) {
 			wantCall:   &httpapitest.Call{Method: "List", Req: api.ListRequest{}},
 		},
 		{
+			name: "list filter from the query", method: "GET",
+			path:       "/v1/sandboxes?state=paused,running&metadata=team%3Dred%26run%3D1&metadata=tier=gold&limit=2&next_token=abc",
+			wantStatus: 200,
+			wantCall: &httpapitest.Call{Method: "List", Req: api.ListRequest{State: []string{"paused", "running"},
+				Metadata: map[string]string{"team": "red", "run": "1", "tier": "gold"}, Limit: 2, NextToken: "abc"}},
+		},
+		{
+			name: "list bad limit", method: "GET", path: "/v1/sandboxes?limit=many",
+			wantStatus: 400,
+			wantBody:   map[string]any{"code": "S001"},
+		},
+		{
+			name: "pause", method: "POST", path: "/v1/sandboxes/" + id + "/pause",
+			body: `{"depth":"freeze"}`,
+			setup: func(f *httpapitest.Fake) {
+				f.StateFunc = func(_ context.Context, _ string, req any) (any, error) {
+					return api.StateResponse{SandboxID: id, State: "paused", Changed: true}, nil
+				}
+			},
+			wantStatus: 200,
+			wantBody:   map[string]any{"state": "paused", "changed": true},
+			wantCall:   &httpapitest.Call{Method: "Pause", Req: api.PauseRequest{SandboxID: id, Depth: "freeze"}},
+		},
+		{
+			name: "resume", method: "POST", path: "/v1/sandboxes/" + id + "/resume",
+			setup: func(f *httpapitest.Fake) {
+				f.StateFunc = func(context.Context, string, any) (any, error) {
+					return api.StateResponse{SandboxID: id, State: "running", Changed: true}, nil
+				}
+			},
+			wantStatus: 200,
+			wantCall:   &httpapitest.Call{Method: "Resume", Req: api.ResumeRequest{SandboxID: id}},
+		},
+		{
+			name: "resume paused is 409 S005", method: "POST", path: "/v1/sandboxes/" + id + "/resume",
+			setup: func(f *httpapitest.Fake) {
+				f.StateFunc = func(context.Context, string, any) (any, error) {
+					return nil, errdefs.New(errdefs.CodePaused, "sandbox is pausing")
+				}
+			},
+			wantStatus: 409,
+			wantBody:   map[string]any{"code": "S005"},
+		},
+		{
+			name: "set timeout", method: "POST", path: "/v1/sandboxes/" + id + "/timeout",
+			body: `{"timeout_secs":60}`,
+			setup: func(f *httpapitest.Fake) {
+				f.StateFunc = func(context.Context, string, any) (any, error) {
+					return api.SetTimeoutResponse{SandboxID: id, ExpiresAt: "2026-11-25T22:00:00Z"}, nil
+				}
+			},
+			wantStatus: 200,
+			wantBody:   map[string]any{"expires_at": "2026-11-25T22:00:00Z"},
+			wantCall:   &httpapitest.Call{Method: "SetTimeout", Req: api.SetTimeoutRequest{SandboxID: id, TimeoutSecs: 60}},
+		},
+		{
 			name: "get", method: "GET", path: "/v1/sandboxes/" + id,
 			setup: func(f *httpapitest.Fake) {
 				f.GetFunc = func(context.Context, api.GetRequest) (api.SandboxInfo, error) { return info, nil }

@@ -81,6 +81,10 @@ func Clip(s string, max int) string {
 	return s[:n] + ellipsis
 }
 
+// Safe reports whether s can reach a terminal or log as is: valid UTF-8
+// without control, format or separator characters.
+func Safe(s string) bool { return !needsEscape(s) }
+
 // needsEscape reports whether s has anything Escape would change.
 func needsEscape(s string) bool {
 	for _, r := range s {

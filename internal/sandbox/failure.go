@@ -18,7 +18,8 @@ const endGrace = 2 * time.Second
 // ("the exec", "fs::ls") that failed with err, once the caller has mapped
 // the agent's well-formed answers (an FsError, a refused spawn): the caller
 // went away (its context's error), or the sandbox ended under the call
-// (S004 with its end), or else the agent broke a deadline, a size limit or
+// (S004 with its end), or it was paused under the call, whose deadline
+// passed meanwhile (S005), or else the agent broke a deadline, a size limit or
 // the protocol. Then the sandbox cannot be trusted and is ended (S004).
 func (m *Manager) agentFailure(ctx context.Context, sb *sandbox, op string, err error) error {
 	if ctx.Err() != nil {
@@ -33,6 +34,10 @@ func (m *Manager) agentFailure(ctx context.Context, sb *sandbox, op string, err 
 	}
 	if st, end := sb.current(); st.ended() {
 		return errdefs.New(errdefs.CodeStopped, "sandbox %s stopped during %s: %s", sb.rec.ID, op, stopText(end))
+	}
+	if sb.pausedDuring(err) {
+		return errdefs.New(errdefs.CodePaused, "sandbox %s was paused during %s, which ran out of time", sb.rec.ID, op).
+			WithFix(nil, "call again once it is resumed")
 	}
 	end := agentEnd(err)
 	if errors.Is(err, agentclient.ErrClosed) {

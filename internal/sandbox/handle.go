@@ -24,18 +24,26 @@ const (
 
 // acquire is the one way to a live sandbox: it finds the sandbox of id
 // for ctx's owner (S001, S002), checks that it is running (S004 with its
-// end), counts the call as activity and takes what u needs. The caller
+// end, S005 while paused; a paused sandbox created with auto_resume is
+// resumed first; a read may see a paused one), counts the call as
+// activity and takes what u needs. The caller
 // calls release once the call is over, exactly once.
 func (m *Manager) acquire(ctx context.Context, id string, u use) (sb *sandbox, release func(), err error) {
 	sb, err = m.lookup(ctx, id)
 	if err != nil {
 		return nil, nil, err
 	}
-	if st, end := sb.current(); st != Running {
-		return nil, nil, notRunning(sb.rec.ID, st, end)
-	}
-	if u == useRead {
+	st, end := sb.current()
+	if u == useRead && (st == Running || st == Paused) {
 		return sb, func() {}, nil
+	}
+	if resumed, err := m.autoResume(sb, st); err != nil {
+		return nil, nil, err
+	} else if resumed {
+		st, end = sb.current()
+	}
+	if st != Running {
+		return nil, nil, notRunning(sb.rec.ID, st, end)
 	}
 	sb.touch()
 	if u == useCall {
@@ -81,6 +89,9 @@ func notRunning(id string, st State, end runtime.End) error {
 	if st.ended() {
 		return stoppedError(id, end)
 	}
+	if st == Pausing || st == Paused || st == Resuming {
+		return pausedError(id, st)
+	}
 	return errdefs.New(errdefs.CodeStopped, "sandbox %s is %s, not running", id, st).
 		WithFix(nil, "wait for it to run again")
 }
@@ -89,4 +100,10 @@ func notRunning(id string, st State, end runtime.End) error {
 func stoppedError(id string, end runtime.End) error {
 	return errdefs.New(errdefs.CodeStopped, "sandbox %s is stopped: %s", id, stopText(end)).
 		WithFix(nil, "create a new sandbox")
+}
+
+// pausedError is S005: sb is paused, or being paused or resumed.
+func pausedError(id string, st State) error {
+	return errdefs.New(errdefs.CodePaused, "sandbox %s is %s", id, st).
+		WithFix(nil, "resume it (hutch resume, sandbox::resume), or create sandboxes with auto_resume: true")
 }

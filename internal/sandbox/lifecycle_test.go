@@ -87,7 +87,7 @@ func TestAcquireChecksOwnerAndState(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _, err = m.acquire(context.Background(), id, useRead)
-	wantCode(t, err, errdefs.CodeStopped)
+	wantCode(t, err, errdefs.CodePaused)
 	if !strings.Contains(err.Error(), "pausing") {
 		t.Errorf("acquire of a pausing sandbox: %v; want its state named", err)
 	}

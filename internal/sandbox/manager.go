@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -62,6 +61,7 @@ type Options struct {
 type Manager struct {
 	cfg         config.Config
 	rt          runtime.Runtime
+	abilities   runtime.Abilities
 	images      Images
 	agent       string
 	log         *slog.Logger
@@ -125,6 +125,7 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 		callTimeout: opts.AgentCallTimeout,
 		cfg:         opts.Config,
 		rt:          opts.Runtime,
+		abilities:   runtime.AbilitiesOf(opts.Runtime),
 		images:      opts.Images,
 		agent:       opts.AgentPath,
 		log:         opts.Logger,
@@ -212,14 +213,11 @@ func (m *Manager) Create(ctx context.Context, req api.CreateRequest) (resp api.C
 	if err := validateEnv("env", req.Env); err != nil {
 		return api.CreateResponse{}, err
 	}
-	if len(req.Name) > 128 {
-		return api.CreateResponse{}, errdefs.Malformed("name is longer than 128 bytes")
-	}
-	idle, err := m.idleTimeout(req.IdleTimeoutSecs)
+	t, err := m.createTerms(req)
 	if err != nil {
 		return api.CreateResponse{}, err
 	}
-	if sb := m.claimWarm(ctx, req, cpus, mem, idle); sb != nil {
+	if sb := m.claimWarm(ctx, req, cpus, mem, t); sb != nil {
 		reserved = false // register takes the reservation over
 		return m.register(sb)
 	}
@@ -230,19 +228,18 @@ func (m *Manager) Create(ctx context.Context, req api.CreateRequest) (resp api.C
 	}
 	defer release()
 	rec := &record{
-		ID:              uuid.NewString(),
-		Name:            req.Name,
-		Image:           req.Image,
-		ImageID:         img.ID,
-		Owner:           owner,
-		Runtime:         m.rt.Name(),
-		CPUs:            cpus,
-		MemoryMB:        mem,
-		Network:         req.Network,
-		IdleTimeoutSecs: idle,
-		Env:             req.Env,
-		CreatedAt:       time.Now().UTC(),
+		ID:        uuid.NewString(),
+		Image:     req.Image,
+		ImageID:   img.ID,
+		Owner:     owner,
+		Runtime:   m.rt.Name(),
+		CPUs:      cpus,
+		MemoryMB:  mem,
+		Network:   req.Network,
+		Env:       req.Env,
+		CreatedAt: time.Now().UTC(),
 	}
+	t.apply(rec)
 	sb, err := m.traceBoot(ctx, rec, img)
 	if err != nil {
 		return api.CreateResponse{}, err
@@ -257,7 +254,7 @@ func (m *Manager) Create(ctx context.Context, req api.CreateRequest) (resp api.C
 // admit makes a booted (or pooled) sandbox its owner's: it moves to
 // Running and its record is stored. On failure the sandbox is torn down.
 func (m *Manager) admit(sb *sandbox) error {
-	if err := sb.transition(Running); err != nil {
+	if err := sb.admitted(); err != nil {
 		m.destroy(sb, poolEnd("could not be admitted"))
 		return fmt.Errorf("admitting sandbox %s: %w", sb.rec.ID, err)
 	}
@@ -604,25 +601,6 @@ func (m *Manager) watch(sb *sandbox) {
 			return
 		}
 	}
-}
-
-// List returns the caller's sandboxes, live and recently stopped, oldest first.
-func (m *Manager) List(ctx context.Context, _ api.ListRequest) (api.ListResponse, error) {
-	owner := auth.OwnerFrom(ctx)
-	m.mu.Lock()
-	sbs := make([]*sandbox, 0, len(m.sandboxes))
-	for _, sb := range m.sandboxes {
-		if sb.rec.Owner == owner {
-			sbs = append(sbs, sb)
-		}
-	}
-	m.mu.Unlock()
-	sort.Slice(sbs, func(i, j int) bool { return sbs[i].rec.CreatedAt.Before(sbs[j].rec.CreatedAt) })
-	out := api.ListResponse{Sandboxes: make([]api.SandboxInfo, 0, len(sbs))}
-	for _, sb := range sbs {
-		out.Sandboxes = append(out.Sandboxes, sb.info(m.cfg.MaxConcurrentExecPerSandbox))
-	}
-	return out, nil
 }
 
 // Get returns one sandbox's list entry.

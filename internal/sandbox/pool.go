@@ -178,8 +178,8 @@ func (m *Manager) startWarm() {
 // claimWarm takes a pool sandbox for a create whose request and resolved
 // limits are given, or returns nil when the create should boot its own.
 // The sandbox it returns is recorded as the caller's, with req's name,
-// env, limits and idle timeout, and still has to be registered.
-func (m *Manager) claimWarm(ctx context.Context, req api.CreateRequest, cpus, mem uint32, idle uint64) *sandbox {
+// env, limits and life terms, and still has to be registered.
+func (m *Manager) claimWarm(ctx context.Context, req api.CreateRequest, cpus, mem uint32, t terms) *sandbox {
 	p := m.pool
 	if p == nil || p.targets[req.Image] == 0 {
 		return nil
@@ -216,8 +216,9 @@ func (m *Manager) claimWarm(ctx context.Context, req api.CreateRequest, cpus, me
 		}
 		// Nobody else sees sb until it is registered.
 		rec := &sb.rec
-		rec.Name, rec.Owner, rec.Env = req.Name, auth.OwnerFrom(ctx), req.Env
-		rec.CPUs, rec.MemoryMB, rec.IdleTimeoutSecs = cpus, mem, idle
+		rec.Owner, rec.Env = auth.OwnerFrom(ctx), req.Env
+		rec.CPUs, rec.MemoryMB = cpus, mem
+		t.apply(rec)
 		rec.CreatedAt = time.Now().UTC()
 		sb.baseEnv = baseEnv(sb.user, sb.image, rec.Env)
 		sb.touch()

@@ -4,8 +4,10 @@ import (
 	"context"
 	"time"
 
+	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/runtime"
 )
 
 // reapInterval is the longest the reaper sleeps between passes.
@@ -46,16 +48,24 @@ func (m *Manager) wakeReaper() {
 }
 
 // reapEvery is the reaper's current interval: reapInterval, or half the
-// shortest idle timeout of a live sandbox, whichever is shorter.
+// shortest idle timeout of a live sandbox, or the time until the next
+// lifetime or paused retention ends, whichever is shortest.
 func (m *Manager) reapEvery() time.Duration {
 	every := reapInterval
+	retention := time.Duration(m.cfg.PausedRetentionSecs) * time.Second
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, sb := range m.sandboxes {
-		if sb.isStopped() {
-			continue
+		st, pausedAt, expiresAt := sb.lifeTimes()
+		switch {
+		case st == Running:
+			every = min(every, time.Duration(sb.rec.IdleTimeoutSecs)*time.Second/2)
+			if !expiresAt.IsZero() {
+				every = min(every, time.Until(expiresAt))
+			}
+		case st == Paused:
+			every = min(every, time.Until(pausedAt.Add(retention)))
 		}
-		every = min(every, time.Duration(sb.rec.IdleTimeoutSecs)*time.Second/2)
 	}
 	return max(every, minReapInterval)
 }
@@ -73,23 +83,39 @@ func (m *Manager) idleTimeout(secs uint64) (uint64, error) {
 	return secs, nil
 }
 
-// reap runs one pass of the reaper at time now. An idle sandbox is
-// stopped and, once its teardown is over (a moment, during which calls get
-// S004 "idle timeout"), forgotten: later calls get S002, as for an unknown
-// id. Until then it still holds its image against removal. A sandbox with
-// execs in flight is spared until its idle timeout plus
-// max_exec_timeout_ms plus a minute, the longest an exec could have run.
+// reap runs one pass of the reaper at time now. A running sandbox past
+// its lifetime, or paused longer than paused_retention_secs, is stopped;
+// an idle one is stopped, or paused when it was created with on_idle:
+// pause. A stopped sandbox is, once its teardown is over (a moment, during
+// which calls get S004 with its end), forgotten after stopped_retention_secs:
+// later calls get S002, as for an unknown id. Until then it still holds
+// its image against removal. A sandbox with execs in flight is spared
+// until its idle timeout plus max_exec_timeout_ms plus a minute, the
+// longest an exec could have run.
 func (m *Manager) reap(now time.Time) {
 	retention := time.Duration(m.cfg.StoppedRetentionSecs) * time.Second
+	pausedRetention := time.Duration(m.cfg.PausedRetentionSecs) * time.Second
 	maxExec := time.Duration(m.cfg.MaxExecTimeoutMs) * time.Millisecond
 	m.mu.Lock()
 	var idle, expired []*sandbox
+	ends := map[*sandbox]runtime.End{}
 	for _, sb := range m.sandboxes {
 		rec := sb.snapshotRecord()
 		if rec.Stopped {
 			if now.Sub(rec.StoppedAt) > retention {
 				expired = append(expired, sb)
 			}
+			continue
+		}
+		st, pausedAt, expiresAt := sb.lifeTimes()
+		if st == Paused && now.Sub(pausedAt) > pausedRetention {
+			ends[sb] = endPausedTooLong
+		}
+		if st != Running {
+			continue
+		}
+		if !expiresAt.IsZero() && !now.Before(expiresAt) {
+			ends[sb] = endLifetime
 			continue
 		}
 		limit := time.Duration(rec.IdleTimeoutSecs) * time.Second
@@ -105,19 +131,36 @@ func (m *Manager) reap(now time.Time) {
 	for _, sb := range expired {
 		m.forget(sb)
 	}
+	for sb, end := range ends {
+		m.log.Info("ending sandbox", "sandbox", sb.rec.ID, "cause", end.Cause, "reason", end.Detail)
+		m.stopAndForget(sb, end)
+	}
 	for _, sb := range idle {
 		if m.wroteOutput(sb) {
 			sb.touch()
 			continue
 		}
 		m.log.Info("reaping idle sandbox", "sandbox", sb.rec.ID, "idle_timeout_secs", sb.rec.IdleTimeoutSecs,
-			"idle_secs", int64(now.Sub(sb.idleSince()).Seconds()), "exec_in_flight", len(sb.slots))
-		done := m.stopAsync(sb, endIdle)
-		m.destroying.Go(func() {
-			<-done
-			m.forget(sb)
-		})
+			"idle_secs", int64(now.Sub(sb.idleSince()).Seconds()), "exec_in_flight", len(sb.slots), "on_idle", sb.rec.OnIdle)
+		if sb.rec.OnIdle == api.OnIdlePause && m.abilities.Pause {
+			m.destroying.Go(func() {
+				if _, err := m.freeze(sb); err != nil {
+					m.log.Warn("pausing an idle sandbox", "sandbox", sb.rec.ID, "err", err)
+				}
+			})
+			continue
+		}
+		m.stopAndForget(sb, endIdle)
 	}
+}
+
+// stopAndForget stops sb with end and forgets it once its teardown is over.
+func (m *Manager) stopAndForget(sb *sandbox, end runtime.End) {
+	done := m.stopAsync(sb, end)
+	m.destroying.Go(func() {
+		<-done
+		m.forget(sb)
+	})
 }
 
 // forget drops a stopped sandbox (or its tombstone) from the manager and

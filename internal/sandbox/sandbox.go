@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"fmt"
 	"sync"
 	"time"
@@ -26,6 +27,8 @@ type sandbox struct {
 	destroyed chan struct{}
 	// procs is the book of its background processes.
 	procs procBook
+	// op serializes pause and resume (pause.go).
+	op sync.Mutex
 
 	// mu guards the fields below. Lock order: Manager.mu, then sandbox.mu;
 	// nothing that holds a sandbox's mu takes Manager.mu.
@@ -42,6 +45,11 @@ type sandbox struct {
 	// which wakes the watcher.
 	changed      chan struct{}
 	lastActivity time.Time
+	// pausedAt is when it was last paused, while it is paused; lastPause
+	// when a pause last began, kept after the resume.
+	pausedAt, lastPause time.Time
+	// expiresAt is the end of its absolute lifetime; zero is none.
+	expiresAt time.Time
 }
 
 func newSandbox(rec *record, inst runtime.Instance, ac *agentclient.Client, img *image.Image, user *image.User, execCap int) *sandbox {
@@ -185,6 +193,80 @@ func (sb *sandbox) replace(inst runtime.Instance, ac *agentclient.Client) (runti
 	return oldInst, oldAgent, nil
 }
 
+// admitted moves a booted or pooled sb to Running, its lifetime starting.
+func (sb *sandbox) admitted() error {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	if err := sb.transitionLocked(Running); err != nil {
+		return err
+	}
+	sb.startLifetimeLocked()
+	return nil
+}
+
+// beginPause moves a running sb to Pausing.
+func (sb *sandbox) beginPause() error {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	if err := sb.transitionLocked(Pausing); err != nil {
+		return err
+	}
+	sb.lastPause = time.Now()
+	return nil
+}
+
+// markPaused moves a pausing sb to Paused.
+func (sb *sandbox) markPaused() error {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	if err := sb.transitionLocked(Paused); err != nil {
+		return err
+	}
+	sb.pausedAt = time.Now()
+	return nil
+}
+
+// endPause moves a resuming sb to Running. Its idle time and its
+// lifetime, when it has one, start again from now.
+func (sb *sandbox) endPause() error {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	if err := sb.transitionLocked(Running); err != nil {
+		return err
+	}
+	sb.pausedAt = time.Time{}
+	sb.lastActivity = time.Now()
+	sb.startLifetimeLocked()
+	return nil
+}
+
+// startLifetimeLocked starts sb's absolute lifetime (rec.TimeoutSecs)
+// from now; sb.mu must be held.
+func (sb *sandbox) startLifetimeLocked() {
+	if sb.rec.TimeoutSecs > 0 {
+		sb.expiresAt = time.Now().Add(time.Duration(sb.rec.TimeoutSecs) * time.Second)
+	}
+}
+
+// setLifetime gives sb a lifetime of secs from now and returns its end;
+// S004 once sb has ended.
+func (sb *sandbox) setLifetime(secs uint64) (time.Time, error) {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	if sb.state.ended() {
+		return time.Time{}, stoppedError(sb.rec.ID, sb.end)
+	}
+	sb.rec.TimeoutSecs = secs
+	sb.startLifetimeLocked()
+	return sb.expiresAt, nil
+}
+
+// endNow is why sb ended; the zero End while it has not.
+func (sb *sandbox) endNow() runtime.End {
+	_, end := sb.current()
+	return end
+}
+
 // touch records activity for the idle reaper.
 func (sb *sandbox) touch() {
 	sb.mu.Lock()
@@ -223,7 +305,15 @@ func (sb *sandbox) info(execCap int) api.SandboxInfo {
 	if r.Stopped {
 		free = 0
 	}
+	st, pausedAt, expiresAt := sb.lifeTimes()
 	return api.SandboxInfo{
+		State:           st.String(),
+		PausedAt:        rfc3339(pausedAt),
+		TimeoutSecs:     r.TimeoutSecs,
+		ExpiresAt:       rfc3339(expiresAt),
+		OnIdle:          cmp.Or(r.OnIdle, api.OnIdleStop),
+		AutoResume:      r.AutoResume,
+		Metadata:        r.Metadata,
 		SandboxID:       r.ID,
 		Name:            name,
 		Image:           r.Image,
@@ -240,4 +330,23 @@ func (sb *sandbox) info(execCap int) api.SandboxInfo {
 		IdleTimeoutSecs: r.IdleTimeoutSecs,
 		CreatedAt:       r.CreatedAt.Format(time.RFC3339),
 	}
+}
+
+// lifeTimes returns sb's state, when it was paused (while it is) and
+// when its lifetime ends (while it has not ended).
+func (sb *sandbox) lifeTimes() (st State, pausedAt, expiresAt time.Time) {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	if sb.state.ended() {
+		return sb.state, time.Time{}, time.Time{}
+	}
+	return sb.state, sb.pausedAt, sb.expiresAt
+}
+
+// rfc3339 is t in RFC 3339 (UTC), or "" for the zero time.
+func rfc3339(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
 }

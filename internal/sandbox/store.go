@@ -24,7 +24,13 @@ type record struct {
 	IdleTimeoutSecs uint64    `json:"idle_timeout_secs"`
 	Env             []string  `json:"env,omitempty"`
 	CreatedAt       time.Time `json:"created_at"`
-	Stopped         bool      `json:"stopped"`
+	// OnIdle, AutoResume, TimeoutSecs and Metadata are the create's life
+	// terms (terms.go).
+	OnIdle      string            `json:"on_idle,omitempty"`
+	AutoResume  bool              `json:"auto_resume,omitempty"`
+	TimeoutSecs uint64            `json:"timeout_secs,omitempty"`
+	Metadata    map[string]string `json:"metadata,omitempty"`
+	Stopped     bool              `json:"stopped"`
 	// StopCause is absent from records of daemons before it was kept.
 	StopCause  runtime.Cause `json:"stop_cause,omitempty"`
 	StopReason string        `json:"stop_reason,omitempty"`

@@ -41,6 +41,9 @@ type Fake struct {
 	// ...; method is the name, req the typed request, the answer must be
 	// the method's result type); nil answers S230.
 	ProcessFunc func(ctx context.Context, method string, req any) (any, error)
+	// StateFunc answers Pause, Resume and SetTimeout in the same way;
+	// nil answers S002.
+	StateFunc func(ctx context.Context, method string, req any) (any, error)
 
 	// mu guards calls.
 	mu    sync.Mutex
@@ -165,5 +168,6 @@ func DepsOf(sb functions.Sandboxes) functions.Deps {
 	d.Images, _ = sb.(functions.Images)
 	d.Metrics, _ = sb.(functions.SandboxMetrics)
 	d.Processes, _ = sb.(functions.Processes)
+	d.Lifecycle, _ = sb.(functions.Lifecycle)
 	return d
 }

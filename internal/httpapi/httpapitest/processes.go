@@ -34,12 +34,18 @@ func (f *Fake) ExecStream(ctx context.Context, req api.ExecRequest, emit func(st
 
 // process answers a process call through ProcessFunc, or S230 by default.
 func process[Resp any](f *Fake, ctx context.Context, method string, req any) (Resp, error) {
+	return answer[Resp](f, f.ProcessFunc, ctx, method, req, errdefs.New(errdefs.CodeProcessNotFound, "no such process"))
+}
+
+// answer records a call and answers it through fn, or with missing when
+// fn is nil.
+func answer[Resp any](f *Fake, fn func(context.Context, string, any) (any, error), ctx context.Context, method string, req any, missing error) (Resp, error) {
 	f.record(method, req)
 	var zero Resp
-	if f.ProcessFunc == nil {
-		return zero, errdefs.New(errdefs.CodeProcessNotFound, "no such process")
+	if fn == nil {
+		return zero, missing
 	}
-	v, err := f.ProcessFunc(ctx, method, req)
+	v, err := fn(ctx, method, req)
 	if err != nil {
 		return zero, err
 	}

@@ -45,6 +45,7 @@ var (
 	_ runtime.Instance    = (*Instance)(nil)
 	_ runtime.Resizer     = (*Instance)(nil)
 	_ runtime.StatsReader = (*Instance)(nil)
+	_ runtime.Pauser      = (*Instance)(nil)
 )
 
 // New returns a runtime whose instances are destroyed at the end of t.
@@ -57,6 +58,9 @@ func New(t testing.TB) *Runtime {
 	})
 	return r
 }
+
+// Abilities implements runtime.AbilityReporter.
+func (r *Runtime) Abilities() runtime.Abilities { return runtime.Discover(r, (*Instance)(nil)) }
 
 // Name implements runtime.Runtime.
 func (r *Runtime) Name() string { return Name }
@@ -215,6 +219,25 @@ func (i *Instance) Die(end runtime.End) { i.end(end) }
 // stopped (SIGSTOP) agent would.
 func (i *Instance) Freeze() { i.guest.freeze() }
 
+// Pause implements runtime.Pauser: the agent stops answering, its
+// stream open, until Resume.
+func (i *Instance) Pause(context.Context) error {
+	if i.Ended() {
+		return errors.New("the sandbox has ended")
+	}
+	i.guest.freeze()
+	return nil
+}
+
+// Resume implements runtime.Pauser.
+func (i *Instance) Resume(context.Context) error {
+	if i.Ended() {
+		return errors.New("the sandbox has ended")
+	}
+	i.guest.unfreeze()
+	return nil
+}
+
 // Ended reports whether the instance has ended.
 func (i *Instance) Ended() bool {
 	select {
@@ -296,6 +319,16 @@ func (g *gate) freeze() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.thaw = make(chan struct{})
+}
+
+func (g *gate) unfreeze() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	select {
+	case <-g.thaw:
+	default:
+		close(g.thaw)
+	}
 }
 
 // wait blocks while g is frozen; it fails once g is closed.

@@ -1,0 +1,61 @@
+package client
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/hutch-dev/hutch/api"
+)
+
+// ListFiltered runs sandbox::list with a filter and a page: the sandboxes
+// in one of req.State, whose metadata has req.Metadata's pairs, at most
+// req.Limit of them after req.NextToken.
+func (c *Client) ListFiltered(ctx context.Context, req api.ListRequest) (api.ListResponse, error) {
+	q := url.Values{}
+	if len(req.State) > 0 {
+		q.Set("state", strings.Join(req.State, ","))
+	}
+	for k, v := range req.Metadata {
+		q.Add("metadata", url.Values{k: {v}}.Encode())
+	}
+	if req.Limit != 0 {
+		q.Set("limit", strconv.Itoa(req.Limit))
+	}
+	if req.NextToken != "" {
+		q.Set("next_token", req.NextToken)
+	}
+	p := "/v1/sandboxes"
+	if len(q) > 0 {
+		p += "?" + q.Encode()
+	}
+	var out api.ListResponse
+	return out, c.do(ctx, http.MethodGet, p, nil, &out)
+}
+
+// Pause runs sandbox::pause; depth "" is api.PauseFreeze.
+func (c *Client) Pause(ctx context.Context, id, depth string) (api.StateResponse, error) {
+	return sandboxCall[api.StateResponse](ctx, c, id, "/pause", api.PauseRequest{SandboxID: id, Depth: depth})
+}
+
+// Resume runs sandbox::resume.
+func (c *Client) Resume(ctx context.Context, id string) (api.StateResponse, error) {
+	return sandboxCall[api.StateResponse](ctx, c, id, "/resume", api.ResumeRequest{SandboxID: id})
+}
+
+// SetTimeout runs sandbox::set_timeout: sandbox id ends secs from now.
+func (c *Client) SetTimeout(ctx context.Context, id string, secs uint64) (api.SetTimeoutResponse, error) {
+	return sandboxCall[api.SetTimeoutResponse](ctx, c, id, "/timeout", api.SetTimeoutRequest{SandboxID: id, TimeoutSecs: secs})
+}
+
+// sandboxCall POSTs in to route (e.g. "/pause") under sandbox id's path.
+func sandboxCall[Resp any](ctx context.Context, c *Client, id, route string, in any) (Resp, error) {
+	var out Resp
+	p, err := sandboxPath(id)
+	if err != nil {
+		return out, err
+	}
+	return out, c.do(ctx, http.MethodPost, p+route, in, &out)
+}

@@ -1,0 +1,124 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hutch-dev/hutch/api"
+)
+
+// lifeFlags are create's flags of a sandbox's life: its lifetime, what
+// idleness does, auto-resume and metadata.
+type lifeFlags struct {
+	lifetime   time.Duration
+	onIdle     string
+	autoResume bool
+	metadata   []string
+}
+
+func (f *lifeFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.DurationVar(&f.lifetime, "lifetime", 0, "stop the sandbox this long after its create, whatever its activity (30m, 2h); `hutch set-timeout` moves it")
+	fl.StringVar(&f.onIdle, "on-idle", "", "what the idle timeout does: stop (the default) or pause")
+	fl.BoolVar(&f.autoResume, "auto-resume", false, "resume the sandbox by itself when a call reaches it while paused")
+	fl.StringArrayVar(&f.metadata, "metadata", nil, "label KEY=VALUE, shown by `hutch list --json` and matched by `hutch list --metadata` (repeatable)")
+}
+
+// apply sets f on req.
+func (f *lifeFlags) apply(req *api.CreateRequest) error {
+	secs, err := wholeSeconds("--lifetime", f.lifetime)
+	if err != nil {
+		return err
+	}
+	md, err := parsePairs("--metadata", f.metadata)
+	if err != nil {
+		return err
+	}
+	req.TimeoutSecs, req.OnIdle, req.AutoResume, req.Metadata = secs, f.onIdle, f.autoResume, md
+	return nil
+}
+
+// wholeSeconds is d in whole seconds, rounded up: a usage error when d is
+// negative.
+func wholeSeconds(flag string, d time.Duration) (uint64, error) {
+	if d < 0 {
+		return 0, usagef("%s must not be negative", flag)
+	}
+	return uint64((d + time.Second - 1) / time.Second), nil
+}
+
+// parsePairs reads KEY=VALUE arguments of flag into a map.
+func parsePairs(flag string, pairs []string) (map[string]string, error) {
+	if len(pairs) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]string, len(pairs))
+	for _, p := range pairs {
+		k, v, ok := strings.Cut(p, "=")
+		if !ok || k == "" {
+			return nil, usagef("%s %q is not KEY=VALUE", flag, p)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+func (a *app) pauseCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "pause ID",
+		Short: "Pause a sandbox: it stops using CPU and keeps its memory until `hutch resume`",
+		Args:  cobra.ExactArgs(1),
+	}
+	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
+		if _, err := a.client().Pause(cmd.Context(), args[0], api.PauseFreeze); err != nil {
+			return err
+		}
+		fmt.Fprintln(a.stdout, args[0])
+		return nil
+	})
+	return cmd
+}
+
+func (a *app) resumeCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "resume ID",
+		Short: "Resume a paused sandbox",
+		Args:  cobra.ExactArgs(1),
+	}
+	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
+		if _, err := a.client().Resume(cmd.Context(), args[0]); err != nil {
+			return err
+		}
+		fmt.Fprintln(a.stdout, args[0])
+		return nil
+	})
+	return cmd
+}
+
+func (a *app) setTimeoutCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "set-timeout ID DUR",
+		Short: "Stop a sandbox DUR from now (30m, 2h), whatever its activity; prints when",
+		Args:  cobra.ExactArgs(2),
+	}
+	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
+		d, err := time.ParseDuration(args[1])
+		if err != nil {
+			return usagef("DUR %q: %v", args[1], err)
+		}
+		secs, err := wholeSeconds("DUR", d)
+		if err != nil {
+			return err
+		}
+		resp, err := a.client().SetTimeout(cmd.Context(), args[0], secs)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(a.stdout, resp.ExpiresAt)
+		return nil
+	})
+	return cmd
+}

@@ -1,0 +1,28 @@
+package httpapitest
+
+import (
+	"context"
+
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/functions"
+)
+
+var _ functions.Lifecycle = (*Fake)(nil)
+
+// lifecycle answers a state call through StateFunc, or S002 by default.
+func lifecycle[Resp any](f *Fake, ctx context.Context, method string, req any) (Resp, error) {
+	return answer[Resp](f, f.StateFunc, ctx, method, req, errdefs.New(errdefs.CodeNotFound, "sandbox not found"))
+}
+
+func (f *Fake) Pause(ctx context.Context, req api.PauseRequest) (api.StateResponse, error) {
+	return lifecycle[api.StateResponse](f, ctx, "Pause", req)
+}
+
+func (f *Fake) Resume(ctx context.Context, req api.ResumeRequest) (api.StateResponse, error) {
+	return lifecycle[api.StateResponse](f, ctx, "Resume", req)
+}
+
+func (f *Fake) SetTimeout(ctx context.Context, req api.SetTimeoutRequest) (api.SetTimeoutResponse, error) {
+	return lifecycle[api.SetTimeoutResponse](f, ctx, "SetTimeout", req)
+}

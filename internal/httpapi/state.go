@@ -1,0 +1,62 @@
+package httpapi
+
+// The lifecycle routes (pause, resume, timeout) and the list's query.
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/functions"
+)
+
+// stateRoutes are the routes of the lifecycle functions, for New's table.
+func (s *server) stateRoutes() []route {
+	return []route{
+		{"GET", "/v1/sandboxes", s.list, false},
+		{"POST", "/v1/sandboxes/{id}/pause", s.call(api.FnPause, sandboxParam), false},
+		{"POST", "/v1/sandboxes/{id}/resume", s.call(api.FnResume, sandboxParam), false},
+		{"POST", "/v1/sandboxes/{id}/timeout", s.call(api.FnSetTimeout, sandboxParam), false},
+	}
+}
+
+// list is sandbox::list with its filter from the query: state (repeated
+// or comma-separated), metadata (repeated key=value pairs, or E2B's one
+// URL-encoded "k1=v1&k2=v2"), limit and next_token.
+func (s *server) list(r *http.Request, _ []byte) (any, error) {
+	q := r.URL.Query()
+	var req api.ListRequest
+	for _, v := range q["state"] {
+		for st := range strings.SplitSeq(v, ",") {
+			if st != "" {
+				req.State = append(req.State, st)
+			}
+		}
+	}
+	for _, v := range q["metadata"] {
+		pairs, err := url.ParseQuery(v)
+		if err != nil {
+			return nil, errdefs.Malformed("query parameter metadata must be key=value pairs: %v", err)
+		}
+		for k, vs := range pairs {
+			if req.Metadata == nil {
+				req.Metadata = map[string]string{}
+			}
+			req.Metadata[k] = vs[len(vs)-1]
+		}
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return nil, errdefs.Malformed("query parameter limit must be a number, not %q", v)
+		}
+		req.Limit = n
+	}
+	req.NextToken = q.Get("next_token")
+	body, _ := json.Marshal(req)
+	return s.dispatch(r, "sandbox::list", body, functions.Params{})
+}

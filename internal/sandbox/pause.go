@@ -1,0 +1,203 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/agentclient"
+	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/runtime"
+)
+
+// Pause and resume. A freeze stops every task of the sandbox (runsc
+// pause) and keeps its memory; its agent session stays open and silent.
+// sandbox.op serializes the moves, so that a pause, a resume and an
+// auto-resume never interleave; each looks at the state again once it
+// holds it.
+
+// pauseTimeout bounds the runtime's part of a pause or resume; the
+// caller going away does not cut it short, which would leave the sandbox
+// half moved.
+const pauseTimeout = 30 * time.Second
+
+// endResumeFailed ends a sandbox that could not be thawed.
+func endResumeFailed(err error) runtime.End {
+	return runtime.End{Cause: runtime.CauseAgent, Detail: "could not be resumed: " + err.Error()}
+}
+
+// Pause freezes a running sandbox (sandbox::pause). Pausing a paused
+// sandbox changes nothing.
+func (m *Manager) Pause(ctx context.Context, req api.PauseRequest) (api.StateResponse, error) {
+	switch req.Depth {
+	case "", api.PauseFreeze:
+	case "hibernate":
+		return api.StateResponse{}, errdefs.New(errdefs.CodeUnsupported, "depth %q is not available yet: this daemon pauses by freezing only", req.Depth).
+			WithFix(map[string]any{"depth": api.PauseFreeze}, "freeze keeps the sandbox's memory in the host's")
+	default:
+		return api.StateResponse{}, errdefs.Malformed("depth must be %q, got %q", api.PauseFreeze, clip(req.Depth, 32))
+	}
+	sb, err := m.lookup(ctx, req.SandboxID)
+	if err != nil {
+		return api.StateResponse{}, err
+	}
+	changed, err := m.freeze(sb)
+	if err != nil {
+		return api.StateResponse{}, err
+	}
+	return m.stateResponse(sb, changed), nil
+}
+
+// Resume thaws a paused sandbox (sandbox::resume). Resuming a running
+// sandbox changes nothing.
+func (m *Manager) Resume(ctx context.Context, req api.ResumeRequest) (api.StateResponse, error) {
+	sb, err := m.lookup(ctx, req.SandboxID)
+	if err != nil {
+		return api.StateResponse{}, err
+	}
+	changed, err := m.thaw(sb)
+	if err != nil {
+		return api.StateResponse{}, err
+	}
+	return m.stateResponse(sb, changed), nil
+}
+
+func (m *Manager) stateResponse(sb *sandbox, changed bool) api.StateResponse {
+	st, _ := sb.current()
+	return api.StateResponse{SandboxID: sb.rec.ID, State: st.String(), Changed: changed}
+}
+
+// pauser is sb's instance as a Pauser: S302 when the runtime cannot pause.
+func (m *Manager) pauser(sb *sandbox) (runtime.Pauser, error) {
+	inst, _ := sb.conn()
+	p, ok := inst.(runtime.Pauser)
+	if !ok {
+		return nil, errdefs.New(errdefs.CodeUnsupported, "the %s runtime cannot pause sandboxes", m.rt.Name())
+	}
+	return p, nil
+}
+
+// freeze moves a running sb to Paused; changed is false when it already
+// was. A runtime failure leaves it running.
+func (m *Manager) freeze(sb *sandbox) (changed bool, err error) {
+	sb.op.Lock()
+	defer sb.op.Unlock()
+	if st, end := sb.current(); st == Paused {
+		return false, nil
+	} else if st != Running {
+		return false, notRunning(sb.rec.ID, st, end)
+	}
+	p, err := m.pauser(sb)
+	if err != nil {
+		return false, err
+	}
+	if err := sb.beginPause(); err != nil {
+		return false, notRunning(sb.rec.ID, Pausing, runtime.End{})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), pauseTimeout)
+	defer cancel()
+	start := time.Now()
+	if err := p.Pause(ctx); err != nil {
+		if sb.transition(Running) != nil {
+			return false, stoppedError(sb.rec.ID, sb.endNow())
+		}
+		m.log.Error("pausing sandbox", "sandbox", sb.rec.ID, "err", err)
+		return false, errdefs.New(errdefs.CodeInternal, "pausing sandbox %s failed; it is still running", sb.rec.ID)
+	}
+	if err := sb.markPaused(); err != nil {
+		return false, stoppedError(sb.rec.ID, sb.endNow())
+	}
+	m.log.Info("sandbox paused", "sandbox", sb.rec.ID, "depth", api.PauseFreeze, "ms", time.Since(start).Milliseconds())
+	return true, nil
+}
+
+// thaw moves a paused sb back to Running; changed is false when it
+// already was running. A sandbox that cannot be thawed is ended.
+func (m *Manager) thaw(sb *sandbox) (changed bool, err error) {
+	sb.op.Lock()
+	defer sb.op.Unlock()
+	if st, end := sb.current(); st == Running {
+		return false, nil
+	} else if st != Paused {
+		return false, notRunning(sb.rec.ID, st, end)
+	}
+	p, err := m.pauser(sb)
+	if err != nil {
+		return false, err
+	}
+	if err := sb.transition(Resuming); err != nil {
+		return false, stoppedError(sb.rec.ID, sb.endNow())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), pauseTimeout)
+	defer cancel()
+	start := time.Now()
+	err = p.Resume(ctx)
+	if err == nil {
+		select {
+		case <-instDone(sb):
+			err = errors.New("its runtime ended while it was paused")
+		default:
+		}
+	}
+	if err != nil {
+		m.log.Error("resuming sandbox", "sandbox", sb.rec.ID, "err", err)
+		<-m.stopAsync(sb, endResumeFailed(err))
+		return false, stoppedError(sb.rec.ID, sb.endNow())
+	}
+	if err := sb.endPause(); err != nil {
+		return false, stoppedError(sb.rec.ID, sb.endNow())
+	}
+	m.log.Info("sandbox resumed", "sandbox", sb.rec.ID, "ms", time.Since(start).Milliseconds())
+	m.wakeReaper()
+	return true, nil
+}
+
+// autoResume thaws sb for a call when it is paused (or being paused or
+// resumed) and was created with auto_resume; it reports whether it did.
+func (m *Manager) autoResume(sb *sandbox, st State) (bool, error) {
+	if !sb.rec.AutoResume || (st != Paused && st != Pausing && st != Resuming) {
+		return false, nil
+	}
+	_, err := m.thaw(sb) // waits for a pause or resume under way
+	return err == nil, err
+}
+
+// SetTimeout moves a sandbox's absolute lifetime: it ends timeout_secs
+// from now (sandbox::set_timeout).
+func (m *Manager) SetTimeout(ctx context.Context, req api.SetTimeoutRequest) (api.SetTimeoutResponse, error) {
+	if err := checkLifetime(req.TimeoutSecs, false); err != nil {
+		return api.SetTimeoutResponse{}, err
+	}
+	sb, err := m.lookup(ctx, req.SandboxID)
+	if err != nil {
+		return api.SetTimeoutResponse{}, err
+	}
+	at, err := sb.setLifetime(req.TimeoutSecs)
+	if err != nil {
+		return api.SetTimeoutResponse{}, err
+	}
+	rec := sb.snapshotRecord()
+	if err := m.store.put(&rec); err != nil {
+		m.log.Error("recording a sandbox's lifetime", "sandbox", sb.rec.ID, "err", err)
+	}
+	m.wakeReaper()
+	return api.SetTimeoutResponse{SandboxID: sb.rec.ID, ExpiresAt: at.Format(time.RFC3339)}, nil
+}
+
+// pausedDuring reports whether a call to sb's agent that failed with err
+// failed because sb was frozen under it: its deadline passed while sb was
+// paused, or sb is paused now. Such a call is not the agent's failure.
+func (sb *sandbox) pausedDuring(err error) bool {
+	var na *agentclient.NoAnswerError
+	if !errors.As(err, &na) {
+		return false
+	}
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	if sb.state.quiesced() {
+		return true
+	}
+	// The call began about na.After ago (a second of slack for the rest).
+	return !sb.lastPause.IsZero() && time.Since(sb.lastPause) <= na.After+time.Second
+}
