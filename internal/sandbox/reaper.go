@@ -84,11 +84,12 @@ func (m *Manager) idleTimeout(secs uint64) (uint64, error) {
 }
 
 // reap runs one pass of the reaper at time now. A running sandbox past
-// its lifetime, or paused longer than paused_retention_secs, is stopped;
-// an idle one is stopped, or paused when it was created with on_idle:
-// pause. A stopped sandbox is, once its teardown is over (a moment, during
-// which calls get S004 with its end), forgotten after stopped_retention_secs:
-// later calls get S002, as for an unknown id. Until then it still holds
+// its lifetime, or paused longer than paused_retention_secs, is stopped
+// and listed as stopped (S004 with its end) for stopped_retention_secs,
+// then forgotten. An idle one is paused when it was created with on_idle:
+// pause; otherwise it is stopped and, once its teardown is over (a moment,
+// during which calls get S004 "idle timeout"), forgotten: later calls get
+// S002, as for an unknown id. Until then it still holds
 // its image against removal. A sandbox with execs in flight is spared
 // until its idle timeout plus max_exec_timeout_ms plus a minute, the
 // longest an exec could have run.
@@ -132,8 +133,7 @@ func (m *Manager) reap(now time.Time) {
 		m.forget(sb)
 	}
 	for sb, end := range ends {
-		m.log.Info("ending sandbox", "sandbox", sb.rec.ID, "cause", end.Cause, "reason", end.Detail)
-		m.stopAndForget(sb, end)
+		m.stopAsync(sb, end)
 	}
 	for _, sb := range idle {
 		if m.wroteOutput(sb) {
@@ -150,17 +150,12 @@ func (m *Manager) reap(now time.Time) {
 			})
 			continue
 		}
-		m.stopAndForget(sb, endIdle)
+		done := m.stopAsync(sb, endIdle)
+		m.destroying.Go(func() {
+			<-done
+			m.forget(sb)
+		})
 	}
-}
-
-// stopAndForget stops sb with end and forgets it once its teardown is over.
-func (m *Manager) stopAndForget(sb *sandbox, end runtime.End) {
-	done := m.stopAsync(sb, end)
-	m.destroying.Go(func() {
-		<-done
-		m.forget(sb)
-	})
 }
 
 // forget drops a stopped sandbox (or its tombstone) from the manager and
