@@ -31,6 +31,7 @@ const (
 	NamePtyEcho        = "pty-echo"
 	NameStreamRate     = "stream-throughput"
 	NameProcessList    = "process-list"
+	NamePauseResume    = "pause-resume"
 )
 
 // Scenario is one measurement, with the same measurement made by other
@@ -73,6 +74,7 @@ var Scenarios = []Scenario{
 	{Name: NamePtyEcho, Title: "PTY echo round trip through cat (WebSocket)", run: ptyEcho},
 	{Name: NameStreamRate, Title: "streamed exec output", run: streamThroughput},
 	{Name: NameProcessList, Title: "process list, 10 sandboxes × 10 processes", run: processList},
+	{Name: NamePauseResume, Title: "freeze + resume (pause, resume)", run: pauseResume},
 	{Name: NameIdleMemory, Title: "host memory per idle sandbox (PSS)", run: idleMemory, baselines: []baseline{dockerIdleMemory}},
 	{Name: NameIdleCapacity, Title: "idle sandboxes held (creates under 1 s)", run: idleCapacity},
 }
