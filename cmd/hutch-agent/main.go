@@ -1,6 +1,8 @@
 // Command hutch-agent runs as PID 1 inside every hutch sandbox. It serves the
 // Agent gRPC service over a yamux session on its stdin and stdout, runs
-// processes for the daemon and reaps every orphan in the sandbox. Nothing but
+// processes for the daemon and reaps every orphan in the sandbox. On
+// agentv1.RelinkSignal it drops its session for a new one (a restored
+// sandbox's). Nothing but
 // that session is ever written to stdout; logs go to stderr. It exits when
 // the host closes the stream, or on SIGTERM or SIGINT.
 //
@@ -14,6 +16,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
 	"github.com/hutch-dev/hutch/internal/agent"
 )
 
@@ -44,7 +47,19 @@ func run() int {
 		log.Error("starting the agent", "err", err)
 		return 1
 	}
-	if err := srv.Serve(ctx, conn); err != nil {
+	// A sandbox restored from a checkpoint is told to serve a new host
+	// session (agentv1's relinking).
+	link := agent.NewLink(conn, conn)
+	relink := make(chan os.Signal, 1)
+	signal.Notify(relink, agentv1.RelinkSignal)
+	go func() {
+		for range relink {
+			if err := link.Relink(); err != nil {
+				log.Error("relinking", "err", err)
+			}
+		}
+	}()
+	if err := srv.ServeLink(ctx, link); err != nil {
 		log.Error("serving", "err", err)
 		return 1
 	}
