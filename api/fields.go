@@ -11,6 +11,9 @@ type SandboxScoped interface{ SandboxIDField() *string }
 // ImageScoped is a request that names a catalog image.
 type ImageScoped interface{ NameField() *string }
 
+// SnapshotScoped is a request that names a snapshot.
+type SnapshotScoped interface{ SnapshotIDField() *string }
+
 // Waiter is a request that can wait for its work to finish.
 type Waiter interface{ WaitField() *bool }
 

@@ -46,7 +46,7 @@ func (e *Env) UnmarshalJSON(b []byte) error {
 
 // CreateRequest is the payload of sandbox::create.
 type CreateRequest struct {
-	Image           string `json:"image"`
+	Image           string `json:"image,omitempty"`
 	CPUs            uint32 `json:"cpus,omitempty"`
 	MemoryMB        uint32 `json:"memory_mb,omitempty"`
 	Name            string `json:"name,omitempty"`
@@ -68,6 +68,10 @@ type CreateRequest struct {
 	// Metadata is the caller's own labels, returned by get and list and
 	// matched by list's filter.
 	Metadata map[string]string `json:"metadata,omitempty"`
+	// SnapshotID starts the sandbox from a snapshot (its memory,
+	// processes and files) instead of booting it; image, cpus and
+	// memory_mb are the snapshot's.
+	SnapshotID string `json:"snapshot_id,omitempty"`
 }
 
 // What the idle reaper does with a sandbox (CreateRequest.OnIdle).

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -58,4 +59,38 @@ func sandboxCall[Resp any](ctx context.Context, c *Client, id, route string, in 
 		return out, err
 	}
 	return out, c.do(ctx, http.MethodPost, p+route, in, &out)
+}
+
+// CreateSnapshot runs sandbox::snapshot::create.
+func (c *Client) CreateSnapshot(ctx context.Context, id, name string) (api.SnapshotInfo, error) {
+	return sandboxCall[api.SnapshotInfo](ctx, c, id, "/snapshots", api.SnapshotCreateRequest{SandboxID: id, Name: name})
+}
+
+// Fork runs sandbox::fork: count running copies of sandbox id.
+func (c *Client) Fork(ctx context.Context, id string, count int) (api.ForkResponse, error) {
+	return sandboxCall[api.ForkResponse](ctx, c, id, "/fork", api.ForkRequest{SandboxID: id, Count: count})
+}
+
+// ListSnapshots runs sandbox::snapshot::list.
+func (c *Client) ListSnapshots(ctx context.Context) (api.SnapshotListResponse, error) {
+	var out api.SnapshotListResponse
+	return out, c.do(ctx, http.MethodGet, "/v1/snapshots", nil, &out)
+}
+
+// GetSnapshot runs sandbox::snapshot::get.
+func (c *Client) GetSnapshot(ctx context.Context, id string) (api.SnapshotInfo, error) {
+	var out api.SnapshotInfo
+	if id == "" {
+		return out, errors.New("snapshot id is empty")
+	}
+	return out, c.do(ctx, http.MethodGet, "/v1/snapshots/"+url.PathEscape(id), nil, &out)
+}
+
+// DeleteSnapshot runs sandbox::snapshot::delete.
+func (c *Client) DeleteSnapshot(ctx context.Context, id string) (api.SnapshotDeleteResponse, error) {
+	var out api.SnapshotDeleteResponse
+	if id == "" {
+		return out, errors.New("snapshot id is empty")
+	}
+	return out, c.do(ctx, http.MethodDelete, "/v1/snapshots/"+url.PathEscape(id), nil, &out)
 }

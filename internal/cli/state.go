@@ -1,18 +1,23 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/client"
+	"github.com/hutch-dev/hutch/internal/safetext"
 )
 
 // lifeFlags are create's flags of a sandbox's life: its lifetime, what
 // idleness does, auto-resume and metadata.
 type lifeFlags struct {
+	snapshot   string
 	lifetime   time.Duration
 	onIdle     string
 	autoResume bool
@@ -21,6 +26,7 @@ type lifeFlags struct {
 
 func (f *lifeFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
+	fl.StringVar(&f.snapshot, "snapshot", "", "start the sandbox from this snapshot (`hutch snapshot create`): its memory, processes and files; IMAGE must be its image")
 	fl.DurationVar(&f.lifetime, "lifetime", 0, "stop the sandbox this long after its create, whatever its activity (30m, 2h); `hutch set-timeout` moves it")
 	fl.StringVar(&f.onIdle, "on-idle", "", "what the idle timeout does: stop (the default) or pause")
 	fl.BoolVar(&f.autoResume, "auto-resume", false, "resume the sandbox by itself when a call reaches it while paused")
@@ -38,6 +44,7 @@ func (f *lifeFlags) apply(req *api.CreateRequest) error {
 		return err
 	}
 	req.TimeoutSecs, req.OnIdle, req.AutoResume, req.Metadata = secs, f.onIdle, f.autoResume, md
+	req.SnapshotID = f.snapshot
 	return nil
 }
 
@@ -118,6 +125,77 @@ func (a *app) setTimeoutCmd() *cobra.Command {
 			return err
 		}
 		fmt.Fprintln(a.stdout, resp.ExpiresAt)
+		return nil
+	})
+	return cmd
+}
+
+func (a *app) snapshotCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "snapshot",
+		Short: "Snapshot sandboxes (memory, processes, files) and manage the snapshots (create, ls, rm)",
+		Args:  cobra.NoArgs,
+	}
+	var name string
+	create := &cobra.Command{
+		Use:   "create ID",
+		Short: "Snapshot a running sandbox, which goes on running; prints the snapshot id (`hutch create --snapshot` starts sandboxes from it)",
+		Args:  cobra.ExactArgs(1),
+	}
+	create.Flags().StringVar(&name, "name", "", "label shown by `hutch snapshot ls`")
+	create.RunE = action(func(cmd *cobra.Command, args []string) error {
+		info, err := a.client().CreateSnapshot(cmd.Context(), args[0], name)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(a.stdout, info.SnapshotID)
+		return nil
+	})
+	ls := listingCmd(a, &cobra.Command{
+		Use:     "ls",
+		Aliases: []string{"list"},
+		Short:   "List your snapshots",
+	}, api.FnSnapshotList, (*client.Client).ListSnapshots, func(w io.Writer, list api.SnapshotListResponse) error {
+		t := newTable(w, "ID", "NAME", "SANDBOX", "IMAGE", "SIZE", "CREATED")
+		for _, s := range list.Snapshots {
+			t.row(s.SnapshotID, cmp.Or(safetext.Escape(s.Name), "-"), s.SandboxID, s.Image, formatSize(s.SizeBytes), s.CreatedAt)
+		}
+		return t.flush()
+	})
+	rm := &cobra.Command{
+		Use:   "rm SNAPSHOT...",
+		Short: "Delete snapshots",
+		Args:  cobra.MinimumNArgs(1),
+	}
+	rm.RunE = action(func(cmd *cobra.Command, args []string) error {
+		for _, id := range args {
+			if _, err := a.client().DeleteSnapshot(cmd.Context(), id); err != nil {
+				return err
+			}
+			fmt.Fprintln(a.stdout, id)
+		}
+		return nil
+	})
+	cmd.AddCommand(create, ls, rm)
+	return cmd
+}
+
+func (a *app) forkCmd() *cobra.Command {
+	var n int
+	cmd := &cobra.Command{
+		Use:   "fork ID",
+		Short: "Make running copies of a sandbox, which continue from its memory and files; prints their ids",
+		Args:  cobra.ExactArgs(1),
+	}
+	cmd.Flags().IntVarP(&n, "count", "n", 1, "how many copies")
+	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
+		resp, err := a.client().Fork(cmd.Context(), args[0], n)
+		if err != nil {
+			return err
+		}
+		for _, id := range resp.SandboxIDs {
+			fmt.Fprintln(a.stdout, id)
+		}
 		return nil
 	})
 	return cmd

@@ -57,6 +57,9 @@ type Config struct {
 	// PausedRetentionSecs is how long a paused sandbox is kept before it
 	// is stopped; the idle timeout does not apply while it is paused.
 	PausedRetentionSecs uint64 `yaml:"paused_retention_secs"`
+	// SnapshotStorageMB bounds what snapshots take on disk, all owners'
+	// together (in DATA_DIR/snapshots).
+	SnapshotStorageMB uint64 `yaml:"snapshot_storage_mb"`
 	// ImageCacheDir holds built and pulled images; default DATA_DIR/images.
 	ImageCacheDir string `yaml:"image_cache_dir"`
 	// Runtime is the isolation backend ("gvisor").
@@ -166,6 +169,7 @@ func Default() Config {
 		PidsLimit:                   1024,
 		StoppedRetentionSecs:        600,
 		PausedRetentionSecs:         86400,
+		SnapshotStorageMB:           10240,
 		Runtime:                     "gvisor",
 		NetworkPool:                 DefaultNetworkPool,
 		WritableLayerMB:             2048,

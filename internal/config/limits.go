@@ -53,6 +53,9 @@ func (c *Config) validateLifecycle() []error {
 	if c.PausedRetentionSecs < 1 || c.PausedRetentionSecs > MaxPausedRetentionSecs {
 		bad("paused_retention_secs must be between 1 and %d (30 days), got %d", MaxPausedRetentionSecs, c.PausedRetentionSecs)
 	}
+	if c.SnapshotStorageMB < 1 || c.SnapshotStorageMB > 1<<30 {
+		bad("snapshot_storage_mb must be between 1 and %d, got %d", 1<<30, c.SnapshotStorageMB)
+	}
 	if c.PidsLimit < MinPidsLimit || c.PidsLimit > MaxPidsLimit {
 		bad("pids_limit must be between %d and %d, got %d (a sandbox's own runtime needs about 25 host tasks)", MinPidsLimit, MaxPidsLimit, c.PidsLimit)
 	}

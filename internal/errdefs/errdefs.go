@@ -35,6 +35,7 @@ const (
 	CodeExecBusy        Code = "S003" // exec concurrency cap reached
 	CodeStopped         Code = "S004" // sandbox already stopped
 	CodePaused          Code = "S005" // sandbox paused (hutch's own)
+	CodeNoSnapshot      Code = "S006" // no snapshot with that id (hutch's own)
 	CodeImageNotAllowed Code = "S100" // image not in catalog or allowlist
 	CodeImageMissing    Code = "S101" // rootfs missing and auto_install false
 	CodeImagePull       Code = "S102" // pull/unpack/build failed
@@ -91,6 +92,7 @@ var codeInfo = map[Code]struct {
 	CodeExecBusy:        {ClassValidation, KindConflict, false},
 	CodeStopped:         {ClassValidation, KindConflict, false},
 	CodePaused:          {ClassValidation, KindConflict, false},
+	CodeNoSnapshot:      {ClassValidation, KindNotFound, false},
 	CodeImageNotAllowed: {ClassConfig, KindForbidden, false},
 	CodeImageMissing:    {ClassInternal, KindPrecondition, false},
 	CodeImagePull:       {ClassTransient, KindUnavailable, true},
@@ -122,7 +124,7 @@ var codeInfo = map[Code]struct {
 // Codes lists every S-code, in table order.
 func Codes() []Code {
 	return []Code{
-		CodeMalformed, CodeNotFound, CodeExecBusy, CodeStopped, CodePaused,
+		CodeMalformed, CodeNotFound, CodeExecBusy, CodeStopped, CodePaused, CodeNoSnapshot,
 		CodeImageNotAllowed, CodeImageMissing, CodeImagePull, CodeOperatorOnly, CodeImageInUse,
 		CodeExecTimeout,
 		CodeFSInvalid, CodeFSNotFound, CodeFSWrongType, CodeFSExists, CodeFSNotEmpty,

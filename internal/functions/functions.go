@@ -41,6 +41,7 @@ type Deps struct {
 	Metrics   SandboxMetrics
 	Processes Processes
 	Lifecycle Lifecycle
+	Snapshots Snapshots
 	// Observer, when set, is told the outcome of every call.
 	Observer Observer
 }
@@ -87,6 +88,7 @@ func New(deps Deps) *Table {
 	registerMetrics(t)
 	registerProcesses(t)
 	registerLifecycle(t)
+	registerSnapshots(t)
 	return t
 }
 

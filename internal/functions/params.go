@@ -18,6 +18,8 @@ type Params struct {
 	Wait      *bool
 	// Pid is a process of the sandbox (0: none given).
 	Pid int
+	// SnapshotID is a snapshot (api.SnapshotScoped).
+	SnapshotID string
 }
 
 // apply sets p's fields on req, decoded from payload.
@@ -37,6 +39,15 @@ func (p Params) apply(req any, payload json.RawMessage) error {
 			return noField(req, "name")
 		}
 		if err := setParam(f.NameField(), p.Name, "name", payload); err != nil {
+			return err
+		}
+	}
+	if p.SnapshotID != "" {
+		f, ok := req.(api.SnapshotScoped)
+		if !ok {
+			return noField(req, "snapshot_id")
+		}
+		if err := setParam(f.SnapshotIDField(), p.SnapshotID, "snapshot_id", payload); err != nil {
 			return err
 		}
 	}

@@ -24,3 +24,27 @@ func registerLifecycle(t *Table) {
 	add(t, api.FnResume, "Resume a paused sandbox", l.Resume)
 	add(t, api.FnSetTimeout, "Give a sandbox an absolute lifetime of timeout_secs from now, whatever its activity", l.SetTimeout)
 }
+
+// Snapshots are the snapshot functions' and fork's dependency: the
+// sandbox manager.
+type Snapshots interface {
+	CreateSnapshot(ctx context.Context, req api.SnapshotCreateRequest) (api.SnapshotInfo, error)
+	ListSnapshots(ctx context.Context, req api.SnapshotListRequest) (api.SnapshotListResponse, error)
+	GetSnapshot(ctx context.Context, req api.SnapshotRequest) (api.SnapshotInfo, error)
+	DeleteSnapshot(ctx context.Context, req api.SnapshotRequest) (api.SnapshotDeleteResponse, error)
+	Fork(ctx context.Context, req api.ForkRequest) (api.ForkResponse, error)
+}
+
+// registerSnapshots adds sandbox::snapshot::* and sandbox::fork, when the
+// table has Snapshots.
+func registerSnapshots(t *Table) {
+	s := t.deps.Snapshots
+	if s == nil {
+		return
+	}
+	add(t, api.FnSnapshotCreate, "Snapshot a running sandbox (memory, processes, files); it goes on running. sandbox::create {snapshot_id} starts new sandboxes from it", s.CreateSnapshot)
+	add(t, api.FnSnapshotList, "List your snapshots", s.ListSnapshots)
+	add(t, api.FnSnapshotGet, "Describe one snapshot", s.GetSnapshot)
+	add(t, api.FnSnapshotDelete, "Delete a snapshot", s.DeleteSnapshot)
+	add(t, api.FnFork, "Make count running copies of a sandbox from one checkpoint of it: each continues from the same memory and files, then diverges", s.Fork)
+}

@@ -11,6 +11,10 @@
 //	POST   /v1/sandboxes/{id}/pause       sandbox::pause
 //	POST   /v1/sandboxes/{id}/resume      sandbox::resume
 //	POST   /v1/sandboxes/{id}/timeout     sandbox::set_timeout
+//	POST   /v1/sandboxes/{id}/snapshots   sandbox::snapshot::create
+//	POST   /v1/sandboxes/{id}/fork        sandbox::fork
+//	GET    /v1/snapshots[/{snapshot_id}]  sandbox::snapshot::list, ::get
+//	DELETE /v1/snapshots/{snapshot_id}    sandbox::snapshot::delete
 //	GET    /v1/sandboxes/{id}             sandbox::get
 //	DELETE /v1/sandboxes/{id}[?wait=true] sandbox::stop
 //	POST   /v1/sandboxes/{id}/exec        hutch::exec: sandbox::exec, REST semantics (see below)

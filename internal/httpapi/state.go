@@ -14,13 +14,25 @@ import (
 	"github.com/hutch-dev/hutch/internal/functions"
 )
 
-// stateRoutes are the routes of the lifecycle functions, for New's table.
+// snapshotParam is {snapshot_id} as snapshot_id.
+func snapshotParam(r *http.Request, p *functions.Params) error {
+	p.SnapshotID = r.PathValue("snapshot_id")
+	return nil
+}
+
+// stateRoutes are the routes of the lifecycle, snapshot and fork
+// functions, for New's table.
 func (s *server) stateRoutes() []route {
 	return []route{
 		{"GET", "/v1/sandboxes", s.list, false},
 		{"POST", "/v1/sandboxes/{id}/pause", s.call(api.FnPause, sandboxParam), false},
 		{"POST", "/v1/sandboxes/{id}/resume", s.call(api.FnResume, sandboxParam), false},
 		{"POST", "/v1/sandboxes/{id}/timeout", s.call(api.FnSetTimeout, sandboxParam), false},
+		{"POST", "/v1/sandboxes/{id}/snapshots", s.call(api.FnSnapshotCreate, sandboxParam), false},
+		{"POST", "/v1/sandboxes/{id}/fork", s.call(api.FnFork, sandboxParam), false},
+		{"GET", "/v1/snapshots", s.call(api.FnSnapshotList), false},
+		{"GET", "/v1/snapshots/{snapshot_id}", s.call(api.FnSnapshotGet, snapshotParam), false},
+		{"DELETE", "/v1/snapshots/{snapshot_id}", s.call(api.FnSnapshotDelete, snapshotParam), false},
 	}
 }
 

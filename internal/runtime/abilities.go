@@ -20,15 +20,19 @@ type Pauser interface {
 }
 
 // Checkpointer is an optional Instance ability: saving the whole state of
-// a running sandbox into dir, an empty directory the caller owns. The
-// sandbox ends once its checkpoint is written.
+// a running sandbox (memory, processes, writable layer) into dir, an empty
+// directory the caller owns. With leaveRunning the sandbox goes on
+// running, its agent session untouched; otherwise it ends once its
+// checkpoint is written.
 type Checkpointer interface {
-	Checkpoint(ctx context.Context, dir string) error
+	Checkpoint(ctx context.Context, dir string, leaveRunning bool) error
 }
 
 // Restorer is an optional Runtime ability, the other half of Checkpointer:
 // starting a sandbox again from a checkpoint in dir, under spec (whose ID
-// may be new). The instance has a new agent stream.
+// may be new; its image, agent and limits the checkpointed sandbox's). The
+// instance's Conn is a new session with the agent, relinked as
+// agentv1.RelinkSignal says.
 type Restorer interface {
 	Restore(ctx context.Context, spec Spec, dir string) (Instance, error)
 }

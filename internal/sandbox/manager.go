@@ -85,6 +85,8 @@ type Manager struct {
 	obs      Observer
 	// pool is the warm pool (pool.go); nil without one.
 	pool *warmPool
+	// snaps keeps snapshots (snapshot.go).
+	snaps snapshots
 
 	// mu guards the fields below, and the warm pool's maps. Lock order:
 	// Manager.mu, then a sandbox's mu (sandbox.go); never the reverse.
@@ -137,8 +139,9 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 		reapSoon:    make(chan struct{}, 1),
 		obs:         opts.Observer,
 		pool:        newWarmPool(opts.Config),
+		snaps:       snapshots{root: filepath.Join(opts.StateDir, "snapshots")},
 	}
-	if err := m.reconcile(ctx); err != nil {
+	if err := errors.Join(m.reconcile(ctx), m.recoverSnapshots()); err != nil {
 		shut()
 		st.close()
 		return nil, err
@@ -187,11 +190,24 @@ func (m *Manager) reconcile(ctx context.Context) error {
 	return nil
 }
 
-// Create boots a sandbox. Checks run in the contract's order: capacity,
-// catalog and allowlist, per-image caps, env, image cache, boot.
+// Create boots a sandbox, or restores one from a snapshot. Checks run in
+// the contract's order: capacity, catalog and allowlist, per-image caps,
+// env, image cache, boot.
 func (m *Manager) Create(ctx context.Context, req api.CreateRequest) (resp api.CreateResponse, err error) {
 	ctx, done := m.traceCreate(ctx, req)
 	defer func() { done(resp, err) }()
+	var from *checkpoint
+	if req.SnapshotID != "" {
+		if from, err = m.snapshotSource(ctx, &req); err != nil {
+			return api.CreateResponse{}, err
+		}
+	}
+	return m.create(ctx, req, from)
+}
+
+// create is Create; with from, the sandbox is restored from that
+// checkpoint, whose image, cpus and memory req already names.
+func (m *Manager) create(ctx context.Context, req api.CreateRequest, from *checkpoint) (resp api.CreateResponse, err error) {
 	owner := auth.OwnerFrom(ctx)
 	if err := m.reserve(owner); err != nil {
 		return api.CreateResponse{}, err
@@ -217,9 +233,14 @@ func (m *Manager) Create(ctx context.Context, req api.CreateRequest) (resp api.C
 	if err != nil {
 		return api.CreateResponse{}, err
 	}
-	if sb := m.claimWarm(ctx, req, cpus, mem, t); sb != nil {
-		reserved = false // register takes the reservation over
-		return m.register(sb)
+	if from != nil && (req.Network || cpus != from.cpus || mem != from.memoryMB) {
+		return api.CreateResponse{}, errdefs.New(errdefs.CodeMalformed, "a sandbox restored from a snapshot keeps its cpus (%d) and memory_mb (%d), and has no network", from.cpus, from.memoryMB)
+	}
+	if from == nil {
+		if sb := m.claimWarm(ctx, req, cpus, mem, t); sb != nil {
+			reserved = false // register takes the reservation over
+			return m.register(sb)
+		}
 	}
 	m.shedWarm()
 	img, release, err := m.ensureImage(ctx, req.Image)
@@ -227,6 +248,9 @@ func (m *Manager) Create(ctx context.Context, req api.CreateRequest) (resp api.C
 		return api.CreateResponse{}, err
 	}
 	defer release()
+	if from != nil && img.ID != from.imageID {
+		return api.CreateResponse{}, errdefs.New(errdefs.CodeImageMissing, "image %s has changed since the snapshot was taken; a snapshot restores only onto the image it was taken on", req.Image)
+	}
 	rec := &record{
 		ID:        uuid.NewString(),
 		Image:     req.Image,
@@ -240,7 +264,7 @@ func (m *Manager) Create(ctx context.Context, req api.CreateRequest) (resp api.C
 		CreatedAt: time.Now().UTC(),
 	}
 	t.apply(rec)
-	sb, err := m.traceBoot(ctx, rec, img)
+	sb, err := m.traceBoot(ctx, rec, img, from)
 	if err != nil {
 		return api.CreateResponse{}, err
 	}
@@ -289,7 +313,7 @@ func (m *Manager) register(sb *sandbox) (api.CreateResponse, error) {
 // bootSandbox starts the runtime and connects to the agent; the sandbox
 // it returns is Booting, not yet recorded. On any failure, and when the
 // daemon shuts down meanwhile, it leaves nothing behind.
-func (m *Manager) bootSandbox(ctx context.Context, rec *record, img *image.Image) (_ *sandbox, err error) {
+func (m *Manager) bootSandbox(ctx context.Context, rec *record, img *image.Image, from *checkpoint) (_ *sandbox, err error) {
 	user, err := resolveUser(img)
 	if err != nil {
 		return nil, err
@@ -306,7 +330,7 @@ func (m *Manager) bootSandbox(ctx context.Context, rec *record, img *image.Image
 	if err != nil {
 		return nil, errdefs.Wrap(errdefs.CodeBootFailed, err, "preparing image "+rec.Image)
 	}
-	inst, err := m.rt.Start(bootCtx, runtime.Spec{
+	inst, err := m.launch(bootCtx, runtime.Spec{
 		ID:              rec.ID,
 		Image:           art,
 		AgentPath:       m.agent,
@@ -317,7 +341,7 @@ func (m *Manager) bootSandbox(ctx context.Context, rec *record, img *image.Image
 		Network:         rec.Network,
 		GatewayPorts:    ports,
 		Hostname:        "hutch-" + rec.ID[:8],
-	})
+	}, from)
 	if err != nil {
 		return nil, m.bootError(ctx, err)
 	}
@@ -333,6 +357,22 @@ func (m *Manager) bootSandbox(ctx context.Context, rec *record, img *image.Image
 		return nil, err
 	}
 	return newSandbox(rec, inst, ac, img, user, m.cfg.MaxConcurrentExecPerSandbox), nil
+}
+
+// launch starts spec's sandbox: boots it, or restores it from a checkpoint.
+func (m *Manager) launch(ctx context.Context, spec runtime.Spec, from *checkpoint) (runtime.Instance, error) {
+	if from == nil {
+		return m.rt.Start(ctx, spec)
+	}
+	r, ok := m.rt.(runtime.Restorer)
+	if !ok {
+		return nil, unsupported(m.rt.Name(), "restore sandboxes from checkpoints")
+	}
+	inst, err := r.Restore(ctx, spec, from.dir)
+	if err != nil {
+		return nil, errdefs.Wrap(errdefs.CodeBootFailed, err, "restoring sandbox "+spec.ID)
+	}
+	return inst, nil
 }
 
 // bootError is the error of a boot that failed with err: the caller's own

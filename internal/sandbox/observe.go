@@ -75,14 +75,14 @@ func (m *Manager) traceCreate(ctx context.Context, req api.CreateRequest) (conte
 
 // traceBoot is bootSandbox inside a "sandbox.boot" span: runtime start,
 // agent connection and the record, after the image is ready.
-func (m *Manager) traceBoot(ctx context.Context, rec *record, img *image.Image) (*sandbox, error) {
+func (m *Manager) traceBoot(ctx context.Context, rec *record, img *image.Image, from *checkpoint) (*sandbox, error) {
 	ctx, span := tracer.Start(ctx, "sandbox.boot", trace.WithAttributes(
 		attrSandboxID.String(rec.ID),
 		attribute.String("hutch.runtime", rec.Runtime),
 		attribute.Int64("hutch.cpus", int64(rec.CPUs)),
 		attribute.Int64("hutch.memory_mb", int64(rec.MemoryMB)),
 	))
-	sb, err := m.bootSandbox(ctx, rec, img)
+	sb, err := m.bootSandbox(ctx, rec, img, from)
 	endSpan(span, err)
 	return sb, err
 }

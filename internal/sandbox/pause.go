@@ -73,7 +73,7 @@ func (m *Manager) pauser(sb *sandbox) (runtime.Pauser, error) {
 	inst, _ := sb.conn()
 	p, ok := inst.(runtime.Pauser)
 	if !ok {
-		return nil, errdefs.New(errdefs.CodeUnsupported, "the %s runtime cannot pause sandboxes", m.rt.Name())
+		return nil, unsupported(m.rt.Name(), "pause sandboxes")
 	}
 	return p, nil
 }
@@ -200,4 +200,9 @@ func (sb *sandbox) pausedDuring(err error) bool {
 	}
 	// The call began about na.After ago (a second of slack for the rest).
 	return !sb.lastPause.IsZero() && time.Since(sb.lastPause) <= na.After+time.Second
+}
+
+// unsupported is S302: the runtime named cannot do what.
+func unsupported(runtimeName, what string) error {
+	return errdefs.New(errdefs.CodeUnsupported, "the %s runtime cannot %s", runtimeName, what)
 }

@@ -439,7 +439,7 @@ func (m *Manager) bootWarm(ctx context.Context, image string) (*sandbox, error) 
 		IdleTimeoutSecs: m.cfg.DefaultIdleTimeoutSecs,
 		CreatedAt:       time.Now().UTC(),
 	}
-	sb, err := m.bootSandbox(ctx, rec, img)
+	sb, err := m.bootSandbox(ctx, rec, img, nil)
 	if err != nil {
 		return nil, err
 	}

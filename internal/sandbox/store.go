@@ -41,9 +41,13 @@ type record struct {
 	unforwarded []uint16
 }
 
-var bucketSandboxes = []byte("sandboxes")
+var (
+	bucketSandboxes = []byte("sandboxes")
+	bucketSnapshots = []byte("snapshots")
+)
 
-// store persists sandbox records in a bbolt file.
+// store persists sandbox records, and snapshot records (snapshot.go), in a
+// bbolt file.
 type store struct {
 	db *bolt.DB
 }
@@ -55,8 +59,12 @@ func openStore(path string) (*store, error) {
 		return nil, fmt.Errorf("opening metadata store %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		_, err := tx.CreateBucketIfNotExists(bucketSandboxes)
-		return err
+		for _, b := range [][]byte{bucketSandboxes, bucketSnapshots} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		db.Close()
@@ -66,39 +74,51 @@ func openStore(path string) (*store, error) {
 }
 
 // put writes rec, replacing any record with its id.
-func (s *store) put(rec *record) error {
-	b, err := json.Marshal(rec)
+func (s *store) put(rec *record) error { return s.putIn(bucketSandboxes, rec.ID, rec) }
+
+// remove deletes the record of id, if any.
+func (s *store) remove(id string) error { return s.removeIn(bucketSandboxes, id) }
+
+// all returns every record; unreadable ones are reported by id.
+func (s *store) all() ([]*record, []string, error) {
+	return allIn(s, bucketSandboxes, func(r *record) string { return r.ID })
+}
+
+// putIn writes v as JSON under id in bucket.
+func (s *store) putIn(bucket []byte, id string, v any) error {
+	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
 	return s.db.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketSandboxes).Put([]byte(rec.ID), b)
+		return tx.Bucket(bucket).Put([]byte(id), b)
 	})
 }
 
-// remove deletes the record of id, if any.
-func (s *store) remove(id string) error {
+// removeIn deletes id from bucket, if it is there.
+func (s *store) removeIn(bucket []byte, id string) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketSandboxes).Delete([]byte(id))
+		return tx.Bucket(bucket).Delete([]byte(id))
 	})
 }
 
-// all returns every record; unreadable ones are reported by id.
-func (s *store) all() ([]*record, []string, error) {
-	var recs []*record
+// allIn decodes every value of bucket; those that do not decode, or whose
+// idOf is not their key, are reported by key.
+func allIn[T any](s *store, bucket []byte, idOf func(*T) string) ([]*T, []string, error) {
+	var out []*T
 	var bad []string
 	err := s.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketSandboxes).ForEach(func(k, v []byte) error {
-			var r record
-			if err := json.Unmarshal(v, &r); err != nil || r.ID != string(k) {
+		return tx.Bucket(bucket).ForEach(func(k, v []byte) error {
+			var r T
+			if err := json.Unmarshal(v, &r); err != nil || idOf(&r) != string(k) {
 				bad = append(bad, string(k))
 				return nil
 			}
-			recs = append(recs, &r)
+			out = append(out, &r)
 			return nil
 		})
 	})
-	return recs, bad, err
+	return out, bad, err
 }
 
 func (s *store) close() error { return s.db.Close() }

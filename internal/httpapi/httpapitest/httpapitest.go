@@ -41,8 +41,8 @@ type Fake struct {
 	// ...; method is the name, req the typed request, the answer must be
 	// the method's result type); nil answers S230.
 	ProcessFunc func(ctx context.Context, method string, req any) (any, error)
-	// StateFunc answers Pause, Resume and SetTimeout in the same way;
-	// nil answers S002.
+	// StateFunc answers Pause, Resume, SetTimeout, the snapshot methods
+	// and Fork in the same way; nil answers S002.
 	StateFunc func(ctx context.Context, method string, req any) (any, error)
 
 	// mu guards calls.
@@ -169,5 +169,6 @@ func DepsOf(sb functions.Sandboxes) functions.Deps {
 	d.Metrics, _ = sb.(functions.SandboxMetrics)
 	d.Processes, _ = sb.(functions.Processes)
 	d.Lifecycle, _ = sb.(functions.Lifecycle)
+	d.Snapshots, _ = sb.(functions.Snapshots)
 	return d
 }

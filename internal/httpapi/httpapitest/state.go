@@ -26,3 +26,25 @@ func (f *Fake) Resume(ctx context.Context, req api.ResumeRequest) (api.StateResp
 func (f *Fake) SetTimeout(ctx context.Context, req api.SetTimeoutRequest) (api.SetTimeoutResponse, error) {
 	return lifecycle[api.SetTimeoutResponse](f, ctx, "SetTimeout", req)
 }
+
+var _ functions.Snapshots = (*Fake)(nil)
+
+func (f *Fake) CreateSnapshot(ctx context.Context, req api.SnapshotCreateRequest) (api.SnapshotInfo, error) {
+	return lifecycle[api.SnapshotInfo](f, ctx, "CreateSnapshot", req)
+}
+
+func (f *Fake) ListSnapshots(ctx context.Context, req api.SnapshotListRequest) (api.SnapshotListResponse, error) {
+	return lifecycle[api.SnapshotListResponse](f, ctx, "ListSnapshots", req)
+}
+
+func (f *Fake) GetSnapshot(ctx context.Context, req api.SnapshotRequest) (api.SnapshotInfo, error) {
+	return lifecycle[api.SnapshotInfo](f, ctx, "GetSnapshot", req)
+}
+
+func (f *Fake) DeleteSnapshot(ctx context.Context, req api.SnapshotRequest) (api.SnapshotDeleteResponse, error) {
+	return lifecycle[api.SnapshotDeleteResponse](f, ctx, "DeleteSnapshot", req)
+}
+
+func (f *Fake) Fork(ctx context.Context, req api.ForkRequest) (api.ForkResponse, error) {
+	return lifecycle[api.ForkResponse](f, ctx, "Fork", req)
+}

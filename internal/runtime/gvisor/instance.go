@@ -29,9 +29,11 @@ type instance struct {
 	memoryMB uint32     // the memory limit; guarded by mu (Resize changes it)
 	gateway  netip.Addr // zero without a network
 	conn     *conn
-	stderr   *tailBuffer
-	stderrR  *os.File      // our end of the stderr pipe
-	done     chan struct{} // closed by end
+	// flags are the runsc flags it was started with (globalFlags).
+	flags   []string
+	stderr  *tailBuffer
+	stderrR *os.File      // our end of the stderr pipe
+	done    chan struct{} // closed by end
 	// destroyOnce guards destroyErr, the result every Destroy returns.
 	destroyOnce sync.Once
 	destroyErr  error
@@ -44,16 +46,17 @@ type instance struct {
 	reason     runtime.End
 }
 
-func newInstance(r *Runtime, spec runtime.Spec, p *stdio, stderr *tailBuffer, stderrDone <-chan struct{}) *instance {
+func newInstance(r *Runtime, spec runtime.Spec, flags []string, p *stdio, stderr *tailBuffer, stderrDone <-chan struct{}) *instance {
 	i := &instance{
 		rt:       r,
 		id:       spec.ID,
+		flags:    flags,
 		memoryMB: spec.MemoryMB,
 		stderr:   stderr,
 		stderrR:  p.stderr,
 		done:     make(chan struct{}),
 	}
-	i.conn = &conn{inst: i, r: p.stdout, w: p.stdin}
+	i.conn = &conn{inst: i, r: p.stdout, w: p.stdin, src: p.stdout}
 	go i.watchStderr(stderrDone)
 	return i
 }
@@ -216,6 +219,9 @@ type conn struct {
 	inst *instance
 	r    *os.File // agent's stdout
 	w    *os.File // agent's stdin
+	// src is what Read reads: r, or after a relink what follows the
+	// marker on it.
+	src io.Reader
 
 	closeOnce sync.Once
 }
@@ -223,7 +229,7 @@ type conn struct {
 // Read reads the agent's stdout. EOF, or any error other than our own
 // Close, means the sandbox went away.
 func (c *conn) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
+	n, err := c.src.Read(p)
 	if err != nil && !errors.Is(err, os.ErrClosed) {
 		c.inst.end()
 	}

@@ -26,7 +26,13 @@ import (
 // Any failure undoes everything and returns an S300 (boot failed) error
 // whose message carries runsc's first logged error and the last lines of
 // its stderr.
-func (r *Runtime) Start(ctx context.Context, spec runtime.Spec) (_ runtime.Instance, retErr error) {
+func (r *Runtime) Start(ctx context.Context, spec runtime.Spec) (runtime.Instance, error) {
+	return r.launch(ctx, spec, "")
+}
+
+// launch is Start, or with a checkpoint directory Restore: "runsc restore"
+// in place of "runsc run", then a relink of the agent.
+func (r *Runtime) launch(ctx context.Context, spec runtime.Spec, checkpoint string) (_ *instance, retErr error) {
 	id := spec.ID
 	if err := checkID(id); err != nil {
 		return nil, errdefs.Wrap(errdefs.CodeBootFailed, err, "starting sandbox")
@@ -37,7 +43,7 @@ func (r *Runtime) Start(ctx context.Context, spec runtime.Spec) (_ runtime.Insta
 	var undo cleanup.Stack
 	defer undo.RunUnless(ctx, &retErr)
 	undo.Push("releasing the sandbox id", func(context.Context) error { r.forget(id); return nil })
-	inst, err := r.start(ctx, spec, &undo)
+	inst, err := r.start(ctx, spec, checkpoint, &undo)
 	if err != nil {
 		var e *errdefs.Error
 		if errors.As(err, &e) {
@@ -52,7 +58,7 @@ func (r *Runtime) Start(ctx context.Context, spec runtime.Spec) (_ runtime.Insta
 }
 
 // start does Start's work, pushing an undo step for each piece.
-func (r *Runtime) start(ctx context.Context, spec runtime.Spec, undo *cleanup.Stack) (*instance, error) {
+func (r *Runtime) start(ctx context.Context, spec runtime.Spec, checkpoint string, undo *cleanup.Stack) (*instance, error) {
 	id := spec.ID
 	if spec.Image.Kind != runtime.ArtifactDir || spec.AgentPath == "" {
 		return nil, errors.New("spec needs a root filesystem directory and an agent path")
@@ -114,7 +120,7 @@ func (r *Runtime) start(ctx context.Context, spec runtime.Spec, undo *cleanup.St
 	defer p.closeChilds()
 
 	stderr := newTailBuffer(stderrTailSize)
-	cmd := r.runscCmd(ctx, id, r.bootArgs(spec, dir)...)
+	cmd := r.runscCmd(ctx, id, r.bootArgs(spec, dir, checkpoint)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = p.stdinChild, p.stdoutChild, p.stderrChild
 	// Keep terminal signals sent to the daemon's process group away.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -136,21 +142,38 @@ func (r *Runtime) start(ctx context.Context, spec runtime.Spec, undo *cleanup.St
 		return nil, bootError(id, dir, err, stderr, stderrDone)
 	}
 
-	inst := newInstance(r, spec, p, stderr, stderrDone)
+	inst := newInstance(r, spec, r.globalFlags(spec, dir), p, stderr, stderrDone)
 	if lease != nil {
 		inst.gateway = lease.Gateway
+	}
+	if checkpoint != "" {
+		if err := inst.relink(ctx); err != nil {
+			return nil, err
+		}
 	}
 	return inst, nil
 }
 
 // bootArgs are the arguments of the "runsc run" that boots spec's sandbox
-// from the bundle in dir.
-func (r *Runtime) bootArgs(spec runtime.Spec, dir string) []string {
+// from the bundle in dir, or with a checkpoint directory of the "runsc
+// restore" that restores it from there.
+func (r *Runtime) bootArgs(spec runtime.Spec, dir, checkpoint string) []string {
+	args := r.globalFlags(spec, dir)
+	if checkpoint != "" {
+		return append(args, "restore", "--image-path", checkpoint, "--detach", "--bundle", dir, spec.ID)
+	}
+	return append(args, "run", "--detach", "--bundle", dir, spec.ID)
+}
+
+// globalFlags are the runsc flags spec's sandbox, with its bundle in dir,
+// runs with: every later runsc command that restarts it (a checkpoint that
+// leaves it running) must repeat them.
+func (r *Runtime) globalFlags(spec runtime.Spec, dir string) []string {
 	args := []string{"--log", filepath.Join(dir, runscLogName), "--platform=" + r.settings.Platform}
 	if r.settings.Platform == config.PlatformSystrap && r.settings.SystrapFastPath == config.FastPathOff {
 		args = append(args, "--systrap-disable-fast-path")
 	}
-	return append(args, networkFlag(spec), overlayFlag(spec, dir), "run", "--detach", "--bundle", dir, spec.ID)
+	return append(args, networkFlag(spec), overlayFlag(spec, dir))
 }
 
 // bootError is the S300 error of a failed "runsc run". Its message has

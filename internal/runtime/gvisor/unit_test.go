@@ -245,7 +245,7 @@ func TestBootArgs(t *testing.T) {
 		if off {
 			r.settings.SystrapFastPath = config.FastPathOff
 		}
-		args := r.bootArgs(spec, "/state/sb1")
+		args := r.bootArgs(spec, "/state/sb1", "")
 		if got := slices.Contains(args, "--systrap-disable-fast-path"); got != off {
 			t.Errorf("fast path off %v: args %v", off, args)
 		}

@@ -1,0 +1,69 @@
+package gvisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
+	"github.com/hutch-dev/hutch/internal/runtime"
+)
+
+var (
+	_ runtime.Checkpointer = (*instance)(nil)
+	_ runtime.Restorer     = (*Runtime)(nil)
+)
+
+// Checkpoint saves the sandbox's memory, processes and writable layer into
+// dir (runsc checkpoint). With leaveRunning the sandbox goes on running;
+// otherwise it ends once the checkpoint is written.
+func (i *instance) Checkpoint(ctx context.Context, dir string, leaveRunning bool) error {
+	args := append(append([]string(nil), i.flags...), "checkpoint", "--image-path", dir)
+	if leaveRunning {
+		args = append(args, "--leave-running")
+	}
+	if _, err := i.rt.runscOutput(ctx, i.id, append(args, i.id)...); err != nil {
+		return fmt.Errorf("checkpointing sandbox %s: %w", i.id, err)
+	}
+	return nil
+}
+
+// Restore starts sandbox spec.ID from the checkpoint in dir, as Start
+// boots one, and relinks its agent to the new pipes. The sandbox must not
+// have a network: its network stack would wake with the old one's
+// addresses.
+func (r *Runtime) Restore(ctx context.Context, spec runtime.Spec, dir string) (runtime.Instance, error) {
+	if spec.Network {
+		return nil, errors.New("a sandbox with a network cannot be restored from a checkpoint")
+	}
+	return r.launch(ctx, spec, dir)
+}
+
+// relink tells the agent of a restored sandbox to serve a new session,
+// and reads past what its old session wrote, up to the marker.
+func (i *instance) relink(ctx context.Context) error {
+	if _, err := i.rt.runscOutput(ctx, i.id, "kill", i.id, fmt.Sprint(int(agentv1.RelinkSignal))); err != nil {
+		return fmt.Errorf("relinking the agent: %w", err)
+	}
+	type result struct {
+		src io.Reader
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		src, err := agentv1.SkipToRelink(i.conn.r)
+		done <- result{src, err}
+	}()
+	select {
+	case res := <-done:
+		if res.err != nil {
+			return fmt.Errorf("relinking the agent: %w", res.err)
+		}
+		i.conn.src = res.src
+		return nil
+	case <-ctx.Done():
+		i.conn.Close() // ends the read
+		return fmt.Errorf("relinking the agent: %w", ctx.Err())
+	}
+}
