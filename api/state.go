@@ -15,12 +15,16 @@ const (
 	// PauseFreeze stops the sandbox's CPU use and keeps its memory: a
 	// resume takes milliseconds.
 	PauseFreeze = "freeze"
+	// PauseHibernate writes the sandbox's memory, processes and writable
+	// layer to disk and ends its host processes: it holds no memory while
+	// paused, and a resume restores it.
+	PauseHibernate = "hibernate"
 )
 
 // PauseRequest is the payload of sandbox::pause.
 type PauseRequest struct {
 	SandboxID string `json:"sandbox_id"`
-	// Depth is PauseFreeze (the default).
+	// Depth is PauseFreeze (the default) or PauseHibernate.
 	Depth string `json:"depth,omitempty"`
 }
 

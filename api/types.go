@@ -185,8 +185,10 @@ type SandboxInfo struct {
 	// State is where the sandbox is in its life: running, pausing,
 	// paused, resuming, stopping or stopped.
 	State string `json:"state"`
-	// PausedAt is when it was paused (RFC 3339), while it is paused.
-	PausedAt string `json:"paused_at,omitempty"`
+	// PausedAt is when it was paused (RFC 3339), and PauseDepth how
+	// (freeze or hibernate), while it is paused.
+	PausedAt   string `json:"paused_at,omitempty"`
+	PauseDepth string `json:"pause_depth,omitempty"`
 	// TimeoutSecs and ExpiresAt are its absolute lifetime and when that
 	// ends (RFC 3339), when it has one.
 	TimeoutSecs uint64            `json:"timeout_secs,omitempty"`

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -38,9 +39,19 @@ type engineResult struct {
 // dialEngine opens an engine session with d.
 func dialEngine(t *testing.T, d *daemon) *engineConn {
 	t.Helper()
+	return dialEngineWithToken(t, d, "")
+}
+
+// dialEngineWithToken is dialEngine for the owner of token ("" is none).
+func dialEngineWithToken(t *testing.T, d *daemon, token string) *engineConn {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, _, err := websocket.Dial(ctx, d.engineURL, nil)
+	var opts *websocket.DialOptions
+	if token != "" {
+		opts = &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + token}}}
+	}
+	c, _, err := websocket.Dial(ctx, d.engineURL, opts)
 	if err != nil {
 		t.Fatalf("dial %s: %v", d.engineURL, err)
 	}

@@ -12,9 +12,9 @@ import (
 )
 
 // leftovers lists what remains on the host of sandboxes: processes, mounts,
-// runtime directories and nftables rules that mention dataDir (when it is
-// not ""), and everything that mentions one of ids, cgroups and network
-// devices included.
+// runtime directories, passing checkpoints and nftables rules that mention
+// dataDir (when it is not ""), and everything that mentions one of ids,
+// cgroups and network devices included.
 func leftovers(dataDir string, ids []string) []string {
 	var found []string
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
@@ -39,6 +39,16 @@ func leftovers(dataDir string, ids []string) []string {
 		}
 	}
 	found = append(found, networkLeftovers(dataDir, ids)...)
+	if dataDir != "" {
+		// Checkpoints of a fork, a refused snapshot or a hibernation never
+		// outlive their operation and their sandbox.
+		for _, pattern := range []string{"tmp-*", "hibernated-*"} {
+			dirs, _ := filepath.Glob(filepath.Join(dataDir, "snapshots", pattern))
+			for _, d := range dirs {
+				found = append(found, "checkpoint: "+d)
+			}
+		}
+	}
 	for _, id := range ids {
 		cgs, _ := filepath.Glob("/sys/fs/cgroup/*/hutch/" + id)
 		more, _ := filepath.Glob("/sys/fs/cgroup/*/*/hutch/" + id)

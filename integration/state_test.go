@@ -46,12 +46,16 @@ func (d *daemon) nextCount(id string) int {
 	return n
 }
 
-// startCounter starts counterServer and a CPU-bound loop in sandbox id.
-func (d *daemon) startCounter(id string) {
+// startCounter starts counterServer in sandbox id, and with busy a
+// CPU-bound loop beside it.
+func (d *daemon) startCounter(id string, busy bool) {
 	d.t.Helper()
-	ctx := context.Background()
-	for _, argv := range [][]string{{"python3", "-c", counterServer}, {"sh", "-c", "while :; do :; done"}} {
-		if _, err := d.c.StartProcess(ctx, api.ProcessStartRequest{SandboxID: id, Argv: argv}); err != nil {
+	procs := [][]string{{"python3", "-c", counterServer}}
+	if busy {
+		procs = append(procs, []string{"sh", "-c", "while :; do :; done"})
+	}
+	for _, argv := range procs {
+		if _, err := d.c.StartProcess(context.Background(), api.ProcessStartRequest{SandboxID: id, Argv: argv}); err != nil {
 			d.t.Fatalf("starting %q: %v", argv[0], err)
 		}
 	}
@@ -62,7 +66,7 @@ func TestPauseAndResume(t *testing.T) {
 	ctx := context.Background()
 	id := d.create(api.CreateRequest{Image: "python", Metadata: map[string]string{"suite": "state"}})
 	d.setup(id, "sh", "-c", "echo kept > /root/note")
-	d.startCounter(id)
+	d.startCounter(id, true)
 	if n := d.nextCount(id); n != 1 {
 		t.Fatalf("first count %d, want 1", n)
 	}
@@ -152,7 +156,7 @@ func TestAutoResumeAndOnIdlePause(t *testing.T) {
 	ctx := context.Background()
 
 	auto := d.create(api.CreateRequest{Image: "python", AutoResume: true})
-	d.startCounter(auto)
+	d.startCounter(auto, false)
 	if n := d.nextCount(auto); n != 1 {
 		t.Fatalf("first count %d", n)
 	}

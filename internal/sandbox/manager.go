@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -330,18 +331,7 @@ func (m *Manager) bootSandbox(ctx context.Context, rec *record, img *image.Image
 	if err != nil {
 		return nil, errdefs.Wrap(errdefs.CodeBootFailed, err, "preparing image "+rec.Image)
 	}
-	inst, err := m.launch(bootCtx, runtime.Spec{
-		ID:              rec.ID,
-		Image:           art,
-		AgentPath:       m.agent,
-		CPUs:            rec.CPUs,
-		MemoryMB:        rec.MemoryMB,
-		PidsLimit:       m.cfg.PidsLimit,
-		WritableLayerMB: m.cfg.WritableLayerMB,
-		Network:         rec.Network,
-		GatewayPorts:    ports,
-		Hostname:        "hutch-" + rec.ID[:8],
-	}, from)
+	inst, err := m.launch(bootCtx, m.specOf(rec, art, ports), from)
 	if err != nil {
 		return nil, m.bootError(ctx, err)
 	}
@@ -357,6 +347,22 @@ func (m *Manager) bootSandbox(ctx context.Context, rec *record, img *image.Image
 		return nil, err
 	}
 	return newSandbox(rec, inst, ac, img, user, m.cfg.MaxConcurrentExecPerSandbox), nil
+}
+
+// specOf is the runtime spec of rec's sandbox.
+func (m *Manager) specOf(rec *record, art runtime.Artifact, ports []uint16) runtime.Spec {
+	return runtime.Spec{
+		ID:              rec.ID,
+		Image:           art,
+		AgentPath:       m.agent,
+		CPUs:            rec.CPUs,
+		MemoryMB:        rec.MemoryMB,
+		PidsLimit:       m.cfg.PidsLimit,
+		WritableLayerMB: m.cfg.WritableLayerMB,
+		Network:         rec.Network,
+		GatewayPorts:    ports,
+		Hostname:        "hutch-" + rec.ID[:8],
+	}
 }
 
 // launch starts spec's sandbox: boots it, or restores it from a checkpoint.
@@ -572,6 +578,7 @@ func (m *Manager) teardown(sb *sandbox) {
 			m.log.Error("tearing down sandbox", "sandbox", sb.rec.ID, "err", err)
 		}
 	}()
+	defer os.RemoveAll(m.hibernateDir(sb.rec.ID))
 	inst, ac := sb.conn()
 	if ac != nil {
 		ac.Close()

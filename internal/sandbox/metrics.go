@@ -17,17 +17,11 @@ func (m *Manager) Metrics(ctx context.Context, req api.MetricsRequest) (api.Metr
 		return api.MetricsResponse{}, err
 	}
 	defer release()
-	inst, _ := sb.conn()
-	sr, ok := inst.(runtime.StatsReader)
-	if !ok {
-		return api.MetricsResponse{}, errdefs.New(errdefs.CodeInternal, "the %s runtime does not report resource use", sb.rec.Runtime)
-	}
-	st, err := sr.Stats()
-	if err != nil {
-		if st, end := sb.current(); st != Running {
-			return api.MetricsResponse{}, notRunning(sb.rec.ID, st, end)
+	var st runtime.Stats
+	if !sb.isHibernated() { // a hibernated sandbox uses nothing
+		if st, err = m.stats(sb); err != nil {
+			return api.MetricsResponse{}, err
 		}
-		return api.MetricsResponse{}, errdefs.Wrap(errdefs.CodeInternal, err, "reading resource use of sandbox "+sb.rec.ID)
 	}
 	now := time.Now()
 	return api.MetricsResponse{
@@ -42,6 +36,23 @@ func (m *Manager) Metrics(ctx context.Context, req api.MetricsRequest) (api.Metr
 		IdleSecs:         uint64(now.Sub(sb.idleSince()).Seconds()),
 		ExecInFlight:     len(sb.slots),
 	}, nil
+}
+
+// stats reads sb's resource use from its instance.
+func (m *Manager) stats(sb *sandbox) (runtime.Stats, error) {
+	inst, _ := sb.conn()
+	sr, ok := inst.(runtime.StatsReader)
+	if !ok {
+		return runtime.Stats{}, errdefs.New(errdefs.CodeInternal, "the %s runtime does not report resource use", sb.rec.Runtime)
+	}
+	st, err := sr.Stats()
+	if err != nil {
+		if st, end := sb.current(); st != Running {
+			return runtime.Stats{}, notRunning(sb.rec.ID, st, end)
+		}
+		return runtime.Stats{}, errdefs.Wrap(errdefs.CodeInternal, err, "reading resource use of sandbox "+sb.rec.ID)
+	}
+	return st, nil
 }
 
 // Live is the number of live (not stopped) sandboxes of every owner, for

@@ -3,6 +3,8 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/hutch-dev/hutch/api"
@@ -30,19 +32,19 @@ func endResumeFailed(err error) runtime.End {
 // Pause freezes a running sandbox (sandbox::pause). Pausing a paused
 // sandbox changes nothing.
 func (m *Manager) Pause(ctx context.Context, req api.PauseRequest) (api.StateResponse, error) {
+	pause := m.freeze
 	switch req.Depth {
 	case "", api.PauseFreeze:
-	case "hibernate":
-		return api.StateResponse{}, errdefs.New(errdefs.CodeUnsupported, "depth %q is not available yet: this daemon pauses by freezing only", req.Depth).
-			WithFix(map[string]any{"depth": api.PauseFreeze}, "freeze keeps the sandbox's memory in the host's")
+	case api.PauseHibernate:
+		pause = m.hibernate
 	default:
-		return api.StateResponse{}, errdefs.Malformed("depth must be %q, got %q", api.PauseFreeze, clip(req.Depth, 32))
+		return api.StateResponse{}, errdefs.Malformed("depth must be %q or %q, got %q", api.PauseFreeze, api.PauseHibernate, clip(req.Depth, 32))
 	}
 	sb, err := m.lookup(ctx, req.SandboxID)
 	if err != nil {
 		return api.StateResponse{}, err
 	}
-	changed, err := m.freeze(sb)
+	changed, err := pause(sb)
 	if err != nil {
 		return api.StateResponse{}, err
 	}
@@ -84,6 +86,9 @@ func (m *Manager) freeze(sb *sandbox) (changed bool, err error) {
 	sb.op.Lock()
 	defer sb.op.Unlock()
 	if st, end := sb.current(); st == Paused {
+		if sb.isHibernated() {
+			return false, errdefs.New(errdefs.CodePaused, "sandbox %s is hibernated; resume it first", sb.rec.ID)
+		}
 		return false, nil
 	} else if st != Running {
 		return false, notRunning(sb.rec.ID, st, end)
@@ -105,7 +110,7 @@ func (m *Manager) freeze(sb *sandbox) (changed bool, err error) {
 		m.log.Error("pausing sandbox", "sandbox", sb.rec.ID, "err", err)
 		return false, errdefs.New(errdefs.CodeInternal, "pausing sandbox %s failed; it is still running", sb.rec.ID)
 	}
-	if err := sb.markPaused(); err != nil {
+	if err := sb.markPaused(false); err != nil {
 		return false, stoppedError(sb.rec.ID, sb.endNow())
 	}
 	m.log.Info("sandbox paused", "sandbox", sb.rec.ID, "depth", api.PauseFreeze, "ms", time.Since(start).Milliseconds())
@@ -122,23 +127,16 @@ func (m *Manager) thaw(sb *sandbox) (changed bool, err error) {
 	} else if st != Paused {
 		return false, notRunning(sb.rec.ID, st, end)
 	}
-	p, err := m.pauser(sb)
-	if err != nil {
-		return false, err
-	}
 	if err := sb.transition(Resuming); err != nil {
 		return false, stoppedError(sb.rec.ID, sb.endNow())
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), pauseTimeout)
 	defer cancel()
 	start := time.Now()
-	err = p.Resume(ctx)
-	if err == nil {
-		select {
-		case <-instDone(sb):
-			err = errors.New("its runtime ended while it was paused")
-		default:
-		}
+	if sb.isHibernated() {
+		err = m.wake(ctx, sb)
+	} else {
+		err = m.unfreeze(ctx, sb)
 	}
 	if err != nil {
 		m.log.Error("resuming sandbox", "sandbox", sb.rec.ID, "err", err)
@@ -205,4 +203,117 @@ func (sb *sandbox) pausedDuring(err error) bool {
 // unsupported is S302: the runtime named cannot do what.
 func unsupported(runtimeName, what string) error {
 	return errdefs.New(errdefs.CodeUnsupported, "the %s runtime cannot %s", runtimeName, what)
+}
+
+// unfreeze thaws a frozen sb's instance.
+func (m *Manager) unfreeze(ctx context.Context, sb *sandbox) error {
+	p, err := m.pauser(sb)
+	if err != nil {
+		return err
+	}
+	if err := p.Resume(ctx); err != nil {
+		return err
+	}
+	select {
+	case <-instDone(sb):
+		return errors.New("its runtime ended while it was paused")
+	default:
+		return nil
+	}
+}
+
+// hibernate moves a running (or frozen) sb to Paused with its memory,
+// processes and writable layer written to disk and its instance gone; a
+// failed checkpoint leaves it as it was.
+func (m *Manager) hibernate(sb *sandbox) (changed bool, err error) {
+	sb.op.Lock()
+	defer sb.op.Unlock()
+	st, end := sb.current()
+	switch {
+	case st == Paused && sb.isHibernated():
+		return false, nil
+	case st != Running && st != Paused:
+		return false, notRunning(sb.rec.ID, st, end)
+	case sb.rec.Network:
+		return false, errdefs.New(errdefs.CodeUnsupported, "sandboxes with network: true cannot hibernate yet: their network stack would wake with the old addresses").
+			WithFix(map[string]any{"depth": api.PauseFreeze}, "freeze it instead")
+	}
+	inst, ac := sb.conn()
+	c, ok := inst.(runtime.Checkpointer)
+	if !ok || !m.abilities.Checkpoint {
+		return false, unsupported(m.rt.Name(), "hibernate sandboxes")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), checkpointTimeout)
+	defer cancel()
+	if st == Paused { // frozen: runsc checkpoints a running sandbox
+		if err := m.unfreeze(ctx, sb); err != nil {
+			return false, err
+		}
+	}
+	if err := sb.beginCheckpoint(); err != nil {
+		return false, stoppedError(sb.rec.ID, sb.endNow())
+	}
+	dir := m.hibernateDir(sb.rec.ID)
+	start := time.Now()
+	if err := os.MkdirAll(dir, 0o700); err == nil {
+		err = c.Checkpoint(ctx, dir, false)
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		m.log.Error("hibernating sandbox", "sandbox", sb.rec.ID, "err", err)
+		if sb.transition(Running) != nil || instEnded(inst) {
+			<-m.stopAsync(sb, endResumeFailed(err))
+			return false, stoppedError(sb.rec.ID, sb.endNow())
+		}
+		return false, errdefs.New(errdefs.CodeInternal, "hibernating sandbox %s failed; it is still running", sb.rec.ID)
+	}
+	ac.Close()
+	if err := inst.Destroy(ctx); err != nil {
+		m.log.Error("destroying a hibernated sandbox's instance", "sandbox", sb.rec.ID, "err", err)
+	}
+	if err := sb.markPaused(true); err != nil {
+		return false, stoppedError(sb.rec.ID, sb.endNow())
+	}
+	m.log.Info("sandbox paused", "sandbox", sb.rec.ID, "depth", api.PauseHibernate, "ms", time.Since(start).Milliseconds())
+	return true, nil
+}
+
+// wake restores a hibernated sb from its checkpoint under its own id and
+// hands it the new instance and agent connection.
+func (m *Manager) wake(ctx context.Context, sb *sandbox) error {
+	art, err := runtime.Prepare(ctx, m.rt, runtime.ImageRef{ID: sb.image.ID, Rootfs: sb.image.Rootfs})
+	if err != nil {
+		return err
+	}
+	dir := m.hibernateDir(sb.rec.ID)
+	inst, err := m.launch(ctx, m.specOf(&sb.rec, art, nil), &checkpoint{dir: dir})
+	if err != nil {
+		return err
+	}
+	ac, err := m.connect(ctx, inst, sb.user)
+	if err != nil {
+		_ = inst.Destroy(ctx)
+		return err
+	}
+	if _, _, err := sb.replace(inst, ac); err != nil {
+		ac.Close()
+		_ = inst.Destroy(ctx)
+		return err
+	}
+	return os.RemoveAll(dir)
+}
+
+// hibernateDir is where sandbox id's checkpoint is kept while it hibernates.
+func (m *Manager) hibernateDir(id string) string {
+	return filepath.Join(m.snaps.root, "hibernated-"+id)
+}
+
+// instEnded reports whether inst has ended.
+func instEnded(inst runtime.Instance) bool {
+	select {
+	case <-inst.Done():
+		return true
+	default:
+		return false
+	}
 }

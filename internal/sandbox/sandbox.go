@@ -46,8 +46,10 @@ type sandbox struct {
 	changed      chan struct{}
 	lastActivity time.Time
 	// pausedAt is when it was last paused, while it is paused; lastPause
-	// when a pause last began, kept after the resume.
+	// when a pause last began, kept after the resume. hibernated says the
+	// pause wrote it to disk and its instance is gone.
 	pausedAt, lastPause time.Time
+	hibernated          bool
 	// expiresAt is the end of its absolute lifetime; zero is none.
 	expiresAt time.Time
 }
@@ -215,15 +217,34 @@ func (sb *sandbox) beginPause() error {
 	return nil
 }
 
-// markPaused moves a pausing sb to Paused.
-func (sb *sandbox) markPaused() error {
+// beginCheckpoint moves a running or paused sb to Checkpointing.
+func (sb *sandbox) beginCheckpoint() error {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	if err := sb.transitionLocked(Checkpointing); err != nil {
+		return err
+	}
+	sb.lastPause = time.Now()
+	return nil
+}
+
+// markPaused moves a pausing or checkpointing sb to Paused, hibernated or
+// frozen.
+func (sb *sandbox) markPaused(hibernated bool) error {
 	sb.mu.Lock()
 	defer sb.mu.Unlock()
 	if err := sb.transitionLocked(Paused); err != nil {
 		return err
 	}
-	sb.pausedAt = time.Now()
+	sb.pausedAt, sb.hibernated = time.Now(), hibernated
 	return nil
+}
+
+// isHibernated reports whether sb's pause wrote it to disk.
+func (sb *sandbox) isHibernated() bool {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	return sb.hibernated
 }
 
 // endPause moves a resuming sb to Running. Its idle time and its
@@ -234,7 +255,7 @@ func (sb *sandbox) endPause() error {
 	if err := sb.transitionLocked(Running); err != nil {
 		return err
 	}
-	sb.pausedAt = time.Time{}
+	sb.pausedAt, sb.hibernated = time.Time{}, false
 	sb.lastActivity = time.Now()
 	sb.startLifetimeLocked()
 	return nil
@@ -306,9 +327,17 @@ func (sb *sandbox) info(execCap int) api.SandboxInfo {
 		free = 0
 	}
 	st, pausedAt, expiresAt := sb.lifeTimes()
+	depth := ""
+	if st == Paused {
+		depth = api.PauseFreeze
+		if sb.isHibernated() {
+			depth = api.PauseHibernate
+		}
+	}
 	return api.SandboxInfo{
 		State:           st.String(),
 		PausedAt:        rfc3339(pausedAt),
+		PauseDepth:      depth,
 		TimeoutSecs:     r.TimeoutSecs,
 		ExpiresAt:       rfc3339(expiresAt),
 		OnIdle:          cmp.Or(r.OnIdle, api.OnIdleStop),

@@ -312,8 +312,9 @@ func (m *Manager) Fork(ctx context.Context, req api.ForkRequest) (api.ForkRespon
 }
 
 // recoverSnapshots settles the snapshot directory at start: checkpoints
-// no record keeps (a crash mid-snapshot or mid-fork) are removed, and so
-// are records whose directory is gone.
+// no record keeps (a crash mid-snapshot or mid-fork, a sandbox that was
+// hibernated when the daemon stopped) are removed, and so are records
+// whose directory is gone.
 func (m *Manager) recoverSnapshots() error {
 	recs, bad, err := allIn(m.store, bucketSnapshots, func(r *snapshotRecord) string { return r.ID })
 	if err != nil {
@@ -345,7 +346,7 @@ func (m *Manager) recoverSnapshots() error {
 			if err := os.RemoveAll(filepath.Join(m.snaps.root, e.Name())); err != nil {
 				return err
 			}
-			if !strings.HasPrefix(e.Name(), "tmp-") {
+			if !strings.HasPrefix(e.Name(), "tmp-") && !strings.HasPrefix(e.Name(), "hibernated-") {
 				m.log.Warn("removed snapshot files no record kept", "dir", e.Name())
 			}
 		}

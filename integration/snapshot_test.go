@@ -1,0 +1,187 @@
+package integration
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/client"
+)
+
+// Snapshots, restore, fork and hibernation (issue 15) on real sandboxes:
+// a counter held only in a process's memory and a file in the writable
+// layer carry over; copies diverge; nothing is left of deleted snapshots.
+
+func TestSnapshotsForksAndHibernation(t *testing.T) {
+	// One python snapshot is about 6 MB: 10 MiB holds one, not two.
+	d := startDaemon(t, baseConfig("snapshot_storage_mb: 10\napi_tokens:\n  alice: "+aliceToken+"\n  bob: "+bobToken+"\n"))
+	t.Setenv("HUTCH_TOKEN", aliceToken)
+	ctx := context.Background()
+	d.c = client.New(d.url, aliceToken)
+	bob := client.New(d.url, bobToken)
+	a := d.create(api.CreateRequest{Image: "python", Metadata: map[string]string{"role": "parent"}})
+	d.setup(a, "sh", "-c", "echo kept > /root/note")
+	d.startCounter(a, false)
+	if n := d.nextCount(a); n != 1 {
+		t.Fatalf("first count %d", n)
+	}
+
+	// A snapshot through the CLI; the sandbox goes on running.
+	out, errOut, code := d.cli("", "snapshot", "create", a, "--name", "one")
+	snap := strings.TrimSpace(out)
+	if code != 0 || len(snap) != 36 {
+		t.Fatalf("hutch snapshot create: code %d stdout %q stderr %q", code, out, errOut)
+	}
+	if out, _, _ := d.cli("", "snapshot", "ls"); !strings.Contains(out, snap) || !strings.Contains(out, "one") {
+		t.Errorf("hutch snapshot ls:\n%s", out)
+	}
+	snapDir := filepath.Join(d.dataDir, "snapshots", snap)
+	if _, err := os.Stat(snapDir); err != nil {
+		t.Fatalf("the snapshot's files: %v", err)
+	}
+
+	t.Run("quota and bad input change nothing", func(t *testing.T) {
+		if status, body := d.raw("POST", "/v1/sandboxes/"+a+"/snapshots", aliceToken, `{}`); status != 429 || !strings.Contains(body, "S400") {
+			t.Errorf("a snapshot past snapshot_storage_mb: %d %s", status, body)
+		}
+		list, err := d.c.ListSnapshots(ctx)
+		if err != nil || len(list.Snapshots) != 1 {
+			t.Errorf("after the refused snapshot: %+v %v", list, err)
+		}
+		if tmp, _ := filepath.Glob(filepath.Join(d.dataDir, "snapshots", "tmp-*")); len(tmp) > 0 {
+			t.Errorf("a refused snapshot left %v", tmp)
+		}
+		_, err = d.c.Create(ctx, api.CreateRequest{Image: "node", SnapshotID: snap})
+		wantCode(t, err, "S001")
+		_, err = d.c.Create(ctx, api.CreateRequest{SnapshotID: "00000000-0000-4000-8000-000000000000"})
+		wantCode(t, err, "S006")
+		_, err = d.c.Fork(ctx, a, 1000)
+		wantCode(t, err, "S001")
+		_, err = d.c.CreateSnapshot(ctx, "00000000-0000-4000-8000-000000000000", "")
+		wantCode(t, err, "S002")
+	})
+
+	t.Run("another owner sees none of it", func(t *testing.T) {
+		_, err := bob.GetSnapshot(ctx, snap)
+		wantCode(t, err, "S006")
+		_, err = bob.Create(ctx, api.CreateRequest{SnapshotID: snap})
+		wantCode(t, err, "S006")
+		_, err = bob.DeleteSnapshot(ctx, snap)
+		wantCode(t, err, "S006")
+		_, err = bob.Fork(ctx, a, 1)
+		wantCode(t, err, "S002")
+		_, err = bob.Pause(ctx, a, api.PauseHibernate)
+		wantCode(t, err, "S002")
+		if list, err := bob.ListSnapshots(ctx); err != nil || len(list.Snapshots) != 0 {
+			t.Errorf("bob lists %+v %v", list, err)
+		}
+	})
+
+	t.Run("restore continues from the snapshot, privately", func(t *testing.T) {
+		e := dialEngineWithToken(t, d, aliceToken)
+		var created api.CreateResponse
+		if env := e.call("sandbox::create", map[string]any{"snapshot_id": snap}, &created); env != nil {
+			t.Fatalf("engine create from a snapshot: %+v", env)
+		}
+		b := created.SandboxID
+		d.ids = append(d.ids, b)
+		if n := d.nextCount(b); n != 2 {
+			t.Errorf("the restored counter gave %d, want 2 (it was 1 at the snapshot)", n)
+		}
+		if r := d.exec(b, "cat", "/root/note"); r.Stdout != "kept\n" {
+			t.Errorf("the restored note reads %q", r.Stdout)
+		}
+		d.setup(b, "sh", "-c", "echo changed > /root/note")
+		if r := d.exec(a, "cat", "/root/note"); r.Stdout != "kept\n" {
+			t.Errorf("a write in the copy reached the parent: %q", r.Stdout)
+		}
+		if n := d.nextCount(a); n != 2 {
+			t.Errorf("the parent's counter gave %d, want 2", n)
+		}
+	})
+
+	t.Run("snapshots outlive the daemon", func(t *testing.T) {
+		d.terminate()
+		d.start()
+		d.c = client.New(d.url, aliceToken)
+		info, err := d.c.GetSnapshot(ctx, snap)
+		if err != nil || info.SandboxID != a {
+			t.Fatalf("after a restart: %+v %v", info, err)
+		}
+		c := d.create(api.CreateRequest{Image: "python", SnapshotID: snap, Metadata: map[string]string{"role": "parent"}})
+		if n := d.nextCount(c); n != 2 {
+			t.Errorf("restored after a restart, the counter gave %d, want 2", n)
+		}
+		// The parent died with the daemon; a new one carries on from here.
+		a = c
+	})
+
+	t.Run("fork makes copies that continue together, then diverge", func(t *testing.T) {
+		out, errOut, code := d.cli("", "fork", a, "-n", "5")
+		forks := strings.Fields(out)
+		if code != 0 || len(forks) != 5 {
+			t.Fatalf("hutch fork -n 5: code %d stdout %q stderr %q", code, out, errOut)
+		}
+		d.ids = append(d.ids, forks...)
+		for _, f := range forks {
+			if n := d.nextCount(f); n != 3 {
+				t.Errorf("fork %s counted %d, want 3", f, n)
+			}
+			if info := sandboxState(t, d, f); info.Metadata["role"] != "parent" || info.State != "running" {
+				t.Errorf("fork %s is %+v", f, info)
+			}
+		}
+		if n := d.nextCount(forks[0]); n != 4 {
+			t.Errorf("fork 0's second count %d, want 4", n)
+		}
+		if n := d.nextCount(forks[1]); n != 4 {
+			t.Errorf("fork 1 did not diverge on its own: %d", n)
+		}
+		d.setup(forks[0], "sh", "-c", "echo mine > /root/note")
+		if r := d.exec(forks[1], "cat", "/root/note"); r.Stdout != "kept\n" {
+			t.Errorf("a fork saw its sibling's write: %q", r.Stdout)
+		}
+	})
+
+	t.Run("hibernate leaves nothing running and resumes where it was", func(t *testing.T) {
+		e := dialEngineWithToken(t, d, aliceToken)
+		var st api.StateResponse
+		if env := e.call("sandbox::pause", map[string]any{"sandbox_id": a, "depth": "hibernate"}, &st); env != nil || st.State != "paused" {
+			t.Fatalf("hibernate: %+v %+v", env, st)
+		}
+		if info := sandboxState(t, d, a); info.PauseDepth != "hibernate" {
+			t.Errorf("a hibernated sandbox is listed as %+v", info)
+		}
+		if left := leftovers("", []string{a}); len(left) > 0 {
+			t.Errorf("a hibernated sandbox still holds %v", left)
+		}
+		_, err := d.c.Exec(ctx, api.ExecRequest{SandboxID: a, Argv: []string{"true"}})
+		wantCode(t, err, "S005")
+		if out, errOut, code := d.cli("", "resume", a); code != 0 {
+			t.Fatalf("hutch resume: code %d stdout %q stderr %q", code, out, errOut)
+		}
+		if n := d.nextCount(a); n != 3 {
+			t.Errorf("after hibernation the counter gave %d, want 3", n)
+		}
+		if r := d.exec(a, "cat", "/root/note"); r.Stdout != "kept\n" {
+			t.Errorf("after hibernation the note reads %q", r.Stdout)
+		}
+		if h, _ := filepath.Glob(filepath.Join(d.dataDir, "snapshots", "hibernated-*")); len(h) > 0 {
+			t.Errorf("a resumed sandbox's checkpoint is still there: %v", h)
+		}
+	})
+
+	t.Run("a deleted snapshot leaves nothing", func(t *testing.T) {
+		if out, errOut, code := d.cli("", "snapshot", "rm", snap); code != 0 {
+			t.Fatalf("hutch snapshot rm: code %d stdout %q stderr %q", code, out, errOut)
+		}
+		if _, err := os.Stat(snapDir); !os.IsNotExist(err) {
+			t.Errorf("the deleted snapshot's files: %v", err)
+		}
+		_, err := d.c.Create(ctx, api.CreateRequest{SnapshotID: snap})
+		wantCode(t, err, "S006")
+	})
+}
