@@ -32,6 +32,10 @@ const (
 	NameStreamRate     = "stream-throughput"
 	NameProcessList    = "process-list"
 	NamePauseResume    = "pause-resume"
+	NameSnapshot       = "snapshot"
+	NameRestoreExec    = "restore-exec"
+	NameForkExec       = "fork-exec"
+	NameHibernated     = "hibernated-memory"
 )
 
 // Scenario is one measurement, with the same measurement made by other
@@ -75,6 +79,10 @@ var Scenarios = []Scenario{
 	{Name: NameStreamRate, Title: "streamed exec output", run: streamThroughput},
 	{Name: NameProcessList, Title: "process list, 10 sandboxes × 10 processes", run: processList},
 	{Name: NamePauseResume, Title: "freeze + resume (pause, resume)", run: pauseResume},
+	{Name: NameSnapshot, Title: "snapshot of an idle sandbox", run: snapshotLatency},
+	{Name: NameRestoreExec, Title: "restore from a snapshot → first exec", run: restoreExec},
+	{Name: NameForkExec, Title: "fork ×10 → every first exec", run: forkExec},
+	{Name: NameHibernated, Title: "host memory per hibernated sandbox (PSS)", run: hibernatedMemory},
 	{Name: NameIdleMemory, Title: "host memory per idle sandbox (PSS)", run: idleMemory, baselines: []baseline{dockerIdleMemory}},
 	{Name: NameIdleCapacity, Title: "idle sandboxes held (creates under 1 s)", run: idleCapacity},
 }
