@@ -255,7 +255,8 @@ func (m *Manager) hibernate(sb *sandbox) (changed bool, err error) {
 	}
 	dir := m.hibernateDir(sb.rec.ID)
 	start := time.Now()
-	if err := os.MkdirAll(dir, 0o700); err == nil {
+	err = os.MkdirAll(dir, 0o700)
+	if err == nil {
 		err = c.Checkpoint(ctx, dir, false)
 	}
 	if err != nil {
