@@ -72,6 +72,9 @@ type CreateRequest struct {
 	// processes and files) instead of booting it; image, cpus and
 	// memory_mb are the snapshot's.
 	SnapshotID string `json:"snapshot_id,omitempty"`
+	// Template starts the sandbox from a template: its defaults fill the
+	// fields this request leaves empty.
+	Template string `json:"template,omitempty"`
 }
 
 // What the idle reaper does with a sandbox (CreateRequest.OnIdle).

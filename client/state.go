@@ -94,3 +94,24 @@ func (c *Client) DeleteSnapshot(ctx context.Context, id string) (api.SnapshotDel
 	}
 	return out, c.do(ctx, http.MethodDelete, "/v1/snapshots/"+url.PathEscape(id), nil, &out)
 }
+
+// CreateTemplate runs sandbox::template::create.
+func (c *Client) CreateTemplate(ctx context.Context, req api.TemplateCreateRequest) (api.TemplateInfo, error) {
+	var out api.TemplateInfo
+	return out, c.do(ctx, http.MethodPost, "/v1/templates", req, &out)
+}
+
+// ListTemplates runs sandbox::template::list.
+func (c *Client) ListTemplates(ctx context.Context) (api.TemplateListResponse, error) {
+	var out api.TemplateListResponse
+	return out, c.do(ctx, http.MethodGet, "/v1/templates", nil, &out)
+}
+
+// DeleteTemplate runs sandbox::template::delete.
+func (c *Client) DeleteTemplate(ctx context.Context, name string) (api.TemplateDeleteResponse, error) {
+	var out api.TemplateDeleteResponse
+	if name == "" {
+		return out, errors.New("template name is empty")
+	}
+	return out, c.do(ctx, http.MethodDelete, "/v1/templates/"+url.PathEscape(name), nil, &out)
+}

@@ -288,7 +288,7 @@ func TestUsageErrors(t *testing.T) {
 		{"exec bad duration", []string{"exec", "--timeout", "5", id, "--", "true"}, 125, "missing unit"},
 		{"run bad cpus", []string{"run", "python", "--cpus", "two", "--", "true"}, 125, "invalid argument"},
 		{"run without command", []string{"run", "python"}, 125, "no command given"},
-		{"create without image", []string{"create"}, 2, "accepts 1 arg"},
+		{"create without image", []string{"create"}, 2, "create needs an IMAGE"},
 		{"create bad memory", []string{"create", "python", "--memory", "-5"}, 2, "invalid argument"},
 		{"list extra argument", []string{"list", "x"}, 2, "unknown command"},
 		{"stop without id", []string{"stop"}, 2, "accepts 1 arg"},

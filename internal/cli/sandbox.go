@@ -118,18 +118,25 @@ func (a *app) createCmd() *cobra.Command {
 	var name string
 	cmd := &cobra.Command{
 		Use:   "create IMAGE",
-		Short: "Create a long-lived sandbox and print its id",
-		Args:  cobra.ExactArgs(1),
+		Short: "Create a long-lived sandbox and print its id (IMAGE may be left out with --template or --snapshot)",
+		Args:  cobra.RangeArgs(0, 1),
 	}
 	f.register(cmd)
 	life.register(cmd)
 	cmd.Flags().Uint64Var(&idle, "idle-timeout", 0, "stop the sandbox after SECS seconds without an exec (daemon default when omitted)")
 	cmd.Flags().StringVar(&name, "name", "", "label shown by hutch list")
 	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
-		req := f.request(args[0])
+		image := ""
+		if len(args) == 1 {
+			image = args[0]
+		}
+		req := f.request(image)
 		req.IdleTimeoutSecs, req.Name = idle, name
 		if err := life.apply(&req); err != nil {
 			return err
+		}
+		if image == "" && req.Template == "" && req.SnapshotID == "" {
+			return usagef("create needs an IMAGE, a --template or a --snapshot")
 		}
 		sb, took, err := a.create(cmd.Context(), a.client(), req)
 		if err != nil {

@@ -18,6 +18,7 @@ import (
 // idleness does, auto-resume and metadata.
 type lifeFlags struct {
 	snapshot   string
+	template   string
 	lifetime   time.Duration
 	onIdle     string
 	autoResume bool
@@ -26,6 +27,7 @@ type lifeFlags struct {
 
 func (f *lifeFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
+	fl.StringVar(&f.template, "template", "", "start from this template (`hutch template create`): its defaults fill the flags not given")
 	fl.StringVar(&f.snapshot, "snapshot", "", "start the sandbox from this snapshot (`hutch snapshot create`): its memory, processes and files; IMAGE must be its image")
 	fl.DurationVar(&f.lifetime, "lifetime", 0, "stop the sandbox this long after its create, whatever its activity (30m, 2h); `hutch set-timeout` moves it")
 	fl.StringVar(&f.onIdle, "on-idle", "", "what the idle timeout does: stop (the default) or pause")
@@ -44,7 +46,7 @@ func (f *lifeFlags) apply(req *api.CreateRequest) error {
 		return err
 	}
 	req.TimeoutSecs, req.OnIdle, req.AutoResume, req.Metadata = secs, f.onIdle, f.autoResume, md
-	req.SnapshotID = f.snapshot
+	req.SnapshotID, req.Template = f.snapshot, f.template
 	return nil
 }
 
@@ -198,5 +200,78 @@ func (a *app) forkCmd() *cobra.Command {
 		}
 		return nil
 	})
+	return cmd
+}
+
+func (a *app) templateCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "template",
+		Short: "Name starting points for `hutch create --template` (create, ls, rm)",
+		Args:  cobra.NoArgs,
+	}
+	var f sandboxFlags
+	var life lifeFlags
+	var idle uint64
+	var from string
+	create := &cobra.Command{
+		Use:   "create NAME [IMAGE]",
+		Short: "Create a template: IMAGE and defaults (the create flags), a --snapshot, or the files of --from-sandbox ID",
+		Args:  cobra.RangeArgs(1, 2),
+	}
+	f.register(create)
+	life.register(create)
+	create.Flags().Uint64Var(&idle, "idle-timeout", 0, "idle timeout of its sandboxes, in seconds")
+	create.Flags().StringVar(&from, "from-sandbox", "", "capture the files this running sandbox changed: its sandboxes start with them")
+	create.RunE = action(func(cmd *cobra.Command, args []string) error {
+		image := ""
+		if len(args) == 2 {
+			image = args[1]
+		}
+		req := f.request(image)
+		req.IdleTimeoutSecs = idle
+		if err := life.apply(&req); err != nil {
+			return err
+		}
+		t, err := a.client().CreateTemplate(cmd.Context(), api.TemplateCreateRequest{Name: args[0], FromSandbox: from,
+			TemplateDefaults: api.TemplateDefaults{Image: req.Image, CPUs: req.CPUs, MemoryMB: req.MemoryMB, Network: req.Network,
+				IdleTimeoutSecs: req.IdleTimeoutSecs, Env: req.Env, TimeoutSecs: req.TimeoutSecs, OnIdle: req.OnIdle,
+				AutoResume: req.AutoResume, Metadata: req.Metadata, SnapshotID: req.SnapshotID}})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(a.stdout, t.Name)
+		return nil
+	})
+	ls := listingCmd(a, &cobra.Command{
+		Use:     "ls",
+		Aliases: []string{"list"},
+		Short:   "List your templates",
+	}, api.FnTemplateList, (*client.Client).ListTemplates, func(w io.Writer, list api.TemplateListResponse) error {
+		t := newTable(w, "NAME", "IMAGE", "FROM", "LAYER", "CREATED")
+		for _, tm := range list.Templates {
+			from := cmp.Or(tm.FromSandbox, tm.SnapshotID, "-")
+			layer := "-"
+			if tm.LayerBytes > 0 {
+				layer = formatSize(tm.LayerBytes)
+			}
+			t.row(tm.Name, tm.Image, from, layer, tm.CreatedAt)
+		}
+		return t.flush()
+	})
+	rm := &cobra.Command{
+		Use:   "rm NAME...",
+		Short: "Delete templates",
+		Args:  cobra.MinimumNArgs(1),
+	}
+	rm.RunE = action(func(cmd *cobra.Command, args []string) error {
+		for _, name := range args {
+			if _, err := a.client().DeleteTemplate(cmd.Context(), name); err != nil {
+				return err
+			}
+			fmt.Fprintln(a.stdout, name)
+		}
+		return nil
+	})
+	cmd.AddCommand(create, ls, rm)
 	return cmd
 }

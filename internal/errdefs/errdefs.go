@@ -36,6 +36,7 @@ const (
 	CodeStopped         Code = "S004" // sandbox already stopped
 	CodePaused          Code = "S005" // sandbox paused (hutch's own)
 	CodeNoSnapshot      Code = "S006" // no snapshot with that id (hutch's own)
+	CodeNoTemplate      Code = "S007" // no template of that name (hutch's own)
 	CodeImageNotAllowed Code = "S100" // image not in catalog or allowlist
 	CodeImageMissing    Code = "S101" // rootfs missing and auto_install false
 	CodeImagePull       Code = "S102" // pull/unpack/build failed
@@ -93,6 +94,7 @@ var codeInfo = map[Code]struct {
 	CodeStopped:         {ClassValidation, KindConflict, false},
 	CodePaused:          {ClassValidation, KindConflict, false},
 	CodeNoSnapshot:      {ClassValidation, KindNotFound, false},
+	CodeNoTemplate:      {ClassValidation, KindNotFound, false},
 	CodeImageNotAllowed: {ClassConfig, KindForbidden, false},
 	CodeImageMissing:    {ClassInternal, KindPrecondition, false},
 	CodeImagePull:       {ClassTransient, KindUnavailable, true},
@@ -124,7 +126,7 @@ var codeInfo = map[Code]struct {
 // Codes lists every S-code, in table order.
 func Codes() []Code {
 	return []Code{
-		CodeMalformed, CodeNotFound, CodeExecBusy, CodeStopped, CodePaused, CodeNoSnapshot,
+		CodeMalformed, CodeNotFound, CodeExecBusy, CodeStopped, CodePaused, CodeNoSnapshot, CodeNoTemplate,
 		CodeImageNotAllowed, CodeImageMissing, CodeImagePull, CodeOperatorOnly, CodeImageInUse,
 		CodeExecTimeout,
 		CodeFSInvalid, CodeFSNotFound, CodeFSWrongType, CodeFSExists, CodeFSNotEmpty,

@@ -25,18 +25,22 @@ func registerLifecycle(t *Table) {
 	add(t, api.FnSetTimeout, "Give a sandbox an absolute lifetime of timeout_secs from now, whatever its activity", l.SetTimeout)
 }
 
-// Snapshots are the snapshot functions' and fork's dependency: the
-// sandbox manager.
+// Snapshots are the dependency of the snapshot and template functions and
+// of fork: the sandbox manager.
 type Snapshots interface {
 	CreateSnapshot(ctx context.Context, req api.SnapshotCreateRequest) (api.SnapshotInfo, error)
 	ListSnapshots(ctx context.Context, req api.SnapshotListRequest) (api.SnapshotListResponse, error)
 	GetSnapshot(ctx context.Context, req api.SnapshotRequest) (api.SnapshotInfo, error)
 	DeleteSnapshot(ctx context.Context, req api.SnapshotRequest) (api.SnapshotDeleteResponse, error)
 	Fork(ctx context.Context, req api.ForkRequest) (api.ForkResponse, error)
+	CreateTemplate(ctx context.Context, req api.TemplateCreateRequest) (api.TemplateInfo, error)
+	ListTemplates(ctx context.Context, req api.TemplateListRequest) (api.TemplateListResponse, error)
+	GetTemplate(ctx context.Context, req api.TemplateRequest) (api.TemplateInfo, error)
+	DeleteTemplate(ctx context.Context, req api.TemplateRequest) (api.TemplateDeleteResponse, error)
 }
 
-// registerSnapshots adds sandbox::snapshot::* and sandbox::fork, when the
-// table has Snapshots.
+// registerSnapshots adds sandbox::snapshot::*, sandbox::template::* and
+// sandbox::fork, when the table has Snapshots.
 func registerSnapshots(t *Table) {
 	s := t.deps.Snapshots
 	if s == nil {
@@ -46,5 +50,9 @@ func registerSnapshots(t *Table) {
 	add(t, api.FnSnapshotList, "List your snapshots", s.ListSnapshots)
 	add(t, api.FnSnapshotGet, "Describe one snapshot", s.GetSnapshot)
 	add(t, api.FnSnapshotDelete, "Delete a snapshot", s.DeleteSnapshot)
+	add(t, api.FnTemplateCreate, "Name a starting point for sandbox::create {template}: an image and defaults, a snapshot to restore, or the files of a running sandbox (from_sandbox)", s.CreateTemplate)
+	add(t, api.FnTemplateList, "List your templates", s.ListTemplates)
+	add(t, api.FnTemplateGet, "Describe one template", s.GetTemplate)
+	add(t, api.FnTemplateDelete, "Delete a template", s.DeleteTemplate)
 	add(t, api.FnFork, "Make count running copies of a sandbox from one checkpoint of it: each continues from the same memory and files, then diverges", s.Fork)
 }

@@ -15,6 +15,9 @@
 //	POST   /v1/sandboxes/{id}/fork        sandbox::fork
 //	GET    /v1/snapshots[/{snapshot_id}]  sandbox::snapshot::list, ::get
 //	DELETE /v1/snapshots/{snapshot_id}    sandbox::snapshot::delete
+//	POST   /v1/templates                  sandbox::template::create
+//	GET    /v1/templates[/{name}]         sandbox::template::list, ::get
+//	DELETE /v1/templates/{name}           sandbox::template::delete
 //	GET    /v1/sandboxes/{id}             sandbox::get
 //	DELETE /v1/sandboxes/{id}[?wait=true] sandbox::stop
 //	POST   /v1/sandboxes/{id}/exec        hutch::exec: sandbox::exec, REST semantics (see below)

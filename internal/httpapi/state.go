@@ -33,6 +33,10 @@ func (s *server) stateRoutes() []route {
 		{"GET", "/v1/snapshots", s.call(api.FnSnapshotList), false},
 		{"GET", "/v1/snapshots/{snapshot_id}", s.call(api.FnSnapshotGet, snapshotParam), false},
 		{"DELETE", "/v1/snapshots/{snapshot_id}", s.call(api.FnSnapshotDelete, snapshotParam), false},
+		{"POST", "/v1/templates", s.call(api.FnTemplateCreate), false},
+		{"GET", "/v1/templates", s.call(api.FnTemplateList), false},
+		{"GET", "/v1/templates/{name}", s.call(api.FnTemplateGet, nameParam), false},
+		{"DELETE", "/v1/templates/{name}", s.call(api.FnTemplateDelete, nameParam), false},
 	}
 }
 

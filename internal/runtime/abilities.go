@@ -37,6 +37,13 @@ type Restorer interface {
 	Restore(ctx context.Context, spec Spec, dir string) (Instance, error)
 }
 
+// LayerCapturer is an optional Instance ability: writing the changes a
+// running sandbox made to its root filesystem (its writable layer) to
+// path, a file a later Spec.UpperLayer can start a sandbox with.
+type LayerCapturer interface {
+	CaptureLayer(ctx context.Context, path string) error
+}
+
 // Stats is a sandbox's resource use, read from its cgroups.
 type Stats struct {
 	CPUSeconds  float64 `json:"cpu_seconds"`
@@ -66,6 +73,9 @@ type Abilities struct {
 	Resize bool `json:"resize"`
 	// Stats: instances are StatsReaders.
 	Stats bool `json:"stats"`
+	// Layer: instances are LayerCapturers, and the runtime boots
+	// Spec.UpperLayer.
+	Layer bool `json:"layer"`
 }
 
 // AbilityReporter is implemented by a Runtime that has optional abilities;
@@ -92,7 +102,8 @@ func Discover(rt Runtime, probe Instance) Abilities {
 	_, restore := rt.(Restorer)
 	_, resize := probe.(Resizer)
 	_, stats := probe.(StatsReader)
-	return Abilities{Pause: pause, Checkpoint: checkpoint && restore, Resize: resize, Stats: stats}
+	_, layer := probe.(LayerCapturer)
+	return Abilities{Pause: pause, Checkpoint: checkpoint && restore, Resize: resize, Stats: stats, Layer: layer}
 }
 
 // String lists the abilities a has ("pause,resize,stats"), or "none".
@@ -101,7 +112,7 @@ func (a Abilities) String() string {
 	for _, ab := range []struct {
 		has  bool
 		name string
-	}{{a.Pause, "pause"}, {a.Checkpoint, "checkpoint"}, {a.Resize, "resize"}, {a.Stats, "stats"}} {
+	}{{a.Pause, "pause"}, {a.Checkpoint, "checkpoint"}, {a.Resize, "resize"}, {a.Stats, "stats"}, {a.Layer, "layer"}} {
 		if ab.has {
 			names = append(names, ab.name)
 		}

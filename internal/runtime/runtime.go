@@ -44,6 +44,9 @@ type Spec struct {
 	GatewayPorts []uint16
 	// Hostname is the sandbox's host name.
 	Hostname string
+	// UpperLayer, when set, is a writable layer a LayerCapturer captured
+	// (a tar file): the sandbox's root filesystem starts with its changes.
+	UpperLayer string
 }
 
 // Instance is one running sandbox.

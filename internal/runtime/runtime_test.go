@@ -28,7 +28,8 @@ type able struct{ bare }
 
 func (able) Pause(context.Context) error                             { return nil }
 func (able) Resume(context.Context) error                            { return nil }
-func (able) Checkpoint(context.Context, string) error                { return nil }
+func (able) Checkpoint(context.Context, string, bool) error          { return nil }
+func (able) CaptureLayer(context.Context, string) error              { return nil }
 func (able) Restore(context.Context, Spec, string) (Instance, error) { return nil, nil }
 func (able) Resize(uint32, uint32) error                             { return nil }
 func (able) Stats() (Stats, error)                                   { return Stats{}, nil }
@@ -41,8 +42,8 @@ func TestAbilities(t *testing.T) {
 	if got := AbilitiesOf(bare{}); got != (Abilities{}) || got.String() != "none" {
 		t.Errorf("a runtime that reports nothing: %+v %q", got, got)
 	}
-	all := Abilities{Pause: true, Checkpoint: true, Resize: true, Stats: true}
-	if got := AbilitiesOf(able{}); got != all || got.String() != "pause,checkpoint,resize,stats" {
+	all := Abilities{Pause: true, Checkpoint: true, Resize: true, Stats: true, Layer: true}
+	if got := AbilitiesOf(able{}); got != all || got.String() != "pause,checkpoint,resize,stats,layer" {
 		t.Errorf("every ability: %+v %q", got, got)
 	}
 	// A checkpoint that cannot be restored is no ability.

@@ -191,13 +191,18 @@ func (m *Manager) reconcile(ctx context.Context) error {
 	return nil
 }
 
-// Create boots a sandbox, or restores one from a snapshot. Checks run in
-// the contract's order: capacity, catalog and allowlist, per-image caps,
-// env, image cache, boot.
+// Create boots a sandbox, or restores one from a snapshot, after applying
+// its template's defaults. Checks run in the contract's order: capacity,
+// catalog and allowlist, per-image caps, env, image cache, boot.
 func (m *Manager) Create(ctx context.Context, req api.CreateRequest) (resp api.CreateResponse, err error) {
 	ctx, done := m.traceCreate(ctx, req)
 	defer func() { done(resp, err) }()
-	var from *checkpoint
+	var from *origin
+	if req.Template != "" {
+		if from, err = m.templateSource(ctx, &req); err != nil {
+			return api.CreateResponse{}, err
+		}
+	}
 	if req.SnapshotID != "" {
 		if from, err = m.snapshotSource(ctx, &req); err != nil {
 			return api.CreateResponse{}, err
@@ -206,9 +211,9 @@ func (m *Manager) Create(ctx context.Context, req api.CreateRequest) (resp api.C
 	return m.create(ctx, req, from)
 }
 
-// create is Create; with from, the sandbox is restored from that
-// checkpoint, whose image, cpus and memory req already names.
-func (m *Manager) create(ctx context.Context, req api.CreateRequest, from *checkpoint) (resp api.CreateResponse, err error) {
+// create is Create; with from, the sandbox starts from that origin, whose
+// image (and for a checkpoint cpus and memory) req already names.
+func (m *Manager) create(ctx context.Context, req api.CreateRequest, from *origin) (resp api.CreateResponse, err error) {
 	owner := auth.OwnerFrom(ctx)
 	if err := m.reserve(owner); err != nil {
 		return api.CreateResponse{}, err
@@ -234,7 +239,7 @@ func (m *Manager) create(ctx context.Context, req api.CreateRequest, from *check
 	if err != nil {
 		return api.CreateResponse{}, err
 	}
-	if from != nil && (req.Network || cpus != from.cpus || mem != from.memoryMB) {
+	if from != nil && from.checkpoint != "" && (req.Network || cpus != from.cpus || mem != from.memoryMB) {
 		return api.CreateResponse{}, errdefs.New(errdefs.CodeMalformed, "a sandbox restored from a snapshot keeps its cpus (%d) and memory_mb (%d), and has no network", from.cpus, from.memoryMB)
 	}
 	if from == nil {
@@ -250,7 +255,7 @@ func (m *Manager) create(ctx context.Context, req api.CreateRequest, from *check
 	}
 	defer release()
 	if from != nil && img.ID != from.imageID {
-		return api.CreateResponse{}, errdefs.New(errdefs.CodeImageMissing, "image %s has changed since the snapshot was taken; a snapshot restores only onto the image it was taken on", req.Image)
+		return api.CreateResponse{}, errdefs.New(errdefs.CodeImageMissing, "image %s has changed since the snapshot or template was taken; it starts only on the image it was taken on", req.Image)
 	}
 	rec := &record{
 		ID:        uuid.NewString(),
@@ -314,7 +319,7 @@ func (m *Manager) register(sb *sandbox) (api.CreateResponse, error) {
 // bootSandbox starts the runtime and connects to the agent; the sandbox
 // it returns is Booting, not yet recorded. On any failure, and when the
 // daemon shuts down meanwhile, it leaves nothing behind.
-func (m *Manager) bootSandbox(ctx context.Context, rec *record, img *image.Image, from *checkpoint) (_ *sandbox, err error) {
+func (m *Manager) bootSandbox(ctx context.Context, rec *record, img *image.Image, from *origin) (_ *sandbox, err error) {
 	user, err := resolveUser(img)
 	if err != nil {
 		return nil, err
@@ -365,16 +370,20 @@ func (m *Manager) specOf(rec *record, art runtime.Artifact, ports []uint16) runt
 	}
 }
 
-// launch starts spec's sandbox: boots it, or restores it from a checkpoint.
-func (m *Manager) launch(ctx context.Context, spec runtime.Spec, from *checkpoint) (runtime.Instance, error) {
-	if from == nil {
+// launch starts spec's sandbox: boots it (with a captured layer), or
+// restores it from a checkpoint.
+func (m *Manager) launch(ctx context.Context, spec runtime.Spec, from *origin) (runtime.Instance, error) {
+	if from == nil || from.checkpoint == "" {
+		if from != nil {
+			spec.UpperLayer = from.layer
+		}
 		return m.rt.Start(ctx, spec)
 	}
 	r, ok := m.rt.(runtime.Restorer)
 	if !ok {
 		return nil, unsupported(m.rt.Name(), "restore sandboxes from checkpoints")
 	}
-	inst, err := r.Restore(ctx, spec, from.dir)
+	inst, err := r.Restore(ctx, spec, from.checkpoint)
 	if err != nil {
 		return nil, errdefs.Wrap(errdefs.CodeBootFailed, err, "restoring sandbox "+spec.ID)
 	}

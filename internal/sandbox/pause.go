@@ -287,7 +287,7 @@ func (m *Manager) wake(ctx context.Context, sb *sandbox) error {
 		return err
 	}
 	dir := m.hibernateDir(sb.rec.ID)
-	inst, err := m.launch(ctx, m.specOf(&sb.rec, art, nil), &checkpoint{dir: dir})
+	inst, err := m.launch(ctx, m.specOf(&sb.rec, art, nil), &origin{checkpoint: dir})
 	if err != nil {
 		return err
 	}

@@ -36,10 +36,14 @@ const checkpointTimeout = 2 * time.Minute
 // maxForkCount bounds one fork's copies (capacity bounds them too).
 const maxForkCount = 64
 
-// checkpoint is what a sandbox can be restored from: a checkpoint
-// directory and the shape of the sandbox it was taken of.
-type checkpoint struct {
-	dir            string
+// origin is what a sandbox starts from other than its bare image: a
+// checkpoint directory to restore (a snapshot's, a fork's or a
+// hibernation's; then the sandbox keeps the shape it was taken of), or a
+// captured writable layer to boot with (a template's). imageID is the
+// image either was taken on.
+type origin struct {
+	checkpoint     string
+	layer          string
 	imageID        string
 	cpus, memoryMB uint32
 }
@@ -118,19 +122,8 @@ func (m *Manager) CreateSnapshot(ctx context.Context, req api.SnapshotCreateRequ
 func (m *Manager) keepSnapshot(rec *snapshotRecord, tmp string) error {
 	m.snaps.mu.Lock()
 	defer m.snaps.mu.Unlock()
-	recs, _, err := allIn(m.store, bucketSnapshots, func(r *snapshotRecord) string { return r.ID })
-	if err != nil {
+	if err := m.roomFor(rec.SizeBytes); err != nil {
 		return err
-	}
-	var used int64
-	for _, r := range recs {
-		used += r.SizeBytes
-	}
-	quota := int64(m.cfg.SnapshotStorageMB) << 20
-	if used+rec.SizeBytes > quota {
-		return errdefs.New(errdefs.CodeCapacity, "snapshot storage is full: %d MiB used, this snapshot needs %d MiB more, snapshot_storage_mb is %d",
-			used>>20, (rec.SizeBytes+1<<20-1)>>20, m.cfg.SnapshotStorageMB).
-			WithFix(nil, "delete snapshots (hutch snapshot rm), or raise snapshot_storage_mb")
 	}
 	dir := m.snaps.dir(rec.ID)
 	if err := os.Rename(tmp, dir); err != nil {
@@ -203,7 +196,7 @@ func (m *Manager) snapshot(ctx context.Context, id string) (*snapshotRecord, err
 // snapshotSource resolves a create's snapshot_id: the checkpoint to
 // restore, with req's image, cpus and memory set to the snapshot's (S001
 // when req names others).
-func (m *Manager) snapshotSource(ctx context.Context, req *api.CreateRequest) (*checkpoint, error) {
+func (m *Manager) snapshotSource(ctx context.Context, req *api.CreateRequest) (*origin, error) {
 	rec, err := m.snapshot(ctx, req.SnapshotID)
 	if err != nil {
 		return nil, err
@@ -215,7 +208,7 @@ func (m *Manager) snapshotSource(ctx context.Context, req *api.CreateRequest) (*
 	if len(req.Env) == 0 {
 		req.Env = rec.Env
 	}
-	return &checkpoint{dir: m.snaps.dir(rec.ID), imageID: rec.ImageID, cpus: rec.CPUs, memoryMB: rec.MemoryMB}, nil
+	return &origin{checkpoint: m.snaps.dir(rec.ID), imageID: rec.ImageID, cpus: rec.CPUs, memoryMB: rec.MemoryMB}, nil
 }
 
 // ListSnapshots lists the caller's snapshots, oldest first.
@@ -286,7 +279,7 @@ func (m *Manager) Fork(ctx context.Context, req api.ForkRequest) (api.ForkRespon
 	}
 	defer os.RemoveAll(tmp)
 	rec := sb.snapshotRecord()
-	from := &checkpoint{dir: tmp, imageID: rec.ImageID, cpus: rec.CPUs, memoryMB: rec.MemoryMB}
+	from := &origin{checkpoint: tmp, imageID: rec.ImageID, cpus: rec.CPUs, memoryMB: rec.MemoryMB}
 	copyReq := api.CreateRequest{Image: rec.Image, CPUs: rec.CPUs, MemoryMB: rec.MemoryMB, Env: rec.Env,
 		IdleTimeoutSecs: rec.IdleTimeoutSecs, OnIdle: rec.OnIdle, AutoResume: rec.AutoResume,
 		TimeoutSecs: rec.TimeoutSecs, Metadata: rec.Metadata}
@@ -312,7 +305,7 @@ func (m *Manager) Fork(ctx context.Context, req api.ForkRequest) (api.ForkRespon
 }
 
 // recoverSnapshots settles the snapshot directory at start: checkpoints
-// no record keeps (a crash mid-snapshot or mid-fork, a sandbox that was
+// and layers no record keeps (a crash mid-snapshot or mid-fork, a sandbox that was
 // hibernated when the daemon stopped) are removed, and so are records
 // whose directory is gone.
 func (m *Manager) recoverSnapshots() error {
@@ -332,6 +325,15 @@ func (m *Manager) recoverSnapshots() error {
 	for _, id := range bad {
 		if err := m.store.removeIn(bucketSnapshots, id); err != nil {
 			return err
+		}
+	}
+	tmpls, _, err := allIn(m.store, bucketTemplates, func(r *templateRecord) string { return r.key() })
+	if err != nil {
+		return err
+	}
+	for _, r := range tmpls {
+		if r.Layer != "" {
+			kept[r.Layer] = true
 		}
 	}
 	entries, err := os.ReadDir(m.snaps.root)

@@ -44,10 +44,11 @@ type record struct {
 var (
 	bucketSandboxes = []byte("sandboxes")
 	bucketSnapshots = []byte("snapshots")
+	bucketTemplates = []byte("templates")
 )
 
-// store persists sandbox records, and snapshot records (snapshot.go), in a
-// bbolt file.
+// store persists sandbox records, and snapshot and template records
+// (snapshot.go, template.go), in a bbolt file.
 type store struct {
 	db *bolt.DB
 }
@@ -59,7 +60,7 @@ func openStore(path string) (*store, error) {
 		return nil, fmt.Errorf("opening metadata store %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketSandboxes, bucketSnapshots} {
+		for _, b := range [][]byte{bucketSandboxes, bucketSnapshots, bucketTemplates} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}

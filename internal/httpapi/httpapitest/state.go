@@ -48,3 +48,19 @@ func (f *Fake) DeleteSnapshot(ctx context.Context, req api.SnapshotRequest) (api
 func (f *Fake) Fork(ctx context.Context, req api.ForkRequest) (api.ForkResponse, error) {
 	return lifecycle[api.ForkResponse](f, ctx, "Fork", req)
 }
+
+func (f *Fake) CreateTemplate(ctx context.Context, req api.TemplateCreateRequest) (api.TemplateInfo, error) {
+	return lifecycle[api.TemplateInfo](f, ctx, "CreateTemplate", req)
+}
+
+func (f *Fake) ListTemplates(ctx context.Context, req api.TemplateListRequest) (api.TemplateListResponse, error) {
+	return lifecycle[api.TemplateListResponse](f, ctx, "ListTemplates", req)
+}
+
+func (f *Fake) GetTemplate(ctx context.Context, req api.TemplateRequest) (api.TemplateInfo, error) {
+	return lifecycle[api.TemplateInfo](f, ctx, "GetTemplate", req)
+}
+
+func (f *Fake) DeleteTemplate(ctx context.Context, req api.TemplateRequest) (api.TemplateDeleteResponse, error) {
+	return lifecycle[api.TemplateDeleteResponse](f, ctx, "DeleteTemplate", req)
+}

@@ -11,9 +11,24 @@ import (
 )
 
 var (
-	_ runtime.Checkpointer = (*instance)(nil)
-	_ runtime.Restorer     = (*Runtime)(nil)
+	_ runtime.Checkpointer  = (*instance)(nil)
+	_ runtime.Restorer      = (*Runtime)(nil)
+	_ runtime.LayerCapturer = (*instance)(nil)
 )
+
+// upperTarAnnotation names the tar file gVisor fills a sandbox's overlay
+// upper layer from at boot (Spec.UpperLayer).
+const upperTarAnnotation = "dev.gvisor.tar.rootfs.upper"
+
+// CaptureLayer writes the sandbox's writable layer to path as a tar file
+// (runsc tar rootfs-upper): gVisor serializes its own overlay, so nothing
+// of the sandbox's files is unpacked on the host.
+func (i *instance) CaptureLayer(ctx context.Context, path string) error {
+	if _, err := i.rt.runscOutput(ctx, i.id, "tar", "rootfs-upper", "--file", path, i.id); err != nil {
+		return fmt.Errorf("capturing the writable layer of sandbox %s: %w", i.id, err)
+	}
+	return nil
+}
 
 // Checkpoint saves the sandbox's memory, processes and writable layer into
 // dir (runsc checkpoint). With leaveRunning the sandbox goes on running;

@@ -62,8 +62,13 @@ func ociSpec(spec runtime.Spec) *specs.Spec {
 	// process it starts, so that their execve gives them nothing beyond
 	// the bounding set (root's permitted set is their union).
 	agentCaps := append(append([]string(nil), defaultCaps...), agentOnlyCaps...)
+	var annotations map[string]string
+	if spec.UpperLayer != "" {
+		annotations = map[string]string{upperTarAnnotation: spec.UpperLayer}
+	}
 	return &specs.Spec{
-		Version: specs.Version,
+		Version:     specs.Version,
+		Annotations: annotations,
 		Process: &specs.Process{
 			Terminal: false,
 			User:     specs.User{UID: 0, GID: 0},
