@@ -106,7 +106,7 @@ func TestSnapshotsForksAndHibernation(t *testing.T) {
 	t.Run("snapshots outlive the daemon", func(t *testing.T) {
 		d.terminate()
 		d.start()
-		d.c = client.New(d.url, aliceToken)
+		d.c, bob = client.New(d.url, aliceToken), client.New(d.url, bobToken)
 		info, err := d.c.GetSnapshot(ctx, snap)
 		if err != nil || info.SandboxID != a {
 			t.Fatalf("after a restart: %+v %v", info, err)
@@ -171,6 +171,64 @@ func TestSnapshotsForksAndHibernation(t *testing.T) {
 		}
 		if h, _ := filepath.Glob(filepath.Join(d.dataDir, "snapshots", "hibernated-*")); len(h) > 0 {
 			t.Errorf("a resumed sandbox's checkpoint is still there: %v", h)
+		}
+	})
+
+	t.Run("templates", func(t *testing.T) {
+		d.setup(a, "sh", "-c", "mkdir -p /opt/app && echo 'print(6*7)' > /opt/app/main.py && rm /etc/hostname")
+		out, errOut, code := d.cli("", "template", "create", "app", "--from-sandbox", a, "--memory", "256", "-e", "MODE=prod", "--metadata", "tier=t1")
+		if code != 0 || strings.TrimSpace(out) != "app" {
+			t.Fatalf("hutch template create: code %d stdout %q stderr %q", code, out, errOut)
+		}
+		out, errOut, code = d.cli("", "create", "--template", "app", "--metadata", "run=1")
+		if code != 0 {
+			t.Fatalf("hutch create --template: code %d stdout %q stderr %q", code, out, errOut)
+		}
+		fromTemplate := strings.TrimSpace(out)
+		d.ids = append(d.ids, fromTemplate)
+		r := d.exec(fromTemplate, "sh", "-c", "python3 /opt/app/main.py; cat /root/note; echo $MODE; test -e /etc/hostname || echo gone")
+		if r.Stdout != "42\nkept\nprod\ngone\n" {
+			t.Errorf("a sandbox of the template sees %q", r.Stdout)
+		}
+		info := sandboxState(t, d, fromTemplate)
+		if info.MemoryMB != 256 || info.Metadata["tier"] != "t1" || info.Metadata["run"] != "1" {
+			t.Errorf("a sandbox of the template is %+v", info)
+		}
+		// Request fields override the template's.
+		over := d.create(api.CreateRequest{Template: "app", MemoryMB: 384})
+		if info := sandboxState(t, d, over); info.MemoryMB != 384 {
+			t.Errorf("memory_mb did not override the template's: %d", info.MemoryMB)
+		}
+		if _, err := d.c.CreateTemplate(ctx, api.TemplateCreateRequest{Name: "restore", TemplateDefaults: api.TemplateDefaults{SnapshotID: snap}}); err != nil {
+			t.Fatal(err)
+		}
+		restored := d.create(api.CreateRequest{Template: "restore"})
+		if n := d.nextCount(restored); n != 2 {
+			t.Errorf("a sandbox of a snapshot template counted %d, want 2", n)
+		}
+
+		_, err := d.c.CreateTemplate(ctx, api.TemplateCreateRequest{Name: "nope", TemplateDefaults: api.TemplateDefaults{Image: "ubuntu"}})
+		wantCode(t, err, "S100")
+		_, err = d.c.CreateTemplate(ctx, api.TemplateCreateRequest{Name: "huge", TemplateDefaults: api.TemplateDefaults{Image: "python", MemoryMB: 1 << 30}})
+		wantCode(t, err, "S001")
+		_, err = d.c.CreateTemplate(ctx, api.TemplateCreateRequest{Name: "app", TemplateDefaults: api.TemplateDefaults{Image: "python"}})
+		wantCode(t, err, "S001")
+		_, err = d.c.Create(ctx, api.CreateRequest{Template: "missing"})
+		wantCode(t, err, "S007")
+		_, err = bob.Create(ctx, api.CreateRequest{Template: "app"})
+		wantCode(t, err, "S007")
+		if list, err := d.c.ListTemplates(ctx); err != nil || len(list.Templates) != 2 {
+			t.Errorf("templates after the refused ones: %+v %v", list, err)
+		}
+		layers, _ := filepath.Glob(filepath.Join(d.dataDir, "snapshots", "layer-*"))
+		if len(layers) != 1 {
+			t.Fatalf("layer files %v, want one", layers)
+		}
+		if out, errOut, code := d.cli("", "template", "rm", "app", "restore"); code != 0 {
+			t.Fatalf("hutch template rm: code %d stdout %q stderr %q", code, out, errOut)
+		}
+		if _, err := os.Stat(layers[0]); !os.IsNotExist(err) {
+			t.Errorf("a deleted template's layer: %v", err)
 		}
 	})
 

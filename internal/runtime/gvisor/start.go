@@ -173,6 +173,9 @@ func (r *Runtime) globalFlags(spec runtime.Spec, dir string) []string {
 	if r.settings.Platform == config.PlatformSystrap && r.settings.SystrapFastPath == config.FastPathOff {
 		args = append(args, "--systrap-disable-fast-path")
 	}
+	if spec.UpperLayer != "" {
+		args = append(args, "--allow-rootfs-tar-annotation")
+	}
 	return append(args, networkFlag(spec), overlayFlag(spec, dir))
 }
 
