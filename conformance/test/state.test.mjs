@@ -1,6 +1,7 @@
 // State over the engine through the real iii-sdk: pause and resume keep a
-// sandbox's memory and files, a paused sandbox answers S005, auto_resume
-// resumes on the next call, and metadata filters the list.
+// sandbox's memory and files, a paused sandbox answers S005, snapshots
+// restore and forks copy, auto_resume resumes on the next call, and
+// metadata filters the list.
 import { after, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { BOOT_TIMEOUT_MS, closeEngine, engine, envelopeOf, rejects } from '../lib.mjs'
@@ -34,6 +35,24 @@ describe('state over the engine', () => {
     assert.equal(await next(sandbox_id), 2)
     assert.equal((await call('sandbox::exec', { sandbox_id, cmd: 'cat', args: ['/root/note'] })).stdout, 'kept')
     await call('sandbox::stop', { sandbox_id, wait: true })
+  })
+
+  test('a snapshot restores and a fork copies, memory and files included', { timeout: BOOT_TIMEOUT_MS }, async () => {
+    const { sandbox_id } = await call('sandbox::create', { image: 'python' }, BOOT_TIMEOUT_MS)
+    await call('sandbox::process::start', { sandbox_id, argv: ['python3', '-c', server] })
+    await call('sandbox::exec', { sandbox_id, cmd: 'sh', args: ['-c', 'echo kept > /root/note'] })
+    assert.equal(await next(sandbox_id), 1)
+    const snap = await call('sandbox::snapshot::create', { sandbox_id, name: 'conformance' })
+    assert.ok(snap.size_bytes > 0)
+    const restored = (await call('sandbox::create', { snapshot_id: snap.snapshot_id }, BOOT_TIMEOUT_MS)).sandbox_id
+    assert.equal(await next(restored), 2)
+    const { sandbox_ids } = await call('sandbox::fork', { sandbox_id, count: 2 }, BOOT_TIMEOUT_MS)
+    assert.equal(sandbox_ids.length, 2)
+    for (const id of sandbox_ids) assert.equal(await next(id), 2)
+    assert.equal((await call('sandbox::exec', { sandbox_id: sandbox_ids[1], cmd: 'cat', args: ['/root/note'] })).stdout, 'kept\n')
+    await call('sandbox::snapshot::delete', { snapshot_id: snap.snapshot_id })
+    assert.equal(envelopeOf(await rejects(call('sandbox::snapshot::get', { snapshot_id: snap.snapshot_id })))?.code, 'S006')
+    for (const id of [sandbox_id, restored, ...sandbox_ids]) await call('sandbox::stop', { sandbox_id: id, wait: true })
   })
 
   test('auto_resume resumes on the next call; set_timeout answers the new end', { timeout: BOOT_TIMEOUT_MS }, async () => {
