@@ -71,6 +71,13 @@ func (d TemplateDefaults) Apply(req *CreateRequest) {
 	}
 }
 
+// DefaultsOf is what of req a template can hold.
+func DefaultsOf(req CreateRequest) TemplateDefaults {
+	return TemplateDefaults{Image: req.Image, CPUs: req.CPUs, MemoryMB: req.MemoryMB, Network: req.Network,
+		IdleTimeoutSecs: req.IdleTimeoutSecs, Env: req.Env, TimeoutSecs: req.TimeoutSecs, OnIdle: req.OnIdle,
+		AutoResume: req.AutoResume, Metadata: req.Metadata, SnapshotID: req.SnapshotID}
+}
+
 // TemplateCreateRequest is the payload of sandbox::template::create.
 type TemplateCreateRequest struct {
 	// Name is the template's, unique among the caller's templates.

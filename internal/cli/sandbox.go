@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -112,9 +113,7 @@ func (a *app) stopQuietly(ctx context.Context, c *client.Client, id string) {
 }
 
 func (a *app) createCmd() *cobra.Command {
-	var f sandboxFlags
-	var life lifeFlags
-	var idle uint64
+	var f createFlags
 	var name string
 	cmd := &cobra.Command{
 		Use:   "create IMAGE",
@@ -122,20 +121,14 @@ func (a *app) createCmd() *cobra.Command {
 		Args:  cobra.RangeArgs(0, 1),
 	}
 	f.register(cmd)
-	life.register(cmd)
-	cmd.Flags().Uint64Var(&idle, "idle-timeout", 0, "stop the sandbox after SECS seconds without an exec (daemon default when omitted)")
 	cmd.Flags().StringVar(&name, "name", "", "label shown by hutch list")
 	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
-		image := ""
-		if len(args) == 1 {
-			image = args[0]
-		}
-		req := f.request(image)
-		req.IdleTimeoutSecs, req.Name = idle, name
-		if err := life.apply(&req); err != nil {
+		req, err := f.request(strings.Join(args, ""))
+		if err != nil {
 			return err
 		}
-		if image == "" && req.Template == "" && req.SnapshotID == "" {
+		req.Name = name
+		if req.Image == "" && req.Template == "" && req.SnapshotID == "" {
 			return usagef("create needs an IMAGE, a --template or a --snapshot")
 		}
 		sb, took, err := a.create(cmd.Context(), a.client(), req)

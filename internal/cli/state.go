@@ -14,9 +14,29 @@ import (
 	"github.com/hutch-dev/hutch/internal/safetext"
 )
 
-// lifeFlags are create's flags of a sandbox's life: its lifetime, what
-// idleness does, auto-resume and metadata.
+// createFlags are the flags of what a create asks for (create, template
+// create): resources and life terms.
+type createFlags struct {
+	sandboxFlags
+	lifeFlags
+}
+
+func (f *createFlags) register(cmd *cobra.Command) {
+	f.sandboxFlags.register(cmd)
+	f.lifeFlags.register(cmd)
+}
+
+// request is the create request of f for image ("" for none).
+func (f *createFlags) request(image string) (api.CreateRequest, error) {
+	req := f.sandboxFlags.request(image)
+	return req, f.lifeFlags.apply(&req)
+}
+
+// lifeFlags are create's flags of a sandbox's life: its idle timeout and
+// lifetime, what idleness does, auto-resume and metadata, and where it
+// starts from.
 type lifeFlags struct {
+	idle       uint64
 	snapshot   string
 	template   string
 	lifetime   time.Duration
@@ -27,6 +47,7 @@ type lifeFlags struct {
 
 func (f *lifeFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
+	fl.Uint64Var(&f.idle, "idle-timeout", 0, "stop (or with --on-idle pause, pause) the sandbox after SECS seconds without activity (daemon default when omitted)")
 	fl.StringVar(&f.template, "template", "", "start from this template (`hutch template create`): its defaults fill the flags not given")
 	fl.StringVar(&f.snapshot, "snapshot", "", "start the sandbox from this snapshot (`hutch snapshot create`): its memory, processes and files; IMAGE must be its image")
 	fl.DurationVar(&f.lifetime, "lifetime", 0, "stop the sandbox this long after its create, whatever its activity (30m, 2h); `hutch set-timeout` moves it")
@@ -45,7 +66,7 @@ func (f *lifeFlags) apply(req *api.CreateRequest) error {
 	if err != nil {
 		return err
 	}
-	req.TimeoutSecs, req.OnIdle, req.AutoResume, req.Metadata = secs, f.onIdle, f.autoResume, md
+	req.IdleTimeoutSecs, req.TimeoutSecs, req.OnIdle, req.AutoResume, req.Metadata = f.idle, secs, f.onIdle, f.autoResume, md
 	req.SnapshotID, req.Template = f.snapshot, f.template
 	return nil
 }
@@ -209,9 +230,7 @@ func (a *app) templateCmd() *cobra.Command {
 		Short: "Name starting points for `hutch create --template` (create, ls, rm)",
 		Args:  cobra.NoArgs,
 	}
-	var f sandboxFlags
-	var life lifeFlags
-	var idle uint64
+	var f createFlags
 	var from string
 	create := &cobra.Command{
 		Use:   "create NAME [IMAGE]",
@@ -219,23 +238,14 @@ func (a *app) templateCmd() *cobra.Command {
 		Args:  cobra.RangeArgs(1, 2),
 	}
 	f.register(create)
-	life.register(create)
-	create.Flags().Uint64Var(&idle, "idle-timeout", 0, "idle timeout of its sandboxes, in seconds")
 	create.Flags().StringVar(&from, "from-sandbox", "", "capture the files this running sandbox changed: its sandboxes start with them")
 	create.RunE = action(func(cmd *cobra.Command, args []string) error {
-		image := ""
-		if len(args) == 2 {
-			image = args[1]
-		}
-		req := f.request(image)
-		req.IdleTimeoutSecs = idle
-		if err := life.apply(&req); err != nil {
+		req, err := f.request(strings.Join(args[1:], ""))
+		if err != nil {
 			return err
 		}
 		t, err := a.client().CreateTemplate(cmd.Context(), api.TemplateCreateRequest{Name: args[0], FromSandbox: from,
-			TemplateDefaults: api.TemplateDefaults{Image: req.Image, CPUs: req.CPUs, MemoryMB: req.MemoryMB, Network: req.Network,
-				IdleTimeoutSecs: req.IdleTimeoutSecs, Env: req.Env, TimeoutSecs: req.TimeoutSecs, OnIdle: req.OnIdle,
-				AutoResume: req.AutoResume, Metadata: req.Metadata, SnapshotID: req.SnapshotID}})
+			TemplateDefaults: api.DefaultsOf(req)})
 		if err != nil {
 			return err
 		}

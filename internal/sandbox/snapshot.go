@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -14,7 +13,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	bolt "go.etcd.io/bbolt"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/hutch-dev/hutch/api"
@@ -175,15 +173,7 @@ func (m *Manager) snapshot(ctx context.Context, id string) (*snapshotRecord, err
 	if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
 		return nil, errdefs.Malformed("snapshot_id %q is not a UUID", clip(id, 64))
 	}
-	var rec *snapshotRecord
-	err := m.store.db.View(func(tx *bolt.Tx) error {
-		v := tx.Bucket(bucketSnapshots).Get([]byte(id))
-		if v == nil {
-			return nil
-		}
-		rec = new(snapshotRecord)
-		return json.Unmarshal(v, rec)
-	})
+	rec, err := getIn[snapshotRecord](m.store, bucketSnapshots, id)
 	if err != nil {
 		return nil, err
 	}

@@ -103,6 +103,20 @@ func (s *store) removeIn(bucket []byte, id string) error {
 	})
 }
 
+// getIn decodes the value of key in bucket; nil when there is none.
+func getIn[T any](s *store, bucket []byte, key string) (*T, error) {
+	var out *T
+	err := s.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucket).Get([]byte(key))
+		if v == nil {
+			return nil
+		}
+		out = new(T)
+		return json.Unmarshal(v, out)
+	})
+	return out, err
+}
+
 // allIn decodes every value of bucket; those that do not decode, or whose
 // idOf is not their key, are reported by key.
 func allIn[T any](s *store, bucket []byte, idOf func(*T) string) ([]*T, []string, error) {

@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -10,7 +9,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	bolt "go.etcd.io/bbolt"
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/auth"
@@ -175,15 +173,7 @@ func (m *Manager) captureLayer(src *sandbox, rec *templateRecord) error {
 
 // template returns the caller's template of name: S007 when there is none.
 func (m *Manager) template(ctx context.Context, name string) (*templateRecord, error) {
-	var rec *templateRecord
-	err := m.store.db.View(func(tx *bolt.Tx) error {
-		v := tx.Bucket(bucketTemplates).Get([]byte(templateKey(auth.OwnerFrom(ctx), name)))
-		if v == nil {
-			return nil
-		}
-		rec = new(templateRecord)
-		return json.Unmarshal(v, rec)
-	})
+	rec, err := getIn[templateRecord](m.store, bucketTemplates, templateKey(auth.OwnerFrom(ctx), name))
 	if err != nil {
 		return nil, err
 	}
@@ -281,4 +271,3 @@ func (m *Manager) roomFor(n int64) error {
 	}
 	return nil
 }
-
