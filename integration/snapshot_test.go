@@ -160,6 +160,18 @@ func TestSnapshotsForksAndHibernation(t *testing.T) {
 		}
 		_, err := d.c.Exec(ctx, api.ExecRequest{SandboxID: a, Argv: []string{"true"}})
 		wantCode(t, err, "S005")
+		// A hibernated sandbox is a checkpoint already: it can be forked.
+		copies, err := d.c.Fork(ctx, a, 1)
+		if err != nil {
+			t.Fatalf("fork of a hibernated sandbox: %v", err)
+		}
+		d.ids = append(d.ids, copies.SandboxIDs...)
+		if n := d.nextCount(copies.SandboxIDs[0]); n != 3 {
+			t.Errorf("a copy of the hibernated sandbox counted %d, want 3", n)
+		}
+		if info := sandboxState(t, d, a); info.PauseDepth != "hibernate" {
+			t.Errorf("after the fork the source is %+v", info)
+		}
 		if out, errOut, code := d.cli("", "resume", a); code != 0 {
 			t.Fatalf("hutch resume: code %d stdout %q stderr %q", code, out, errOut)
 		}
@@ -171,6 +183,31 @@ func TestSnapshotsForksAndHibernation(t *testing.T) {
 		}
 		if h, _ := filepath.Glob(filepath.Join(d.dataDir, "snapshots", "hibernated-*")); len(h) > 0 {
 			t.Errorf("a resumed sandbox's checkpoint is still there: %v", h)
+		}
+	})
+
+	t.Run("a frozen sandbox forks and stays frozen", func(t *testing.T) {
+		if _, err := d.c.Pause(ctx, a, ""); err != nil {
+			t.Fatal(err)
+		}
+		copies, err := d.c.Fork(ctx, a, 1)
+		if err != nil {
+			t.Fatalf("fork of a frozen sandbox: %v", err)
+		}
+		d.ids = append(d.ids, copies.SandboxIDs...)
+		if info := sandboxState(t, d, a); info.PauseDepth != "freeze" {
+			t.Errorf("after the fork the source is %+v", info)
+		}
+		_, err = d.c.Exec(ctx, api.ExecRequest{SandboxID: a, Argv: []string{"true"}})
+		wantCode(t, err, "S005")
+		if n := d.nextCount(copies.SandboxIDs[0]); n != 4 {
+			t.Errorf("a copy of the frozen sandbox counted %d, want 4", n)
+		}
+		if _, err := d.c.Resume(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		if n := d.nextCount(a); n != 4 {
+			t.Errorf("the source, resumed, counted %d, want 4", n)
 		}
 	})
 

@@ -90,7 +90,7 @@ func (m *Manager) CreateSnapshot(ctx context.Context, req api.SnapshotCreateRequ
 	if len(req.Name) > 128 || !safetext.Safe(req.Name) {
 		return api.SnapshotInfo{}, errdefs.Malformed("name must be at most 128 bytes of text without control characters")
 	}
-	sb, release, err := m.acquire(ctx, req.SandboxID, useCall)
+	sb, release, err := m.acquire(ctx, req.SandboxID, useRead) // running or paused
 	if err != nil {
 		return api.SnapshotInfo{}, err
 	}
@@ -134,22 +134,20 @@ func (m *Manager) keepSnapshot(rec *snapshotRecord, tmp string) error {
 	return nil
 }
 
-// checkpointOf writes a checkpoint of a running sb, which goes on running,
-// into a new temporary directory, and returns it; S302 when the runtime
-// cannot, or for a sandbox with a network.
+// checkpointOf writes a checkpoint of sb into a new temporary directory
+// and returns it; sb stays as it was. A running sandbox is checkpointed
+// and goes on running; a frozen one is thawed for the checkpoint and
+// frozen again; a hibernated one already is a checkpoint, which is linked.
+// S302 when the runtime cannot, or for a sandbox with a network.
 func (m *Manager) checkpointOf(sb *sandbox) (string, error) {
 	if sb.rec.Network {
 		return "", errdefs.New(errdefs.CodeUnsupported, "sandboxes with network: true cannot be snapshotted or forked yet: their network stack would wake with the old addresses")
 	}
 	sb.op.Lock() // not under a pause or resume
 	defer sb.op.Unlock()
-	if st, end := sb.current(); st != Running {
+	st, end := sb.current()
+	if st != Running && st != Paused {
 		return "", notRunning(sb.rec.ID, st, end)
-	}
-	inst, _ := sb.conn()
-	c, ok := inst.(runtime.Checkpointer)
-	if !ok {
-		return "", unsupported(m.rt.Name(), "checkpoint sandboxes")
 	}
 	tmp, err := m.snaps.tempDir()
 	if err != nil {
@@ -158,13 +156,70 @@ func (m *Manager) checkpointOf(sb *sandbox) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), checkpointTimeout)
 	defer cancel()
 	start := time.Now()
-	if err := c.Checkpoint(ctx, tmp, true); err != nil {
+	switch {
+	case st == Paused && sb.isHibernated():
+		err = linkFiles(m.hibernateDir(sb.rec.ID), tmp)
+	case st == Paused:
+		err = m.checkpointFrozen(ctx, sb, tmp)
+	default:
+		err = m.checkpointRunning(ctx, sb, tmp)
+	}
+	if err != nil {
 		os.RemoveAll(tmp)
+		if errdefs.As(err).Code != errdefs.CodeInternal {
+			return "", err
+		}
 		m.log.Error("checkpointing", "sandbox", sb.rec.ID, "err", err)
 		return "", errdefs.New(errdefs.CodeInternal, "checkpointing sandbox %s failed", sb.rec.ID)
 	}
 	m.log.Debug("checkpoint written", "sandbox", sb.rec.ID, "ms", time.Since(start).Milliseconds())
 	return tmp, nil
+}
+
+// checkpointRunning checkpoints a running sb into dir, leaving it running.
+func (m *Manager) checkpointRunning(ctx context.Context, sb *sandbox, dir string) error {
+	inst, _ := sb.conn()
+	c, ok := inst.(runtime.Checkpointer)
+	if !ok || !m.abilities.Checkpoint {
+		return unsupported(m.rt.Name(), "checkpoint sandboxes")
+	}
+	return c.Checkpoint(ctx, dir, true)
+}
+
+// checkpointFrozen checkpoints a frozen sb: runsc checkpoints a running
+// sandbox, so it is thawed for that moment and frozen again after.
+func (m *Manager) checkpointFrozen(ctx context.Context, sb *sandbox, dir string) error {
+	p, err := m.pauser(sb)
+	if err != nil {
+		return err
+	}
+	if err := p.Resume(ctx); err != nil {
+		return err
+	}
+	err = m.checkpointRunning(ctx, sb, dir)
+	if perr := p.Pause(ctx); perr != nil {
+		<-m.stopAsync(sb, endResumeFailed(fmt.Errorf("freezing it again after a checkpoint: %w", perr)))
+		return errors.Join(err, perr)
+	}
+	return err
+}
+
+// linkFiles hard-links the files of directory from into directory to:
+// the same bytes, no copy.
+func linkFiles(from, to string) error {
+	entries, err := os.ReadDir(from)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		if err := os.Link(filepath.Join(from, e.Name()), filepath.Join(to, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // snapshot returns the caller's snapshot of id: S001 malformed, S006
@@ -258,7 +313,7 @@ func (m *Manager) Fork(ctx context.Context, req api.ForkRequest) (api.ForkRespon
 	if req.Count < 1 || req.Count > maxForkCount {
 		return api.ForkResponse{}, errdefs.Malformed("count must be between 1 and %d, got %d", maxForkCount, req.Count)
 	}
-	sb, release, err := m.acquire(ctx, req.SandboxID, useCall)
+	sb, release, err := m.acquire(ctx, req.SandboxID, useRead) // running or paused
 	if err != nil {
 		return api.ForkResponse{}, err
 	}

@@ -51,6 +51,16 @@ func TestTemplates(t *testing.T) {
 		t.Errorf("after the refused templates: %+v", list.Templates)
 	}
 
+	// The template is checked again at each use: an image no longer
+	// allowed is refused, caps apply.
+	_, err = m.Create(ctx, api.CreateRequest{Template: "small", MemoryMB: 2048})
+	wantCode(t, err, errdefs.CodeCapacity)
+	allowed := m.cfg.ImageAllowlist
+	m.cfg.ImageAllowlist = []string{"node"}
+	_, err = m.Create(ctx, api.CreateRequest{Template: "small"})
+	wantCode(t, err, errdefs.CodeImageNotAllowed)
+	m.cfg.ImageAllowlist = allowed
+
 	_, err = m.Create(ctx, api.CreateRequest{Template: "missing"})
 	wantCode(t, err, errdefs.CodeNoTemplate)
 	_, err = m.Create(as("mallory"), api.CreateRequest{Template: "small"})
