@@ -2,6 +2,8 @@ package integration
 
 import (
 	"context"
+	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -279,4 +281,43 @@ func TestSnapshotsForksAndHibernation(t *testing.T) {
 		_, err := d.c.Create(ctx, api.CreateRequest{SnapshotID: snap})
 		wantCode(t, err, "S006")
 	})
+}
+
+// TestNetworkSandboxForksAndHibernates: a copy of a sandbox with a network
+// gets a network of its own (its own address and gateway), and a
+// hibernated one gets its network back; both reach the host's forwarded
+// port through their gateway.
+func TestNetworkSandboxForksAndHibernates(t *testing.T) {
+	port := hostServer(t, "forwarded")
+	d := startDaemon(t, baseConfig(fmt.Sprintf("gateway_ports: [%d]\n", port)))
+	ctx := context.Background()
+	a := d.create(api.CreateRequest{Image: "python", Network: true})
+	through := func(id string) string {
+		addr := netip.MustParseAddr(d.sandboxAddr(id))
+		return d.fetch(id, fmt.Sprintf("http://%s:%d/", addr.Prev(), port))[0]
+	}
+	if got := through(a); got != "forwarded" {
+		t.Fatalf("the source reaches %q", got)
+	}
+	copies, err := d.c.Fork(ctx, a, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := copies.SandboxIDs[0]
+	d.ids = append(d.ids, b)
+	if d.sandboxAddr(a) == d.sandboxAddr(b) {
+		t.Errorf("the copy has its source's address %s", d.sandboxAddr(a))
+	}
+	if got := through(b); got != "forwarded" {
+		t.Errorf("the copy reaches %q through its own gateway", got)
+	}
+	if _, err := d.c.Pause(ctx, a, api.PauseHibernate); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.c.Resume(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if got := through(a); got != "forwarded" {
+		t.Errorf("after hibernation the sandbox reaches %q", got)
+	}
 }

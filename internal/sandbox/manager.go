@@ -239,8 +239,8 @@ func (m *Manager) create(ctx context.Context, req api.CreateRequest, from *origi
 	if err != nil {
 		return api.CreateResponse{}, err
 	}
-	if from != nil && from.checkpoint != "" && (req.Network || cpus != from.cpus || mem != from.memoryMB) {
-		return api.CreateResponse{}, errdefs.New(errdefs.CodeMalformed, "a sandbox restored from a snapshot keeps its cpus (%d) and memory_mb (%d), and has no network", from.cpus, from.memoryMB)
+	if from != nil && from.checkpoint != "" && (req.Network != from.network || cpus != from.cpus || mem != from.memoryMB) {
+		return api.CreateResponse{}, errdefs.New(errdefs.CodeMalformed, "a sandbox restored from a snapshot keeps its cpus (%d), memory_mb (%d) and network (%v)", from.cpus, from.memoryMB, from.network)
 	}
 	if from == nil {
 		if sb := m.claimWarm(ctx, req, cpus, mem, t); sb != nil {
@@ -331,7 +331,7 @@ func (m *Manager) bootSandbox(ctx context.Context, rec *record, img *image.Image
 	var undo cleanup.Stack
 	defer undo.RunUnless(ctx, &err)
 	ports, refused := m.gatewayPorts(rec)
-	rec.unforwarded = refused
+	rec.unforwarded, rec.forwarded = refused, ports
 	art, err := runtime.Prepare(bootCtx, m.rt, runtime.ImageRef{ID: img.ID, Rootfs: img.Rootfs})
 	if err != nil {
 		return nil, errdefs.Wrap(errdefs.CodeBootFailed, err, "preparing image "+rec.Image)

@@ -234,9 +234,6 @@ func (m *Manager) hibernate(sb *sandbox) (changed bool, err error) {
 		return false, nil
 	case st != Running && st != Paused:
 		return false, notRunning(sb.rec.ID, st, end)
-	case sb.rec.Network:
-		return false, errdefs.New(errdefs.CodeUnsupported, "sandboxes with network: true cannot hibernate yet: their network stack would wake with the old addresses").
-			WithFix(map[string]any{"depth": api.PauseFreeze}, "freeze it instead")
 	}
 	inst, ac := sb.conn()
 	c, ok := inst.(runtime.Checkpointer)
@@ -287,7 +284,7 @@ func (m *Manager) wake(ctx context.Context, sb *sandbox) error {
 		return err
 	}
 	dir := m.hibernateDir(sb.rec.ID)
-	inst, err := m.launch(ctx, m.specOf(&sb.rec, art, nil), &origin{checkpoint: dir})
+	inst, err := m.launch(ctx, m.specOf(&sb.rec, art, sb.rec.forwarded), &origin{checkpoint: dir})
 	if err != nil {
 		return err
 	}

@@ -36,7 +36,8 @@ const maxForkCount = 64
 
 // origin is what a sandbox starts from other than its bare image: a
 // checkpoint directory to restore (a snapshot's, a fork's or a
-// hibernation's; then the sandbox keeps the shape it was taken of), or a
+// hibernation's; then the sandbox keeps the shape and network it was taken
+// of, with a network of its own), or a
 // captured writable layer to boot with (a template's). imageID is the
 // image either was taken on.
 type origin struct {
@@ -44,6 +45,7 @@ type origin struct {
 	layer          string
 	imageID        string
 	cpus, memoryMB uint32
+	network        bool
 }
 
 // snapshotRecord is the persisted record of one snapshot.
@@ -56,6 +58,7 @@ type snapshotRecord struct {
 	ImageID   string    `json:"image_id"`
 	CPUs      uint32    `json:"cpus"`
 	MemoryMB  uint32    `json:"memory_mb"`
+	Network   bool      `json:"network,omitempty"`
 	Env       []string  `json:"env,omitempty"`
 	SizeBytes int64     `json:"size_bytes"`
 	CreatedAt time.Time `json:"created_at"`
@@ -106,7 +109,7 @@ func (m *Manager) CreateSnapshot(ctx context.Context, req api.SnapshotCreateRequ
 	}
 	rec := &snapshotRecord{ID: uuid.NewString(), Name: req.Name, Owner: sb.rec.Owner, SandboxID: sb.rec.ID,
 		Image: sb.rec.Image, ImageID: sb.rec.ImageID, CPUs: sb.rec.CPUs, MemoryMB: sb.rec.MemoryMB,
-		Env: sb.rec.Env, SizeBytes: size, CreatedAt: time.Now().UTC()}
+		Network: sb.rec.Network, Env: sb.rec.Env, SizeBytes: size, CreatedAt: time.Now().UTC()}
 	if err := m.keepSnapshot(rec, tmp); err != nil {
 		return api.SnapshotInfo{}, err
 	}
@@ -138,11 +141,8 @@ func (m *Manager) keepSnapshot(rec *snapshotRecord, tmp string) error {
 // and returns it; sb stays as it was. A running sandbox is checkpointed
 // and goes on running; a frozen one is thawed for the checkpoint and
 // frozen again; a hibernated one already is a checkpoint, which is linked.
-// S302 when the runtime cannot, or for a sandbox with a network.
+// S302 when the runtime cannot.
 func (m *Manager) checkpointOf(sb *sandbox) (string, error) {
-	if sb.rec.Network {
-		return "", errdefs.New(errdefs.CodeUnsupported, "sandboxes with network: true cannot be snapshotted or forked yet: their network stack would wake with the old addresses")
-	}
 	sb.op.Lock() // not under a pause or resume
 	defer sb.op.Unlock()
 	st, end := sb.current()
@@ -249,11 +249,11 @@ func (m *Manager) snapshotSource(ctx context.Context, req *api.CreateRequest) (*
 	if (req.Image != "" && req.Image != rec.Image) || (req.CPUs != 0 && req.CPUs != rec.CPUs) || (req.MemoryMB != 0 && req.MemoryMB != rec.MemoryMB) {
 		return nil, errdefs.Malformed("snapshot %s is of a %s sandbox with %d cpus and %d MiB: a create from it may not ask for another image, cpus or memory_mb", rec.ID, rec.Image, rec.CPUs, rec.MemoryMB)
 	}
-	req.Image, req.CPUs, req.MemoryMB = rec.Image, rec.CPUs, rec.MemoryMB
+	req.Image, req.CPUs, req.MemoryMB, req.Network = rec.Image, rec.CPUs, rec.MemoryMB, rec.Network
 	if len(req.Env) == 0 {
 		req.Env = rec.Env
 	}
-	return &origin{checkpoint: m.snaps.dir(rec.ID), imageID: rec.ImageID, cpus: rec.CPUs, memoryMB: rec.MemoryMB}, nil
+	return &origin{checkpoint: m.snaps.dir(rec.ID), imageID: rec.ImageID, cpus: rec.CPUs, memoryMB: rec.MemoryMB, network: rec.Network}, nil
 }
 
 // ListSnapshots lists the caller's snapshots, oldest first.
@@ -324,8 +324,8 @@ func (m *Manager) Fork(ctx context.Context, req api.ForkRequest) (api.ForkRespon
 	}
 	defer os.RemoveAll(tmp)
 	rec := sb.snapshotRecord()
-	from := &origin{checkpoint: tmp, imageID: rec.ImageID, cpus: rec.CPUs, memoryMB: rec.MemoryMB}
-	copyReq := api.CreateRequest{Image: rec.Image, CPUs: rec.CPUs, MemoryMB: rec.MemoryMB, Env: rec.Env,
+	from := &origin{checkpoint: tmp, imageID: rec.ImageID, cpus: rec.CPUs, memoryMB: rec.MemoryMB, network: rec.Network}
+	copyReq := api.CreateRequest{Network: rec.Network, Image: rec.Image, CPUs: rec.CPUs, MemoryMB: rec.MemoryMB, Env: rec.Env,
 		IdleTimeoutSecs: rec.IdleTimeoutSecs, OnIdle: rec.OnIdle, AutoResume: rec.AutoResume,
 		TimeoutSecs: rec.TimeoutSecs, Metadata: rec.Metadata}
 	ids := make([]string, req.Count)

@@ -39,6 +39,9 @@ type record struct {
 	// unforwarded are the loopback ports its create-time env named that
 	// are not forwarded (network.go); answered by the create, not persisted.
 	unforwarded []uint16
+	// forwarded are the ports its gateway forwards, which a wake from
+	// hibernation forwards again; not persisted.
+	forwarded []uint16
 }
 
 var (

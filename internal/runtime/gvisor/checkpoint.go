@@ -2,7 +2,6 @@ package gvisor
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 
@@ -45,13 +44,11 @@ func (i *instance) Checkpoint(ctx context.Context, dir string, leaveRunning bool
 }
 
 // Restore starts sandbox spec.ID from the checkpoint in dir, as Start
-// boots one, and relinks its agent to the new pipes. The sandbox must not
-// have a network: its network stack would wake with the old one's
-// addresses.
+// boots one, and relinks its agent to the new pipes. With a network, the
+// sandbox gets one of its own, as a boot does: runsc restore configures
+// the restored network stack from the new namespace (its own address and
+// gateway).
 func (r *Runtime) Restore(ctx context.Context, spec runtime.Spec, dir string) (runtime.Instance, error) {
-	if spec.Network {
-		return nil, errors.New("a sandbox with a network cannot be restored from a checkpoint")
-	}
 	return r.launch(ctx, spec, dir)
 }
 
