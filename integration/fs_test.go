@@ -437,12 +437,21 @@ func vmKiB(t *testing.T, status, name string) int64 {
 // daemon's nor the agent's memory grows by more than 64 MiB. The daemon's
 // peak comes from its VmHWM; gVisor's /proc/1/status has no VmHWM, so the
 // agent's VmRSS is sampled during the transfers.
+// streamMemoryKiB bounds how much a process's peak memory may grow while
+// 1 GiB streams through it: an eighth of it. What a stream holds is fixed
+// (an HTTP/2 window of 8 MiB, a yamux window of 2 MiB, 1 MiB chunks); the
+// rest is garbage the collector has not reclaimed yet, which a machine
+// starved of CPU lets pile up to 60-75 MiB (measured on the daemon, the
+// same before and after the agent's relink). Memory that grew with the
+// stream would exceed it eight times over.
+const streamMemoryKiB = 128 << 10
+
 func TestFsStream1GiBMemory(t *testing.T) {
 	d := startDaemon(t, baseConfig(""))
 	id := d.create(api.CreateRequest{Image: "python", MemoryMB: 2048})
 	ctx := context.Background()
 	const size = 1 << 30
-	const limitKiB = 64 << 10
+	const limitKiB = streamMemoryKiB
 	daemonHWM := func() int64 { return d.statusKiB("VmHWM") }
 	agentRSS := func() int64 { return vmKiB(t, d.exec(id, "cat", "/proc/1/status").Stdout, "VmRSS") }
 	d.setup(id, "sh", "-c", fmt.Sprintf("head -c %d /dev/zero > /tmp/big", size))
@@ -485,7 +494,7 @@ func TestFsStream1GiBMemory(t *testing.T) {
 	t.Logf("1 GiB: upload %v (%.0f MiB/s), download %v (%.0f MiB/s); growth: daemon peak RSS %d KiB (from %d), agent RSS %d KiB (from %d)",
 		up, 1024/up.Seconds(), down, 1024/down.Seconds(), daemonGrowth, daemonBase, agentGrowth, agentBase)
 	if daemonGrowth > limitKiB || agentGrowth > limitKiB {
-		t.Fatalf("memory grew by more than 64 MiB: daemon %d KiB, agent %d KiB", daemonGrowth, agentGrowth)
+		t.Fatalf("memory grew by more than %d KiB: daemon %d KiB, agent %d KiB", limitKiB, daemonGrowth, agentGrowth)
 	}
 }
 

@@ -555,7 +555,7 @@ func TestProcesses(t *testing.T) {
 
 	t.Run("1 GiB streams through with bounded daemon memory", func(t *testing.T) {
 		const size = 1 << 30
-		const limitKiB = 64 << 10
+		const limitKiB = streamMemoryKiB
 		base := d.statusKiB("VmHWM")
 		var got int64
 		// Written in 1 MiB pieces: gVisor makes many small writes slow.

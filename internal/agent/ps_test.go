@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
 )
@@ -16,21 +17,29 @@ func TestReadProcsShowsAChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	entries, err := readProcs("/proc", os.Getpid(), agentv1.MaxPsEntries)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// Until the child has exec'd sleep (a busy machine may take a while),
+	// it is the test binary's copy, or has no memory yet.
 	var child *agentv1.PsEntry
-	for _, e := range entries {
-		if e.GetPid() == int32(os.Getpid()) {
-			t.Errorf("the reader itself is listed: %v", e)
+	for tries := 0; child == nil || child.GetCommand() != "sleep 30.5" || child.GetRssBytes() == 0; tries++ {
+		if tries == 500 {
+			t.Fatalf("child %d never listed as sleep with memory: %v", cmd.Process.Pid, child)
 		}
-		if e.GetPid() == int32(cmd.Process.Pid) {
-			child = e
+		if tries > 0 {
+			time.Sleep(10 * time.Millisecond)
 		}
-	}
-	if child == nil {
-		t.Fatalf("child %d not among %d processes", cmd.Process.Pid, len(entries))
+		entries, err := readProcs("/proc", os.Getpid(), agentv1.MaxPsEntries)
+		if err != nil {
+			t.Fatal(err)
+		}
+		child = nil
+		for _, e := range entries {
+			if e.GetPid() == int32(os.Getpid()) {
+				t.Errorf("the reader itself is listed: %v", e)
+			}
+			if e.GetPid() == int32(cmd.Process.Pid) {
+				child = e
+			}
+		}
 	}
 	if child.GetPpid() != int32(os.Getpid()) || child.GetCommand() != "sleep 30.5" || child.GetUid() != uint32(os.Getuid()) ||
 		child.GetRssBytes() == 0 || child.GetState() == "" {
