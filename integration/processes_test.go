@@ -43,6 +43,7 @@ func (d *daemon) openGate(id, name string, i int) {
 type sseEvent struct {
 	typ  string
 	data json.RawMessage
+	id   string
 }
 
 // readSSE parses an SSE body into events until it ends.
@@ -60,6 +61,8 @@ func readSSE(body io.Reader) <-chan sseEvent {
 				ev.typ = strings.TrimPrefix(line, "event: ")
 			case strings.HasPrefix(line, "data: "):
 				ev.data = json.RawMessage(strings.TrimPrefix(line, "data: "))
+			case strings.HasPrefix(line, "id: "):
+				ev.id = strings.TrimPrefix(line, "id: ")
 			case line == "":
 				ch <- ev
 				ev = sseEvent{}

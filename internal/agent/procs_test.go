@@ -291,9 +291,11 @@ func TestProcessCallErrors(t *testing.T) {
 
 // TestLosslessHoldsTheWriterBack reads a lossless stream only once the
 // process has filled its small ring: every byte still arrives, none is
-// dropped, because the writer waited for the reader.
+// dropped, because the writer waited for the reader. It writes more than
+// the transport's windows hold (HTTP/2 and yamux), so that the process
+// cannot finish, and leave the table, before the stream is read.
 func TestLosslessHoldsTheWriterBack(t *testing.T) {
-	const written = 4 << 20
+	const written = 64 << 20
 	c := agenttest.Start(t, agent.Options{}, agentclient.Options{}).Client
 	ev, pid := start(t, c, &agentv1.StartRequest{
 		Exec:      &agentv1.ExecRequest{Argv: []string{"head", "-c", strconv.Itoa(written), "/dev/zero"}},

@@ -60,6 +60,10 @@ type Config struct {
 	// SnapshotStorageMB bounds what snapshots take on disk, all owners'
 	// together (in DATA_DIR/snapshots).
 	SnapshotStorageMB uint64 `yaml:"snapshot_storage_mb"`
+	// EventsMaxCount and EventsMaxAgeSecs bound the event log
+	// (DATA_DIR/events.db): older events are dropped.
+	EventsMaxCount   int    `yaml:"events_max_count"`
+	EventsMaxAgeSecs uint64 `yaml:"events_max_age_secs"`
 	// ImageCacheDir holds built and pulled images; default DATA_DIR/images.
 	ImageCacheDir string `yaml:"image_cache_dir"`
 	// Runtime is the isolation backend ("gvisor").
@@ -170,6 +174,8 @@ func Default() Config {
 		StoppedRetentionSecs:        600,
 		PausedRetentionSecs:         86400,
 		SnapshotStorageMB:           10240,
+		EventsMaxCount:              100000,
+		EventsMaxAgeSecs:            7 * 24 * 3600,
 		Runtime:                     "gvisor",
 		NetworkPool:                 DefaultNetworkPool,
 		WritableLayerMB:             2048,

@@ -56,6 +56,12 @@ func (c *Config) validateLifecycle() []error {
 	if c.SnapshotStorageMB < 1 || c.SnapshotStorageMB > 1<<30 {
 		bad("snapshot_storage_mb must be between 1 and %d, got %d", 1<<30, c.SnapshotStorageMB)
 	}
+	if c.EventsMaxCount < 100 || c.EventsMaxCount > 10_000_000 {
+		bad("events_max_count must be between 100 and 10000000, got %d", c.EventsMaxCount)
+	}
+	if c.EventsMaxAgeSecs < 60 || c.EventsMaxAgeSecs > 90*24*3600 {
+		bad("events_max_age_secs must be between 60 and %d (90 days), got %d", 90*24*3600, c.EventsMaxAgeSecs)
+	}
 	if c.PidsLimit < MinPidsLimit || c.PidsLimit > MaxPidsLimit {
 		bad("pids_limit must be between %d and %d, got %d (a sandbox's own runtime needs about 25 host tasks)", MinPidsLimit, MaxPidsLimit, c.PidsLimit)
 	}

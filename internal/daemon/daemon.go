@@ -18,6 +18,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/cleanup"
 	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/engineapi"
+	"github.com/hutch-dev/hutch/internal/events"
 	"github.com/hutch-dev/hutch/internal/functions"
 	"github.com/hutch-dev/hutch/internal/httpapi"
 	"github.com/hutch-dev/hutch/internal/image"
@@ -131,6 +132,12 @@ func Run(ctx context.Context, opts Options) (err error) {
 		return fmt.Errorf("listening on %s: %w", opts.Listen, err)
 	}
 	undo.Push("closing the API listener", func(context.Context) error { return ignoreNetClosed(ln.Close()) })
+	evlog, err := events.Open(filepath.Join(opts.DataDir, "events.db"), events.Options{
+		MaxCount: cfg.EventsMaxCount, MaxAge: time.Duration(cfg.EventsMaxAgeSecs) * time.Second, Logger: log})
+	if err != nil {
+		return err
+	}
+	held.Push("closing the event log", func(context.Context) error { return evlog.Close() })
 	mgr, err := sandbox.New(ctx, sandbox.Options{
 		Config:    cfg,
 		Runtime:   rt,
@@ -139,13 +146,14 @@ func Run(ctx context.Context, opts Options) (err error) {
 		StateDir:  opts.DataDir,
 		Logger:    log,
 		Observer:  obs.metrics,
+		Events:    evlog,
 	})
 	if err != nil {
 		return err
 	}
 	undo.Push("closing the sandbox manager", mgr.Close)
 	mgr.ProtectPorts(listenPorts(ln.Addr().String(), opts.EngineListen)...)
-	table := functions.New(functions.Deps{Sandboxes: mgr, Files: mgr, Images: mgr, Metrics: mgr, Processes: mgr, Lifecycle: mgr, Snapshots: mgr, Observer: obs.metrics})
+	table := functions.New(functions.Deps{Sandboxes: mgr, Files: mgr, Images: mgr, Metrics: mgr, Processes: mgr, Lifecycle: mgr, Snapshots: mgr, Events: mgr, Observer: obs.metrics})
 	obs.attach(mgr.Live, images.CacheBytes)
 	obs.metrics.WatchWarmPool(mgr.WarmPool)
 	read, write, idle := cfg.HTTPTimeouts()

@@ -42,6 +42,7 @@ type Deps struct {
 	Processes Processes
 	Lifecycle Lifecycle
 	Snapshots Snapshots
+	Events    Events
 	// Observer, when set, is told the outcome of every call.
 	Observer Observer
 }
@@ -89,6 +90,7 @@ func New(deps Deps) *Table {
 	registerProcesses(t)
 	registerLifecycle(t)
 	registerSnapshots(t)
+	registerEvents(t)
 	return t
 }
 

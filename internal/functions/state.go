@@ -56,3 +56,26 @@ func registerSnapshots(t *Table) {
 	add(t, api.FnTemplateDelete, "Delete a template", s.DeleteTemplate)
 	add(t, api.FnFork, "Make count running copies of a sandbox from one checkpoint of it: each continues from the same memory and files, then diverges", s.Fork)
 }
+
+// Events are the event functions' dependency: the sandbox manager.
+type Events interface {
+	ListEvents(ctx context.Context, req api.EventsRequest) (api.EventsResponse, error)
+	StreamEvents(ctx context.Context, req api.EventsRequest, emit func(event string, data any, id string) error) error
+	PublishEvent(ctx context.Context, req api.PublishRequest) (api.EventRecord, error)
+}
+
+// registerEvents adds sandbox::events::*, when the table has Events.
+func registerEvents(t *Table) {
+	ev := t.deps.Events
+	if ev == nil {
+		return
+	}
+	add(t, api.FnEventsList, "List what happened to your sandboxes (created, paused, exec finished, stopped with why, ...), oldest first, a page at a time", ev.ListEvents)
+	addStream(t, api.FnEventsStream, "Stream what happens to your sandboxes as it happens, after the id given (after) first",
+		func(ctx context.Context, req api.EventsRequest, e Emitter) (struct{}, error) {
+			return struct{}{}, ev.StreamEvents(ctx, req, func(event string, data any, id string) error {
+				return e.Emit(Event{Type: event, Data: data, ID: id})
+			})
+		})
+	add(t, api.FnEventsPublish, "Record an event of your own (type custom.<topic>), about one of your sandboxes or none", ev.PublishEvent)
+}

@@ -36,6 +36,9 @@ type Event struct {
 	Type  string
 	Data  any
 	Bytes []byte
+	// ID, when set, lets a client resume after the event (SSE's id and
+	// Last-Event-ID).
+	ID string
 }
 
 // Emitter is how a streaming function sends its events.

@@ -3,6 +3,7 @@ package httpapi
 // The REST rendering of a streaming function's events. With Accept:
 // text/event-stream they are Server-Sent Events,
 //
+//	[id: <id>]
 //	event: <type>            event: result           event: error
 //	data: <data>             data: <final value>     data: {"error": <envelope>}
 //
@@ -80,6 +81,11 @@ func (e *eventStream) stream(w http.ResponseWriter, body io.Writer) int {
 			var data any = ev.Data
 			if ev.Bytes != nil {
 				data = ev.Bytes
+			}
+			if e.sse && ev.ID != "" {
+				buf.WriteString("id: ")
+				buf.WriteString(ev.ID)
+				buf.WriteString("\n")
 			}
 			e.encode(buf, ev.Type, data)
 		}

@@ -15,6 +15,9 @@
 //	POST   /v1/sandboxes/{id}/fork        sandbox::fork
 //	GET    /v1/snapshots[/{snapshot_id}]  sandbox::snapshot::list, ::get
 //	DELETE /v1/snapshots/{snapshot_id}    sandbox::snapshot::delete
+//	GET    /v1/events[/stream]            sandbox::events::list, ::stream (?sandbox_id=&type=&since=&after=&limit=)
+//	GET    /v1/sandboxes/{id}/events      sandbox::events::list of one sandbox
+//	POST   /v1/events                     sandbox::events::publish
 //	POST   /v1/templates                  sandbox::template::create
 //	GET    /v1/templates[/{name}]         sandbox::template::list, ::get
 //	DELETE /v1/templates/{name}           sandbox::template::delete
@@ -164,6 +167,7 @@ func New(table *functions.Table, opts Options) http.Handler {
 	}
 	routes = append(routes, s.processRoutes()...)
 	routes = append(routes, s.stateRoutes()...)
+	routes = append(routes, s.eventRoutes()...)
 
 	mux := http.NewServeMux()
 	allowed := map[string][]string{}

@@ -4,12 +4,14 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/events"
 	"github.com/hutch-dev/hutch/internal/image"
 	"github.com/hutch-dev/hutch/internal/runtime/runtimetest"
 )
@@ -46,6 +48,11 @@ func inprocess(t *testing.T, edit func(*config.Config)) (*Manager, *runtimetest.
 	}
 	rt := runtimetest.New(t)
 	obs := &recordingObserver{}
+	evlog, err := events.Open(filepath.Join(t.TempDir(), "events.db"), events.Options{MaxCount: 1000, MaxAge: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { evlog.Close() })
 	m, err := New(context.Background(), Options{
 		Config:           cfg,
 		Runtime:          rt,
@@ -53,6 +60,7 @@ func inprocess(t *testing.T, edit func(*config.Config)) (*Manager, *runtimetest.
 		StateDir:         t.TempDir(),
 		Logger:           slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Observer:         obs,
+		Events:           evlog,
 		AgentCallTimeout: 10 * time.Second,
 	})
 	if err != nil {

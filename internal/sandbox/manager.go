@@ -24,6 +24,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/cleanup"
 	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/events"
 	"github.com/hutch-dev/hutch/internal/image"
 	"github.com/hutch-dev/hutch/internal/runtime"
 	"github.com/hutch-dev/hutch/internal/safetext"
@@ -53,6 +54,8 @@ type Options struct {
 	BootTimeout time.Duration
 	// Observer receives measurements (observe.go); nil discards them.
 	Observer Observer
+	// Events, when set, records what happens to sandboxes (events.go).
+	Events *events.Log
 	// AgentCallTimeout bounds an agent call that has no deadline of its
 	// own (agentclient.Options.CallTimeout); 0 is agentclient's default.
 	AgentCallTimeout time.Duration
@@ -84,6 +87,7 @@ type Manager struct {
 	// reapSoon wakes the reaper to recompute its interval (reaper.go).
 	reapSoon chan struct{}
 	obs      Observer
+	events   *events.Log
 	// pool is the warm pool (pool.go); nil without one.
 	pool *warmPool
 	// snaps keeps snapshots (snapshot.go).
@@ -139,6 +143,7 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 		reaperDone:  make(chan struct{}),
 		reapSoon:    make(chan struct{}, 1),
 		obs:         opts.Observer,
+		events:      opts.Events,
 		pool:        newWarmPool(opts.Config),
 		snaps:       snapshots{root: filepath.Join(opts.StateDir, "snapshots")},
 	}
@@ -313,6 +318,7 @@ func (m *Manager) register(sb *sandbox) (api.CreateResponse, error) {
 	go m.watch(sb)
 	m.wakeReaper()
 	m.log.Info("sandbox created", "sandbox", rec.ID, "image", rec.Image, "cpus", rec.CPUs, "memory_mb", rec.MemoryMB)
+	m.emitFor(sb, api.EventSandboxCreated, map[string]any{"image": rec.Image, "cpus": rec.CPUs, "memory_mb": rec.MemoryMB, "network": rec.Network})
 	return api.CreateResponse{SandboxID: rec.ID, Image: rec.Image, UnforwardedPorts: rec.unforwarded}, nil
 }
 
@@ -560,6 +566,7 @@ func (m *Manager) stop(sb *sandbox, end runtime.End, d *death) bool {
 	} else {
 		m.log.Info("sandbox stopping", "sandbox", sb.rec.ID, "cause", end.Cause, "reason", end.Detail)
 		m.observer().Stopped(string(end.Cause))
+		m.emitFor(sb, api.EventSandboxStopped, map[string]any{"cause": end.Cause, "reason": end.Detail})
 		m.persistStopped(sb)
 	}
 	m.teardownAsync(sb)

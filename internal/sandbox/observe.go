@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/image"
 )
@@ -107,6 +108,10 @@ func (m *Manager) traceExec(ctx context.Context, req api.ExecRequest) (context.C
 			}
 		}
 		m.observer().ExecDone(result, time.Since(start))
+		if err == nil || errdefs.Is(err, errdefs.CodeExecTimeout) {
+			m.emit(api.EventExecFinished, auth.OwnerFrom(ctx), req.SandboxID, map[string]any{
+				"exit_code": resp.ExitCode, "timed_out": resp.TimedOut || err != nil, "duration_ms": resp.DurationMs})
+		}
 		endSpan(span, err)
 	}
 }

@@ -114,6 +114,7 @@ func (m *Manager) freeze(sb *sandbox) (changed bool, err error) {
 		return false, stoppedError(sb.rec.ID, sb.endNow())
 	}
 	m.log.Info("sandbox paused", "sandbox", sb.rec.ID, "depth", api.PauseFreeze, "ms", time.Since(start).Milliseconds())
+	m.emitFor(sb, api.EventSandboxPaused, map[string]any{"depth": api.PauseFreeze})
 	return true, nil
 }
 
@@ -147,6 +148,7 @@ func (m *Manager) thaw(sb *sandbox) (changed bool, err error) {
 		return false, stoppedError(sb.rec.ID, sb.endNow())
 	}
 	m.log.Info("sandbox resumed", "sandbox", sb.rec.ID, "ms", time.Since(start).Milliseconds())
+	m.emitFor(sb, api.EventSandboxResumed, nil)
 	m.wakeReaper()
 	return true, nil
 }
@@ -273,6 +275,7 @@ func (m *Manager) hibernate(sb *sandbox) (changed bool, err error) {
 		return false, stoppedError(sb.rec.ID, sb.endNow())
 	}
 	m.log.Info("sandbox paused", "sandbox", sb.rec.ID, "depth", api.PauseHibernate, "ms", time.Since(start).Milliseconds())
+	m.emitFor(sb, api.EventSandboxPaused, map[string]any{"depth": api.PauseHibernate})
 	return true, nil
 }
 

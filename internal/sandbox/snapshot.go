@@ -114,6 +114,7 @@ func (m *Manager) CreateSnapshot(ctx context.Context, req api.SnapshotCreateRequ
 		return api.SnapshotInfo{}, err
 	}
 	m.log.Info("snapshot created", "snapshot", rec.ID, "sandbox", sb.rec.ID, "bytes", size)
+	m.emitFor(sb, api.EventSnapshotMade, map[string]any{"snapshot_id": rec.ID, "size_bytes": size})
 	return rec.info(), nil
 }
 
@@ -346,6 +347,7 @@ func (m *Manager) Fork(ctx context.Context, req api.ForkRequest) (api.ForkRespon
 		return api.ForkResponse{}, err
 	}
 	m.log.Info("sandbox forked", "sandbox", sb.rec.ID, "copies", req.Count)
+	m.emitFor(sb, api.EventSandboxForked, map[string]any{"sandbox_ids": ids})
 	return api.ForkResponse{SandboxIDs: ids}, nil
 }
 

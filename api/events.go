@@ -1,0 +1,71 @@
+package api
+
+import (
+	"encoding/json"
+)
+
+// Events (hutch extensions beyond the seeds' contract): what happened to
+// the caller's sandboxes, kept by the daemon.
+
+// Function ids of the event functions.
+const (
+	FnEventsList    = "sandbox::events::list"
+	FnEventsStream  = "sandbox::events::stream"
+	FnEventsPublish = "sandbox::events::publish"
+)
+
+// Event types the daemon records.
+const (
+	EventSandboxCreated = "sandbox.created"
+	EventSandboxStopped = "sandbox.stopped"
+	EventSandboxPaused  = "sandbox.paused"
+	EventSandboxResumed = "sandbox.resumed"
+	EventSandboxForked  = "sandbox.forked"
+	EventSnapshotMade   = "snapshot.created"
+	EventExecFinished   = "exec.finished"
+	// EventStreamOpen begins every event stream, before any event: its
+	// data is {"after": id}, and it has no id of its own.
+	EventStreamOpen = "open"
+	// EventCustomPrefix begins the type of an event a caller published.
+	EventCustomPrefix = "custom."
+)
+
+// EventRecord is one event.
+type EventRecord struct {
+	// ID orders events; a stream resumes after one (Last-Event-ID).
+	ID        string          `json:"id"`
+	Time      string          `json:"time"`
+	Type      string          `json:"type"`
+	SandboxID string          `json:"sandbox_id,omitempty"`
+	Data      json.RawMessage `json:"data,omitempty"`
+}
+
+// EventsRequest is the payload of sandbox::events::list and ::stream.
+type EventsRequest struct {
+	SandboxID string `json:"sandbox_id,omitempty"`
+	// Type keeps the events of this type, or pattern ("sandbox.*").
+	Type string `json:"type,omitempty"`
+	// Since keeps the events at or after this time (RFC 3339).
+	Since string `json:"since,omitempty"`
+	// After keeps the events after this id (a cursor).
+	After string `json:"after,omitempty"`
+	// Limit bounds a list's answer (default and most: 1000).
+	Limit int `json:"limit,omitempty"`
+}
+
+// EventsResponse is the result of sandbox::events::list.
+type EventsResponse struct {
+	Events []EventRecord `json:"events"`
+	// Next is the cursor (after) of the next page when there is one.
+	Next string `json:"next,omitempty"`
+}
+
+// PublishRequest is the payload of sandbox::events::publish.
+type PublishRequest struct {
+	// Topic names the event: its type is "custom.<topic>".
+	Topic     string          `json:"topic"`
+	SandboxID string          `json:"sandbox_id,omitempty"`
+	Data      json.RawMessage `json:"data,omitempty"`
+}
+
+func (r *EventsRequest) SandboxIDField() *string { return &r.SandboxID }

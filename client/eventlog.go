@@ -1,0 +1,56 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/hutch-dev/hutch/api"
+)
+
+// eventsQuery is req as the event routes' query.
+func eventsQuery(req api.EventsRequest) string {
+	q := url.Values{}
+	for k, v := range map[string]string{"sandbox_id": req.SandboxID, "type": req.Type, "since": req.Since, "after": req.After} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	if req.Limit != 0 {
+		q.Set("limit", strconv.Itoa(req.Limit))
+	}
+	if len(q) == 0 {
+		return ""
+	}
+	return "?" + q.Encode()
+}
+
+// ListEvents runs sandbox::events::list.
+func (c *Client) ListEvents(ctx context.Context, req api.EventsRequest) (api.EventsResponse, error) {
+	var out api.EventsResponse
+	return out, c.do(ctx, http.MethodGet, "/v1/events"+eventsQuery(req), nil, &out)
+}
+
+// StreamEvents runs sandbox::events::stream, calling on for every event
+// until ctx ends, on fails, or the daemon ends the stream (a subscriber
+// that fell behind: resume after the last id seen).
+func (c *Client) StreamEvents(ctx context.Context, req api.EventsRequest, on func(api.EventRecord) error) error {
+	return c.streamEvents(ctx, http.MethodGet, "/v1/events/stream"+eventsQuery(req), nil, func(typ string, data json.RawMessage) error {
+		if typ == api.EventStreamOpen {
+			return nil
+		}
+		var e api.EventRecord
+		if err := json.Unmarshal(data, &e); err != nil {
+			return err
+		}
+		return on(e)
+	}, nil)
+}
+
+// PublishEvent runs sandbox::events::publish.
+func (c *Client) PublishEvent(ctx context.Context, req api.PublishRequest) (api.EventRecord, error) {
+	var out api.EventRecord
+	return out, c.do(ctx, http.MethodPost, "/v1/events", req, &out)
+}

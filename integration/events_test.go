@@ -1,0 +1,94 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/hutch-dev/hutch/api"
+)
+
+// Events (issue 18, first part): what happens to a sandbox is recorded,
+// streamed as it happens (SSE, resuming after Last-Event-ID), listed, and
+// kept across a daemon restart.
+
+// eventStream opens GET /v1/events/stream?query as SSE, after lastID when
+// it is not "".
+func (d *daemon) eventStream(t *testing.T, query, lastID string) <-chan sseEvent {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	req, err := http.NewRequestWithContext(ctx, "GET", d.url+"/v1/events/stream?"+query, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	if lastID != "" {
+		req.Header.Set("Last-Event-ID", lastID)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("event stream: %v %v", resp, err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	events := readSSE(resp.Body)
+	if ev := nextEvent(t, events); ev.typ != api.EventStreamOpen {
+		t.Fatalf("the stream began with %s %s", ev.typ, ev.data)
+	}
+	return events
+}
+
+func TestEvents(t *testing.T) {
+	d := startDaemon(t, baseConfig(""))
+	ctx := context.Background()
+	live := d.eventStream(t, "type=sandbox.*", "")
+	id := d.create(api.CreateRequest{Image: "python", IdleTimeoutSecs: 2})
+	d.exec(id, "true")
+
+	// The subscriber sees the sandbox created, then stopped when idle.
+	var seen []sseEvent
+	for len(seen) < 2 {
+		ev := nextEvent(t, live)
+		var rec api.EventRecord
+		if err := json.Unmarshal(ev.data, &rec); err != nil || rec.SandboxID != id || ev.id != rec.ID {
+			t.Fatalf("event %+v: %+v %v", ev, rec, err)
+		}
+		seen = append(seen, ev)
+	}
+	if seen[0].typ != api.EventSandboxCreated || seen[1].typ != api.EventSandboxStopped || !strings.Contains(string(seen[1].data), `"cause":"idle"`) {
+		t.Fatalf("events %s %s, %s", seen[0].typ, seen[1].typ, seen[1].data)
+	}
+
+	// A stream resumed after the first event starts with the exec.
+	resumed := d.eventStream(t, "sandbox_id="+id, seen[0].id)
+	if ev := nextEvent(t, resumed); ev.typ != api.EventExecFinished || !strings.Contains(string(ev.data), `"exit_code":0`) {
+		t.Errorf("after Last-Event-ID %s: %s %s", seen[0].id, ev.typ, ev.data)
+	}
+
+	// Published events go to the same log.
+	if status, body := d.raw("POST", "/v1/functions/sandbox::events::publish", "", `{"topic":"deploy","data":{"v":2}}`); status != 200 || !strings.Contains(body, `"custom.deploy"`) {
+		t.Fatalf("publish: %d %s", status, body)
+	}
+	if status, body := d.raw("POST", "/v1/events", "", `{"topic":"Bad Topic"}`); status != 400 || !strings.Contains(body, "S001") {
+		t.Errorf("publish with a bad topic: %d %s", status, body)
+	}
+
+	// Listed through the CLI, and kept across a restart.
+	d.terminate()
+	d.start()
+	out, errOut, code := d.cli("", "events", "--sandbox", id)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 0 || len(lines) != 3 || !strings.Contains(lines[0], "sandbox.created") || !strings.Contains(lines[1], "exec.finished") || !strings.Contains(lines[2], "sandbox.stopped") {
+		t.Fatalf("hutch events after a restart: code %d stdout %q stderr %q", code, out, errOut)
+	}
+	list, err := d.c.ListEvents(ctx, api.EventsRequest{Type: "custom.*"})
+	if err != nil || len(list.Events) != 1 || string(list.Events[0].Data) != `{"v":2}` {
+		t.Errorf("custom events after a restart: %+v %v", list, err)
+	}
+	page, err := d.c.ListEvents(ctx, api.EventsRequest{Limit: 1})
+	if err != nil || len(page.Events) != 1 || page.Next == "" {
+		t.Errorf("a page of one: %+v %v", page, err)
+	}
+}

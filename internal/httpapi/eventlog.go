@@ -1,0 +1,47 @@
+package httpapi
+
+// The event log's routes: sandbox::events::list and ::stream with their
+// filter from the query, a stream resuming after Last-Event-ID, and
+// publishing.
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/functions"
+)
+
+// eventRoutes are the routes of the event functions, for New's table.
+func (s *server) eventRoutes() []route {
+	return []route{
+		{"GET", "/v1/events", s.eventQuery(api.FnEventsList), false},
+		{"GET", "/v1/events/stream", s.eventQuery(api.FnEventsStream), false},
+		{"POST", "/v1/events", s.call(api.FnEventsPublish), false},
+		{"GET", "/v1/sandboxes/{id}/events", s.eventQuery(api.FnEventsList), false},
+	}
+}
+
+// eventQuery dispatches to function id with an api.EventsRequest made of
+// the query (sandbox_id, type, since, after, limit) and, for a stream,
+// Last-Event-ID as after; {id} in the path is the sandbox.
+func (s *server) eventQuery(id string) handlerFunc {
+	return func(r *http.Request, _ []byte) (any, error) {
+		q := r.URL.Query()
+		req := api.EventsRequest{SandboxID: q.Get("sandbox_id"), Type: q.Get("type"), Since: q.Get("since"), After: q.Get("after")}
+		if last := r.Header.Get("Last-Event-ID"); last != "" && req.After == "" {
+			req.After = last
+		}
+		if v := q.Get("limit"); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return nil, errdefs.Malformed("query parameter limit must be a number, not %q", v)
+			}
+			req.Limit = n
+		}
+		body, _ := json.Marshal(req)
+		return s.dispatch(r, id, body, functions.Params{SandboxID: r.PathValue("id")})
+	}
+}
