@@ -69,3 +69,29 @@ type PublishRequest struct {
 }
 
 func (r *EventsRequest) SandboxIDField() *string { return &r.SandboxID }
+
+// FnWebhookDeliveries lists the latest webhook deliveries (an operator's).
+const FnWebhookDeliveries = "hutch::webhook::deliveries"
+
+// WebhookDeliveriesRequest is the payload of hutch::webhook::deliveries
+// (no fields).
+type WebhookDeliveriesRequest struct{}
+
+// WebhookDelivery is what became of one event sent to one webhook.
+type WebhookDelivery struct {
+	ID        string `json:"id"`
+	URL       string `json:"url"`
+	EventID   string `json:"event_id"`
+	Type      string `json:"type"`
+	Attempts  int    `json:"attempts"`
+	Status    int    `json:"status,omitempty"`
+	Error     string `json:"error,omitempty"`
+	Delivered bool   `json:"delivered"`
+	Time      string `json:"time"`
+}
+
+// WebhookDeliveriesResponse is the result of hutch::webhook::deliveries:
+// the latest 1000, newest first.
+type WebhookDeliveriesResponse struct {
+	Deliveries []WebhookDelivery `json:"deliveries"`
+}

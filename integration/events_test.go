@@ -3,11 +3,17 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/webhooks"
 )
 
 // Events (issue 18, first part): what happens to a sandbox is recorded,
@@ -90,5 +96,53 @@ func TestEvents(t *testing.T) {
 	page, err := d.c.ListEvents(ctx, api.EventsRequest{Limit: 1})
 	if err != nil || len(page.Events) != 1 || page.Next == "" {
 		t.Errorf("a page of one: %+v %v", page, err)
+	}
+}
+
+// TestWebhooks: a receiver run by the test gets signed deliveries of the
+// events it asked for, the third try of one it failed twice, and the
+// deliveries are listed.
+func TestWebhooks(t *testing.T) {
+	const secret = "test-secret-0123456789"
+	var mu sync.Mutex
+	var got []string // event types, in order, of the answered requests
+	failsLeft := 2
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if r.Header.Get(webhooks.SignatureHeader) != webhooks.Sign(secret, body) {
+			t.Errorf("a delivery with a bad signature: %s", body)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		typ := r.Header.Get(webhooks.EventHeader)
+		if typ == api.EventSandboxStopped && failsLeft > 0 {
+			failsLeft--
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		got = append(got, typ)
+	}))
+	defer srv.Close()
+	d := startDaemon(t, baseConfig(fmt.Sprintf("webhooks:\n  - url: %s/hook\n    events: [\"sandbox.*\"]\n    secret: %s\n", srv.URL, secret)))
+	id := d.create(api.CreateRequest{Image: "python"})
+	d.exec(id, "true") // exec.finished: not asked for
+	if _, err := d.c.Stop(context.Background(), id, true); err != nil {
+		t.Fatal(err)
+	}
+	if !eventually(60*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == 2 }) {
+		mu.Lock()
+		t.Fatalf("the receiver got %v", got)
+	}
+	mu.Lock()
+	if got[0] != api.EventSandboxCreated || got[1] != api.EventSandboxStopped {
+		t.Errorf("deliveries %v", got)
+	}
+	mu.Unlock()
+	var list api.WebhookDeliveriesResponse
+	if err := d.c.Call(context.Background(), api.FnWebhookDeliveries, struct{}{}, &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Deliveries) != 2 || !list.Deliveries[0].Delivered || list.Deliveries[0].Attempts != 3 || list.Deliveries[0].Type != api.EventSandboxStopped {
+		t.Errorf("deliveries listed: %+v", list.Deliveries)
 	}
 }

@@ -64,6 +64,8 @@ type Config struct {
 	// (DATA_DIR/events.db): older events are dropped.
 	EventsMaxCount   int    `yaml:"events_max_count"`
 	EventsMaxAgeSecs uint64 `yaml:"events_max_age_secs"`
+	// Webhooks are endpoints sent the events they name (webhooks.go).
+	Webhooks []Webhook `yaml:"webhooks"`
 	// ImageCacheDir holds built and pulled images; default DATA_DIR/images.
 	ImageCacheDir string `yaml:"image_cache_dir"`
 	// Runtime is the isolation backend ("gvisor").
@@ -252,6 +254,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	errs = append(errs, c.validateOwners()...)
+	errs = append(errs, c.validateWebhooks()...)
 	if _, err := webguard.New(c.AllowedHosts, c.AllowedOrigins); err != nil {
 		errs = append(errs, err)
 	}
@@ -427,6 +430,10 @@ func (c Config) Marshal() []byte {
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(2)
 	c.APITokens = redactTokens(c.APITokens)
+	c.Webhooks = append([]Webhook(nil), c.Webhooks...)
+	for i := range c.Webhooks {
+		c.Webhooks[i].Secret = "<redacted>"
+	}
 	_ = enc.Encode(c)
 	return buf.Bytes()
 }

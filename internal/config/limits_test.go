@@ -83,3 +83,24 @@ func TestMarshalRedactsTokens(t *testing.T) {
 		t.Fatal("Marshal changed the config it printed")
 	}
 }
+
+func TestWebhooksAreChecked(t *testing.T) {
+	good := "webhooks:\n  - url: https://hooks.example.com/hutch\n    events: [\"sandbox.*\"]\n    secret: 0123456789abcdef\n"
+	c, err := Parse([]byte(good))
+	if err != nil || len(c.Webhooks) != 1 || c.Webhooks[0].Events[0] != "sandbox.*" {
+		t.Fatalf("a good webhook: %+v %v", c.Webhooks, err)
+	}
+	if out := string(c.Marshal()); strings.Contains(out, "0123456789abcdef") {
+		t.Errorf("--print-config shows the webhook's secret:\n%s", out)
+	}
+	for name, cfg := range map[string]string{
+		"url":    "webhooks:\n  - url: ftp://x\n    events: [\"*\"]\n    secret: 0123456789abcdef\n",
+		"events": "webhooks:\n  - url: http://x\n    secret: 0123456789abcdef\n",
+		"secret": "webhooks:\n  - url: http://x\n    events: [\"*\"]\n    secret: short\n",
+		"glob":   "webhooks:\n  - url: http://x\n    events: [\"[\"]\n    secret: 0123456789abcdef\n",
+	} {
+		if _, err := Parse([]byte(cfg)); err == nil || !strings.Contains(err.Error(), "webhooks[0]") {
+			t.Errorf("a bad %s: %v", name, err)
+		}
+	}
+}

@@ -24,6 +24,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/image"
 	"github.com/hutch-dev/hutch/internal/runtime"
 	"github.com/hutch-dev/hutch/internal/sandbox"
+	"github.com/hutch-dev/hutch/internal/webhooks"
 )
 
 // shutdownTimeout bounds the ordered shutdown after the context ends.
@@ -138,6 +139,8 @@ func Run(ctx context.Context, opts Options) (err error) {
 		return err
 	}
 	held.Push("closing the event log", func(context.Context) error { return evlog.Close() })
+	hooks := webhooks.Start(evlog, hooksOf(cfg.Webhooks), webhooks.Options{Logger: log})
+	held.Push("stopping the webhooks", func(context.Context) error { hooks.Close(); return nil })
 	mgr, err := sandbox.New(ctx, sandbox.Options{
 		Config:    cfg,
 		Runtime:   rt,
@@ -153,7 +156,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	}
 	undo.Push("closing the sandbox manager", mgr.Close)
 	mgr.ProtectPorts(listenPorts(ln.Addr().String(), opts.EngineListen)...)
-	table := functions.New(functions.Deps{Sandboxes: mgr, Files: mgr, Images: mgr, Metrics: mgr, Processes: mgr, Lifecycle: mgr, Snapshots: mgr, Events: mgr, Observer: obs.metrics})
+	table := functions.New(functions.Deps{Sandboxes: mgr, Files: mgr, Images: mgr, Metrics: mgr, Processes: mgr, Lifecycle: mgr, Snapshots: mgr, Events: mgr, Webhooks: webhookDeliveries{cfg: &cfg, d: hooks}, Observer: obs.metrics})
 	obs.attach(mgr.Live, images.CacheBytes)
 	obs.metrics.WatchWarmPool(mgr.WarmPool)
 	read, write, idle := cfg.HTTPTimeouts()

@@ -30,7 +30,9 @@ type Event struct {
 // Filter selects events: each set field must match. Type is a path.Match
 // pattern ("sandbox.*").
 type Filter struct {
+	// Owner's events only, unless AllOwners (an operator's reader).
 	Owner     string
+	AllOwners bool
 	SandboxID string
 	Type      string
 	// After keeps the events with a greater id.
@@ -41,7 +43,7 @@ type Filter struct {
 
 // Match reports whether e passes f.
 func (f Filter) Match(e Event) bool {
-	if e.Owner != f.Owner || e.ID <= f.After || (f.SandboxID != "" && e.SandboxID != f.SandboxID) || e.Time.Before(f.Since) {
+	if (!f.AllOwners && e.Owner != f.Owner) || e.ID <= f.After || (f.SandboxID != "" && e.SandboxID != f.SandboxID) || e.Time.Before(f.Since) {
 		return false
 	}
 	if f.Type != "" {
@@ -152,6 +154,13 @@ func (l *Log) Append(e Event) Event {
 		}
 	}
 	return e
+}
+
+// Last is the id of the newest event recorded, 0 for none.
+func (l *Log) Last() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.nextID - 1
 }
 
 // List returns up to limit events that f keeps, oldest first, and whether

@@ -43,6 +43,7 @@ type Deps struct {
 	Lifecycle Lifecycle
 	Snapshots Snapshots
 	Events    Events
+	Webhooks  Webhooks
 	// Observer, when set, is told the outcome of every call.
 	Observer Observer
 }
@@ -91,6 +92,7 @@ func New(deps Deps) *Table {
 	registerLifecycle(t)
 	registerSnapshots(t)
 	registerEvents(t)
+	registerWebhooks(t)
 	return t
 }
 

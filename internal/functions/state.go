@@ -79,3 +79,16 @@ func registerEvents(t *Table) {
 		})
 	add(t, api.FnEventsPublish, "Record an event of your own (type custom.<topic>), about one of your sandboxes or none", ev.PublishEvent)
 }
+
+// Webhooks is the dependency of hutch::webhook::deliveries.
+type Webhooks interface {
+	WebhookDeliveries(ctx context.Context, req api.WebhookDeliveriesRequest) (api.WebhookDeliveriesResponse, error)
+}
+
+// registerWebhooks adds hutch::webhook::deliveries, when the table has
+// Webhooks.
+func registerWebhooks(t *Table) {
+	if w := t.deps.Webhooks; w != nil {
+		add(t, api.FnWebhookDeliveries, "The latest webhook deliveries, newest first: event, attempts, answer (an operator's)", w.WebhookDeliveries)
+	}
+}

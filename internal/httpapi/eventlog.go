@@ -21,6 +21,7 @@ func (s *server) eventRoutes() []route {
 		{"GET", "/v1/events/stream", s.eventQuery(api.FnEventsStream), false},
 		{"POST", "/v1/events", s.call(api.FnEventsPublish), false},
 		{"GET", "/v1/sandboxes/{id}/events", s.eventQuery(api.FnEventsList), false},
+		{"GET", "/v1/webhooks/deliveries", s.call(api.FnWebhookDeliveries), false},
 	}
 }
 

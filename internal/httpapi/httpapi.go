@@ -18,6 +18,7 @@
 //	GET    /v1/events[/stream]            sandbox::events::list, ::stream (?sandbox_id=&type=&since=&after=&limit=)
 //	GET    /v1/sandboxes/{id}/events      sandbox::events::list of one sandbox
 //	POST   /v1/events                     sandbox::events::publish
+//	GET    /v1/webhooks/deliveries        hutch::webhook::deliveries
 //	POST   /v1/templates                  sandbox::template::create
 //	GET    /v1/templates[/{name}]         sandbox::template::list, ::get
 //	DELETE /v1/templates/{name}           sandbox::template::delete
