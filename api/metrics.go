@@ -27,3 +27,20 @@ type MetricsResponse struct {
 	// ExecInFlight is the number of execs running now.
 	ExecInFlight int `json:"exec_in_flight"`
 }
+
+// FnMetricsStream streams a sandbox's metrics document (hutch extension).
+const FnMetricsStream = "sandbox::metrics::stream"
+
+// EventMetrics is the type of each event of a metrics stream: a
+// MetricsResponse.
+const EventMetrics = "metrics"
+
+// MetricsStreamRequest is the payload of sandbox::metrics::stream.
+type MetricsStreamRequest struct {
+	SandboxID string `json:"sandbox_id"`
+	// IntervalMs is the time between two documents: 100 to 60000, default
+	// 1000.
+	IntervalMs uint64 `json:"interval_ms,omitempty"`
+}
+
+func (r *MetricsStreamRequest) SandboxIDField() *string { return &r.SandboxID }

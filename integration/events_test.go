@@ -93,6 +93,9 @@ func TestEvents(t *testing.T) {
 	if err != nil || len(list.Events) != 1 || string(list.Events[0].Data) != `{"v":2}` {
 		t.Errorf("custom events after a restart: %+v %v", list, err)
 	}
+	if status, body := d.raw("GET", "/v1/sandboxes/"+id+"/events?type=sandbox.stopped", "", ""); status != 200 || !strings.Contains(body, `"sandbox.stopped"`) || strings.Contains(body, `"sandbox.created"`) {
+		t.Errorf("one sandbox's stop event: %d %s", status, body)
+	}
 	page, err := d.c.ListEvents(ctx, api.EventsRequest{Limit: 1})
 	if err != nil || len(page.Events) != 1 || page.Next == "" {
 		t.Errorf("a page of one: %+v %v", page, err)
@@ -144,5 +147,45 @@ func TestWebhooks(t *testing.T) {
 	}
 	if len(list.Deliveries) != 2 || !list.Deliveries[0].Delivered || list.Deliveries[0].Attempts != 3 || list.Deliveries[0].Type != api.EventSandboxStopped {
 		t.Errorf("deliveries listed: %+v", list.Deliveries)
+	}
+}
+
+// TestMetricsStream: a sandbox's metrics arrive every interval until it
+// stops, which ends the stream with S004.
+func TestMetricsStream(t *testing.T) {
+	d := startDaemon(t, baseConfig(""))
+	id := d.create(api.CreateRequest{Image: "python"})
+	req, err := http.NewRequest("GET", d.url+"/v1/sandboxes/"+id+"/metrics/stream?interval_ms=100", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("metrics stream: %v %v", resp, err)
+	}
+	defer resp.Body.Close()
+	events := readSSE(resp.Body)
+	for range 2 {
+		ev := nextEvent(t, events)
+		var m api.MetricsResponse
+		if ev.typ != api.EventMetrics || json.Unmarshal(ev.data, &m) != nil || m.SandboxID != id || m.MemoryBytes == 0 {
+			t.Fatalf("event %s %s", ev.typ, ev.data)
+		}
+	}
+	if _, err := d.c.Stop(context.Background(), id, true); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		ev := nextEvent(t, events)
+		if ev.typ == "error" {
+			if !strings.Contains(string(ev.data), "S004") {
+				t.Errorf("the stream ended with %s", ev.data)
+			}
+			break
+		}
+	}
+	if status, body := d.raw("GET", "/v1/sandboxes/"+id+"/metrics/stream?interval_ms=5", "", ""); status != 400 || !strings.Contains(body, "S001") {
+		t.Errorf("a 5 ms interval: %d %s", status, body)
 	}
 }

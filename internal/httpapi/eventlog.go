@@ -22,6 +22,7 @@ func (s *server) eventRoutes() []route {
 		{"POST", "/v1/events", s.call(api.FnEventsPublish), false},
 		{"GET", "/v1/sandboxes/{id}/events", s.eventQuery(api.FnEventsList), false},
 		{"GET", "/v1/webhooks/deliveries", s.call(api.FnWebhookDeliveries), false},
+		{"GET", "/v1/sandboxes/{id}/metrics/stream", s.metricsStream, false},
 	}
 }
 
@@ -42,7 +43,27 @@ func (s *server) eventQuery(id string) handlerFunc {
 			}
 			req.Limit = n
 		}
+		if pathID := r.PathValue("id"); pathID != "" {
+			if req.SandboxID != "" && req.SandboxID != pathID {
+				return nil, errdefs.Malformed("sandbox_id in the query (%q) does not match the URL (%q)", req.SandboxID, pathID)
+			}
+			req.SandboxID = pathID
+		}
 		body, _ := json.Marshal(req)
-		return s.dispatch(r, id, body, functions.Params{SandboxID: r.PathValue("id")})
+		return s.dispatch(r, id, body, functions.Params{})
 	}
+}
+
+// metricsStream is sandbox::metrics::stream with ?interval_ms= from the query.
+func (s *server) metricsStream(r *http.Request, _ []byte) (any, error) {
+	req := api.MetricsStreamRequest{SandboxID: r.PathValue("id")}
+	if v := r.URL.Query().Get("interval_ms"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 63)
+		if err != nil {
+			return nil, errdefs.Malformed("query parameter interval_ms must be a number, not %q", v)
+		}
+		req.IntervalMs = n
+	}
+	body, _ := json.Marshal(req)
+	return s.dispatch(r, api.FnMetricsStream, body, functions.Params{})
 }

@@ -35,6 +35,7 @@
 //	GET    /v1/images                     hutch::image::list
 //	GET    /v1/catalog                    sandbox::catalog::list
 //	GET    /v1/sandboxes/{id}/metrics     sandbox::metrics (cpu, memory, pids)
+//	GET    /v1/sandboxes/{id}/metrics/stream?interval_ms=  sandbox::metrics::stream
 //	GET    /healthz                       {"status":"ok"}
 //	GET    /metrics                       Prometheus metrics (Options.Metrics)
 //
