@@ -54,3 +54,30 @@ func (c *Client) PublishEvent(ctx context.Context, req api.PublishRequest) (api.
 	var out api.EventRecord
 	return out, c.do(ctx, http.MethodPost, "/v1/events", req, &out)
 }
+
+// CreateAlert runs sandbox::alert::create.
+func (c *Client) CreateAlert(ctx context.Context, req api.AlertCreateRequest) (api.AlertInfo, error) {
+	return sandboxCall[api.AlertInfo](ctx, c, req.SandboxID, "/alerts", req)
+}
+
+// ListAlerts runs sandbox::alert::list (sandboxID "" for all).
+func (c *Client) ListAlerts(ctx context.Context, sandboxID string) (api.AlertListResponse, error) {
+	var out api.AlertListResponse
+	return out, c.do(ctx, http.MethodGet, "/v1/alerts"+eventsQuery(api.EventsRequest{SandboxID: sandboxID}), nil, &out)
+}
+
+// AlertHistory runs sandbox::alert::history (sandboxID "" for all).
+func (c *Client) AlertHistory(ctx context.Context, sandboxID string) (api.EventsResponse, error) {
+	var out api.EventsResponse
+	q := url.Values{"history": {"true"}}
+	if sandboxID != "" {
+		q.Set("sandbox_id", sandboxID)
+	}
+	return out, c.do(ctx, http.MethodGet, "/v1/alerts?"+q.Encode(), nil, &out)
+}
+
+// DeleteAlert runs sandbox::alert::delete.
+func (c *Client) DeleteAlert(ctx context.Context, id string) (api.AlertDeleteResponse, error) {
+	var out api.AlertDeleteResponse
+	return out, c.do(ctx, http.MethodDelete, "/v1/alerts/"+url.PathEscape(id), nil, &out)
+}

@@ -189,3 +189,30 @@ func TestMetricsStream(t *testing.T) {
 		t.Errorf("a 5 ms interval: %d %s", status, body)
 	}
 }
+
+// TestAlertStopsASandboxThatTakesTooMuchMemory: an alert on memory above
+// 100 MiB with action stop stops a sandbox that holds 200 MiB, and its
+// events say why.
+func TestAlertStopsASandboxThatTakesTooMuchMemory(t *testing.T) {
+	d := startDaemon(t, baseConfig(""))
+	ctx := context.Background()
+	id := d.create(api.CreateRequest{Image: "python", MemoryMB: 512})
+	out, errOut, code := d.cli("", "alert", "create", id, "--metric", "memory", "--above", "100", "--action", "stop")
+	if code != 0 || len(strings.TrimSpace(out)) != 36 {
+		t.Fatalf("hutch alert create: code %d stdout %q stderr %q", code, out, errOut)
+	}
+	if _, err := d.c.StartProcess(ctx, api.ProcessStartRequest{SandboxID: id, Argv: []string{"python3", "-c",
+		"import time\nb = bytearray(200 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1\ntime.sleep(3600)"}}); err != nil {
+		t.Fatal(err)
+	}
+	if !eventually(120*time.Second, func() bool { return sandboxState(t, d, id).Stopped }) {
+		t.Fatal("the sandbox was not stopped by its alert")
+	}
+	if info := sandboxState(t, d, id); info.StopCause != "alert" || !strings.Contains(info.StopReason, "memory") {
+		t.Errorf("stopped with %q %q", info.StopCause, info.StopReason)
+	}
+	h, err := d.c.AlertHistory(ctx, id)
+	if err != nil || len(h.Events) != 1 || !strings.Contains(string(h.Events[0].Data), `"action":"stop"`) {
+		t.Errorf("alert history: %+v %v", h, err)
+	}
+}

@@ -67,3 +67,71 @@ func printEvent(w io.Writer, e api.EventRecord, asJSON bool) error {
 	_, err := fmt.Fprintf(w, "%s  %-18s %s  %s\n", e.Time, safetext.Escape(e.Type), sandbox, safetext.Escape(string(e.Data)))
 	return err
 }
+
+func (a *app) alertCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "alert",
+		Short: "Watch sandboxes' resource use and act on it (create, ls, rm, history)",
+		Args:  cobra.NoArgs,
+	}
+	var req api.AlertCreateRequest
+	create := &cobra.Command{
+		Use:   "create ID",
+		Short: "Alert when a sandbox's --metric stays --above a threshold --for a while; prints the alert id",
+		Args:  cobra.ExactArgs(1),
+	}
+	fl := create.Flags()
+	fl.StringVar(&req.Metric, "metric", "", "cpu (% of one CPU), memory (MiB) or pids")
+	fl.Float64Var(&req.Threshold, "above", 0, "the threshold, in the metric's unit")
+	fl.Uint64Var(&req.ForSecs, "for", 0, "seconds the metric must stay above it")
+	fl.StringVar(&req.Action, "action", "", "notify (an event; the default), pause or stop")
+	create.RunE = action(func(cmd *cobra.Command, args []string) error {
+		req.SandboxID = args[0]
+		info, err := a.client().CreateAlert(cmd.Context(), req)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(a.stdout, info.AlertID)
+		return nil
+	})
+	var sandbox string
+	ls := &cobra.Command{Use: "ls", Aliases: []string{"list"}, Short: "List your alerts", Args: cobra.NoArgs}
+	ls.Flags().StringVar(&sandbox, "sandbox", "", "only this sandbox's")
+	ls.RunE = action(func(cmd *cobra.Command, _ []string) error {
+		list, err := a.client().ListAlerts(cmd.Context(), sandbox)
+		if err != nil {
+			return err
+		}
+		t := newTable(a.stdout, "ID", "SANDBOX", "METRIC", "ABOVE", "FOR", "ACTION", "FIRING")
+		for _, al := range list.Alerts {
+			t.row(al.AlertID, al.SandboxID, al.Metric, fmt.Sprint(al.Threshold), fmt.Sprintf("%ds", al.ForSecs), al.Action, fmt.Sprint(al.Firing))
+		}
+		return t.flush()
+	})
+	rm := &cobra.Command{Use: "rm ALERT...", Short: "Delete alerts", Args: cobra.MinimumNArgs(1)}
+	rm.RunE = action(func(cmd *cobra.Command, args []string) error {
+		for _, id := range args {
+			if _, err := a.client().DeleteAlert(cmd.Context(), id); err != nil {
+				return err
+			}
+			fmt.Fprintln(a.stdout, id)
+		}
+		return nil
+	})
+	history := &cobra.Command{Use: "history", Short: "The alerts that fired", Args: cobra.NoArgs}
+	history.Flags().StringVar(&sandbox, "sandbox", "", "only this sandbox's")
+	history.RunE = action(func(cmd *cobra.Command, _ []string) error {
+		h, err := a.client().AlertHistory(cmd.Context(), sandbox)
+		if err != nil {
+			return err
+		}
+		for _, e := range h.Events {
+			if err := printEvent(a.stdout, e, false); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	cmd.AddCommand(create, ls, rm, history)
+	return cmd
+}

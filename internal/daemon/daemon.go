@@ -156,7 +156,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	}
 	undo.Push("closing the sandbox manager", mgr.Close)
 	mgr.ProtectPorts(listenPorts(ln.Addr().String(), opts.EngineListen)...)
-	table := functions.New(functions.Deps{Sandboxes: mgr, Files: mgr, Images: mgr, Metrics: mgr, Processes: mgr, Lifecycle: mgr, Snapshots: mgr, Events: mgr, Webhooks: webhookDeliveries{cfg: &cfg, d: hooks}, Observer: obs.metrics})
+	table := functions.New(functions.Deps{Sandboxes: mgr, Files: mgr, Images: mgr, Metrics: mgr, Processes: mgr, Lifecycle: mgr, Snapshots: mgr, Events: mgr, Webhooks: webhookDeliveries{cfg: &cfg, d: hooks}, Alerts: mgr, Observer: obs.metrics})
 	obs.attach(mgr.Live, images.CacheBytes)
 	obs.metrics.WatchWarmPool(mgr.WarmPool)
 	read, write, idle := cfg.HTTPTimeouts()

@@ -44,6 +44,7 @@ type Deps struct {
 	Snapshots Snapshots
 	Events    Events
 	Webhooks  Webhooks
+	Alerts    Alerts
 	// Observer, when set, is told the outcome of every call.
 	Observer Observer
 }
@@ -93,6 +94,7 @@ func New(deps Deps) *Table {
 	registerSnapshots(t)
 	registerEvents(t)
 	registerWebhooks(t)
+	registerAlerts(t)
 	return t
 }
 

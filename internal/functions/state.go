@@ -92,3 +92,23 @@ func registerWebhooks(t *Table) {
 		add(t, api.FnWebhookDeliveries, "The latest webhook deliveries, newest first: event, attempts, answer (an operator's)", w.WebhookDeliveries)
 	}
 }
+
+// Alerts are the alert functions' dependency: the sandbox manager.
+type Alerts interface {
+	CreateAlert(ctx context.Context, req api.AlertCreateRequest) (api.AlertInfo, error)
+	ListAlerts(ctx context.Context, req api.AlertListRequest) (api.AlertListResponse, error)
+	DeleteAlert(ctx context.Context, req api.AlertRequest) (api.AlertDeleteResponse, error)
+	AlertHistory(ctx context.Context, req api.AlertListRequest) (api.EventsResponse, error)
+}
+
+// registerAlerts adds sandbox::alert::*, when the table has Alerts.
+func registerAlerts(t *Table) {
+	a := t.deps.Alerts
+	if a == nil {
+		return
+	}
+	add(t, api.FnAlertCreate, "Watch a sandbox's cpu (%), memory (MiB) or pids: above threshold for for_secs, record alert.fired and notify, pause or stop it", a.CreateAlert)
+	add(t, api.FnAlertList, "List your alerts, of one sandbox or all", a.ListAlerts)
+	add(t, api.FnAlertDelete, "Delete an alert", a.DeleteAlert)
+	add(t, api.FnAlertHistory, "The alerts that fired: the alert.fired events", a.AlertHistory)
+}

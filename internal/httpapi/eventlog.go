@@ -23,6 +23,9 @@ func (s *server) eventRoutes() []route {
 		{"GET", "/v1/sandboxes/{id}/events", s.eventQuery(api.FnEventsList), false},
 		{"GET", "/v1/webhooks/deliveries", s.call(api.FnWebhookDeliveries), false},
 		{"GET", "/v1/sandboxes/{id}/metrics/stream", s.metricsStream, false},
+		{"POST", "/v1/sandboxes/{id}/alerts", s.call(api.FnAlertCreate, sandboxParam), false},
+		{"GET", "/v1/alerts", s.alertQuery, false},
+		{"DELETE", "/v1/alerts/{alert_id}", s.deleteAlert, false},
 	}
 }
 
@@ -66,4 +69,25 @@ func (s *server) metricsStream(r *http.Request, _ []byte) (any, error) {
 	}
 	body, _ := json.Marshal(req)
 	return s.dispatch(r, api.FnMetricsStream, body, functions.Params{})
+}
+
+// alertQuery is sandbox::alert::list, or with ?history=true
+// sandbox::alert::history, with ?sandbox_id= from the query.
+func (s *server) alertQuery(r *http.Request, _ []byte) (any, error) {
+	history, _, err := queryBool(r, "history")
+	if err != nil {
+		return nil, err
+	}
+	id := api.FnAlertList
+	if history {
+		id = api.FnAlertHistory
+	}
+	body, _ := json.Marshal(api.AlertListRequest{SandboxID: r.URL.Query().Get("sandbox_id")})
+	return s.dispatch(r, id, body, functions.Params{})
+}
+
+// deleteAlert is sandbox::alert::delete of {alert_id}.
+func (s *server) deleteAlert(r *http.Request, _ []byte) (any, error) {
+	body, _ := json.Marshal(api.AlertRequest{AlertID: r.PathValue("alert_id")})
+	return s.dispatch(r, api.FnAlertDelete, body, functions.Params{})
 }

@@ -19,6 +19,9 @@
 //	GET    /v1/sandboxes/{id}/events      sandbox::events::list of one sandbox
 //	POST   /v1/events                     sandbox::events::publish
 //	GET    /v1/webhooks/deliveries        hutch::webhook::deliveries
+//	POST   /v1/sandboxes/{id}/alerts      sandbox::alert::create
+//	GET    /v1/alerts[?history=true]      sandbox::alert::list, ::history (?sandbox_id=)
+//	DELETE /v1/alerts/{alert_id}          sandbox::alert::delete
 //	POST   /v1/templates                  sandbox::template::create
 //	GET    /v1/templates[/{name}]         sandbox::template::list, ::get
 //	DELETE /v1/templates/{name}           sandbox::template::delete

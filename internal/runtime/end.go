@@ -27,6 +27,8 @@ const (
 	CauseShutdown Cause = "shutdown"
 	// CauseRestart: an earlier daemon held it and died.
 	CauseRestart Cause = "daemon_restart"
+	// CauseAlert: an alert with action stop fired.
+	CauseAlert Cause = "alert"
 )
 
 // End is why a sandbox ended: a Cause and a line of detail. Detail may

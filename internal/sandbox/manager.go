@@ -92,6 +92,8 @@ type Manager struct {
 	pool *warmPool
 	// snaps keeps snapshots (snapshot.go).
 	snaps snapshots
+	// alerts holds the alerts and runs their checker (alerts.go).
+	alerts alerts
 
 	// mu guards the fields below, and the warm pool's maps. Lock order:
 	// Manager.mu, then a sandbox's mu (sandbox.go); never the reverse.
