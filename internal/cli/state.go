@@ -97,13 +97,19 @@ func parsePairs(flag string, pairs []string) (map[string]string, error) {
 }
 
 func (a *app) pauseCmd() *cobra.Command {
+	var hibernate bool
 	cmd := &cobra.Command{
 		Use:   "pause ID",
-		Short: "Pause a sandbox: it stops using CPU and keeps its memory until `hutch resume`",
+		Short: "Pause a sandbox: it stops using CPU and keeps its memory (or with --hibernate, is written to disk) until `hutch resume`",
 		Args:  cobra.ExactArgs(1),
 	}
+	cmd.Flags().BoolVar(&hibernate, "hibernate", false, "write its memory, processes and files to disk and end its host processes")
 	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
-		if _, err := a.client().Pause(cmd.Context(), args[0], api.PauseFreeze); err != nil {
+		depth := api.PauseFreeze
+		if hibernate {
+			depth = api.PauseHibernate
+		}
+		if _, err := a.client().Pause(cmd.Context(), args[0], depth); err != nil {
 			return err
 		}
 		fmt.Fprintln(a.stdout, args[0])

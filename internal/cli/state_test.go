@@ -41,6 +41,12 @@ func TestPauseResumeAndSetTimeout(t *testing.T) {
 			t.Errorf("%v: calls %+v, want %+v", tt.args, calls, tt.wantReq)
 		}
 	}
+	if out, errOut, code := h.run("", "pause", "--hibernate", id); code != 0 || out != id+"\n" {
+		t.Errorf("pause --hibernate: code %d stdout %q stderr %q", code, out, errOut)
+	}
+	if calls := fake.CallsOf("Pause"); len(calls) != 2 || calls[1].Req.(api.PauseRequest).Depth != api.PauseHibernate {
+		t.Errorf("pause --hibernate asked %+v", calls)
+	}
 	if _, errOut, code := h.run("", "set-timeout", id, "soon"); code != 2 || !strings.Contains(errOut, "DUR") {
 		t.Errorf("set-timeout with a bad DUR: code %d stderr %q; want a usage error", code, errOut)
 	}
