@@ -148,6 +148,9 @@ func TestWebhooks(t *testing.T) {
 	if len(list.Deliveries) != 2 || !list.Deliveries[0].Delivered || list.Deliveries[0].Attempts != 3 || list.Deliveries[0].Type != api.EventSandboxStopped {
 		t.Errorf("deliveries listed: %+v", list.Deliveries)
 	}
+	if status, body := d.raw("GET", "/metrics", "", ""); status != 200 || !strings.Contains(body, `hutch_webhook_deliveries_total{result="delivered"} 2`) || !strings.Contains(body, "hutch_webhook_attempts_total 4") {
+		t.Errorf("webhook metrics: %d\n%s", status, grepLines(body, "hutch_webhook"))
+	}
 }
 
 // TestMetricsStream: a sandbox's metrics arrive every interval until it
@@ -216,3 +219,4 @@ func TestAlertStopsASandboxThatTakesTooMuchMemory(t *testing.T) {
 		t.Errorf("alert history: %+v %v", h, err)
 	}
 }
+

@@ -159,6 +159,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	table := functions.New(functions.Deps{Sandboxes: mgr, Files: mgr, Images: mgr, Metrics: mgr, Processes: mgr, Lifecycle: mgr, Snapshots: mgr, Events: mgr, Webhooks: webhookDeliveries{cfg: &cfg, d: hooks}, Alerts: mgr, Observer: obs.metrics})
 	obs.attach(mgr.Live, images.CacheBytes)
 	obs.metrics.WatchWarmPool(mgr.WarmPool)
+	obs.metrics.WatchWebhooks(hooks.Stats)
 	read, write, idle := cfg.HTTPTimeouts()
 	srv := httpapi.NewServer(table, httpapi.Options{Logger: log, Auth: tokens, Metrics: obs.handler(), Guard: guard,
 		ReadTimeout: read, WriteTimeout: write, IdleTimeout: idle})

@@ -63,6 +63,20 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// Stats count deliveries since the daemon started.
+type Stats struct {
+	// Delivered and Failed count the deliveries that were taken and those
+	// whose attempts ran out; Attempts counts every try.
+	Delivered, Failed, Attempts uint64
+}
+
+// Stats returns the counts so far.
+func (d *Dispatcher) Stats() Stats {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.stats
+}
+
 // keptDeliveries is how many deliveries Deliveries remembers.
 const keptDeliveries = 1000
 
@@ -74,6 +88,7 @@ type Dispatcher struct {
 
 	mu         sync.Mutex
 	deliveries []Delivery // newest last, at most keptDeliveries
+	stats      Stats
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -196,6 +211,12 @@ func (d *Dispatcher) deliver(ctx context.Context, h Hook, e events.Event) {
 	}
 	dl.Time = time.Now().UTC()
 	d.mu.Lock()
+	d.stats.Attempts += uint64(dl.Attempts)
+	if dl.Done {
+		d.stats.Delivered++
+	} else {
+		d.stats.Failed++
+	}
 	d.deliveries = append(d.deliveries, dl)
 	if over := len(d.deliveries) - keptDeliveries; over > 0 {
 		d.deliveries = d.deliveries[over:]

@@ -84,6 +84,9 @@ func TestDeliveriesAreSignedFilteredAndRetried(t *testing.T) {
 		t.Errorf("the retries of one delivery carried %d delivery ids", len(ids))
 	}
 	eventually(t, "both deliveries are recorded", func() bool { return len(d.Deliveries()) == 2 })
+	if st := d.Stats(); st != (Stats{Delivered: 2, Attempts: 4}) {
+		t.Errorf("stats %+v", st)
+	}
 	for _, dl := range d.Deliveries() {
 		if !dl.Done || dl.EventID != stopped.ID {
 			t.Errorf("delivery %+v", dl)
@@ -109,5 +112,8 @@ func TestAFailingHookGivesUp(t *testing.T) {
 	eventually(t, "the delivery gives up", func() bool { return len(d.Deliveries()) == 1 })
 	if dl := d.Deliveries()[0]; dl.Done || dl.Attempts != 3 || dl.Status != 500 || dl.Error == "" {
 		t.Errorf("delivery %+v", dl)
+	}
+	if st := d.Stats(); st != (Stats{Failed: 1, Attempts: 3}) {
+		t.Errorf("stats %+v", st)
 	}
 }
