@@ -219,4 +219,3 @@ func TestAlertStopsASandboxThatTakesTooMuchMemory(t *testing.T) {
 		t.Errorf("alert history: %+v %v", h, err)
 	}
 }
-
