@@ -30,8 +30,8 @@ type Link struct {
 	leftover []byte
 }
 
-// linkRead is one read of a view: into p, answered on res (buffered, so
-// that the pump never waits for a view that stopped waiting).
+// linkRead is one read of a view: into p, answered on res (the view's,
+// buffered, so that the pump never waits for a view that stopped waiting).
 type linkRead struct {
 	v   *linkView
 	p   []byte
@@ -85,7 +85,7 @@ func (l *Link) pump() {
 // one, and a context that a relink cancels.
 func (l *Link) session(ctx context.Context) (*linkView, context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(ctx)
-	v := &linkView{l: l, cut: make(chan struct{}), cancel: cancel}
+	v := &linkView{l: l, cut: make(chan struct{}), res: make(chan linkResult, 1), cancel: cancel}
 	l.mu.Lock()
 	l.cur = v
 	l.mu.Unlock()
@@ -115,7 +115,11 @@ type linkView struct {
 	l       *Link
 	cut     chan struct{}
 	cutOnce sync.Once
-	cancel  context.CancelFunc
+	// res answers the view's reads, which come one at a time (a session
+	// has one reader); until the cut, each result is taken before the
+	// next read is asked for.
+	res    chan linkResult
+	cancel context.CancelFunc
 }
 
 func (v *linkView) isCut() bool {
@@ -132,14 +136,16 @@ func (v *linkView) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	r := linkRead{v: v, p: p, res: make(chan linkResult, 1)}
+	if v.isCut() { // a cut view asks for nothing more: its res may hold a stale answer
+		return 0, io.EOF
+	}
 	select {
-	case v.l.reads <- r:
+	case v.l.reads <- linkRead{v: v, p: p, res: v.res}:
 	case <-v.cut:
 		return 0, io.EOF
 	}
 	select {
-	case res := <-r.res:
+	case res := <-v.res:
 		if res.n == 0 && v.isCut() {
 			return 0, io.EOF
 		}

@@ -7,7 +7,6 @@ package httpapi
 import (
 	"encoding/json"
 	"net/http"
-	"strconv"
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/errdefs"
@@ -39,12 +38,9 @@ func (s *server) eventQuery(id string) handlerFunc {
 		if last := r.Header.Get("Last-Event-ID"); last != "" && req.After == "" {
 			req.After = last
 		}
-		if v := q.Get("limit"); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				return nil, errdefs.Malformed("query parameter limit must be a number, not %q", v)
-			}
-			req.Limit = n
+		var err error
+		if req.Limit, err = queryCount(q, "limit"); err != nil {
+			return nil, err
 		}
 		if pathID := r.PathValue("id"); pathID != "" {
 			if req.SandboxID != "" && req.SandboxID != pathID {
@@ -59,14 +55,11 @@ func (s *server) eventQuery(id string) handlerFunc {
 
 // metricsStream is sandbox::metrics::stream with ?interval_ms= from the query.
 func (s *server) metricsStream(r *http.Request, _ []byte) (any, error) {
-	req := api.MetricsStreamRequest{SandboxID: r.PathValue("id")}
-	if v := r.URL.Query().Get("interval_ms"); v != "" {
-		n, err := strconv.ParseUint(v, 10, 63)
-		if err != nil {
-			return nil, errdefs.Malformed("query parameter interval_ms must be a number, not %q", v)
-		}
-		req.IntervalMs = n
+	ms, err := queryCount(r.URL.Query(), "interval_ms")
+	if err != nil {
+		return nil, err
 	}
+	req := api.MetricsStreamRequest{SandboxID: r.PathValue("id"), IntervalMs: uint64(ms)}
 	body, _ := json.Marshal(req)
 	return s.dispatch(r, api.FnMetricsStream, body, functions.Params{})
 }

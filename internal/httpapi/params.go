@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"net/url"
 	"strconv"
 
 	"github.com/hutch-dev/hutch/internal/errdefs"
@@ -52,4 +53,18 @@ func queryBool(r *http.Request, name string) (v, ok bool, err error) {
 		return false, false, errdefs.Malformed("query parameter %s must be true or false, not %q", name, s)
 	}
 	return b, true, nil
+}
+
+// queryCount reads query parameter name of q as a whole number: 0 when it
+// is absent, S001 when it is not a number of at least 0.
+func queryCount(q url.Values, name string) (int, error) {
+	v := q.Get(name)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, errdefs.Malformed("query parameter %s must be a whole number, not %q", name, v)
+	}
+	return n, nil
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 
 	"github.com/hutch-dev/hutch/api"
@@ -65,12 +64,9 @@ func (s *server) list(r *http.Request, _ []byte) (any, error) {
 			req.Metadata[k] = vs[len(vs)-1]
 		}
 	}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return nil, errdefs.Malformed("query parameter limit must be a number, not %q", v)
-		}
-		req.Limit = n
+	var err error
+	if req.Limit, err = queryCount(q, "limit"); err != nil {
+		return nil, err
 	}
 	req.NextToken = q.Get("next_token")
 	body, _ := json.Marshal(req)

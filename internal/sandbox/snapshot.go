@@ -167,7 +167,7 @@ func (m *Manager) checkpointOf(sb *sandbox) (string, error) {
 	}
 	if err != nil {
 		os.RemoveAll(tmp)
-		if errdefs.As(err).Code != errdefs.CodeInternal {
+		if errdefs.CodeOf(err) != errdefs.CodeInternal {
 			return "", err
 		}
 		m.log.Error("checkpointing", "sandbox", sb.rec.ID, "err", err)
