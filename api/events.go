@@ -22,7 +22,13 @@ const (
 	EventSandboxResumed = "sandbox.resumed"
 	EventSandboxForked  = "sandbox.forked"
 	EventSnapshotMade   = "snapshot.created"
+	EventSandboxReady   = "sandbox.ready"
+	EventExecStarted    = "exec.started"
 	EventExecFinished   = "exec.finished"
+	EventProcessStarted = "process.started"
+	EventProcessExited  = "process.exited"
+	EventImageBuilt     = "image.built"
+	EventImagePulled    = "image.pulled"
 	// EventStreamOpen begins every event stream, before any event: its
 	// data is {"after": id}, and it has no id of its own.
 	EventStreamOpen = "open"

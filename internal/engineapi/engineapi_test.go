@@ -286,14 +286,10 @@ func TestReattach(t *testing.T) {
 	third.call("after", "sandbox::list", map[string]any{})
 }
 
-func TestTriggersAreRefused(t *testing.T) {
+func TestWorkerRegistration(t *testing.T) {
 	_, url := testServer(t, &httpapitest.Fake{}, Options{})
 	wc := dial(t, url)
-	wc.send(map[string]any{"type": "registertrigger", "id": "t1", "trigger_type": "cron", "function_id": "f", "config": map[string]any{}})
-	m := wc.recv()
-	if e, _ := m["error"].(map[string]any); m["type"] != "triggerregistrationresult" || m["id"] != "t1" || e["code"] != "unsupported" {
-		t.Fatalf("answer = %v", m)
-	}
+	wc.send(map[string]any{"type": "registerfunction", "id": "app::f"})
 	wc.alive()
 	// engine::workers::register with an id answers {}.
 	if m := wc.call("reg", "engine::workers::register", map[string]any{"name": "w"}); m["error"] != nil {

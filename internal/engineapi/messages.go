@@ -32,7 +32,6 @@ const (
 	codeMessageTooLarge    = "message_too_large"
 	codeTooManyInvocations = "too_many_invocations"
 	codeEnqueueError       = "enqueue_error"
-	codeUnsupported        = "unsupported"
 )
 
 // handlerErrorPrefix starts the message of a sandbox error; the envelope
@@ -55,8 +54,21 @@ type inbound struct {
 	ReattachToken    string `json:"reattach_token"`
 
 	// registerfunction, registertrigger, ...
-	ID          string `json:"id"`
-	TriggerType string `json:"trigger_type"`
+	ID          string          `json:"id"`
+	TriggerType string          `json:"trigger_type"`
+	Config      json.RawMessage `json:"config"`
+
+	// invocationresult (a worker's answer to a trigger's event)
+	Error *errorBody `json:"error"`
+}
+
+// invocation is an invokefunction hutch sends: a trigger's event for a
+// worker's function.
+type invocation struct {
+	Type         string          `json:"type"`
+	InvocationID json.RawMessage `json:"invocation_id"`
+	FunctionID   string          `json:"function_id"`
+	Data         json.RawMessage `json:"data"`
 }
 
 // action is how an invocation is routed: "void" (fire-and-forget) or
@@ -91,14 +103,14 @@ type workerRegistered struct {
 	ReattachToken string `json:"reattach_token"`
 }
 
-// triggerRegistrationResult refuses a trigger registration: hutch serves
-// functions, it does not fire triggers.
+// triggerRegistrationResult answers a trigger registration: accepted, or
+// refused with an error.
 type triggerRegistrationResult struct {
 	Type        string     `json:"type"`
 	ID          string     `json:"id"`
 	TriggerType string     `json:"trigger_type"`
 	FunctionID  string     `json:"function_id"`
-	Error       *errorBody `json:"error"`
+	Error       *errorBody `json:"error,omitempty"`
 }
 
 type simpleMessage struct {

@@ -39,6 +39,11 @@ type session struct {
 	// The fields below are guarded by mu.
 	workerID string
 	log      *slog.Logger
+	// triggers cancels each trigger of the session by id.
+	triggers map[string]context.CancelFunc
+	// pending waits for the worker's answer to each event a trigger sent,
+	// by invocation id.
+	pending map[string]chan *errorBody
 }
 
 // serveSession runs one engine session until the client goes away or the
@@ -62,7 +67,8 @@ func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
 	// The owner was read from r before the upgrade (authorized).
 	base := auth.WithOwner(s.ctx, owner)
 	ctx, cancel := context.WithCancel(base)
-	sess := &session{s: s, conn: conn, ctx: ctx, cancel: cancel, base: base, slots: make(chan struct{}, s.opts.MaxInFlight)}
+	sess := &session{s: s, conn: conn, ctx: ctx, cancel: cancel, base: base, slots: make(chan struct{}, s.opts.MaxInFlight),
+		triggers: map[string]context.CancelFunc{}, pending: map[string]chan *errorBody{}}
 	id, token := s.workers.add()
 	sess.setWorker(id, r.RemoteAddr)
 	sess.logger().Debug("engine session open")
@@ -216,11 +222,14 @@ func (sess *session) handle(msg []byte) {
 	case typeReattach:
 		sess.reattach(m)
 	case typeRegisterTrigger:
-		sess.send(triggerRegistrationResult{Type: typeTriggerRegistration, ID: m.ID, TriggerType: m.TriggerType, FunctionID: m.FunctionID,
-			Error: &errorBody{Code: codeUnsupported, Message: "hutch serves sandbox::* functions; it does not fire triggers"}})
-	case typeRegisterFunction, typeUnregisterFunction, typeRegisterTriggerType, typeUnregisterTriggerType,
-		typeUnregisterTrigger, typeInvocationResult:
-		// A worker announcing itself; hutch routes no calls to workers.
+		sess.registerTrigger(m)
+	case typeUnregisterTrigger:
+		sess.unregisterTrigger(m.ID)
+	case typeInvocationResult:
+		sess.answered(m)
+	case typeRegisterFunction, typeUnregisterFunction, typeRegisterTriggerType, typeUnregisterTriggerType:
+		// A worker announcing itself: hutch calls a worker's function
+		// only for the triggers it registers.
 		sess.logger().Debug("engine message ignored", "type", m.Type, "id", m.ID)
 	default:
 		sess.badMessage(msg, fmt.Sprintf("unknown message type %q", clip(m.Type, 64)))

@@ -31,6 +31,9 @@ type workerRecord struct {
 	connected bool
 	// leftAt is when the worker disconnected.
 	leftAt time.Time
+	// cursors is the last event each of its triggers delivered, by
+	// trigger id, so a reattached worker's trigger resumes after it.
+	cursors map[string]uint64
 }
 
 func newWorkers() *workers { return &workers{m: map[string]*workerRecord{}} }
@@ -104,4 +107,34 @@ func (w *workers) pruneLocked(now time.Time) {
 	if idle >= maxRememberedIdles {
 		delete(w.m, oldestID)
 	}
+}
+
+// cursor is the last event trigger tid of worker id delivered.
+func (w *workers) cursor(id, tid string) (uint64, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	rec, ok := w.m[id]
+	if !ok {
+		return 0, false
+	}
+	n, ok := rec.cursors[tid]
+	return n, ok
+}
+
+// setCursor records that trigger tid of worker id delivered event n. A
+// worker keeps the cursors of at most maxTriggersPerSession triggers.
+func (w *workers) setCursor(id, tid string, n uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	rec, ok := w.m[id]
+	if !ok {
+		return
+	}
+	if rec.cursors == nil {
+		rec.cursors = map[string]uint64{}
+	}
+	if _, ok := rec.cursors[tid]; !ok && len(rec.cursors) >= maxTriggersPerSession {
+		return
+	}
+	rec.cursors[tid] = n
 }

@@ -9,6 +9,35 @@ import (
 	"github.com/hutch-dev/hutch/internal/errdefs"
 )
 
+// TestEventsOfABackgroundProcess: starting a background process and its
+// exit are events, the exit with its code.
+func TestEventsOfABackgroundProcess(t *testing.T) {
+	m, _, _ := inprocess(t, nil)
+	ctx := context.Background()
+	id := create(t, m, api.CreateRequest{Image: "python"})
+	st, err := m.StartProcess(ctx, api.ProcessStartRequest{SandboxID: id, Tag: "job", Argv: []string{"sh", "-c", "exit 3"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var exited []api.EventRecord
+	eventually(t, "process.exited is recorded", func() bool {
+		list, err := m.ListEvents(ctx, api.EventsRequest{SandboxID: id, Type: "process.*"})
+		exited = list.Events
+		return err == nil && len(list.Events) == 2
+	})
+	var started, ended struct {
+		Pid      int
+		Tag      string
+		ExitCode int `json:"exit_code"`
+	}
+	if exited[0].Type != api.EventProcessStarted || json.Unmarshal(exited[0].Data, &started) != nil || started.Pid != st.Pid || started.Tag != "job" {
+		t.Errorf("first event %+v %s, want process.started of pid %d", exited[0], exited[0].Data, st.Pid)
+	}
+	if exited[1].Type != api.EventProcessExited || json.Unmarshal(exited[1].Data, &ended) != nil || ended.Pid != st.Pid || ended.ExitCode != 3 {
+		t.Errorf("second event %+v %s, want process.exited with code 3", exited[1], exited[1].Data)
+	}
+}
+
 func TestEventsRecordALifeForItsOwner(t *testing.T) {
 	m, _, _ := inprocess(t, nil)
 	ctx := context.Background()
@@ -33,7 +62,8 @@ func TestEventsRecordALifeForItsOwner(t *testing.T) {
 	for _, e := range list.Events {
 		types = append(types, e.Type)
 	}
-	want := []string{api.EventSandboxCreated, api.EventExecFinished, api.EventSandboxPaused, api.EventSandboxResumed, api.EventSandboxStopped}
+	want := []string{api.EventSandboxCreated, api.EventSandboxReady, api.EventExecStarted, api.EventExecFinished,
+		api.EventSandboxPaused, api.EventSandboxResumed, api.EventSandboxStopped}
 	if len(types) != len(want) {
 		t.Fatalf("events %v, want %v", types, want)
 	}
@@ -43,8 +73,8 @@ func TestEventsRecordALifeForItsOwner(t *testing.T) {
 		}
 	}
 	var stopped struct{ Cause string }
-	if err := json.Unmarshal(list.Events[4].Data, &stopped); err != nil || stopped.Cause != "request" {
-		t.Errorf("the stop event says %s", list.Events[4].Data)
+	if err := json.Unmarshal(list.Events[6].Data, &stopped); err != nil || stopped.Cause != "request" {
+		t.Errorf("the stop event says %s", list.Events[6].Data)
 	}
 	if other, _ := m.ListEvents(as("mallory"), api.EventsRequest{}); len(other.Events) != 0 {
 		t.Errorf("another owner lists %+v", other.Events)

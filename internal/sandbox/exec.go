@@ -76,5 +76,6 @@ func (m *Manager) prepareExec(ctx context.Context, req api.ExecRequest) (*sandbo
 		release()
 		return nil, nil, nil, err
 	}
+	m.emitFor(sb, api.EventExecStarted, map[string]any{"command": argv[0]})
 	return sb, release, areq, nil
 }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"time"
 	"slices"
 	"strings"
 
@@ -85,10 +86,12 @@ func (m *Manager) ImagePull(ctx context.Context, req api.ImagePullRequest) (api.
 	if err := m.operatorOnly(ctx, "pull"); err != nil {
 		return api.ImageStatus{}, err
 	}
+	start := time.Now()
 	img, err := m.images.Pull(ctx, req.Name)
 	if err != nil {
 		return api.ImageStatus{}, err
 	}
+	m.emitInstalled(ctx, img, start)
 	m.refreshWarm(req.Name, img.ID)
 	return m.images.Status(req.Name), nil
 }
@@ -193,9 +196,13 @@ func (m *Manager) operatorOnly(ctx context.Context, action string) error {
 // sandbox is registered or the create failed.
 func (m *Manager) ensureImage(ctx context.Context, name string) (img *image.Image, release func(), err error) {
 	for attempt := 0; ; attempt++ {
+		start, missing := time.Now(), m.images.Status(name).State != image.StateReady
 		img, err := m.images.Ensure(ctx, name, m.cfg.AutoInstall)
 		if err != nil {
 			return nil, nil, err
+		}
+		if missing {
+			m.emitInstalled(ctx, img, start)
 		}
 		m.mu.Lock()
 		if m.imgUse.removing[img.ID] {
@@ -230,4 +237,15 @@ func (sb *sandbox) isDestroyed() bool {
 	default:
 		return false
 	}
+}
+
+// emitInstalled records that img was built or pulled for the caller, the
+// wait having begun at start.
+func (m *Manager) emitInstalled(ctx context.Context, img *image.Image, start time.Time) {
+	typ := api.EventImagePulled
+	if img.Kind == image.KindPreset {
+		typ = api.EventImageBuilt
+	}
+	m.emit(typ, auth.OwnerFrom(ctx), "", map[string]any{"image": img.Name, "id": img.ID, "size_bytes": img.SizeBytes,
+		"duration_ms": time.Since(start).Milliseconds()})
 }

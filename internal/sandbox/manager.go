@@ -321,6 +321,8 @@ func (m *Manager) register(sb *sandbox) (api.CreateResponse, error) {
 	m.wakeReaper()
 	m.log.Info("sandbox created", "sandbox", rec.ID, "image", rec.Image, "cpus", rec.CPUs, "memory_mb", rec.MemoryMB)
 	m.emitFor(sb, api.EventSandboxCreated, map[string]any{"image": rec.Image, "cpus": rec.CPUs, "memory_mb": rec.MemoryMB, "network": rec.Network})
+	// Its agent answered and it is listed: it takes commands from now on.
+	m.emitFor(sb, api.EventSandboxReady, nil)
 	return api.CreateResponse{SandboxID: rec.ID, Image: rec.Image, UnforwardedPorts: rec.unforwarded}, nil
 }
 

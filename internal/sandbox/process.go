@@ -90,6 +90,7 @@ func (m *Manager) StartProcess(ctx context.Context, req api.ProcessStartRequest)
 	}
 	pid := int(ev.GetStarted().GetPid())
 	sb.procs.add(procEntry{pid: pid, tag: req.Tag, pty: req.Pty != nil}, unreserve)
+	m.emitFor(sb, api.EventProcessStarted, map[string]any{"pid": pid, "command": argv[0], "tag": req.Tag, "pty": req.Pty != nil})
 	go m.watchProcess(sb, pid)
 	return api.ProcessStartResponse{Pid: pid}, nil
 }
@@ -109,8 +110,12 @@ func (m *Manager) watchProcess(sb *sandbox, pid int) {
 		case <-ctx.Done():
 		}
 	}()
-	_, _ = sb.client().Wait(ctx, int32(pid))
+	exited, err := sb.client().Wait(ctx, int32(pid))
 	sb.procs.exited(pid)
+	if err == nil {
+		m.emitFor(sb, api.EventProcessExited, map[string]any{"pid": pid, "exit_code": exited.GetExitCode(), "signal": exited.GetSignal(),
+			"duration_ms": exited.GetDurationUs() / 1000})
+	}
 }
 
 // agentExec is the agent's request for a command of sandbox sb: the
