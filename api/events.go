@@ -32,6 +32,8 @@ const (
 	// EventStreamOpen begins every event stream, before any event: its
 	// data is {"after": id}, and it has no id of its own.
 	EventStreamOpen = "open"
+	// AfterNow as EventsRequest.After skips every event already recorded.
+	AfterNow = "now"
 	// EventCustomPrefix begins the type of an event a caller published.
 	EventCustomPrefix = "custom."
 )
@@ -53,7 +55,8 @@ type EventsRequest struct {
 	Type string `json:"type,omitempty"`
 	// Since keeps the events at or after this time (RFC 3339).
 	Since string `json:"since,omitempty"`
-	// After keeps the events after this id (a cursor).
+	// After keeps the events after this id (a cursor); AfterNow ("now")
+	// keeps only those recorded from now on.
 	After string `json:"after,omitempty"`
 	// Limit bounds a list's answer (default and most: 1000).
 	Limit int `json:"limit,omitempty"`

@@ -49,28 +49,36 @@ func (d *daemon) eventStream(t *testing.T, query, lastID string) <-chan sseEvent
 func TestEvents(t *testing.T) {
 	d := startDaemon(t, baseConfig(""))
 	ctx := context.Background()
-	live := d.eventStream(t, "type=sandbox.*", "")
+	live := d.eventStream(t, "", "")
 	id := d.create(api.CreateRequest{Image: "python", IdleTimeoutSecs: 2})
 	d.exec(id, "true")
 
-	// The subscriber sees the sandbox created, then stopped when idle.
+	// The subscriber sees the sandbox created, ready, the exec, then the
+	// sandbox stopped when idle, in that order.
+	want := []string{api.EventSandboxCreated, api.EventSandboxReady, api.EventExecStarted, api.EventExecFinished, api.EventSandboxStopped}
 	var seen []sseEvent
-	for len(seen) < 2 {
+	for len(seen) < len(want) {
 		ev := nextEvent(t, live)
 		var rec api.EventRecord
-		if err := json.Unmarshal(ev.data, &rec); err != nil || rec.SandboxID != id || ev.id != rec.ID {
+		if err := json.Unmarshal(ev.data, &rec); err != nil || ev.id != rec.ID {
 			t.Fatalf("event %+v: %+v %v", ev, rec, err)
+		}
+		if rec.SandboxID != id {
+			continue // an image built for it, say
+		}
+		if ev.typ != want[len(seen)] {
+			t.Fatalf("event %d is %s %s, want %s", len(seen), ev.typ, ev.data, want[len(seen)])
 		}
 		seen = append(seen, ev)
 	}
-	if seen[0].typ != api.EventSandboxCreated || seen[1].typ != api.EventSandboxStopped || !strings.Contains(string(seen[1].data), `"cause":"idle"`) {
-		t.Fatalf("events %s %s, %s", seen[0].typ, seen[1].typ, seen[1].data)
+	if stop := seen[4]; !strings.Contains(string(stop.data), `"cause":"idle"`) {
+		t.Fatalf("the stop event says %s", stop.data)
 	}
 
-	// A stream resumed after the first event starts with the exec.
-	resumed := d.eventStream(t, "sandbox_id="+id, seen[0].id)
+	// A stream resumed after the exec started starts with its end.
+	resumed := d.eventStream(t, "sandbox_id="+id, seen[2].id)
 	if ev := nextEvent(t, resumed); ev.typ != api.EventExecFinished || !strings.Contains(string(ev.data), `"exit_code":0`) {
-		t.Errorf("after Last-Event-ID %s: %s %s", seen[0].id, ev.typ, ev.data)
+		t.Errorf("after Last-Event-ID %s: %s %s", seen[2].id, ev.typ, ev.data)
 	}
 
 	// Published events go to the same log.
@@ -86,7 +94,7 @@ func TestEvents(t *testing.T) {
 	d.start()
 	out, errOut, code := d.cli("", "events", "--sandbox", id)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if code != 0 || len(lines) != 3 || !strings.Contains(lines[0], "sandbox.created") || !strings.Contains(lines[1], "exec.finished") || !strings.Contains(lines[2], "sandbox.stopped") {
+	if code != 0 || len(lines) != len(want) || !strings.Contains(lines[0], "sandbox.created") || !strings.Contains(lines[3], "exec.finished") || !strings.Contains(lines[4], "sandbox.stopped") {
 		t.Fatalf("hutch events after a restart: code %d stdout %q stderr %q", code, out, errOut)
 	}
 	list, err := d.c.ListEvents(ctx, api.EventsRequest{Type: "custom.*"})
@@ -132,12 +140,12 @@ func TestWebhooks(t *testing.T) {
 	if _, err := d.c.Stop(context.Background(), id, true); err != nil {
 		t.Fatal(err)
 	}
-	if !eventually(60*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == 2 }) {
+	if !eventually(60*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == 3 }) {
 		mu.Lock()
 		t.Fatalf("the receiver got %v", got)
 	}
 	mu.Lock()
-	if got[0] != api.EventSandboxCreated || got[1] != api.EventSandboxStopped {
+	if got[0] != api.EventSandboxCreated || got[1] != api.EventSandboxReady || got[2] != api.EventSandboxStopped {
 		t.Errorf("deliveries %v", got)
 	}
 	mu.Unlock()
@@ -145,10 +153,10 @@ func TestWebhooks(t *testing.T) {
 	if err := d.c.Call(context.Background(), api.FnWebhookDeliveries, struct{}{}, &list); err != nil {
 		t.Fatal(err)
 	}
-	if len(list.Deliveries) != 2 || !list.Deliveries[0].Delivered || list.Deliveries[0].Attempts != 3 || list.Deliveries[0].Type != api.EventSandboxStopped {
+	if len(list.Deliveries) != 3 || !list.Deliveries[0].Delivered || list.Deliveries[0].Attempts != 3 || list.Deliveries[0].Type != api.EventSandboxStopped {
 		t.Errorf("deliveries listed: %+v", list.Deliveries)
 	}
-	if status, body := d.raw("GET", "/metrics", "", ""); status != 200 || !strings.Contains(body, `hutch_webhook_deliveries_total{result="delivered"} 2`) || !strings.Contains(body, "hutch_webhook_attempts_total 4") {
+	if status, body := d.raw("GET", "/metrics", "", ""); status != 200 || !strings.Contains(body, `hutch_webhook_deliveries_total{result="delivered"} 3`) || !strings.Contains(body, "hutch_webhook_attempts_total 5") {
 		t.Errorf("webhook metrics: %d\n%s", status, grepLines(body, "hutch_webhook"))
 	}
 }

@@ -17,11 +17,37 @@ describe('events over the engine', () => {
     const published = await call('sandbox::events::publish', { topic: 'conformance', sandbox_id, data: { n: 1 } })
     assert.equal(published.type, 'custom.conformance')
     const { events } = await call('sandbox::events::list', { sandbox_id })
-    assert.deepEqual(events.map((e) => e.type), ['sandbox.created', 'exec.finished', 'sandbox.stopped', 'custom.conformance'])
-    assert.equal(events[2].data.cause, 'request')
-    assert.deepEqual(events[3].data, { n: 1 })
+    assert.deepEqual(events.map((e) => e.type),
+      ['sandbox.created', 'sandbox.ready', 'exec.started', 'exec.finished', 'sandbox.stopped', 'custom.conformance'])
+    assert.equal(events[4].data.cause, 'request')
+    assert.deepEqual(events[5].data, { n: 1 })
     const ids = events.map((e) => BigInt(e.id))
     assert.ok(ids.every((id, i) => i === 0 || id > ids[i - 1]), 'ids increase')
     assert.equal(envelopeOf(await rejects(call('sandbox::events::publish', { topic: 'Not A Topic' })))?.code, 'S001')
+  })
+
+  test('a worker\'s trigger gets a sandbox\'s life as it happens, in order', { timeout: BOOT_TIMEOUT_MS }, async () => {
+    // The unmodified SDK: a function of this worker, and a trigger of
+    // hutch's sandbox::event type that calls it with each event.
+    const all = []
+    let mine, stopped
+    const waiting = new Promise((resolve) => { stopped = resolve })
+    iii.registerFunction('conformance::on_event', async (ev) => {
+      all.push(ev)
+      // Its idle stop comes seconds after the create answered.
+      if (ev.type === 'sandbox.stopped' && ev.sandbox_id === mine) stopped(ev.sandbox_id)
+      return {}
+    })
+    // Registered before the create is sent: hutch reads them in order.
+    const trigger = iii.registerTrigger({ type: 'sandbox::event', function_id: 'conformance::on_event', config: { type: '*' } })
+    const { sandbox_id } = await call('sandbox::create', { image: 'python', idle_timeout_secs: 2 }, BOOT_TIMEOUT_MS)
+    mine = sandbox_id
+    await call('sandbox::exec', { sandbox_id, cmd: 'true' })
+    assert.equal(await waiting, sandbox_id)
+    trigger.unregister()
+    const got = all.filter((e) => e.sandbox_id === sandbox_id)
+    assert.deepEqual(got.map((e) => e.type), ['sandbox.created', 'sandbox.ready', 'exec.started', 'exec.finished', 'sandbox.stopped'])
+    assert.equal(got[3].data.exit_code, 0)
+    assert.equal(got[4].data.cause, 'idle')
   })
 })

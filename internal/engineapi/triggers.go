@@ -10,7 +10,8 @@ package engineapi
 //
 // The config is sandbox::events::stream's request (type, sandbox_id,
 // since, after), read through the function table, so a trigger sees only
-// its owner's events. Each event is sent as an invokefunction of the
+// its owner's events; without after, it starts with the events recorded
+// after its registration. Each event is sent as an invokefunction of the
 // worker's function, one at a time: the next waits for the worker's
 // invocationresult (or deliveryTimeout), so a worker gets its events in
 // order and a slow one holds its own stream back, not the daemon. A
@@ -78,6 +79,9 @@ func (sess *session) registerTrigger(m inbound) {
 		}
 	}
 	if req.After == "" {
+		// A new trigger fires for what happens from now on; a reattached
+		// worker's, from after the last event it answered.
+		req.After = api.AfterNow
 		if last, ok := sess.s.workers.cursor(sess.worker(), m.ID); ok {
 			req.After = strconv.FormatUint(last, 10)
 		}
@@ -95,17 +99,20 @@ func (sess *session) registerTrigger(m inbound) {
 	sess.triggers[m.ID] = cancel
 	sess.mu.Unlock()
 
+	// Opened before the next message is read: an event caused by a call
+	// the worker sent after registering reaches the trigger.
+	st, err := sess.openEvents(ctx, req)
+	if err != nil {
+		sess.dropTrigger(m.ID)
+		cancel()
+		refuse(codeTriggerFailed, engineError(err).Message)
+		return
+	}
+	sess.send(triggerRegistrationResult{Type: typeTriggerRegistration, ID: m.ID, TriggerType: m.TriggerType, FunctionID: m.FunctionID})
 	sess.calls.Add(1)
 	go func() {
 		defer sess.calls.Done()
 		defer cancel()
-		st, err := sess.openEvents(ctx, req)
-		if err != nil {
-			sess.dropTrigger(m.ID)
-			refuse(codeTriggerFailed, engineError(err).Message)
-			return
-		}
-		sess.send(triggerRegistrationResult{Type: typeTriggerRegistration, ID: m.ID, TriggerType: m.TriggerType, FunctionID: m.FunctionID})
 		sess.fire(ctx, m.ID, m.FunctionID, req, st)
 	}()
 }

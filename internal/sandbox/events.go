@@ -69,7 +69,9 @@ func (m *Manager) eventFilter(ctx context.Context, req api.EventsRequest) (event
 		}
 		f.Since = t
 	}
-	if req.After != "" {
+	if req.After == api.AfterNow && m.events != nil {
+		f.After = m.events.Last()
+	} else if req.After != "" {
 		n, err := strconv.ParseUint(req.After, 10, 64)
 		if err != nil {
 			return f, errdefs.Malformed("after %q is not an event id", clip(req.After, 64))

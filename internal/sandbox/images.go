@@ -8,9 +8,9 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"time"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/auth"
