@@ -18,6 +18,9 @@ const (
 	FnProcessKill   = "sandbox::process::kill"
 	FnProcessWait   = "sandbox::process::wait"
 	FnProcessResize = "sandbox::process::resize"
+	// FnProcessLogs streams the combined output of a sandbox's background
+	// processes (hutch extension).
+	FnProcessLogs = "sandbox::process::logs"
 )
 
 // Event types of a process's output stream: a streamed exec
@@ -239,3 +242,27 @@ func (r *ProcessWaitRequest) SandboxIDField() *string   { return &r.SandboxID }
 func (r *ProcessWaitRequest) PidField() *int            { return &r.Pid }
 func (r *ProcessResizeRequest) SandboxIDField() *string { return &r.SandboxID }
 func (r *ProcessResizeRequest) PidField() *int          { return &r.Pid }
+
+// EventLog is an event of sandbox::process::logs: a LogLine.
+const EventLog = "log"
+
+// LogsRequest is the payload of sandbox::process::logs.
+type LogsRequest struct {
+	SandboxID string `json:"sandbox_id"`
+	// Tag keeps the processes with this tag only.
+	Tag string `json:"tag,omitempty"`
+	// Follow streams output as it is written, and that of processes
+	// started later, until the caller goes away or the sandbox stops;
+	// without it the stream ends with what the processes hold now.
+	Follow bool `json:"follow,omitempty"`
+}
+
+// LogLine is a piece of a background process's output, tagged with the
+// process it came from.
+type LogLine struct {
+	Pid int    `json:"pid"`
+	Tag string `json:"tag,omitempty"`
+	// Stream is "stdout" or "stderr".
+	Stream string `json:"stream"`
+	OutputChunk
+}

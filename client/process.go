@@ -153,3 +153,21 @@ func (c *Client) ResizeProcess(ctx context.Context, req api.ProcessResizeRequest
 	}
 	return out, c.do(ctx, http.MethodPost, p+"/resize", req, &out)
 }
+
+// Logs hands the output of a sandbox's background processes to on as log
+// lines (event api.EventLog with an api.LogLine; api.EventExit with an
+// api.ProcessInfo when a followed process ends) — sandbox::process::logs.
+func (c *Client) Logs(ctx context.Context, req api.LogsRequest, on func(event string, data json.RawMessage) error) error {
+	p, err := sandboxPath(req.SandboxID)
+	if err != nil {
+		return err
+	}
+	q := url.Values{}
+	if req.Follow {
+		q.Set("follow", "true")
+	}
+	if req.Tag != "" {
+		q.Set("tag", req.Tag)
+	}
+	return c.streamEvents(ctx, http.MethodGet, p+"/logs?"+q.Encode(), nil, on, nil)
+}

@@ -227,3 +227,63 @@ func TestAlertStopsASandboxThatTakesTooMuchMemory(t *testing.T) {
 		t.Errorf("alert history: %+v %v", h, err)
 	}
 }
+
+// TestLogs: the combined logs of a sandbox's background processes, over
+// SSE with follow (a process started later joins) and through the CLI.
+func TestLogs(t *testing.T) {
+	d := startDaemon(t, baseConfig(""))
+	ctx := context.Background()
+	id := d.create(api.CreateRequest{Image: "python"})
+	web, err := d.c.StartProcess(ctx, api.ProcessStartRequest{SandboxID: id, Tag: "web", Argv: []string{"sh", "-c", "echo serving; sleep infinity"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest("GET", d.url+"/v1/sandboxes/"+id+"/logs?follow=true", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("logs stream: %v %v", resp, err)
+	}
+	defer resp.Body.Close()
+	events := readSSE(resp.Body)
+	if ev := nextEvent(t, events); ev.typ != api.EventStreamOpen {
+		t.Fatalf("the stream began with %s", ev.typ)
+	}
+	nextLine := func() api.LogLine {
+		t.Helper()
+		ev := nextEvent(t, events)
+		var l api.LogLine
+		if ev.typ != api.EventLog || json.Unmarshal(ev.data, &l) != nil {
+			t.Fatalf("event %s %s, want a log line", ev.typ, ev.data)
+		}
+		return l
+	}
+	if l := nextLine(); l.Pid != web.Pid || l.Tag != "web" || l.Data != "serving\n" {
+		t.Fatalf("first line %+v", l)
+	}
+	job, err := d.c.StartProcess(ctx, api.ProcessStartRequest{SandboxID: id, Tag: "job", Argv: []string{"sh", "-c", "echo step 1 >&2; sleep infinity"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := nextLine(); l.Pid != job.Pid || l.Tag != "job" || l.Stream != "stderr" || l.Data != "step 1\n" {
+		t.Fatalf("the later process's line %+v", l)
+	}
+	out, errOut, code := d.cli("", "logs", id)
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("web %d | serving\n", web.Pid)) || !strings.Contains(out, fmt.Sprintf("job %d ! | step 1\n", job.Pid)) {
+		t.Errorf("hutch logs: code %d stdout %q stderr %q", code, out, errOut)
+	}
+	if _, err := d.c.Stop(ctx, id, true); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if ev := nextEvent(t, events); ev.typ == "error" {
+			if !strings.Contains(string(ev.data), "S004") {
+				t.Errorf("the stream ended with %s", ev.data)
+			}
+			break
+		}
+	}
+}

@@ -53,13 +53,22 @@ func (a *app) psCmd() *cobra.Command {
 
 func (a *app) logsCmd() *cobra.Command {
 	var follow bool
+	var tag string
 	cmd := &cobra.Command{
-		Use:   "logs ID PID",
-		Short: "Print what a process hutch started has written (-f: and follow it until it exits)",
-		Args:  cobra.ExactArgs(2),
+		Use:   "logs ID [PID]",
+		Short: "Print what a process hutch started has written, or without PID what all of them have, each line after its tag or pid (-f: and follow)",
+		Args:  cobra.RangeArgs(1, 2),
 	}
-	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing output as it is written, until the process exits")
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing output as it is written: until the process exits, or without PID until the sandbox stops")
+	cmd.Flags().StringVar(&tag, "tag", "", "without PID: only the processes with this tag")
 	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
+		if len(args) == 1 {
+			p := &logPrinter{out: a.stdout, partial: map[logSource]bool{}}
+			return a.client().Logs(cmd.Context(), api.LogsRequest{SandboxID: args[0], Tag: tag, Follow: follow}, p.event)
+		}
+		if tag != "" {
+			return usagef("--tag is for the logs of all processes; leave out PID")
+		}
 		id, pid, err := pidArgs(args)
 		if err != nil {
 			return err

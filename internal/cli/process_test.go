@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
@@ -95,5 +97,33 @@ func TestExecPrintsAsItStreams(t *testing.T) {
 	out, errOut, code := newHarness(t, fake).run("", "exec", id, "--", "sh")
 	if out != "out\n" || errOut != "err\n" || code != 4 {
 		t.Fatalf("stdout %q stderr %q code %d", out, errOut, code)
+	}
+}
+
+// TestLogPrinter: combined log lines start with their source's tag and
+// pid, stderr marked; a source's unfinished line is ended on screen
+// before another source's; a tag cannot write control characters.
+func TestLogPrinter(t *testing.T) {
+	var out bytes.Buffer
+	p := &logPrinter{out: &out, partial: map[logSource]bool{}}
+	line := func(pid int, tag, stream, data string) {
+		t.Helper()
+		b, _ := json.Marshal(api.LogLine{Pid: pid, Tag: tag, Stream: stream, OutputChunk: api.OutputChunk{Data: data}})
+		if err := p.event(api.EventLog, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	line(7, "web", api.EventStdout, "one\ntw")
+	line(9, "", api.EventStderr, "oops\n")
+	line(7, "web", api.EventStdout, "o\n")
+	line(8, "x\x1b[2J", api.EventStdout, "hi\n")
+	code := 3
+	b, _ := json.Marshal(api.ProcessInfo{Pid: 9, ExitCode: &code})
+	if err := p.event(api.EventExit, b); err != nil {
+		t.Fatal(err)
+	}
+	want := "web 7 | one\nweb 7 | tw\n9 ! | oops\nweb 7 | o\nx\\x1b[2J 8 | hi\n9 | [exit 3]\n"
+	if out.String() != want {
+		t.Errorf("printed %q\nwant    %q", out.String(), want)
 	}
 }

@@ -41,6 +41,18 @@ func registerProcesses(t *Table) {
 	add(t, api.FnProcessKill, "Kill a process's group (SIGKILL)", p.KillProcess)
 	add(t, api.FnProcessWait, "Wait until a process exits or timeout_ms passes; answers its state", p.WaitProcess)
 	add(t, api.FnProcessResize, "Set the size of a process's terminal", p.ResizeProcess)
+	if l, ok := p.(ProcessLogs); ok {
+		addStream(t, api.FnProcessLogs, "The output of a sandbox's background processes as log lines tagged with pid and tag; with follow, as it is written, until the sandbox stops (hutch extension)",
+			func(ctx context.Context, req api.LogsRequest, e Emitter) (struct{}, error) {
+				return struct{}{}, l.StreamLogs(ctx, req, e.emitData)
+			})
+	}
+}
+
+// ProcessLogs is the combined output of a sandbox's background processes
+// (sandbox::process::logs), when the manager has it.
+type ProcessLogs interface {
+	StreamLogs(ctx context.Context, req api.LogsRequest, emit func(event string, data any) error) error
 }
 
 // addOutput adds sandbox::process::output: one answer, or with follow a

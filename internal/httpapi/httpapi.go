@@ -39,6 +39,7 @@
 //	GET    /v1/catalog                    sandbox::catalog::list
 //	GET    /v1/sandboxes/{id}/metrics     sandbox::metrics (cpu, memory, pids)
 //	GET    /v1/sandboxes/{id}/metrics/stream?interval_ms=  sandbox::metrics::stream
+//	GET    /v1/sandboxes/{id}/logs?follow=&tag=  sandbox::process::logs
 //	GET    /healthz                       {"status":"ok"}
 //	GET    /metrics                       Prometheus metrics (Options.Metrics)
 //

@@ -30,7 +30,18 @@ func (s *server) processRoutes() []route {
 		{"POST", one + "/wait", s.call(api.FnProcessWait, sandboxParam, pidParam), false},
 		{"POST", one + "/resize", s.call(api.FnProcessResize, sandboxParam, pidParam), false},
 		{"GET", "/v1/sandboxes/{id}/pty", s.terminal, false},
+		{"GET", "/v1/sandboxes/{id}/logs", s.logs, false},
 	}
+}
+
+// logs is sandbox::process::logs with ?follow= and ?tag= from the query.
+func (s *server) logs(r *http.Request, _ []byte) (any, error) {
+	follow, _, err := queryBool(r, "follow")
+	if err != nil {
+		return nil, err
+	}
+	body, _ := json.Marshal(api.LogsRequest{SandboxID: r.PathValue("id"), Tag: r.URL.Query().Get("tag"), Follow: follow})
+	return s.dispatch(r, api.FnProcessLogs, body, functions.Params{})
 }
 
 // pidParam is {pid} as pid.

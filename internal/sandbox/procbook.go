@@ -23,6 +23,18 @@ type procBook struct {
 	// outputSeen is the output its processes had written at the reaper's
 	// last look (outputChanged).
 	outputSeen int64
+	// started is closed (and replaced) when a process is added.
+	started chan struct{}
+}
+
+// news is closed when the next background process is added.
+func (b *procBook) news() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.started == nil {
+		b.started = make(chan struct{})
+	}
+	return b.started
 }
 
 // outputChanged records total, the bytes the sandbox's processes have
@@ -80,6 +92,10 @@ func (b *procBook) add(e procEntry, release func()) {
 	}
 	e.release = release
 	b.entries[e.pid] = &e
+	if b.started != nil {
+		close(b.started)
+		b.started = nil
+	}
 }
 
 // exited marks background process pid as exited and frees its place.

@@ -204,3 +204,87 @@ func TestProcessOutputIsActivity(t *testing.T) {
 		t.Fatal("a sandbox silent since the last pass was not reaped")
 	}
 }
+
+// TestLogsCombineProcesses: the logs of a sandbox are its background
+// processes' output tagged with pid and tag; followed, a process started
+// later joins, each exit is told, and the sandbox's stop ends the stream
+// with S004.
+func TestLogsCombineProcesses(t *testing.T) {
+	m, _, _ := inprocess(t, nil)
+	id := create(t, m, api.CreateRequest{Image: "python"})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	start := func(tag, script string) int {
+		t.Helper()
+		st, err := m.StartProcess(ctx, api.ProcessStartRequest{SandboxID: id, Tag: tag, Argv: []string{"sh", "-c", script}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Pid
+	}
+	web := start("web", "echo listening; echo warn >&2")
+	if _, err := m.WaitProcess(ctx, api.ProcessWaitRequest{SandboxID: id, Pid: web, TimeoutMs: 30000}); err != nil {
+		t.Fatal(err)
+	}
+	var lines []api.LogLine
+	collect := func(event string, data any) error {
+		if l, ok := data.(api.LogLine); ok {
+			lines = append(lines, l)
+		}
+		return nil
+	}
+	if err := m.StreamLogs(ctx, api.LogsRequest{SandboxID: id}, collect); err != nil {
+		t.Fatal(err)
+	}
+	if len(lines) != 2 || lines[0] != (api.LogLine{Pid: web, Tag: "web", Stream: api.EventStdout, OutputChunk: api.OutputChunk{Data: "listening\n"}}) ||
+		lines[1].Stream != api.EventStderr || lines[1].Data != "warn\n" {
+		t.Fatalf("logs %+v", lines)
+	}
+	lines = nil
+	if err := m.StreamLogs(ctx, api.LogsRequest{SandboxID: id, Tag: "other"}, collect); err != nil || len(lines) != 0 {
+		t.Fatalf("logs of tag other: %+v %v", lines, err)
+	}
+
+	// Followed: what web holds, then a worker started later, with exits.
+	events := make(chan any, 64)
+	ended := make(chan error, 1)
+	go func() {
+		ended <- m.StreamLogs(ctx, api.LogsRequest{SandboxID: id, Follow: true}, func(event string, data any) error {
+			events <- data
+			return nil
+		})
+	}()
+	next := func() any {
+		t.Helper()
+		select {
+		case d := <-events:
+			return d
+		case <-ctx.Done():
+			t.Fatal("no log event")
+		}
+		return nil
+	}
+	next() // open
+	got := map[string]bool{}
+	for len(got) < 3 {
+		switch d := next().(type) {
+		case api.LogLine:
+			got[d.Data] = true
+		case api.ProcessInfo:
+			got["exit "+d.Tag] = d.Pid == web
+		}
+	}
+	if !got["listening\n"] || !got["warn\n"] || !got["exit web"] {
+		t.Fatalf("followed %v", got)
+	}
+	worker := start("worker", "echo working")
+	for seen := false; !seen; {
+		if l, ok := next().(api.LogLine); ok {
+			seen = l.Pid == worker && l.Tag == "worker" && l.Data == "working\n"
+		}
+	}
+	if _, err := m.Stop(ctx, api.StopRequest{SandboxID: id, Wait: true}); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, <-ended, errdefs.CodeStopped)
+}

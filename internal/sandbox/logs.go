@@ -1,0 +1,162 @@
+package sandbox
+
+import (
+	"context"
+	"sort"
+
+	"github.com/hutch-dev/hutch/api"
+	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
+	"github.com/hutch-dev/hutch/internal/errdefs"
+)
+
+// logQueue bounds the lines followed processes have sent and the stream
+// has not emitted yet; a full queue holds the processes' readers back
+// (their output waits in the agent's rings).
+const logQueue = 64
+
+// logItem is one event of a logs stream.
+type logItem struct {
+	event string
+	data  any
+}
+
+// StreamLogs emits the output of a sandbox's background processes as log
+// lines tagged with their pid and tag, oldest process first
+// (sandbox::process::logs). Without follow it ends with what the
+// processes hold now; with follow an open event comes first, then each
+// process's lines as they are
+// written (processes interleaved as their output arrives), an exit event
+// ends each process, and processes started later join, until the caller
+// goes away or the sandbox stops (S004).
+func (m *Manager) StreamLogs(ctx context.Context, req api.LogsRequest, emit emitFunc) error {
+	if len(req.Tag) > maxTagBytes {
+		return errdefs.Malformed("tag is %d bytes, more than %d", len(req.Tag), maxTagBytes)
+	}
+	sb, release, err := m.acquire(ctx, req.SandboxID, useCall)
+	if err != nil {
+		return err
+	}
+	defer release()
+	if !req.Follow {
+		procs, err := m.taggedProcesses(ctx, sb, req.Tag, nil)
+		if err != nil {
+			return err
+		}
+		for _, p := range procs {
+			if err := m.logsNow(ctx, sb, p, emit); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	items := make(chan logItem, logQueue)
+	done := make(chan struct{})
+	defer close(done)
+	// The first event answers at once: the caller is following.
+	if err := emit(api.EventStreamOpen, struct{}{}); err != nil {
+		return err
+	}
+	seen := map[int]bool{}
+	for {
+		news := sb.procs.news()
+		procs, err := m.taggedProcesses(ctx, sb, req.Tag, seen)
+		if err != nil {
+			return err
+		}
+		for _, p := range procs {
+			seen[p.Pid] = true
+			go m.followLogs(ctx, sb, p, items, done)
+		}
+		for wait := true; wait; {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-sb.destroyed:
+				st, end := sb.current()
+				return notRunning(sb.rec.ID, st, end)
+			case it := <-items:
+				if err := emit(it.event, it.data); err != nil {
+					return err
+				}
+			case <-news:
+				wait = false
+			}
+		}
+	}
+}
+
+// taggedProcesses lists the background processes of sb with tag (any
+// when ""), by pid, leaving out the pids in skip.
+func (m *Manager) taggedProcesses(ctx context.Context, sb *sandbox, tag string, skip map[int]bool) ([]api.ProcessInfo, error) {
+	ps, err := sb.client().List(ctx)
+	if err != nil {
+		return nil, m.processError(ctx, sb, "listing processes", 0, err)
+	}
+	var out []api.ProcessInfo
+	for _, p := range ps {
+		info := sb.procs.describe(p)
+		if (tag == "" || info.Tag == tag) && !skip[info.Pid] {
+			out = append(out, info)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Pid < out[j].Pid })
+	return out, nil
+}
+
+// logsNow emits what process p holds now, from the oldest byte kept.
+func (m *Manager) logsNow(ctx context.Context, sb *sandbox, p api.ProcessInfo, emit emitFunc) error {
+	out, err := m.ProcessOutput(ctx, api.ProcessOutputRequest{SandboxID: sb.rec.ID, Pid: p.Pid})
+	if err != nil {
+		if errdefs.Is(err, errdefs.CodeProcessNotFound) {
+			return nil // forgotten since the listing
+		}
+		return err
+	}
+	for _, c := range []struct {
+		stream string
+		chunk  api.OutputChunk
+	}{{api.EventStdout, out.Stdout}, {api.EventStderr, out.Stderr}} {
+		if c.chunk.Data == "" && c.chunk.Dropped == 0 {
+			continue
+		}
+		if err := emit(api.EventLog, api.LogLine{Pid: p.Pid, Tag: p.Tag, Stream: c.stream, OutputChunk: c.chunk}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// followLogs sends process p's output from the oldest byte kept, then its
+// exit, to items until ctx ends or done closes.
+func (m *Manager) followLogs(ctx context.Context, sb *sandbox, p api.ProcessInfo, items chan<- logItem, done <-chan struct{}) {
+	send := func(it logItem) error {
+		select {
+		case items <- it:
+			return nil
+		case <-done:
+			return context.Canceled
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	events, err := sb.client().Attach(ctx, &agentv1.AttachRequest{Pid: int32(p.Pid)})
+	if err != nil {
+		return // the sandbox stopped, or the process was forgotten
+	}
+	defer events.Close()
+	_, err = relay(events, func(event string, data any) error {
+		c, ok := data.(api.OutputChunk)
+		if !ok {
+			return nil // the start event
+		}
+		return send(logItem{api.EventLog, api.LogLine{Pid: p.Pid, Tag: p.Tag, Stream: event, OutputChunk: c}})
+	}, sb.touch)
+	if err != nil {
+		return
+	}
+	if info, err := m.processInfo(ctx, sb, p.Pid); err == nil {
+		_ = send(logItem{api.EventExit, info})
+	}
+}
