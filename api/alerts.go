@@ -17,10 +17,12 @@ const EventAlertFired = "alert.fired"
 // Alert metrics and actions.
 const (
 	// AlertCPU is CPU use in percent of one CPU, AlertMemory the working
-	// set in MiB, AlertPids the sandbox's host tasks.
+	// set in MiB, AlertPids the sandbox's host tasks, AlertDisk the space
+	// its writable layer takes in MiB.
 	AlertCPU    = "cpu"
 	AlertMemory = "memory"
 	AlertPids   = "pids"
+	AlertDisk   = "disk"
 
 	AlertNotify = "notify"
 	AlertPause  = "pause"
@@ -30,7 +32,7 @@ const (
 // AlertCreateRequest is the payload of sandbox::alert::create.
 type AlertCreateRequest struct {
 	SandboxID string `json:"sandbox_id"`
-	// Metric is AlertCPU, AlertMemory or AlertPids; Threshold is in its
+	// Metric is AlertCPU, AlertMemory, AlertPids or AlertDisk; Threshold is in its
 	// unit, and the alert fires when the metric stays above it ForSecs.
 	Metric    string  `json:"metric"`
 	Threshold float64 `json:"threshold"`

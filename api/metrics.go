@@ -24,6 +24,11 @@ type MetricsResponse struct {
 	AgeSecs   uint64 `json:"age_secs"`
 	// IdleSecs is the time since the last exec or file operation.
 	IdleSecs uint64 `json:"idle_secs"`
+	// DiskBytes is the space its writable layer (the files it wrote
+	// outside tmpfs mounts such as /tmp) takes, against DiskLimitBytes
+	// (writable_layer_mb; 0 when unlimited).
+	DiskBytes      uint64 `json:"disk_bytes"`
+	DiskLimitBytes uint64 `json:"disk_limit_bytes"`
 	// ExecInFlight is the number of execs running now.
 	ExecInFlight int `json:"exec_in_flight"`
 }

@@ -228,6 +228,42 @@ func TestAlertStopsASandboxThatTakesTooMuchMemory(t *testing.T) {
 	}
 }
 
+// TestDiskMetricAndAlert: the files a sandbox writes count in its
+// disk_bytes, freed when deleted, and a disk alert fires on them.
+func TestDiskMetricAndAlert(t *testing.T) {
+	d := startDaemon(t, baseConfig(""))
+	ctx := context.Background()
+	id := d.create(api.CreateRequest{Image: "python"})
+	before, err := d.c.Metrics(ctx, id)
+	if err != nil || before.DiskLimitBytes == 0 {
+		t.Fatalf("metrics %+v %v", before, err)
+	}
+	alert, err := d.c.CreateAlert(ctx, api.AlertCreateRequest{SandboxID: id, Metric: api.AlertDisk, Threshold: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.exec(id, "sh", "-c", "head -c 40000000 /dev/urandom > /root/big")
+	after, err := d.c.Metrics(ctx, id)
+	if err != nil || after.DiskBytes < before.DiskBytes+39_000_000 {
+		t.Fatalf("disk_bytes %d after writing 40 MB, %d before (%v)", after.DiskBytes, before.DiskBytes, err)
+	}
+	if !eventually(60*time.Second, func() bool {
+		list, err := d.c.ListEvents(ctx, api.EventsRequest{SandboxID: id, Type: api.EventAlertFired})
+		return err == nil && len(list.Events) == 1 && strings.Contains(string(list.Events[0].Data), alert.AlertID)
+	}) {
+		t.Fatal("the disk alert did not fire")
+	}
+	d.exec(id, "rm", "/root/big")
+	// gVisor gives the space back a moment after the delete.
+	var freed api.MetricsResponse
+	if !eventually(30*time.Second, func() bool {
+		freed, err = d.c.Metrics(ctx, id)
+		return err == nil && freed.DiskBytes < before.DiskBytes+1_000_000
+	}) {
+		t.Errorf("disk_bytes %d after the delete, %d before (%v)", freed.DiskBytes, before.DiskBytes, err)
+	}
+}
+
 // TestLogs: the combined logs of a sandbox's background processes, over
 // SSE with follow (a process started later joins) and through the CLI.
 func TestLogs(t *testing.T) {

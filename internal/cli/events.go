@@ -81,7 +81,7 @@ func (a *app) alertCmd() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 	}
 	fl := create.Flags()
-	fl.StringVar(&req.Metric, "metric", "", "cpu (% of one CPU), memory (MiB) or pids")
+	fl.StringVar(&req.Metric, "metric", "", "cpu (% of one CPU), memory (MiB), pids or disk (MiB of written files)")
 	fl.Float64Var(&req.Threshold, "above", 0, "the threshold, in the metric's unit")
 	fl.Uint64Var(&req.ForSecs, "for", 0, "seconds the metric must stay above it")
 	fl.StringVar(&req.Action, "action", "", "notify (an event; the default), pause or stop")

@@ -49,6 +49,8 @@ type Stats struct {
 	CPUSeconds  float64 `json:"cpu_seconds"`
 	MemoryBytes uint64  `json:"memory_bytes"`
 	Pids        uint64  `json:"pids"`
+	// DiskBytes is the host space the sandbox's writable layer takes.
+	DiskBytes uint64 `json:"disk_bytes"`
 }
 
 // StatsReader is an optional Instance ability: live resource use.

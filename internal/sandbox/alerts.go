@@ -50,8 +50,8 @@ type alerts struct {
 
 // CreateAlert adds an alert to a sandbox (sandbox::alert::create).
 func (m *Manager) CreateAlert(ctx context.Context, req api.AlertCreateRequest) (api.AlertInfo, error) {
-	if !slices.Contains([]string{api.AlertCPU, api.AlertMemory, api.AlertPids}, req.Metric) {
-		return api.AlertInfo{}, errdefs.Malformed("metric must be %s, %s or %s, got %q", api.AlertCPU, api.AlertMemory, api.AlertPids, clip(req.Metric, 32))
+	if !slices.Contains([]string{api.AlertCPU, api.AlertMemory, api.AlertPids, api.AlertDisk}, req.Metric) {
+		return api.AlertInfo{}, errdefs.Malformed("metric must be %s, %s, %s or %s, got %q", api.AlertCPU, api.AlertMemory, api.AlertPids, api.AlertDisk, clip(req.Metric, 32))
 	}
 	if req.Action == "" {
 		req.Action = api.AlertNotify
@@ -185,6 +185,8 @@ func (m *Manager) checkAlert(a *alert, now time.Time) {
 		value = float64(st.MemoryBytes) / (1 << 20)
 	case api.AlertPids:
 		value = float64(st.Pids)
+	case api.AlertDisk:
+		value = float64(st.DiskBytes) / (1 << 20)
 	case api.AlertCPU:
 		if !a.lastAt.IsZero() {
 			value = (st.CPUSeconds - a.lastCPU) / now.Sub(a.lastAt).Seconds() * 100

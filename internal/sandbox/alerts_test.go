@@ -51,7 +51,7 @@ func TestAlertFiresOnceAndActs(t *testing.T) {
 	stoppedWith(t, m, id, "alert", "")
 
 	for name, req := range map[string]api.AlertCreateRequest{
-		"metric":    {SandboxID: id, Metric: "disk", Threshold: 1},
+		"metric":    {SandboxID: id, Metric: "network", Threshold: 1},
 		"threshold": {SandboxID: id, Metric: api.AlertCPU},
 		"action":    {SandboxID: id, Metric: api.AlertCPU, Threshold: 1, Action: "reboot"},
 		"for_secs":  {SandboxID: id, Metric: api.AlertCPU, Threshold: 1, ForSecs: 1 << 40},

@@ -30,6 +30,8 @@ func (m *Manager) Metrics(ctx context.Context, req api.MetricsRequest) (api.Metr
 		MemoryBytes:      st.MemoryBytes,
 		MemoryLimitBytes: uint64(sb.rec.MemoryMB) << 20,
 		Pids:             st.Pids,
+		DiskBytes:        st.DiskBytes,
+		DiskLimitBytes:   uint64(m.cfg.WritableLayerMB) << 20,
 		PidsLimit:        m.cfg.PidsLimit,
 		CPUs:             sb.rec.CPUs,
 		AgeSecs:          uint64(now.Sub(sb.rec.CreatedAt).Seconds()),

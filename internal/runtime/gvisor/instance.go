@@ -44,6 +44,9 @@ type instance struct {
 	ending     bool
 	destroying bool
 	reason     runtime.End
+	// filestore is the Sentry's descriptor of the writable-layer file
+	// (disk.go), once found; guarded by mu.
+	filestore string
 }
 
 func newInstance(r *Runtime, spec runtime.Spec, flags []string, p *stdio, stderr *tailBuffer, stderrDone <-chan struct{}) *instance {
@@ -86,7 +89,11 @@ func (i *instance) Stats() (runtime.Stats, error) {
 	if err != nil {
 		return runtime.Stats{}, fmt.Errorf("stats of sandbox %s: %w", i.id, err)
 	}
-	return runtime.Stats{CPUSeconds: s.CPUSeconds, MemoryBytes: s.MemoryBytes, Pids: s.Pids}, nil
+	disk, err := i.diskBytes()
+	if err != nil {
+		return runtime.Stats{}, fmt.Errorf("stats of sandbox %s: %w", i.id, err)
+	}
+	return runtime.Stats{CPUSeconds: s.CPUSeconds, MemoryBytes: s.MemoryBytes, Pids: s.Pids, DiskBytes: disk}, nil
 }
 
 // end marks the sandbox as ended: unless Destroy ended it, it first works
