@@ -64,6 +64,13 @@ type Config struct {
 	// (DATA_DIR/events.db): older events are dropped.
 	EventsMaxCount   int    `yaml:"events_max_count"`
 	EventsMaxAgeSecs uint64 `yaml:"events_max_age_secs"`
+	// JobsMaxRunning bounds the queued jobs running at once, every
+	// owner's; MaxQueuedJobsPerOwner one owner's queued and running jobs;
+	// JobsMaxKept the jobs kept (DATA_DIR/jobs.db), the oldest ended
+	// ones going first.
+	JobsMaxRunning        int `yaml:"jobs_max_running"`
+	MaxQueuedJobsPerOwner int `yaml:"max_queued_jobs_per_owner"`
+	JobsMaxKept           int `yaml:"jobs_max_kept"`
 	// Webhooks are endpoints sent the events they name (webhooks.go).
 	Webhooks []Webhook `yaml:"webhooks"`
 	// ImageCacheDir holds built and pulled images; default DATA_DIR/images.
@@ -178,6 +185,9 @@ func Default() Config {
 		SnapshotStorageMB:           10240,
 		EventsMaxCount:              100000,
 		EventsMaxAgeSecs:            7 * 24 * 3600,
+		JobsMaxRunning:              4,
+		MaxQueuedJobsPerOwner:       1000,
+		JobsMaxKept:                 10000,
 		Runtime:                     "gvisor",
 		NetworkPool:                 DefaultNetworkPool,
 		WritableLayerMB:             2048,

@@ -62,6 +62,15 @@ func (c *Config) validateLifecycle() []error {
 	if c.EventsMaxAgeSecs < 60 || c.EventsMaxAgeSecs > 90*24*3600 {
 		bad("events_max_age_secs must be between 60 and %d (90 days), got %d", 90*24*3600, c.EventsMaxAgeSecs)
 	}
+	if c.JobsMaxRunning < 1 || c.JobsMaxRunning > 1000 {
+		bad("jobs_max_running must be between 1 and 1000, got %d", c.JobsMaxRunning)
+	}
+	if c.MaxQueuedJobsPerOwner < 1 || c.MaxQueuedJobsPerOwner > 1_000_000 {
+		bad("max_queued_jobs_per_owner must be between 1 and 1000000, got %d", c.MaxQueuedJobsPerOwner)
+	}
+	if c.JobsMaxKept < 100 || c.JobsMaxKept > 1_000_000 {
+		bad("jobs_max_kept must be between 100 and 1000000, got %d", c.JobsMaxKept)
+	}
 	if c.PidsLimit < MinPidsLimit || c.PidsLimit > MaxPidsLimit {
 		bad("pids_limit must be between %d and %d, got %d (a sandbox's own runtime needs about 25 host tasks)", MinPidsLimit, MaxPidsLimit, c.PidsLimit)
 	}

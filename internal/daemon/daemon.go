@@ -21,6 +21,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/events"
 	"github.com/hutch-dev/hutch/internal/functions"
 	"github.com/hutch-dev/hutch/internal/httpapi"
+	"github.com/hutch-dev/hutch/internal/jobs"
 	"github.com/hutch-dev/hutch/internal/image"
 	"github.com/hutch-dev/hutch/internal/runtime"
 	"github.com/hutch-dev/hutch/internal/sandbox"
@@ -155,8 +156,14 @@ func Run(ctx context.Context, opts Options) (err error) {
 		return err
 	}
 	undo.Push("closing the sandbox manager", mgr.Close)
+	jobRunner, err := jobs.Open(filepath.Join(opts.DataDir, "jobs.db"), mgr, jobs.Options{MaxRunning: cfg.JobsMaxRunning,
+		MaxQueuedPerOwner: cfg.MaxQueuedJobsPerOwner, MaxKept: cfg.JobsMaxKept, Events: evlog, Logger: log})
+	if err != nil {
+		return err
+	}
+	undo.Push("closing the job runner", func(context.Context) error { return jobRunner.Close() })
 	mgr.ProtectPorts(listenPorts(ln.Addr().String(), opts.EngineListen)...)
-	table := functions.New(functions.Deps{Sandboxes: mgr, Files: mgr, Images: mgr, Metrics: mgr, Processes: mgr, Lifecycle: mgr, Snapshots: mgr, Events: mgr, Webhooks: webhookDeliveries{cfg: &cfg, d: hooks}, Alerts: mgr, Observer: obs.metrics})
+	table := functions.New(functions.Deps{Sandboxes: mgr, Files: mgr, Images: mgr, Metrics: mgr, Processes: mgr, Lifecycle: mgr, Snapshots: mgr, Events: mgr, Webhooks: webhookDeliveries{cfg: &cfg, d: hooks}, Alerts: mgr, Jobs: jobRunner, Observer: obs.metrics})
 	obs.attach(mgr.Live, images.CacheBytes)
 	obs.metrics.WatchWarmPool(mgr.WarmPool)
 	obs.metrics.WatchWebhooks(hooks.Stats)
@@ -205,9 +212,11 @@ func Run(ctx context.Context, opts Options) (err error) {
 	go func() { httpDone <- srv.Shutdown(shutCtx) }()
 	engDone := make(chan error, 1)
 	go func() { engDone <- eng.shutdown(shutCtx) }()
+	// Running jobs go back to the queue before their sandboxes stop.
+	jobErr := jobRunner.Close()
 	mgrErr := mgr.Close(shutCtx)
 	cleanShutdown = mgrErr == nil
-	return errors.Join(ignoreClosed(err), ignoreClosed(<-httpDone), <-engDone, mgrErr)
+	return errors.Join(ignoreClosed(err), ignoreClosed(<-httpDone), <-engDone, jobErr, mgrErr)
 }
 
 func ignoreClosed(err error) error {

@@ -45,6 +45,7 @@ type Deps struct {
 	Events    Events
 	Webhooks  Webhooks
 	Alerts    Alerts
+	Jobs      Jobs
 	// Observer, when set, is told the outcome of every call.
 	Observer Observer
 }
@@ -95,6 +96,7 @@ func New(deps Deps) *Table {
 	registerEvents(t)
 	registerWebhooks(t)
 	registerAlerts(t)
+	registerJobs(t)
 	return t
 }
 

@@ -107,8 +107,32 @@ func registerAlerts(t *Table) {
 	if a == nil {
 		return
 	}
-	add(t, api.FnAlertCreate, "Watch a sandbox's cpu (%), memory (MiB) or pids: above threshold for for_secs, record alert.fired and notify, pause or stop it", a.CreateAlert)
+	add(t, api.FnAlertCreate, "Watch a sandbox's cpu (%), memory (MiB), pids or disk (MiB): above threshold for for_secs, record alert.fired and notify, pause or stop it", a.CreateAlert)
 	add(t, api.FnAlertList, "List your alerts, of one sandbox or all", a.ListAlerts)
 	add(t, api.FnAlertDelete, "Delete an alert", a.DeleteAlert)
 	add(t, api.FnAlertHistory, "The alerts that fired: the alert.fired events", a.AlertHistory)
+}
+
+// Jobs are the job functions' dependency: the job runner.
+type Jobs interface {
+	Submit(ctx context.Context, req api.JobSubmitRequest) (api.JobInfo, error)
+	Get(ctx context.Context, req api.JobRequest) (api.JobInfo, error)
+	List(ctx context.Context, req api.JobListRequest) (api.JobListResponse, error)
+	Cancel(ctx context.Context, req api.JobRequest) (api.JobInfo, error)
+	DeadLetters(ctx context.Context, req api.JobListRequest) (api.JobListResponse, error)
+	Retry(ctx context.Context, req api.JobRequest) (api.JobInfo, error)
+}
+
+// registerJobs adds sandbox::job::*, when the table has Jobs.
+func registerJobs(t *Table) {
+	j := t.deps.Jobs
+	if j == nil {
+		return
+	}
+	add(t, api.FnJobSubmit, "Queue an exec to run in order in a sandbox, or in one created for it and stopped after; retried with backoff when the infrastructure fails it (and with retry_on_exit when it fails)", j.Submit)
+	add(t, api.FnJobGet, "Describe a job: state, attempts, result, last error", j.Get)
+	add(t, api.FnJobList, "List your jobs, newest first, by state or sandbox", j.List)
+	add(t, api.FnJobCancel, "Cancel a queued job, or kill a running one's exec", j.Cancel)
+	add(t, api.FnJobDLQ, "The dead-letter list: your jobs given up on, with their last error", j.DeadLetters)
+	add(t, api.FnJobRetry, "Queue a job of the dead-letter list again", j.Retry)
 }

@@ -40,6 +40,11 @@
 //	GET    /v1/sandboxes/{id}/metrics     sandbox::metrics (cpu, memory, pids)
 //	GET    /v1/sandboxes/{id}/metrics/stream?interval_ms=  sandbox::metrics::stream
 //	GET    /v1/sandboxes/{id}/logs?follow=&tag=  sandbox::process::logs
+//	POST   /v1/jobs                       sandbox::job::submit
+//	GET    /v1/jobs[/{job_id}]            sandbox::job::list (?state=&sandbox_id=&limit=), ::get
+//	DELETE /v1/jobs/{job_id}              sandbox::job::cancel
+//	GET    /v1/dlq                        sandbox::job::dlq
+//	POST   /v1/dlq/{job_id}/retry         sandbox::job::retry
 //	GET    /healthz                       {"status":"ok"}
 //	GET    /metrics                       Prometheus metrics (Options.Metrics)
 //
@@ -174,6 +179,7 @@ func New(table *functions.Table, opts Options) http.Handler {
 	routes = append(routes, s.processRoutes()...)
 	routes = append(routes, s.stateRoutes()...)
 	routes = append(routes, s.eventRoutes()...)
+	routes = append(routes, s.jobRoutes()...)
 
 	mux := http.NewServeMux()
 	allowed := map[string][]string{}
