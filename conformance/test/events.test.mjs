@@ -51,3 +51,29 @@ describe('events over the engine', () => {
     assert.equal(got[4].data.cause, 'idle')
   })
 })
+
+describe('jobs over the engine', () => {
+  test('a queued job runs in a sandbox of its own; one that keeps failing is dead-lettered and retried', { timeout: BOOT_TIMEOUT_MS }, async () => {
+    const job = await call('sandbox::job::submit', { image: 'python', argv: ['sh', '-c', 'echo from a job'] })
+    assert.equal(job.state, 'queued')
+    let info = job
+    while (info.state === 'queued' || info.state === 'running') {
+      await new Promise((resolve) => setTimeout(resolve, 200))
+      info = await call('sandbox::job::get', { job_id: job.job_id })
+    }
+    assert.equal(info.state, 'succeeded')
+    assert.equal(info.result.stdout, 'from a job\n')
+    const failing = await call('sandbox::job::submit', { image: 'python', cmd: 'false', retry_on_exit: true, max_retries: 0 })
+    let dead
+    for (;;) {
+      const { jobs } = await call('sandbox::job::dlq', {})
+      dead = jobs.find((j) => j.job_id === failing.job_id)
+      if (dead) break
+      await new Promise((resolve) => setTimeout(resolve, 200))
+    }
+    assert.equal(dead.attempts, 1)
+    assert.equal((await call('sandbox::job::retry', { job_id: dead.job_id })).state, 'queued')
+    assert.equal(envelopeOf(await rejects(call('sandbox::job::submit', { cmd: 'true' })))?.code, 'S001')
+    assert.equal(envelopeOf(await rejects(call('sandbox::job::get', { job_id: 'nope' })))?.code, 'S002')
+  })
+})
