@@ -79,8 +79,42 @@ type PublishRequest struct {
 
 func (r *EventsRequest) SandboxIDField() *string { return &r.SandboxID }
 
-// FnWebhookDeliveries lists the latest webhook deliveries (an operator's).
-const FnWebhookDeliveries = "hutch::webhook::deliveries"
+// FnWebhookDeliveries lists the latest webhook deliveries; the other
+// webhook functions add, list and remove webhooks at run time (all an
+// operator's).
+const (
+	FnWebhookDeliveries = "hutch::webhook::deliveries"
+	FnWebhookCreate     = "hutch::webhook::create"
+	FnWebhookList       = "hutch::webhook::list"
+	FnWebhookDelete     = "hutch::webhook::delete"
+)
+
+// WebhookCreateRequest is the payload of hutch::webhook::create.
+type WebhookCreateRequest struct {
+	URL    string   `json:"url"`
+	Events []string `json:"events"`
+	Secret string   `json:"secret"`
+}
+
+// WebhookInfo describes a webhook (never its secret).
+type WebhookInfo struct {
+	WebhookID string   `json:"webhook_id"`
+	URL       string   `json:"url"`
+	Events    []string `json:"events"`
+	// Configured says it comes from the config file: it cannot be
+	// deleted at run time.
+	Configured bool `json:"configured"`
+}
+
+// WebhookRequest names a webhook.
+type WebhookRequest struct {
+	WebhookID string `json:"webhook_id"`
+}
+
+// WebhookListResponse is the result of hutch::webhook::list.
+type WebhookListResponse struct {
+	Webhooks []WebhookInfo `json:"webhooks"`
+}
 
 // WebhookDeliveriesRequest is the payload of hutch::webhook::deliveries
 // (no fields).
@@ -89,6 +123,7 @@ type WebhookDeliveriesRequest struct{}
 // WebhookDelivery is what became of one event sent to one webhook.
 type WebhookDelivery struct {
 	ID        string `json:"id"`
+	WebhookID string `json:"webhook_id"`
 	URL       string `json:"url"`
 	EventID   string `json:"event_id"`
 	Type      string `json:"type"`

@@ -81,3 +81,27 @@ func (c *Client) DeleteAlert(ctx context.Context, id string) (api.AlertDeleteRes
 	var out api.AlertDeleteResponse
 	return out, c.do(ctx, http.MethodDelete, "/v1/alerts/"+url.PathEscape(id), nil, &out)
 }
+
+// CreateWebhook runs hutch::webhook::create.
+func (c *Client) CreateWebhook(ctx context.Context, req api.WebhookCreateRequest) (api.WebhookInfo, error) {
+	var out api.WebhookInfo
+	return out, c.do(ctx, http.MethodPost, "/v1/webhooks", req, &out)
+}
+
+// ListWebhooks runs hutch::webhook::list.
+func (c *Client) ListWebhooks(ctx context.Context) (api.WebhookListResponse, error) {
+	var out api.WebhookListResponse
+	return out, c.do(ctx, http.MethodGet, "/v1/webhooks", nil, &out)
+}
+
+// DeleteWebhook runs hutch::webhook::delete.
+func (c *Client) DeleteWebhook(ctx context.Context, id string) (api.WebhookInfo, error) {
+	var out api.WebhookInfo
+	return out, c.do(ctx, http.MethodDelete, "/v1/webhooks/"+url.PathEscape(id), nil, &out)
+}
+
+// WebhookDeliveries runs hutch::webhook::deliveries.
+func (c *Client) WebhookDeliveries(ctx context.Context) (api.WebhookDeliveriesResponse, error) {
+	var out api.WebhookDeliveriesResponse
+	return out, c.do(ctx, http.MethodGet, "/v1/webhooks/deliveries", nil, &out)
+}

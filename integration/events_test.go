@@ -323,3 +323,54 @@ func TestLogs(t *testing.T) {
 		}
 	}
 }
+
+// TestWebhooksAddedAtRunTime: an operator adds a webhook through the CLI;
+// it is listed beside the configured one, kept across a restart, sent
+// what it asked for, and deleted.
+func TestWebhooksAddedAtRunTime(t *testing.T) {
+	const secret = "another-secret-0123456789"
+	var mu sync.Mutex
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if r.Header.Get(webhooks.SignatureHeader) != webhooks.Sign(secret, body) {
+			t.Errorf("a delivery with a bad signature: %s", body)
+		}
+		mu.Lock()
+		got = append(got, r.Header.Get(webhooks.EventHeader))
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	d := startDaemon(t, baseConfig("webhooks:\n  - url: http://127.0.0.1:9/none\n    events: [\"nothing.*\"]\n    secret: 0123456789abcdef\n"))
+	out, errOut, code := d.cli("", "webhook", "add", srv.URL+"/hook", "--events", "sandbox.created,sandbox.stopped", "--secret", secret)
+	id := strings.TrimSpace(out)
+	if code != 0 || len(id) != 36 {
+		t.Fatalf("hutch webhook add: %d %q %q", code, out, errOut)
+	}
+	if _, errOut, code := d.cli("", "webhook", "add", "ftp://x", "--events", "*", "--secret", secret); code == 0 || !strings.Contains(errOut, "S001") {
+		t.Errorf("a bad URL was taken: %d %q", code, errOut)
+	}
+	d.terminate()
+	d.start()
+	list, err := d.c.ListWebhooks(context.Background())
+	if err != nil || len(list.Webhooks) != 2 || !list.Webhooks[0].Configured || list.Webhooks[1].WebhookID != id || list.Webhooks[1].Configured {
+		t.Fatalf("webhooks after a restart: %+v %v", list, err)
+	}
+	if status, body := d.raw("DELETE", "/v1/webhooks/"+list.Webhooks[0].WebhookID, "", ""); status != 400 || !strings.Contains(body, "config file") {
+		t.Errorf("deleting a configured webhook: %d %s", status, body)
+	}
+	sb := d.create(api.CreateRequest{Image: "python"})
+	if _, err := d.c.Stop(context.Background(), sb, true); err != nil {
+		t.Fatal(err)
+	}
+	if !eventually(60*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == 2 }) {
+		mu.Lock()
+		t.Fatalf("the added webhook got %v", got)
+	}
+	if out, _, code := d.cli("", "webhook", "rm", id); code != 0 || strings.TrimSpace(out) != id {
+		t.Fatalf("hutch webhook rm: %d %q", code, out)
+	}
+	if list, _ := d.c.ListWebhooks(context.Background()); len(list.Webhooks) != 1 {
+		t.Errorf("webhooks after rm: %+v", list)
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -133,5 +135,66 @@ func (a *app) alertCmd() *cobra.Command {
 		return nil
 	})
 	cmd.AddCommand(create, ls, rm, history)
+	return cmd
+}
+
+func (a *app) webhookCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "webhook",
+		Short: "Send events to HTTP endpoints: add, ls, rm, deliveries (an operator's)",
+		Args:  cobra.NoArgs,
+	}
+	var req api.WebhookCreateRequest
+	add := &cobra.Command{
+		Use:   "add URL --events TYPES --secret SECRET",
+		Short: "POST each event of the types named to URL, signed with SECRET; prints the webhook id",
+		Args:  cobra.ExactArgs(1),
+	}
+	add.Flags().StringSliceVar(&req.Events, "events", nil, "event types or patterns, comma-separated (sandbox.*, job.finished, *)")
+	add.Flags().StringVar(&req.Secret, "secret", "", "signs each delivery (Hutch-Signature: sha256=HMAC); at least 16 characters")
+	add.RunE = action(func(cmd *cobra.Command, args []string) error {
+		req.URL = args[0]
+		info, err := a.client().CreateWebhook(cmd.Context(), req)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(a.stdout, info.WebhookID)
+		return nil
+	})
+	ls := &cobra.Command{Use: "ls", Aliases: []string{"list"}, Short: "List the webhooks, configured and added", Args: cobra.NoArgs}
+	ls.RunE = action(func(cmd *cobra.Command, _ []string) error {
+		list, err := a.client().ListWebhooks(cmd.Context())
+		if err != nil {
+			return err
+		}
+		t := newTable(a.stdout, "ID", "URL", "EVENTS", "CONFIGURED")
+		for _, h := range list.Webhooks {
+			t.row(h.WebhookID, safetext.Line(h.URL, 80), safetext.Line(strings.Join(h.Events, ","), 60), fmt.Sprint(h.Configured))
+		}
+		return t.flush()
+	})
+	rm := &cobra.Command{Use: "rm WEBHOOK...", Short: "Delete webhooks added at run time", Args: cobra.MinimumNArgs(1)}
+	rm.RunE = action(func(cmd *cobra.Command, args []string) error {
+		for _, id := range args {
+			if _, err := a.client().DeleteWebhook(cmd.Context(), id); err != nil {
+				return err
+			}
+			fmt.Fprintln(a.stdout, id)
+		}
+		return nil
+	})
+	deliveries := &cobra.Command{Use: "deliveries", Short: "The latest deliveries, newest first", Args: cobra.NoArgs}
+	deliveries.RunE = action(func(cmd *cobra.Command, _ []string) error {
+		list, err := a.client().WebhookDeliveries(cmd.Context())
+		if err != nil {
+			return err
+		}
+		t := newTable(a.stdout, "TIME", "WEBHOOK", "EVENT", "TYPE", "ATTEMPTS", "DELIVERED", "ERROR")
+		for _, d := range list.Deliveries {
+			t.row(d.Time, d.WebhookID, d.EventID, safetext.Line(d.Type, 40), strconv.Itoa(d.Attempts), fmt.Sprint(d.Delivered), safetext.Line(tagOrDash(d.Error), 80))
+		}
+		return t.flush()
+	})
+	cmd.AddCommand(add, ls, rm, deliveries)
 	return cmd
 }

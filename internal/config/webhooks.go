@@ -27,21 +27,31 @@ func (c *Config) validateWebhooks() []error {
 		errs = append(errs, fmt.Errorf("webhooks has %d entries; at most %d", len(c.Webhooks), maxWebhooks))
 	}
 	for i, h := range c.Webhooks {
-		u, err := url.Parse(h.URL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			errs = append(errs, fmt.Errorf("webhooks[%d].url %q must be an http or https URL", i, h.URL))
+		for _, err := range h.Check() {
+			errs = append(errs, fmt.Errorf("webhooks[%d].%w", i, err))
 		}
-		if len(h.Events) == 0 {
-			errs = append(errs, fmt.Errorf("webhooks[%d].events is empty: name the event types it receives (\"*\" for all)", i))
+	}
+	return errs
+}
+
+// Check checks one webhook, whether configured or added at run time; each
+// error begins with the field it is about.
+func (h Webhook) Check() []error {
+	var errs []error
+	u, err := url.Parse(h.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		errs = append(errs, fmt.Errorf("url %q must be an http or https URL", h.URL))
+	}
+	if len(h.Events) == 0 || len(h.Events) > 64 {
+		errs = append(errs, fmt.Errorf("events must name 1 to 64 event types or patterns it receives (\"*\" for all)"))
+	}
+	for _, p := range h.Events {
+		if _, err := path.Match(p, ""); err != nil || len(p) > 128 {
+			errs = append(errs, fmt.Errorf("events: %q is not a pattern", p))
 		}
-		for _, p := range h.Events {
-			if _, err := path.Match(p, ""); err != nil {
-				errs = append(errs, fmt.Errorf("webhooks[%d].events: %q is not a pattern", i, p))
-			}
-		}
-		if len(h.Secret) < 16 {
-			errs = append(errs, fmt.Errorf("webhooks[%d].secret must be at least 16 characters", i))
-		}
+	}
+	if len(h.Secret) < 16 || len(h.Secret) > 1024 {
+		errs = append(errs, fmt.Errorf("secret must be 16 to 1024 characters"))
 	}
 	return errs
 }

@@ -142,6 +142,10 @@ func Run(ctx context.Context, opts Options) (err error) {
 	held.Push("closing the event log", func(context.Context) error { return evlog.Close() })
 	hooks := webhooks.Start(evlog, hooksOf(cfg.Webhooks), webhooks.Options{Logger: log})
 	held.Push("stopping the webhooks", func(context.Context) error { hooks.Close(); return nil })
+	hookAdmin, err := startAddedWebhooks(&cfg, hooks, filepath.Join(opts.DataDir, "webhooks.json"), log)
+	if err != nil {
+		return err
+	}
 	mgr, err := sandbox.New(ctx, sandbox.Options{
 		Config:    cfg,
 		Runtime:   rt,
@@ -163,7 +167,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	}
 	undo.Push("closing the job runner", func(context.Context) error { return jobRunner.Close() })
 	mgr.ProtectPorts(listenPorts(ln.Addr().String(), opts.EngineListen)...)
-	table := functions.New(functions.Deps{Sandboxes: mgr, Files: mgr, Images: mgr, Metrics: mgr, Processes: mgr, Lifecycle: mgr, Snapshots: mgr, Events: mgr, Webhooks: webhookDeliveries{cfg: &cfg, d: hooks}, Alerts: mgr, Jobs: jobRunner, Observer: obs.metrics})
+	table := functions.New(functions.Deps{Sandboxes: mgr, Files: mgr, Images: mgr, Metrics: mgr, Processes: mgr, Lifecycle: mgr, Snapshots: mgr, Events: mgr, Webhooks: hookAdmin, Alerts: mgr, Jobs: jobRunner, Observer: obs.metrics})
 	obs.attach(mgr.Live, images.CacheBytes)
 	obs.metrics.WatchWarmPool(mgr.WarmPool)
 	obs.metrics.WatchWebhooks(hooks.Stats)

@@ -83,6 +83,9 @@ func registerEvents(t *Table) {
 // Webhooks is the dependency of hutch::webhook::deliveries.
 type Webhooks interface {
 	WebhookDeliveries(ctx context.Context, req api.WebhookDeliveriesRequest) (api.WebhookDeliveriesResponse, error)
+	CreateWebhook(ctx context.Context, req api.WebhookCreateRequest) (api.WebhookInfo, error)
+	ListWebhooks(ctx context.Context, req struct{}) (api.WebhookListResponse, error)
+	DeleteWebhook(ctx context.Context, req api.WebhookRequest) (api.WebhookInfo, error)
 }
 
 // registerWebhooks adds hutch::webhook::deliveries, when the table has
@@ -90,6 +93,9 @@ type Webhooks interface {
 func registerWebhooks(t *Table) {
 	if w := t.deps.Webhooks; w != nil {
 		add(t, api.FnWebhookDeliveries, "The latest webhook deliveries, newest first: event, attempts, answer (an operator's)", w.WebhookDeliveries)
+		add(t, api.FnWebhookCreate, "Add a webhook: events of the types named are POSTed to url, signed with secret; kept across restarts (an operator's)", w.CreateWebhook)
+		add(t, api.FnWebhookList, "List the webhooks, configured and added (an operator's)", w.ListWebhooks)
+		add(t, api.FnWebhookDelete, "Delete a webhook added at run time (an operator's)", w.DeleteWebhook)
 	}
 }
 

@@ -21,6 +21,9 @@ func (s *server) eventRoutes() []route {
 		{"POST", "/v1/events", s.call(api.FnEventsPublish), false},
 		{"GET", "/v1/sandboxes/{id}/events", s.eventQuery(api.FnEventsList), false},
 		{"GET", "/v1/webhooks/deliveries", s.call(api.FnWebhookDeliveries), false},
+		{"POST", "/v1/webhooks", s.call(api.FnWebhookCreate), false},
+		{"GET", "/v1/webhooks", s.call(api.FnWebhookList), false},
+		{"DELETE", "/v1/webhooks/{webhook_id}", s.deleteWebhook, false},
 		{"GET", "/v1/sandboxes/{id}/metrics/stream", s.metricsStream, false},
 		{"POST", "/v1/sandboxes/{id}/alerts", s.call(api.FnAlertCreate, sandboxParam), false},
 		{"GET", "/v1/alerts", s.alertQuery, false},
@@ -83,4 +86,10 @@ func (s *server) alertQuery(r *http.Request, _ []byte) (any, error) {
 func (s *server) deleteAlert(r *http.Request, _ []byte) (any, error) {
 	body, _ := json.Marshal(api.AlertRequest{AlertID: r.PathValue("alert_id")})
 	return s.dispatch(r, api.FnAlertDelete, body, functions.Params{})
+}
+
+// deleteWebhook is hutch::webhook::delete of {webhook_id}.
+func (s *server) deleteWebhook(r *http.Request, _ []byte) (any, error) {
+	body, _ := json.Marshal(api.WebhookRequest{WebhookID: r.PathValue("webhook_id")})
+	return s.dispatch(r, api.FnWebhookDelete, body, functions.Params{})
 }

@@ -19,6 +19,9 @@
 //	GET    /v1/sandboxes/{id}/events      sandbox::events::list of one sandbox
 //	POST   /v1/events                     sandbox::events::publish
 //	GET    /v1/webhooks/deliveries        hutch::webhook::deliveries
+//	POST   /v1/webhooks                   hutch::webhook::create
+//	GET    /v1/webhooks                   hutch::webhook::list
+//	DELETE /v1/webhooks/{webhook_id}      hutch::webhook::delete
 //	POST   /v1/sandboxes/{id}/alerts      sandbox::alert::create
 //	GET    /v1/alerts[?history=true]      sandbox::alert::list, ::history (?sandbox_id=)
 //	DELETE /v1/alerts/{alert_id}          sandbox::alert::delete
@@ -87,6 +90,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strconv"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -191,10 +195,14 @@ func New(table *functions.Table, opts Options) http.Handler {
 		}
 		allowed[rt.path] = append(allowed[rt.path], rt.method)
 	}
-	// A pattern without a method is less specific than the same path with
-	// one, so these catch only the wrong methods.
+	// The other methods of a route's path are 405. Each is registered
+	// with its method: a pattern without one would conflict with a
+	// route of another method whose path has a wildcard there
+	// (DELETE /v1/webhooks/{webhook_id} and /v1/webhooks/deliveries).
 	for _, p := range paths {
-		mux.Handle(p, s.wrap(methodNotAllowed(strings.Join(allowed[p], ", ")), true))
+		for _, m := range otherMethods(allowed[p]) {
+			mux.Handle(m+" "+p, s.wrap(methodNotAllowed(strings.Join(allowed[p], ", ")), true))
+		}
 	}
 	mux.Handle("/", s.wrap(routeNotFound, true))
 	return s.guarded(opts.Guard, mux)
@@ -435,4 +443,18 @@ func putBuffer(b *bytes.Buffer) {
 	if b.Cap() <= maxPooled {
 		bufPool.Put(b)
 	}
+}
+
+// otherMethods are the methods of HTTP that a path served with methods
+// does not take. HEAD is left out: a GET pattern takes it, so one of its
+// own would conflict with the GET of a more specific path.
+func otherMethods(methods []string) []string {
+	var out []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete,
+		http.MethodOptions, http.MethodConnect, http.MethodTrace} {
+		if !slices.Contains(methods, m) {
+			out = append(out, m)
+		}
+	}
+	return out
 }

@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"net/http"
 	"path"
+	"sort"
 	"strconv"
 	"sync"
 	"time"
@@ -28,8 +29,11 @@ import (
 	"github.com/hutch-dev/hutch/internal/events"
 )
 
-// Hook is one configured endpoint.
+// Hook is one endpoint.
 type Hook struct {
+	// ID names it: config-<n> for the configured ones, which cannot be
+	// removed, a random id for those added at run time.
+	ID  string
 	URL string
 	// Events are the types, or path.Match patterns, it receives.
 	Events []string
@@ -39,6 +43,7 @@ type Hook struct {
 // Delivery is what became of one event sent to one hook.
 type Delivery struct {
 	ID       string    `json:"id"`
+	HookID   string    `json:"webhook_id"`
 	URL      string    `json:"url"`
 	EventID  uint64    `json:"event_id"`
 	Type     string    `json:"type"`
@@ -82,20 +87,31 @@ const keptDeliveries = 1000
 
 // Dispatcher runs the hooks.
 type Dispatcher struct {
-	log   *events.Log
-	hooks []Hook
-	opts  Options
+	log  *events.Log
+	opts Options
+	ctx  context.Context
 
 	mu         sync.Mutex
-	deliveries []Delivery // newest last, at most keptDeliveries
+	hooks      map[string]*running // by id
+	deliveries []Delivery          // newest last, at most keptDeliveries
 	stats      Stats
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
 
+// running is a hook and the end of its delivery loop.
+type running struct {
+	hook   Hook
+	cancel context.CancelFunc
+}
+
+// ConfigPrefix begins the id of a configured hook.
+const ConfigPrefix = "config-"
+
 // Start runs a delivery loop per hook over log, from the events after
-// the newest one now (a hook is not sent the past).
+// the newest one now (a hook is not sent the past). The hooks get ids
+// config-1, config-2, ...
 func Start(log *events.Log, hooks []Hook, opts Options) *Dispatcher {
 	if opts.Attempts <= 0 {
 		opts.Attempts = 5
@@ -113,12 +129,50 @@ func Start(log *events.Log, hooks []Hook, opts Options) *Dispatcher {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	d := &Dispatcher{log: log, hooks: hooks, opts: opts, cancel: cancel}
-	after := log.Last()
-	for _, h := range hooks {
-		d.wg.Go(func() { d.run(ctx, h, after) })
+	d := &Dispatcher{log: log, opts: opts, ctx: ctx, cancel: cancel, hooks: map[string]*running{}}
+	for i, h := range hooks {
+		h.ID = ConfigPrefix + strconv.Itoa(i+1)
+		d.Add(h)
 	}
 	return d
+}
+
+// Add runs hook h (its ID set) from the events after the newest one now.
+func (d *Dispatcher) Add(h Hook) {
+	ctx, cancel := context.WithCancel(d.ctx)
+	after := d.log.Last()
+	d.mu.Lock()
+	if old, ok := d.hooks[h.ID]; ok {
+		old.cancel()
+	}
+	d.hooks[h.ID] = &running{hook: h, cancel: cancel}
+	d.mu.Unlock()
+	d.wg.Go(func() { d.run(ctx, h, after) })
+}
+
+// Remove stops hook id; a delivery under way is abandoned. It reports
+// whether there was such a hook.
+func (d *Dispatcher) Remove(id string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	r, ok := d.hooks[id]
+	if ok {
+		r.cancel()
+		delete(d.hooks, id)
+	}
+	return ok
+}
+
+// Hooks returns the hooks running, by id.
+func (d *Dispatcher) Hooks() []Hook {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]Hook, 0, len(d.hooks))
+	for _, r := range d.hooks {
+		out = append(out, r.hook)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
 }
 
 // Close stops delivering; a delivery under way is abandoned.
@@ -186,7 +240,7 @@ func (d *Dispatcher) deliver(ctx context.Context, h Hook, e events.Event) {
 	if err != nil {
 		return
 	}
-	dl := Delivery{ID: uuid.NewString(), URL: h.URL, EventID: e.ID, Type: e.Type}
+	dl := Delivery{ID: uuid.NewString(), HookID: h.ID, URL: h.URL, EventID: e.ID, Type: e.Type}
 	wait := d.opts.Backoff
 	for dl.Attempts < d.opts.Attempts {
 		dl.Attempts++
