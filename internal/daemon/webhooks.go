@@ -194,4 +194,3 @@ func hooksOf(cfg []config.Webhook) []webhooks.Hook {
 	}
 	return out
 }
-
