@@ -36,6 +36,7 @@ const (
 	NameRestoreExec    = "restore-exec"
 	NameForkExec       = "fork-exec"
 	NameHibernated     = "hibernated-memory"
+	NameEvents         = "events-overhead"
 )
 
 // Scenario is one measurement, with the same measurement made by other
@@ -72,6 +73,7 @@ var Scenarios = []Scenario{
 		baselines: []baseline{dockerExec("python3", "-c", "pass")}},
 	{Name: NameExecPythonWS, Title: "exec python3 -c pass (engine WebSocket)", run: execLatency(wsExec, "python3", "-c", "pass"), dockerOf: NameExecPython},
 	{Name: NameExecThroughput, Title: "exec throughput", run: execThroughput, baselines: []baseline{dockerThroughput}},
+	{Name: NameEvents, Title: "exec throughput, SSE subscriber and webhook attached", run: eventsOverhead},
 	{Name: NameFsSmall, Title: "fs write+read 1 MiB (sandbox::fs::write/read)", run: fsSmall, baselines: []baseline{dockerFsSmall}},
 	{Name: NameFsStream, Title: "streamed upload+download (PUT/GET files)", run: fsStream, baselines: []baseline{dockerFsStream}},
 	{Name: NameStreamLatency, Title: "streamed exec: line written → client (HTTP)", run: streamLatency},

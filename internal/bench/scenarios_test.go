@@ -202,11 +202,11 @@ func (d *fakeDaemon) stop(_ context.Context, req api.StopRequest) (api.StopRespo
 }
 
 func TestRun(t *testing.T) {
-	// The fake daemon has no file, process or state functions, no /metrics (so
+	// The fake daemon has no file, process, state or event functions, no /metrics (so
 	// no warm pool), no engine WebSocket and no processes of its
 	// sandboxes; Docker and runsc are not given, so every baseline is
 	// skipped.
-	noFs := []string{NameFsSmall, NameFsStream, NameStreamLatency, NamePtyEcho, NameStreamRate, NameProcessList, NamePauseResume, NameSnapshot, NameRestoreExec, NameForkExec, NameHibernated}
+	noFs := []string{NameEvents, NameFsSmall, NameFsStream, NameStreamLatency, NamePtyEcho, NameStreamRate, NameProcessList, NamePauseResume, NameSnapshot, NameRestoreExec, NameForkExec, NameHibernated}
 	skipped := []string{NamePoolCreateExec, NameExecTrueWS, NameExecPythonWS, NameIdleMemory, NameIdleCapacity}
 	tests := []struct {
 		name        string
