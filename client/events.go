@@ -11,8 +11,9 @@ import (
 )
 
 // maxEventLine bounds one line of an event stream: an output chunk is at
-// most a few hundred KiB even in base64.
-const maxEventLine = 8 << 20
+// most a few hundred KiB even in base64; a cell's result, with its images,
+// up to 32 MiB.
+const maxEventLine = 48 << 20
 
 // ErrStreamCut is the error of an event stream that ended without its
 // result: the connection broke or the daemon stopped.

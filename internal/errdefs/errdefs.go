@@ -58,6 +58,9 @@ const (
 	CodeNoStdin         Code = "S232" // the process has no open stdin (hutch's own)
 	CodeNotPty          Code = "S233" // the process has no terminal (hutch's own)
 	CodeProcessLimit    Code = "S234" // processes or terminals per sandbox reached (hutch's own)
+	CodeNoContext       Code = "S240" // no interpreter context with that id (hutch's own)
+	CodeContextDead     Code = "S241" // the context's interpreter has exited (hutch's own)
+	CodeNoInterpreter   Code = "S242" // the image has no interpreter of that language (hutch's own)
 	CodeBootFailed      Code = "S300" // runtime could not start the sandbox
 	CodeShuttingDown    Code = "S301" // the daemon is shutting down (hutch's own)
 	CodeUnsupported     Code = "S302" // the runtime lacks the ability asked for (hutch's own)
@@ -116,6 +119,9 @@ var codeInfo = map[Code]struct {
 	CodeNoStdin:         {ClassExecution, KindConflict, false},
 	CodeNotPty:          {ClassExecution, KindConflict, false},
 	CodeProcessLimit:    {ClassExecution, KindCapacity, false},
+	CodeNoContext:       {ClassValidation, KindNotFound, false},
+	CodeContextDead:     {ClassExecution, KindConflict, false},
+	CodeNoInterpreter:   {ClassConfig, KindPrecondition, false},
 	CodeBootFailed:      {ClassPlatform, KindUnavailable, false},
 	CodeShuttingDown:    {ClassTransient, KindUnavailable, true},
 	CodeUnsupported:     {ClassPlatform, KindPrecondition, false},
@@ -132,6 +138,7 @@ func Codes() []Code {
 		CodeFSInvalid, CodeFSNotFound, CodeFSWrongType, CodeFSExists, CodeFSNotEmpty,
 		CodeFSPermission, CodeFSIO, CodeFSBadRegex, CodeFSStreamAborted, CodeFSUnsupported,
 		CodeProcessNotFound, CodeProcessExited, CodeNoStdin, CodeNotPty, CodeProcessLimit,
+		CodeNoContext, CodeContextDead, CodeNoInterpreter,
 		CodeBootFailed, CodeShuttingDown, CodeUnsupported, CodeCapacity, CodeInternal,
 	}
 }

@@ -46,6 +46,8 @@ type Deps struct {
 	Webhooks  Webhooks
 	Alerts    Alerts
 	Jobs      Jobs
+	// Interpreter runs code contexts.
+	Interpreter Interpreter
 	// Observer, when set, is told the outcome of every call.
 	Observer Observer
 }
@@ -97,6 +99,7 @@ func New(deps Deps) *Table {
 	registerWebhooks(t)
 	registerAlerts(t)
 	registerJobs(t)
+	registerInterpreter(t)
 	return t
 }
 

@@ -43,6 +43,10 @@
 //	GET    /v1/sandboxes/{id}/metrics     sandbox::metrics (cpu, memory, pids)
 //	GET    /v1/sandboxes/{id}/metrics/stream?interval_ms=  sandbox::metrics::stream
 //	GET    /v1/sandboxes/{id}/logs?follow=&tag=  sandbox::process::logs
+//	POST   /v1/sandboxes/{id}/contexts    sandbox::interpreter::context::create (GET: ::list)
+//	POST   /v1/sandboxes/{id}/run-code    sandbox::interpreter::run (a stream)
+//	POST   /v1/contexts/{context_id}/restart|interrupt  sandbox::interpreter::context::restart, ::interrupt
+//	DELETE /v1/contexts/{context_id}      sandbox::interpreter::context::delete
 //	POST   /v1/jobs                       sandbox::job::submit
 //	GET    /v1/jobs[/{job_id}]            sandbox::job::list (?state=&sandbox_id=&limit=), ::get
 //	DELETE /v1/jobs/{job_id}              sandbox::job::cancel
@@ -184,6 +188,7 @@ func New(table *functions.Table, opts Options) http.Handler {
 	routes = append(routes, s.stateRoutes()...)
 	routes = append(routes, s.eventRoutes()...)
 	routes = append(routes, s.jobRoutes()...)
+	routes = append(routes, s.interpreterRoutes()...)
 
 	mux := http.NewServeMux()
 	allowed := map[string][]string{}

@@ -86,7 +86,9 @@ func (m *Manager) StartProcess(ctx context.Context, req api.ProcessStartRequest)
 	if ev.GetStarted() == nil {
 		// A command that cannot be run: its reason is on stderr.
 		unreserve()
-		return api.ProcessStartResponse{}, errdefs.New(errdefs.CodeMalformed, "cannot start %s: %s", argv[0], strings.TrimSpace(string(ev.GetOutput().GetData())))
+		e := errdefs.New(errdefs.CodeMalformed, "cannot start %s: %s", argv[0], strings.TrimSpace(string(ev.GetOutput().GetData())))
+		e.Err = errCannotStart
+		return api.ProcessStartResponse{}, e
 	}
 	pid := int(ev.GetStarted().GetPid())
 	sb.procs.add(procEntry{pid: pid, tag: req.Tag, pty: req.Pty != nil}, unreserve)
@@ -94,6 +96,10 @@ func (m *Manager) StartProcess(ctx context.Context, req api.ProcessStartRequest)
 	go m.watchProcess(sb, pid)
 	return api.ProcessStartResponse{Pid: pid}, nil
 }
+
+// errCannotStart is the cause of a start the agent refused: the command
+// is not found or not executable.
+var errCannotStart = errors.New("cannot start the command")
 
 // maxTagBytes bounds a process's tag.
 const maxTagBytes = 256

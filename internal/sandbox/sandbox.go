@@ -29,6 +29,10 @@ type sandbox struct {
 	procs procBook
 	// op serializes pause and resume (pause.go).
 	op sync.Mutex
+	// interp is its interpreter contexts; interpStart serializes the
+	// start of default contexts (interpreter.go).
+	interp      interpBook
+	interpStart sync.Mutex
 
 	// mu guards the fields below. Lock order: Manager.mu, then sandbox.mu;
 	// nothing that holds a sandbox's mu takes Manager.mu.

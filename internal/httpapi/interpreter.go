@@ -1,0 +1,32 @@
+package httpapi
+
+// The interpreter routes: contexts of a sandbox, and cells run in them
+// (a stream: SSE or NDJSON).
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/functions"
+)
+
+// interpreterRoutes are the routes of the interpreter, for New's table.
+func (s *server) interpreterRoutes() []route {
+	return []route{
+		{"POST", "/v1/sandboxes/{id}/contexts", s.call(api.FnContextCreate, sandboxParam), false},
+		{"GET", "/v1/sandboxes/{id}/contexts", s.call(api.FnContextList, sandboxParam), false},
+		{"POST", "/v1/sandboxes/{id}/run-code", s.call(api.FnRunCode, sandboxParam), false},
+		{"POST", "/v1/contexts/{context_id}/restart", s.contextByID(api.FnContextRestart), false},
+		{"POST", "/v1/contexts/{context_id}/interrupt", s.contextByID(api.FnInterrupt), false},
+		{"DELETE", "/v1/contexts/{context_id}", s.contextByID(api.FnContextDelete), false},
+	}
+}
+
+// contextByID dispatches to function id with the context of {context_id}.
+func (s *server) contextByID(id string) handlerFunc {
+	return func(r *http.Request, _ []byte) (any, error) {
+		body, _ := json.Marshal(api.ContextRequest{ContextID: r.PathValue("context_id")})
+		return s.dispatch(r, id, body, functions.Params{})
+	}
+}

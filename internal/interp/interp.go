@@ -1,0 +1,181 @@
+// Package interp holds the kernels of hutch's code interpreter — small
+// programs that run in a sandbox as a background process and run cells of
+// code, one after another, in one interpreter whose state outlives them —
+// and the host's side of their protocol: how a cell is written to a
+// kernel's stdin, and how its result is found in the kernel's stdout.
+//
+// A kernel answers each cell with a line "\x1e" NONCE " " JSON "\n" written
+// after the cell's own output; NONCE is random per context and given to
+// the kernel in its environment (HUTCH_INTERP_NONCE), which the kernel
+// drops before any cell runs. Everything a kernel writes is the sandbox's:
+// the splitter bounds what it holds, and a result that does not decode is
+// an error of the cell, not of the daemon.
+package interp
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strconv"
+)
+
+//go:embed kernel.py
+var pythonKernel string
+
+//go:embed kernel.js
+var nodeKernel string
+
+//go:embed kernel.sh
+var bashKernel string
+
+// Languages.
+const (
+	Python     = "python"
+	JavaScript = "javascript"
+	Bash       = "bash"
+)
+
+// NonceEnv carries a context's nonce to its kernel.
+const NonceEnv = "HUTCH_INTERP_NONCE"
+
+// Kernel is how a language's contexts run.
+type Kernel struct {
+	Language string
+	// Argv starts the kernel.
+	Argv []string
+	// Env is added to the context's environment.
+	Env []string
+	// Request encodes cell id with code as one line of the kernel's stdin.
+	Request func(id uint64, code string) []byte
+}
+
+// KernelOf returns the kernel of language, false for an unknown one.
+func KernelOf(language string) (Kernel, bool) {
+	switch language {
+	case Python:
+		return Kernel{Language: Python, Argv: []string{"python3", "-u", "-c", pythonKernel},
+			Env: []string{"MPLBACKEND=Agg", "PYTHONUNBUFFERED=1"}, Request: jsonRequest}, true
+	case JavaScript:
+		return Kernel{Language: JavaScript, Argv: []string{"node", "-e", nodeKernel}, Request: jsonRequest}, true
+	case Bash:
+		return Kernel{Language: Bash, Argv: []string{"bash", "--noprofile", "--norc", "-c", bashKernel}, Request: bashRequest}, true
+	}
+	return Kernel{}, false
+}
+
+// Languages lists the languages, for messages.
+var Languages = []string{Python, JavaScript, Bash}
+
+func jsonRequest(id uint64, code string) []byte {
+	b, _ := json.Marshal(struct {
+		ID   uint64 `json:"id"`
+		Code string `json:"code"`
+	}{id, code}) // a struct of a number and a string always encodes
+	return append(b, '\n')
+}
+
+func bashRequest(id uint64, code string) []byte {
+	return []byte(strconv.FormatUint(id, 10) + " " + base64.StdEncoding.EncodeToString([]byte(code)) + "\n")
+}
+
+// Result is a kernel's answer to one cell.
+type Result struct {
+	ID             uint64 `json:"id"`
+	ExecutionCount int    `json:"execution_count"`
+	// Status is "ok" or "error".
+	Status string `json:"status"`
+	// Data is the value of the cell's last expression by MIME type
+	// (text/plain always; image/png base64).
+	Data map[string]any `json:"data,omitempty"`
+	// Display are the outputs the cell displayed besides its value
+	// (matplotlib figures), each by MIME type.
+	Display []map[string]any `json:"display,omitempty"`
+	Error   *Error           `json:"error,omitempty"`
+	// ExitCode is a bash cell's status.
+	ExitCode *int `json:"exit_code,omitempty"`
+}
+
+// Error is what a cell raised.
+type Error struct {
+	Name      string   `json:"name"`
+	Value     string   `json:"value"`
+	Traceback []string `json:"traceback"`
+}
+
+// Splitter separates a kernel's stdout into the cell's output and the
+// result line, across the chunks the output arrives in.
+type Splitter struct {
+	mark []byte
+	// MaxResult bounds a result line; a longer one is an error.
+	MaxResult int
+	// held is output that may begin the mark (not yet passed on), or the
+	// result line being read once inResult.
+	held     []byte
+	inResult bool
+}
+
+// NewSplitter returns a splitter for the kernel of nonce.
+func NewSplitter(nonce string, maxResult int) *Splitter {
+	return &Splitter{mark: []byte("\x1e" + nonce + " "), MaxResult: maxResult}
+}
+
+// Write takes the next chunk of stdout. It returns the part that is the
+// cell's output, and the result line (without mark and newline) once it
+// is complete; output after the result is dropped.
+func (s *Splitter) Write(chunk []byte) (output, result []byte, err error) {
+	s.held = append(s.held, chunk...)
+	if !s.inResult {
+		i := bytes.Index(s.held, s.mark)
+		if i < 0 {
+			// Pass on all but what may be the start of the mark.
+			keep := partialSuffix(s.held, s.mark)
+			output = append([]byte(nil), s.held[:len(s.held)-keep]...)
+			s.held = append(s.held[:0], s.held[len(s.held)-keep:]...)
+			return output, nil, nil
+		}
+		output = append([]byte(nil), s.held[:i]...)
+		s.held = append(s.held[:0], s.held[i+len(s.mark):]...)
+		s.inResult = true
+	}
+	j := bytes.IndexByte(s.held, '\n')
+	if j < 0 {
+		if len(s.held) > s.MaxResult {
+			return output, nil, fmt.Errorf("the kernel's result is over %d bytes", s.MaxResult)
+		}
+		return output, nil, nil
+	}
+	return output, s.held[:j], nil
+}
+
+// Rest is how many bytes of the chunks written followed the result line
+// (to be read again by the next cell).
+func (s *Splitter) Rest() int {
+	if j := bytes.IndexByte(s.held, '\n'); s.inResult && j >= 0 {
+		return len(s.held) - j - 1
+	}
+	return 0
+}
+
+// partialSuffix is the length of the longest end of b that begins mark.
+func partialSuffix(b, mark []byte) int {
+	for n := min(len(b), len(mark)-1); n > 0; n-- {
+		if bytes.HasPrefix(mark, b[len(b)-n:]) {
+			return n
+		}
+	}
+	return 0
+}
+
+// ParseResult decodes a result line.
+func ParseResult(line []byte) (Result, error) {
+	var r Result
+	if err := json.Unmarshal(line, &r); err != nil {
+		return Result{}, fmt.Errorf("the kernel's result is not JSON: %w", err)
+	}
+	if r.Status != "ok" && r.Status != "error" {
+		return Result{}, fmt.Errorf("the kernel's result has status %q", r.Status)
+	}
+	return r, nil
+}

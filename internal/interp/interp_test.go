@@ -1,0 +1,140 @@
+package interp
+
+import (
+	"bytes"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestSplitterAcrossChunks: the mark and the result line are found
+// whatever chunks they arrive in, and output before them is passed on
+// whole, nothing more.
+func TestSplitterAcrossChunks(t *testing.T) {
+	stream := "out\x1e no\x1eN\x1eNONCE {\"id\":1,\"status\":\"ok\"}\nafter"
+	for size := 1; size <= len(stream); size++ {
+		s := NewSplitter("NONCE", 1<<10)
+		var out bytes.Buffer
+		var result []byte
+		for i := 0; i < len(stream) && result == nil; i += size {
+			o, r, err := s.Write([]byte(stream[i:min(i+size, len(stream))]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out.Write(o)
+			result = r
+		}
+		if out.String() != "out\x1e no\x1eN" || string(result) != `{"id":1,"status":"ok"}` {
+			t.Fatalf("chunks of %d: output %q result %q", size, out.String(), result)
+		}
+	}
+	s := NewSplitter("N", 8)
+	if _, _, err := s.Write([]byte("\x1eN {\"id\":1,\"status\":")); err == nil {
+		t.Error("a result over the bound was taken")
+	}
+	for _, bad := range []string{`{`, `{"id":1,"status":"maybe"}`} {
+		if _, err := ParseResult([]byte(bad)); err == nil {
+			t.Errorf("ParseResult(%s) took it", bad)
+		}
+	}
+}
+
+// run runs cells through language's kernel on this host (which has
+// python3, node and bash) and returns each cell's output and result.
+func run(t *testing.T, language string, cells ...string) ([]string, []Result) {
+	t.Helper()
+	k, _ := KernelOf(language)
+	if _, err := exec.LookPath(k.Argv[0]); err != nil {
+		t.Skipf("no %s here", k.Argv[0])
+	}
+	cmd := exec.Command(k.Argv[0], k.Argv[1:]...)
+	cmd.Env = append([]string{NonceEnv + "=n0nce", "PATH=/usr/bin:/bin"}, k.Env...)
+	var in bytes.Buffer
+	for i, c := range cells {
+		in.Write(k.Request(uint64(i+1), c))
+	}
+	cmd.Stdin = &in
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	var outs []string
+	var results []Result
+	s := NewSplitter("n0nce", 1<<20)
+	var out bytes.Buffer
+	buf := make([]byte, 7) // small reads: results span chunks
+	for len(results) < len(cells) {
+		n, err := stdout.Read(buf)
+		if n > 0 {
+			o, line, serr := s.Write(buf[:n])
+			if serr != nil {
+				t.Fatal(serr)
+			}
+			out.Write(o)
+			if line != nil {
+				r, perr := ParseResult(line)
+				if perr != nil {
+					t.Fatal(perr)
+				}
+				outs, results = append(outs, out.String()), append(results, r)
+				out.Reset()
+				// What followed the result in this chunk starts the next.
+				rest := append([]byte(nil), s.held[len(line)+1:]...)
+				s = NewSplitter("n0nce", 1<<20)
+				if len(rest) > 0 {
+					o, line, _ := s.Write(rest)
+					out.Write(o)
+					if line != nil {
+						t.Fatal("two results in one read")
+					}
+				}
+			}
+		}
+		if err == io.EOF {
+			t.Fatalf("the kernel ended after %d results; output %q", len(results), out.String())
+		}
+	}
+	return outs, results
+}
+
+func TestPythonKernel(t *testing.T) {
+	outs, rs := run(t, Python, "x = 41", "print('hi')\nx + 1", "import json\n1/0", "json.dumps([x])",
+		"class H:\n    def _repr_html_(self): return '<b>h</b>'\nH()")
+	if rs[0].Status != "ok" || rs[0].Data != nil {
+		t.Errorf("assignment: %+v", rs[0])
+	}
+	if outs[1] != "hi\n" || rs[1].Data["text/plain"] != "42" || rs[1].ExecutionCount != 2 {
+		t.Errorf("x + 1: %q %+v", outs[1], rs[1])
+	}
+	if e := rs[2].Error; rs[2].Status != "error" || e == nil || e.Name != "ZeroDivisionError" || !strings.Contains(strings.Join(e.Traceback, ""), "<cell>") {
+		t.Errorf("1/0: %+v", rs[2])
+	}
+	if rs[3].Data["text/plain"] != `'[41]'` {
+		t.Errorf("an import persists: %+v", rs[3])
+	}
+	if rs[4].Data["text/html"] != "<b>h</b>" {
+		t.Errorf("_repr_html_: %+v", rs[4])
+	}
+}
+
+func TestJavaScriptKernel(t *testing.T) {
+	outs, rs := run(t, JavaScript, "const x = await Promise.resolve(41)", "console.log('hi'); x + 1", "null.f")
+	if rs[0].Status != "ok" || outs[1] != "hi\n" || rs[1].Data["text/plain"] != "42" {
+		t.Errorf("results %+v, outputs %q", rs, outs)
+	}
+	if rs[2].Error == nil || rs[2].Error.Name != "TypeError" {
+		t.Errorf("null.f: %+v", rs[2])
+	}
+}
+
+func TestBashKernel(t *testing.T) {
+	outs, rs := run(t, Bash, "cd /tmp; export A=5", "echo $PWD $A", "false", "read x; echo \"[$x]\"")
+	if outs[1] != "/tmp 5\n" || rs[2].Status != "error" || *rs[2].ExitCode != 1 || outs[3] != "[]\n" {
+		t.Errorf("results %+v, outputs %q", rs, outs)
+	}
+}

@@ -1,0 +1,79 @@
+// hutch's JavaScript kernel: runs cells sent on stdin, one JSON object a
+// line ({"id", "code"}), in one REPL context that outlives them (top-level
+// await, require and import of installed modules), and answers each with
+// a result line on stdout: "\x1e" NONCE " " JSON "\n", written after the
+// cell's own output. SIGINT interrupts a running cell.
+const fs = require('fs')
+const readline = require('readline')
+const repl = require('repl')
+const util = require('util')
+const { PassThrough } = require('stream')
+
+const mark = '\x1e' + (process.env.HUTCH_INTERP_NONCE || '') + ' '
+delete process.env.HUTCH_INTERP_NONCE
+const server = repl.start({ input: new PassThrough(), output: new PassThrough(), terminal: false, prompt: '', breakEvalOnSigint: true })
+// The REPL's own console writes to its output; cells print to stdout.
+server.context.console = console
+let pending = null
+// An error thrown by a cell, or a promise it awaits rejecting, reaches the
+// REPL's domain instead of the eval callback.
+server._domain.removeAllListeners('error')
+server._domain.on('error', (err) => settle([err, undefined]))
+process.on('SIGINT', () => settle([new Error('Interrupted'), undefined]))
+
+function settle (outcome) {
+  const p = pending
+  pending = null
+  if (p) p(outcome)
+}
+
+function run (code) {
+  return new Promise((resolve) => {
+    pending = resolve
+    try {
+      server.eval(code + '\n', server.context, '<cell>', (err, value) => { if (pending === resolve) settle([err, value]) })
+    } catch (err) {
+      settle([err, undefined])
+    }
+  })
+}
+
+// failure describes what a cell threw, its stack without the kernel's
+// frames. Errors of the REPL's context are not this context's Error.
+function failure (err) {
+  if (err && typeof err === 'object' && err.err) err = err.err // an incomplete cell
+  if (!err || typeof err !== 'object' || typeof err.stack !== 'string') {
+    return { name: 'Error', value: util.inspect(err), traceback: [] }
+  }
+  const [head, ...frames] = err.stack.split('\n')
+  return { name: String(err.name), value: String(err.message), traceback: [head, ...frames.filter((l) => l.includes('<cell>'))] }
+}
+
+let count = 0
+const lines = readline.createInterface({ input: process.stdin, terminal: false })
+const queue = []
+let busy = false
+lines.on('line', (line) => { queue.push(line); next() })
+lines.on('close', () => { if (!busy && queue.length === 0) process.exit(0) })
+
+async function next () {
+  if (busy) return
+  const line = queue.shift()
+  if (line === undefined) return
+  busy = true
+  let req
+  try { req = JSON.parse(line) } catch { busy = false; return next() }
+  count++
+  const msg = { id: req.id, execution_count: count }
+  const [err, value] = await run(String(req.code))
+  if (err) {
+    msg.status = 'error'
+    msg.error = failure(err)
+  } else {
+    msg.status = 'ok'
+    if (value !== undefined) msg.data = { 'text/plain': util.inspect(value) }
+  }
+  fs.writeSync(1, mark + JSON.stringify(msg) + '\n')
+  busy = false
+  next()
+}

@@ -1,0 +1,22 @@
+# hutch's bash kernel: runs cells sent on its stdin, one a line ("ID
+# BASE64-OF-CODE"), in this one shell, so cd, variables and functions
+# outlive them, and answers each with a result line on stdout: "\x1e"
+# NONCE " " JSON "\n", written after the cell's own output. Cells read
+# /dev/null. SIGINT interrupts a running cell.
+exec 3<&0 0</dev/null
+__hutch_mark=$HUTCH_INTERP_NONCE
+unset HUTCH_INTERP_NONCE
+__hutch_count=0
+__hutch_cell() {
+	trap 'trap : INT; return 130' INT
+	eval "$1"
+}
+trap : INT
+while IFS=' ' read -r __hutch_id __hutch_code <&3; do
+	__hutch_count=$((__hutch_count + 1))
+	__hutch_cell "$(printf '%s' "$__hutch_code" | base64 -d)"
+	__hutch_status=$?
+	trap : INT
+	if [ "$__hutch_status" = 0 ]; then __hutch_state=ok; else __hutch_state=error; fi
+	printf '\036%s {"id":%s,"execution_count":%d,"status":"%s","exit_code":%d}\n' "$__hutch_mark" "$__hutch_id" "$__hutch_count" "$__hutch_state" "$__hutch_status"
+done
