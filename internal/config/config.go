@@ -18,7 +18,11 @@ import (
 )
 
 // Presets are the built-in catalog images.
-var Presets = []string{"python", "node"}
+var Presets = []string{"python", "node", "python-data"}
+
+// DefaultAllowed are the presets image_allowlist allows by default: not
+// python-data, which is large and built on first use.
+var DefaultAllowed = []string{"python", "node"}
 
 // ImageCaps are per-image hard caps on a create request.
 type ImageCaps struct {
@@ -167,7 +171,7 @@ type Config struct {
 func Default() Config {
 	return Config{
 		AutoInstall:                 true,
-		ImageAllowlist:              append([]string(nil), Presets...),
+		ImageAllowlist:              append([]string(nil), DefaultAllowed...),
 		DefaultIdleTimeoutSecs:      300,
 		MaxConcurrentSandboxes:      32,
 		DefaultCPUs:                 1,

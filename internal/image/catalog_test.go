@@ -21,6 +21,7 @@ func TestCatalogOrder(t *testing.T) {
 	}
 	want := []string{
 		"python/preset/debian:bookworm+ca-certificates+python-is-python3+python3", "node/preset/debian:bookworm+ca-certificates+nodejs",
+		"python-data/preset/debian:bookworm+ca-certificates+python-is-python3+python3+python3-matplotlib+python3-numpy+python3-pandas",
 		"alpha/custom/oci-layout:/srv/alpha:v1", "mid/custom/docker-archive:/srv/mid.tar", "zeta/custom/example.com/z:1",
 	}
 	if !slices.Equal(got, want) {

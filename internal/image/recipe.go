@@ -26,6 +26,9 @@ var presetPackages = []struct {
 	// (seed 001 runs `python --version`).
 	{"python", []string{"python3", "python-is-python3", "ca-certificates"}},
 	{"node", []string{"nodejs", "ca-certificates"}},
+	// For data work with the interpreter: numpy, pandas and matplotlib
+	// (the Agg backend needs no display; the kernel sets MPLBACKEND).
+	{"python-data", []string{"python3", "python-is-python3", "ca-certificates", "python3-numpy", "python3-pandas", "python3-matplotlib"}},
 }
 
 // mergedUsrHooks is mmdebstrap's hook directory that sets up merged /usr

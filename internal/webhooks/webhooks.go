@@ -93,6 +93,7 @@ type Dispatcher struct {
 
 	mu         sync.Mutex
 	hooks      map[string]*running // by id
+	added      uint64              // hooks added so far
 	deliveries []Delivery          // newest last, at most keptDeliveries
 	stats      Stats
 
@@ -104,6 +105,8 @@ type Dispatcher struct {
 type running struct {
 	hook   Hook
 	cancel context.CancelFunc
+	// seq orders the hooks as they were added.
+	seq uint64
 }
 
 // ConfigPrefix begins the id of a configured hook.
@@ -145,7 +148,8 @@ func (d *Dispatcher) Add(h Hook) {
 	if old, ok := d.hooks[h.ID]; ok {
 		old.cancel()
 	}
-	d.hooks[h.ID] = &running{hook: h, cancel: cancel}
+	d.added++
+	d.hooks[h.ID] = &running{hook: h, cancel: cancel, seq: d.added}
 	d.mu.Unlock()
 	d.wg.Go(func() { d.run(ctx, h, after) })
 }
@@ -163,15 +167,20 @@ func (d *Dispatcher) Remove(id string) bool {
 	return ok
 }
 
-// Hooks returns the hooks running, by id.
+// Hooks returns the hooks running in the order they were added: the
+// configured ones first.
 func (d *Dispatcher) Hooks() []Hook {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	out := make([]Hook, 0, len(d.hooks))
+	rs := make([]*running, 0, len(d.hooks))
 	for _, r := range d.hooks {
-		out = append(out, r.hook)
+		rs = append(rs, r)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	sort.Slice(rs, func(i, j int) bool { return rs[i].seq < rs[j].seq })
+	out := make([]Hook, len(rs))
+	for i, r := range rs {
+		out[i] = r.hook
+	}
 	return out
 }
 

@@ -1,0 +1,126 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"image/png"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/hutch-dev/hutch/api"
+)
+
+// The code interpreter (issue 19) on real sandboxes.
+
+// runCell runs a cell and returns its stdout and result.
+func runCell(t *testing.T, d *daemon, req api.RunCodeRequest) (string, api.CellResult) {
+	t.Helper()
+	var out strings.Builder
+	res, err := d.c.RunCode(context.Background(), req, func(event string, data json.RawMessage) error {
+		var c api.OutputChunk
+		if event == api.EventStdout && json.Unmarshal(data, &c) == nil {
+			out.WriteString(c.Data)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("cell %q: %v", req.Code, err)
+	}
+	return out.String(), res
+}
+
+func TestInterpreterPythonAndBash(t *testing.T) {
+	d := startDaemon(t, baseConfig(""))
+	id := d.create(api.CreateRequest{Image: "python"})
+	runCell(t, d, api.RunCodeRequest{SandboxID: id, Code: "x = 41\nimport json"})
+	if out, res := runCell(t, d, api.RunCodeRequest{SandboxID: id, Code: "print(json.dumps([1]))\nx + 1"}); out != "[1]\n" || res.Data["text/plain"] != "42" {
+		t.Fatalf("x + 1: %q %+v", out, res)
+	}
+	_, res := runCell(t, d, api.RunCodeRequest{SandboxID: id, Code: "def f():\n    return {}['k']\nf()"})
+	if res.Status != "error" || res.Error.Name != "KeyError" || !strings.Contains(strings.Join(res.Error.Traceback, ""), "line 2, in f") {
+		t.Fatalf("an exception: %+v", res.Error)
+	}
+	// An endless loop is interrupted at its timeout; x is still there.
+	if _, res := runCell(t, d, api.RunCodeRequest{SandboxID: id, Code: "while True: pass", TimeoutMs: 1000}); !res.TimedOut || res.Error.Name != "KeyboardInterrupt" {
+		t.Fatalf("an endless loop: %+v", res)
+	}
+	// Through the CLI, and over SSE.
+	if out, errOut, code := d.cli("", "run-code", id, "x * 2"); code != 0 || out != "82\n" {
+		t.Fatalf("hutch run-code: %d %q %q", code, out, errOut)
+	}
+	if _, errOut, code := d.cli("", "run-code", id, "1/0"); code != 1 || !strings.Contains(errOut, "ZeroDivisionError") {
+		t.Errorf("hutch run-code of an error: %d %q", code, errOut)
+	}
+	req, _ := http.NewRequest("POST", d.url+"/v1/sandboxes/"+id+"/run-code", strings.NewReader(`{"code":"print('streamed')\nx"}`))
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	events := readSSE(resp.Body)
+	if ev := nextEvent(t, events); ev.typ != api.EventStdout || !strings.Contains(string(ev.data), "streamed") {
+		t.Fatalf("first event %s %s", ev.typ, ev.data)
+	}
+	for ev := nextEvent(t, events); ; ev = nextEvent(t, events) {
+		if ev.typ == "result" {
+			if !strings.Contains(string(ev.data), `"text/plain":"41"`) {
+				t.Errorf("result %s", ev.data)
+			}
+			break
+		}
+	}
+	// Bash keeps cd and an exported variable.
+	runCell(t, d, api.RunCodeRequest{SandboxID: id, Language: "bash", Code: "cd /tmp && export GREETING=hi"})
+	if out, res := runCell(t, d, api.RunCodeRequest{SandboxID: id, Language: "bash", Code: "echo $PWD $GREETING; sh -c 'echo $GREETING'"}); out != "/tmp hi\nhi\n" || *res.ExitCode != 0 {
+		t.Fatalf("bash: %q %+v", out, res)
+	}
+	list, err := d.c.ListContexts(context.Background(), id)
+	if err != nil || len(list.Contexts) != 2 {
+		t.Fatalf("contexts %+v %v", list, err)
+	}
+	// A language the image lacks is S242.
+	if status, body := d.raw("POST", "/v1/sandboxes/"+id+"/run-code", "", `{"language":"javascript","code":"1"}`); status != 422 || !strings.Contains(body, "S242") {
+		t.Errorf("javascript in the python image: %d %s", status, body)
+	}
+}
+
+func TestInterpreterJavaScript(t *testing.T) {
+	d := startDaemon(t, baseConfig(""))
+	id := d.create(api.CreateRequest{Image: "node"})
+	runCell(t, d, api.RunCodeRequest{SandboxID: id, Language: "javascript", Code: "const n = await new Promise((r) => setTimeout(() => r(41), 10))"})
+	if out, res := runCell(t, d, api.RunCodeRequest{SandboxID: id, Language: "javascript", Code: "console.log(require('os').platform()); n + 1"}); out != "linux\n" || res.Data["text/plain"] != "42" {
+		t.Fatalf("n + 1: %q %+v", out, res)
+	}
+	if _, res := runCell(t, d, api.RunCodeRequest{SandboxID: id, Language: "javascript", Code: "undefinedName"}); res.Error == nil || res.Error.Name != "ReferenceError" {
+		t.Fatalf("an error: %+v", res)
+	}
+}
+
+func TestInterpreterPlots(t *testing.T) {
+	d := startDaemon(t, baseConfig("image_allowlist: [python, node, python-data]\n"))
+	id := d.create(api.CreateRequest{Image: "python-data"})
+	_, res := runCell(t, d, api.RunCodeRequest{SandboxID: id, Code: "import matplotlib.pyplot as plt\nimport pandas as pd\n" +
+		"plt.figure(figsize=(4, 3), dpi=100)\nplt.plot([1, 2, 3], [2, 4, 1])\npd.DataFrame({'a': [1, 2]})"})
+	if res.Status != "ok" || len(res.Display) != 1 {
+		t.Fatalf("a plot: %+v", res)
+	}
+	if html, _ := res.Data["text/html"].(string); !strings.Contains(html, "<table") {
+		t.Errorf("a DataFrame's HTML: %+v", res.Data)
+	}
+	raw, _ := res.Display[0]["image/png"].(string)
+	b, err := base64.StdEncoding.DecodeString(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := img.Bounds(); r.Dx() != 400 || r.Dy() != 300 {
+		t.Errorf("the figure is %v, want 400×300", r)
+	}
+}

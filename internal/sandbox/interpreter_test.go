@@ -1,0 +1,140 @@
+package sandbox
+
+import (
+	"context"
+	osexec "os/exec"
+	"strings"
+	"testing"
+
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/errdefs"
+)
+
+// The in-process runtime runs the kernels on this host (python3, node and
+// bash), as real background processes of the agent.
+
+// cell runs code and returns its output and result.
+func cell(t *testing.T, m *Manager, req api.RunCodeRequest) (string, api.CellResult) {
+	t.Helper()
+	var out strings.Builder
+	res, err := m.RunCode(context.Background(), req, func(event string, data any) error {
+		if c, ok := data.(api.OutputChunk); ok {
+			out.WriteString(event + ":" + c.Data)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("cell %q: %v", req.Code, err)
+	}
+	return out.String(), res
+}
+
+func TestInterpreterKeepsStateAcrossCells(t *testing.T) {
+	m, _, _ := inprocess(t, nil)
+	id := create(t, m, api.CreateRequest{Image: "python"})
+	if _, res := cell(t, m, api.RunCodeRequest{SandboxID: id, Code: "x = 41"}); res.Status != "ok" || res.Data != nil {
+		t.Fatalf("x = 41: %+v", res)
+	}
+	out, res := cell(t, m, api.RunCodeRequest{SandboxID: id, Code: "import sys\nprint('hi')\nprint('err', file=sys.stderr)\nx + 1"})
+	if res.Data["text/plain"] != "42" || res.ExecutionCount != 2 || !strings.Contains(out, "stdout:hi") || !strings.Contains(out, "stderr:err") {
+		t.Fatalf("x + 1: %q %+v", out, res)
+	}
+	// An exception is a result; the next cell still sees x.
+	if _, res := cell(t, m, api.RunCodeRequest{SandboxID: id, Code: "raise ValueError('no')"}); res.Status != "error" || res.Error.Name != "ValueError" || res.Error.Value != "no" {
+		t.Fatalf("raise: %+v", res)
+	}
+	if _, res := cell(t, m, api.RunCodeRequest{SandboxID: id, Code: "x"}); res.Data["text/plain"] != "41" {
+		t.Fatalf("x after an error: %+v", res)
+	}
+	list, err := m.ListContexts(context.Background(), api.ContextListRequest{SandboxID: id})
+	if err != nil || len(list.Contexts) != 1 || !list.Contexts[0].Default || list.Contexts[0].Language != "python" || list.Contexts[0].ExecutionCount != 4 {
+		t.Fatalf("contexts %+v %v", list, err)
+	}
+	// Bash keeps cd and exports, in a context of its own.
+	if _, err := osexec.LookPath("bash"); err == nil {
+		cell(t, m, api.RunCodeRequest{SandboxID: id, Language: "bash", Code: "cd /tmp; export V=7"})
+		if out, res := cell(t, m, api.RunCodeRequest{SandboxID: id, Language: "bash", Code: "echo $PWD $V"}); out != "stdout:/tmp 7\n" || *res.ExitCode != 0 {
+			t.Fatalf("bash: %q %+v", out, res)
+		}
+	}
+}
+
+func TestInterpreterInterruptsAndRestarts(t *testing.T) {
+	m, _, _ := inprocess(t, nil)
+	ctx := context.Background()
+	id := create(t, m, api.CreateRequest{Image: "python"})
+	info, err := m.CreateContext(ctx, api.ContextCreateRequest{SandboxID: id, Language: "python", Env: api.Env{"GREETING=hey"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cell(t, m, api.RunCodeRequest{ContextID: info.ContextID, Code: "import os\ny = os.environ['GREETING']"})
+	// A cell past its timeout is interrupted; the context lives on.
+	_, res := cell(t, m, api.RunCodeRequest{ContextID: info.ContextID, Code: "while True: pass", TimeoutMs: 300})
+	if !res.TimedOut || res.Error == nil || res.Error.Name != "KeyboardInterrupt" {
+		t.Fatalf("an endless loop: %+v", res)
+	}
+	// An interrupt stops a running cell.
+	done := make(chan api.CellResult, 1)
+	go func() {
+		_, res := cell(t, m, api.RunCodeRequest{ContextID: info.ContextID, Code: "import time\ntime.sleep(60)"})
+		done <- res
+	}()
+	eventually(t, "the cell runs", func() bool {
+		l, _ := m.ListContexts(ctx, api.ContextListRequest{SandboxID: id})
+		return len(l.Contexts) == 1 && l.Contexts[0].State == api.ContextBusy
+	})
+	if r, err := m.Interrupt(ctx, api.ContextRequest{ContextID: info.ContextID}); err != nil || !r.Running {
+		t.Fatalf("interrupt: %+v %v", r, err)
+	}
+	if res := <-done; res.Error == nil || res.Error.Name != "KeyboardInterrupt" || res.TimedOut {
+		t.Fatalf("the interrupted cell: %+v", res)
+	}
+	if _, res := cell(t, m, api.RunCodeRequest{ContextID: info.ContextID, Code: "y"}); res.Data["text/plain"] != "'hey'" {
+		t.Fatalf("state after interrupts: %+v", res)
+	}
+	// A cell that ends the interpreter leaves the context dead (S241)
+	// until it is restarted, empty.
+	_, err = m.RunCode(ctx, api.RunCodeRequest{ContextID: info.ContextID, Code: "import os\nos._exit(3)"}, func(string, any) error { return nil })
+	wantCode(t, err, errdefs.CodeContextDead)
+	_, err = m.RunCode(ctx, api.RunCodeRequest{ContextID: info.ContextID, Code: "1"}, func(string, any) error { return nil })
+	wantCode(t, err, errdefs.CodeContextDead)
+	if info, err := m.RestartContext(ctx, api.ContextRequest{ContextID: info.ContextID}); err != nil || info.State != api.ContextIdle {
+		t.Fatalf("restart: %+v %v", info, err)
+	}
+	if _, res := cell(t, m, api.RunCodeRequest{ContextID: info.ContextID, Code: "'y' in dir()"}); res.Data["text/plain"] != "False" || res.ExecutionCount != 1 {
+		t.Fatalf("after a restart: %+v", res)
+	}
+	if _, err := m.DeleteContext(ctx, api.ContextRequest{ContextID: info.ContextID}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = m.RunCode(ctx, api.RunCodeRequest{ContextID: info.ContextID, Code: "1"}, func(string, any) error { return nil })
+	wantCode(t, err, errdefs.CodeNoContext)
+}
+
+func TestInterpreterRefusals(t *testing.T) {
+	m, _, _ := inprocess(t, nil)
+	ctx := context.Background()
+	id := create(t, m, api.CreateRequest{Image: "python"})
+	info, err := m.CreateContext(ctx, api.ContextCreateRequest{SandboxID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another owner: as if it did not exist.
+	_, err = m.RunCode(as("mallory"), api.RunCodeRequest{ContextID: info.ContextID, Code: "1"}, func(string, any) error { return nil })
+	wantCode(t, err, errdefs.CodeNoContext)
+	_, err = m.DeleteContext(as("mallory"), api.ContextRequest{ContextID: info.ContextID})
+	wantCode(t, err, errdefs.CodeNoContext)
+	for name, req := range map[string]api.ContextCreateRequest{
+		"language": {SandboxID: id, Language: "cobol"},
+		"cwd":      {SandboxID: id, Cwd: "relative"},
+		"env":      {SandboxID: id, Env: api.Env{"=x"}},
+	} {
+		if _, err := m.CreateContext(ctx, req); !errdefs.Is(err, errdefs.CodeMalformed) {
+			t.Errorf("a bad %s: %v", name, err)
+		}
+	}
+	_, err = m.RunCode(ctx, api.RunCodeRequest{Code: "1"}, nil)
+	wantCode(t, err, errdefs.CodeMalformed)
+	_, err = m.RunCode(ctx, api.RunCodeRequest{ContextID: info.ContextID, Language: "bash", Code: "1"}, nil)
+	wantCode(t, err, errdefs.CodeMalformed)
+}
