@@ -37,6 +37,8 @@ const (
 	NameForkExec       = "fork-exec"
 	NameHibernated     = "hibernated-memory"
 	NameEvents         = "events-overhead"
+	NameInterpCell     = "interp-cell"
+	NameContextCreate  = "context-create"
 )
 
 // Scenario is one measurement, with the same measurement made by other
@@ -80,6 +82,8 @@ var Scenarios = []Scenario{
 	{Name: NamePtyEcho, Title: "PTY echo round trip through cat (WebSocket)", run: ptyEcho},
 	{Name: NameStreamRate, Title: "streamed exec output", run: streamThroughput},
 	{Name: NameProcessList, Title: "process list, 10 sandboxes × 10 processes", run: processList},
+	{Name: NameInterpCell, Title: "interpreter cell `1 + 1` in a warm Python context", run: interpCell},
+	{Name: NameContextCreate, Title: "Python context create → first cell answered", run: contextCreate},
 	{Name: NamePauseResume, Title: "freeze + resume (pause, resume)", run: pauseResume},
 	{Name: NameSnapshot, Title: "snapshot of an idle sandbox", run: snapshotLatency},
 	{Name: NameRestoreExec, Title: "restore from a snapshot → first exec", run: restoreExec},
