@@ -58,3 +58,14 @@ func (c *Client) RunCode(ctx context.Context, req api.RunCodeRequest, on func(ev
 	}
 	return out, c.streamEvents(ctx, http.MethodPost, path, req, on, &out)
 }
+
+// Install runs sandbox::interpreter::install, handing the tool's output
+// events to on, and returns its exit.
+func (c *Client) Install(ctx context.Context, req api.InstallRequest, on func(event string, data json.RawMessage) error) (api.ExecResponse, error) {
+	var out api.ExecResponse
+	p, err := sandboxPath(req.SandboxID)
+	if err != nil {
+		return out, err
+	}
+	return out, c.streamEvents(ctx, http.MethodPost, p+"/packages", req, on, &out)
+}

@@ -1,12 +1,21 @@
 package integration
 
 import (
+	"archive/tar"
+	"archive/zip"
 	"bytes"
+	"compress/gzip"
 	"context"
+	"crypto/sha1"
+	"crypto/sha256"
+	"crypto/sha512"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"image/png"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -122,5 +131,97 @@ func TestInterpreterPlots(t *testing.T) {
 	}
 	if r := img.Bounds(); r.Dx() != 400 || r.Dy() != 300 {
 		t.Errorf("the figure is %v, want 400×300", r)
+	}
+}
+
+// packageServer serves, on the host's loopback, a PEP 503 index with one
+// wheel (hutchdemo 1.0: VALUE = 42) under /simple/ and an npm registry
+// with one package (hutch-demo 1.0.0: module.exports.value = 42) under
+// /npm/.
+func packageServer(t *testing.T) *httptest.Server {
+	t.Helper()
+	var whl bytes.Buffer
+	zw := zip.NewWriter(&whl)
+	for name, body := range map[string]string{
+		"hutchdemo/__init__.py":            "VALUE = 42\n",
+		"hutchdemo-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: hutchdemo\nVersion: 1.0\n",
+		"hutchdemo-1.0.dist-info/WHEEL":    "Wheel-Version: 1.0\nGenerator: hutch-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+		"hutchdemo-1.0.dist-info/RECORD":   "hutchdemo/__init__.py,,\nhutchdemo-1.0.dist-info/METADATA,,\nhutchdemo-1.0.dist-info/WHEEL,,\nhutchdemo-1.0.dist-info/RECORD,,\n",
+	} {
+		w, _ := zw.Create(name)
+		io.WriteString(w, body)
+	}
+	zw.Close()
+	var tgz bytes.Buffer
+	gz := gzip.NewWriter(&tgz)
+	tw := tar.NewWriter(gz)
+	for name, body := range map[string]string{
+		"package/package.json": `{"name":"hutch-demo","version":"1.0.0","main":"index.js"}`,
+		"package/index.js":     "module.exports.value = 42\n",
+	} {
+		tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg})
+		io.WriteString(tw, body)
+	}
+	tw.Close()
+	gz.Close()
+	whlSum := sha256.Sum256(whl.Bytes())
+	tgzSHA1 := sha1.Sum(tgz.Bytes())
+	tgzSHA512 := sha512.Sum512(tgz.Bytes())
+	mux := http.NewServeMux()
+	mux.HandleFunc("/simple/hutchdemo/", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `<html><body><a href="/files/hutchdemo-1.0-py3-none-any.whl#sha256=%x">hutchdemo-1.0-py3-none-any.whl</a></body></html>`, whlSum)
+	})
+	mux.HandleFunc("/files/hutchdemo-1.0-py3-none-any.whl", func(w http.ResponseWriter, r *http.Request) { w.Write(whl.Bytes()) })
+	mux.HandleFunc("/npm/hutch-demo", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"name": "hutch-demo", "dist-tags": map[string]string{"latest": "1.0.0"},
+			"versions": map[string]any{"1.0.0": map[string]any{"name": "hutch-demo", "version": "1.0.0", "dist": map[string]string{
+				"tarball": "http://" + r.Host + "/npm/hutch-demo/-/hutch-demo-1.0.0.tgz", "shasum": fmt.Sprintf("%x", tgzSHA1),
+				"integrity": "sha512-" + base64.StdEncoding.EncodeToString(tgzSHA512[:])}}}})
+	})
+	mux.HandleFunc("/npm/hutch-demo/-/hutch-demo-1.0.0.tgz", func(w http.ResponseWriter, r *http.Request) { w.Write(tgz.Bytes()) })
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestInterpreterInstallsPackages(t *testing.T) {
+	srv := packageServer(t)
+	d := startDaemon(t, baseConfig(fmt.Sprintf("image_allowlist: [python, node, python-data]\npackage_indexes: {pip: %s/simple/, npm: %s/npm/}\n", srv.URL, srv.URL)))
+	ctx := context.Background()
+	py := d.create(api.CreateRequest{Image: "python-data", Network: true})
+	var progress strings.Builder
+	res, err := d.c.Install(ctx, api.InstallRequest{SandboxID: py, Manager: "pip", Packages: []string{"hutchdemo==1.0"}}, func(_ string, data json.RawMessage) error {
+		var c api.OutputChunk
+		json.Unmarshal(data, &c)
+		progress.WriteString(c.Data)
+		return nil
+	})
+	if err != nil || !res.Success {
+		t.Fatalf("pip install: %+v %v\n%s", res, err, progress.String())
+	}
+	if _, res := runCell(t, d, api.RunCodeRequest{SandboxID: py, Code: "import hutchdemo\nhutchdemo.VALUE"}); res.Data["text/plain"] != "42" {
+		t.Fatalf("the installed module: %+v", res)
+	}
+	// A package the index does not have fails, naming it.
+	out, errOut, code := d.cli("", "install", py, "pip", "nosuchpkg")
+	if code == 0 || !strings.Contains(out+errOut, "nosuchpkg") {
+		t.Errorf("installing a missing package: %d %q %q", code, out, errOut)
+	}
+	js := d.create(api.CreateRequest{Image: "node", Network: true})
+	if out, errOut, code := d.cli("", "install", js, "npm", "hutch-demo@1.0.0"); code != 0 {
+		t.Fatalf("npm install: %d %q %q", code, out, errOut)
+	}
+	if _, res := runCell(t, d, api.RunCodeRequest{SandboxID: js, Language: "javascript", Code: "require('hutch-demo').value"}); res.Data["text/plain"] != "42" {
+		t.Fatalf("the installed npm package: %+v", res)
+	}
+	// Without a network, and with a name that could be an option: clear
+	// refusals, nothing run.
+	offline := d.create(api.CreateRequest{Image: "python-data"})
+	if status, body := d.raw("POST", "/v1/sandboxes/"+offline+"/packages", "", `{"manager":"pip","packages":["hutchdemo"]}`); status != 400 || !strings.Contains(body, "no network") {
+		t.Errorf("install without a network: %d %s", status, body)
+	}
+	if status, body := d.raw("POST", "/v1/sandboxes/"+py+"/packages", "", `{"manager":"pip","packages":["--index-url=http://evil/"]}`); status != 400 || !strings.Contains(body, "S001") {
+		t.Errorf("an option as a package: %d %s", status, body)
 	}
 }

@@ -255,3 +255,20 @@ func (a *app) contextCmd() *cobra.Command {
 	cmd.AddCommand(create, ls, restart, interrupt, rm)
 	return cmd
 }
+
+func (a *app) installCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "install ID pip|npm PACKAGE...",
+		Short: "Install packages into a sandbox from the daemon's package indexes (the sandbox needs a network); the tool's output as it runs",
+		Args:  cobra.MinimumNArgs(3),
+	}
+	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
+		p := &outputPrinter{stdout: a.stdout, stderr: a.stderr}
+		res, err := a.client().Install(cmd.Context(), api.InstallRequest{SandboxID: args[0], Manager: args[1], Packages: args[2:]}, p.event)
+		if err != nil {
+			return err
+		}
+		return a.childResult(res, 0)
+	})
+	return cmd
+}

@@ -88,6 +88,11 @@ type Config struct {
 	// network: true reaches at its gateway address, besides the ports of
 	// the localhost URLs in its create-time env.
 	GatewayPorts []int `yaml:"gateway_ports"`
+	// PackageIndexes are the indexes sandbox::interpreter::install uses
+	// (the tools' own defaults when empty). An index on the host's
+	// loopback is forwarded to every sandbox with a network, like
+	// gateway_ports.
+	PackageIndexes PackageIndexes `yaml:"package_indexes"`
 	// WritableLayerMB bounds what a sandbox can write to its root
 	// filesystem; a write past it fails with ENOSPC inside the sandbox.
 	WritableLayerMB uint64 `yaml:"writable_layer_mb"`

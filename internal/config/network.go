@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net/netip"
+	"net/url"
 
 	"github.com/hutch-dev/hutch/internal/netplumb"
 )
@@ -10,7 +11,7 @@ import (
 // DefaultNetworkPool is network_pool's default.
 const DefaultNetworkPool = "10.200.0.0/16"
 
-// validateNetwork checks network_pool and gateway_ports.
+// validateNetwork checks network_pool, gateway_ports and package_indexes.
 func (c *Config) validateNetwork() []error {
 	var errs []error
 	if p, err := netip.ParsePrefix(c.NetworkPool); err != nil {
@@ -23,5 +24,28 @@ func (c *Config) validateNetwork() []error {
 			errs = append(errs, fmt.Errorf("gateway_ports must be TCP ports between 1 and 65535, got %d", port))
 		}
 	}
+	for key, raw := range map[string]string{"pip": c.PackageIndexes.Pip, "npm": c.PackageIndexes.Npm} {
+		if u, err := url.Parse(raw); raw != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
+			errs = append(errs, fmt.Errorf("package_indexes.%s %q must be an http or https URL", key, raw))
+		}
+	}
 	return errs
+}
+
+// PackageIndexes are the package_indexes block: the URL of a PEP 503
+// ("simple") index for pip and of a registry for npm.
+type PackageIndexes struct {
+	Pip string `yaml:"pip"`
+	Npm string `yaml:"npm"`
+}
+
+// URLs lists the indexes configured.
+func (p PackageIndexes) URLs() []string {
+	var out []string
+	for _, u := range []string{p.Pip, p.Npm} {
+		if u != "" {
+			out = append(out, u)
+		}
+	}
+	return out
 }

@@ -15,6 +15,7 @@ type Interpreter interface {
 	DeleteContext(ctx context.Context, req api.ContextRequest) (api.ContextInfo, error)
 	Interrupt(ctx context.Context, req api.ContextRequest) (api.InterruptResponse, error)
 	RunCode(ctx context.Context, req api.RunCodeRequest, emit func(event string, data any) error) (api.CellResult, error)
+	Install(ctx context.Context, req api.InstallRequest, emit func(event string, data any) error) (api.ExecResponse, error)
 }
 
 // registerInterpreter adds sandbox::interpreter::*, when the table has an
@@ -32,5 +33,9 @@ func registerInterpreter(t *Table) {
 	addStream(t, api.FnRunCode, "Run a cell of code in a context (or the sandbox's default context of a language): stdout and stderr as they are written, then the result: the last expression's value by MIME type (text, images, HTML...), figures, or the error with its traceback",
 		func(ctx context.Context, req api.RunCodeRequest, e Emitter) (api.CellResult, error) {
 			return in.RunCode(ctx, req, e.emitData)
+		})
+	addStream(t, api.FnInstall, "Install packages into a sandbox with pip or npm from the operator's package indexes (needs network: true): the tool's output as it writes, then its exit",
+		func(ctx context.Context, req api.InstallRequest, e Emitter) (api.ExecResponse, error) {
+			return in.Install(ctx, req, e.emitData)
 		})
 }

@@ -45,6 +45,7 @@
 //	GET    /v1/sandboxes/{id}/logs?follow=&tag=  sandbox::process::logs
 //	POST   /v1/sandboxes/{id}/contexts    sandbox::interpreter::context::create (GET: ::list)
 //	POST   /v1/sandboxes/{id}/run-code    sandbox::interpreter::run (a stream)
+//	POST   /v1/sandboxes/{id}/packages    sandbox::interpreter::install (a stream)
 //	POST   /v1/contexts/{context_id}/restart|interrupt  sandbox::interpreter::context::restart, ::interrupt
 //	DELETE /v1/contexts/{context_id}      sandbox::interpreter::context::delete
 //	POST   /v1/jobs                       sandbox::job::submit

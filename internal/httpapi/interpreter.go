@@ -17,6 +17,7 @@ func (s *server) interpreterRoutes() []route {
 		{"POST", "/v1/sandboxes/{id}/contexts", s.call(api.FnContextCreate, sandboxParam), false},
 		{"GET", "/v1/sandboxes/{id}/contexts", s.call(api.FnContextList, sandboxParam), false},
 		{"POST", "/v1/sandboxes/{id}/run-code", s.call(api.FnRunCode, sandboxParam), false},
+		{"POST", "/v1/sandboxes/{id}/packages", s.call(api.FnInstall, sandboxParam), false},
 		{"POST", "/v1/contexts/{context_id}/restart", s.contextByID(api.FnContextRestart), false},
 		{"POST", "/v1/contexts/{context_id}/interrupt", s.contextByID(api.FnInterrupt), false},
 		{"DELETE", "/v1/contexts/{context_id}", s.contextByID(api.FnContextDelete), false},

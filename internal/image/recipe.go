@@ -25,10 +25,11 @@ var presetPackages = []struct {
 	// python-is-python3 (16 KB) provides `python`, which callers expect
 	// (seed 001 runs `python --version`).
 	{"python", []string{"python3", "python-is-python3", "ca-certificates"}},
-	{"node", []string{"nodejs", "ca-certificates"}},
+	// npm installs packages (sandbox::interpreter::install).
+	{"node", []string{"nodejs", "npm", "ca-certificates"}},
 	// For data work with the interpreter: numpy, pandas and matplotlib
 	// (the Agg backend needs no display; the kernel sets MPLBACKEND).
-	{"python-data", []string{"python3", "python-is-python3", "ca-certificates", "python3-numpy", "python3-pandas", "python3-matplotlib"}},
+	{"python-data", []string{"python3", "python-is-python3", "ca-certificates", "python3-numpy", "python3-pandas", "python3-matplotlib", "python3-pip"}},
 }
 
 // mergedUsrHooks is mmdebstrap's hook directory that sets up merged /usr

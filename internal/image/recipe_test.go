@@ -69,7 +69,7 @@ func TestPresetRecipes(t *testing.T) {
 		packages  []string
 	}{
 		{"python", "debian:bookworm+ca-certificates+python-is-python3+python3", []string{"ca-certificates", "python-is-python3", "python3"}},
-		{"node", "debian:bookworm+ca-certificates+nodejs", []string{"ca-certificates", "nodejs"}},
+		{"node", "debian:bookworm+ca-certificates+nodejs+npm", []string{"ca-certificates", "nodejs", "npm"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

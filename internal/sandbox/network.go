@@ -109,6 +109,8 @@ func (m *Manager) gatewayPorts(rec *record) (forward, refused []uint16) {
 	for _, p := range m.cfg.GatewayPorts {
 		forward = append(forward, uint16(p)) // 1..65535 (config.Validate)
 	}
+	// The operator's package indexes on the host (sandbox::interpreter::install).
+	forward = append(forward, loopbackPorts(indexEnv(m.cfg.PackageIndexes.URLs()))...)
 	for _, p := range named {
 		if m.cfg.Forwardable(int(p)) {
 			forward = append(forward, p)
@@ -149,4 +151,13 @@ func (m *Manager) useGateway(rec *record, inst runtime.Instance, ports []uint16)
 	gw := ni.Gateway()
 	rec.Env = rewriteLocalhost(rec.Env, gw, ports)
 	m.log.Info("sandbox network", "sandbox", rec.ID, "gateway", gw.String(), "gateway_ports", ports)
+}
+
+// indexEnv makes env entries of urls, for the loopback URL helpers.
+func indexEnv(urls []string) []string {
+	out := make([]string, len(urls))
+	for i, u := range urls {
+		out[i] = "INDEX=" + u
+	}
+	return out
 }
