@@ -107,6 +107,12 @@ func TestInterpreterJavaScript(t *testing.T) {
 	if _, res := runCell(t, d, api.RunCodeRequest{SandboxID: id, Language: "javascript", Code: "undefinedName"}); res.Error == nil || res.Error.Name != "ReferenceError" {
 		t.Fatalf("an error: %+v", res)
 	}
+	if _, res := runCell(t, d, api.RunCodeRequest{SandboxID: id, Language: "javascript", Code: "while (true) {}", TimeoutMs: 1000}); !res.TimedOut || res.Status != "error" {
+		t.Fatalf("an endless loop: %+v", res)
+	}
+	if _, res := runCell(t, d, api.RunCodeRequest{SandboxID: id, Language: "javascript", Code: "n"}); res.Data["text/plain"] != "41" {
+		t.Fatalf("n after an interrupt: %+v", res)
+	}
 }
 
 func TestInterpreterPlots(t *testing.T) {

@@ -2,16 +2,20 @@
 // line ({"id", "code"}), in one REPL context that outlives them (top-level
 // await, require and import of installed modules), and answers each with
 // a result line on stdout: "\x1e" NONCE " " JSON "\n", written after the
-// cell's own output. SIGINT interrupts a running cell.
+// cell's own output. SIGINT interrupts a running cell: a synchronous one
+// through vm's breakOnSigint, an awaiting one by abandoning its promise.
+// A cell with a top-level await runs through the REPL's own evaluation,
+// which rewrites it; any other runs as a script in the REPL's context.
 const fs = require('fs')
 const readline = require('readline')
 const repl = require('repl')
 const util = require('util')
+const vm = require('vm')
 const { PassThrough } = require('stream')
 
 const mark = '\x1e' + (process.env.HUTCH_INTERP_NONCE || '') + ' '
 delete process.env.HUTCH_INTERP_NONCE
-const server = repl.start({ input: new PassThrough(), output: new PassThrough(), terminal: false, prompt: '', breakEvalOnSigint: true })
+const server = repl.start({ input: new PassThrough(), output: new PassThrough(), terminal: false, prompt: '' })
 // The REPL's own console writes to its output; cells print to stdout.
 server.context.console = console
 let pending = null
@@ -28,6 +32,21 @@ function settle (outcome) {
 }
 
 function run (code) {
+  let script
+  try {
+    script = new vm.Script(code, { filename: '<cell>' })
+  } catch (err) {
+    if (err instanceof SyntaxError && /await/.test(err.message)) return runAwaiting(code)
+    return Promise.resolve([err, undefined])
+  }
+  try {
+    return Promise.resolve([null, script.runInContext(server.context, { breakOnSigint: true, displayErrors: false })])
+  } catch (err) {
+    return Promise.resolve([err, undefined])
+  }
+}
+
+function runAwaiting (code) {
   return new Promise((resolve) => {
     pending = resolve
     try {
