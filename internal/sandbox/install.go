@@ -73,7 +73,22 @@ func (m *Manager) Install(ctx context.Context, req api.InstallRequest, emit emit
 		return api.ExecResponse{}, errdefs.New(errdefs.CodeNoInterpreter, "sandbox %s (image %s) has no %s", sb.rec.ID, sb.rec.Image, req.Manager).
 			WithFix(nil, "use an image with "+req.Manager+" (python-data has pip, node has npm)")
 	}
-	return m.ExecStream(ctx, api.ExecRequest{SandboxID: sb.rec.ID, Argv: argv, TimeoutMs: m.cfg.MaxExecTimeoutMs}, emit)
+	return m.ExecStream(ctx, api.ExecRequest{SandboxID: sb.rec.ID, Argv: argv, TimeoutMs: m.cfg.MaxExecTimeoutMs, Workdir: packageDir(sb)}, emit)
+}
+
+// packageDir is where npm installs in sb, and where its JavaScript
+// contexts find what it installed: the image's working directory, or the
+// home directory when that is / (npm does not install into /).
+func packageDir(sb *sandbox) string {
+	if wd := sb.image.Config.WorkingDir; wd != "" && wd != "/" {
+		return wd
+	}
+	for _, kv := range sb.baseEnv {
+		if home, ok := strings.CutPrefix(kv, "HOME="); ok && strings.HasPrefix(home, "/") && home != "/" {
+			return home
+		}
+	}
+	return "/root"
 }
 
 // installArgv is the command that finds manager (exits 0 when it is

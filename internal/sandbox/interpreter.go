@@ -157,6 +157,10 @@ func (m *Manager) startKernel(ctx context.Context, sb *sandbox, c *interpContext
 	nonce := make([]byte, 16)
 	_, _ = rand.Read(nonce) // crypto/rand.Read never fails
 	env := append(append(api.Env{}, c.env...), c.kernel.Env...)
+	if c.language == interp.JavaScript {
+		// What sandbox::interpreter::install put there.
+		env = append(env, "NODE_PATH="+packageDir(sb)+"/node_modules")
+	}
 	env = append(env, interp.NonceEnv+"="+hex.EncodeToString(nonce))
 	st, err := m.StartProcess(ctx, api.ProcessStartRequest{SandboxID: sb.rec.ID, Argv: c.kernel.Argv, Env: env, Workdir: c.cwd,
 		Stdin: true, Tag: contextTag + c.id})
