@@ -275,3 +275,13 @@ func isDialError(err error) bool {
 	var dns *net.DNSError
 	return errors.As(err, &dns)
 }
+
+// CallStream runs streaming function functionID with payload through
+// /v1/functions, handing each event to on and decoding the final value
+// into out.
+func (c *Client) CallStream(ctx context.Context, functionID string, payload any, on func(event string, data json.RawMessage) error, out any) error {
+	if functionID == "" {
+		return errors.New("function id is empty")
+	}
+	return c.streamEvents(ctx, http.MethodPost, "/v1/functions/"+url.PathEscape(functionID), payload, on, out)
+}

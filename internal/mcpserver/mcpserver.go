@@ -1,0 +1,137 @@
+// Package mcpserver is hutch's MCP server: tools an agent calls to run
+// code and commands in a sandbox, move files and manage sandboxes, built
+// with the official Go SDK (schemas inferred from the Go types below).
+// Every tool is a call of hutch's function table through a Backend: the
+// table itself in the daemon (/mcp), the HTTP API in `hutch mcp` (stdio).
+//
+// A session has a default sandbox, created on the first tool call that
+// needs one and names none, and stopped when the session ends, so an agent
+// may leave sandbox_id out.
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/hutch-dev/hutch/api"
+)
+
+// Backend calls functions of hutch's table for one owner.
+type Backend interface {
+	// Call runs function id with req and decodes its result into out.
+	Call(ctx context.Context, id string, req, out any) error
+	// Stream runs streaming function id with req, handing each event to
+	// on, and decodes its final value into out.
+	Stream(ctx context.Context, id string, req any, on func(event string, data json.RawMessage) error, out any) error
+}
+
+// Options configure a server.
+type Options struct {
+	// Version is reported to clients.
+	Version string
+	// DefaultImage is the image of a session's default sandbox (python
+	// when empty).
+	DefaultImage string
+	Logger       *slog.Logger
+}
+
+// Instructions tell the agent how to use the tools.
+const Instructions = `hutch runs code in isolated sandboxes (gVisor). Tools act on a sandbox: give sandbox_id, or leave it out to use this session's default sandbox, created on first use (image python unless sandbox_create made another the default) and stopped when the session ends.
+Run Python with run_code (state persists between calls: variables, imports); run shell commands with run_command. Files: file_read, file_write, file_list, file_search, file_edit.
+Errors carry an S-code and a fix: S002 unknown sandbox (create one or omit sandbox_id), S004 sandbox stopped (create another), S005 paused (sandbox_resume), S100 image not allowed (use one from sandbox_create's list), S200 timeout (raise timeout_ms or run in the background), S211 no such file, S240 unknown context, S241 context died (the interpreter exited: run_code starts a fresh one after context restart), S400 capacity (stop a sandbox).`
+
+// session is one MCP session's state.
+type session struct {
+	b    Backend
+	opts Options
+
+	mu sync.Mutex
+	// The fields below are guarded by mu.
+	defaultID    string
+	defaultImage string
+}
+
+// New returns a server whose tools call b. stop, when the session ends,
+// stops its default sandbox; call it once the server's session is over.
+func New(b Backend, opts Options) (srv *mcp.Server, stop func()) {
+	if opts.DefaultImage == "" {
+		opts.DefaultImage = "python"
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &session{b: b, opts: opts, defaultImage: opts.DefaultImage}
+	srv = mcp.NewServer(&mcp.Implementation{Name: "hutch", Title: "hutch sandboxes", Version: opts.Version},
+		&mcp.ServerOptions{Instructions: Instructions, Logger: opts.Logger})
+	s.register(srv)
+	return srv, s.stopDefault
+}
+
+// stopDefault stops the session's default sandbox, if it made one.
+func (s *session) stopDefault() {
+	s.mu.Lock()
+	id := s.defaultID
+	s.defaultID = ""
+	s.mu.Unlock()
+	if id == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var out api.StopResponse
+	if err := s.b.Call(ctx, "sandbox::stop", api.StopRequest{SandboxID: id}, &out); err != nil {
+		s.opts.Logger.Info("stopping an MCP session's sandbox", "sandbox", id, "err", err)
+	}
+}
+
+// sandbox is the sandbox a tool acts on: id, or the session's default,
+// created on first use.
+func (s *session) sandbox(ctx context.Context, id string) (string, error) {
+	if id != "" {
+		return id, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.defaultID != "" {
+		return s.defaultID, nil
+	}
+	var out api.CreateResponse
+	if err := s.b.Call(ctx, "sandbox::create", api.CreateRequest{Image: s.defaultImage, Name: "mcp-session"}, &out); err != nil {
+		return "", err
+	}
+	s.defaultID = out.SandboxID
+	return out.SandboxID, nil
+}
+
+// toolError is err as the agent reads it: the S-code, the message and the
+// fix.
+func toolError(err error) error {
+	var env *api.ErrorEnvelope
+	if !errors.As(err, &env) {
+		return err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s", env.Code, env.Message)
+	if env.FixNote != "" {
+		fmt.Fprintf(&b, "\nfix: %s", env.FixNote)
+	}
+	if len(env.Fix) > 0 {
+		fix, _ := json.Marshal(env.Fix)
+		fmt.Fprintf(&b, "\nfix payload: %s", fix)
+	}
+	return errors.New(b.String())
+}
+
+func text(format string, args ...any) *mcp.TextContent {
+	return &mcp.TextContent{Text: fmt.Sprintf(format, args...)}
+}
+
+func ptr[T any](v T) *T { return &v }
