@@ -68,6 +68,9 @@ type Config struct {
 	// (DATA_DIR/events.db): older events are dropped.
 	EventsMaxCount   int    `yaml:"events_max_count"`
 	EventsMaxAgeSecs uint64 `yaml:"events_max_age_secs"`
+	// MCPDefaultImage is the image of an MCP session's default sandbox
+	// (python when empty).
+	MCPDefaultImage string `yaml:"mcp_default_image"`
 	// JobsMaxRunning bounds the queued jobs running at once, every
 	// owner's; MaxQueuedJobsPerOwner one owner's queued and running jobs;
 	// JobsMaxKept the jobs kept (DATA_DIR/jobs.db), the oldest ended
@@ -262,6 +265,9 @@ func (c *Config) Validate() error {
 		if name == "" {
 			bad("custom_images has an empty name")
 		}
+	}
+	if c.MCPDefaultImage != "" && !c.inCatalog(c.MCPDefaultImage) {
+		bad("mcp_default_image %s", notInCatalog)
 	}
 	for name, caps := range c.PerImageCaps {
 		if caps.MaxCPUs == 0 && caps.MaxMemoryMB == 0 {

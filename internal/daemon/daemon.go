@@ -23,6 +23,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/httpapi"
 	"github.com/hutch-dev/hutch/internal/image"
 	"github.com/hutch-dev/hutch/internal/jobs"
+	"github.com/hutch-dev/hutch/internal/mcpserver"
 	"github.com/hutch-dev/hutch/internal/runtime"
 	"github.com/hutch-dev/hutch/internal/sandbox"
 	"github.com/hutch-dev/hutch/internal/webhooks"
@@ -172,7 +173,8 @@ func Run(ctx context.Context, opts Options) (err error) {
 	obs.metrics.WatchWarmPool(mgr.WarmPool)
 	obs.metrics.WatchWebhooks(hooks.Stats)
 	read, write, idle := cfg.HTTPTimeouts()
-	srv := httpapi.NewServer(table, httpapi.Options{Logger: log, Auth: tokens, Metrics: obs.handler(), Guard: guard,
+	mcpHandler := mcpserver.HTTPHandler(table, mcpserver.Options{DefaultImage: cfg.MCPDefaultImage, Logger: log})
+	srv := httpapi.NewServer(table, httpapi.Options{Logger: log, Auth: tokens, Metrics: obs.handler(), MCP: mcpHandler, Guard: guard,
 		ReadTimeout: read, WriteTimeout: write, IdleTimeout: idle})
 	srv.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
 	ln = netutil.LimitListener(ln, cfg.MaxConnections)

@@ -53,6 +53,7 @@
 //	DELETE /v1/jobs/{job_id}              sandbox::job::cancel
 //	GET    /v1/dlq                        sandbox::job::dlq
 //	POST   /v1/dlq/{job_id}/retry         sandbox::job::retry
+//	POST|GET|DELETE /mcp                  MCP's streamable HTTP transport (Options.MCP)
 //	GET    /healthz                       {"status":"ok"}
 //	GET    /metrics                       Prometheus metrics (Options.Metrics)
 //
@@ -126,6 +127,9 @@ type Options struct {
 	Auth *auth.Tokens
 	// Metrics, when set, serves GET /metrics (Prometheus text format).
 	Metrics http.Handler
+	// MCP, when set, serves MCP's streamable HTTP transport at /mcp,
+	// behind the guard and the bearer token check (mcp.go).
+	MCP http.Handler
 	// Guard decides which Hosts and Origins may reach any route, /healthz
 	// included (guard.go); nil allows loopback Hosts and no foreign Origin.
 	Guard *webguard.Policy
@@ -164,7 +168,7 @@ func New(table *functions.Table, opts Options) http.Handler {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	s := &server{table: table, log: opts.Logger, maxBody: opts.MaxBodyBytes, version: opts.Version,
-		auth: opts.Auth, metrics: opts.Metrics, readTimeout: opts.ReadTimeout, writeTimeout: opts.WriteTimeout}
+		auth: opts.Auth, metrics: opts.Metrics, mcp: opts.MCP, readTimeout: opts.ReadTimeout, writeTimeout: opts.WriteTimeout}
 
 	routes := []route{
 		{"POST", "/v1/sandboxes", s.call("sandbox::create"), false},
@@ -190,6 +194,9 @@ func New(table *functions.Table, opts Options) http.Handler {
 	routes = append(routes, s.eventRoutes()...)
 	routes = append(routes, s.jobRoutes()...)
 	routes = append(routes, s.interpreterRoutes()...)
+	for _, m := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
+		routes = append(routes, route{m, "/mcp", s.serveMCP, false})
+	}
 
 	mux := http.NewServeMux()
 	allowed := map[string][]string{}
@@ -232,6 +239,7 @@ type server struct {
 	version string
 	auth    *auth.Tokens // nil when no token is required
 	metrics http.Handler // nil when /metrics is off
+	mcp     http.Handler // nil when /mcp is off
 	// readTimeout and writeTimeout move the connection's deadlines.
 	readTimeout, writeTimeout time.Duration
 }

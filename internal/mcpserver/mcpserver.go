@@ -48,6 +48,9 @@ const Instructions = `hutch runs code in isolated sandboxes (gVisor). Tools act 
 Run Python with run_code (state persists between calls: variables, imports); run shell commands with run_command. Files: file_read, file_write, file_list, file_search, file_edit.
 Errors carry an S-code and a fix: S002 unknown sandbox (create one or omit sandbox_id), S004 sandbox stopped (create another), S005 paused (sandbox_resume), S100 image not allowed (use one from sandbox_create's list), S200 timeout (raise timeout_ms or run in the background), S211 no such file, S240 unknown context, S241 context died (the interpreter exited: run_code starts a fresh one after context restart), S400 capacity (stop a sandbox).`
 
+// schemas keeps the tools' schemas, inferred once for every server.
+var schemas = mcp.NewSchemaCache()
+
 // session is one MCP session's state.
 type session struct {
 	b    Backend
@@ -59,9 +62,15 @@ type session struct {
 	defaultImage string
 }
 
-// New returns a server whose tools call b. stop, when the session ends,
-// stops its default sandbox; call it once the server's session is over.
+// New returns a server whose tools call b, for one session; stop stops
+// its default sandbox: call it once the session is over.
 func New(b Backend, opts Options) (srv *mcp.Server, stop func()) {
+	return newServer(b, opts, false)
+}
+
+// newServer is New; with stopAtEnd, the default sandbox is stopped when
+// the session that initialized the server ends.
+func newServer(b Backend, opts Options, stopAtEnd bool) (srv *mcp.Server, stop func()) {
 	if opts.DefaultImage == "" {
 		opts.DefaultImage = "python"
 	}
@@ -69,8 +78,16 @@ func New(b Backend, opts Options) (srv *mcp.Server, stop func()) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &session{b: b, opts: opts, defaultImage: opts.DefaultImage}
-	srv = mcp.NewServer(&mcp.Implementation{Name: "hutch", Title: "hutch sandboxes", Version: opts.Version},
-		&mcp.ServerOptions{Instructions: Instructions, Logger: opts.Logger})
+	so := &mcp.ServerOptions{Instructions: Instructions, Logger: opts.Logger, SchemaCache: schemas}
+	if stopAtEnd {
+		so.InitializedHandler = func(_ context.Context, req *mcp.InitializedRequest) {
+			go func() {
+				_ = req.Session.Wait()
+				s.stopDefault()
+			}()
+		}
+	}
+	srv = mcp.NewServer(&mcp.Implementation{Name: "hutch", Title: "hutch sandboxes", Version: opts.Version}, so)
 	s.register(srv)
 	return srv, s.stopDefault
 }
