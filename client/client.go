@@ -285,3 +285,16 @@ func (c *Client) CallStream(ctx context.Context, functionID string, payload any,
 	}
 	return c.streamEvents(ctx, http.MethodPost, "/v1/functions/"+url.PathEscape(functionID), payload, on, out)
 }
+
+// Functions lists the function table with each function's description
+// and schemas (engine::functions::list).
+func (c *Client) Functions(ctx context.Context) (api.FunctionsResponse, error) {
+	var out api.FunctionsResponse
+	return out, c.do(ctx, http.MethodGet, "/v1/functions", nil, &out)
+}
+
+// Function describes one function (engine::functions::info).
+func (c *Client) Function(ctx context.Context, id string) (api.FunctionInfo, error) {
+	var out api.FunctionInfo
+	return out, c.do(ctx, http.MethodGet, "/v1/functions/"+url.PathEscape(id), nil, &out)
+}

@@ -8,6 +8,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/functions"
+	"github.com/hutch-dev/hutch/internal/safetext"
 )
 
 // The engine's own functions that this transport serves; every other id
@@ -19,6 +20,9 @@ const (
 
 // dispatch runs function id for a session.
 func (s *Server) dispatch(ctx context.Context, sess *session, id string, data json.RawMessage) (any, error) {
+	if res, ok, err := sess.introspect(ctx, id, data); ok {
+		return res, err
+	}
 	switch id {
 	case fnRegisterWorker:
 		return sess.registerWorker(data)
@@ -66,7 +70,11 @@ func (sess *session) registerWorker(data json.RawMessage) (any, error) {
 			return nil, errdefs.Malformed("malformed worker announcement: %v", err)
 		}
 	}
-	sess.logger().Info("engine worker connected", "name", clip(info.Name, 128), "runtime", clip(info.Runtime, 32),
-		"version", clip(info.Version, 32), "os", clip(info.OS, 128), "pid", info.PID)
+	info = workerInfo{Name: clip(info.Name, 128), Runtime: clip(info.Runtime, 32), Version: clip(info.Version, 32), OS: clip(info.OS, 128), PID: info.PID}
+	sess.mu.Lock()
+	sess.info = info
+	sess.mu.Unlock()
+	sess.logger().Info("engine worker connected", "name", safetext.Line(info.Name, 128), "runtime", safetext.Line(info.Runtime, 32),
+		"version", safetext.Line(info.Version, 32), "os", safetext.Line(info.OS, 128), "pid", info.PID)
 	return struct{}{}, nil
 }

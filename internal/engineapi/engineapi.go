@@ -127,6 +127,8 @@ type Server struct {
 	srv    *http.Server
 	// sessions counts the open sessions per owner.
 	sessions map[string]int
+	// live are the open sessions, with their owners.
+	live map[*session]string
 	// active counts connection handlers and fire-and-forget invocations;
 	// Add is called only under mu while !closed.
 	active sync.WaitGroup
@@ -154,6 +156,7 @@ func New(table *functions.Table, opts Options) *Server {
 		ctx:      ctx,
 		cancel:   cancel,
 		sessions: map[string]int{},
+		live:     map[*session]string{},
 	}
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("/{$}", s.authorized(s.serveSession))

@@ -44,6 +44,10 @@ type session struct {
 	// pending waits for the worker's answer to each event a trigger sent,
 	// by invocation id.
 	pending map[string]chan *errorBody
+	// info is what the worker said of itself; functions the ids it
+	// registered (introspect.go).
+	info      workerInfo
+	functions map[string]bool
 }
 
 // serveSession runs one engine session until the client goes away or the
@@ -68,7 +72,15 @@ func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
 	base := auth.WithOwner(s.ctx, owner)
 	ctx, cancel := context.WithCancel(base)
 	sess := &session{s: s, conn: conn, ctx: ctx, cancel: cancel, base: base, slots: make(chan struct{}, s.opts.MaxInFlight),
-		triggers: map[string]context.CancelFunc{}, pending: map[string]chan *errorBody{}}
+		triggers: map[string]context.CancelFunc{}, pending: map[string]chan *errorBody{}, functions: map[string]bool{}}
+	s.mu.Lock()
+	s.live[sess] = owner
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.live, sess)
+		s.mu.Unlock()
+	}()
 	id, token := s.workers.add()
 	sess.setWorker(id, r.RemoteAddr)
 	sess.logger().Debug("engine session open")
@@ -227,9 +239,11 @@ func (sess *session) handle(msg []byte) {
 		sess.unregisterTrigger(m.ID)
 	case typeInvocationResult:
 		sess.answered(m)
-	case typeRegisterFunction, typeUnregisterFunction, typeRegisterTriggerType, typeUnregisterTriggerType:
-		// A worker announcing itself: hutch calls a worker's function
+	case typeRegisterFunction, typeUnregisterFunction:
+		// Listed by engine::workers::*; hutch calls a worker's function
 		// only for the triggers it registers.
+		sess.noteFunction(m.ID, m.Type == typeUnregisterFunction)
+	case typeRegisterTriggerType, typeUnregisterTriggerType:
 		sess.logger().Debug("engine message ignored", "type", m.Type, "id", m.ID)
 	default:
 		sess.badMessage(msg, fmt.Sprintf("unknown message type %q", clip(m.Type, 64)))

@@ -167,3 +167,39 @@ func TestTriggerResumesAfterReattach(t *testing.T) {
 		t.Fatalf("the reattached trigger opened after %q, want 7", req.After)
 	}
 }
+
+// TestIntrospection: the engine's own functions describe the table, the
+// caller's workers (with what they registered) and the trigger types; a
+// worker's log call is taken.
+func TestIntrospection(t *testing.T) {
+	wc := dial(t, triggerServer(t, newFeed()))
+	wc.send(map[string]any{"type": "registerfunction", "id": "app::hello"})
+	if m := wc.call("r", "engine::workers::register", map[string]any{"name": "tester", "runtime": "node", "pid": 7}); m["error"] != nil {
+		t.Fatal(m)
+	}
+	var workers struct {
+		Workers []workerView `json:"workers"`
+	}
+	decodeResult(t, wc.call("w", "engine::workers::list", map[string]any{}), &workers)
+	if len(workers.Workers) != 1 || workers.Workers[0].Name != "tester" || workers.Workers[0].PID != 7 || len(workers.Workers[0].Functions) != 1 || workers.Workers[0].Functions[0] != "app::hello" {
+		t.Fatalf("workers %+v", workers)
+	}
+	var fns api.FunctionsResponse
+	decodeResult(t, wc.call("f", "engine::functions::info", map[string]any{"function_ids": []string{"sandbox::events::stream"}}), &fns)
+	if len(fns.Functions) != 1 || len(fns.Functions[0].RequestFormat) == 0 {
+		t.Fatalf("functions::info %+v", fns)
+	}
+	var triggers struct {
+		Triggers []triggerTypeView `json:"triggers"`
+	}
+	decodeResult(t, wc.call("t", "engine::triggers::list", map[string]any{}), &triggers)
+	if len(triggers.Triggers) != 1 || triggers.Triggers[0].ID != TriggerTypeEvent || len(triggers.Triggers[0].TriggerRequestFormat) == 0 {
+		t.Fatalf("triggers %+v", triggers)
+	}
+	if m := wc.call("l", "engine::log::warn", map[string]any{"message": "hello\x1b[2J", "data": map[string]any{"n": 1}}); m["error"] != nil {
+		t.Fatalf("log: %v", m)
+	}
+	if m := wc.call("i", "engine::workers::info", map[string]any{"worker_id": "nope"}); m["error"] == nil {
+		t.Fatal("an unknown worker was described")
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"sort"
 	"strings"
 
@@ -64,7 +65,10 @@ type Function struct {
 	// Streams says the function returns a *Stream rather than a value,
 	// always or when its request asks (sandbox::process::output's follow).
 	Streams bool
-	Handler Handler
+	// Request and Response are the Go types of its request and of its
+	// result (a stream's final value), which its schemas describe.
+	Request, Response reflect.Type
+	Handler           Handler
 	// typed runs the function on an already typed request (Invoke).
 	typed func(ctx context.Context, req any) (any, error)
 }
@@ -100,6 +104,7 @@ func New(deps Deps) *Table {
 	registerAlerts(t)
 	registerJobs(t)
 	registerInterpreter(t)
+	registerDescribe(t)
 	return t
 }
 

@@ -2,6 +2,7 @@ package functions
 
 import (
 	"context"
+	"reflect"
 
 	"github.com/hutch-dev/hutch/api"
 )
@@ -71,7 +72,8 @@ func addOutput(t *Table, p Processes) {
 		t.observe(api.FnProcessOutput, err)
 		return resp, err
 	}
-	register(t, Function{ID: api.FnProcessOutput, Description: "Read a process's output from byte offsets; with follow, stream it until the process exits", Streams: true}, api.FnProcessOutput, typed)
+	register(t, Function{ID: api.FnProcessOutput, Description: "Read a process's output from byte offsets; with follow, stream it until the process exits", Streams: true,
+		Response: reflect.TypeFor[api.ProcessOutputResponse]()}, api.FnProcessOutput, typed)
 }
 
 // emitData emits one event whose data is a JSON value.

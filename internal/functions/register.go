@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/errdefs"
@@ -61,7 +62,7 @@ func add[Req, Resp any](t *Table, id, desc string, fn func(context.Context, Req)
 		t.observe(observed, err)
 		return resp, err
 	}
-	register(t, Function{ID: id, Description: desc}, observed, typed)
+	register(t, Function{ID: id, Description: desc, Response: reflect.TypeFor[Resp]()}, observed, typed)
 }
 
 // addStream registers a streaming function: fn sends its events through
@@ -73,13 +74,14 @@ func addStream[Req, Resp any](t *Table, id, desc string, fn func(context.Context
 			return fn(ctx, req, emit)
 		}, func(err error) { t.observe(id, err) }), nil
 	}
-	register(t, Function{ID: id, Description: desc, Streams: true}, id, typed)
+	register(t, Function{ID: id, Description: desc, Streams: true, Response: reflect.TypeFor[Resp]()}, id, typed)
 }
 
 // register completes f with its handlers over typed and adds it; a
 // request it refuses is reported under observed.
 func register[Req any](t *Table, f Function, observed string, typed func(context.Context, Req) (any, error)) {
 	id := f.ID
+	f.Request = reflect.TypeFor[Req]()
 	f.Handler = func(ctx context.Context, payload json.RawMessage, p Params) (any, error) {
 		var req Req
 		if err := Decode(payload, &req); err != nil {

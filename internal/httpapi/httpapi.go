@@ -35,6 +35,7 @@
 //	PUT    /v1/sandboxes/{id}/files?path= streamed upload of the body (files.go)
 //	GET    /v1/sandboxes/{id}/files?path= sandbox::fs::download, the raw bytes
 //	POST   /v1/functions/{function_id}    any function of the table by id (streams: SSE or NDJSON)
+//	GET    /v1/functions[/{function_id}]  engine::functions::list (?include_internal=true), ::info: descriptions and JSON Schemas
 //	GET    /v1/images/{name}              hutch::image::status
 //	POST   /v1/images/{name}              hutch::image::pull (answers once the image is ready)
 //	DELETE /v1/images/{name}              hutch::image::rm
@@ -180,6 +181,8 @@ func New(table *functions.Table, opts Options) http.Handler {
 		{"PUT", filesPath, s.upload, false},
 		{"GET", filesPath, s.download, false},
 		{"POST", "/v1/functions/{function_id}", s.function, false},
+		{"GET", "/v1/functions", s.describe, false},
+		{"GET", "/v1/functions/{function_id}", s.describe, false},
 		// {name...} keeps OCI refs with slashes in one parameter.
 		{"GET", "/v1/images/{name...}", s.call("hutch::image::status", nameParam), false},
 		{"POST", "/v1/images/{name...}", s.call("hutch::image::pull", nameParam), false},
@@ -471,4 +474,21 @@ func otherMethods(methods []string) []string {
 		}
 	}
 	return out
+}
+
+// describe is engine::functions::list, or with {function_id}
+// engine::functions::info of it.
+func (s *server) describe(r *http.Request, _ []byte) (any, error) {
+	if id := r.PathValue("function_id"); id != "" {
+		res, err := functions.Invoke(r.Context(), s.table, api.FnFunctionsInfo, api.FunctionsInfoRequest{FunctionID: id})
+		if err != nil {
+			return nil, err
+		}
+		return res.(api.FunctionsResponse).Functions[0], nil
+	}
+	internal, _, err := queryBool(r, "include_internal")
+	if err != nil {
+		return nil, err
+	}
+	return functions.Invoke(r.Context(), s.table, api.FnFunctionsList, api.FunctionsListRequest{IncludeInternal: internal})
 }
