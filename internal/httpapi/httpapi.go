@@ -170,7 +170,15 @@ func New(table *functions.Table, opts Options) http.Handler {
 	}
 	s := &server{table: table, log: opts.Logger, maxBody: opts.MaxBodyBytes, version: opts.Version,
 		auth: opts.Auth, metrics: opts.Metrics, mcp: opts.MCP, readTimeout: opts.ReadTimeout, writeTimeout: opts.WriteTimeout}
+	mux := http.NewServeMux()
+	s.serveRoutes(mux, s.routes())
+	mux.Handle("/", s.wrap(routeNotFound, true))
+	return s.guarded(opts.Guard, mux)
+}
 
+// routes is the REST handler's table; docs/openapi.json describes each
+// (openapi.go).
+func (s *server) routes() []route {
 	routes := []route{
 		{"POST", "/v1/sandboxes", s.call("sandbox::create"), false},
 		{"GET", "/v1/sandboxes/{id}", s.call("sandbox::get", sandboxParam), false},
@@ -200,8 +208,12 @@ func New(table *functions.Table, opts Options) http.Handler {
 	for _, m := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
 		routes = append(routes, route{m, "/mcp", s.serveMCP, false})
 	}
+	return append(routes, route{"GET", "/openapi.json", s.openAPI, true})
+}
 
-	mux := http.NewServeMux()
+// serveRoutes registers routes on mux, with the 405 answers of their
+// paths' other methods.
+func (s *server) serveRoutes(mux *http.ServeMux, routes []route) {
 	allowed := map[string][]string{}
 	var paths []string
 	for _, rt := range routes {
@@ -220,8 +232,6 @@ func New(table *functions.Table, opts Options) http.Handler {
 			mux.Handle(m+" "+p, s.wrap(methodNotAllowed(strings.Join(allowed[p], ", ")), true))
 		}
 	}
-	mux.Handle("/", s.wrap(routeNotFound, true))
-	return s.guarded(opts.Guard, mux)
 }
 
 // route is one entry of the REST handler's table.

@@ -1,0 +1,114 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/functions"
+	"github.com/hutch-dev/hutch/internal/jobs"
+	"github.com/hutch-dev/hutch/internal/sandbox"
+)
+
+// TestEveryRouteIsDocumented: a route without documentation, or
+// documentation of no route, fails.
+func TestEveryRouteIsDocumented(t *testing.T) {
+	s := &server{table: functions.New(fullDeps())}
+	routes := map[string]bool{}
+	for _, rt := range s.routes() {
+		key := rt.method + " " + docPath(rt.path)
+		routes[key] = true
+		if _, ok := routeDocs[key]; !ok {
+			t.Errorf("route %s has no entry in routeDocs", key)
+		}
+	}
+	for _, key := range documentedRoutes() {
+		if !routes[key] {
+			t.Errorf("routeDocs documents %s, which is no route", key)
+		}
+	}
+	for key, d := range routeDocs {
+		if d.fn == "" && d.summary == "" {
+			t.Errorf("%s has neither a function nor a summary", key)
+		}
+	}
+}
+
+// openAPIPath is the checked-in document.
+const openAPIPath = "../../docs/openapi.json"
+
+// TestOpenAPIDocumentIsCurrent: docs/openapi.json is what /openapi.json
+// serves for the daemon's full table (every dependency present). Run
+// with HUTCH_UPDATE_OPENAPI=1 to rewrite it.
+func TestOpenAPIDocumentIsCurrent(t *testing.T) {
+	s := &server{table: functions.New(fullDeps())}
+	got, err := json.MarshalIndent(s.openAPIDoc(s.routes()), "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, '\n')
+	// Every function a route names exists in the full table.
+	for key, d := range routeDocs {
+		if _, ok := s.table.Lookup(d.fn); d.fn != "" && !ok {
+			t.Errorf("%s names function %s, which the table does not have", key, d.fn)
+		}
+	}
+	if os.Getenv("HUTCH_UPDATE_OPENAPI") == "1" {
+		if err := os.WriteFile(filepath.Clean(openAPIPath), got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(openAPIPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("docs/openapi.json is out of date: run HUTCH_UPDATE_OPENAPI=1 go test ./internal/httpapi -run TestOpenAPIDocumentIsCurrent")
+	}
+	// And /openapi.json serves a document of every path.
+	rec := httptest.NewRecorder()
+	New(functions.New(fullDeps()), Options{}).ServeHTTP(rec, httptest.NewRequest("GET", "http://localhost/openapi.json", nil))
+	var doc struct {
+		OpenAPI string         `json:"openapi"`
+		Paths   map[string]any `json:"paths"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &doc); err != nil || doc.OpenAPI != "3.1.0" || len(doc.Paths) < 50 {
+		keys := make([]string, 0, len(doc.Paths))
+		for k := range doc.Paths {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		t.Fatalf("/openapi.json: %d %v %v", rec.Code, err, keys)
+	}
+}
+
+// fullDeps are dependencies of every kind the daemon has, so that the
+// table holds every function (none is called).
+func fullDeps() functions.Deps {
+	var m *sandbox.Manager
+	var j *jobs.Runner
+	return functions.Deps{Sandboxes: m, Files: m, Images: m, Metrics: m, Processes: m, Lifecycle: m, Snapshots: m,
+		Events: m, Webhooks: noWebhooks{}, Alerts: m, Jobs: j, Interpreter: m}
+}
+
+// noWebhooks stands for the daemon's webhook functions.
+type noWebhooks struct{}
+
+func (noWebhooks) WebhookDeliveries(context.Context, api.WebhookDeliveriesRequest) (api.WebhookDeliveriesResponse, error) {
+	return api.WebhookDeliveriesResponse{}, nil
+}
+func (noWebhooks) CreateWebhook(context.Context, api.WebhookCreateRequest) (api.WebhookInfo, error) {
+	return api.WebhookInfo{}, nil
+}
+func (noWebhooks) ListWebhooks(context.Context, struct{}) (api.WebhookListResponse, error) {
+	return api.WebhookListResponse{}, nil
+}
+func (noWebhooks) DeleteWebhook(context.Context, api.WebhookRequest) (api.WebhookInfo, error) {
+	return api.WebhookInfo{}, nil
+}
