@@ -57,7 +57,7 @@ func TestCustomImageEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []api.CatalogImage{{Name: "app", OCIRef: ref, Kind: "custom"}}
-	if len(cat.Images) != 3 || cat.Images[0].Name != "python" || cat.Images[1].Name != "node" || cat.Images[2] != want[0] {
+	if len(cat.Images) != 4 || cat.Images[0].Name != "python" || cat.Images[1].Name != "node" || cat.Images[2].Name != "python-data" || cat.Images[3] != want[0] {
 		t.Fatalf("catalog = %+v", cat.Images)
 	}
 	if out, _, code := d.cli("", "catalog"); code != 0 || !strings.Contains(out, "app") || !strings.Contains(out, ref) {

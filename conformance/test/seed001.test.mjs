@@ -94,7 +94,8 @@ describe('Catalog', () => {
       '# list bootable image names (e.g. python, node)',
       "hutch trigger sandbox::catalog::list | jq -r '.images[].name'",
     ])
-    assert.equal(names, 'python\nnode\n')
+    // The presets (python-data is listed but not allowed by default).
+    assert.equal(names, 'python\nnode\npython-data\n')
   })
 })
 
