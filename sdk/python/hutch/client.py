@@ -1,0 +1,390 @@
+"""The client: Hutch talks to the daemon's REST API; Sandbox acts on one
+sandbox; streams are iterators of events."""
+
+import base64
+import json
+import os
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass
+from typing import Any, Dict, Iterator, List, Optional
+
+DEFAULT_URL = "http://127.0.0.1:3111"
+
+
+class HutchError(Exception):
+    """An error the daemon answered: its S-code (code), message, whether a
+    retry may succeed, and its fix."""
+
+    def __init__(self, envelope: Dict[str, Any], status: int = 0):
+        self.envelope = envelope
+        self.code = envelope.get("code", "")
+        self.message = envelope.get("message", "")
+        self.retryable = bool(envelope.get("retryable", False))
+        self.fix = envelope.get("fix")
+        self.fix_note = envelope.get("fix_note", "")
+        self.status = status
+        super().__init__(f"{self.code}: {self.message}")
+
+
+@dataclass
+class Event:
+    """One event of a stream: its type (stdout, stderr, log, ...) and data."""
+
+    type: str
+    data: Any
+
+
+@dataclass
+class ExecResult:
+    """The result of a command."""
+
+    stdout: str
+    stderr: str
+    exit_code: Optional[int]
+    timed_out: bool = False
+    duration_ms: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0
+
+
+class _Stream:
+    """An iterator of a streaming call's events; .result is the final
+    value once it is exhausted."""
+
+    def __init__(self, response):
+        self._response = response
+        self.result: Any = None
+
+    def __iter__(self) -> Iterator[Event]:
+        try:
+            for raw in self._response:
+                line = json.loads(raw)
+                kind = line.get("type")
+                if kind == "result":
+                    self.result = line.get("result")
+                    return
+                if kind == "error":
+                    raise HutchError(line.get("error") or {})
+                yield Event(kind, line.get("data"))
+        finally:
+            self._response.close()
+
+
+class Hutch:
+    """A connection to a hutch daemon."""
+
+    def __init__(self, url: Optional[str] = None, token: Optional[str] = None, timeout: float = 300):
+        self.url = (url or os.environ.get("HUTCH_URL") or DEFAULT_URL).rstrip("/")
+        self.token = token if token is not None else os.environ.get("HUTCH_TOKEN", "")
+        self.timeout = timeout
+
+    # The wire.
+
+    def _open(self, method: str, path: str, body: Any = None, raw: Optional[bytes] = None,
+              accept: str = "application/json", content_type: str = "application/json"):
+        data = raw
+        if body is not None:
+            data = json.dumps(body).encode()
+        req = urllib.request.Request(self.url + path, data=data, method=method)
+        req.add_header("Accept", accept)
+        if data is not None:
+            req.add_header("Content-Type", content_type)
+        if self.token:
+            req.add_header("Authorization", "Bearer " + self.token)
+        try:
+            return urllib.request.urlopen(req, timeout=self.timeout)
+        except urllib.error.HTTPError as e:
+            try:
+                envelope = json.loads(e.read()).get("error") or {}
+            except ValueError:
+                envelope = {"code": str(e.code), "message": e.reason}
+            raise HutchError(envelope, e.code) from None
+
+    def request(self, method: str, path: str, body: Any = None) -> Any:
+        """One call of the REST API; the decoded answer."""
+        with self._open(method, path, body) as resp:
+            payload = resp.read()
+        return json.loads(payload) if payload else None
+
+    def stream(self, method: str, path: str, body: Any = None) -> _Stream:
+        """A streaming call: an iterator of its events (NDJSON)."""
+        return _Stream(self._open(method, path, body, accept="application/x-ndjson"))
+
+    def call(self, function_id: str, payload: Optional[Dict[str, Any]] = None) -> Any:
+        """Any function of the table by id (/v1/functions/{id})."""
+        return self.request("POST", "/v1/functions/" + urllib.parse.quote(function_id, safe=":"), payload or {})
+
+    # Sandboxes.
+
+    def create(self, image: str = "python", **options: Any) -> "Sandbox":
+        """Create a sandbox (options: cpus, memory_mb, network, env,
+        idle_timeout_secs, timeout_secs, metadata, template, snapshot_id...)."""
+        res = self.request("POST", "/v1/sandboxes", dict(options, image=image))
+        return Sandbox(self, res["sandbox_id"], res.get("image", image))
+
+    def connect(self, sandbox_id: str) -> "Sandbox":
+        """A sandbox that exists: its description is checked."""
+        info = self.request("GET", "/v1/sandboxes/" + _q(sandbox_id))
+        return Sandbox(self, info["sandbox_id"], info.get("image", ""))
+
+    def list(self) -> List[Dict[str, Any]]:
+        return self.request("GET", "/v1/sandboxes")["sandboxes"]
+
+    def events(self, **query: Any) -> List[Dict[str, Any]]:
+        """The caller's events (sandbox_id, type, since, after, limit)."""
+        return self.request("GET", "/v1/events" + _query(query))["events"]
+
+
+class Sandbox:
+    """One sandbox; a context manager that stops it at the end."""
+
+    def __init__(self, client: Hutch, sandbox_id: str, image: str = ""):
+        self.client = client
+        self.id = sandbox_id
+        self.image = image
+        self.files = Files(self)
+        self.processes = Processes(self)
+        self.code = Code(self)
+
+    def __enter__(self) -> "Sandbox":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            self.stop()
+        except HutchError as e:
+            if e.code not in ("S002", "S004"):
+                raise
+
+    def __repr__(self) -> str:
+        return f"Sandbox({self.id!r}, image={self.image!r})"
+
+    def _path(self, rest: str = "") -> str:
+        return "/v1/sandboxes/" + _q(self.id) + rest
+
+    def info(self) -> Dict[str, Any]:
+        return self.client.request("GET", self._path())
+
+    def stop(self) -> None:
+        self.client.request("DELETE", self._path("?wait=true"))
+
+    def exec(self, *argv: str, env: Optional[Dict[str, str]] = None, workdir: str = "",
+             timeout_ms: int = 0, stdin: Optional[bytes] = None) -> ExecResult:
+        """Run a command and wait for it: its output, capped by the daemon."""
+        res = self.client.request("POST", self._path("/exec"), _exec_body(argv, env, workdir, timeout_ms, stdin))
+        return _exec_result(res, res.get("stdout", ""), res.get("stderr", ""))
+
+    def exec_stream(self, *argv: str, env: Optional[Dict[str, str]] = None, workdir: str = "",
+                    timeout_ms: int = 0) -> _Stream:
+        """Run a command, its output as events (start, stdout, stderr,
+        exit) as it is written; .result is the end once iterated."""
+        return self.client.stream("POST", self._path("/exec?stream=true"), _exec_body(argv, env, workdir, timeout_ms, None))
+
+    def pause(self, hibernate: bool = False) -> Dict[str, Any]:
+        return self.client.request("POST", self._path("/pause"), {"depth": "hibernate" if hibernate else "freeze"})
+
+    def resume(self) -> Dict[str, Any]:
+        return self.client.request("POST", self._path("/resume"), {})
+
+    def snapshot(self) -> Dict[str, Any]:
+        return self.client.request("POST", self._path("/snapshots"), {})
+
+    def fork(self, count: int = 1) -> List["Sandbox"]:
+        res = self.client.request("POST", self._path("/fork"), {"count": count})
+        return [Sandbox(self.client, i, self.image) for i in res["sandbox_ids"]]
+
+    def metrics(self) -> Dict[str, Any]:
+        return self.client.request("GET", self._path("/metrics"))
+
+    def logs(self, follow: bool = False, tag: str = "") -> _Stream:
+        """Its background processes' output as log events."""
+        return self.client.stream("GET", self._path("/logs" + _query({"follow": follow or None, "tag": tag or None})))
+
+
+class Files:
+    """A sandbox's files."""
+
+    def __init__(self, sandbox: Sandbox):
+        self._sb = sandbox
+
+    def _op(self, op: str, **body: Any) -> Any:
+        return self._sb.client.request("POST", self._sb._path("/fs/" + op), body)
+
+    def write(self, path: str, content: Any, mode: str = "", parents: bool = True) -> Dict[str, Any]:
+        """Write text (str) or bytes to a file."""
+        body: Dict[str, Any] = {"path": path, "parents": parents}
+        if isinstance(content, bytes):
+            body["content_b64"] = base64.b64encode(content).decode()
+        else:
+            body["content"] = content
+        if mode:
+            body["mode"] = mode
+        return self._op("write", **body)
+
+    def read(self, path: str) -> bytes:
+        """A file's bytes (up to 1 MiB; download() streams any size)."""
+        res = self._op("read", path=path)
+        if res.get("body") is not None:
+            return res["body"].encode()
+        return base64.b64decode(res.get("content_b64") or "")
+
+    def read_text(self, path: str) -> str:
+        return self.read(path).decode()
+
+    def list(self, path: str) -> List[Dict[str, Any]]:
+        return self._op("ls", path=path)["entries"]
+
+    def stat(self, path: str) -> Dict[str, Any]:
+        return self._op("stat", path=path)
+
+    def mkdir(self, path: str, parents: bool = True) -> None:
+        self._op("mkdir", path=path, parents=parents)
+
+    def remove(self, path: str, recursive: bool = False) -> None:
+        self._op("rm", path=path, recursive=recursive)
+
+    def move(self, src: str, dst: str) -> None:
+        self._op("mv", src=src, dst=dst)
+
+    def grep(self, path: str, pattern: str) -> List[Dict[str, Any]]:
+        return self._op("grep", path=path, pattern=pattern)["matches"]
+
+    def upload(self, path: str, stream, mode: str = "") -> Dict[str, Any]:
+        """Stream a file object (or bytes) into path."""
+        data = stream if isinstance(stream, bytes) else stream.read()
+        q = _query({"path": path, "mode": mode or None, "parents": "true"})
+        with self._sb.client._open("PUT", self._sb._path("/files" + q), raw=data, content_type="application/octet-stream") as resp:
+            return json.loads(resp.read())
+
+    def download(self, path: str, chunk: int = 64 << 10) -> Iterator[bytes]:
+        """A file's bytes, streamed."""
+        resp = self._sb.client._open("GET", self._sb._path("/files" + _query({"path": path})), accept="application/octet-stream")
+        try:
+            while True:
+                piece = resp.read(chunk)
+                if not piece:
+                    return
+                yield piece
+        finally:
+            resp.close()
+
+
+class Processes:
+    """A sandbox's background processes."""
+
+    def __init__(self, sandbox: Sandbox):
+        self._sb = sandbox
+
+    def _p(self, pid: int, rest: str = "") -> str:
+        return self._sb._path(f"/processes/{int(pid)}{rest}")
+
+    def start(self, *argv: str, tag: str = "", stdin: bool = False, env: Optional[Dict[str, str]] = None,
+              workdir: str = "") -> int:
+        """Start a process that outlives the call; its pid."""
+        body: Dict[str, Any] = {"argv": list(argv), "stdin": stdin}
+        if tag:
+            body["tag"] = tag
+        if env:
+            body["env"] = env
+        if workdir:
+            body["workdir"] = workdir
+        return self._sb.client.request("POST", self._sb._path("/processes"), body)["pid"]
+
+    def list(self) -> List[Dict[str, Any]]:
+        return self._sb.client.request("GET", self._sb._path("/processes"))["processes"]
+
+    def get(self, pid: int) -> Dict[str, Any]:
+        return self._sb.client.request("GET", self._p(pid))
+
+    def output(self, pid: int) -> Dict[str, Any]:
+        return self._sb.client.request("GET", self._p(pid, "/output"))
+
+    def follow(self, pid: int) -> _Stream:
+        """Its output as events until it exits."""
+        return self._sb.client.stream("GET", self._p(pid, "/output?follow=true"))
+
+    def write_stdin(self, pid: int, data: Any, close: bool = False) -> None:
+        body: Dict[str, Any] = {"close": close}
+        if isinstance(data, bytes):
+            body.update(data=base64.b64encode(data).decode(), base64=True)
+        else:
+            body["data"] = data
+        self._sb.client.request("POST", self._p(pid, "/stdin"), body)
+
+    def signal(self, pid: int, signal: str = "TERM") -> None:
+        self._sb.client.request("POST", self._p(pid, "/signal"), {"signal": signal})
+
+    def kill(self, pid: int) -> None:
+        self._sb.client.request("DELETE", self._p(pid))
+
+    def wait(self, pid: int, timeout_ms: int = 0) -> Dict[str, Any]:
+        return self._sb.client.request("POST", self._p(pid, "/wait"), {"timeout_ms": timeout_ms})
+
+
+class Code:
+    """The sandbox's code interpreter: contexts keep their state."""
+
+    def __init__(self, sandbox: Sandbox):
+        self._sb = sandbox
+
+    def run(self, code: str, language: str = "", context_id: str = "", timeout_ms: int = 0,
+            on_output=None) -> Dict[str, Any]:
+        """Run a cell; on_output(event) gets its stdout and stderr as they
+        come. The result: data (by MIME type), display, error, ..."""
+        body: Dict[str, Any] = {"code": code}
+        for k, v in (("language", language), ("context_id", context_id), ("timeout_ms", timeout_ms)):
+            if v:
+                body[k] = v
+        stream = self._sb.client.stream("POST", self._sb._path("/run-code"), body)
+        for event in stream:
+            if on_output is not None:
+                on_output(event)
+        return stream.result
+
+    def create_context(self, language: str = "python", cwd: str = "") -> str:
+        body = {"language": language}
+        if cwd:
+            body["cwd"] = cwd
+        return self._sb.client.request("POST", self._sb._path("/contexts"), body)["context_id"]
+
+    def contexts(self) -> List[Dict[str, Any]]:
+        return self._sb.client.request("GET", self._sb._path("/contexts"))["contexts"]
+
+    def interrupt(self, context_id: str) -> None:
+        self._sb.client.request("POST", f"/v1/contexts/{_q(context_id)}/interrupt")
+
+    def restart(self, context_id: str) -> None:
+        self._sb.client.request("POST", f"/v1/contexts/{_q(context_id)}/restart")
+
+
+def _q(s: str) -> str:
+    return urllib.parse.quote(s, safe="")
+
+
+def _query(params: Dict[str, Any]) -> str:
+    kept = {k: ("true" if v is True else v) for k, v in params.items() if v is not None and v is not False and v != ""}
+    return "?" + urllib.parse.urlencode(kept) if kept else ""
+
+
+def _exec_body(argv, env, workdir, timeout_ms, stdin) -> Dict[str, Any]:
+    if not argv:
+        raise ValueError("exec needs a command")
+    body: Dict[str, Any] = {"argv": list(argv)}
+    if env:
+        body["env"] = env
+    if workdir:
+        body["workdir"] = workdir
+    if timeout_ms:
+        body["timeout_ms"] = timeout_ms
+    if stdin is not None:
+        body["stdin"] = base64.b64encode(stdin).decode()
+    return body
+
+
+def _exec_result(res: Dict[str, Any], stdout: str, stderr: str) -> ExecResult:
+    return ExecResult(stdout=stdout, stderr=stderr, exit_code=res.get("exit_code"),
+                      timed_out=bool(res.get("timed_out")), duration_ms=int(res.get("duration_ms") or 0))

@@ -1,0 +1,84 @@
+"""The Python SDK against a real daemon ($HUTCH_URL)."""
+
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+from hutch import Hutch, HutchError  # noqa: E402
+
+
+class SandboxTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.hutch = Hutch()
+        cls.sb = cls.hutch.create("python")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.sb.stop()
+
+    def test_exec(self):
+        res = self.sb.exec("sh", "-c", "echo out; echo err >&2; exit 3")
+        self.assertEqual((res.stdout, res.stderr, res.exit_code, res.ok), ("out\n", "err\n", 3, False))
+        res = self.sb.exec("cat", stdin=b"piped")
+        self.assertEqual(res.stdout, "piped")
+
+    def test_exec_stream(self):
+        stream = self.sb.exec_stream("sh", "-c", "echo one; echo two >&2")
+        events = [(e.type, e.data.get("data")) for e in stream if e.type in ("stdout", "stderr")]
+        self.assertIn(("stdout", "one\n"), events)
+        self.assertIn(("stderr", "two\n"), events)
+        self.assertEqual(stream.result["exit_code"], 0)
+
+    def test_files(self):
+        self.sb.files.write("/tmp/sdk/a.txt", "hello")
+        self.assertEqual(self.sb.files.read_text("/tmp/sdk/a.txt"), "hello")
+        self.sb.files.write("/tmp/sdk/b.bin", b"\x00\xff")
+        self.assertEqual(self.sb.files.read("/tmp/sdk/b.bin"), b"\x00\xff")
+        names = sorted(e["name"] for e in self.sb.files.list("/tmp/sdk"))
+        self.assertEqual(names, ["a.txt", "b.bin"])
+        big = os.urandom(3 << 20)
+        self.sb.files.upload("/tmp/sdk/big", big)
+        self.assertEqual(b"".join(self.sb.files.download("/tmp/sdk/big")), big)
+        with self.assertRaises(HutchError) as e:
+            self.sb.files.read("/tmp/sdk/missing")
+        self.assertEqual(e.exception.code, "S211")
+
+    def test_processes(self):
+        pid = self.sb.processes.start("sh", "-c", "echo started; read line; echo got $line", tag="sdk", stdin=True)
+        self.sb.processes.write_stdin(pid, "x\n", close=True)
+        out = "".join(e.data["data"] for e in self.sb.processes.follow(pid) if e.type == "stdout")
+        self.assertEqual(out, "started\ngot x\n")
+        self.assertEqual(self.sb.processes.get(pid)["exit_code"], 0)
+
+    def test_code(self):
+        self.sb.code.run("x = 41")
+        printed = []
+        res = self.sb.code.run("print('hi')\nx + 1", on_output=printed.append)
+        self.assertEqual(res["data"]["text/plain"], "42")
+        self.assertEqual("".join(e.data["data"] for e in printed), "hi\n")
+        res = self.sb.code.run("1/0")
+        self.assertEqual(res["error"]["name"], "ZeroDivisionError")
+
+    def test_errors_carry_the_s_code(self):
+        with self.assertRaises(HutchError) as e:
+            self.hutch.connect("00000000-0000-0000-0000-000000000000")
+        self.assertEqual(e.exception.code, "S002")
+        self.assertEqual(e.exception.status, 404)
+
+
+class LifecycleTest(unittest.TestCase):
+    def test_context_manager_stops_the_sandbox(self):
+        hutch = Hutch()
+        with hutch.create("python") as sb:
+            self.assertEqual(sb.exec("true").exit_code, 0)
+            snap = sb.snapshot()
+            self.assertTrue(snap["snapshot_id"])
+        self.assertTrue(hutch.connect(sb.id).info()["stopped"])
+        hutch.request("DELETE", "/v1/snapshots/" + snap["snapshot_id"])
+
+
+if __name__ == "__main__":
+    unittest.main()
