@@ -1,0 +1,201 @@
+// Types of @hutch/sdk (src/index.js).
+
+/** The S-code envelope of an error. */
+export interface ErrorEnvelope {
+  type: string
+  code: string
+  message: string
+  retryable: boolean
+  fix?: Record<string, unknown>
+  fix_note?: string
+  docs_url?: string
+}
+
+/** An error the daemon answered, with its S-code. */
+export class HutchError extends Error {
+  envelope: ErrorEnvelope
+  /** The S-code, e.g. "S002". */
+  code: string
+  retryable: boolean
+  fix?: Record<string, unknown>
+  fixNote: string
+  /** The HTTP status. */
+  status: number
+}
+
+/** One event of a stream: stdout, stderr, start, exit, log, ... */
+export interface StreamEvent<T = any> {
+  type: string
+  data: T
+}
+
+/** An output chunk of a process or cell. */
+export interface OutputChunk {
+  data: string
+  base64?: boolean
+  offset: number
+  dropped?: number
+}
+
+/** The events of a streaming call; `result` is its final value once iterated. */
+export class EventStream<R = any> implements AsyncIterable<StreamEvent> {
+  result: R | undefined
+  [Symbol.asyncIterator] (): AsyncIterator<StreamEvent>
+  collect (): Promise<{ events: StreamEvent[], result: R | undefined }>
+}
+
+export interface CreateOptions {
+  cpus?: number
+  memory_mb?: number
+  network?: boolean
+  env?: Record<string, string> | string[]
+  idle_timeout_secs?: number
+  timeout_secs?: number
+  metadata?: Record<string, string>
+  template?: string
+  snapshot_id?: string
+  name?: string
+}
+
+export interface ExecOptions {
+  env?: Record<string, string>
+  workdir?: string
+  timeoutMs?: number
+  stdin?: string | Uint8Array
+}
+
+export interface ExecResult {
+  stdout: string
+  stderr: string
+  /** null when the timeout killed it. */
+  exitCode: number | null
+  timedOut: boolean
+  durationMs: number
+}
+
+export interface ExecEnd {
+  exit_code: number | null
+  timed_out: boolean
+  duration_ms: number
+  success: boolean
+}
+
+export interface SandboxInfo {
+  sandbox_id: string
+  image: string
+  stopped: boolean
+  state?: string
+  [key: string]: unknown
+}
+
+export interface CellResult {
+  context_id: string
+  execution_count: number
+  status: 'ok' | 'error'
+  /** The last expression's value by MIME type (text/plain, image/png base64, ...). */
+  data?: Record<string, any>
+  display?: Array<Record<string, any>>
+  error?: { name: string, value: string, traceback: string[] }
+  exit_code?: number
+  timed_out?: boolean
+  duration_ms: number
+}
+
+/** A connection to a hutch daemon ($HUTCH_URL, $HUTCH_TOKEN by default). */
+export class Hutch {
+  constructor (options?: { url?: string, token?: string })
+  url: string
+  token: string
+  fetch (method: string, path: string, options?: { body?: unknown, raw?: BodyInit, accept?: string, contentType?: string, signal?: AbortSignal }): Promise<Response>
+  request<T = any> (method: string, path: string, body?: unknown): Promise<T>
+  stream<R = any> (method: string, path: string, body?: unknown): EventStream<R>
+  /** Any function of the table by id. */
+  call<T = any> (functionId: string, payload?: Record<string, unknown>): Promise<T>
+  create (image?: string, options?: CreateOptions): Promise<Sandbox>
+  connect (sandboxId: string): Promise<Sandbox>
+  list (): Promise<SandboxInfo[]>
+  events (params?: { sandbox_id?: string, type?: string, since?: string, after?: string, limit?: number }): Promise<Array<Record<string, any>>>
+}
+
+/** One sandbox; `await using sb = ...` stops it at the end of the scope. */
+export class Sandbox {
+  constructor (client: Hutch, id: string, image?: string)
+  client: Hutch
+  id: string
+  image: string
+  files: Files
+  processes: Processes
+  code: Code
+  static create (image?: string, options?: CreateOptions, client?: Hutch): Promise<Sandbox>
+  static connect (id: string, client?: Hutch): Promise<Sandbox>
+  static list (client?: Hutch): Promise<SandboxInfo[]>
+  path (rest?: string): string
+  info (): Promise<SandboxInfo>
+  stop (): Promise<void>
+  [Symbol.asyncDispose] (): Promise<void>
+  exec (argv: string[], options?: ExecOptions): Promise<ExecResult>
+  execStream (argv: string[], options?: ExecOptions): EventStream<ExecEnd>
+  pause (options?: { hibernate?: boolean }): Promise<Record<string, any>>
+  resume (): Promise<Record<string, any>>
+  snapshot (): Promise<{ snapshot_id: string, [key: string]: unknown }>
+  fork (count?: number): Promise<Sandbox[]>
+  metrics (): Promise<Record<string, any>>
+  logs (options?: { follow?: boolean, tag?: string }): EventStream
+  pty (options?: { cols?: number, rows?: number, cmd?: string, cwd?: string }): Terminal
+}
+
+/** A terminal over the PTY WebSocket. */
+export class Terminal {
+  opened: Promise<unknown>
+  /** Resolves with the exit code once the terminal closed. */
+  exited: Promise<number | undefined>
+  exitCode: number | undefined
+  ondata: (bytes: Uint8Array) => void
+  write (data: string | Uint8Array): Promise<void>
+  resize (cols: number, rows: number): Promise<void>
+  close (): void
+}
+
+export interface FsEntry {
+  name: string
+  path: string
+  size: number
+  mode: string
+  mtime: number
+  type: string
+  [key: string]: unknown
+}
+
+export class Files {
+  write (path: string, content: string | Uint8Array, options?: { mode?: string, parents?: boolean }): Promise<{ bytes_written: number, path: string }>
+  read (path: string): Promise<Uint8Array>
+  readText (path: string): Promise<string>
+  list (path: string): Promise<FsEntry[]>
+  stat (path: string): Promise<FsEntry>
+  mkdir (path: string, options?: { parents?: boolean }): Promise<unknown>
+  remove (path: string, options?: { recursive?: boolean }): Promise<unknown>
+  move (src: string, dst: string): Promise<unknown>
+  grep (path: string, pattern: string): Promise<Array<{ path: string, line_number: number, line: string }>>
+  upload (path: string, data: Uint8Array | ReadableStream<Uint8Array>, options?: { mode?: string }): Promise<{ bytes_written: number, path: string }>
+  download (path: string): Promise<ReadableStream<Uint8Array>>
+}
+
+export class Processes {
+  start (argv: string[], options?: { tag?: string, stdin?: boolean, env?: Record<string, string>, workdir?: string }): Promise<number>
+  list (): Promise<Array<Record<string, any>>>
+  get (pid: number): Promise<Record<string, any>>
+  output (pid: number): Promise<Record<string, any>>
+  follow (pid: number): EventStream
+  writeStdin (pid: number, data: string | Uint8Array, options?: { close?: boolean }): Promise<unknown>
+  signal (pid: number, signal?: string): Promise<unknown>
+  kill (pid: number): Promise<unknown>
+  wait (pid: number, timeoutMs?: number): Promise<Record<string, any>>
+}
+
+export class Code {
+  run (code: string, options?: { language?: 'python' | 'javascript' | 'bash', contextId?: string, timeoutMs?: number, onOutput?: (e: StreamEvent<OutputChunk>) => void }): Promise<CellResult>
+  createContext (options?: { language?: 'python' | 'javascript' | 'bash', cwd?: string }): Promise<string>
+  contexts (): Promise<Array<Record<string, any>>>
+  interrupt (contextId: string): Promise<unknown>
+  restart (contextId: string): Promise<unknown>
+}

@@ -1,0 +1,302 @@
+// @hutch/sdk: a client of the hutch sandbox service. No dependencies:
+// Node's fetch (and WebSocket, for terminals). Types: index.d.ts.
+
+const DEFAULT_URL = 'http://127.0.0.1:3111'
+
+/** An error the daemon answered, with its S-code. */
+export class HutchError extends Error {
+  constructor (envelope, status = 0) {
+    super(`${envelope.code}: ${envelope.message}`)
+    this.name = 'HutchError'
+    this.envelope = envelope
+    this.code = envelope.code ?? ''
+    this.retryable = Boolean(envelope.retryable)
+    this.fix = envelope.fix
+    this.fixNote = envelope.fix_note ?? ''
+    this.status = status
+  }
+}
+
+const q = encodeURIComponent
+
+function query (params) {
+  const kept = Object.entries(params).filter(([, v]) => v !== undefined && v !== null && v !== false && v !== '')
+  if (kept.length === 0) return ''
+  return '?' + new URLSearchParams(kept.map(([k, v]) => [k, v === true ? 'true' : String(v)])).toString()
+}
+
+/** A connection to a hutch daemon. */
+export class Hutch {
+  constructor ({ url, token } = {}) {
+    this.url = (url ?? process.env.HUTCH_URL ?? DEFAULT_URL).replace(/\/+$/, '')
+    this.token = token ?? process.env.HUTCH_TOKEN ?? ''
+  }
+
+  async fetch (method, path, { body, raw, accept = 'application/json', contentType = 'application/json', signal } = {}) {
+    const headers = { accept }
+    if (this.token) headers.authorization = `Bearer ${this.token}`
+    let payload = raw
+    if (body !== undefined) payload = JSON.stringify(body)
+    if (payload !== undefined) headers['content-type'] = contentType
+    const init = { method, headers, body: payload, signal }
+    if (payload && typeof payload.getReader === 'function') init.duplex = 'half'
+    const res = await fetch(this.url + path, init)
+    if (!res.ok) {
+      let envelope
+      try { envelope = (await res.json()).error } catch { envelope = undefined }
+      throw new HutchError(envelope ?? { code: String(res.status), message: res.statusText }, res.status)
+    }
+    return res
+  }
+
+  /** One call of the REST API: the decoded answer. */
+  async request (method, path, body) {
+    const res = await this.fetch(method, path, { body })
+    const text = await res.text()
+    return text ? JSON.parse(text) : undefined
+  }
+
+  /** A streaming call: an async iterator of its events; its final value
+   *  is the stream's `result` once it is exhausted. */
+  stream (method, path, body) {
+    return new EventStream(this.fetch(method, path, { body, accept: 'application/x-ndjson' }))
+  }
+
+  /** Any function of the table by id. */
+  call (functionId, payload = {}) {
+    return this.request('POST', `/v1/functions/${functionId}`, payload)
+  }
+
+  /** Create a sandbox (options: cpus, memory_mb, network, env, ...). */
+  async create (image = 'python', options = {}) {
+    const res = await this.request('POST', '/v1/sandboxes', { ...options, image })
+    return new Sandbox(this, res.sandbox_id, res.image ?? image)
+  }
+
+  /** A sandbox that exists. */
+  async connect (sandboxId) {
+    const info = await this.request('GET', `/v1/sandboxes/${q(sandboxId)}`)
+    return new Sandbox(this, info.sandbox_id, info.image)
+  }
+
+  async list () {
+    return (await this.request('GET', '/v1/sandboxes')).sandboxes
+  }
+
+  async events (params = {}) {
+    return (await this.request('GET', '/v1/events' + query(params))).events
+  }
+}
+
+/** The events of a streaming call, from its NDJSON lines. */
+export class EventStream {
+  constructor (response) {
+    this.response = response
+    this.result = undefined
+  }
+
+  async * [Symbol.asyncIterator] () {
+    const res = await this.response
+    const decoder = new TextDecoder()
+    let buffered = ''
+    for await (const chunk of res.body) {
+      buffered += decoder.decode(chunk, { stream: true })
+      let nl
+      while ((nl = buffered.indexOf('\n')) >= 0) {
+        const line = buffered.slice(0, nl)
+        buffered = buffered.slice(nl + 1)
+        if (!line.trim()) continue
+        const m = JSON.parse(line)
+        if (m.type === 'result') { this.result = m.result; return }
+        if (m.type === 'error') throw new HutchError(m.error ?? {})
+        yield { type: m.type, data: m.data }
+      }
+    }
+  }
+
+  /** Every event, then the final value. */
+  async collect () {
+    const events = []
+    for await (const e of this) events.push(e)
+    return { events, result: this.result }
+  }
+}
+
+/** One sandbox. `await using` (or stop()) ends it. */
+export class Sandbox {
+  constructor (client, id, image = '') {
+    this.client = client
+    this.id = id
+    this.image = image
+    this.files = new Files(this)
+    this.processes = new Processes(this)
+    this.code = new Code(this)
+  }
+
+  /** The sandbox's REST path. */
+  path (rest = '') { return `/v1/sandboxes/${q(this.id)}${rest}` }
+
+  static async create (image, options, client = new Hutch()) { return client.create(image, options) }
+  static async connect (id, client = new Hutch()) { return client.connect(id) }
+  static async list (client = new Hutch()) { return client.list() }
+
+  info () { return this.client.request('GET', this.path()) }
+  async stop () { await this.client.request('DELETE', this.path('?wait=true')) }
+  async [Symbol.asyncDispose] () {
+    try { await this.stop() } catch (e) { if (!(e instanceof HutchError) || !['S002', 'S004'].includes(e.code)) throw e }
+  }
+
+  /** Run a command and wait for it. */
+  async exec (argv, { env, workdir, timeoutMs, stdin } = {}) {
+    const res = await this.client.request('POST', this.path('/exec'), execBody(argv, { env, workdir, timeoutMs, stdin }))
+    return { stdout: res.stdout, stderr: res.stderr, exitCode: res.exit_code, timedOut: res.timed_out, durationMs: res.duration_ms }
+  }
+
+  /** Run a command, its output as events as it is written. */
+  execStream (argv, options = {}) {
+    return this.client.stream('POST', this.path('/exec?stream=true'), execBody(argv, options))
+  }
+
+  pause ({ hibernate = false } = {}) { return this.client.request('POST', this.path('/pause'), { depth: hibernate ? 'hibernate' : 'freeze' }) }
+  resume () { return this.client.request('POST', this.path('/resume'), {}) }
+  snapshot () { return this.client.request('POST', this.path('/snapshots'), {}) }
+  async fork (count = 1) {
+    const res = await this.client.request('POST', this.path('/fork'), { count })
+    return res.sandbox_ids.map((id) => new Sandbox(this.client, id, this.image))
+  }
+
+  metrics () { return this.client.request('GET', this.path('/metrics')) }
+  logs ({ follow = false, tag } = {}) { return this.client.stream('GET', this.path('/logs' + query({ follow, tag }))) }
+
+  /** A terminal: a duplex over the PTY WebSocket (needs a global
+   *  WebSocket: Node 22, or 20 with --experimental-websocket). */
+  pty ({ cols = 80, rows = 24, cmd, cwd } = {}) {
+    if (typeof WebSocket === 'undefined') throw new Error('no WebSocket in this Node (22+, or 20 with --experimental-websocket)')
+    const url = this.client.url.replace(/^http/, 'ws') + this.path('/pty' + query({ cols, rows, cmd, cwd }))
+    return new Terminal(new WebSocket(url))
+  }
+}
+
+/** A terminal over the PTY WebSocket. */
+export class Terminal {
+  constructor (ws) {
+    this.ws = ws
+    ws.binaryType = 'arraybuffer'
+    this.opened = new Promise((resolve, reject) => { ws.onopen = resolve; ws.onerror = reject })
+    this.exited = new Promise((resolve) => {
+      ws.onclose = () => resolve(this.exitCode)
+    })
+    this.exitCode = undefined
+    this.ondata = () => {}
+    ws.onmessage = (m) => {
+      if (typeof m.data === 'string') {
+        const ctl = JSON.parse(m.data)
+        if (ctl.type === 'exit') this.exitCode = ctl.exit_code
+      } else {
+        this.ondata(new Uint8Array(m.data))
+      }
+    }
+  }
+
+  async write (data) { await this.opened; this.ws.send(typeof data === 'string' ? new TextEncoder().encode(data) : data) }
+  async resize (cols, rows) { await this.opened; this.ws.send(JSON.stringify({ type: 'resize', cols, rows })) }
+  close () { this.ws.close() }
+}
+
+class Files {
+  constructor (sb) { this.sb = sb }
+  op (name, body) { return this.sb.client.request('POST', this.sb.path(`/fs/${name}`), body) }
+
+  write (path, content, { mode, parents = true } = {}) {
+    const body = { path, parents }
+    if (typeof content === 'string') body.content = content
+    else body.content_b64 = Buffer.from(content).toString('base64')
+    if (mode) body.mode = mode
+    return this.op('write', body)
+  }
+
+  async read (path) {
+    const res = await this.op('read', { path })
+    return res.body !== undefined && res.body !== null ? Buffer.from(res.body) : Buffer.from(res.content_b64 ?? '', 'base64')
+  }
+
+  async readText (path) { return (await this.read(path)).toString() }
+  async list (path) { return (await this.op('ls', { path })).entries }
+  stat (path) { return this.op('stat', { path }) }
+  mkdir (path, { parents = true } = {}) { return this.op('mkdir', { path, parents }) }
+  remove (path, { recursive = false } = {}) { return this.op('rm', { path, recursive }) }
+  move (src, dst) { return this.op('mv', { src, dst }) }
+  async grep (path, pattern) { return (await this.op('grep', { path, pattern })).matches }
+
+  /** Stream bytes (a Buffer, or a ReadableStream) into path. */
+  async upload (path, data, { mode } = {}) {
+    const res = await this.sb.client.fetch('PUT', this.sb.path('/files' + query({ path, mode, parents: true })),
+      { raw: data, contentType: 'application/octet-stream' })
+    return res.json()
+  }
+
+  /** A file's bytes as a ReadableStream. */
+  async download (path) {
+    const res = await this.sb.client.fetch('GET', this.sb.path('/files' + query({ path })), { accept: 'application/octet-stream' })
+    return res.body
+  }
+}
+
+class Processes {
+  constructor (sb) { this.sb = sb }
+  p (pid, rest = '') { return this.sb.path(`/processes/${Number(pid)}${rest}`) }
+
+  async start (argv, { tag, stdin = false, env, workdir } = {}) {
+    const body = { argv, stdin }
+    if (tag) body.tag = tag
+    if (env) body.env = env
+    if (workdir) body.workdir = workdir
+    return (await this.sb.client.request('POST', this.sb.path('/processes'), body)).pid
+  }
+
+  async list () { return (await this.sb.client.request('GET', this.sb.path('/processes'))).processes }
+  get (pid) { return this.sb.client.request('GET', this.p(pid)) }
+  output (pid) { return this.sb.client.request('GET', this.p(pid, '/output')) }
+  follow (pid) { return this.sb.client.stream('GET', this.p(pid, '/output?follow=true')) }
+  writeStdin (pid, data, { close = false } = {}) {
+    const body = typeof data === 'string' ? { data, close } : { data: Buffer.from(data).toString('base64'), base64: true, close }
+    return this.sb.client.request('POST', this.p(pid, '/stdin'), body)
+  }
+
+  signal (pid, signal = 'TERM') { return this.sb.client.request('POST', this.p(pid, '/signal'), { signal }) }
+  kill (pid) { return this.sb.client.request('DELETE', this.p(pid)) }
+  wait (pid, timeoutMs = 0) { return this.sb.client.request('POST', this.p(pid, '/wait'), { timeout_ms: timeoutMs }) }
+}
+
+class Code {
+  constructor (sb) { this.sb = sb }
+
+  /** Run a cell; onOutput gets its stdout and stderr events. */
+  async run (code, { language, contextId, timeoutMs, onOutput } = {}) {
+    const body = { code }
+    if (language) body.language = language
+    if (contextId) body.context_id = contextId
+    if (timeoutMs) body.timeout_ms = timeoutMs
+    const stream = this.sb.client.stream('POST', this.sb.path('/run-code'), body)
+    for await (const e of stream) onOutput?.(e)
+    return stream.result
+  }
+
+  async createContext ({ language = 'python', cwd } = {}) {
+    return (await this.sb.client.request('POST', this.sb.path('/contexts'), cwd ? { language, cwd } : { language })).context_id
+  }
+
+  async contexts () { return (await this.sb.client.request('GET', this.sb.path('/contexts'))).contexts }
+  interrupt (contextId) { return this.sb.client.request('POST', `/v1/contexts/${q(contextId)}/interrupt`) }
+  restart (contextId) { return this.sb.client.request('POST', `/v1/contexts/${q(contextId)}/restart`) }
+}
+
+function execBody (argv, { env, workdir, timeoutMs, stdin } = {}) {
+  if (!Array.isArray(argv) || argv.length === 0) throw new TypeError('exec needs a command: an array of strings')
+  const body = { argv }
+  if (env) body.env = env
+  if (workdir) body.workdir = workdir
+  if (timeoutMs) body.timeout_ms = timeoutMs
+  if (stdin !== undefined) body.stdin = Buffer.from(stdin).toString('base64')
+  return body
+}

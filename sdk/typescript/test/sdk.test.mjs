@@ -1,0 +1,72 @@
+// @hutch/sdk against a real daemon ($HUTCH_URL).
+import { after, before, describe, test } from 'node:test'
+import assert from 'node:assert/strict'
+import { randomBytes } from 'node:crypto'
+import { Hutch, HutchError, Sandbox } from '../src/index.js'
+
+const hutch = new Hutch()
+let sb
+
+before(async () => { sb = await hutch.create('python') }, { timeout: 300_000 })
+after(async () => { await sb?.stop() })
+
+describe('@hutch/sdk', () => {
+  test('exec, buffered and streamed', async () => {
+    const res = await sb.exec(['sh', '-c', 'echo out; echo err >&2; exit 3'])
+    assert.deepEqual([res.stdout, res.stderr, res.exitCode], ['out\n', 'err\n', 3])
+    assert.equal((await sb.exec(['cat'], { stdin: 'piped' })).stdout, 'piped')
+    const stream = sb.execStream(['sh', '-c', 'echo one; echo two >&2'])
+    const { events, result } = await stream.collect()
+    assert.ok(events.some((e) => e.type === 'stdout' && e.data.data === 'one\n'))
+    assert.ok(events.some((e) => e.type === 'stderr' && e.data.data === 'two\n'))
+    assert.equal(result.exit_code, 0)
+  })
+
+  test('files, with streamed upload and download', async () => {
+    await sb.files.write('/tmp/ts/a.txt', 'hello')
+    assert.equal(await sb.files.readText('/tmp/ts/a.txt'), 'hello')
+    await sb.files.write('/tmp/ts/b.bin', Uint8Array.of(0, 255))
+    assert.deepEqual([...await sb.files.read('/tmp/ts/b.bin')], [0, 255])
+    assert.deepEqual((await sb.files.list('/tmp/ts')).map((e) => e.name).sort(), ['a.txt', 'b.bin'])
+    const big = randomBytes(3 << 20)
+    await sb.files.upload('/tmp/ts/big', new Blob([big]).stream())
+    const chunks = []
+    for await (const c of await sb.files.download('/tmp/ts/big')) chunks.push(c)
+    assert.ok(Buffer.concat(chunks).equals(big))
+    await assert.rejects(sb.files.read('/tmp/ts/missing'), (e) => e instanceof HutchError && e.code === 'S211' && e.status === 404)
+  })
+
+  test('processes', async () => {
+    const pid = await sb.processes.start(['sh', '-c', 'echo started; read l; echo got $l'], { tag: 'ts', stdin: true })
+    await sb.processes.writeStdin(pid, 'x\n', { close: true })
+    let out = ''
+    for await (const e of sb.processes.follow(pid)) if (e.type === 'stdout') out += e.data.data
+    assert.equal(out, 'started\ngot x\n')
+    assert.equal((await sb.processes.get(pid)).exit_code, 0)
+  })
+
+  test('the interpreter keeps its state', async () => {
+    await sb.code.run('x = 41')
+    const printed = []
+    const res = await sb.code.run("print('hi')\nx + 1", { onOutput: (e) => printed.push(e.data.data) })
+    assert.equal(res.data['text/plain'], '42')
+    assert.equal(printed.join(''), 'hi\n')
+    assert.equal((await sb.code.run('1/0')).error.name, 'ZeroDivisionError')
+  })
+
+  test('snapshot, and a sandbox disposed of', async () => {
+    // What `await using scoped = ...` does where the syntax exists (Node 22+).
+    const scoped = await Sandbox.create('python', {}, hutch)
+    const id = scoped.id
+    try {
+      const snap = await scoped.snapshot()
+      assert.ok(snap.snapshot_id)
+      await hutch.request('DELETE', `/v1/snapshots/${snap.snapshot_id}`)
+    } finally {
+      await scoped[Symbol.asyncDispose]()
+    }
+    assert.equal((await hutch.connect(id)).id, id)
+    assert.equal((await (await hutch.connect(id)).info()).stopped, true)
+    await assert.rejects(hutch.connect('00000000-0000-0000-0000-000000000000'), (e) => e.code === 'S002')
+  })
+})

@@ -1,0 +1,26 @@
+// Type-checked by make test (tsc --noEmit): the declarations describe the API.
+import { Hutch, HutchError, Sandbox, type CellResult, type ExecResult } from '@hutch/sdk'
+
+async function use (): Promise<void> {
+  const hutch = new Hutch({ url: 'http://127.0.0.1:3111' })
+  const sb: Sandbox = await hutch.create('python', { memory_mb: 512, network: false })
+  const res: ExecResult = await sb.exec(['true'], { timeoutMs: 1000 })
+  const code: number | null = res.exitCode
+  const cell: CellResult = await sb.code.run('1 + 1', { language: 'python' })
+  const text: string | undefined = cell.data?.['text/plain']
+  for await (const e of sb.execStream(['echo', 'hi'])) {
+    const kind: string = e.type
+    void kind
+  }
+  try {
+    await sb.files.readText('/x')
+  } catch (e) {
+    if (e instanceof HutchError) {
+      const s: string = e.code
+      void s
+    }
+  }
+  void code
+  void text
+}
+void use
