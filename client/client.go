@@ -298,3 +298,9 @@ func (c *Client) Function(ctx context.Context, id string) (api.FunctionInfo, err
 	var out api.FunctionInfo
 	return out, c.do(ctx, http.MethodGet, "/v1/functions/"+url.PathEscape(id), nil, &out)
 }
+
+// OpenAPI returns the daemon's OpenAPI 3.1 document.
+func (c *Client) OpenAPI(ctx context.Context) (map[string]any, error) {
+	var out map[string]any
+	return out, c.do(ctx, http.MethodGet, "/openapi.json", nil, &out)
+}

@@ -115,3 +115,9 @@ func (c *Client) DeleteTemplate(ctx context.Context, name string) (api.TemplateD
 	}
 	return out, c.do(ctx, http.MethodDelete, "/v1/templates/"+url.PathEscape(name), nil, &out)
 }
+
+// GetTemplate runs sandbox::template::get.
+func (c *Client) GetTemplate(ctx context.Context, name string) (api.TemplateInfo, error) {
+	var out api.TemplateInfo
+	return out, c.do(ctx, http.MethodGet, "/v1/templates/"+url.PathEscape(name), nil, &out)
+}
