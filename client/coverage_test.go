@@ -78,8 +78,14 @@ func TestClientCoversEveryRoute(t *testing.T) {
 	none := func(string, json.RawMessage) error { return nil }
 	calls := []func() error{
 		func() error { _, err := c.Create(ctx, api.CreateRequest{Image: "python"}); return err },
-		func() error { _, err := c.Exec(ctx, api.ExecRequest{SandboxID: id, Argv: []string{"true"}}); return err },
-		func() error { _, err := c.ExecStream(ctx, api.ExecRequest{SandboxID: id, Argv: []string{"true"}}, none); return err },
+		func() error {
+			_, err := c.Exec(ctx, api.ExecRequest{SandboxID: id, Argv: []string{"true"}})
+			return err
+		},
+		func() error {
+			_, err := c.ExecStream(ctx, api.ExecRequest{SandboxID: id, Argv: []string{"true"}}, none)
+			return err
+		},
 		func() error { _, err := c.Stop(ctx, id, true); return err },
 		func() error { _, err := c.List(ctx); return err },
 		func() error { _, err := c.Get(ctx, id); return err },
@@ -90,7 +96,9 @@ func TestClientCoversEveryRoute(t *testing.T) {
 		func() error { _, err := c.Function(ctx, "sandbox::exec"); return err },
 		func() error { _, err := c.OpenAPI(ctx); return err },
 		func() error { _, err := c.ListEvents(ctx, api.EventsRequest{}); return err },
-		func() error { return c.StreamEvents(ctx, api.EventsRequest{}, func(api.EventRecord) error { return nil }) },
+		func() error {
+			return c.StreamEvents(ctx, api.EventsRequest{}, func(api.EventRecord) error { return nil })
+		},
 		func() error { _, err := c.PublishEvent(ctx, api.PublishRequest{Topic: "t"}); return err },
 		func() error { _, err := c.CreateAlert(ctx, api.AlertCreateRequest{SandboxID: id}); return err },
 		func() error { _, err := c.ListAlerts(ctx, ""); return err },
