@@ -55,6 +55,7 @@
 //	GET    /v1/dlq                        sandbox::job::dlq
 //	POST   /v1/dlq/{job_id}/retry         sandbox::job::retry
 //	POST|GET|DELETE /mcp                  MCP's streamable HTTP transport (Options.MCP)
+//	GET    /openapi.json                  the OpenAPI 3.1 document of these routes (openapi.go)
 //	GET    /healthz                       {"status":"ok"}
 //	GET    /metrics                       Prometheus metrics (Options.Metrics)
 //
