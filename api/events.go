@@ -29,6 +29,7 @@ const (
 	EventProcessExited  = "process.exited"
 	EventImageBuilt     = "image.built"
 	EventImagePulled    = "image.pulled"
+	EventPortExposed    = "port.exposed"
 	// EventStreamOpen begins every event stream, before any event: its
 	// data is {"after": id}, and it has no id of its own.
 	EventStreamOpen = "open"

@@ -121,3 +121,28 @@ func (c *Client) GetTemplate(ctx context.Context, name string) (api.TemplateInfo
 	var out api.TemplateInfo
 	return out, c.do(ctx, http.MethodGet, "/v1/templates/"+url.PathEscape(name), nil, &out)
 }
+
+// ExposePort runs sandbox::port::expose.
+func (c *Client) ExposePort(ctx context.Context, req api.PortExposeRequest) (api.PortInfo, error) {
+	return sandboxCall[api.PortInfo](ctx, c, req.SandboxID, "/ports", req)
+}
+
+// ListPorts runs sandbox::port::list.
+func (c *Client) ListPorts(ctx context.Context, id string) (api.PortListResponse, error) {
+	var out api.PortListResponse
+	p, err := sandboxPath(id)
+	if err != nil {
+		return out, err
+	}
+	return out, c.do(ctx, http.MethodGet, p+"/ports", nil, &out)
+}
+
+// UnexposePort runs sandbox::port::unexpose.
+func (c *Client) UnexposePort(ctx context.Context, id string, port int) (api.PortInfo, error) {
+	var out api.PortInfo
+	p, err := sandboxPath(id)
+	if err != nil {
+		return out, err
+	}
+	return out, c.do(ctx, http.MethodDelete, p+"/ports/"+strconv.Itoa(port), nil, &out)
+}

@@ -49,6 +49,7 @@ type Deps struct {
 	Jobs      Jobs
 	// Interpreter runs code contexts.
 	Interpreter Interpreter
+	Ports       Ports
 	// Observer, when set, is told the outcome of every call.
 	Observer Observer
 }
@@ -104,6 +105,7 @@ func New(deps Deps) *Table {
 	registerAlerts(t)
 	registerJobs(t)
 	registerInterpreter(t)
+	registerPorts(t)
 	registerDescribe(t)
 	return t
 }

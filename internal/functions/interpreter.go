@@ -39,3 +39,21 @@ func registerInterpreter(t *Table) {
 			return in.Install(ctx, req, e.emitData)
 		})
 }
+
+// Ports are the port functions' dependency: the sandbox manager.
+type Ports interface {
+	ExposePort(ctx context.Context, req api.PortExposeRequest) (api.PortInfo, error)
+	ListPorts(ctx context.Context, req api.PortListRequest) (api.PortListResponse, error)
+	UnexposePort(ctx context.Context, req api.PortRequest) (api.PortInfo, error)
+}
+
+// registerPorts adds sandbox::port::*, when the table has Ports.
+func registerPorts(t *Table) {
+	p := t.deps.Ports
+	if p == nil {
+		return
+	}
+	add(t, api.FnPortExpose, "Make a port of a sandbox reachable through hutch's listener (its preview URL): with your token, or public through a URL with a token of its own that may expire", p.ExposePort)
+	add(t, api.FnPortList, "List a sandbox's exposed ports and their preview URLs", p.ListPorts)
+	add(t, api.FnPortUnexpose, "Make an exposed port unreachable again", p.UnexposePort)
+}

@@ -38,7 +38,9 @@ func (s *server) fsOp(r *http.Request, body []byte) (any, error) {
 
 // streamed reports whether r's route reads its body itself, as a stream:
 // serve leaves it alone.
-func streamed(r *http.Request) bool { return r.Pattern == http.MethodPut+" "+filesPath }
+func streamed(r *http.Request) bool {
+	return r.Pattern == http.MethodPut+" "+filesPath || isPreview(r)
+}
 
 // upload is PUT /v1/sandboxes/{id}/files?path=P[&mode=M][&parents=true]:
 // the request body becomes the file, streamed to the agent. The answer is

@@ -132,6 +132,9 @@ type Options struct {
 	// MCP, when set, serves MCP's streamable HTTP transport at /mcp,
 	// behind the guard and the bearer token check (mcp.go).
 	MCP http.Handler
+	// Ports, when set, serves preview URLs of sandboxes' exposed ports
+	// (preview.go).
+	Ports Ports
 	// Guard decides which Hosts and Origins may reach any route, /healthz
 	// included (guard.go); nil allows loopback Hosts and no foreign Origin.
 	Guard *webguard.Policy
@@ -170,11 +173,11 @@ func New(table *functions.Table, opts Options) http.Handler {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	s := &server{table: table, log: opts.Logger, maxBody: opts.MaxBodyBytes, version: opts.Version,
-		auth: opts.Auth, metrics: opts.Metrics, mcp: opts.MCP, readTimeout: opts.ReadTimeout, writeTimeout: opts.WriteTimeout}
+		auth: opts.Auth, metrics: opts.Metrics, mcp: opts.MCP, ports: opts.Ports, readTimeout: opts.ReadTimeout, writeTimeout: opts.WriteTimeout}
 	mux := http.NewServeMux()
 	s.serveRoutes(mux, s.routes())
 	mux.Handle("/", s.wrap(routeNotFound, true))
-	return s.guarded(opts.Guard, mux)
+	return s.guarded(opts.Guard, headerRoute(mux))
 }
 
 // routes is the REST handler's table; docs/openapi.json describes each
@@ -206,6 +209,8 @@ func (s *server) routes() []route {
 	routes = append(routes, s.eventRoutes()...)
 	routes = append(routes, s.jobRoutes()...)
 	routes = append(routes, s.interpreterRoutes()...)
+	routes = append(routes, s.portRoutes()...)
+	routes = append(routes, s.previewRoutes()...)
 	for _, m := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
 		routes = append(routes, route{m, "/mcp", s.serveMCP, false})
 	}
@@ -254,6 +259,7 @@ type server struct {
 	auth    *auth.Tokens // nil when no token is required
 	metrics http.Handler // nil when /metrics is off
 	mcp     http.Handler // nil when /mcp is off
+	ports   Ports        // nil when previews are off
 	// readTimeout and writeTimeout move the connection's deadlines.
 	readTimeout, writeTimeout time.Duration
 }

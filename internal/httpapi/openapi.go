@@ -123,6 +123,18 @@ var routeDocs = map[string]routeDoc{
 	"POST /v1/contexts/{context_id}/restart":         {fn: api.FnContextRestart},
 	"POST /v1/contexts/{context_id}/interrupt":       {fn: api.FnInterrupt},
 	"DELETE /v1/contexts/{context_id}":               {fn: api.FnContextDelete},
+	"POST /v1/sandboxes/{id}/ports":                  {fn: api.FnPortExpose, body: true},
+	"GET /v1/sandboxes/{id}/ports":                   {fn: api.FnPortList},
+	"DELETE /v1/sandboxes/{id}/ports/{port}":         {fn: api.FnPortUnexpose},
+}
+
+func init() {
+	// The preview routes: any method, the request and answer the
+	// sandbox's server's own.
+	for _, m := range previewMethods {
+		routeDocs[m+" /v1/sandboxes/{id}/ports/{port}/{rest}"] = routeDoc{summary: "The sandbox's exposed port: the request goes to its server as it came (the owner's token needed); the answer is the server's", raw: "*/*", rawBody: "*/*"}
+		routeDocs[m+" /p/{token}/{rest}"] = routeDoc{summary: "A public port: the request goes to its server as it came (the token in the path is its authority); the answer is the server's", raw: "*/*", rawBody: "*/*"}
+	}
 }
 
 // docPath is a route's path as OpenAPI writes it: {name...} is {name}.

@@ -33,6 +33,8 @@ type sandbox struct {
 	// start of default contexts (interpreter.go).
 	interp      interpBook
 	interpStart sync.Mutex
+	// ports are its exposed ports (ports.go).
+	ports portBook
 
 	// mu guards the fields below. Lock order: Manager.mu, then sandbox.mu;
 	// nothing that holds a sandbox's mu takes Manager.mu.

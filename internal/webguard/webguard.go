@@ -124,12 +124,21 @@ func canonicalOrigin(o string) (string, error) {
 	return scheme + "://" + host + ":" + port, nil
 }
 
-// Check returns nil when r may reach a handler, else the *Refusal saying
-// why not.
-func (p *Policy) Check(r *http.Request) error {
+// CheckHost is Check's Host rule alone, for requests any web page may
+// make (a public preview, whose token is its authority).
+func (p *Policy) CheckHost(r *http.Request) error {
 	if !p.hostAllowed(r.Host) {
 		return &Refusal{Code: CodeHostNotAllowed, Message: fmt.Sprintf(
 			"Host %q is not a loopback name or address nor in allowed_hosts: requests under another name (a DNS-rebound web page) are refused; use 127.0.0.1 or localhost, or add the name to allowed_hosts in the daemon's config", r.Host)}
+	}
+	return nil
+}
+
+// Check returns nil when r may reach a handler, else the *Refusal saying
+// why not.
+func (p *Policy) Check(r *http.Request) error {
+	if err := p.CheckHost(r); err != nil {
+		return err
 	}
 	origin, hasOrigin := r.Header["Origin"]
 	switch {

@@ -1828,6 +1828,70 @@ func (x *WaitResponse) GetExited() *Exited {
 	return nil
 }
 
+// DialMessage is one message of a Dial stream.
+type DialMessage struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// port, in the host's first message: the port to connect to.
+	Port uint32 `protobuf:"varint,1,opt,name=port,proto3" json:"port,omitempty"`
+	// data is the connection's next bytes (at most 64 KiB a message).
+	Data []byte `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
+	// connected, in the agent's first message: the connection is open.
+	Connected     bool `protobuf:"varint,3,opt,name=connected,proto3" json:"connected,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DialMessage) Reset() {
+	*x = DialMessage{}
+	mi := &file_api_agent_v1_agent_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DialMessage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DialMessage) ProtoMessage() {}
+
+func (x *DialMessage) ProtoReflect() protoreflect.Message {
+	mi := &file_api_agent_v1_agent_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DialMessage.ProtoReflect.Descriptor instead.
+func (*DialMessage) Descriptor() ([]byte, []int) {
+	return file_api_agent_v1_agent_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *DialMessage) GetPort() uint32 {
+	if x != nil {
+		return x.Port
+	}
+	return 0
+}
+
+func (x *DialMessage) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *DialMessage) GetConnected() bool {
+	if x != nil {
+		return x.Connected
+	}
+	return false
+}
+
 var File_api_agent_v1_agent_proto protoreflect.FileDescriptor
 
 const file_api_agent_v1_agent_proto_rawDesc = "" +
@@ -1954,7 +2018,11 @@ const file_api_agent_v1_agent_proto_rawDesc = "" +
 	"\vWaitRequest\x12\x10\n" +
 	"\x03pid\x18\x01 \x01(\x05R\x03pid\">\n" +
 	"\fWaitResponse\x12.\n" +
-	"\x06exited\x18\x01 \x01(\v2\x16.hutch.agent.v1.ExitedR\x06exited*F\n" +
+	"\x06exited\x18\x01 \x01(\v2\x16.hutch.agent.v1.ExitedR\x06exited\"S\n" +
+	"\vDialMessage\x12\x12\n" +
+	"\x04port\x18\x01 \x01(\rR\x04port\x12\x12\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\x12\x1c\n" +
+	"\tconnected\x18\x03 \x01(\bR\tconnected*F\n" +
 	"\x06Stream\x12\x16\n" +
 	"\x12STREAM_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rSTREAM_STDOUT\x10\x01\x12\x11\n" +
@@ -1962,7 +2030,7 @@ const file_api_agent_v1_agent_proto_rawDesc = "" +
 	"\fProcessState\x12\x1d\n" +
 	"\x19PROCESS_STATE_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15PROCESS_STATE_RUNNING\x10\x01\x12\x18\n" +
-	"\x14PROCESS_STATE_EXITED\x10\x022\xd9\x05\n" +
+	"\x14PROCESS_STATE_EXITED\x10\x022\x9f\x06\n" +
 	"\x05Agent\x12A\n" +
 	"\x04Info\x12\x1b.hutch.agent.v1.InfoRequest\x1a\x1c.hutch.agent.v1.InfoResponse\x12E\n" +
 	"\x05Start\x12\x1c.hutch.agent.v1.StartRequest\x1a\x1c.hutch.agent.v1.ProcessEvent0\x01\x12G\n" +
@@ -1975,7 +2043,8 @@ const file_api_agent_v1_agent_proto_rawDesc = "" +
 	"\x06Resize\x12\x1d.hutch.agent.v1.ResizeRequest\x1a\x1e.hutch.agent.v1.ResizeResponse\x12A\n" +
 	"\x04List\x12\x1b.hutch.agent.v1.ListRequest\x1a\x1c.hutch.agent.v1.ListResponse\x12A\n" +
 	"\x04Wait\x12\x1b.hutch.agent.v1.WaitRequest\x1a\x1c.hutch.agent.v1.WaitResponse\x12;\n" +
-	"\x02Ps\x12\x19.hutch.agent.v1.PsRequest\x1a\x1a.hutch.agent.v1.PsResponseB1Z/github.com/hutch-dev/hutch/api/agent/v1;agentv1b\x06proto3"
+	"\x02Ps\x12\x19.hutch.agent.v1.PsRequest\x1a\x1a.hutch.agent.v1.PsResponse\x12D\n" +
+	"\x04Dial\x12\x1b.hutch.agent.v1.DialMessage\x1a\x1b.hutch.agent.v1.DialMessage(\x010\x01B1Z/github.com/hutch-dev/hutch/api/agent/v1;agentv1b\x06proto3"
 
 var (
 	file_api_agent_v1_agent_proto_rawDescOnce sync.Once
@@ -1990,7 +2059,7 @@ func file_api_agent_v1_agent_proto_rawDescGZIP() []byte {
 }
 
 var file_api_agent_v1_agent_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_api_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_api_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_api_agent_v1_agent_proto_goTypes = []any{
 	(Stream)(0),                // 0: hutch.agent.v1.Stream
 	(ProcessState)(0),          // 1: hutch.agent.v1.ProcessState
@@ -2021,6 +2090,7 @@ var file_api_agent_v1_agent_proto_goTypes = []any{
 	(*PsResponse)(nil),         // 26: hutch.agent.v1.PsResponse
 	(*WaitRequest)(nil),        // 27: hutch.agent.v1.WaitRequest
 	(*WaitResponse)(nil),       // 28: hutch.agent.v1.WaitResponse
+	(*DialMessage)(nil),        // 29: hutch.agent.v1.DialMessage
 }
 var file_api_agent_v1_agent_proto_depIdxs = []int32{
 	4,  // 0: hutch.agent.v1.StartRequest.exec:type_name -> hutch.agent.v1.ExecRequest
@@ -2045,18 +2115,20 @@ var file_api_agent_v1_agent_proto_depIdxs = []int32{
 	21, // 19: hutch.agent.v1.Agent.List:input_type -> hutch.agent.v1.ListRequest
 	27, // 20: hutch.agent.v1.Agent.Wait:input_type -> hutch.agent.v1.WaitRequest
 	24, // 21: hutch.agent.v1.Agent.Ps:input_type -> hutch.agent.v1.PsRequest
-	3,  // 22: hutch.agent.v1.Agent.Info:output_type -> hutch.agent.v1.InfoResponse
-	8,  // 23: hutch.agent.v1.Agent.Start:output_type -> hutch.agent.v1.ProcessEvent
-	8,  // 24: hutch.agent.v1.Agent.Attach:output_type -> hutch.agent.v1.ProcessEvent
-	14, // 25: hutch.agent.v1.Agent.WriteStdin:output_type -> hutch.agent.v1.WriteStdinResponse
-	16, // 26: hutch.agent.v1.Agent.CloseStdin:output_type -> hutch.agent.v1.CloseStdinResponse
-	18, // 27: hutch.agent.v1.Agent.Signal:output_type -> hutch.agent.v1.SignalResponse
-	20, // 28: hutch.agent.v1.Agent.Resize:output_type -> hutch.agent.v1.ResizeResponse
-	23, // 29: hutch.agent.v1.Agent.List:output_type -> hutch.agent.v1.ListResponse
-	28, // 30: hutch.agent.v1.Agent.Wait:output_type -> hutch.agent.v1.WaitResponse
-	26, // 31: hutch.agent.v1.Agent.Ps:output_type -> hutch.agent.v1.PsResponse
-	22, // [22:32] is the sub-list for method output_type
-	12, // [12:22] is the sub-list for method input_type
+	29, // 22: hutch.agent.v1.Agent.Dial:input_type -> hutch.agent.v1.DialMessage
+	3,  // 23: hutch.agent.v1.Agent.Info:output_type -> hutch.agent.v1.InfoResponse
+	8,  // 24: hutch.agent.v1.Agent.Start:output_type -> hutch.agent.v1.ProcessEvent
+	8,  // 25: hutch.agent.v1.Agent.Attach:output_type -> hutch.agent.v1.ProcessEvent
+	14, // 26: hutch.agent.v1.Agent.WriteStdin:output_type -> hutch.agent.v1.WriteStdinResponse
+	16, // 27: hutch.agent.v1.Agent.CloseStdin:output_type -> hutch.agent.v1.CloseStdinResponse
+	18, // 28: hutch.agent.v1.Agent.Signal:output_type -> hutch.agent.v1.SignalResponse
+	20, // 29: hutch.agent.v1.Agent.Resize:output_type -> hutch.agent.v1.ResizeResponse
+	23, // 30: hutch.agent.v1.Agent.List:output_type -> hutch.agent.v1.ListResponse
+	28, // 31: hutch.agent.v1.Agent.Wait:output_type -> hutch.agent.v1.WaitResponse
+	26, // 32: hutch.agent.v1.Agent.Ps:output_type -> hutch.agent.v1.PsResponse
+	29, // 33: hutch.agent.v1.Agent.Dial:output_type -> hutch.agent.v1.DialMessage
+	23, // [23:34] is the sub-list for method output_type
+	12, // [12:23] is the sub-list for method input_type
 	12, // [12:12] is the sub-list for extension type_name
 	12, // [12:12] is the sub-list for extension extendee
 	0,  // [0:12] is the sub-list for field type_name
@@ -2078,7 +2150,7 @@ func file_api_agent_v1_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_agent_v1_agent_proto_rawDesc), len(file_api_agent_v1_agent_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   27,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -32,6 +32,7 @@ const (
 	Agent_List_FullMethodName       = "/hutch.agent.v1.Agent/List"
 	Agent_Wait_FullMethodName       = "/hutch.agent.v1.Agent/Wait"
 	Agent_Ps_FullMethodName         = "/hutch.agent.v1.Agent/Ps"
+	Agent_Dial_FullMethodName       = "/hutch.agent.v1.Agent/Dial"
 )
 
 // AgentClient is the client API for Agent service.
@@ -64,6 +65,12 @@ type AgentClient interface {
 	// Ps describes every process of the sandbox but the agent, as its
 	// /proc shows them.
 	Ps(ctx context.Context, in *PsRequest, opts ...grpc.CallOption) (*PsResponse, error)
+	// Dial connects to a TCP port on the sandbox's own loopback and carries
+	// the connection's bytes both ways: the host's first message names the
+	// port, later ones carry data; the agent's first message says it
+	// connected (or the stream fails), later ones carry data. Either side
+	// ending its sending half ends that direction.
+	Dial(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[DialMessage, DialMessage], error)
 }
 
 type agentClient struct {
@@ -192,6 +199,19 @@ func (c *agentClient) Ps(ctx context.Context, in *PsRequest, opts ...grpc.CallOp
 	return out, nil
 }
 
+func (c *agentClient) Dial(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[DialMessage, DialMessage], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Agent_ServiceDesc.Streams[2], Agent_Dial_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[DialMessage, DialMessage]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Agent_DialClient = grpc.BidiStreamingClient[DialMessage, DialMessage]
+
 // AgentServer is the server API for Agent service.
 // All implementations must embed UnimplementedAgentServer
 // for forward compatibility.
@@ -222,6 +242,12 @@ type AgentServer interface {
 	// Ps describes every process of the sandbox but the agent, as its
 	// /proc shows them.
 	Ps(context.Context, *PsRequest) (*PsResponse, error)
+	// Dial connects to a TCP port on the sandbox's own loopback and carries
+	// the connection's bytes both ways: the host's first message names the
+	// port, later ones carry data; the agent's first message says it
+	// connected (or the stream fails), later ones carry data. Either side
+	// ending its sending half ends that direction.
+	Dial(grpc.BidiStreamingServer[DialMessage, DialMessage]) error
 	mustEmbedUnimplementedAgentServer()
 }
 
@@ -261,6 +287,9 @@ func (UnimplementedAgentServer) Wait(context.Context, *WaitRequest) (*WaitRespon
 }
 func (UnimplementedAgentServer) Ps(context.Context, *PsRequest) (*PsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Ps not implemented")
+}
+func (UnimplementedAgentServer) Dial(grpc.BidiStreamingServer[DialMessage, DialMessage]) error {
+	return status.Error(codes.Unimplemented, "method Dial not implemented")
 }
 func (UnimplementedAgentServer) mustEmbedUnimplementedAgentServer() {}
 func (UnimplementedAgentServer) testEmbeddedByValue()               {}
@@ -449,6 +478,13 @@ func _Agent_Ps_Handler(srv interface{}, ctx context.Context, dec func(interface{
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Agent_Dial_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(AgentServer).Dial(&grpc.GenericServerStream[DialMessage, DialMessage]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Agent_DialServer = grpc.BidiStreamingServer[DialMessage, DialMessage]
+
 // Agent_ServiceDesc is the grpc.ServiceDesc for Agent service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -499,6 +535,12 @@ var Agent_ServiceDesc = grpc.ServiceDesc{
 			StreamName:    "Attach",
 			Handler:       _Agent_Attach_Handler,
 			ServerStreams: true,
+		},
+		{
+			StreamName:    "Dial",
+			Handler:       _Agent_Dial_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
 		},
 	},
 	Metadata: "api/agent/v1/agent.proto",

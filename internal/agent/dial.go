@@ -1,0 +1,79 @@
+package agent
+
+import (
+	"errors"
+	"io"
+	"net"
+	"strconv"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
+)
+
+// dialChunk is the most bytes one Dial message carries.
+const dialChunk = 64 << 10
+
+// dialTimeout bounds connecting to the port.
+const dialTimeout = 10 * time.Second
+
+// Dial connects to a port on the sandbox's loopback and carries the
+// connection's bytes both ways until either side ends.
+func (s *Server) Dial(stream agentv1.Agent_DialServer) error {
+	first, err := stream.Recv()
+	if err != nil {
+		return err
+	}
+	port := first.GetPort()
+	if port == 0 || port > 65535 {
+		return status.Errorf(codes.InvalidArgument, "port %d is not a TCP port", port)
+	}
+	conn, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port))), dialTimeout)
+	if err != nil {
+		return status.Errorf(codes.Unavailable, "nothing answers on port %d inside the sandbox: %v", port, err)
+	}
+	defer conn.Close()
+	if err := stream.Send(&agentv1.DialMessage{Connected: true}); err != nil {
+		return err
+	}
+	// Host → port: until the host ends its half (or the call ends).
+	up := make(chan error, 1)
+	go func() {
+		for {
+			msg, err := stream.Recv()
+			if err != nil {
+				if errors.Is(err, io.EOF) {
+					if tc, ok := conn.(*net.TCPConn); ok {
+						_ = tc.CloseWrite()
+					}
+					err = nil
+				}
+				up <- err
+				return
+			}
+			if _, err := conn.Write(msg.GetData()); err != nil {
+				up <- err
+				return
+			}
+		}
+	}()
+	// Port → host: until the port ends its half.
+	buf := make([]byte, dialChunk)
+	for {
+		n, err := conn.Read(buf)
+		if n > 0 {
+			if serr := stream.Send(&agentv1.DialMessage{Data: buf[:n]}); serr != nil {
+				return serr
+			}
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				// The port is done sending; wait for the host's half.
+				return <-up
+			}
+			return status.Errorf(codes.Aborted, "reading port %d: %v", port, err)
+		}
+	}
+}

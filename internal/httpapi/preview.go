@@ -1,0 +1,217 @@
+package httpapi
+
+// Preview URLs: requests to a sandbox's exposed port, proxied through its
+// agent (Options.Ports). Three equivalent routes reach a port:
+//
+//	/v1/sandboxes/{id}/ports/{port}/…   the owner's token, like the API
+//	/p/{token}/…                        a public port's own token
+//	any path, with the headers Hutch-Sandbox-Id and Hutch-Sandbox-Port
+//	(and Hutch-Preview-Token for a public port instead of the owner's)
+//
+// The request reaches the server as it came, less the route's prefix and
+// hutch's own headers (the bearer token never leaves); its body and the
+// answer stream both ways, and a WebSocket upgrade is carried through.
+// The answer is served as an opaque origin (Content-Security-Policy:
+// sandbox), so a page a sandbox serves cannot call hutch's API with the
+// browser's standing, even though it comes from the API's own origin.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/functions"
+)
+
+// Ports reaches sandboxes' exposed ports: the sandbox manager.
+type Ports interface {
+	DialPort(ctx context.Context, id string, port int) (net.Conn, []string, error)
+	DialPublic(ctx context.Context, token string) (net.Conn, []string, error)
+}
+
+// previewCSP makes a previewed page an opaque origin: scripts run, but
+// cannot act as the API's origin.
+const previewCSP = "sandbox allow-scripts allow-forms allow-popups allow-modals allow-downloads"
+
+// previewMethods are the methods a preview route takes (HEAD with GET).
+var previewMethods = []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions}
+
+// previewRoutes are the preview routes, for New's table.
+func (s *server) previewRoutes() []route {
+	var out []route
+	for _, m := range previewMethods {
+		out = append(out,
+			route{m, "/v1/sandboxes/{id}/ports/{port}/{rest...}", s.preview, false},
+			route{m, "/p/{token}/{rest...}", s.servePublicPreview, true})
+	}
+	return out
+}
+
+// isPreview reports whether r goes to a sandbox's port: its body is
+// streamed, not read first.
+func isPreview(r *http.Request) bool {
+	return strings.HasPrefix(r.Pattern, r.Method+" /p/") || strings.Contains(r.Pattern, "/ports/{port}/")
+}
+
+// publicPreview reports whether r goes to a public port (by its path or
+// its preview token header).
+func publicPreview(r *http.Request) bool {
+	return strings.HasPrefix(r.URL.Path, "/p/") || (r.Header.Get(api.HeaderPreviewToken) != "" && r.Header.Get(api.HeaderSandboxPort) != "")
+}
+
+// headerRoute sends a request that names a sandbox's port in its headers
+// to the path route (or, with a preview token, the public one).
+func headerRoute(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, port := r.Header.Get(api.HeaderSandboxID), r.Header.Get(api.HeaderSandboxPort)
+		if id != "" && port != "" {
+			r = r.Clone(r.Context())
+			prefix := "/v1/sandboxes/" + url.PathEscape(id) + "/ports/" + url.PathEscape(port)
+			if token := r.Header.Get(api.HeaderPreviewToken); token != "" {
+				prefix = "/p/" + url.PathEscape(token)
+			}
+			r.URL.Path = prefix + r.URL.Path
+			r.URL.RawPath = ""
+			r.RequestURI = r.URL.RequestURI()
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// preview serves the path route.
+func (s *server) preview(r *http.Request, _ []byte) (any, error) {
+	if s.ports == nil {
+		return nil, transportError(http.StatusNotFound, "route_not_found", "this daemon serves no previews")
+	}
+	port, err := strconv.Atoi(r.PathValue("port"))
+	if err != nil || port < 1 || port > 65535 {
+		return nil, errdefs.Malformed("port %q is not a TCP port", clipText(r.PathValue("port")))
+	}
+	conn, cors, err := s.ports.DialPort(r.Context(), r.PathValue("id"), port)
+	if err != nil {
+		return nil, err
+	}
+	return &previewAnswer{r: r, conn: conn, cors: cors, rest: r.PathValue("rest"), timeout: s.writeTimeout}, nil
+}
+
+// servePublicPreview serves the public route.
+func (s *server) servePublicPreview(r *http.Request, _ []byte) (any, error) {
+	if s.ports == nil {
+		return nil, transportError(http.StatusNotFound, "route_not_found", "this daemon serves no previews")
+	}
+	conn, cors, err := s.ports.DialPublic(r.Context(), r.PathValue("token"))
+	if err != nil {
+		return nil, err
+	}
+	return &previewAnswer{r: r, conn: conn, cors: cors, rest: r.PathValue("rest"), timeout: s.writeTimeout}, nil
+}
+
+func clipText(s string) string {
+	if len(s) > 32 {
+		return s[:32] + "…"
+	}
+	return s
+}
+
+// previewAnswer proxies one request over its connection.
+type previewAnswer struct {
+	r       *http.Request
+	conn    net.Conn
+	cors    []string
+	rest    string
+	timeout time.Duration
+}
+
+func (p *previewAnswer) stream(w http.ResponseWriter, _ io.Writer) int {
+	origin := p.r.Header.Get("Origin")
+	allowed := origin != "" && (slices.Contains(p.cors, "*") || slices.Contains(p.cors, origin))
+	if allowed && p.r.Method == http.MethodOptions && p.r.Header.Get("Access-Control-Request-Method") != "" {
+		p.conn.Close()
+		h := w.Header()
+		h.Set("Access-Control-Allow-Origin", origin)
+		h.Set("Access-Control-Allow-Methods", strings.Join(previewMethods, ", "))
+		if req := p.r.Header.Get("Access-Control-Request-Headers"); req != "" {
+			h.Set("Access-Control-Allow-Headers", req)
+		}
+		h.Set("Vary", "Origin")
+		w.WriteHeader(http.StatusNoContent)
+		return http.StatusNoContent
+	}
+	used := false
+	transport := &http.Transport{
+		DialContext: func(context.Context, string, string) (net.Conn, error) {
+			if used {
+				return nil, errors.New("the preview's connection was used already")
+			}
+			used = true
+			return p.conn, nil
+		},
+		DisableKeepAlives:  true,
+		DisableCompression: true,
+	}
+	defer transport.CloseIdleConnections()
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.Out.URL.Scheme, pr.Out.URL.Host = "http", "sandbox"
+			pr.Out.URL.Path, pr.Out.URL.RawPath = "/"+p.rest, ""
+			pr.Out.Host = pr.In.Host
+			for _, h := range []string{"Authorization", api.HeaderSandboxID, api.HeaderSandboxPort, api.HeaderPreviewToken} {
+				pr.Out.Header.Del(h)
+			}
+		},
+		Transport:     transport,
+		FlushInterval: -1, // stream the answer as it comes
+		ModifyResponse: func(res *http.Response) error {
+			res.Header.Set("Content-Security-Policy", previewCSP)
+			if allowed {
+				res.Header.Set("Access-Control-Allow-Origin", origin)
+				res.Header.Add("Vary", "Origin")
+			}
+			return nil
+		},
+		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+			http.Error(w, "the sandbox's server did not answer: "+err.Error(), http.StatusBadGateway)
+		},
+	}
+	rw := &refreshingWriter{ResponseWriter: w, rc: http.NewResponseController(w), timeout: p.timeout}
+	_ = rw.rc.SetWriteDeadline(time.Time{})
+	sw := &statusWriter{ResponseWriter: rw}
+	rp.ServeHTTP(sw, p.r)
+	if !used {
+		p.conn.Close()
+	}
+	if sw.status == 0 {
+		return http.StatusOK
+	}
+	return sw.status
+}
+
+// portRoutes are the routes of the port functions.
+func (s *server) portRoutes() []route {
+	return []route{
+		{"POST", "/v1/sandboxes/{id}/ports", s.call(api.FnPortExpose, sandboxParam), false},
+		{"GET", "/v1/sandboxes/{id}/ports", s.call(api.FnPortList, sandboxParam), false},
+		{"DELETE", "/v1/sandboxes/{id}/ports/{port}", s.unexpose, false},
+	}
+}
+
+// unexpose is sandbox::port::unexpose of {port}.
+func (s *server) unexpose(r *http.Request, _ []byte) (any, error) {
+	port, err := strconv.Atoi(r.PathValue("port"))
+	if err != nil {
+		return nil, errdefs.Malformed("port %q is not a TCP port", clipText(r.PathValue("port")))
+	}
+	body, _ := json.Marshal(api.PortRequest{SandboxID: r.PathValue("id"), Port: port})
+	return s.dispatch(r, api.FnPortUnexpose, body, functions.Params{})
+}
