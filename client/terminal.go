@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -160,4 +161,31 @@ func (t *Terminal) ExitSignal() string {
 		return ""
 	}
 	return t.exit.Signal
+}
+
+// Forward opens a raw TCP connection to an exposed port of a sandbox
+// (GET /v1/sandboxes/{id}/forward/{port}, a WebSocket); it lives until it
+// is closed or ctx ends.
+func (c *Client) Forward(ctx context.Context, id string, port int) (net.Conn, error) {
+	p, err := sandboxPath(id)
+	if err != nil {
+		return nil, err
+	}
+	target := strings.Replace(c.base, "http", "ws", 1) + p + "/forward/" + strconv.Itoa(port)
+	h := http.Header{}
+	if c.auth != "" {
+		h.Set("Authorization", c.auth)
+	}
+	conn, resp, err := websocket.Dial(ctx, target, &websocket.DialOptions{HTTPHeader: h, HTTPClient: c.httpc})
+	if err != nil {
+		if resp != nil && resp.StatusCode/100 != 2 && resp.StatusCode != http.StatusSwitchingProtocols {
+			return nil, decodeError(resp)
+		}
+		if ctx.Err() == nil && isDialError(err) {
+			return nil, &unreachableError{url: c.base, err: err}
+		}
+		return nil, fmt.Errorf("forwarding port %d of %s: %w", port, id, err)
+	}
+	conn.SetReadLimit(1 << 20)
+	return websocket.NetConn(ctx, conn, websocket.MessageBinary), nil
 }

@@ -4,8 +4,14 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -119,4 +125,63 @@ func mustRequest(t *testing.T, method, url string, body io.Reader) *http.Request
 		t.Fatal(err)
 	}
 	return req
+}
+
+// TestPortForward: hutch port-forward carries a 100 MiB TCP stream from a
+// server in a sandbox without a network, intact.
+func TestPortForward(t *testing.T) {
+	d := startDaemon(t, baseConfig(""))
+	ctx := context.Background()
+	id := d.create(api.CreateRequest{Image: "python"})
+	// Sends 100 MiB of a seeded stream, then its SHA-256 as the last 64
+	// hex characters, to each client.
+	server := `import hashlib, random, socket
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(('127.0.0.1', 9000)); s.listen()
+while True:
+    c, _ = s.accept()
+    r, h = random.Random(7), hashlib.sha256()
+    for _ in range(100):
+        b = r.randbytes(1 << 20)
+        h.update(b)
+        c.sendall(b)
+    c.sendall(h.hexdigest().encode())
+    c.close()`
+	if _, err := d.c.StartProcess(ctx, api.ProcessStartRequest{SandboxID: id, Argv: []string{"python3", "-c", server}}); err != nil {
+		t.Fatal(err)
+	}
+	hutch, _ := binaries(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	cmd := exec.Command(hutch, "port-forward", id, fmt.Sprintf("%d:9000", local))
+	cmd.Env = append(os.Environ(), "HUTCH_URL="+d.url)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	var got []byte
+	if !eventually(60*time.Second, func() bool {
+		conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", local))
+		if err != nil {
+			return false
+		}
+		defer conn.Close()
+		got, err = io.ReadAll(conn)
+		return err == nil && len(got) == 100<<20+64
+	}) {
+		t.Fatalf("read %d bytes through port-forward", len(got))
+	}
+	sum := sha256.Sum256(got[:100<<20])
+	if hex.EncodeToString(sum[:]) != string(got[100<<20:]) {
+		t.Fatal("the stream arrived altered")
+	}
+	list, err := d.c.ListPorts(ctx, id)
+	if err != nil || len(list.Ports) != 1 || list.Ports[0].Port != 9000 {
+		t.Errorf("ports after port-forward: %+v %v", list, err)
+	}
 }

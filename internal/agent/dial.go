@@ -20,7 +20,8 @@ const dialChunk = 64 << 10
 const dialTimeout = 10 * time.Second
 
 // Dial connects to a port on the sandbox's loopback and carries the
-// connection's bytes both ways until either side ends.
+// connection's bytes both ways: the host ending its half shuts the
+// connection's write side; the port ending its half ends the call.
 func (s *Server) Dial(stream agentv1.Agent_DialServer) error {
 	first, err := stream.Recv()
 	if err != nil {
@@ -70,8 +71,10 @@ func (s *Server) Dial(stream agentv1.Agent_DialServer) error {
 		}
 		if err != nil {
 			if errors.Is(err, io.EOF) {
-				// The port is done sending; wait for the host's half.
-				return <-up
+				// The port is done sending: the connection ends (a
+				// stream cannot end one half alone), and the host reads
+				// EOF.
+				return nil
 			}
 			return status.Errorf(codes.Aborted, "reading port %d: %v", port, err)
 		}

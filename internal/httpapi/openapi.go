@@ -126,6 +126,7 @@ var routeDocs = map[string]routeDoc{
 	"POST /v1/sandboxes/{id}/ports":                  {fn: api.FnPortExpose, body: true},
 	"GET /v1/sandboxes/{id}/ports":                   {fn: api.FnPortList},
 	"DELETE /v1/sandboxes/{id}/ports/{port}":         {fn: api.FnPortUnexpose},
+	"GET /v1/sandboxes/{id}/forward/{port}":          {summary: "A raw TCP connection to the exposed port, over a WebSocket (binary frames): hutch port-forward", raw: "application/octet-stream"},
 }
 
 func init() {

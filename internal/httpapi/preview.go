@@ -29,6 +29,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/functions"
@@ -203,6 +205,7 @@ func (s *server) portRoutes() []route {
 		{"POST", "/v1/sandboxes/{id}/ports", s.call(api.FnPortExpose, sandboxParam), false},
 		{"GET", "/v1/sandboxes/{id}/ports", s.call(api.FnPortList, sandboxParam), false},
 		{"DELETE", "/v1/sandboxes/{id}/ports/{port}", s.unexpose, false},
+		{"GET", "/v1/sandboxes/{id}/forward/{port}", s.forward, false},
 	}
 }
 
@@ -214,4 +217,56 @@ func (s *server) unexpose(r *http.Request, _ []byte) (any, error) {
 	}
 	body, _ := json.Marshal(api.PortRequest{SandboxID: r.PathValue("id"), Port: port})
 	return s.dispatch(r, api.FnPortUnexpose, body, functions.Params{})
+}
+
+// forward is GET /v1/sandboxes/{id}/forward/{port}: a WebSocket whose
+// binary frames carry a raw TCP connection to the exposed port (hutch
+// port-forward), for any protocol.
+func (s *server) forward(r *http.Request, _ []byte) (any, error) {
+	if s.ports == nil {
+		return nil, transportError(http.StatusNotFound, "route_not_found", "this daemon serves no ports")
+	}
+	if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+		return nil, transportError(http.StatusUpgradeRequired, "websocket_required", "GET /v1/sandboxes/{id}/forward/{port} is a WebSocket: send Upgrade: websocket")
+	}
+	port, err := strconv.Atoi(r.PathValue("port"))
+	if err != nil || port < 1 || port > 65535 {
+		return nil, errdefs.Malformed("port %q is not a TCP port", clipText(r.PathValue("port")))
+	}
+	conn, _, err := s.ports.DialPort(r.Context(), r.PathValue("id"), port)
+	if err != nil {
+		return nil, err
+	}
+	return &forwardSession{s: s, r: r, conn: conn}, nil
+}
+
+// forwardSession pipes one WebSocket and one connection.
+type forwardSession struct {
+	s    *server
+	r    *http.Request
+	conn net.Conn
+}
+
+func (f *forwardSession) stream(w http.ResponseWriter, _ io.Writer) int {
+	defer f.conn.Close()
+	f.s.computing(w)                                                                        // the connection's bytes have no deadline of their own
+	ws, err := websocket.Accept(w, f.r, &websocket.AcceptOptions{InsecureSkipVerify: true}) // the guard checked the origin
+	if err != nil {
+		return http.StatusBadRequest
+	}
+	defer ws.CloseNow()
+	ctx, cancel := context.WithCancel(f.r.Context())
+	defer cancel()
+	nc := websocket.NetConn(ctx, ws, websocket.MessageBinary)
+	go func() {
+		_, _ = io.Copy(f.conn, nc)
+		if cw, ok := f.conn.(interface{ CloseWrite() error }); ok {
+			_ = cw.CloseWrite()
+		}
+	}()
+	// The connection ends when the port's side does; the client's end
+	// only shuts the port's input.
+	_, _ = io.Copy(nc, f.conn)
+	ws.Close(websocket.StatusNormalClosure, "")
+	return http.StatusSwitchingProtocols
 }

@@ -68,8 +68,9 @@ type AgentClient interface {
 	// Dial connects to a TCP port on the sandbox's own loopback and carries
 	// the connection's bytes both ways: the host's first message names the
 	// port, later ones carry data; the agent's first message says it
-	// connected (or the stream fails), later ones carry data. Either side
-	// ending its sending half ends that direction.
+	// connected (or the stream fails), later ones carry data. The host
+	// ending its sending half shuts the connection's write side; the port
+	// closing its side ends the call.
 	Dial(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[DialMessage, DialMessage], error)
 }
 
@@ -245,8 +246,9 @@ type AgentServer interface {
 	// Dial connects to a TCP port on the sandbox's own loopback and carries
 	// the connection's bytes both ways: the host's first message names the
 	// port, later ones carry data; the agent's first message says it
-	// connected (or the stream fails), later ones carry data. Either side
-	// ending its sending half ends that direction.
+	// connected (or the stream fails), later ones carry data. The host
+	// ending its sending half shuts the connection's write side; the port
+	// closing its side ends the call.
 	Dial(grpc.BidiStreamingServer[DialMessage, DialMessage]) error
 	mustEmbedUnimplementedAgentServer()
 }
