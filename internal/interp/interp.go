@@ -4,8 +4,10 @@
 // and the host's side of their protocol: how a cell is written to a
 // kernel's stdin, and how its result is found in the kernel's stdout.
 //
-// A kernel answers each cell with a line "\x1e" NONCE " " JSON "\n" written
-// after the cell's own output; NONCE is random per context and given to
+// A kernel answers each cell with a line "\x1e" NONCE " " ID "\n" on stderr
+// (the end of the cell's stderr: the two streams arrive apart) and then a
+// line "\x1e" NONCE " " JSON "\n" on stdout, both after the cell's own
+// output; NONCE is random per context and given to
 // the kernel in its environment (HUTCH_INTERP_NONCE), which the kernel
 // drops before any cell runs. Everything a kernel writes is the sandbox's:
 // the splitter bounds what it holds, and a result that does not decode is

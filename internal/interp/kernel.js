@@ -1,8 +1,8 @@
 // hutch's JavaScript kernel: runs cells sent on stdin, one JSON object a
 // line ({"id", "code"}), in one REPL context that outlives them (top-level
 // await, require and import of installed modules), and answers each with
-// a result line on stdout: "\x1e" NONCE " " JSON "\n", written after the
-// cell's own output. SIGINT interrupts a running cell: a synchronous one
+// a line "\x1e" NONCE " " ID "\n" on stderr, then a result line on stdout:
+// "\x1e" NONCE " " JSON "\n", both after the cell's own output. SIGINT interrupts a running cell: a synchronous one
 // through vm's breakOnSigint, an awaiting one by abandoning its promise.
 // A cell with a top-level await runs through the REPL's own evaluation,
 // which rewrites it; any other runs as a script in the REPL's context.
@@ -92,6 +92,7 @@ async function next () {
     msg.status = 'ok'
     if (value !== undefined) msg.data = { 'text/plain': util.inspect(value) }
   }
+  fs.writeSync(2, mark + msg.id + '\n') // stderr's end, then the result
   fs.writeSync(1, mark + JSON.stringify(msg) + '\n')
   busy = false
   next()

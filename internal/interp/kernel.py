@@ -1,7 +1,7 @@
 # hutch's Python kernel: runs cells sent on stdin, one JSON object a line
 # ({"id", "code"}), in one namespace that outlives them, and answers each
-# with a result line on stdout: "\x1e" NONCE " " JSON "\n", written after
-# the cell's own output. The cell's stdin is /dev/null. SIGINT interrupts a
+# with a line "\x1e" NONCE " " ID "\n" on stderr, then a result line on
+# stdout: "\x1e" NONCE " " JSON "\n", both after the cell's own output. The cell's stdin is /dev/null. SIGINT interrupts a
 # running cell (KeyboardInterrupt) and is ignored between cells.
 import ast, base64, io, json, os, signal, sys, traceback
 
@@ -70,6 +70,8 @@ def reply(msg):
     except Exception as e:
         line = json.dumps({"id": msg["id"], "execution_count": msg["execution_count"], "status": "error",
                            "error": {"name": type(e).__name__, "value": "the result could not be encoded: " + str(e), "traceback": []}})
+    # stderr's end first (after the cell's own stderr), then the result.
+    os.write(2, MARK + str(msg["id"]).encode() + b"\n")
     os.write(1, MARK + line.encode() + b"\n")
 
 while True:

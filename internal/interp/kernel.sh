@@ -1,7 +1,8 @@
 # hutch's bash kernel: runs cells sent on its stdin, one a line ("ID
 # BASE64-OF-CODE"), in this one shell, so cd, variables and functions
-# outlive them, and answers each with a result line on stdout: "\x1e"
-# NONCE " " JSON "\n", written after the cell's own output. Cells read
+# outlive them, and answers each with a line "\x1e" NONCE " " ID "\n" on
+# stderr, then a result line on stdout: "\x1e" NONCE " " JSON "\n", both
+# after the cell's own output. Cells read
 # /dev/null. SIGINT interrupts a running cell.
 exec 3<&0 0</dev/null
 __hutch_mark=$HUTCH_INTERP_NONCE
@@ -18,5 +19,6 @@ while IFS=' ' read -r __hutch_id __hutch_code <&3; do
 	__hutch_status=$?
 	trap : INT
 	if [ "$__hutch_status" = 0 ]; then __hutch_state=ok; else __hutch_state=error; fi
+	printf '\036%s %s\n' "$__hutch_mark" "$__hutch_id" >&2
 	printf '\036%s {"id":%s,"execution_count":%d,"status":"%s","exit_code":%d}\n' "$__hutch_mark" "$__hutch_id" "$__hutch_count" "$__hutch_state" "$__hutch_status"
 done

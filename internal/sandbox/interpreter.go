@@ -380,7 +380,7 @@ func (m *Manager) RunCode(ctx context.Context, req api.RunCodeRequest, emit emit
 	}
 
 	cell := &cellRun{m: m, sb: sb, c: c, id: id, pid: pid, emit: emit, events: events, got: make(chan recvd, 1),
-		split: interp.NewSplitter(c.nonce, maxResultBytes),
+		split: interp.NewSplitter(c.nonce, maxResultBytes), errSplit: interp.NewSplitter(c.nonce, 64),
 		timer: time.NewTimer(time.Duration(m.execTimeout(req.TimeoutMs)) * time.Millisecond)}
 	res, err := cell.read(ctx)
 	if cell.detached && err != nil && !cell.ended {
@@ -459,14 +459,19 @@ func (m *Manager) markDead(c *interpContext, why string) error {
 
 // cellRun reads one cell's output and result.
 type cellRun struct {
-	m      *Manager
-	sb     *sandbox
-	c      *interpContext
-	id     uint64
-	pid    int
-	emit   emitFunc
-	split  *interp.Splitter
-	events interface {
+	m     *Manager
+	sb    *sandbox
+	c     *interpContext
+	id    uint64
+	pid   int
+	emit  emitFunc
+	split *interp.Splitter
+	// errSplit finds the end of the cell's stderr; outDone and errDone
+	// say each stream reached its end, res is the result once read.
+	errSplit         *interp.Splitter
+	outDone, errDone bool
+	res              api.CellResult
+	events           interface {
 		Recv() (*agentv1.ProcessEvent, error)
 	}
 	// got takes the event of the Recv in flight (receiving says one is).
@@ -560,13 +565,14 @@ func (r *cellRun) take(ev *agentv1.ProcessEvent) (api.CellResult, bool, error) {
 	r.sb.touch()
 	data := o.GetData()
 	if streamIndex(o.GetStream()) == 1 {
-		r.setOffset(1, o.GetOffset()+int64(len(data)))
-		return api.CellResult{}, false, r.out(api.EventStderr, o.GetOffset(), o.GetDropped(), data)
+		return r.takeStderr(o.GetOffset(), o.GetDropped(), data)
+	}
+	if r.outDone {
+		return r.res, r.errDone, nil // the next cell's, or a stray thread's: left unread
 	}
 	output, line, err := r.split.Write(data)
 	if err != nil {
-		_ = r.m.killKernel(context.Background(), r.sb, r.c)
-		return api.CellResult{}, true, r.m.markDead(r.c, err.Error())
+		return api.CellResult{}, true, r.broken(err.Error())
 	}
 	if err := r.out(api.EventStdout, o.GetOffset(), o.GetDropped(), output); err != nil {
 		return api.CellResult{}, true, err
@@ -577,22 +583,53 @@ func (r *cellRun) take(ev *agentv1.ProcessEvent) (api.CellResult, bool, error) {
 	r.setOffset(0, o.GetOffset()+int64(len(data)-r.split.Rest()))
 	kr, err := interp.ParseResult(line)
 	if err != nil || kr.ID != r.id {
-		_ = r.m.killKernel(context.Background(), r.sb, r.c)
 		why := "its result was not the cell's"
 		if err != nil {
 			why = err.Error()
 		}
-		return api.CellResult{}, true, r.m.markDead(r.c, why)
+		return api.CellResult{}, true, r.broken(why)
 	}
 	r.c.mu.Lock()
 	r.c.count = kr.ExecutionCount
 	r.c.mu.Unlock()
-	res := api.CellResult{ExecutionCount: kr.ExecutionCount, Status: kr.Status, Data: kr.Data, Display: kr.Display,
+	r.res = api.CellResult{ExecutionCount: kr.ExecutionCount, Status: kr.Status, Data: kr.Data, Display: kr.Display,
 		ExitCode: kr.ExitCode, TimedOut: r.timedOut}
 	if kr.Error != nil {
-		res.Error = &api.CellError{Name: kr.Error.Name, Value: kr.Error.Value, Traceback: kr.Error.Traceback}
+		r.res.Error = &api.CellError{Name: kr.Error.Name, Value: kr.Error.Value, Traceback: kr.Error.Traceback}
 	}
-	return res, true, nil
+	r.outDone = true
+	return r.res, r.errDone, nil
+}
+
+// takeStderr handles a piece of stderr: the cell's, until the kernel's
+// end mark (written before the result, but the streams arrive apart).
+func (r *cellRun) takeStderr(offset, dropped int64, data []byte) (api.CellResult, bool, error) {
+	if r.errDone {
+		return r.res, r.outDone, nil
+	}
+	output, line, err := r.errSplit.Write(data)
+	if err != nil {
+		return api.CellResult{}, true, r.broken(err.Error())
+	}
+	if err := r.out(api.EventStderr, offset, dropped, output); err != nil {
+		return api.CellResult{}, true, err
+	}
+	if line == nil {
+		return api.CellResult{}, false, nil
+	}
+	if string(line) != strconv.FormatUint(r.id, 10) {
+		return api.CellResult{}, true, r.broken("its stderr's end was not the cell's")
+	}
+	r.setOffset(1, offset+int64(len(data)-r.errSplit.Rest()))
+	r.errDone = true
+	return r.res, r.outDone, nil
+}
+
+// broken kills a kernel that broke the protocol and reports its context
+// dead.
+func (r *cellRun) broken(why string) error {
+	_ = r.m.killKernel(context.Background(), r.sb, r.c)
+	return r.m.markDead(r.c, why)
 }
 
 // out emits a piece of the cell's output, unless the caller went away.
