@@ -2,6 +2,8 @@ package integration
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"strings"
@@ -76,6 +78,25 @@ func TestMCPOverHTTP(t *testing.T) {
 	callTool(t, cs, "file_write", map[string]any{"path": "/tmp/notes/a.txt", "content": "hello mcp"}, nil)
 	if _, out := callTool(t, cs, "file_read", map[string]any{"path": "/tmp/notes/a.txt"}, nil); out != "hello mcp" {
 		t.Fatalf("file_read: %q", out)
+	}
+	// A server started in the background, exposed: its URL answers.
+	callTool(t, cs, "run_command", map[string]any{"command": "cd /tmp && python3 -m http.server 8000 --bind 127.0.0.1", "background": true}, nil)
+	res, url := callTool(t, cs, "expose_port", map[string]any{"port": 8000}, nil)
+	if res.IsError || !strings.HasPrefix(url, d.url+"/v1/sandboxes/") {
+		t.Fatalf("expose_port: %q", url)
+	}
+	var page string
+	if !eventually(30*time.Second, func() bool {
+		resp, err := http.Get(url + "notes/a.txt")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		page = string(b)
+		return resp.StatusCode == 200
+	}) || page != "hello mcp" {
+		t.Fatalf("the preview URL answered %q", page)
 	}
 	res, out = callTool(t, cs, "file_read", map[string]any{"path": "/nope/missing"}, nil)
 	if !res.IsError || !strings.Contains(out, "S211") {

@@ -26,7 +26,7 @@ func (a *app) mcpCmd() *cobra.Command {
 				return err
 			}
 		}
-		srv, stop := mcpserver.New(mcpserver.Client{C: c}, mcpserver.Options{Version: Version, DefaultImage: image})
+		srv, stop := mcpserver.New(mcpserver.Client{C: c}, mcpserver.Options{Version: Version, DefaultImage: image, BaseURL: c.URL()})
 		defer stop()
 		err := srv.Run(cmd.Context(), &mcp.IOTransport{Reader: io.NopCloser(a.stdin), Writer: nopWriteCloser{a.stdout}})
 		if cmd.Context().Err() != nil {

@@ -32,7 +32,9 @@ func HTTPHandler(t *functions.Table, opts Options) http.Handler {
 		if r.Header.Get(sessionHeader) != "" {
 			return probe
 		}
-		srv, _ := newServer(Table{T: t, Owner: auth.OwnerFrom(r.Context())}, opts, true)
+		o := opts
+		o.BaseURL = "http://" + r.Host
+		srv, _ := newServer(Table{T: t, Owner: auth.OwnerFrom(r.Context())}, o, true)
 		return srv
 	}, &mcp.StreamableHTTPOptions{SessionTimeout: SessionTimeout, Logger: opts.Logger})
 	return h

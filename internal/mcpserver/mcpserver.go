@@ -40,7 +40,10 @@ type Options struct {
 	// DefaultImage is the image of a session's default sandbox (python
 	// when empty).
 	DefaultImage string
-	Logger       *slog.Logger
+	// BaseURL is the daemon's URL as the agent's user reaches it, which
+	// preview URLs begin with.
+	BaseURL string
+	Logger  *slog.Logger
 }
 
 // Instructions tell the agent how to use the tools.

@@ -76,6 +76,12 @@ type editIn struct {
 	First   bool   `json:"first_only,omitempty" jsonschema:"replace only the first match of each line"`
 }
 
+type exposeIn struct {
+	sandboxArg
+	Port   int  `json:"port" jsonschema:"the port a server listens on inside the sandbox (127.0.0.1 or 0.0.0.0)"`
+	Public bool `json:"public,omitempty" jsonschema:"reachable without the owner's token, through a URL with a token of its own"`
+}
+
 type forkIn struct {
 	sandboxArg
 	Count int `json:"count,omitempty" jsonschema:"how many copies (default 1)"`
@@ -207,6 +213,19 @@ func (s *session) register(srv *mcp.Server) {
 			var out api.FsSedResponse
 			return nil, out, toolError(s.b.Call(ctx, "sandbox::fs::sed", api.FsSedRequest{SandboxID: id, Files: []string{in.Path}, Pattern: in.Find,
 				Replacement: in.Replace, Regex: &in.Regex, FirstOnly: in.First}, &out))
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "expose_port", Description: "Make a server listening in the sandbox reachable: returns its preview URL (open it in a browser, or fetch it). Start the server first with run_command background: true.", Annotations: changes},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in exposeIn) (*mcp.CallToolResult, api.PortInfo, error) {
+			id, err := s.sandbox(ctx, in.SandboxID)
+			if err != nil {
+				return nil, api.PortInfo{}, toolError(err)
+			}
+			var out api.PortInfo
+			if err := s.b.Call(ctx, api.FnPortExpose, api.PortExposeRequest{SandboxID: id, Port: in.Port, Public: in.Public}, &out); err != nil {
+				return nil, out, toolError(err)
+			}
+			out.URL = s.opts.BaseURL + out.URL
+			return &mcp.CallToolResult{Content: []mcp.Content{text("%s", out.URL)}}, out, nil
 		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "sandbox_snapshot", Description: "Snapshot a running sandbox (memory, processes and files); create a sandbox from it with sandbox_fork-like copies later.", Annotations: changes},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in sandboxArg) (*mcp.CallToolResult, api.SnapshotInfo, error) {

@@ -149,6 +149,7 @@ class Sandbox:
         self.files = Files(self)
         self.processes = Processes(self)
         self.code = Code(self)
+        self.ports = Ports(self)
 
     def __enter__(self) -> "Sandbox":
         return self
@@ -323,6 +324,29 @@ class Processes:
 
     def wait(self, pid: int, timeout_ms: int = 0) -> Dict[str, Any]:
         return self._sb.client.request("POST", self._p(pid, "/wait"), {"timeout_ms": timeout_ms})
+
+
+class Ports:
+    """A sandbox's exposed ports and their preview URLs."""
+
+    def __init__(self, sandbox: Sandbox):
+        self._sb = sandbox
+
+    def expose(self, port: int, public: bool = False, expires_in_secs: int = 0, cors: Optional[List[str]] = None) -> str:
+        """Make a port reachable; its preview URL."""
+        body: Dict[str, Any] = {"port": port, "public": public}
+        if expires_in_secs:
+            body["expires_in_secs"] = expires_in_secs
+        if cors:
+            body["cors"] = cors
+        info = self._sb.client.request("POST", self._sb._path("/ports"), body)
+        return self._sb.client.url + info["url"]
+
+    def list(self) -> List[Dict[str, Any]]:
+        return self._sb.client.request("GET", self._sb._path("/ports"))["ports"]
+
+    def unexpose(self, port: int) -> None:
+        self._sb.client.request("DELETE", self._sb._path(f"/ports/{int(port)}"))
 
 
 class Code:

@@ -62,6 +62,23 @@ class SandboxTest(unittest.TestCase):
         res = self.sb.code.run("1/0")
         self.assertEqual(res["error"]["name"], "ZeroDivisionError")
 
+    def test_ports(self):
+        pid = self.sb.processes.start("python3", "-m", "http.server", "8000", "--bind", "127.0.0.1", "--directory", "/etc")
+        url = self.sb.ports.expose(8000)
+        import time, urllib.request
+        for _ in range(100):
+            try:
+                with urllib.request.urlopen(url + "hostname") as resp:
+                    self.assertEqual(resp.status, 200)
+                    break
+            except OSError:
+                time.sleep(0.1)
+        else:
+            self.fail("the preview URL did not answer")
+        self.assertEqual([p["port"] for p in self.sb.ports.list()], [8000])
+        self.sb.ports.unexpose(8000)
+        self.sb.processes.kill(pid)
+
     def test_errors_carry_the_s_code(self):
         with self.assertRaises(HutchError) as e:
             self.hutch.connect("00000000-0000-0000-0000-000000000000")

@@ -126,6 +126,7 @@ export class Sandbox {
   files: Files
   processes: Processes
   code: Code
+  ports: Ports
   static create (image?: string, options?: CreateOptions, client?: Hutch): Promise<Sandbox>
   static connect (id: string, client?: Hutch): Promise<Sandbox>
   static list (client?: Hutch): Promise<SandboxInfo[]>
@@ -190,6 +191,13 @@ export class Processes {
   signal (pid: number, signal?: string): Promise<unknown>
   kill (pid: number): Promise<unknown>
   wait (pid: number, timeoutMs?: number): Promise<Record<string, any>>
+}
+
+export class Ports {
+  /** Make a port reachable; resolves to its preview URL. */
+  expose (port: number, options?: { public?: boolean, expiresInSecs?: number, cors?: string[] }): Promise<string>
+  list (): Promise<Array<{ port: number, url: string, public: boolean, expires_at?: string }>>
+  unexpose (port: number): Promise<unknown>
 }
 
 export class Code {

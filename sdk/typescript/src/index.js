@@ -131,6 +131,7 @@ export class Sandbox {
     this.files = new Files(this)
     this.processes = new Processes(this)
     this.code = new Code(this)
+    this.ports = new Ports(this)
   }
 
   /** The sandbox's REST path. */
@@ -266,6 +267,22 @@ class Processes {
   signal (pid, signal = 'TERM') { return this.sb.client.request('POST', this.p(pid, '/signal'), { signal }) }
   kill (pid) { return this.sb.client.request('DELETE', this.p(pid)) }
   wait (pid, timeoutMs = 0) { return this.sb.client.request('POST', this.p(pid, '/wait'), { timeout_ms: timeoutMs }) }
+}
+
+class Ports {
+  constructor (sb) { this.sb = sb }
+
+  /** Make a port reachable; its preview URL. */
+  async expose (port, { public: isPublic = false, expiresInSecs, cors } = {}) {
+    const body = { port, public: isPublic }
+    if (expiresInSecs) body.expires_in_secs = expiresInSecs
+    if (cors) body.cors = cors
+    const info = await this.sb.client.request('POST', this.sb.path('/ports'), body)
+    return this.sb.client.url + info.url
+  }
+
+  async list () { return (await this.sb.client.request('GET', this.sb.path('/ports'))).ports }
+  unexpose (port) { return this.sb.client.request('DELETE', this.sb.path(`/ports/${Number(port)}`)) }
 }
 
 class Code {

@@ -45,6 +45,21 @@ describe('@hutch/sdk', () => {
     assert.equal((await sb.processes.get(pid)).exit_code, 0)
   })
 
+  test('a port exposed answers at its preview URL', async () => {
+    const pid = await sb.processes.start(['python3', '-m', 'http.server', '8001', '--bind', '127.0.0.1', '--directory', '/etc'])
+    const url = await sb.ports.expose(8001)
+    let res
+    for (let i = 0; i < 100; i++) {
+      res = await fetch(url + 'hostname').catch(() => undefined)
+      if (res?.ok) break
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    assert.equal(res?.status, 200)
+    assert.deepEqual((await sb.ports.list()).map((p) => p.port), [8001])
+    await sb.ports.unexpose(8001)
+    await sb.processes.kill(pid)
+  })
+
   test('the interpreter keeps its state', async () => {
     await sb.code.run('x = 41')
     const printed = []
