@@ -73,20 +73,9 @@ func (c *Client) Terminal(ctx context.Context, id string, o TerminalOptions) (*T
 	if o.Cwd != "" {
 		q.Set("cwd", o.Cwd)
 	}
-	target := strings.Replace(c.base, "http", "ws", 1) + p + "/pty?" + q.Encode()
-	h := http.Header{}
-	if c.auth != "" {
-		h.Set("Authorization", c.auth)
-	}
-	conn, resp, err := websocket.Dial(ctx, target, &websocket.DialOptions{HTTPHeader: h, HTTPClient: c.httpc})
+	conn, err := c.dialWebSocket(ctx, p+"/pty?"+q.Encode(), "opening a terminal in "+id)
 	if err != nil {
-		if resp != nil && resp.StatusCode/100 != 2 && resp.StatusCode != http.StatusSwitchingProtocols {
-			return nil, decodeError(resp)
-		}
-		if ctx.Err() == nil && isDialError(err) {
-			return nil, &unreachableError{url: c.base, err: err}
-		}
-		return nil, fmt.Errorf("opening a terminal in %s: %w", id, err)
+		return nil, err
 	}
 	conn.SetReadLimit(maxTerminalFrame)
 	return &Terminal{conn: conn, ctx: ctx}, nil
@@ -171,12 +160,22 @@ func (c *Client) Forward(ctx context.Context, id string, port int) (net.Conn, er
 	if err != nil {
 		return nil, err
 	}
-	target := strings.Replace(c.base, "http", "ws", 1) + p + "/forward/" + strconv.Itoa(port)
+	conn, err := c.dialWebSocket(ctx, p+"/forward/"+strconv.Itoa(port), fmt.Sprintf("forwarding port %d of %s", port, id))
+	if err != nil {
+		return nil, err
+	}
+	conn.SetReadLimit(1 << 20)
+	return websocket.NetConn(ctx, conn, websocket.MessageBinary), nil
+}
+
+// dialWebSocket opens the WebSocket of path with the client's token; what
+// says what for an error.
+func (c *Client) dialWebSocket(ctx context.Context, path, what string) (*websocket.Conn, error) {
 	h := http.Header{}
 	if c.auth != "" {
 		h.Set("Authorization", c.auth)
 	}
-	conn, resp, err := websocket.Dial(ctx, target, &websocket.DialOptions{HTTPHeader: h, HTTPClient: c.httpc})
+	conn, resp, err := websocket.Dial(ctx, strings.Replace(c.base, "http", "ws", 1)+path, &websocket.DialOptions{HTTPHeader: h, HTTPClient: c.httpc})
 	if err != nil {
 		if resp != nil && resp.StatusCode/100 != 2 && resp.StatusCode != http.StatusSwitchingProtocols {
 			return nil, decodeError(resp)
@@ -184,8 +183,7 @@ func (c *Client) Forward(ctx context.Context, id string, port int) (net.Conn, er
 		if ctx.Err() == nil && isDialError(err) {
 			return nil, &unreachableError{url: c.base, err: err}
 		}
-		return nil, fmt.Errorf("forwarding port %d of %s: %w", port, id, err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	conn.SetReadLimit(1 << 20)
-	return websocket.NetConn(ctx, conn, websocket.MessageBinary), nil
+	return conn, nil
 }
