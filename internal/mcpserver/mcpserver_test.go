@@ -37,6 +37,9 @@ func (f *fake) Call(_ context.Context, id string, req, out any) error {
 		}
 		body := "hello"
 		return recode(api.FsReadResponse{Body: &body}, out)
+	case "hutch::exec":
+		code := 0
+		return recode(api.ExecResponse{ExitCode: &code}, out)
 	}
 	return recode(struct{}{}, out)
 }
@@ -138,6 +141,21 @@ func TestToolsAndDefaultSandbox(t *testing.T) {
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "file_read", Arguments: map[string]any{"path": "/missing"}})
 	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "S211") || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "fix: list the directory first") {
 		t.Fatalf("an error: %+v %v", res, err)
+	}
+	// A URL is fetched inside the sandbox, an argument of the script,
+	// never code; another scheme is refused.
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "file_upload_url", Arguments: map[string]any{"url": "https://example.com/a b';x", "path": "/tmp/a"}})
+	if err != nil || res.IsError {
+		t.Fatalf("file_upload_url: %+v %v", res, err)
+	}
+	f.mu.Lock()
+	last := f.calls[len(f.calls)-1]
+	f.mu.Unlock()
+	if !strings.Contains(last, `"sh","https://example.com/a b';x","/tmp/a"]`) {
+		t.Errorf("the fetch: %s", last)
+	}
+	if res, _ := cs.CallTool(ctx, &mcp.CallToolParams{Name: "file_upload_url", Arguments: map[string]any{"url": "file:///etc/passwd", "path": "/tmp/a"}}); !res.IsError {
+		t.Error("a file: URL was fetched")
 	}
 	end()
 	f.mu.Lock()

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"sort"
 	"strings"
 
@@ -75,6 +76,17 @@ type editIn struct {
 	Regex   bool   `json:"regex,omitempty"`
 	First   bool   `json:"first_only,omitempty" jsonschema:"replace only the first match of each line"`
 }
+
+type uploadURLIn struct {
+	sandboxArg
+	URL  string `json:"url" jsonschema:"an http or https URL the sandbox fetches (it needs network: true)"`
+	Path string `json:"path" jsonschema:"absolute path the file is written to"`
+}
+
+// fetchScript downloads $1 into $2 inside the sandbox, with curl or
+// Python: the URL is an argument, never code.
+const fetchScript = `if command -v curl >/dev/null 2>&1; then exec curl -fsSL -o "$2" -- "$1"; fi
+exec python3 -c 'import sys, urllib.request; urllib.request.urlretrieve(sys.argv[1], sys.argv[2])' "$1" "$2"`
 
 type exposeIn struct {
 	sandboxArg
@@ -213,6 +225,25 @@ func (s *session) register(srv *mcp.Server) {
 			var out api.FsSedResponse
 			return nil, out, toolError(s.b.Call(ctx, "sandbox::fs::sed", api.FsSedRequest{SandboxID: id, Files: []string{in.Path}, Pattern: in.Find,
 				Replacement: in.Replace, Regex: &in.Regex, FirstOnly: in.First}, &out))
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "file_upload_url", Description: "Download a URL into a file of the sandbox (the sandbox fetches it, so it needs network: true: sandbox_create with network). To write content you have, use file_write (base64 for binary).", Annotations: changes},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in uploadURLIn) (*mcp.CallToolResult, commandResult, error) {
+			if u, err := url.Parse(in.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return nil, commandResult{}, fmt.Errorf("S001: url %q must be an http or https URL", in.URL)
+			}
+			id, err := s.sandbox(ctx, in.SandboxID)
+			if err != nil {
+				return nil, commandResult{}, toolError(err)
+			}
+			var res api.ExecResponse
+			if err := s.b.Call(ctx, "hutch::exec", api.ExecRequest{SandboxID: id, Argv: []string{"sh", "-c", fetchScript, "sh", in.URL, in.Path}}, &res); err != nil {
+				return nil, commandResult{}, toolError(err)
+			}
+			out := commandResult{ExitCode: res.ExitCode, TimedOut: res.TimedOut, Stdout: res.Stdout, Stderr: res.Stderr}
+			if res.ExitCode == nil || *res.ExitCode != 0 {
+				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{text("the download failed (does the sandbox have a network?): %s", res.Stderr)}}, out, nil
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{text("wrote %s", in.Path)}}, out, nil
 		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "expose_port", Description: "Make a server listening in the sandbox reachable: returns its preview URL (open it in a browser, or fetch it). Start the server first with run_command background: true.", Annotations: changes},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in exposeIn) (*mcp.CallToolResult, api.PortInfo, error) {
