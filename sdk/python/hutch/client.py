@@ -10,6 +10,8 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any, Dict, Iterator, List, Optional
 
+from .ws import OP_CLOSE, OP_TEXT, WebSocket
+
 DEFAULT_URL = "http://127.0.0.1:3111"
 
 
@@ -201,9 +203,52 @@ class Sandbox:
     def metrics(self) -> Dict[str, Any]:
         return self.client.request("GET", self._path("/metrics"))
 
+    def pty(self, cols: int = 80, rows: int = 24, cmd: Optional[List[str]] = None) -> "Terminal":
+        """A terminal: a login shell (or cmd) on a PTY, over a WebSocket."""
+        params = [("cols", cols), ("rows", rows)] + [("cmd", c) for c in (cmd or [])]
+        url = self.client.url.replace("http", "ws", 1) + self._path("/pty?" + urllib.parse.urlencode(params))
+        headers = {"Authorization": "Bearer " + self.client.token} if self.client.token else {}
+        return Terminal(WebSocket(url, headers))
+
     def logs(self, follow: bool = False, tag: str = "") -> _Stream:
         """Its background processes' output as log events."""
         return self.client.stream("GET", self._path("/logs" + _query({"follow": follow or None, "tag": tag or None})))
+
+
+class Terminal:
+    """A terminal: write() what is typed, read() what it shows (None once
+    its process exited: exit_code says how)."""
+
+    def __init__(self, ws: WebSocket):
+        self._ws = ws
+        self.exit_code: Optional[int] = None
+
+    def write(self, data: Any) -> None:
+        self._ws.send(data.encode() if isinstance(data, str) else data)
+
+    def resize(self, cols: int, rows: int) -> None:
+        self._ws.send(json.dumps({"type": "resize", "cols": cols, "rows": rows}).encode(), OP_TEXT)
+
+    def read(self) -> Optional[bytes]:
+        while True:
+            op, data = self._ws.recv()
+            if op == OP_CLOSE:
+                return None
+            if op == OP_TEXT:
+                ctl = json.loads(data)
+                if ctl.get("type") == "exit":
+                    self.exit_code = ctl.get("exit_code")
+                continue
+            return data
+
+    def close(self) -> None:
+        self._ws.close()
+
+    def __enter__(self) -> "Terminal":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 class Files:

@@ -79,6 +79,20 @@ class SandboxTest(unittest.TestCase):
         self.sb.ports.unexpose(8000)
         self.sb.processes.kill(pid)
 
+    def test_terminal(self):
+        with self.sb.pty(cmd=["sh"]) as term:
+            term.resize(100, 30)
+            term.write("stty size; echo done$((1+1)); exit 3\n")
+            shown = b""
+            while True:
+                data = term.read()
+                if data is None:
+                    break
+                shown += data
+        self.assertIn(b"30 100", shown)
+        self.assertIn(b"done2", shown)
+        self.assertEqual(term.exit_code, 3)
+
     def test_errors_carry_the_s_code(self):
         with self.assertRaises(HutchError) as e:
             self.hutch.connect("00000000-0000-0000-0000-000000000000")
