@@ -117,6 +117,9 @@ export class Hutch {
   events (params?: { sandbox_id?: string, type?: string, since?: string, after?: string, limit?: number }): Promise<Array<Record<string, any>>>
 }
 
+/** Symbol.asyncDispose, or the name Node gives it where it has none. */
+export const asyncDispose: symbol
+
 /** One sandbox; `await using sb = ...` stops it at the end of the scope. */
 export class Sandbox {
   constructor (client: Hutch, id: string, image?: string)

@@ -3,6 +3,9 @@
 
 const DEFAULT_URL = 'http://127.0.0.1:3111'
 
+// Symbol.asyncDispose (Node 20), or the name Node gives it.
+export const asyncDispose = Symbol.asyncDispose ?? Symbol.for('nodejs.asyncDispose')
+
 /** An error the daemon answered, with its S-code. */
 export class HutchError extends Error {
   constructor (envelope, status = 0) {
@@ -143,7 +146,7 @@ export class Sandbox {
 
   info () { return this.client.request('GET', this.path()) }
   async stop () { await this.client.request('DELETE', this.path('?wait=true')) }
-  async [Symbol.asyncDispose] () {
+  async [asyncDispose] () {
     try { await this.stop() } catch (e) { if (!(e instanceof HutchError) || !['S002', 'S004'].includes(e.code)) throw e }
   }
 

@@ -2,7 +2,7 @@
 import { after, before, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
-import { Hutch, HutchError, Sandbox } from '../src/index.js'
+import { Hutch, HutchError, Sandbox, asyncDispose } from '../src/index.js'
 
 const hutch = new Hutch()
 let sb
@@ -78,10 +78,26 @@ describe('@hutch/sdk', () => {
       assert.ok(snap.snapshot_id)
       await hutch.request('DELETE', `/v1/snapshots/${snap.snapshot_id}`)
     } finally {
-      await scoped[Symbol.asyncDispose]()
+      await scoped[asyncDispose]()
     }
     assert.equal((await hutch.connect(id)).id, id)
     assert.equal((await (await hutch.connect(id)).info()).stopped, true)
     await assert.rejects(hutch.connect('00000000-0000-0000-0000-000000000000'), (e) => e.code === 'S002')
+  })
+})
+
+describe('terminal', () => {
+  // Node 20 has a global WebSocket behind --experimental-websocket (make
+  // test passes it); 22 and later always.
+  test('a shell on a PTY: typed input, its output, resize, exit code', { skip: typeof WebSocket === 'undefined' && 'no WebSocket in this Node' }, async () => {
+    const term = sb.pty({ cmd: 'sh' })
+    let shown = ''
+    term.ondata = (bytes) => { shown += new TextDecoder().decode(bytes) }
+    await term.resize(100, 30)
+    await term.write('stty size; echo done$((1+1)); exit 3\n')
+    const code = await term.exited
+    assert.match(shown, /30 100/)
+    assert.match(shown, /done2/)
+    assert.equal(code, 3)
   })
 })
