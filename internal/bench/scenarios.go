@@ -39,6 +39,8 @@ const (
 	NameEvents         = "events-overhead"
 	NameInterpCell     = "interp-cell"
 	NameContextCreate  = "context-create"
+	NamePreview        = "preview-request"
+	NamePreviewRate    = "preview-throughput"
 )
 
 // Scenario is one measurement, with the same measurement made by other
@@ -84,6 +86,8 @@ var Scenarios = []Scenario{
 	{Name: NameProcessList, Title: "process list, 10 sandboxes × 10 processes", run: processList},
 	{Name: NameInterpCell, Title: "interpreter cell `1 + 1` in a warm Python context", run: interpCell},
 	{Name: NameContextCreate, Title: "Python context create → first cell answered", run: contextCreate},
+	{Name: NamePreview, Title: "small GET through a preview URL", run: previewRequest},
+	{Name: NamePreviewRate, Title: "large answer through a preview URL", run: previewThroughput},
 	{Name: NamePauseResume, Title: "freeze + resume (pause, resume)", run: pauseResume},
 	{Name: NameSnapshot, Title: "snapshot of an idle sandbox", run: snapshotLatency},
 	{Name: NameRestoreExec, Title: "restore from a snapshot → first exec", run: restoreExec},
