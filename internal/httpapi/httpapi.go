@@ -260,6 +260,8 @@ type server struct {
 	metrics http.Handler // nil when /metrics is off
 	mcp     http.Handler // nil when /mcp is off
 	ports   Ports        // nil when previews are off
+	// previews keeps the transports of the ports reached (preview.go).
+	previews portTransports
 	// readTimeout and writeTimeout move the connection's deadlines.
 	readTimeout, writeTimeout time.Duration
 }

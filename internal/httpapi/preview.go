@@ -18,7 +18,6 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -27,6 +26,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/coder/websocket"
@@ -36,10 +36,25 @@ import (
 	"github.com/hutch-dev/hutch/internal/functions"
 )
 
-// Ports reaches sandboxes' exposed ports: the sandbox manager.
+// Ports reaches sandboxes' exposed ports (the sandbox manager, through
+// the daemon).
 type Ports interface {
-	DialPort(ctx context.Context, id string, port int) (net.Conn, []string, error)
-	DialPublic(ctx context.Context, token string) (net.Conn, []string, error)
+	// ReachPort checks that the caller may reach port of sandbox id
+	// (theirs, exposed): S002 otherwise.
+	ReachPort(ctx context.Context, id string, port int) (PortAccess, error)
+	// ReachPublic finds the public, unexpired port of token.
+	ReachPublic(ctx context.Context, token string) (PortAccess, error)
+}
+
+// PortAccess is a port a request may reach.
+type PortAccess struct {
+	// Key names the port (its sandbox and number): its kept-alive
+	// connections are shared under it.
+	Key string
+	// CORS are the origins whose pages the port answers.
+	CORS []string
+	// Dial connects to the port through its sandbox's agent.
+	Dial func(ctx context.Context) (net.Conn, error)
 }
 
 // previewCSP makes a previewed page an opaque origin: scripts run, but
@@ -100,11 +115,11 @@ func (s *server) preview(r *http.Request, _ []byte) (any, error) {
 	if err != nil || port < 1 || port > 65535 {
 		return nil, errdefs.Malformed("port %q is not a TCP port", clipText(r.PathValue("port")))
 	}
-	conn, cors, err := s.ports.DialPort(r.Context(), r.PathValue("id"), port)
+	acc, err := s.ports.ReachPort(r.Context(), r.PathValue("id"), port)
 	if err != nil {
 		return nil, err
 	}
-	return &previewAnswer{r: r, conn: conn, cors: cors, rest: r.PathValue("rest"), timeout: s.writeTimeout}, nil
+	return &previewAnswer{r: r, transport: s.previews.transport(acc), cors: acc.CORS, rest: r.PathValue("rest"), timeout: s.writeTimeout}, nil
 }
 
 // servePublicPreview serves the public route.
@@ -112,11 +127,11 @@ func (s *server) servePublicPreview(r *http.Request, _ []byte) (any, error) {
 	if s.ports == nil {
 		return nil, transportError(http.StatusNotFound, "route_not_found", "this daemon serves no previews")
 	}
-	conn, cors, err := s.ports.DialPublic(r.Context(), r.PathValue("token"))
+	acc, err := s.ports.ReachPublic(r.Context(), r.PathValue("token"))
 	if err != nil {
 		return nil, err
 	}
-	return &previewAnswer{r: r, conn: conn, cors: cors, rest: r.PathValue("rest"), timeout: s.writeTimeout}, nil
+	return &previewAnswer{r: r, transport: s.previews.transport(acc), cors: acc.CORS, rest: r.PathValue("rest"), timeout: s.writeTimeout}, nil
 }
 
 func clipText(s string) string {
@@ -126,20 +141,19 @@ func clipText(s string) string {
 	return s
 }
 
-// previewAnswer proxies one request over its connection.
+// previewAnswer proxies one request through its port's transport.
 type previewAnswer struct {
-	r       *http.Request
-	conn    net.Conn
-	cors    []string
-	rest    string
-	timeout time.Duration
+	r         *http.Request
+	transport http.RoundTripper
+	cors      []string
+	rest      string
+	timeout   time.Duration
 }
 
 func (p *previewAnswer) stream(w http.ResponseWriter, _ io.Writer) int {
 	origin := p.r.Header.Get("Origin")
 	allowed := origin != "" && (slices.Contains(p.cors, "*") || slices.Contains(p.cors, origin))
 	if allowed && p.r.Method == http.MethodOptions && p.r.Header.Get("Access-Control-Request-Method") != "" {
-		p.conn.Close()
 		h := w.Header()
 		h.Set("Access-Control-Allow-Origin", origin)
 		h.Set("Access-Control-Allow-Methods", strings.Join(previewMethods, ", "))
@@ -150,19 +164,6 @@ func (p *previewAnswer) stream(w http.ResponseWriter, _ io.Writer) int {
 		w.WriteHeader(http.StatusNoContent)
 		return http.StatusNoContent
 	}
-	used := false
-	transport := &http.Transport{
-		DialContext: func(context.Context, string, string) (net.Conn, error) {
-			if used {
-				return nil, errors.New("the preview's connection was used already")
-			}
-			used = true
-			return p.conn, nil
-		},
-		DisableKeepAlives:  true,
-		DisableCompression: true,
-	}
-	defer transport.CloseIdleConnections()
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.Out.URL.Scheme, pr.Out.URL.Host = "http", "sandbox"
@@ -172,7 +173,7 @@ func (p *previewAnswer) stream(w http.ResponseWriter, _ io.Writer) int {
 				pr.Out.Header.Del(h)
 			}
 		},
-		Transport:     transport,
+		Transport:     p.transport,
 		FlushInterval: -1, // stream the answer as it comes
 		ModifyResponse: func(res *http.Response) error {
 			res.Header.Set("Content-Security-Policy", previewCSP)
@@ -190,9 +191,6 @@ func (p *previewAnswer) stream(w http.ResponseWriter, _ io.Writer) int {
 	_ = rw.rc.SetWriteDeadline(time.Time{})
 	sw := &statusWriter{ResponseWriter: rw}
 	rp.ServeHTTP(sw, p.r)
-	if !used {
-		p.conn.Close()
-	}
 	if sw.status == 0 {
 		return http.StatusOK
 	}
@@ -233,7 +231,11 @@ func (s *server) forward(r *http.Request, _ []byte) (any, error) {
 	if err != nil || port < 1 || port > 65535 {
 		return nil, errdefs.Malformed("port %q is not a TCP port", clipText(r.PathValue("port")))
 	}
-	conn, _, err := s.ports.DialPort(r.Context(), r.PathValue("id"), port)
+	acc, err := s.ports.ReachPort(r.Context(), r.PathValue("id"), port)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := acc.Dial(r.Context())
 	if err != nil {
 		return nil, err
 	}
@@ -269,4 +271,57 @@ func (f *forwardSession) stream(w http.ResponseWriter, _ io.Writer) int {
 	_, _ = io.Copy(nc, f.conn)
 	ws.Close(websocket.StatusNormalClosure, "")
 	return http.StatusSwitchingProtocols
+}
+
+// Kept-alive connections to ports: each reached port has a transport of
+// its own (its connections are the agent's Dial streams), the latest
+// maxPortTransports kept; an evicted one's idle connections are closed.
+const (
+	maxPortTransports = 128
+	portIdleTimeout   = 30 * time.Second
+)
+
+type portTransports struct {
+	mu sync.Mutex
+	// The fields below are guarded by mu.
+	byKey map[string]*portTransport
+	tick  uint64
+}
+
+type portTransport struct {
+	t    *http.Transport
+	used uint64
+}
+
+// transport is acc's port's transport, made on first use.
+func (pt *portTransports) transport(acc PortAccess) http.RoundTripper {
+	pt.mu.Lock()
+	defer pt.mu.Unlock()
+	if pt.byKey == nil {
+		pt.byKey = map[string]*portTransport{}
+	}
+	pt.tick++
+	if e, ok := pt.byKey[acc.Key]; ok {
+		e.used = pt.tick
+		return e.t
+	}
+	if len(pt.byKey) >= maxPortTransports {
+		var oldest string
+		for k, e := range pt.byKey {
+			if oldest == "" || e.used < pt.byKey[oldest].used {
+				oldest = k
+			}
+		}
+		pt.byKey[oldest].t.CloseIdleConnections()
+		delete(pt.byKey, oldest)
+	}
+	dial := acc.Dial
+	t := &http.Transport{
+		DialContext:         func(ctx context.Context, _, _ string) (net.Conn, error) { return dial(ctx) },
+		MaxIdleConnsPerHost: 8,
+		IdleConnTimeout:     portIdleTimeout,
+		DisableCompression:  true,
+	}
+	pt.byKey[acc.Key] = &portTransport{t: t, used: pt.tick}
+	return t
 }

@@ -203,26 +203,3 @@ func (m *Manager) Dial(ctx context.Context, t PortTarget) (net.Conn, error) {
 	}
 	return conn, nil
 }
-
-// DialPort connects to port of sandbox id for the caller: the sandbox is
-// theirs and the port exposed (S002 otherwise). cors are the port's CORS
-// origins.
-func (m *Manager) DialPort(ctx context.Context, id string, port int) (net.Conn, []string, error) {
-	t, err := m.PortFor(ctx, id, port)
-	if err != nil {
-		return nil, nil, err
-	}
-	conn, err := m.Dial(ctx, t)
-	return conn, t.CORS, err
-}
-
-// DialPublic connects to the public port of token, unexpired (S002
-// otherwise).
-func (m *Manager) DialPublic(ctx context.Context, token string) (net.Conn, []string, error) {
-	t, ok := m.PublicPort(token)
-	if !ok {
-		return nil, nil, errdefs.New(errdefs.CodeNotFound, "no public port with that token (it may have expired or been unexposed)")
-	}
-	conn, err := m.Dial(ctx, t)
-	return conn, t.CORS, err
-}

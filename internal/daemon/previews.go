@@ -1,0 +1,35 @@
+package daemon
+
+import (
+	"context"
+	"net"
+	"strconv"
+
+	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/httpapi"
+	"github.com/hutch-dev/hutch/internal/sandbox"
+)
+
+// previewPorts serves the REST handler's preview routes from the manager.
+type previewPorts struct{ m *sandbox.Manager }
+
+func (p previewPorts) access(t sandbox.PortTarget) httpapi.PortAccess {
+	return httpapi.PortAccess{Key: t.SandboxID + ":" + strconv.Itoa(t.Port), CORS: t.CORS,
+		Dial: func(ctx context.Context) (net.Conn, error) { return p.m.Dial(ctx, t) }}
+}
+
+func (p previewPorts) ReachPort(ctx context.Context, id string, port int) (httpapi.PortAccess, error) {
+	t, err := p.m.PortFor(ctx, id, port)
+	if err != nil {
+		return httpapi.PortAccess{}, err
+	}
+	return p.access(t), nil
+}
+
+func (p previewPorts) ReachPublic(_ context.Context, token string) (httpapi.PortAccess, error) {
+	t, ok := p.m.PublicPort(token)
+	if !ok {
+		return httpapi.PortAccess{}, errdefs.New(errdefs.CodeNotFound, "no public port with that token (it may have expired or been unexposed)")
+	}
+	return p.access(t), nil
+}
