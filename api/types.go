@@ -75,6 +75,48 @@ type CreateRequest struct {
 	// Template starts the sandbox from a template: its defaults fill the
 	// fields this request leaves empty.
 	Template string `json:"template,omitempty"`
+	// Egress is the egress policy given as "network": {allow_out,
+	// deny_out} (which sets Network too); nil is none.
+	Egress *EgressPolicy `json:"-"`
+}
+
+// createRequestPlain is CreateRequest without its JSON methods.
+type createRequestPlain CreateRequest
+
+// UnmarshalJSON reads "network" as a boolean or an egress policy.
+func (r *CreateRequest) UnmarshalJSON(b []byte) error {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(b, &fields); err != nil {
+		return err
+	}
+	network := fields["network"]
+	delete(fields, "network")
+	rest, err := json.Marshal(fields)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(rest))
+	dec.DisallowUnknownFields() // as the function table decodes every payload
+	if err := dec.Decode((*createRequestPlain)(r)); err != nil {
+		return err
+	}
+	r.Network, r.Egress, err = unmarshalNetwork(network)
+	return err
+}
+
+// MarshalJSON writes "network" as the egress policy when there is one.
+func (r CreateRequest) MarshalJSON() ([]byte, error) {
+	aux := struct {
+		createRequestPlain
+		Network any `json:"network,omitempty"`
+	}{createRequestPlain: createRequestPlain(r)}
+	switch {
+	case !r.Egress.Empty():
+		aux.Network = r.Egress
+	case r.Network:
+		aux.Network = true
+	}
+	return json.Marshal(aux)
 }
 
 // What the idle reaper does with a sandbox (CreateRequest.OnIdle).
@@ -185,6 +227,10 @@ type SandboxInfo struct {
 	Network         bool   `json:"network"`
 	IdleTimeoutSecs uint64 `json:"idle_timeout_secs"`
 	CreatedAt       string `json:"created_at"`
+	// Egress is its egress policy, Networks the sandbox networks it is
+	// on (network: true only).
+	Egress   *EgressPolicy `json:"egress,omitempty"`
+	Networks []string      `json:"networks,omitempty"`
 	// State is where the sandbox is in its life: running, pausing,
 	// paused, resuming, stopping or stopped.
 	State string `json:"state"`

@@ -17,6 +17,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/cleanup"
 	"github.com/hutch-dev/hutch/internal/config"
+	"github.com/hutch-dev/hutch/internal/dnsgate"
 	"github.com/hutch-dev/hutch/internal/engineapi"
 	"github.com/hutch-dev/hutch/internal/events"
 	"github.com/hutch-dev/hutch/internal/functions"
@@ -110,6 +111,12 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if err != nil {
 		return err
 	}
+	resolver, err := dnsgate.Listen("127.0.0.1", "", log)
+	if err != nil {
+		return err
+	}
+	held.Push("stopping the sandboxes' resolver", func(context.Context) error { return resolver.Close() })
+	rtOpts.DNS = resolver.Addr().String()
 	rt, err := startRuntime(cfg, rtOpts, log)
 	if err != nil {
 		return err
@@ -161,6 +168,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 		return err
 	}
 	undo.Push("closing the sandbox manager", mgr.Close)
+	resolver.SetDirectory(mgr.Resolver())
 	jobRunner, err := jobs.Open(filepath.Join(opts.DataDir, "jobs.db"), mgr, jobs.Options{MaxRunning: cfg.JobsMaxRunning,
 		MaxQueuedPerOwner: cfg.MaxQueuedJobsPerOwner, MaxKept: cfg.JobsMaxKept, Events: evlog, Logger: log})
 	if err != nil {

@@ -61,6 +61,9 @@ const (
 	CodeNoContext       Code = "S240" // no interpreter context with that id (hutch's own)
 	CodeContextDead     Code = "S241" // the context's interpreter has exited (hutch's own)
 	CodeNoInterpreter   Code = "S242" // the image has no interpreter of that language (hutch's own)
+	CodeNoNetwork       Code = "S250" // no sandbox network of that name, or the sandbox is not on it (hutch's own)
+	CodeNetworkInUse    Code = "S251" // the network exists already, or has members (hutch's own)
+	CodeNotNetworked    Code = "S252" // the sandbox was created without network: true (hutch's own)
 	CodeBootFailed      Code = "S300" // runtime could not start the sandbox
 	CodeShuttingDown    Code = "S301" // the daemon is shutting down (hutch's own)
 	CodeUnsupported     Code = "S302" // the runtime lacks the ability asked for (hutch's own)
@@ -118,6 +121,9 @@ var codeInfo = map[Code]struct {
 	CodeProcessExited:   {ClassExecution, KindConflict, false},
 	CodeNoStdin:         {ClassExecution, KindConflict, false},
 	CodeNotPty:          {ClassExecution, KindConflict, false},
+	CodeNoNetwork:       {ClassValidation, KindNotFound, false},
+	CodeNetworkInUse:    {ClassValidation, KindConflict, false},
+	CodeNotNetworked:    {ClassValidation, KindConflict, false},
 	CodeProcessLimit:    {ClassExecution, KindCapacity, false},
 	CodeNoContext:       {ClassValidation, KindNotFound, false},
 	CodeContextDead:     {ClassExecution, KindConflict, false},

@@ -65,6 +65,9 @@ type Options struct {
 	// BlockPrivateNetworks closes private and cloud-internal address
 	// ranges to sandboxes (config key block_private_networks).
 	BlockPrivateNetworks bool
+	// DNS is hutch's resolver on the host (127.0.0.1:port), which the
+	// gateway's port 53 leads to: the sandbox's only nameserver.
+	DNS netip.AddrPort
 }
 
 // Sandbox is what Setup needs to know of a sandbox.
@@ -77,6 +80,8 @@ type Sandbox struct {
 	NetnsPath string
 	// Ports are the host loopback TCP ports that the gateway forwards.
 	Ports []uint16
+	// Egress is its outbound policy (SetEgress changes it).
+	Egress Egress
 }
 
 // Lease is a sandbox's network.
@@ -118,6 +123,8 @@ type Network struct {
 	baseReady bool
 	// stale is set while the table may hold rules of an earlier process.
 	stale bool
+	// peers are the elements of the peers set (SetPeers).
+	peers [][2]string
 }
 
 // New returns a Network. It changes nothing on the host: the firewall
@@ -220,9 +227,8 @@ func (n *Network) Setup(ctx context.Context, sb Sandbox) (_ *Lease, retErr error
 	if err != nil {
 		return nil, err
 	}
-	conf, dns := resolvConf(host, l.Gateway, hostAddrs())
-	l.ResolvConf = conf
-	if err := n.nft.apply(ctx, n.nft.addScript(l, dns)); err != nil {
+	l.ResolvConf = resolvConf(host, l.Gateway)
+	if err := n.nft.apply(ctx, n.nft.addScript(l, n.opts.DNS, sb.Egress)); err != nil {
 		return nil, err
 	}
 	n.mu.Lock()
@@ -240,17 +246,6 @@ func (n *Network) readResolvConf() ([]byte, error) {
 	return host, nil
 }
 
-// hostResolvers are the host's nameservers that sandboxes reach directly,
-// as of now: the firewall lets their DNS through the address blocks.
-func (n *Network) hostResolvers() ([]netip.Addr, error) {
-	host, err := n.readResolvConf()
-	if err != nil {
-		return nil, err
-	}
-	conf, _ := resolvConf(host, netip.IPv4Unspecified(), hostAddrs())
-	return directNameservers(conf, netip.IPv4Unspecified()), nil
-}
-
 // ensureBase turns on IPv4 forwarding and writes the table's fixed part,
 // once per table lifetime.
 func (n *Network) ensureBase(ctx context.Context) error {
@@ -266,11 +261,7 @@ func (n *Network) ensureBase(ctx context.Context) error {
 	if err := writeSysctl("net/ipv4/ip_forward", "1"); err != nil {
 		return err
 	}
-	resolvers, err := n.hostResolvers()
-	if err != nil {
-		return err
-	}
-	if err := n.nft.apply(ctx, n.nft.baseScript(resolvers)); err != nil {
+	if err := n.nft.apply(ctx, n.nft.baseScript()); err != nil {
 		return fmt.Errorf("installing the sandbox firewall: %w", err)
 	}
 	n.baseReady = true
@@ -391,9 +382,18 @@ func (n *Network) Teardown(ctx context.Context, id string) error {
 // teardown is Teardown with the lease when known (nil after a crash: then
 // the netns is left to the runtime, which pinned it in its own directory).
 func (n *Network) teardown(ctx context.Context, id string, l *Lease) error {
+	hostIf := n.hostIf(id)
 	n.mu.Lock()
 	registered := n.leases[id] != nil
 	delete(n.leases, id)
+	var peers [][2]string
+	n.peers = slices.DeleteFunc(n.peers, func(p [2]string) bool {
+		if p[0] == hostIf || p[1] == hostIf {
+			peers = append(peers, p)
+			return true
+		}
+		return false
+	})
 	stale := n.stale
 	rules := (stale || (l != nil && n.baseReady)) && n.findNftLocked() == nil
 	n.mu.Unlock()
@@ -401,8 +401,7 @@ func (n *Network) teardown(ctx context.Context, id string, l *Lease) error {
 	if rules {
 		// A registered lease's rules went in as one transaction: they are
 		// known. Otherwise (a failed Setup, an earlier process) look.
-		hostIf := n.hostIf(id)
-		st := &tableState{chains: []string{sandboxChain(id)}, ifaces: []string{hostIf}, dnat: []string{hostIf}}
+		st := stateOf(id, hostIf, peers)
 		var err error
 		if !registered || stale {
 			st, err = n.nft.list(ctx)
@@ -578,18 +577,6 @@ func hostPrefixes() ([]netip.Prefix, error) {
 		}
 	}
 	return used, nil
-}
-
-// hostAddrs returns a test for the host's own IPv4 addresses (as of now).
-func hostAddrs() func(netip.Addr) bool {
-	set := map[netip.Addr]bool{}
-	addrs, _ := netlink.AddrList(nil, netlink.FAMILY_V4)
-	for _, a := range addrs {
-		if p, ok := prefixOf(a.IPNet); ok {
-			set[p.Addr()] = true
-		}
-	}
-	return func(a netip.Addr) bool { return set[a] }
 }
 
 // prefixOf converts an IPv4 net.IPNet.

@@ -133,6 +133,18 @@ func assertGone(t *testing.T, n *Network, id, netnsPath string) {
 	if err != nil || slices.Contains(ids, id) {
 		t.Errorf("IDs after teardown = %v, %v; still has %s", ids, err, id)
 	}
+	if st, err := n.nft.list(context.Background()); err == nil {
+		for _, name := range slices.Concat(st.chains, st.sets, st.counters) {
+			if strings.HasSuffix(name, "_"+id) {
+				t.Errorf("nft object %s of %s is left", name, id)
+			}
+		}
+		for _, p := range st.peers {
+			if p[0] == n.hostIf(id) || p[1] == n.hostIf(id) {
+				t.Errorf("peers element %v of %s is left", p, id)
+			}
+		}
+	}
 	if netnsPath != "" {
 		if _, err := os.Stat(netnsPath); !os.IsNotExist(err) {
 			t.Errorf("network namespace %s still pinned (%v)", netnsPath, err)
@@ -149,12 +161,9 @@ func TestNetworkWithKernelNamespaces(t *testing.T) {
 	// A host service on every address would answer on the gateway's
 	// address but for the firewall.
 	wildcard := testutil.ServeHTTP(t, "0.0.0.0:0", "wildcard")
-	// A loopback resolver: the sandbox's DNS goes to the gateway's port 53.
-	n.opts.HostResolvConf = filepath.Join(dir, "resolv.conf")
-	if err := os.WriteFile(n.opts.HostResolvConf, []byte("nameserver 127.0.0.2\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	dns := udpEcho(t, "127.0.0.2:53")
+	// A stand-in for hutch's resolver: the gateway's port 53 leads to it.
+	dns := udpEcho(t, "127.0.0.1:0")
+	n.opts.DNS = netip.MustParseAddrPort(dns.LocalAddr().String())
 
 	a, err := n.Setup(ctx, Sandbox{ID: "net-test-a", NetnsPath: filepath.Join(dir, "a"), Ports: []uint16{allowed}})
 	if err != nil {
@@ -202,15 +211,33 @@ func TestNetworkWithKernelNamespaces(t *testing.T) {
 			}
 		})
 	}
-	if dns != nil {
-		if want := "nameserver " + a.Gateway.String() + "\n"; !strings.Contains(string(a.ResolvConf), want) {
-			t.Errorf("resolv.conf of a lacks %q:\n%s", want, a.ResolvConf)
-		}
-		var got string
-		err := inNetns(a.NetnsPath, func() (err error) { got, err = udpAsk(netip.AddrPortFrom(a.Gateway, 53).String(), "query"); return err })
-		if err != nil || got != "query" {
-			t.Errorf("DNS through the gateway: %q, %v", got, err)
-		}
+	if want := "nameserver " + a.Gateway.String() + "\n"; !strings.Contains(string(a.ResolvConf), want) {
+		t.Errorf("resolv.conf of a lacks %q:\n%s", want, a.ResolvConf)
+	}
+	var answer string
+	err = inNetns(a.NetnsPath, func() (err error) { answer, err = udpAsk(netip.AddrPortFrom(a.Gateway, 53).String(), "query"); return err })
+	if err != nil || answer != "query" {
+		t.Errorf("DNS through the gateway: %q, %v", answer, err)
+	}
+
+	// Peers: a and b reach each other once they share a network, and not
+	// after.
+	toB := netip.AddrPortFrom(b.Addr, 8000).String()
+	if err := n.SetPeers(ctx, [][2]string{{a.ID, b.ID}, {a.ID, "not-a-sandbox"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := inNetns(a.NetnsPath, func() (err error) { answer, err = httpGet(toB); return err }); err != nil || answer != "b" {
+		t.Errorf("a → b as peers: %q, %v", answer, err)
+	}
+	if err := n.SetPeers(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := inNetns(a.NetnsPath, func() (err error) { answer, err = httpGet(toB); return err }); err == nil {
+		t.Errorf("a → b after the network was dissolved: %q", answer)
+	}
+	testEgress(t, n, a)
+	if err := n.SetPeers(ctx, [][2]string{{a.ID, b.ID}}); err != nil { // left for Teardown
+		t.Fatal(err)
 	}
 	// b's server works from inside b, so a's failure above is the firewall.
 	var got string
@@ -233,6 +260,110 @@ func TestNetworkWithKernelNamespaces(t *testing.T) {
 	if out, err := exec.Command("nft", "list", "table", "inet", n.Table()).CombinedOutput(); err == nil {
 		t.Fatalf("table %s left after Release:\n%s", n.Table(), out)
 	}
+}
+
+// testEgress checks sandbox a's egress policy against two servers on an
+// outside network (a namespace of its own behind a veth to the host).
+func testEgress(t *testing.T, n *Network, a *Lease) {
+	ctx := context.Background()
+	allowed, other := outsideServers(t)
+	get := func(addr netip.Addr) (string, error) {
+		var got string
+		err := inNetns(a.NetnsPath, func() (err error) { got, err = httpGet(netip.AddrPortFrom(addr, 80).String()); return err })
+		return got, err
+	}
+	expect := func(step string, addr netip.Addr, reachable bool) {
+		t.Helper()
+		got, err := get(addr)
+		if reachable && (err != nil || got != "outside") {
+			t.Errorf("%s: GET %s = %q, %v; want it reachable", step, addr, got, err)
+		}
+		if !reachable && err == nil {
+			t.Errorf("%s: GET %s = %q; want it refused", step, addr, got)
+		}
+	}
+	expect("no policy", other, true)
+	host := func(a netip.Addr) netip.Prefix { return netip.PrefixFrom(a, 32) }
+	if err := n.SetEgress(ctx, a.ID, Egress{Restricted: true, Allow: []Rule{{host(allowed), 80}}}); err != nil {
+		t.Fatal(err)
+	}
+	expect("allow one address and port", allowed, true)
+	expect("allow one address and port", other, false)
+	if err := n.Learn(ctx, a.ID, []netip.Addr{other}, 0, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	expect("learned from an allowed name", other, true)
+	if err := n.SetEgress(ctx, a.ID, Egress{Deny: []Rule{{host(allowed), 0}}}); err != nil {
+		t.Fatal(err)
+	}
+	expect("deny one address", allowed, false)
+	expect("deny one address", other, true)
+	denied, err := n.Denied(ctx)
+	if err != nil || denied[a.ID] == 0 {
+		t.Errorf("Denied = %v, %v; want a count for %s", denied, err, a.ID)
+	}
+	if err := n.SetEgress(ctx, "not-a-sandbox", Egress{}); err == nil {
+		t.Error("SetEgress of an unknown sandbox succeeded")
+	}
+}
+
+// outsideServers starts an HTTP server answering "outside" on port 80 of
+// two addresses in a namespace of their own, routed from the host over a
+// veth, and returns the addresses.
+func outsideServers(t *testing.T) (netip.Addr, netip.Addr) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "outside")
+	if err := newNetns(path); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = removeNetns(path) })
+	ns, err := netns.GetFromPath(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Close()
+	attrs := netlink.NewLinkAttrs()
+	attrs.Name = "hutchtestout"
+	_ = netlink.LinkDel(&netlink.Veth{LinkAttrs: attrs})
+	if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: attrs, PeerName: "eth0", PeerNamespace: netlink.NsFd(int(ns))}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = netlink.LinkDel(&netlink.Veth{LinkAttrs: attrs}) })
+	hostEnd, err := netlink.LinkByName(attrs.Name)
+	if err == nil {
+		err = netlink.AddrAdd(hostEnd, &netlink.Addr{IPNet: ipNet(netip.MustParseAddr("198.51.100.1"), 24)})
+	}
+	if err == nil {
+		err = netlink.LinkSetUp(hostEnd)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	allowed, other := netip.MustParseAddr("198.51.100.2"), netip.MustParseAddr("198.51.100.3")
+	h, err := netlink.NewHandleAt(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	eth, err := h.LinkByName("eth0")
+	for _, a := range []netip.Addr{allowed, other} {
+		if err == nil {
+			err = h.AddrAdd(eth, &netlink.Addr{IPNet: ipNet(a, 24)})
+		}
+	}
+	if err == nil {
+		err = h.LinkSetUp(eth)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var l net.Listener
+	if err := inNetns(path, func() (err error) { l, err = net.Listen("tcp", "0.0.0.0:80"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go http.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "outside") }))
+	return allowed, other
 }
 
 // TestTeardownAfterCrash: a new Network of the same owner (a restarted

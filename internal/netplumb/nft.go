@@ -27,14 +27,15 @@ import (
 // The rules, per sandbox interface:
 //   - prerouting (dstnat): to the gateway's forwarded TCP ports, DNAT to
 //     127.0.0.1 on the same port (route_localnet lets the kernel route it);
-//     to the gateway's port 53, DNAT to a resolver on the host itself;
+//     to the gateway's port 53, DNAT to hutch's resolver (Options.DNS);
 //   - input: only replies and DNATed connections reach the host, anything
 //     else is refused (TCP reset, else ICMP port unreachable);
-//   - forward: IPv4 only; not to the pool (other sandboxes), not to
-//     link-local addresses (cloud metadata services), with
-//     block_private_networks not to privateRanges either (but DNS to the
-//     host's own nameservers there still passes), not into another
-//     sandbox interface; nothing enters a sandbox interface but replies;
+//   - forward: IPv4 only; to a peer on a shared sandbox network, accepted;
+//     then the sandbox's egress chain (egress.go); not to the pool (other
+//     sandboxes), not to link-local addresses (cloud metadata services),
+//     with block_private_networks not to privateRanges either, not into
+//     another sandbox interface; nothing enters a sandbox interface but
+//     replies and connections from its peers;
 //   - postrouting (srcnat): the pool is masqueraded on the way out.
 
 // Chain and set names of the fixed part.
@@ -68,15 +69,16 @@ type nft struct {
 // sandboxChain names the chain of sandbox id.
 func sandboxChain(id string) string { return sandboxPrefix + id }
 
-// baseScript declares the table, its set and map, and (re)writes the rules
-// of its fixed chains. It is idempotent and leaves sandboxes' chains and
-// elements alone. DNS (port 53) to resolvers, the host's nameservers that
-// sandboxes use directly, passes the address blocks.
-func (t *nft) baseScript(resolvers []netip.Addr) string {
+// baseScript declares the table, its sets and maps, and (re)writes the
+// rules of its fixed chains. It is idempotent and leaves sandboxes' chains
+// and elements alone.
+func (t *nft) baseScript() string {
 	var s script
 	s.add("add table inet %s { comment %q ; }", t.table, t.comment)
 	s.add("add set inet %s %s { type ifname ; }", t.table, setIfaces)
+	s.add("add set inet %s %s { type ifname . ifname ; }", t.table, peersSet)
 	s.add("add map inet %s %s { type ifname : verdict ; }", t.table, mapDNAT)
+	s.add("add map inet %s %s { type ifname : verdict ; }", t.table, egressMap)
 	hooks := []struct{ name, def string }{
 		{"prerouting", "type nat hook prerouting priority dstnat ; policy accept ;"},
 		{"postrouting", "type nat hook postrouting priority srcnat ; policy accept ;"},
@@ -105,33 +107,25 @@ func (t *nft) baseScript(resolvers []netip.Addr) string {
 	rule(chainToHost, "meta l4proto tcp reject with tcp reset")
 	rule(chainToHost, "reject with icmpx port-unreachable")
 	rule(chainOut, "meta nfproto != ipv4 drop")
-	if len(resolvers) > 0 {
-		rule(chainOut, "ip daddr { %s } meta l4proto { tcp, udp } th dport 53 accept", joinAddrs(resolvers))
-	}
+	rule(chainOut, "iifname . oifname @%s accept", peersSet)
+	rule(chainOut, "iifname vmap @%s", egressMap)
 	rule(chainOut, "ip daddr { %s, 169.254.0.0/16 } reject with icmpx admin-prohibited", t.pool)
 	if t.blockPrivate {
 		rule(chainOut, "ip daddr { %s } reject with icmpx admin-prohibited", strings.Join(privateRanges, ", "))
 	}
 	rule(chainOut, "oifname @%s reject with icmpx admin-prohibited", setIfaces)
 	rule(chainIn, "ct state established,related accept")
+	rule(chainIn, "iifname . oifname @%s accept", peersSet)
 	rule(chainIn, "drop")
 	return s.String()
 }
 
-// joinAddrs lists addrs for an nft set.
-func joinAddrs(addrs []netip.Addr) string {
-	s := make([]string, len(addrs))
-	for i, a := range addrs {
-		s[i] = a.String()
-	}
-	return strings.Join(s, ", ")
-}
-
-// addScript adds the rules of one sandbox's lease.
-func (t *nft) addScript(l *Lease, dns netip.Addr) string {
+// addScript adds the rules of one sandbox's lease, its egress policy e,
+// and the forward of its gateway's port 53 to dns.
+func (t *nft) addScript(l *Lease, dns netip.AddrPort, e Egress) string {
 	var s script
 	chain := sandboxChain(l.ID)
-	note := fmt.Sprintf("comment %q", "hutch sandbox "+l.ID)
+	note := sandboxNote(l.ID)
 	s.add("add chain inet %s %s { %s ; }", t.table, chain, note)
 	if len(l.Ports) > 0 {
 		ports := make([]string, len(l.Ports))
@@ -145,8 +139,11 @@ func (t *nft) addScript(l *Lease, dns netip.Addr) string {
 		s.add("add rule inet %s %s ip daddr %s meta l4proto { tcp, udp } th dport 53 dnat ip to %s %s",
 			t.table, chain, l.Gateway, dns, note)
 	}
+	t.egressDeclare(&s, l.ID)
+	t.egressFill(&s, l.ID, e)
 	s.add("add element inet %s %s { %q %s }", t.table, setIfaces, l.HostIf, note)
 	s.add("add element inet %s %s { %q %s : jump %s }", t.table, mapDNAT, l.HostIf, note, chain)
+	s.add("add element inet %s %s { %q %s : jump %s }", t.table, egressMap, l.HostIf, note, egressChain(l.ID))
 	return s.String()
 }
 
@@ -157,12 +154,30 @@ func (t *nft) deleteScript(st *tableState, id, hostIf string) string {
 	if slices.Contains(st.dnat, hostIf) {
 		s.add("delete element inet %s %s { %q }", t.table, mapDNAT, hostIf)
 	}
+	if slices.Contains(st.egress, hostIf) {
+		s.add("delete element inet %s %s { %q }", t.table, egressMap, hostIf)
+	}
 	if slices.Contains(st.ifaces, hostIf) {
 		s.add("delete element inet %s %s { %q }", t.table, setIfaces, hostIf)
 	}
-	if chain := sandboxChain(id); slices.Contains(st.chains, chain) {
-		s.add("flush chain inet %s %s", t.table, chain)
-		s.add("delete chain inet %s %s", t.table, chain)
+	for _, p := range st.peers {
+		if p[0] == hostIf || p[1] == hostIf {
+			s.add("delete element inet %s %s { %q . %q }", t.table, peersSet, p[0], p[1])
+		}
+	}
+	for _, chain := range []string{sandboxChain(id), egressChain(id)} {
+		if slices.Contains(st.chains, chain) {
+			s.add("flush chain inet %s %s", t.table, chain)
+			s.add("delete chain inet %s %s", t.table, chain)
+		}
+	}
+	for _, set := range egressObjects(id) {
+		if slices.Contains(st.sets, set) {
+			s.add("delete set inet %s %s", t.table, set)
+		}
+	}
+	if c := deniedCounter(id); slices.Contains(st.counters, c) {
+		s.add("delete counter inet %s %s", t.table, c)
 	}
 	return s.String()
 }
@@ -187,9 +202,21 @@ func (t *nft) deleteTable(ctx context.Context) error {
 
 // tableState is what the table holds of sandboxes.
 type tableState struct {
-	chains []string // every chain's name
-	ifaces []string // elements of the interface set
-	dnat   []string // keys of the DNAT map
+	chains   []string    // every chain's name
+	sets     []string    // every set's name
+	counters []string    // every named counter's name
+	ifaces   []string    // elements of the interface set
+	dnat     []string    // keys of the DNAT map
+	egress   []string    // keys of the egress map
+	peers    [][2]string // elements of the peers set
+}
+
+// stateOf is what a registered lease put in the table.
+func stateOf(id, hostIf string, peers [][2]string) *tableState {
+	return &tableState{
+		chains: []string{sandboxChain(id), egressChain(id)}, sets: egressObjects(id), counters: []string{deniedCounter(id)},
+		ifaces: []string{hostIf}, dnat: []string{hostIf}, egress: []string{hostIf}, peers: peers,
+	}
 }
 
 // ids returns the sandbox ids that st has a chain for.
@@ -198,8 +225,12 @@ func (st *tableState) ids() []string {
 	for _, c := range st.chains {
 		if id, ok := strings.CutPrefix(c, sandboxPrefix); ok {
 			ids = append(ids, id)
+		} else if id, ok := strings.CutPrefix(c, egressPrefix); ok {
+			ids = append(ids, id)
 		}
 	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
 	return ids
 }
 
@@ -222,6 +253,9 @@ func parseTable(b []byte) (*tableState, error) {
 			Chain *struct {
 				Name string `json:"name"`
 			} `json:"chain"`
+			Counter *struct {
+				Name string `json:"name"`
+			} `json:"counter"`
 			Set *struct {
 				Name string            `json:"name"`
 				Elem []json.RawMessage `json:"elem"`
@@ -240,14 +274,29 @@ func parseTable(b []byte) (*tableState, error) {
 		switch {
 		case o.Chain != nil:
 			st.chains = append(st.chains, o.Chain.Name)
-		case o.Set != nil && o.Set.Name == setIfaces:
+		case o.Counter != nil:
+			st.counters = append(st.counters, o.Counter.Name)
+		case o.Set != nil:
+			st.sets = append(st.sets, o.Set.Name)
 			for _, e := range o.Set.Elem {
-				st.ifaces = append(st.ifaces, elemValue(e))
+				switch o.Set.Name {
+				case setIfaces:
+					st.ifaces = append(st.ifaces, elemValue(e))
+				case peersSet:
+					if p, ok := pairValue(e); ok {
+						st.peers = append(st.peers, p)
+					}
+				}
 			}
-		case o.Map != nil && o.Map.Name == mapDNAT:
+		case o.Map != nil && (o.Map.Name == mapDNAT || o.Map.Name == egressMap):
 			for _, kv := range o.Map.Elem {
-				if len(kv) > 0 {
+				if len(kv) == 0 {
+					continue
+				}
+				if o.Map.Name == mapDNAT {
 					st.dnat = append(st.dnat, elemValue(kv[0]))
+				} else {
+					st.egress = append(st.egress, elemValue(kv[0]))
 				}
 			}
 		}
@@ -269,6 +318,46 @@ func elemValue(raw json.RawMessage) string {
 	}
 	_ = json.Unmarshal(raw, &e)
 	return e.Elem.Val
+}
+
+// pairValue returns a peers element: {"concat": ["a", "b"]}.
+func pairValue(raw json.RawMessage) ([2]string, bool) {
+	var e struct {
+		Concat []string `json:"concat"`
+	}
+	if json.Unmarshal(raw, &e) != nil || len(e.Concat) != 2 {
+		return [2]string{}, false
+	}
+	return [2]string{e.Concat[0], e.Concat[1]}, true
+}
+
+// counters returns the table's named counters and their packet counts.
+func (t *nft) counters(ctx context.Context) (map[string]uint64, error) {
+	out, err := t.run(ctx, "", "-j", "list", "counters", "table", "inet", t.table)
+	if errors.Is(err, errNoTable) {
+		return map[string]uint64{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var doc struct {
+		Nftables []struct {
+			Counter *struct {
+				Name    string `json:"name"`
+				Packets uint64 `json:"packets"`
+			} `json:"counter"`
+		} `json:"nftables"`
+	}
+	if err := json.Unmarshal(out, &doc); err != nil {
+		return nil, fmt.Errorf("decoding nft's counters: %w", err)
+	}
+	m := map[string]uint64{}
+	for _, o := range doc.Nftables {
+		if o.Counter != nil {
+			m[o.Counter.Name] = o.Counter.Packets
+		}
+	}
+	return m, nil
 }
 
 // errNoTable is nft's answer about a table that does not exist.

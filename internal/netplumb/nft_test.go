@@ -31,22 +31,23 @@ func TestAddScript(t *testing.T) {
 		want  []string
 		never []string
 	}{
-		{"ports and loopback DNS", []uint16{5432, 8080}, "127.0.0.53", []string{
+		{"ports and hutch's resolver", []uint16{5432, 8080}, "127.0.0.1:40053", []string{
 			`add chain inet hutch_test sandbox_3f2a1b2c-1d2e-4f5a-8b9c-0123456789ab { comment "hutch sandbox 3f2a1b2c-1d2e-4f5a-8b9c-0123456789ab" ; }`,
 			`ip daddr 10.200.0.1 tcp dport { 5432, 8080 } dnat ip to 127.0.0.1 comment`,
-			`ip daddr 10.200.0.1 meta l4proto { tcp, udp } th dport 53 dnat ip to 127.0.0.53 comment`,
+			`ip daddr 10.200.0.1 meta l4proto { tcp, udp } th dport 53 dnat ip to 127.0.0.1:40053 comment`,
+			`add element inet hutch_test egress_chains { "hutch0123456789" comment "hutch sandbox 3f2a1b2c-1d2e-4f5a-8b9c-0123456789ab" : jump egress_3f2a1b2c-1d2e-4f5a-8b9c-0123456789ab }`,
 			`add element inet hutch_test ifaces { "hutch0123456789" comment "hutch sandbox 3f2a1b2c-1d2e-4f5a-8b9c-0123456789ab" }`,
 			`add element inet hutch_test nat_chains { "hutch0123456789" comment "hutch sandbox 3f2a1b2c-1d2e-4f5a-8b9c-0123456789ab" : jump sandbox_3f2a1b2c-1d2e-4f5a-8b9c-0123456789ab }`,
 		}, nil},
-		{"no ports, host resolver not loopback", nil, "", []string{"add chain", "add element"}, []string{"dnat ip to"}},
+		{"no ports, no resolver", nil, "", []string{"add chain", "add element"}, []string{"dnat ip to"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l.Ports = tc.ports
-			var dns netip.Addr
+			var dns netip.AddrPort
 			if tc.dns != "" {
-				dns = netip.MustParseAddr(tc.dns)
+				dns = netip.MustParseAddrPort(tc.dns)
 			}
-			s := n.addScript(l, dns)
+			s := n.addScript(l, dns, Egress{})
 			for _, w := range tc.want {
 				if !strings.Contains(s, w) {
 					t.Errorf("script lacks %q:\n%s", w, s)
@@ -62,7 +63,7 @@ func TestAddScript(t *testing.T) {
 }
 
 func TestBaseScriptNeverForwardsBlanket(t *testing.T) {
-	s := testNft().baseScript(nil)
+	s := testNft().baseScript()
 	// The only DNAT is per sandbox chain; the fixed part has none.
 	if strings.Contains(s, "dnat ip to") || strings.Contains(s, "redirect") {
 		t.Fatalf("fixed part forwards ports:\n%s", s)
@@ -81,28 +82,57 @@ func TestBaseScriptNeverForwardsBlanket(t *testing.T) {
 
 func TestBaseScriptBlocksPrivateNetworks(t *testing.T) {
 	n := testNft()
-	resolver := []netip.Addr{netip.MustParseAddr("10.255.255.53")}
 	block := "ip daddr { 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, 100.64.0.0/10, 192.0.0.0/24, 168.63.129.16/32 } reject"
-	dns := "ip daddr { 10.255.255.53 } meta l4proto { tcp, udp } th dport 53 accept"
-	if s := n.baseScript(resolver); strings.Contains(s, block) {
+	if s := n.baseScript(); strings.Contains(s, block) {
 		t.Errorf("private networks blocked without block_private_networks:\n%s", s)
 	}
 	n.blockPrivate = true
-	s := n.baseScript(resolver)
-	i, j := strings.Index(s, dns), strings.Index(s, block)
-	if j < 0 || i < 0 || i > j {
-		t.Errorf("want DNS to the host's resolver accepted, then the private ranges rejected:\n%s", s)
+	s := n.baseScript()
+	// Peers first, then the sandbox's own policy, then the fixed blocks.
+	peers, egress, pool, private := strings.Index(s, "forward_from_sandboxes iifname . oifname @peers accept"),
+		strings.Index(s, "iifname vmap @egress_chains"), strings.Index(s, "ip daddr { 10.200.0.0/16, 169.254.0.0/16 } reject"), strings.Index(s, block)
+	if peers < 0 || egress < peers || pool < egress || private < pool {
+		t.Errorf("want peers, egress, pool and private blocks in that order:\n%s", s)
 	}
-	if s := n.baseScript(nil); strings.Contains(s, "dport 53 accept") {
-		t.Errorf("a DNS exception without resolvers:\n%s", s)
+	if strings.Contains(s, "dport 53 accept") {
+		t.Errorf("a DNS exception in the fixed part:\n%s", s)
 	}
 }
 
-func TestDirectNameservers(t *testing.T) {
-	conf, _ := resolvConf([]byte("nameserver 127.0.0.53\nnameserver 10.255.255.53\nnameserver ::1\nsearch x\n"), netip.IPv4Unspecified(), func(netip.Addr) bool { return false })
-	got := directNameservers(conf, netip.IPv4Unspecified())
-	if want := []netip.Addr{netip.MustParseAddr("10.255.255.53")}; !slices.Equal(got, want) {
-		t.Errorf("directNameservers = %v, want %v (conf:\n%s)", got, want, conf)
+func TestEgressRules(t *testing.T) {
+	n, l := testNft(), testLease()
+	r := func(p string, port uint16) Rule { return Rule{netip.MustParsePrefix(p), port} }
+	for _, tc := range []struct {
+		name        string
+		e           Egress
+		want, never []string
+	}{
+		{"no policy: an empty chain", Egress{}, []string{"flush chain inet hutch_test egress_" + l.ID}, []string{"add rule inet hutch_test egress_", "add element inet hutch_test eg_"}},
+		{"deny only", Egress{Deny: []Rule{r("192.0.2.0/24", 0), r("198.51.100.7/32", 5432)}}, []string{
+			"add element inet hutch_test eg_deny_" + l.ID + " { 192.0.2.0/24 }",
+			"add element inet hutch_test eg_denyp_" + l.ID + " { 198.51.100.7/32 . 5432 }",
+			"ip daddr @eg_deny_" + l.ID + " counter name eg_denied_" + l.ID + " reject with icmpx admin-prohibited",
+		}, []string{"return\nadd rule inet hutch_test egress_" + l.ID + " counter"}},
+		{"restricted, overlaps merged", Egress{Restricted: true, Allow: []Rule{r("10.1.0.0/16", 0), r("10.0.0.0/8", 0), r("10.0.0.0/8", 0), r("203.0.113.9/32", 443)}}, []string{
+			"add element inet hutch_test eg_allow_" + l.ID + " { 10.0.0.0/8 }",
+			"add element inet hutch_test eg_allowp_" + l.ID + " { 203.0.113.9/32 . 443 }",
+			"ip daddr @eg_learn_" + l.ID + " return",
+			"add rule inet hutch_test egress_" + l.ID + " counter name eg_denied_" + l.ID + " reject with icmpx admin-prohibited",
+		}, []string{"10.1.0.0/16"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := n.addScript(l, netip.AddrPort{}, tc.e)
+			for _, w := range tc.want {
+				if !strings.Contains(s, w) {
+					t.Errorf("script lacks %q:\n%s", w, s)
+				}
+			}
+			for _, w := range tc.never {
+				if strings.Contains(s, w) {
+					t.Errorf("script has %q:\n%s", w, s)
+				}
+			}
+		})
 	}
 }
 
@@ -162,7 +192,9 @@ func TestScriptsAcceptedByKernel(t *testing.T) {
 	n.table = "hutch_check_only"
 	l := testLease()
 	n.blockPrivate = true
-	script := n.baseScript([]netip.Addr{netip.MustParseAddr("10.255.255.53")}) + n.addScript(l, netip.MustParseAddr("127.0.0.53"))
+	e := Egress{Restricted: true, Allow: []Rule{{netip.MustParsePrefix("10.0.0.0/8"), 0}, {netip.MustParsePrefix("203.0.113.9/32"), 443}},
+		Deny: []Rule{{netip.MustParsePrefix("192.0.2.0/24"), 0}, {netip.MustParsePrefix("198.51.100.7/32"), 5432}}}
+	script := n.baseScript() + n.addScript(l, netip.MustParseAddrPort("127.0.0.1:40053"), e)
 	if _, err := n.run(context.Background(), script, "--check", "-f", "-"); err != nil {
 		t.Fatalf("nft rejects the scripts: %v\n%s", err, script)
 	}

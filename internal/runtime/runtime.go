@@ -16,6 +16,8 @@ import (
 	"io"
 	"sort"
 	"sync"
+
+	"github.com/hutch-dev/hutch/internal/netplumb"
 )
 
 // Spec is everything a runtime needs to start one sandbox.
@@ -42,6 +44,9 @@ type Spec struct {
 	// GatewayPorts are the host loopback TCP ports a sandbox with Network
 	// reaches at its gateway address; every other gateway port is closed.
 	GatewayPorts []uint16
+	// Egress is the outbound policy of a sandbox with Network, for a
+	// runtime that is a Firewall.
+	Egress netplumb.Egress
 	// Hostname is the sandbox's host name.
 	Hostname string
 	// UpperLayer, when set, is a writable layer a LayerCapturer captured
@@ -92,6 +97,9 @@ type Options struct {
 	// BlockPrivateNetworks closes private and cloud-internal address
 	// ranges to sandboxes with Network (block_private_networks).
 	BlockPrivateNetworks bool
+	// DNS is hutch's resolver for sandboxes with Network (host:port on
+	// the host's loopback): their only nameserver.
+	DNS string `json:",omitempty"`
 	// Settings is the runtime's own block of the config (runtimes.<name>),
 	// as JSON; the Factory decodes it into its own type. JSON, so that the
 	// crash watchdog can be handed the same Options over a pipe.

@@ -94,6 +94,10 @@ type Manager struct {
 	snaps snapshots
 	// alerts holds the alerts and runs their checker (alerts.go).
 	alerts alerts
+	// nets are the sandbox networks (networks.go).
+	nets netBook
+	// denialsOnce starts the watcher of egress refusals (egress.go).
+	denialsOnce sync.Once
 
 	// mu guards the fields below, and the warm pool's maps. Lock order:
 	// Manager.mu, then a sandbox's mu (sandbox.go); never the reverse.
@@ -149,7 +153,7 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 		pool:        newWarmPool(opts.Config),
 		snaps:       snapshots{root: filepath.Join(opts.StateDir, "snapshots")},
 	}
-	if err := errors.Join(m.reconcile(ctx), m.recoverSnapshots()); err != nil {
+	if err := errors.Join(m.reconcile(ctx), m.recoverSnapshots(), m.nets.load(st)); err != nil {
 		shut()
 		st.close()
 		return nil, err
@@ -242,6 +246,9 @@ func (m *Manager) create(ctx context.Context, req api.CreateRequest, from *origi
 	if err := validateEnv("env", req.Env); err != nil {
 		return api.CreateResponse{}, err
 	}
+	if err := m.checkEgress(&req); err != nil {
+		return api.CreateResponse{}, err
+	}
 	t, err := m.createTerms(req)
 	if err != nil {
 		return api.CreateResponse{}, err
@@ -273,6 +280,7 @@ func (m *Manager) create(ctx context.Context, req api.CreateRequest, from *origi
 		CPUs:      cpus,
 		MemoryMB:  mem,
 		Network:   req.Network,
+		Egress:    req.Egress,
 		Env:       req.Env,
 		CreatedAt: time.Now().UTC(),
 	}
@@ -361,7 +369,9 @@ func (m *Manager) bootSandbox(ctx context.Context, rec *record, img *image.Image
 		// The caller went away: nobody will ever learn this sandbox's id.
 		return nil, err
 	}
-	return newSandbox(rec, inst, ac, img, user, m.cfg.MaxConcurrentExecPerSandbox), nil
+	sb := newSandbox(rec, inst, ac, img, user, m.cfg.MaxConcurrentExecPerSandbox)
+	sb.egress.Store(mustCompileEgress(rec.Egress))
+	return sb, nil
 }
 
 // specOf is the runtime spec of rec's sandbox.
@@ -376,6 +386,7 @@ func (m *Manager) specOf(rec *record, art runtime.Artifact, ports []uint16) runt
 		WritableLayerMB: m.cfg.WritableLayerMB,
 		Network:         rec.Network,
 		GatewayPorts:    ports,
+		Egress:          mustCompileEgress(rec.Egress).firewallRules(),
 		Hostname:        "hutch-" + rec.ID[:8],
 	}
 }
@@ -573,6 +584,7 @@ func (m *Manager) stop(sb *sandbox, end runtime.End, d *death) bool {
 		m.emitFor(sb, api.EventSandboxStopped, map[string]any{"cause": end.Cause, "reason": end.Detail})
 		m.persistStopped(sb)
 	}
+	m.leaveNetworks(sb)
 	m.teardownAsync(sb)
 	return true
 }

@@ -287,7 +287,8 @@ func (m *Manager) wake(ctx context.Context, sb *sandbox) error {
 		return err
 	}
 	dir := m.hibernateDir(sb.rec.ID)
-	inst, err := m.launch(ctx, m.specOf(&sb.rec, art, sb.rec.forwarded), &origin{checkpoint: dir})
+	rec := sb.snapshotRecord()
+	inst, err := m.launch(ctx, m.specOf(&rec, art, rec.forwarded), &origin{checkpoint: dir})
 	if err != nil {
 		return err
 	}
@@ -300,6 +301,12 @@ func (m *Manager) wake(ctx context.Context, sb *sandbox) error {
 		ac.Close()
 		_ = inst.Destroy(ctx)
 		return err
+	}
+	if len(m.nets.of(sb.rec.ID)) > 0 {
+		// Its network is new: its peers are given again.
+		if err := m.syncPeers(ctx); err != nil {
+			m.log.Warn("restoring a sandbox's networks", "sandbox", sb.rec.ID, "err", err)
+		}
 	}
 	return os.RemoveAll(dir)
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hutch-dev/hutch/api"
@@ -35,6 +36,10 @@ type sandbox struct {
 	interpStart sync.Mutex
 	// ports are its exposed ports (ports.go).
 	ports portBook
+	// egress is its compiled egress policy (nil: none), which egressMu
+	// serializes changes of (egress.go).
+	egress   atomic.Pointer[egressPolicy]
+	egressMu sync.Mutex
 
 	// mu guards the fields below. Lock order: Manager.mu, then sandbox.mu;
 	// nothing that holds a sandbox's mu takes Manager.mu.
@@ -362,6 +367,7 @@ func (sb *sandbox) info(execCap int) api.SandboxInfo {
 		CPUs:            r.CPUs,
 		MemoryMB:        r.MemoryMB,
 		Network:         r.Network,
+		Egress:          r.Egress,
 		IdleTimeoutSecs: r.IdleTimeoutSecs,
 		CreatedAt:       r.CreatedAt.Format(time.RFC3339),
 	}

@@ -326,7 +326,7 @@ func (m *Manager) Fork(ctx context.Context, req api.ForkRequest) (api.ForkRespon
 	defer os.RemoveAll(tmp)
 	rec := sb.snapshotRecord()
 	from := &origin{checkpoint: tmp, imageID: rec.ImageID, cpus: rec.CPUs, memoryMB: rec.MemoryMB, network: rec.Network}
-	copyReq := api.CreateRequest{Network: rec.Network, Image: rec.Image, CPUs: rec.CPUs, MemoryMB: rec.MemoryMB, Env: rec.Env,
+	copyReq := api.CreateRequest{Network: rec.Network, Egress: rec.Egress, Image: rec.Image, CPUs: rec.CPUs, MemoryMB: rec.MemoryMB, Env: rec.Env,
 		IdleTimeoutSecs: rec.IdleTimeoutSecs, OnIdle: rec.OnIdle, AutoResume: rec.AutoResume,
 		TimeoutSecs: rec.TimeoutSecs, Metadata: rec.Metadata}
 	ids := make([]string, req.Count)

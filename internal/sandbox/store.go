@@ -7,23 +7,26 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/runtime"
 )
 
 // record is the persisted metadata of one sandbox.
 type record struct {
-	ID              string    `json:"id"`
-	Name            string    `json:"name,omitempty"`
-	Image           string    `json:"image"`
-	ImageID         string    `json:"image_id"`
-	Owner           string    `json:"owner,omitempty"`
-	Runtime         string    `json:"runtime"`
-	CPUs            uint32    `json:"cpus"`
-	MemoryMB        uint32    `json:"memory_mb"`
-	Network         bool      `json:"network"`
-	IdleTimeoutSecs uint64    `json:"idle_timeout_secs"`
-	Env             []string  `json:"env,omitempty"`
-	CreatedAt       time.Time `json:"created_at"`
+	ID       string `json:"id"`
+	Name     string `json:"name,omitempty"`
+	Image    string `json:"image"`
+	ImageID  string `json:"image_id"`
+	Owner    string `json:"owner,omitempty"`
+	Runtime  string `json:"runtime"`
+	CPUs     uint32 `json:"cpus"`
+	MemoryMB uint32 `json:"memory_mb"`
+	Network  bool   `json:"network"`
+	// Egress is its egress policy (egress.go); nil is none.
+	Egress          *api.EgressPolicy `json:"egress,omitempty"`
+	IdleTimeoutSecs uint64            `json:"idle_timeout_secs"`
+	Env             []string          `json:"env,omitempty"`
+	CreatedAt       time.Time         `json:"created_at"`
 	// OnIdle, AutoResume, TimeoutSecs and Metadata are the create's life
 	// terms (terms.go).
 	OnIdle      string            `json:"on_idle,omitempty"`
@@ -48,6 +51,7 @@ var (
 	bucketSandboxes = []byte("sandboxes")
 	bucketSnapshots = []byte("snapshots")
 	bucketTemplates = []byte("templates")
+	bucketNetworks  = []byte("networks")
 )
 
 // store persists sandbox records, and snapshot and template records
@@ -63,7 +67,7 @@ func openStore(path string) (*store, error) {
 		return nil, fmt.Errorf("opening metadata store %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketSandboxes, bucketSnapshots, bucketTemplates} {
+		for _, b := range [][]byte{bucketSandboxes, bucketSnapshots, bucketTemplates, bucketNetworks} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}

@@ -28,6 +28,7 @@ type instance struct {
 	id       string
 	memoryMB uint32     // the memory limit; guarded by mu (Resize changes it)
 	gateway  netip.Addr // zero without a network
+	addr     netip.Addr // the sandbox's own address; zero without a network
 	conn     *conn
 	// flags are the runsc flags it was started with (globalFlags).
 	flags   []string

@@ -41,7 +41,14 @@ func newNetwork(opts runtime.Options, stateDir string) (*netplumb.Network, error
 		}
 		pool = p
 	}
-	return netplumb.New(netplumb.Options{Pool: pool, Owner: stateDir, BlockPrivateNetworks: opts.BlockPrivateNetworks})
+	var dns netip.AddrPort
+	if opts.DNS != "" {
+		var err error
+		if dns, err = netip.ParseAddrPort(opts.DNS); err != nil {
+			return nil, fmt.Errorf("sandbox resolver: %w", err)
+		}
+	}
+	return netplumb.New(netplumb.Options{Pool: pool, Owner: stateDir, BlockPrivateNetworks: opts.BlockPrivateNetworks, DNS: dns})
 }
 
 // setupNetwork gives sandbox spec.ID its network when it asks for one,
@@ -55,6 +62,7 @@ func (r *Runtime) setupNetwork(ctx context.Context, spec runtime.Spec, dir strin
 		ID:        spec.ID,
 		NetnsPath: filepath.Join(dir, netnsName),
 		Ports:     spec.GatewayPorts,
+		Egress:    spec.Egress,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("setting up the network: %w", err)
@@ -117,3 +125,28 @@ func (r *Runtime) releaseNetwork() error {
 
 // Gateway is the sandbox's gateway address; the zero Addr without Network.
 func (i *instance) Gateway() netip.Addr { return i.gateway }
+
+// Addr is the sandbox's own address; the zero Addr without Network.
+func (i *instance) Addr() netip.Addr { return i.addr }
+
+var _ runtime.Firewall = (*Runtime)(nil)
+
+// SetEgress replaces sandbox id's egress policy.
+func (r *Runtime) SetEgress(ctx context.Context, id string, e netplumb.Egress) error {
+	return r.net.SetEgress(ctx, id, e)
+}
+
+// Learn lets sandbox id reach addrs on port for ttl.
+func (r *Runtime) Learn(ctx context.Context, id string, addrs []netip.Addr, port uint16, ttl time.Duration) error {
+	return r.net.Learn(ctx, id, addrs, port, ttl)
+}
+
+// SetPeers replaces the pairs of sandboxes that reach each other.
+func (r *Runtime) SetPeers(ctx context.Context, pairs [][2]string) error {
+	return r.net.SetPeers(ctx, pairs)
+}
+
+// Denied counts the packets each sandbox's egress policy rejected.
+func (r *Runtime) Denied(ctx context.Context) (map[string]uint64, error) {
+	return r.net.Denied(ctx)
+}

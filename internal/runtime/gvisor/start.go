@@ -144,7 +144,7 @@ func (r *Runtime) start(ctx context.Context, spec runtime.Spec, checkpoint strin
 
 	inst := newInstance(r, spec, r.globalFlags(spec, dir), p, stderr, stderrDone)
 	if lease != nil {
-		inst.gateway = lease.Gateway
+		inst.gateway, inst.addr = lease.Gateway, lease.Addr
 	}
 	if checkpoint != "" {
 		if err := inst.relink(ctx); err != nil {
