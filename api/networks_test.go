@@ -38,7 +38,7 @@ func TestCreateRequestNetwork(t *testing.T) {
 		`{"network":"yes"}`:           "network must be true, false or an object",
 		`{"network":{"allow":["x"]}}`: `unknown field "allow"`,
 		`{"network":true,"netwrk":1}`: `unknown field "netwrk"`,
-		`{"image":3}`:                 `"image"`,
+		`{"image":3}`:                 `createRequestPlain.image`,
 	} {
 		var r CreateRequest
 		if err := json.Unmarshal([]byte(in), &r); err == nil || !strings.Contains(err.Error(), want) {
