@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+
+	"github.com/google/jsonschema-go/jsonschema"
 )
 
 // Networks (hutch extensions): sandbox-to-sandbox networks and egress
@@ -60,6 +62,19 @@ func unmarshalNetwork(raw json.RawMessage) (bool, *EgressPolicy, error) {
 		return true, nil, nil
 	}
 	return true, &p, nil
+}
+
+// PatchSchema says that "network" is a boolean or an egress policy.
+func (*CreateRequest) PatchSchema(s *jsonschema.Schema) {
+	policy, err := jsonschema.For[EgressPolicy](nil)
+	if err != nil || s.Properties == nil {
+		return
+	}
+	policy.AdditionalProperties = &jsonschema.Schema{Not: &jsonschema.Schema{}}
+	s.Properties["network"] = &jsonschema.Schema{
+		Description: "true for outbound networking, or an egress policy (which implies true)",
+		AnyOf:       []*jsonschema.Schema{{Type: "boolean"}, policy},
+	}
 }
 
 // NetworkCreateRequest is the payload of sandbox::network::create.

@@ -23,6 +23,7 @@ const stopTimeout = 10 * time.Second
 type sandboxFlags struct {
 	cpus, memory uint32
 	network      bool
+	egress       api.EgressPolicy
 	env          []string
 }
 
@@ -32,10 +33,15 @@ func (f *sandboxFlags) register(cmd *cobra.Command) {
 	fl.Uint32Var(&f.memory, "memory", 0, "memory in MiB (daemon default when omitted)")
 	fl.BoolVar(&f.network, "network", false, "give the sandbox outbound network access")
 	fl.StringArrayVarP(&f.env, "env", "e", nil, "set KEY=VALUE in the sandbox (repeatable; entries without = are skipped)")
+	egressFlags(cmd, &f.egress)
 }
 
 func (f *sandboxFlags) request(image string) api.CreateRequest {
-	return api.CreateRequest{Image: image, CPUs: f.cpus, MemoryMB: f.memory, Network: f.network, Env: parseEnv(f.env)}
+	req := api.CreateRequest{Image: image, CPUs: f.cpus, MemoryMB: f.memory, Network: f.network, Env: parseEnv(f.env)}
+	if !f.egress.Empty() {
+		req.Network, req.Egress = true, &f.egress
+	}
+	return req
 }
 
 // childCmd prepares run and exec: their failures exit 125, and a flag

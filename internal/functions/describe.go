@@ -31,11 +31,18 @@ func SchemaOf(t reflect.Type) json.RawMessage {
 	}
 	var raw json.RawMessage
 	if s, err := jsonschema.ForType(t, &jsonschema.ForOptions{IgnoreInvalidTypes: true}); err == nil {
+		if p, ok := reflect.New(t).Interface().(schemaPatcher); ok {
+			p.PatchSchema(s)
+		}
 		raw, _ = json.Marshal(s)
 	}
 	schemas.Store(t, raw)
 	return raw
 }
+
+// schemaPatcher is a type whose JSON form its Go type does not say all
+// of (api.CreateRequest's network).
+type schemaPatcher interface{ PatchSchema(*jsonschema.Schema) }
 
 // Info describes f.
 func (f Function) Info() api.FunctionInfo {

@@ -50,6 +50,7 @@ type Deps struct {
 	// Interpreter runs code contexts.
 	Interpreter Interpreter
 	Ports       Ports
+	Networks    Networks
 	// Observer, when set, is told the outcome of every call.
 	Observer Observer
 }
@@ -106,6 +107,7 @@ func New(deps Deps) *Table {
 	registerJobs(t)
 	registerInterpreter(t)
 	registerPorts(t)
+	registerNetworks(t)
 	registerDescribe(t)
 	return t
 }
