@@ -135,7 +135,10 @@ func TestClientCoversEveryRoute(t *testing.T) {
 		func() error { _, err := c.DeleteNetwork(ctx, "n"); return err },
 		func() error { _, err := c.ConnectNetwork(ctx, "n", id); return err },
 		func() error { _, err := c.DisconnectNetwork(ctx, "n", id); return err },
-		func() error { _, err := c.UpdateNetwork(ctx, id, api.EgressPolicy{DenyOut: []string{"example.com"}}); return err },
+		func() error {
+			_, err := c.UpdateNetwork(ctx, id, api.EgressPolicy{DenyOut: []string{"example.com"}})
+			return err
+		},
 		func() error { _, err := c.SubmitJob(ctx, api.JobSubmitRequest{}); return err },
 		func() error { _, err := c.GetJob(ctx, "j"); return err },
 		func() error { _, err := c.ListJobs(ctx, api.JobListRequest{}); return err },

@@ -215,7 +215,10 @@ func TestNetworkWithKernelNamespaces(t *testing.T) {
 		t.Errorf("resolv.conf of a lacks %q:\n%s", want, a.ResolvConf)
 	}
 	var answer string
-	err = inNetns(a.NetnsPath, func() (err error) { answer, err = udpAsk(netip.AddrPortFrom(a.Gateway, 53).String(), "query"); return err })
+	err = inNetns(a.NetnsPath, func() (err error) {
+		answer, err = udpAsk(netip.AddrPortFrom(a.Gateway, 53).String(), "query")
+		return err
+	})
 	if err != nil || answer != "query" {
 		t.Errorf("DNS through the gateway: %q, %v", answer, err)
 	}
