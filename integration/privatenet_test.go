@@ -22,9 +22,15 @@ import (
 // reaches only by routing, as it would a machine on its LAN. It never
 // leaves this host. It returns the URL.
 func privateTarget(t *testing.T, body string) string {
+	return privateTargetN(t, 0, body)
+}
+
+// privateTargetN is privateTarget number n (0 to 63) of one test.
+func privateTargetN(t *testing.T, n int, body string) string {
 	t.Helper()
-	name := fmt.Sprintf("hpriv%d", os.Getpid()%100000)
+	name := fmt.Sprintf("hpriv%d-%d", os.Getpid()%100000, n)
 	subnet := fmt.Sprintf("172.31.%d", os.Getpid()%250)
+	hostEnd, target := fmt.Sprintf("%s.%d", subnet, 4*n+1), fmt.Sprintf("%s.%d", subnet, 4*n+2)
 	ip := func(args ...string) {
 		t.Helper()
 		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
@@ -35,9 +41,9 @@ func privateTarget(t *testing.T, body string) string {
 	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", name).Run() })
 	ip("link", "add", name, "type", "veth", "peer", "name", "eth0", "netns", name)
 	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", name).Run() })
-	ip("addr", "add", subnet+".1/30", "dev", name)
+	ip("addr", "add", hostEnd+"/30", "dev", name)
 	ip("link", "set", name, "up")
-	ip("-n", name, "addr", "add", subnet+".2/30", "dev", "eth0")
+	ip("-n", name, "addr", "add", target+"/30", "dev", "eth0")
 	ip("-n", name, "link", "set", "eth0", "up")
 
 	// Listen from inside the namespace; the socket stays there.
@@ -56,7 +62,7 @@ func privateTarget(t *testing.T, body string) string {
 	if err := netns.Set(ns); err != nil {
 		t.Fatal(err)
 	}
-	ln, lerr := net.Listen("tcp", subnet+".2:0")
+	ln, lerr := net.Listen("tcp", target+":0")
 	if err := netns.Set(host); err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"reflect"
 	"slices"
@@ -173,6 +174,10 @@ type Config struct {
 	// BlockPrivateNetworks closes private and cloud-internal IPv4 ranges
 	// (RFC 1918, 100.64.0.0/10, ...) to sandboxes with network: true.
 	BlockPrivateNetworks bool `yaml:"block_private_networks"`
+	// SandboxNameservers are the nameservers hutch's resolver asks for
+	// sandboxes with network: true (IP or IP:port); empty means the
+	// host's own, from /etc/resolv.conf.
+	SandboxNameservers []string `yaml:"sandbox_nameservers"`
 }
 
 // Default returns the configuration used when no file is given.
@@ -232,6 +237,11 @@ func (c *Config) Validate() error {
 	}
 	if c.DefaultIdleTimeoutSecs < 1 {
 		bad("default_idle_timeout_secs must be at least 1")
+	}
+	for _, ns := range c.SandboxNameservers {
+		if _, err := ParseNameserver(ns); err != nil {
+			bad("sandbox_nameservers: %v", err)
+		}
 	}
 	if c.MaxConcurrentExecPerSandbox < 1 || c.MaxConcurrentExecPerSandbox > 1024 {
 		bad("max_concurrent_exec_per_sandbox must be between 1 and 1024, got %d", c.MaxConcurrentExecPerSandbox)
@@ -461,4 +471,17 @@ func (c Config) Marshal() []byte {
 	}
 	_ = enc.Encode(c)
 	return buf.Bytes()
+}
+
+// ParseNameserver reads a nameserver of sandbox_nameservers: an IP
+// address, with or without a port (53).
+func ParseNameserver(s string) (netip.AddrPort, error) {
+	if ap, err := netip.ParseAddrPort(s); err == nil && ap.Port() != 0 {
+		return ap, nil
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("%q is not an IP address or IP:port", s)
+	}
+	return netip.AddrPortFrom(a, 53), nil
 }

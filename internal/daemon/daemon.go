@@ -111,7 +111,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if err != nil {
 		return err
 	}
-	resolver, err := dnsgate.Listen("127.0.0.1", "", log)
+	resolver, err := dnsgate.Listen("127.0.0.1", dnsgate.Options{Nameservers: nameservers(cfg), Logger: log})
 	if err != nil {
 		return err
 	}

@@ -44,3 +44,16 @@ func applyRuntimeFlags(opts Options, cfg *config.Config) {
 		cfg.Runtimes.GVisor.RunscPath = opts.RunscPath
 	}
 }
+
+// nameservers are the upstreams of the sandboxes' resolver: config
+// sandbox_nameservers (checked by Validate) as host:port; none means the
+// host's.
+func nameservers(cfg config.Config) []string {
+	var out []string
+	for _, ns := range cfg.SandboxNameservers {
+		if ap, err := config.ParseNameserver(ns); err == nil {
+			out = append(out, ap.String())
+		}
+	}
+	return out
+}

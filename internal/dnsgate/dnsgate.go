@@ -65,11 +65,23 @@ const (
 	upstreamTimeout = 2 * time.Second
 )
 
+// Options configure the resolver.
+type Options struct {
+	// Nameservers are the upstream nameservers (host:port); none means
+	// those of ResolvConf.
+	Nameservers []string
+	// ResolvConf is the host's resolver configuration, read again every
+	// 10 s; "" means /etc/resolv.conf.
+	ResolvConf string
+	Logger     *slog.Logger
+}
+
 // Server is the resolver.
 type Server struct {
 	log       *slog.Logger
 	addr      netip.AddrPort
-	resolv    string // the host's resolver configuration
+	fixed     []string // Options.Nameservers
+	resolv    string   // the host's resolver configuration
 	udp, tcp  *dns.Server
 	inFlight  chan struct{}
 	mu        sync.Mutex
@@ -80,14 +92,16 @@ type Server struct {
 }
 
 // Listen starts the resolver on host (an address of the host's loopback)
-// at a free port, UDP and TCP alike, with the host's nameservers from
-// resolvConf ("" for /etc/resolv.conf). It answers REFUSED until
+// at a free port, UDP and TCP alike. It answers REFUSED until
 // SetDirectory.
-func Listen(host string, resolvConf string, log *slog.Logger) (*Server, error) {
-	if resolvConf == "" {
-		resolvConf = "/etc/resolv.conf"
+func Listen(host string, opts Options) (*Server, error) {
+	if opts.ResolvConf == "" {
+		opts.ResolvConf = "/etc/resolv.conf"
 	}
-	s := &Server{log: log, resolv: resolvConf, inFlight: make(chan struct{}, maxInFlight), perClient: map[netip.Addr]int{}}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	s := &Server{log: opts.Logger, fixed: opts.Nameservers, resolv: opts.ResolvConf, inFlight: make(chan struct{}, maxInFlight), perClient: map[netip.Addr]int{}}
 	var err error
 	for range 10 { // the UDP port may be taken for TCP
 		var pc net.PacketConn
@@ -262,8 +276,12 @@ func (s *Server) forward(q *dns.Msg, network string) (*dns.Msg, error) {
 	return nil, errors.Join(errs...)
 }
 
-// nameservers returns the host's nameservers, read again every 10 s.
+// nameservers returns the upstream nameservers: the fixed ones, or the
+// host's, read again every 10 s.
 func (s *Server) nameservers() []string {
+	if len(s.fixed) > 0 {
+		return s.fixed
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if time.Since(s.readAt) < 10*time.Second {

@@ -90,18 +90,11 @@ func upstream(t *testing.T) string {
 
 func TestResolver(t *testing.T) {
 	up := upstream(t)
-	conf := filepath.Join(t.TempDir(), "resolv.conf")
-	// Upstreams are asked on port 53: point the test's at the fake one.
-	host, port, _ := net.SplitHostPort(up)
-	if err := os.WriteFile(conf, []byte("nameserver "+host+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	s, err := Listen("127.0.0.1", conf, slog.New(slog.DiscardHandler))
+	s, err := Listen("127.0.0.1", Options{Nameservers: []string{up}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	s.upstreams, s.readAt = []string{net.JoinHostPort(host, port)}, time.Now().Add(time.Hour)
 	sb := &fakeSandbox{}
 	ask := func(name string, qtype uint16, network string) *dns.Msg {
 		t.Helper()
@@ -147,6 +140,21 @@ func TestResolver(t *testing.T) {
 	sb.fail = true
 	if ans := ask("api.example", dns.TypeA, "udp"); ans.Rcode != dns.RcodeServerFailure || len(ans.Answer) != 0 {
 		t.Errorf("an answer the firewall could not allow was given: %v", ans)
+	}
+}
+
+func TestHostNameservers(t *testing.T) {
+	conf := filepath.Join(t.TempDir(), "resolv.conf")
+	if err := os.WriteFile(conf, []byte("nameserver 192.0.2.53\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Listen("127.0.0.1", Options{ResolvConf: conf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got := s.nameservers(); !slices.Equal(got, []string{"192.0.2.53:53"}) {
+		t.Errorf("nameservers = %v", got)
 	}
 }
 

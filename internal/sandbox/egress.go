@@ -221,7 +221,7 @@ func (sb *sandbox) setEgress(pol *egressPolicy) {
 
 // sandboxNetwork describes sb's network.
 func (m *Manager) sandboxNetwork(ctx context.Context, sb *sandbox) api.SandboxNetwork {
-	out := api.SandboxNetwork{SandboxID: sb.rec.ID, Networks: m.nets.of(sb.rec.ID)}
+	out := api.SandboxNetwork{SandboxID: sb.rec.ID, Networks: append([]string{}, m.nets.of(sb.rec.ID)...)}
 	if p := sb.egress.Load().policy(); p != nil {
 		out.EgressPolicy = *p
 	}

@@ -62,6 +62,8 @@ type interpContext struct {
 	stdout, stderr int64
 	busy           bool
 	dead           string
+	// interrupting is set while an interrupt is being repeated.
+	interrupting bool
 }
 
 // interpBook is a sandbox's contexts.
@@ -299,7 +301,7 @@ func (m *Manager) Interrupt(ctx context.Context, req api.ContextRequest) (api.In
 	}
 	defer release()
 	c.mu.Lock()
-	pid, busy, dead := c.pid, c.busy, c.dead
+	pid, busy, dead, cell := c.pid, c.busy, c.dead, c.nextID
 	c.mu.Unlock()
 	if dead != "" {
 		return api.InterruptResponse{}, contextDead(c.id, dead)
@@ -308,8 +310,48 @@ func (m *Manager) Interrupt(ctx context.Context, req api.ContextRequest) (api.In
 		if err := m.interruptKernel(ctx, sb, pid); err != nil {
 			return api.InterruptResponse{}, err
 		}
+		m.repeatInterrupt(sb, c, pid, cell)
 	}
 	return api.InterruptResponse{ContextID: c.id, Running: busy}, nil
+}
+
+// Interrupt repeats: a kernel ignores SIGINT between cells, and a cell
+// that is sent but not yet read by the kernel would miss the first one.
+const (
+	interruptEvery   = 250 * time.Millisecond
+	interruptRepeats = 20
+)
+
+// repeatInterrupt sends SIGINT again, in the background, while cell is
+// still the one running, a few seconds at most.
+func (m *Manager) repeatInterrupt(sb *sandbox, c *interpContext, pid int, cell uint64) {
+	c.mu.Lock()
+	if c.interrupting {
+		c.mu.Unlock()
+		return
+	}
+	c.interrupting = true
+	c.mu.Unlock()
+	m.destroying.Go(func() {
+		defer func() {
+			c.mu.Lock()
+			c.interrupting = false
+			c.mu.Unlock()
+		}()
+		for range interruptRepeats {
+			select {
+			case <-time.After(interruptEvery):
+			case <-m.shutdown.Done():
+				return
+			}
+			c.mu.Lock()
+			still := c.busy && c.nextID == cell && c.pid == pid
+			c.mu.Unlock()
+			if !still || m.interruptKernel(m.shutdown, sb, pid) != nil {
+				return
+			}
+		}
+	})
 }
 
 func (m *Manager) interruptKernel(ctx context.Context, sb *sandbox, pid int) error {
