@@ -194,7 +194,7 @@ func TestSandboxNetworks(t *testing.T) {
 	_, err = d.c.ConnectNetwork(ctx, "app", loopback)
 	wantCode(t, err, "S252")
 
-	d.setup(web, "sh", "-c", "mkdir -p /srv && echo web > /srv/index.html")
+	d.setup(web, "sh", "-c", "mkdir -p /srv && printf web > /srv/index.html")
 	if _, err := d.c.StartProcess(ctx, api.ProcessStartRequest{SandboxID: web, Argv: []string{"python3", "-m", "http.server", "8000", "-d", "/srv"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -235,5 +235,5 @@ func TestSandboxNetworks(t *testing.T) {
 	if _, err := d.c.DeleteNetwork(ctx, "app"); err != nil {
 		t.Fatalf("deleting the emptied network: %v", err)
 	}
-	assertNoLeftovers(t, d.dataDir, web)
+	assertNoLeftovers(t, "", web)
 }

@@ -27,8 +27,9 @@ import (
 // maxEgressRules bounds the entries of one policy.
 const maxEgressRules = 256
 
-// hostName matches a DNS name: labels of letters, digits and '-'.
-var hostName = regexp.MustCompile(`^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$`)
+// hostName matches a DNS name: labels of letters, digits and '-', the
+// last one not all digits (that would be a mistyped address).
+var hostName = regexp.MustCompile(`^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9-]*[a-z-][a-z0-9-]*$`)
 
 // nameRule is a policy entry that names hosts.
 type nameRule struct {
