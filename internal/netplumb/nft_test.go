@@ -48,17 +48,23 @@ func TestAddScript(t *testing.T) {
 				dns = netip.MustParseAddrPort(tc.dns)
 			}
 			s := n.addScript(l, dns, Egress{})
-			for _, w := range tc.want {
-				if !strings.Contains(s, w) {
-					t.Errorf("script lacks %q:\n%s", w, s)
-				}
-			}
-			for _, w := range tc.never {
-				if strings.Contains(s, w) {
-					t.Errorf("script has %q:\n%s", w, s)
-				}
-			}
+			checkScript(t, s, tc.want, tc.never)
 		})
+	}
+}
+
+// checkScript checks that script has every line of want and none of never.
+func checkScript(t *testing.T, script string, want, never []string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(script, w) {
+			t.Errorf("script lacks %q:\n%s", w, script)
+		}
+	}
+	for _, w := range never {
+		if strings.Contains(script, w) {
+			t.Errorf("script has %q:\n%s", w, script)
+		}
 	}
 }
 
@@ -122,16 +128,7 @@ func TestEgressRules(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := n.addScript(l, netip.AddrPort{}, tc.e)
-			for _, w := range tc.want {
-				if !strings.Contains(s, w) {
-					t.Errorf("script lacks %q:\n%s", w, s)
-				}
-			}
-			for _, w := range tc.never {
-				if strings.Contains(s, w) {
-					t.Errorf("script has %q:\n%s", w, s)
-				}
-			}
+			checkScript(t, s, tc.want, tc.never)
 		})
 	}
 }
