@@ -61,6 +61,16 @@ func sandboxCall[Resp any](ctx context.Context, c *Client, id, route string, in 
 	return out, c.do(ctx, http.MethodPost, p+route, in, &out)
 }
 
+// sandboxGet GETs route under sandbox id's path.
+func sandboxGet[Resp any](ctx context.Context, c *Client, id, route string) (Resp, error) {
+	var out Resp
+	p, err := sandboxPath(id)
+	if err != nil {
+		return out, err
+	}
+	return out, c.do(ctx, http.MethodGet, p+route, nil, &out)
+}
+
 // CreateSnapshot runs sandbox::snapshot::create.
 func (c *Client) CreateSnapshot(ctx context.Context, id, name string) (api.SnapshotInfo, error) {
 	return sandboxCall[api.SnapshotInfo](ctx, c, id, "/snapshots", api.SnapshotCreateRequest{SandboxID: id, Name: name})
@@ -129,12 +139,7 @@ func (c *Client) ExposePort(ctx context.Context, req api.PortExposeRequest) (api
 
 // ListPorts runs sandbox::port::list.
 func (c *Client) ListPorts(ctx context.Context, id string) (api.PortListResponse, error) {
-	var out api.PortListResponse
-	p, err := sandboxPath(id)
-	if err != nil {
-		return out, err
-	}
-	return out, c.do(ctx, http.MethodGet, p+"/ports", nil, &out)
+	return sandboxGet[api.PortListResponse](ctx, c, id, "/ports")
 }
 
 // UnexposePort runs sandbox::port::unexpose.

@@ -83,7 +83,7 @@ func packageDir(sb *sandbox) string {
 	if wd := sb.image.Config.WorkingDir; wd != "" && wd != "/" {
 		return wd
 	}
-	for _, kv := range sb.baseEnv {
+	for _, kv := range sb.env() {
 		if home, ok := strings.CutPrefix(kv, "HOME="); ok && strings.HasPrefix(home, "/") && home != "/" {
 			return home
 		}

@@ -465,7 +465,7 @@ const warmUpTimeout = 10 * time.Second
 func warmUp(ctx context.Context, sb *sandbox) error {
 	areq := &agentv1.ExecRequest{
 		Argv:      []string{"true"},
-		Env:       sb.baseEnv,
+		Env:       sb.env(),
 		Workdir:   sb.image.Config.WorkingDir,
 		TimeoutMs: warmUpTimeout.Milliseconds(),
 	}

@@ -134,13 +134,13 @@ func (m *Manager) agentExec(sb *sandbox, argv []string, env api.Env, workdir str
 	}
 	areq := &agentv1.ExecRequest{
 		Argv:      argv,
-		Env:       sb.baseEnv,
+		Env:       sb.env(),
 		Workdir:   workdir,
 		Stdin:     stdin,
 		TimeoutMs: int64(timeoutMs),
 	}
 	if len(env) > 0 {
-		areq.Env = mergeEnv(sb.baseEnv, env)
+		areq.Env = mergeEnv(areq.Env, env)
 	}
 	u := sb.user
 	if user != "" {

@@ -20,8 +20,11 @@ type sandbox struct {
 	image *image.Image
 	// user is who the image's processes run as; nil is the agent's root.
 	user *image.User
-	// baseEnv is the image env overlaid with the create-time env.
+	// baseEnv is the image env overlaid with the sandbox's own (the
+	// create's, then sandbox::env::*); mu guards it (env.go), envMu
+	// serializes its changes.
 	baseEnv []string
+	envMu   sync.Mutex
 	// slots holds one token per exec in flight; its capacity is the cap.
 	slots chan struct{}
 	// destroyed is closed once teardown has finished.
