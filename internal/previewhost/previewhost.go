@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hutch-dev/hutch/internal/safetext"
 	"github.com/hutch-dev/hutch/internal/webguard"
 )
 
@@ -47,14 +48,7 @@ func Parse(hostport, domain string) (port int, id string, err error) {
 	p, id, ok := strings.Cut(label, "-")
 	n, perr := strconv.Atoi(p)
 	if !under || !ok || id == "" || strings.Contains(id, ".") || perr != nil || n < 1 || n > 65535 || strconv.Itoa(n) != p {
-		return 0, "", fmt.Errorf("host %q names no sandbox's port: a preview host is {port}-{sandbox_id}.%s", clip(host), domain)
+		return 0, "", fmt.Errorf("host %q names no sandbox's port: a preview host is {port}-{sandbox_id}.%s", safetext.Clip(host, 80), domain)
 	}
 	return n, id, nil
-}
-
-func clip(s string) string {
-	if len(s) > 80 {
-		return s[:80] + "…"
-	}
-	return s
 }
