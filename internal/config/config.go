@@ -294,8 +294,8 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// normalize writes keys that names may spell several ways in their one
-// form: preview_domain in lower case, without a trailing dot.
+// normalize writes in one form the keys that may be spelt several ways:
+// preview_domain in lower case, without a trailing dot.
 func (c *Config) normalize() {
 	c.PreviewDomain = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(c.PreviewDomain)), ".")
 }
