@@ -18,6 +18,11 @@ const (
 	HeaderPreviewToken = "Hutch-Preview-Token"
 )
 
+// PreviewTokenParam is the query parameter of a public port's host URL
+// that carries its token, and the name of the cookie a browser trades it
+// for on the preview host.
+const PreviewTokenParam = "hutch_preview_token"
+
 // PortExposeRequest is the payload of sandbox::port::expose.
 type PortExposeRequest struct {
 	SandboxID string `json:"sandbox_id"`
@@ -38,7 +43,13 @@ type PortInfo struct {
 	// URL is the port's preview URL, as a path of the daemon's listener:
 	// /v1/sandboxes/{id}/ports/{port}/ (the owner's token needed), or for
 	// a public port /p/{token}/.
-	URL       string   `json:"url"`
+	URL string `json:"url"`
+	// HostURL is the port's URL by host name when the daemon sets
+	// preview_domain: http://{port}-{sandbox_id}.{preview_domain}[:port]/,
+	// every path of it the server's own. A public port's carries
+	// ?hutch_preview_token=, which a browser trades for a cookie of that
+	// host on its first request.
+	HostURL   string   `json:"host_url,omitempty"`
 	Public    bool     `json:"public"`
 	ExpiresAt string   `json:"expires_at,omitempty"`
 	CORS      []string `json:"cors,omitempty"`

@@ -38,22 +38,25 @@ func (a *app) exposeCmd() *cobra.Command {
 			return err
 		}
 		fmt.Fprintln(a.stdout, c.URL()+info.URL)
+		if info.HostURL != "" {
+			fmt.Fprintf(a.stderr, "hutch: by host name (a browser's): %s\n", info.HostURL)
+		}
 		return nil
 	})
 	return cmd
 }
 
 func (a *app) portsCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "ports ID", Short: "List a sandbox's exposed ports and their preview URLs", Args: cobra.ExactArgs(1)}
+	cmd := &cobra.Command{Use: "ports ID", Short: "List a sandbox's exposed ports and their preview URLs (by path, and by host name with preview_domain)", Args: cobra.ExactArgs(1)}
 	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
 		c := a.client()
 		list, err := c.ListPorts(cmd.Context(), args[0])
 		if err != nil {
 			return err
 		}
-		t := newTable(a.stdout, "PORT", "PUBLIC", "EXPIRES", "URL")
+		t := newTable(a.stdout, "PORT", "PUBLIC", "EXPIRES", "URL", "HOST URL")
 		for _, p := range list.Ports {
-			t.row(strconv.Itoa(p.Port), fmt.Sprint(p.Public), tagOrDash(p.ExpiresAt), c.URL()+p.URL)
+			t.row(strconv.Itoa(p.Port), fmt.Sprint(p.Public), tagOrDash(p.ExpiresAt), c.URL()+p.URL, tagOrDash(p.HostURL))
 		}
 		return t.flush()
 	})

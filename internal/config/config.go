@@ -92,6 +92,10 @@ type Config struct {
 	// network: true reaches at its gateway address, besides the ports of
 	// the localhost URLs in its create-time env.
 	GatewayPorts []int `yaml:"gateway_ports"`
+	// PreviewDomain, when set, routes a request whose Host is
+	// {port}-{sandbox_id}.{preview_domain} to that sandbox's exposed port
+	// (whole path and query), never to the API.
+	PreviewDomain string `yaml:"preview_domain"`
 	// PackageIndexes are the indexes sandbox::interpreter::install uses
 	// (the tools' own defaults when empty). An index on the host's
 	// loopback is forwarded to every sandbox with a network, like
@@ -300,6 +304,12 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// normalize writes in one form the keys that may be spelt several ways:
+// preview_domain in lower case, without a trailing dot.
+func (c *Config) normalize() {
+	c.PreviewDomain = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(c.PreviewDomain)), ".")
+}
+
 // inCatalog reports whether name is a preset or a custom_images key.
 func (c *Config) inCatalog(name string) bool {
 	_, custom := c.CustomImages[name]
@@ -354,6 +364,7 @@ func Parse(data []byte) (Config, error) {
 			return Config{}, err
 		}
 	}
+	cfg.normalize()
 	return cfg, cfg.Validate()
 }
 

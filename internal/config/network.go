@@ -6,12 +6,14 @@ import (
 	"net/url"
 
 	"github.com/hutch-dev/hutch/internal/netplumb"
+	"github.com/hutch-dev/hutch/internal/previewhost"
 )
 
 // DefaultNetworkPool is network_pool's default.
 const DefaultNetworkPool = "10.200.0.0/16"
 
-// validateNetwork checks network_pool, gateway_ports and package_indexes.
+// validateNetwork checks network_pool, gateway_ports, package_indexes and
+// preview_domain.
 func (c *Config) validateNetwork() []error {
 	var errs []error
 	if p, err := netip.ParsePrefix(c.NetworkPool); err != nil {
@@ -27,6 +29,11 @@ func (c *Config) validateNetwork() []error {
 	for key, raw := range map[string]string{"pip": c.PackageIndexes.Pip, "npm": c.PackageIndexes.Npm} {
 		if u, err := url.Parse(raw); raw != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
 			errs = append(errs, fmt.Errorf("package_indexes.%s %q must be an http or https URL", key, raw))
+		}
+	}
+	if c.PreviewDomain != "" {
+		if err := previewhost.CheckDomain(c.PreviewDomain); err != nil {
+			errs = append(errs, fmt.Errorf("preview_domain %w", err))
 		}
 	}
 	return errs

@@ -20,6 +20,11 @@ func TestNetworkKeys(t *testing.T) {
 		{"port zero", "gateway_ports: [0]\n", "gateway_ports must be TCP ports between 1 and 65535, got 0"},
 		{"negative port", "gateway_ports: [80, -1]\n", "got -1"},
 		{"port too big", "gateway_ports: [70000]\n", "got 70000"},
+		{"preview domain", "preview_domain: preview.example.com\n", ""},
+		{"preview domain with a scheme", "preview_domain: https://preview.example.com\n", `preview_domain "https://preview.example.com" is not a DNS name`},
+		{"preview domain with a port", "preview_domain: 'preview.example.com:3111'\n", "is not a DNS name"},
+		{"preview domain wildcard", "preview_domain: '*.example.com'\n", "is not a DNS name"},
+		{"preview domain address", "preview_domain: 127.0.0.1\n", "is not a DNS name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, err := Parse([]byte(tc.yaml))
@@ -36,6 +41,12 @@ func TestNetworkKeys(t *testing.T) {
 				t.Fatalf("Parse = %v, want an error containing %q", err, tc.want)
 			}
 		})
+	}
+	if c, err := Parse([]byte("preview_domain: Preview.Example.COM.\n")); err != nil || c.PreviewDomain != "preview.example.com" {
+		t.Fatalf("preview_domain in capitals: %q %v, want it lowercased", c.PreviewDomain, err)
+	}
+	if Default().PreviewDomain != "" {
+		t.Fatal("previews by host name are on by default")
 	}
 	if Default().NetworkPool != DefaultNetworkPool {
 		t.Fatalf("default network_pool = %q", Default().NetworkPool)

@@ -163,6 +163,8 @@ func Run(ctx context.Context, opts Options) (err error) {
 		Logger:    log,
 		Observer:  obs.metrics,
 		Events:    evlog,
+		// A host URL names the port the listener got (--listen :0 too).
+		ListenPort: ln.Addr().(*net.TCPAddr).Port,
 	})
 	if err != nil {
 		return err
@@ -182,7 +184,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	obs.metrics.WatchWebhooks(hooks.Stats)
 	read, write, idle := cfg.HTTPTimeouts()
 	mcpHandler := mcpserver.HTTPHandler(table, mcpserver.Options{DefaultImage: cfg.MCPDefaultImage, Logger: log})
-	srv := httpapi.NewServer(table, httpapi.Options{Logger: log, Auth: tokens, Metrics: obs.handler(), MCP: mcpHandler, Ports: previewPorts{mgr}, Guard: guard,
+	srv := httpapi.NewServer(table, httpapi.Options{Logger: log, Auth: tokens, Metrics: obs.handler(), MCP: mcpHandler, Ports: previewPorts{mgr}, PreviewDomain: cfg.PreviewDomain, Guard: guard,
 		ReadTimeout: read, WriteTimeout: write, IdleTimeout: idle})
 	srv.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
 	ln = netutil.LimitListener(ln, cfg.MaxConnections)

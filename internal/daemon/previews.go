@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"net"
-	"strconv"
 
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/httpapi"
@@ -14,7 +13,7 @@ import (
 type previewPorts struct{ m *sandbox.Manager }
 
 func (p previewPorts) access(t sandbox.PortTarget) httpapi.PortAccess {
-	return httpapi.PortAccess{Key: t.SandboxID + ":" + strconv.Itoa(t.Port), CORS: t.CORS,
+	return httpapi.PortAccess{SandboxID: t.SandboxID, Port: t.Port, CORS: t.CORS,
 		Dial: func(ctx context.Context) (net.Conn, error) { return p.m.Dial(ctx, t) }}
 }
 

@@ -59,6 +59,10 @@
 //	GET    /healthz                       {"status":"ok"}
 //	GET    /metrics                       Prometheus metrics (Options.Metrics)
 //
+// With Options.PreviewDomain set, a request whose Host is a name under it
+// is a preview of a sandbox's port, whatever its path, and reaches none of
+// these routes (hostroute.go).
+//
 // Every route, /healthz included, first passes Options.Guard: a request
 // whose Host is not loopback or allowed_hosts is 403 "host_not_allowed",
 // one from a web page whose origin is not allowed_origins 403
@@ -135,6 +139,10 @@ type Options struct {
 	// Ports, when set, serves preview URLs of sandboxes' exposed ports
 	// (preview.go).
 	Ports Ports
+	// PreviewDomain, when set, sends every request whose Host is a name
+	// under it to the host route of preview URLs, never to the API's
+	// routes (hostroute.go).
+	PreviewDomain string
 	// Guard decides which Hosts and Origins may reach any route, /healthz
 	// included (guard.go); nil allows loopback Hosts and no foreign Origin.
 	Guard *webguard.Policy
@@ -173,11 +181,12 @@ func New(table *functions.Table, opts Options) http.Handler {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	s := &server{table: table, log: opts.Logger, maxBody: opts.MaxBodyBytes, version: opts.Version,
-		auth: opts.Auth, metrics: opts.Metrics, mcp: opts.MCP, ports: opts.Ports, readTimeout: opts.ReadTimeout, writeTimeout: opts.WriteTimeout}
+		auth: opts.Auth, metrics: opts.Metrics, mcp: opts.MCP, ports: opts.Ports, previewDomain: opts.PreviewDomain, guard: opts.Guard,
+		readTimeout: opts.ReadTimeout, writeTimeout: opts.WriteTimeout}
 	mux := http.NewServeMux()
 	s.serveRoutes(mux, s.routes())
 	mux.Handle("/", s.wrap(routeNotFound, true))
-	return s.guarded(opts.Guard, headerRoute(mux))
+	return s.hostRoute(s.guarded(opts.Guard, headerRoute(mux)))
 }
 
 // routes is the REST handler's table; docs/openapi.json describes each
@@ -262,6 +271,11 @@ type server struct {
 	metrics http.Handler // nil when /metrics is off
 	mcp     http.Handler // nil when /mcp is off
 	ports   Ports        // nil when previews are off
+	// previewDomain is Options.PreviewDomain ("" when the host route is
+	// off); guard is Options.Guard, whose Origin rules the host route
+	// applies itself.
+	previewDomain string
+	guard         *webguard.Policy
 	// previews keeps the transports of the ports reached (preview.go).
 	previews portTransports
 	// readTimeout and writeTimeout move the connection's deadlines.

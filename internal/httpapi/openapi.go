@@ -133,7 +133,7 @@ func init() {
 	// The preview routes: any method, the request and answer the
 	// sandbox's server's own.
 	for _, m := range previewMethods {
-		routeDocs[m+" /v1/sandboxes/{id}/ports/{port}/{rest}"] = routeDoc{summary: "The sandbox's exposed port: the request goes to its server as it came (the owner's token needed); the answer is the server's", raw: "*/*", rawBody: "*/*"}
+		routeDocs[m+" /v1/sandboxes/{id}/ports/{port}/{rest}"] = routeDoc{summary: "The sandbox's exposed port: the request goes to its server as it came (the owner's token needed); the answer is the server's. With preview_domain set, every path of the host {port}-{id}.{preview_domain} reaches the port too (its host_url)", raw: "*/*", rawBody: "*/*"}
 		routeDocs[m+" /p/{token}/{rest}"] = routeDoc{summary: "A public port: the request goes to its server as it came (the token in the path is its authority); the answer is the server's", raw: "*/*", rawBody: "*/*"}
 	}
 }

@@ -8,6 +8,8 @@ package httpapi
 //	any path, with the headers Hutch-Sandbox-Id and Hutch-Sandbox-Port
 //	(and Hutch-Preview-Token for a public port instead of the owner's)
 //
+// and a fourth by host name, {port}-{id}.{preview_domain} (hostroute.go).
+//
 // The request reaches the server as it came, less the route's prefix and
 // hutch's own headers (the bearer token never leaves); its body and the
 // answer stream both ways, and a WebSocket upgrade is carried through.
@@ -48,14 +50,17 @@ type Ports interface {
 
 // PortAccess is a port a request may reach.
 type PortAccess struct {
-	// Key names the port (its sandbox and number): its kept-alive
-	// connections are shared under it.
-	Key string
+	// SandboxID and Port name the port: its kept-alive connections are
+	// shared under them.
+	SandboxID string
+	Port      int
 	// CORS are the origins whose pages the port answers.
 	CORS []string
 	// Dial connects to the port through its sandbox's agent.
 	Dial func(ctx context.Context) (net.Conn, error)
 }
+
+func (a PortAccess) key() string { return a.SandboxID + ":" + strconv.Itoa(a.Port) }
 
 // previewCSP makes a previewed page an opaque origin: scripts run, but
 // cannot act as the API's origin.
@@ -78,7 +83,7 @@ func (s *server) previewRoutes() []route {
 // isPreview reports whether r goes to a sandbox's port: its body is
 // streamed, not read first.
 func isPreview(r *http.Request) bool {
-	return strings.HasPrefix(r.Pattern, r.Method+" /p/") || strings.Contains(r.Pattern, "/ports/{port}/")
+	return r.Pattern == hostPattern || strings.HasPrefix(r.Pattern, r.Method+" /p/") || strings.Contains(r.Pattern, "/ports/{port}/")
 }
 
 // publicPreview reports whether r goes to a public port (by its path or
@@ -106,10 +111,12 @@ func headerRoute(next http.Handler) http.Handler {
 	})
 }
 
+var errNoPreviews = transportError(http.StatusNotFound, "route_not_found", "this daemon serves no previews")
+
 // preview serves the path route.
 func (s *server) preview(r *http.Request, _ []byte) (any, error) {
 	if s.ports == nil {
-		return nil, transportError(http.StatusNotFound, "route_not_found", "this daemon serves no previews")
+		return nil, errNoPreviews
 	}
 	port, err := strconv.Atoi(r.PathValue("port"))
 	if err != nil || port < 1 || port > 65535 {
@@ -119,19 +126,25 @@ func (s *server) preview(r *http.Request, _ []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &previewAnswer{r: r, transport: s.previews.transport(acc), cors: acc.CORS, rest: r.PathValue("rest"), timeout: s.writeTimeout}, nil
+	return s.pathAnswer(r, acc), nil
+}
+
+// pathAnswer proxies r, a request of a path route, to acc's port: the
+// path less the route's prefix, the answer an opaque origin.
+func (s *server) pathAnswer(r *http.Request, acc PortAccess) *previewAnswer {
+	return &previewAnswer{r: r, transport: s.previews.transport(acc), cors: acc.CORS, path: "/" + r.PathValue("rest"), csp: previewCSP, timeout: s.writeTimeout}
 }
 
 // servePublicPreview serves the public route.
 func (s *server) servePublicPreview(r *http.Request, _ []byte) (any, error) {
 	if s.ports == nil {
-		return nil, transportError(http.StatusNotFound, "route_not_found", "this daemon serves no previews")
+		return nil, errNoPreviews
 	}
 	acc, err := s.ports.ReachPublic(r.Context(), r.PathValue("token"))
 	if err != nil {
 		return nil, err
 	}
-	return &previewAnswer{r: r, transport: s.previews.transport(acc), cors: acc.CORS, rest: r.PathValue("rest"), timeout: s.writeTimeout}, nil
+	return s.pathAnswer(r, acc), nil
 }
 
 func clipText(s string) string {
@@ -146,13 +159,22 @@ type previewAnswer struct {
 	r         *http.Request
 	transport http.RoundTripper
 	cors      []string
-	rest      string
-	timeout   time.Duration
+	// path and rawPath are the request's path as the server gets it
+	// (rawPath "" when path's plain escaping is right).
+	path, rawPath string
+	// csp is the answer's Content-Security-Policy.
+	csp     string
+	timeout time.Duration
+}
+
+// corsAllows reports whether a port with cors answers pages of origin.
+func corsAllows(cors []string, origin string) bool {
+	return origin != "" && (slices.Contains(cors, "*") || slices.Contains(cors, origin))
 }
 
 func (p *previewAnswer) stream(w http.ResponseWriter, _ io.Writer) int {
 	origin := p.r.Header.Get("Origin")
-	allowed := origin != "" && (slices.Contains(p.cors, "*") || slices.Contains(p.cors, origin))
+	allowed := corsAllows(p.cors, origin)
 	if allowed && p.r.Method == http.MethodOptions && p.r.Header.Get("Access-Control-Request-Method") != "" {
 		h := w.Header()
 		h.Set("Access-Control-Allow-Origin", origin)
@@ -167,16 +189,18 @@ func (p *previewAnswer) stream(w http.ResponseWriter, _ io.Writer) int {
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.Out.URL.Scheme, pr.Out.URL.Host = "http", "sandbox"
-			pr.Out.URL.Path, pr.Out.URL.RawPath = "/"+p.rest, ""
+			pr.Out.URL.Path, pr.Out.URL.RawPath = p.path, p.rawPath
 			pr.Out.Host = pr.In.Host
 			for _, h := range []string{"Authorization", api.HeaderSandboxID, api.HeaderSandboxPort, api.HeaderPreviewToken} {
 				pr.Out.Header.Del(h)
 			}
+			dropPreviewCookie(pr.Out.Header)
 		},
 		Transport:     p.transport,
 		FlushInterval: -1, // stream the answer as it comes
 		ModifyResponse: func(res *http.Response) error {
-			res.Header.Set("Content-Security-Policy", previewCSP)
+			dropSetPreviewCookie(res.Header)
+			res.Header.Set("Content-Security-Policy", p.csp)
 			if allowed {
 				res.Header.Set("Access-Control-Allow-Origin", origin)
 				res.Header.Add("Vary", "Origin")
@@ -301,7 +325,8 @@ func (pt *portTransports) transport(acc PortAccess) http.RoundTripper {
 		pt.byKey = map[string]*portTransport{}
 	}
 	pt.tick++
-	if e, ok := pt.byKey[acc.Key]; ok {
+	key := acc.key()
+	if e, ok := pt.byKey[key]; ok {
 		e.used = pt.tick
 		return e.t
 	}
@@ -322,6 +347,6 @@ func (pt *portTransports) transport(acc PortAccess) http.RoundTripper {
 		IdleConnTimeout:     portIdleTimeout,
 		DisableCompression:  true,
 	}
-	pt.byKey[acc.Key] = &portTransport{t: t, used: pt.tick}
+	pt.byKey[key] = &portTransport{t: t, used: pt.tick}
 	return t
 }

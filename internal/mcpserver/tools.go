@@ -256,6 +256,9 @@ func (s *session) register(srv *mcp.Server) {
 				return nil, out, toolError(err)
 			}
 			out.URL = s.opts.BaseURL + out.URL
+			if out.HostURL != "" {
+				return &mcp.CallToolResult{Content: []mcp.Content{text("%s\nby host name (for a browser): %s", out.URL, out.HostURL)}}, out, nil
+			}
 			return &mcp.CallToolResult{Content: []mcp.Content{text("%s", out.URL)}}, out, nil
 		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "sandbox_snapshot", Description: "Snapshot a running sandbox (memory, processes and files); create a sandbox from it with sandbox_fork-like copies later.", Annotations: changes},

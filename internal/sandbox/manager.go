@@ -59,6 +59,9 @@ type Options struct {
 	// AgentCallTimeout bounds an agent call that has no deadline of its
 	// own (agentclient.Options.CallTimeout); 0 is agentclient's default.
 	AgentCallTimeout time.Duration
+	// ListenPort is the port of hutch's HTTP listener, which a port's
+	// host URL names (preview_domain; 0 and 80 name none).
+	ListenPort int
 }
 
 // Manager owns every sandbox of one daemon.
@@ -74,6 +77,8 @@ type Manager struct {
 	callTimeout time.Duration
 	// protected are the daemon's own ports, never forwarded (network.go).
 	protected protectedPorts
+	// listenPort is Options.ListenPort (ports.go).
+	listenPort int
 
 	// destroying tracks background teardowns, so Close can wait for them.
 	destroying tracker
@@ -144,6 +149,7 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 		log:         opts.Logger,
 		store:       st,
 		bootTimeout: opts.BootTimeout,
+		listenPort:  opts.ListenPort,
 		sandboxes:   map[string]*sandbox{},
 		stopReaper:  make(chan struct{}),
 		reaperDone:  make(chan struct{}),

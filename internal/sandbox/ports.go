@@ -21,6 +21,7 @@ import (
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/previewhost"
 )
 
 // maxExposedPorts bounds the ports one sandbox exposes.
@@ -41,9 +42,10 @@ type portBook struct {
 	byPort map[int]*exposedPort
 }
 
-func (p *exposedPort) info(sandboxID string) api.PortInfo {
-	info := api.PortInfo{SandboxID: sandboxID, Port: p.port, Public: p.public, CORS: p.cors,
-		URL: "/v1/sandboxes/" + sandboxID + "/ports/" + strconv.Itoa(p.port) + "/"}
+// portInfo describes p, a port of sandbox id.
+func (m *Manager) portInfo(id string, p *exposedPort) api.PortInfo {
+	info := api.PortInfo{SandboxID: id, Port: p.port, Public: p.public, CORS: p.cors,
+		URL: "/v1/sandboxes/" + id + "/ports/" + strconv.Itoa(p.port) + "/", HostURL: m.hostURL(id, p)}
 	if p.public {
 		info.URL = "/p/" + p.token + "/"
 	}
@@ -51,6 +53,23 @@ func (p *exposedPort) info(sandboxID string) api.PortInfo {
 		info.ExpiresAt = p.expires.UTC().Format(time.RFC3339)
 	}
 	return info
+}
+
+// hostURL is p's URL by host name under preview_domain ("" without one),
+// on hutch's listener like the path URL; a public port's carries its
+// token, which a browser trades for a cookie of the host.
+func (m *Manager) hostURL(id string, p *exposedPort) string {
+	if m.cfg.PreviewDomain == "" {
+		return ""
+	}
+	u := url.URL{Scheme: "http", Host: previewhost.Name(m.cfg.PreviewDomain, p.port, id), Path: "/"}
+	if m.listenPort != 0 && m.listenPort != 80 {
+		u.Host += ":" + strconv.Itoa(m.listenPort)
+	}
+	if p.public {
+		u.RawQuery = api.PreviewTokenParam + "=" + p.token
+	}
+	return u.String()
 }
 
 // ExposePort makes a port of a sandbox reachable (sandbox::port::expose);
@@ -96,7 +115,7 @@ func (m *Manager) ExposePort(ctx context.Context, req api.PortExposeRequest) (ap
 	}
 	sb.ports.byPort[req.Port] = p
 	m.emitFor(sb, api.EventPortExposed, map[string]any{"port": req.Port, "public": req.Public})
-	return p.info(sb.rec.ID), nil
+	return m.portInfo(sb.rec.ID, p), nil
 }
 
 // ListPorts lists a sandbox's exposed ports (sandbox::port::list).
@@ -108,7 +127,7 @@ func (m *Manager) ListPorts(ctx context.Context, req api.PortListRequest) (api.P
 	out := api.PortListResponse{Ports: []api.PortInfo{}}
 	sb.ports.mu.Lock()
 	for _, p := range sb.ports.byPort {
-		out.Ports = append(out.Ports, p.info(sb.rec.ID))
+		out.Ports = append(out.Ports, m.portInfo(sb.rec.ID, p))
 	}
 	sb.ports.mu.Unlock()
 	sort.Slice(out.Ports, func(i, j int) bool { return out.Ports[i].Port < out.Ports[j].Port })
@@ -128,7 +147,7 @@ func (m *Manager) UnexposePort(ctx context.Context, req api.PortRequest) (api.Po
 		return api.PortInfo{}, notExposed(sb.rec.ID, req.Port)
 	}
 	delete(sb.ports.byPort, req.Port)
-	return p.info(sb.rec.ID), nil
+	return m.portInfo(sb.rec.ID, p), nil
 }
 
 func notExposed(id string, port int) error {

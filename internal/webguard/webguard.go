@@ -92,6 +92,13 @@ func New(hosts, origins []string) (*Policy, error) {
 // dnsName matches a host name: labels of letters, digits and hyphens.
 var dnsName = regexp.MustCompile(`^(\*\.)?([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 
+// IsHostName reports whether name is a DNS host name in lower case (no
+// wildcard, not an IP address, at most 253 characters).
+func IsHostName(name string) bool {
+	_, err := netip.ParseAddr(name)
+	return err != nil && len(name) <= 253 && !strings.HasPrefix(name, "*.") && dnsName.MatchString(name)
+}
+
 // hostEntry checks and canonicalises one allowed_hosts entry.
 func hostEntry(h string) (string, error) {
 	h = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(h)), ".")
@@ -140,6 +147,13 @@ func (p *Policy) Check(r *http.Request) error {
 	if err := p.CheckHost(r); err != nil {
 		return err
 	}
+	return p.CheckOrigin(r)
+}
+
+// CheckOrigin is Check's Origin and Sec-Fetch-Site rules alone, for
+// requests whose Host the caller vouched for (a preview host under the
+// daemon's preview_domain).
+func (p *Policy) CheckOrigin(r *http.Request) error {
 	origin, hasOrigin := r.Header["Origin"]
 	switch {
 	case hasOrigin && p.OriginAllowed(origin[0]):
@@ -182,7 +196,7 @@ func (p *Policy) sameOrigin(r *http.Request, origin string) bool {
 // hostAllowed reports whether a Host header value names a loopback
 // host, the host of an allowed_hosts entry or a name under a "*." entry.
 func (p *Policy) hostAllowed(hostport string) bool {
-	host := hostOnly(hostport)
+	host := HostName(hostport)
 	if host == "" {
 		return false
 	}
@@ -206,9 +220,9 @@ func (p *Policy) hostAllowed(hostport string) bool {
 	return false
 }
 
-// hostOnly returns the lower-case host of a Host header value, without
+// HostName returns the lower-case host of a Host header value, without
 // port, brackets or a trailing dot.
-func hostOnly(hostport string) string {
+func HostName(hostport string) string {
 	host := hostport
 	if h, _, err := net.SplitHostPort(hostport); err == nil {
 		host = h

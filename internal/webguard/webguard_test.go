@@ -135,3 +135,35 @@ func TestLoopbackHost(t *testing.T) {
 		}
 	}
 }
+
+func TestIsHostName(t *testing.T) {
+	for name, want := range map[string]bool{
+		"localhost": true, "preview.example.com": true, "a-1.b2.example": true,
+		"": false, "Preview.example.com": false, "*.example.com": false, "10.0.0.5": false,
+		"-a.example": false, "a..example": false, "a_b.example": false, "example.com.": false,
+		strings.Repeat("a", 64) + ".example": false, strings.Repeat("abcdefghi.", 26) + "example": false,
+	} {
+		if got := IsHostName(name); got != want {
+			t.Errorf("IsHostName(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+// TestCheckOriginLeavesHostAlone: CheckOrigin applies the Origin rules to
+// a Host the policy does not know.
+func TestCheckOriginLeavesHostAlone(t *testing.T) {
+	var p *Policy
+	r := httptest.NewRequest(http.MethodPost, "/", nil)
+	r.Host = "8000-x.preview.example.com"
+	if err := p.CheckOrigin(r); err != nil {
+		t.Fatalf("no Origin: %v", err)
+	}
+	r.Header.Set("Origin", "http://8000-x.preview.example.com")
+	if err := p.CheckOrigin(r); err != nil {
+		t.Fatalf("same origin: %v", err)
+	}
+	r.Header.Set("Origin", "http://9000-x.preview.example.com")
+	if err := p.CheckOrigin(r); err == nil {
+		t.Fatal("a sibling's origin was allowed")
+	}
+}

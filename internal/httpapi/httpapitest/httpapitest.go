@@ -170,5 +170,6 @@ func DepsOf(sb functions.Sandboxes) functions.Deps {
 	d.Processes, _ = sb.(functions.Processes)
 	d.Lifecycle, _ = sb.(functions.Lifecycle)
 	d.Snapshots, _ = sb.(functions.Snapshots)
+	d.Ports, _ = sb.(functions.Ports)
 	return d
 }

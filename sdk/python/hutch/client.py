@@ -388,6 +388,8 @@ class Ports:
         return self._sb.client.url + info["url"]
 
     def list(self) -> List[Dict[str, Any]]:
+        """The exposed ports: url is a path of the daemon's listener; host_url,
+        with the daemon's preview_domain, the port's own host."""
         return self._sb.client.request("GET", self._sb._path("/ports"))["ports"]
 
     def unexpose(self, port: int) -> None:

@@ -199,7 +199,8 @@ export class Processes {
 export class Ports {
   /** Make a port reachable; resolves to its preview URL. */
   expose (port: number, options?: { public?: boolean, expiresInSecs?: number, cors?: string[] }): Promise<string>
-  list (): Promise<Array<{ port: number, url: string, public: boolean, expires_at?: string }>>
+  /** The exposed ports: url is a path of the daemon's listener; host_url, with the daemon's preview_domain, the port's own host. */
+  list (): Promise<Array<{ port: number, url: string, host_url?: string, public: boolean, expires_at?: string }>>
   unexpose (port: number): Promise<unknown>
 }
 
