@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -87,8 +88,20 @@ func connect(t *testing.T, b Backend, progress func(*mcp.ProgressNotificationPar
 
 func TestToolsAndDefaultSandbox(t *testing.T) {
 	f := &fake{}
+	// Notifications are handled on the client's own goroutines: the
+	// result may be read before the last of them.
+	var notesMu sync.Mutex
 	var notes []string
-	cs, end := connect(t, f, func(p *mcp.ProgressNotificationParams) { notes = append(notes, p.Message) })
+	cs, end := connect(t, f, func(p *mcp.ProgressNotificationParams) {
+		notesMu.Lock()
+		defer notesMu.Unlock()
+		notes = append(notes, p.Message)
+	})
+	progressText := func() string {
+		notesMu.Lock()
+		defer notesMu.Unlock()
+		return strings.Join(notes, "")
+	}
 	ctx := context.Background()
 	tools, err := cs.ListTools(ctx, nil)
 	if err != nil {
@@ -134,8 +147,11 @@ func TestToolsAndDefaultSandbox(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("run_command: %+v %v", res, err)
 	}
-	if strings.Join(notes, "") != "one\ntwo\n" {
-		t.Errorf("progress notifications: %q", notes)
+	for deadline := time.Now().Add(10 * time.Second); progressText() != "one\ntwo\n" && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := progressText(); got != "one\ntwo\n" {
+		t.Errorf("progress notifications: %q", got)
 	}
 	// An S-code error is a tool error with its fix.
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "file_read", Arguments: map[string]any{"path": "/missing"}})
