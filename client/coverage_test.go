@@ -130,6 +130,9 @@ func TestClientCoversEveryRoute(t *testing.T) {
 		func() error { _, err := c.Interrupt(ctx, "c"); return err },
 		func() error { _, err := c.RunCode(ctx, api.RunCodeRequest{SandboxID: id, Code: "1"}, none); return err },
 		func() error { _, err := c.Install(ctx, api.InstallRequest{SandboxID: id}, none); return err },
+		func() error {
+			return c.WatchFiles(ctx, api.FsWatchRequest{SandboxID: id, Path: "/"}, func(api.FsWatchEvent) error { return nil })
+		},
 		func() error { _, err := c.ListEnv(ctx, id); return err },
 		func() error { _, err := c.GetEnv(ctx, id, "K"); return err },
 		func() error { _, err := c.SetEnv(ctx, id, api.Env{"K=V"}); return err },

@@ -346,3 +346,42 @@ func (d *downloadReader) Close() error {
 	d.t.cancel()
 	return nil
 }
+
+// maxWatchEventBytes bounds one watch event from the agent (a path).
+const maxWatchEventBytes = 64 << 10
+
+// Watch follows the changes under a directory in the sandbox until ctx
+// ends or the agent ends the stream; the first event is "ready". The
+// stream's events are the agent's, hostile input: the caller checks them.
+func (c *Client) Watch(ctx context.Context, req *agentv1.FsWatchRequest) (*Watch, error) {
+	ctx, cancel, err := c.call(ctx, 0)
+	if err != nil {
+		return nil, fmt.Errorf("fs watch: %w", err)
+	}
+	stream, err := c.fsClient().Watch(ctx, req, grpc.MaxCallRecvMsgSize(maxWatchEventBytes))
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("fs watch: %w", c.callError(ctx, err))
+	}
+	return &Watch{ctx: ctx, cancel: cancel, stream: stream, c: c}, nil
+}
+
+// Watch is a watch in progress.
+type Watch struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	stream agentv1.Fs_WatchClient
+	c      *Client
+}
+
+// Recv returns the next event; io.EOF when the agent ended the watch.
+func (w *Watch) Recv() (*agentv1.FsWatchEvent, error) {
+	e, err := w.stream.Recv()
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("fs watch: %w", w.c.callError(w.ctx, err))
+	}
+	return e, err
+}
+
+// Close ends the watch.
+func (w *Watch) Close() { w.cancel() }

@@ -24,7 +24,7 @@ func (a *app) fsCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "fs OP ID ...",
-		Short: "Work with files inside a sandbox (ls, stat, mkdir, write, read, rm, mv, chmod, grep, sed)",
+		Short: "Work with files inside a sandbox (ls, stat, mkdir, write, read, rm, mv, chmod, grep, sed, watch)",
 		Long: `Work with files inside a sandbox. Paths are absolute and resolve inside the
 sandbox (a symlink to /etc/passwd reads the sandbox's own file). Each command
 is one sandbox::fs function; --json prints the function's result as it is.`,
@@ -44,6 +44,7 @@ is one sandbox::fs function; --json prints the function's result as it is.`,
 	cmd.AddCommand(
 		a.fsLsCmd(out), a.fsStatCmd(out), a.fsMkdirCmd(out), a.fsWriteCmd(out), a.fsReadCmd(out),
 		a.fsRmCmd(out), a.fsMvCmd(out), a.fsChmodCmd(out), a.fsGrepCmd(out), a.fsSedCmd(out),
+		a.fsWatchCmd(out),
 	)
 	return cmd
 }

@@ -64,6 +64,12 @@ func registerFS(t *Table) {
 	add(t, "sandbox::fs::chmod", "Change file permissions inside a sandbox", fs.Chmod)
 	add(t, "sandbox::fs::grep", "Search for a pattern in files inside a sandbox", fs.Grep)
 	add(t, "sandbox::fs::sed", "Search-and-replace in files inside a sandbox", fs.Sed)
+	if w, ok := fs.(FileWatcher); ok {
+		addStream(t, api.FnFsWatch, "Follow the changes under a directory of a sandbox: create, write, remove, rename and chmod events, until the caller goes or the sandbox stops (hutch extension)",
+			func(ctx context.Context, req api.FsWatchRequest, e Emitter) (struct{}, error) {
+				return struct{}{}, w.WatchFiles(ctx, req, e.emitData)
+			})
+	}
 }
 
 // fs is the table's FS, or an S219 error when it has none.
@@ -137,4 +143,9 @@ func ReadResponse(e api.FsEntry, head []byte, whole bool) api.FsReadResponse {
 		out.ContentB64 = &s
 	}
 	return out
+}
+
+// FileWatcher follows changes under a directory of a sandbox.
+type FileWatcher interface {
+	WatchFiles(ctx context.Context, req api.FsWatchRequest, emit func(event string, data any) error) error
 }

@@ -1676,6 +1676,132 @@ func (x *FsDownloadResponse) GetData() []byte {
 	return nil
 }
 
+type FsWatchRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Path  string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	// Recursive watches the directories below it too, including those
+	// created later.
+	Recursive     bool `protobuf:"varint,2,opt,name=recursive,proto3" json:"recursive,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FsWatchRequest) Reset() {
+	*x = FsWatchRequest{}
+	mi := &file_api_agent_v1_fs_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FsWatchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FsWatchRequest) ProtoMessage() {}
+
+func (x *FsWatchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_agent_v1_fs_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FsWatchRequest.ProtoReflect.Descriptor instead.
+func (*FsWatchRequest) Descriptor() ([]byte, []int) {
+	return file_api_agent_v1_fs_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *FsWatchRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *FsWatchRequest) GetRecursive() bool {
+	if x != nil {
+		return x.Recursive
+	}
+	return false
+}
+
+type FsWatchEvent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// create, write, remove, rename, chmod; "ready" first; "overflow" when
+	// events were lost.
+	Type string `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	// The path changed (absolute); for a rename the new path.
+	Path string `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	// OldPath is a rename's former path.
+	OldPath       string `protobuf:"bytes,3,opt,name=old_path,json=oldPath,proto3" json:"old_path,omitempty"`
+	IsDir         bool   `protobuf:"varint,4,opt,name=is_dir,json=isDir,proto3" json:"is_dir,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FsWatchEvent) Reset() {
+	*x = FsWatchEvent{}
+	mi := &file_api_agent_v1_fs_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FsWatchEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FsWatchEvent) ProtoMessage() {}
+
+func (x *FsWatchEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_api_agent_v1_fs_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FsWatchEvent.ProtoReflect.Descriptor instead.
+func (*FsWatchEvent) Descriptor() ([]byte, []int) {
+	return file_api_agent_v1_fs_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *FsWatchEvent) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *FsWatchEvent) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *FsWatchEvent) GetOldPath() string {
+	if x != nil {
+		return x.OldPath
+	}
+	return ""
+}
+
+func (x *FsWatchEvent) GetIsDir() bool {
+	if x != nil {
+		return x.IsDir
+	}
+	return false
+}
+
 var File_api_agent_v1_fs_proto protoreflect.FileDescriptor
 
 const file_api_agent_v1_fs_proto_rawDesc = "" +
@@ -1790,7 +1916,15 @@ const file_api_agent_v1_fs_proto_rawDesc = "" +
 	"\x04path\x18\x01 \x01(\tR\x04path\"W\n" +
 	"\x12FsDownloadResponse\x12-\n" +
 	"\x05entry\x18\x01 \x01(\v2\x17.hutch.agent.v1.FsEntryR\x05entry\x12\x12\n" +
-	"\x04data\x18\x02 \x01(\fR\x04data*\xcb\x02\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\"B\n" +
+	"\x0eFsWatchRequest\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1c\n" +
+	"\trecursive\x18\x02 \x01(\bR\trecursive\"h\n" +
+	"\fFsWatchEvent\x12\x12\n" +
+	"\x04type\x18\x01 \x01(\tR\x04type\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12\x19\n" +
+	"\bold_path\x18\x03 \x01(\tR\aoldPath\x12\x15\n" +
+	"\x06is_dir\x18\x04 \x01(\bR\x05isDir*\xcb\x02\n" +
 	"\vFsErrorKind\x12\x1d\n" +
 	"\x19FS_ERROR_KIND_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15FS_ERROR_KIND_INVALID\x10\x01\x12\x1b\n" +
@@ -1803,7 +1937,7 @@ const file_api_agent_v1_fs_proto_rawDesc = "" +
 	"\x17FS_ERROR_KIND_BAD_REGEX\x10\b\x12 \n" +
 	"\x1cFS_ERROR_KIND_STREAM_ABORTED\x10\t\x12\x1d\n" +
 	"\x19FS_ERROR_KIND_UNSUPPORTED\x10\n" +
-	"2\x9d\x06\n" +
+	"2\xe6\x06\n" +
 	"\x02Fs\x12?\n" +
 	"\x02Ls\x12\x1b.hutch.agent.v1.FsLsRequest\x1a\x1c.hutch.agent.v1.FsLsResponse\x12>\n" +
 	"\x04Stat\x12\x1d.hutch.agent.v1.FsStatRequest\x1a\x17.hutch.agent.v1.FsEntry\x12H\n" +
@@ -1815,7 +1949,8 @@ const file_api_agent_v1_fs_proto_rawDesc = "" +
 	"\x04Grep\x12\x1d.hutch.agent.v1.FsGrepRequest\x1a\x1e.hutch.agent.v1.FsGrepResponse\x12B\n" +
 	"\x03Sed\x12\x1c.hutch.agent.v1.FsSedRequest\x1a\x1d.hutch.agent.v1.FsSedResponse\x12M\n" +
 	"\x06Upload\x12\x1f.hutch.agent.v1.FsUploadRequest\x1a .hutch.agent.v1.FsUploadResponse(\x01\x12S\n" +
-	"\bDownload\x12!.hutch.agent.v1.FsDownloadRequest\x1a\".hutch.agent.v1.FsDownloadResponse0\x01B1Z/github.com/hutch-dev/hutch/api/agent/v1;agentv1b\x06proto3"
+	"\bDownload\x12!.hutch.agent.v1.FsDownloadRequest\x1a\".hutch.agent.v1.FsDownloadResponse0\x01\x12G\n" +
+	"\x05Watch\x12\x1e.hutch.agent.v1.FsWatchRequest\x1a\x1c.hutch.agent.v1.FsWatchEvent0\x01B1Z/github.com/hutch-dev/hutch/api/agent/v1;agentv1b\x06proto3"
 
 var (
 	file_api_agent_v1_fs_proto_rawDescOnce sync.Once
@@ -1830,7 +1965,7 @@ func file_api_agent_v1_fs_proto_rawDescGZIP() []byte {
 }
 
 var file_api_agent_v1_fs_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_api_agent_v1_fs_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_api_agent_v1_fs_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_api_agent_v1_fs_proto_goTypes = []any{
 	(FsErrorKind)(0),           // 0: hutch.agent.v1.FsErrorKind
 	(*FsError)(nil),            // 1: hutch.agent.v1.FsError
@@ -1860,6 +1995,8 @@ var file_api_agent_v1_fs_proto_goTypes = []any{
 	(*FsUploadResponse)(nil),   // 25: hutch.agent.v1.FsUploadResponse
 	(*FsDownloadRequest)(nil),  // 26: hutch.agent.v1.FsDownloadRequest
 	(*FsDownloadResponse)(nil), // 27: hutch.agent.v1.FsDownloadResponse
+	(*FsWatchRequest)(nil),     // 28: hutch.agent.v1.FsWatchRequest
+	(*FsWatchEvent)(nil),       // 29: hutch.agent.v1.FsWatchEvent
 }
 var file_api_agent_v1_fs_proto_depIdxs = []int32{
 	0,  // 0: hutch.agent.v1.FsError.kind:type_name -> hutch.agent.v1.FsErrorKind
@@ -1883,19 +2020,21 @@ var file_api_agent_v1_fs_proto_depIdxs = []int32{
 	20, // 18: hutch.agent.v1.Fs.Sed:input_type -> hutch.agent.v1.FsSedRequest
 	24, // 19: hutch.agent.v1.Fs.Upload:input_type -> hutch.agent.v1.FsUploadRequest
 	26, // 20: hutch.agent.v1.Fs.Download:input_type -> hutch.agent.v1.FsDownloadRequest
-	4,  // 21: hutch.agent.v1.Fs.Ls:output_type -> hutch.agent.v1.FsLsResponse
-	2,  // 22: hutch.agent.v1.Fs.Stat:output_type -> hutch.agent.v1.FsEntry
-	7,  // 23: hutch.agent.v1.Fs.Mkdir:output_type -> hutch.agent.v1.FsMkdirResponse
-	9,  // 24: hutch.agent.v1.Fs.ReadFile:output_type -> hutch.agent.v1.FsReadFileResponse
-	11, // 25: hutch.agent.v1.Fs.Rm:output_type -> hutch.agent.v1.FsRmResponse
-	13, // 26: hutch.agent.v1.Fs.Mv:output_type -> hutch.agent.v1.FsMvResponse
-	15, // 27: hutch.agent.v1.Fs.Chmod:output_type -> hutch.agent.v1.FsChmodResponse
-	19, // 28: hutch.agent.v1.Fs.Grep:output_type -> hutch.agent.v1.FsGrepResponse
-	22, // 29: hutch.agent.v1.Fs.Sed:output_type -> hutch.agent.v1.FsSedResponse
-	25, // 30: hutch.agent.v1.Fs.Upload:output_type -> hutch.agent.v1.FsUploadResponse
-	27, // 31: hutch.agent.v1.Fs.Download:output_type -> hutch.agent.v1.FsDownloadResponse
-	21, // [21:32] is the sub-list for method output_type
-	10, // [10:21] is the sub-list for method input_type
+	28, // 21: hutch.agent.v1.Fs.Watch:input_type -> hutch.agent.v1.FsWatchRequest
+	4,  // 22: hutch.agent.v1.Fs.Ls:output_type -> hutch.agent.v1.FsLsResponse
+	2,  // 23: hutch.agent.v1.Fs.Stat:output_type -> hutch.agent.v1.FsEntry
+	7,  // 24: hutch.agent.v1.Fs.Mkdir:output_type -> hutch.agent.v1.FsMkdirResponse
+	9,  // 25: hutch.agent.v1.Fs.ReadFile:output_type -> hutch.agent.v1.FsReadFileResponse
+	11, // 26: hutch.agent.v1.Fs.Rm:output_type -> hutch.agent.v1.FsRmResponse
+	13, // 27: hutch.agent.v1.Fs.Mv:output_type -> hutch.agent.v1.FsMvResponse
+	15, // 28: hutch.agent.v1.Fs.Chmod:output_type -> hutch.agent.v1.FsChmodResponse
+	19, // 29: hutch.agent.v1.Fs.Grep:output_type -> hutch.agent.v1.FsGrepResponse
+	22, // 30: hutch.agent.v1.Fs.Sed:output_type -> hutch.agent.v1.FsSedResponse
+	25, // 31: hutch.agent.v1.Fs.Upload:output_type -> hutch.agent.v1.FsUploadResponse
+	27, // 32: hutch.agent.v1.Fs.Download:output_type -> hutch.agent.v1.FsDownloadResponse
+	29, // 33: hutch.agent.v1.Fs.Watch:output_type -> hutch.agent.v1.FsWatchEvent
+	22, // [22:34] is the sub-list for method output_type
+	10, // [10:22] is the sub-list for method input_type
 	10, // [10:10] is the sub-list for extension type_name
 	10, // [10:10] is the sub-list for extension extendee
 	0,  // [0:10] is the sub-list for field type_name
@@ -1914,7 +2053,7 @@ func file_api_agent_v1_fs_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_agent_v1_fs_proto_rawDesc), len(file_api_agent_v1_fs_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   27,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -38,6 +38,7 @@ const (
 	Fs_Sed_FullMethodName      = "/hutch.agent.v1.Fs/Sed"
 	Fs_Upload_FullMethodName   = "/hutch.agent.v1.Fs/Upload"
 	Fs_Download_FullMethodName = "/hutch.agent.v1.Fs/Download"
+	Fs_Watch_FullMethodName    = "/hutch.agent.v1.Fs/Watch"
 )
 
 // FsClient is the client API for Fs service.
@@ -73,6 +74,10 @@ type FsClient interface {
 	// Download streams a regular file: the first message carries its
 	// metadata, the following ones data.
 	Download(ctx context.Context, in *FsDownloadRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[FsDownloadResponse], error)
+	// Watch streams the changes under a directory (inotify) until the
+	// caller goes or the directory is removed: the first message is an
+	// empty "ready" event, sent once the watches are in place.
+	Watch(ctx context.Context, in *FsWatchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[FsWatchEvent], error)
 }
 
 type fsClient struct {
@@ -205,6 +210,25 @@ func (c *fsClient) Download(ctx context.Context, in *FsDownloadRequest, opts ...
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Fs_DownloadClient = grpc.ServerStreamingClient[FsDownloadResponse]
 
+func (c *fsClient) Watch(ctx context.Context, in *FsWatchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[FsWatchEvent], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Fs_ServiceDesc.Streams[2], Fs_Watch_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[FsWatchRequest, FsWatchEvent]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Fs_WatchClient = grpc.ServerStreamingClient[FsWatchEvent]
+
 // FsServer is the server API for Fs service.
 // All implementations must embed UnimplementedFsServer
 // for forward compatibility.
@@ -238,6 +262,10 @@ type FsServer interface {
 	// Download streams a regular file: the first message carries its
 	// metadata, the following ones data.
 	Download(*FsDownloadRequest, grpc.ServerStreamingServer[FsDownloadResponse]) error
+	// Watch streams the changes under a directory (inotify) until the
+	// caller goes or the directory is removed: the first message is an
+	// empty "ready" event, sent once the watches are in place.
+	Watch(*FsWatchRequest, grpc.ServerStreamingServer[FsWatchEvent]) error
 	mustEmbedUnimplementedFsServer()
 }
 
@@ -280,6 +308,9 @@ func (UnimplementedFsServer) Upload(grpc.ClientStreamingServer[FsUploadRequest, 
 }
 func (UnimplementedFsServer) Download(*FsDownloadRequest, grpc.ServerStreamingServer[FsDownloadResponse]) error {
 	return status.Error(codes.Unimplemented, "method Download not implemented")
+}
+func (UnimplementedFsServer) Watch(*FsWatchRequest, grpc.ServerStreamingServer[FsWatchEvent]) error {
+	return status.Error(codes.Unimplemented, "method Watch not implemented")
 }
 func (UnimplementedFsServer) mustEmbedUnimplementedFsServer() {}
 func (UnimplementedFsServer) testEmbeddedByValue()            {}
@@ -482,6 +513,17 @@ func _Fs_Download_Handler(srv interface{}, stream grpc.ServerStream) error {
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Fs_DownloadServer = grpc.ServerStreamingServer[FsDownloadResponse]
 
+func _Fs_Watch_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(FsWatchRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(FsServer).Watch(m, &grpc.GenericServerStream[FsWatchRequest, FsWatchEvent]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Fs_WatchServer = grpc.ServerStreamingServer[FsWatchEvent]
+
 // Fs_ServiceDesc is the grpc.ServiceDesc for Fs service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -535,6 +577,11 @@ var Fs_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "Download",
 			Handler:       _Fs_Download_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "Watch",
+			Handler:       _Fs_Watch_Handler,
 			ServerStreams: true,
 		},
 	},

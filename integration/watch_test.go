@@ -1,0 +1,128 @@
+package integration
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hutch-dev/hutch/api"
+)
+
+// TestWatchFiles: a watch sees a file created, written, renamed, chmodded
+// and removed by an exec, and a file in a directory created after the
+// watch began; it ends when its caller goes and, with S004, when its
+// sandbox stops.
+func TestWatchFiles(t *testing.T) {
+	d := startDaemon(t, baseConfig(""))
+	id := d.create(api.CreateRequest{Image: "python"})
+	d.setup(id, "mkdir", "-p", "/work")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	events := make(chan api.FsWatchEvent, 1024)
+	done := make(chan error, 1)
+	go func() {
+		done <- d.c.WatchFiles(ctx, api.FsWatchRequest{SandboxID: id, Path: "/work", Recursive: true}, func(e api.FsWatchEvent) error {
+			events <- e
+			return nil
+		})
+	}()
+	// The watch is in place once it reports a file touched meanwhile.
+	for ready := false; !ready; {
+		d.exec(id, "touch", "/work/.ready")
+		select {
+		case e := <-events:
+			ready = e.Path == "/work/.ready"
+		case err := <-done:
+			t.Fatalf("the watch ended: %v", err)
+		case <-time.After(2 * time.Second):
+		}
+	}
+	d.setup(id, "sh", "-c", "echo one > /work/a.txt; chmod 600 /work/a.txt; mv /work/a.txt /work/b.txt; mkdir /work/sub; rm /work/b.txt")
+	want := []string{"create /work/a.txt", "write /work/a.txt", "chmod /work/a.txt", "rename /work/b.txt", "create /work/sub", "remove /work/b.txt"}
+	expectWatch(t, events, done, want)
+	d.setup(id, "sh", "-c", "echo two > /work/sub/c.txt")
+	expectWatch(t, events, done, []string{"create /work/sub/c.txt"})
+
+	// A bad path is refused.
+	err := d.c.WatchFiles(context.Background(), api.FsWatchRequest{SandboxID: id, Path: "/work/nope"}, func(api.FsWatchEvent) error { return nil })
+	wantCode(t, err, "S211")
+	err = d.c.WatchFiles(context.Background(), api.FsWatchRequest{SandboxID: id, Path: "relative"}, func(api.FsWatchEvent) error { return nil })
+	wantCode(t, err, "S210")
+
+	// The CLI prints the same, one line per change.
+	hutch, _ := binaries(t)
+	cli := exec.Command(hutch, "fs", "watch", id, "/work")
+	cli.Env = append(os.Environ(), "HUTCH_URL="+d.url)
+	stdout, err := cli.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cli.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 64)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	for printed := false; !printed; {
+		d.exec(id, "touch", "/work/from-cli")
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatal("hutch fs watch ended")
+			}
+			printed = strings.HasPrefix(l, "create ") && strings.HasSuffix(l, " /work/from-cli")
+		case <-time.After(2 * time.Second):
+		}
+	}
+	_ = cli.Process.Kill()
+	_ = cli.Wait()
+
+	// The sandbox stops: the watch ends with S004.
+	if _, err := d.c.Stop(context.Background(), id, true); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		wantCode(t, err, "S004")
+	case <-time.After(60 * time.Second):
+		t.Fatal("the watch outlived its sandbox")
+	}
+	// Its caller goes: the watch ends with the caller's error.
+	id2 := d.create(api.CreateRequest{Image: "python"})
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	go func() { time.Sleep(time.Second); cancel2() }()
+	if err := d.c.WatchFiles(ctx2, api.FsWatchRequest{SandboxID: id2, Path: "/tmp"}, func(api.FsWatchEvent) error { return nil }); !errors.Is(err, context.Canceled) {
+		t.Errorf("a cancelled watch ended with %v", err)
+	}
+}
+
+// expectWatch waits until the events named "type path" in want were all
+// seen, in order (others may come between).
+func expectWatch(t *testing.T, events <-chan api.FsWatchEvent, done <-chan error, want []string) {
+	t.Helper()
+	var seen []string
+	for len(want) > 0 {
+		select {
+		case e := <-events:
+			s := e.Type + " " + e.Path
+			seen = append(seen, s)
+			if s == want[0] {
+				want = want[1:]
+			}
+		case err := <-done:
+			t.Fatalf("the watch ended (%v); saw %q, still want %q", err, seen, want)
+		case <-time.After(60 * time.Second):
+			t.Fatalf("saw %q, still want %q", seen, want)
+		}
+	}
+}
