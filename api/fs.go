@@ -49,7 +49,10 @@ type FsEntry struct {
 // FsLsRequest is the payload of sandbox::fs::ls.
 type FsLsRequest struct {
 	SandboxID string `json:"sandbox_id"`
-	Path      string `json:"path"`
+	// User runs the operation as this user of the sandbox's image (a
+	// name or uid[:gid]) rather than the image's own (hutch extension).
+	User string `json:"user,omitempty"`
+	Path string `json:"path"`
 }
 
 // FsLsResponse is the result of sandbox::fs::ls, sorted by name.
@@ -61,6 +64,7 @@ type FsLsResponse struct {
 // FsEntry.
 type FsStatRequest struct {
 	SandboxID string `json:"sandbox_id"`
+	User      string `json:"user,omitempty"` // as FsLsRequest.User
 	Path      string `json:"path"`
 }
 
@@ -69,6 +73,7 @@ type FsStatRequest struct {
 // directory is not an error.
 type FsMkdirRequest struct {
 	SandboxID string   `json:"sandbox_id"`
+	User      string   `json:"user,omitempty"` // as FsLsRequest.User
 	Path      string   `json:"path"`
 	Mode      FileMode `json:"mode,omitempty"`
 	Parents   bool     `json:"parents,omitempty"`
@@ -86,6 +91,7 @@ type FsMkdirResponse struct {
 // mode and owner unless Mode is given.
 type FsWriteRequest struct {
 	SandboxID  string   `json:"sandbox_id"`
+	User       string   `json:"user,omitempty"` // as FsLsRequest.User
 	Path       string   `json:"path"`
 	Mode       FileMode `json:"mode,omitempty"`
 	Parents    bool     `json:"parents,omitempty"`
@@ -104,6 +110,7 @@ type FsWriteResponse struct {
 // FsReadRequest is the payload of sandbox::fs::read.
 type FsReadRequest struct {
 	SandboxID string `json:"sandbox_id"`
+	User      string `json:"user,omitempty"` // as FsLsRequest.User
 	Path      string `json:"path"`
 }
 
@@ -125,6 +132,7 @@ type FsReadResponse struct {
 // FsRmRequest is the payload of sandbox::fs::rm.
 type FsRmRequest struct {
 	SandboxID string `json:"sandbox_id"`
+	User      string `json:"user,omitempty"` // as FsLsRequest.User
 	Path      string `json:"path"`
 	Recursive bool   `json:"recursive,omitempty"`
 }
@@ -137,6 +145,7 @@ type FsRmResponse struct {
 // FsMvRequest is the payload of sandbox::fs::mv.
 type FsMvRequest struct {
 	SandboxID string `json:"sandbox_id"`
+	User      string `json:"user,omitempty"` // as FsLsRequest.User
 	Src       string `json:"src"`
 	Dst       string `json:"dst"`
 	Overwrite bool   `json:"overwrite,omitempty"`
@@ -151,6 +160,7 @@ type FsMvResponse struct {
 // Mode, UID and GID is set.
 type FsChmodRequest struct {
 	SandboxID string   `json:"sandbox_id"`
+	User      string   `json:"user,omitempty"` // as FsLsRequest.User
 	Path      string   `json:"path"`
 	Mode      FileMode `json:"mode,omitempty"`
 	UID       *uint32  `json:"uid,omitempty"`
@@ -177,6 +187,7 @@ const (
 // result.
 type FsGrepRequest struct {
 	SandboxID    string   `json:"sandbox_id"`
+	User         string   `json:"user,omitempty"` // as FsLsRequest.User
 	Path         string   `json:"path"`
 	Pattern      string   `json:"pattern"`
 	Recursive    *bool    `json:"recursive,omitempty"`
@@ -208,6 +219,7 @@ type FsGrepResponse struct {
 // when Path is a directory.
 type FsSedRequest struct {
 	SandboxID   string   `json:"sandbox_id"`
+	User        string   `json:"user,omitempty"` // as FsLsRequest.User
 	Files       []string `json:"files,omitempty"`
 	Path        string   `json:"path,omitempty"`
 	Recursive   *bool    `json:"recursive,omitempty"`
@@ -240,6 +252,7 @@ type FsSedResponse struct {
 // the body is the file's bytes. Mode and Parents are as in FsWriteRequest.
 type FsUploadRequest struct {
 	SandboxID string   `json:"sandbox_id"`
+	User      string   `json:"user,omitempty"` // as FsLsRequest.User
 	Path      string   `json:"path"`
 	Mode      FileMode `json:"mode,omitempty"`
 	Parents   bool     `json:"parents,omitempty"`
@@ -249,5 +262,6 @@ type FsUploadRequest struct {
 // /v1/sandboxes/{id}/files) of a regular file.
 type FsDownloadRequest struct {
 	SandboxID string `json:"sandbox_id"`
+	User      string `json:"user,omitempty"` // as FsLsRequest.User
 	Path      string `json:"path"`
 }

@@ -11,7 +11,8 @@ type FsWatchRequest struct {
 	Path      string `json:"path"`
 	// Recursive follows the directories below Path too, including those
 	// created later.
-	Recursive bool `json:"recursive,omitempty"`
+	Recursive bool   `json:"recursive,omitempty"`
+	User      string `json:"user,omitempty"` // as FsLsRequest.User
 }
 
 // Kinds of FsWatchEvent.

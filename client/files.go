@@ -111,6 +111,9 @@ func (c *Client) Upload(ctx context.Context, req api.FsUploadRequest, body io.Re
 	if req.Parents {
 		q.Set("parents", "true")
 	}
+	if req.User != "" {
+		q.Set("user", req.User)
+	}
 	p, err := filesPath(req.SandboxID, req.Path, q)
 	if err != nil {
 		return out, err
@@ -131,7 +134,11 @@ func (c *Client) Upload(ctx context.Context, req api.FsUploadRequest, body io.Re
 // metadata and its bytes; reading them fails (rather than ending early)
 // when the stream is cut off. The caller closes the reader.
 func (c *Client) Download(ctx context.Context, req api.FsDownloadRequest) (api.FsEntry, io.ReadCloser, error) {
-	p, err := filesPath(req.SandboxID, req.Path, nil)
+	var q url.Values
+	if req.User != "" {
+		q = url.Values{"user": {req.User}}
+	}
+	p, err := filesPath(req.SandboxID, req.Path, q)
 	if err != nil {
 		return api.FsEntry{}, nil, err
 	}

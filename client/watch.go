@@ -22,6 +22,9 @@ func (c *Client) WatchFiles(ctx context.Context, req api.FsWatchRequest, on func
 	if req.Recursive {
 		q.Set("recursive", "true")
 	}
+	if req.User != "" {
+		q.Set("user", req.User)
+	}
 	return c.streamEvents(ctx, http.MethodGet, p+"/fs/watch?"+q.Encode(), nil, func(event string, data json.RawMessage) error {
 		if event != "change" {
 			return nil

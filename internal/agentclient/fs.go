@@ -53,9 +53,22 @@ func fsUserValue(u *agentv1.FsUser) string {
 	return u.String()
 }
 
-// withFsUser names the user v in the metadata of a call of method when it
-// is an Fs call and v is not "": the agent then runs it as that user.
+// fsUserOverride is the context key of WithFsUser.
+type fsUserOverride struct{}
+
+// WithFsUser makes the Fs calls made with ctx run as u instead of the
+// client's user (the image's).
+func WithFsUser(ctx context.Context, u *agentv1.FsUser) context.Context {
+	return context.WithValue(ctx, fsUserOverride{}, u.String())
+}
+
+// withFsUser names the user v (or ctx's WithFsUser) in the metadata of a
+// call of method when it is an Fs call and the user is not "": the agent
+// then runs it as that user.
 func withFsUser(ctx context.Context, method, v string) context.Context {
+	if o, ok := ctx.Value(fsUserOverride{}).(string); ok {
+		v = o
+	}
 	if v == "" || !agentv1.IsFsMethod(method) {
 		return ctx
 	}

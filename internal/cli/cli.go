@@ -81,6 +81,8 @@ type app struct {
 	startDaemon func(dataDir, listen string) (logPath string, exited <-chan error, err error)
 	// healthWait bounds the wait for an auto-started daemon.
 	healthWait time.Duration
+	// fsUser is `hutch fs --user`.
+	fsUser string
 }
 
 func (a *app) client() *client.Client {

@@ -31,6 +31,7 @@ is one sandbox::fs function; --json prints the function's result as it is.`,
 		Args: cobra.NoArgs,
 	}
 	cmd.PersistentFlags().BoolVar(&asJSON, "json", false, "print the function's JSON result")
+	cmd.PersistentFlags().StringVar(&a.fsUser, "user", "", "as this user of the sandbox's image (name or uid[:gid]) instead of the image's own")
 	// out prints res as JSON with --json, else through human (nil: print nothing).
 	out := func(res any, human func() error) error {
 		if asJSON {
@@ -58,7 +59,7 @@ func (a *app) fsLsCmd(out outputFunc) *cobra.Command {
 		Short: "List a directory",
 		Args:  cobra.ExactArgs(2),
 		RunE: action(func(cmd *cobra.Command, args []string) error {
-			res, err := a.client().FsLs(cmd.Context(), api.FsLsRequest{SandboxID: args[0], Path: args[1]})
+			res, err := a.client().FsLs(cmd.Context(), api.FsLsRequest{SandboxID: args[0], User: a.fsUser, Path: args[1]})
 			if err != nil {
 				return err
 			}
@@ -87,7 +88,7 @@ func (a *app) fsStatCmd(out outputFunc) *cobra.Command {
 		Short: "Describe a path (a symlink itself, not its target) as JSON",
 		Args:  cobra.ExactArgs(2),
 		RunE: action(func(cmd *cobra.Command, args []string) error {
-			res, err := a.client().FsStat(cmd.Context(), api.FsStatRequest{SandboxID: args[0], Path: args[1]})
+			res, err := a.client().FsStat(cmd.Context(), api.FsStatRequest{SandboxID: args[0], User: a.fsUser, Path: args[1]})
 			if err != nil {
 				return err
 			}
@@ -107,7 +108,7 @@ func (a *app) fsMkdirCmd(out outputFunc) *cobra.Command {
 	cmd.Flags().BoolVarP(&parents, "parents", "p", false, "create missing parents; an existing directory is not an error")
 	cmd.Flags().StringVar(&mode, "mode", "", "octal mode (default 0755)")
 	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
-		res, err := a.client().FsMkdir(cmd.Context(), api.FsMkdirRequest{SandboxID: args[0], Path: args[1], Mode: api.FileMode(mode), Parents: parents})
+		res, err := a.client().FsMkdir(cmd.Context(), api.FsMkdirRequest{SandboxID: args[0], User: a.fsUser, Path: args[1], Mode: api.FileMode(mode), Parents: parents})
 		if err != nil {
 			return err
 		}
@@ -129,7 +130,7 @@ func (a *app) fsWriteCmd(out outputFunc) *cobra.Command {
 	cmd.Flags().StringVar(&mode, "mode", "", "octal mode (default: 0644, or the existing file's)")
 	cmd.Flags().StringVar(&content, "content", "", "the file's text (default: read stdin)")
 	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
-		req := api.FsWriteRequest{SandboxID: args[0], Path: args[1], Mode: api.FileMode(mode), Parents: parents}
+		req := api.FsWriteRequest{SandboxID: args[0], User: a.fsUser, Path: args[1], Mode: api.FileMode(mode), Parents: parents}
 		if cmd.Flags().Changed("content") {
 			req.Content = &content
 		} else {
@@ -156,7 +157,7 @@ func (a *app) fsReadCmd(out outputFunc) *cobra.Command {
 		Args:  cobra.ExactArgs(2),
 		RunE: action(func(cmd *cobra.Command, args []string) error {
 			c := a.client()
-			res, err := c.FsRead(cmd.Context(), api.FsReadRequest{SandboxID: args[0], Path: args[1]})
+			res, err := c.FsRead(cmd.Context(), api.FsReadRequest{SandboxID: args[0], User: a.fsUser, Path: args[1]})
 			if err != nil {
 				return err
 			}
@@ -173,7 +174,7 @@ func (a *app) fsReadCmd(out outputFunc) *cobra.Command {
 					_, err = a.stdout.Write(data)
 					return err
 				}
-				_, r, err := c.Download(cmd.Context(), api.FsDownloadRequest{SandboxID: args[0], Path: args[1]})
+				_, r, err := c.Download(cmd.Context(), api.FsDownloadRequest{SandboxID: args[0], User: a.fsUser, Path: args[1]})
 				if err != nil {
 					return err
 				}
@@ -194,7 +195,7 @@ func (a *app) fsRmCmd(out outputFunc) *cobra.Command {
 	}
 	cmd.Flags().BoolVarP(&recursive, "recursive", "r", false, "remove a directory and everything in it")
 	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
-		res, err := a.client().FsRm(cmd.Context(), api.FsRmRequest{SandboxID: args[0], Path: args[1], Recursive: recursive})
+		res, err := a.client().FsRm(cmd.Context(), api.FsRmRequest{SandboxID: args[0], User: a.fsUser, Path: args[1], Recursive: recursive})
 		if err != nil {
 			return err
 		}
@@ -212,7 +213,7 @@ func (a *app) fsMvCmd(out outputFunc) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&overwrite, "overwrite", false, "replace an existing DST")
 	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
-		res, err := a.client().FsMv(cmd.Context(), api.FsMvRequest{SandboxID: args[0], Src: args[1], Dst: args[2], Overwrite: overwrite})
+		res, err := a.client().FsMv(cmd.Context(), api.FsMvRequest{SandboxID: args[0], User: a.fsUser, Src: args[1], Dst: args[2], Overwrite: overwrite})
 		if err != nil {
 			return err
 		}
@@ -233,7 +234,7 @@ func (a *app) fsChmodCmd(out outputFunc) *cobra.Command {
 	cmd.Flags().Uint32Var(&gid, "gid", 0, "new owner gid")
 	cmd.Flags().BoolVarP(&recursive, "recursive", "R", false, "apply to everything below PATH too")
 	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
-		req := api.FsChmodRequest{SandboxID: args[0], Path: args[1], Recursive: recursive}
+		req := api.FsChmodRequest{SandboxID: args[0], User: a.fsUser, Path: args[1], Recursive: recursive}
 		if len(args) == 3 {
 			req.Mode = api.FileMode(args[2])
 		}
@@ -288,7 +289,7 @@ func (a *app) fsGrepCmd(out outputFunc) *cobra.Command {
 	cmd.Flags().Int64Var(&maxLine, "max-line-bytes", 0, "cut matched lines to this many bytes (default 4096)")
 	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
 		res, err := a.client().FsGrep(cmd.Context(), api.FsGrepRequest{
-			SandboxID: args[0], Pattern: args[1], Path: args[2],
+			SandboxID: args[0], User: a.fsUser, Pattern: args[1], Path: args[2],
 			Recursive: f.recursive(), IgnoreCase: f.ignoreCase, IncludeGlob: f.include, ExcludeGlob: f.exclude,
 			MaxMatches: maxMatches, MaxLineBytes: maxLine,
 		})
@@ -326,7 +327,7 @@ command exits 1 when one failed.`,
 	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
 		regex := !literal
 		req := api.FsSedRequest{
-			SandboxID: args[0], Pattern: args[1], Replacement: args[2],
+			SandboxID: args[0], User: a.fsUser, Pattern: args[1], Replacement: args[2],
 			Recursive: f.recursive(), IgnoreCase: f.ignoreCase, IncludeGlob: f.include, ExcludeGlob: f.exclude,
 			Regex: &regex, FirstOnly: firstOnly,
 		}

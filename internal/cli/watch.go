@@ -15,7 +15,7 @@ func (a *app) fsWatchCmd(out func(any, func() error) error) *cobra.Command {
 	cmd := &cobra.Command{Use: "watch ID DIR", Short: "Print the changes under a directory as they happen (until ^C)", Args: cobra.ExactArgs(2)}
 	cmd.Flags().BoolVarP(&recursive, "recursive", "r", false, "the directories below it too")
 	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
-		return a.client().WatchFiles(cmd.Context(), api.FsWatchRequest{SandboxID: args[0], Path: args[1], Recursive: recursive}, func(e api.FsWatchEvent) error {
+		return a.client().WatchFiles(cmd.Context(), api.FsWatchRequest{SandboxID: args[0], User: a.fsUser, Path: args[1], Recursive: recursive}, func(e api.FsWatchEvent) error {
 			return out(e, func() error {
 				line := fmt.Sprintf("%-8s %s", e.Type, safetext.Escape(e.Path))
 				if e.OldPath != "" {

@@ -42,7 +42,7 @@ func streamed(r *http.Request) bool {
 	return r.Pattern == http.MethodPut+" "+filesPath || isPreview(r)
 }
 
-// upload is PUT /v1/sandboxes/{id}/files?path=P[&mode=M][&parents=true]:
+// upload is PUT /v1/sandboxes/{id}/files?path=P[&mode=M][&parents=true][&user=U]:
 // the request body becomes the file, streamed to the agent. The answer is
 // the result of sandbox::fs::write.
 func (s *server) upload(r *http.Request, _ []byte) (any, error) {
@@ -56,6 +56,7 @@ func (s *server) upload(r *http.Request, _ []byte) (any, error) {
 		Path:      q.Get("path"),
 		Mode:      api.FileMode(q.Get("mode")),
 		Parents:   parents,
+		User:      q.Get("user"),
 	}
 	body := r.Body
 	if body == nil {
@@ -75,6 +76,7 @@ func (s *server) download(r *http.Request, _ []byte) (any, error) {
 	res, err := functions.Invoke(r.Context(), s.table, functions.FnFsDownload, api.FsDownloadRequest{
 		SandboxID: r.PathValue("id"),
 		Path:      r.URL.Query().Get("path"),
+		User:      r.URL.Query().Get("user"),
 	})
 	if err != nil {
 		return nil, err

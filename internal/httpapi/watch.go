@@ -19,11 +19,13 @@ func (s *server) watch(r *http.Request, _ []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	body, _ := json.Marshal(api.FsWatchRequest{SandboxID: r.PathValue("id"), Path: r.URL.Query().Get("path"), Recursive: recursive})
+	q := r.URL.Query()
+	body, _ := json.Marshal(api.FsWatchRequest{SandboxID: r.PathValue("id"), Path: q.Get("path"), Recursive: recursive, User: q.Get("user")})
 	return s.dispatch(r, api.FnFsWatch, body, functions.Params{})
 }
 
 func init() {
 	routeDocs["GET /v1/sandboxes/{id}/fs/watch"] = routeDoc{fn: api.FnFsWatch, stream: true, query: []queryParam{
-		q("path", "string", "the directory to follow (absolute)"), q("recursive", "boolean", "follow the directories below it too")}}
+		q("path", "string", "the directory to follow (absolute)"), q("recursive", "boolean", "follow the directories below it too"),
+		q("user", "string", "run as this user of the image (name or uid[:gid])")}}
 }

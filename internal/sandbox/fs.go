@@ -99,16 +99,20 @@ func (m *Manager) fsError(ctx context.Context, sb *sandbox, op string, err error
 	return m.agentFailure(ctx, sb, op, err)
 }
 
-// fsCall runs one unary agent call on sandbox id for operation op
-// ("fs::ls"), after the request was checked.
-func fsCall[R any](ctx context.Context, m *Manager, id, op string, call func(context.Context, *agentclient.Client) (R, error)) (R, error) {
+// fsCall runs one unary agent call on sandbox id, as user ("": the
+// image's), for operation op ("fs::ls"), after the request was checked.
+func fsCall[R any](ctx context.Context, m *Manager, id, user, op string, call func(context.Context, *agentclient.Client) (R, error)) (R, error) {
 	var zero R
 	sb, release, err := m.acquire(ctx, id, useCall)
 	if err != nil {
 		return zero, err
 	}
 	defer release()
-	resp, err := call(ctx, sb.client())
+	callCtx, err := fsAs(ctx, sb, user)
+	if err != nil {
+		return zero, err
+	}
+	resp, err := call(callCtx, sb.client())
 	if err != nil {
 		return zero, m.fsError(ctx, sb, op, err)
 	}
@@ -175,7 +179,7 @@ func (m *Manager) Ls(ctx context.Context, req api.FsLsRequest) (api.FsLsResponse
 	if err != nil {
 		return api.FsLsResponse{}, err
 	}
-	resp, err := fsCall(ctx, m, req.SandboxID, "fs::ls", func(ctx context.Context, c *agentclient.Client) (*agentv1.FsLsResponse, error) {
+	resp, err := fsCall(ctx, m, req.SandboxID, req.User, "fs::ls", func(ctx context.Context, c *agentclient.Client) (*agentv1.FsLsResponse, error) {
 		return c.Ls(ctx, &agentv1.FsLsRequest{Path: p})
 	})
 	if err != nil {
@@ -194,7 +198,7 @@ func (m *Manager) Stat(ctx context.Context, req api.FsStatRequest) (api.FsEntry,
 	if err != nil {
 		return api.FsEntry{}, err
 	}
-	resp, err := fsCall(ctx, m, req.SandboxID, "fs::stat", func(ctx context.Context, c *agentclient.Client) (*agentv1.FsEntry, error) {
+	resp, err := fsCall(ctx, m, req.SandboxID, req.User, "fs::stat", func(ctx context.Context, c *agentclient.Client) (*agentv1.FsEntry, error) {
 		return c.Stat(ctx, &agentv1.FsStatRequest{Path: p})
 	})
 	if err != nil {
@@ -213,7 +217,7 @@ func (m *Manager) Mkdir(ctx context.Context, req api.FsMkdirRequest) (api.FsMkdi
 	if err != nil {
 		return api.FsMkdirResponse{}, err
 	}
-	resp, err := fsCall(ctx, m, req.SandboxID, "fs::mkdir", func(ctx context.Context, c *agentclient.Client) (*agentv1.FsMkdirResponse, error) {
+	resp, err := fsCall(ctx, m, req.SandboxID, req.User, "fs::mkdir", func(ctx context.Context, c *agentclient.Client) (*agentv1.FsMkdirResponse, error) {
 		return c.Mkdir(ctx, &agentv1.FsMkdirRequest{Path: p, Mode: mode, Parents: req.Parents})
 	})
 	if err != nil {
@@ -244,7 +248,7 @@ func (m *Manager) WriteFile(ctx context.Context, req api.FsWriteRequest) (api.Fs
 		return api.FsWriteResponse{}, errdefs.Malformed("give exactly one of content (text) and content_b64 (base64 bytes)").
 			WithFix(map[string]any{"content": ""}, "an empty file is content \"\"")
 	}
-	return m.Upload(ctx, api.FsUploadRequest{SandboxID: req.SandboxID, Path: req.Path, Mode: req.Mode, Parents: req.Parents}, bytes.NewReader(data))
+	return m.Upload(ctx, api.FsUploadRequest{SandboxID: req.SandboxID, User: req.User, Path: req.Path, Mode: req.Mode, Parents: req.Parents}, bytes.NewReader(data))
 }
 
 // Upload writes body to a file of the sandbox as a stream of chunks, never
@@ -265,7 +269,11 @@ func (m *Manager) Upload(ctx context.Context, req api.FsUploadRequest, body io.R
 		return api.FsWriteResponse{}, err
 	}
 	defer release()
-	resp, err := sb.client().Upload(ctx, &agentv1.FsUploadHeader{Path: p, Mode: mode, Parents: req.Parents}, body, sb.touch)
+	callCtx, err := fsAs(ctx, sb, req.User)
+	if err != nil {
+		return api.FsWriteResponse{}, err
+	}
+	resp, err := sb.client().Upload(callCtx, &agentv1.FsUploadHeader{Path: p, Mode: mode, Parents: req.Parents}, body, sb.touch)
 	if err != nil {
 		err = m.fsError(ctx, sb, "write of "+p, err)
 		if errdefs.Is(err, errdefs.CodeFSNotFound) && !req.Parents {
@@ -284,7 +292,7 @@ func (m *Manager) ReadFile(ctx context.Context, req api.FsReadRequest) (api.FsRe
 	if err != nil {
 		return api.FsReadResponse{}, err
 	}
-	resp, err := fsCall(ctx, m, req.SandboxID, "fs::read", func(ctx context.Context, c *agentclient.Client) (*agentv1.FsReadFileResponse, error) {
+	resp, err := fsCall(ctx, m, req.SandboxID, req.User, "fs::read", func(ctx context.Context, c *agentclient.Client) (*agentv1.FsReadFileResponse, error) {
 		return c.ReadFile(ctx, &agentv1.FsReadFileRequest{Path: p, MaxBytes: api.FsReadMaxBody})
 	})
 	if err != nil {
@@ -318,7 +326,11 @@ func (m *Manager) Download(ctx context.Context, req api.FsDownloadRequest) (api.
 	}
 	defer release()
 	op := "download of " + p
-	e, r, err := sb.client().Download(ctx, &agentv1.FsDownloadRequest{Path: p})
+	callCtx, err := fsAs(ctx, sb, req.User)
+	if err != nil {
+		return api.FsEntry{}, nil, err
+	}
+	e, r, err := sb.client().Download(callCtx, &agentv1.FsDownloadRequest{Path: p})
 	if err != nil {
 		return api.FsEntry{}, nil, m.fsError(ctx, sb, op, err)
 	}
@@ -356,7 +368,7 @@ func (m *Manager) Rm(ctx context.Context, req api.FsRmRequest) (api.FsRmResponse
 	if err != nil {
 		return api.FsRmResponse{}, err
 	}
-	resp, err := fsCall(ctx, m, req.SandboxID, "fs::rm", func(ctx context.Context, c *agentclient.Client) (*agentv1.FsRmResponse, error) {
+	resp, err := fsCall(ctx, m, req.SandboxID, req.User, "fs::rm", func(ctx context.Context, c *agentclient.Client) (*agentv1.FsRmResponse, error) {
 		return c.Rm(ctx, &agentv1.FsRmRequest{Path: p, Recursive: req.Recursive})
 	})
 	if err != nil {
@@ -378,7 +390,7 @@ func (m *Manager) Mv(ctx context.Context, req api.FsMvRequest) (api.FsMvResponse
 	if err != nil {
 		return api.FsMvResponse{}, err
 	}
-	resp, err := fsCall(ctx, m, req.SandboxID, "fs::mv", func(ctx context.Context, c *agentclient.Client) (*agentv1.FsMvResponse, error) {
+	resp, err := fsCall(ctx, m, req.SandboxID, req.User, "fs::mv", func(ctx context.Context, c *agentclient.Client) (*agentv1.FsMvResponse, error) {
 		return c.Mv(ctx, &agentv1.FsMvRequest{Src: src, Dst: dst, Overwrite: req.Overwrite})
 	})
 	if err != nil {
@@ -404,7 +416,7 @@ func (m *Manager) Chmod(ctx context.Context, req api.FsChmodRequest) (api.FsChmo
 	if mode == nil && req.UID == nil && req.GID == nil {
 		return api.FsChmodResponse{}, errdefs.New(errdefs.CodeFSInvalid, "chmod %s: give mode, uid or gid", p)
 	}
-	resp, err := fsCall(ctx, m, req.SandboxID, "fs::chmod", func(ctx context.Context, c *agentclient.Client) (*agentv1.FsChmodResponse, error) {
+	resp, err := fsCall(ctx, m, req.SandboxID, req.User, "fs::chmod", func(ctx context.Context, c *agentclient.Client) (*agentv1.FsChmodResponse, error) {
 		return c.Chmod(ctx, &agentv1.FsChmodRequest{Path: p, Mode: mode, Uid: req.UID, Gid: req.GID, Recursive: req.Recursive})
 	})
 	if err != nil {
@@ -435,7 +447,7 @@ func (m *Manager) Grep(ctx context.Context, req api.FsGrepRequest) (api.FsGrepRe
 	if err != nil {
 		return api.FsGrepResponse{}, err
 	}
-	resp, err := fsCall(ctx, m, req.SandboxID, "fs::grep", func(ctx context.Context, c *agentclient.Client) (*agentv1.FsGrepResponse, error) {
+	resp, err := fsCall(ctx, m, req.SandboxID, req.User, "fs::grep", func(ctx context.Context, c *agentclient.Client) (*agentv1.FsGrepResponse, error) {
 		return c.Grep(ctx, &agentv1.FsGrepRequest{
 			Path: p, Pattern: req.Pattern, IgnoreCase: req.IgnoreCase,
 			Filter:     searchFilter(req.Recursive, req.IncludeGlob, req.ExcludeGlob),
@@ -506,7 +518,7 @@ func (m *Manager) Sed(ctx context.Context, req api.FsSedRequest) (api.FsSedRespo
 		}
 		areq.Files = append(areq.Files, p)
 	}
-	resp, err := fsCall(ctx, m, req.SandboxID, "fs::sed", func(ctx context.Context, c *agentclient.Client) (*agentv1.FsSedResponse, error) {
+	resp, err := fsCall(ctx, m, req.SandboxID, req.User, "fs::sed", func(ctx context.Context, c *agentclient.Client) (*agentv1.FsSedResponse, error) {
 		return c.Sed(ctx, areq)
 	})
 	if err != nil {

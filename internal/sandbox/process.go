@@ -142,14 +142,9 @@ func (m *Manager) agentExec(sb *sandbox, argv []string, env api.Env, workdir str
 	if len(env) > 0 {
 		areq.Env = mergeEnv(areq.Env, env)
 	}
-	u := sb.user
-	if user != "" {
-		img := *sb.image
-		img.Config.User = user
-		var err error
-		if u, err = img.ResolveUser(); err != nil {
-			return nil, errdefs.Malformed("user %q: %v", user, err)
-		}
+	u, err := sb.namedUser(user)
+	if err != nil {
+		return nil, err
 	}
 	applyUser(areq, u)
 	return areq, nil

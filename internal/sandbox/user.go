@@ -1,7 +1,10 @@
 package sandbox
 
 import (
+	"context"
+
 	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
+	"github.com/hutch-dev/hutch/internal/agentclient"
 	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/image"
@@ -48,4 +51,35 @@ func fsUser(u *image.User) *agentv1.FsUser {
 		return nil
 	}
 	return &agentv1.FsUser{UID: u.UID, GID: u.GID, Groups: u.Groups}
+}
+
+// namedUser resolves user, a name or uid[:gid] of sb's image, for one
+// call; "" is the sandbox's own user (nil: root).
+func (sb *sandbox) namedUser(user string) (*image.User, error) {
+	if user == "" {
+		return sb.user, nil
+	}
+	img := *sb.image
+	img.Config.User = user
+	u, err := img.ResolveUser()
+	if err != nil {
+		return nil, errdefs.Malformed("user %q: %v", clip(user, 64), err)
+	}
+	if u == nil {
+		u = &image.User{Home: "/root"} // root, named
+	}
+	return u, nil
+}
+
+// fsAs makes the filesystem calls made with the returned context run as
+// user on sb ("": the sandbox's own user).
+func fsAs(ctx context.Context, sb *sandbox, user string) (context.Context, error) {
+	if user == "" {
+		return ctx, nil
+	}
+	u, err := sb.namedUser(user)
+	if err != nil {
+		return nil, err
+	}
+	return agentclient.WithFsUser(ctx, fsUser(u)), nil
 }

@@ -33,7 +33,11 @@ func (m *Manager) WatchFiles(ctx context.Context, req api.FsWatchRequest, emit e
 	}
 	defer release()
 	op := "watch of " + p
-	w, err := sb.client().Watch(ctx, &agentv1.FsWatchRequest{Path: p, Recursive: req.Recursive})
+	callCtx, err := fsAs(ctx, sb, req.User)
+	if err != nil {
+		return err
+	}
+	w, err := sb.client().Watch(callCtx, &agentv1.FsWatchRequest{Path: p, Recursive: req.Recursive})
 	if err != nil {
 		return m.fsError(ctx, sb, op, err)
 	}
