@@ -1,0 +1,162 @@
+package volumes
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// loopControl is the kernel's loop device allocator.
+const loopControl = "/dev/loop-control"
+
+// ext4Disks makes each volume an ext4 file system in a sparse file and
+// mounts it through a loop device that frees itself once unmounted
+// (LO_FLAGS_AUTOCLEAR), so no loop device outlives its mount.
+type ext4Disks struct{}
+
+// Check needs the loop driver and mkfs.ext4 (e2fsprogs).
+func (ext4Disks) Check() error {
+	if _, err := os.Stat(loopControl); err != nil {
+		return fmt.Errorf("no loop devices (%s: %w); load the loop module (modprobe loop) or run the daemon where /dev has them", loopControl, err)
+	}
+	if _, err := exec.LookPath("mkfs.ext4"); err != nil {
+		return errors.New("mkfs.ext4 not found; install e2fsprogs")
+	}
+	return nil
+}
+
+// Make creates file sparse, formats it as ext4 with no blocks reserved
+// for root (size_mb is what every user may write), and leaves its root
+// directory empty and writable by every user of the sandboxes.
+func (d ext4Disks) Make(file string, sizeMB uint64) (err error) {
+	f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			os.Remove(file)
+		}
+	}()
+	err = f.Truncate(int64(sizeMB) << 20)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	out, err := exec.Command("mkfs.ext4", "-q", "-F", "-m", "0",
+		"-E", "lazy_itable_init=1,lazy_journal_init=1,root_owner=0:0", file).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("mkfs.ext4: %v: %s", err, strings.TrimSpace(string(out)))
+	}
+	dir, err := os.MkdirTemp(filepath.Dir(file), ".make-")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(dir)
+	if err := d.Mount(file, dir); err != nil {
+		return err
+	}
+	err = errors.Join(os.Chmod(dir, 0o777), os.Remove(filepath.Join(dir, "lost+found")))
+	return errors.Join(err, d.Unmount(dir))
+}
+
+// Mount attaches file to a free loop device and mounts it on dir
+// (nosuid, nodev; discard gives deleted blocks back to the host).
+func (ext4Disks) Mount(file, dir string) error {
+	f, err := os.OpenFile(file, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	dev, err := attachLoop(f)
+	if err != nil {
+		return fmt.Errorf("attaching %s to a loop device: %w", file, err)
+	}
+	// Once mounted, the mount holds the device; closing ours leaves the
+	// mount as its only user, so unmounting frees it (autoclear). A failed
+	// mount frees it here.
+	defer dev.Close()
+	if err := unix.Mount(dev.Name(), dir, "ext4", unix.MS_NOSUID|unix.MS_NODEV, "discard"); err != nil {
+		return fmt.Errorf("mounting %s (%s) on %s: %w", file, dev.Name(), dir, err)
+	}
+	return nil
+}
+
+// attachLoop binds f to a free loop device with autoclear and returns the
+// device open. Another process may take the free device first: then it
+// asks again.
+func attachLoop(f *os.File) (*os.File, error) {
+	ctl, err := os.OpenFile(loopControl, os.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer ctl.Close()
+	for range 32 {
+		n, err := unix.IoctlRetInt(int(ctl.Fd()), unix.LOOP_CTL_GET_FREE)
+		if err != nil {
+			return nil, fmt.Errorf("finding a free loop device: %w", err)
+		}
+		dev, err := os.OpenFile(fmt.Sprintf("/dev/loop%d", n), os.O_RDWR|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return nil, err
+		}
+		err = configureLoop(int(dev.Fd()), f)
+		if err == nil {
+			return dev, nil
+		}
+		dev.Close()
+		if !errors.Is(err, unix.EBUSY) {
+			return nil, err
+		}
+	}
+	return nil, errors.New("every free loop device was taken by others first")
+}
+
+// configureLoop binds the loop device fd to f with autoclear, in one call
+// (LOOP_CONFIGURE) or, on kernels before 5.8, in two.
+func configureLoop(fd int, f *os.File) error {
+	info := unix.LoopInfo64{Flags: unix.LO_FLAGS_AUTOCLEAR}
+	copy(info.File_name[:len(info.File_name)-1], f.Name())
+	err := unix.IoctlLoopConfigure(fd, &unix.LoopConfig{Fd: uint32(f.Fd()), Info: info})
+	if !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOTTY) {
+		return err
+	}
+	if err := unix.IoctlSetInt(fd, unix.LOOP_SET_FD, int(f.Fd())); err != nil {
+		return err
+	}
+	if err := unix.IoctlLoopSetStatus64(fd, &info); err != nil {
+		_ = unix.IoctlSetInt(fd, unix.LOOP_CLR_FD, 0)
+		return err
+	}
+	return nil
+}
+
+// Unmount unmounts dir, lazily when it is busy; a dir that is not a mount
+// point (or is gone) is not an error.
+func (ext4Disks) Unmount(dir string) error {
+	err := unix.Unmount(dir, 0)
+	if errors.Is(err, unix.EBUSY) {
+		err = unix.Unmount(dir, unix.MNT_DETACH)
+	}
+	if err == nil || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	return fmt.Errorf("unmounting %s: %w", dir, err)
+}
+
+// Usage is statfs of the file system mounted on dir.
+func (ext4Disks) Usage(dir string) (used, available uint64, err error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return 0, 0, err
+	}
+	bs := uint64(st.Bsize)
+	return (st.Blocks - st.Bfree) * bs, st.Bavail * bs, nil
+}
