@@ -40,6 +40,7 @@ func leftovers(dataDir string, ids []string) []string {
 	}
 	found = append(found, networkLeftovers(dataDir, ids)...)
 	if dataDir != "" {
+		found = append(found, volumeLeftovers(dataDir)...)
 		// Checkpoints of a fork, a refused snapshot or a hibernation never
 		// outlive their operation and their sandbox.
 		for _, pattern := range []string{"tmp-*", "hibernated-*"} {
