@@ -3,7 +3,7 @@ SHELL := /bin/bash
 GO ?= go
 BIN := $(CURDIR)/bin
 # Debian packages hutch needs at run and test time.
-APT_PACKAGES := mmdebstrap busybox-static iproute2 ca-certificates nftables tmux
+APT_PACKAGES := mmdebstrap busybox-static iproute2 ca-certificates nftables tmux e2fsprogs
 # Commands the conformance suite runs, each with the Debian package that
 # provides it; installed only when the command is missing (node may come
 # from elsewhere, e.g. NodeSource, whose nodejs bundles npm).
