@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -77,6 +78,9 @@ func (ext4Disks) Mount(file, dir string) error {
 		return err
 	}
 	defer f.Close()
+	if err := waitDetached(file); err != nil {
+		return err
+	}
 	dev, err := attachLoop(f)
 	if err != nil {
 		return fmt.Errorf("attaching %s to a loop device: %w", file, err)
@@ -89,6 +93,42 @@ func (ext4Disks) Mount(file, dir string) error {
 		return fmt.Errorf("mounting %s (%s) on %s: %w", file, dev.Name(), dir, err)
 	}
 	return nil
+}
+
+// detachWait is how long a mount waits for a loop device that still has
+// its file (the kernel frees an autoclear device after the last user).
+const detachWait = 10 * time.Second
+
+// waitDetached waits until no loop device has file, so that a file system
+// is never mounted twice at once (which would corrupt it): one left by a
+// crashed daemon goes once the sandboxes that held it are destroyed.
+func waitDetached(file string) error {
+	deadline := time.Now().Add(detachWait)
+	for {
+		devs := LoopDevices(file)
+		if len(devs) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s is still attached to %s (mounted by an earlier daemon's sandbox?); not mounting it twice", file, strings.Join(devs, ", "))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// LoopDevices lists the loop devices whose backing file is path or is
+// under it, as "/dev/loopN (FILE)".
+func LoopDevices(path string) []string {
+	var devs []string
+	files, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		backing := strings.TrimSpace(string(b))
+		if err == nil && (backing == path || strings.HasPrefix(backing, path+"/")) {
+			devs = append(devs, "/dev/"+filepath.Base(filepath.Dir(filepath.Dir(f)))+" ("+backing+")")
+		}
+	}
+	return devs
 }
 
 // attachLoop binds f to a free loop device with autoclear and returns the

@@ -1,30 +1,15 @@
 package volumes
 
 import (
-	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/hutch-dev/hutch/internal/testutil"
 )
-
-// loopsOf lists the loop devices whose backing file is under dir.
-func loopsOf(dir string) []string {
-	var found []string
-	files, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err == nil && strings.HasPrefix(string(bytes.TrimSpace(b)), dir) {
-			found = append(found, f)
-		}
-	}
-	return found
-}
 
 // TestExt4Disks makes, mounts, fills and unmounts a real volume: the
 // size is a limit (ENOSPC), the root is empty and writable by every user,
@@ -77,8 +62,8 @@ func TestExt4Disks(t *testing.T) {
 	if !errors.Is(werr, unix.ENOSPC) {
 		t.Fatalf("writing 32 MiB into a 16 MiB volume: %v, want ENOSPC", werr)
 	}
-	if len(loopsOf(dir)) != 1 {
-		t.Errorf("loop devices of the volume while mounted: %v", loopsOf(dir))
+	if len(LoopDevices(dir)) != 1 {
+		t.Errorf("loop devices of the volume while mounted: %v", LoopDevices(dir))
 	}
 	if err := d.Unmount(mnt); err != nil {
 		t.Fatal(err)
@@ -86,7 +71,7 @@ func TestExt4Disks(t *testing.T) {
 	if err := d.Unmount(mnt); err != nil {
 		t.Fatalf("unmounting twice: %v", err)
 	}
-	if left := loopsOf(dir); len(left) != 0 {
+	if left := LoopDevices(dir); len(left) != 0 {
 		t.Fatalf("loop devices left: %v", left)
 	}
 	// The data is kept: mounted again, the file is there.
@@ -99,7 +84,7 @@ func TestExt4Disks(t *testing.T) {
 	if err := d.Unmount(mnt); err != nil {
 		t.Fatal(err)
 	}
-	if left := loopsOf(dir); len(left) != 0 {
+	if left := LoopDevices(dir); len(left) != 0 {
 		t.Fatalf("loop devices left: %v", left)
 	}
 }
