@@ -16,20 +16,6 @@ import (
 // daemon restarted; the size is a limit the sandbox survives; a mounted
 // volume cannot be deleted; nothing is left mounted or attached.
 
-// volumeLeftovers lists loop devices whose backing file is under dataDir,
-// for leftovers (mounts are in its mountinfo scan).
-func volumeLeftovers(dataDir string) []string {
-	var found []string
-	files, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err == nil && strings.Contains(string(b), dataDir) {
-			found = append(found, "loop device "+filepath.Base(filepath.Dir(filepath.Dir(f)))+": "+strings.TrimSpace(string(b)))
-		}
-	}
-	return found
-}
-
 // sh runs a shell script in sandbox id and returns its result.
 func (d *daemon) sh(id, script string) api.ExecResponse {
 	d.t.Helper()
@@ -159,6 +145,22 @@ func TestVolumes(t *testing.T) {
 		d.wantOutput(id, "cat /work/data/note /work/data/reply", "two\nthree\nfrom-b\n")
 		if _, err := d.c.Stop(ctx, id, true); err != nil {
 			t.Fatal(err)
+		}
+	})
+
+	t.Run("a daemon killed while a volume is mounted", func(t *testing.T) {
+		id := d.create(api.CreateRequest{Image: "python", Volumes: []api.VolumeMount{{Name: "shared", Path: "/data"}}})
+		d.wantOutput(id, "echo four >> /data/note && sync", "")
+		d.kill9()
+		// The next start unmounts what the dead daemon left mounted.
+		d.start()
+		again := d.create(api.CreateRequest{Image: "python", Volumes: []api.VolumeMount{{Name: "shared", Path: "/data"}}})
+		d.wantOutput(again, "tail -n 1 /data/note", "four\n")
+		if _, err := d.c.Stop(ctx, again, true); err != nil {
+			t.Fatal(err)
+		}
+		if mounted, _ := os.ReadDir(filepath.Join(d.dataDir, "volumes", "mnt")); len(mounted) != 0 {
+			t.Fatalf("mount points after the last stop: %v", mounted)
 		}
 	})
 
