@@ -44,18 +44,18 @@ func TestValidateMounts(t *testing.T) {
 		"nested first":      {{Name: "a", Path: "/data/sub"}, {Name: "b", Path: "/data"}},
 	}
 	for what, m := range bad {
-		if err := validateMounts(m); errdefs.CodeOf(err) != errdefs.CodeVolumeMount {
+		if err := validateMounts(m); !errdefs.Is(err, errdefs.CodeVolumeMount) {
 			t.Errorf("%s: validateMounts(%+v) = %v, want S264", what, m, err)
 		}
 	}
-	if err := validateMounts([]api.VolumeMount{{Name: "Bad", Path: "/data"}}); errdefs.CodeOf(err) != errdefs.CodeVolumeInvalid {
+	if err := validateMounts([]api.VolumeMount{{Name: "Bad", Path: "/data"}}); !errdefs.Is(err, errdefs.CodeVolumeInvalid) {
 		t.Errorf("bad name: %v, want S263", err)
 	}
 	many := make([]api.VolumeMount, maxMounts+1)
 	for i := range many {
 		many[i] = api.VolumeMount{Name: "a", Path: "/v" + string(rune('a'+i))}
 	}
-	if err := validateMounts(many); errdefs.CodeOf(err) != errdefs.CodeVolumeMount {
+	if err := validateMounts(many); !errdefs.Is(err, errdefs.CodeVolumeMount) {
 		t.Errorf("%d mounts: %v, want S264", len(many), err)
 	}
 }

@@ -22,8 +22,8 @@ func openTest(t *testing.T, dir string, disks Disks) *Store {
 
 func wantCode(t *testing.T, err error, code errdefs.Code) {
 	t.Helper()
-	if got := errdefs.CodeOf(err); got != code {
-		t.Fatalf("error %v has code %s, want %s", err, got, code)
+	if !errdefs.Is(err, code) {
+		t.Fatalf("error %v, want %s", err, code)
 	}
 }
 
@@ -35,7 +35,7 @@ func TestCheckName(t *testing.T) {
 	}
 	for _, bad := range []string{"", "-a", "a-", "A", "a_b", "a.b", "a/b", "..", "a b", "é", "a234567890123456789012345678901234567890123456789012345678901234"} {
 		err := CheckName(bad)
-		if errdefs.CodeOf(err) != errdefs.CodeVolumeInvalid {
+		if !errdefs.Is(err, errdefs.CodeVolumeInvalid) {
 			t.Errorf("CheckName(%q) = %v, want S263", bad, err)
 		}
 	}
