@@ -20,21 +20,24 @@ const loopControl = "/dev/loop-control"
 // (LO_FLAGS_AUTOCLEAR), so no loop device outlives its mount.
 type ext4Disks struct{}
 
-// Check needs the loop driver and mkfs.ext4 (e2fsprogs).
+// Check needs the loop driver, mkfs.ext4 and debugfs (e2fsprogs).
 func (ext4Disks) Check() error {
 	if _, err := os.Stat(loopControl); err != nil {
 		return fmt.Errorf("no loop devices (%s: %w); load the loop module (modprobe loop) or run the daemon where /dev has them", loopControl, err)
 	}
-	if _, err := exec.LookPath("mkfs.ext4"); err != nil {
-		return errors.New("mkfs.ext4 not found; install e2fsprogs")
+	for _, tool := range []string{"mkfs.ext4", "debugfs"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return fmt.Errorf("%s not found; install e2fsprogs", tool)
+		}
 	}
 	return nil
 }
 
 // Make creates file sparse, formats it as ext4 with no blocks reserved
 // for root (size_mb is what every user may write), and leaves its root
-// directory empty and writable by every user of the sandboxes.
-func (d ext4Disks) Make(file string, sizeMB uint64) (err error) {
+// directory empty (no lost+found) and writable by every user of the
+// sandboxes.
+func (ext4Disks) Make(file string, sizeMB uint64) (err error) {
 	f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
@@ -58,16 +61,23 @@ func (d ext4Disks) Make(file string, sizeMB uint64) (err error) {
 	if err != nil {
 		return fmt.Errorf("mkfs.ext4: %v: %s", err, strings.TrimSpace(string(out)))
 	}
-	dir, err := os.MkdirTemp(filepath.Dir(file), ".make-")
-	if err != nil {
-		return err
+	// Unmounted, so that a crash leaves nothing mounted: debugfs edits
+	// the new file system in place.
+	cmd := exec.Command("debugfs", "-w", "-f", "-", file)
+	cmd.Stdin = strings.NewReader("rmdir lost+found\nset_inode_field / mode 040777\n")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("debugfs: %v: %s", err, strings.TrimSpace(stderr.String()))
 	}
-	defer os.Remove(dir)
-	if err := d.Mount(file, dir); err != nil {
-		return err
+	// debugfs exits 0 when a command fails; it says so on stderr, after
+	// its banner.
+	for line := range strings.Lines(stderr.String()) {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "debugfs ") {
+			return fmt.Errorf("debugfs: %s", line)
+		}
 	}
-	err = errors.Join(os.Chmod(dir, 0o777), os.Remove(filepath.Join(dir, "lost+found")))
-	return errors.Join(err, d.Unmount(dir))
+	return nil
 }
 
 // Mount attaches file to a free loop device and mounts it on dir
