@@ -255,7 +255,7 @@ func (m *Manager) create(ctx context.Context, req api.CreateRequest, from *origi
 	if err := m.checkEgress(&req); err != nil {
 		return api.CreateResponse{}, err
 	}
-	if err := m.checkMounts(req, from); err != nil {
+	if err := m.checkMounts(ctx, req, from); err != nil {
 		return api.CreateResponse{}, err
 	}
 	t, err := m.createTerms(req)

@@ -98,21 +98,34 @@ func volumeInfo(i volumes.Info) api.VolumeInfo {
 }
 
 // checkMounts checks a create's volumes before anything happens: names,
-// paths (absolute, clean, not reserved, none inside another), and that a
-// sandbox restored from a checkpoint has none (S265). Whether the volumes
-// exist is the acquire's answer.
-func (m *Manager) checkMounts(req api.CreateRequest, from *origin) error {
+// paths (absolute, clean, not reserved, none inside another), that a
+// sandbox restored from a checkpoint has none (S265), and that they exist
+// (S260; the acquire, just before the boot, has the last word).
+func (m *Manager) checkMounts(ctx context.Context, req api.CreateRequest, from *origin) error {
 	if len(req.Volumes) == 0 {
 		return nil
 	}
-	if _, err := m.volumeStore(); err != nil {
+	s, err := m.volumeStore()
+	if err != nil {
 		return err
 	}
 	if from != nil && from.checkpoint != "" {
 		return errdefs.New(errdefs.CodeVolumeRefused, "a sandbox restored from a snapshot cannot mount volumes").
 			WithFix(map[string]any{"volumes": nil}, "create it without volumes, or boot a new sandbox with them")
 	}
-	return validateMounts(req.Volumes)
+	if err := validateMounts(req.Volumes); err != nil {
+		return err
+	}
+	return s.Check(auth.OwnerFrom(ctx), volumeNames(req.Volumes))
+}
+
+// volumeNames are the names of mounts, in order.
+func volumeNames(mounts []api.VolumeMount) []string {
+	names := make([]string, len(mounts))
+	for i, v := range mounts {
+		names[i] = v.Name
+	}
+	return names
 }
 
 // validateMounts is checkMounts' check of names and paths.
@@ -169,11 +182,7 @@ func (m *Manager) acquireMounts(rec *record) error {
 	if len(rec.Volumes) == 0 {
 		return nil
 	}
-	names := make([]string, len(rec.Volumes))
-	for i, v := range rec.Volumes {
-		names[i] = v.Name
-	}
-	uses, err := m.vols.Acquire(rec.Owner, rec.ID, names)
+	uses, err := m.vols.Acquire(rec.Owner, rec.ID, volumeNames(rec.Volumes))
 	if err != nil {
 		return err
 	}

@@ -446,6 +446,22 @@ func (s *Store) Delete(owner, name string) error {
 	return nil
 }
 
+// Check says whether Acquire could mount owner's volumes names now: S266
+// when the host cannot, S260 for a name owner has no volume of.
+func (s *Store) Check(owner string, names []string) error {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, n := range names {
+		if _, err := s.lookupLocked(owner, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Use is a volume a sandbox mounts: the host directory of its mounted
 // file system.
 type Use struct {
