@@ -3,8 +3,8 @@ SHELL := /bin/bash
 GO ?= go
 BIN := $(CURDIR)/bin
 # Debian packages hutch needs at run and test time (chromium: the browser
-# that loads preview URLs in the integration tests).
-APT_PACKAGES := mmdebstrap busybox-static iproute2 ca-certificates nftables tmux chromium
+# that loads preview URLs in the integration tests; e2fsprogs: volumes).
+APT_PACKAGES := mmdebstrap busybox-static iproute2 ca-certificates nftables tmux chromium e2fsprogs
 # Commands the conformance suite runs, each with the Debian package that
 # provides it; installed only when the command is missing (node may come
 # from elsewhere, e.g. NodeSource, whose nodejs bundles npm).

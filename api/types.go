@@ -78,6 +78,8 @@ type CreateRequest struct {
 	// Egress is the egress policy given as "network": {allow_out,
 	// deny_out} (which sets Network too); nil is none.
 	Egress *EgressPolicy `json:"-"`
+	// Volumes are the caller's volumes to mount (volumes.go).
+	Volumes []VolumeMount `json:"volumes,omitempty"`
 }
 
 // createRequestPlain is CreateRequest without its JSON methods.
@@ -231,6 +233,8 @@ type SandboxInfo struct {
 	// on (network: true only).
 	Egress   *EgressPolicy `json:"egress,omitempty"`
 	Networks []string      `json:"networks,omitempty"`
+	// Volumes are the volumes it mounts.
+	Volumes []VolumeMount `json:"volumes,omitempty"`
 	// State is where the sandbox is in its life: running, pausing,
 	// paused, resuming, stopping or stopped.
 	State string `json:"state"`

@@ -140,6 +140,10 @@ func TestClientCoversEveryRoute(t *testing.T) {
 		func() error { _, err := c.CreateNetwork(ctx, "n"); return err },
 		func() error { _, err := c.ListNetworks(ctx); return err },
 		func() error { _, err := c.DeleteNetwork(ctx, "n"); return err },
+		func() error { _, err := c.CreateVolume(ctx, "v", 0); return err },
+		func() error { _, err := c.ListVolumes(ctx); return err },
+		func() error { _, err := c.GetVolume(ctx, "v"); return err },
+		func() error { _, err := c.DeleteVolume(ctx, "v"); return err },
 		func() error { _, err := c.ConnectNetwork(ctx, "n", id); return err },
 		func() error { _, err := c.DisconnectNetwork(ctx, "n", id); return err },
 		func() error {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hutch-dev/hutch/internal/volumes"
 )
 
 // leftovers lists what remains on the host of sandboxes: processes, mounts,
@@ -40,6 +42,9 @@ func leftovers(dataDir string, ids []string) []string {
 	}
 	found = append(found, networkLeftovers(dataDir, ids)...)
 	if dataDir != "" {
+		for _, loop := range volumes.LoopDevices(dataDir) {
+			found = append(found, "loop device "+loop)
+		}
 		// Checkpoints of a fork, a refused snapshot or a hibernation never
 		// outlive their operation and their sandbox.
 		for _, pattern := range []string{"tmp-*", "hibernated-*"} {

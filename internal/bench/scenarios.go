@@ -88,6 +88,7 @@ var Scenarios = []Scenario{
 	{Name: NameContextCreate, Title: "Python context create → first cell answered", run: contextCreate},
 	{Name: NamePreview, Title: "small GET through a preview URL", run: previewRequest},
 	{Name: NamePreviewRate, Title: "large answer through a preview URL", run: previewThroughput},
+	{Name: NameVolumeWrite, Title: "256 MiB written with fsync: volume vs writable root", run: volumeWrite},
 	{Name: NamePauseResume, Title: "freeze + resume (pause, resume)", run: pauseResume},
 	{Name: NameSnapshot, Title: "snapshot of an idle sandbox", run: snapshotLatency},
 	{Name: NameRestoreExec, Title: "restore from a snapshot → first exec", run: restoreExec},

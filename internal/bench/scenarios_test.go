@@ -206,7 +206,7 @@ func TestRun(t *testing.T) {
 	// no warm pool), no engine WebSocket and no processes of its
 	// sandboxes; Docker and runsc are not given, so every baseline is
 	// skipped.
-	noFs := []string{NameEvents, NameInterpCell, NameContextCreate, NamePreview, NamePreviewRate, NameFsSmall, NameFsStream, NameStreamLatency, NamePtyEcho, NameStreamRate, NameProcessList, NamePauseResume, NameSnapshot, NameRestoreExec, NameForkExec, NameHibernated}
+	noFs := []string{NameEvents, NameInterpCell, NameContextCreate, NamePreview, NamePreviewRate, NameVolumeWrite, NameFsSmall, NameFsStream, NameStreamLatency, NamePtyEcho, NameStreamRate, NameProcessList, NamePauseResume, NameSnapshot, NameRestoreExec, NameForkExec, NameHibernated}
 	skipped := []string{NamePoolCreateExec, NameExecTrueWS, NameExecPythonWS, NameIdleMemory, NameIdleCapacity}
 	tests := []struct {
 		name        string

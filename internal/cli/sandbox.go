@@ -82,6 +82,7 @@ func splitCommand(cmd *cobra.Command, args []string, what string) (string, []str
 
 func (a *app) runCmd() *cobra.Command {
 	var f sandboxFlags
+	var vols volumeFlags
 	var timeout time.Duration
 	cmd := childCmd(&cobra.Command{
 		Use:   "run IMAGE [flags] -- CMD [ARG...]",
@@ -89,6 +90,7 @@ func (a *app) runCmd() *cobra.Command {
 		Args:  commandArgs("IMAGE"),
 	})
 	f.register(cmd)
+	vols.register(cmd)
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "kill the command after this long (500ms, 30s, 5m); exits 124")
 	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
 		image, argv, _ := splitCommand(cmd, args, "IMAGE")
@@ -96,9 +98,13 @@ func (a *app) runCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
+		req := f.request(image)
+		if err := vols.apply(&req); err != nil {
+			return err
+		}
 		ctx := cmd.Context()
 		c := a.client()
-		sb, _, err := a.create(ctx, c, f.request(image))
+		sb, _, err := a.create(ctx, c, req)
 		if err != nil {
 			return err
 		}
@@ -120,6 +126,7 @@ func (a *app) stopQuietly(ctx context.Context, c *client.Client, id string) {
 
 func (a *app) createCmd() *cobra.Command {
 	var f createFlags
+	var vols volumeFlags
 	var name string
 	cmd := &cobra.Command{
 		Use:   "create IMAGE",
@@ -127,10 +134,14 @@ func (a *app) createCmd() *cobra.Command {
 		Args:  cobra.RangeArgs(0, 1),
 	}
 	f.register(cmd)
+	vols.register(cmd)
 	cmd.Flags().StringVar(&name, "name", "", "label shown by hutch list")
 	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
 		req, err := f.request(strings.Join(args, ""))
 		if err != nil {
+			return err
+		}
+		if err := vols.apply(&req); err != nil {
 			return err
 		}
 		req.Name = name

@@ -182,6 +182,11 @@ type Config struct {
 	// sandboxes with network: true (IP or IP:port); empty means the
 	// host's own, from /etc/resolv.conf.
 	SandboxNameservers []string `yaml:"sandbox_nameservers"`
+	// Volumes (volumes.go): the size of a volume created without one, the
+	// largest size, and how many volumes one owner may have.
+	VolumeDefaultSizeMB uint64 `yaml:"volume_default_size_mb"`
+	VolumeMaxSizeMB     uint64 `yaml:"volume_max_size_mb"`
+	MaxVolumesPerOwner  int    `yaml:"max_volumes_per_owner"`
 }
 
 // Default returns the configuration used when no file is given.
@@ -223,6 +228,9 @@ func Default() Config {
 		ChannelBufferPerOwnerMB:     64,
 		MaxImageUnpackedMB:          8192,
 		BlockPrivateNetworks:        true,
+		VolumeDefaultSizeMB:         1024,
+		VolumeMaxSizeMB:             10240,
+		MaxVolumesPerOwner:          32,
 	}
 }
 
@@ -272,6 +280,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.validateRuntimes()...)
 	errs = append(errs, c.validateNetwork()...)
 	errs = append(errs, c.validateWarmPool()...)
+	errs = append(errs, c.validateVolumes()...)
 	for name := range c.CustomImages {
 		if slices.Contains(Presets, name) {
 			bad("custom_images key %q shadows the preset of that name; choose another name", name)

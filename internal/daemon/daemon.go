@@ -154,7 +154,14 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if err != nil {
 		return err
 	}
+	vols, err := openVolumes(cfg, opts.DataDir, log)
+	if err != nil {
+		return err
+	}
+	// Released after the manager's Close: no sandbox mounts a volume then.
+	held.Push("unmounting the volumes", func(context.Context) error { return vols.Close() })
 	mgr, err := sandbox.New(ctx, sandbox.Options{
+		Volumes:   vols,
 		Config:    cfg,
 		Runtime:   rt,
 		Images:    images,
@@ -178,7 +185,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	}
 	undo.Push("closing the job runner", func(context.Context) error { return jobRunner.Close() })
 	mgr.ProtectPorts(listenPorts(ln.Addr().String(), opts.EngineListen)...)
-	table := functions.New(functions.Deps{Sandboxes: mgr, Files: mgr, Images: mgr, Metrics: mgr, Processes: mgr, Lifecycle: mgr, Snapshots: mgr, Events: mgr, Webhooks: hookAdmin, Alerts: mgr, Jobs: jobRunner, Interpreter: mgr, Ports: mgr, Networks: mgr, Environment: mgr, Observer: obs.metrics})
+	table := functions.New(functions.Deps{Sandboxes: mgr, Files: mgr, Images: mgr, Metrics: mgr, Processes: mgr, Lifecycle: mgr, Snapshots: mgr, Events: mgr, Webhooks: hookAdmin, Alerts: mgr, Jobs: jobRunner, Interpreter: mgr, Ports: mgr, Networks: mgr, Environment: mgr, Volumes: mgr, Observer: obs.metrics})
 	obs.attach(mgr.Live, images.CacheBytes)
 	obs.metrics.WatchWarmPool(mgr.WarmPool)
 	obs.metrics.WatchWebhooks(hooks.Stats)

@@ -64,6 +64,13 @@ const (
 	CodeNoNetwork       Code = "S250" // no sandbox network of that name, or the sandbox is not on it (hutch's own)
 	CodeNetworkInUse    Code = "S251" // the network exists already, or has members (hutch's own)
 	CodeNotNetworked    Code = "S252" // the sandbox was created without network: true (hutch's own)
+	CodeNoVolume        Code = "S260" // no volume of that name (hutch's own)
+	CodeVolumeExists    Code = "S261" // a volume of that name exists already (hutch's own)
+	CodeVolumeInUse     Code = "S262" // the volume is mounted by a live sandbox (hutch's own)
+	CodeVolumeInvalid   Code = "S263" // a bad volume name or size (hutch's own)
+	CodeVolumeMount     Code = "S264" // a bad volume mount: path, or two on one path (hutch's own)
+	CodeVolumeRefused   Code = "S265" // the operation cannot keep a sandbox's volumes (hutch's own)
+	CodeNoVolumes       Code = "S266" // the host cannot make volumes (hutch's own)
 	CodeBootFailed      Code = "S300" // runtime could not start the sandbox
 	CodeShuttingDown    Code = "S301" // the daemon is shutting down (hutch's own)
 	CodeUnsupported     Code = "S302" // the runtime lacks the ability asked for (hutch's own)
@@ -124,6 +131,13 @@ var codeInfo = map[Code]struct {
 	CodeNoNetwork:       {ClassValidation, KindNotFound, false},
 	CodeNetworkInUse:    {ClassValidation, KindConflict, false},
 	CodeNotNetworked:    {ClassValidation, KindConflict, false},
+	CodeNoVolume:        {ClassValidation, KindNotFound, false},
+	CodeVolumeExists:    {ClassValidation, KindConflict, false},
+	CodeVolumeInUse:     {ClassValidation, KindConflict, false},
+	CodeVolumeInvalid:   {ClassValidation, KindInvalid, false},
+	CodeVolumeMount:     {ClassValidation, KindInvalid, false},
+	CodeVolumeRefused:   {ClassValidation, KindConflict, false},
+	CodeNoVolumes:       {ClassPlatform, KindPrecondition, false},
 	CodeProcessLimit:    {ClassExecution, KindCapacity, false},
 	CodeNoContext:       {ClassValidation, KindNotFound, false},
 	CodeContextDead:     {ClassExecution, KindConflict, false},
@@ -145,6 +159,7 @@ func Codes() []Code {
 		CodeFSPermission, CodeFSIO, CodeFSBadRegex, CodeFSStreamAborted, CodeFSUnsupported,
 		CodeProcessNotFound, CodeProcessExited, CodeNoStdin, CodeNotPty, CodeProcessLimit,
 		CodeNoContext, CodeContextDead, CodeNoInterpreter,
+		CodeNoVolume, CodeVolumeExists, CodeVolumeInUse, CodeVolumeInvalid, CodeVolumeMount, CodeVolumeRefused, CodeNoVolumes,
 		CodeBootFailed, CodeShuttingDown, CodeUnsupported, CodeCapacity, CodeInternal,
 	}
 }

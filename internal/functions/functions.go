@@ -52,6 +52,7 @@ type Deps struct {
 	Ports       Ports
 	Networks    Networks
 	Environment Environment
+	Volumes     Volumes
 	// Observer, when set, is told the outcome of every call.
 	Observer Observer
 }
@@ -110,6 +111,7 @@ func New(deps Deps) *Table {
 	registerPorts(t)
 	registerNetworks(t)
 	registerEnv(t)
+	registerVolumes(t)
 	registerDescribe(t)
 	return t
 }

@@ -52,6 +52,22 @@ type Spec struct {
 	// UpperLayer, when set, is a writable layer a LayerCapturer captured
 	// (a tar file): the sandbox's root filesystem starts with its changes.
 	UpperLayer string
+	// Mounts are host directories the sandbox sees at paths of its own
+	// (bind mounts), in order.
+	Mounts []Mount
+}
+
+// Mount is a host directory a sandbox sees at a path of its own. Writes
+// through it reach the host directory, and sandboxes that mount one
+// directory see each other's writes.
+type Mount struct {
+	// Source is the host directory.
+	Source string
+	// Destination is where the sandbox sees it: an absolute, clean path
+	// that is not the root.
+	Destination string
+	// ReadOnly refuses writes (EROFS inside).
+	ReadOnly bool
 }
 
 // Instance is one running sandbox.

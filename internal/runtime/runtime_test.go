@@ -95,3 +95,16 @@ func TestFindBinary(t *testing.T) {
 		t.Errorf("missing: %v", err)
 	}
 }
+
+func TestReservedPath(t *testing.T) {
+	for _, p := range []string{"/", "/proc", "/proc/1", "/dev", "/dev/shm", "/sys", "/sys/fs/cgroup", "/.hutch", AgentPath} {
+		if !ReservedPath(p) {
+			t.Errorf("ReservedPath(%s) = false", p)
+		}
+	}
+	for _, p := range []string{"/data", "/procs", "/device", "/system", "/.hutchy", "/tmp", "/home/dev"} {
+		if ReservedPath(p) {
+			t.Errorf("ReservedPath(%s) = true", p)
+		}
+	}
+}

@@ -28,6 +28,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/image"
 	"github.com/hutch-dev/hutch/internal/runtime"
 	"github.com/hutch-dev/hutch/internal/safetext"
+	"github.com/hutch-dev/hutch/internal/volumes"
 )
 
 // Images is what the manager needs of the image store (image.Store).
@@ -62,6 +63,8 @@ type Options struct {
 	// ListenPort is the port of hutch's HTTP listener, which a port's
 	// host URL names (preview_domain; 0 and 80 name none).
 	ListenPort int
+	// Volumes keeps the owners' volumes (volumes.go); nil is none.
+	Volumes *volumes.Store
 }
 
 // Manager owns every sandbox of one daemon.
@@ -103,6 +106,8 @@ type Manager struct {
 	nets netBook
 	// denialsOnce starts the watcher of egress refusals (egress.go).
 	denialsOnce sync.Once
+	// vols keeps the volumes (volumes.go); nil without them.
+	vols *volumes.Store
 
 	// mu guards the fields below, and the warm pool's maps. Lock order:
 	// Manager.mu, then a sandbox's mu (sandbox.go); never the reverse.
@@ -158,6 +163,7 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 		events:      opts.Events,
 		pool:        newWarmPool(opts.Config),
 		snaps:       snapshots{root: filepath.Join(opts.StateDir, "snapshots")},
+		vols:        opts.Volumes,
 	}
 	if err := errors.Join(m.reconcile(ctx), m.recoverSnapshots(), m.nets.load(st)); err != nil {
 		shut()
@@ -255,6 +261,9 @@ func (m *Manager) create(ctx context.Context, req api.CreateRequest, from *origi
 	if err := m.checkEgress(&req); err != nil {
 		return api.CreateResponse{}, err
 	}
+	if err := m.checkMounts(ctx, req, from); err != nil {
+		return api.CreateResponse{}, err
+	}
 	t, err := m.createTerms(req)
 	if err != nil {
 		return api.CreateResponse{}, err
@@ -288,11 +297,16 @@ func (m *Manager) create(ctx context.Context, req api.CreateRequest, from *origi
 		Network:   req.Network,
 		Egress:    req.Egress,
 		Env:       req.Env,
+		Volumes:   req.Volumes,
 		CreatedAt: time.Now().UTC(),
 	}
 	t.apply(rec)
+	if err := m.acquireMounts(rec); err != nil {
+		return api.CreateResponse{}, err
+	}
 	sb, err := m.traceBoot(ctx, rec, img, from)
 	if err != nil {
+		m.releaseMounts(rec.ID)
 		return api.CreateResponse{}, err
 	}
 	if err := m.admit(sb); err != nil {
@@ -394,6 +408,7 @@ func (m *Manager) specOf(rec *record, art runtime.Artifact, ports []uint16) runt
 		GatewayPorts:    ports,
 		Egress:          mustCompileEgress(rec.Egress).firewallRules(),
 		Hostname:        "hutch-" + rec.ID[:8],
+		Mounts:          rec.mounts,
 	}
 }
 
@@ -617,6 +632,8 @@ func (m *Manager) teardown(sb *sandbox) {
 		}
 	}()
 	defer os.RemoveAll(m.hibernateDir(sb.rec.ID))
+	// After the instance is destroyed, before the teardown is over.
+	defer m.releaseMounts(sb.rec.ID)
 	inst, ac := sb.conn()
 	if ac != nil {
 		ac.Close()

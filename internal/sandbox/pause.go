@@ -228,6 +228,9 @@ func (m *Manager) unfreeze(ctx context.Context, sb *sandbox) error {
 // processes and writable layer written to disk and its instance gone; a
 // failed checkpoint leaves it as it was.
 func (m *Manager) hibernate(sb *sandbox) (changed bool, err error) {
+	if err := refuseCheckpoint(sb, "hibernated"); err != nil {
+		return false, err
+	}
 	sb.op.Lock()
 	defer sb.op.Unlock()
 	st, end := sb.current()

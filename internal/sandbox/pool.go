@@ -185,7 +185,7 @@ func (m *Manager) claimWarm(ctx context.Context, req api.CreateRequest, cpus, me
 		return nil
 	}
 	shape := p.shapes[req.Image]
-	if req.Network || cpus > shape.cpus || mem > shape.memoryMB {
+	if req.Network || len(req.Volumes) > 0 || cpus > shape.cpus || mem > shape.memoryMB {
 		m.countWarm(req.Image, warmMisfit)
 		return nil
 	}

@@ -371,6 +371,7 @@ func (sb *sandbox) info(execCap int) api.SandboxInfo {
 		MemoryMB:        r.MemoryMB,
 		Network:         r.Network,
 		Egress:          r.Egress,
+		Volumes:         r.Volumes,
 		IdleTimeoutSecs: r.IdleTimeoutSecs,
 		CreatedAt:       r.CreatedAt.Format(time.RFC3339),
 	}

@@ -144,6 +144,9 @@ func (m *Manager) keepSnapshot(rec *snapshotRecord, tmp string) error {
 // frozen again; a hibernated one already is a checkpoint, which is linked.
 // S302 when the runtime cannot.
 func (m *Manager) checkpointOf(sb *sandbox) (string, error) {
+	if err := refuseCheckpoint(sb, "snapshotted or forked"); err != nil {
+		return "", err
+	}
 	sb.op.Lock() // not under a pause or resume
 	defer sb.op.Unlock()
 	st, end := sb.current()

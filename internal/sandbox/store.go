@@ -33,7 +33,9 @@ type record struct {
 	AutoResume  bool              `json:"auto_resume,omitempty"`
 	TimeoutSecs uint64            `json:"timeout_secs,omitempty"`
 	Metadata    map[string]string `json:"metadata,omitempty"`
-	Stopped     bool              `json:"stopped"`
+	// Volumes are the volumes it mounts (volumes.go).
+	Volumes []api.VolumeMount `json:"volumes,omitempty"`
+	Stopped bool              `json:"stopped"`
 	// StopCause is absent from records of daemons before it was kept.
 	StopCause  runtime.Cause `json:"stop_cause,omitempty"`
 	StopReason string        `json:"stop_reason,omitempty"`
@@ -45,6 +47,9 @@ type record struct {
 	// forwarded are the ports its gateway forwards, which a wake from
 	// hibernation forwards again; not persisted.
 	forwarded []uint16
+	// mounts are its volumes' bind mounts while it lives (volumes.go);
+	// not persisted.
+	mounts []runtime.Mount
 }
 
 var (

@@ -94,7 +94,7 @@ func (r *Runtime) start(ctx context.Context, spec runtime.Spec, checkpoint strin
 	if err := os.Mkdir(mnt, 0o755); err != nil {
 		return nil, fmt.Errorf("creating rootfs mount point: %w", err)
 	}
-	if err := bindReadOnly(rootfs, mnt); err != nil {
+	if err := mountRootfs(rootfs, dir, mnt, spec.Mounts); err != nil {
 		return nil, err
 	}
 
@@ -104,6 +104,7 @@ func (r *Runtime) start(ctx context.Context, spec runtime.Spec, checkpoint strin
 	}
 	oci := ociSpec(spec)
 	withNetwork(oci, lease, dir)
+	withMounts(oci, spec.Mounts)
 	b, err := json.MarshalIndent(oci, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("encoding config.json: %w", err)

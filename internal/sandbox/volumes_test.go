@@ -1,0 +1,177 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/runtime"
+	"github.com/hutch-dev/hutch/internal/volumes"
+	"github.com/hutch-dev/hutch/internal/volumes/volumestest"
+)
+
+func TestValidateMounts(t *testing.T) {
+	ok := [][]api.VolumeMount{
+		{{Name: "a", Path: "/data"}},
+		{{Name: "a", Path: "/data"}, {Name: "b", Path: "/data2"}},
+		{{Name: "a", Path: "/home/user/work", ReadOnly: true}, {Name: "a", Path: "/srv"}},
+		{{Name: "a", Path: "/tmp/x"}, {Name: "b", Path: "/procs"}, {Name: "c", Path: "/.hutchy"}},
+	}
+	for _, m := range ok {
+		if err := validateMounts(m); err != nil {
+			t.Errorf("validateMounts(%+v) = %v", m, err)
+		}
+	}
+	bad := map[string][]api.VolumeMount{
+		"relative":          {{Name: "a", Path: "data"}},
+		"empty":             {{Name: "a", Path: ""}},
+		"trailing slash":    {{Name: "a", Path: "/data/"}},
+		"dot dot":           {{Name: "a", Path: "/data/../etc"}},
+		"double slash":      {{Name: "a", Path: "//data"}},
+		"root":              {{Name: "a", Path: "/"}},
+		"proc":              {{Name: "a", Path: "/proc"}},
+		"in dev":            {{Name: "a", Path: "/dev/shm"}},
+		"in sys":            {{Name: "a", Path: "/sys/fs"}},
+		"agent dir":         {{Name: "a", Path: "/.hutch"}},
+		"agent":             {{Name: "a", Path: runtime.AgentPath}},
+		"control character": {{Name: "a", Path: "/da\nta"}},
+		"same path":         {{Name: "a", Path: "/data"}, {Name: "b", Path: "/data"}},
+		"nested":            {{Name: "a", Path: "/data"}, {Name: "b", Path: "/data/sub"}},
+		"nested first":      {{Name: "a", Path: "/data/sub"}, {Name: "b", Path: "/data"}},
+	}
+	for what, m := range bad {
+		if err := validateMounts(m); !errdefs.Is(err, errdefs.CodeVolumeMount) {
+			t.Errorf("%s: validateMounts(%+v) = %v, want S264", what, m, err)
+		}
+	}
+	if err := validateMounts([]api.VolumeMount{{Name: "Bad", Path: "/data"}}); !errdefs.Is(err, errdefs.CodeVolumeInvalid) {
+		t.Errorf("bad name: %v, want S263", err)
+	}
+	many := make([]api.VolumeMount, maxMounts+1)
+	for i := range many {
+		many[i] = api.VolumeMount{Name: "a", Path: "/v" + string(rune('a'+i))}
+	}
+	if err := validateMounts(many); !errdefs.Is(err, errdefs.CodeVolumeMount) {
+		t.Errorf("%d mounts: %v, want S264", len(many), err)
+	}
+}
+
+// withVolumes gives m a volume store over stand-in disks.
+func withVolumes(t *testing.T, m *Manager) *volumestest.Disks {
+	t.Helper()
+	disks := volumestest.New()
+	s, err := volumes.Open(volumes.Options{Dir: filepath.Join(t.TempDir(), "volumes"), DefaultSizeMB: 64, MaxSizeMB: 1024, Disks: disks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.vols = s
+	return disks
+}
+
+// TestVolumesInProcess: a create mounts its owner's volumes (bind mounts
+// in the runtime's spec), another owner's is not found, a mounted volume
+// cannot be deleted and is released by the sandbox's stop, and a
+// sandbox with volumes cannot be checkpointed.
+func TestVolumesInProcess(t *testing.T) {
+	m, rt, _ := inprocess(t, nil)
+	disks := withVolumes(t, m)
+	alice, bob := as("alice"), as("bob")
+	if _, err := m.CreateVolume(alice, api.VolumeCreateRequest{Name: "data"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.CreateVolume(alice, api.VolumeCreateRequest{Name: "ref", SizeMB: 8}); err != nil {
+		t.Fatal(err)
+	}
+	mounts := []api.VolumeMount{{Name: "data", Path: "/data"}, {Name: "ref", Path: "/ref", ReadOnly: true}}
+
+	_, err := m.Create(bob, api.CreateRequest{Image: "python", Volumes: mounts[:1]})
+	wantCode(t, err, errdefs.CodeNoVolume)
+	_, err = m.Create(alice, api.CreateRequest{Image: "python", Volumes: []api.VolumeMount{{Name: "nope", Path: "/x"}}})
+	wantCode(t, err, errdefs.CodeNoVolume)
+	_, err = m.Create(alice, api.CreateRequest{Image: "python", Volumes: []api.VolumeMount{{Name: "data", Path: "/proc/x"}}})
+	wantCode(t, err, errdefs.CodeVolumeMount)
+	if len(rt.Instances()) != 0 || disks.Mounts() != 0 {
+		t.Fatalf("refused creates left %d instances, %d mounts", len(rt.Instances()), disks.Mounts())
+	}
+
+	resp, err := m.Create(alice, api.CreateRequest{Image: "python", Volumes: mounts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := resp.SandboxID
+	insts := rt.Instances()
+	if len(insts) != 1 {
+		t.Fatalf("%d instances", len(insts))
+	}
+	got := insts[0].Spec.Mounts
+	if len(got) != 2 || got[0].Destination != "/data" || got[0].ReadOnly || got[1].Destination != "/ref" || !got[1].ReadOnly || got[0].Source == got[1].Source {
+		t.Fatalf("spec mounts = %+v", got)
+	}
+	info, err := m.Get(alice, api.GetRequest{SandboxID: id})
+	if err != nil || !slices.Equal(info.Volumes, mounts) {
+		t.Fatalf("sandbox info volumes = %+v, %v", info.Volumes, err)
+	}
+	vol, err := m.GetVolume(alice, api.VolumeRequest{Name: "data"})
+	if err != nil || !slices.Equal(vol.SandboxIDs, []string{id}) || vol.UsedBytes == 0 {
+		t.Fatalf("volume = %+v, %v", vol, err)
+	}
+	_, err = m.GetVolume(bob, api.VolumeRequest{Name: "data"})
+	wantCode(t, err, errdefs.CodeNoVolume)
+	_, err = m.DeleteVolume(alice, api.VolumeRequest{Name: "data"})
+	wantCode(t, err, errdefs.CodeVolumeInUse)
+
+	_, err = m.CreateSnapshot(alice, api.SnapshotCreateRequest{SandboxID: id})
+	wantCode(t, err, errdefs.CodeVolumeRefused)
+	_, err = m.Fork(alice, api.ForkRequest{SandboxID: id})
+	wantCode(t, err, errdefs.CodeVolumeRefused)
+	_, err = m.Pause(alice, api.PauseRequest{SandboxID: id, Depth: api.PauseHibernate})
+	wantCode(t, err, errdefs.CodeVolumeRefused)
+
+	if _, err := m.Stop(alice, api.StopRequest{SandboxID: id, Wait: true}); err != nil {
+		t.Fatal(err)
+	}
+	if disks.Mounts() != 0 {
+		t.Fatalf("%d mounts after the stop", disks.Mounts())
+	}
+	if _, err := m.DeleteVolume(alice, api.VolumeRequest{Name: "data"}); err != nil {
+		t.Fatalf("delete after the stop: %v", err)
+	}
+	list, err := m.ListVolumes(alice, api.VolumeListRequest{})
+	if err != nil || len(list.Volumes) != 1 || list.Volumes[0].Name != "ref" {
+		t.Fatalf("list = %+v, %v", list, err)
+	}
+}
+
+// TestVolumesReleasedOnFailedBoot: a boot that fails gives its volumes
+// back.
+func TestVolumesReleasedOnFailedBoot(t *testing.T) {
+	m, rt, _ := inprocess(t, nil)
+	disks := withVolumes(t, m)
+	alice := as("alice")
+	if _, err := m.CreateVolume(alice, api.VolumeCreateRequest{Name: "data"}); err != nil {
+		t.Fatal(err)
+	}
+	rt.BeforeStart(func(context.Context, runtime.Spec) error { return errors.New("boom") })
+	if _, err := m.Create(alice, api.CreateRequest{Image: "python", Volumes: []api.VolumeMount{{Name: "data", Path: "/data"}}}); err == nil {
+		t.Fatal("create succeeded")
+	}
+	if disks.Mounts() != 0 {
+		t.Fatalf("%d mounts after a failed boot", disks.Mounts())
+	}
+	if _, err := m.DeleteVolume(alice, api.VolumeRequest{Name: "data"}); err != nil {
+		t.Fatalf("a failed boot holds the volume: %v", err)
+	}
+}
+
+// TestNoVolumeStore: a manager without a store answers S266.
+func TestNoVolumeStore(t *testing.T) {
+	m, _, _ := inprocess(t, nil)
+	_, err := m.CreateVolume(as("alice"), api.VolumeCreateRequest{Name: "data"})
+	wantCode(t, err, errdefs.CodeNoVolumes)
+	_, err = m.Create(as("alice"), api.CreateRequest{Image: "python", Volumes: []api.VolumeMount{{Name: "data", Path: "/data"}}})
+	wantCode(t, err, errdefs.CodeNoVolumes)
+}
