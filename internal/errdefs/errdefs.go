@@ -159,6 +159,7 @@ func Codes() []Code {
 		CodeFSPermission, CodeFSIO, CodeFSBadRegex, CodeFSStreamAborted, CodeFSUnsupported,
 		CodeProcessNotFound, CodeProcessExited, CodeNoStdin, CodeNotPty, CodeProcessLimit,
 		CodeNoContext, CodeContextDead, CodeNoInterpreter,
+		CodeNoNetwork, CodeNetworkInUse, CodeNotNetworked,
 		CodeNoVolume, CodeVolumeExists, CodeVolumeInUse, CodeVolumeInvalid, CodeVolumeMount, CodeVolumeRefused, CodeNoVolumes,
 		CodeBootFailed, CodeShuttingDown, CodeUnsupported, CodeCapacity, CodeInternal,
 	}

@@ -52,3 +52,20 @@ func TestEveryCodeHasAKind(t *testing.T) {
 		t.Error("S111 must be a conflict")
 	}
 }
+
+// TestCodesListsEveryCode: Codes (which the docs test walks) has every
+// code that has a class, and nothing twice.
+func TestCodesListsEveryCode(t *testing.T) {
+	seen := map[Code]bool{}
+	for _, c := range Codes() {
+		if seen[c] {
+			t.Errorf("%s listed twice", c)
+		}
+		seen[c] = true
+	}
+	for c := range codeInfo {
+		if !seen[c] {
+			t.Errorf("%s has a class but is not in Codes()", c)
+		}
+	}
+}
