@@ -64,6 +64,12 @@ const (
 	CodeNoNetwork       Code = "S250" // no sandbox network of that name, or the sandbox is not on it (hutch's own)
 	CodeNetworkInUse    Code = "S251" // the network exists already, or has members (hutch's own)
 	CodeNotNetworked    Code = "S252" // the sandbox was created without network: true (hutch's own)
+	CodeGitNotRepo      Code = "S260" // git: the path is not in a repository (hutch's own)
+	CodeGitAuth         Code = "S261" // git: the remote refused the credentials (hutch's own)
+	CodeGitNoRemote     Code = "S262" // git: no such remote, repository or remote branch (hutch's own)
+	CodeGitConflict     Code = "S263" // git: a merge or rebase stopped on conflicts (hutch's own)
+	CodeGitNothing      Code = "S264" // git: nothing to commit (hutch's own)
+	CodeGitFailed       Code = "S265" // git refused or failed otherwise (hutch's own)
 	CodeBootFailed      Code = "S300" // runtime could not start the sandbox
 	CodeShuttingDown    Code = "S301" // the daemon is shutting down (hutch's own)
 	CodeUnsupported     Code = "S302" // the runtime lacks the ability asked for (hutch's own)
@@ -124,6 +130,12 @@ var codeInfo = map[Code]struct {
 	CodeNoNetwork:       {ClassValidation, KindNotFound, false},
 	CodeNetworkInUse:    {ClassValidation, KindConflict, false},
 	CodeNotNetworked:    {ClassValidation, KindConflict, false},
+	CodeGitNotRepo:      {ClassValidation, KindNotFound, false},
+	CodeGitAuth:         {ClassValidation, KindForbidden, false},
+	CodeGitNoRemote:     {ClassValidation, KindNotFound, false},
+	CodeGitConflict:     {ClassExecution, KindConflict, false},
+	CodeGitNothing:      {ClassValidation, KindConflict, false},
+	CodeGitFailed:       {ClassExecution, KindConflict, false},
 	CodeProcessLimit:    {ClassExecution, KindCapacity, false},
 	CodeNoContext:       {ClassValidation, KindNotFound, false},
 	CodeContextDead:     {ClassExecution, KindConflict, false},
@@ -145,6 +157,7 @@ func Codes() []Code {
 		CodeFSPermission, CodeFSIO, CodeFSBadRegex, CodeFSStreamAborted, CodeFSUnsupported,
 		CodeProcessNotFound, CodeProcessExited, CodeNoStdin, CodeNotPty, CodeProcessLimit,
 		CodeNoContext, CodeContextDead, CodeNoInterpreter,
+		CodeGitNotRepo, CodeGitAuth, CodeGitNoRemote, CodeGitConflict, CodeGitNothing, CodeGitFailed,
 		CodeBootFailed, CodeShuttingDown, CodeUnsupported, CodeCapacity, CodeInternal,
 	}
 }
