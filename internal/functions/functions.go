@@ -51,6 +51,7 @@ type Deps struct {
 	Interpreter Interpreter
 	Ports       Ports
 	Networks    Networks
+	Git         Git
 	// Observer, when set, is told the outcome of every call.
 	Observer Observer
 }
@@ -108,6 +109,7 @@ func New(deps Deps) *Table {
 	registerInterpreter(t)
 	registerPorts(t)
 	registerNetworks(t)
+	registerGit(t)
 	registerDescribe(t)
 	return t
 }

@@ -211,6 +211,7 @@ func (s *server) routes() []route {
 	routes = append(routes, s.interpreterRoutes()...)
 	routes = append(routes, s.portRoutes()...)
 	routes = append(routes, s.networkRoutes()...)
+	routes = append(routes, s.gitRoutes()...)
 	routes = append(routes, s.previewRoutes()...)
 	for _, m := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
 		routes = append(routes, route{m, "/mcp", s.serveMCP, false})
