@@ -445,6 +445,42 @@ func Creds(auth api.GitAuth, r *Remote) (Credentials, error) {
 	return c, nil
 }
 
+// RemoteCall is the remote and credentials of a fetch, pull or push.
+type RemoteCall struct {
+	RemoteArg
+	Creds Credentials
+}
+
+// ParseRemoteCall checks the remote and credentials of rc.
+func ParseRemoteCall(rc api.GitRemoteCall) (RemoteCall, error) {
+	ra, err := ParseRemoteArg(rc.Remote)
+	if err != nil {
+		return RemoteCall{}, err
+	}
+	creds, err := Creds(rc.GitAuth, ra.URL)
+	return RemoteCall{RemoteArg: ra, Creds: creds}, err
+}
+
+// NeedsURL says the call's credentials go to a remote given by name:
+// its URL (RemoteURL) is what they are scoped to.
+func (c RemoteCall) NeedsURL() bool { return c.URL == nil && !c.Creds.Empty() }
+
+// Auth is the environment that hands git the call's credentials (AuthFor);
+// url is what RemoteURL answered when NeedsURL.
+func (c RemoteCall) Auth(url string) ([]string, error) {
+	switch {
+	case c.URL != nil:
+		return AuthFor(*c.URL, c.Creds)
+	case !c.NeedsURL():
+		return nil, nil
+	}
+	r, err := ParseRemoteURL("the URL of remote "+c.Name, strings.TrimSpace(url))
+	if err != nil {
+		return nil, err
+	}
+	return AuthFor(r, c.Creds)
+}
+
 // Fetch fetches from remote (a name or URL), optionally one branch.
 func Fetch(req api.GitFetchRequest, remote string) (Cmd, error) {
 	args := []string{"fetch", "-q"}

@@ -60,19 +60,12 @@ func TestCredentialsNeverInArgv(t *testing.T) {
 	})
 	t.Run("token", func(t *testing.T) {
 		req := api.GitPushRequest{GitRemoteCall: api.GitRemoteCall{Remote: "https://example.com/r.git", Branch: "main", GitAuth: api.GitAuth{Token: token}}}
-		ra, err := ParseRemoteArg(req.Remote)
-		if err != nil {
+		rc, err := ParseRemoteCall(req.GitRemoteCall)
+		if err != nil || rc.NeedsURL() {
 			t.Fatal(err)
 		}
-		creds, err := Creds(req.GitAuth, ra.URL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := Push(req, ra.Arg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		env, err := AuthFor(*ra.URL, creds)
+		c := must(Push(req, rc.Arg))
+		env, err := rc.Auth("")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -215,26 +215,19 @@ func TestHostGitCredentials(t *testing.T) {
 
 	push := func(auth api.GitAuth) Result {
 		req := api.GitPushRequest{GitRemoteCall: api.GitRemoteCall{GitAuth: auth}, SetUpstream: true}
-		ra, err := ParseRemoteArg(req.Remote)
+		rc, err := ParseRemoteCall(req.GitRemoteCall)
 		if err != nil {
 			t.Fatal(err)
 		}
-		creds, err := Creds(req.GitAuth, ra.URL)
+		var url string
+		if rc.NeedsURL() {
+			url = string(h.ok(dir, RemoteURL(rc.Name, true)).Stdout)
+		}
+		env, err := rc.Auth(url)
 		if err != nil {
 			t.Fatal(err)
 		}
-		remote, err := ParseRemoteURL("url", strings.TrimSpace(string(h.ok(dir, RemoteURL(ra.Name, true)).Stdout)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		env, err := AuthFor(remote, creds)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := Push(req, ra.Arg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := must(Push(req, rc.Arg))
 		c.Env = append(c.Env, env...)
 		return h.run(dir, c)
 	}

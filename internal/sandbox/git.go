@@ -148,18 +148,29 @@ func (g *gitCall) checkLocal(r gitcmd.Remote) error {
 	return nil
 }
 
-// GitInit runs sandbox::git::init.
-func (m *Manager) GitInit(ctx context.Context, req api.GitInitRequest) (api.GitInitResponse, error) {
-	g, release, err := m.gitBegin(ctx, "init", req.GitTarget)
+// gitDo takes the sandbox of t for operation op and runs fn on it.
+// Requests are checked before (the builders of gitcmd), so that a bad
+// one takes no exec slot.
+func gitDo[Resp any](ctx context.Context, m *Manager, op string, t api.GitTarget, fn func(g *gitCall) (Resp, error)) (Resp, error) {
+	g, release, err := m.gitBegin(ctx, op, t)
 	if err != nil {
-		return api.GitInitResponse{}, err
+		var zero Resp
+		return zero, err
 	}
 	defer release()
-	c, err := gitcmd.Init(req, g.dir)
-	if err == nil {
-		_, err = g.ok(c)
+	return fn(g)
+}
+
+// GitInit runs sandbox::git::init.
+func (m *Manager) GitInit(ctx context.Context, req api.GitInitRequest) (api.GitInitResponse, error) {
+	if _, err := gitcmd.Init(req, "/"); err != nil {
+		return api.GitInitResponse{}, err
 	}
-	return api.GitInitResponse{Path: g.dir, Bare: req.Bare}, err
+	return gitDo(ctx, m, "init", req.GitTarget, func(g *gitCall) (api.GitInitResponse, error) {
+		c, _ := gitcmd.Init(req, g.dir) // checked above
+		_, err := g.ok(c)
+		return api.GitInitResponse{Path: g.dir, Bare: req.Bare}, err
+	})
 }
 
 // GitClone runs sandbox::git::clone.
@@ -172,39 +183,28 @@ func (m *Manager) GitClone(ctx context.Context, req api.GitCloneRequest) (api.Gi
 	if err != nil {
 		return api.GitCloneResponse{}, err
 	}
-	g, release, err := m.gitBegin(ctx, "clone", req.GitTarget)
-	if err != nil {
+	if _, err := gitcmd.Clone(req, remote, creds, "/"); err != nil {
 		return api.GitCloneResponse{}, err
 	}
-	defer release()
-	if req.Path == "" {
-		g.dir = gitcmd.CloneDir(g.dir, remote.URL)
-	}
-	if err := g.checkLocal(remote); err != nil {
-		return api.GitCloneResponse{}, err
-	}
-	c, err := gitcmd.Clone(req, remote, creds, g.dir)
-	if err != nil {
-		return api.GitCloneResponse{}, err
-	}
-	if _, err := g.ok(c); err != nil {
-		return api.GitCloneResponse{}, err
-	}
-	st, err := g.status()
-	if err != nil {
-		return api.GitCloneResponse{}, err
-	}
-	return api.GitCloneResponse{Path: g.dir, URL: remote.URL, Branch: st.Branch, Commit: st.Commit}, nil
+	return gitDo(ctx, m, "clone", req.GitTarget, func(g *gitCall) (api.GitCloneResponse, error) {
+		if req.Path == "" {
+			g.dir = gitcmd.CloneDir(g.dir, remote.URL)
+		}
+		if err := g.checkLocal(remote); err != nil {
+			return api.GitCloneResponse{}, err
+		}
+		c, _ := gitcmd.Clone(req, remote, creds, g.dir) // checked above
+		st, err := g.then(c)
+		if err != nil {
+			return api.GitCloneResponse{}, err
+		}
+		return api.GitCloneResponse{Path: g.dir, URL: remote.URL, Branch: st.Branch, Commit: st.Commit}, nil
+	})
 }
 
 // GitStatus runs sandbox::git::status.
 func (m *Manager) GitStatus(ctx context.Context, req api.GitStatusRequest) (api.GitStatus, error) {
-	g, release, err := m.gitBegin(ctx, "status", req.GitTarget)
-	if err != nil {
-		return api.GitStatus{}, err
-	}
-	defer release()
-	return g.status()
+	return gitDo(ctx, m, "status", req.GitTarget, (*gitCall).status)
 }
 
 // GitAdd runs sandbox::git::add.
@@ -227,19 +227,13 @@ func (m *Manager) GitRestore(ctx context.Context, req api.GitRestoreRequest) (ap
 	return gitChange(ctx, m, "restore", req.GitTarget, func() (gitcmd.Cmd, error) { return gitcmd.Restore(req) })
 }
 
-// gitChange runs the command of build (checked before the sandbox is
-// taken) and answers the status after it.
+// gitChange runs the command of build and answers the status after it.
 func gitChange(ctx context.Context, m *Manager, op string, t api.GitTarget, build func() (gitcmd.Cmd, error)) (api.GitStatus, error) {
 	c, err := build()
 	if err != nil {
 		return api.GitStatus{}, err
 	}
-	g, release, err := m.gitBegin(ctx, op, t)
-	if err != nil {
-		return api.GitStatus{}, err
-	}
-	defer release()
-	return g.then(c)
+	return gitDo(ctx, m, op, t, func(g *gitCall) (api.GitStatus, error) { return g.then(c) })
 }
 
 // GitCommit runs sandbox::git::commit.
@@ -248,23 +242,20 @@ func (m *Manager) GitCommit(ctx context.Context, req api.GitCommitRequest) (api.
 	if err != nil {
 		return api.GitCommitResponse{}, err
 	}
-	g, release, err := m.gitBegin(ctx, "commit", req.GitTarget)
-	if err != nil {
-		return api.GitCommitResponse{}, err
-	}
-	defer release()
-	if _, err := g.ok(c); err != nil {
-		return api.GitCommitResponse{}, err
-	}
-	r, err := g.ok(gitcmd.LastCommit())
-	if err != nil {
-		return api.GitCommitResponse{}, err
-	}
-	commits, err := gitcmd.ParseLog(r.Stdout)
-	if err != nil || len(commits) == 0 {
-		return api.GitCommitResponse{}, errdefs.New(errdefs.CodeInternal, "git commit: reading the new commit: %v", err)
-	}
-	return api.GitCommitResponse{Commit: commits[0]}, nil
+	return gitDo(ctx, m, "commit", req.GitTarget, func(g *gitCall) (api.GitCommitResponse, error) {
+		if _, err := g.ok(c); err != nil {
+			return api.GitCommitResponse{}, err
+		}
+		r, err := g.ok(gitcmd.LastCommit())
+		if err != nil {
+			return api.GitCommitResponse{}, err
+		}
+		commits, err := gitcmd.ParseLog(r.Stdout)
+		if err != nil || len(commits) == 0 {
+			return api.GitCommitResponse{}, errdefs.New(errdefs.CodeInternal, "git commit: reading the new commit: %v", err)
+		}
+		return api.GitCommitResponse{Commit: commits[0]}, nil
+	})
 }
 
 // GitDiff runs sandbox::git::diff.
@@ -276,36 +267,27 @@ func (m *Manager) GitDiff(ctx context.Context, req api.GitDiffRequest) (api.GitD
 	case maxBytes == 0:
 		maxBytes = gitcmd.DefaultDiffBytes
 	}
-	maxBytes = int(min(int64(maxBytes), m.cfg.MaxOutputBytes))
-	text, err := gitcmd.Diff(req, maxBytes)
+	text, err := gitcmd.Diff(req, int(min(int64(maxBytes), m.cfg.MaxOutputBytes)))
 	if err != nil {
 		return api.GitDiffResponse{}, err
 	}
-	names, err := gitcmd.DiffNameStatus(req)
-	if err != nil {
-		return api.GitDiffResponse{}, err
-	}
-	g, release, err := m.gitBegin(ctx, "diff", req.GitTarget)
-	if err != nil {
-		return api.GitDiffResponse{}, err
-	}
-	defer release()
-	r, err := g.ok(text)
-	if err != nil {
-		return api.GitDiffResponse{}, err
-	}
-	out := api.GitDiffResponse{Diff: strings.ToValidUTF8(string(r.Stdout), "\uFFFD"), Truncated: r.StdoutCut}
-	if !req.NameStatus {
-		return out, nil
-	}
-	if r, err = g.ok(names); err != nil {
-		return api.GitDiffResponse{}, err
-	}
-	if out.Files, err = gitcmd.ParseNameStatus(r.Stdout, r.StdoutCut); err != nil {
-		return api.GitDiffResponse{}, err
-	}
-	out.Truncated = out.Truncated || r.StdoutCut
-	return out, nil
+	names, _ := gitcmd.DiffNameStatus(req) // the same checks as Diff's
+	return gitDo(ctx, m, "diff", req.GitTarget, func(g *gitCall) (api.GitDiffResponse, error) {
+		r, err := g.ok(text)
+		if err != nil {
+			return api.GitDiffResponse{}, err
+		}
+		out := api.GitDiffResponse{Diff: strings.ToValidUTF8(string(r.Stdout), "\uFFFD"), Truncated: r.StdoutCut}
+		if !req.NameStatus {
+			return out, nil
+		}
+		if r, err = g.ok(names); err != nil {
+			return api.GitDiffResponse{}, err
+		}
+		out.Files, err = gitcmd.ParseNameStatus(r.Stdout, r.StdoutCut)
+		out.Truncated = out.Truncated || r.StdoutCut
+		return out, err
+	})
 }
 
 // GitLog runs sandbox::git::log.
@@ -314,23 +296,19 @@ func (m *Manager) GitLog(ctx context.Context, req api.GitLogRequest) (api.GitLog
 	if err != nil {
 		return api.GitLogResponse{}, err
 	}
-	g, release, err := m.gitBegin(ctx, "log", req.GitTarget)
-	if err != nil {
-		return api.GitLogResponse{}, err
-	}
-	defer release()
-	r, err := g.run(c)
-	if err != nil {
-		return api.GitLogResponse{}, err
-	}
-	if r.ExitCode != 0 {
-		if req.Ref == "" && strings.Contains(r.Stderr, "does not have any commits yet") {
+	return gitDo(ctx, m, "log", req.GitTarget, func(g *gitCall) (api.GitLogResponse, error) {
+		r, err := g.run(c)
+		switch {
+		case err != nil:
+			return api.GitLogResponse{}, err
+		case r.ExitCode != 0 && req.Ref == "" && strings.Contains(r.Stderr, "does not have any commits yet"):
 			return api.GitLogResponse{Commits: []api.GitCommit{}}, nil
+		case r.ExitCode != 0:
+			return api.GitLogResponse{}, gitcmd.Failure(g.op, r)
 		}
-		return api.GitLogResponse{}, gitcmd.Failure(g.op, r)
-	}
-	commits, err := gitcmd.ParseLog(r.Stdout)
-	return api.GitLogResponse{Commits: commits}, err
+		commits, err := gitcmd.ParseLog(r.Stdout)
+		return api.GitLogResponse{Commits: commits}, err
+	})
 }
 
 // GitBranch runs sandbox::git::branch.
@@ -346,22 +324,19 @@ func (m *Manager) GitBranch(ctx context.Context, req api.GitBranchRequest) (api.
 	case req.Delete || req.Force || req.StartPoint != "":
 		return api.GitBranchResponse{}, errdefs.Malformed("delete, force and start_point go with name")
 	}
-	g, release, err := m.gitBegin(ctx, "branch", req.GitTarget)
-	if err != nil {
-		return api.GitBranchResponse{}, err
-	}
-	defer release()
-	if change != nil {
-		if _, err := g.ok(*change); err != nil {
+	return gitDo(ctx, m, "branch", req.GitTarget, func(g *gitCall) (api.GitBranchResponse, error) {
+		if change != nil {
+			if _, err := g.ok(*change); err != nil {
+				return api.GitBranchResponse{}, err
+			}
+		}
+		r, err := g.ok(gitcmd.Branches(req.Remotes))
+		if err != nil {
 			return api.GitBranchResponse{}, err
 		}
-	}
-	r, err := g.ok(gitcmd.Branches(req.Remotes))
-	if err != nil {
-		return api.GitBranchResponse{}, err
-	}
-	branches, current, err := gitcmd.ParseBranches(r.Stdout)
-	return api.GitBranchResponse{Current: current, Branches: branches}, err
+		branches, current, err := gitcmd.ParseBranches(r.Stdout)
+		return api.GitBranchResponse{Current: current, Branches: branches}, err
+	})
 }
 
 // GitRemote runs sandbox::git::remote.
@@ -390,30 +365,28 @@ func (m *Manager) GitRemote(ctx context.Context, req api.GitRemoteRequest) (api.
 			return api.GitRemoteResponse{}, gitcmd.PasswordInURL()
 		}
 	}
-	g, release, err := m.gitBegin(ctx, "remote", req.GitTarget)
-	if err != nil {
-		return api.GitRemoteResponse{}, err
-	}
-	defer release()
-	switch {
-	case req.Remove:
-		_, err = g.ok(gitcmd.RemoteRemove(req.Name))
-	case req.URL != "":
-		err = g.addRemote(req, remote)
-	}
-	if err != nil {
-		return api.GitRemoteResponse{}, err
-	}
-	r, err := g.run(gitcmd.Remotes())
-	switch {
-	case err != nil:
-		return api.GitRemoteResponse{}, err
-	case r.ExitCode == 1 && len(r.Stdout) == 0:
-		return api.GitRemoteResponse{Remotes: []api.GitRemote{}}, nil // none
-	case r.ExitCode != 0:
-		return api.GitRemoteResponse{}, gitcmd.Failure(g.op, r)
-	}
-	return api.GitRemoteResponse{Remotes: gitcmd.ParseRemotes(r.Stdout)}, nil
+	return gitDo(ctx, m, "remote", req.GitTarget, func(g *gitCall) (api.GitRemoteResponse, error) {
+		var err error
+		switch {
+		case req.Remove:
+			_, err = g.ok(gitcmd.RemoteRemove(req.Name))
+		case req.URL != "":
+			err = g.addRemote(req, remote)
+		}
+		if err != nil {
+			return api.GitRemoteResponse{}, err
+		}
+		r, err := g.run(gitcmd.Remotes())
+		switch {
+		case err != nil:
+			return api.GitRemoteResponse{}, err
+		case r.ExitCode == 1 && len(r.Stdout) == 0:
+			return api.GitRemoteResponse{Remotes: []api.GitRemote{}}, nil // none
+		case r.ExitCode != 0:
+			return api.GitRemoteResponse{}, gitcmd.Failure(g.op, r)
+		}
+		return api.GitRemoteResponse{Remotes: gitcmd.ParseRemotes(r.Stdout)}, nil
+	})
 }
 
 // addRemote adds the remote of req, or replaces its URL (overwrite).
@@ -442,110 +415,91 @@ func (m *Manager) GitConfig(ctx context.Context, req api.GitConfigRequest) (api.
 	if err != nil {
 		return api.GitConfigResponse{}, err
 	}
-	g, release, err := m.gitBegin(ctx, "config", req.GitTarget)
-	if err != nil {
-		return api.GitConfigResponse{}, err
-	}
-	defer release()
-	r, err := g.run(c)
-	if err != nil {
-		return api.GitConfigResponse{}, err
-	}
-	get, unset := req.Key != "" && req.Value == nil && !req.Unset, req.Unset
-	switch {
-	case r.ExitCode == 1 && get, r.ExitCode == 5 && unset:
-		// Not set: no values, nothing to remove.
-		return api.GitConfigResponse{Entries: []api.GitConfigEntry{}}, nil
-	case r.ExitCode != 0:
-		return api.GitConfigResponse{}, gitcmd.Failure(g.op, r)
-	case req.Key == "":
-		return api.GitConfigResponse{Entries: gitcmd.ParseConfig(r.Stdout)}, nil
-	case get:
-		return api.GitConfigResponse{Entries: gitcmd.ParseValues(req.Key, r.Stdout)}, nil
-	case unset:
-		return api.GitConfigResponse{Entries: []api.GitConfigEntry{}}, nil
-	}
-	return api.GitConfigResponse{Entries: []api.GitConfigEntry{{Key: req.Key, Value: *req.Value}}}, nil
+	get := req.Key != "" && req.Value == nil && !req.Unset
+	none := api.GitConfigResponse{Entries: []api.GitConfigEntry{}}
+	return gitDo(ctx, m, "config", req.GitTarget, func(g *gitCall) (api.GitConfigResponse, error) {
+		r, err := g.run(c)
+		switch {
+		case err != nil:
+			return api.GitConfigResponse{}, err
+		case r.ExitCode == 1 && get, r.ExitCode == 5 && req.Unset:
+			return none, nil // not set: no values, nothing to remove
+		case r.ExitCode != 0:
+			return api.GitConfigResponse{}, gitcmd.Failure(g.op, r)
+		case req.Key == "":
+			return api.GitConfigResponse{Entries: gitcmd.ParseConfig(r.Stdout)}, nil
+		case get:
+			return api.GitConfigResponse{Entries: gitcmd.ParseValues(req.Key, r.Stdout)}, nil
+		case req.Unset:
+			return none, nil
+		}
+		return api.GitConfigResponse{Entries: []api.GitConfigEntry{{Key: req.Key, Value: *req.Value}}}, nil
+	})
 }
 
-// gitRemote begins a call that talks to a remote (fetch, pull, push):
-// the command of build, given the remote's argument for git, with the
+// gitRemote runs a call that talks to a remote (fetch, pull, push): the
+// command of build, given the remote's argument for git, with the
 // environment that hands git the call's credentials, scoped to the
-// remote's URL (looked up for a remote's name).
-func (m *Manager) gitRemote(ctx context.Context, op string, t api.GitTarget, rc api.GitRemoteCall, push bool,
-	build func(remote string) (gitcmd.Cmd, error)) (*gitCall, func(), gitcmd.Cmd, error) {
-	ra, err := gitcmd.ParseRemoteArg(rc.Remote)
+// remote's URL (looked up for a remote's name); fn reads its result.
+func gitRemote[Resp any](ctx context.Context, m *Manager, op string, t api.GitTarget, rc api.GitRemoteCall, push bool,
+	build func(remote string) (gitcmd.Cmd, error), fn func(g *gitCall, r gitcmd.Result) (Resp, error)) (Resp, error) {
+	var zero Resp
+	call, err := gitcmd.ParseRemoteCall(rc)
 	if err != nil {
-		return nil, nil, gitcmd.Cmd{}, err
+		return zero, err
 	}
-	creds, err := gitcmd.Creds(rc.GitAuth, ra.URL)
+	c, err := build(call.Arg)
 	if err != nil {
-		return nil, nil, gitcmd.Cmd{}, err
+		return zero, err
 	}
-	c, err := build(ra.Arg)
-	if err != nil {
-		return nil, nil, gitcmd.Cmd{}, err
-	}
-	g, release, err := m.gitBegin(ctx, op, t)
-	if err != nil {
-		return nil, nil, gitcmd.Cmd{}, err
-	}
-	remote := gitcmd.Remote{}
-	if ra.URL != nil {
-		remote = *ra.URL
-		err = g.checkLocal(remote)
-	} else if !creds.Empty() {
-		var r gitcmd.Result
-		if r, err = g.ok(gitcmd.RemoteURL(ra.Name, push)); err == nil {
-			remote, err = gitcmd.ParseRemoteURL("the URL of remote "+ra.Name, strings.TrimSpace(string(r.Stdout)))
+	return gitDo(ctx, m, op, t, func(g *gitCall) (Resp, error) {
+		var url string
+		switch {
+		case call.URL != nil:
+			if err := g.checkLocal(*call.URL); err != nil {
+				return zero, err
+			}
+		case call.NeedsURL():
+			r, err := g.ok(gitcmd.RemoteURL(call.Name, push))
+			if err != nil {
+				return zero, err
+			}
+			url = string(r.Stdout)
 		}
-	}
-	var env []string
-	if err == nil {
-		env, err = gitcmd.AuthFor(remote, creds)
-	}
-	if err != nil {
-		release()
-		return nil, nil, gitcmd.Cmd{}, err
-	}
-	c.Env = append(c.Env, env...)
-	return g, release, c, nil
+		env, err := call.Auth(url)
+		if err != nil {
+			return zero, err
+		}
+		c.Env = append(c.Env, env...)
+		r, err := g.ok(c)
+		if err != nil {
+			return zero, err
+		}
+		return fn(g, r)
+	})
 }
+
+// statusAfter answers the status after a fetch or pull.
+func statusAfter(g *gitCall, _ gitcmd.Result) (api.GitStatus, error) { return g.status() }
 
 // GitFetch runs sandbox::git::fetch.
 func (m *Manager) GitFetch(ctx context.Context, req api.GitFetchRequest) (api.GitStatus, error) {
-	g, release, c, err := m.gitRemote(ctx, "fetch", req.GitTarget, req.GitRemoteCall, false,
-		func(remote string) (gitcmd.Cmd, error) { return gitcmd.Fetch(req, remote) })
-	if err != nil {
-		return api.GitStatus{}, err
-	}
-	defer release()
-	return g.then(c)
+	return gitRemote(ctx, m, "fetch", req.GitTarget, req.GitRemoteCall, false,
+		func(remote string) (gitcmd.Cmd, error) { return gitcmd.Fetch(req, remote) }, statusAfter)
 }
 
 // GitPull runs sandbox::git::pull.
 func (m *Manager) GitPull(ctx context.Context, req api.GitPullRequest) (api.GitStatus, error) {
-	g, release, c, err := m.gitRemote(ctx, "pull", req.GitTarget, req.GitRemoteCall, false,
-		func(remote string) (gitcmd.Cmd, error) { return gitcmd.Pull(req, remote) })
-	if err != nil {
-		return api.GitStatus{}, err
-	}
-	defer release()
-	return g.then(c)
+	return gitRemote(ctx, m, "pull", req.GitTarget, req.GitRemoteCall, false,
+		func(remote string) (gitcmd.Cmd, error) { return gitcmd.Pull(req, remote) }, statusAfter)
 }
 
 // GitPush runs sandbox::git::push.
 func (m *Manager) GitPush(ctx context.Context, req api.GitPushRequest) (api.GitPushResponse, error) {
 	var remote string
-	g, release, c, err := m.gitRemote(ctx, "push", req.GitTarget, req.GitRemoteCall, true,
-		func(r string) (gitcmd.Cmd, error) { remote = r; return gitcmd.Push(req, r) })
-	if err != nil {
-		return api.GitPushResponse{}, err
-	}
-	defer release()
-	r, err := g.ok(c)
-	if err != nil {
-		return api.GitPushResponse{}, err
-	}
-	return api.GitPushResponse{Remote: remote, Refs: gitcmd.ParsePush(r.Stdout)}, nil
+	return gitRemote(ctx, m, "push", req.GitTarget, req.GitRemoteCall, true,
+		func(r string) (gitcmd.Cmd, error) { remote = r; return gitcmd.Push(req, r) },
+		func(_ *gitCall, r gitcmd.Result) (api.GitPushResponse, error) {
+			return api.GitPushResponse{Remote: remote, Refs: gitcmd.ParsePush(r.Stdout)}, nil
+		})
 }
