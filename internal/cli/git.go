@@ -461,27 +461,33 @@ func (a *app) gitConfigCmd(f *gitFlags) *cobra.Command {
 	return cmd
 }
 
-// remoteArgs reads "[REMOTE [BRANCH]]" into rc.
-func remoteArgs(rc *api.GitRemoteCall, args []string) {
-	if len(args) > 0 {
-		rc.Remote = args[0]
-	}
-	if len(args) > 1 {
-		rc.Branch = args[1]
+// remoteCmd is the command OP [REMOTE [BRANCH]] of a call to a remote
+// (fetch, pull, push) with the credential flags, and the function that
+// fills rc from its arguments and credentials.
+func (a *app) remoteCmd(op, short string, rc *api.GitRemoteCall) (*cobra.Command, func(args []string) error) {
+	var auth gitAuth
+	cmd := &cobra.Command{Use: op + " [REMOTE [BRANCH]]", Short: short, Args: cobra.MaximumNArgs(2)}
+	auth.flags(cmd)
+	return cmd, func(args []string) error {
+		if len(args) > 0 {
+			rc.Remote = args[0]
+		}
+		if len(args) > 1 {
+			rc.Branch = args[1]
+		}
+		var err error
+		rc.GitAuth, err = a.readAuth(&auth)
+		return err
 	}
 }
 
 func (a *app) gitFetchCmd(f *gitFlags) *cobra.Command {
 	var req api.GitFetchRequest
-	var auth gitAuth
-	cmd := &cobra.Command{Use: "fetch [REMOTE [BRANCH]]", Short: "Fetch from a remote (origin by default)", Args: cobra.MaximumNArgs(2)}
+	cmd, prepare := a.remoteCmd("fetch", "Fetch from a remote (origin by default)", &req.GitRemoteCall)
 	cmd.Flags().BoolVarP(&req.Prune, "prune", "p", false, "remove remote-tracking branches that are gone")
-	auth.flags(cmd)
 	cmd.RunE = gitRun(f, func(cmd *cobra.Command, t api.GitTarget, args []string) (api.GitStatus, error) {
-		var err error
 		req.GitTarget = t
-		remoteArgs(&req.GitRemoteCall, args)
-		if req.GitAuth, err = a.readAuth(&auth); err != nil {
+		if err := prepare(args); err != nil {
 			return api.GitStatus{}, err
 		}
 		return a.client().GitFetch(cmd.Context(), req)
@@ -491,17 +497,13 @@ func (a *app) gitFetchCmd(f *gitFlags) *cobra.Command {
 
 func (a *app) gitPullCmd(f *gitFlags) *cobra.Command {
 	var req api.GitPullRequest
-	var auth gitAuth
-	cmd := &cobra.Command{Use: "pull [REMOTE [BRANCH]]", Short: "Fetch and merge (or --rebase) a branch of a remote (the upstream by default)", Args: cobra.MaximumNArgs(2)}
+	cmd, prepare := a.remoteCmd("pull", "Fetch and merge (or --rebase) a branch of a remote (the upstream by default)", &req.GitRemoteCall)
 	cmd.Flags().BoolVar(&req.Rebase, "rebase", false, "rebase onto it instead of merging")
 	cmd.Flags().BoolVar(&req.FFOnly, "ff-only", false, "refuse anything but a fast-forward")
 	identityFlags(cmd, &req.GitIdentity)
-	auth.flags(cmd)
 	cmd.RunE = gitRun(f, func(cmd *cobra.Command, t api.GitTarget, args []string) (api.GitStatus, error) {
-		var err error
 		req.GitTarget = t
-		remoteArgs(&req.GitRemoteCall, args)
-		if req.GitAuth, err = a.readAuth(&auth); err != nil {
+		if err := prepare(args); err != nil {
 			return api.GitStatus{}, err
 		}
 		return a.client().GitPull(cmd.Context(), req)
@@ -511,16 +513,12 @@ func (a *app) gitPullCmd(f *gitFlags) *cobra.Command {
 
 func (a *app) gitPushCmd(f *gitFlags) *cobra.Command {
 	var req api.GitPushRequest
-	var auth gitAuth
-	cmd := &cobra.Command{Use: "push [REMOTE [BRANCH]]", Short: "Push a branch (the current one by default) to a remote (origin by default)", Args: cobra.MaximumNArgs(2)}
+	cmd, prepare := a.remoteCmd("push", "Push a branch (the current one by default) to a remote (origin by default)", &req.GitRemoteCall)
 	cmd.Flags().BoolVarP(&req.SetUpstream, "set-upstream", "u", false, "make it the branch's upstream")
 	cmd.Flags().BoolVarP(&req.Force, "force", "f", false, "overwrite the remote branch if it is where this repository last saw it")
-	auth.flags(cmd)
 	cmd.RunE = gitRun(f, func(cmd *cobra.Command, t api.GitTarget, args []string) (api.GitPushResponse, error) {
-		var err error
 		req.GitTarget = t
-		remoteArgs(&req.GitRemoteCall, args)
-		if req.GitAuth, err = a.readAuth(&auth); err != nil {
+		if err := prepare(args); err != nil {
 			return api.GitPushResponse{}, err
 		}
 		return a.client().GitPush(cmd.Context(), req)
