@@ -52,8 +52,28 @@ func (m *Manager) gitBegin(ctx context.Context, op string, t api.GitTarget) (*gi
 	if g.dir == "" {
 		g.dir = packageDir(sb)
 	}
+	if home := homeOf(sb, t.User); home != "" {
+		// git reads (and config --global writes) the user's own config.
+		g.env = mergeEnv([]string{"HOME=" + home}, t.Env)
+	}
 	g.deadline = time.Now().Add(time.Duration(g.timeoutMs) * time.Millisecond)
 	return g, release, nil
+}
+
+// homeOf is the home directory of user (a name or uid[:gid]) in sb's
+// image; "" for no user, or one that does not resolve (agentExec says
+// why).
+func homeOf(sb *sandbox, user string) string {
+	if user == "" {
+		return ""
+	}
+	img := *sb.image
+	img.Config.User = user
+	u, err := img.ResolveUser()
+	if err != nil || u == nil {
+		return ""
+	}
+	return u.Home
 }
 
 // run runs c and returns how git ended; an error is hutch's (the agent,
