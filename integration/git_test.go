@@ -178,6 +178,18 @@ func TestGitAgainstAServerOnTheHost(t *testing.T) {
 		t.Errorf("branches after the attempts: %+v, %v", br, err)
 	}
 
+	// As another user: git runs as nobody, with nobody's home.
+	nobody := api.GitTarget{SandboxID: id, Path: "/tmp/nobody", User: "nobody"}
+	if _, err := d.c.GitInit(ctx, api.GitInitRequest{GitTarget: nobody}); err != nil {
+		t.Fatalf("init as nobody: %v", err)
+	}
+	if st, err := d.c.GitStatus(ctx, api.GitStatusRequest{GitTarget: nobody}); err != nil || !st.Clean {
+		t.Errorf("status as nobody: %+v, %v", st, err)
+	}
+	if owner := strings.TrimSpace(d.exec(id, "stat", "-c", "%U", "/tmp/nobody/.git").Stdout); owner != "nobody" {
+		t.Errorf("init as nobody made a repository owned by %q", owner)
+	}
+
 	// The search for the password is not blind: a file holding it is found.
 	d.setup(id, "sh", "-c", "echo \"$0\" > /var/control", pw)
 	r := d.execReq(api.ExecRequest{SandboxID: id, TimeoutMs: 600000, Argv: slices.Concat(grepAll, []string{"-e", pw, "/"})})
