@@ -249,6 +249,9 @@ type GitLogRequest struct {
 // GitLogResponse is the result of sandbox::git::log, newest first.
 type GitLogResponse struct {
 	Commits []GitCommit `json:"commits"`
+	// Truncated says more commits were asked for than the output cap
+	// holds: the list ends early.
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // GitBranchRequest is the payload of sandbox::git::branch: lists the

@@ -117,7 +117,7 @@ func TestHostGitLocal(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "new.txt")); err != nil {
 		t.Fatal(err)
 	}
-	commits, err := ParseLog(h.ok(dir, must(Log(api.GitLogRequest{}))).Stdout)
+	commits, err := ParseLog(h.ok(dir, must(Log(api.GitLogRequest{}))).Stdout, false)
 	if err != nil || len(commits) != 2 || commits[0].Subject != "second" || commits[0].Author != "Ann" || commits[1].Subject != "first" ||
 		len(commits[0].Parents) != 1 || commits[0].Parents[0] != commits[1].Hash {
 		t.Fatalf("log: %+v, %v", commits, err)
@@ -196,7 +196,7 @@ func TestHostGitInjectionInert(t *testing.T) {
 	if _, err := os.Stat(pwned); !os.IsNotExist(err) {
 		t.Fatalf("an injected command ran: %s exists", pwned)
 	}
-	if commits, _ := ParseLog(h.ok(dir, LastCommit()).Stdout); len(commits) != 1 || commits[0].Subject != "--amend" {
+	if commits, _ := ParseLog(h.ok(dir, LastCommit()).Stdout, false); len(commits) != 1 || commits[0].Subject != "--amend" {
 		t.Errorf("a message that looks like an option: %+v", commits)
 	}
 }

@@ -156,9 +156,13 @@ var hash = regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`)
 // commit, each commit ended by a NUL. No field can hold a NUL (git
 // refuses one in a commit message and its headers), and each record is
 // checked (a full hash, an RFC 3339 date) so that a misread is an error,
-// never a wrong commit.
-func ParseLog(out []byte) ([]api.GitCommit, error) {
-	fs := fields(out, false)
+// never a wrong commit. With cut (stdout passed the output cap), the
+// partial last commit is dropped.
+func ParseLog(out []byte, cut bool) ([]api.GitCommit, error) {
+	fs := fields(out, cut)
+	if cut {
+		fs = fs[:len(fs)-len(fs)%logFields]
+	}
 	if len(fs)%logFields != 0 {
 		return nil, garbled("log", string(out))
 	}

@@ -77,7 +77,7 @@ func TestParseLog(t *testing.T) {
 		oidB, oidA, "Ann Author", "ann@example.com", "2026-11-26T01:34:21+00:00", "second: with\ttab and \x1f unit separator",
 		oidA, "", "Bob", "bob@example.com", "2026-11-25T10:00:00-05:00", "first",
 	)
-	commits, err := ParseLog(out)
+	commits, err := ParseLog(out, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,10 @@ func TestParseLog(t *testing.T) {
 	if !reflect.DeepEqual(commits, want) {
 		t.Errorf("ParseLog =\n%+v\nwant\n%+v", commits, want)
 	}
-	if c, err := ParseLog(nil); err != nil || len(c) != 0 || c == nil {
+	if c, err := ParseLog(out[:len(out)-30], true); err != nil || len(c) != 1 || c[0].Hash != oidB {
+		t.Errorf("a cut log: %+v, %v; want the first commit", c, err)
+	}
+	if c, err := ParseLog(nil, false); err != nil || len(c) != 0 || c == nil {
 		t.Errorf("empty log: %v, %v", c, err)
 	}
 	// A record out of step (a field too many) is an error, not a commit
@@ -99,7 +102,7 @@ func TestParseLog(t *testing.T) {
 		z(oidB, "", "Ann", "a@b", "yesterday", "s"),
 		z(oidB, "parent?", "Ann", "a@b", "2026-11-26T01:34:21+00:00", "s"),
 	} {
-		if _, err := ParseLog(bad); !errdefs.Is(err, errdefs.CodeInternal) {
+		if _, err := ParseLog(bad, false); !errdefs.Is(err, errdefs.CodeInternal) {
 			t.Errorf("ParseLog(%q) = %v, want S500", bad, err)
 		}
 	}

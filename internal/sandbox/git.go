@@ -270,7 +270,7 @@ func (m *Manager) GitCommit(ctx context.Context, req api.GitCommitRequest) (api.
 		if err != nil {
 			return api.GitCommitResponse{}, err
 		}
-		commits, err := gitcmd.ParseLog(r.Stdout)
+		commits, err := gitcmd.ParseLog(r.Stdout, false)
 		if err != nil || len(commits) == 0 {
 			return api.GitCommitResponse{}, errdefs.New(errdefs.CodeInternal, "git commit: reading the new commit: %v", err)
 		}
@@ -326,8 +326,8 @@ func (m *Manager) GitLog(ctx context.Context, req api.GitLogRequest) (api.GitLog
 		case r.ExitCode != 0:
 			return api.GitLogResponse{}, gitcmd.Failure(g.op, r)
 		}
-		commits, err := gitcmd.ParseLog(r.Stdout)
-		return api.GitLogResponse{Commits: commits}, err
+		commits, err := gitcmd.ParseLog(r.Stdout, r.StdoutCut)
+		return api.GitLogResponse{Commits: commits, Truncated: r.StdoutCut}, err
 	})
 }
 
