@@ -59,7 +59,7 @@ Run 'hutch git ID --help' for the operations, 'hutch git ID OP --help' for one.`
 			return cmd.Help()
 		}
 		ops := a.gitOps(args[0])
-		ops.SetArgs(args[1:])
+		ops.SetArgs(append([]string{"git"}, args...))
 		ops.SetIn(a.stdin)
 		ops.SetOut(a.stdout)
 		ops.SetErr(a.stderr)
@@ -68,20 +68,23 @@ Run 'hutch git ID --help' for the operations, 'hutch git ID OP --help' for one.`
 	return cmd
 }
 
-// gitOps is the tree of operations on sandbox id.
+// gitOps is the tree of operations on sandbox id, under "hutch git ID"
+// so that their usage reads as typed: it runs on "git ID OP …".
 func (a *app) gitOps(id string) *cobra.Command {
 	f := &gitFlags{id: id}
+	top := &cobra.Command{Use: "hutch", SilenceErrors: true, SilenceUsage: true}
+	top.CompletionOptions.DisableDefaultCmd = true
+	git := &cobra.Command{Use: "git"}
 	root := &cobra.Command{
-		Use:           "hutch git " + id,
-		Short:         "git in sandbox " + id,
-		SilenceErrors: true,
-		SilenceUsage:  true,
-		Args:          cobra.NoArgs,
+		Use:   id + " OP",
+		Short: "git in sandbox " + id,
+		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			return usagef("hutch git needs an operation: %s", strings.Join(api.GitOps, ", "))
 		},
 	}
-	root.CompletionOptions.DisableDefaultCmd = true
+	top.AddCommand(git)
+	git.AddCommand(root)
 	pf := root.PersistentFlags()
 	pf.StringVarP(&f.path, "path", "C", "", "the repository's directory in the sandbox (absolute; the image's working directory by default)")
 	pf.StringVar(&f.user, "user", "", "run git as this user (name or uid[:gid]) instead of the image's")
@@ -91,7 +94,7 @@ func (a *app) gitOps(id string) *cobra.Command {
 	root.AddCommand(a.gitInitCmd(f), a.gitCloneCmd(f), a.gitStatusCmd(f), a.gitAddCmd(f), a.gitCommitCmd(f), a.gitDiffCmd(f),
 		a.gitLogCmd(f), a.gitBranchCmd(f), a.gitCheckoutCmd(f), a.gitResetCmd(f), a.gitRestoreCmd(f), a.gitRemoteCmd(f),
 		a.gitConfigCmd(f), a.gitFetchCmd(f), a.gitPullCmd(f), a.gitPushCmd(f))
-	return root
+	return top
 }
 
 // gitRun makes a subcommand's RunE: call builds the request from the
