@@ -26,7 +26,7 @@ var grepAll = []string{"grep", "-rlF", "--exclude-dir=proc", "--exclude-dir=sys"
 // URL, the password nowhere in the sandbox, the daemon's log or the
 // events afterwards, then status, diff, add, commit, log, branch and a
 // push that lands in the host's bare repository; a wrong password is
-// S261, and values that would be options are refused or inert.
+// S271, and values that would be options are refused or inert.
 func TestGitAgainstAServerOnTheHost(t *testing.T) {
 	const user = "ann"
 	pw := "pw-" + strings.ReplaceAll(t.Name(), "/", "-") + "-" + time.Now().Format("150405.000000")
@@ -57,9 +57,9 @@ func TestGitAgainstAServerOnTheHost(t *testing.T) {
 	const repo = "/root/r"
 
 	_, err := d.c.GitClone(ctx, api.GitCloneRequest{GitTarget: at("/root/denied"), URL: remote, GitAuth: api.GitAuth{Username: user, Password: "wrong"}})
-	wantCode(t, err, "S261")
+	wantCode(t, err, "S271")
 	_, err = d.c.GitClone(ctx, api.GitCloneRequest{GitTarget: at("/root/anonymous"), URL: remote})
-	wantCode(t, err, "S261")
+	wantCode(t, err, "S271")
 
 	u, err := url.Parse(remote)
 	if err != nil {
@@ -125,7 +125,7 @@ func TestGitAgainstAServerOnTheHost(t *testing.T) {
 		t.Fatalf("commit: %+v, %v", c, err)
 	}
 	_, err = d.c.GitCommit(ctx, api.GitCommitRequest{GitTarget: at(repo), Message: "again", GitIdentity: api.GitIdentity{AuthorName: "S", AuthorEmail: "s@example.com"}})
-	wantCode(t, err, "S264")
+	wantCode(t, err, "S274")
 	log, err := d.c.GitLog(ctx, api.GitLogRequest{GitTarget: at(repo)})
 	if err != nil || len(log.Commits) != 2 || log.Commits[0].Hash != c.Commit.Hash || log.Commits[0].Author != "Sandbox" ||
 		log.Commits[0].Email != "sandbox@example.com" || log.Commits[1].Hash != seedHash {
@@ -138,7 +138,7 @@ func TestGitAgainstAServerOnTheHost(t *testing.T) {
 
 	// Push: refused with a wrong password, then through to the host.
 	_, err = d.c.GitPush(ctx, api.GitPushRequest{GitTarget: at(repo), GitRemoteCall: api.GitRemoteCall{GitAuth: api.GitAuth{Username: user, Password: "wrong"}}})
-	wantCode(t, err, "S261")
+	wantCode(t, err, "S271")
 	p, err := d.c.GitPush(ctx, api.GitPushRequest{GitTarget: at(repo), GitRemoteCall: api.GitRemoteCall{GitAuth: api.GitAuth{Username: user, Password: api.Secret(pw)}}})
 	if err != nil || len(p.Refs) != 1 || p.Refs[0].Status != "updated" || p.Refs[0].Remote != "main" {
 		t.Fatalf("push: %+v, %v", p, err)
@@ -166,7 +166,7 @@ func TestGitAgainstAServerOnTheHost(t *testing.T) {
 	_, err = d.c.GitCheckout(ctx, api.GitCheckoutRequest{GitTarget: at(repo), Ref: "--orphan=" + pwned})
 	wantCode(t, err, "S001")
 	_, err = d.c.GitAdd(ctx, api.GitAddRequest{GitTarget: at(repo), Paths: []string{"--exec=touch " + pwned}})
-	wantCode(t, err, "S265")
+	wantCode(t, err, "S275")
 	_, err = d.c.GitLog(ctx, api.GitLogRequest{GitTarget: at(repo), Paths: []string{"--output=" + pwned}})
 	if err != nil {
 		t.Errorf("log of a path that looks like an option: %v", err)

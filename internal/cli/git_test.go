@@ -110,7 +110,7 @@ func TestGitCommandsPrint(t *testing.T) {
 		}},
 		"diff":   api.GitDiffResponse{Diff: "+line\n", Truncated: true},
 		"commit": api.GitCommitResponse{Commit: api.GitCommit{Hash: oidFor("a"), Subject: "msg"}},
-		"push":   api.ErrorEnvelope{Type: "execution", Code: "S265", Message: "git push failed", FixNote: "pull first"},
+		"push":   api.ErrorEnvelope{Type: "execution", Code: "S275", Message: "git push failed", FixNote: "pull first"},
 	})
 	out, _, code := h.run("", "git", id, "status")
 	if code != 0 || out != "## main [origin/main: ahead 1]\nR  old -> new\n?? x\\x1b[2J\n" {
@@ -126,7 +126,7 @@ func TestGitCommandsPrint(t *testing.T) {
 	if out, _, _ = h.run("", "git", id, "status", "--json"); !strings.Contains(out, `"upstream": "origin/main"`) {
 		t.Errorf("status --json: %q", out)
 	}
-	if _, errOut, code = h.run("", "git", id, "push"); code != 1 || !strings.Contains(errOut, "S265") || !strings.Contains(errOut, "pull first") {
+	if _, errOut, code = h.run("", "git", id, "push"); code != 1 || !strings.Contains(errOut, "S275") || !strings.Contains(errOut, "pull first") {
 		t.Errorf("push refused: %d %q", code, errOut)
 	}
 	for _, args := range [][]string{{"git"}, {"git", id}, {"git", id, "nope"}, {"git", id, "status", "--bogus"}, {"git", id, "diff", "a", "b"}} {

@@ -52,7 +52,7 @@ var failures = []failure{
 		"stopped on conflicts", "resolve the conflicted files (sandbox::git::status lists them), then add and commit; or reset with mode hard to give up", nil},
 }
 
-// special are failures of S265 worth a fix of their own.
+// special are failures of S275 worth a fix of their own.
 var special = []struct {
 	phrases []string
 	fix     string

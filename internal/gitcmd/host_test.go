@@ -2,7 +2,7 @@ package gitcmd
 
 // The commands against the host's git (skipped without one): what the
 // builders make is what git takes, the parsers read what it writes, and
-// credentials work, stay out of the repository, and fail as S261.
+// credentials work, stay out of the repository, and fail as S271.
 
 import (
 	"bytes"

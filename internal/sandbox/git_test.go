@@ -35,10 +35,10 @@ func TestGitThroughTheManager(t *testing.T) {
 	who := api.GitIdentity{AuthorName: "Ann", AuthorEmail: "ann@example.com"}
 
 	if _, err := m.GitStatus(ctx, api.GitStatusRequest{GitTarget: target(t.TempDir())}); !errdefs.Is(err, errdefs.CodeGitNotRepo) {
-		t.Errorf("status outside a repository: %v, want S260", err)
+		t.Errorf("status outside a repository: %v, want S270", err)
 	}
 	if _, err := m.GitStatus(ctx, api.GitStatusRequest{GitTarget: target("/nonexistent/dir")}); !errdefs.Is(err, errdefs.CodeGitNotRepo) {
-		t.Errorf("status of a missing directory: %v, want S260", err)
+		t.Errorf("status of a missing directory: %v, want S270", err)
 	}
 	if _, err := m.GitInit(ctx, api.GitInitRequest{GitTarget: target(repo), InitialBranch: "main"}); err != nil {
 		t.Fatal(err)
@@ -55,7 +55,7 @@ func TestGitThroughTheManager(t *testing.T) {
 		t.Fatalf("commit: %+v, %v", c, err)
 	}
 	if _, err := m.GitCommit(ctx, api.GitCommitRequest{GitTarget: target(repo), Message: "again", GitIdentity: who}); !errdefs.Is(err, errdefs.CodeGitNothing) {
-		t.Errorf("commit of nothing: %v, want S264", err)
+		t.Errorf("commit of nothing: %v, want S274", err)
 	}
 
 	// Push with credentials that are in no argument, event or file.
@@ -64,7 +64,7 @@ func TestGitThroughTheManager(t *testing.T) {
 	}
 	_, err = m.GitPush(ctx, api.GitPushRequest{GitTarget: target(repo), GitRemoteCall: api.GitRemoteCall{GitAuth: api.GitAuth{Username: user, Password: "wrong"}}})
 	if !errdefs.Is(err, errdefs.CodeGitAuth) {
-		t.Errorf("push with a wrong password: %v, want S261", err)
+		t.Errorf("push with a wrong password: %v, want S271", err)
 	}
 	p, err := m.GitPush(ctx, api.GitPushRequest{GitTarget: target(repo), SetUpstream: true,
 		GitRemoteCall: api.GitRemoteCall{GitAuth: api.GitAuth{Username: user, Password: pw}}})
@@ -134,7 +134,7 @@ func TestGitThroughTheManager(t *testing.T) {
 		t.Errorf("checkout of an option: %v, want S001", err)
 	}
 	if _, err := m.GitAdd(ctx, api.GitAddRequest{GitTarget: target(repo), Paths: []string{"--exec=touch " + pwned}}); !errdefs.Is(err, errdefs.CodeGitFailed) {
-		t.Errorf("add of a path like an option: %v, want S265 (no such path)", err)
+		t.Errorf("add of a path like an option: %v, want S275 (no such path)", err)
 	}
 	if _, err := os.Stat(pwned); !os.IsNotExist(err) {
 		t.Errorf("an injection ran: %v", err)
@@ -146,6 +146,6 @@ func TestGitThroughTheManager(t *testing.T) {
 		t.Errorf("status without git: %v, want S242", err)
 	}
 	if _, err := m.GitClone(ctx, api.GitCloneRequest{GitTarget: target(t.TempDir() + "/c"), URL: "/nonexistent/repo"}); !errdefs.Is(err, errdefs.CodeGitNoRemote) {
-		t.Errorf("clone of a missing local path: %v, want S262", err)
+		t.Errorf("clone of a missing local path: %v, want S272", err)
 	}
 }
