@@ -24,7 +24,7 @@ var presetPackages = []struct {
 	// and Debian's nodejs trust no CA, so every HTTPS request fails.
 	// python-is-python3 (16 KB) provides `python`, which callers expect
 	// (seed 001 runs `python --version`). git (with the perl it needs,
-	// about 85 MB) serves sandbox::git::* in every preset; its ssh client
+	// about 80 MB) serves sandbox::git::* in every preset; its ssh client
 	// is not included (a Recommends), so remotes are http(s), git or local.
 	{"python", []string{"python3", "python-is-python3", "ca-certificates", "git"}},
 	// npm installs packages (sandbox::interpreter::install).
