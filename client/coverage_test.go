@@ -150,6 +150,7 @@ func TestClientCoversEveryRoute(t *testing.T) {
 			_, err := c.UpdateNetwork(ctx, id, api.EgressPolicy{DenyOut: []string{"example.com"}})
 			return err
 		},
+		func() error { return callGit(ctx, c, id) },
 		func() error { _, err := c.SubmitJob(ctx, api.JobSubmitRequest{}); return err },
 		func() error { _, err := c.GetJob(ctx, "j"); return err },
 		func() error { _, err := c.ListJobs(ctx, api.JobListRequest{}); return err },

@@ -185,7 +185,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	}
 	undo.Push("closing the job runner", func(context.Context) error { return jobRunner.Close() })
 	mgr.ProtectPorts(listenPorts(ln.Addr().String(), opts.EngineListen)...)
-	table := functions.New(functions.Deps{Sandboxes: mgr, Files: mgr, Images: mgr, Metrics: mgr, Processes: mgr, Lifecycle: mgr, Snapshots: mgr, Events: mgr, Webhooks: hookAdmin, Alerts: mgr, Jobs: jobRunner, Interpreter: mgr, Ports: mgr, Networks: mgr, Environment: mgr, Volumes: mgr, Observer: obs.metrics})
+	table := functions.New(functions.Deps{Sandboxes: mgr, Files: mgr, Images: mgr, Metrics: mgr, Processes: mgr, Lifecycle: mgr, Snapshots: mgr, Events: mgr, Webhooks: hookAdmin, Alerts: mgr, Jobs: jobRunner, Interpreter: mgr, Ports: mgr, Networks: mgr, Environment: mgr, Volumes: mgr, Git: mgr, Observer: obs.metrics})
 	obs.attach(mgr.Live, images.CacheBytes)
 	obs.metrics.WatchWarmPool(mgr.WarmPool)
 	obs.metrics.WatchWebhooks(hooks.Stats)

@@ -71,6 +71,12 @@ const (
 	CodeVolumeMount     Code = "S264" // a bad volume mount: path, or two on one path (hutch's own)
 	CodeVolumeRefused   Code = "S265" // the operation cannot keep a sandbox's volumes (hutch's own)
 	CodeNoVolumes       Code = "S266" // the host cannot make volumes (hutch's own)
+	CodeGitNotRepo      Code = "S270" // git: the path is not in a repository (hutch's own)
+	CodeGitAuth         Code = "S271" // git: the remote refused the credentials (hutch's own)
+	CodeGitNoRemote     Code = "S272" // git: no such remote, repository or remote branch (hutch's own)
+	CodeGitConflict     Code = "S273" // git: a merge or rebase stopped on conflicts (hutch's own)
+	CodeGitNothing      Code = "S274" // git: nothing to commit (hutch's own)
+	CodeGitFailed       Code = "S275" // git refused or failed otherwise (hutch's own)
 	CodeBootFailed      Code = "S300" // runtime could not start the sandbox
 	CodeShuttingDown    Code = "S301" // the daemon is shutting down (hutch's own)
 	CodeUnsupported     Code = "S302" // the runtime lacks the ability asked for (hutch's own)
@@ -138,6 +144,12 @@ var codeInfo = map[Code]struct {
 	CodeVolumeMount:     {ClassValidation, KindInvalid, false},
 	CodeVolumeRefused:   {ClassValidation, KindConflict, false},
 	CodeNoVolumes:       {ClassPlatform, KindPrecondition, false},
+	CodeGitNotRepo:      {ClassValidation, KindNotFound, false},
+	CodeGitAuth:         {ClassValidation, KindForbidden, false},
+	CodeGitNoRemote:     {ClassValidation, KindNotFound, false},
+	CodeGitConflict:     {ClassExecution, KindConflict, false},
+	CodeGitNothing:      {ClassValidation, KindConflict, false},
+	CodeGitFailed:       {ClassExecution, KindConflict, false},
 	CodeProcessLimit:    {ClassExecution, KindCapacity, false},
 	CodeNoContext:       {ClassValidation, KindNotFound, false},
 	CodeContextDead:     {ClassExecution, KindConflict, false},
@@ -161,6 +173,7 @@ func Codes() []Code {
 		CodeNoContext, CodeContextDead, CodeNoInterpreter,
 		CodeNoNetwork, CodeNetworkInUse, CodeNotNetworked,
 		CodeNoVolume, CodeVolumeExists, CodeVolumeInUse, CodeVolumeInvalid, CodeVolumeMount, CodeVolumeRefused, CodeNoVolumes,
+		CodeGitNotRepo, CodeGitAuth, CodeGitNoRemote, CodeGitConflict, CodeGitNothing, CodeGitFailed,
 		CodeBootFailed, CodeShuttingDown, CodeUnsupported, CodeCapacity, CodeInternal,
 	}
 }

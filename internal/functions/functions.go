@@ -53,6 +53,7 @@ type Deps struct {
 	Networks    Networks
 	Environment Environment
 	Volumes     Volumes
+	Git         Git
 	// Observer, when set, is told the outcome of every call.
 	Observer Observer
 }
@@ -112,6 +113,7 @@ func New(deps Deps) *Table {
 	registerNetworks(t)
 	registerEnv(t)
 	registerVolumes(t)
+	registerGit(t)
 	registerDescribe(t)
 	return t
 }

@@ -223,6 +223,7 @@ func (s *server) routes() []route {
 	routes = append(routes, s.envRoutes()...)
 	routes = append(routes, s.watchRoute())
 	routes = append(routes, s.volumeRoutes()...)
+	routes = append(routes, s.gitRoutes()...)
 	routes = append(routes, s.previewRoutes()...)
 	for _, m := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
 		routes = append(routes, route{m, "/mcp", s.serveMCP, false})

@@ -94,7 +94,7 @@ func fullDeps() functions.Deps {
 	var m *sandbox.Manager
 	var j *jobs.Runner
 	return functions.Deps{Sandboxes: m, Files: m, Images: m, Metrics: m, Processes: m, Lifecycle: m, Snapshots: m,
-		Events: m, Webhooks: noWebhooks{}, Alerts: m, Jobs: j, Interpreter: m, Ports: m, Networks: m, Environment: m, Volumes: m}
+		Events: m, Webhooks: noWebhooks{}, Alerts: m, Jobs: j, Interpreter: m, Ports: m, Networks: m, Environment: m, Volumes: m, Git: m}
 }
 
 // noWebhooks stands for the daemon's webhook functions.

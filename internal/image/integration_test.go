@@ -44,7 +44,7 @@ func TestPresetsIntegration(t *testing.T) {
 			}
 			t.Logf("%s: ensured in %v, id %s, %d MB, rootfs %s", tt.name, time.Since(start).Round(time.Millisecond),
 				img.ID[:12], img.SizeBytes>>20, img.Rootfs)
-			for _, p := range []string{tt.binary, agentPath, "etc/ssl/certs/ca-certificates.crt"} {
+			for _, p := range []string{tt.binary, agentPath, "etc/ssl/certs/ca-certificates.crt", "usr/bin/git"} {
 				if _, err := os.Stat(filepath.Join(img.Rootfs, p)); err != nil {
 					t.Error(err)
 				}

@@ -23,13 +23,15 @@ var presetPackages = []struct {
 	// ca-certificates (~3 MB with openssl): without it Python's ssl module
 	// and Debian's nodejs trust no CA, so every HTTPS request fails.
 	// python-is-python3 (16 KB) provides `python`, which callers expect
-	// (seed 001 runs `python --version`).
-	{"python", []string{"python3", "python-is-python3", "ca-certificates"}},
+	// (seed 001 runs `python --version`). git (with the perl it needs,
+	// about 80 MB) serves sandbox::git::* in every preset; its ssh client
+	// is not included (a Recommends), so remotes are http(s), git or local.
+	{"python", []string{"python3", "python-is-python3", "ca-certificates", "git"}},
 	// npm installs packages (sandbox::interpreter::install).
-	{"node", []string{"nodejs", "npm", "ca-certificates"}},
+	{"node", []string{"nodejs", "npm", "ca-certificates", "git"}},
 	// For data work with the interpreter: numpy, pandas and matplotlib
 	// (the Agg backend needs no display; the kernel sets MPLBACKEND).
-	{"python-data", []string{"python3", "python-is-python3", "ca-certificates", "python3-numpy", "python3-pandas", "python3-matplotlib", "python3-pip"}},
+	{"python-data", []string{"python3", "python-is-python3", "ca-certificates", "python3-numpy", "python3-pandas", "python3-matplotlib", "python3-pip", "git"}},
 }
 
 // mergedUsrHooks is mmdebstrap's hook directory that sets up merged /usr

@@ -68,8 +68,8 @@ func TestPresetRecipes(t *testing.T) {
 		name, ref string
 		packages  []string
 	}{
-		{"python", "debian:bookworm+ca-certificates+python-is-python3+python3", []string{"ca-certificates", "python-is-python3", "python3"}},
-		{"node", "debian:bookworm+ca-certificates+nodejs+npm", []string{"ca-certificates", "nodejs", "npm"}},
+		{"python", "debian:bookworm+ca-certificates+git+python-is-python3+python3", []string{"ca-certificates", "git", "python-is-python3", "python3"}},
+		{"node", "debian:bookworm+ca-certificates+git+nodejs+npm", []string{"ca-certificates", "git", "nodejs", "npm"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

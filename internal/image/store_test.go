@@ -89,7 +89,7 @@ func TestEnsurePublishesCompleteImage(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := s.presets["python"]
-	if img.Name != "python" || img.Kind != KindPreset || img.ID != p.id || img.Ref != "debian:bookworm+ca-certificates+python-is-python3+python3" {
+	if img.Name != "python" || img.Kind != KindPreset || img.ID != p.id || img.Ref != "debian:bookworm+ca-certificates+git+python-is-python3+python3" {
 		t.Errorf("image = %+v", img)
 	}
 	if want := filepath.Join(dir, "images", p.id, "rootfs"); img.Rootfs != want {

@@ -1,0 +1,28 @@
+package httpapi
+
+// The git routes: POST /v1/sandboxes/{id}/git/{op}, one per
+// sandbox::git::{op}, the sandbox from the path and the rest in the body.
+
+import (
+	"net/http"
+
+	"github.com/hutch-dev/hutch/api"
+)
+
+// gitRoute is the path of git operation op.
+func gitRoute(op string) string { return "/v1/sandboxes/{id}/git/" + op }
+
+// gitRoutes are the routes of git, for New's table.
+func (s *server) gitRoutes() []route {
+	routes := make([]route, 0, len(api.GitOps))
+	for _, op := range api.GitOps {
+		routes = append(routes, route{http.MethodPost, gitRoute(op), s.call("sandbox::git::"+op, sandboxParam), false})
+	}
+	return routes
+}
+
+func init() {
+	for _, op := range api.GitOps {
+		routeDocs[http.MethodPost+" "+gitRoute(op)] = routeDoc{fn: "sandbox::git::" + op, body: true}
+	}
+}

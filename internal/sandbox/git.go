@@ -1,0 +1,525 @@
+package sandbox
+
+// sandbox::git::*: git run inside a sandbox by the agent's exec, one
+// argument vector at a time (internal/gitcmd builds, checks and parses
+// them; nothing goes through a shell), under one exec slot for the whole
+// operation and one deadline. Credentials reach git in the environment of
+// the one exec that talks to the remote; the events and logs of an exec
+// name only "git" and the operation.
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/hutch-dev/hutch/api"
+	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
+	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/gitcmd"
+)
+
+// gitCall is one git operation in a sandbox.
+type gitCall struct {
+	m   *Manager
+	ctx context.Context
+	sb  *sandbox
+	op  string
+	// dir is the repository's directory; user and env as the request
+	// gave them.
+	dir       string
+	user      string
+	env       api.Env
+	timeoutMs uint64
+	deadline  time.Time
+}
+
+// gitBegin checks t and takes an exec slot of its sandbox for operation
+// op: the call and its release.
+func (m *Manager) gitBegin(ctx context.Context, op string, t api.GitTarget) (*gitCall, func(), error) {
+	if t.Path != "" {
+		if err := gitcmd.CheckRepoPath(t.Path); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := validateEnv("env", t.Env); err != nil {
+		return nil, nil, err
+	}
+	sb, release, err := m.acquire(ctx, t.SandboxID, useExec)
+	if err != nil {
+		return nil, nil, err
+	}
+	g := &gitCall{m: m, ctx: ctx, sb: sb, op: op, dir: t.Path, user: t.User, env: t.Env, timeoutMs: m.execTimeout(t.TimeoutMs)}
+	if g.dir == "" {
+		g.dir = packageDir(sb)
+	}
+	if home := homeOf(sb, t.User); home != "" {
+		// git reads (and config --global writes) the user's own config.
+		g.env = mergeEnv([]string{"HOME=" + home}, t.Env)
+	}
+	g.deadline = time.Now().Add(time.Duration(g.timeoutMs) * time.Millisecond)
+	return g, release, nil
+}
+
+// homeOf is the home directory of user (a name or uid[:gid]) in sb's
+// image; "" for no user, or one that does not resolve (agentExec says
+// why).
+func homeOf(sb *sandbox, user string) string {
+	if user == "" {
+		return ""
+	}
+	img := *sb.image
+	img.Config.User = user
+	u, err := img.ResolveUser()
+	if err != nil || u == nil {
+		return ""
+	}
+	return u.Home
+}
+
+// run runs c and returns how git ended; an error is hutch's (the agent,
+// the deadline), not git's.
+func (g *gitCall) run(c gitcmd.Cmd) (gitcmd.Result, error) {
+	left := time.Until(g.deadline).Milliseconds()
+	if left <= 0 {
+		return gitcmd.Result{}, g.timedOut()
+	}
+	dir := c.Dir
+	if dir == "" {
+		dir = g.dir
+	}
+	env := mergeEnv(g.env, gitcmd.BaseEnv, c.Env)
+	areq, err := g.m.agentExec(g.sb, c.Argv(dir), env, "/", c.Stdin, uint64(left), g.user)
+	if err != nil {
+		return gitcmd.Result{}, err
+	}
+	areq.MaxOutputBytes = g.m.cfg.MaxOutputBytes
+	if c.MaxOutput > 0 && int64(c.MaxOutput) < areq.MaxOutputBytes {
+		areq.MaxOutputBytes = int64(c.MaxOutput)
+	}
+	ctx, done := g.m.traceExec(g.ctx, api.ExecRequest{SandboxID: g.sb.rec.ID})
+	g.m.emitFor(g.sb, api.EventExecStarted, map[string]any{"command": "git", "git": g.op})
+	start := time.Now()
+	resp, err := g.sb.client().Exec(ctx, areq)
+	out := api.ExecResponse{DurationMs: uint64(time.Since(start).Milliseconds()), TimeoutMs: uint64(left)}
+	if err != nil {
+		if refused := spawnRefused(g.sb.rec.ID, err); refused != nil {
+			err = refused
+		} else {
+			err = g.m.agentFailure(ctx, g.sb, "git "+g.op, err)
+		}
+		done(out, err)
+		return gitcmd.Result{}, err
+	}
+	out.TimedOut = resp.TimedOut
+	code := int(resp.ExitCode)
+	if resp.Exited && !resp.TimedOut {
+		out.ExitCode, out.Success = &code, code == 0
+	}
+	done(out, nil)
+	g.m.log.Debug("git", "sandbox", g.sb.rec.ID, "op", g.op, "exit", code, "timed_out", resp.TimedOut)
+	if resp.TimedOut || !resp.Exited {
+		return gitcmd.Result{}, g.timedOut()
+	}
+	return gitcmd.Result{Stdout: resp.Stdout, Stderr: strings.ToValidUTF8(string(resp.Stderr), "\uFFFD"), ExitCode: code, StdoutCut: resp.StdoutTruncated}, nil
+}
+
+// timedOut is S200 for the operation.
+func (g *gitCall) timedOut() error {
+	return errdefs.New(errdefs.CodeExecTimeout, "git %s timed out after %dms", g.op, g.timeoutMs).
+		WithFix(map[string]any{"timeout_ms": g.timeoutMs * 2}, "raise timeout_ms")
+}
+
+// ok runs c and maps a failure of git to its S-code.
+func (g *gitCall) ok(c gitcmd.Cmd) (gitcmd.Result, error) {
+	r, err := g.run(c)
+	if err == nil && r.ExitCode != 0 {
+		err = gitcmd.Failure(g.op, r)
+	}
+	return r, err
+}
+
+// status is the repository's status.
+func (g *gitCall) status() (api.GitStatus, error) {
+	r, err := g.ok(gitcmd.Status())
+	if err != nil {
+		return api.GitStatus{}, err
+	}
+	return gitcmd.ParseStatus(r.Stdout, r.StdoutCut)
+}
+
+// then runs c, and answers the status after it.
+func (g *gitCall) then(c gitcmd.Cmd) (api.GitStatus, error) {
+	if _, err := g.ok(c); err != nil {
+		return api.GitStatus{}, err
+	}
+	return g.status()
+}
+
+// checkLocal refuses a local remote that does not exist in the sandbox.
+func (g *gitCall) checkLocal(r gitcmd.Remote) error {
+	if r.LocalPath == "" {
+		return nil
+	}
+	_, err := g.sb.client().Stat(g.ctx, &agentv1.FsStatRequest{Path: r.LocalPath})
+	if fe := fsDetail(err); fe != nil && fe.GetKind() == agentv1.FsErrorKind_FS_ERROR_KIND_NOT_FOUND {
+		return errdefs.New(errdefs.CodeGitNoRemote, "no repository at %s in the sandbox", clip(r.LocalPath, 256)).
+			WithFix(nil, "give the absolute path of a repository in the sandbox, or a URL")
+	}
+	return nil
+}
+
+// gitDo takes the sandbox of t for operation op and runs fn on it.
+// Requests are checked before (the builders of gitcmd), so that a bad
+// one takes no exec slot.
+func gitDo[Resp any](ctx context.Context, m *Manager, op string, t api.GitTarget, fn func(g *gitCall) (Resp, error)) (Resp, error) {
+	g, release, err := m.gitBegin(ctx, op, t)
+	if err != nil {
+		var zero Resp
+		return zero, err
+	}
+	defer release()
+	return fn(g)
+}
+
+// GitInit runs sandbox::git::init.
+func (m *Manager) GitInit(ctx context.Context, req api.GitInitRequest) (api.GitInitResponse, error) {
+	if _, err := gitcmd.Init(req, "/"); err != nil {
+		return api.GitInitResponse{}, err
+	}
+	return gitDo(ctx, m, "init", req.GitTarget, func(g *gitCall) (api.GitInitResponse, error) {
+		c, _ := gitcmd.Init(req, g.dir) // checked above
+		_, err := g.ok(c)
+		return api.GitInitResponse{Path: g.dir, Bare: req.Bare}, err
+	})
+}
+
+// GitClone runs sandbox::git::clone.
+func (m *Manager) GitClone(ctx context.Context, req api.GitCloneRequest) (api.GitCloneResponse, error) {
+	remote, err := gitcmd.ParseRemoteURL("url", req.URL)
+	if err != nil {
+		return api.GitCloneResponse{}, err
+	}
+	creds, err := gitcmd.Creds(req.GitAuth, &remote)
+	if err != nil {
+		return api.GitCloneResponse{}, err
+	}
+	if _, err := gitcmd.Clone(req, remote, creds, "/"); err != nil {
+		return api.GitCloneResponse{}, err
+	}
+	return gitDo(ctx, m, "clone", req.GitTarget, func(g *gitCall) (api.GitCloneResponse, error) {
+		if req.Path == "" {
+			g.dir = gitcmd.CloneDir(g.dir, remote.URL)
+		}
+		if err := g.checkLocal(remote); err != nil {
+			return api.GitCloneResponse{}, err
+		}
+		c, _ := gitcmd.Clone(req, remote, creds, g.dir) // checked above
+		st, err := g.then(c)
+		if err != nil {
+			return api.GitCloneResponse{}, err
+		}
+		return api.GitCloneResponse{Path: g.dir, URL: remote.URL, Branch: st.Branch, Commit: st.Commit}, nil
+	})
+}
+
+// GitStatus runs sandbox::git::status.
+func (m *Manager) GitStatus(ctx context.Context, req api.GitStatusRequest) (api.GitStatus, error) {
+	return gitDo(ctx, m, "status", req.GitTarget, (*gitCall).status)
+}
+
+// GitAdd runs sandbox::git::add.
+func (m *Manager) GitAdd(ctx context.Context, req api.GitAddRequest) (api.GitStatus, error) {
+	return gitChange(ctx, m, "add", req.GitTarget, func() (gitcmd.Cmd, error) { return gitcmd.Add(req.Paths) })
+}
+
+// GitCheckout runs sandbox::git::checkout.
+func (m *Manager) GitCheckout(ctx context.Context, req api.GitCheckoutRequest) (api.GitStatus, error) {
+	return gitChange(ctx, m, "checkout", req.GitTarget, func() (gitcmd.Cmd, error) { return gitcmd.Checkout(req) })
+}
+
+// GitReset runs sandbox::git::reset.
+func (m *Manager) GitReset(ctx context.Context, req api.GitResetRequest) (api.GitStatus, error) {
+	return gitChange(ctx, m, "reset", req.GitTarget, func() (gitcmd.Cmd, error) { return gitcmd.Reset(req) })
+}
+
+// GitRestore runs sandbox::git::restore.
+func (m *Manager) GitRestore(ctx context.Context, req api.GitRestoreRequest) (api.GitStatus, error) {
+	return gitChange(ctx, m, "restore", req.GitTarget, func() (gitcmd.Cmd, error) { return gitcmd.Restore(req) })
+}
+
+// gitChange runs the command of build and answers the status after it.
+func gitChange(ctx context.Context, m *Manager, op string, t api.GitTarget, build func() (gitcmd.Cmd, error)) (api.GitStatus, error) {
+	c, err := build()
+	if err != nil {
+		return api.GitStatus{}, err
+	}
+	return gitDo(ctx, m, op, t, func(g *gitCall) (api.GitStatus, error) { return g.then(c) })
+}
+
+// GitCommit runs sandbox::git::commit.
+func (m *Manager) GitCommit(ctx context.Context, req api.GitCommitRequest) (api.GitCommitResponse, error) {
+	c, err := gitcmd.Commit(req)
+	if err != nil {
+		return api.GitCommitResponse{}, err
+	}
+	return gitDo(ctx, m, "commit", req.GitTarget, func(g *gitCall) (api.GitCommitResponse, error) {
+		if _, err := g.ok(c); err != nil {
+			return api.GitCommitResponse{}, err
+		}
+		r, err := g.ok(gitcmd.LastCommit())
+		if err != nil {
+			return api.GitCommitResponse{}, err
+		}
+		commits, err := gitcmd.ParseLog(r.Stdout, false)
+		if err != nil || len(commits) == 0 {
+			return api.GitCommitResponse{}, errdefs.New(errdefs.CodeInternal, "git commit: reading the new commit: %v", err)
+		}
+		return api.GitCommitResponse{Commit: commits[0]}, nil
+	})
+}
+
+// GitDiff runs sandbox::git::diff.
+func (m *Manager) GitDiff(ctx context.Context, req api.GitDiffRequest) (api.GitDiffResponse, error) {
+	maxBytes := req.MaxBytes
+	switch {
+	case maxBytes < 0:
+		return api.GitDiffResponse{}, errdefs.Malformed("max_bytes must not be negative, got %d", maxBytes)
+	case maxBytes == 0:
+		maxBytes = gitcmd.DefaultDiffBytes
+	}
+	text, err := gitcmd.Diff(req, int(min(int64(maxBytes), m.cfg.MaxOutputBytes)))
+	if err != nil {
+		return api.GitDiffResponse{}, err
+	}
+	names, _ := gitcmd.DiffNameStatus(req) // the same checks as Diff's
+	return gitDo(ctx, m, "diff", req.GitTarget, func(g *gitCall) (api.GitDiffResponse, error) {
+		r, err := g.ok(text)
+		if err != nil {
+			return api.GitDiffResponse{}, err
+		}
+		out := api.GitDiffResponse{Diff: strings.ToValidUTF8(string(r.Stdout), "\uFFFD"), Truncated: r.StdoutCut}
+		if !req.NameStatus {
+			return out, nil
+		}
+		if r, err = g.ok(names); err != nil {
+			return api.GitDiffResponse{}, err
+		}
+		out.Files, err = gitcmd.ParseNameStatus(r.Stdout, r.StdoutCut)
+		out.Truncated = out.Truncated || r.StdoutCut
+		return out, err
+	})
+}
+
+// GitLog runs sandbox::git::log.
+func (m *Manager) GitLog(ctx context.Context, req api.GitLogRequest) (api.GitLogResponse, error) {
+	c, err := gitcmd.Log(req)
+	if err != nil {
+		return api.GitLogResponse{}, err
+	}
+	return gitDo(ctx, m, "log", req.GitTarget, func(g *gitCall) (api.GitLogResponse, error) {
+		r, err := g.run(c)
+		switch {
+		case err != nil:
+			return api.GitLogResponse{}, err
+		case r.ExitCode != 0 && req.Ref == "" && strings.Contains(r.Stderr, "does not have any commits yet"):
+			return api.GitLogResponse{Commits: []api.GitCommit{}}, nil
+		case r.ExitCode != 0:
+			return api.GitLogResponse{}, gitcmd.Failure(g.op, r)
+		}
+		commits, err := gitcmd.ParseLog(r.Stdout, r.StdoutCut)
+		return api.GitLogResponse{Commits: commits, Truncated: r.StdoutCut}, err
+	})
+}
+
+// GitBranch runs sandbox::git::branch.
+func (m *Manager) GitBranch(ctx context.Context, req api.GitBranchRequest) (api.GitBranchResponse, error) {
+	var change *gitcmd.Cmd
+	switch {
+	case req.Name != "":
+		c, err := gitcmd.BranchChange(req)
+		if err != nil {
+			return api.GitBranchResponse{}, err
+		}
+		change = &c
+	case req.Delete || req.Force || req.StartPoint != "":
+		return api.GitBranchResponse{}, errdefs.Malformed("delete, force and start_point go with name")
+	}
+	return gitDo(ctx, m, "branch", req.GitTarget, func(g *gitCall) (api.GitBranchResponse, error) {
+		if change != nil {
+			if _, err := g.ok(*change); err != nil {
+				return api.GitBranchResponse{}, err
+			}
+		}
+		r, err := g.ok(gitcmd.Branches(req.Remotes))
+		if err != nil {
+			return api.GitBranchResponse{}, err
+		}
+		branches, current, err := gitcmd.ParseBranches(r.Stdout)
+		return api.GitBranchResponse{Current: current, Branches: branches}, err
+	})
+}
+
+// GitRemote runs sandbox::git::remote.
+func (m *Manager) GitRemote(ctx context.Context, req api.GitRemoteRequest) (api.GitRemoteResponse, error) {
+	var remote gitcmd.Remote
+	switch {
+	case req.Name == "" && (req.URL != "" || req.Remove || req.Overwrite):
+		return api.GitRemoteResponse{}, errdefs.Malformed("name is required with url, remove or overwrite")
+	case req.Name == "":
+	case req.Remove && (req.URL != "" || req.Overwrite):
+		return api.GitRemoteResponse{}, errdefs.Malformed("remove takes a name only")
+	case !req.Remove && req.URL == "":
+		return api.GitRemoteResponse{}, errdefs.Malformed("give url to add the remote, or remove to remove it")
+	}
+	if req.Name != "" {
+		if err := gitcmd.CheckRef("name", req.Name); err != nil {
+			return api.GitRemoteResponse{}, err
+		}
+	}
+	if req.URL != "" {
+		var err error
+		if remote, err = gitcmd.ParseRemoteURL("url", req.URL); err != nil {
+			return api.GitRemoteResponse{}, err
+		}
+		if remote.Password != "" {
+			return api.GitRemoteResponse{}, gitcmd.PasswordInURL()
+		}
+	}
+	return gitDo(ctx, m, "remote", req.GitTarget, func(g *gitCall) (api.GitRemoteResponse, error) {
+		var err error
+		switch {
+		case req.Remove:
+			_, err = g.ok(gitcmd.RemoteRemove(req.Name))
+		case req.URL != "":
+			err = g.addRemote(req, remote)
+		}
+		if err != nil {
+			return api.GitRemoteResponse{}, err
+		}
+		r, err := g.run(gitcmd.Remotes())
+		switch {
+		case err != nil:
+			return api.GitRemoteResponse{}, err
+		case r.ExitCode == 1 && len(r.Stdout) == 0:
+			return api.GitRemoteResponse{Remotes: []api.GitRemote{}}, nil // none
+		case r.ExitCode != 0:
+			return api.GitRemoteResponse{}, gitcmd.Failure(g.op, r)
+		}
+		return api.GitRemoteResponse{Remotes: gitcmd.ParseRemotes(r.Stdout)}, nil
+	})
+}
+
+// addRemote adds the remote of req, or replaces its URL (overwrite).
+func (g *gitCall) addRemote(req api.GitRemoteRequest, remote gitcmd.Remote) error {
+	if err := g.checkLocal(remote); err != nil {
+		return err
+	}
+	if req.Overwrite {
+		r, err := g.run(gitcmd.RemoteAdd(req.Name, req.URL, true))
+		switch {
+		case err != nil:
+			return err
+		case r.ExitCode == 0:
+			return nil
+		case !strings.Contains(strings.ToLower(r.Stderr), "no such remote"):
+			return gitcmd.Failure(g.op, r)
+		}
+	}
+	_, err := g.ok(gitcmd.RemoteAdd(req.Name, req.URL, false))
+	return err
+}
+
+// GitConfig runs sandbox::git::config.
+func (m *Manager) GitConfig(ctx context.Context, req api.GitConfigRequest) (api.GitConfigResponse, error) {
+	c, err := gitcmd.Config(req)
+	if err != nil {
+		return api.GitConfigResponse{}, err
+	}
+	get := req.Key != "" && req.Value == nil && !req.Unset
+	none := api.GitConfigResponse{Entries: []api.GitConfigEntry{}}
+	return gitDo(ctx, m, "config", req.GitTarget, func(g *gitCall) (api.GitConfigResponse, error) {
+		r, err := g.run(c)
+		switch {
+		case err != nil:
+			return api.GitConfigResponse{}, err
+		case r.ExitCode == 1 && get, r.ExitCode == 5 && req.Unset:
+			return none, nil // not set: no values, nothing to remove
+		case r.ExitCode != 0:
+			return api.GitConfigResponse{}, gitcmd.Failure(g.op, r)
+		case req.Key == "":
+			return api.GitConfigResponse{Entries: gitcmd.ParseConfig(r.Stdout)}, nil
+		case get:
+			return api.GitConfigResponse{Entries: gitcmd.ParseValues(req.Key, r.Stdout)}, nil
+		case req.Unset:
+			return none, nil
+		}
+		return api.GitConfigResponse{Entries: []api.GitConfigEntry{{Key: req.Key, Value: *req.Value}}}, nil
+	})
+}
+
+// gitRemote runs a call that talks to a remote (fetch, pull, push): the
+// command of build, given the remote's argument for git, with the
+// environment that hands git the call's credentials, scoped to the
+// remote's URL (looked up for a remote's name); fn reads its result.
+func gitRemote[Resp any](ctx context.Context, m *Manager, op string, t api.GitTarget, rc api.GitRemoteCall, push bool,
+	build func(remote string) (gitcmd.Cmd, error), fn func(g *gitCall, r gitcmd.Result) (Resp, error)) (Resp, error) {
+	var zero Resp
+	call, err := gitcmd.ParseRemoteCall(rc)
+	if err != nil {
+		return zero, err
+	}
+	c, err := build(call.Arg)
+	if err != nil {
+		return zero, err
+	}
+	return gitDo(ctx, m, op, t, func(g *gitCall) (Resp, error) {
+		var url string
+		switch {
+		case call.URL != nil:
+			if err := g.checkLocal(*call.URL); err != nil {
+				return zero, err
+			}
+		case call.NeedsURL():
+			r, err := g.ok(gitcmd.RemoteURL(call.Name, push))
+			if err != nil {
+				return zero, err
+			}
+			url = string(r.Stdout)
+		}
+		env, err := call.Auth(url)
+		if err != nil {
+			return zero, err
+		}
+		c.Env = append(c.Env, env...)
+		r, err := g.ok(c)
+		if err != nil {
+			return zero, err
+		}
+		return fn(g, r)
+	})
+}
+
+// statusAfter answers the status after a fetch or pull.
+func statusAfter(g *gitCall, _ gitcmd.Result) (api.GitStatus, error) { return g.status() }
+
+// GitFetch runs sandbox::git::fetch.
+func (m *Manager) GitFetch(ctx context.Context, req api.GitFetchRequest) (api.GitStatus, error) {
+	return gitRemote(ctx, m, "fetch", req.GitTarget, req.GitRemoteCall, false,
+		func(remote string) (gitcmd.Cmd, error) { return gitcmd.Fetch(req, remote) }, statusAfter)
+}
+
+// GitPull runs sandbox::git::pull.
+func (m *Manager) GitPull(ctx context.Context, req api.GitPullRequest) (api.GitStatus, error) {
+	return gitRemote(ctx, m, "pull", req.GitTarget, req.GitRemoteCall, false,
+		func(remote string) (gitcmd.Cmd, error) { return gitcmd.Pull(req, remote) }, statusAfter)
+}
+
+// GitPush runs sandbox::git::push.
+func (m *Manager) GitPush(ctx context.Context, req api.GitPushRequest) (api.GitPushResponse, error) {
+	var remote string
+	return gitRemote(ctx, m, "push", req.GitTarget, req.GitRemoteCall, true,
+		func(r string) (gitcmd.Cmd, error) { remote = r; return gitcmd.Push(req, r) },
+		func(_ *gitCall, r gitcmd.Result) (api.GitPushResponse, error) {
+			return api.GitPushResponse{Remote: remote, Refs: gitcmd.ParsePush(r.Stdout)}, nil
+		})
+}
