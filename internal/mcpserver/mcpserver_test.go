@@ -186,3 +186,42 @@ func TestToolsAndDefaultSandbox(t *testing.T) {
 		t.Errorf("one default sandbox, stopped at the end: %v", f.calls)
 	}
 }
+
+// TestGitTools: the git tools call sandbox::git::* on the session's
+// default sandbox with the call's credentials, which no result repeats.
+func TestGitTools(t *testing.T) {
+	f := &fake{}
+	cs, end := connect(t, f, nil)
+	defer end()
+	ctx := context.Background()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "git_clone", Arguments: map[string]any{
+		"url": "https://git.example/repo.git", "path": "/work/repo", "username": "me", "token": "tok-123"}})
+	if err != nil || res.IsError {
+		t.Fatalf("git_clone: %+v %v", res, err)
+	}
+	f.mu.Lock()
+	last := f.calls[len(f.calls)-1]
+	f.mu.Unlock()
+	if !strings.HasPrefix(last, api.FnGitClone+" ") || !strings.Contains(last, `"sandbox_id":"sb-1"`) || !strings.Contains(last, `"token":"tok-123"`) {
+		t.Errorf("git_clone called %s", last)
+	}
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok && strings.Contains(tc.Text, "tok-123") {
+			t.Errorf("the result repeats the token: %s", tc.Text)
+		}
+	}
+	for name, fn := range map[string]string{"git_status": api.FnGitStatus, "git_diff": api.FnGitDiff, "git_log": api.FnGitLog, "git_push": api.FnGitPush, "git_pull": api.FnGitPull} {
+		if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: map[string]any{"path": "/work/repo"}}); err != nil || res.IsError {
+			t.Fatalf("%s: %+v %v", name, res, err)
+		}
+		f.mu.Lock()
+		last := f.calls[len(f.calls)-1]
+		f.mu.Unlock()
+		if !strings.HasPrefix(last, fn+" ") || !strings.Contains(last, `"path":"/work/repo"`) {
+			t.Errorf("%s called %s", name, last)
+		}
+	}
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "git_commit", Arguments: map[string]any{"message": "first", "all": true}}); err != nil || res.IsError {
+		t.Fatalf("git_commit: %+v %v", res, err)
+	}
+}

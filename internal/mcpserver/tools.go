@@ -282,6 +282,7 @@ func (s *session) register(srv *mcp.Server) {
 			var out api.ForkResponse
 			return nil, out, toolError(s.b.Call(ctx, api.FnFork, api.ForkRequest{SandboxID: id, Count: in.Count}, &out))
 		})
+	s.registerGit(srv)
 }
 
 // runCode is the run_code tool: the cell's output as text, its value as
