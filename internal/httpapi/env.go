@@ -21,15 +21,18 @@ func (s *server) envRoutes() []route {
 	}
 }
 
-// envKey dispatches to function id with the variable of {key}.
+// envKey dispatches to function id with the sandbox of {id} and the
+// variable of {key}. The payload names the sandbox itself: its sandbox_id
+// is always encoded, and an empty one would disagree with the URL.
 func (s *server) envKey(id string) handlerFunc {
 	return func(r *http.Request, _ []byte) (any, error) {
-		var req any = api.EnvGetRequest{Key: r.PathValue("key")}
+		sandboxID := r.PathValue("id")
+		var req any = api.EnvGetRequest{SandboxID: sandboxID, Key: r.PathValue("key")}
 		if id == api.FnEnvDelete {
-			req = api.EnvDeleteRequest{Keys: []string{r.PathValue("key")}}
+			req = api.EnvDeleteRequest{SandboxID: sandboxID, Keys: []string{r.PathValue("key")}}
 		}
 		body, _ := json.Marshal(req)
-		return s.dispatch(r, id, body, functions.Params{SandboxID: r.PathValue("id")})
+		return s.dispatch(r, id, body, functions.Params{SandboxID: sandboxID})
 	}
 }
 
