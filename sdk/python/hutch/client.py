@@ -14,6 +14,9 @@ from .ws import OP_CLOSE, OP_TEXT, WebSocket
 
 DEFAULT_URL = "http://127.0.0.1:3111"
 
+# The timeout of a call that gives none: the client's.
+_CLIENT_TIMEOUT: Any = object()
+
 
 class HutchError(Exception):
     """An error the daemon answered: its S-code (code), message, whether a
@@ -55,11 +58,22 @@ class ExecResult:
 
 class _Stream:
     """An iterator of a streaming call's events; .result is the final
-    value once it is exhausted."""
+    value once it is exhausted. Leaving the loop early (break, an
+    exception) or close() ends the call; it is also a context manager."""
 
     def __init__(self, response):
         self._response = response
         self.result: Any = None
+
+    def close(self) -> None:
+        """End the call: the daemon sees its caller go."""
+        self._response.close()
+
+    def __enter__(self) -> "_Stream":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     def __iter__(self) -> Iterator[Event]:
         try:
@@ -87,7 +101,7 @@ class Hutch:
     # The wire.
 
     def _open(self, method: str, path: str, body: Any = None, raw: Optional[bytes] = None,
-              accept: str = "application/json", content_type: str = "application/json"):
+              accept: str = "application/json", content_type: str = "application/json", timeout: Any = _CLIENT_TIMEOUT):
         data = raw
         if body is not None:
             data = json.dumps(body).encode()
@@ -98,7 +112,7 @@ class Hutch:
         if self.token:
             req.add_header("Authorization", "Bearer " + self.token)
         try:
-            return urllib.request.urlopen(req, timeout=self.timeout)
+            return urllib.request.urlopen(req, timeout=self.timeout if timeout is _CLIENT_TIMEOUT else timeout)
         except urllib.error.HTTPError as e:
             try:
                 envelope = json.loads(e.read()).get("error") or {}
@@ -112,9 +126,11 @@ class Hutch:
             payload = resp.read()
         return json.loads(payload) if payload else None
 
-    def stream(self, method: str, path: str, body: Any = None) -> _Stream:
-        """A streaming call: an iterator of its events (NDJSON)."""
-        return _Stream(self._open(method, path, body, accept="application/x-ndjson"))
+    def stream(self, method: str, path: str, body: Any = None, timeout: Any = _CLIENT_TIMEOUT) -> _Stream:
+        """A streaming call: an iterator of its events (NDJSON). timeout
+        bounds each wait for the next event (the client's by default;
+        None waits as long as it takes)."""
+        return _Stream(self._open(method, path, body, accept="application/x-ndjson", timeout=timeout))
 
     def call(self, function_id: str, payload: Optional[Dict[str, Any]] = None) -> Any:
         """Any function of the table by id (/v1/functions/{id})."""
@@ -252,15 +268,18 @@ class Terminal:
 
 
 class Files:
-    """A sandbox's files."""
+    """A sandbox's files. Every operation takes user: a user of the image
+    (a name or uid[:gid]) it runs as for that one call."""
 
     def __init__(self, sandbox: Sandbox):
         self._sb = sandbox
 
-    def _op(self, op: str, **body: Any) -> Any:
+    def _op(self, op: str, user: str = "", **body: Any) -> Any:
+        if user:
+            body["user"] = user
         return self._sb.client.request("POST", self._sb._path("/fs/" + op), body)
 
-    def write(self, path: str, content: Any, mode: str = "", parents: bool = True) -> Dict[str, Any]:
+    def write(self, path: str, content: Any, mode: str = "", parents: bool = True, user: str = "") -> Dict[str, Any]:
         """Write text (str) or bytes to a file."""
         body: Dict[str, Any] = {"path": path, "parents": parents}
         if isinstance(content, bytes):
@@ -269,46 +288,47 @@ class Files:
             body["content"] = content
         if mode:
             body["mode"] = mode
-        return self._op("write", **body)
+        return self._op("write", user, **body)
 
-    def read(self, path: str) -> bytes:
+    def read(self, path: str, user: str = "") -> bytes:
         """A file's bytes (up to 1 MiB; download() streams any size)."""
-        res = self._op("read", path=path)
+        res = self._op("read", user, path=path)
         if res.get("body") is not None:
             return res["body"].encode()
         return base64.b64decode(res.get("content_b64") or "")
 
-    def read_text(self, path: str) -> str:
-        return self.read(path).decode()
+    def read_text(self, path: str, user: str = "") -> str:
+        return self.read(path, user).decode()
 
-    def list(self, path: str) -> List[Dict[str, Any]]:
-        return self._op("ls", path=path)["entries"]
+    def list(self, path: str, user: str = "") -> List[Dict[str, Any]]:
+        return self._op("ls", user, path=path)["entries"]
 
-    def stat(self, path: str) -> Dict[str, Any]:
-        return self._op("stat", path=path)
+    def stat(self, path: str, user: str = "") -> Dict[str, Any]:
+        return self._op("stat", user, path=path)
 
-    def mkdir(self, path: str, parents: bool = True) -> None:
-        self._op("mkdir", path=path, parents=parents)
+    def mkdir(self, path: str, parents: bool = True, user: str = "") -> None:
+        self._op("mkdir", user, path=path, parents=parents)
 
-    def remove(self, path: str, recursive: bool = False) -> None:
-        self._op("rm", path=path, recursive=recursive)
+    def remove(self, path: str, recursive: bool = False, user: str = "") -> None:
+        self._op("rm", user, path=path, recursive=recursive)
 
-    def move(self, src: str, dst: str) -> None:
-        self._op("mv", src=src, dst=dst)
+    def move(self, src: str, dst: str, user: str = "") -> None:
+        self._op("mv", user, src=src, dst=dst)
 
-    def grep(self, path: str, pattern: str) -> List[Dict[str, Any]]:
-        return self._op("grep", path=path, pattern=pattern)["matches"]
+    def grep(self, path: str, pattern: str, user: str = "") -> List[Dict[str, Any]]:
+        return self._op("grep", user, path=path, pattern=pattern)["matches"]
 
-    def upload(self, path: str, stream, mode: str = "") -> Dict[str, Any]:
+    def upload(self, path: str, stream, mode: str = "", user: str = "") -> Dict[str, Any]:
         """Stream a file object (or bytes) into path."""
         data = stream if isinstance(stream, bytes) else stream.read()
-        q = _query({"path": path, "mode": mode or None, "parents": "true"})
+        q = _query({"path": path, "mode": mode or None, "parents": "true", "user": user or None})
         with self._sb.client._open("PUT", self._sb._path("/files" + q), raw=data, content_type="application/octet-stream") as resp:
             return json.loads(resp.read())
 
-    def download(self, path: str, chunk: int = 64 << 10) -> Iterator[bytes]:
+    def download(self, path: str, chunk: int = 64 << 10, user: str = "") -> Iterator[bytes]:
         """A file's bytes, streamed."""
-        resp = self._sb.client._open("GET", self._sb._path("/files" + _query({"path": path})), accept="application/octet-stream")
+        q = _query({"path": path, "user": user or None})
+        resp = self._sb.client._open("GET", self._sb._path("/files" + q), accept="application/octet-stream")
         try:
             while True:
                 piece = resp.read(chunk)
@@ -317,6 +337,17 @@ class Files:
                 yield piece
         finally:
             resp.close()
+
+    def watch(self, path: str, recursive: bool = False, user: str = "", timeout: Optional[float] = None) -> _Stream:
+        """Follow the changes under a directory: an "open" event once the
+        watch is in place, then a "change" event per change ({type, path,
+        old_path, is_dir}; type create, write, remove, rename or chmod),
+        and "overflow" when changes were lost. It runs until the caller
+        stops iterating (or close()), the directory is removed or the
+        sandbox stops (HutchError S004). timeout bounds each wait for the
+        next event (None: as long as it takes)."""
+        q = _query({"path": path, "recursive": recursive or None, "user": user or None})
+        return self._sb.client.stream("GET", self._sb._path("/fs/watch" + q), timeout=timeout)
 
 
 class Processes:
@@ -430,7 +461,6 @@ class Code:
 
     def restart(self, context_id: str) -> None:
         self._sb.client.request("POST", f"/v1/contexts/{_q(context_id)}/restart")
-
 
 def _q(s: str) -> str:
     return urllib.parse.quote(s, safe="")

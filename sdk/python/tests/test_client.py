@@ -2,12 +2,12 @@
 
 import os
 import sys
+import threading
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from hutch import Hutch, HutchError  # noqa: E402
-
 
 class SandboxTest(unittest.TestCase):
     @classmethod
@@ -92,6 +92,58 @@ class SandboxTest(unittest.TestCase):
         self.assertIn(b"30 100", shown)
         self.assertIn(b"done2", shown)
         self.assertEqual(term.exit_code, 3)
+
+    def test_files_as_another_user(self):
+        self.sb.files.write("/tmp/as-user/mine.txt", "x", user="nobody")
+        self.assertEqual(self.sb.exec("stat", "-c", "%U", "/tmp/as-user/mine.txt").stdout, "nobody\n")
+        self.sb.files.upload("/tmp/as-user/up.bin", b"\x01", user="nobody")
+        self.assertEqual(self.sb.exec("stat", "-c", "%U", "/tmp/as-user/up.bin").stdout, "nobody\n")
+        self.sb.files.write("/tmp/as-user/secret", "root only", mode="0600")
+        self.assertEqual(self.sb.files.read_text("/tmp/as-user/secret"), "root only")
+        for call in (lambda: self.sb.files.read("/tmp/as-user/secret", user="nobody"),
+                     lambda: b"".join(self.sb.files.download("/tmp/as-user/secret", user="nobody"))):
+            with self.assertRaises(HutchError) as e:
+                call()
+            self.assertEqual(e.exception.code, "S215")
+        names = [e["name"] for e in self.sb.files.list("/tmp/as-user", user="nobody")]
+        self.assertEqual(sorted(names), ["mine.txt", "secret", "up.bin"])
+        with self.assertRaises(HutchError) as e:
+            self.sb.files.watch("/tmp/as-user", user="no-such-user")
+        self.assertEqual(e.exception.code, "S001")
+
+    def test_watch(self):
+        self.sb.files.mkdir("/tmp/watched/sub")
+        target = "/tmp/watched/sub/new.txt"
+        seen = threading.Event()
+
+        def touch():
+            # Until the change is seen: the test does not count on one
+            # write arriving after the watch is in place.
+            while not seen.is_set():
+                self.sb.exec("touch", target)
+                seen.wait(0.5)
+
+        toucher = threading.Thread(target=touch)
+        with self.sb.files.watch("/tmp/watched", recursive=True, timeout=120) as watch:
+            events = iter(watch)
+            self.assertEqual(next(events).type, "open")
+            toucher.start()
+            try:
+                for e in events:
+                    if e.type == "change" and e.data["path"] == target:
+                        self.assertIn(e.data["type"], ("create", "chmod", "write"))
+                        break
+            finally:
+                seen.set()
+                toucher.join()
+        # Leaving the loop and the block ended the call; the sandbox is
+        # fine and watches again.
+        self.assertIsNone(watch.result)
+        with self.assertRaises(HutchError) as e:
+            self.sb.files.watch("/tmp/watched/missing")
+        self.assertEqual(e.exception.code, "S211")
+        first = next(iter(self.sb.files.watch("/tmp/watched")))
+        self.assertEqual(first.type, "open")
 
     def test_errors_carry_the_s_code(self):
         with self.assertRaises(HutchError) as e:

@@ -37,11 +37,15 @@ export interface OutputChunk {
   dropped?: number
 }
 
-/** The events of a streaming call; `result` is its final value once iterated. */
-export class EventStream<R = any> implements AsyncIterable<StreamEvent> {
+/** The events of a streaming call; `result` is its final value once iterated.
+ *  Leaving a loop over it early, or close(), ends the call. */
+export class EventStream<R = any, Ev = StreamEvent> implements AsyncIterable<Ev> {
   result: R | undefined
-  [Symbol.asyncIterator] (): AsyncIterator<StreamEvent>
-  collect (): Promise<{ events: StreamEvent[], result: R | undefined }>
+  [Symbol.asyncIterator] (): AsyncIterator<Ev>
+  collect (): Promise<{ events: Ev[], result: R | undefined }>
+  /** End the call: the daemon sees its caller go, a loop over it ends. */
+  close (): void
+  [Symbol.asyncDispose] (): Promise<void>
 }
 
 export interface CreateOptions {
@@ -170,18 +174,43 @@ export interface FsEntry {
   [key: string]: unknown
 }
 
+/** A file operation's user: a user of the image (a name or uid[:gid])
+ *  it runs as for that one call; the image's user by default. */
+export interface AsUser {
+  user?: string
+}
+
+/** One change under a watched directory (a `change` event's data). */
+export interface WatchChange {
+  type: 'create' | 'write' | 'remove' | 'rename' | 'chmod'
+  /** What changed; for a rename, its new path. */
+  path: string
+  /** A rename's old path, when both ends are inside the watch. */
+  old_path?: string
+  is_dir?: boolean
+}
+
+/** An event of a watch: `open` once it is in place, `change` per change,
+ *  `overflow` when changes were lost (look again). */
+export type WatchEvent =
+  | { type: 'change', data: WatchChange }
+  | { type: 'open' | 'overflow', data: Record<string, unknown> | null }
+
 export class Files {
-  write (path: string, content: string | Uint8Array, options?: { mode?: string, parents?: boolean }): Promise<{ bytes_written: number, path: string }>
-  read (path: string): Promise<Uint8Array>
-  readText (path: string): Promise<string>
-  list (path: string): Promise<FsEntry[]>
-  stat (path: string): Promise<FsEntry>
-  mkdir (path: string, options?: { parents?: boolean }): Promise<unknown>
-  remove (path: string, options?: { recursive?: boolean }): Promise<unknown>
-  move (src: string, dst: string): Promise<unknown>
-  grep (path: string, pattern: string): Promise<Array<{ path: string, line_number: number, line: string }>>
-  upload (path: string, data: Uint8Array | ReadableStream<Uint8Array>, options?: { mode?: string }): Promise<{ bytes_written: number, path: string }>
-  download (path: string): Promise<ReadableStream<Uint8Array>>
+  write (path: string, content: string | Uint8Array, options?: { mode?: string, parents?: boolean } & AsUser): Promise<{ bytes_written: number, path: string }>
+  read (path: string, options?: AsUser): Promise<Uint8Array>
+  readText (path: string, options?: AsUser): Promise<string>
+  list (path: string, options?: AsUser): Promise<FsEntry[]>
+  stat (path: string, options?: AsUser): Promise<FsEntry>
+  mkdir (path: string, options?: { parents?: boolean } & AsUser): Promise<unknown>
+  remove (path: string, options?: { recursive?: boolean } & AsUser): Promise<unknown>
+  move (src: string, dst: string, options?: AsUser): Promise<unknown>
+  grep (path: string, pattern: string, options?: AsUser): Promise<Array<{ path: string, line_number: number, line: string }>>
+  upload (path: string, data: Uint8Array | ReadableStream<Uint8Array>, options?: { mode?: string } & AsUser): Promise<{ bytes_written: number, path: string }>
+  download (path: string, options?: AsUser): Promise<ReadableStream<Uint8Array>>
+  /** The changes under a directory: `open` once the watch is in place, then
+   *  `change` events (WatchChange), `overflow` when some were lost. */
+  watch (path: string, options?: { recursive?: boolean } & AsUser): EventStream<unknown, WatchEvent>
 }
 
 export class Processes {
@@ -211,3 +240,4 @@ export class Code {
   interrupt (contextId: string): Promise<unknown>
   restart (contextId: string): Promise<unknown>
 }
+

@@ -62,7 +62,8 @@ export class Hutch {
   /** A streaming call: an async iterator of its events; its final value
    *  is the stream's `result` once it is exhausted. */
   stream (method, path, body) {
-    return new EventStream(this.fetch(method, path, { body, accept: 'application/x-ndjson' }))
+    const abort = new AbortController()
+    return new EventStream(this.fetch(method, path, { body, accept: 'application/x-ndjson', signal: abort.signal }), abort)
   }
 
   /** Any function of the table by id. */
@@ -91,31 +92,51 @@ export class Hutch {
   }
 }
 
-/** The events of a streaming call, from its NDJSON lines. */
+/** The events of a streaming call, from its NDJSON lines. Leaving the
+ *  loop early (break, an exception) or close() ends the call. */
 export class EventStream {
-  constructor (response) {
+  constructor (response, abort) {
     this.response = response
+    this.abort = abort
+    this.closed = false
     this.result = undefined
+    // An error answered before the first event is thrown where the stream
+    // is iterated; one never iterated is not an unhandled rejection.
+    Promise.resolve(response).catch(() => {})
   }
 
   async * [Symbol.asyncIterator] () {
-    const res = await this.response
-    const decoder = new TextDecoder()
-    let buffered = ''
-    for await (const chunk of res.body) {
-      buffered += decoder.decode(chunk, { stream: true })
-      let nl
-      while ((nl = buffered.indexOf('\n')) >= 0) {
-        const line = buffered.slice(0, nl)
-        buffered = buffered.slice(nl + 1)
-        if (!line.trim()) continue
-        const m = JSON.parse(line)
-        if (m.type === 'result') { this.result = m.result; return }
-        if (m.type === 'error') throw new HutchError(m.error ?? {})
-        yield { type: m.type, data: m.data }
+    try {
+      const res = await this.response
+      const decoder = new TextDecoder()
+      let buffered = ''
+      for await (const chunk of res.body) {
+        buffered += decoder.decode(chunk, { stream: true })
+        let nl
+        while ((nl = buffered.indexOf('\n')) >= 0) {
+          const line = buffered.slice(0, nl)
+          buffered = buffered.slice(nl + 1)
+          if (!line.trim()) continue
+          const m = JSON.parse(line)
+          if (m.type === 'result') { this.result = m.result; return }
+          if (m.type === 'error') throw new HutchError(m.error ?? {})
+          yield { type: m.type, data: m.data }
+        }
       }
+    } catch (e) {
+      if (this.closed && !(e instanceof HutchError)) return // close() cut it: the end, not an error
+      throw e
     }
   }
+
+  /** End the call (the daemon sees its caller go); a loop over the
+   *  stream ends. */
+  close () {
+    this.closed = true
+    this.abort?.abort()
+  }
+
+  async [asyncDispose] () { this.close() }
 
   /** Every event, then the final value. */
   async collect () {
@@ -209,40 +230,48 @@ export class Terminal {
 
 class Files {
   constructor (sb) { this.sb = sb }
-  op (name, body) { return this.sb.client.request('POST', this.sb.path(`/fs/${name}`), body) }
+  op (name, body, user) { return this.sb.client.request('POST', this.sb.path(`/fs/${name}`), user ? { ...body, user } : body) }
 
-  write (path, content, { mode, parents = true } = {}) {
+  write (path, content, { mode, parents = true, user } = {}) {
     const body = { path, parents }
     if (typeof content === 'string') body.content = content
     else body.content_b64 = Buffer.from(content).toString('base64')
     if (mode) body.mode = mode
-    return this.op('write', body)
+    return this.op('write', body, user)
   }
 
-  async read (path) {
-    const res = await this.op('read', { path })
+  async read (path, { user } = {}) {
+    const res = await this.op('read', { path }, user)
     return res.body !== undefined && res.body !== null ? Buffer.from(res.body) : Buffer.from(res.content_b64 ?? '', 'base64')
   }
 
-  async readText (path) { return (await this.read(path)).toString() }
-  async list (path) { return (await this.op('ls', { path })).entries }
-  stat (path) { return this.op('stat', { path }) }
-  mkdir (path, { parents = true } = {}) { return this.op('mkdir', { path, parents }) }
-  remove (path, { recursive = false } = {}) { return this.op('rm', { path, recursive }) }
-  move (src, dst) { return this.op('mv', { src, dst }) }
-  async grep (path, pattern) { return (await this.op('grep', { path, pattern })).matches }
+  async readText (path, options) { return (await this.read(path, options)).toString() }
+  async list (path, { user } = {}) { return (await this.op('ls', { path }, user)).entries }
+  stat (path, { user } = {}) { return this.op('stat', { path }, user) }
+  mkdir (path, { parents = true, user } = {}) { return this.op('mkdir', { path, parents }, user) }
+  remove (path, { recursive = false, user } = {}) { return this.op('rm', { path, recursive }, user) }
+  move (src, dst, { user } = {}) { return this.op('mv', { src, dst }, user) }
+  async grep (path, pattern, { user } = {}) { return (await this.op('grep', { path, pattern }, user)).matches }
 
   /** Stream bytes (a Buffer, or a ReadableStream) into path. */
-  async upload (path, data, { mode } = {}) {
-    const res = await this.sb.client.fetch('PUT', this.sb.path('/files' + query({ path, mode, parents: true })),
+  async upload (path, data, { mode, user } = {}) {
+    const res = await this.sb.client.fetch('PUT', this.sb.path('/files' + query({ path, mode, parents: true, user })),
       { raw: data, contentType: 'application/octet-stream' })
     return res.json()
   }
 
   /** A file's bytes as a ReadableStream. */
-  async download (path) {
-    const res = await this.sb.client.fetch('GET', this.sb.path('/files' + query({ path })), { accept: 'application/octet-stream' })
+  async download (path, { user } = {}) {
+    const res = await this.sb.client.fetch('GET', this.sb.path('/files' + query({ path, user })), { accept: 'application/octet-stream' })
     return res.body
+  }
+
+  /** The changes under a directory: an `open` event once the watch is in
+   *  place, then `change` events ({type, path, old_path, is_dir}) and
+   *  `overflow` when some were lost, until the loop ends (or close()), the
+   *  directory is removed or the sandbox stops (S004). */
+  watch (path, { recursive = false, user } = {}) {
+    return this.sb.client.stream('GET', this.sb.path('/fs/watch' + query({ path, recursive, user })))
   }
 }
 

@@ -7,6 +7,8 @@ import { Hutch, HutchError, Sandbox, asyncDispose } from '../src/index.js'
 const hutch = new Hutch()
 let sb
 
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+
 before(async () => { sb = await hutch.create('python') }, { timeout: 300_000 })
 after(async () => { await sb?.stop() })
 
@@ -67,6 +69,61 @@ describe('@hutch/sdk', () => {
     assert.equal(res.data['text/plain'], '42')
     assert.equal(printed.join(''), 'hi\n')
     assert.equal((await sb.code.run('1/0')).error.name, 'ZeroDivisionError')
+  })
+
+  test('files as another user of the image', async () => {
+    await sb.files.write('/tmp/ts-user/mine.txt', 'x', { user: 'nobody' })
+    assert.equal((await sb.exec(['stat', '-c', '%U', '/tmp/ts-user/mine.txt'])).stdout, 'nobody\n')
+    await sb.files.upload('/tmp/ts-user/up.bin', Uint8Array.of(1), { user: 'nobody' })
+    assert.equal((await sb.exec(['stat', '-c', '%U', '/tmp/ts-user/up.bin'])).stdout, 'nobody\n')
+    await sb.files.write('/tmp/ts-user/secret', 'root only', { mode: '0600' })
+    assert.equal(await sb.files.readText('/tmp/ts-user/secret'), 'root only')
+    const refused = (e) => e instanceof HutchError && e.code === 'S215'
+    await assert.rejects(sb.files.read('/tmp/ts-user/secret', { user: 'nobody' }), refused)
+    await assert.rejects(sb.files.download('/tmp/ts-user/secret', { user: 'nobody' }), refused)
+    assert.deepEqual((await sb.files.list('/tmp/ts-user', { user: 'nobody' })).map((e) => e.name).sort(), ['mine.txt', 'secret', 'up.bin'])
+    await assert.rejects(async () => {
+      for await (const e of sb.files.watch('/tmp/ts-user', { user: 'no-such-user' })) void e
+    }, (e) => e instanceof HutchError && e.code === 'S001')
+  })
+
+  test('watching files: events until the loop ends', async () => {
+    await sb.files.mkdir('/tmp/ts-watched/sub')
+    const target = '/tmp/ts-watched/sub/new.txt'
+    let seen = false
+    let toucher
+    const watch = sb.files.watch('/tmp/ts-watched', { recursive: true })
+    const types = []
+    for await (const e of watch) {
+      types.push(e.type)
+      if (e.type === 'open') {
+        // Until the change is seen: the test does not count on one write
+        // arriving after the watch is in place.
+        toucher = (async () => {
+          while (!seen) { await sb.exec(['touch', target]); await sleep(500) }
+        })()
+      }
+      if (e.type === 'change' && e.data.path === target) {
+        assert.ok(['create', 'chmod', 'write'].includes(e.data.type))
+        break
+      }
+    }
+    seen = true
+    await toucher
+    assert.equal(types[0], 'open')
+    assert.equal(watch.result, undefined)
+
+    // close() from outside ends a loop that waits for changes, without an error.
+    const quiet = sb.files.watch('/tmp/ts-watched')
+    const events = []
+    for await (const e of quiet) {
+      events.push(e.type)
+      if (e.type === 'open') setTimeout(() => quiet.close(), 100)
+    }
+    assert.deepEqual(events, ['open'])
+    await assert.rejects(async () => {
+      for await (const e of sb.files.watch('/tmp/ts-watched/missing')) void e
+    }, (e) => e.code === 'S211')
   })
 
   test('snapshot, and a sandbox disposed of', async () => {

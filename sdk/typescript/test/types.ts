@@ -1,5 +1,5 @@
 // Type-checked by make test (tsc --noEmit): the declarations describe the API.
-import { Hutch, HutchError, Sandbox, type CellResult, type ExecResult } from '@hutch/sdk'
+import { Hutch, HutchError, Sandbox, type CellResult, type ExecResult, type WatchChange } from '@hutch/sdk'
 
 async function use (): Promise<void> {
   const hutch = new Hutch({ url: 'http://127.0.0.1:3111' })
@@ -13,14 +13,26 @@ async function use (): Promise<void> {
     void kind
   }
   try {
-    await sb.files.readText('/x')
+    await sb.files.readText('/x', { user: 'nobody' })
   } catch (e) {
     if (e instanceof HutchError) {
       const s: string = e.code
       void s
     }
   }
-  void code
-  void text
+
+  // Watching files.
+  const watch = sb.files.watch('/work', { recursive: true, user: 'nobody' })
+  for await (const e of watch) {
+    if (e.type === 'change') {
+      const change: WatchChange = e.data
+      const path: string = change.path
+      void path
+      break
+    }
+  }
+  watch.close()
+
+  void [code, text]
 }
 void use
