@@ -168,6 +168,7 @@ class Sandbox:
         self.processes = Processes(self)
         self.code = Code(self)
         self.ports = Ports(self)
+        self.env = Env(self)
 
     def __enter__(self) -> "Sandbox":
         return self
@@ -461,6 +462,39 @@ class Code:
 
     def restart(self, context_id: str) -> None:
         self._sb.client.request("POST", f"/v1/contexts/{_q(context_id)}/restart")
+
+
+class Env:
+    """A sandbox's own environment, under every later exec's, process's and
+    context's (running ones keep theirs)."""
+
+    def __init__(self, sandbox: Sandbox):
+        self._sb = sandbox
+
+    def list(self) -> Dict[str, Any]:
+        """{"env": its own variables, "effective": what an exec starts from}."""
+        return self._sb.client.request("GET", self._sb._path("/env"))
+
+    def get(self, key: str) -> Optional[str]:
+        """A variable of the effective environment; None when it is not set."""
+        res = self._sb.client.request("GET", self._sb._path("/env/" + _q(key)))
+        return res["value"] if res.get("set") else None
+
+    def set(self, env: Optional[Dict[str, str]] = None, **variables: str) -> Dict[str, Any]:
+        """Add or replace variables (a dict, keywords or both); the
+        environment after, as list() answers it."""
+        return self._sb.client.request("POST", self._sb._path("/env"), {"env": dict(env or {}, **variables)})
+
+    def delete(self, *keys: str) -> Dict[str, Any]:
+        """Remove variables (one of the image's goes back to the image's
+        value); the environment after."""
+        if not keys:
+            raise ValueError("env.delete needs a key")
+        res: Dict[str, Any] = {}
+        for key in keys:
+            res = self._sb.client.request("DELETE", self._sb._path("/env/" + _q(key)))
+        return res
+
 
 def _q(s: str) -> str:
     return urllib.parse.quote(s, safe="")

@@ -145,6 +145,18 @@ class SandboxTest(unittest.TestCase):
         first = next(iter(self.sb.files.watch("/tmp/watched")))
         self.assertEqual(first.type, "open")
 
+    def test_env(self):
+        after = self.sb.env.set({"SDK_A": "1"}, SDK_B="two words")
+        self.assertEqual((after["env"]["SDK_A"], after["env"]["SDK_B"]), ("1", "two words"))
+        self.assertIn("PATH", after["effective"])
+        self.assertEqual(self.sb.env.get("SDK_B"), "two words")
+        self.assertEqual(self.sb.exec("sh", "-c", 'echo "$SDK_A $SDK_B"').stdout, "1 two words\n")
+        self.assertEqual(self.sb.env.list()["env"].get("SDK_A"), "1")
+        after = self.sb.env.delete("SDK_A", "SDK_B")
+        self.assertNotIn("SDK_A", after["env"])
+        self.assertIsNone(self.sb.env.get("SDK_A"))
+        self.assertEqual(self.sb.exec("sh", "-c", 'echo "${SDK_A-unset}"').stdout, "unset\n")
+
     def test_errors_carry_the_s_code(self):
         with self.assertRaises(HutchError) as e:
             self.hutch.connect("00000000-0000-0000-0000-000000000000")

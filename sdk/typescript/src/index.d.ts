@@ -134,6 +134,7 @@ export class Sandbox {
   processes: Processes
   code: Code
   ports: Ports
+  env: Env
   static create (image?: string, options?: CreateOptions, client?: Hutch): Promise<Sandbox>
   static connect (id: string, client?: Hutch): Promise<Sandbox>
   static list (client?: Hutch): Promise<SandboxInfo[]>
@@ -241,3 +242,19 @@ export class Code {
   restart (contextId: string): Promise<unknown>
 }
 
+/** A sandbox's environment: its own variables and what execs start from. */
+export interface EnvInfo {
+  sandbox_id: string
+  /** Its own layer: the create's env and what set() added. */
+  env: Record<string, string>
+  /** The image's env, then its own: what a later exec starts from. */
+  effective: Record<string, string>
+}
+
+export class Env {
+  list (): Promise<EnvInfo>
+  /** A variable of the effective environment; undefined when not set. */
+  get (key: string): Promise<string | undefined>
+  set (env: Record<string, string>): Promise<EnvInfo>
+  delete (...keys: string[]): Promise<EnvInfo>
+}

@@ -156,6 +156,7 @@ export class Sandbox {
     this.processes = new Processes(this)
     this.code = new Code(this)
     this.ports = new Ports(this)
+    this.env = new Env(this)
   }
 
   /** The sandbox's REST path. */
@@ -338,6 +339,33 @@ class Code {
   async contexts () { return (await this.sb.client.request('GET', this.sb.path('/contexts'))).contexts }
   interrupt (contextId) { return this.sb.client.request('POST', `/v1/contexts/${q(contextId)}/interrupt`) }
   restart (contextId) { return this.sb.client.request('POST', `/v1/contexts/${q(contextId)}/restart`) }
+}
+
+/** A sandbox's own environment, under every later exec's, process's and
+ *  context's (running ones keep theirs). */
+class Env {
+  constructor (sb) { this.sb = sb }
+
+  /** {env: its own variables, effective: what an exec starts from}. */
+  list () { return this.sb.client.request('GET', this.sb.path('/env')) }
+
+  /** A variable of the effective environment; undefined when not set. */
+  async get (key) {
+    const res = await this.sb.client.request('GET', this.sb.path(`/env/${q(key)}`))
+    return res.set ? res.value : undefined
+  }
+
+  /** Add or replace variables; the environment after. */
+  set (env) { return this.sb.client.request('POST', this.sb.path('/env'), { env }) }
+
+  /** Remove variables (one of the image's goes back to the image's value);
+   *  the environment after. */
+  async delete (...keys) {
+    if (keys.length === 0) throw new TypeError('env.delete needs a key')
+    let res
+    for (const key of keys) res = await this.sb.client.request('DELETE', this.sb.path(`/env/${q(key)}`))
+    return res
+  }
 }
 
 function execBody (argv, { env, workdir, timeoutMs, stdin } = {}) {

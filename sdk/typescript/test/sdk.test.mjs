@@ -126,6 +126,19 @@ describe('@hutch/sdk', () => {
     }, (e) => e.code === 'S211')
   })
 
+  test('the sandbox environment', async () => {
+    let after = await sb.env.set({ TS_A: '1', TS_B: 'two words' })
+    assert.deepEqual([after.env.TS_A, after.env.TS_B], ['1', 'two words'])
+    assert.ok('PATH' in after.effective)
+    assert.equal(await sb.env.get('TS_B'), 'two words')
+    assert.equal((await sb.exec(['sh', '-c', 'echo "$TS_A $TS_B"'])).stdout, '1 two words\n')
+    assert.equal((await sb.env.list()).env.TS_A, '1')
+    after = await sb.env.delete('TS_A', 'TS_B')
+    assert.equal(after.env.TS_A, undefined)
+    assert.equal(await sb.env.get('TS_A'), undefined)
+    assert.equal((await sb.exec(['sh', '-c', 'echo "${TS_A-unset}"'])).stdout, 'unset\n')
+  })
+
   test('snapshot, and a sandbox disposed of', async () => {
     // What `await using scoped = ...` does where the syntax exists (Node 22+).
     const scoped = await Sandbox.create('python', {}, hutch)

@@ -21,6 +21,11 @@ async function use (): Promise<void> {
     }
   }
 
+  // The environment.
+  const env: Record<string, string> = (await sb.env.set({ A: '1' })).effective
+  const value: string | undefined = await sb.env.get('A')
+  await sb.env.delete('A', 'B')
+
   // Watching files.
   const watch = sb.files.watch('/work', { recursive: true, user: 'nobody' })
   for await (const e of watch) {
@@ -33,6 +38,6 @@ async function use (): Promise<void> {
   }
   watch.close()
 
-  void [code, text]
+  void [code, text, env, value]
 }
 void use
