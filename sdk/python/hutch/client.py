@@ -97,6 +97,8 @@ class Hutch:
         self.url = (url or os.environ.get("HUTCH_URL") or DEFAULT_URL).rstrip("/")
         self.token = token if token is not None else os.environ.get("HUTCH_TOKEN", "")
         self.timeout = timeout
+        self.networks = Networks(self)
+        self.volumes = Volumes(self)
 
     # The wire.
 
@@ -140,7 +142,10 @@ class Hutch:
 
     def create(self, image: str = "python", **options: Any) -> "Sandbox":
         """Create a sandbox (options: cpus, memory_mb, network, env,
-        idle_timeout_secs, timeout_secs, metadata, template, snapshot_id...)."""
+        idle_timeout_secs, timeout_secs, metadata, template, snapshot_id,
+        volumes...). network is True for outbound networking, or an egress
+        policy {"allow_out": [...], "deny_out": [...]}; volumes mount the
+        caller's volumes: [{"name", "path", "read_only"}]."""
         res = self.request("POST", "/v1/sandboxes", dict(options, image=image))
         return Sandbox(self, res["sandbox_id"], res.get("image", image))
 
@@ -169,6 +174,7 @@ class Sandbox:
         self.code = Code(self)
         self.ports = Ports(self)
         self.env = Env(self)
+        self.network = Network(self)
 
     def __enter__(self) -> "Sandbox":
         return self
@@ -496,8 +502,83 @@ class Env:
         return res
 
 
+class Network:
+    """A sandbox's network (it was created with network)."""
+
+    def __init__(self, sandbox: Sandbox):
+        self._sb = sandbox
+
+    def update(self, policy: Optional[Dict[str, Any]] = None, allow_out: Optional[List[str]] = None,
+               deny_out: Optional[List[str]] = None) -> Dict[str, Any]:
+        """Replace its egress policy ({"allow_out", "deny_out"}, or those
+        keywords; nothing lifts it). The answer: address, allow_out,
+        deny_out, networks, egress_denied."""
+        body = dict(policy or {})
+        if allow_out is not None:
+            body["allow_out"] = allow_out
+        if deny_out is not None:
+            body["deny_out"] = deny_out
+        return self._sb.client.request("POST", self._sb._path("/network"), body)
+
+
+class Networks:
+    """The caller's sandbox networks: members reach each other by name, id
+    or address; nobody else reaches them."""
+
+    def __init__(self, client: Hutch):
+        self._c = client
+
+    def create(self, name: str) -> Dict[str, Any]:
+        return self._c.request("POST", "/v1/networks", {"name": name})
+
+    def list(self) -> List[Dict[str, Any]]:
+        """Each network: name, created_at, members ({sandbox_id, name, address})."""
+        return self._c.request("GET", "/v1/networks")["networks"] or []
+
+    def delete(self, name: str) -> Dict[str, Any]:
+        return self._c.request("DELETE", "/v1/networks/" + _q(name))
+
+    def connect(self, name: str, sandbox: Any) -> Dict[str, Any]:
+        """Put a sandbox (or a sandbox id) on the network; the network after."""
+        return self._c.request("POST", f"/v1/networks/{_q(name)}/members", {"sandbox_id": _sandbox_id(sandbox)})
+
+    def disconnect(self, name: str, sandbox: Any) -> Dict[str, Any]:
+        return self._c.request("DELETE", f"/v1/networks/{_q(name)}/members/{_q(_sandbox_id(sandbox))}")
+
+
+class Volumes:
+    """The caller's volumes: named file systems of a fixed size that outlive
+    sandboxes, mounted at create (volumes=[{"name", "path", "read_only"}])."""
+
+    def __init__(self, client: Hutch):
+        self._c = client
+
+    def create(self, name: str, size_mb: int = 0) -> Dict[str, Any]:
+        """A new volume (size_mb: the daemon's default when 0)."""
+        body: Dict[str, Any] = {"name": name}
+        if size_mb:
+            body["size_mb"] = size_mb
+        return self._c.request("POST", "/v1/volumes", body)
+
+    def list(self) -> List[Dict[str, Any]]:
+        """Each volume: name, size_mb, created_at, sandbox_ids."""
+        return self._c.request("GET", "/v1/volumes")["volumes"] or []
+
+    def get(self, name: str) -> Dict[str, Any]:
+        """A volume with its used_bytes and available_bytes."""
+        return self._c.request("GET", "/v1/volumes/" + _q(name))
+
+    def delete(self, name: str) -> Dict[str, Any]:
+        """Delete a volume no live sandbox mounts (S262 otherwise)."""
+        return self._c.request("DELETE", "/v1/volumes/" + _q(name))
+
+
 def _q(s: str) -> str:
     return urllib.parse.quote(s, safe="")
+
+
+def _sandbox_id(sandbox: Any) -> str:
+    return sandbox.id if isinstance(sandbox, Sandbox) else str(sandbox)
 
 
 def _query(params: Dict[str, Any]) -> str:

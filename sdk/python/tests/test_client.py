@@ -3,11 +3,23 @@
 import os
 import sys
 import threading
+import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from hutch import Hutch, HutchError  # noqa: E402
+
+def until(check, what, tries=300, pause=0.1):
+    """check()'s first true value; a failure after tries (generous: no
+    test asserts a duration)."""
+    for _ in range(tries):
+        got = check()
+        if got:
+            return got
+        time.sleep(pause)
+    raise AssertionError("gave up waiting for " + what)
+
 
 class SandboxTest(unittest.TestCase):
     @classmethod
@@ -173,6 +185,95 @@ class LifecycleTest(unittest.TestCase):
             self.assertTrue(snap["snapshot_id"])
         self.assertTrue(hutch.connect(sb.id).info()["stopped"])
         hutch.request("DELETE", "/v1/snapshots/" + snap["snapshot_id"])
+
+
+def resolves(sb, name):
+    """Whether name resolves inside sandbox sb."""
+    return sb.exec("python3", "-c", f"import socket; socket.gethostbyname({name!r})").ok
+
+
+def denied_names(hutch, sb):
+    return {e["data"].get("name") for e in hutch.events(sandbox_id=sb.id, type="egress.denied")}
+
+
+class NetworkTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.hutch = Hutch()
+
+    def test_egress_policy(self):
+        with self.hutch.create("python", network={"deny_out": ["denied.example.test"]}) as sb:
+            self.assertEqual(sb.info()["egress"], {"deny_out": ["denied.example.test"]})
+            self.assertFalse(resolves(sb, "denied.example.test"))
+            # hutch's resolver refused it (not merely an unknown name).
+            until(lambda: "denied.example.test" in denied_names(self.hutch, sb), "an egress.denied event")
+            res = sb.network.update(deny_out=["also-denied.example.test"])
+            self.assertEqual(res["deny_out"], ["also-denied.example.test"])
+            self.assertFalse(resolves(sb, "also-denied.example.test"))
+            until(lambda: "also-denied.example.test" in denied_names(self.hutch, sb), "an egress.denied event")
+            res = sb.network.update({"allow_out": ["pypi.org"]})
+            self.assertEqual((res.get("allow_out"), res.get("deny_out")), (["pypi.org"], None))
+            self.assertNotIn("allow_out", sb.network.update())
+        with self.hutch.create("python") as sb:
+            with self.assertRaises(HutchError) as e:
+                sb.network.update(deny_out=["example.test"])
+            self.assertEqual(e.exception.code, "S252")
+
+    def test_networks(self):
+        name = "sdk-python-net"
+        try:
+            self.hutch.networks.delete(name)
+        except HutchError as e:
+            self.assertEqual(e.code, "S250")
+        net = self.hutch.networks.create(name)
+        self.assertEqual((net["name"], net["members"]), (name, []))
+        self.assertIn(name, [n["name"] for n in self.hutch.networks.list()])
+        try:
+            with self.hutch.create("python", network=True, name="sdk-python-web") as web, \
+                    self.hutch.create("python", network=True) as client:
+                self.hutch.networks.connect(name, web)
+                net = self.hutch.networks.connect(name, client.id)
+                self.assertEqual(sorted(m["sandbox_id"] for m in net["members"]), sorted([web.id, client.id]))
+                self.assertTrue(resolves(client, "sdk-python-web"))
+                self.assertTrue(resolves(client, web.id + "." + name))
+                with self.assertRaises(HutchError) as e:
+                    self.hutch.networks.delete(name)
+                self.assertEqual(e.exception.code, "S251")
+                net = self.hutch.networks.disconnect(name, client)
+                self.assertEqual([m["sandbox_id"] for m in net["members"]], [web.id])
+                self.assertFalse(resolves(client, "sdk-python-web"))
+                self.hutch.networks.disconnect(name, web.id)
+        finally:
+            self.hutch.networks.delete(name)
+        self.assertNotIn(name, [n["name"] for n in self.hutch.networks.list()])
+
+
+class VolumeTest(unittest.TestCase):
+    def test_a_volume_outlives_its_sandboxes(self):
+        hutch = Hutch()
+        name = "sdk-python-vol"
+        try:
+            hutch.volumes.delete(name)
+        except HutchError as e:
+            self.assertEqual(e.code, "S260")
+        self.assertEqual(hutch.volumes.create(name, size_mb=16)["size_mb"], 16)
+        try:
+            self.assertIn(name, [v["name"] for v in hutch.volumes.list()])
+            with hutch.create("python", volumes=[{"name": name, "path": "/data"}]) as writer:
+                writer.files.write("/data/note.txt", "kept")
+                self.assertEqual(hutch.volumes.get(name)["sandbox_ids"], [writer.id])
+                with self.assertRaises(HutchError) as e:
+                    hutch.volumes.delete(name)
+                self.assertEqual(e.exception.code, "S262")
+            with hutch.create("python", volumes=[{"name": name, "path": "/mnt/v", "read_only": True}]) as reader:
+                self.assertEqual(reader.files.read_text("/mnt/v/note.txt"), "kept")
+                self.assertFalse(reader.exec("touch", "/mnt/v/other").ok)
+            self.assertGreater(hutch.volumes.get(name)["used_bytes"], 0)
+        finally:
+            self.assertTrue(hutch.volumes.delete(name)["deleted"])
+        with self.assertRaises(HutchError) as e:
+            hutch.volumes.get(name)
+        self.assertEqual(e.exception.code, "S260")
 
 
 if __name__ == "__main__":

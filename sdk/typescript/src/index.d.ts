@@ -48,10 +48,28 @@ export class EventStream<R = any, Ev = StreamEvent> implements AsyncIterable<Ev>
   [Symbol.asyncDispose] (): Promise<void>
 }
 
+/** What a sandbox may reach outside: entries are IPv4 addresses or CIDRs,
+ *  host names or `*.domain`, each with an optional `:port`. With allow_out,
+ *  everything else is refused; deny_out wins. */
+export interface EgressPolicy {
+  allow_out?: string[]
+  deny_out?: string[]
+}
+
+/** A volume mounted at create. */
+export interface VolumeMount {
+  name: string
+  /** Where the sandbox sees it: absolute. */
+  path: string
+  read_only?: boolean
+}
+
 export interface CreateOptions {
   cpus?: number
   memory_mb?: number
-  network?: boolean
+  /** true for outbound networking, or an egress policy (which implies it). */
+  network?: boolean | EgressPolicy
+  volumes?: VolumeMount[]
   env?: Record<string, string> | string[]
   idle_timeout_secs?: number
   timeout_secs?: number
@@ -110,6 +128,8 @@ export class Hutch {
   constructor (options?: { url?: string, token?: string })
   url: string
   token: string
+  networks: Networks
+  volumes: Volumes
   fetch (method: string, path: string, options?: { body?: unknown, raw?: BodyInit, accept?: string, contentType?: string, signal?: AbortSignal }): Promise<Response>
   request<T = any> (method: string, path: string, body?: unknown): Promise<T>
   stream<R = any> (method: string, path: string, body?: unknown): EventStream<R>
@@ -135,6 +155,7 @@ export class Sandbox {
   code: Code
   ports: Ports
   env: Env
+  network: Network
   static create (image?: string, options?: CreateOptions, client?: Hutch): Promise<Sandbox>
   static connect (id: string, client?: Hutch): Promise<Sandbox>
   static list (client?: Hutch): Promise<SandboxInfo[]>
@@ -257,4 +278,51 @@ export class Env {
   get (key: string): Promise<string | undefined>
   set (env: Record<string, string>): Promise<EnvInfo>
   delete (...keys: string[]): Promise<EnvInfo>
+}
+
+export interface SandboxNetwork {
+  sandbox_id: string
+  address: string
+  allow_out?: string[] | null
+  deny_out?: string[] | null
+  networks: string[] | null
+  /** Packets the policy refused. */
+  egress_denied: number
+}
+
+export class Network {
+  /** Replace the egress policy ({} lifts it). */
+  update (policy?: EgressPolicy): Promise<SandboxNetwork>
+}
+
+export interface NetworkInfo {
+  name: string
+  created_at: string
+  members: Array<{ sandbox_id: string, name?: string, address: string }> | null
+}
+
+export class Networks {
+  create (name: string): Promise<NetworkInfo>
+  list (): Promise<NetworkInfo[]>
+  delete (name: string): Promise<NetworkInfo>
+  connect (name: string, sandbox: Sandbox | string): Promise<NetworkInfo>
+  disconnect (name: string, sandbox: Sandbox | string): Promise<NetworkInfo>
+}
+
+export interface VolumeInfo {
+  name: string
+  size_mb: number
+  created_at: string
+  /** get() only (0 in lists). */
+  used_bytes: number
+  available_bytes: number
+  /** The live sandboxes that mount it. */
+  sandbox_ids: string[] | null
+}
+
+export class Volumes {
+  create (name: string, options?: { sizeMb?: number }): Promise<VolumeInfo>
+  list (): Promise<VolumeInfo[]>
+  get (name: string): Promise<VolumeInfo>
+  delete (name: string): Promise<{ name: string, deleted: boolean }>
 }

@@ -33,6 +33,8 @@ export class Hutch {
   constructor ({ url, token } = {}) {
     this.url = (url ?? process.env.HUTCH_URL ?? DEFAULT_URL).replace(/\/+$/, '')
     this.token = token ?? process.env.HUTCH_TOKEN ?? ''
+    this.networks = new Networks(this)
+    this.volumes = new Volumes(this)
   }
 
   async fetch (method, path, { body, raw, accept = 'application/json', contentType = 'application/json', signal } = {}) {
@@ -71,7 +73,9 @@ export class Hutch {
     return this.request('POST', `/v1/functions/${functionId}`, payload)
   }
 
-  /** Create a sandbox (options: cpus, memory_mb, network, env, ...). */
+  /** Create a sandbox (options: cpus, memory_mb, network: true or an
+   *  egress policy {allow_out, deny_out}, env, volumes: [{name, path,
+   *  read_only}], ...). */
   async create (image = 'python', options = {}) {
     const res = await this.request('POST', '/v1/sandboxes', { ...options, image })
     return new Sandbox(this, res.sandbox_id, res.image ?? image)
@@ -157,6 +161,7 @@ export class Sandbox {
     this.code = new Code(this)
     this.ports = new Ports(this)
     this.env = new Env(this)
+    this.network = new Network(this)
   }
 
   /** The sandbox's REST path. */
@@ -367,6 +372,40 @@ class Env {
     return res
   }
 }
+
+/** A sandbox's network (it was created with `network`). */
+class Network {
+  constructor (sb) { this.sb = sb }
+
+  /** Replace its egress policy ({allow_out, deny_out}; {} lifts it). */
+  update (policy = {}) { return this.sb.client.request('POST', this.sb.path('/network'), policy) }
+}
+
+const sandboxId = (sb) => typeof sb === 'string' ? sb : sb.id
+
+/** The caller's sandbox networks: members reach each other by name, id or
+ *  address; nobody else reaches them. */
+class Networks {
+  constructor (client) { this.client = client }
+  create (name) { return this.client.request('POST', '/v1/networks', { name }) }
+  async list () { return (await this.client.request('GET', '/v1/networks')).networks ?? [] }
+  delete (name) { return this.client.request('DELETE', `/v1/networks/${q(name)}`) }
+  /** Put a sandbox (or a sandbox id) on the network; the network after. */
+  connect (name, sb) { return this.client.request('POST', `/v1/networks/${q(name)}/members`, { sandbox_id: sandboxId(sb) }) }
+  disconnect (name, sb) { return this.client.request('DELETE', `/v1/networks/${q(name)}/members/${q(sandboxId(sb))}`) }
+}
+
+/** The caller's volumes: named file systems of a fixed size that outlive
+ *  sandboxes, mounted at create (volumes: [{name, path, read_only}]). */
+class Volumes {
+  constructor (client) { this.client = client }
+  create (name, { sizeMb } = {}) { return this.client.request('POST', '/v1/volumes', sizeMb ? { name, size_mb: sizeMb } : { name }) }
+  async list () { return (await this.client.request('GET', '/v1/volumes')).volumes ?? [] }
+  get (name) { return this.client.request('GET', `/v1/volumes/${q(name)}`) }
+  /** Delete a volume no live sandbox mounts (S262 otherwise). */
+  delete (name) { return this.client.request('DELETE', `/v1/volumes/${q(name)}`) }
+}
+
 
 function execBody (argv, { env, workdir, timeoutMs, stdin } = {}) {
   if (!Array.isArray(argv) || argv.length === 0) throw new TypeError('exec needs a command: an array of strings')

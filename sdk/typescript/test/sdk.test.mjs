@@ -9,6 +9,22 @@ let sb
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
+// check()'s first truthy value; a failure after tries (generous: no test
+// asserts a duration).
+async function until (check, what, tries = 300) {
+  for (let i = 0; i < tries; i++) {
+    const got = await check()
+    if (got) return got
+    await sleep(100)
+  }
+  assert.fail(`gave up waiting for ${what}`)
+}
+
+// Whether name resolves inside sandbox box.
+async function resolves (box, name) {
+  return (await box.exec(['python3', '-c', 'import socket, sys; socket.gethostbyname(sys.argv[1])', name])).exitCode === 0
+}
+
 before(async () => { sb = await hutch.create('python') }, { timeout: 300_000 })
 after(async () => { await sb?.stop() })
 
@@ -169,5 +185,86 @@ describe('terminal', () => {
     assert.match(shown, /30 100/)
     assert.match(shown, /done2/)
     assert.equal(code, 3)
+  })
+})
+
+describe('networks', () => {
+  const deniedNames = async (box) => new Set((await hutch.events({ sandbox_id: box.id, type: 'egress.denied' })).map((e) => e.data.name))
+
+  test('an egress policy at create and replaced while it runs', async () => {
+    const box = await hutch.create('python', { network: { deny_out: ['denied.example.test'] } })
+    try {
+      assert.deepEqual((await box.info()).egress, { deny_out: ['denied.example.test'] })
+      assert.equal(await resolves(box, 'denied.example.test'), false)
+      // hutch's resolver refused it (not merely an unknown name).
+      await until(async () => (await deniedNames(box)).has('denied.example.test'), 'an egress.denied event')
+      let res = await box.network.update({ deny_out: ['also-denied.example.test'] })
+      assert.deepEqual(res.deny_out, ['also-denied.example.test'])
+      assert.equal(await resolves(box, 'also-denied.example.test'), false)
+      await until(async () => (await deniedNames(box)).has('also-denied.example.test'), 'an egress.denied event')
+      res = await box.network.update({ allow_out: ['pypi.org'] })
+      assert.deepEqual([res.allow_out, res.deny_out], [['pypi.org'], undefined])
+      assert.equal((await box.network.update()).allow_out, undefined)
+    } finally {
+      await box.stop()
+    }
+    await assert.rejects(sb.network.update({ deny_out: ['example.test'] }), (e) => e instanceof HutchError && e.code === 'S252')
+  })
+
+  test('sandbox networks: create, connect, resolve, disconnect, delete', async () => {
+    const name = 'sdk-ts-net'
+    await hutch.networks.delete(name).catch((e) => assert.equal(e.code, 'S250'))
+    const net = await hutch.networks.create(name)
+    assert.deepEqual([net.name, net.members], [name, []])
+    assert.ok((await hutch.networks.list()).some((n) => n.name === name))
+    const web = await hutch.create('python', { network: true, name: 'sdk-ts-web' })
+    const client = await hutch.create('python', { network: true })
+    try {
+      await hutch.networks.connect(name, web)
+      let after = await hutch.networks.connect(name, client.id)
+      assert.deepEqual(after.members.map((m) => m.sandbox_id).sort(), [web.id, client.id].sort())
+      assert.equal(await resolves(client, 'sdk-ts-web'), true)
+      assert.equal(await resolves(client, `${web.id}.${name}`), true)
+      await assert.rejects(hutch.networks.delete(name), (e) => e.code === 'S251')
+      after = await hutch.networks.disconnect(name, client)
+      assert.deepEqual(after.members.map((m) => m.sandbox_id), [web.id])
+      assert.equal(await resolves(client, 'sdk-ts-web'), false)
+      await hutch.networks.disconnect(name, web.id)
+    } finally {
+      await web.stop()
+      await client.stop()
+      await hutch.networks.delete(name)
+    }
+    assert.ok(!(await hutch.networks.list()).some((n) => n.name === name))
+  })
+})
+
+describe('volumes', () => {
+  test('a volume outlives its sandboxes', async () => {
+    const name = 'sdk-ts-vol'
+    await hutch.volumes.delete(name).catch((e) => assert.equal(e.code, 'S260'))
+    assert.equal((await hutch.volumes.create(name, { sizeMb: 16 })).size_mb, 16)
+    try {
+      assert.ok((await hutch.volumes.list()).some((v) => v.name === name))
+      const writer = await hutch.create('python', { volumes: [{ name, path: '/data' }] })
+      try {
+        await writer.files.write('/data/note.txt', 'kept')
+        assert.deepEqual((await hutch.volumes.get(name)).sandbox_ids, [writer.id])
+        await assert.rejects(hutch.volumes.delete(name), (e) => e.code === 'S262')
+      } finally {
+        await writer.stop()
+      }
+      const reader = await hutch.create('python', { volumes: [{ name, path: '/mnt/v', read_only: true }] })
+      try {
+        assert.equal(await reader.files.readText('/mnt/v/note.txt'), 'kept')
+        assert.notEqual((await reader.exec(['touch', '/mnt/v/other'])).exitCode, 0)
+      } finally {
+        await reader.stop()
+      }
+      assert.ok((await hutch.volumes.get(name)).used_bytes > 0)
+    } finally {
+      assert.equal((await hutch.volumes.delete(name)).deleted, true)
+    }
+    await assert.rejects(hutch.volumes.get(name), (e) => e.code === 'S260')
   })
 })

@@ -1,5 +1,5 @@
 // Type-checked by make test (tsc --noEmit): the declarations describe the API.
-import { Hutch, HutchError, Sandbox, type CellResult, type ExecResult, type WatchChange } from '@hutch/sdk'
+import { Hutch, HutchError, Sandbox, type CellResult, type ExecResult, type VolumeInfo, type WatchChange } from '@hutch/sdk'
 
 async function use (): Promise<void> {
   const hutch = new Hutch({ url: 'http://127.0.0.1:3111' })
@@ -21,6 +21,19 @@ async function use (): Promise<void> {
     }
   }
 
+  // Egress policies, networks, volumes.
+  const vol: VolumeInfo = await hutch.volumes.create('cache', { sizeMb: 64 })
+  const web = await hutch.create('python', {
+    network: { allow_out: ['pypi.org:443'], deny_out: ['10.0.0.0/8'] },
+    volumes: [{ name: vol.name, path: '/cache', read_only: true }]
+  })
+  const policy = await web.network.update({ deny_out: ['example.com'] })
+  const denied: number = policy.egress_denied
+  await hutch.networks.create('app')
+  const members = (await hutch.networks.connect('app', web)).members ?? []
+  await hutch.networks.disconnect('app', web.id)
+  const names: string[] = (await hutch.networks.list()).map((n) => n.name)
+
   // The environment.
   const env: Record<string, string> = (await sb.env.set({ A: '1' })).effective
   const value: string | undefined = await sb.env.get('A')
@@ -38,6 +51,6 @@ async function use (): Promise<void> {
   }
   watch.close()
 
-  void [code, text, env, value]
+  void [code, text, denied, members, names, env, value]
 }
 void use
