@@ -175,6 +175,7 @@ class Sandbox:
         self.ports = Ports(self)
         self.env = Env(self)
         self.network = Network(self)
+        self.git = Git(self)
 
     def __enter__(self) -> "Sandbox":
         return self
@@ -571,6 +572,117 @@ class Volumes:
     def delete(self, name: str) -> Dict[str, Any]:
         """Delete a volume no live sandbox mounts (S262 otherwise)."""
         return self._c.request("DELETE", "/v1/volumes/" + _q(name))
+
+
+class Git:
+    """git in the sandbox, one operation a call (sandbox::git::{op}), each
+    answering its structured result. Every operation takes the repository's
+    path first (absolute; "" for the image's working directory) and the
+    keywords user, env and timeout_ms; clone, fetch, pull and push take
+    credentials for that one call (username and password, or token)."""
+
+    _TARGET = ("user", "env", "timeout_ms")
+
+    def __init__(self, sandbox: Sandbox):
+        self._sb = sandbox
+
+    def _op(self, op: str, path: str, target: Dict[str, Any], exact: Optional[Dict[str, Any]] = None,
+            **fields: Any) -> Dict[str, Any]:
+        """POST op: fields and target without their unset values (None,
+        False, "", []), exact as they are."""
+        unknown = sorted(set(target) - set(self._TARGET))
+        if unknown:
+            raise TypeError(f"git {op}: unknown option {', '.join(unknown)}")
+        body = {k: v for k, v in dict(fields, **target).items() if v is not None and v is not False and v != "" and v != []}
+        body.update(exact or {})
+        if path:
+            body["path"] = path
+        return self._sb.client.request("POST", self._sb._path("/git/" + op), body)
+
+    def init(self, path: str = "", bare: bool = False, initial_branch: str = "", **target: Any) -> Dict[str, Any]:
+        return self._op("init", path, target, bare=bare, initial_branch=initial_branch)
+
+    def clone(self, url: str, path: str = "", branch: str = "", depth: int = 0, username: str = "",
+              password: str = "", token: str = "", **target: Any) -> Dict[str, Any]:
+        """Clone url into path (a directory named after the repository by
+        default); origin is stored without credentials."""
+        return self._op("clone", path, target, url=url, branch=branch, depth=depth or None,
+                        username=username, password=password, token=token)
+
+    def status(self, path: str = "", **target: Any) -> Dict[str, Any]:
+        """branch, commit, upstream, ahead, behind, clean and files."""
+        return self._op("status", path, target)
+
+    def add(self, path: str = "", paths: Optional[List[str]] = None, **target: Any) -> Dict[str, Any]:
+        """Stage paths (every change without); the status after."""
+        return self._op("add", path, target, paths=paths)
+
+    def commit(self, path: str, message: str, all: bool = False, allow_empty: bool = False, amend: bool = False,
+               author_name: str = "", author_email: str = "", **target: Any) -> Dict[str, Any]:
+        """{"commit": {hash, parents, author, email, date, subject}}."""
+        return self._op("commit", path, target, message=message, all=all, allow_empty=allow_empty, amend=amend,
+                        author_name=author_name, author_email=author_email)
+
+    def diff(self, path: str = "", staged: bool = False, ref: str = "", paths: Optional[List[str]] = None,
+             name_status: bool = False, max_bytes: int = 0, **target: Any) -> Dict[str, Any]:
+        """{"diff": text, "truncated", "files" (with name_status)}."""
+        return self._op("diff", path, target, staged=staged, ref=ref, paths=paths, name_status=name_status,
+                        max_bytes=max_bytes or None)
+
+    def log(self, path: str = "", ref: str = "", max_count: int = 0, skip: int = 0,
+            paths: Optional[List[str]] = None, **target: Any) -> Dict[str, Any]:
+        """{"commits": [...], newest first}."""
+        return self._op("log", path, target, ref=ref, max_count=max_count or None, skip=skip or None, paths=paths)
+
+    def branch(self, path: str = "", name: str = "", start_point: str = "", delete: bool = False,
+               force: bool = False, remotes: bool = False, **target: Any) -> Dict[str, Any]:
+        """The branches; with name, first creates (or deletes) it."""
+        return self._op("branch", path, target, name=name, start_point=start_point, delete=delete, force=force,
+                        remotes=remotes)
+
+    def checkout(self, path: str, ref: str, create: bool = False, start_point: str = "", force: bool = False,
+                 **target: Any) -> Dict[str, Any]:
+        return self._op("checkout", path, target, ref=ref, create=create, start_point=start_point, force=force)
+
+    def reset(self, path: str = "", ref: str = "", mode: str = "", paths: Optional[List[str]] = None,
+              **target: Any) -> Dict[str, Any]:
+        return self._op("reset", path, target, ref=ref, mode=mode, paths=paths)
+
+    def restore(self, path: str, paths: List[str], staged: bool = False, worktree: bool = False, source: str = "",
+                **target: Any) -> Dict[str, Any]:
+        return self._op("restore", path, target, paths=paths, staged=staged, worktree=worktree, source=source)
+
+    def remote(self, path: str = "", name: str = "", url: str = "", remove: bool = False, overwrite: bool = False,
+               **target: Any) -> Dict[str, Any]:
+        """The remotes; with name and url, first adds one (remove: removes it)."""
+        return self._op("remote", path, target, name=name, url=url, remove=remove, overwrite=overwrite)
+
+    def config(self, path: str = "", key: str = "", value: Optional[str] = None, unset: bool = False,
+               scope: str = "", **target: Any) -> Dict[str, Any]:
+        """Set key to value, get key's values (no value), unset it, or list
+        every entry (no key) of the scope ("local" by default, or "global");
+        {"entries": [{key, value}]}."""
+        return self._op("config", path, target, None if value is None else {"value": value},
+                        key=key, unset=unset, scope=scope)
+
+    def fetch(self, path: str = "", remote: str = "", branch: str = "", prune: bool = False, username: str = "",
+              password: str = "", token: str = "", **target: Any) -> Dict[str, Any]:
+        return self._op("fetch", path, target, remote=remote, branch=branch, prune=prune,
+                        username=username, password=password, token=token)
+
+    def push(self, path: str = "", remote: str = "", branch: str = "", set_upstream: bool = False,
+             force: bool = False, username: str = "", password: str = "", token: str = "",
+             **target: Any) -> Dict[str, Any]:
+        """{"remote", "refs": [{local, remote, status, summary}]}."""
+        return self._op("push", path, target, remote=remote, branch=branch, set_upstream=set_upstream, force=force,
+                        username=username, password=password, token=token)
+
+    def pull(self, path: str = "", remote: str = "", branch: str = "", rebase: bool = False, ff_only: bool = False,
+             author_name: str = "", author_email: str = "", username: str = "", password: str = "",
+             token: str = "", **target: Any) -> Dict[str, Any]:
+        return self._op("pull", path, target, remote=remote, branch=branch, rebase=rebase, ff_only=ff_only,
+                        author_name=author_name, author_email=author_email,
+                        username=username, password=password, token=token)
 
 
 def _q(s: str) -> str:

@@ -1,5 +1,6 @@
 """The Python SDK against a real daemon ($HUTCH_URL)."""
 
+import base64
 import os
 import sys
 import threading
@@ -9,6 +10,20 @@ import unittest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from hutch import Hutch, HutchError  # noqa: E402
+
+# A web server for the sandbox's loopback that logs each request's
+# Authorization header to /tmp/auth.log and answers 404.
+AUTH_LOGGER = r'''
+import http.server
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        with open("/tmp/auth.log", "a") as f:
+            f.write(self.headers.get("Authorization", "-") + "\n")
+        self.send_response(404)
+        self.end_headers()
+http.server.HTTPServer(("127.0.0.1", 8765), H).serve_forever()
+'''
+
 
 def until(check, what, tries=300, pause=0.1):
     """check()'s first true value; a failure after tries (generous: no
@@ -168,6 +183,54 @@ class SandboxTest(unittest.TestCase):
         self.assertNotIn("SDK_A", after["env"])
         self.assertIsNone(self.sb.env.get("SDK_A"))
         self.assertEqual(self.sb.exec("sh", "-c", 'echo "${SDK_A-unset}"').stdout, "unset\n")
+
+    def test_git(self):
+        repo = "/tmp/sdk-repo"
+        self.assertEqual(self.sb.git.init(repo, initial_branch="main")["path"], repo)
+        self.sb.files.write(repo + "/a.txt", "one\n")
+        st = self.sb.git.status(repo)
+        self.assertFalse(st["clean"])
+        self.assertEqual([(f["path"], f["status"]) for f in st["files"]], [("a.txt", "untracked")])
+        st = self.sb.git.add(repo)
+        self.assertEqual([(f["path"], f["staged"]) for f in st["files"]], [("a.txt", True)])
+        commit = self.sb.git.commit(repo, "first", author_name="SDK", author_email="sdk@example.test")["commit"]
+        self.assertEqual((commit["subject"], commit["author"]), ("first", "SDK"))
+        st = self.sb.git.status(repo)
+        self.assertTrue(st["clean"])
+        self.assertEqual((st["branch"], st["commit"]), ("main", commit["hash"]))
+        self.sb.files.write(repo + "/a.txt", "one\ntwo\n")
+        diff = self.sb.git.diff(repo, name_status=True)
+        self.assertIn("+two", diff["diff"])
+        self.assertEqual(diff["files"], [{"status": "M", "path": "a.txt"}])
+        self.sb.git.config(repo, key="user.name", value="Config Name")
+        self.sb.git.config(repo, key="user.email", value="config@example.test")
+        self.sb.git.commit(repo, "second", all=True)
+        log = self.sb.git.log(repo)["commits"]
+        self.assertEqual([(c["subject"], c["author"]) for c in log], [("second", "Config Name"), ("first", "SDK")])
+        self.assertEqual(self.sb.git.branch(repo)["current"], "main")
+        with self.assertRaises(HutchError) as e:
+            self.sb.git.commit(repo, "nothing")
+        self.assertEqual(e.exception.code, "S274")
+        with self.assertRaises(HutchError) as e:
+            self.sb.git.status("/tmp")
+        self.assertEqual(e.exception.code, "S270")
+
+    def test_git_credentials_for_one_call(self):
+        # A clone from a server on the sandbox's loopback that logs what
+        # it is sent: the token goes as basic auth, in that call only.
+        pid = self.sb.processes.start("python3", "-c", AUTH_LOGGER)
+        try:
+            def logged():
+                try:
+                    self.sb.git.clone("http://127.0.0.1:8765/r.git", "/tmp/cloned", username="sdk", token="t0ken")
+                except HutchError as e:
+                    # 404 (S272), or S275 until the server listens.
+                    self.assertIn(e.code, ("S272", "S275"))
+                return self.sb.exec("cat", "/tmp/auth.log").stdout
+            self.assertIn("Basic " + base64.b64encode(b"sdk:t0ken").decode(), until(logged, "the clone's request"))
+        finally:
+            self.sb.processes.kill(pid)
+        self.assertNotIn("t0ken", self.sb.exec("sh", "-c", "env; cat ~/.gitconfig 2>/dev/null").stdout)
 
     def test_errors_carry_the_s_code(self):
         with self.assertRaises(HutchError) as e:

@@ -156,6 +156,7 @@ export class Sandbox {
   ports: Ports
   env: Env
   network: Network
+  git: Git
   static create (image?: string, options?: CreateOptions, client?: Hutch): Promise<Sandbox>
   static connect (id: string, client?: Hutch): Promise<Sandbox>
   static list (client?: Hutch): Promise<SandboxInfo[]>
@@ -325,4 +326,90 @@ export class Volumes {
   list (): Promise<VolumeInfo[]>
   get (name: string): Promise<VolumeInfo>
   delete (name: string): Promise<{ name: string, deleted: boolean }>
+}
+
+/** What every git operation takes besides the repository's path. */
+export interface GitOptions {
+  /** Run git as this user of the image (its home as HOME). */
+  user?: string
+  env?: Record<string, string> | string[]
+  timeoutMs?: number
+}
+
+/** Credentials of an http(s) remote, for the one call. */
+export interface GitCredentials {
+  username?: string
+  password?: string
+  /** Sent as the password of username (x-access-token by default). */
+  token?: string
+}
+
+export interface GitIdentity {
+  authorName?: string
+  authorEmail?: string
+}
+
+export interface GitFileStatus {
+  path: string
+  renamed_from?: string
+  index: string
+  worktree: string
+  status: string
+  staged: boolean
+  conflicted?: boolean
+  untracked?: boolean
+}
+
+export interface GitStatus {
+  branch?: string
+  detached?: boolean
+  commit?: string
+  upstream?: string
+  ahead: number
+  behind: number
+  clean: boolean
+  files: GitFileStatus[] | null
+  truncated?: boolean
+}
+
+export interface GitCommit {
+  hash: string
+  parents: string[] | null
+  author: string
+  email: string
+  /** The author date, RFC 3339. */
+  date: string
+  subject: string
+}
+
+export interface GitBranch {
+  name: string
+  current: boolean
+  remote?: boolean
+  upstream?: string
+  commit: string
+  ahead?: number
+  behind?: number
+  gone?: boolean
+}
+
+export class Git {
+  init (path: string, options?: GitOptions & { bare?: boolean, initialBranch?: string }): Promise<{ path: string, bare: boolean }>
+  clone (url: string, path?: string, options?: GitOptions & GitCredentials & { branch?: string, depth?: number }): Promise<{ path: string, url: string, branch?: string, commit?: string }>
+  status (path: string, options?: GitOptions): Promise<GitStatus>
+  /** Stage paths (every change without them); the status after. */
+  add (path: string, paths?: string[], options?: GitOptions): Promise<GitStatus>
+  commit (path: string, message: string, options?: GitOptions & GitIdentity & { all?: boolean, allowEmpty?: boolean, amend?: boolean }): Promise<{ commit: GitCommit }>
+  diff (path: string, options?: GitOptions & { staged?: boolean, ref?: string, paths?: string[], nameStatus?: boolean, maxBytes?: number }): Promise<{ diff: string, truncated: boolean, files?: Array<{ status: string, path: string, renamed_from?: string }> }>
+  /** Newest first. */
+  log (path: string, options?: GitOptions & { ref?: string, maxCount?: number, skip?: number, paths?: string[] }): Promise<{ commits: GitCommit[] | null, truncated?: boolean }>
+  branch (path: string, options?: GitOptions & { name?: string, startPoint?: string, delete?: boolean, force?: boolean, remotes?: boolean }): Promise<{ current?: string, branches: GitBranch[] | null }>
+  checkout (path: string, ref: string, options?: GitOptions & { create?: boolean, startPoint?: string, force?: boolean }): Promise<GitStatus>
+  reset (path: string, options?: GitOptions & { mode?: 'soft' | 'mixed' | 'hard', ref?: string, paths?: string[] }): Promise<GitStatus>
+  restore (path: string, paths: string[], options?: GitOptions & { staged?: boolean, worktree?: boolean, source?: string }): Promise<GitStatus>
+  remote (path: string, options?: GitOptions & { name?: string, url?: string, remove?: boolean, overwrite?: boolean }): Promise<{ remotes: Array<{ name: string, url: string, push_url?: string }> | null }>
+  config (path: string, options?: GitOptions & { key?: string, value?: string, unset?: boolean, scope?: 'local' | 'global' }): Promise<{ entries: Array<{ key: string, value: string }> | null }>
+  fetch (path: string, options?: GitOptions & GitCredentials & { remote?: string, branch?: string, prune?: boolean }): Promise<GitStatus>
+  push (path: string, options?: GitOptions & GitCredentials & { remote?: string, branch?: string, setUpstream?: boolean, force?: boolean }): Promise<{ remote: string, refs: Array<{ local: string, remote: string, status: string, summary?: string }> | null }>
+  pull (path: string, options?: GitOptions & GitCredentials & GitIdentity & { remote?: string, branch?: string, rebase?: boolean, ffOnly?: boolean }): Promise<GitStatus>
 }

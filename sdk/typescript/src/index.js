@@ -162,6 +162,7 @@ export class Sandbox {
     this.ports = new Ports(this)
     this.env = new Env(this)
     this.network = new Network(this)
+    this.git = new Git(this)
   }
 
   /** The sandbox's REST path. */
@@ -406,6 +407,43 @@ class Volumes {
   delete (name) { return this.client.request('DELETE', `/v1/volumes/${q(name)}`) }
 }
 
+/** git in the sandbox, one operation a call (sandbox::git::{op}), each
+ *  answering its structured result. Every operation takes the repository's
+ *  path first (absolute; '' for the image's working directory) and options
+ *  in camelCase (user, env, timeoutMs and its own); clone, fetch, pull and
+ *  push take credentials for that one call (username and password, or
+ *  token). */
+class Git {
+  constructor (sb) { this.sb = sb }
+
+  op (name, path, fields, options = {}) {
+    const body = {}
+    for (const [k, v] of Object.entries({ ...options, ...fields })) {
+      if (v !== undefined) body[k.replace(/[A-Z]/g, (c) => '_' + c.toLowerCase())] = v
+    }
+    if (path) body.path = path
+    return this.sb.client.request('POST', this.sb.path(`/git/${name}`), body)
+  }
+
+  init (path, options) { return this.op('init', path, {}, options) }
+  /** Clone url into path; origin is stored without credentials. */
+  clone (url, path, options) { return this.op('clone', path, { url }, options) }
+  status (path, options) { return this.op('status', path, {}, options) }
+  /** Stage paths (every change without); the status after. */
+  add (path, paths, options) { return this.op('add', path, { paths }, options) }
+  commit (path, message, options) { return this.op('commit', path, { message }, options) }
+  diff (path, options) { return this.op('diff', path, {}, options) }
+  log (path, options) { return this.op('log', path, {}, options) }
+  branch (path, options) { return this.op('branch', path, {}, options) }
+  checkout (path, ref, options) { return this.op('checkout', path, { ref }, options) }
+  reset (path, options) { return this.op('reset', path, {}, options) }
+  restore (path, paths, options) { return this.op('restore', path, { paths }, options) }
+  remote (path, options) { return this.op('remote', path, {}, options) }
+  config (path, options) { return this.op('config', path, {}, options) }
+  fetch (path, options) { return this.op('fetch', path, {}, options) }
+  push (path, options) { return this.op('push', path, {}, options) }
+  pull (path, options) { return this.op('pull', path, {}, options) }
+}
 
 function execBody (argv, { env, workdir, timeoutMs, stdin } = {}) {
   if (!Array.isArray(argv) || argv.length === 0) throw new TypeError('exec needs a command: an array of strings')

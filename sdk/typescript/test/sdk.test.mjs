@@ -25,6 +25,19 @@ async function resolves (box, name) {
   return (await box.exec(['python3', '-c', 'import socket, sys; socket.gethostbyname(sys.argv[1])', name])).exitCode === 0
 }
 
+// A web server for the sandbox's loopback that logs each request's
+// Authorization header to /tmp/ts-auth.log and answers 404.
+const AUTH_LOGGER = `
+import http.server
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        with open("/tmp/ts-auth.log", "a") as f:
+            f.write(self.headers.get("Authorization", "-") + "\\n")
+        self.send_response(404)
+        self.end_headers()
+http.server.HTTPServer(("127.0.0.1", 8766), H).serve_forever()
+`
+
 before(async () => { sb = await hutch.create('python') }, { timeout: 300_000 })
 after(async () => { await sb?.stop() })
 
@@ -153,6 +166,50 @@ describe('@hutch/sdk', () => {
     assert.equal(after.env.TS_A, undefined)
     assert.equal(await sb.env.get('TS_A'), undefined)
     assert.equal((await sb.exec(['sh', '-c', 'echo "${TS_A-unset}"'])).stdout, 'unset\n')
+  })
+
+  test('git: init, status, add, commit, diff, log, config, errors', async () => {
+    const repo = '/tmp/ts-repo'
+    assert.equal((await sb.git.init(repo, { initialBranch: 'main' })).path, repo)
+    await sb.files.write(`${repo}/a.txt`, 'one\n')
+    let st = await sb.git.status(repo)
+    assert.equal(st.clean, false)
+    assert.deepEqual(st.files.map((f) => [f.path, f.status]), [['a.txt', 'untracked']])
+    st = await sb.git.add(repo)
+    assert.deepEqual(st.files.map((f) => [f.path, f.staged]), [['a.txt', true]])
+    const { commit } = await sb.git.commit(repo, 'first', { authorName: 'SDK', authorEmail: 'sdk@example.test' })
+    assert.deepEqual([commit.subject, commit.author], ['first', 'SDK'])
+    st = await sb.git.status(repo)
+    assert.deepEqual([st.clean, st.branch, st.commit], [true, 'main', commit.hash])
+    await sb.files.write(`${repo}/a.txt`, 'one\ntwo\n')
+    const diff = await sb.git.diff(repo, { nameStatus: true })
+    assert.match(diff.diff, /\+two/)
+    assert.deepEqual(diff.files, [{ status: 'M', path: 'a.txt' }])
+    await sb.git.config(repo, { key: 'user.name', value: 'Config Name' })
+    await sb.git.config(repo, { key: 'user.email', value: 'config@example.test' })
+    await sb.git.commit(repo, 'second', { all: true })
+    const log = await sb.git.log(repo, { maxCount: 10 })
+    assert.deepEqual(log.commits.map((c) => [c.subject, c.author]), [['second', 'Config Name'], ['first', 'SDK']])
+    assert.equal((await sb.git.branch(repo)).current, 'main')
+    await assert.rejects(sb.git.commit(repo, 'nothing'), (e) => e instanceof HutchError && e.code === 'S274')
+    await assert.rejects(sb.git.status('/tmp'), (e) => e.code === 'S270')
+  })
+
+  test('git credentials go with one call', async () => {
+    // A clone from a server on the sandbox's loopback that logs what it is
+    // sent: the token goes as basic auth, in that call only.
+    const pid = await sb.processes.start(['python3', '-c', AUTH_LOGGER])
+    try {
+      const log = await until(async () => {
+        await sb.git.clone('http://127.0.0.1:8766/r.git', '/tmp/ts-cloned', { username: 'sdk', token: 't0ken' })
+          .catch((e) => assert.ok(['S272', 'S275'].includes(e.code), e.message)) // 404, or S275 until it listens
+        return (await sb.exec(['cat', '/tmp/ts-auth.log'])).stdout
+      }, "the clone's request")
+      assert.ok(log.includes('Basic ' + Buffer.from('sdk:t0ken').toString('base64')), log)
+    } finally {
+      await sb.processes.kill(pid)
+    }
+    assert.ok(!(await sb.exec(['sh', '-c', 'env; cat ~/.gitconfig 2>/dev/null'])).stdout.includes('t0ken'))
   })
 
   test('snapshot, and a sandbox disposed of', async () => {

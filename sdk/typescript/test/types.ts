@@ -1,5 +1,5 @@
 // Type-checked by make test (tsc --noEmit): the declarations describe the API.
-import { Hutch, HutchError, Sandbox, type CellResult, type ExecResult, type VolumeInfo, type WatchChange } from '@hutch/sdk'
+import { Hutch, HutchError, Sandbox, type CellResult, type ExecResult, type GitStatus, type VolumeInfo, type WatchChange } from '@hutch/sdk'
 
 async function use (): Promise<void> {
   const hutch = new Hutch({ url: 'http://127.0.0.1:3111' })
@@ -39,6 +39,14 @@ async function use (): Promise<void> {
   const value: string | undefined = await sb.env.get('A')
   await sb.env.delete('A', 'B')
 
+  // Git.
+  await sb.git.init('/work/r', { initialBranch: 'main' })
+  const st: GitStatus = await sb.git.add('/work/r', ['a.txt'])
+  const { commit } = await sb.git.commit('/work/r', 'msg', { authorName: 'A', authorEmail: 'a@example.test', timeoutMs: 10000 })
+  await sb.git.clone('https://example.test/r.git', '/work/c', { token: 't', depth: 1 })
+  await sb.git.push('/work/r', { remote: 'origin', setUpstream: true, username: 'u', password: 'p' })
+  const subjects: string[] = ((await sb.git.log('/work/r', { maxCount: 5 })).commits ?? []).map((c) => c.subject)
+
   // Watching files.
   const watch = sb.files.watch('/work', { recursive: true, user: 'nobody' })
   for await (const e of watch) {
@@ -51,6 +59,6 @@ async function use (): Promise<void> {
   }
   watch.close()
 
-  void [code, text, denied, members, names, env, value]
+  void [code, text, denied, members, names, env, value, st, commit.hash, subjects]
 }
 void use
