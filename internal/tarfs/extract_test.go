@@ -27,10 +27,16 @@ type entry struct {
 	mode             int64
 }
 
-func reg(name, body string, mode int64) entry { return entry{name: name, body: body, typ: tar.TypeReg, mode: mode} }
-func dir(name string, mode int64) entry      { return entry{name: name, typ: tar.TypeDir, mode: mode} }
-func sym(name, target string) entry          { return entry{name: name, link: target, typ: tar.TypeSymlink, mode: 0o777} }
-func hard(name, target string) entry         { return entry{name: name, link: target, typ: tar.TypeLink, mode: 0o644} }
+func reg(name, body string, mode int64) entry {
+	return entry{name: name, body: body, typ: tar.TypeReg, mode: mode}
+}
+func dir(name string, mode int64) entry { return entry{name: name, typ: tar.TypeDir, mode: mode} }
+func sym(name, target string) entry {
+	return entry{name: name, link: target, typ: tar.TypeSymlink, mode: 0o777}
+}
+func hard(name, target string) entry {
+	return entry{name: name, link: target, typ: tar.TypeLink, mode: 0o644}
+}
 
 // tarOf is a tar stream of entries.
 func tarOf(t *testing.T, entries ...entry) []byte {
