@@ -14,42 +14,16 @@ import (
 	"time"
 
 	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
-	"github.com/hutch-dev/hutch/internal/agent"
-	"github.com/hutch-dev/hutch/internal/agent/agenttest"
 	"github.com/hutch-dev/hutch/internal/agentclient"
+	"github.com/hutch-dev/hutch/internal/image/ocitest"
 	"github.com/hutch-dev/hutch/internal/tarfs"
-	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 // tarEntry is one entry of a test archive.
-type tarEntry struct {
-	name, body, link string
-	typ              byte
-	mode             int64
-}
+type tarEntry = ocitest.File
 
 // tarStream is an archive of entries.
-func tarStream(t *testing.T, entries ...tarEntry) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, e := range entries {
-		if e.typ == 0 {
-			e.typ = tar.TypeReg
-		}
-		hdr := &tar.Header{Name: e.name, Typeflag: e.typ, Mode: e.mode, Linkname: e.link, Size: int64(len(e.body)), ModTime: time.Unix(1_600_000_000, 0)}
-		if err := tw.WriteHeader(hdr); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write([]byte(e.body)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
+func tarStream(t *testing.T, entries ...tarEntry) []byte { return ocitest.Tar(t, entries...) }
 
 func unpack(c *agentclient.Client, dir string, r io.Reader) (*agentv1.FsUnpackResponse, error) {
 	return c.Unpack(context.Background(), &agentv1.FsUnpackHeader{Path: dir}, r, nil)
@@ -60,13 +34,13 @@ func unpack(c *agentclient.Client, dir string, r io.Reader) (*agentv1.FsUnpackRe
 func TestFsUnpackAndPack(t *testing.T) {
 	c, d := fsTree(t)
 	stream := tarStream(t,
-		tarEntry{name: "./", typ: tar.TypeDir, mode: 0o700},
-		tarEntry{name: "bin/run.sh", body: "#!/bin/sh\n", mode: 0o755},
-		tarEntry{name: "/etc/conf", body: "absolute, inside", mode: 0o600},
-		tarEntry{name: "bin/link", link: "run.sh", typ: tar.TypeSymlink},
-		tarEntry{name: "bin/hard", link: "bin/run.sh", typ: tar.TypeLink},
-		tarEntry{name: "empty/", typ: tar.TypeDir, mode: 0o750},
-		tarEntry{name: "dev/null", typ: tar.TypeChar},
+		tarEntry{Name: "./", Type: tar.TypeDir, Mode: 0o700},
+		tarEntry{Name: "bin/run.sh", Body: "#!/bin/sh\n", Mode: 0o755},
+		tarEntry{Name: "/etc/conf", Body: "absolute, inside", Mode: 0o600},
+		tarEntry{Name: "bin/link", Linkname: "run.sh", Type: tar.TypeSymlink},
+		tarEntry{Name: "bin/hard", Linkname: "bin/run.sh", Type: tar.TypeLink},
+		tarEntry{Name: "empty/", Type: tar.TypeDir, Mode: 0o750},
+		tarEntry{Name: "dev/null", Type: tar.TypeChar},
 	)
 	dst := d + "/new/dst"
 	resp, err := unpack(c, dst, bytes.NewReader(stream))
@@ -110,7 +84,7 @@ func TestFsUnpackAndPack(t *testing.T) {
 	if target, err := os.Readlink(again + "/bin/link"); err != nil || target != "run.sh" {
 		t.Errorf("symlink: %q %v", target, err)
 	}
-	if fi, err := os.Stat(again + "/bin/run.sh"); err != nil || fi.Mode().Perm() != 0o755 || !fi.ModTime().Equal(time.Unix(1_600_000_000, 0)) {
+	if fi, err := os.Stat(again + "/bin/run.sh"); err != nil || fi.Mode().Perm() != 0o755 || !fi.ModTime().Equal(ocitest.Epoch) {
 		t.Errorf("run.sh: %v %v", fi, err)
 	}
 
@@ -134,11 +108,11 @@ func TestFsUnpackHostile(t *testing.T) {
 		entries []tarEntry
 		want    agentv1.FsErrorKind
 	}{
-		{"dot-dot", []tarEntry{{name: "../sub/b.go", body: "pwned"}}, invalid},
-		{"absolute", []tarEntry{{name: outside + "/b.go", body: "inside"}}, none},
-		{"through a symlink", []tarEntry{{name: "esc", link: outside, typ: tar.TypeSymlink}, {name: "esc/b.go", body: "pwned"}}, notFound},
-		{"hard link out", []tarEntry{{name: "stolen", link: "../sub/b.go", typ: tar.TypeLink}}, invalid},
-		{"hard link to an absolute path", []tarEntry{{name: "stolen", link: outside + "/b.go", typ: tar.TypeLink}}, notFound},
+		{"dot-dot", []tarEntry{{Name: "../sub/b.go", Body: "pwned"}}, invalid},
+		{"absolute", []tarEntry{{Name: outside + "/b.go", Body: "inside"}}, none},
+		{"through a symlink", []tarEntry{{Name: "esc", Linkname: outside, Type: tar.TypeSymlink}, {Name: "esc/b.go", Body: "pwned"}}, notFound},
+		{"hard link out", []tarEntry{{Name: "stolen", Linkname: "../sub/b.go", Type: tar.TypeLink}}, invalid},
+		{"hard link to an absolute path", []tarEntry{{Name: "stolen", Linkname: outside + "/b.go", Type: tar.TypeLink}}, notFound},
 		{"garbage", nil, invalid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -163,7 +137,7 @@ func TestFsUnpackHostile(t *testing.T) {
 // entries before stay, the one being written does not.
 func TestFsUnpackCutOff(t *testing.T) {
 	c, d := fsTree(t)
-	stream := tarStream(t, tarEntry{name: "first", body: "whole"}, tarEntry{name: "second", body: strings.Repeat("x", 3<<20)})
+	stream := tarStream(t, tarEntry{Name: "first", Body: "whole"}, tarEntry{Name: "second", Body: strings.Repeat("x", 3<<20)})
 	broken := errors.New("client went away")
 	// The source fails once the agent has written first and begun second.
 	failing := readerFunc(func([]byte) (int, error) {
@@ -203,16 +177,12 @@ func TestFsUnpackCutOff(t *testing.T) {
 // files, read-only directories of the archive included, and cannot write
 // where the user may not.
 func TestFsUnpackAsUser(t *testing.T) {
-	testutil.RequiresRoot(t)
-	d := userTree(t)
-	c := agenttest.Start(t, agent.Options{}, agentclient.Options{
-		FsUser: &agentv1.FsUser{UID: testUID, GID: testGID, Groups: []uint32{testGID}},
-	}).Client
+	d, c := userAgent(t)
 	stream := tarStream(t,
-		tarEntry{name: "ro/", typ: tar.TypeDir, mode: 0o555},
-		tarEntry{name: "ro/f", body: "x", mode: 0o444},
-		tarEntry{name: "ro/sub/g", body: "y", mode: 0o640},
-		tarEntry{name: "suid", body: "z", mode: 0o4755},
+		tarEntry{Name: "ro/", Type: tar.TypeDir, Mode: 0o555},
+		tarEntry{Name: "ro/f", Body: "x", Mode: 0o444},
+		tarEntry{Name: "ro/sub/g", Body: "y", Mode: 0o640},
+		tarEntry{Name: "suid", Body: "z", Mode: 0o4755},
 	)
 	dst := d + "/home/unpacked"
 	_, err := unpack(c, dst, bytes.NewReader(stream))

@@ -68,21 +68,12 @@ func archiveSourceError(p string, err error) error {
 // archive, compressed as it is read, that reports a cut-off stream as
 // S218 (or the agent's error). The caller must close the reader.
 func (m *Manager) Pack(ctx context.Context, req api.FsPackRequest) (api.FsEntry, io.ReadCloser, error) {
-	p, err := checkPath("path", req.Path)
+	e, r, err := m.openRead(ctx, req.SandboxID, req.Path, "pack of ", func(c *agentclient.Client, p string) (*agentv1.FsEntry, io.ReadCloser, error) {
+		return c.Pack(ctx, &agentv1.FsPackRequest{Path: p})
+	})
 	if err != nil {
 		return api.FsEntry{}, nil, err
 	}
-	sb, release, err := m.acquire(ctx, req.SandboxID, useCall)
-	if err != nil {
-		return api.FsEntry{}, nil, err
-	}
-	defer release()
-	op := "pack of " + p
-	e, r, err := sb.client().Pack(ctx, &agentv1.FsPackRequest{Path: p})
-	if err != nil {
-		return api.FsEntry{}, nil, m.fsError(ctx, sb, op, err)
-	}
-	out := entry(e)
-	out.Size = 0
-	return out, compressed.Gzipped(&download{r: r, m: m, sb: sb, ctx: ctx, op: op}), nil
+	e.Size = 0
+	return e, compressed.Gzipped(r), nil
 }

@@ -17,24 +17,18 @@ import (
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/image/ocitest"
 )
 
 // testArchive is a tar of a few files, and what each holds.
 func testArchive(t *testing.T) ([]byte, map[string]string) {
 	t.Helper()
 	files := map[string]string{"a.txt": "alpha", "d/b.bin": strings.Repeat("\x00\x01", 70000), "d/e/c": "gamma"}
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
+	var entries []ocitest.File
 	for _, name := range []string{"a.txt", "d/b.bin", "d/e/c"} {
-		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o640, Size: int64(len(files[name]))}); err != nil {
-			t.Fatal(err)
-		}
-		tw.Write([]byte(files[name]))
+		entries = append(entries, ocitest.Reg(name, files[name], 0o640))
 	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes(), files
+	return ocitest.Tar(t, entries...), files
 }
 
 // TestUnpackAndPack runs both archive calls through the manager and a
@@ -131,7 +125,7 @@ func TestUnpackFailures(t *testing.T) {
 		{"unknown sandbox", api.FsUnpackRequest{SandboxID: "00000000-0000-4000-8000-000000000000", Path: dir}, bytes.NewReader(plain), errdefs.CodeNotFound},
 		{"truncated gzip", api.FsUnpackRequest{SandboxID: id, Path: dir + "/t"}, bytes.NewReader(gz.Bytes()[:gz.Len()/2]), errdefs.CodeFSInvalid},
 		{"xz", api.FsUnpackRequest{SandboxID: id, Path: dir + "/x"}, bytes.NewReader([]byte{0xfd, '7', 'z', 'X', 'Z', 0, 0}), errdefs.CodeFSInvalid},
-		{"dot-dot", api.FsUnpackRequest{SandboxID: id, Path: dir + "/dd"}, bytes.NewReader(tarOf(t, "../escape")), errdefs.CodeFSInvalid},
+		{"dot-dot", api.FsUnpackRequest{SandboxID: id, Path: dir + "/dd"}, bytes.NewReader(ocitest.Tar(t, ocitest.Reg("../escape", "", 0o644))), errdefs.CodeFSInvalid},
 		{"body cut off", api.FsUnpackRequest{SandboxID: id, Path: dir + "/cut"},
 			io.MultiReader(bytes.NewReader(gz.Bytes()[:gz.Len()/2]), iotest.ErrReader(errors.New("connection reset"))), errdefs.CodeFSStreamAborted},
 		{"into a file", api.FsUnpackRequest{SandboxID: id, Path: dir + "/file"}, bytes.NewReader(plain), errdefs.CodeFSWrongType},
@@ -151,18 +145,4 @@ func TestUnpackFailures(t *testing.T) {
 	}
 	_, _, err := m.Pack(ctx, api.FsPackRequest{SandboxID: id, Path: dir + "/file"})
 	wantCode(t, err, errdefs.CodeFSWrongType)
-}
-
-// tarOf is a tar of empty files named names.
-func tarOf(t *testing.T, names ...string) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, n := range names {
-		if err := tw.WriteHeader(&tar.Header{Name: n, Mode: 0o644}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	tw.Close()
-	return buf.Bytes()
 }

@@ -308,17 +308,27 @@ func (m *Manager) ReadFile(ctx context.Context, req api.FsReadRequest) (api.FsRe
 // metadata, and a reader of its bytes that reports a cut-off stream as
 // S218 (or S216). The caller must close the reader.
 func (m *Manager) Download(ctx context.Context, req api.FsDownloadRequest) (api.FsEntry, io.ReadCloser, error) {
-	p, err := checkPath("path", req.Path)
+	return m.openRead(ctx, req.SandboxID, req.Path, "download of ", func(c *agentclient.Client, p string) (*agentv1.FsEntry, io.ReadCloser, error) {
+		return c.Download(ctx, &agentv1.FsDownloadRequest{Path: p})
+	})
+}
+
+// openRead opens a streamed read of path p of sandbox id through open (a
+// download, a pack; op names it in errors, before the path): the entry
+// and a download reader of its bytes.
+func (m *Manager) openRead(ctx context.Context, id, p, op string,
+	open func(c *agentclient.Client, p string) (*agentv1.FsEntry, io.ReadCloser, error)) (api.FsEntry, io.ReadCloser, error) {
+	p, err := checkPath("path", p)
 	if err != nil {
 		return api.FsEntry{}, nil, err
 	}
-	sb, release, err := m.acquire(ctx, req.SandboxID, useCall)
+	sb, release, err := m.acquire(ctx, id, useCall)
 	if err != nil {
 		return api.FsEntry{}, nil, err
 	}
 	defer release()
-	op := "download of " + p
-	e, r, err := sb.client().Download(ctx, &agentv1.FsDownloadRequest{Path: p})
+	op += p
+	e, r, err := open(sb.client(), p)
 	if err != nil {
 		return api.FsEntry{}, nil, m.fsError(ctx, sb, op, err)
 	}

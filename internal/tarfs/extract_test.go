@@ -12,71 +12,26 @@ import (
 	"syscall"
 	"testing"
 	"testing/iotest"
-	"time"
 
+	"github.com/hutch-dev/hutch/internal/image/ocitest"
 	"github.com/hutch-dev/hutch/internal/tarfs"
+	"github.com/hutch-dev/hutch/internal/tarfs/tarfstest"
 )
 
-// epoch is the mtime of the test entries.
-var epoch = time.Unix(1_600_000_000, 0)
-
 // entry is one tar entry of a test stream.
-type entry struct {
-	name, body, link string
-	typ              byte
-	mode             int64
-}
+type entry = ocitest.File
 
-func reg(name, body string, mode int64) entry {
-	return entry{name: name, body: body, typ: tar.TypeReg, mode: mode}
-}
-func dir(name string, mode int64) entry { return entry{name: name, typ: tar.TypeDir, mode: mode} }
-func sym(name, target string) entry {
-	return entry{name: name, link: target, typ: tar.TypeSymlink, mode: 0o777}
-}
-func hard(name, target string) entry {
-	return entry{name: name, link: target, typ: tar.TypeLink, mode: 0o644}
-}
+var (
+	reg     = ocitest.Reg
+	dir     = ocitest.Dir
+	sym     = ocitest.Symlink
+	hard    = ocitest.Hardlink
+	epoch   = ocitest.Epoch
+	fixture = tarfstest.Fixture
+)
 
 // tarOf is a tar stream of entries.
-func tarOf(t *testing.T, entries ...entry) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, e := range entries {
-		hdr := &tar.Header{Name: e.name, Typeflag: e.typ, Mode: e.mode, Linkname: e.link, ModTime: epoch, Size: int64(len(e.body))}
-		if err := tw.WriteHeader(hdr); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write([]byte(e.body)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
-// fixture makes an empty root two levels under a directory that also
-// holds host files no entry may reach: outside/secret and outside/victim.
-func fixture(t *testing.T) (root, outside string) {
-	t.Helper()
-	base := t.TempDir()
-	outside = filepath.Join(base, "outside")
-	root = filepath.Join(base, "a", "root")
-	for _, d := range []string{outside, root} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, f := range []string{"secret", "victim"} {
-		if err := os.WriteFile(filepath.Join(outside, f), []byte("host "+f), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return root, outside
-}
+func tarOf(t *testing.T, entries ...entry) []byte { return ocitest.Tar(t, entries...) }
 
 // extract unpacks stream into root with opts.
 func extract(t *testing.T, root string, opts tarfs.Options, stream io.Reader) (tarfs.Stats, error) {
@@ -91,63 +46,12 @@ func extract(t *testing.T, root string, opts tarfs.Options, stream io.Reader) (t
 	return x.Stats(), err
 }
 
-// describe renders what is at rel under root: "dir", "file:<content>",
-// "link:<target>", "fifo", or "missing".
-func describe(t *testing.T, root, rel string) string {
-	t.Helper()
-	p := filepath.Join(root, rel)
-	st, err := os.Lstat(p)
-	if err != nil {
-		if os.IsNotExist(err) || errors.Is(err, syscall.ENOTDIR) {
-			return "missing"
-		}
-		t.Fatal(err)
-	}
-	switch {
-	case st.IsDir():
-		return "dir"
-	case st.Mode()&fs.ModeSymlink != 0:
-		target, _ := os.Readlink(p)
-		return "link:" + target
-	case st.Mode()&fs.ModeNamedPipe != 0:
-		return "fifo"
-	}
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return "file:" + string(b)
-}
-
-// assertOutsideIntact checks the host files next to the root.
-func assertOutsideIntact(t *testing.T, outside string) {
-	t.Helper()
-	entries, err := os.ReadDir(outside)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	if strings.Join(names, ",") != "secret,victim" {
-		t.Errorf("outside directory now holds %v", names)
-	}
-	for _, f := range []string{"secret", "victim"} {
-		if got := describe(t, outside, f); got != "file:host "+f {
-			t.Errorf("outside/%s = %s", f, got)
-		}
-		st, err := os.Lstat(filepath.Join(outside, f))
-		if err != nil || st.Sys().(*syscall.Stat_t).Nlink != 1 || st.Mode() != 0o644 {
-			t.Errorf("outside/%s: %v %v", f, st.Mode(), err)
-		}
-	}
-}
+func describe(t *testing.T, root, rel string) string { return tarfstest.Describe(t, root, rel) }
 
 // TestExtractStaysInside feeds streams that try to leave the root: each
 // fails or lands inside, and the files next to the root stay as they were.
 func TestExtractStaysInside(t *testing.T) {
-	const escape = "../../outside" // the outside directory, from the root
+	const escape = "../../../outside" // the outside directory, from the root
 	tests := []struct {
 		name    string
 		entries func(outside string) []entry
@@ -214,7 +118,7 @@ func TestExtractStaysInside(t *testing.T) {
 					t.Errorf("%s = %s, want %s", p, got, want)
 				}
 			}
-			assertOutsideIntact(t, outside)
+			tarfstest.AssertOutsideIntact(t, outside)
 		})
 	}
 }
@@ -229,7 +133,7 @@ func TestExtractAbsoluteLandsInside(t *testing.T) {
 	if got := describe(t, root, outside+"/secret"); got != "file:inside" {
 		t.Errorf("%s under the root = %s", outside, got)
 	}
-	assertOutsideIntact(t, outside)
+	tarfstest.AssertOutsideIntact(t, outside)
 }
 
 // TestExtractSkipsDevices: device nodes and sockets are never made, only
@@ -238,8 +142,8 @@ func TestExtractSkipsDevices(t *testing.T) {
 	root, _ := fixture(t)
 	var skipped []string
 	stats, err := extract(t, root, tarfs.Options{Skipped: func(h *tar.Header) { skipped = append(skipped, h.Name) }},
-		bytes.NewReader(tarOf(t, entry{name: "dev/null", typ: tar.TypeChar}, entry{name: "dev/sda", typ: tar.TypeBlock},
-			reg("dev/ok", "y", 0o644), entry{name: "fifo", typ: tar.TypeFifo, mode: 0o600})))
+		bytes.NewReader(tarOf(t, entry{Name: "dev/null", Type: tar.TypeChar}, entry{Name: "dev/sda", Type: tar.TypeBlock},
+			reg("dev/ok", "y", 0o644), entry{Name: "fifo", Type: tar.TypeFifo, Mode: 0o600})))
 	if err != nil {
 		t.Fatal(err)
 	}
