@@ -80,7 +80,7 @@ func unpackFault(ctx context.Context, p string, st tarfs.Stats, err error) error
 	case errors.Is(err, tarfs.ErrUnsafe):
 		kind = kindInvalid
 	}
-	return fault(kind, p, "unpack into %s: %v (%d entries were written before this; they stay)", p, err, st.Entries).status()
+	return fault(kind, p, "unpack into %s: %v; entries written before it stay: %d", p, err, st.Entries).status()
 }
 
 // unpackStream reads the tar bytes of an Unpack's messages: io.EOF after

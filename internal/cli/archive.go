@@ -73,7 +73,7 @@ func (a *app) downloadDir(ctx context.Context, id, remote, dir string) error {
 	}
 	st, err := extractLocal(body, dir)
 	if err != nil {
-		return fmt.Errorf("downloading %s into %s: %w (%d entries written before this stay)", remote, dir, err, st.Entries)
+		return fmt.Errorf("downloading %s into %s: %w; entries written before it stay: %d", remote, dir, err, st.Entries)
 	}
 	if st.Skipped > 0 {
 		fmt.Fprintf(a.stderr, "hutch: skipped %d device nodes or special entries\n", st.Skipped)
