@@ -119,6 +119,17 @@ func TestClientCoversEveryRoute(t *testing.T) {
 			}
 			return err
 		},
+		func() error {
+			_, err := c.UploadArchive(ctx, api.FsUnpackRequest{SandboxID: id, Path: "/d"}, bytes.NewReader(nil))
+			return err
+		},
+		func() error {
+			body, err := c.DownloadArchive(ctx, api.FsPackRequest{SandboxID: id, Path: "/d"})
+			if body != nil {
+				body.Close()
+			}
+			return err
+		},
 		func() error { _, err := c.Catalog(ctx); return err },
 		func() error { _, err := c.Images(ctx); return err },
 		func() error { _, err := c.PullImage(ctx, "python"); return err },

@@ -48,6 +48,17 @@ func userTree(t *testing.T) string {
 	return d
 }
 
+// userAgent makes userTree (it needs root) and starts an agent whose Fs
+// calls run as the test user.
+func userAgent(t *testing.T) (string, *agentclient.Client) {
+	t.Helper()
+	testutil.RequiresRoot(t)
+	d := userTree(t)
+	return d, agenttest.Start(t, agent.Options{}, agentclient.Options{
+		FsUser: &agentv1.FsUser{UID: testUID, GID: testGID, Groups: []uint32{testGID}},
+	}).Client
+}
+
 // owner is the uid and gid of p.
 func owner(t *testing.T, p string) (uint32, uint32) {
 	t.Helper()
@@ -63,11 +74,7 @@ func owner(t *testing.T, p string) (uint32, uint32) {
 // the user planted, root's directories refuse writes, and what the user
 // creates is the user's. Execs on the same client stay root's.
 func TestFsAsUser(t *testing.T) {
-	testutil.RequiresRoot(t)
-	d := userTree(t)
-	c := agenttest.Start(t, agent.Options{}, agentclient.Options{
-		FsUser: &agentv1.FsUser{UID: testUID, GID: testGID, Groups: []uint32{testGID}},
-	}).Client
+	d, c := userAgent(t)
 	ctx := context.Background()
 	secret, link, home := d+"/secret", d+"/home/link", d+"/home"
 	write := func(p string, parents bool) error {

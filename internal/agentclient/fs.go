@@ -215,8 +215,14 @@ func (c *Client) Upload(ctx context.Context, h *agentv1.FsUploadHeader, r io.Rea
 	if err != nil {
 		return nil, fmt.Errorf("fs upload: %w", t.error(err))
 	}
-	if err := sendAll(stream, h, r, t.kick, progress); err != nil {
-		return nil, err
+	// A failed Send means the agent ended the stream: CloseAndRecv says why.
+	if err := stream.Send(&agentv1.FsUploadRequest{Header: h}); err == nil {
+		err = sendAll(func(data []byte, eof bool) error {
+			return stream.Send(&agentv1.FsUploadRequest{Data: data, Eof: eof})
+		}, r, t.kick, progress)
+		if err != nil {
+			return nil, err
+		}
 	}
 	resp, err := stream.CloseAndRecv()
 	if err != nil {
@@ -225,13 +231,10 @@ func (c *Client) Upload(ctx context.Context, h *agentv1.FsUploadHeader, r io.Rea
 	return resp, nil
 }
 
-// sendAll sends the header and r's data, the last message marked eof. It
-// returns nil as well when the agent ended the stream early (Send gives
-// io.EOF): CloseAndRecv then reports why.
-func sendAll(stream agentv1.Fs_UploadClient, h *agentv1.FsUploadHeader, r io.Reader, kick, progress func()) error {
-	if err := stream.Send(&agentv1.FsUploadRequest{Header: h}); err != nil {
-		return nil
-	}
+// sendAll sends r's data in ChunkBytes messages through send, the last
+// one marked eof. It returns nil as well when the agent ended the stream
+// early (send gives io.EOF): CloseAndRecv then reports why.
+func sendAll(send func(data []byte, eof bool) error, r io.Reader, kick, progress func()) error {
 	buf := make([]byte, ChunkBytes)
 	// A source slower than a chunk per StreamIdleTimeout still makes
 	// progress: every read that brings data counts.
@@ -245,7 +248,7 @@ func sendAll(stream agentv1.Fs_UploadClient, h *agentv1.FsUploadHeader, r io.Rea
 			return &SourceError{Err: err}
 		}
 		// Send encodes the message before it returns: buf may be reused.
-		if serr := stream.Send(&agentv1.FsUploadRequest{Data: buf[:n], Eof: eof}); serr != nil {
+		if serr := send(buf[:n], eof); serr != nil {
 			return nil
 		}
 		kick()
@@ -292,30 +295,46 @@ func fill(r io.Reader, buf []byte) (int, error) {
 // entry reports one) or with the error that cut the stream off. Close the
 // reader to release the call.
 func (c *Client) Download(ctx context.Context, req *agentv1.FsDownloadRequest) (*agentv1.FsEntry, io.ReadCloser, error) {
+	d, err := c.openRead(ctx, "fs download", func(ctx context.Context) (agentv1.Fs_DownloadClient, error) {
+		return c.fsClient().Download(ctx, req)
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	d.size = d.entry.GetSize()
+	return d.entry, d, nil
+}
+
+// openRead opens a server-streamed transfer whose first message is an
+// entry and the others data (Download, Pack), and returns its reader
+// once the entry has come.
+func (c *Client) openRead(ctx context.Context, name string, open func(context.Context) (agentv1.Fs_DownloadClient, error)) (*downloadReader, error) {
 	t, err := c.startTransfer(ctx)
 	if err != nil {
-		return nil, nil, fmt.Errorf("fs download: %w", err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	stream, err := c.fsClient().Download(t.ctx, req)
+	stream, err := open(t.ctx)
 	if err == nil {
 		var first *agentv1.FsDownloadResponse
 		if first, err = stream.Recv(); err == nil {
 			if first.GetEntry() == nil {
 				t.cancel()
-				return nil, nil, errors.New("fs download: the agent's first message has no entry")
+				return nil, fmt.Errorf("%s: the agent's first message has no entry", name)
 			}
 			t.kick()
-			return first.GetEntry(), &downloadReader{stream: stream, t: t, size: first.GetEntry().GetSize(), buf: first.GetData()}, nil
+			return &downloadReader{name: name, stream: stream, t: t, entry: first.GetEntry(), buf: first.GetData()}, nil
 		}
 	}
 	t.cancel()
-	return nil, nil, fmt.Errorf("fs download: %w", t.error(err))
+	return nil, fmt.Errorf("%s: %w", name, t.error(err))
 }
 
-// downloadReader reads a download's data messages.
+// downloadReader reads the data messages of a download or a pack.
 type downloadReader struct {
+	name   string
 	stream agentv1.Fs_DownloadClient
 	t      *transfer
+	entry  *agentv1.FsEntry
 	// size is the file's size; 0 means unknown (read to the end).
 	size int64
 	// read counts the bytes received; buf is what is left of the last
@@ -333,17 +352,17 @@ func (d *downloadReader) Read(p []byte) (int, error) {
 		msg, err := d.stream.Recv()
 		switch {
 		case err == io.EOF && d.size > 0 && d.read != d.size:
-			d.err = fmt.Errorf("fs download: the stream ended after %d of %d bytes", d.read, d.size)
+			d.err = fmt.Errorf("%s: the stream ended after %d of %d bytes", d.name, d.read, d.size)
 		case err == io.EOF:
 			d.err = io.EOF
 		case err != nil:
-			d.err = fmt.Errorf("fs download: %w", d.t.error(err))
+			d.err = fmt.Errorf("%s: %w", d.name, d.t.error(err))
 		default:
 			d.t.kick()
 			d.buf = msg.GetData()
 			d.read += int64(len(d.buf))
 			if d.size > 0 && d.read > d.size {
-				d.buf, d.err = nil, fmt.Errorf("fs download: the agent sent more than the file's %d bytes", d.size)
+				d.buf, d.err = nil, fmt.Errorf("%s: the agent sent more than the file's %d bytes", d.name, d.size)
 			}
 		}
 	}

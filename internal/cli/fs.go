@@ -369,10 +369,16 @@ func (a *app) uploadCmd() *cobra.Command {
 	var mode string
 	cmd := &cobra.Command{
 		Use:   "upload ID LOCAL REMOTE",
-		Short: "Copy a local file (- for stdin) into a sandbox, streamed",
+		Short: "Copy a local file (- for stdin) or directory into a sandbox, streamed",
 		Long: `Copy LOCAL (- for stdin) to the absolute path REMOTE inside the sandbox. The
 bytes are streamed: any size works, and REMOTE appears only once the whole
-file has arrived (an interrupted upload leaves nothing there).`,
+file has arrived (an interrupted upload leaves nothing there).
+
+When LOCAL is a directory, its content goes into the directory REMOTE
+(created when missing; what is there already stays unless an entry replaces
+it), as a tar stream: subdirectories, modes, mtimes, symlinks as symlinks.
+Entries are written as they arrive: an interrupted upload leaves those that
+came before.`,
 		Args: cobra.ExactArgs(3),
 	}
 	cmd.Flags().BoolVarP(&parents, "parents", "p", false, "create missing parent directories")
@@ -386,7 +392,10 @@ file has arrived (an interrupted upload leaves nothing there).`,
 			}
 			defer f.Close()
 			if fi, err := f.Stat(); err == nil && fi.IsDir() {
-				return fmt.Errorf("%s is a directory (upload copies one file)", args[1])
+				if cmd.Flags().Changed("mode") {
+					return usagef("--mode applies to a file, not to the directory %s", args[1])
+				}
+				return a.uploadDir(cmd.Context(), args[0], args[1], args[2])
 			}
 			src = f
 		}
@@ -399,13 +408,25 @@ file has arrived (an interrupted upload leaves nothing there).`,
 func (a *app) downloadCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "download ID REMOTE LOCAL",
-		Short: "Copy a file out of a sandbox to LOCAL (- for stdout), streamed",
+		Short: "Copy a file or directory out of a sandbox to LOCAL (- for stdout), streamed",
 		Long: `Copy the file REMOTE of the sandbox to LOCAL (- for stdout; a directory gets
 the file under REMOTE's name). The bytes are streamed; LOCAL appears only once
-the whole file has arrived.`,
+the whole file has arrived.
+
+When REMOTE is a directory, its content goes into the directory LOCAL (created
+when missing), or its tar.gz to stdout with -. What comes from a sandbox is
+untrusted: nothing is written outside LOCAL, links are recreated but never
+followed, device nodes are skipped, setuid and setgid bits are dropped, and
+the files are yours (the sandbox's owners are not kept). An interrupted
+download leaves the entries that came before.`,
 		Args: cobra.ExactArgs(3),
 		RunE: action(func(cmd *cobra.Command, args []string) error {
 			entry, r, err := a.client().Download(cmd.Context(), api.FsDownloadRequest{SandboxID: args[0], Path: args[1]})
+			if isDirectoryError(err) {
+				if derr := a.downloadDir(cmd.Context(), args[0], args[1], args[2]); !isDirectoryError(derr) {
+					return derr
+				}
+			}
 			if err != nil {
 				return err
 			}

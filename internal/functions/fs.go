@@ -102,6 +102,12 @@ func (t *Table) download(ctx context.Context, req api.FsDownloadRequest, emit Em
 	if err != nil {
 		return api.FsDownloadResponse{}, err
 	}
+	return emitBody(emit, entry, body)
+}
+
+// emitBody emits entry, then body's bytes as EventData events of at most
+// downloadChunk bytes, and closes body. Its result counts the bytes sent.
+func emitBody(emit Emitter, entry api.FsEntry, body io.ReadCloser) (api.FsDownloadResponse, error) {
 	defer body.Close()
 	if err := emit.Emit(Event{Type: EventEntry, Data: entry}); err != nil {
 		return api.FsDownloadResponse{}, err

@@ -100,6 +100,7 @@ func New(deps Deps) *Table {
 	add(t, "hutch::image::status", "Cache state of a catalog image (hutch extension)", sb.ImageStatus)
 	registerImages(t)
 	registerFS(t)
+	registerArchives(t)
 	registerMetrics(t)
 	registerProcesses(t)
 	registerLifecycle(t)

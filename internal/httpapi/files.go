@@ -5,6 +5,7 @@ package httpapi
 // bytes in and out without ever holding the whole file.
 
 import (
+	"cmp"
 	"context"
 	"io"
 	"net/http"
@@ -39,7 +40,7 @@ func (s *server) fsOp(r *http.Request, body []byte) (any, error) {
 // streamed reports whether r's route reads its body itself, as a stream:
 // serve leaves it alone.
 func streamed(r *http.Request) bool {
-	return r.Pattern == http.MethodPut+" "+filesPath || isPreview(r)
+	return r.Pattern == http.MethodPut+" "+filesPath || r.Pattern == http.MethodPut+" "+archivePath || isPreview(r)
 }
 
 // upload is PUT /v1/sandboxes/{id}/files?path=P[&mode=M][&parents=true][&user=U]:
@@ -97,11 +98,13 @@ var (
 	_ streamer = handlerStream{}
 )
 
-// fileStream is a download's result.
+// fileStream is a download's result (or an archive's: contentType says
+// which; "" is application/octet-stream).
 type fileStream struct {
-	s   *server
-	ctx context.Context
-	st  *functions.Stream
+	s           *server
+	ctx         context.Context
+	st          *functions.Stream
+	contentType string
 }
 
 func (f *fileStream) stream(w http.ResponseWriter, body io.Writer) int {
@@ -116,7 +119,7 @@ func (f *fileStream) stream(w http.ResponseWriter, body io.Writer) int {
 		return f.s.writeError(w, err)
 	}
 	h := w.Header()
-	h.Set("Content-Type", "application/octet-stream")
+	h.Set("Content-Type", cmp.Or(f.contentType, "application/octet-stream"))
 	if entry.Size > 0 {
 		h.Set("Content-Length", strconv.FormatInt(entry.Size, 10))
 	}

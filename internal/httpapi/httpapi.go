@@ -34,6 +34,8 @@
 //	POST   /v1/sandboxes/{id}/fs/{op}     sandbox::fs::{op} (ls, stat, mkdir, write, ...)
 //	PUT    /v1/sandboxes/{id}/files?path= streamed upload of the body (files.go)
 //	GET    /v1/sandboxes/{id}/files?path= sandbox::fs::download, the raw bytes
+//	PUT    /v1/sandboxes/{id}/archive?path= sandbox::fs::unpack of the body, streamed (archive.go)
+//	GET    /v1/sandboxes/{id}/archive?path= sandbox::fs::pack, the raw tar.gz
 //	POST   /v1/functions/{function_id}    any function of the table by id (streams: SSE or NDJSON)
 //	GET    /v1/functions[/{function_id}]  engine::functions::list (?include_internal=true), ::info: descriptions and JSON Schemas
 //	GET    /v1/images/{name}              hutch::image::status
@@ -224,6 +226,7 @@ func (s *server) routes() []route {
 	routes = append(routes, s.watchRoute())
 	routes = append(routes, s.volumeRoutes()...)
 	routes = append(routes, s.gitRoutes()...)
+	routes = append(routes, s.archiveRoutes()...)
 	routes = append(routes, s.previewRoutes()...)
 	for _, m := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
 		routes = append(routes, route{m, "/mcp", s.serveMCP, false})

@@ -26,6 +26,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/tarfs"
 )
 
 // Prefixes of custom image references that name local files rather than a
@@ -352,18 +353,18 @@ func unpackImage(ctx context.Context, img v1.Image, diffIDs []v1.Hash, cfg Confi
 	}
 	if cfg.WorkingDir != "" {
 		// As container engines do: the working directory exists.
-		rel, err := cleanRel(cfg.WorkingDir)
+		rel, err := tarfs.CleanRel(cfg.WorkingDir)
 		if err != nil {
 			return fmt.Errorf("image working directory: %w", err)
 		}
-		fd, err := up.root.openDir(rel, func(string) {})
+		fd, err := up.root.OpenDir(rel, func(string) {})
 		if err != nil {
 			return fmt.Errorf("creating the image's working directory %s: %w", cfg.WorkingDir, err)
 		}
 		unix.Close(fd)
 	}
-	if up.skipped > 0 {
-		progress(fmt.Sprintf("skipped %d device nodes or special entries", up.skipped))
+	if n := up.skipped(); n > 0 {
+		progress(fmt.Sprintf("skipped %d device nodes or special entries", n))
 	}
 	return nil
 }

@@ -7,13 +7,12 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"slices"
 	"strings"
-	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/tarfs"
 )
 
 // OCI whiteout names (image-spec layer.md): ".wh.NAME" deletes NAME of the
@@ -25,22 +24,17 @@ const (
 	whiteoutOpaque = ".wh..wh..opq"
 )
 
-// unpacker applies image layers, in order, to a root filesystem. It owns
-// its root for the whole unpack; nothing else writes there meanwhile.
+// unpacker applies image layers, in order, to a root filesystem, through
+// the shared in-root extraction (tarfs) with the OCI whiteouts on top. It
+// owns its root for the whole unpack; nothing else writes there meanwhile.
 type unpacker struct {
-	root *rootDir
-	// chown applies the entries' owners; only root can.
-	chown bool
-	log   *slog.Logger
+	root *tarfs.Root
+	x    *tarfs.Extractor
+	log  *slog.Logger
 
 	// touched holds every path the current layer wrote or implied (the
 	// parents of what it wrote); whiteouts and opaque directories spare them.
 	touched map[string]bool
-	// dirTimes are the directories of the current layer whose times are
-	// set once the layer's entries are in (each entry changes its parent's).
-	dirTimes []dirTime
-	// skipped counts entries left out (device nodes, unknown types).
-	skipped int
 	// left is how many more bytes the image may unpack to (see charge).
 	left, max int64
 }
@@ -49,20 +43,32 @@ type unpacker struct {
 // header's size), so that millions of empty files count too.
 const entryCost = 512
 
-type dirTime struct {
-	rel          string
-	atime, mtime time.Time
-}
-
 // newUnpacker unpacks into the existing, empty directory rootfs, at most
 // maxBytes of file content and entries (see charge) over all layers.
+// Entries keep their owners when the daemon runs as root; a layer's
+// entries replace whatever the layers below put in their way.
 func newUnpacker(rootfs string, maxBytes int64, log *slog.Logger) (*unpacker, error) {
-	r, err := openRootDir(rootfs)
+	r, err := tarfs.OpenRoot(rootfs)
 	if err != nil {
 		return nil, err
 	}
-	return &unpacker{root: r, chown: os.Geteuid() == 0, log: log, left: maxBytes, max: maxBytes}, nil
+	u := &unpacker{root: r, log: log, left: maxBytes, max: maxBytes}
+	u.x = tarfs.NewExtractor(r, tarfs.Options{
+		Chown:       os.Geteuid() == 0,
+		ReplaceDirs: true,
+		Special:     u.special,
+		Wrote:       u.touch,
+		Skipped: func(hdr *tar.Header) {
+			// Device nodes would be inert (the sandbox has its own /dev),
+			// and the rest are not files.
+			log.Debug("skipping layer entry", "name", hdr.Name, "type", string(hdr.Typeflag))
+		},
+	})
+	return u, nil
 }
+
+// skipped counts the entries left out (device nodes, unknown types).
+func (u *unpacker) skipped() int64 { return u.x.Stats().Skipped }
 
 // charge takes an entry's cost from what the image may still unpack to;
 // past the bound the unpack fails (S102) before anything is written.
@@ -87,36 +93,12 @@ func (u *unpacker) Close() error { return u.root.Close() }
 // root is refused as a whole.
 func (u *unpacker) layer(r io.Reader) error {
 	u.touched = map[string]bool{}
-	u.dirTimes = u.dirTimes[:0]
-	tr := tar.NewReader(r)
-	for {
-		hdr, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return fmt.Errorf("reading layer: %w", err)
-		}
-		if err := u.charge(hdr); err != nil {
-			return err
-		}
-		if err := u.entry(hdr, tr); err != nil {
-			return fmt.Errorf("entry %q: %w", hdr.Name, err)
-		}
-	}
-	// Deepest first, so setting a child's times cannot disturb its parent's.
-	for _, dt := range slices.Backward(u.dirTimes) {
-		dir, base := splitRel(dt.rel)
-		if err := u.inDir(dir, func(dfd int) error { return setTimes(dfd, base, dt.atime, dt.mtime) }); err != nil {
-			return fmt.Errorf("setting times of %q: %w", dt.rel, err)
-		}
-	}
-	return nil
+	return u.x.Extract(r, u.charge)
 }
 
 // inDir runs fn with a descriptor of directory rel, created if missing.
 func (u *unpacker) inDir(rel string, fn func(dirfd int) error) error {
-	fd, err := u.root.openDir(rel, u.touch)
+	fd, err := u.root.OpenDir(rel, u.touch)
 	if err != nil {
 		return err
 	}
@@ -128,131 +110,17 @@ func (u *unpacker) inDir(rel string, fn func(dirfd int) error) error {
 func (u *unpacker) touch(rel string) {
 	for rel != "" && !u.touched[rel] {
 		u.touched[rel] = true
-		rel, _ = splitRel(rel)
+		rel, _ = tarfs.SplitRel(rel)
 	}
 }
 
-// entry applies one tar entry.
-func (u *unpacker) entry(hdr *tar.Header, r io.Reader) error {
-	rel, err := cleanRel(hdr.Name)
-	if err != nil {
-		return err
+// special takes the whiteout entries, which are not files to make.
+func (u *unpacker) special(_ *tar.Header, rel string) (bool, error) {
+	dir, base := tarfs.SplitRel(rel)
+	if !strings.HasPrefix(base, whiteoutPrefix) {
+		return false, nil
 	}
-	if rel == "" {
-		return nil // the root itself: its metadata is the cache's
-	}
-	dir, base := splitRel(rel)
-	if strings.HasPrefix(base, whiteoutPrefix) {
-		return u.whiteout(dir, base)
-	}
-	switch hdr.Typeflag {
-	case tar.TypeReg, tar.TypeGNUSparse, tar.TypeDir, tar.TypeSymlink, tar.TypeLink, tar.TypeFifo:
-	default:
-		// Device nodes would be inert (the sandbox has its own /dev), and
-		// the rest are not files.
-		u.skipped++
-		u.log.Debug("skipping layer entry", "name", hdr.Name, "type", string(hdr.Typeflag))
-		return nil
-	}
-	return u.inDir(dir, func(dfd int) error {
-		u.touch(rel)
-		if hdr.Typeflag == tar.TypeDir {
-			return u.dir(dfd, rel, base, hdr)
-		}
-		if err := removeAllAt(dfd, base); err != nil {
-			return err
-		}
-		switch hdr.Typeflag {
-		case tar.TypeSymlink:
-			if err := unix.Symlinkat(hdr.Linkname, dfd, base); err != nil {
-				return &os.PathError{Op: "symlink", Path: rel, Err: err}
-			}
-			return u.setMeta(dfd, base, hdr, true)
-		case tar.TypeLink:
-			return u.hardlink(dfd, base, hdr.Linkname)
-		case tar.TypeFifo:
-			if err := unix.Mknodat(dfd, base, unix.S_IFIFO|0o600, 0); err != nil {
-				return &os.PathError{Op: "mkfifo", Path: rel, Err: err}
-			}
-			return u.setMeta(dfd, base, hdr, false)
-		}
-		return u.file(dfd, rel, base, hdr, r)
-	})
-}
-
-// dir creates directory base, or keeps one that is there (merging the
-// layers' contents) and gives it this entry's metadata.
-func (u *unpacker) dir(dfd int, rel, base string, hdr *tar.Header) error {
-	st, ok, err := lstatAt(dfd, base)
-	if err != nil {
-		return err
-	}
-	if ok && st.Mode&unix.S_IFMT != unix.S_IFDIR {
-		if err := removeAllAt(dfd, base); err != nil {
-			return err
-		}
-		ok = false
-	}
-	if !ok {
-		if err := unix.Mkdirat(dfd, base, 0o700); err != nil {
-			return &os.PathError{Op: "mkdir", Path: rel, Err: err}
-		}
-	}
-	if err := u.setOwnerMode(dfd, base, hdr, false); err != nil {
-		return err
-	}
-	u.dirTimes = append(u.dirTimes, dirTime{rel: rel, atime: accessTime(hdr), mtime: hdr.ModTime})
-	return nil
-}
-
-// file writes a regular file's content. O_EXCL|O_NOFOLLOW: whatever was
-// at base has just been removed, and nothing is written through a link.
-func (u *unpacker) file(dfd int, rel, base string, hdr *tar.Header, r io.Reader) error {
-	fd, err := unix.Openat(dfd, base, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
-	if err != nil {
-		return &os.PathError{Op: "create", Path: rel, Err: err}
-	}
-	f := os.NewFile(uintptr(fd), rel)
-	_, err = io.Copy(f, r)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", rel, err)
-	}
-	return u.setMeta(dfd, base, hdr, false)
-}
-
-// hardlink links base to the existing file target (a path from the root).
-// The target's directory is resolved inside the root; the target itself
-// is not followed, as tar means.
-func (u *unpacker) hardlink(dfd int, base, target string) error {
-	trel, err := cleanRel(target)
-	if err != nil {
-		return fmt.Errorf("hard link target: %w", err)
-	}
-	if trel == "" {
-		return errors.New("hard link to the root directory")
-	}
-	tdir, tbase := splitRel(trel)
-	tfd, err := u.root.openDir(tdir, nil)
-	if err != nil {
-		return fmt.Errorf("hard link target %q: %w", target, err)
-	}
-	defer unix.Close(tfd)
-	st, ok, err := lstatAt(tfd, tbase)
-	switch {
-	case err != nil:
-		return err
-	case !ok:
-		return fmt.Errorf("hard link target %q does not exist", target)
-	case st.Mode&unix.S_IFMT == unix.S_IFDIR:
-		return fmt.Errorf("hard link target %q is a directory", target)
-	}
-	if err := unix.Linkat(tfd, tbase, dfd, base, 0); err != nil {
-		return &os.PathError{Op: "link", Path: target, Err: err}
-	}
-	return nil
+	return true, u.whiteout(dir, base)
 }
 
 // whiteout applies a whiteout entry found in directory dir.
@@ -270,11 +138,11 @@ func (u *unpacker) whiteout(dir, base string) error {
 	if victim == "" || victim == "." || victim == ".." {
 		return fmt.Errorf("invalid whiteout %q", base)
 	}
-	rel := path2(dir, victim)
+	rel := tarfs.JoinRel(dir, victim)
 	if u.touched[rel] {
 		return nil // a whiteout hides the layers below, not its own
 	}
-	fd, err := u.root.openDir(dir, nil)
+	fd, err := u.root.OpenDir(dir, nil)
 	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
 		return nil // nothing below to hide
 	}
@@ -282,7 +150,7 @@ func (u *unpacker) whiteout(dir, base string) error {
 		return err
 	}
 	defer unix.Close(fd)
-	return removeAllAt(fd, victim)
+	return tarfs.RemoveAllAt(fd, victim)
 }
 
 // prune removes from directory dir (open as dfd) everything the current
@@ -293,14 +161,14 @@ func (u *unpacker) prune(dfd int, dir string) error {
 		return &os.PathError{Op: "open", Path: dir, Err: err}
 	}
 	defer unix.Close(rfd)
-	names, err := readDirNames(rfd)
+	names, err := tarfs.ReadDirNames(rfd)
 	if err != nil {
 		return err
 	}
 	for _, n := range names {
-		rel := path2(dir, n)
+		rel := tarfs.JoinRel(dir, n)
 		if !u.touched[rel] {
-			if err := removeAllAt(rfd, n); err != nil {
+			if err := tarfs.RemoveAllAt(rfd, n); err != nil {
 				return err
 			}
 			continue
@@ -319,56 +187,4 @@ func (u *unpacker) prune(dfd int, dir string) error {
 		}
 	}
 	return nil
-}
-
-// setMeta gives base the entry's owner, mode and times.
-func (u *unpacker) setMeta(dfd int, base string, hdr *tar.Header, symlink bool) error {
-	if err := u.setOwnerMode(dfd, base, hdr, symlink); err != nil {
-		return err
-	}
-	return setTimes(dfd, base, accessTime(hdr), hdr.ModTime)
-}
-
-// setOwnerMode chowns (as root) then chmods: chown clears set-id bits.
-// Symlinks have no mode of their own.
-func (u *unpacker) setOwnerMode(dfd int, base string, hdr *tar.Header, symlink bool) error {
-	if u.chown {
-		if err := unix.Fchownat(dfd, base, hdr.Uid, hdr.Gid, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			return &os.PathError{Op: "chown", Path: base, Err: err}
-		}
-	}
-	if symlink {
-		return nil
-	}
-	// base was created by this unpack and is not a symlink, so following
-	// it (fchmodat cannot do otherwise) reaches nothing else.
-	if err := unix.Fchmodat(dfd, base, uint32(hdr.Mode&0o7777), 0); err != nil {
-		return &os.PathError{Op: "chmod", Path: base, Err: err}
-	}
-	return nil
-}
-
-// setTimes sets base's access and modification times, not following it.
-func setTimes(dfd int, base string, atime, mtime time.Time) error {
-	ts := []unix.Timespec{unix.NsecToTimespec(atime.UnixNano()), unix.NsecToTimespec(mtime.UnixNano())}
-	if err := unix.UtimesNanoAt(dfd, base, ts, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		return &os.PathError{Op: "utimes", Path: base, Err: err}
-	}
-	return nil
-}
-
-// accessTime is the entry's atime, or its mtime when the tar has none.
-func accessTime(hdr *tar.Header) time.Time {
-	if hdr.AccessTime.IsZero() {
-		return hdr.ModTime
-	}
-	return hdr.AccessTime
-}
-
-// path2 joins a clean relative directory and a name.
-func path2(dir, name string) string {
-	if dir == "" {
-		return name
-	}
-	return dir + "/" + name
 }

@@ -14,29 +14,18 @@ import (
 	"testing"
 
 	"github.com/hutch-dev/hutch/internal/image/ocitest"
+	"github.com/hutch-dev/hutch/internal/tarfs/tarfstest"
 	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
-// fixture makes an empty rootfs three levels under a directory that also
-// holds host files the layers must never reach: outside/secret and
-// outside/victim.
-func fixture(t *testing.T) (rootfs, outside string) {
-	t.Helper()
-	base := t.TempDir()
-	outside = filepath.Join(base, "outside")
-	rootfs = filepath.Join(base, "a", "b", "rootfs")
-	for _, d := range []string{outside, rootfs} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, f := range []string{"secret", "victim"} {
-		if err := os.WriteFile(filepath.Join(outside, f), []byte("host "+f), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return rootfs, outside
-}
+// fixture, describe and assertOutsideIntact are tarfstest's: a rootfs
+// three levels under a directory whose outside/secret and outside/victim
+// no layer may reach.
+var (
+	fixture             = tarfstest.Fixture
+	describe            = tarfstest.Describe
+	assertOutsideIntact = tarfstest.AssertOutsideIntact
+)
 
 // apply unpacks layers (each a list of entries) in order into rootfs and
 // returns the error of the first one that fails.
@@ -53,59 +42,6 @@ func apply(t *testing.T, rootfs string, layers ...[]ocitest.File) error {
 		}
 	}
 	return nil
-}
-
-// describe renders what is at rel under root: "dir", "file:<content>",
-// "link:<target>", "fifo", or "missing".
-func describe(t *testing.T, root, rel string) string {
-	t.Helper()
-	p := filepath.Join(root, rel)
-	st, err := os.Lstat(p)
-	if err != nil {
-		if os.IsNotExist(err) {
-			return "missing"
-		}
-		t.Fatal(err)
-	}
-	switch {
-	case st.IsDir():
-		return "dir"
-	case st.Mode()&fs.ModeSymlink != 0:
-		target, _ := os.Readlink(p)
-		return "link:" + target
-	case st.Mode()&fs.ModeNamedPipe != 0:
-		return "fifo"
-	}
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return "file:" + string(b)
-}
-
-// assertOutsideIntact checks that the host files next to the rootfs are
-// as fixture made them, and nothing was added.
-func assertOutsideIntact(t *testing.T, outside string) {
-	t.Helper()
-	entries, err := os.ReadDir(outside)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	if strings.Join(names, ",") != "secret,victim" {
-		t.Errorf("outside directory now holds %v", names)
-	}
-	for _, f := range []string{"secret", "victim"} {
-		if got := describe(t, outside, f); got != "file:host "+f {
-			t.Errorf("outside/%s = %s", f, got)
-		}
-	}
-	if n := linkCount(t, filepath.Join(outside, "secret")); n != 1 {
-		t.Errorf("outside/secret has %d links", n)
-	}
 }
 
 func linkCount(t *testing.T, p string) uint64 {

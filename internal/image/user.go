@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/hutch-dev/hutch/internal/tarfs"
 )
 
 // User is the identity an image's processes run as.
@@ -40,7 +42,7 @@ func (img *Image) ResolveUser() (*User, error) {
 	if userPart == "" || (hasGroup && groupPart == "") {
 		return nil, fmt.Errorf("image user %q is not of the form user[:group]", spec)
 	}
-	root, err := openRootDir(img.Rootfs)
+	root, err := tarfs.OpenRoot(img.Rootfs)
 	if err != nil {
 		return nil, err
 	}
@@ -104,8 +106,8 @@ func (img *Image) ResolveUser() (*User, error) {
 
 // readAccounts reads a colon-separated account file of the image, keeping
 // the lines with at least fields fields. A missing file has no entries.
-func readAccounts(root *rootDir, rel string, fields int) ([][]string, error) {
-	b, err := root.readFile(rel, maxAccountFile)
+func readAccounts(root *tarfs.Root, rel string, fields int) ([][]string, error) {
+	b, err := root.ReadFile(rel, maxAccountFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

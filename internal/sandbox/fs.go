@@ -316,21 +316,31 @@ func (m *Manager) ReadFile(ctx context.Context, req api.FsReadRequest) (api.FsRe
 // metadata, and a reader of its bytes that reports a cut-off stream as
 // S218 (or S216). The caller must close the reader.
 func (m *Manager) Download(ctx context.Context, req api.FsDownloadRequest) (api.FsEntry, io.ReadCloser, error) {
-	p, err := checkPath("path", req.Path)
+	return m.openRead(ctx, req.SandboxID, req.User, req.Path, "download of ", func(ctx context.Context, c *agentclient.Client, p string) (*agentv1.FsEntry, io.ReadCloser, error) {
+		return c.Download(ctx, &agentv1.FsDownloadRequest{Path: p})
+	})
+}
+
+// openRead opens a streamed read of path p of sandbox id, as user ("":
+// the image's), through open (a download, a pack; op names it in errors,
+// before the path): the entry and a download reader of its bytes.
+func (m *Manager) openRead(ctx context.Context, id, user, p, op string,
+	open func(ctx context.Context, c *agentclient.Client, p string) (*agentv1.FsEntry, io.ReadCloser, error)) (api.FsEntry, io.ReadCloser, error) {
+	p, err := checkPath("path", p)
 	if err != nil {
 		return api.FsEntry{}, nil, err
 	}
-	sb, release, err := m.acquire(ctx, req.SandboxID, useCall)
+	sb, release, err := m.acquire(ctx, id, useCall)
 	if err != nil {
 		return api.FsEntry{}, nil, err
 	}
 	defer release()
-	op := "download of " + p
-	callCtx, err := fsAs(ctx, sb, req.User)
+	op += p
+	callCtx, err := fsAs(ctx, sb, user)
 	if err != nil {
 		return api.FsEntry{}, nil, err
 	}
-	e, r, err := sb.client().Download(callCtx, &agentv1.FsDownloadRequest{Path: p})
+	e, r, err := open(callCtx, sb.client(), p)
 	if err != nil {
 		return api.FsEntry{}, nil, m.fsError(ctx, sb, op, err)
 	}

@@ -1802,6 +1802,222 @@ func (x *FsWatchEvent) GetIsDir() bool {
 	return false
 }
 
+// FsUnpackHeader opens an unpack.
+type FsUnpackHeader struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The directory to unpack into (absolute).
+	Path          string `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FsUnpackHeader) Reset() {
+	*x = FsUnpackHeader{}
+	mi := &file_api_agent_v1_fs_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FsUnpackHeader) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FsUnpackHeader) ProtoMessage() {}
+
+func (x *FsUnpackHeader) ProtoReflect() protoreflect.Message {
+	mi := &file_api_agent_v1_fs_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FsUnpackHeader.ProtoReflect.Descriptor instead.
+func (*FsUnpackHeader) Descriptor() ([]byte, []int) {
+	return file_api_agent_v1_fs_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *FsUnpackHeader) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+type FsUnpackRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Set in the first message only.
+	Header *FsUnpackHeader `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	Data   []byte          `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
+	// Set in the last message: the stream is complete.
+	Eof           bool `protobuf:"varint,3,opt,name=eof,proto3" json:"eof,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FsUnpackRequest) Reset() {
+	*x = FsUnpackRequest{}
+	mi := &file_api_agent_v1_fs_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FsUnpackRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FsUnpackRequest) ProtoMessage() {}
+
+func (x *FsUnpackRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_agent_v1_fs_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FsUnpackRequest.ProtoReflect.Descriptor instead.
+func (*FsUnpackRequest) Descriptor() ([]byte, []int) {
+	return file_api_agent_v1_fs_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *FsUnpackRequest) GetHeader() *FsUnpackHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *FsUnpackRequest) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *FsUnpackRequest) GetEof() bool {
+	if x != nil {
+		return x.Eof
+	}
+	return false
+}
+
+type FsUnpackResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Entries written (files, directories, links, fifos).
+	Entries int64 `protobuf:"varint,1,opt,name=entries,proto3" json:"entries,omitempty"`
+	// Bytes of file content written.
+	Bytes int64 `protobuf:"varint,2,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	// Entries left out: device nodes and types that are not files.
+	Skipped       int64 `protobuf:"varint,3,opt,name=skipped,proto3" json:"skipped,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FsUnpackResponse) Reset() {
+	*x = FsUnpackResponse{}
+	mi := &file_api_agent_v1_fs_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FsUnpackResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FsUnpackResponse) ProtoMessage() {}
+
+func (x *FsUnpackResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_agent_v1_fs_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FsUnpackResponse.ProtoReflect.Descriptor instead.
+func (*FsUnpackResponse) Descriptor() ([]byte, []int) {
+	return file_api_agent_v1_fs_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *FsUnpackResponse) GetEntries() int64 {
+	if x != nil {
+		return x.Entries
+	}
+	return 0
+}
+
+func (x *FsUnpackResponse) GetBytes() int64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *FsUnpackResponse) GetSkipped() int64 {
+	if x != nil {
+		return x.Skipped
+	}
+	return 0
+}
+
+type FsPackRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The directory to pack (absolute).
+	Path          string `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FsPackRequest) Reset() {
+	*x = FsPackRequest{}
+	mi := &file_api_agent_v1_fs_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FsPackRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FsPackRequest) ProtoMessage() {}
+
+func (x *FsPackRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_agent_v1_fs_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FsPackRequest.ProtoReflect.Descriptor instead.
+func (*FsPackRequest) Descriptor() ([]byte, []int) {
+	return file_api_agent_v1_fs_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *FsPackRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
 var File_api_agent_v1_fs_proto protoreflect.FileDescriptor
 
 const file_api_agent_v1_fs_proto_rawDesc = "" +
@@ -1924,7 +2140,19 @@ const file_api_agent_v1_fs_proto_rawDesc = "" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x19\n" +
 	"\bold_path\x18\x03 \x01(\tR\aoldPath\x12\x15\n" +
-	"\x06is_dir\x18\x04 \x01(\bR\x05isDir*\xcb\x02\n" +
+	"\x06is_dir\x18\x04 \x01(\bR\x05isDir\"$\n" +
+	"\x0eFsUnpackHeader\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\"o\n" +
+	"\x0fFsUnpackRequest\x126\n" +
+	"\x06header\x18\x01 \x01(\v2\x1e.hutch.agent.v1.FsUnpackHeaderR\x06header\x12\x12\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\x12\x10\n" +
+	"\x03eof\x18\x03 \x01(\bR\x03eof\"\\\n" +
+	"\x10FsUnpackResponse\x12\x18\n" +
+	"\aentries\x18\x01 \x01(\x03R\aentries\x12\x14\n" +
+	"\x05bytes\x18\x02 \x01(\x03R\x05bytes\x12\x18\n" +
+	"\askipped\x18\x03 \x01(\x03R\askipped\"#\n" +
+	"\rFsPackRequest\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path*\xcb\x02\n" +
 	"\vFsErrorKind\x12\x1d\n" +
 	"\x19FS_ERROR_KIND_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15FS_ERROR_KIND_INVALID\x10\x01\x12\x1b\n" +
@@ -1937,7 +2165,7 @@ const file_api_agent_v1_fs_proto_rawDesc = "" +
 	"\x17FS_ERROR_KIND_BAD_REGEX\x10\b\x12 \n" +
 	"\x1cFS_ERROR_KIND_STREAM_ABORTED\x10\t\x12\x1d\n" +
 	"\x19FS_ERROR_KIND_UNSUPPORTED\x10\n" +
-	"2\xe6\x06\n" +
+	"2\x82\b\n" +
 	"\x02Fs\x12?\n" +
 	"\x02Ls\x12\x1b.hutch.agent.v1.FsLsRequest\x1a\x1c.hutch.agent.v1.FsLsResponse\x12>\n" +
 	"\x04Stat\x12\x1d.hutch.agent.v1.FsStatRequest\x1a\x17.hutch.agent.v1.FsEntry\x12H\n" +
@@ -1950,7 +2178,9 @@ const file_api_agent_v1_fs_proto_rawDesc = "" +
 	"\x03Sed\x12\x1c.hutch.agent.v1.FsSedRequest\x1a\x1d.hutch.agent.v1.FsSedResponse\x12M\n" +
 	"\x06Upload\x12\x1f.hutch.agent.v1.FsUploadRequest\x1a .hutch.agent.v1.FsUploadResponse(\x01\x12S\n" +
 	"\bDownload\x12!.hutch.agent.v1.FsDownloadRequest\x1a\".hutch.agent.v1.FsDownloadResponse0\x01\x12G\n" +
-	"\x05Watch\x12\x1e.hutch.agent.v1.FsWatchRequest\x1a\x1c.hutch.agent.v1.FsWatchEvent0\x01B1Z/github.com/hutch-dev/hutch/api/agent/v1;agentv1b\x06proto3"
+	"\x05Watch\x12\x1e.hutch.agent.v1.FsWatchRequest\x1a\x1c.hutch.agent.v1.FsWatchEvent0\x01\x12M\n" +
+	"\x06Unpack\x12\x1f.hutch.agent.v1.FsUnpackRequest\x1a .hutch.agent.v1.FsUnpackResponse(\x01\x12K\n" +
+	"\x04Pack\x12\x1d.hutch.agent.v1.FsPackRequest\x1a\".hutch.agent.v1.FsDownloadResponse0\x01B1Z/github.com/hutch-dev/hutch/api/agent/v1;agentv1b\x06proto3"
 
 var (
 	file_api_agent_v1_fs_proto_rawDescOnce sync.Once
@@ -1965,7 +2195,7 @@ func file_api_agent_v1_fs_proto_rawDescGZIP() []byte {
 }
 
 var file_api_agent_v1_fs_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_api_agent_v1_fs_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_api_agent_v1_fs_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
 var file_api_agent_v1_fs_proto_goTypes = []any{
 	(FsErrorKind)(0),           // 0: hutch.agent.v1.FsErrorKind
 	(*FsError)(nil),            // 1: hutch.agent.v1.FsError
@@ -1997,6 +2227,10 @@ var file_api_agent_v1_fs_proto_goTypes = []any{
 	(*FsDownloadResponse)(nil), // 27: hutch.agent.v1.FsDownloadResponse
 	(*FsWatchRequest)(nil),     // 28: hutch.agent.v1.FsWatchRequest
 	(*FsWatchEvent)(nil),       // 29: hutch.agent.v1.FsWatchEvent
+	(*FsUnpackHeader)(nil),     // 30: hutch.agent.v1.FsUnpackHeader
+	(*FsUnpackRequest)(nil),    // 31: hutch.agent.v1.FsUnpackRequest
+	(*FsUnpackResponse)(nil),   // 32: hutch.agent.v1.FsUnpackResponse
+	(*FsPackRequest)(nil),      // 33: hutch.agent.v1.FsPackRequest
 }
 var file_api_agent_v1_fs_proto_depIdxs = []int32{
 	0,  // 0: hutch.agent.v1.FsError.kind:type_name -> hutch.agent.v1.FsErrorKind
@@ -2009,35 +2243,40 @@ var file_api_agent_v1_fs_proto_depIdxs = []int32{
 	21, // 7: hutch.agent.v1.FsSedResponse.results:type_name -> hutch.agent.v1.FsSedResult
 	23, // 8: hutch.agent.v1.FsUploadRequest.header:type_name -> hutch.agent.v1.FsUploadHeader
 	2,  // 9: hutch.agent.v1.FsDownloadResponse.entry:type_name -> hutch.agent.v1.FsEntry
-	3,  // 10: hutch.agent.v1.Fs.Ls:input_type -> hutch.agent.v1.FsLsRequest
-	5,  // 11: hutch.agent.v1.Fs.Stat:input_type -> hutch.agent.v1.FsStatRequest
-	6,  // 12: hutch.agent.v1.Fs.Mkdir:input_type -> hutch.agent.v1.FsMkdirRequest
-	8,  // 13: hutch.agent.v1.Fs.ReadFile:input_type -> hutch.agent.v1.FsReadFileRequest
-	10, // 14: hutch.agent.v1.Fs.Rm:input_type -> hutch.agent.v1.FsRmRequest
-	12, // 15: hutch.agent.v1.Fs.Mv:input_type -> hutch.agent.v1.FsMvRequest
-	14, // 16: hutch.agent.v1.Fs.Chmod:input_type -> hutch.agent.v1.FsChmodRequest
-	17, // 17: hutch.agent.v1.Fs.Grep:input_type -> hutch.agent.v1.FsGrepRequest
-	20, // 18: hutch.agent.v1.Fs.Sed:input_type -> hutch.agent.v1.FsSedRequest
-	24, // 19: hutch.agent.v1.Fs.Upload:input_type -> hutch.agent.v1.FsUploadRequest
-	26, // 20: hutch.agent.v1.Fs.Download:input_type -> hutch.agent.v1.FsDownloadRequest
-	28, // 21: hutch.agent.v1.Fs.Watch:input_type -> hutch.agent.v1.FsWatchRequest
-	4,  // 22: hutch.agent.v1.Fs.Ls:output_type -> hutch.agent.v1.FsLsResponse
-	2,  // 23: hutch.agent.v1.Fs.Stat:output_type -> hutch.agent.v1.FsEntry
-	7,  // 24: hutch.agent.v1.Fs.Mkdir:output_type -> hutch.agent.v1.FsMkdirResponse
-	9,  // 25: hutch.agent.v1.Fs.ReadFile:output_type -> hutch.agent.v1.FsReadFileResponse
-	11, // 26: hutch.agent.v1.Fs.Rm:output_type -> hutch.agent.v1.FsRmResponse
-	13, // 27: hutch.agent.v1.Fs.Mv:output_type -> hutch.agent.v1.FsMvResponse
-	15, // 28: hutch.agent.v1.Fs.Chmod:output_type -> hutch.agent.v1.FsChmodResponse
-	19, // 29: hutch.agent.v1.Fs.Grep:output_type -> hutch.agent.v1.FsGrepResponse
-	22, // 30: hutch.agent.v1.Fs.Sed:output_type -> hutch.agent.v1.FsSedResponse
-	25, // 31: hutch.agent.v1.Fs.Upload:output_type -> hutch.agent.v1.FsUploadResponse
-	27, // 32: hutch.agent.v1.Fs.Download:output_type -> hutch.agent.v1.FsDownloadResponse
-	29, // 33: hutch.agent.v1.Fs.Watch:output_type -> hutch.agent.v1.FsWatchEvent
-	22, // [22:34] is the sub-list for method output_type
-	10, // [10:22] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	30, // 10: hutch.agent.v1.FsUnpackRequest.header:type_name -> hutch.agent.v1.FsUnpackHeader
+	3,  // 11: hutch.agent.v1.Fs.Ls:input_type -> hutch.agent.v1.FsLsRequest
+	5,  // 12: hutch.agent.v1.Fs.Stat:input_type -> hutch.agent.v1.FsStatRequest
+	6,  // 13: hutch.agent.v1.Fs.Mkdir:input_type -> hutch.agent.v1.FsMkdirRequest
+	8,  // 14: hutch.agent.v1.Fs.ReadFile:input_type -> hutch.agent.v1.FsReadFileRequest
+	10, // 15: hutch.agent.v1.Fs.Rm:input_type -> hutch.agent.v1.FsRmRequest
+	12, // 16: hutch.agent.v1.Fs.Mv:input_type -> hutch.agent.v1.FsMvRequest
+	14, // 17: hutch.agent.v1.Fs.Chmod:input_type -> hutch.agent.v1.FsChmodRequest
+	17, // 18: hutch.agent.v1.Fs.Grep:input_type -> hutch.agent.v1.FsGrepRequest
+	20, // 19: hutch.agent.v1.Fs.Sed:input_type -> hutch.agent.v1.FsSedRequest
+	24, // 20: hutch.agent.v1.Fs.Upload:input_type -> hutch.agent.v1.FsUploadRequest
+	26, // 21: hutch.agent.v1.Fs.Download:input_type -> hutch.agent.v1.FsDownloadRequest
+	28, // 22: hutch.agent.v1.Fs.Watch:input_type -> hutch.agent.v1.FsWatchRequest
+	31, // 23: hutch.agent.v1.Fs.Unpack:input_type -> hutch.agent.v1.FsUnpackRequest
+	33, // 24: hutch.agent.v1.Fs.Pack:input_type -> hutch.agent.v1.FsPackRequest
+	4,  // 25: hutch.agent.v1.Fs.Ls:output_type -> hutch.agent.v1.FsLsResponse
+	2,  // 26: hutch.agent.v1.Fs.Stat:output_type -> hutch.agent.v1.FsEntry
+	7,  // 27: hutch.agent.v1.Fs.Mkdir:output_type -> hutch.agent.v1.FsMkdirResponse
+	9,  // 28: hutch.agent.v1.Fs.ReadFile:output_type -> hutch.agent.v1.FsReadFileResponse
+	11, // 29: hutch.agent.v1.Fs.Rm:output_type -> hutch.agent.v1.FsRmResponse
+	13, // 30: hutch.agent.v1.Fs.Mv:output_type -> hutch.agent.v1.FsMvResponse
+	15, // 31: hutch.agent.v1.Fs.Chmod:output_type -> hutch.agent.v1.FsChmodResponse
+	19, // 32: hutch.agent.v1.Fs.Grep:output_type -> hutch.agent.v1.FsGrepResponse
+	22, // 33: hutch.agent.v1.Fs.Sed:output_type -> hutch.agent.v1.FsSedResponse
+	25, // 34: hutch.agent.v1.Fs.Upload:output_type -> hutch.agent.v1.FsUploadResponse
+	27, // 35: hutch.agent.v1.Fs.Download:output_type -> hutch.agent.v1.FsDownloadResponse
+	29, // 36: hutch.agent.v1.Fs.Watch:output_type -> hutch.agent.v1.FsWatchEvent
+	32, // 37: hutch.agent.v1.Fs.Unpack:output_type -> hutch.agent.v1.FsUnpackResponse
+	27, // 38: hutch.agent.v1.Fs.Pack:output_type -> hutch.agent.v1.FsDownloadResponse
+	25, // [25:39] is the sub-list for method output_type
+	11, // [11:25] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_api_agent_v1_fs_proto_init() }
@@ -2053,7 +2292,7 @@ func file_api_agent_v1_fs_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_agent_v1_fs_proto_rawDesc), len(file_api_agent_v1_fs_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   29,
+			NumMessages:   33,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

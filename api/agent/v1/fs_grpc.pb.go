@@ -39,6 +39,8 @@ const (
 	Fs_Upload_FullMethodName   = "/hutch.agent.v1.Fs/Upload"
 	Fs_Download_FullMethodName = "/hutch.agent.v1.Fs/Download"
 	Fs_Watch_FullMethodName    = "/hutch.agent.v1.Fs/Watch"
+	Fs_Unpack_FullMethodName   = "/hutch.agent.v1.Fs/Unpack"
+	Fs_Pack_FullMethodName     = "/hutch.agent.v1.Fs/Pack"
 )
 
 // FsClient is the client API for Fs service.
@@ -78,6 +80,16 @@ type FsClient interface {
 	// caller goes or the directory is removed: the first message is an
 	// empty "ready" event, sent once the watches are in place.
 	Watch(ctx context.Context, in *FsWatchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[FsWatchEvent], error)
+	// Unpack extracts a tar stream into a directory, created if missing:
+	// the first message carries the header, the following ones the tar's
+	// bytes (plain, not compressed), the last one eof. No entry lands
+	// outside the directory. Entries are written as they arrive: a stream
+	// that fails or ends early leaves the entries before the failure (the
+	// file being written is removed).
+	Unpack(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[FsUnpackRequest, FsUnpackResponse], error)
+	// Pack streams a directory as a tar (plain): the first message carries
+	// the directory's entry, the following ones the tar's bytes.
+	Pack(ctx context.Context, in *FsPackRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[FsDownloadResponse], error)
 }
 
 type fsClient struct {
@@ -229,6 +241,38 @@ func (c *fsClient) Watch(ctx context.Context, in *FsWatchRequest, opts ...grpc.C
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Fs_WatchClient = grpc.ServerStreamingClient[FsWatchEvent]
 
+func (c *fsClient) Unpack(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[FsUnpackRequest, FsUnpackResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Fs_ServiceDesc.Streams[3], Fs_Unpack_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[FsUnpackRequest, FsUnpackResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Fs_UnpackClient = grpc.ClientStreamingClient[FsUnpackRequest, FsUnpackResponse]
+
+func (c *fsClient) Pack(ctx context.Context, in *FsPackRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[FsDownloadResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Fs_ServiceDesc.Streams[4], Fs_Pack_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[FsPackRequest, FsDownloadResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Fs_PackClient = grpc.ServerStreamingClient[FsDownloadResponse]
+
 // FsServer is the server API for Fs service.
 // All implementations must embed UnimplementedFsServer
 // for forward compatibility.
@@ -266,6 +310,16 @@ type FsServer interface {
 	// caller goes or the directory is removed: the first message is an
 	// empty "ready" event, sent once the watches are in place.
 	Watch(*FsWatchRequest, grpc.ServerStreamingServer[FsWatchEvent]) error
+	// Unpack extracts a tar stream into a directory, created if missing:
+	// the first message carries the header, the following ones the tar's
+	// bytes (plain, not compressed), the last one eof. No entry lands
+	// outside the directory. Entries are written as they arrive: a stream
+	// that fails or ends early leaves the entries before the failure (the
+	// file being written is removed).
+	Unpack(grpc.ClientStreamingServer[FsUnpackRequest, FsUnpackResponse]) error
+	// Pack streams a directory as a tar (plain): the first message carries
+	// the directory's entry, the following ones the tar's bytes.
+	Pack(*FsPackRequest, grpc.ServerStreamingServer[FsDownloadResponse]) error
 	mustEmbedUnimplementedFsServer()
 }
 
@@ -311,6 +365,12 @@ func (UnimplementedFsServer) Download(*FsDownloadRequest, grpc.ServerStreamingSe
 }
 func (UnimplementedFsServer) Watch(*FsWatchRequest, grpc.ServerStreamingServer[FsWatchEvent]) error {
 	return status.Error(codes.Unimplemented, "method Watch not implemented")
+}
+func (UnimplementedFsServer) Unpack(grpc.ClientStreamingServer[FsUnpackRequest, FsUnpackResponse]) error {
+	return status.Error(codes.Unimplemented, "method Unpack not implemented")
+}
+func (UnimplementedFsServer) Pack(*FsPackRequest, grpc.ServerStreamingServer[FsDownloadResponse]) error {
+	return status.Error(codes.Unimplemented, "method Pack not implemented")
 }
 func (UnimplementedFsServer) mustEmbedUnimplementedFsServer() {}
 func (UnimplementedFsServer) testEmbeddedByValue()            {}
@@ -524,6 +584,24 @@ func _Fs_Watch_Handler(srv interface{}, stream grpc.ServerStream) error {
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Fs_WatchServer = grpc.ServerStreamingServer[FsWatchEvent]
 
+func _Fs_Unpack_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(FsServer).Unpack(&grpc.GenericServerStream[FsUnpackRequest, FsUnpackResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Fs_UnpackServer = grpc.ClientStreamingServer[FsUnpackRequest, FsUnpackResponse]
+
+func _Fs_Pack_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(FsPackRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(FsServer).Pack(m, &grpc.GenericServerStream[FsPackRequest, FsDownloadResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Fs_PackServer = grpc.ServerStreamingServer[FsDownloadResponse]
+
 // Fs_ServiceDesc is the grpc.ServiceDesc for Fs service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -582,6 +660,16 @@ var Fs_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "Watch",
 			Handler:       _Fs_Watch_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "Unpack",
+			Handler:       _Fs_Unpack_Handler,
+			ClientStreams: true,
+		},
+		{
+			StreamName:    "Pack",
+			Handler:       _Fs_Pack_Handler,
 			ServerStreams: true,
 		},
 	},
