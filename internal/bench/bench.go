@@ -144,9 +144,9 @@ type Result struct {
 	Memory     *Sizes      `json:"memory,omitempty"`
 	Capacity   *Capacity   `json:"capacity,omitempty"`
 	// Loads are the loads of creates of create-burst and create-steady.
-	Loads []CreateLoad `json:"create_loads,omitempty"`
-	Err        string      `json:"error,omitempty"`
-	Skipped    string      `json:"skipped,omitempty"`
+	Loads   []CreateLoad `json:"create_loads,omitempty"`
+	Err     string       `json:"error,omitempty"`
+	Skipped string       `json:"skipped,omitempty"`
 	// Note says how the measurement was made, when the title does not.
 	Note string `json:"note,omitempty"`
 	// Floor has the execs of true over HTTP timed in rounds with the spawn
