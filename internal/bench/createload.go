@@ -9,7 +9,6 @@ package bench
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -31,24 +30,15 @@ type CreateLoad struct {
 	// Creates is how many were issued, Rounds in how many bursts.
 	Creates int `json:"creates"`
 	Rounds  int `json:"rounds,omitempty"`
-	// Elapsed is the time from the first create until the last first exec
-	// answered (the median of the rounds for bursts); PerSec the creates
-	// per second that makes.
-	Elapsed time.Duration `json:"-"`
-	PerSec  float64       `json:"creates_per_sec"`
+	// ElapsedMs is the time from the first create until the last first
+	// exec answered (the median of the rounds for bursts); PerSec the
+	// creates per second that makes.
+	ElapsedMs float64 `json:"elapsed_ms"`
+	PerSec    float64 `json:"creates_per_sec"`
 	// FromPool counts the creates the pool served (its hit counter moved).
 	FromPool int `json:"from_pool"`
 	// Latency is each create until its first exec answered.
 	Latency Stats `json:"latency"`
-}
-
-// MarshalJSON adds Elapsed in milliseconds, the unit of every report.
-func (l CreateLoad) MarshalJSON() ([]byte, error) {
-	type plain CreateLoad // without this method
-	return json.Marshal(struct {
-		plain
-		ElapsedMs float64 `json:"elapsed_ms"`
-	}{plain(l), ms(l.Elapsed)})
 }
 
 // poolDaemon is the client of the daemon with the default warm pool
@@ -135,8 +125,8 @@ func (e *env) burst(ctx context.Context, c *client.Client, req api.CreateRequest
 		elapsed = append(elapsed, took)
 	}
 	l.Latency = Summarize(samples)
-	l.Elapsed = Summarize(elapsed).P50
-	l.PerSec = float64(n) / l.Elapsed.Seconds()
+	took := Summarize(elapsed).P50
+	l.ElapsedMs, l.PerSec = ms(took), float64(n)/took.Seconds()
 	return l, nil
 }
 
@@ -267,13 +257,13 @@ func createSteady(ctx context.Context, e *env) (Result, error) {
 		return Result{}, err
 	}
 	l := CreateLoad{
-		Load:     fmt.Sprintf("%g/s for %s", e.opts.SteadyRate, e.opts.SteadyDuration),
-		Pool:     true,
-		Creates:  n,
-		Elapsed:  took,
-		PerSec:   float64(n) / took.Seconds(),
-		FromPool: int(after - before),
-		Latency:  Summarize(lat),
+		Load:      fmt.Sprintf("%g/s for %s", e.opts.SteadyRate, e.opts.SteadyDuration),
+		Pool:      true,
+		Creates:   n,
+		ElapsedMs: ms(took),
+		PerSec:    float64(n) / took.Seconds(),
+		FromPool:  int(after - before),
+		Latency:   Summarize(lat),
 	}
 	return Result{Loads: []CreateLoad{l}, Note: "the daemon's default pool (sized by demand), at rest at the start; each sandbox is stopped once its exec answered"}, nil
 }

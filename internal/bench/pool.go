@@ -63,7 +63,7 @@ func (e *env) readPool(ctx context.Context) {
 	case err != nil:
 		e.pool = poolInfo{why: err.Error()}
 	case target == 0:
-		e.pool = poolInfo{why: fmt.Sprintf("the daemon keeps no warm pool of %s (warm_pool: {%s: 2} in its config)", e.opts.Image, e.opts.Image)}
+		e.pool = poolInfo{why: fmt.Sprintf("the daemon keeps no warm pool of %s (its config has warm_pool: {} or warm_pool_auto: false and no warm_pool: {%s: N})", e.opts.Image, e.opts.Image)}
 	default:
 		e.pool = poolInfo{target: target}
 	}

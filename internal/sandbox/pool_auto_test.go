@@ -59,6 +59,17 @@ func slowBoots(rt *runtimetest.Runtime, d time.Duration) (peak func() int32) {
 	return most.Load
 }
 
+// burstOfDemand makes the pool see 50 creates of python's default shape
+// now, and wakes it.
+func burstOfDemand(m *Manager, clk *testClock) {
+	m.mu.Lock()
+	for range 50 {
+		m.pool.noteLocked("python", m.pool.shapeOf("python"), clk.Now())
+	}
+	m.mu.Unlock()
+	m.pool.wake()
+}
+
 // poolOf returns the pool stat of image (zero when it has none).
 func poolOf(m *Manager, image string) WarmPoolStat {
 	for _, st := range m.WarmPool() {
@@ -81,12 +92,7 @@ func TestWarmPoolAutoFollowsDemand(t *testing.T) {
 	clk := useClock(m)
 	eventually(t, "the base python sandbox is ready", func() bool { return poolOf(m, "python").Ready == 1 })
 
-	m.mu.Lock()
-	for range 50 {
-		m.pool.noteLocked("python", m.pool.shapeOf("python"), clk.Now())
-	}
-	m.mu.Unlock()
-	m.pool.wake()
+	burstOfDemand(m, clk)
 	eventually(t, "the pool grows to its target", func() bool {
 		st := poolOf(m, "python")
 		return st.Target >= poissonCover(2, warmMissOdds) && st.Ready == st.Target
@@ -171,11 +177,7 @@ func TestWarmPoolConfigRespected(t *testing.T) {
 		})
 		clk := useClock(m)
 		eventually(t, "the pinned pool fills", func() bool { return poolOf(m, "python").Ready == 2 })
-		m.mu.Lock()
-		for range 50 {
-			m.pool.noteLocked("python", m.pool.shapeOf("python"), clk.Now())
-		}
-		m.mu.Unlock()
+		burstOfDemand(m, clk)
 		create(t, m, api.CreateRequest{Image: "node"})
 		eventually(t, "node's pool, sized by demand, fills", func() bool { return poolOf(m, "node").Ready == 1 })
 		if st := poolOf(m, "python"); st.Target != 2 {
