@@ -70,6 +70,15 @@ func burstOfDemand(m *Manager, clk *testClock) {
 	m.pool.wake()
 }
 
+// poolOfLocked lists how many sandboxes each pool holds; m.mu is held.
+func poolOfLocked(m *Manager) map[string]int {
+	out := map[string]int{}
+	for k, l := range m.pool.ready {
+		out[k.String()] = len(l)
+	}
+	return out
+}
+
 // poolOf returns the pool stat of image (zero when it has none).
 func poolOf(m *Manager, image string) WarmPoolStat {
 	for _, st := range m.WarmPool() {
@@ -86,11 +95,25 @@ func poolOf(m *Manager, image string) WarmPoolStat {
 // it shrinks back to one, the rest destroyed; shutdown leaves nothing.
 func TestWarmPoolAutoFollowsDemand(t *testing.T) {
 	m, rt, _ := inprocess(t, func(c *config.Config) { c.WarmPoolAuto = true })
-	// Refills take at least 200 ms: 50 creates at once read as 10/s, so
-	// covering one refill takes at least 5 sandboxes (poissonCover(2)).
+	// Refills from now on take at least 200 ms: 50 creates at once read
+	// as 10/s, so covering one refill takes at least 5 sandboxes
+	// (poissonCover(2)).
 	slowBoots(rt, 200*time.Millisecond)
 	clk := useClock(m)
+	t.Cleanup(func() {
+		if t.Failed() {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			p := m.pool
+			t.Logf("pool: targets %v, refill %s, %d booting, backoff %s, hold until %s, stats %+v",
+				p.targets, p.refill, len(p.booting), p.backoff, p.holdUntil.Format(time.StampMilli), poolOfLocked(m))
+		}
+	})
 	eventually(t, "the base python sandbox is ready", func() bool { return poolOf(m, "python").Ready == 1 })
+	// The base sandbox booted fast: the refills measured are the slow ones.
+	m.mu.Lock()
+	m.pool.refill = 0
+	m.mu.Unlock()
 
 	burstOfDemand(m, clk)
 	eventually(t, "the pool grows to its target", func() bool {
