@@ -52,7 +52,16 @@ func binaries(t *testing.T) (hutch, agent string) {
 
 // baseConfig is the YAML every test daemon starts from: the shared image
 // cache, so presets are built once per machine.
+// baseConfig is the config of a test daemon, extra keys appended: the
+// test image cache, and no warm pool sized by demand (warm_pool still pins
+// one), so that each test runs only the sandboxes it creates.
 func baseConfig(extra string) string {
+	return autoPoolConfig("warm_pool_auto: false\n" + extra)
+}
+
+// autoPoolConfig is baseConfig with the warm pool's defaults: sized by
+// demand unless extra says otherwise.
+func autoPoolConfig(extra string) string {
 	return "image_cache_dir: " + testutil.ImageCacheDir() + "\nmax_concurrent_exec_per_sandbox: 8\n" + extra
 }
 

@@ -33,7 +33,7 @@ func customConfig(t *testing.T, cache, extra string) string {
 	if cache == "" {
 		cache = filepath.Join(t.TempDir(), "cache")
 	}
-	return "image_cache_dir: " + cache + "\nmax_concurrent_exec_per_sandbox: 8\n" + extra
+	return "image_cache_dir: " + cache + "\nmax_concurrent_exec_per_sandbox: 8\nwarm_pool_auto: false\n" + extra
 }
 
 // appImage is a two-layer busybox image running as app (1000) in

@@ -23,7 +23,7 @@ import (
 
 // plainConfig is baseConfig without its exec cap, for tests that set one.
 func plainConfig(extra string) string {
-	return "image_cache_dir: " + testutil.ImageCacheDir() + "\n" + extra
+	return "image_cache_dir: " + testutil.ImageCacheDir() + "\nwarm_pool_auto: false\n" + extra
 }
 
 // eventually polls cond every 100 ms until it holds or timeout passes.

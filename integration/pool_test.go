@@ -213,7 +213,7 @@ func TestWarmPoolWithOwners(t *testing.T) {
 }
 
 func TestWarmPoolOfADaemonWithout(t *testing.T) {
-	d := startDaemon(t, baseConfig(""))
+	d := startDaemon(t, autoPoolConfig("warm_pool: {}\n"))
 	d.create(api.CreateRequest{Image: "python"})
 	if text := d.scrape(""); strings.Contains(text, "hutch_warm_pool_") {
 		t.Errorf("a daemon without warm_pool exports pool metrics:\n%s", grepLines(text, "warm_pool"))
@@ -221,6 +221,43 @@ func TestWarmPoolOfADaemonWithout(t *testing.T) {
 	if ids := runscSandboxIDs(d.dataDir); len(ids) != 1 {
 		t.Errorf("runsc runs %v, want just the created sandbox", ids)
 	}
+}
+
+// TestWarmPoolAutomatic: with no warm_pool, the daemon keeps one sandbox
+// of the first allowed preset (its image is built), which serves the first
+// create; a shape asked for gets a pool of its own, which serves the next
+// create of that shape; shutdown destroys them all.
+func TestWarmPoolAutomatic(t *testing.T) {
+	d := startDaemon(t, autoPoolConfig(""))
+	d.waitPoolReady("python", 1)
+	seen := runscSandboxIDs(d.dataDir)
+	a := d.create(api.CreateRequest{Image: "python"})
+	d.wantClaims("python", 1, 0, 0)
+	if !slices.Contains(seen, a) {
+		t.Errorf("first create %s is not the pool's %v", a, seen)
+	}
+	if r := d.exec(a, "true"); r.ExitCode == nil || *r.ExitCode != 0 {
+		t.Fatalf("exec in the pool's sandbox: %+v", r)
+	}
+
+	big := api.CreateRequest{Image: "python", MemoryMB: 1024}
+	d.create(big)
+	d.wantClaims("python", 1, 0, 1)
+	// The default shape refills; the new shape gets its own pool.
+	d.waitPoolReady("python", 2)
+	pooled := runscSandboxIDs(d.dataDir)
+	b := d.create(big)
+	d.wantClaims("python", 2, 0, 1)
+	if !slices.Contains(pooled, b) {
+		t.Errorf("second create of 1024 MiB %s is not one of the pool's %v", b, pooled)
+	}
+	if got := memoryLimit(t, b); got != 1024<<20 {
+		t.Errorf("host memory limit of the pooled 1024 MiB sandbox = %d", got)
+	}
+	d.waitPoolReady("python", 2)
+	seen = append(append(seen, pooled...), runscSandboxIDs(d.dataDir)...)
+	d.terminate()
+	assertNoLeftovers(t, d.dataDir, seen...)
 }
 
 // TestWarmPoolFollowsItsImage removes and re-pulls a pooled custom image:

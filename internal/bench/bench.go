@@ -58,6 +58,16 @@ type Options struct {
 	StreamBytes int64
 	// MaxIdle caps the sandboxes of the idle capacity scenario.
 	MaxIdle int
+	// Bursts are the sizes of create-burst's bursts of creates.
+	Bursts []int
+	// SteadyRate and SteadyDuration shape create-steady: creates per
+	// second, for how long.
+	SteadyRate     float64
+	SteadyDuration time.Duration
+	// PoolDaemon, when not nil, is a daemon with the default warm pool
+	// settings (sized by demand), which the scenarios of the pool measure
+	// (NeedsPoolDaemon); nil measures the one daemon.
+	PoolDaemon *client.Client
 	// SlowCreate ends the idle capacity scenario once a create takes
 	// longer; 0 means DefaultSlowCreate. Tests raise it: how fast a busy
 	// machine creates is the benchmark's question, not theirs.
@@ -94,6 +104,14 @@ func (o Options) Validate() error {
 	if o.MaxIdle < 1 {
 		bad("max idle sandboxes must be at least 1, got %d", o.MaxIdle)
 	}
+	for _, n := range o.Bursts {
+		if n < 1 {
+			bad("a burst must have at least 1 create, got %d", n)
+		}
+	}
+	if o.SteadyRate <= 0 || o.SteadyDuration <= 0 {
+		bad("the steady create rate and its duration must be positive, got %g/s for %s", o.SteadyRate, o.SteadyDuration)
+	}
 	return errors.Join(errs...)
 }
 
@@ -125,8 +143,10 @@ type Result struct {
 	Throughput *Throughput `json:"throughput,omitempty"`
 	Memory     *Sizes      `json:"memory,omitempty"`
 	Capacity   *Capacity   `json:"capacity,omitempty"`
-	Err        string      `json:"error,omitempty"`
-	Skipped    string      `json:"skipped,omitempty"`
+	// Loads are the loads of creates of create-burst and create-steady.
+	Loads   []CreateLoad `json:"create_loads,omitempty"`
+	Err     string       `json:"error,omitempty"`
+	Skipped string       `json:"skipped,omitempty"`
 	// Note says how the measurement was made, when the title does not.
 	Note string `json:"note,omitempty"`
 	// Floor has the execs of true over HTTP timed in rounds with the spawn
@@ -223,6 +243,12 @@ func Names() []string {
 		names[i] = s.Name
 	}
 	return names
+}
+
+// NeedsPoolDaemon reports whether any of scenarios measures the warm pool
+// with its default settings (Options.PoolDaemon).
+func NeedsPoolDaemon(scenarios []Scenario) bool {
+	return slices.ContainsFunc(scenarios, func(s Scenario) bool { return s.poolDaemon })
 }
 
 // Select returns the scenarios called names, in table order; an unknown

@@ -25,6 +25,7 @@ const (
 	latencyHeader    = "| scenario | n | p50 ms | p90 ms | p99 ms | min ms | mean ms | × vs docker |\n|---|--:|--:|--:|--:|--:|--:|--:|\n"
 	throughputHeader = "| scenario | sandboxes × callers | duration | execs | execs/s | p50 ms | p99 ms | × vs docker |\n|---|--:|--:|--:|--:|--:|--:|--:|\n"
 	memoryHeader     = "| scenario | n | p50 MiB | p90 MiB | p99 MiB | min MiB | mean MiB | × vs docker |\n|---|--:|--:|--:|--:|--:|--:|--:|\n"
+	loadHeader       = "| scenario | load | pool | creates | creates/s | from pool | p50 ms | p90 ms | p99 ms | max ms |\n|---|---|---|--:|--:|--:|--:|--:|--:|--:|\n"
 )
 
 // WriteMarkdown renders the report: a header with the machine and the
@@ -48,6 +49,7 @@ func (r Report) WriteMarkdown(w io.Writer) error {
 		kindLatency:    {header: latencyHeader, placed: map[string]bool{}},
 		kindThroughput: {header: throughputHeader, placed: map[string]bool{}},
 		kindMemory:     {header: memoryHeader, placed: map[string]bool{}},
+		kindLoad:       {header: loadHeader, placed: map[string]bool{}},
 	}
 	var capacity, cpu, notes, skipped, failed []string
 	for _, res := range r.Results {
@@ -91,7 +93,7 @@ func (r Report) WriteMarkdown(w io.Writer) error {
 			t.rows = append(t.rows, row("↳ "+b.Title, b, nil))
 		}
 	}
-	for _, kind := range []string{kindLatency, kindThroughput, kindMemory} {
+	for _, kind := range []string{kindLatency, kindThroughput, kindLoad, kindMemory} {
 		if t := tables[kind]; len(t.rows) > 0 {
 			p("\n%s%s", t.header, strings.Join(t.rows, ""))
 		}
@@ -131,6 +133,7 @@ const (
 	kindThroughput = "throughput"
 	kindMemory     = "memory"
 	kindCapacity   = "capacity"
+	kindLoad       = "load"
 )
 
 // kind says what res measured; "" when it measured nothing.
@@ -146,6 +149,8 @@ func (res Result) kind() string {
 		return kindMemory
 	case res.Capacity != nil:
 		return kindCapacity
+	case len(res.Loads) > 0:
+		return kindLoad
 	}
 	return ""
 }
@@ -179,6 +184,14 @@ func row(title string, res Result, vs *float64) string {
 		s := res.Memory
 		return fmt.Sprintf("| %s | %d | %s | %s | %s | %s | %s | %s |\n", cell(title), len(s.Samples),
 			fmtMiB(s.P50), fmtMiB(s.P90), fmtMiB(s.P99), fmtMiB(s.Min), fmtMiB(s.Mean), ratio)
+	case kindLoad:
+		var rows strings.Builder
+		for _, l := range res.Loads {
+			fmt.Fprintf(&rows, "| %s | %s | %s | %d | %.2f | %d (%.0f %%) | %s | %s | %s | %s |\n", cell(title), cell(l.Load), onOff(l.Pool),
+				l.Creates, l.PerSec, l.FromPool, 100*float64(l.FromPool)/float64(max(l.Creates, 1)),
+				fmtMs(l.Latency.P50), fmtMs(l.Latency.P90), fmtMs(l.Latency.P99), fmtMs(l.Latency.Max))
+		}
+		return rows.String()
 	}
 	return ""
 }

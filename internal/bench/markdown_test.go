@@ -93,6 +93,25 @@ func TestWriteMarkdown(t *testing.T) {
 `,
 		},
 		{
+			name: "loads of creates",
+			report: withResults(
+				Result{Name: NameCreateBurst, Title: "creates at once", Loads: []CreateLoad{
+					{Load: "10 at once", Creates: 30, Rounds: 3, PerSec: 8.5, Latency: Summarize(msList(400, 800))},
+					{Load: "10 at once", Pool: true, Creates: 30, Rounds: 3, PerSec: 12, FromPool: 6, Latency: Summarize(msList(20, 600))},
+				}},
+				Result{Name: NameCreateSteady, Title: "steady creates", Loads: []CreateLoad{
+					{Load: "2/s for 30s", Pool: true, Creates: 60, PerSec: 2, FromPool: 57, Latency: Summarize(msList(30, 40))},
+				}},
+			),
+			want: header + `
+| scenario | load | pool | creates | creates/s | from pool | p50 ms | p90 ms | p99 ms | max ms |
+|---|---|---|--:|--:|--:|--:|--:|--:|--:|
+| creates at once | 10 at once | off | 30 | 8.50 | 0 (0 %) | 600.00 | 760.00 | 796.00 | 800.00 |
+| creates at once | 10 at once | on | 30 | 12.00 | 6 (20 %) | 310.00 | 542.00 | 594.20 | 600.00 |
+| steady creates | 2/s for 30s | on | 60 | 2.00 | 57 (95 %) | 35.00 | 39.00 | 39.90 | 40.00 |
+`,
+		},
+		{
 			name: "no floor, no overhead line",
 			report: withResults(
 				latency(NameExecTrue, "exec true (HTTP)", 6, 8),

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/client"
 )
 
 // poolInfo is what the daemon's /metrics said of the warm pool of the
@@ -34,10 +36,15 @@ func metricValue(text, sample string) (float64, bool) {
 	return v, err == nil
 }
 
-// poolState reads the pool of the benchmark's image: its target, the
-// sandboxes ready and the creates it served.
+// poolState reads the pool of the benchmark's image on the measured
+// daemon: its target, the sandboxes ready and the creates it served.
 func (e *env) poolState(ctx context.Context) (target, ready int, hits uint64, err error) {
-	text, err := e.c.Prometheus(ctx)
+	return e.poolStateOf(ctx, e.c)
+}
+
+// poolStateOf is poolState on the daemon c talks to.
+func (e *env) poolStateOf(ctx context.Context, c *client.Client) (target, ready int, hits uint64, err error) {
+	text, err := c.Prometheus(ctx)
 	if err != nil {
 		return 0, 0, 0, fmt.Errorf("reading the daemon's /metrics: %w", err)
 	}
@@ -56,7 +63,7 @@ func (e *env) readPool(ctx context.Context) {
 	case err != nil:
 		e.pool = poolInfo{why: err.Error()}
 	case target == 0:
-		e.pool = poolInfo{why: fmt.Sprintf("the daemon keeps no warm pool of %s (warm_pool: {%s: 2} in its config)", e.opts.Image, e.opts.Image)}
+		e.pool = poolInfo{why: fmt.Sprintf("the daemon keeps no warm pool of %s (its config has warm_pool: {} or warm_pool_auto: false and no warm_pool: {%s: N})", e.opts.Image, e.opts.Image)}
 	default:
 		e.pool = poolInfo{target: target}
 	}
@@ -101,32 +108,33 @@ func (e *env) learnDefaults(ctx context.Context) (api.SandboxInfo, error) {
 }
 
 // poolCreateFirstExec times a create served by the warm pool plus its
-// first exec. Before each run, off the clock, earlier sandboxes are gone
-// and the pool is full again; after it, the pool's hit counter must have
-// moved, or the run is an error (the create booted instead).
+// first exec, on the daemon with the default pool (Options.PoolDaemon)
+// when there is one. Before each run, off the clock, earlier sandboxes
+// are gone and the pool is full again; after it, the pool's hit counter
+// must have moved, or the run is an error (the create booted instead).
 func poolCreateFirstExec(ctx context.Context, e *env) (Result, error) {
-	if e.pool.target == 0 {
+	c := e.poolDaemon()
+	if !e.hasPool(c) {
 		return Result{}, skipf("%s", e.pool.why)
 	}
+	var targets []int
 	samples, err := e.repeat(ctx, func(ctx context.Context) (time.Duration, error) {
 		if err := e.stops.drain(); err != nil {
 			return 0, err
 		}
-		hits, err := e.waitPoolFull(ctx)
+		target, hits, err := e.poolFull(ctx, c)
 		if err != nil {
 			return 0, err
 		}
-		start := time.Now()
-		id, err := e.create(ctx)
+		targets = append(targets, target)
+		d, id, err := createThenExec(ctx, c, api.CreateRequest{Image: e.opts.Image, Name: sandboxName})
+		if id != "" {
+			defer e.stopOn(ctx, c, id)
+		}
 		if err != nil {
 			return 0, err
 		}
-		defer e.stops.stop(ctx, id)
-		if _, err := e.exec(ctx, id, "true"); err != nil {
-			return 0, err
-		}
-		d := time.Since(start)
-		if _, _, after, err := e.poolState(ctx); err != nil {
+		if _, _, after, err := e.poolStateOf(ctx, c); err != nil {
 			return 0, err
 		} else if after != hits+1 {
 			return 0, fmt.Errorf("create of sandbox %s did not come from the warm pool (pool hits %d, then %d)", id, hits, after)
@@ -134,28 +142,61 @@ func poolCreateFirstExec(ctx context.Context, e *env) (Result, error) {
 		return d, nil
 	})
 	res := latencyResult(samples)
-	res.Note = fmt.Sprintf("the pool (%d %s sandboxes) is refilled and earlier sandboxes are gone before each run, off the clock", e.pool.target, e.opts.Image)
+	res.Note = fmt.Sprintf("the pool (%s %s sandboxes) is refilled and earlier sandboxes are gone before each run, off the clock", poolSizes(targets), e.opts.Image)
+	if e.opts.PoolDaemon != nil {
+		res.Note = "a daemon with the default warm pool settings (sized by demand); " + res.Note
+	}
 	return res, err
 }
 
-// waitPoolFull waits until the pool holds its target and returns its hit
+// poolSizes renders the pool targets seen over the runs: "2", or "1–3".
+func poolSizes(targets []int) string {
+	if len(targets) == 0 {
+		return "0"
+	}
+	lo, hi := slices.Min(targets), slices.Max(targets)
+	if lo == hi {
+		return strconv.Itoa(lo)
+	}
+	return fmt.Sprintf("%d–%d", lo, hi)
+}
+
+// stopOn stops sandbox id on c: through the stopper on the measured
+// daemon, at once elsewhere.
+func (e *env) stopOn(ctx context.Context, c *client.Client, id string) {
+	if c == e.c {
+		e.stops.stop(ctx, id)
+		return
+	}
+	e.stopAll(ctx, c, []string{id})
+}
+
+// hasPool reports whether the daemon c talks to keeps a warm pool of the
+// benchmark's image: the one with the default pool settings does, the
+// measured one if its /metrics said so at the start.
+func (e *env) hasPool(c *client.Client) bool {
+	return c == e.opts.PoolDaemon || e.pool.target > 0
+}
+
+// poolFull waits until the pool of the daemon c talks to plans at least
+// one sandbox and holds its target, and returns the target and the hit
 // count then.
-func (e *env) waitPoolFull(ctx context.Context) (hits uint64, err error) {
+func (e *env) poolFull(ctx context.Context, c *client.Client) (target int, hits uint64, err error) {
 	deadline := time.Now().Add(poolWaitTimeout)
 	for {
-		target, ready, hits, err := e.poolState(ctx)
+		target, ready, hits, err := e.poolStateOf(ctx, c)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
-		if ready >= target {
-			return hits, nil
+		if target > 0 && ready >= target {
+			return target, hits, nil
 		}
 		if time.Now().After(deadline) {
-			return 0, fmt.Errorf("the warm pool holds %d of %d sandboxes after %s", ready, target, poolWaitTimeout)
+			return 0, 0, fmt.Errorf("the warm pool holds %d of %d sandboxes after %s", ready, target, poolWaitTimeout)
 		}
 		select {
 		case <-ctx.Done():
-			return 0, ctx.Err()
+			return 0, 0, ctx.Err()
 		case <-time.After(10 * time.Millisecond):
 		}
 	}

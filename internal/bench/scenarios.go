@@ -41,6 +41,8 @@ const (
 	NameContextCreate  = "context-create"
 	NamePreview        = "preview-request"
 	NamePreviewRate    = "preview-throughput"
+	NameCreateBurst    = "create-burst"
+	NameCreateSteady   = "create-steady"
 )
 
 // Scenario is one measurement, with the same measurement made by other
@@ -59,6 +61,9 @@ type Scenario struct {
 	// dockerOf names the scenario whose Docker baseline this one is
 	// compared with when it has none of its own.
 	dockerOf string
+	// poolDaemon: it measures the warm pool with its default settings, on
+	// Options.PoolDaemon when set.
+	poolDaemon bool
 }
 
 // Scenarios is every scenario, in report order. Adding a measurement is
@@ -66,8 +71,10 @@ type Scenario struct {
 var Scenarios = []Scenario{
 	{Name: NameCreateExec, Title: "create→first exec (cold)", run: coldCreate(true),
 		baselines: []baseline{dockerCreate(true), runscDo}},
-	{Name: NamePoolCreateExec, Title: "create→first exec (warm pool)", run: poolCreateFirstExec, dockerOf: NameCreateExec},
+	{Name: NamePoolCreateExec, Title: "create→first exec (warm pool)", run: poolCreateFirstExec, dockerOf: NameCreateExec, poolDaemon: true},
 	{Name: NameCreate, Title: "create (agent ready)", run: coldCreate(false), baselines: []baseline{dockerCreate(false)}},
+	{Name: NameCreateBurst, Title: "creates at once → every first exec", run: createBurst, poolDaemon: true},
+	{Name: NameCreateSteady, Title: "steady creates → first exec", run: createSteady, poolDaemon: true},
 	{Name: NameExecTrue, Title: "exec true (HTTP)", run: execLatency(httpExec, "true"), baselines: []baseline{dockerExec("true")}},
 	// Right after exec true, which it is compared with, on a machine in the
 	// same state.

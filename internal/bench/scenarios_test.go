@@ -82,7 +82,8 @@ func TestSelect(t *testing.T) {
 }
 
 func validOptions() Options {
-	return Options{Image: "python", Runs: 3, Warmup: 1, Sandboxes: 6, Callers: 2, Duration: 30 * time.Millisecond, StreamBytes: 1 << 20, MaxIdle: 4}
+	return Options{Image: "python", Runs: 3, Warmup: 1, Sandboxes: 6, Callers: 2, Duration: 30 * time.Millisecond, StreamBytes: 1 << 20, MaxIdle: 4,
+		Bursts: []int{3, 5}, SteadyRate: 20, SteadyDuration: 100 * time.Millisecond}
 }
 
 func TestOptionsValidate(t *testing.T) {
@@ -101,6 +102,8 @@ func TestOptionsValidate(t *testing.T) {
 		{name: "no duration", edit: func(o *Options) { o.Duration = 0 }, wantErr: "duration must be positive"},
 		{name: "no stream", edit: func(o *Options) { o.StreamBytes = 0 }, wantErr: "stream size must be at least 1 byte"},
 		{name: "no idle sandboxes", edit: func(o *Options) { o.MaxIdle = 0 }, wantErr: "max idle sandboxes must be at least 1"},
+		{name: "empty burst", edit: func(o *Options) { o.Bursts = []int{10, 0} }, wantErr: "a burst must have at least 1 create, got 0"},
+		{name: "no steady rate", edit: func(o *Options) { o.SteadyRate = 0 }, wantErr: "the steady create rate and its duration must be positive"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -207,7 +210,7 @@ func TestRun(t *testing.T) {
 	// sandboxes; Docker and runsc are not given, so every baseline is
 	// skipped.
 	noFs := []string{NameEvents, NameInterpCell, NameContextCreate, NamePreview, NamePreviewRate, NameVolumeWrite, NameFsSmall, NameFsStream, NameStreamLatency, NamePtyEcho, NameStreamRate, NameProcessList, NamePauseResume, NameSnapshot, NameRestoreExec, NameForkExec, NameHibernated}
-	skipped := []string{NamePoolCreateExec, NameExecTrueWS, NameExecPythonWS, NameIdleMemory, NameIdleCapacity}
+	skipped := []string{NamePoolCreateExec, NameCreateSteady, NameExecTrueWS, NameExecPythonWS, NameIdleMemory, NameIdleCapacity}
 	tests := []struct {
 		name        string
 		scenarios   []string
@@ -259,6 +262,16 @@ func TestRun(t *testing.T) {
 					tp := res.Throughput
 					if tp.Execs == 0 || tp.PerSec <= 0 || tp.Elapsed < opts.Duration || len(tp.Latency.Samples) != tp.Execs {
 						t.Errorf("%s: implausible throughput %+v", res.Name, tp)
+					}
+				case res.Loads != nil:
+					// Without a pool, bursts are measured with it off only.
+					if len(res.Loads) != len(opts.Bursts) {
+						t.Errorf("%s: %d loads, want %d", res.Name, len(res.Loads), len(opts.Bursts))
+					}
+					for _, l := range res.Loads {
+						if l.Pool || l.Creates != len(l.Latency.Samples) || l.PerSec <= 0 || l.FromPool != 0 {
+							t.Errorf("%s: implausible load %+v", res.Name, l)
+						}
 					}
 				default:
 					t.Errorf("%s: neither latency nor throughput", res.Name)

@@ -26,7 +26,8 @@ func (a *app) benchCmd() *cobra.Command {
 		Short: "Measure sandbox latency, throughput and memory, with Docker and runsc as baselines",
 		Long: "Measure sandbox latency, throughput, file transfers and memory against the daemon at $HUTCH_URL,\n" +
 			"or, with --private, against a daemon the bench starts and stops itself (a warm pool of the\n" +
-			"image, room for --max-idle sandboxes). Docker (through its Engine API, with the daemon's own\n" +
+			"image, room for --max-idle sandboxes), and for the scenarios of the warm pool a second one\n" +
+			"with the default pool settings (sized by demand). Docker (through its Engine API, with the daemon's own\n" +
 			"root filesystem imported) and `runsc do` are measured in the same run when present.\n" +
 			"Prints a Markdown table on stdout and writes the samples as JSON to --json-out.\n" +
 			"Scenarios: " + strings.Join(bench.Names(), ", ") + ".",
@@ -42,6 +43,9 @@ func (a *app) benchCmd() *cobra.Command {
 	fl.DurationVar(&opts.Duration, "duration", 5*time.Second, "length of the throughput scenario")
 	fl.Int64Var(&streamMiB, "stream-mib", 100, "MiB of the streamed upload and download")
 	fl.IntVar(&opts.MaxIdle, "max-idle", 120, "most idle sandboxes the capacity scenario creates")
+	fl.IntSliceVar(&opts.Bursts, "bursts", []int{10, 50}, "sizes of the create-burst scenario's bursts (creates issued at once)")
+	fl.Float64Var(&opts.SteadyRate, "steady-rate", 2, "creates per second of the create-steady scenario")
+	fl.DurationVar(&opts.SteadyDuration, "steady-duration", 30*time.Second, "length of the create-steady scenario")
 	fl.StringVar(&opts.EngineURL, "engine-url", "", `engine WebSocket of the daemon (default: ws://127.0.0.1:49134 for the default daemon; "" skips)`)
 	fl.StringVar(&opts.DockerSocket, "docker", "/var/run/docker.sock", `Docker Engine socket of the baseline ("" skips Docker)`)
 	fl.StringVar(&opts.ImageCache, "image-cache", "", "the daemon's image cache, whose root filesystem Docker imports (default: $HUTCH_DATA_DIR/images)")
@@ -66,12 +70,22 @@ func (a *app) benchCmd() *cobra.Command {
 			opts.EngineURL = engineURLFor(c.URL())
 		}
 		if private {
-			d, err := startPrivateDaemon(cmd.Context(), opts.ImageCache, opts.Image, opts.MaxIdle, a.stderr)
+			d, err := startPrivateDaemon(cmd.Context(), privateConfig(opts.ImageCache, opts.Image, opts.MaxIdle), a.stderr)
 			if err != nil {
 				return err
 			}
+			var pd *privateDaemon
+			if bench.NeedsPoolDaemon(sel) {
+				if pd, err = startPrivateDaemon(cmd.Context(), privatePoolConfig(opts.ImageCache, opts.MaxIdle), a.stderr); err != nil {
+					return errors.Join(err, d.stop())
+				}
+				opts.PoolDaemon = client.New(pd.url, "")
+			}
 			c, opts.EngineURL, opts.Token = client.New(d.url, ""), d.engineURL, ""
 			err = a.runBench(cmd.Context(), c, opts, sel, jsonOut)
+			if pd != nil {
+				err = errors.Join(err, pd.stop())
+			}
 			return errors.Join(err, d.stop())
 		}
 		return a.runBench(cmd.Context(), c, opts, sel, jsonOut)

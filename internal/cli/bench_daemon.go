@@ -40,16 +40,24 @@ type privateDaemon struct {
 }
 
 // privateConfig is the private daemon's config: the given image cache, a
-// warm pool of the image, and room for maxIdle idle sandboxes plus the
-// pool and the stops under way.
+// warm pool of the image of a pinned size (so that creates of another
+// shape always boot), and room for maxIdle idle sandboxes plus the pool and
+// the stops under way.
 func privateConfig(imageCache, image string, maxIdle int) string {
-	return fmt.Sprintf("image_cache_dir: %q\nmax_concurrent_sandboxes: %d\nmax_concurrent_exec_per_sandbox: 8\nwarm_pool: {%q: %d}\n",
+	return fmt.Sprintf("image_cache_dir: %q\nmax_concurrent_sandboxes: %d\nmax_concurrent_exec_per_sandbox: 8\nwarm_pool_auto: false\nwarm_pool: {%q: %d}\n",
 		imageCache, maxIdle+privateWarmPool+8, image, privateWarmPool)
 }
 
-// startPrivateDaemon starts `hutch serve` (this very binary) with
-// privateConfig and waits until it serves.
-func startPrivateDaemon(ctx context.Context, imageCache, image string, maxIdle int, log io.Writer) (*privateDaemon, error) {
+// privatePoolConfig is the config of the private daemon of the warm pool
+// scenarios: the default warm pool settings, the given image cache, and
+// the same room as privateConfig's.
+func privatePoolConfig(imageCache string, maxIdle int) string {
+	return fmt.Sprintf("image_cache_dir: %q\nmax_concurrent_sandboxes: %d\n", imageCache, maxIdle+privateWarmPool+8)
+}
+
+// startPrivateDaemon starts `hutch serve` (this very binary) with config
+// cfg and waits until it serves.
+func startPrivateDaemon(ctx context.Context, cfg string, log io.Writer) (*privateDaemon, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("finding the hutch binary: %w", err)
@@ -60,7 +68,7 @@ func startPrivateDaemon(ctx context.Context, imageCache, image string, maxIdle i
 	}
 	d := &privateDaemon{dir: dir, logPath: filepath.Join(dir, "daemon.log"), exited: make(chan error, 1)}
 	cfgPath := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(cfgPath, []byte(privateConfig(imageCache, image, maxIdle)), 0o600); err != nil {
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}

@@ -139,7 +139,16 @@ func TestPrivateConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.ImageCacheDir != "/var/tmp/cache dir" || cfg.WarmPool["node"] != privateWarmPool || cfg.MaxConcurrentSandboxes < 120+privateWarmPool {
+	if cfg.ImageCacheDir != "/var/tmp/cache dir" || cfg.WarmPool["node"] != privateWarmPool || cfg.WarmPoolAuto || cfg.MaxConcurrentSandboxes < 120+privateWarmPool {
 		t.Errorf("private daemon config = %+v", cfg)
+	}
+	pool, err := config.Parse([]byte(privatePoolConfig("/var/tmp/cache dir", 120)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := config.Default()
+	if pool.ImageCacheDir != "/var/tmp/cache dir" || pool.WarmPool != nil || !pool.WarmPoolAuto || pool.WarmPoolMax != def.WarmPoolMax ||
+		pool.WarmPoolMemoryMB != def.WarmPoolMemoryMB || pool.MaxConcurrentSandboxes < 120+privateWarmPool {
+		t.Errorf("private pool daemon config = %+v", pool)
 	}
 }

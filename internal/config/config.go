@@ -107,9 +107,22 @@ type Config struct {
 	// APITokens maps owners to bearer tokens. When set, every API route
 	// but /healthz needs a token, and each owner sees only its sandboxes.
 	APITokens map[string]string `yaml:"api_tokens"`
-	// WarmPool is how many pre-booted sandboxes to keep ready per image
-	// ({python: 2, node: 1}); a create that fits takes one (pool.go).
-	WarmPool map[string]int `yaml:"warm_pool"`
+	// WarmPool pins how many pre-booted sandboxes to keep ready per image
+	// ({python: 2, node: 1}); a create that fits takes one. An image it
+	// does not name is sized by demand while WarmPoolAuto is on; a present
+	// but empty warm_pool ({}) turns that off (pool.go).
+	WarmPool map[string]int `yaml:"warm_pool,omitempty"`
+	// WarmPoolAuto sizes the pools of the images warm_pool does not name
+	// from the recent creates (sandbox/pool.go); WarmPoolMax bounds each
+	// such image's pool and WarmPoolMemoryMB the host memory of all of
+	// them together.
+	WarmPoolAuto     bool `yaml:"warm_pool_auto"`
+	WarmPoolMax      int  `yaml:"warm_pool_max"`
+	WarmPoolMemoryMB int  `yaml:"warm_pool_memory_mb"`
+	// MaxConcurrentBoots bounds the sandbox boots under way at once (the
+	// runtime start until the agent answers); more creates queue, and their
+	// boot timeout starts when their boot does. 0 is the host's CPUs.
+	MaxConcurrentBoots int `yaml:"max_concurrent_boots"`
 	// Runtimes are the runtimes' own blocks of settings (runtimes.go).
 	Runtimes Runtimes `yaml:"runtimes"`
 	// SystrapFastPath is the deprecated top-level alias of
@@ -231,6 +244,9 @@ func Default() Config {
 		VolumeDefaultSizeMB:         1024,
 		VolumeMaxSizeMB:             10240,
 		MaxVolumesPerOwner:          32,
+		WarmPoolAuto:                true,
+		WarmPoolMax:                 DefaultWarmPoolMax,
+		WarmPoolMemoryMB:            DefaultWarmPoolMemoryMB,
 	}
 }
 
@@ -370,6 +386,9 @@ func Parse(data []byte) (Config, error) {
 			return Config{}, nameTypeErrors(tidyYAMLError(err), node)
 		}
 		if err := cfg.applyAliases(node); err != nil {
+			return Config{}, err
+		}
+		if err := cfg.emptyWarmPool(node); err != nil {
 			return Config{}, err
 		}
 	}

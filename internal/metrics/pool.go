@@ -10,17 +10,17 @@ import (
 
 // The warm pool's metrics, read from the manager at every scrape:
 //
-//	hutch_warm_pool_target{image}              gauge     configured size (warm_pool)
+//	hutch_warm_pool_target{image}              gauge     planned size, all shapes (pinned by warm_pool, or sized by demand)
 //	hutch_warm_pool_ready{image}               gauge     pre-booted sandboxes waiting now
 //	hutch_warm_pool_claims_total{image,result} counter   creates of a pooled image: hit, empty, shape
 //	hutch_warm_pool_hit_ratio{image}           gauge     hits / creates of the image so far (absent before the first)
 var (
 	poolTargetDesc = prometheus.NewDesc("hutch_warm_pool_target",
-		"Configured warm pool size (warm_pool) of an image.", []string{"image"}, nil)
+		"Planned warm pool size of an image, over all its shapes: pinned by warm_pool, or sized by recent creates.", []string{"image"}, nil)
 	poolReadyDesc = prometheus.NewDesc("hutch_warm_pool_ready",
 		"Pre-booted sandboxes waiting in an image's warm pool.", []string{"image"}, nil)
 	poolClaimsDesc = prometheus.NewDesc("hutch_warm_pool_claims_total",
-		"Creates of an image that has a warm pool, by result: hit (took a pool sandbox), empty (none was ready), shape (asked for more cpus or memory than the pool's, or for a network).",
+		"Creates of an image that has a warm pool, by result: hit (took a pool sandbox), empty (none was ready), shape (asked for more cpus or memory than any of the pool's shapes, or for a network).",
 		[]string{"image", "result"}, nil)
 	poolHitRatioDesc = prometheus.NewDesc("hutch_warm_pool_hit_ratio",
 		"Share of an image's creates that took a warm pool sandbox, since the daemon started.", []string{"image"}, nil)

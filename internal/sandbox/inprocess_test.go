@@ -39,10 +39,18 @@ func (s *testImages) Remove(_ context.Context, name string, guard func(string) e
 
 // inprocess is a manager over the in-process runtime: real agents joined
 // over pipes, so creates, execs and stops run without root. edit adjusts
-// the config; the manager is closed at the end of the test.
+// the config, whose automatic warm pool is off unless edit turns it on;
+// the manager is closed at the end of the test.
 func inprocess(t *testing.T, edit func(*config.Config)) (*Manager, *runtimetest.Runtime, *recordingObserver) {
 	t.Helper()
+	return inprocessWith(t, edit, nil)
+}
+
+// inprocessWith is inprocess whose manager options opts adjusts.
+func inprocessWith(t *testing.T, edit func(*config.Config), opts func(*Options)) (*Manager, *runtimetest.Runtime, *recordingObserver) {
+	t.Helper()
 	cfg := config.Default()
+	cfg.WarmPoolAuto = false
 	if edit != nil {
 		edit(&cfg)
 	}
@@ -53,7 +61,7 @@ func inprocess(t *testing.T, edit func(*config.Config)) (*Manager, *runtimetest.
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { evlog.Close() })
-	m, err := New(context.Background(), Options{
+	o := Options{
 		Config:           cfg,
 		Runtime:          rt,
 		Images:           &testImages{rootfs: t.TempDir()},
@@ -62,7 +70,11 @@ func inprocess(t *testing.T, edit func(*config.Config)) (*Manager, *runtimetest.
 		Observer:         obs,
 		Events:           evlog,
 		AgentCallTimeout: 10 * time.Second,
-	})
+	}
+	if opts != nil {
+		opts(&o)
+	}
+	m, err := New(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -165,7 +165,8 @@ func TestFsCallOnRunningSandbox(t *testing.T) {
 }
 
 func TestShutdownEndsCreatesInFlight(t *testing.T) {
-	m, rt, _ := inprocess(t, nil)
+	// Two boots at once: the third create waits in line for a slot.
+	m, rt, _ := inprocess(t, func(c *config.Config) { c.MaxConcurrentBoots = 2 })
 	const n = 3
 	entered := make(chan struct{}, n)
 	var returned atomic.Int32
@@ -182,16 +183,21 @@ func TestShutdownEndsCreatesInFlight(t *testing.T) {
 			errs <- err
 		}()
 	}
-	for range n {
+	for range n - 1 {
 		<-entered
 	}
+	eventually(t, "the third create waits for a boot slot", func() bool {
+		m.boots.mu.Lock()
+		defer m.boots.mu.Unlock()
+		return len(m.boots.waiting[bootForCreate]) == 1
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := m.Close(ctx); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	if got := returned.Load(); got != n {
-		t.Fatalf("Close returned while %d of %d boots were still under way", n-got, n)
+	if got := returned.Load(); got != n-1 {
+		t.Fatalf("Close returned while %d of %d boots were still under way", n-1-got, n-1)
 	}
 	for range n {
 		wantCode(t, <-errs, errdefs.CodeShuttingDown)

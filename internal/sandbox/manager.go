@@ -51,7 +51,8 @@ type Options struct {
 	// StateDir holds the metadata store (hutch.db).
 	StateDir string
 	Logger   *slog.Logger
-	// BootTimeout bounds a create from runtime start to agent answer.
+	// BootTimeout bounds a boot from runtime start to agent answer; it
+	// starts once the boot has its slot (max_concurrent_boots).
 	BootTimeout time.Duration
 	// Observer receives measurements (observe.go); nil discards them.
 	Observer Observer
@@ -98,6 +99,8 @@ type Manager struct {
 	events   *events.Log
 	// pool is the warm pool (pool.go); nil without one.
 	pool *warmPool
+	// boots bounds the boots under way (boots.go).
+	boots bootSlots
 	// snaps keeps snapshots (snapshot.go).
 	snaps snapshots
 	// alerts holds the alerts and runs their checker (alerts.go).
@@ -362,6 +365,11 @@ func (m *Manager) bootSandbox(ctx context.Context, rec *record, img *image.Image
 	if err != nil {
 		return nil, err
 	}
+	release, err := m.bootSlot(ctx)
+	if err != nil {
+		return nil, m.bootError(ctx, err)
+	}
+	defer release()
 	bootCtx, cancel := context.WithTimeout(ctx, m.bootTimeout)
 	defer cancel()
 	stop := context.AfterFunc(m.shutdown, cancel)

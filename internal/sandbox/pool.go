@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -36,8 +37,12 @@ import (
 	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
 	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/config"
+	"github.com/hutch-dev/hutch/internal/image"
 	"github.com/hutch-dev/hutch/internal/runtime"
 )
+
+// imageReady is the cache state of a built (or pulled) image.
+const imageReady = image.StateReady
 
 const (
 	// warmRoomPoll is how often a refill that has no room (capacity) or
@@ -61,30 +66,50 @@ const (
 
 // warmPool is the manager's pool. Its maps are guarded by Manager.mu.
 type warmPool struct {
-	// targets and shapes are fixed at start: how many sandboxes to keep
-	// per image, and the limits they boot with.
-	targets map[string]int
-	shapes  map[string]warmShape
-	// kick wakes the refill loop; stop ends it, which closes done.
-	kick chan struct{}
-	stop chan struct{}
-	done chan struct{}
+	// Fixed at start: the sizes warm_pool pins (0 included), whether the
+	// other images are sized by demand (pool_plan.go), warm_pool_max, the
+	// budget in sandboxes, the image kept at one sandbox once built, and
+	// how many refill boots run at once.
+	pinned    map[string]int
+	auto      bool
+	max       int
+	budget    int
+	baseImage string
+	parallel  int
+	// shapeOf is an image's default shape: default_cpus and
+	// default_memory_mb, capped by per_image_caps.
+	shapeOf func(image string) warmShape
+	// now is the clock of the plan; tests set it.
+	now func() time.Time
+	// kick wakes the refill loop; stop ends it, which closes done once
+	// its boots have ended (boots).
+	kick  chan struct{}
+	stop  chan struct{}
+	done  chan struct{}
+	boots sync.WaitGroup
 
 	// The fields below are guarded by Manager.mu.
-	ready map[string][]*warmSandbox
-	// booting is the refill boot under way, nil when none.
-	booting *warmBoot
+	ready map[warmKey][]*warmSandbox
+	// booting are the refill boots under way.
+	booting map[*warmBoot]struct{}
+	// targets is the latest plan.
+	targets map[warmKey]int
+	// demand is each automatic image's recent creates by shape, most
+	// recently asked first; refill the moving average of refill times;
+	// built the images whose cache state was ready at the last plan.
+	demand map[string][]*shapeDemand
+	refill time.Duration
+	built  map[string]bool
+	// backoff is the wait after failed refill boots, holdUntil the end of
+	// the current one.
+	backoff   time.Duration
+	holdUntil time.Time
 	// paused counts, per image, the image removals under way; a paused
 	// image is neither refilled nor claimed from.
 	paused map[string]int
 	// counts are the claims by image and result (warmHit, warmEmpty,
 	// warmMisfit).
 	counts map[string]map[string]uint64
-}
-
-// warmShape is the limits pool sandboxes of one image boot with.
-type warmShape struct {
-	cpus, memoryMB uint32
 }
 
 // warmSandbox is one sandbox waiting in the pool.
@@ -95,10 +120,14 @@ type warmSandbox struct {
 	taken chan struct{}
 }
 
-// warmBoot is the refill boot under way.
+// warmBoot is a refill boot under way.
 type warmBoot struct {
-	image  string
-	cancel context.CancelFunc
+	key     warmKey
+	started time.Time
+	cancel  context.CancelFunc
+	// cancelled is set (under Manager.mu) once cancel was called to make
+	// room.
+	cancelled bool
 	// done is closed once the boot's sandbox is in the pool or discarded;
 	// discarded is set by then if it was.
 	done      chan struct{}
@@ -108,33 +137,38 @@ type warmBoot struct {
 // WarmPoolStat is the state of one image's warm pool, for /metrics.
 type WarmPoolStat struct {
 	Image string
-	// Target is the configured size; Ready the sandboxes waiting now.
+	// Target is the size planned now (pinned by warm_pool, or sized by
+	// demand), over all its shapes; Ready the sandboxes waiting now.
 	Target int
 	Ready  int
 	// Claims counts creates of the image by result: "hit" (took a pool
 	// sandbox), "empty" (none was ready), "shape" (asked for more cpus or
-	// memory than the pool's, or for a network).
+	// memory than any of the pool's shapes, or for a network).
 	Claims map[string]uint64
 }
 
-// newWarmPool builds the pool of cfg.WarmPool, or nil when it keeps no
-// sandbox.
+// newWarmPool builds the pool of cfg (warm_pool, warm_pool_auto and
+// their bounds), or nil when it never keeps a sandbox.
 func newWarmPool(cfg config.Config) *warmPool {
 	p := &warmPool{
-		targets: map[string]int{},
-		shapes:  map[string]warmShape{},
-		kick:    make(chan struct{}, 1),
-		stop:    make(chan struct{}),
-		done:    make(chan struct{}),
-		ready:   map[string][]*warmSandbox{},
-		paused:  map[string]int{},
-		counts:  map[string]map[string]uint64{},
+		pinned:   map[string]int{},
+		auto:     cfg.WarmPoolAuto,
+		max:      cfg.WarmPoolMax,
+		budget:   cfg.WarmPoolMemoryMB / WarmSandboxCostMB,
+		parallel: max(1, bootSlotsOf(cfg)-1),
+		now:      time.Now,
+		kick:     make(chan struct{}, 1),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+		ready:    map[warmKey][]*warmSandbox{},
+		booting:  map[*warmBoot]struct{}{},
+		targets:  map[warmKey]int{},
+		demand:   map[string][]*shapeDemand{},
+		built:    map[string]bool{},
+		paused:   map[string]int{},
+		counts:   map[string]map[string]uint64{},
 	}
-	for image, n := range cfg.WarmPool {
-		if n <= 0 {
-			continue
-		}
-		p.targets[image] = n
+	p.shapeOf = func(image string) warmShape {
 		shape := warmShape{cpus: cfg.DefaultCPUs, memoryMB: cfg.DefaultMemoryMB}
 		if caps, ok := cfg.PerImageCaps[image]; ok {
 			if caps.MaxCPUs > 0 {
@@ -144,13 +178,42 @@ func newWarmPool(cfg config.Config) *warmPool {
 				shape.memoryMB = min(shape.memoryMB, caps.MaxMemoryMB)
 			}
 		}
-		p.shapes[image] = shape
-		p.counts[image] = map[string]uint64{}
+		return shape
 	}
-	if len(p.targets) == 0 {
+	pinned := 0
+	for image, n := range cfg.WarmPool {
+		p.pinned[image] = max(n, 0)
+		pinned += max(n, 0)
+	}
+	if p.auto {
+		for _, image := range cfg.ImageAllowlist {
+			if slices.Contains(config.Presets, image) {
+				if !p.isPinned(image) {
+					p.baseImage = image
+				}
+				break
+			}
+		}
+	}
+	if pinned == 0 && (!p.auto || p.budget == 0) {
 		return nil
 	}
+	p.targets = p.planLocked(p.now())
 	return p
+}
+
+// isPinned reports whether warm_pool names image.
+func (p *warmPool) isPinned(image string) bool {
+	_, ok := p.pinned[image]
+	return ok
+}
+
+// covers reports whether creates of image may take from the pool.
+func (p *warmPool) covers(image string) bool {
+	if p.isPinned(image) {
+		return p.pinned[image] > 0
+	}
+	return p.auto
 }
 
 // wake makes the refill loop look at the pool now.
@@ -178,22 +241,28 @@ func (m *Manager) startWarm() {
 // claimWarm takes a pool sandbox for a create whose request and resolved
 // limits are given, or returns nil when the create should boot its own.
 // The sandbox it returns is recorded as the caller's, with req's name,
-// env, limits and life terms, and still has to be registered.
+// env, limits and life terms, and still has to be registered. The create
+// counts toward its shape's demand either way.
 func (m *Manager) claimWarm(ctx context.Context, req api.CreateRequest, cpus, mem uint32, t terms) *sandbox {
 	p := m.pool
-	if p == nil || p.targets[req.Image] == 0 {
+	if p == nil || !p.covers(req.Image) {
 		return nil
 	}
-	shape := p.shapes[req.Image]
-	if req.Network || len(req.Volumes) > 0 || cpus > shape.cpus || mem > shape.memoryMB {
+	// A network (its own namespace and policy) and volumes (mounted at
+	// boot) are a sandbox's from its boot on: no pool sandbox has them.
+	if req.Network || len(req.Volumes) > 0 {
 		m.countWarm(req.Image, warmMisfit)
 		return nil
 	}
+	want := warmShape{cpus: cpus, memoryMB: mem}
+	m.mu.Lock()
+	p.noteLocked(req.Image, want, p.now())
+	m.mu.Unlock()
 	defer p.wakeAfter(warmRefillDelay)
 	for {
-		w := m.takeWarm(req.Image)
+		w, shape, fits := m.takeWarm(req.Image, want)
 		if w == nil {
-			m.countWarm(req.Image, warmEmpty)
+			m.countWarm(req.Image, map[bool]string{true: warmEmpty, false: warmMisfit}[fits])
 			return nil
 		}
 		sb := w.sb
@@ -201,7 +270,7 @@ func (m *Manager) claimWarm(ctx context.Context, req api.CreateRequest, cpus, me
 			m.discardWarm(sb, poolEnd("ended while in the warm pool"))
 			continue
 		}
-		if cpus != shape.cpus || mem != shape.memoryMB {
+		if want != shape {
 			if err := m.resizeWarm(sb, cpus, mem, shape); err != nil {
 				m.log.Warn("applying a create's limits to a warm pool sandbox", "sandbox", sb.rec.ID, "err", err)
 				m.discardWarm(sb, poolEnd("could not apply the create's limits"))
@@ -266,26 +335,66 @@ func (m *Manager) resizeWarm(sb *sandbox, cpus, mem uint32, shape warmShape) err
 // errNoResize is the claim failure of a runtime that cannot change limits.
 var errNoResize = errors.New("the runtime cannot change a running sandbox's limits")
 
-// takeWarm removes the oldest ready sandbox of image from the pool, or
-// returns nil.
-func (m *Manager) takeWarm(image string) *warmSandbox {
+// takeWarm removes from the pool the oldest ready sandbox of image that
+// fits want: of want's own shape, else of the smallest larger one; it
+// returns nil when there is none. fits reports whether any pool of the
+// image (planned or holding sandboxes) could serve want.
+func (m *Manager) takeWarm(image string, want warmShape) (w *warmSandbox, shape warmShape, fits bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	p := m.pool
-	if p.paused[image] > 0 || len(p.ready[image]) == 0 {
-		return nil
+	var best warmKey
+	found := false
+	for _, k := range p.keysLocked(image) {
+		if !k.shape.fits(want) {
+			continue
+		}
+		fits = true
+		if len(p.ready[k]) == 0 || p.paused[image] > 0 {
+			continue
+		}
+		if !found || k.shape == want || best.shape != want &&
+			(k.shape.memoryMB < best.shape.memoryMB || k.shape.memoryMB == best.shape.memoryMB && k.shape.cpus < best.shape.cpus) {
+			best, found = k, true
+		}
 	}
-	w := p.ready[image][0]
-	p.ready[image] = slices.Delete(p.ready[image], 0, 1)
+	if !found {
+		return nil, want, fits
+	}
+	w = p.ready[best][0]
+	p.ready[best] = slices.Delete(p.ready[best], 0, 1)
 	close(w.taken)
-	return w
+	return w, best.shape, true
+}
+
+// keysLocked lists the pools of image, planned or holding sandboxes, in
+// key order; m.mu must be held.
+func (p *warmPool) keysLocked(image string) []warmKey {
+	var keys []warmKey
+	for k, n := range p.targets {
+		if k.image == image && n > 0 {
+			keys = append(keys, k)
+		}
+	}
+	for k, l := range p.ready {
+		if k.image == image && len(l) > 0 && !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, compareKeys)
+	return keys
 }
 
 // countWarm counts one create of image with result.
 func (m *Manager) countWarm(image, result string) {
 	m.mu.Lock()
-	m.pool.counts[image][result]++
-	m.mu.Unlock()
+	defer m.mu.Unlock()
+	c := m.pool.counts[image]
+	if c == nil {
+		c = map[string]uint64{}
+		m.pool.counts[image] = c
+	}
+	c[result]++
 }
 
 // discardWarm ends a sandbox that left the pool without being claimed
@@ -294,15 +403,12 @@ func (m *Manager) discardWarm(sb *sandbox, end runtime.End) {
 	m.stopAsync(sb, end)
 }
 
-// readyLocked counts the pool's ready sandboxes, plus the one booting;
+// readyLocked counts the pool's ready sandboxes, plus the ones booting;
 // m.mu must be held.
 func (p *warmPool) readyLocked() int {
-	n := 0
+	n := len(p.booting)
 	for _, l := range p.ready {
 		n += len(l)
-	}
-	if p.booting != nil {
-		n++
 	}
 	return n
 }
@@ -311,7 +417,7 @@ func (p *warmPool) readyLocked() int {
 // capacity slot is already reserved): while live sandboxes, creates in
 // progress and the pool together exceed max_concurrent_sandboxes, it
 // discards pool sandboxes, the largest pool first, and at last cancels the
-// refill boot under way.
+// refill boots under way.
 func (m *Manager) shedWarm() {
 	p := m.pool
 	if p == nil {
@@ -320,20 +426,25 @@ func (m *Manager) shedWarm() {
 	var victims []*sandbox
 	m.mu.Lock()
 	for over := m.liveLocked() + m.reserved + p.readyLocked() - m.cfg.MaxConcurrentSandboxes; over > 0; over-- {
-		image := ""
-		for img, l := range p.ready {
-			if len(l) > 0 && (image == "" || len(l) > len(p.ready[image]) || len(l) == len(p.ready[image]) && img < image) {
-				image = img
+		var key warmKey
+		found := false
+		for k, l := range p.ready {
+			if len(l) > 0 && (!found || len(l) > len(p.ready[key]) || len(l) == len(p.ready[key]) && compareKeys(k, key) < 0) {
+				key, found = k, true
 			}
 		}
-		if image == "" {
-			if p.booting != nil {
-				p.booting.cancel()
+		if !found {
+			for boot := range p.booting {
+				if !boot.cancelled && over > 0 {
+					boot.cancelled = true
+					boot.cancel()
+					over--
+				}
 			}
 			break
 		}
-		w := p.ready[image][len(p.ready[image])-1]
-		p.ready[image] = p.ready[image][:len(p.ready[image])-1]
+		w := p.ready[key][len(p.ready[key])-1]
+		p.ready[key] = p.ready[key][:len(p.ready[key])-1]
 		close(w.taken)
 		victims = append(victims, w.sb)
 	}
@@ -343,12 +454,15 @@ func (m *Manager) shedWarm() {
 	}
 }
 
-// refillWarm is the refill loop: it boots one pool sandbox at a time
-// while an image is short of its target and there is room, until Close.
+// refillWarm is the refill loop: it plans the pool (planWarm), then
+// starts refill boots while a pool is short of its target and there is
+// room, up to p.parallel at once, until Close; it waits for them then.
 func (m *Manager) refillWarm() {
 	p := m.pool
 	defer close(p.done)
-	var backoff time.Duration
+	defer p.boots.Wait()
+	tick := time.NewTicker(warmPlanEvery)
+	defer tick.Stop()
 	var retry <-chan time.Time
 	for {
 		select {
@@ -356,86 +470,135 @@ func (m *Manager) refillWarm() {
 			return
 		case <-p.kick:
 		case <-retry:
+		case <-tick.C:
 		}
 		retry = nil
+		m.planWarm()
 		for {
 			ctx, boot, wait := m.nextWarm()
 			if boot == nil {
-				if wait {
-					retry = time.After(max(backoff, warmRoomPoll))
+				if wait > 0 {
+					retry = time.After(wait)
 				}
 				break
 			}
-			sb, err := m.bootWarm(ctx, boot.image)
-			boot.cancel()
-			m.addWarm(boot, sb)
-			if err != nil && ctx.Err() == nil {
-				backoff = min(max(2*backoff, time.Second), warmMaxBackoff)
-				m.log.Warn("warm pool refill failed", "image", boot.image, "err", err, "retry_in", backoff.String())
-				retry = time.After(backoff)
-				break
-			}
-			backoff = 0
+			p.boots.Add(1)
+			go func() {
+				defer p.boots.Done()
+				sb, err := m.bootWarm(ctx, boot.key)
+				cancelled := ctx.Err() != nil
+				boot.cancel()
+				m.addWarm(boot, sb, err, cancelled)
+			}()
 		}
 	}
 }
 
-// nextWarm picks the image to refill next: the one furthest below its
-// target, when it is not paused and there is room, and records its boot as
-// under way; ctx is the boot's, cancelled by boot.cancel. wait reports
-// that an image is short but has to wait (no room, or paused).
-func (m *Manager) nextWarm() (ctx context.Context, boot *warmBoot, wait bool) {
+// planWarm makes the plan anew: it looks up which of the images it may
+// keep are built, sets the targets, and discards the sandboxes of pools
+// above theirs (demand fell).
+func (m *Manager) planWarm() {
+	p := m.pool
+	var images []string
+	if p.auto {
+		m.mu.Lock()
+		if p.baseImage != "" {
+			images = append(images, p.baseImage)
+		}
+		for image := range p.demand {
+			images = append(images, image)
+		}
+		m.mu.Unlock()
+	}
+	built := map[string]bool{}
+	for _, image := range images {
+		built[image] = m.images.Status(image).State == imageReady
+	}
+	var victims []*sandbox
+	m.mu.Lock()
+	p.built = built
+	p.targets = p.planLocked(p.now())
+	for k, l := range p.ready {
+		for len(l) > p.targets[k] {
+			w := l[len(l)-1]
+			l = l[:len(l)-1]
+			close(w.taken)
+			victims = append(victims, w.sb)
+		}
+		p.ready[k] = l
+	}
+	m.mu.Unlock()
+	for _, sb := range victims {
+		m.discardWarm(sb, poolEnd("demand for it fell"))
+	}
+}
+
+// nextWarm picks the pool to refill next: the one furthest below its
+// target, when its image is not paused, there is room and fewer than
+// p.parallel refills are under way, and records its boot as under way;
+// ctx is the boot's, cancelled by boot.cancel. wait, when not 0, is when
+// to look again (a pool is short but has to wait: no room, paused, or
+// after failures).
+func (m *Manager) nextWarm() (ctx context.Context, boot *warmBoot, wait time.Duration) {
 	p := m.pool
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.closed {
-		return nil, nil, false
+	if m.closed || len(p.booting) >= p.parallel {
+		return nil, nil, 0
 	}
-	images := make([]string, 0, len(p.targets))
-	for image := range p.targets {
-		images = append(images, image)
+	booting := map[warmKey]int{}
+	for b := range p.booting {
+		booting[b.key]++
 	}
-	sort.Strings(images)
-	best, bestShort := "", 0
-	for _, image := range images {
-		short := p.targets[image] - len(p.ready[image])
+	keys := make([]warmKey, 0, len(p.targets))
+	for k := range p.targets {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, compareKeys)
+	var best warmKey
+	bestShort := 0
+	for _, k := range keys {
+		short := p.targets[k] - len(p.ready[k]) - booting[k]
 		if short <= 0 {
 			continue
 		}
-		if p.paused[image] > 0 {
-			wait = true
+		if p.paused[k.image] > 0 {
+			wait = warmRoomPoll
 			continue
 		}
 		if short > bestShort {
-			best, bestShort = image, short
+			best, bestShort = k, short
 		}
 	}
-	if best == "" {
+	if bestShort == 0 {
 		return nil, nil, wait
 	}
-	if m.liveLocked()+m.reserved+p.readyLocked() >= m.cfg.MaxConcurrentSandboxes {
-		return nil, nil, true
+	if hold := time.Until(p.holdUntil); hold > 0 {
+		return nil, nil, hold
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	p.booting = &warmBoot{image: best, cancel: cancel, done: make(chan struct{})}
-	return ctx, p.booting, false
+	if m.liveLocked()+m.reserved+p.readyLocked() >= m.cfg.MaxConcurrentSandboxes {
+		return nil, nil, warmRoomPoll
+	}
+	ctx, cancel := context.WithCancel(withBootPriority(context.Background(), bootForPool))
+	boot = &warmBoot{key: best, started: time.Now(), cancel: cancel, done: make(chan struct{})}
+	p.booting[boot] = struct{}{}
+	return ctx, boot, 0
 }
 
-// bootWarm boots one pool sandbox of image with its pool shape.
-func (m *Manager) bootWarm(ctx context.Context, image string) (*sandbox, error) {
-	img, release, err := m.ensureImage(ctx, image)
+// bootWarm boots one pool sandbox of key's image and shape.
+func (m *Manager) bootWarm(ctx context.Context, key warmKey) (*sandbox, error) {
+	img, release, err := m.ensureImage(ctx, key.image)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	shape := m.pool.shapes[image]
 	rec := &record{
 		ID:              uuid.NewString(),
-		Image:           image,
+		Image:           key.image,
 		ImageID:         img.ID,
 		Runtime:         m.rt.Name(),
-		CPUs:            shape.cpus,
-		MemoryMB:        shape.memoryMB,
+		CPUs:            key.shape.cpus,
+		MemoryMB:        key.shape.memoryMB,
 		IdleTimeoutSecs: m.cfg.DefaultIdleTimeoutSecs,
 		CreatedAt:       time.Now().UTC(),
 	}
@@ -480,35 +643,43 @@ func warmUp(ctx context.Context, sb *sandbox) error {
 
 // addWarm ends a refill boot: its sandbox, if any, joins the pool, unless
 // the daemon is closing, the image was paused, the boot was cancelled to
-// make room, or the room is gone; then it is discarded.
-func (m *Manager) addWarm(boot *warmBoot, sb *sandbox) {
+// make room, the room is gone or the pool is full; then it is discarded.
+// A failed boot that was not cancelled holds the refills back for a
+// backoff that doubles with each failure.
+func (m *Manager) addWarm(boot *warmBoot, sb *sandbox, err error, cancelled bool) {
 	p := m.pool
+	defer p.wake()
+	defer close(boot.done)
 	m.mu.Lock()
-	p.booting = nil
+	delete(p.booting, boot)
 	if sb == nil {
+		if err != nil && !cancelled {
+			p.backoff = min(max(2*p.backoff, time.Second), warmMaxBackoff)
+			p.holdUntil = time.Now().Add(p.backoff)
+			m.log.Warn("warm pool refill failed", "pool", boot.key.String(), "err", err, "retry_in", p.backoff.String())
+		}
 		m.mu.Unlock()
-		close(boot.done)
 		return
 	}
-	if m.closed || p.paused[boot.image] > 0 ||
+	p.backoff = 0
+	p.observeRefillLocked(time.Since(boot.started))
+	if m.closed || p.paused[boot.key.image] > 0 || len(p.ready[boot.key]) >= p.targets[boot.key] ||
 		m.liveLocked()+m.reserved+p.readyLocked() >= m.cfg.MaxConcurrentSandboxes {
 		boot.discarded = sb
 		m.mu.Unlock()
 		m.discardWarm(sb, poolEnd("not needed any more"))
-		close(boot.done)
 		return
 	}
 	w := &warmSandbox{sb: sb, taken: make(chan struct{})}
-	p.ready[boot.image] = append(p.ready[boot.image], w)
+	p.ready[boot.key] = append(p.ready[boot.key], w)
 	m.mu.Unlock()
-	close(boot.done)
-	m.log.Debug("warm pool sandbox ready", "sandbox", sb.rec.ID, "image", boot.image)
-	go m.watchWarm(boot.image, w)
+	m.log.Debug("warm pool sandbox ready", "sandbox", sb.rec.ID, "pool", boot.key.String())
+	go m.watchWarm(boot.key, w)
 }
 
 // watchWarm discards a pool sandbox that ends while it waits, and has
 // the pool refilled.
-func (m *Manager) watchWarm(image string, w *warmSandbox) {
+func (m *Manager) watchWarm(key warmKey, w *warmSandbox) {
 	inst, ac := w.sb.conn()
 	select {
 	case <-w.taken:
@@ -517,10 +688,10 @@ func (m *Manager) watchWarm(image string, w *warmSandbox) {
 	case <-ac.Done():
 	}
 	m.mu.Lock()
-	l := m.pool.ready[image]
+	l := m.pool.ready[key]
 	i := slices.Index(l, w)
 	if i >= 0 {
-		m.pool.ready[image] = slices.Delete(l, i, i+1)
+		m.pool.ready[key] = slices.Delete(l, i, i+1)
 		close(w.taken)
 	}
 	m.mu.Unlock()
@@ -528,29 +699,31 @@ func (m *Manager) watchWarm(image string, w *warmSandbox) {
 		return // claimed or discarded meanwhile
 	}
 	end := endOf(inst, ac)
-	m.log.Warn("warm pool sandbox ended while waiting", "sandbox", w.sb.rec.ID, "image", image, "reason", end.Detail)
+	m.log.Warn("warm pool sandbox ended while waiting", "sandbox", w.sb.rec.ID, "pool", key.String(), "reason", end.Detail)
 	m.discardWarm(w.sb, end)
 	m.pool.wake()
 }
 
-// pauseWarm empties image's pool and keeps it empty until the returned
+// pauseWarm empties image's pools and keeps them empty until the returned
 // resume is called: an image removal calls it so that no pool sandbox
 // holds the image. It returns once the discarded sandboxes are gone.
 func (m *Manager) pauseWarm(image string) (resume func()) {
 	p := m.pool
-	if p == nil || p.targets[image] == 0 {
+	if p == nil {
 		return func() {}
 	}
 	m.mu.Lock()
 	p.paused[image]++
-	var boot *warmBoot
-	if p.booting != nil && p.booting.image == image {
-		boot = p.booting
-		boot.cancel()
+	var boots []*warmBoot
+	for boot := range p.booting {
+		if boot.key.image == image {
+			boot.cancel()
+			boots = append(boots, boot)
+		}
 	}
 	victims := m.dropReadyLocked(image, func(*sandbox) bool { return true })
 	m.mu.Unlock()
-	if boot != nil {
+	for _, boot := range boots {
 		<-boot.done
 		if boot.discarded != nil {
 			victims = append(victims, boot.discarded)
@@ -573,7 +746,7 @@ func (m *Manager) pauseWarm(image string) (resume func()) {
 // new one; the pool refills from it.
 func (m *Manager) refreshWarm(image, imageID string) {
 	p := m.pool
-	if p == nil || p.targets[image] == 0 {
+	if p == nil {
 		return
 	}
 	m.mu.Lock()
@@ -590,14 +763,19 @@ func (m *Manager) refreshWarm(image, imageID string) {
 func (m *Manager) dropReadyLocked(image string, match func(*sandbox) bool) []*sandbox {
 	var out []*sandbox
 	p := m.pool
-	p.ready[image] = slices.DeleteFunc(p.ready[image], func(w *warmSandbox) bool {
-		if !match(w.sb) {
-			return false
+	for k, l := range p.ready {
+		if k.image != image {
+			continue
 		}
-		close(w.taken)
-		out = append(out, w.sb)
-		return true
-	})
+		p.ready[k] = slices.DeleteFunc(l, func(w *warmSandbox) bool {
+			if !match(w.sb) {
+				return false
+			}
+			close(w.taken)
+			out = append(out, w.sb)
+			return true
+		})
+	}
 	return out
 }
 
@@ -610,15 +788,15 @@ func (m *Manager) closeWarm() {
 	}
 	close(p.stop)
 	m.mu.Lock()
-	if p.booting != nil {
-		p.booting.cancel()
+	for boot := range p.booting {
+		boot.cancel()
 	}
 	m.mu.Unlock()
 	<-p.done
 	m.mu.Lock()
 	var victims []*sandbox
-	for image := range p.ready {
-		victims = append(victims, m.dropReadyLocked(image, func(*sandbox) bool { return true })...)
+	for k := range p.ready {
+		victims = append(victims, m.dropReadyLocked(k.image, func(*sandbox) bool { return true })...)
 	}
 	m.mu.Unlock()
 	for _, sb := range victims {
@@ -626,8 +804,8 @@ func (m *Manager) closeWarm() {
 	}
 }
 
-// WarmPool reports the warm pool of every configured image, sorted by
-// image; nil without a pool.
+// WarmPool reports the warm pool of every image that has one planned, holds
+// sandboxes or was claimed from, sorted by image; nil without a pool.
 func (m *Manager) WarmPool() []WarmPoolStat {
 	p := m.pool
 	if p == nil {
@@ -635,13 +813,34 @@ func (m *Manager) WarmPool() []WarmPoolStat {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := make([]WarmPoolStat, 0, len(p.targets))
-	for image, target := range p.targets {
-		claims := map[string]uint64{warmHit: 0, warmEmpty: 0, warmMisfit: 0}
-		for k, v := range p.counts[image] {
-			claims[k] = v
+	stats := map[string]*WarmPoolStat{}
+	stat := func(image string) *WarmPoolStat {
+		st := stats[image]
+		if st == nil {
+			st = &WarmPoolStat{Image: image, Claims: map[string]uint64{warmHit: 0, warmEmpty: 0, warmMisfit: 0}}
+			stats[image] = st
 		}
-		out = append(out, WarmPoolStat{Image: image, Target: target, Ready: len(p.ready[image]), Claims: claims})
+		return st
+	}
+	for k, n := range p.targets {
+		if n > 0 {
+			stat(k.image).Target += n
+		}
+	}
+	for k, l := range p.ready {
+		if len(l) > 0 {
+			stat(k.image).Ready += len(l)
+		}
+	}
+	for image, counts := range p.counts {
+		st := stat(image)
+		for k, v := range counts {
+			st.Claims[k] = v
+		}
+	}
+	out := make([]WarmPoolStat, 0, len(stats))
+	for _, st := range stats {
+		out = append(out, *st)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Image < out[j].Image })
 	return out

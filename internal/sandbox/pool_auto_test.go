@@ -1,0 +1,247 @@
+package sandbox
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/config"
+	"github.com/hutch-dev/hutch/internal/runtime"
+	"github.com/hutch-dev/hutch/internal/runtime/runtimetest"
+)
+
+// testClock is a clock that tests move by hand.
+type testClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *testClock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// useClock makes m's pool plan on a test clock.
+func useClock(m *Manager) *testClock {
+	clk := &testClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	m.mu.Lock()
+	m.pool.now = clk.Now
+	m.mu.Unlock()
+	return clk
+}
+
+// slowBoots makes every boot of rt take at least d (until its context
+// ends), and reports how many were under way at most at once.
+func slowBoots(rt *runtimetest.Runtime, d time.Duration) (peak func() int32) {
+	var now, most atomic.Int32
+	rt.BeforeStart(func(ctx context.Context, _ runtime.Spec) error {
+		n := now.Add(1)
+		defer now.Add(-1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		select {
+		case <-time.After(d):
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	return most.Load
+}
+
+// burstOfDemand makes the pool see 50 creates of python's default shape
+// now, and wakes it.
+func burstOfDemand(m *Manager, clk *testClock) {
+	m.mu.Lock()
+	for range 50 {
+		m.pool.noteLocked("python", m.pool.shapeOf("python"), clk.Now())
+	}
+	m.mu.Unlock()
+	m.pool.wake()
+}
+
+// poolOfLocked lists how many sandboxes each pool holds; m.mu is held.
+func poolOfLocked(m *Manager) map[string]int {
+	out := map[string]int{}
+	for k, l := range m.pool.ready {
+		out[k.String()] = len(l)
+	}
+	return out
+}
+
+// poolOf returns the pool stat of image (zero when it has none).
+func poolOf(m *Manager, image string) WarmPoolStat {
+	for _, st := range m.WarmPool() {
+		if st.Image == image {
+			return st
+		}
+	}
+	return WarmPoolStat{}
+}
+
+// TestWarmPoolAutoFollowsDemand: with no warm_pool, the pool keeps one
+// sandbox of the first allowed preset; a burst of creates (simulated on
+// the pool's clock) grows it, and once the creates leave the rate window
+// it shrinks back to one, the rest destroyed; shutdown leaves nothing.
+func TestWarmPoolAutoFollowsDemand(t *testing.T) {
+	m, rt, _ := inprocess(t, func(c *config.Config) { c.WarmPoolAuto = true })
+	// Refills from now on take at least 200 ms: 50 creates at once read
+	// as 10/s, so covering one refill takes at least 5 sandboxes
+	// (poissonCover(2)).
+	slowBoots(rt, 200*time.Millisecond)
+	clk := useClock(m)
+	t.Cleanup(func() {
+		if t.Failed() {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			p := m.pool
+			t.Logf("pool: targets %v, refill %s, %d booting, backoff %s, hold until %s, stats %+v",
+				p.targets, p.refill, len(p.booting), p.backoff, p.holdUntil.Format(time.StampMilli), poolOfLocked(m))
+		}
+	})
+	eventually(t, "the base python sandbox is ready", func() bool { return poolOf(m, "python").Ready == 1 })
+	// The base sandbox booted fast: the refills measured are the slow ones.
+	m.mu.Lock()
+	m.pool.refill = 0
+	m.mu.Unlock()
+
+	burstOfDemand(m, clk)
+	eventually(t, "the pool grows to its target", func() bool {
+		st := poolOf(m, "python")
+		return st.Target >= poissonCover(2, warmMissOdds) && st.Ready == st.Target
+	})
+	if st := poolOf(m, "python"); st.Target > m.cfg.WarmPoolMax {
+		t.Errorf("target %d over warm_pool_max %d", st.Target, m.cfg.WarmPoolMax)
+	}
+	if m.Live() != 0 {
+		t.Errorf("pool sandboxes counted live: %d", m.Live())
+	}
+
+	clk.Add(warmRateWindow + time.Second)
+	m.pool.wake()
+	eventually(t, "the pool shrinks back to one", func() bool {
+		st := poolOf(m, "python")
+		return st.Target == 1 && st.Ready == 1 && rt.Running() == 1
+	})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := m.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := rt.Running(); n != 0 {
+		t.Errorf("%d instances outlived Close", n)
+	}
+}
+
+// TestWarmPoolAutoShapes: a create of another shape boots its own, and
+// its shape gets a pool that serves the next create of that shape; a
+// smaller create takes a larger pool sandbox, its limits lowered.
+func TestWarmPoolAutoShapes(t *testing.T) {
+	m, rt, _ := inprocess(t, func(c *config.Config) { c.WarmPoolAuto = true })
+	eventually(t, "the base python sandbox is ready", func() bool { return poolOf(m, "python").Ready == 1 })
+	big := api.CreateRequest{Image: "python", CPUs: 2, MemoryMB: 1024}
+	create(t, m, big)
+	if st := poolOf(m, "python"); st.Claims[warmMisfit] != 1 {
+		t.Fatalf("claims = %v, want one create of an unpooled shape", st.Claims)
+	}
+	eventually(t, "the new shape's pool fills", func() bool { return poolOf(m, "python").Ready == 2 })
+	id := create(t, m, big)
+	if cpus, mem := rt.Instance(id).Limits(); cpus != 2 || mem != 1024 {
+		t.Errorf("second large create got %d cpus %d MiB, want 2 and 1024", cpus, mem)
+	}
+	if st := poolOf(m, "python"); st.Claims[warmHit] != 1 {
+		t.Errorf("claims = %v, want the second large create served by the pool", st.Claims)
+	}
+	eventually(t, "the pools refill", func() bool { return poolOf(m, "python").Ready == 2 })
+	small := create(t, m, api.CreateRequest{Image: "python", CPUs: 1, MemoryMB: 768})
+	if cpus, mem := rt.Instance(small).Limits(); cpus != 1 || mem != 768 {
+		t.Errorf("a create between the shapes got %d cpus %d MiB, want 1 and 768", cpus, mem)
+	}
+	if st := poolOf(m, "python"); st.Claims[warmHit] != 2 {
+		t.Errorf("claims = %v, want the in-between create served by the larger shape", st.Claims)
+	}
+}
+
+// TestWarmPoolConfigRespected: warm_pool: {} keeps no pool at all, and a
+// pinned size holds whatever the demand, while other images follow theirs.
+func TestWarmPoolConfigRespected(t *testing.T) {
+	t.Run("off", func(t *testing.T) {
+		m, rt, _ := inprocess(t, func(c *config.Config) {
+			parsed, err := config.Parse([]byte("warm_pool: {}\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			*c = parsed
+		})
+		if m.pool != nil || m.WarmPool() != nil {
+			t.Fatal("warm_pool: {} made a pool")
+		}
+		id := create(t, m, api.CreateRequest{Image: "python"})
+		create(t, m, api.CreateRequest{Image: "python"})
+		if n := len(rt.Instances()); n != 2 || rt.Instance(id) == nil {
+			t.Errorf("%d instances for 2 creates without a pool", n)
+		}
+	})
+	t.Run("pinned", func(t *testing.T) {
+		m, _, _ := inprocess(t, func(c *config.Config) {
+			c.WarmPoolAuto = true
+			c.WarmPool = map[string]int{"python": 2}
+		})
+		clk := useClock(m)
+		eventually(t, "the pinned pool fills", func() bool { return poolOf(m, "python").Ready == 2 })
+		burstOfDemand(m, clk)
+		create(t, m, api.CreateRequest{Image: "node"})
+		eventually(t, "node's pool, sized by demand, fills", func() bool { return poolOf(m, "node").Ready == 1 })
+		if st := poolOf(m, "python"); st.Target != 2 {
+			t.Errorf("pinned python target %d after a burst of demand, want 2", st.Target)
+		}
+	})
+}
+
+// TestBootBurstQueues: a burst of creates larger than the boot slots never
+// fails for lack of time while boots progress: the boot timeout runs from
+// each boot's start, not from its create's arrival; boots never exceed the
+// slots.
+func TestBootBurstQueues(t *testing.T) {
+	const slots, creates = 2, 8
+	// Each boot takes a third of the boot timeout; the burst as a whole
+	// takes longer than it.
+	m, rt, _ := inprocessWith(t, func(c *config.Config) {
+		c.MaxConcurrentBoots = slots
+	}, func(o *Options) { o.BootTimeout = 3 * time.Second })
+	peak := slowBoots(rt, time.Second)
+	var wg sync.WaitGroup
+	errs := make(chan error, creates)
+	for range creates {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			_, err := m.Create(ctx, api.CreateRequest{Image: "python"})
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("create in a burst: %v", err)
+		}
+	}
+	if got := peak(); got > slots {
+		t.Errorf("%d boots at once, want at most %d", got, slots)
+	}
+	if m.Live() != creates {
+		t.Errorf("Live = %d, want %d", m.Live(), creates)
+	}
+}
