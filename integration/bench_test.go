@@ -26,6 +26,7 @@ func TestBenchScenarios(t *testing.T) {
 		Image: "python", Runs: 3, Warmup: 1, Sandboxes: 2, Callers: 2, Duration: 500 * time.Millisecond,
 		StreamBytes: 8 << 20, MaxIdle: 4, EngineURL: d.engineURL, RunscPath: testutil.RunscPath(),
 		ImageCache: testutil.ImageCacheDir(), SlowCreate: 10 * time.Minute,
+		Bursts: []int{3}, SteadyRate: 4, SteadyDuration: time.Second,
 	}
 	rep, err := bench.Run(t.Context(), d.c, opts, bench.Scenarios)
 	if err != nil {
