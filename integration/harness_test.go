@@ -103,6 +103,9 @@ func (d *daemon) start() {
 	d.cmd = exec.Command(hutch, "serve", "--config", d.cfgPath, "--listen", "127.0.0.1:0",
 		"--engine-listen", "127.0.0.1:0", "--data-dir", d.dataDir,
 		"--runsc-path", testutil.RunscPath(), "--agent-path", agent)
+	// A test binary killed by its timeout (or by hand) takes its daemons
+	// along: they stop their sandboxes as on any SIGTERM.
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	// The log goes through an io.Pipe, closed once Wait has copied all of
 	// it (or given up on a descendant holding stderr, after WaitDelay), so
 	// that every line is in d.log before waitErr says the daemon ended.

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -32,16 +33,18 @@ func TestWatchFiles(t *testing.T) {
 		})
 	}()
 	// The watch is in place once it reports a file touched meanwhile.
-	for ready := false; !ready; {
-		d.exec(id, "touch", "/work/.ready")
+	untilSeen(t, "/work/.ready", func(path string) {
+		d.exec(id, "touch", path)
+	}, func(timeout <-chan time.Time) (string, bool) {
 		select {
 		case e := <-events:
-			ready = e.Path == "/work/.ready"
+			return e.Path, true
 		case err := <-done:
 			t.Fatalf("the watch ended: %v", err)
-		case <-time.After(2 * time.Second):
+		case <-timeout:
 		}
-	}
+		return "", false
+	})
 	d.setup(id, "sh", "-c", "echo one > /work/a.txt; chmod 600 /work/a.txt; mv /work/a.txt /work/b.txt; mkdir /work/sub; rm /work/b.txt")
 	want := []string{"create /work/a.txt", "write /work/a.txt", "chmod /work/a.txt", "rename /work/b.txt", "create /work/sub", "remove /work/b.txt"}
 	expectWatch(t, events, done, want)
@@ -73,17 +76,23 @@ func TestWatchFiles(t *testing.T) {
 		}
 		close(lines)
 	}()
-	for printed := false; !printed; {
-		d.exec(id, "touch", "/work/from-cli")
+	// A file created once the watch is in place is printed as created.
+	untilSeen(t, "/work/from-cli", func(path string) {
+		d.exec(id, "touch", path)
+	}, func(timeout <-chan time.Time) (string, bool) {
 		select {
 		case l, ok := <-lines:
 			if !ok {
 				t.Fatal("hutch fs watch ended")
 			}
-			printed = strings.HasPrefix(l, "create ") && strings.HasSuffix(l, " /work/from-cli")
-		case <-time.After(2 * time.Second):
+			if f := strings.Fields(l); len(f) == 2 && f[0] == "create" {
+				return f[1], true
+			}
+			return "", true
+		case <-timeout:
 		}
-	}
+		return "", false
+	})
 	_ = cli.Process.Kill()
 	_ = cli.Wait()
 
@@ -104,6 +113,33 @@ func TestWatchFiles(t *testing.T) {
 	if err := d.c.WatchFiles(ctx2, api.FsWatchRequest{SandboxID: id2, Path: "/tmp"}, func(api.FsWatchEvent) error { return nil }); !errors.Is(err, context.Canceled) {
 		t.Errorf("a cancelled watch ended with %v", err)
 	}
+}
+
+// untilSeen creates a new file named after base (touch) every two
+// seconds until next reports one of them, for at most five minutes: a
+// watch being set up misses the files created before it was in place.
+// next waits for one report until timeout and says whether it had one
+// (any other report does not create another file).
+func untilSeen(t *testing.T, base string, touch func(path string), next func(timeout <-chan time.Time) (string, bool)) {
+	t.Helper()
+	giveUp := time.Now().Add(5 * time.Minute)
+	made := map[string]bool{}
+	for n := 0; time.Now().Before(giveUp); n++ {
+		path := fmt.Sprintf("%s-%d", base, n)
+		touch(path)
+		made[path] = true
+		timeout := time.After(2 * time.Second)
+		for {
+			seen, ok := next(timeout)
+			if !ok {
+				break
+			}
+			if made[seen] {
+				return
+			}
+		}
+	}
+	t.Fatalf("no report of %s-N after five minutes", base)
 }
 
 // expectWatch waits until the events named "type path" in want were all
