@@ -190,7 +190,11 @@ func (tr *Transport) get(ctx context.Context, r *http.Request, _ []byte) (answer
 	return answer{http.StatusOK, detail(s, token, tr.opts.PreviewDomain)}, nil
 }
 
+// kill stops {id}; one already stopping or stopped is not found.
 func (tr *Transport) kill(ctx context.Context, r *http.Request, _ []byte) (answer, error) {
+	if _, err := tr.info(ctx, r); err != nil {
+		return answer{}, err
+	}
 	_, err := call[api.StopRequest, api.StopResponse](ctx, tr, "sandbox::stop", api.StopRequest{SandboxID: r.PathValue("id")})
 	return answer{status: http.StatusNoContent}, err
 }
