@@ -69,6 +69,7 @@ func (tr *Transport) serve(h controlFunc) http.Handler {
 		if p, ok := ans.body.(pageOf); ok {
 			if p.next != "" {
 				w.Header().Set("X-Next-Token", p.next)
+				w.Header().Set("Access-Control-Expose-Headers", "X-Next-Token")
 			}
 			ans.body = p.items
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/safetext"
 )
 
 // E2B's states of a sandbox, and hutch's states under each (stopping
@@ -37,7 +38,7 @@ func createRequest(in newSandbox, image, template string) (api.CreateRequest, er
 	req := api.CreateRequest{Image: image, Template: template, Metadata: in.Metadata}
 	for _, k := range slices.Sorted(maps.Keys(in.EnvVars)) {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
-			return api.CreateRequest{}, errdefs.Malformed("envVars: %q is not a variable name", clipped(k))
+			return api.CreateRequest{}, errdefs.Malformed("envVars: %q is not a variable name", safetext.Clip(k, 64))
 		}
 		req.Env = append(req.Env, k+"="+in.EnvVars[k])
 	}
@@ -116,7 +117,7 @@ func listRequest(q url.Values) (api.ListRequest, error) {
 		for _, st := range strings.Split(v, ",") {
 			states, ok := e2bStates[st]
 			if !ok {
-				return req, errdefs.Malformed("state must be running or paused, got %q", clipped(st))
+				return req, errdefs.Malformed("state must be running or paused, got %q", safetext.Clip(st, 64))
 			}
 			req.State = append(req.State, states...)
 		}
@@ -150,11 +151,4 @@ func metrics(m api.MetricsResponse, t time.Time) metric {
 	}
 	return metric{Timestamp: rfc3339(t), TimestampUnix: t.Unix(), CPUCount: m.CPUs, CPUUsedPct: pct,
 		MemUsed: m.MemoryBytes, MemTotal: m.MemoryLimitBytes, DiskUsed: m.DiskBytes, DiskTotal: m.DiskLimitBytes}
-}
-
-func clipped(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "…"
-	}
-	return s
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/functions"
 	"github.com/hutch-dev/hutch/internal/interp"
+	"github.com/hutch-dev/hutch/internal/safetext"
 )
 
 // Options configure the handler.
@@ -61,7 +62,7 @@ func New(table *functions.Table, opts Options) http.Handler {
 	mux.HandleFunc("DELETE /contexts/{id}", s.deleteContext)
 	mux.HandleFunc("POST /contexts/{id}/restart", s.restartContext)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, errdefs.New(errdefs.CodeNotFound, "the code interpreter has no route %s %s", r.Method, clip(r.URL.Path)))
+		writeError(w, errdefs.New(errdefs.CodeNotFound, "the code interpreter has no route %s %s", r.Method, safetext.Clip(r.URL.Path, 64)))
 	})
 	return mux
 }
@@ -87,7 +88,7 @@ func language(l string) (string, error) {
 	case "bash", "sh":
 		return interp.Bash, nil
 	}
-	return "", errdefs.Malformed("language %q is not one of hutch's interpreters (python, javascript, bash); typescript, r and java are not supported", clip(l))
+	return "", errdefs.Malformed("language %q is not one of hutch's interpreters (python, javascript, bash); typescript, r and java are not supported", safetext.Clip(l, 64))
 }
 
 // decode reads r's JSON body (bounded) into v.
@@ -161,7 +162,7 @@ func (s *server) onContext(w http.ResponseWriter, r *http.Request, id string) {
 	s.computing(w)
 	cs, err := s.contexts(r.Context(), sandboxOf(r))
 	if err == nil && !slices.ContainsFunc(cs, func(c api.ContextInfo) bool { return c.ContextID == r.PathValue("id") }) {
-		err = errdefs.New(errdefs.CodeNoContext, "sandbox %s has no context %s", sandboxOf(r), clip(r.PathValue("id")))
+		err = errdefs.New(errdefs.CodeNoContext, "sandbox %s has no context %s", sandboxOf(r), safetext.Clip(r.PathValue("id"), 64))
 	}
 	if err == nil {
 		_, err = functions.Invoke(r.Context(), s.t, id, api.ContextRequest{ContextID: r.PathValue("id")})
@@ -207,11 +208,4 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
-}
-
-func clip(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "…"
-	}
-	return s
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/envelope"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/functions"
+	"github.com/hutch-dev/hutch/internal/safetext"
 )
 
 // executeRequest is the body of POST /execute.
@@ -109,7 +110,7 @@ func (s *server) runRequest(r *http.Request, in executeRequest) (api.RunCodeRequ
 	}
 	cs, err := s.contexts(r.Context(), req.SandboxID)
 	if err == nil && in.ContextID != "" && !slices.ContainsFunc(cs, func(c api.ContextInfo) bool { return c.ContextID == in.ContextID }) {
-		err = errdefs.New(errdefs.CodeNoContext, "sandbox %s has no context %s", req.SandboxID, clip(in.ContextID))
+		err = errdefs.New(errdefs.CodeNoContext, "sandbox %s has no context %s", req.SandboxID, safetext.Clip(in.ContextID, 64))
 	}
 	return req, err
 }
