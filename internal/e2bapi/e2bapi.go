@@ -24,6 +24,9 @@
 //
 // Every request passes the web guard first (Host, Origin): a page in the
 // user's browser reaches these routes only from allowed_origins.
+//
+// These routes are E2B's contract (E2B's spec/openapi.yml and the SDKs'
+// code), not hutch's: they are left out of hutch's /openapi.json.
 package e2bapi
 
 import (
