@@ -70,17 +70,25 @@ func LoadSigner(dataDir string) (*Signer, error) {
 	return NewSigner(secret)
 }
 
+// writeNew puts b at path whole or not at all (a temporary file, synced,
+// then linked): os.ErrExist when path is there already.
 func writeNew(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := os.CreateTemp(filepath.Dir(path), ".e2b-token-*")
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		os.Remove(path)
+	defer os.Remove(f.Name())
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return err
 	}
-	return f.Close()
+	return os.Link(f.Name(), path)
 }
 
 // Token is the token of kind for sandbox id of owner.
