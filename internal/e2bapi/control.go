@@ -75,6 +75,9 @@ func (tr *Transport) serve(h controlFunc) http.Handler {
 		}
 		switch {
 		case err != nil:
+			if status, msg := errorStatus(err); status >= http.StatusInternalServerError {
+				tr.opts.Logger.Error("e2b api call failed", "method", r.Method, "path", r.URL.Path, "status", status, "error", msg)
+			}
 			writeError(w, err)
 		case ans.body == nil:
 			w.WriteHeader(ans.status)

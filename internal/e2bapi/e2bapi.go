@@ -59,8 +59,11 @@ type Options struct {
 	// Guard is the daemon's web guard.
 	Guard *webguard.Policy
 	// Envd serves port 49983, given the sandbox in the E2b-Sandbox-Id
-	// header and its owner in the context; nil answers Connect's
-	// "unimplemented".
+	// header and its owner in the context (GET /health is answered
+	// before it); nil answers Connect's "unimplemented". It runs under
+	// the server's read and write timeouts from the request's start, and
+	// moves them itself (http.ResponseController) for long streams, as
+	// codeinterp does.
 	Envd http.Handler
 	// WriteTimeout bounds writing an answer (and each line of a stream).
 	WriteTimeout time.Duration
