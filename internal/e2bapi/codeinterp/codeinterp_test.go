@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/errdefs"
@@ -26,6 +27,9 @@ type fakeInterp struct {
 	functions.Interpreter
 	ran     []api.RunCodeRequest
 	deleted []string
+	// endless, when set, makes RunCode emit until the consumer goes away,
+	// then close it.
+	endless chan struct{}
 }
 
 func (f *fakeInterp) ListContexts(_ context.Context, req api.ContextListRequest) (api.ContextListResponse, error) {
@@ -46,6 +50,12 @@ func (f *fakeInterp) DeleteContext(_ context.Context, req api.ContextRequest) (a
 
 func (f *fakeInterp) RunCode(_ context.Context, req api.RunCodeRequest, emit func(string, any) error) (api.CellResult, error) {
 	f.ran = append(f.ran, req)
+	if f.endless != nil {
+		defer close(f.endless)
+		for emit(api.EventStdout, api.OutputChunk{Data: strings.Repeat("x", 1024)}) == nil {
+		}
+		return api.CellResult{}, context.Canceled
+	}
 	_ = emit(api.EventStdout, api.OutputChunk{Data: "aGk=", Base64: true})
 	_ = emit(api.EventStderr, api.OutputChunk{Data: "warn\n"})
 	return api.CellResult{ExecutionCount: 3,
@@ -54,11 +64,13 @@ func (f *fakeInterp) RunCode(_ context.Context, req api.RunCodeRequest, emit fun
 		Error:   &api.CellError{Name: "E", Value: "v", Traceback: []string{"a\n", "b"}}}, nil
 }
 
-func serve(t *testing.T) (*httptest.Server, *fakeInterp) {
+func serve(t *testing.T) (*httptest.Server, *fakeInterp) { return serveWith(t, Options{}) }
+
+func serveWith(t *testing.T, opts Options) (*httptest.Server, *fakeInterp) {
 	f := &fakeInterp{}
 	deps := httpapitest.DepsOf(&httpapitest.Fake{})
 	deps.Interpreter = f
-	srv := httptest.NewServer(New(functions.New(deps), Options{}))
+	srv := httptest.NewServer(New(functions.New(deps), opts))
 	t.Cleanup(srv.Close)
 	return srv, f
 }
@@ -156,4 +168,37 @@ func TestContexts(t *testing.T) {
 	if res := do(t, srv, "DELETE", "/contexts/c1", ""); res.StatusCode != 204 || len(f.deleted) != 1 {
 		t.Fatalf("delete: %d %v", res.StatusCode, f.deleted)
 	}
+}
+
+// A client that goes away ends the cell: the function's emit fails and it
+// returns.
+func TestExecuteClientGoesAway(t *testing.T) {
+	srv, f := serve(t)
+	f.endless = make(chan struct{})
+	req, _ := http.NewRequest("POST", srv.URL+"/execute", strings.NewReader(`{"code":"while True: print('x')"}`))
+	req.Header.Set(api.HeaderE2BSandboxID, sb)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if line, err := bufio.NewReader(res.Body).ReadString('\n'); err != nil || !strings.Contains(line, `"stdout"`) {
+		t.Fatalf("first line %q, %v", line, err)
+	}
+	res.Body.Close()
+	<-f.endless
+}
+
+// A client that stops reading is cut off by the write timeout: the cell
+// ends rather than wait for it.
+func TestExecuteSlowClientIsCutOff(t *testing.T) {
+	srv, f := serveWith(t, Options{WriteTimeout: 50 * time.Millisecond})
+	f.endless = make(chan struct{})
+	req, _ := http.NewRequest("POST", srv.URL+"/execute", strings.NewReader(`{"code":"x"}`))
+	req.Header.Set(api.HeaderE2BSandboxID, sb)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	<-f.endless // never read: the server's writes stall until their deadline
 }
