@@ -96,3 +96,16 @@ export async function rejects (p) {
     return err
   }
 }
+
+// E2B's SDKs: run.sh sets E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY
+// (owner e2b-alice) and E2B_OTHER_API_KEY (owner e2b-bob).
+export const E2B_OTHER_API_KEY = process.env.E2B_OTHER_API_KEY
+
+// killE2B kills every sandbox the E2B key's owner has left (the REST
+// API's closeEngine sees only the local user's).
+export async function killE2B (Sandbox) {
+  const paginator = Sandbox.list({ query: { state: ['running', 'paused'] } })
+  while (paginator.hasNext) {
+    for (const s of await paginator.nextItems()) await Sandbox.kill(s.sandboxId)
+  }
+}

@@ -19,14 +19,17 @@ if [ ! -x "$hutch" ]; then
 	echo "conformance: $hutch not found; run make build" >&2
 	exit 1
 fi
-if [ ! -d "$here/node_modules/iii-sdk" ]; then
+if [ ! -d "$here/node_modules/iii-sdk" ] || [ ! -d "$here/node_modules/@e2b/code-interpreter" ]; then
 	(cd "$here" && npm ci --ignore-scripts --no-audit --no-fund)
 fi
 
 work=$(mktemp -d /tmp/hutch-conformance.XXXXXX)
 log=$work/daemon.log
 # Seed 000, "Engine setup": the block `iii worker add iii-sandbox` writes,
-# verbatim, plus where the shared image cache is.
+# verbatim, plus where the shared image cache is and two owners' E2B keys
+# (the E2B SDK tests; the REST API stays tokenless, the local user's).
+e2b_key=e2b_$(head -c 20 /dev/urandom | od -An -tx1 | tr -d ' \n')
+e2b_other_key=e2b_$(head -c 20 /dev/urandom | od -An -tx1 | tr -d ' \n')
 cat >"$work/config.yaml" <<EOF
 workers:
   - name: iii-sandbox
@@ -40,6 +43,10 @@ workers:
       default_cpus: 1
       default_memory_mb: 512
       image_cache_dir: $cache
+      e2b:
+        api_keys:
+          e2b-alice: $e2b_key
+          e2b-bob: $e2b_other_key
 EOF
 
 "$hutch" serve --config "$work/config.yaml" --data-dir "$work/data" \
@@ -90,6 +97,7 @@ fi
 read -r http engine < <(node -e 'const l = JSON.parse(process.argv[1]); console.log(l.listen, l.engine_listen)' "$line")
 
 export HUTCH_URL="http://$http" III_URL="ws://$engine" HUTCH_BIN="$hutch"
+export E2B_API_URL="http://$http" E2B_SANDBOX_URL="http://$http" E2B_API_KEY="$e2b_key" E2B_OTHER_API_KEY="$e2b_other_key"
 export PATH="$(dirname "$hutch"):$PATH"
 echo "conformance: hutch serve at $HUTCH_URL, engine at $III_URL (log: $log)"
 cd "$here"

@@ -51,7 +51,11 @@ type entry struct {
 // New builds the map from the config's api_tokens (owner → token). An empty
 // map turns authentication off and returns nil. Errors name the offending
 // key (api_tokens.<owner>); tokens never appear in them.
-func New(tokens map[string]string) (*Tokens, error) {
+func New(tokens map[string]string) (*Tokens, error) { return NewNamed("api_tokens", tokens) }
+
+// NewNamed is New for the owner → token map of config key, which its
+// errors name (e2b.api_keys, say).
+func NewNamed(key string, tokens map[string]string) (*Tokens, error) {
 	if len(tokens) == 0 {
 		return nil, nil
 	}
@@ -67,18 +71,18 @@ func New(tokens map[string]string) (*Tokens, error) {
 		tok := tokens[o]
 		switch {
 		case !validOwner.MatchString(o):
-			errs = append(errs, fmt.Errorf("api_tokens: owner %q must be 1 to 64 letters, digits or ._@- (starting with a letter or digit)", o))
+			errs = append(errs, fmt.Errorf("%s: owner %q must be 1 to 64 letters, digits or ._@- (starting with a letter or digit)", key, o))
 			continue
 		case len(tok) < MinTokenBytes:
-			errs = append(errs, fmt.Errorf("api_tokens.%s: the token must be at least %d bytes long (e.g. `openssl rand -hex 24`)", o, MinTokenBytes))
+			errs = append(errs, fmt.Errorf("%s.%s: the token must be at least %d bytes long (e.g. `openssl rand -hex 24`)", key, o, MinTokenBytes))
 			continue
 		case strings.ContainsFunc(tok, func(r rune) bool { return r <= ' ' || r == 0x7f }):
-			errs = append(errs, fmt.Errorf("api_tokens.%s: the token must not contain spaces or control characters", o))
+			errs = append(errs, fmt.Errorf("%s.%s: the token must not contain spaces or control characters", key, o))
 			continue
 		}
 		d := sha256.Sum256([]byte(tok))
 		if other, dup := seen[d]; dup {
-			errs = append(errs, fmt.Errorf("api_tokens.%s: the same token is configured for owner %s; every owner needs its own", o, other))
+			errs = append(errs, fmt.Errorf("%s.%s: the same token is configured for owner %s; every owner needs its own", key, o, other))
 			continue
 		}
 		seen[d] = o
@@ -116,6 +120,15 @@ func (t *Tokens) Owner(r *http.Request) (string, error) {
 	tok, ok := bearer(r.Header.Get("Authorization"))
 	if !ok {
 		return "", ErrMissing
+	}
+	return t.lookup(tok)
+}
+
+// Lookup finds the owner of tok, comparing against every entry: ErrInvalid
+// when it is no owner's (or authentication is off).
+func (t *Tokens) Lookup(tok string) (string, error) {
+	if !t.Enabled() {
+		return "", ErrInvalid
 	}
 	return t.lookup(tok)
 }

@@ -106,3 +106,24 @@ func TestOwners(t *testing.T) {
 		t.Fatalf("Owners = %s", got)
 	}
 }
+
+func TestNewNamedAndLookup(t *testing.T) {
+	_, err := NewNamed("e2b.api_keys", map[string]string{"alice": "short"})
+	if err == nil || !strings.Contains(err.Error(), "e2b.api_keys.alice") {
+		t.Fatalf("err = %v, want it to name e2b.api_keys.alice", err)
+	}
+	keys, err := NewNamed("e2b.api_keys", map[string]string{"alice": "e2b_00112233445566778899aabbccddeeff"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, err := keys.Lookup("e2b_00112233445566778899aabbccddeeff"); err != nil || o != "alice" {
+		t.Fatalf("Lookup = %q, %v", o, err)
+	}
+	if _, err := keys.Lookup("e2b_ff"); err != ErrInvalid {
+		t.Fatalf("unknown key: %v", err)
+	}
+	var off *Tokens
+	if _, err := off.Lookup("anything"); err != ErrInvalid {
+		t.Fatalf("no keys: %v", err)
+	}
+}

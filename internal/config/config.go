@@ -200,6 +200,8 @@ type Config struct {
 	VolumeDefaultSizeMB uint64 `yaml:"volume_default_size_mb"`
 	VolumeMaxSizeMB     uint64 `yaml:"volume_max_size_mb"`
 	MaxVolumesPerOwner  int    `yaml:"max_volumes_per_owner"`
+	// E2B configures the E2B-compatible API (e2b.go).
+	E2B E2B `yaml:"e2b"`
 }
 
 // Default returns the configuration used when no file is given.
@@ -247,6 +249,7 @@ func Default() Config {
 		WarmPoolAuto:                true,
 		WarmPoolMax:                 DefaultWarmPoolMax,
 		WarmPoolMemoryMB:            DefaultWarmPoolMemoryMB,
+		E2B:                         defaultE2B(),
 	}
 }
 
@@ -319,6 +322,7 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, c.validateOwners()...)
 	errs = append(errs, c.validateWebhooks()...)
+	errs = append(errs, c.validateE2B()...)
 	if _, err := webguard.New(c.AllowedHosts, c.AllowedOrigins); err != nil {
 		errs = append(errs, err)
 	}
@@ -504,6 +508,7 @@ func (c Config) Marshal() []byte {
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(2)
 	c.APITokens = redactTokens(c.APITokens)
+	c.E2B.APIKeys = redactTokens(c.E2B.APIKeys)
 	c.Webhooks = append([]Webhook(nil), c.Webhooks...)
 	for i := range c.Webhooks {
 		c.Webhooks[i].Secret = "<redacted>"

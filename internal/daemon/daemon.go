@@ -191,8 +191,12 @@ func Run(ctx context.Context, opts Options) (err error) {
 	obs.metrics.WatchWebhooks(hooks.Stats)
 	read, write, idle := cfg.HTTPTimeouts()
 	mcpHandler := mcpserver.HTTPHandler(table, mcpserver.Options{DefaultImage: cfg.MCPDefaultImage, Logger: log})
+	e2b, err := e2bTransport(cfg, opts.DataDir, table, guard, write, log)
+	if err != nil {
+		return err
+	}
 	srv := httpapi.NewServer(table, httpapi.Options{Logger: log, Auth: tokens, Metrics: obs.handler(), MCP: mcpHandler, Ports: previewPorts{mgr}, PreviewDomain: cfg.PreviewDomain, Guard: guard,
-		ReadTimeout: read, WriteTimeout: write, IdleTimeout: idle})
+		Front: e2b.Wrap, ReadTimeout: read, WriteTimeout: write, IdleTimeout: idle})
 	srv.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
 	ln = netutil.LimitListener(ln, cfg.MaxConnections)
 	serveErr := make(chan error, 2)

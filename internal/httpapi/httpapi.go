@@ -148,6 +148,10 @@ type Options struct {
 	// Guard decides which Hosts and Origins may reach any route, /healthz
 	// included (guard.go); nil allows loopback Hosts and no foreign Origin.
 	Guard *webguard.Policy
+	// Front, when set, wraps the whole handler: it sees every request
+	// first and passes the ones it does not serve to the handler it is
+	// given (the E2B-compatible transport, internal/e2bapi).
+	Front func(next http.Handler) http.Handler
 	// ReadTimeout, WriteTimeout and IdleTimeout are the connection
 	// timeouts of NewServer's http.Server; the handler moves the read and
 	// write deadlines per route (deadlines.go). 0 is no bound.
@@ -188,7 +192,11 @@ func New(table *functions.Table, opts Options) http.Handler {
 	mux := http.NewServeMux()
 	s.serveRoutes(mux, s.routes())
 	mux.Handle("/", s.wrap(routeNotFound, true))
-	return s.hostRoute(s.guarded(opts.Guard, headerRoute(mux)))
+	h := s.hostRoute(s.guarded(opts.Guard, headerRoute(mux)))
+	if opts.Front != nil {
+		h = opts.Front(h)
+	}
+	return h
 }
 
 // routes is the REST handler's table; docs/openapi.json describes each

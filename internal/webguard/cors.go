@@ -19,8 +19,14 @@ func (p *Policy) CORS(w http.ResponseWriter, r *http.Request) (answered bool) {
 		return false
 	}
 	h.Set("Access-Control-Allow-Methods", "GET, POST, PUT, DELETE")
-	h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Accept, Traceparent, Tracestate")
+	h.Set("Access-Control-Allow-Headers", allowHeaders)
 	h.Set("Access-Control-Max-Age", "600")
 	w.WriteHeader(http.StatusNoContent)
 	return true
 }
+
+// allowHeaders are the request headers an allowed page may send: hutch's,
+// and those of E2B's SDKs (internal/e2bapi), which also run in browsers.
+const allowHeaders = "Authorization, Content-Type, Accept, Traceparent, Tracestate, " +
+	"X-API-KEY, X-Access-Token, E2b-Sandbox-Id, E2b-Sandbox-Port, E2B-Traffic-Access-Token, " +
+	"Connect-Protocol-Version, Connect-Timeout-Ms, Keepalive-Ping-Interval"

@@ -1,0 +1,54 @@
+package config
+
+import (
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+)
+
+// E2B is the block of the E2B-compatible API (internal/e2bapi).
+type E2B struct {
+	// APIKeys maps owners to the keys E2B's SDKs send as X-API-KEY
+	// (E2B_API_KEY). An owner may also be an owner of api_tokens: both
+	// then reach the same sandboxes. Without api_keys and without
+	// api_tokens every E2B caller acts for the one local user; with
+	// api_tokens but no api_keys the E2B API refuses every call.
+	APIKeys map[string]string `yaml:"api_keys"`
+	// Templates maps E2B template ids to catalog images; a template id
+	// it does not name must itself be a catalog image or a template.
+	Templates map[string]string `yaml:"templates"`
+}
+
+// e2bKey is the form of an E2B API key: E2B's Python SDK checks
+// ^e2b_[0-9a-f]+$; hutch asks for at least 128 bits of hex.
+var e2bKey = regexp.MustCompile(`^e2b_[0-9a-f]{32,}$`)
+
+// defaultE2B is the E2B block's default: E2B's two stock templates are
+// the python preset.
+func defaultE2B() E2B {
+	return E2B{Templates: map[string]string{"base": "python", "code-interpreter-v1": "python"}}
+}
+
+// validateE2B checks the e2b block.
+func (c *Config) validateE2B() []error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	for owner, key := range c.E2B.APIKeys {
+		if !e2bKey.MatchString(key) {
+			bad("e2b.api_keys.%s: an E2B key is e2b_ and at least 32 lower-case hex digits (e.g. e2b_$(openssl rand -hex 20)), as E2B's SDKs expect", owner)
+		}
+		if slices.Contains(slices.Collect(maps.Values(c.APITokens)), key) {
+			bad("e2b.api_keys.%s: the key is also a token of api_tokens; give each its own", owner)
+		}
+	}
+	for id, image := range c.E2B.Templates {
+		if id == "" {
+			bad("e2b.templates has an empty template id")
+		}
+		if !c.inCatalog(image) {
+			bad("e2b.templates.%s %s", id, notInCatalog)
+		}
+	}
+	return errs
+}

@@ -1,0 +1,28 @@
+package daemon
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/hutch-dev/hutch/internal/auth"
+	"github.com/hutch-dev/hutch/internal/config"
+	"github.com/hutch-dev/hutch/internal/e2bapi"
+	"github.com/hutch-dev/hutch/internal/functions"
+	"github.com/hutch-dev/hutch/internal/webguard"
+)
+
+// e2bTransport is the E2B-compatible transport of cfg: its keys, the
+// token secret of dataDir, its templates. Its envd is not wired yet
+// (Options.Envd nil answers "unimplemented").
+func e2bTransport(cfg config.Config, dataDir string, table *functions.Table, guard *webguard.Policy, write time.Duration, log *slog.Logger) (*e2bapi.Transport, error) {
+	keys, err := auth.NewNamed("e2b.api_keys", cfg.E2B.APIKeys)
+	if err != nil {
+		return nil, err
+	}
+	signer, err := e2bapi.LoadSigner(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	return e2bapi.New(table, e2bapi.Options{Logger: log, Keys: keys, Open: !cfg.MultiOwner(), Signer: signer,
+		Templates: cfg.E2B.Templates, PreviewDomain: cfg.PreviewDomain, Guard: guard, WriteTimeout: write}), nil
+}

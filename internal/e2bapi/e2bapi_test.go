@@ -1,0 +1,272 @@
+package e2bapi
+
+// The transport over httpapitest's fake manager (a real one needs root
+// and runsc; conformance/test/e2b-*.test.mjs drive the real daemon with
+// the stock SDKs).
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/auth"
+	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/functions"
+	"github.com/hutch-dev/hutch/internal/httpapi/httpapitest"
+)
+
+const (
+	aliceKey = "e2b_00112233445566778899aabbccddeeff00"
+	bobKey   = "e2b_ffeeddccbbaa99887766554433221100ff"
+	sbID     = httpapitest.DefaultID
+)
+
+// owners is a fake whose sandboxes belong to alice: another owner's
+// lookups are S002, as the manager scopes them.
+func owners(state string) *httpapitest.Fake {
+	f := &httpapitest.Fake{}
+	f.GetFunc = func(ctx context.Context, req api.GetRequest) (api.SandboxInfo, error) {
+		if auth.OwnerFrom(ctx) != "alice" || req.SandboxID != sbID {
+			return api.SandboxInfo{}, errdefs.New(errdefs.CodeNotFound, "no sandbox %s", req.SandboxID)
+		}
+		return api.SandboxInfo{SandboxID: sbID, Image: "python", State: state, CPUs: 1, MemoryMB: 512,
+			CreatedAt: "2026-01-02T03:04:05Z", IdleTimeoutSecs: 300}, nil
+	}
+	return f
+}
+
+// serve is the transport over fake in front of a next handler that
+// records what reached it.
+func serve(t *testing.T, fake *httpapitest.Fake, opts Options) (*httptest.Server, *[]*http.Request) {
+	t.Helper()
+	opts.Signer = testSigner(t)
+	var mu sync.Mutex
+	var passed []*http.Request
+	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		passed = append(passed, r)
+		mu.Unlock()
+		w.WriteHeader(http.StatusTeapot)
+	})
+	srv := httptest.NewServer(New(functions.New(httpapitest.DepsOf(fake)), opts).Wrap(next))
+	t.Cleanup(srv.Close)
+	return srv, &passed
+}
+
+// keyed is opts with alice's and bob's keys.
+func keyed(opts Options) Options {
+	opts.Keys, _ = auth.NewNamed("e2b.api_keys", map[string]string{"alice": aliceKey, "bob": bobKey})
+	return opts
+}
+
+func do(t *testing.T, srv *httptest.Server, method, path string, header map[string]string, body string) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res, string(b)
+}
+
+func key(k string) map[string]string { return map[string]string{api.HeaderE2BAPIKey: k} }
+
+func TestControlPlaneAuth(t *testing.T) {
+	fake := owners("running")
+	srv, _ := serve(t, fake, keyed(Options{}))
+	for _, tc := range []struct {
+		name   string
+		header map[string]string
+		status int
+	}{
+		{"no key", nil, 401},
+		{"unknown key", key("e2b_" + strings.Repeat("0", 40)), 401},
+		{"alice", key(aliceKey), 200},
+		{"bob sees no alice sandbox", key(bobKey), 404},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, body := do(t, srv, "GET", "/sandboxes/"+sbID, tc.header, "")
+			if res.StatusCode != tc.status {
+				t.Fatalf("status %d, want %d: %s", res.StatusCode, tc.status, body)
+			}
+			if tc.status != 200 {
+				var e errorBody
+				if err := json.Unmarshal([]byte(body), &e); err != nil || e.Code != tc.status || e.Message == "" {
+					t.Fatalf("error body %s", body)
+				}
+			}
+		})
+	}
+	res, body := do(t, srv, "DELETE", "/sandboxes/"+sbID, key(bobKey), "")
+	if res.StatusCode != 404 || len(fake.CallsOf("Stop")) != 0 {
+		t.Fatalf("bob's kill: %d %s, stops %v", res.StatusCode, body, fake.CallsOf("Stop"))
+	}
+}
+
+func TestControlPlaneWithoutKeys(t *testing.T) {
+	open, _ := serve(t, &httpapitest.Fake{}, Options{Open: true})
+	if res, body := do(t, open, "GET", "/v2/sandboxes", nil, ""); res.StatusCode != 200 {
+		t.Fatalf("open daemon: %d %s", res.StatusCode, body)
+	}
+	closed, _ := serve(t, &httpapitest.Fake{}, Options{})
+	if res, _ := do(t, closed, "GET", "/v2/sandboxes", key(aliceKey), ""); res.StatusCode != 401 {
+		t.Fatalf("a daemon with api_tokens and no e2b keys answered %d", res.StatusCode)
+	}
+}
+
+func TestCreate(t *testing.T) {
+	fake := owners("running")
+	var got api.CreateRequest
+	var owner string
+	fake.CreateFunc = func(ctx context.Context, req api.CreateRequest) (api.CreateResponse, error) {
+		got, owner = req, auth.OwnerFrom(ctx)
+		return api.CreateResponse{SandboxID: sbID, Image: req.Image}, nil
+	}
+	srv, _ := serve(t, fake, keyed(Options{Templates: map[string]string{"base": "python"}, PreviewDomain: "e2b.example.com"}))
+	res, body := do(t, srv, "POST", "/v2/sandboxes", key(aliceKey),
+		`{"templateID":"base","timeout":120,"metadata":{"a":"b"},"envVars":{"X":"1"},"mcp":null,"secure":true}`)
+	if res.StatusCode != 201 {
+		t.Fatalf("status %d: %s", res.StatusCode, body)
+	}
+	var ans sandboxAnswer
+	_ = json.Unmarshal([]byte(body), &ans)
+	if ans.SandboxID != sbID || ans.TemplateID != "base" || ans.EnvdVersion != EnvdVersion || ans.Domain != "e2b.example.com" {
+		t.Fatalf("answer %+v", ans)
+	}
+	s := testSigner(t)
+	if o, err := s.Owner(ans.EnvdAccessToken, sbID, kindEnvd); err != nil || o != "alice" {
+		t.Fatalf("envd token: %q %v", o, err)
+	}
+	if o, err := s.Owner(ans.TrafficAccessToken, sbID, kindTraffic); err != nil || o != "alice" {
+		t.Fatalf("traffic token: %q %v", o, err)
+	}
+	if owner != "alice" || got.Image != "python" || got.TimeoutSecs != 120 || got.Metadata["a"] != "b" || got.Env[0] != "X=1" {
+		t.Fatalf("create got %+v as %q", got, owner)
+	}
+	if res, body := do(t, srv, "POST", "/v2/sandboxes", key(aliceKey), `{"timeout":"x"}`); res.StatusCode != 400 {
+		t.Fatalf("bad body: %d %s", res.StatusCode, body)
+	}
+}
+
+func TestListPages(t *testing.T) {
+	fake := &httpapitest.Fake{}
+	var got api.ListRequest
+	fake.ListFunc = func(_ context.Context, req api.ListRequest) (api.ListResponse, error) {
+		got = req
+		return api.ListResponse{Sandboxes: []api.SandboxInfo{{SandboxID: "a", State: "paused", Metadata: map[string]string{"k": "v"}}}, NextToken: "t2"}, nil
+	}
+	srv, _ := serve(t, fake, keyed(Options{}))
+	res, body := do(t, srv, "GET", "/v2/sandboxes?limit=1&nextToken=t1&state=paused&metadata=k%3Dv", key(aliceKey), "")
+	if res.StatusCode != 200 || res.Header.Get("X-Next-Token") != "t2" {
+		t.Fatalf("%d %q %s", res.StatusCode, res.Header.Get("X-Next-Token"), body)
+	}
+	var items []listedSandbox
+	_ = json.Unmarshal([]byte(body), &items)
+	if len(items) != 1 || items[0].State != "paused" || items[0].Metadata["k"] != "v" {
+		t.Fatalf("items %s", body)
+	}
+	if got.Limit != 1 || got.NextToken != "t1" || got.Metadata["k"] != "v" {
+		t.Fatalf("list got %+v", got)
+	}
+}
+
+func TestPauseAndConnect(t *testing.T) {
+	for _, tc := range []struct {
+		name, state, path string
+		changed           bool
+		status            int
+	}{
+		{"pause", "running", "/sandboxes/" + sbID + "/pause", true, 204},
+		{"pause twice", "paused", "/sandboxes/" + sbID + "/pause", false, 409},
+		{"connect to a running one", "running", "/v2/sandboxes/" + sbID + "/connect", false, 200},
+		{"connect resumes", "paused", "/v2/sandboxes/" + sbID + "/connect", true, 201},
+		{"resume", "paused", "/sandboxes/" + sbID + "/resume", true, 201},
+		{"connect to a stopped one", "stopped", "/sandboxes/" + sbID + "/connect", false, 404},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fake := owners(tc.state)
+			fake.StateFunc = func(_ context.Context, method string, req any) (any, error) {
+				switch method {
+				case "SetTimeout":
+					return api.SetTimeoutResponse{SandboxID: sbID}, nil
+				default:
+					return api.StateResponse{SandboxID: sbID, Changed: tc.changed}, nil
+				}
+			}
+			srv, _ := serve(t, fake, keyed(Options{}))
+			res, body := do(t, srv, "POST", tc.path, key(aliceKey), `{"timeout":60}`)
+			if res.StatusCode != tc.status {
+				t.Fatalf("status %d, want %d: %s", res.StatusCode, tc.status, body)
+			}
+		})
+	}
+}
+
+func TestRouter(t *testing.T) {
+	s := testSigner(t)
+	token := s.Token(kindEnvd, "alice", sbID)
+	inSandbox := func(port string, extra map[string]string) map[string]string {
+		h := map[string]string{api.HeaderE2BSandboxID: sbID, api.HeaderE2BSandboxPort: port}
+		for k, v := range extra {
+			h[k] = v
+		}
+		return h
+	}
+	for _, tc := range []struct {
+		name, state, method, path, host string
+		header                          map[string]string
+		status                          int
+	}{
+		{"envd without a token", "running", "POST", "/process.Process/List", "", inSandbox("49983", nil), 401},
+		{"envd with another sandbox's token", "running", "POST", "/process.Process/List", "",
+			inSandbox("49983", map[string]string{api.HeaderE2BAccessToken: s.Token(kindEnvd, "alice", "other")}), 401},
+		{"envd with the traffic token", "running", "POST", "/process.Process/List", "",
+			inSandbox("49983", map[string]string{api.HeaderE2BAccessToken: s.Token(kindTraffic, "alice", sbID)}), 401},
+		{"envd not wired", "running", "POST", "/process.Process/List", "", inSandbox("49983", map[string]string{api.HeaderE2BAccessToken: token}), 501},
+		{"health running", "running", "GET", "/health", "", inSandbox("49983", map[string]string{api.HeaderE2BAccessToken: token}), 204},
+		{"health paused", "paused", "GET", "/health", "", inSandbox("49983", map[string]string{api.HeaderE2BAccessToken: token}), 502},
+		{"interpreter without a token", "running", "GET", "/contexts", "", inSandbox("49999", nil), 401},
+		{"bad port", "running", "GET", "/", "", inSandbox("x", nil), 400},
+		{"another port goes to the preview proxy", "running", "GET", "/x", "", inSandbox("8000", nil), 418},
+		{"a foreign page", "running", "GET", "/health", "", inSandbox("49983", map[string]string{"Origin": "https://evil.example"}), 403},
+		{"host of the interpreter", "running", "GET", "/contexts", "49999-" + sbID + ".e2b.example.com", nil, 401},
+		{"host of another port", "running", "GET", "/", "8000-" + sbID + ".e2b.example.com", nil, 418},
+		{"not E2B's", "running", "GET", "/v1/sandboxes", "", nil, 418},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, passed := serve(t, owners(tc.state), keyed(Options{PreviewDomain: "e2b.example.com"}))
+			req, _ := http.NewRequest(tc.method, srv.URL+tc.path, nil)
+			for k, v := range tc.header {
+				req.Header.Set(k, v)
+			}
+			if tc.host != "" {
+				req.Host = tc.host
+			}
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if res.StatusCode != tc.status {
+				t.Fatalf("status %d, want %d", res.StatusCode, tc.status)
+			}
+			if tc.name == "another port goes to the preview proxy" {
+				r := (*passed)[0]
+				if r.Header.Get(api.HeaderSandboxID) != sbID || r.Header.Get(api.HeaderSandboxPort) != "8000" || r.Header.Get(api.HeaderE2BSandboxID) != "" {
+					t.Fatalf("passed on with %v", r.Header)
+				}
+			}
+		})
+	}
+}

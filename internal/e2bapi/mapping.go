@@ -1,0 +1,154 @@
+package e2bapi
+
+// Mapping between E2B's payloads and the function table's: each field
+// once, in both directions.
+
+import (
+	"maps"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/safetext"
+)
+
+// E2B's states of a sandbox, and hutch's states under each (stopping
+// and stopped sandboxes are gone to E2B).
+var e2bStates = map[string][]string{
+	"running": {"running", "resuming"},
+	"paused":  {"paused", "pausing"},
+}
+
+// stateOf is the E2B state of a hutch state; "" is gone.
+func stateOf(hutch string) string {
+	for e2b, states := range e2bStates {
+		if slices.Contains(states, hutch) {
+			return e2b
+		}
+	}
+	return ""
+}
+
+// createRequest maps a create body onto sandbox::create; image or
+// template is the templateID's (resolved by the caller).
+func createRequest(in newSandbox, image, template string) (api.CreateRequest, error) {
+	req := api.CreateRequest{Image: image, Template: template, Metadata: in.Metadata}
+	for _, k := range slices.Sorted(maps.Keys(in.EnvVars)) {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return api.CreateRequest{}, errdefs.Malformed("envVars: %q is not a variable name", safetext.Clip(k, 64))
+		}
+		req.Env = append(req.Env, k+"="+in.EnvVars[k])
+	}
+	if len(in.VolumeMounts) > 0 {
+		return api.CreateRequest{}, errdefs.Malformed("volumeMounts are not supported by hutch's E2B API; use hutch's volumes (POST /v1/sandboxes with volumes)")
+	}
+	var timeout uint64
+	if in.Timeout != nil {
+		if *in.Timeout == 0 {
+			return api.CreateRequest{}, errdefs.Malformed("timeout must be at least 1 second")
+		}
+		timeout = *in.Timeout
+	}
+	if in.AutoPause {
+		// At its timeout of inactivity the sandbox pauses, as E2B's
+		// autoPause; hutch's absolute lifetime would stop it instead.
+		req.OnIdle, req.IdleTimeoutSecs = api.OnIdlePause, timeout
+	} else {
+		req.TimeoutSecs = timeout
+	}
+	req.AutoResume = in.AutoResume != nil && in.AutoResume.Enabled
+	if in.AllowInternetAccess != nil {
+		req.Network = *in.AllowInternetAccess
+	}
+	if in.Network != nil && len(in.Network.AllowOut)+len(in.Network.DenyOut) > 0 {
+		req.Network = true
+		req.Egress = &api.EgressPolicy{AllowOut: in.Network.AllowOut, DenyOut: in.Network.DenyOut}
+	}
+	return req, nil
+}
+
+// listed is the E2B entry of a hutch sandbox.
+func listed(s api.SandboxInfo) listedSandbox {
+	started, _ := time.Parse(time.RFC3339Nano, s.CreatedAt)
+	end := started.Add(time.Duration(s.IdleTimeoutSecs) * time.Second)
+	if t, err := time.Parse(time.RFC3339Nano, s.ExpiresAt); err == nil {
+		end = t
+	}
+	md := s.Metadata
+	if md == nil {
+		md = map[string]string{}
+	}
+	var alias string
+	if s.Name != nil {
+		alias = *s.Name
+	}
+	return listedSandbox{SandboxID: s.SandboxID, TemplateID: s.Image, Alias: alias, ClientID: clientID,
+		StartedAt: rfc3339(started), EndAt: rfc3339(end), State: stateOf(s.State), CPUCount: s.CPUs,
+		MemoryMB: s.MemoryMB, EnvdVersion: EnvdVersion, Metadata: md}
+}
+
+// detail is the E2B description of a hutch sandbox.
+func detail(s api.SandboxInfo, envdToken, domain string) sandboxDetail {
+	d := sandboxDetail{listedSandbox: listed(s), EnvdAccessToken: envdToken, Domain: domain,
+		AllowInternetAccess: s.Network, Lifecycle: lifecycle{OnTimeout: "kill", AutoResume: s.AutoResume}}
+	if s.OnIdle == api.OnIdlePause {
+		d.Lifecycle.OnTimeout = "pause"
+	}
+	if !s.Egress.Empty() {
+		d.Network = &networkConfig{AllowOut: s.Egress.AllowOut, DenyOut: s.Egress.DenyOut}
+	}
+	return d
+}
+
+// Bounds of a list query.
+const (
+	defaultListLimit = 100
+	maxListLimit     = 100
+	maxMetadataPairs = 64
+)
+
+// listRequest maps GET /v2/sandboxes's query onto sandbox::list.
+func listRequest(q url.Values) (api.ListRequest, error) {
+	var req api.ListRequest
+	for _, v := range q["state"] {
+		for _, st := range strings.Split(v, ",") {
+			states, ok := e2bStates[st]
+			if !ok {
+				return req, errdefs.Malformed("state must be running or paused, got %q", safetext.Clip(st, 64))
+			}
+			req.State = append(req.State, states...)
+		}
+	}
+	if len(req.State) == 0 {
+		req.State = append(slices.Clone(e2bStates["running"]), e2bStates["paused"]...)
+	}
+	if raw := q.Get("metadata"); raw != "" {
+		pairs, err := url.ParseQuery(raw)
+		if err != nil || len(pairs) > maxMetadataPairs {
+			return req, errdefs.Malformed("metadata must be key=value pairs joined by & (at most %d)", maxMetadataPairs)
+		}
+		req.Metadata = map[string]string{}
+		for k, v := range pairs {
+			req.Metadata[k] = v[0]
+		}
+	}
+	limit, err := atoiOr(q.Get("limit"), defaultListLimit)
+	if err != nil || limit < 1 || limit > maxListLimit {
+		return req, errdefs.Malformed("limit must be between 1 and %d", maxListLimit)
+	}
+	req.Limit, req.NextToken = limit, q.Get("nextToken")
+	return req, nil
+}
+
+// metrics is the E2B metric of a hutch sample taken at t.
+func metrics(m api.MetricsResponse, t time.Time) metric {
+	pct := 0.0
+	if m.AgeSecs > 0 && m.CPUs > 0 {
+		pct = 100 * m.CPUSeconds / float64(m.AgeSecs) / float64(m.CPUs)
+	}
+	return metric{Timestamp: rfc3339(t), TimestampUnix: t.Unix(), CPUCount: m.CPUs, CPUUsedPct: pct,
+		MemUsed: m.MemoryBytes, MemTotal: m.MemoryLimitBytes, DiskUsed: m.DiskBytes, DiskTotal: m.DiskLimitBytes}
+}

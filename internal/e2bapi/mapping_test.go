@@ -1,0 +1,84 @@
+package e2bapi
+
+import (
+	"encoding/json"
+	"net/url"
+	"reflect"
+	"testing"
+
+	"github.com/hutch-dev/hutch/api"
+)
+
+func u64(v uint64) *uint64 { return &v }
+func yes() *bool           { v := true; return &v }
+
+func TestCreateRequest(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		in      newSandbox
+		want    api.CreateRequest
+		wantErr bool
+	}{
+		{"timeout is the lifetime, env sorted", newSandbox{Timeout: u64(300), EnvVars: map[string]string{"B": "2", "A": "1"}, Metadata: map[string]string{"k": "v"}},
+			api.CreateRequest{Image: "python", TimeoutSecs: 300, Env: api.Env{"A=1", "B=2"}, Metadata: map[string]string{"k": "v"}}, false},
+		{"autoPause pauses when idle", newSandbox{Timeout: u64(60), AutoPause: true, AutoResume: &struct {
+			Enabled bool `json:"enabled"`
+		}{true}},
+			api.CreateRequest{Image: "python", IdleTimeoutSecs: 60, OnIdle: api.OnIdlePause, AutoResume: true}, false},
+		{"internet", newSandbox{AllowInternetAccess: yes()}, api.CreateRequest{Image: "python", Network: true}, false},
+		{"egress", newSandbox{Network: &networkConfig{AllowOut: []string{"pypi.org"}}},
+			api.CreateRequest{Image: "python", Network: true, Egress: &api.EgressPolicy{AllowOut: []string{"pypi.org"}}}, false},
+		{"zero timeout", newSandbox{Timeout: u64(0)}, api.CreateRequest{}, true},
+		{"bad env name", newSandbox{EnvVars: map[string]string{"A=B": "1"}}, api.CreateRequest{}, true},
+		{"volumes", newSandbox{VolumeMounts: []json.RawMessage{[]byte(`{}`)}}, api.CreateRequest{}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := createRequest(tc.in, "python", "")
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v", err)
+			}
+			if err == nil && !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("got %+v\nwant %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestListRequest(t *testing.T) {
+	for _, tc := range []struct {
+		query   string
+		want    api.ListRequest
+		wantErr bool
+	}{
+		{"", api.ListRequest{State: []string{"running", "resuming", "paused", "pausing"}, Limit: defaultListLimit}, false},
+		{"state=paused&limit=2&nextToken=abc", api.ListRequest{State: []string{"paused", "pausing"}, Limit: 2, NextToken: "abc"}, false},
+		{"state=running,paused", api.ListRequest{State: []string{"running", "resuming", "paused", "pausing"}, Limit: defaultListLimit}, false},
+		{"metadata=" + url.QueryEscape("a=1&b=x%26y"), api.ListRequest{State: []string{"running", "resuming", "paused", "pausing"},
+			Metadata: map[string]string{"a": "1", "b": "x&y"}, Limit: defaultListLimit}, false},
+		{"state=stopped", api.ListRequest{}, true},
+		{"limit=0", api.ListRequest{}, true},
+		{"limit=101", api.ListRequest{}, true},
+		{"limit=x", api.ListRequest{}, true},
+		{"metadata=%3B%25", api.ListRequest{}, true},
+	} {
+		t.Run(tc.query, func(t *testing.T) {
+			q, _ := url.ParseQuery(tc.query)
+			got, err := listRequest(q)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v", err)
+			}
+			if err == nil && !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("got %+v\nwant %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestStateOf(t *testing.T) {
+	for hutch, want := range map[string]string{"running": "running", "resuming": "running", "paused": "paused",
+		"pausing": "paused", "stopping": "", "stopped": ""} {
+		if got := stateOf(hutch); got != want {
+			t.Errorf("stateOf(%s) = %q, want %q", hutch, got, want)
+		}
+	}
+}
