@@ -250,3 +250,52 @@ func processconnectClient(e *env, sandbox string) interface {
 	}
 	return processconnect.NewProcessClient(c, e.srv.URL)
 }
+
+func TestKeepalivesWhileQuiet(t *testing.T) {
+	e := newEnv(t)
+	pc := e.process(nil, "Keepalive-Ping-Interval", "1")
+	st, err := pc.Start(testCtx(t), connect.NewRequest(&pb.StartRequest{Process: shell("sleep 600")}))
+	if err != nil || !st.Receive() {
+		t.Fatalf("start: %v %v", err, st.Err())
+	}
+	pid := st.Msg().GetEvent().GetStart().GetPid()
+	if !st.Receive() || st.Msg().GetEvent().GetKeepalive() == nil {
+		t.Fatalf("a quiet process's next event is not a keepalive: %v %v", st.Msg(), st.Err())
+	}
+	sel := &pb.ProcessSelector{Selector: &pb.ProcessSelector_Pid{Pid: pid}}
+	if _, err := pc.SendSignal(testCtx(t), connect.NewRequest(&pb.SendSignalRequest{Process: sel, Signal: pb.Signal_SIGNAL_SIGKILL})); err != nil {
+		t.Fatal(err)
+	}
+	if got := rest(t, st, func() *pb.ProcessEvent { return st.Msg().GetEvent() }); got.end == nil {
+		t.Error("no end event")
+	}
+}
+
+func TestStreamInput(t *testing.T) {
+	e := newEnv(t)
+	pc := e.process(nil)
+	yes := true
+	st, err := pc.Start(testCtx(t), connect.NewRequest(&pb.StartRequest{Process: shell("head -n 2"), Stdin: &yes}))
+	if err != nil || !st.Receive() {
+		t.Fatalf("start: %v %v", err, st.Err())
+	}
+	sel := &pb.ProcessSelector{Selector: &pb.ProcessSelector_Pid{Pid: st.Msg().GetEvent().GetStart().GetPid()}}
+	in := pc.StreamInput(testCtx(t))
+	msgs := []*pb.StreamInputRequest{
+		{Event: &pb.StreamInputRequest_Start{Start: &pb.StreamInputRequest_StartEvent{Process: sel}}},
+		{Event: &pb.StreamInputRequest_Data{Data: &pb.StreamInputRequest_DataEvent{Input: &pb.ProcessInput{Input: &pb.ProcessInput_Stdin{Stdin: []byte("one\n")}}}}},
+		{Event: &pb.StreamInputRequest_Keepalive{Keepalive: &pb.StreamInputRequest_KeepAlive{}}},
+		{Event: &pb.StreamInputRequest_Data{Data: &pb.StreamInputRequest_DataEvent{Input: &pb.ProcessInput{Input: &pb.ProcessInput_Stdin{Stdin: []byte("two\n")}}}}},
+	}
+	for _, m := range msgs {
+		if err := in.Send(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := in.CloseAndReceive(); err != nil {
+		t.Fatal(err)
+	}
+	if got := rest(t, st, func() *pb.ProcessEvent { return st.Msg().GetEvent() }); got.stdout.String() != "one\ntwo\n" {
+		t.Errorf("stdout %q", got.stdout.String())
+	}
+}
