@@ -19,9 +19,6 @@ import (
 	"github.com/hutch-dev/hutch/internal/functions"
 )
 
-// watchEventOpen is sandbox::fs::watch's first event: the watch is in place.
-const watchEventOpen = "open"
-
 // watch is an open sandbox::fs::watch of dir.
 type watch struct {
 	st           *functions.Stream
@@ -31,8 +28,9 @@ type watch struct {
 	includeEntry bool
 }
 
-// openWatch starts watching the directory m names and waits until the
-// watch is in place; the caller closes w.st.
+// openWatch starts watching directory p (recursively, with entries) for
+// the request of h, and waits until the watch is in place (its "open"
+// event); the caller closes w.st.
 func (s *filesystemService) openWatch(ctx context.Context, h http.Header, p string, recursive, includeEntry bool) (*watch, error) {
 	sc, err := scopeOf(h, "")
 	if err != nil {
@@ -43,7 +41,7 @@ func (s *filesystemService) openWatch(ctx context.Context, h http.Header, p stri
 	if err != nil {
 		return nil, err
 	}
-	if _, err := st.Expect(ctx, watchEventOpen); err != nil {
+	if _, err := st.Expect(ctx, api.EventStreamOpen); err != nil {
 		st.Close()
 		return nil, connectError(err)
 	}
