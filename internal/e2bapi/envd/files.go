@@ -33,7 +33,8 @@ type writtenEntry struct {
 	Path string `json:"path"`
 }
 
-// download is GET /files?path=P&username=U: the file's bytes.
+// download is GET /files?path=P&username=U: the file's bytes, gzipped
+// when the client accepts gzip.
 func (s *server) download(w http.ResponseWriter, r *http.Request) {
 	sc, err := scopeOf(r.Header, r.URL.Query().Get("username"))
 	if err != nil {
@@ -55,17 +56,27 @@ func (s *server) download(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Content-Type", "application/octet-stream")
 	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": path.Base(p)}))
-	if e, ok := ev.Data.(api.FsEntry); ok && e.Size > 0 {
+	out := io.Writer(w)
+	finish := func() error { return nil }
+	if acceptsGzip(r.Header.Get("Accept-Encoding")) {
+		h.Set("Content-Encoding", "gzip")
+		h.Add("Vary", "Accept-Encoding")
+		zw := gzip.NewWriter(w)
+		out, finish = zw, zw.Close
+	} else if e, ok := ev.Data.(api.FsEntry); ok && e.Size > 0 {
 		h.Set("Content-Length", strconv.FormatInt(e.Size, 10))
 	}
 	w.WriteHeader(http.StatusOK)
 	for {
 		ev, err := st.Next(r.Context())
 		if errors.Is(err, io.EOF) {
-			return
+			err = finish()
+			if err == nil {
+				return
+			}
 		}
 		if err == nil && ev.Type == functions.EventData {
-			_, err = w.Write(ev.Bytes)
+			_, err = out.Write(ev.Bytes)
 		}
 		if err != nil {
 			// The client must see a cut-off body, never a short file.
@@ -183,4 +194,17 @@ func (s *server) fileError(w http.ResponseWriter, err error) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(map[string]any{"code": status, "message": ce.Message()})
+}
+
+// acceptsGzip reports whether an Accept-Encoding header accepts gzip.
+func acceptsGzip(h string) bool {
+	for _, part := range strings.Split(h, ",") {
+		coding, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if !strings.EqualFold(strings.TrimSpace(coding), "gzip") {
+			continue
+		}
+		q, ok := strings.CutPrefix(strings.ReplaceAll(params, " ", ""), "q=")
+		return !ok || strings.Trim(q, "0.") != ""
+	}
+	return false
 }

@@ -103,6 +103,11 @@ func TestFilesUploadAndDownload(t *testing.T) {
 			t.Errorf("GET %s: %d %q, want %q", p, status, got, want)
 		}
 	}
+	req, _ := http.NewRequestWithContext(testCtx(t), "GET", e.srv.URL+"/files?"+url.Values{"path": {a}}.Encode(), nil)
+	req.Header.Set("Accept-Encoding", "gzip")
+	if status, got := e.do(t, req); status != 200 || gunzip(t, got) != "alpha" {
+		t.Errorf("gzipped GET: %d %q", status, got)
+	}
 	status, out = e.get(t, filepath.Join(dir, "missing"))
 	var msg struct {
 		Code    int    `json:"code"`
@@ -112,7 +117,7 @@ func TestFilesUploadAndDownload(t *testing.T) {
 		t.Errorf("GET of a missing file: %d %s", status, out)
 	}
 
-	req, _ := http.NewRequestWithContext(testCtx(t), "GET", e.srv.URL+"/health", nil)
+	req, _ = http.NewRequestWithContext(testCtx(t), "GET", e.srv.URL+"/health", nil)
 	if status, _ := e.do(t, req); status != http.StatusNoContent {
 		t.Errorf("health: %d", status)
 	}
@@ -213,6 +218,30 @@ func TestBasicUser(t *testing.T) {
 	} {
 		if got := basicUser(h); got != want {
 			t.Errorf("basicUser(%q) = %q, want %q", h, got, want)
+		}
+	}
+}
+
+func gunzip(t *testing.T, b []byte) string {
+	t.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
+}
+
+func TestAcceptsGzip(t *testing.T) {
+	for h, want := range map[string]bool{
+		"gzip": true, "deflate, gzip;q=0.5": true, "GZIP": true, "gzip;q=1.0": true,
+		"gzip;q=0": false, "gzip; q=0.0": false, "identity": false, "": false, "x-gzip": false,
+	} {
+		if got := acceptsGzip(h); got != want {
+			t.Errorf("acceptsGzip(%q) = %v", h, got)
 		}
 	}
 }
