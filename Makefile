@@ -88,12 +88,17 @@ IMAGE_CACHE ?= /var/lib/hutch/images
 bench: build
 	$(BIN)/hutch bench $(if $(HUTCH_URL),,--private) --image-cache $(IMAGE_CACHE) --json-out $(BIN)/bench-results.json $(BENCH_FLAGS)
 
-# Regenerates the agent's protobuf code. The checked-in files were made with
-# Debian's protoc 3.21.12 (protobuf-compiler), protoc-gen-go v1.36.11 and
-# protoc-gen-go-grpc v1.6.2 (go install …@version).
+# Regenerates the protobuf code: the agent's, and the E2B envd services'
+# (api/e2b). The checked-in files were made with Debian's protoc 3.21.12
+# (protobuf-compiler), protoc-gen-go v1.36.11, protoc-gen-go-grpc v1.6.2 and
+# protoc-gen-connect-go v1.21.1 (connectrpc.com/connect/cmd/protoc-gen-connect-go;
+# go install …@version).
 proto:
 	protoc --go_out=. --go_opt=paths=source_relative \
 		--go-grpc_out=. --go-grpc_opt=paths=source_relative api/agent/v1/*.proto
+	protoc --go_out=. --go_opt=paths=source_relative \
+		--connect-go_out=. --connect-go_opt=paths=source_relative \
+		api/e2b/envd/process/process.proto api/e2b/envd/filesystem/filesystem.proto
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi

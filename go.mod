@@ -19,6 +19,7 @@ require (
 )
 
 require (
+	connectrpc.com/connect v1.21.1
 	github.com/google/jsonschema-go v0.4.3 // indirect
 	github.com/miekg/dns v1.1.73 // indirect
 	github.com/modelcontextprotocol/go-sdk v1.8.0 // indirect

@@ -1,0 +1,187 @@
+package envd
+
+// filesystem.Filesystem's unary methods, each a sandbox::fs::* function.
+
+import (
+	"context"
+	"io/fs"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/hutch-dev/hutch/api"
+	pb "github.com/hutch-dev/hutch/api/e2b/envd/filesystem"
+	"github.com/hutch-dev/hutch/api/e2b/envd/filesystem/filesystemconnect"
+)
+
+// Bounds of ListDir.
+const (
+	maxListDepth   = 64
+	maxListEntries = 10000
+)
+
+// filesystemService is filesystem.Filesystem.
+type filesystemService struct{ *server }
+
+var _ filesystemconnect.FilesystemHandler = (*filesystemService)(nil)
+
+// Stat describes a path (a symlink itself, not its target).
+func (s *filesystemService) Stat(ctx context.Context, req *connect.Request[pb.StatRequest]) (*connect.Response[pb.StatResponse], error) {
+	sc, err := scopeOf(req.Header(), "")
+	if err != nil {
+		return nil, err
+	}
+	e, err := s.stat(ctx, sc, resolve(sc, req.Msg.GetPath()))
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&pb.StatResponse{Entry: e}), nil
+}
+
+// MakeDir creates a directory and its missing parents; an existing one is
+// AlreadyExists.
+func (s *filesystemService) MakeDir(ctx context.Context, req *connect.Request[pb.MakeDirRequest]) (*connect.Response[pb.MakeDirResponse], error) {
+	sc, err := scopeOf(req.Header(), "")
+	if err != nil {
+		return nil, err
+	}
+	p := resolve(sc, req.Msg.GetPath())
+	made, err := call[api.FsMkdirResponse](ctx, s.t, "sandbox::fs::mkdir", api.FsMkdirRequest{SandboxID: sc.sandbox, User: sc.user, Path: p, Parents: true})
+	if err != nil {
+		return nil, err
+	}
+	if !made.Created {
+		return nil, connect.NewError(connect.CodeAlreadyExists, errorf("%s exists already", p))
+	}
+	e, err := s.stat(ctx, sc, p)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&pb.MakeDirResponse{Entry: e}), nil
+}
+
+// Move renames a path, replacing what the destination held.
+func (s *filesystemService) Move(ctx context.Context, req *connect.Request[pb.MoveRequest]) (*connect.Response[pb.MoveResponse], error) {
+	sc, err := scopeOf(req.Header(), "")
+	if err != nil {
+		return nil, err
+	}
+	dst := resolve(sc, req.Msg.GetDestination())
+	mv := api.FsMvRequest{SandboxID: sc.sandbox, User: sc.user, Src: resolve(sc, req.Msg.GetSource()), Dst: dst, Overwrite: true}
+	if _, err := call[api.FsMvResponse](ctx, s.t, "sandbox::fs::mv", mv); err != nil {
+		return nil, err
+	}
+	e, err := s.stat(ctx, sc, dst)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&pb.MoveResponse{Entry: e}), nil
+}
+
+// Remove removes a file, or a directory with what it holds.
+func (s *filesystemService) Remove(ctx context.Context, req *connect.Request[pb.RemoveRequest]) (*connect.Response[pb.RemoveResponse], error) {
+	sc, err := scopeOf(req.Header(), "")
+	if err != nil {
+		return nil, err
+	}
+	rm := api.FsRmRequest{SandboxID: sc.sandbox, User: sc.user, Path: resolve(sc, req.Msg.GetPath()), Recursive: true}
+	if _, err := call[api.FsRmResponse](ctx, s.t, "sandbox::fs::rm", rm); err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&pb.RemoveResponse{}), nil
+}
+
+// ListDir lists a directory and, up to depth levels (1 by default), the
+// directories below it, breadth first; symlinks are not followed.
+func (s *filesystemService) ListDir(ctx context.Context, req *connect.Request[pb.ListDirRequest]) (*connect.Response[pb.ListDirResponse], error) {
+	sc, err := scopeOf(req.Header(), "")
+	if err != nil {
+		return nil, err
+	}
+	depth := max(req.Msg.GetDepth(), 1)
+	if depth > maxListDepth {
+		return nil, invalid("depth %d is more than %d", depth, maxListDepth)
+	}
+	out := &pb.ListDirResponse{}
+	level := []string{resolve(sc, req.Msg.GetPath())}
+	for d := uint32(0); d < depth && len(level) > 0; d++ {
+		var next []string
+		for _, dir := range level {
+			ls, err := call[api.FsLsResponse](ctx, s.t, "sandbox::fs::ls", api.FsLsRequest{SandboxID: sc.sandbox, User: sc.user, Path: dir})
+			if err != nil {
+				if d > 0 {
+					continue // a directory that went, or that the user may not read
+				}
+				return nil, err
+			}
+			if len(out.Entries)+len(ls.Entries) > maxListEntries {
+				return nil, connect.NewError(connect.CodeResourceExhausted, errorf("more than %d entries: list less deep", maxListEntries))
+			}
+			for _, e := range ls.Entries {
+				p := path.Join(dir, e.Name)
+				out.Entries = append(out.Entries, entryInfo(p, e))
+				if e.IsDir && !e.IsSymlink {
+					next = append(next, p)
+				}
+			}
+		}
+		level = next
+	}
+	return connect.NewResponse(out), nil
+}
+
+// stat is the entry of path p.
+func (s *filesystemService) stat(ctx context.Context, sc scope, p string) (*pb.EntryInfo, error) {
+	e, err := call[api.FsEntry](ctx, s.t, "sandbox::fs::stat", api.FsStatRequest{SandboxID: sc.sandbox, User: sc.user, Path: p})
+	if err != nil {
+		return nil, err
+	}
+	return entryInfo(p, e), nil
+}
+
+// entryInfo is envd's description of the entry e at path p. hutch's
+// entries carry no owner, group or symlink target: those stay empty.
+func entryInfo(p string, e api.FsEntry) *pb.EntryInfo {
+	perm, _ := strconv.ParseUint(e.Mode, 8, 32)
+	mode := fs.FileMode(perm & 0o777)
+	typ := pb.FileType_FILE_TYPE_FILE
+	switch {
+	case e.IsSymlink:
+		typ, mode = pb.FileType_FILE_TYPE_SYMLINK, mode|fs.ModeSymlink
+	case e.IsDir:
+		typ, mode = pb.FileType_FILE_TYPE_DIRECTORY, mode|fs.ModeDir
+	}
+	return &pb.EntryInfo{
+		Name:         path.Base(p),
+		Type:         typ,
+		Path:         p,
+		Size:         e.Size,
+		Mode:         uint32(perm & 0o777),
+		Permissions:  mode.String(),
+		ModifiedTime: timestamppb.New(time.Unix(e.Mtime, 0)),
+	}
+}
+
+// resolve makes p absolute: a relative path is under the user's home, as
+// envd has it (/root for root or no user, /home/NAME otherwise).
+func resolve(sc scope, p string) string {
+	if p == "" || path.IsAbs(p) {
+		return p
+	}
+	return path.Join(home(sc.user), p)
+}
+
+// home is the home directory resolve assumes for user.
+func home(user string) string {
+	if user == "" || user == "root" {
+		return "/root"
+	}
+	if _, err := strconv.Atoi(user); err == nil || strings.ContainsAny(user, ":/") {
+		return "/" // a uid, whose home is unknown
+	}
+	return path.Join("/home", path.Base(user))
+}
