@@ -7,13 +7,13 @@ import (
 	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/e2bapi"
+	"github.com/hutch-dev/hutch/internal/e2bapi/envd"
 	"github.com/hutch-dev/hutch/internal/functions"
 	"github.com/hutch-dev/hutch/internal/webguard"
 )
 
 // e2bTransport is the E2B-compatible transport of cfg: its keys, the
-// token secret of dataDir, its templates. Its envd is not wired yet
-// (Options.Envd nil answers "unimplemented").
+// token secret of dataDir, its templates, and envd over table.
 func e2bTransport(cfg config.Config, dataDir string, table *functions.Table, guard *webguard.Policy, write time.Duration, log *slog.Logger) (*e2bapi.Transport, error) {
 	keys, err := auth.NewNamed("e2b.api_keys", cfg.E2B.APIKeys)
 	if err != nil {
@@ -24,5 +24,5 @@ func e2bTransport(cfg config.Config, dataDir string, table *functions.Table, gua
 		return nil, err
 	}
 	return e2bapi.New(table, e2bapi.Options{Logger: log, Keys: keys, Open: !cfg.MultiOwner(), Signer: signer,
-		Templates: cfg.E2B.Templates, PreviewDomain: cfg.PreviewDomain, Guard: guard, WriteTimeout: write}), nil
+		Envd: envd.New(table, log), Templates: cfg.E2B.Templates, PreviewDomain: cfg.PreviewDomain, Guard: guard, WriteTimeout: write}), nil
 }

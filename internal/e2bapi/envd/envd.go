@@ -19,13 +19,11 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/api/e2b/envd/filesystem/filesystemconnect"
 	"github.com/hutch-dev/hutch/api/e2b/envd/process/processconnect"
 	"github.com/hutch-dev/hutch/internal/functions"
 )
-
-// SandboxHeader names the sandbox a request is for.
-const SandboxHeader = "E2b-Sandbox-Id"
 
 // Bounds of the transport.
 const (
@@ -68,9 +66,9 @@ type scope struct {
 // scopeOf reads the sandbox from h and the user from its Basic
 // authorization ("user:"), or from username when it is not empty.
 func scopeOf(h http.Header, username string) (scope, error) {
-	sc := scope{sandbox: h.Get(SandboxHeader), user: username}
+	sc := scope{sandbox: h.Get(api.HeaderE2BSandboxID), user: username}
 	if sc.sandbox == "" {
-		return sc, invalid("the %s header is required", SandboxHeader)
+		return sc, invalid("the %s header is required", api.HeaderE2BSandboxID)
 	}
 	if sc.user == "" {
 		sc.user = basicUser(h.Get("Authorization"))

@@ -117,7 +117,7 @@ func (h headers) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // client is an HTTP client that names e's sandbox, plus extra headers.
 func (e *env) client(extra ...string) *http.Client {
-	set := http.Header{SandboxHeader: {e.sandbox}}
+	set := http.Header{api.HeaderE2BSandboxID: {e.sandbox}}
 	for i := 0; i+1 < len(extra); i += 2 {
 		set.Set(extra[i], extra[i+1])
 	}

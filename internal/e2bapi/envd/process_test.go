@@ -244,9 +244,9 @@ func processconnectClient(e *env, sandbox string) interface {
 	List(context.Context, *connect.Request[pb.ListRequest]) (*connect.Response[pb.ListResponse], error)
 } {
 	c := e.client()
-	c.Transport.(headers).set.Del(SandboxHeader)
+	c.Transport.(headers).set.Del(api.HeaderE2BSandboxID)
 	if sandbox != "" {
-		c.Transport.(headers).set.Set(SandboxHeader, sandbox)
+		c.Transport.(headers).set.Set(api.HeaderE2BSandboxID, sandbox)
 	}
 	return processconnect.NewProcessClient(c, e.srv.URL)
 }

@@ -7,6 +7,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/hutch-dev/hutch/api"
 	pb "github.com/hutch-dev/hutch/api/e2b/envd/filesystem"
 )
 
@@ -65,7 +66,7 @@ func TestPolledWatchers(t *testing.T) {
 	// Another owner, or another sandbox, does not see it.
 	_, err = e.fs(nil, "X-Owner", "mallory").GetWatcherEvents(ctx, connect.NewRequest(&pb.GetWatcherEventsRequest{WatcherId: id}))
 	wantCode(t, err, connect.CodeNotFound)
-	_, err = e.fs(nil, SandboxHeader, "another").RemoveWatcher(ctx, connect.NewRequest(&pb.RemoveWatcherRequest{WatcherId: id}))
+	_, err = e.fs(nil, api.HeaderE2BSandboxID, "another").RemoveWatcher(ctx, connect.NewRequest(&pb.RemoveWatcherRequest{WatcherId: id}))
 	wantCode(t, err, connect.CodeNotFound)
 
 	if _, err := fc.RemoveWatcher(ctx, connect.NewRequest(&pb.RemoveWatcherRequest{WatcherId: id})); err != nil {

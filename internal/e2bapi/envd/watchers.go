@@ -14,6 +14,7 @@ import (
 	"connectrpc.com/connect"
 	"github.com/google/uuid"
 
+	"github.com/hutch-dev/hutch/api"
 	pb "github.com/hutch-dev/hutch/api/e2b/envd/filesystem"
 	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/functions"
@@ -81,7 +82,7 @@ func (s *filesystemService) CreateWatcher(ctx context.Context, req *connect.Requ
 // ended answers what it still held, then NotFound.
 func (s *filesystemService) GetWatcherEvents(ctx context.Context, req *connect.Request[pb.GetWatcherEventsRequest]) (*connect.Response[pb.GetWatcherEventsResponse], error) {
 	id := req.Msg.GetWatcherId()
-	w, err := s.watchers.get(ctx, req.Header().Get(SandboxHeader), id)
+	w, err := s.watchers.get(ctx, req.Header().Get(api.HeaderE2BSandboxID), id)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +101,7 @@ func (s *filesystemService) GetWatcherEvents(ctx context.Context, req *connect.R
 // RemoveWatcher stops a watcher.
 func (s *filesystemService) RemoveWatcher(ctx context.Context, req *connect.Request[pb.RemoveWatcherRequest]) (*connect.Response[pb.RemoveWatcherResponse], error) {
 	id := req.Msg.GetWatcherId()
-	if _, err := s.watchers.get(ctx, req.Header().Get(SandboxHeader), id); err != nil {
+	if _, err := s.watchers.get(ctx, req.Header().Get(api.HeaderE2BSandboxID), id); err != nil {
 		return nil, err
 	}
 	s.watchers.remove(id)
