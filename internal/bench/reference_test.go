@@ -1,0 +1,104 @@
+package bench
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMeasureHost takes a real, short host reference: every figure has
+// its runs, each a positive duration (how long they are is the bench's
+// question, not this test's).
+func TestMeasureHost(t *testing.T) {
+	ref := measureHost(1, 3)
+	if ref.Err != "" {
+		t.Fatalf("measureHost: %s", ref.Err)
+	}
+	t.Logf("spawn p50 %v, pipe round trip p50 %v", ref.Spawn.P50, ref.PipeRoundTrip.P50)
+	for name, s := range map[string]Stats{"spawn": ref.Spawn, "pipe round trip": ref.PipeRoundTrip} {
+		if len(s.Samples) != 3 {
+			t.Errorf("%s: %d samples, want 3", name, len(s.Samples))
+		}
+		for _, d := range s.Samples {
+			if d <= 0 {
+				t.Errorf("%s: sample %v, want positive", name, d)
+			}
+		}
+	}
+}
+
+func TestReferencePooled(t *testing.T) {
+	ok := func(spawn ...float64) HostRef { return HostRef{Spawn: Summarize(msList(spawn...))} }
+	spawn := func(h HostRef) Stats { return h.Spawn }
+	tests := []struct {
+		name    string
+		ref     Reference
+		wantN   int
+		wantP50 time.Duration
+	}{
+		{name: "both moments", ref: Reference{Start: ok(1, 2), End: ok(3, 10)}, wantN: 4, wantP50: 2500 * time.Microsecond},
+		{name: "a failed end is left out", ref: Reference{Start: ok(1, 2), End: HostRef{Err: "no cat", Spawn: Summarize(msList(50))}}, wantN: 2, wantP50: 1500 * time.Microsecond},
+		{name: "neither", ref: Reference{Start: HostRef{Err: "x"}, End: HostRef{Err: "y"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := tt.ref.pooled(spawn)
+			if len(got.Samples) != tt.wantN || got.P50 != tt.wantP50 {
+				t.Errorf("pooled = %d samples, p50 %v; want %d, %v", len(got.Samples), got.P50, tt.wantN, tt.wantP50)
+			}
+		})
+	}
+}
+
+func TestCompareWithHost(t *testing.T) {
+	ref := &Reference{
+		Start: HostRef{Spawn: Summarize(msList(1, 1)), PipeRoundTrip: Summarize(msList(0.1, 0.1))},
+		End:   HostRef{Spawn: Summarize(msList(1, 1)), PipeRoundTrip: Summarize(msList(0.1, 0.1))},
+	}
+	latency := func(name, title string, v float64) Result {
+		s := Summarize(msList(v))
+		return Result{Name: name, Title: title, Latency: &s}
+	}
+	execTrue := latency(NameExecTrue, "exec true (HTTP)", 8)
+	execTrue.Baselines = []Result{latency(baselineDocker, "docker: exec true", 60), latency(baselineRunscDo, "runsc do", 100)}
+	floor := latency(NameSpawnFloor, "spawn floor", 5)
+	floor.Floor = &FloorPairs{Exec: Summarize(msList(8)), Added: Summarize(msList(3))}
+
+	tests := []struct {
+		name string
+		rep  Report
+		want []string // "title of: ratio"
+	}{
+		{
+			name: "exec, its docker baseline, the floor and what hutch adds",
+			rep:  Report{Reference: ref, Results: []Result{execTrue, floor, latency(NameCreateExec, "create", 150)}},
+			want: []string{
+				"exec true (HTTP) host spawn: 8.0",
+				"exec true (HTTP) ↳ docker: exec true host spawn: 60.0",
+				"spawn floor host spawn: 5.0",
+				"added by hutch per exec (vs floor) pipe round trip: 30.0",
+			},
+		},
+		{name: "no reference", rep: Report{Results: []Result{execTrue}}},
+		{
+			name: "a failed reference compares nothing",
+			rep:  Report{Reference: &Reference{Start: HostRef{Err: "x"}, End: HostRef{Err: "y"}}, Results: []Result{execTrue}},
+		},
+		{
+			name: "a failed scenario is not compared",
+			rep:  Report{Reference: ref, Results: []Result{{Name: NameExecTrue, Title: "exec true (HTTP)", Err: "boom"}}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, v := range tt.rep.compareWithHost() {
+				got = append(got, fmt.Sprintf("%s %s: %.1f", v.Title, v.Of, v.Ratio))
+			}
+			if strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
+				t.Errorf("compareWithHost:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+		})
+	}
+}
