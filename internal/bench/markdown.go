@@ -144,7 +144,7 @@ func (r Report) referenceSection() string {
 		return ""
 	}
 	var b strings.Builder
-	b.WriteString("\n**Host reference**, measured by the bench on its own host at the start and end of the run (spawn: fork+exec+wait of `/bin/true`; pipe round trip: one byte to a `cat` process and back, each sample the mean of " + fmt.Sprint(pipeBatch) + "):\n\n")
+	b.WriteString("\n**Host reference**, measured by the bench on its own host at the start and end of the run (spawn: fork+exec+wait of `/bin/true`; pipe round trip: one byte to a `cat` process and back, the two pinned to one CPU or to two, each sample the mean of " + fmt.Sprint(pipeBatch) + "):\n\n")
 	b.WriteString(referenceHeader)
 	moments := []struct {
 		when, load string
@@ -155,14 +155,15 @@ func (r Report) referenceSection() string {
 		title string
 		stats func(HostRef) Stats
 	}{
-		{"spawn /bin/true", func(h HostRef) Stats { return h.Spawn }},
-		{"pipe round trip, two processes", func(h HostRef) Stats { return h.PipeRoundTrip }},
+		{refSpawn + " of /bin/true", func(h HostRef) Stats { return h.Spawn }},
+		{refPipeOne, func(h HostRef) Stats { return h.PipeOneCPU }},
+		{refPipeTwo, func(h HostRef) Stats { return h.PipeTwoCPUs }},
 	} {
 		for _, at := range moments {
-			if at.ref.Err != "" {
+			s := fig.stats(at.ref)
+			if len(s.Samples) == 0 {
 				continue
 			}
-			s := fig.stats(at.ref)
 			fmt.Fprintf(&b, "| %s | %s | %s | %d | %s | %s | %s | %s |\n", fig.title, at.when, orUnknown(at.load),
 				len(s.Samples), fmtUs(s.P50), fmtUs(s.P90), fmtUs(s.Min), fmtUs(s.Max))
 		}

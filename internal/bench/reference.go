@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"os/exec"
 	"runtime"
+	"slices"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // pipeBatch is how many pipe round trips make one sample of the host
@@ -21,10 +24,15 @@ type HostRef struct {
 	// Spawn is fork+exec+wait of /bin/true (clone with CLONE_VFORK, as
 	// posix_spawn does), one sample per process.
 	Spawn Stats `json:"spawn"`
-	// PipeRoundTrip is one byte written to a cat process through a pipe
-	// and read back through another; each sample is the mean of pipeBatch
-	// round trips.
-	PipeRoundTrip Stats `json:"pipe_round_trip"`
+	// PipeOneCPU and PipeTwoCPUs are one byte written to a cat process
+	// through a pipe and read back through another, each sample the mean of
+	// pipeBatch round trips: with both processes on one CPU (a context
+	// switch: the host's own speed) and on two (a wake-up across CPUs,
+	// which waits for the other CPU: what a busy host slows most). Left to
+	// itself the scheduler picks either from one moment to the next, so
+	// the bench pins them. PipeTwoCPUs has no samples on one CPU.
+	PipeOneCPU  Stats `json:"pipe_round_trip_one_cpu"`
+	PipeTwoCPUs Stats `json:"pipe_round_trip_two_cpus"`
 	// Err says why the reference could not be measured.
 	Err string `json:"error,omitempty"`
 }
@@ -40,11 +48,15 @@ type Reference struct {
 func measureHost(warmup, runs int) HostRef {
 	var ref HostRef
 	spawn, err := hostSpawns(warmup, runs)
+	ref.Spawn = Summarize(spawn)
+	var one, two []time.Duration
 	if err == nil {
-		ref.Spawn = Summarize(spawn)
-		var rt []time.Duration
-		rt, err = pipeRoundTrips(warmup, runs)
-		ref.PipeRoundTrip = Summarize(rt)
+		one, err = pipeRoundTrips(warmup, runs, false)
+		ref.PipeOneCPU = Summarize(one)
+	}
+	if err == nil {
+		two, err = pipeRoundTrips(warmup, runs, true)
+		ref.PipeTwoCPUs = Summarize(two)
 	}
 	if err != nil {
 		ref.Err = err.Error()
@@ -82,11 +94,34 @@ func hostSpawns(warmup, runs int) ([]time.Duration, error) {
 }
 
 // pipeRoundTrips times warmup + runs batches of pipeBatch one-byte round
-// trips through a cat process and returns the timed batches' means. The
-// bench's side makes blocking read and write system calls on one OS
-// thread, so that neither Go's network poller nor its scheduler is part of
-// what is measured: only two host processes waking each other.
-func pipeRoundTrips(warmup, runs int) (samples []time.Duration, err error) {
+// trips through a cat process, the two pinned to one CPU or, with cross,
+// to two, and returns the timed batches' means; none with cross on one
+// CPU. The bench's side makes blocking read and write system calls on one
+// OS thread, so that neither Go's network poller nor its scheduler is part
+// of what is measured: only two host processes waking each other.
+func pipeRoundTrips(warmup, runs int, cross bool) (samples []time.Duration, err error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var saved unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &saved); err != nil {
+		return nil, fmt.Errorf("pipe round trip: %w", err)
+	}
+	cpus := allowedCPUs(saved)
+	switch {
+	case len(cpus) == 0:
+		return nil, errors.New("pipe round trip: no CPU allowed")
+	case cross && len(cpus) < 2:
+		return nil, nil
+	}
+	here, there := cpus[0], cpus[0]
+	if cross {
+		there = cpus[1]
+	}
+	if err := pin(0, here); err != nil {
+		return nil, fmt.Errorf("pipe round trip: %w", err)
+	}
+	defer unix.SchedSetaffinity(0, &saved)
+
 	cat, err := exec.LookPath("cat")
 	if err != nil {
 		return nil, fmt.Errorf("pipe round trip: %w", err)
@@ -106,16 +141,18 @@ func pipeRoundTrips(warmup, runs int) (samples []time.Duration, err error) {
 		return nil, fmt.Errorf("pipe round trip: starting %s: %w", cat, err)
 	}
 	defer func() {
-		// cat ends at the end of its input.
+		// cat ends at the end of its input (or its signal, if it is not
+		// where it should be).
 		closeFds(to[1], from[0])
 		var ws syscall.WaitStatus
 		if _, werr := wait4(pid, &ws); werr != nil && err == nil {
 			err = fmt.Errorf("pipe round trip: waiting for %s: %w", cat, werr)
 		}
 	}()
-
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
+	if err := pin(pid, there); err != nil {
+		syscall.Kill(pid, syscall.SIGKILL)
+		return nil, fmt.Errorf("pipe round trip: %w", err)
+	}
 	b := []byte{'x'}
 	samples = make([]time.Duration, 0, runs)
 	for i := range warmup + runs {
@@ -130,6 +167,27 @@ func pipeRoundTrips(warmup, runs int) (samples []time.Duration, err error) {
 		}
 	}
 	return samples, nil
+}
+
+// allowedCPUs lists the CPUs of set.
+func allowedCPUs(set unix.CPUSet) []int {
+	var cpus []int
+	for i := 0; len(cpus) < set.Count(); i++ {
+		if set.IsSet(i) {
+			cpus = append(cpus, i)
+		}
+	}
+	return cpus
+}
+
+// pin keeps thread or process pid (0: the calling thread) on cpu.
+func pin(pid, cpu int) error {
+	var set unix.CPUSet
+	set.Set(cpu)
+	if err := unix.SchedSetaffinity(pid, &set); err != nil {
+		return fmt.Errorf("pinning to CPU %d: %w", cpu, err)
+	}
+	return nil
 }
 
 // roundTrip writes b to fd w and reads it back from fd r.
@@ -168,14 +226,8 @@ func closeFds(fds ...int) {
 	}
 }
 
-// pooled summarises the samples of one figure of both moments together,
-// skipping a moment whose reference failed.
+// pooled summarises the samples of one figure of both moments together
+// (a figure that failed has none).
 func (r Reference) pooled(figure func(HostRef) Stats) Stats {
-	var all []time.Duration
-	for _, ref := range []HostRef{r.Start, r.End} {
-		if ref.Err == "" {
-			all = append(all, figure(ref).Samples...)
-		}
-	}
-	return Summarize(all)
+	return Summarize(append(slices.Clone(figure(r.Start).Samples), figure(r.End).Samples...))
 }

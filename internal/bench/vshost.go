@@ -7,8 +7,9 @@ import (
 
 // Figures of the host reference that results are compared with.
 const (
-	refSpawn = "host spawn"
-	refPipe  = "pipe round trip"
+	refSpawn   = "host spawn"
+	refPipeOne = "pipe round trip on one CPU"
+	refPipeTwo = "pipe round trip across two CPUs"
 )
 
 // HostRatio compares one figure of the run with the host reference: how
@@ -18,7 +19,7 @@ type HostRatio struct {
 	// Name is the scenario's; Title also names the baseline, if it is one.
 	Name  string `json:"name"`
 	Title string `json:"title"`
-	// Of is the reference's figure: "host spawn" or "pipe round trip".
+	// Of is the reference's figure: refSpawn, refPipeOne or refPipeTwo.
 	Of    string  `json:"of"`
 	P50Ms float64 `json:"p50_ms"`
 	// RefP50Ms is the figure's p50 over the start and end samples.
@@ -40,7 +41,8 @@ func (r Report) compareWithHost() []HostRatio {
 		return nil
 	}
 	spawn := r.Reference.pooled(func(h HostRef) Stats { return h.Spawn }).P50
-	pipe := r.Reference.pooled(func(h HostRef) Stats { return h.PipeRoundTrip }).P50
+	pipeOne := r.Reference.pooled(func(h HostRef) Stats { return h.PipeOneCPU }).P50
+	pipeTwo := r.Reference.pooled(func(h HostRef) Stats { return h.PipeTwoCPUs }).P50
 	var out []HostRatio
 	add := func(name, title, of string, v, ref time.Duration) {
 		if ref > 0 && v > 0 {
@@ -59,7 +61,8 @@ func (r Report) compareWithHost() []HostRatio {
 		}
 	}
 	if o, ok := r.Overhead(); ok {
-		add(NameSpawnFloor, "added by hutch per exec (vs floor)", refPipe, o.Added, pipe)
+		add(NameSpawnFloor, "added by hutch per exec (vs floor)", refPipeOne, o.Added, pipeOne)
+		add(NameSpawnFloor, "added by hutch per exec (vs floor)", refPipeTwo, o.Added, pipeTwo)
 	}
 	return out
 }
