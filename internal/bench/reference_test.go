@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"encoding/json"
 	"fmt"
 	"runtime"
 	"strings"
@@ -106,5 +107,30 @@ func TestCompareWithHost(t *testing.T) {
 				t.Errorf("compareWithHost:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
 			}
 		})
+	}
+}
+
+// TestReferenceJSON checks the report's JSON names the reference's figures
+// at both moments, in milliseconds, and its ratios.
+func TestReferenceJSON(t *testing.T) {
+	one := HostRef{Spawn: Summarize(msList(0.5)), PipeOneCPU: Summarize(msList(0.005)), PipeTwoCPUs: Summarize(msList(0.03))}
+	rep := Report{Host: Host{Load: "1.00", LoadEnd: "2.00"}, Reference: &Reference{Start: one, End: HostRef{Err: "no cat"}},
+		VsHost: []HostRatio{{Name: NameExecTrue, Title: "exec true (HTTP)", Of: refSpawn, P50Ms: 5, RefP50Ms: 0.5, Ratio: 10}}}
+	b, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`"load_avg_1m":"1.00","load_avg_1m_end":"2.00"`,
+		`"host_reference":{"start":{"spawn":{"n":1,"p50_ms":0.5`,
+		`"pipe_round_trip_one_cpu":{"n":1,"p50_ms":0.005`,
+		`"pipe_round_trip_two_cpus":{"n":1,"p50_ms":0.03`,
+		`"end":{"spawn":{"n":0`,
+		`"error":"no cat"`,
+		`"vs_host":[{"name":"exec-true","title":"exec true (HTTP)","of":"host spawn","p50_ms":5,"ref_p50_ms":0.5,"ratio":10}]`,
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("JSON lacks %s:\n%s", want, b)
+		}
 	}
 }
