@@ -45,8 +45,8 @@ func TestCoalesceFrames(t *testing.T) {
 		},
 		{
 			name:   "a window update has no body",
-			writes: [][]byte{header(windowUpdate, 1 << 20), header(frameTypeData, 2), []byte("hi")},
-			want:   [][]byte{header(windowUpdate, 1 << 20), append(header(frameTypeData, 2), "hi"...)},
+			writes: [][]byte{header(windowUpdate, 1<<20), header(frameTypeData, 2), []byte("hi")},
+			want:   [][]byte{header(windowUpdate, 1<<20), append(header(frameTypeData, 2), "hi"...)},
 		},
 		{
 			name:   "an empty data frame (a flag only) has no body",
