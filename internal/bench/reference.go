@@ -141,8 +141,8 @@ func pipeRoundTrips(warmup, runs int, cross bool) (samples []time.Duration, err 
 		return nil, fmt.Errorf("pipe round trip: starting %s: %w", cat, err)
 	}
 	defer func() {
-		// cat ends at the end of its input (or its signal, if it is not
-		// where it should be).
+		// cat ends at the end of its input, or was killed when it could
+		// not be pinned.
 		closeFds(to[1], from[0])
 		var ws syscall.WaitStatus
 		if _, werr := wait4(pid, &ws); werr != nil && err == nil {
