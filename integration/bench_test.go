@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -63,6 +64,29 @@ func TestBenchScenarios(t *testing.T) {
 	}
 	if i := slices.IndexFunc(rep.Results, func(r bench.Result) bool { return r.Name == bench.NameExecTrue }); i < 0 || rep.OverheadMs == nil {
 		t.Errorf("no overhead over the spawn floor reported")
+	}
+	// The host reference is taken at both ends of the run, and the exec
+	// figures are compared with it.
+	if ref := rep.Reference; ref == nil {
+		t.Errorf("no host reference")
+	} else {
+		for when, h := range map[string]bench.HostRef{"start": ref.Start, "end": ref.End} {
+			figures := map[string]bench.Stats{"spawn": h.Spawn, "pipe on one CPU": h.PipeOneCPU}
+			if runtime.NumCPU() > 1 {
+				figures["pipe across two CPUs"] = h.PipeTwoCPUs
+			}
+			for name, s := range figures {
+				if h.Err != "" || s.P50 <= 0 || len(s.Samples) != opts.Runs {
+					t.Errorf("host reference at the %s: %s = %d samples, p50 %v (error %q); want %d positive samples", when, name, len(s.Samples), s.P50, h.Err, opts.Runs)
+				}
+			}
+		}
+	}
+	if rep.Host.LoadEnd == "" || !slices.ContainsFunc(rep.VsHost, func(v bench.HostRatio) bool { return v.Name == bench.NameExecTrue && v.Ratio > 0 }) {
+		t.Errorf("no load at the end or no exec ratio to the host reference: %q, %+v", rep.Host.LoadEnd, rep.VsHost)
+	}
+	if !strings.Contains(md.String(), "**Host reference**") || !strings.Contains(md.String(), "**× host reference**") {
+		t.Errorf("the report does not show the host reference")
 	}
 	// Every sandbox the bench created goes (its stops end in the
 	// background); only the pool's remain.

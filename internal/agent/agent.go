@@ -89,7 +89,7 @@ func (s *Server) Info(context.Context, *agentv1.InfoRequest) (*agentv1.InfoRespo
 // normal stop and return nil. Serve closes conn. Calls still running are
 // cancelled, which kills the processes tied to their streams.
 func (s *Server) Serve(ctx context.Context, conn io.ReadWriteCloser) error {
-	sess, err := yamux.Server(conn, agentv1.SessionConfig(s.log))
+	sess, err := yamux.Server(agentv1.CoalesceFrames(conn), agentv1.SessionConfig(s.log))
 	if err != nil {
 		conn.Close()
 		return fmt.Errorf("starting yamux session: %w", err)

@@ -25,24 +25,29 @@ import (
 // process inherits that thread's sets: after its execve it holds nothing
 // outside the bounding set.
 
-// forkCaps are the capability sets of the agent's threads (held) and of
-// a thread while it forks (counted).
+// forkCaps are the capability sets of a thread while it forks (counted)
+// and after (held).
 type forkCaps struct {
 	held, counted [2]unix.CapUserData
 }
 
 // dropping returns the calling thread's sets with capability dropped from
 // the effective and inheritable ones while forking, or nil when it is not
-// effective.
+// effective. After the fork the thread gets its effective set back, not
+// its inheritable one: a capability outside the bounding set, as the
+// agent's is, cannot be made inheritable again (capset fails, and the
+// thread would have to end with its goroutine: a thread created and one
+// ended per exec), and inheritable only matters across an execve, which
+// the agent's threads do not make.
 func dropping(capability uint) *forkCaps {
 	var c forkCaps
 	word, bit := capability/32, uint32(1)<<(capability%32)
 	if err := capget(&c.held); err != nil || c.held[word].Effective&bit == 0 {
 		return nil
 	}
+	c.held[word].Inheritable &^= bit
 	c.counted = c.held
 	c.counted[word].Effective &^= bit
-	c.counted[word].Inheritable &^= bit
 	return &c
 }
 

@@ -36,8 +36,46 @@ func TestForkCapsDropOneCapabilityForTheForkOnly(t *testing.T) {
 	if during[0].Effective != before[0].Effective&^bit || during[0].Inheritable != before[0].Inheritable&^bit || during[0].Permitted != before[0].Permitted {
 		t.Errorf("the fork's sets %+v are not the thread's %+v less CAP_CHOWN", during[0], before[0])
 	}
-	if after != before {
-		t.Errorf("the thread's sets after the fork are %+v, not %+v", after, before)
+	want := before
+	want[0].Inheritable &^= bit
+	if after != want {
+		t.Errorf("the thread's sets after the fork are %+v, not %+v (its own less an inheritable CAP_CHOWN)", after, want)
+	}
+}
+
+// The agent's capability is outside the bounding set, so once dropped it
+// cannot be made inheritable again: the fork's thread must still get its
+// effective set back (or it stays locked and ends with its goroutine).
+func TestForkCapsRestoreOutsideTheBoundingSet(t *testing.T) {
+	testutil.RequiresRoot(t)
+	// The bounding set belongs to a thread: this one is changed for good and
+	// ends with the test's goroutine, never unlocked.
+	runtime.LockOSThread()
+	const bit = 1 << unix.CAP_CHOWN
+	var sets [2]unix.CapUserData
+	if err := capget(&sets); err != nil {
+		t.Fatal(err)
+	}
+	sets[0].Inheritable |= bit
+	if err := capset(&sets); err != nil {
+		t.Skipf("making CAP_CHOWN inheritable: %v", err)
+	}
+	if err := unix.Prctl(unix.PR_CAPBSET_DROP, unix.CAP_CHOWN, 0, 0, 0); err != nil {
+		t.Skipf("dropping CAP_CHOWN from the bounding set: %v", err)
+	}
+	c := dropping(unix.CAP_CHOWN)
+	if c == nil {
+		t.Fatal("CAP_CHOWN is not effective")
+	}
+	if _, err := c.run(func() (int, error) { return 1, nil }); err != nil {
+		t.Fatal(err)
+	}
+	var after [2]unix.CapUserData
+	if err := capget(&after); err != nil {
+		t.Fatal(err)
+	}
+	if after[0].Effective&bit == 0 || after[0].Inheritable&bit != 0 {
+		t.Errorf("after the fork the thread's sets are %+v: want CAP_CHOWN effective again, not inheritable", after[0])
 	}
 }
 

@@ -135,7 +135,7 @@ type Client struct {
 // the sandbox's side ends the session (see Err).
 func Dial(conn io.ReadWriteCloser, opts Options) (*Client, error) {
 	opts = opts.withDefaults()
-	sess, err := yamux.Client(conn, agentv1.SessionConfig(opts.Logger))
+	sess, err := yamux.Client(agentv1.CoalesceFrames(conn), agentv1.SessionConfig(opts.Logger))
 	if err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("starting yamux session: %w", err)

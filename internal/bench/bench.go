@@ -131,6 +131,10 @@ type Report struct {
 	// OverheadMs is what hutch adds to an exec of true (see Overhead), when
 	// the spawn floor was measured.
 	OverheadMs *float64 `json:"exec_overhead_ms,omitempty"`
+	// Reference is the host's own speed at the start and end of the run
+	// (reference.go), and VsHost the run's exec figures compared with it.
+	Reference *Reference  `json:"host_reference,omitempty"`
+	VsHost    []HostRatio `json:"vs_host,omitempty"`
 }
 
 // Result is the outcome of one scenario or baseline: latency statistics,
@@ -299,6 +303,8 @@ func Run(ctx context.Context, c *client.Client, opts Options, scenarios []Scenar
 	}
 	e := &env{c: c, opts: opts, stops: newStopper(c, maxPendingStops)}
 	defer e.close()
+	e.progress("bench: host reference (spawn, pipe round trip)…")
+	rep.Reference = &Reference{Start: measureHost(opts.Warmup, opts.Runs)}
 	e.readPool(ctx)
 	for _, s := range scenarios {
 		e.progress("bench: %s…", s.Title)
@@ -323,6 +329,9 @@ func Run(ctx context.Context, c *client.Client, opts Options, scenarios []Scenar
 		rep.Results = append(rep.Results, res)
 	}
 	rep.compareWithDocker(scenarios)
+	rep.Host.LoadEnd = loadAvg1m()
+	e.progress("bench: host reference (spawn, pipe round trip)…")
+	rep.Reference.End = measureHost(opts.Warmup, opts.Runs)
 	if e.docker.setUp {
 		rep.Docker = e.docker.version
 		if e.docker.missing != "" {
@@ -333,6 +342,7 @@ func Run(ctx context.Context, c *client.Client, opts Options, scenarios []Scenar
 		v := ms(o.Added)
 		rep.OverheadMs = &v
 	}
+	rep.VsHost = rep.compareWithHost()
 	return rep, nil
 }
 

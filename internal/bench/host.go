@@ -17,9 +17,10 @@ type Host struct {
 	CPUs     int    `json:"cpus"`
 	Kernel   string `json:"kernel"`
 	CPUModel string `json:"cpu_model"`
-	// Load is the 1-minute load average when the run started: a busy
-	// machine makes every number worse.
-	Load string `json:"load_avg_1m,omitempty"`
+	// Load and LoadEnd are the 1-minute load average when the run started
+	// and when it ended: a busy machine makes every number worse.
+	Load    string `json:"load_avg_1m,omitempty"`
+	LoadEnd string `json:"load_avg_1m_end,omitempty"`
 	// Runsc is the first line of `runsc --version`, with the gVisor
 	// module version runsc was built from when its build info says, when
 	// runsc was found.
@@ -33,16 +34,22 @@ func LocalHost(ctx context.Context, runscPath string) Host {
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		h.Kernel = strings.TrimSpace(string(b))
 	}
-	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
-		if f := strings.Fields(string(b)); len(f) > 0 {
-			h.Load = f[0]
-		}
-	}
+	h.Load = loadAvg1m()
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		h.CPUModel = cpuModel(string(b))
 	}
 	h.Runsc = runscVersion(ctx, runscPath)
 	return h
+}
+
+// loadAvg1m returns the host's 1-minute load average, "" when unknown.
+func loadAvg1m() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f, _, _ := strings.Cut(strings.TrimSpace(string(b)), " ")
+	return f
 }
 
 // runscVersion describes the runsc binary at path, or returns "" when

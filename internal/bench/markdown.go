@@ -38,12 +38,18 @@ func (r Report) WriteMarkdown(w io.Writer) error {
 	p := func(format string, args ...any) { fmt.Fprintf(bw, format, args...) }
 
 	p("## hutch bench — %s\n\n", r.Started.Format("2006-01-02 15:04 MST"))
-	p("- host: %d CPUs, %s, Linux %s, load %s at start\n", r.Host.CPUs, orUnknown(r.Host.CPUModel), orUnknown(r.Host.Kernel), orUnknown(r.Host.Load))
+	p("- host: %d CPUs, %s, Linux %s, load %s at start", r.Host.CPUs, orUnknown(r.Host.CPUModel), orUnknown(r.Host.Kernel), orUnknown(r.Host.Load))
+	if r.Host.LoadEnd != "" {
+		p(", %s at end", r.Host.LoadEnd)
+	}
+	p("\n")
 	p("- runsc: %s\n", cmp.Or(r.Host.Runsc, "not found next to hutch"))
 	if r.Docker != "" {
 		p("- docker: %s\n", r.Docker)
 	}
 	p("- daemon: %s, image `%s`, %d runs after %d warm-up runs, client-side wall clock\n", r.Daemon, r.Image, r.Runs, r.Warmup)
+
+	p("%s", r.referenceSection())
 
 	tables := map[string]*table{
 		kindLatency:    {header: latencyHeader, placed: map[string]bool{}},
@@ -113,6 +119,7 @@ func (r Report) WriteMarkdown(w io.Writer) error {
 				fmtMs(o.Exec), fmtMs(o.Floor), fmtMs(o.Added))
 		}
 	}
+	p("%s", r.vsHostSection())
 	if r.hasDockerRatio() {
 		p("\n%s\n", ratioLegend)
 	}
@@ -125,6 +132,65 @@ func (r Report) WriteMarkdown(w io.Writer) error {
 		}
 	}
 	return bw.Flush()
+}
+
+// referenceHeader heads the table of the host reference.
+const referenceHeader = "| host reference | when | load | n | p50 µs | p90 µs | min µs | max µs |\n|---|---|--:|--:|--:|--:|--:|--:|\n"
+
+// referenceSection renders the host reference, each figure at the start
+// and at the end of the run; "" without one.
+func (r Report) referenceSection() string {
+	if r.Reference == nil {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("\n**Host reference**, measured by the bench on its own host at the start and end of the run (spawn: fork+exec+wait of `/bin/true`; pipe round trip: one byte to a `cat` process and back, the two pinned to one CPU or to two, each sample the mean of " + fmt.Sprint(pipeBatch) + "):\n\n")
+	b.WriteString(referenceHeader)
+	moments := []struct {
+		when, load string
+		ref        HostRef
+	}{{"start", r.Host.Load, r.Reference.Start}, {"end", r.Host.LoadEnd, r.Reference.End}}
+	var failed []string
+	for _, fig := range []struct {
+		title string
+		stats func(HostRef) Stats
+	}{
+		{refSpawn + " of /bin/true", func(h HostRef) Stats { return h.Spawn }},
+		{refPipeOne, func(h HostRef) Stats { return h.PipeOneCPU }},
+		{refPipeTwo, func(h HostRef) Stats { return h.PipeTwoCPUs }},
+	} {
+		for _, at := range moments {
+			s := fig.stats(at.ref)
+			if len(s.Samples) == 0 {
+				continue
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %d | %s | %s | %s | %s |\n", fig.title, at.when, orUnknown(at.load),
+				len(s.Samples), fmtUs(s.P50), fmtUs(s.P90), fmtUs(s.Min), fmtUs(s.Max))
+		}
+	}
+	for _, at := range moments {
+		if at.ref.Err != "" {
+			failed = append(failed, fmt.Sprintf("- host reference at the %s: %s\n", at.when, oneLine(at.ref.Err)))
+		}
+	}
+	if len(failed) > 0 {
+		b.WriteString("\n" + strings.Join(failed, ""))
+	}
+	return b.String()
+}
+
+// vsHostSection renders the run's figures over the host reference; ""
+// without any.
+func (r Report) vsHostSection() string {
+	if len(r.VsHost) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("\n**× host reference** (p50 over the reference's p50, its start and end samples together; how many of this host's own process starts or pipe round trips each costs):\n")
+	for _, v := range r.VsHost {
+		fmt.Fprintf(&b, "- %s: %s ms = %.1f × %s (%s ms)\n", oneLine(v.Title), fmtMsF(v.P50Ms), v.Ratio, v.Of, fmtMsF(v.RefP50Ms))
+	}
+	return b.String()
 }
 
 // Kinds of results, by what they measured.
@@ -229,6 +295,18 @@ func capacityLine(title string, c *Capacity) string {
 
 // fmtMs renders d in milliseconds with two decimals.
 func fmtMs(d time.Duration) string { return fmt.Sprintf("%.2f", ms(d)) }
+
+// fmtMsF renders fractional milliseconds with two decimals, three below
+// one millisecond.
+func fmtMsF(v float64) string {
+	if v < 1 {
+		return fmt.Sprintf("%.3f", v)
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+// fmtUs renders d in microseconds with one decimal.
+func fmtUs(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d)/float64(time.Microsecond)) }
 
 // fmtMiB renders n bytes in MiB with one decimal.
 func fmtMiB(n uint64) string { return fmt.Sprintf("%.1f", mib(n)) }

@@ -198,6 +198,41 @@ Failed:
 `,
 		},
 		{
+			name: "the host reference and ratios to it",
+			report: func() Report {
+				r := withResults(latency(NameExecTrue, "exec true (HTTP)", 6, 8))
+				r.Host.LoadEnd = "1.50"
+				r.Reference = &Reference{
+					Start: HostRef{Spawn: Summarize(msList(0.8, 1.2)), PipeOneCPU: Summarize(msList(0.004, 0.006)), PipeTwoCPUs: Summarize(msList(0.09, 0.11))},
+					End:   HostRef{Spawn: Summarize(msList(1.1, 1.3)), Err: "pipe round trip: exec: \"cat\": executable file not found in $PATH"},
+				}
+				r.VsHost = r.compareWithHost()
+				return r
+			}(),
+			want: "## hutch bench — 2026-01-02 03:04 UTC\n\n" +
+				"- host: 2 CPUs, AMD EPYC, Linux 6.1.0, load 0.42 at start, 1.50 at end\n" +
+				"- runsc: runsc version release-20260101.0\n" +
+				"- daemon: http://127.0.0.1:3199, image `python`, 2 runs after 1 warm-up runs, client-side wall clock\n" + `
+**Host reference**, measured by the bench on its own host at the start and end of the run (spawn: fork+exec+wait of ` + "`/bin/true`" + `; pipe round trip: one byte to a ` + "`cat`" + ` process and back, the two pinned to one CPU or to two, each sample the mean of 50):
+
+| host reference | when | load | n | p50 µs | p90 µs | min µs | max µs |
+|---|---|--:|--:|--:|--:|--:|--:|
+| host spawn of /bin/true | start | 0.42 | 2 | 1000.0 | 1160.0 | 800.0 | 1200.0 |
+| host spawn of /bin/true | end | 1.50 | 2 | 1200.0 | 1280.0 | 1100.0 | 1300.0 |
+| pipe round trip on one CPU | start | 0.42 | 2 | 5.0 | 5.8 | 4.0 | 6.0 |
+| pipe round trip across two CPUs | start | 0.42 | 2 | 100.0 | 108.0 | 90.0 | 110.0 |
+
+- host reference at the end: pipe round trip: exec: "cat": executable file not found in $PATH
+
+| scenario | n | p50 ms | p90 ms | p99 ms | min ms | mean ms | × vs docker |
+|---|--:|--:|--:|--:|--:|--:|--:|
+| exec true (HTTP) | 2 | 7.00 | 7.80 | 7.98 | 6.00 | 7.00 |  |
+
+**× host reference** (p50 over the reference's p50, its start and end samples together; how many of this host's own process starts or pipe round trips each costs):
+- exec true (HTTP): 7.00 ms = 6.1 × host spawn (1.15 ms)
+`,
+		},
+		{
 			name:   "unknown machine facts",
 			report: Report{Started: started, Daemon: "http://x", Image: "node", Runs: 1},
 			want: "## hutch bench — 2026-01-02 03:04 UTC\n\n" +
