@@ -17,14 +17,27 @@ import (
 	"github.com/hutch-dev/hutch/internal/errdefs"
 )
 
-// e2bCommand is what both sides of e2b-exec-true run: commands.run's
-// /bin/bash -l -c around the command.
-var e2bCommand = []string{"/bin/bash", "-l", "-c", "true"}
+// e2bCommand is what commands.run('true') runs, and the REST exec beside
+// it; e2bBare is the same without bash, which tells the transport's share
+// of the difference from bash's.
+var (
+	e2bCommand = []string{"/bin/bash", "-l", "-c", "true"}
+	e2bBare    = []string{"/bin/true"}
+)
+
+// e2bSide is one of the calls timed in each round of e2b-exec-true.
+type e2bSide struct {
+	run func() (d, started time.Duration, err error)
+	// samples and starts (E2B only: its start event) are the timed
+	// rounds'.
+	samples, starts []time.Duration
+}
 
 // e2bExecTrue times commands.run('true') through E2B's envd and, in the
 // same sandbox and rounds, hutch's REST exec of the same /bin/bash -l -c
-// true; which of the two goes first alternates from round to round. The
-// sandbox is created and killed through the E2B API, off the clock.
+// true, and both of /bin/true without bash; the order of the four calls
+// rotates from round to round. The sandbox is created and killed through
+// the E2B API, off the clock.
 func e2bExecTrue(ctx context.Context, e *env) (Result, error) {
 	x := newE2BClient(e.c, e.opts)
 	defer x.close()
@@ -37,59 +50,68 @@ func e2bExecTrue(ctx context.Context, e *env) (Result, error) {
 			e.stops.fail(err)
 		}
 	}()
-	viaE2B := func() (d, started time.Duration, err error) {
-		started, d, err = x.run(ctx, sb, e2bCommand[len(e2bCommand)-1])
-		return d, started, err
-	}
-	viaREST := func() (time.Duration, error) {
-		start := time.Now()
-		err := httpExec(ctx, e, sb.ID, e2bCommand...)
-		var env *api.ErrorEnvelope
-		if errors.As(err, &env) && env.Code == string(errdefs.CodeNotFound) {
-			err = fmt.Errorf("%w (the REST API does not see the E2B key's sandbox: give the E2B key and HUTCH_TOKEN one owner)", err)
+	viaE2B := func(argv []string) func() (time.Duration, time.Duration, error) {
+		return func() (time.Duration, time.Duration, error) {
+			started, d, err := x.run(ctx, sb, argv)
+			return d, started, err
 		}
-		return time.Since(start), err
 	}
-	var e2bs, starts, rests, added []time.Duration
-	// One untimed run of each finds out a path that does not work.
-	for i := -1; i < e.opts.Warmup+e.opts.Runs; i++ {
-		var d, started, r time.Duration
-		if i%2 == 0 {
-			d, started, err = viaE2B()
-			if err == nil {
-				r, err = viaREST()
+	viaREST := func(argv []string) func() (time.Duration, time.Duration, error) {
+		return func() (time.Duration, time.Duration, error) {
+			start := time.Now()
+			err := httpExec(ctx, e, sb.ID, argv...)
+			var env *api.ErrorEnvelope
+			if errors.As(err, &env) && env.Code == string(errdefs.CodeNotFound) {
+				err = fmt.Errorf("%w (the REST API does not see the E2B key's sandbox: give the E2B key and HUTCH_TOKEN one owner)", err)
 			}
-		} else {
-			r, err = viaREST()
-			if err == nil {
-				d, started, err = viaE2B()
-			}
-		}
-		if err != nil {
-			return Result{}, err
-		}
-		if i >= e.opts.Warmup {
-			e2bs, starts, rests = append(e2bs, d), append(starts, started), append(rests, r)
-			added = append(added, d-r)
+			return time.Since(start), 0, err
 		}
 	}
-	res := latencyResult(e2bs)
-	base := latencyResult(rests)
+	sides := []*e2bSide{{run: viaE2B(e2bCommand)}, {run: viaREST(e2bCommand)}, {run: viaE2B(e2bBare)}, {run: viaREST(e2bBare)}}
+	var added []time.Duration
+	// One untimed round first finds out a path that does not work.
+	for round := -1; round < e.opts.Warmup+e.opts.Runs; round++ {
+		var took [4]time.Duration
+		for k := range sides {
+			i := (k + round + 1) % len(sides)
+			d, started, err := sides[i].run()
+			if err != nil {
+				return Result{}, err
+			}
+			took[i] = d
+			if round >= e.opts.Warmup {
+				sides[i].samples, sides[i].starts = append(sides[i].samples, d), append(sides[i].starts, started)
+			}
+		}
+		if round >= e.opts.Warmup {
+			added = append(added, took[0]-took[1])
+		}
+	}
+	res := latencyResult(sides[0].samples)
+	base := latencyResult(sides[1].samples)
 	base.Name, base.Title = "rest-exec-bash", "hutch REST exec of /bin/bash -l -c true, same sandbox and rounds"
 	res.Baselines = []Result{base}
-	res.Note = e2bExecNote(*res.Latency, *base.Latency, Summarize(added), Summarize(starts))
+	res.Note = e2bExecNote(*res.Latency, *base.Latency, Summarize(added), Summarize(sides[0].starts)) + "; " +
+		e2bBareNote(Summarize(sides[2].samples), Summarize(sides[3].samples), Summarize(sides[2].starts))
 	return res, nil
 }
 
 // e2bExecNote says how commands.run compares with the REST exec.
 func e2bExecNote(e2b, rest, added, starts Stats) string {
 	return fmt.Sprintf("E2B − REST: p50 %s ms (%s vs %s), p90 %s ms (%s vs %s); median of the per-round differences %s ms. "+
-		"Both run /bin/bash -l -c true in one sandbox (bash -l costs both the same), in rounds that alternate which goes first. "+
-		"The difference is how hutch's envd serves commands.run: a background process (sandbox::process::start, answered with the pid "+
-		"= the start event, p50 %s ms after the call), followed through sandbox::process::output to its end over a Connect stream "+
-		"(JSON codec, HTTP/1.1), where the REST exec is one sandbox::exec call",
+		"Both run /bin/bash -l -c true in one sandbox (bash -l costs both the same), in rounds whose order rotates. "+
+		"hutch's envd serves commands.run as a background process: sandbox::process::start, answered with the pid "+
+		"(the start event, p50 %s ms after the call), then sandbox::process::output followed to the end, over a Connect stream "+
+		"(JSON codec, HTTP/1.1); the REST exec is one sandbox::exec call",
 		signedMs(e2b.P50-rest.P50), fmtMs(e2b.P50), fmtMs(rest.P50), signedMs(e2b.P90-rest.P90), fmtMs(e2b.P90), fmtMs(rest.P90),
 		signedMs(added.P50), fmtMs(starts.P50))
+}
+
+// e2bBareNote says how the two paths compare without bash.
+func e2bBareNote(e2b, rest, starts Stats) string {
+	return fmt.Sprintf("without bash (/bin/true both ways, same rounds): E2B p50 %s ms (start event %s ms), REST p50 %s ms, E2B − REST %s ms: "+
+		"what the wire and the background process path add, free of bash -l's spread",
+		fmtMs(e2b.P50), fmtMs(starts.P50), fmtMs(rest.P50), signedMs(e2b.P50-rest.P50))
 }
 
 // signedMs renders d in milliseconds with a sign.

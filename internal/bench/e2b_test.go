@@ -104,8 +104,9 @@ func (f *fakeE2B) Start(_ context.Context, req *connect.Request[pb.StartRequest]
 		"JSON codec":   h.Get("Content-Type") == "application/connect+json",
 		"sandbox port": h.Get(api.HeaderE2BSandboxPort) == "49983",
 		"access token": f.tokens[id] != "" && h.Get(api.HeaderE2BAccessToken) == f.tokens[id],
-		"command":      m.GetProcess().GetCmd() == "/bin/bash" && slices.Equal(m.GetProcess().GetArgs(), []string{"-l", "-c", "true"}),
-		"no stdin":     m.Stdin != nil && !m.GetStdin(),
+		"command": (m.GetProcess().GetCmd() == "/bin/bash" && slices.Equal(m.GetProcess().GetArgs(), []string{"-l", "-c", "true"})) ||
+			(m.GetProcess().GetCmd() == "/bin/true" && len(m.GetProcess().GetArgs()) == 0),
+		"no stdin": m.Stdin != nil && !m.GetStdin(),
 	} {
 		if !ok {
 			f.wire = append(f.wire, what)
@@ -155,14 +156,14 @@ func TestE2BScenarios(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"| E2B commands.run('true') (envd, Connect JSON) | 3 |", "| ↳ hutch REST exec of /bin/bash -l -c true, same sandbox and rounds | 3 |",
-		"| E2B Sandbox.create (warm pool) | 3 |", "E2B − REST: p50 "} {
+		"| E2B Sandbox.create (warm pool) | 3 |", "E2B − REST: p50 ", "without bash (/bin/true both ways, same rounds): E2B p50 "} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, md.String())
 		}
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.starts != 1+opts.Warmup+opts.Runs || len(f.wire) > 0 {
+	if f.starts != 2*(1+opts.Warmup+opts.Runs) || len(f.wire) > 0 {
 		t.Errorf("%d process starts, wrong: %v", f.starts, f.wire)
 	}
 	f.d.mu.Lock()

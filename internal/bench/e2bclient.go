@@ -139,14 +139,15 @@ func (x *e2bClient) control(ctx context.Context, method, path string, body []byt
 	return resp.StatusCode, nil
 }
 
-// run is commands.run(cmd): process.Process/Start of /bin/bash -l -c cmd
-// without stdin, read until its end event, which must say exit 0. It
-// returns when the start event came and when the end came, from the call.
-func (x *e2bClient) run(ctx context.Context, sb e2bSandbox, cmd string) (started, ended time.Duration, err error) {
+// run is commands.run's call: process.Process/Start of argv without
+// stdin (commands.run('true') sends /bin/bash -l -c true), read until its
+// end event, which must say exit 0. It returns when the start event came
+// and when the end came, from the call.
+func (x *e2bClient) run(ctx context.Context, sb e2bSandbox, argv []string) (started, ended time.Duration, err error) {
 	ctx, cancel := context.WithTimeout(ctx, e2bCommandTimeout)
 	defer cancel()
 	req := connect.NewRequest(&pb.StartRequest{
-		Process: &pb.ProcessConfig{Cmd: "/bin/bash", Args: []string{"-l", "-c", cmd}},
+		Process: &pb.ProcessConfig{Cmd: argv[0], Args: argv[1:]},
 		Stdin:   new(bool),
 	})
 	h := req.Header()
@@ -176,7 +177,7 @@ func (x *e2bClient) run(ctx context.Context, sb e2bSandbox, cmd string) (started
 	case end == nil || !sawStart:
 		return 0, 0, errors.New("e2b commands.run: the stream ended without a start and an end event")
 	case !end.GetExited() || end.GetExitCode() != 0:
-		return 0, 0, fmt.Errorf("e2b commands.run %q ended with %q", cmd, end.GetStatus())
+		return 0, 0, fmt.Errorf("e2b commands.run %q ended with %q", strings.Join(argv, " "), end.GetStatus())
 	}
 	return started, ended, nil
 }
