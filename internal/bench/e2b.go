@@ -7,14 +7,10 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/hutch-dev/hutch/api"
-	"github.com/hutch-dev/hutch/internal/errdefs"
 )
 
 // e2bCommand is what commands.run('true') runs, and the REST exec beside
@@ -60,8 +56,7 @@ func e2bExecTrue(ctx context.Context, e *env) (Result, error) {
 		return func() (time.Duration, time.Duration, error) {
 			start := time.Now()
 			err := httpExec(ctx, e, sb.ID, argv...)
-			var env *api.ErrorEnvelope
-			if errors.As(err, &env) && env.Code == string(errdefs.CodeNotFound) {
+			if notFound(err) {
 				err = fmt.Errorf("%w (the REST API does not see the E2B key's sandbox: give the E2B key and HUTCH_TOKEN one owner)", err)
 			}
 			return time.Since(start), 0, err

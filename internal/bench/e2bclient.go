@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -92,7 +93,7 @@ func (x *e2bClient) create(ctx context.Context, body any) (e2bSandbox, error) {
 
 // kill is Sandbox.kill: DELETE /sandboxes/{id} (204).
 func (x *e2bClient) kill(ctx context.Context, id string) error {
-	status, err := x.control(ctx, http.MethodDelete, "/sandboxes/"+id, nil, nil)
+	status, err := x.control(ctx, http.MethodDelete, "/sandboxes/"+url.PathEscape(id), nil, nil)
 	if err == nil && status != http.StatusNoContent {
 		err = fmt.Errorf("answered %d, want 204", status)
 	}
@@ -191,12 +192,16 @@ func (x *e2bClient) killAndWait(ctx context.Context, c *client.Client, id string
 	if err := x.kill(ctx, id); err != nil {
 		return err
 	}
-	_, err := c.Stop(ctx, id, true)
-	var env *api.ErrorEnvelope
-	if err != nil && !(errors.As(err, &env) && env.Code == string(errdefs.CodeNotFound)) {
+	if _, err := c.Stop(ctx, id, true); err != nil && !notFound(err) {
 		return fmt.Errorf("waiting for sandbox %s to stop: %w", id, err)
 	}
 	return nil
+}
+
+// notFound reports whether err is the REST API's not-found error.
+func notFound(err error) bool {
+	var env *api.ErrorEnvelope
+	return errors.As(err, &env) && env.Code == string(errdefs.CodeNotFound)
 }
 
 // e2bCreateBody is the body of the scenarios' creates: what Sandbox.create
