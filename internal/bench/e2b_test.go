@@ -174,13 +174,24 @@ func TestE2BScenarios(t *testing.T) {
 }
 
 func TestE2BKeyRefused(t *testing.T) {
-	_, c := newFakeE2B(t, "e2b_0123456789abcdef0123456789abcdef")
-	sel, _ := Select([]string{NameE2BExecTrue})
-	rep, err := Run(t.Context(), c, validOptions(), sel)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res := rep.Results[0]; !strings.Contains(res.Skipped, "refused the E2B key (401 invalid API key): pass one of its e2b.api_keys with --e2b-key") {
-		t.Errorf("result %+v, want skipped for the key", res)
+	for _, tt := range []struct {
+		name, key, want string
+	}{
+		{"none", "", "no E2B key given, and the daemon takes none without one (401 invalid API key): pass one of its e2b.api_keys with --e2b-key"},
+		{"another", "e2b_ffffffffffffffffffffffffffffffff", "the daemon refused the E2B key (401 invalid API key): pass one of its e2b.api_keys with --e2b-key"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, c := newFakeE2B(t, "e2b_0123456789abcdef0123456789abcdef")
+			sel, _ := Select([]string{NameE2BExecTrue})
+			opts := validOptions()
+			opts.E2BKey = tt.key
+			rep, err := Run(t.Context(), c, opts, sel)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res := rep.Results[0]; !strings.Contains(res.Skipped, tt.want) {
+				t.Errorf("result %+v, want skipped with %q", res, tt.want)
+			}
+		})
 	}
 }

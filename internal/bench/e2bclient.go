@@ -79,6 +79,8 @@ func (x *e2bClient) create(ctx context.Context, body any) (e2bSandbox, error) {
 	var sb e2bSandbox
 	status, err := x.control(ctx, http.MethodPost, "/v2/sandboxes", b, &sb)
 	switch {
+	case status == http.StatusUnauthorized && x.key == openE2BKey:
+		return sb, skipf("no E2B key given, and the daemon takes none without one (%v): pass one of its e2b.api_keys with --e2b-key or E2B_API_KEY", err)
 	case status == http.StatusUnauthorized:
 		return sb, skipf("the daemon refused the E2B key (%v): pass one of its e2b.api_keys with --e2b-key or E2B_API_KEY", err)
 	case status == http.StatusNotFound:
