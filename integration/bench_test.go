@@ -56,6 +56,15 @@ func TestBenchScenarios(t *testing.T) {
 			if c := res.Capacity; c == nil || c.Held != opts.MaxIdle || !strings.Contains(c.Limit, "--max-idle 4") {
 				t.Errorf("idle capacity = %+v, want %d held up to the cap", c, opts.MaxIdle)
 			}
+		case bench.NameE2BCreate:
+			// The pool is full before each create: every one is a hit.
+			if !strings.Contains(res.Note, "3 of 3 creates served from the warm pool;") {
+				t.Errorf("E2B creates not all served by the pool: note %q", res.Note)
+			}
+		case bench.NameE2BExecTrue:
+			if len(res.Baselines) != 1 || res.Baselines[0].Latency == nil || !strings.Contains(res.Note, "E2B − REST: p50 ") {
+				t.Errorf("commands.run not compared with the REST exec: %+v", res)
+			}
 		case bench.NameCreateExec:
 			if !strings.Contains(res.Note, "warm pool") {
 				t.Errorf("cold creates on a daemon with a pool are not told apart: note %q", res.Note)

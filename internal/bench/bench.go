@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/hutch-dev/hutch/client"
+	"github.com/hutch-dev/hutch/internal/config"
 )
 
 // Options configure a benchmark run.
@@ -68,6 +69,10 @@ type Options struct {
 	// settings (sized by demand), which the scenarios of the pool measure
 	// (NeedsPoolDaemon); nil measures the one daemon.
 	PoolDaemon *client.Client
+	// E2BKey is the X-API-KEY of the E2B scenarios (E2B_API_KEY); ""
+	// sends a key of the right form that only a daemon without api_tokens
+	// and e2b.api_keys accepts. A key the daemon refuses skips them.
+	E2BKey string
 	// SlowCreate ends the idle capacity scenario once a create takes
 	// longer; 0 means DefaultSlowCreate. Tests raise it: how fast a busy
 	// machine creates is the benchmark's question, not theirs.
@@ -111,6 +116,9 @@ func (o Options) Validate() error {
 	}
 	if o.SteadyRate <= 0 || o.SteadyDuration <= 0 {
 		bad("the steady create rate and its duration must be positive, got %g/s for %s", o.SteadyRate, o.SteadyDuration)
+	}
+	if o.E2BKey != "" && !config.IsE2BKey(o.E2BKey) {
+		bad("the E2B key must be %s", config.E2BKeyForm)
 	}
 	return errors.Join(errs...)
 }

@@ -43,6 +43,8 @@ const (
 	NamePreviewRate    = "preview-throughput"
 	NameCreateBurst    = "create-burst"
 	NameCreateSteady   = "create-steady"
+	NameE2BExecTrue    = "e2b-exec-true"
+	NameE2BCreate      = "e2b-create"
 )
 
 // Scenario is one measurement, with the same measurement made by other
@@ -75,6 +77,7 @@ var Scenarios = []Scenario{
 	{Name: NameCreate, Title: "create (agent ready)", run: coldCreate(false), baselines: []baseline{dockerCreate(false)}},
 	{Name: NameCreateBurst, Title: "creates at once → every first exec", run: createBurst, poolDaemon: true},
 	{Name: NameCreateSteady, Title: "steady creates → first exec", run: createSteady, poolDaemon: true},
+	{Name: NameE2BCreate, Title: "E2B Sandbox.create (warm pool)", run: e2bCreate, poolDaemon: true},
 	{Name: NameExecTrue, Title: "exec true (HTTP)", run: execLatency(httpExec, "true"), baselines: []baseline{dockerExec("true")}},
 	// Right after exec true, which it is compared with, on a machine in the
 	// same state.
@@ -83,6 +86,7 @@ var Scenarios = []Scenario{
 	{Name: NameExecPython, Title: "exec python3 -c pass (HTTP)", run: execLatency(httpExec, "python3", "-c", "pass"),
 		baselines: []baseline{dockerExec("python3", "-c", "pass")}},
 	{Name: NameExecPythonWS, Title: "exec python3 -c pass (engine WebSocket)", run: execLatency(wsExec, "python3", "-c", "pass"), dockerOf: NameExecPython},
+	{Name: NameE2BExecTrue, Title: "E2B commands.run('true') (envd, Connect JSON)", run: e2bExecTrue},
 	{Name: NameExecThroughput, Title: "exec throughput", run: execThroughput, baselines: []baseline{dockerThroughput}},
 	{Name: NameEvents, Title: "exec throughput, SSE subscriber and webhook attached", run: eventsOverhead},
 	{Name: NameFsSmall, Title: "fs write+read 1 MiB (sandbox::fs::write/read)", run: fsSmall, baselines: []baseline{dockerFsSmall}},

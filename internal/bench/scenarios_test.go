@@ -104,6 +104,8 @@ func TestOptionsValidate(t *testing.T) {
 		{name: "no idle sandboxes", edit: func(o *Options) { o.MaxIdle = 0 }, wantErr: "max idle sandboxes must be at least 1"},
 		{name: "empty burst", edit: func(o *Options) { o.Bursts = []int{10, 0} }, wantErr: "a burst must have at least 1 create, got 0"},
 		{name: "no steady rate", edit: func(o *Options) { o.SteadyRate = 0 }, wantErr: "the steady create rate and its duration must be positive"},
+		{name: "an E2B key", edit: func(o *Options) { o.E2BKey = "e2b_0123456789abcdef0123456789abcdef" }},
+		{name: "not an E2B key", edit: func(o *Options) { o.E2BKey = "sk-0123456789abcdef0123456789abcdef" }, wantErr: "the E2B key must be e2b_ and at least 32"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -210,7 +212,7 @@ func TestRun(t *testing.T) {
 	// sandboxes; Docker and runsc are not given, so every baseline is
 	// skipped.
 	noFs := []string{NameEvents, NameInterpCell, NameContextCreate, NamePreview, NamePreviewRate, NameVolumeWrite, NameFsSmall, NameFsStream, NameStreamLatency, NamePtyEcho, NameStreamRate, NameProcessList, NamePauseResume, NameSnapshot, NameRestoreExec, NameForkExec, NameHibernated}
-	skipped := []string{NamePoolCreateExec, NameCreateSteady, NameExecTrueWS, NameExecPythonWS, NameIdleMemory, NameIdleCapacity}
+	skipped := []string{NamePoolCreateExec, NameCreateSteady, NameE2BCreate, NameExecTrueWS, NameExecPythonWS, NameE2BExecTrue, NameIdleMemory, NameIdleCapacity}
 	tests := []struct {
 		name        string
 		scenarios   []string

@@ -50,6 +50,7 @@ func (a *app) benchCmd() *cobra.Command {
 	fl.StringVar(&opts.DockerSocket, "docker", "/var/run/docker.sock", `Docker Engine socket of the baseline ("" skips Docker)`)
 	fl.StringVar(&opts.ImageCache, "image-cache", "", "the daemon's image cache, whose root filesystem Docker imports (default: $HUTCH_DATA_DIR/images)")
 	fl.BoolVar(&private, "private", false, "start a daemon of its own for the run, and stop it after")
+	fl.StringVar(&opts.E2BKey, "e2b-key", "", "X-API-KEY of the E2B scenarios (default $E2B_API_KEY; a daemon without api_tokens and e2b.api_keys, like --private's, takes any)")
 	fl.StringVar(&jsonOut, "json-out", "bench-results.json", `write the results as JSON to this file ("" skips it)`)
 	cmd.RunE = action(func(cmd *cobra.Command, _ []string) error {
 		sel, err := bench.Select(strings.Split(scenarios, ","))
@@ -57,6 +58,9 @@ func (a *app) benchCmd() *cobra.Command {
 			return usagef("--scenarios: %v", err)
 		}
 		opts.StreamBytes = streamMiB << 20
+		if !cmd.Flags().Changed("e2b-key") {
+			opts.E2BKey = a.getenv("E2B_API_KEY")
+		}
 		if err := opts.Validate(); err != nil {
 			return usagef("%v", err)
 		}

@@ -21,6 +21,7 @@ func TestBench(t *testing.T) {
 		wantStdout []string // substrings
 		wantStderr string   // substring
 		wantJSON   []string // scenario names in the JSON file; nil: no file
+		e2bKey     string   // $E2B_API_KEY
 	}{
 		{
 			name:       "table and json",
@@ -62,6 +63,24 @@ func TestBench(t *testing.T) {
 			wantStderr: "stream size must be at least 1 byte",
 		},
 		{
+			name:       "not an E2B key",
+			args:       []string{"--e2b-key", "sk-123"},
+			wantCode:   exitUsage,
+			wantStderr: "the E2B key must be e2b_ and at least 32 lower-case hex digits",
+		},
+		{
+			name:       "the E2B key from the environment",
+			e2bKey:     "e2b_123",
+			wantCode:   exitUsage,
+			wantStderr: "the E2B key must be e2b_",
+		},
+		{
+			name:       "a daemon without the E2B API skips its scenarios",
+			args:       []string{"--scenarios", "e2b-exec-true", "--e2b-key", "e2b_0123456789abcdef0123456789abcdef"},
+			wantStdout: []string{"Skipped:\n- E2B commands.run('true') (envd, Connect JSON): the daemon serves no E2B API (POST /v2/sandboxes: 404"},
+			wantJSON:   []string{"e2b-exec-true"},
+		},
+		{
 			name: "docker and runsc baselines are skipped, not failed",
 			args: []string{"--scenarios", "create-exec"},
 			wantStdout: []string{"| create→first exec (cold) | 2 |", "- docker: not measured: the Docker baselines are off",
@@ -77,6 +96,7 @@ func TestBench(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, &httpapitest.Fake{})
+			h.env["E2B_API_KEY"] = tt.e2bKey
 			out := filepath.Join(t.TempDir(), "results.json")
 			args := append(append(append([]string(nil), quick...), "--json-out", out), tt.args...)
 			stdout, stderr, code := h.run("", args...)

@@ -24,6 +24,12 @@ type E2B struct {
 // ^e2b_[0-9a-f]+$; hutch asks for at least 128 bits of hex.
 var e2bKey = regexp.MustCompile(`^e2b_[0-9a-f]{32,}$`)
 
+// E2BKeyForm says what an E2B key looks like, for error messages.
+const E2BKeyForm = "e2b_ and at least 32 lower-case hex digits (e.g. e2b_$(openssl rand -hex 20))"
+
+// IsE2BKey reports whether key has the form of e2b.api_keys' keys.
+func IsE2BKey(key string) bool { return e2bKey.MatchString(key) }
+
 // defaultE2B is the E2B block's default: E2B's two stock templates are
 // the python preset.
 func defaultE2B() E2B {
@@ -35,8 +41,8 @@ func (c *Config) validateE2B() []error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	for owner, key := range c.E2B.APIKeys {
-		if !e2bKey.MatchString(key) {
-			bad("e2b.api_keys.%s: an E2B key is e2b_ and at least 32 lower-case hex digits (e.g. e2b_$(openssl rand -hex 20)), as E2B's SDKs expect", owner)
+		if !IsE2BKey(key) {
+			bad("e2b.api_keys.%s: an E2B key is %s, as E2B's SDKs expect", owner, E2BKeyForm)
 		}
 		if slices.Contains(slices.Collect(maps.Values(c.APITokens)), key) {
 			bad("e2b.api_keys.%s: the key is also a token of api_tokens; give each its own", owner)
