@@ -2,7 +2,9 @@
 // chromium driven headless by puppeteer-core (nothing downloads a browser).
 // The test runs its own daemon with api_tokens for two owners, so the
 // suite's token-less daemon keeps its one-user mode. Every wait is for a
-// condition, never for a duration.
+// condition, never for a duration. HUTCH_KEEP_WORK=1 keeps the screenshots
+// of every page; HUTCH_CONSOLE_SCREENSHOT=path copies the sandboxes page
+// there (docs/console.png is one).
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { mkdtempSync, rmSync, writeFileSync, copyFileSync } from 'node:fs'
@@ -156,13 +158,15 @@ test('the console, driven in a browser as one of two owners', { timeout: BOOT_TI
     const other = (await call(aliceToken, 'POST', '/v1/sandboxes', { image: 'python' })).sandbox_id
     await page.evaluate(() => { location.hash = '#/sandboxes' })
     await page.waitForSelector(`tr[data-sandbox="${other}"] button[data-action=stop]`, WAIT)
+    await page.waitForSelector(`tr[data-sandbox="${other}"] [data-memory]`, WAIT)
+    await shot('sandboxes')
+    if (process.env.HUTCH_CONSOLE_SCREENSHOT) copyFileSync(join(work, 'sandboxes.png'), process.env.HUTCH_CONSOLE_SCREENSHOT)
     await page.evaluate(() => { window.notReloaded = true })
     await page.click(`tr[data-sandbox="${other}"] button[data-action=stop]`)
     await page.waitForFunction((o) => document.querySelector(`tr[data-sandbox="${o}"] [data-state]`)?.dataset.state === 'stopped', WAIT, other)
     assert.equal(await page.evaluate(() => window.notReloaded), true)
     await noBobHere()
-    await shot('sandboxes')
-    if (process.env.HUTCH_CONSOLE_SCREENSHOT) copyFileSync(join(work, 'sandboxes.png'), process.env.HUTCH_CONSOLE_SCREENSHOT)
+    await shot('sandboxes-stopped')
   })
 
   await t.test('shows images, events and the daemon', async () => {

@@ -28,7 +28,7 @@ export async function render (root, _params, signal) {
     const shown = list.filter((s) => (!st || s.state === st) && (!img || s.image === img) &&
       (!text || s.sandbox_id.toLowerCase().includes(text) || (s.name ?? '').toLowerCase().includes(text)))
     count.textContent = `${shown.length} of ${list.length}`
-    replace(body, shown.map((s) => row(s, usage.get(s.sandbox_id), reload)))
+    replace(body, shown.map((s) => row(s, s.state === 'running' ? usage.get(s.sandbox_id) : null, reload)))
     const images = [...new Set(list.map((s) => s.image))].sort()
     if (images.join() !== [...imageSel.options].slice(1).map((o) => o.value).join()) {
       const keep = imageSel.value
@@ -69,8 +69,8 @@ function row (s, u, reload) {
     h('td', null, s.image),
     h('td', { class: 'state-cell' }, stateBadge(s.state), s.stop_reason ? h('span', { class: 'muted' }, ` ${s.stop_reason}`) : null),
     h('td', null, duration(s.age_secs)),
-    h('td', { class: 'num' }, u?.pct != null ? `${u.pct.toFixed(1)}%` : '–', h('span', { class: 'muted' }, ` /${s.cpus}`)),
-    h('td', { class: 'num' }, u ? bytes(u.mem) : '–', h('span', { class: 'muted' }, ` /${s.memory_mb} MiB`)),
+    h('td', { class: 'num', 'data-cpu': '' }, u?.pct != null ? `${u.pct.toFixed(1)}%` : '–', h('span', { class: 'muted' }, ` /${s.cpus}`)),
+    h('td', { class: 'num', 'data-memory': u ? String(u.mem) : null }, u ? bytes(u.mem) : '–', h('span', { class: 'muted' }, ` /${s.memory_mb} MiB`)),
     h('td', null, h('div', { class: 'actions' }, actionButtons(s, () => reload().catch(() => {})))))
 }
 
