@@ -134,6 +134,24 @@ test('the console, driven in a browser as one of two owners', { timeout: BOOT_TI
     await shot('files')
   })
 
+  await t.test('edits a small text file', async () => {
+    await page.click('#files tr[data-file="hello-console.txt"] button[data-action=edit]')
+    await page.waitForFunction(() => document.querySelector('textarea[name=editor]')?.value.includes('hello from the console test'), WAIT)
+    await page.$eval('textarea[name=editor]', (el) => { el.value = 'edited in the console\n' })
+    await page.click('#save')
+    await page.waitForFunction(() => [...document.querySelectorAll('#flash .msg')].some((m) => m.textContent.startsWith('saved ')), WAIT)
+    const got = await call(aliceToken, 'POST', `/v1/sandboxes/${id}/fs/read`, { path: '/tmp/hello-console.txt' })
+    assert.match(JSON.stringify(got), /edited in the console/)
+  })
+
+  await t.test('exposes a port and links its preview', async () => {
+    await page.click('button[data-tab=ports]')
+    await page.type('input[name=port]', '8000')
+    await page.click('input[name=public]')
+    await page.click('#expose')
+    await page.waitForFunction((u) => [...document.querySelectorAll('#ports a')].some((a) => a.href.startsWith(`${u}/p/`) && a.target === '_blank'), WAIT, daemon.url)
+  })
+
   await t.test('shows what a process prints as text, never as markup', async () => {
     await page.click('button[data-tab=processes]')
     await page.type('input[name=command]', `echo '${marker}'`)

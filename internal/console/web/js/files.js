@@ -29,7 +29,7 @@ export function fileBrowser (id, start = '/tmp') {
         h('td', { class: 'mono muted' }, e.mode),
         h('td', null, e.is_dir ? null : h('div', { class: 'actions' },
           button('Download', () => download(join(dir, e.name), e.name)),
-          e.size <= editLimit ? button('Edit', () => edit(join(dir, e.name))) : null)))))
+          e.size <= editLimit ? button('Edit', () => edit(join(dir, e.name)), { 'data-action': 'edit' }) : null)))))
   }
 
   async function download (path, name) {
@@ -56,7 +56,7 @@ export function fileBrowser (id, start = '/tmp') {
           await request('PUT', `${base}/files${q({ path })}`, new Blob([area.value]))
           flash(`saved ${path}`)
           await list()
-        }, { class: 'primary' }),
+        }, { class: 'primary', id: 'save' }),
         button('Close', () => replace(editor))),
       area))
   }

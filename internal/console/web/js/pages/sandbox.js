@@ -1,7 +1,7 @@
 // One sandbox: its state and actions, cpu/memory charts, a terminal,
 // processes, files, exposed ports and its events, live.
-import { api, follow, sse, q } from '../api.js'
-import { h, replace, bytes, duration, stateBadge, button, flash, safeHref } from '../dom.js'
+import { api, follow, sse, q, token } from '../api.js'
+import { h, replace, bytes, duration, stateBadge, button, flash, field, safeHref } from '../dom.js'
 import { actionButtons, passing } from '../actions.js'
 import { Chart } from '../chart.js'
 import { fileBrowser } from '../files.js'
@@ -48,21 +48,24 @@ export async function render (root, [id], signal) {
   async function listPorts () {
     const res = await api('GET', `${base}/ports`, undefined, { signal })
     replace(ports, res.ports.length === 0 ? h('p', { class: 'muted' }, 'No exposed ports.') : null,
-      res.ports.map((p) => h('p', null, h('strong', null, `${p.port} `),
+      res.ports.map((p) => h('p', { 'data-port': p.port }, h('strong', null, `${p.port} `),
         h('a', { href: safeHref(p.host_url || p.url), target: '_blank', rel: 'noopener noreferrer' }, p.host_url || p.url),
-        p.public ? h('span', { class: 'muted' }, ' public') : null)))
+        p.public ? h('span', { class: 'muted' }, ' public') : null,
+        !p.public && token.get() ? h('span', { class: 'muted' }, ' (needs the token: a browser tab cannot send it; expose it public to open it here)') : null,
+        ' ', button('Unexpose', async () => { await api('DELETE', `${base}/ports/${p.port}`); await listPorts() }))))
   }
   const portIn = h('input', { type: 'number', name: 'port', min: '1', max: '65535', placeholder: 'port' })
+  const portPublic = h('input', { type: 'checkbox', name: 'public' })
 
   const tabs = {
     overview: h('div', null, h('div', { class: 'panel' }, info), h('div', { class: 'charts' }, cpu.el, mem.el)),
     terminal: h('div', null, h('div', { class: 'crumbs' }, termStatus), termBox),
     processes: procs.el,
     files: files.el,
-    ports: h('div', null, h('div', { class: 'row panel' }, portIn, button('Expose', async () => {
-      await api('POST', `${base}/ports`, { port: Number(portIn.value) })
+    ports: h('div', null, h('div', { class: 'row panel' }, portIn, field('public (anyone with the link)', portPublic), button('Expose', async () => {
+      await api('POST', `${base}/ports`, { port: Number(portIn.value), public: portPublic.checked })
       await listPorts()
-    })), ports),
+    }, { id: 'expose' })), ports),
     events: h('table', { class: 'events-list', id: 'sandbox-events' }, h('thead', null, h('tr', null, h('th', null, 'Time'), h('th', null, 'Type'), h('th', null, 'Data'))), evBody)
   }
   let terminal = null
