@@ -41,3 +41,25 @@ func protocolToken(r *http.Request) (string, bool) {
 	}
 	return "", false
 }
+
+// DropBearerProtocol removes every bearer subprotocol from h's
+// Sec-WebSocket-Protocol, for a request passed on to a sandbox's server,
+// which must never see the owner's token.
+func DropBearerProtocol(h http.Header) {
+	vals := h.Values("Sec-WebSocket-Protocol")
+	if len(vals) == 0 {
+		return
+	}
+	var keep []string
+	for _, v := range vals {
+		for p := range strings.SplitSeq(v, ",") {
+			if p = strings.TrimSpace(p); p != "" && !strings.HasPrefix(p, BearerProtocolPrefix) {
+				keep = append(keep, p)
+			}
+		}
+	}
+	h.Del("Sec-WebSocket-Protocol")
+	if len(keep) > 0 {
+		h.Set("Sec-WebSocket-Protocol", strings.Join(keep, ", "))
+	}
+}

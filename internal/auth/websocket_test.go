@@ -2,7 +2,9 @@ package auth
 
 import (
 	"errors"
+	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 )
 
@@ -39,6 +41,31 @@ func TestOwnerFromBearerProtocol(t *testing.T) {
 			owner, err := toks.Owner(r)
 			if owner != tt.owner || !errors.Is(err, tt.err) {
 				t.Fatalf("Owner = %q, %v; want %q, %v", owner, err, tt.owner, tt.err)
+			}
+		})
+	}
+}
+
+func TestDropBearerProtocol(t *testing.T) {
+	tests := []struct {
+		name string
+		in   []string
+		want []string
+	}{
+		{"none", nil, nil},
+		{"only the token", []string{BearerProtocol(aliceTok)}, nil},
+		{"the token among others", []string{"chat, " + BearerProtocol(aliceTok), "v2"}, []string{"chat, v2"}},
+		{"no token", []string{"chat", "v2"}, []string{"chat, v2"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := http.Header{}
+			for _, v := range tt.in {
+				h.Add("Sec-WebSocket-Protocol", v)
+			}
+			DropBearerProtocol(h)
+			if got := h.Values("Sec-WebSocket-Protocol"); !slices.Equal(got, tt.want) {
+				t.Fatalf("Sec-WebSocket-Protocol = %q, want %q", got, tt.want)
 			}
 		})
 	}
