@@ -21,12 +21,14 @@ export function exclusive (fn) {
 }
 
 // actionButtons returns the buttons that fit s's state; done runs after
-// an action succeeded.
+// an action succeeded, with its answer (a fork's has sandbox_ids, a
+// snapshot's snapshot_id).
 export function actionButtons (s, done = () => {}) {
   const id = enc(s.sandbox_id)
   const act = (label, fn, props) => button(label, () => exclusive(async () => {
     const res = await fn()
-    flash(`${label}: ${s.sandbox_id}${res?.sandbox_id && res.sandbox_id !== s.sandbox_id ? ` → ${res.sandbox_id}` : ''}${res?.snapshot_id ? ` → ${res.snapshot_id}` : ''}`)
+    const made = res?.sandbox_ids?.join(', ') ?? res?.snapshot_id
+    flash(`${label}: ${s.sandbox_id}${made ? ` → ${made}` : ''}`)
     await done(res)
   }), { 'data-action': label.toLowerCase(), ...props })
   if (s.stopped) return []

@@ -31,7 +31,7 @@ export async function render (root, _params, signal) {
         h('td', null, i.allowed ? 'yes' : 'no'),
         h('td', null, h('div', { class: 'actions' },
           state === 'ready' ? null : button(i.kind === 'preset' ? 'Build' : 'Pull', () => pull(i.name)),
-          state === 'ready' ? button('Remove', async () => { await api('DELETE', `/v1/images/${encodeURIComponent(i.name)}`); await images() }, { class: 'danger' }) : null)))
+          state === 'ready' ? button('Remove', async () => { if (!confirm(`Remove image ${i.name} from the cache?`)) return; await api('DELETE', `/v1/images/${encodeURIComponent(i.name)}`); await images() }, { class: 'danger' }) : null)))
     }))
   }
 
@@ -57,7 +57,7 @@ export async function render (root, _params, signal) {
     replace(tplBody, res.templates.map((t) => h('tr', null,
       h('td', null, t.name), h('td', null, t.image ?? ''), h('td', { class: 'mono' }, t.from_sandbox ?? ''),
       h('td', { class: 'num' }, t.layer_bytes ? bytes(t.layer_bytes) : '–'), h('td', null, t.created_at),
-      h('td', null, button('Delete', async () => { await api('DELETE', `/v1/templates/${encodeURIComponent(t.name)}`); await templates() }, { class: 'danger' })))))
+      h('td', null, button('Delete', async () => { if (!confirm(`Delete template ${t.name}?`)) return; await api('DELETE', `/v1/templates/${encodeURIComponent(t.name)}`); await templates() }, { class: 'danger' })))))
   }
 
   async function snapshots () {
@@ -65,7 +65,7 @@ export async function render (root, _params, signal) {
     replace(snapBody, (res.snapshots ?? []).map((s) => h('tr', null,
       h('td', { class: 'mono' }, s.snapshot_id), h('td', { class: 'mono' }, s.sandbox_id ?? ''),
       h('td', { class: 'num' }, s.size_bytes ? bytes(s.size_bytes) : '–'), h('td', null, s.created_at ?? ''),
-      h('td', null, button('Delete', async () => { await api('DELETE', `/v1/snapshots/${encodeURIComponent(s.snapshot_id)}`); await snapshots() }, { class: 'danger' })))))
+      h('td', null, button('Delete', async () => { if (!confirm(`Delete snapshot ${s.snapshot_id}?`)) return; await api('DELETE', `/v1/snapshots/${encodeURIComponent(s.snapshot_id)}`); await snapshots() }, { class: 'danger' })))))
   }
 
   await Promise.all([images(), templates(), snapshots()])

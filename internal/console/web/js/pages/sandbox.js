@@ -36,8 +36,8 @@ export async function render (root, [id], signal) {
       h('h1', null, sb.name ? `${sb.name} ` : '', h('span', { class: 'mono' }, sb.sandbox_id)),
       h('span', { id: 'sandbox-state' }, stateBadge(sb.state)),
       h('span', { class: 'actions' }, actionButtons(sb, (res) => {
-        if (res?.sandbox_id && res.sandbox_id !== sb.sandbox_id && !res.snapshot_id) location.hash = `#/sandbox/${res.sandbox_id}`
-        else refresh()
+        if (res?.sandbox_ids?.length) location.hash = `#/sandbox/${res.sandbox_ids[0]}`
+        else return refresh()
       }))))
     const kv = [['Image', sb.image], ['CPUs', sb.cpus], ['Memory', `${sb.memory_mb} MiB`], ['Network', sb.network ? 'yes' : 'no'],
       ['Age', duration(sb.age_secs)], ['Created', sb.created_at], ['Idle timeout', `${sb.idle_timeout_secs}s (${sb.on_idle})`],
