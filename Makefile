@@ -14,7 +14,7 @@ GO_SOURCES := $(shell find . -name '*.go' -not -path './node_modules/*' 2>/dev/n
 # The web console's files, embedded in the daemon (internal/console).
 CONSOLE_FILES := $(shell find internal/console/web -type f 2>/dev/null)
 
-.PHONY: all build deps demo test unit integration conformance bench lint proto clean console-vendor
+.PHONY: all build deps demo test unit integration conformance bench lint proto clean console-vendor bench-console
 
 all: build
 
@@ -91,6 +91,12 @@ integration: deps build
 IMAGE_CACHE ?= /var/lib/hutch/images
 bench: build
 	$(BIN)/hutch bench $(if $(HUTCH_URL),,--private) --image-cache $(IMAGE_CACHE) --json-out $(BIN)/bench-results.json $(BENCH_FLAGS)
+
+# The console's benchmark scenario (README "Performance"): its sandboxes page
+# with N (default 100) sandboxes, in headless chromium, against a daemon it
+# starts itself.
+bench-console: build
+	cd conformance && npm ci --ignore-scripts --no-audit --no-fund && HUTCH_BIN=$(BIN)/hutch node bench/console-list.mjs
 
 # Refreshes the console's vendored xterm.js files (internal/console/web/vendor)
 # from the npm packages pinned in internal/console/package-lock.json.

@@ -114,9 +114,10 @@ export async function killE2B (Sandbox) {
 // ports and a private data dir, with the given lines added to the worker
 // config run.sh uses (the shared image cache, python allowed), for tests
 // that need a configuration the suite's daemon must not have (api_tokens
-// turn on multi-owner mode). It resolves to {url, stop}; stop ends it with
-// SIGTERM and removes its directory.
-export async function startDaemon (extraConfig = '') {
+// turn on multi-owner mode). maxSandboxes is its max_concurrent_sandboxes.
+// It resolves to {url, stop}; stop ends it with SIGTERM and removes its
+// directory.
+export async function startDaemon (extraConfig = '', { maxSandboxes = 8 } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'hutch-conformance-daemon-'))
   const cache = process.env.HUTCH_TEST_IMAGE_CACHE ?? '/var/tmp/hutch-image-cache'
   writeFileSync(join(dir, 'config.yaml'), `workers:
@@ -126,7 +127,7 @@ export async function startDaemon (extraConfig = '') {
       image_allowlist:
         - python
       default_idle_timeout_secs: 300
-      max_concurrent_sandboxes: 8
+      max_concurrent_sandboxes: ${maxSandboxes}
       default_cpus: 1
       default_memory_mb: 512
       image_cache_dir: ${cache}
