@@ -26,7 +26,7 @@ var files embed.FS
 // policy is the Content-Security-Policy of every answer. connect-src
 // 'self' covers the API's fetches and the terminal's WebSocket (ws: to the
 // same host, which CSP Level 3 counts as 'self').
-const policy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' blob: data:; " +
+const policy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; " +
 	"connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 // Handler serves the console's files under Prefix; GET of the bare
