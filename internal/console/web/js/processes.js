@@ -4,6 +4,9 @@
 import { api, sse, q } from './api.js'
 import { h, replace, bytes, button, decodeChunk, flash } from './dom.js'
 
+// maxFollowed bounds the outputs followed at once.
+const maxFollowed = 3
+
 // processPanel returns the panel's element for sandbox id.
 export function processPanel (id, signal) {
   const base = `/v1/sandboxes/${encodeURIComponent(id)}`
@@ -20,13 +23,21 @@ export function processPanel (id, signal) {
       h('td', null, p.hutch ? button('Output', () => show(p.pid, p.command)) : null))))
   }
 
-  // show follows a hutch process's output into a new panel.
+  // show follows a hutch process's output into a new panel. A browser
+  // keeps six HTTP/1.1 connections per host, and each followed output
+  // holds one: beyond maxFollowed the oldest panel stops following.
+  const followed = []
   function show (pid, title) {
     const pre = h('pre', { class: 'output', 'data-output-pid': pid })
     const state = h('span', { class: 'muted' }, 'running')
+    const stop = new AbortController()
+    const s = AbortSignal.any([signal, stop.signal])
     const panel = h('div', { class: 'panel' }, h('div', { class: 'crumbs' }, h('strong', { class: 'mono' }, `${pid}: ${title}`), state,
-      button('Kill', () => api('DELETE', `${base}/processes/${pid}`)), button('Close', () => panel.remove())), pre)
+      button('Kill', () => api('DELETE', `${base}/processes/${pid}`)),
+      button('Close', () => { stop.abort(); panel.remove() })), pre)
     outputs.prepend(panel)
+    followed.push(stop)
+    while (followed.length > maxFollowed) followed.shift().abort()
     sse(`${base}/processes/${pid}/output${q({ follow: true })}`, (e) => {
       if (e.type === 'stdout' || e.type === 'stderr') {
         pre.append(h('span', { class: e.type }, decodeChunk(e.data)))
@@ -37,7 +48,13 @@ export function processPanel (id, signal) {
       } else if (e.type === 'error') {
         state.textContent = e.data?.error?.message ?? 'error'
       }
-    }, signal).catch((err) => { if (!signal.aborted) state.textContent = err.message })
+    }, s).catch((err) => {
+      if (signal.aborted) return
+      state.textContent = stop.signal.aborted ? 'no longer followed (Output follows it again)' : err.message
+    }).finally(() => {
+      const i = followed.indexOf(stop)
+      if (i >= 0) followed.splice(i, 1)
+    })
   }
 
   const run = button('Run in background', async () => {
