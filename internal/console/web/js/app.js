@@ -41,6 +41,7 @@ function showLogin (message) {
   current = null
   document.getElementById('nav').hidden = true
   document.getElementById('logout').hidden = true
+  document.getElementById('who').textContent = ''
   const input = h('input', { type: 'password', name: 'token', autocomplete: 'off', placeholder: 'API token', id: 'token' })
   const form = h('form', { class: 'panel login' },
     h('h1', null, 'Sign in to hutch'),
@@ -88,6 +89,7 @@ async function start () {
   if (!(await signedIn())) return showLogin()
   document.getElementById('nav').hidden = false
   document.getElementById('logout').hidden = !token.get()
+  document.getElementById('who').textContent = token.get() ? 'signed in with a token' : 'local daemon, no token needed'
   route()
 }
 
