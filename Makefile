@@ -11,8 +11,10 @@ APT_PACKAGES := mmdebstrap busybox-static iproute2 ca-certificates nftables tmux
 APT_COMMANDS := node:nodejs npm:npm jq:jq
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 GO_SOURCES := $(shell find . -name '*.go' -not -path './node_modules/*' 2>/dev/null) go.mod go.sum
+# The web console's files, embedded in the daemon (internal/console).
+CONSOLE_FILES := $(shell find internal/console/web -type f 2>/dev/null)
 
-.PHONY: all build deps demo test unit integration conformance bench lint proto clean
+.PHONY: all build deps demo test unit integration conformance bench lint proto clean console-vendor bench-console
 
 all: build
 
@@ -28,7 +30,7 @@ $(shell test -x $(BIN)/runsc || rm -f $(BIN)/.runsc-*)
 
 build: $(BIN)/hutch $(BIN)/hutch-agent $(RUNSC_STAMP)
 
-$(BIN)/hutch: $(GO_SOURCES)
+$(BIN)/hutch: $(GO_SOURCES) $(CONSOLE_FILES)
 	CGO_ENABLED=0 $(GO) build -o $@ ./cmd/hutch
 
 # The agent runs inside sandboxes: static, no cgo.
@@ -59,9 +61,11 @@ deps:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
 
-# First sandbox: builds everything, builds the python image, runs code.
+# First sandbox: builds everything, builds the python image, runs code, and
+# names the web console of the daemon that ran it (README "Console").
 demo: deps build
 	$(BIN)/hutch run python -- python3 -c 'print("hello from a gVisor sandbox:", 2+2)'
+	@echo "console: open $${HUTCH_URL:-http://127.0.0.1:3111}/ui/ in a browser"
 
 # Every test: unit tests, then integration tests against real sandboxes,
 # then the JS conformance suite.
@@ -87,6 +91,17 @@ integration: deps build
 IMAGE_CACHE ?= /var/lib/hutch/images
 bench: build
 	$(BIN)/hutch bench $(if $(HUTCH_URL),,--private) --image-cache $(IMAGE_CACHE) --json-out $(BIN)/bench-results.json $(BENCH_FLAGS)
+
+# The console's benchmark scenario (README "Performance"): its sandboxes page
+# with N (default 100) sandboxes, in headless chromium, against a daemon it
+# starts itself.
+bench-console: build
+	cd conformance && npm ci --ignore-scripts --no-audit --no-fund && HUTCH_BIN=$(BIN)/hutch node bench/console-list.mjs
+
+# Refreshes the console's vendored xterm.js files (internal/console/web/vendor)
+# from the npm packages pinned in internal/console/package-lock.json.
+console-vendor:
+	cd internal/console && npm ci --ignore-scripts --no-audit --no-fund && npm run vendor
 
 # Regenerates the protobuf code: the agent's, and the E2B envd services'
 # (api/e2b). The checked-in files were made with Debian's protoc 3.21.12

@@ -2,7 +2,7 @@
 // sets III_URL (engine WebSocket), HUTCH_URL (HTTP API) and HUTCH_BIN.
 import { spawn } from 'node:child_process'
 import { webcrypto } from 'node:crypto'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { registerWorker } from 'iii-sdk'
@@ -108,4 +108,47 @@ export async function killE2B (Sandbox) {
   while (paginator.hasNext) {
     for (const s of await paginator.nextItems()) await Sandbox.kill(s.sandboxId)
   }
+}
+
+// startDaemon starts a daemon of its own (HUTCH_BIN serve) on free loopback
+// ports and a private data dir, with the given lines added to the worker
+// config run.sh uses (the shared image cache, python allowed), for tests
+// that need a configuration the suite's daemon must not have (api_tokens
+// turn on multi-owner mode). maxSandboxes is its max_concurrent_sandboxes.
+// It resolves to {url, stop}; stop ends it with SIGTERM and removes its
+// directory.
+export async function startDaemon (extraConfig = '', { maxSandboxes = 8 } = {}) {
+  const dir = mkdtempSync(join(tmpdir(), 'hutch-conformance-daemon-'))
+  const cache = process.env.HUTCH_TEST_IMAGE_CACHE ?? '/var/tmp/hutch-image-cache'
+  writeFileSync(join(dir, 'config.yaml'), `workers:
+  - name: iii-sandbox
+    config:
+      auto_install: true
+      image_allowlist:
+        - python
+      default_idle_timeout_secs: 300
+      max_concurrent_sandboxes: ${maxSandboxes}
+      default_cpus: 1
+      default_memory_mb: 512
+      image_cache_dir: ${cache}
+${extraConfig.replace(/^/gm, '      ')}
+`)
+  const log = join(dir, 'daemon.log')
+  const child = spawn(HUTCH_BIN, ['serve', '--config', join(dir, 'config.yaml'), '--data-dir', join(dir, 'data'),
+    '--listen', '127.0.0.1:0', '--engine-listen', '127.0.0.1:0'], { stdio: ['ignore', 'ignore', openSync(log, 'w')] })
+  const exited = new Promise((resolve) => child.on('exit', resolve))
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM')
+    await exited
+    rmSync(dir, { recursive: true, force: true })
+  }
+  for (let i = 0; i < 3000; i++) {
+    const line = readFileSync(log, 'utf8').split('\n').find((l) => l.includes('"msg":"hutch serving"'))
+    if (line) return { url: `http://${JSON.parse(line).listen}`, stop, log }
+    if (child.exitCode !== null) break
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+  const tail = readFileSync(log, 'utf8').slice(-2000)
+  await stop()
+  throw new Error(`hutch serve did not start:\n${tail}`)
 }

@@ -19,7 +19,7 @@ if [ ! -x "$hutch" ]; then
 	echo "conformance: $hutch not found; run make build" >&2
 	exit 1
 fi
-if [ ! -d "$here/node_modules/iii-sdk" ] || [ ! -d "$here/node_modules/@e2b/code-interpreter" ]; then
+if [ ! -d "$here/node_modules/iii-sdk" ] || [ ! -d "$here/node_modules/@e2b/code-interpreter" ] || [ ! -d "$here/node_modules/puppeteer-core" ]; then
 	(cd "$here" && npm ci --ignore-scripts --no-audit --no-fund)
 fi
 

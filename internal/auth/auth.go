@@ -110,14 +110,18 @@ func (t *Tokens) Owners() []string {
 }
 
 // Owner returns the owner whose token r carries in its Authorization
-// header ("Bearer <token>", scheme case-insensitive). With authentication
-// off it returns "" and no error. Otherwise a missing or non-bearer header
-// is ErrMissing and an unknown token ErrInvalid.
+// header ("Bearer <token>", scheme case-insensitive) or, for a WebSocket
+// upgrade without that header, in its bearer subprotocol (websocket.go).
+// With authentication off it returns "" and no error. Otherwise a missing
+// or non-bearer header is ErrMissing and an unknown token ErrInvalid.
 func (t *Tokens) Owner(r *http.Request) (string, error) {
 	if !t.Enabled() {
 		return "", nil
 	}
 	tok, ok := bearer(r.Header.Get("Authorization"))
+	if !ok && r.Header.Get("Authorization") == "" {
+		tok, ok = protocolToken(r)
+	}
 	if !ok {
 		return "", ErrMissing
 	}

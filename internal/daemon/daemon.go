@@ -17,6 +17,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/cleanup"
 	"github.com/hutch-dev/hutch/internal/config"
+	"github.com/hutch-dev/hutch/internal/console"
 	"github.com/hutch-dev/hutch/internal/dnsgate"
 	"github.com/hutch-dev/hutch/internal/engineapi"
 	"github.com/hutch-dev/hutch/internal/events"
@@ -196,7 +197,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 		return err
 	}
 	srv := httpapi.NewServer(table, httpapi.Options{Logger: log, Auth: tokens, Metrics: obs.handler(), MCP: mcpHandler, Ports: previewPorts{mgr}, PreviewDomain: cfg.PreviewDomain, Guard: guard,
-		Front: e2b.Wrap, ReadTimeout: read, WriteTimeout: write, IdleTimeout: idle})
+		Console: console.Handler(), Front: e2b.Wrap, ReadTimeout: read, WriteTimeout: write, IdleTimeout: idle})
 	srv.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
 	ln = netutil.LimitListener(ln, cfg.MaxConnections)
 	serveErr := make(chan error, 2)

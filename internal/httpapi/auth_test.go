@@ -48,6 +48,7 @@ func TestAuth(t *testing.T) {
 		{"function route needs a token", "POST", "/v1/functions/sandbox::list", "", 401, `"code":"unauthorized"`},
 		{"exec needs a token", "POST", "/v1/sandboxes/" + id + "/exec", "", 401, `"code":"unauthorized"`},
 		{"healthz is public", "GET", "/healthz", "", 200, `"status":"ok"`},
+		{"healthz says a token is needed", "GET", "/healthz", "", 200, `"auth":true`},
 		{"prometheus needs a token", "GET", "/metrics", "", 401, `"code":"unauthorized"`},
 		{"prometheus with a token", "GET", "/metrics", "Bearer " + aliceTok, 200, "hutch_sandboxes_live 1"},
 		{"sandbox metrics", "GET", "/v1/sandboxes/" + id + "/metrics", "Bearer " + aliceTok, 200, `"cpu_seconds":1.5`},

@@ -70,7 +70,7 @@ func (f *fakePorts) ReachPublic(_ context.Context, token string) (httpapi.PortAc
 // seen is what the sandbox's server saw of a request.
 type seen struct {
 	Path, RawQuery, Host, Auth, PreviewHeader string
-	Cookies                                   []string
+	Cookies, Protocols                        []string
 }
 
 // hostRouteHandler is the REST handler with alice's and bob's tokens and
@@ -85,7 +85,8 @@ func hostRouteHandler(t *testing.T) (http.Handler, *fakePorts, *httpapitest.Fake
 			w.Header().Add("Set-Cookie", "session=app; Path=/")
 		}
 		_ = json.NewEncoder(w).Encode(seen{Path: r.URL.EscapedPath(), RawQuery: r.URL.RawQuery, Host: r.Host,
-			Auth: r.Header.Get("Authorization"), PreviewHeader: r.Header.Get(api.HeaderPreviewToken), Cookies: r.Header.Values("Cookie")})
+			Auth: r.Header.Get("Authorization"), PreviewHeader: r.Header.Get(api.HeaderPreviewToken), Cookies: r.Header.Values("Cookie"),
+			Protocols: r.Header.Values("Sec-WebSocket-Protocol")})
 	}))
 	t.Cleanup(srv.Close)
 	tokens, err := auth.New(map[string]string{"alice": aliceTok, "bob": bobTok})
@@ -325,6 +326,19 @@ func TestHostRouteSandboxCannotSetTheCookie(t *testing.T) {
 		if got := rec.Header().Values("Set-Cookie"); rec.Code != 200 || len(got) != 1 || got[0] != "session=app; Path=/" {
 			t.Errorf("%s: %d, Set-Cookie %q, want the server's own only", name, rec.Code, got)
 		}
+	}
+}
+
+// TestPreviewDropsTheBearerProtocol: a WebSocket to a port that
+// authenticates with the token as a subprotocol (auth.BearerProtocol)
+// reaches the sandbox's server without it.
+func TestPreviewDropsTheBearerProtocol(t *testing.T) {
+	h, _, _ := hostRouteHandler(t)
+	rec := hostRequest(h, "GET", "localhost:3111", "/v1/sandboxes/"+id+"/ports/8000/ws", map[string]string{
+		"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13", "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
+		"Sec-WebSocket-Protocol": "chat, " + auth.BearerProtocol(aliceTok)})
+	if s := sawOf(t, rec); len(s.Protocols) != 1 || s.Protocols[0] != "chat" || s.Auth != "" {
+		t.Errorf("the server saw %+v, want the chat protocol alone", s)
 	}
 }
 

@@ -60,6 +60,7 @@
 //	GET    /openapi.json                  the OpenAPI 3.1 document of these routes (openapi.go)
 //	GET    /healthz                       {"status":"ok"}
 //	GET    /metrics                       Prometheus metrics (Options.Metrics)
+//	GET    /ui/...                        the web console's files (Options.Console; not in the OpenAPI document)
 //
 // With Options.PreviewDomain set, a request whose Host is a name under it
 // is a preview of a sandbox's port, whatever its path, and reaches none of
@@ -135,6 +136,10 @@ type Options struct {
 	Auth *auth.Tokens
 	// Metrics, when set, serves GET /metrics (Prometheus text format).
 	Metrics http.Handler
+	// Console, when set, serves GET /ui and /ui/... (the web console,
+	// internal/console): static files behind the guard, without the bearer
+	// check (the pages hold no data; their API calls carry the token).
+	Console http.Handler
 	// MCP, when set, serves MCP's streamable HTTP transport at /mcp,
 	// behind the guard and the bearer token check (mcp.go).
 	MCP http.Handler
@@ -192,6 +197,10 @@ func New(table *functions.Table, opts Options) http.Handler {
 	mux := http.NewServeMux()
 	s.serveRoutes(mux, s.routes())
 	mux.Handle("/", s.wrap(routeNotFound, true))
+	if opts.Console != nil {
+		mux.Handle("GET /ui", opts.Console)
+		mux.Handle("GET /ui/", opts.Console)
+	}
 	h := s.hostRoute(s.guarded(opts.Guard, headerRoute(mux)))
 	if opts.Front != nil {
 		h = opts.Front(h)
@@ -323,13 +332,17 @@ func (s *server) dispatch(r *http.Request, id string, body []byte, p functions.P
 	return res, err
 }
 
+// health is /healthz's answer. Auth says requests need a bearer token
+// (api_tokens), so a client such as the console knows whether to ask for
+// one before it calls anything else.
 type health struct {
 	Status  string `json:"status"`
 	Version string `json:"version,omitempty"`
+	Auth    bool   `json:"auth"`
 }
 
 func (s *server) health(*http.Request, []byte) (any, error) {
-	return health{Status: "ok", Version: s.version}, nil
+	return health{Status: "ok", Version: s.version, Auth: s.auth.Enabled()}, nil
 }
 
 // routeError is an error answered with a fixed status and envelope, for

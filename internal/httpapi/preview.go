@@ -34,6 +34,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/functions"
 )
@@ -194,6 +195,7 @@ func (p *previewAnswer) stream(w http.ResponseWriter, _ io.Writer) int {
 			for _, h := range []string{"Authorization", api.HeaderSandboxID, api.HeaderSandboxPort, api.HeaderPreviewToken} {
 				pr.Out.Header.Del(h)
 			}
+			auth.DropBearerProtocol(pr.Out.Header)
 			dropPreviewCookie(pr.Out.Header)
 		},
 		Transport:     p.transport,

@@ -5,8 +5,11 @@ package httpapi
 // are terminal bytes both ways; text frames are JSON control: from the
 // client {"type":"resize","cols":N,"rows":N}, from the server, once the
 // process has exited, {"type":"exit","exit_code":N} (with "signal" when one
-// killed it) before a normal close. The client going away kills the
-// process. Everything goes through the process functions of the table
+// killed it) before a normal close. A client that offers the subprotocol
+// "hutch.terminal" gets it chosen; a browser, which cannot set headers,
+// offers its bearer token as a second one (auth.BearerProtocol). The
+// client going away kills the process. Everything goes through the
+// process functions of the table
 // (start with pty, output with follow, stdin, resize, kill), so a terminal
 // is owner-scoped, limited and counted like any other process.
 
@@ -39,6 +42,9 @@ const (
 	terminalWriteTimeout = 30 * time.Second
 	// terminalTag marks a terminal's process in sandbox::process::list.
 	terminalTag = "terminal"
+	// terminalProtocol is the subprotocol the route speaks, chosen when
+	// the client offers it.
+	terminalProtocol = "hutch.terminal"
 )
 
 // loginShell runs the login shell /etc/passwd gives the process's user,
@@ -122,8 +128,10 @@ type terminalSession struct {
 
 func (t *terminalSession) stream(w http.ResponseWriter, _ io.Writer) int {
 	defer t.kill()
-	t.s.computing(w)                                                                          // the session's frames have their own deadlines
-	conn, err := websocket.Accept(w, t.r, &websocket.AcceptOptions{InsecureSkipVerify: true}) // the guard checked the origin
+	t.s.computing(w) // the session's frames have their own deadlines
+	// The guard checked the origin. A browser offers "hutch.terminal" beside
+	// its token's subprotocol (auth.BearerProtocol) and needs one chosen.
+	conn, err := websocket.Accept(w, t.r, &websocket.AcceptOptions{InsecureSkipVerify: true, Subprotocols: []string{terminalProtocol}})
 	if err != nil {
 		return http.StatusBadRequest
 	}

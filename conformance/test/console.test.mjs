@@ -1,0 +1,203 @@
+// The web console (/ui/, internal/console) in a real browser: Debian's
+// chromium driven headless by puppeteer-core (nothing downloads a browser).
+// The test runs its own daemon with api_tokens for two owners, so the
+// suite's token-less daemon keeps its one-user mode. Every wait is for a
+// condition, never for a duration. HUTCH_KEEP_WORK=1 keeps the screenshots
+// of every page; HUTCH_CONSOLE_SCREENSHOT=path copies the sandboxes page
+// there (docs/console.png is one).
+import { test, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { mkdtempSync, rmSync, writeFileSync, copyFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import puppeteer from 'puppeteer-core'
+import { startDaemon, BOOT_TIMEOUT_MS } from '../lib.mjs'
+
+const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium'
+const WAIT = { timeout: 120_000 }
+const aliceToken = 'alice-' + Math.random().toString(36).slice(2).padEnd(20, '0')
+const bobToken = 'bob-' + Math.random().toString(36).slice(2).padEnd(20, '0')
+const marker = '<img src=x onerror=alert(1)>'
+
+let daemon, browser, page, work, bobSandbox
+const errors = []
+const dialogs = []
+
+// call is the REST API as one owner.
+async function call (tok, method, path, body) {
+  const res = await fetch(daemon.url + path, {
+    method,
+    headers: { authorization: `Bearer ${tok}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined
+  })
+  const json = await res.json()
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`)
+  return json
+}
+
+async function shot (name) {
+  await page.screenshot({ path: join(work, `${name}.png`) })
+}
+
+// noBobHere checks that the other owner's sandbox appears nowhere on the page.
+async function noBobHere () {
+  const text = await page.evaluate(() => document.body.innerText)
+  assert.ok(!text.includes(bobSandbox), `bob's sandbox ${bobSandbox} appeared on ${await page.evaluate(() => location.hash)}`)
+}
+
+before(async () => {
+  work = mkdtempSync(join(tmpdir(), 'hutch-console-test-'))
+  daemon = await startDaemon(`api_tokens:\n  alice: ${aliceToken}\n  bob: ${bobToken}`)
+  bobSandbox = (await call(bobToken, 'POST', '/v1/sandboxes', { image: 'python' })).sandbox_id
+  browser = await puppeteer.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    // Tests run as root, where chromium's own sandbox cannot start.
+    args: ['--no-sandbox', '--disable-dev-shm-usage', '--window-size=1280,900'],
+    defaultViewport: { width: 1280, height: 900 }
+  })
+  page = await browser.newPage()
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(`console: ${m.text()}`) })
+  page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`))
+  page.on('dialog', async (d) => { dialogs.push(d.message()); await d.dismiss() })
+}, { timeout: BOOT_TIMEOUT_MS })
+
+after(async () => {
+  await browser?.close()
+  if (daemon) {
+    for (const tok of [aliceToken, bobToken]) {
+      const { sandboxes } = await call(tok, 'GET', '/v1/sandboxes').catch(() => ({ sandboxes: [] }))
+      await Promise.all(sandboxes.filter((s) => !s.stopped)
+        .map((s) => call(tok, 'DELETE', `/v1/sandboxes/${s.sandbox_id}?wait=true`).catch(() => {})))
+    }
+    await daemon.stop()
+  }
+  if (work && process.env.HUTCH_KEEP_WORK !== '1') rmSync(work, { recursive: true, force: true })
+  else if (work) console.log(`console screenshots: ${work}`)
+})
+
+test('the console, driven in a browser as one of two owners', { timeout: BOOT_TIMEOUT_MS * 2 }, async (t) => {
+  let id
+
+  await t.test('is served with a strict CSP and asks for a token', async () => {
+    const res = await page.goto(`${daemon.url}/ui/`, { waitUntil: 'load' })
+    assert.equal(res.status(), 200)
+    const csp = res.headers()['content-security-policy']
+    assert.match(csp, /default-src 'self'/)
+    assert.match(csp, /frame-ancestors 'none'/)
+    assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval/)
+    assert.equal(res.headers()['x-content-type-options'], 'nosniff')
+    await page.waitForSelector('#token', WAIT)
+    await shot('login')
+  })
+
+  await t.test('signs in with a token and lists only its owner\'s sandboxes', async () => {
+    await page.type('#token', aliceToken)
+    await page.click('form.login button[type=submit]')
+    await page.waitForSelector('#sandboxes', WAIT)
+    const stored = await page.evaluate(() => ({ session: sessionStorage.getItem('hutch.token'), cookie: document.cookie }))
+    assert.equal(stored.session, aliceToken)
+    assert.equal(stored.cookie, '')
+    await page.waitForFunction(() => document.querySelector('select[name=image] option[value=python]'), WAIT)
+    await noBobHere()
+  })
+
+  await t.test('creates a python sandbox', async () => {
+    await page.select('select[name=image]', 'python')
+    await page.click('#create')
+    await page.waitForFunction(() => location.hash.startsWith('#/sandbox/'), { timeout: BOOT_TIMEOUT_MS })
+    id = await page.evaluate(() => location.hash.slice('#/sandbox/'.length))
+    await page.waitForFunction(() => document.querySelector('#sandbox-state [data-state]')?.dataset.state === 'running', WAIT)
+    await page.waitForFunction(() => document.querySelectorAll('svg.chart polyline').length === 2, WAIT)
+    await shot('sandbox')
+  })
+
+  await t.test('runs python in its terminal', async () => {
+    await page.click('button[data-tab=terminal]')
+    await page.waitForFunction(() => document.getElementById('terminal-status')?.textContent === 'connected', WAIT)
+    await page.click('#terminal')
+    await page.keyboard.type("python3 -c 'print(6*7)'\n")
+    await page.waitForFunction(() => [...document.querySelectorAll('.xterm-rows > div')].some((r) => r.textContent.trim() === '42'), WAIT)
+    await shot('terminal')
+  })
+
+  await t.test('uploads a file and sees it in the file browser', async () => {
+    await page.click('button[data-tab=files]')
+    await page.waitForSelector('#files tbody tr', WAIT)
+    const local = join(work, 'hello-console.txt')
+    writeFileSync(local, 'hello from the console test\n')
+    const input = await page.$('input[name=upload]')
+    await input.uploadFile(local)
+    await page.waitForSelector('#files tr[data-file="hello-console.txt"]', WAIT)
+    const got = await call(aliceToken, 'POST', `/v1/sandboxes/${id}/fs/read`, { path: '/tmp/hello-console.txt' })
+    assert.match(JSON.stringify(got), /hello from the console test/)
+    await shot('files')
+  })
+
+  await t.test('edits a small text file', async () => {
+    await page.click('#files tr[data-file="hello-console.txt"] button[data-action=edit]')
+    await page.waitForFunction(() => document.querySelector('textarea[name=editor]')?.value.includes('hello from the console test'), WAIT)
+    await page.$eval('textarea[name=editor]', (el) => { el.value = 'edited in the console\n' })
+    await page.click('#save')
+    await page.waitForFunction(() => [...document.querySelectorAll('#flash .msg')].some((m) => m.textContent.startsWith('saved ')), WAIT)
+    const got = await call(aliceToken, 'POST', `/v1/sandboxes/${id}/fs/read`, { path: '/tmp/hello-console.txt' })
+    assert.match(JSON.stringify(got), /edited in the console/)
+  })
+
+  await t.test('exposes a port and links its preview', async () => {
+    await page.click('button[data-tab=ports]')
+    await page.type('input[name=port]', '8000')
+    await page.click('input[name=public]')
+    await page.click('#expose')
+    await page.waitForFunction((u) => [...document.querySelectorAll('#ports a')].some((a) => a.href.startsWith(`${u}/p/`) && a.target === '_blank'), WAIT, daemon.url)
+  })
+
+  await t.test('shows what a process prints as text, never as markup', async () => {
+    await page.click('button[data-tab=processes]')
+    await page.type('input[name=command]', `echo '${marker}'`)
+    await page.click('#run')
+    await page.waitForFunction((m) => [...document.querySelectorAll('pre.output')].some((p) => p.textContent.includes(m)), WAIT, marker)
+    assert.equal(await page.$$eval('#outputs img', (imgs) => imgs.length), 0)
+    assert.equal(await page.$$eval('img', (imgs) => imgs.length), 0)
+    await shot('processes')
+  })
+
+  await t.test('sees the sandbox stop through its events, without a reload', async () => {
+    await page.click('button[data-tab=overview]')
+    await page.evaluate(() => { window.notReloaded = true })
+    await call(aliceToken, 'DELETE', `/v1/sandboxes/${id}`)
+    await page.waitForFunction(() => document.querySelector('#sandbox-state [data-state]')?.dataset.state === 'stopped', WAIT)
+    assert.equal(await page.evaluate(() => window.notReloaded), true)
+    await page.click('button[data-tab=events]')
+    await page.waitForFunction(() => document.querySelector('#sandbox-events')?.textContent.includes('sandbox.stopped'), WAIT)
+  })
+
+  await t.test('stops a sandbox from the list and sees its state change', async () => {
+    const other = (await call(aliceToken, 'POST', '/v1/sandboxes', { image: 'python' })).sandbox_id
+    await page.evaluate(() => { location.hash = '#/sandboxes' })
+    await page.waitForSelector(`tr[data-sandbox="${other}"] button[data-action=stop]`, WAIT)
+    await page.waitForSelector(`tr[data-sandbox="${other}"] [data-memory]`, WAIT)
+    await shot('sandboxes')
+    if (process.env.HUTCH_CONSOLE_SCREENSHOT) copyFileSync(join(work, 'sandboxes.png'), process.env.HUTCH_CONSOLE_SCREENSHOT)
+    await page.evaluate(() => { window.notReloaded = true })
+    await page.click(`tr[data-sandbox="${other}"] button[data-action=stop]`)
+    await page.waitForFunction((o) => document.querySelector(`tr[data-sandbox="${o}"] [data-state]`)?.dataset.state === 'stopped', WAIT, other)
+    assert.equal(await page.evaluate(() => window.notReloaded), true)
+    await noBobHere()
+    await shot('sandboxes-stopped')
+  })
+
+  await t.test('shows images, events and the daemon', async () => {
+    for (const [hash, sel] of [['#/images', '#images tbody tr'], ['#/events', '#events tbody tr'], ['#/daemon', '#metrics tbody tr']]) {
+      await page.evaluate((h) => { location.hash = h }, hash)
+      await page.waitForSelector(sel, WAIT)
+      await noBobHere()
+      await shot(hash.slice(2))
+    }
+  })
+
+  await t.test('logged no errors and opened no dialog', () => {
+    assert.deepEqual(errors, [])
+    assert.deepEqual(dialogs, [])
+  })
+})

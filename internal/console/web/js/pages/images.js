@@ -1,0 +1,73 @@
+// Images and templates: the catalog's images with their cache state (a
+// pull or build shows its progress line), templates and snapshots.
+import { api, every, sleep } from '../api.js'
+import { h, replace, bytes, duration, stateBadge, button, flash } from '../dom.js'
+
+export const name = 'images'
+
+export async function render (root, _params, signal) {
+  const imgBody = h('tbody')
+  const tplBody = h('tbody')
+  const snapBody = h('tbody')
+  const th = (...t) => h('thead', null, h('tr', null, t.map((x) => h('th', null, x))))
+  replace(root,
+    h('h1', null, 'Images'),
+    h('table', { id: 'images' }, th('Name', 'Kind', 'Source', 'State', 'Size', 'In use', 'Allowed', ''), imgBody),
+    h('h2', null, 'Templates'),
+    h('table', { id: 'templates' }, th('Name', 'Image', 'From sandbox', 'Layer', 'Created', ''), tplBody),
+    h('h2', null, 'Snapshots'),
+    h('table', { id: 'snapshots' }, th('Snapshot', 'Sandbox', 'Size', 'Created', ''), snapBody))
+
+  const progress = new Map() // image name → status while a pull or build runs
+  async function images () {
+    const res = await api('GET', '/v1/images', undefined, { signal })
+    replace(imgBody, res.images.map((i) => {
+      const p = progress.get(i.name)
+      const state = p?.state ?? i.state
+      return h('tr', { 'data-image': i.name },
+        h('td', null, i.name), h('td', null, i.kind), h('td', { class: 'mono' }, i.oci_ref),
+        h('td', null, stateBadge(state), p?.detail ? h('div', { class: 'muted mono' }, `${duration(p.elapsed_secs)} ${p.detail}`) : null),
+        h('td', { class: 'num' }, i.size_bytes ? bytes(i.size_bytes) : '–'), h('td', { class: 'num' }, String(i.in_use)),
+        h('td', null, i.allowed ? 'yes' : 'no'),
+        h('td', null, h('div', { class: 'actions' },
+          state === 'ready' ? null : button(i.kind === 'preset' ? 'Build' : 'Pull', () => pull(i.name)),
+          state === 'ready' ? button('Remove', async () => { if (!confirm(`Remove image ${i.name} from the cache?`)) return; await api('DELETE', `/v1/images/${encodeURIComponent(i.name)}`); await images() }, { class: 'danger' }) : null)))
+    }))
+  }
+
+  // pull asks for the image and polls its status until the pull answers.
+  async function pull (nm) {
+    const path = `/v1/images/${encodeURIComponent(nm)}`
+    let done = false
+    const call = api('POST', path, {}).finally(() => { done = true })
+    call.catch(() => {})
+    while (!done && !signal.aborted) {
+      progress.set(nm, await api('GET', path, undefined, { signal }).catch(() => progress.get(nm)))
+      await images()
+      await sleep(1000, signal)
+    }
+    progress.delete(nm)
+    await call
+    flash(`${nm} is ready`)
+    await images()
+  }
+
+  async function templates () {
+    const res = await api('GET', '/v1/templates', undefined, { signal })
+    replace(tplBody, res.templates.map((t) => h('tr', null,
+      h('td', null, t.name), h('td', null, t.image ?? ''), h('td', { class: 'mono' }, t.from_sandbox ?? ''),
+      h('td', { class: 'num' }, t.layer_bytes ? bytes(t.layer_bytes) : '–'), h('td', null, t.created_at),
+      h('td', null, button('Delete', async () => { if (!confirm(`Delete template ${t.name}?`)) return; await api('DELETE', `/v1/templates/${encodeURIComponent(t.name)}`); await templates() }, { class: 'danger' })))))
+  }
+
+  async function snapshots () {
+    const res = await api('GET', '/v1/snapshots', undefined, { signal })
+    replace(snapBody, (res.snapshots ?? []).map((s) => h('tr', null,
+      h('td', { class: 'mono' }, s.snapshot_id), h('td', { class: 'mono' }, s.sandbox_id ?? ''),
+      h('td', { class: 'num' }, s.size_bytes ? bytes(s.size_bytes) : '–'), h('td', null, s.created_at ?? ''),
+      h('td', null, button('Delete', async () => { if (!confirm(`Delete snapshot ${s.snapshot_id}?`)) return; await api('DELETE', `/v1/snapshots/${encodeURIComponent(s.snapshot_id)}`); await snapshots() }, { class: 'danger' })))))
+  }
+
+  await Promise.all([images(), templates(), snapshots()])
+  every(5000, signal, () => Promise.all([images(), templates(), snapshots()]))
+}
