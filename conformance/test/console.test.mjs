@@ -194,6 +194,11 @@ test('the console, driven in a browser as one of two owners', { timeout: BOOT_TI
       await noBobHere()
       await shot(hash.slice(2))
     }
+    // The daemon page names the runtime and the capacity.
+    await page.waitForFunction(() => {
+      const text = document.querySelector('#daemon-summary')?.textContent ?? ''
+      return text.includes('runtime="gvisor"') && text.includes('Sandbox capacity')
+    }, WAIT)
   })
 
   await t.test('logged no errors and opened no dialog', () => {

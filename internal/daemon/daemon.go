@@ -26,6 +26,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/image"
 	"github.com/hutch-dev/hutch/internal/jobs"
 	"github.com/hutch-dev/hutch/internal/mcpserver"
+	"github.com/hutch-dev/hutch/internal/metrics"
 	"github.com/hutch-dev/hutch/internal/runtime"
 	"github.com/hutch-dev/hutch/internal/sandbox"
 	"github.com/hutch-dev/hutch/internal/webhooks"
@@ -188,6 +189,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	mgr.ProtectPorts(listenPorts(ln.Addr().String(), opts.EngineListen)...)
 	table := functions.New(functions.Deps{Sandboxes: mgr, Files: mgr, Images: mgr, Metrics: mgr, Processes: mgr, Lifecycle: mgr, Snapshots: mgr, Events: mgr, Webhooks: hookAdmin, Alerts: mgr, Jobs: jobRunner, Interpreter: mgr, Ports: mgr, Networks: mgr, Environment: mgr, Volumes: mgr, Git: mgr, Observer: obs.metrics})
 	obs.attach(mgr.Live, images.CacheBytes)
+	obs.metrics.SetDaemon(metrics.Daemon{Runtime: rt.Name(), Abilities: runtime.AbilitiesOf(rt).String(), Capacity: cfg.MaxConcurrentSandboxes})
 	obs.metrics.WatchWarmPool(mgr.WarmPool)
 	obs.metrics.WatchWebhooks(hooks.Stats)
 	read, write, idle := cfg.HTTPTimeouts()

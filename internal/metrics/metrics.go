@@ -15,7 +15,7 @@
 //	hutch_errors_total{function,code}          counter   function calls that failed, by S-code
 //	hutch_image_cache_bytes                    gauge     size of the images in the cache
 //
-// plus the warm pool's (pool.go) and the Go runtime's and the process's
+// plus the daemon's runtime and capacity (daemon.go), the warm pool's (pool.go) and the Go runtime's and the process's
 // standard collectors.
 package metrics
 

@@ -21,6 +21,7 @@ export function parseMetrics (text) {
 
 const known = {
   hutch_sandboxes_live: ['Live sandboxes (every owner)', String],
+  hutch_sandboxes_capacity: ['Sandbox capacity (max_concurrent_sandboxes)', String],
   hutch_warm_pool_target: ['Warm pool target', String],
   hutch_warm_pool_ready: ['Warm pool ready', String],
   hutch_warm_pool_hit_ratio: ['Warm pool hit rate', (v) => `${(v * 100).toFixed(1)}%`],
@@ -46,6 +47,7 @@ export async function render (root, _params, signal) {
       metrics = parseMetrics(await (await request('GET', '/metrics', undefined, { signal })).text())
     } catch (err) { note = `metrics: ${err.message}` }
     const rows = [['Status', health.status], ['Version', health.version ?? '–']]
+    for (const m of metrics.filter((m) => m.name === 'hutch_runtime_info')) rows.push(['Runtime', m.labels])
     for (const [k, [label, fmt]] of Object.entries(known)) {
       const vals = metrics.filter((m) => m.name === k)
       if (vals.length) rows.push([label, vals.map((m) => fmt(m.value)).join(', ')])
