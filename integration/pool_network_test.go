@@ -1,0 +1,86 @@
+package integration
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hutch-dev/hutch/api"
+)
+
+// waitPoolAtLeast waits until image's pool holds at least want sandboxes.
+func (d *daemon) waitPoolAtLeast(image string, want float64) {
+	d.t.Helper()
+	var got float64
+	for deadline := time.Now().Add(5 * time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if got = d.poolReady(image); got >= want {
+			return
+		}
+	}
+	d.t.Fatalf("warm pool holds %v %s sandboxes, want at least %v", got, image, want)
+}
+
+// TestWarmPoolNetwork: with the automatic pool, a network create gives the
+// network shape a pool; the next network creates are served from it, each
+// with its own policy in force (allowed names and addresses reached, the
+// others refused, refusals recorded for it) and none with another's;
+// shutdown leaves no namespace, veth or nftables object behind.
+func TestWarmPoolNetwork(t *testing.T) {
+	allowed, other := privateTargetN(t, 0, "allowed"), privateTargetN(t, 1, "other")
+	allowedIP, allowedPort := hostOf(t, allowed)
+	otherIP, otherPort := hostOf(t, other)
+	resolver := testResolver(t, map[string]string{"allowed.test": allowedIP, "other.test": otherIP})
+	d := startDaemon(t, autoPoolConfig(fmt.Sprintf("block_private_networks: false\nsandbox_nameservers: [%q]\n", resolver)))
+	allowedByName, otherByName := "http://allowed.test:"+allowedPort+"/", "http://other.test:"+otherPort+"/"
+
+	// At rest the pool holds the base sandbox only, without a network.
+	d.waitPoolReady("python", 1)
+	seen := runscSandboxIDs(d.dataDir)
+	first := d.create(api.CreateRequest{Image: "python", Network: true})
+	d.wantClaims("python", 0, 0, 1)
+	if slices.Contains(seen, first) {
+		t.Errorf("the first network create %s took the base sandbox %v", first, seen)
+	}
+
+	claim := func(req api.CreateRequest) string {
+		t.Helper()
+		d.waitPoolAtLeast("python", 2) // the base and a network sandbox
+		pooled := runscSandboxIDs(d.dataDir)
+		seen = append(seen, pooled...)
+		id := d.create(req)
+		if !slices.Contains(pooled, id) {
+			t.Fatalf("network create %s is not one of the pool's %v", id, pooled)
+		}
+		return id
+	}
+	restricted := claim(api.CreateRequest{Image: "python", Egress: &api.EgressPolicy{AllowOut: []string{"allowed.test"}}})
+	d.wantClaims("python", 1, 0, 1)
+	got := d.fetch(restricted, allowedByName, otherByName, other)
+	if got[0] != "allowed" || !strings.Contains(got[1], "Name or service not known") || !strings.HasPrefix(got[2], "ERR") {
+		t.Fatalf("pooled, allow_out [allowed.test]: fetched %q; want allowed, a name error, a refusal", got)
+	}
+	if names := d.eventsOf(restricted, api.EventEgressDenied); len(names) == 0 || names[0]["name"] != "other.test" {
+		t.Errorf("egress.denied events of the pooled sandbox: %v", names)
+	}
+
+	denied := claim(api.CreateRequest{Image: "python", Egress: &api.EgressPolicy{DenyOut: []string{otherIP}}})
+	if got := d.fetch(denied, allowed, other); got[0] != "allowed" || !strings.HasPrefix(got[1], "ERR") {
+		t.Fatalf("pooled, deny_out [%s]: fetched %q; want allowed, a refusal", otherIP, got)
+	}
+
+	open := claim(api.CreateRequest{Image: "python", Network: true})
+	d.wantClaims("python", 3, 0, 1)
+	if got := d.fetch(open, allowedByName, other); got[0] != "allowed" || got[1] != "other" {
+		t.Fatalf("pooled, network: true: fetched %q; want both reached", got)
+	}
+	info, err := d.c.Get(t.Context(), open)
+	if err != nil || !info.Network || info.Egress != nil {
+		t.Errorf("pooled network: true sandbox: %+v, %v; want a network and no policy", info, err)
+	}
+
+	seen = append(seen, runscSandboxIDs(d.dataDir)...)
+	d.terminate()
+	assertNoLeftovers(t, d.dataDir, seen...)
+}
