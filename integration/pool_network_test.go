@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -28,12 +27,10 @@ func (d *daemon) waitPoolAtLeast(image string, want float64) {
 // others refused, refusals recorded for it) and none with another's;
 // shutdown leaves no namespace, veth or nftables object behind.
 func TestWarmPoolNetwork(t *testing.T) {
-	allowed, other := privateTargetN(t, 0, "allowed"), privateTargetN(t, 1, "other")
-	allowedIP, allowedPort := hostOf(t, allowed)
-	otherIP, otherPort := hostOf(t, other)
-	resolver := testResolver(t, map[string]string{"allowed.test": allowedIP, "other.test": otherIP})
-	d := startDaemon(t, autoPoolConfig(fmt.Sprintf("block_private_networks: false\nsandbox_nameservers: [%q]\n", resolver)))
-	allowedByName, otherByName := "http://allowed.test:"+allowedPort+"/", "http://other.test:"+otherPort+"/"
+	tg := newEgressTargets(t)
+	allowed, other, otherIP := tg.allowed, tg.other, tg.otherIP
+	allowedByName, otherByName := tg.allowedByName, tg.otherByName
+	d := startDaemon(t, autoPoolConfig(tg.config))
 
 	// At rest the pool holds the base sandbox only, without a network.
 	d.waitPoolReady("python", 1)
