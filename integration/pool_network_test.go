@@ -81,3 +81,31 @@ func TestWarmPoolNetwork(t *testing.T) {
 	d.terminate()
 	assertNoLeftovers(t, d.dataDir, seen...)
 }
+
+// TestWarmPoolNetworkDiscard: pool sandboxes with a network that a full
+// daemon discards to make room for creates leave no namespace, veth,
+// nftables object, process or mount behind while the daemon runs on.
+func TestWarmPoolNetworkDiscard(t *testing.T) {
+	d := startDaemon(t, autoPoolConfig("max_concurrent_sandboxes: 3\n"))
+	d.waitPoolReady("python", 1)
+	base := runscSandboxIDs(d.dataDir)
+	first := d.create(api.CreateRequest{Image: "python", Network: true})
+	d.waitPoolAtLeast("python", 2) // all the room left: the base and a network sandbox
+	var pooled []string
+	for _, id := range runscSandboxIDs(d.dataDir) {
+		if id != first && !slices.Contains(base, id) {
+			pooled = append(pooled, id)
+		}
+	}
+	if len(pooled) == 0 {
+		t.Fatalf("no pool sandbox with a network among %v", runscSandboxIDs(d.dataDir))
+	}
+	// Two creates of another shape boot, each discarding a pool sandbox.
+	for range 2 {
+		d.create(api.CreateRequest{Image: "python", MemoryMB: 1024})
+	}
+	if got := d.poolReady("python"); got != 0 {
+		t.Errorf("a full daemon's pool holds %v sandboxes, want 0", got)
+	}
+	assertNoLeftovers(t, "", pooled...)
+}
