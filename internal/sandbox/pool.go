@@ -244,7 +244,8 @@ func (m *Manager) startWarm() {
 // claimWarm takes a pool sandbox for a create whose request and resolved
 // limits are given, or returns nil when the create should boot its own.
 // The sandbox it returns is recorded as the caller's, with req's name,
-// env, limits and life terms, and still has to be registered. The create
+// env, limits, egress policy and life terms, and still has to be
+// registered. The create
 // counts toward its shape's demand either way.
 func (m *Manager) claimWarm(ctx context.Context, req api.CreateRequest, cpus, mem uint32, t terms) *sandbox {
 	p := m.pool
