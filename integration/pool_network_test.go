@@ -61,6 +61,12 @@ func TestWarmPoolNetwork(t *testing.T) {
 	if names := d.eventsOf(restricted, api.EventEgressDenied); len(names) == 0 || names[0]["name"] != "other.test" {
 		t.Errorf("egress.denied events of the pooled sandbox: %v", names)
 	}
+	// The refused connection is counted for the sandbox that made it.
+	for deadline := time.Now().Add(60 * time.Second); !hasCount(d.eventsOf(restricted, api.EventEgressDenied)); time.Sleep(time.Second) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no counted egress.denied event: %v", d.eventsOf(restricted, api.EventEgressDenied))
+		}
+	}
 
 	denied := claim(api.CreateRequest{Image: "python", Egress: &api.EgressPolicy{DenyOut: []string{otherIP}}})
 	if got := d.fetch(denied, allowed, other); got[0] != "allowed" || !strings.HasPrefix(got[1], "ERR") {
