@@ -78,17 +78,38 @@ func (d *daemon) eventsOf(id, typ string) []map[string]any {
 	return out
 }
 
+// egressTargets are two HTTP servers outside the host's namespace that
+// answer "allowed" and "other", and a test resolver naming them
+// allowed.test and other.test: their URLs by address and by name, and the
+// daemon config that lets sandboxes reach them through that resolver.
+type egressTargets struct {
+	allowed, other             string // by address
+	allowedByName, otherByName string
+	otherIP, otherPort         string
+	config                     string
+}
+
+// newEgressTargets starts the targets and resolver; t's cleanup ends them.
+func newEgressTargets(t *testing.T) egressTargets {
+	t.Helper()
+	e := egressTargets{allowed: privateTargetN(t, 0, "allowed"), other: privateTargetN(t, 1, "other")}
+	allowedIP, allowedPort := hostOf(t, e.allowed)
+	e.otherIP, e.otherPort = hostOf(t, e.other)
+	resolver := testResolver(t, map[string]string{"allowed.test": allowedIP, "other.test": e.otherIP})
+	e.config = fmt.Sprintf("block_private_networks: false\nsandbox_nameservers: [%q]\n", resolver)
+	e.allowedByName, e.otherByName = "http://allowed.test:"+allowedPort+"/", "http://other.test:"+e.otherPort+"/"
+	return e
+}
+
 // TestEgressPolicy: a sandbox allowed one name, served by a test resolver
 // and HTTP server outside the host's namespace, reaches it and neither
 // another name nor another address; a new policy turns that around; the
 // refusals are counted and recorded; bad policies change nothing.
 func TestEgressPolicy(t *testing.T) {
-	allowed, other := privateTargetN(t, 0, "allowed"), privateTargetN(t, 1, "other")
-	allowedIP, allowedPort := hostOf(t, allowed)
-	otherIP, otherPort := hostOf(t, other)
-	resolver := testResolver(t, map[string]string{"allowed.test": allowedIP, "other.test": otherIP})
-	d := startDaemon(t, baseConfig(fmt.Sprintf("block_private_networks: false\nsandbox_nameservers: [%q]\n", resolver)))
-	allowedByName, otherByName := "http://allowed.test:"+allowedPort+"/", "http://other.test:"+otherPort+"/"
+	tg := newEgressTargets(t)
+	allowed, other, otherIP, otherPort := tg.allowed, tg.other, tg.otherIP, tg.otherPort
+	allowedByName, otherByName := tg.allowedByName, tg.otherByName
+	d := startDaemon(t, baseConfig(tg.config))
 
 	id := d.create(api.CreateRequest{Image: "python", Egress: &api.EgressPolicy{AllowOut: []string{"allowed.test"}}})
 	got := d.fetch(id, allowedByName, otherByName, other)

@@ -175,6 +175,6 @@ func e2bCreateNote(n int, booted []string, pool, image string, poolDaemon bool) 
 		where = "a daemon with the default warm pool settings (sized by demand); "
 	}
 	return fmt.Sprintf("%s%s; the pool (%s %s sandboxes) is full before each run and each sandbox is killed after it, off the clock; "+
-		"the body is Sandbox.create's with allowInternetAccess: false: the SDK's default (true) asks for a network sandbox, which no pool sandbox is, so it boots",
+		"the body is Sandbox.create's with allowInternetAccess: false: the SDK's default (true) asks for a network sandbox, which a pool sized by demand keeps once network creates were asked for (a pinned pool never does)",
 		where, served, pool, image)
 }

@@ -20,7 +20,7 @@ var (
 	poolReadyDesc = prometheus.NewDesc("hutch_warm_pool_ready",
 		"Pre-booted sandboxes waiting in an image's warm pool.", []string{"image"}, nil)
 	poolClaimsDesc = prometheus.NewDesc("hutch_warm_pool_claims_total",
-		"Creates of an image that has a warm pool, by result: hit (took a pool sandbox), empty (none was ready), shape (asked for more cpus or memory than any of the pool's shapes, or for a network).",
+		"Creates of an image that has a warm pool, by result: hit (took a pool sandbox), empty (none was ready), shape (asked for more cpus or memory than any of the pool's shapes, for volumes, or for a network the pool could not give).",
 		[]string{"image", "result"}, nil)
 	poolHitRatioDesc = prometheus.NewDesc("hutch_warm_pool_hit_ratio",
 		"Share of an image's creates that took a warm pool sandbox, since the daemon started.", []string{"image"}, nil)

@@ -181,18 +181,29 @@ func (m *Manager) UpdateNetwork(ctx context.Context, req api.NetworkUpdateReques
 	if err := networked(sb); err != nil {
 		return api.SandboxNetwork{}, err
 	}
+	if err := m.applyEgress(ctx, sb, pol); err != nil {
+		return api.SandboxNetwork{}, err
+	}
+	return m.sandboxNetwork(ctx, sb), nil
+}
+
+// applyEgress makes pol (nil: none) sb's egress policy: its firewall chain
+// rewritten and its sets emptied of what they held or had learned, then
+// its resolver's names. sandbox::network::update and a claim from the
+// warm pool (pool_network.go) both take this path.
+func (m *Manager) applyEgress(ctx context.Context, sb *sandbox, pol *egressPolicy) error {
 	fw, err := m.firewall()
 	if err != nil {
-		return api.SandboxNetwork{}, err
+		return err
 	}
 	sb.egressMu.Lock()
 	defer sb.egressMu.Unlock()
 	if err := fw.SetEgress(ctx, sb.rec.ID, pol.firewallRules()); err != nil {
-		return api.SandboxNetwork{}, errdefs.Wrap(errdefs.CodeInternal, err, "changing the egress policy")
+		return errdefs.Wrap(errdefs.CodeInternal, err, "changing the egress policy")
 	}
 	sb.setEgress(pol)
 	m.watchDenials(pol)
-	return m.sandboxNetwork(ctx, sb), nil
+	return nil
 }
 
 // firewallRules are p's address rules; none for no policy.

@@ -3,16 +3,18 @@ package sandbox
 // The warm pool: sandboxes booted ahead of demand, per image (config
 // warm_pool), so that a create takes one instead of waiting for a boot.
 //
-// A pool sandbox is booted with the image's pool shape (default cpus and
-// memory, capped by per_image_caps; no network) by one background refill
-// loop, one boot at a time. Until a create claims it, it belongs to no
+// A pool sandbox is booted with its pool's shape (cpus, memory and
+// whether it has a network: pool_plan.go, pool_network.go) by one
+// background refill loop. Until a create claims it, it belongs to no
 // owner, is not listed, is never reaped for idleness and is not in the
 // metadata store, so a daemon that crashes never re-adopts it (start-up
 // reconciliation destroys it with every other leftover runtime). A create
-// fits the pool when it asks for no network and for at most the pool
-// shape's cpus and memory; claiming applies its env (the manager keeps env
-// on the host side, so that is free), smaller limits (a cgroup update) and
-// its idle timeout, then records it as a sandbox of the caller.
+// fits a pool when it asks for no volumes, for a network exactly when the
+// pool has one, and for at most the pool shape's cpus and memory; claiming
+// applies its env (the manager keeps env on the host side, so that is
+// free), smaller limits (a cgroup update), its egress policy (for a
+// network) and its idle timeout, then records it as a sandbox of the
+// caller.
 //
 // Capacity: pool sandboxes count toward max_concurrent_sandboxes, but
 // never at the expense of a create. A create that does not take from the
@@ -61,7 +63,7 @@ const (
 const (
 	warmHit    = "hit"
 	warmEmpty  = "empty" // no pool sandbox was ready
-	warmMisfit = "shape" // the create asked for more, or for a network
+	warmMisfit = "shape" // the create asked for more, for volumes, or its network could not be given
 )
 
 // warmPool is the manager's pool. Its maps are guarded by Manager.mu.
@@ -143,7 +145,8 @@ type WarmPoolStat struct {
 	Ready  int
 	// Claims counts creates of the image by result: "hit" (took a pool
 	// sandbox), "empty" (none was ready), "shape" (asked for more cpus or
-	// memory than any of the pool's shapes, or for a network).
+	// memory than any of the pool's shapes, for volumes, or for a
+	// network the pool could not give).
 	Claims map[string]uint64
 }
 
@@ -241,20 +244,22 @@ func (m *Manager) startWarm() {
 // claimWarm takes a pool sandbox for a create whose request and resolved
 // limits are given, or returns nil when the create should boot its own.
 // The sandbox it returns is recorded as the caller's, with req's name,
-// env, limits and life terms, and still has to be registered. The create
+// env, limits, egress policy and life terms, and still has to be
+// registered. The create
 // counts toward its shape's demand either way.
 func (m *Manager) claimWarm(ctx context.Context, req api.CreateRequest, cpus, mem uint32, t terms) *sandbox {
 	p := m.pool
 	if p == nil || !p.covers(req.Image) {
 		return nil
 	}
-	// A network (its own namespace and policy) and volumes (mounted at
-	// boot) are a sandbox's from its boot on: no pool sandbox has them.
-	if req.Network || len(req.Volumes) > 0 {
+	// Volumes are mounted at boot: no pool sandbox has them. A network
+	// is pooled (pool_network.go) when the claim can give it the create's
+	// policy and gateway.
+	if len(req.Volumes) > 0 || req.Network && !m.warmNetworkFits(req.Env) {
 		m.countWarm(req.Image, warmMisfit)
 		return nil
 	}
-	want := warmShape{cpus: cpus, memoryMB: mem}
+	want := warmShape{cpus: cpus, memoryMB: mem, network: req.Network}
 	m.mu.Lock()
 	p.noteLocked(req.Image, want, p.now())
 	m.mu.Unlock()
@@ -289,6 +294,16 @@ func (m *Manager) claimWarm(ctx context.Context, req api.CreateRequest, cpus, me
 		rec.CPUs, rec.MemoryMB = cpus, mem
 		t.apply(rec)
 		rec.CreatedAt = time.Now().UTC()
+		if rec.Network {
+			if err := m.claimNetwork(ctx, sb, req.Egress); err != nil {
+				// Fail closed: the sandbox may not keep a policy other
+				// than the create's.
+				m.log.Warn("applying a create's network to a warm pool sandbox", "sandbox", rec.ID, "err", err)
+				m.discardWarm(sb, poolEnd("could not apply the create's network"))
+				m.countWarm(req.Image, warmMisfit)
+				return nil
+			}
+		}
 		sb.baseEnv = baseEnv(sb.user, sb.image, rec.Env)
 		sb.touch()
 		if err := m.admit(sb); err != nil {
@@ -599,6 +614,7 @@ func (m *Manager) bootWarm(ctx context.Context, key warmKey) (*sandbox, error) {
 		Runtime:         m.rt.Name(),
 		CPUs:            key.shape.cpus,
 		MemoryMB:        key.shape.memoryMB,
+		Network:         key.shape.network,
 		IdleTimeoutSecs: m.cfg.DefaultIdleTimeoutSecs,
 		CreatedAt:       time.Now().UTC(),
 	}

@@ -7,7 +7,7 @@ package sandbox
 //   - The first preset of image_allowlist keeps one sandbox of its default
 //     shape once its image is built, so that a newcomer's first create
 //     after the build is served from the pool.
-//   - Every shape (cpus, memory) a create asked for within warmIdleAfter
+//   - Every shape (cpus, memory, network) a create asked for within warmIdleAfter
 //     keeps at least one sandbox, for the warmShapesPerImage shapes of an
 //     image asked for last.
 //   - A shape's pool grows with its create rate λ over the last
@@ -64,15 +64,19 @@ const (
 	warmMaxTimes = 1024
 )
 
-// warmShape is the limits pool sandboxes boot with.
+// warmShape is what pool sandboxes boot with: their limits, and whether
+// they have a network (their own namespace, veth and egress chain, with
+// no policy until a create claims one: pool_network.go).
 type warmShape struct {
 	cpus, memoryMB uint32
+	network        bool
 }
 
 // fits reports whether a sandbox of shape s can serve a create asking for
-// want: no more cpus nor memory than s (claimWarm lowers its limits).
+// want: the same network or none, no more cpus nor memory than s
+// (claimWarm lowers its limits).
 func (s warmShape) fits(want warmShape) bool {
-	return want.cpus <= s.cpus && want.memoryMB <= s.memoryMB
+	return want.network == s.network && want.cpus <= s.cpus && want.memoryMB <= s.memoryMB
 }
 
 // warmKey names one pool: an image and a shape.
@@ -82,12 +86,28 @@ type warmKey struct {
 }
 
 func (k warmKey) String() string {
-	return fmt.Sprintf("%s/%dcpu/%dMB", k.image, k.shape.cpus, k.shape.memoryMB)
+	s := fmt.Sprintf("%s/%dcpu/%dMB", k.image, k.shape.cpus, k.shape.memoryMB)
+	if k.shape.network {
+		s += "/network"
+	}
+	return s
 }
 
 // compareKeys orders keys by image, then shape, for stable plans.
 func compareKeys(a, b warmKey) int {
-	return cmp.Or(cmp.Compare(a.image, b.image), cmp.Compare(a.shape.cpus, b.shape.cpus), cmp.Compare(a.shape.memoryMB, b.shape.memoryMB))
+	return cmp.Or(cmp.Compare(a.image, b.image), compareBool(a.shape.network, b.shape.network),
+		cmp.Compare(a.shape.cpus, b.shape.cpus), cmp.Compare(a.shape.memoryMB, b.shape.memoryMB))
+}
+
+// compareBool orders false before true.
+func compareBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
 }
 
 // shapeDemand is the recent creates of one shape of an image.

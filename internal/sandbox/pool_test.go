@@ -30,13 +30,13 @@ func TestNewWarmPool(t *testing.T) {
 		{
 			name:        "pinned sizes, default limits",
 			yaml:        "warm_pool_auto: false\nwarm_pool: {python: 2, node: 0}\n",
-			wantTargets: map[warmKey]int{{"python", warmShape{1, 512}}: 2},
+			wantTargets: map[warmKey]int{{"python", warmShape{cpus: 1, memoryMB: 512}}: 2},
 		},
 		{
 			name: "per-image caps lower the shape",
 			yaml: "warm_pool_auto: false\ndefault_cpus: 2\ndefault_memory_mb: 1024\nwarm_pool: {python: 1, node: 1}\n" +
 				"per_image_caps: {python: {max_memory_mb: 256}, node: {max_cpus: 1}}\n",
-			wantTargets: map[warmKey]int{{"python", warmShape{2, 256}}: 1, {"node", warmShape{1, 1024}}: 1},
+			wantTargets: map[warmKey]int{{"python", warmShape{cpus: 2, memoryMB: 256}}: 1, {"node", warmShape{cpus: 1, memoryMB: 1024}}: 1},
 		},
 	}
 	for _, tt := range tests {
@@ -110,9 +110,9 @@ func (c planClock) plan(at time.Duration) map[warmKey]int {
 }
 
 var (
-	pyDefault = warmKey{"python", warmShape{1, 512}}
-	pyLarge   = warmKey{"python", warmShape{2, 1024}}
-	nodeSmall = warmKey{"node", warmShape{1, 256}}
+	pyDefault = warmKey{"python", warmShape{cpus: 1, memoryMB: 512}}
+	pyLarge   = warmKey{"python", warmShape{cpus: 2, memoryMB: 1024}}
+	nodeSmall = warmKey{"node", warmShape{cpus: 1, memoryMB: 256}}
 )
 
 // TestWarmPlanFollowsRate: the automatic pool grows with a steady create
@@ -196,10 +196,10 @@ func TestWarmPlanBounds(t *testing.T) {
 	t.Run("shapes per image", func(t *testing.T) {
 		c := newPlanPool(t, time.Second, nil)
 		for i := range warmShapesPerImage + 1 {
-			c.create("node", warmShape{1, uint32(256 + i)}, time.Duration(i)*time.Second)
+			c.create("node", warmShape{cpus: 1, memoryMB: uint32(256 + i)}, time.Duration(i)*time.Second)
 		}
 		got := c.plan(10 * time.Second)
-		if _, ok := got[warmKey{"node", warmShape{1, 256}}]; ok || len(got) != warmShapesPerImage+1 {
+		if _, ok := got[warmKey{"node", warmShape{cpus: 1, memoryMB: 256}}]; ok || len(got) != warmShapesPerImage+1 {
 			t.Errorf("%d node shapes: %v, want the last %d (and the python base)", warmShapesPerImage+1, got, warmShapesPerImage)
 		}
 	})

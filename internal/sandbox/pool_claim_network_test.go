@@ -1,0 +1,139 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/config"
+	"github.com/hutch-dev/hutch/internal/netplumb"
+	"github.com/hutch-dev/hutch/internal/runtime"
+	"github.com/hutch-dev/hutch/internal/runtime/runtimetest"
+)
+
+// fakeFirewall is the in-process runtime with a firewall that records the
+// policies set and fails them on demand: a fake, because the real one
+// (netplumb) needs root and nftables, and its failures cannot be caused
+// at will (the integration tests run the real one).
+type fakeFirewall struct {
+	*runtimetest.Runtime
+
+	mu sync.Mutex
+	// set are the policies SetEgress was given by sandbox id, failing
+	// makes it fail; guarded by mu.
+	set     map[string][]netplumb.Egress
+	failing bool
+}
+
+var _ runtime.Firewall = (*fakeFirewall)(nil)
+
+func (f *fakeFirewall) SetEgress(_ context.Context, id string, e netplumb.Egress) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.failing {
+		return errors.New("nft: injected failure")
+	}
+	f.set[id] = append(f.set[id], e)
+	return nil
+}
+
+func (f *fakeFirewall) Learn(context.Context, string, []netip.Addr, uint16, time.Duration) error {
+	return nil
+}
+
+func (f *fakeFirewall) SetPeers(context.Context, [][2]string) error { return nil }
+
+func (f *fakeFirewall) Denied(context.Context) (map[string]uint64, error) {
+	return map[string]uint64{}, nil
+}
+
+// TestWarmPoolNetworkClaim: a network create gives the network shape a
+// pool; a claim from it puts the create's policy in force before the
+// create answers; when that fails, the pool sandbox is destroyed and the
+// create boots its own with its policy in its spec.
+func TestWarmPoolNetworkClaim(t *testing.T) {
+	var fw *fakeFirewall
+	m, rt, _ := inprocessWith(t, func(c *config.Config) { c.WarmPoolAuto = true }, func(o *Options) {
+		fw = &fakeFirewall{Runtime: o.Runtime.(*runtimetest.Runtime), set: map[string][]netplumb.Egress{}}
+		o.Runtime = fw
+	})
+	var mu sync.Mutex
+	specs := map[string]runtime.Spec{}
+	rt.BeforeStart(func(_ context.Context, spec runtime.Spec) error {
+		mu.Lock()
+		specs[spec.ID] = spec
+		mu.Unlock()
+		return nil
+	})
+	pooledNetwork := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		var ids []string
+		for id, sp := range specs {
+			if sp.Network && !sp.Egress.Restricted && len(sp.Egress.Deny) == 0 && rt.Instance(id) != nil {
+				ids = append(ids, id)
+			}
+		}
+		return ids
+	}
+	eventually(t, "the base python sandbox is ready", func() bool { return poolOf(m, "python").Ready == 1 })
+	create(t, m, api.CreateRequest{Image: "python", Network: true})
+	if st := poolOf(m, "python"); st.Claims[warmMisfit] != 1 {
+		t.Fatalf("claims = %v, want the first network create booted", st.Claims)
+	}
+	eventually(t, "the network pool fills", func() bool { return poolOf(m, "python").Ready >= 2 })
+
+	policy := &api.EgressPolicy{AllowOut: []string{"10.1.2.0/24:443"}}
+	pooled := pooledNetwork()
+	id := create(t, m, api.CreateRequest{Image: "python", Egress: policy})
+	if !slices.Contains(pooled, id) {
+		t.Fatalf("create with a policy %s is not one of the pooled %v", id, pooled)
+	}
+	fw.mu.Lock()
+	got := fw.set[id]
+	fw.mu.Unlock()
+	if len(got) != 1 || !got[0].Restricted || len(got[0].Allow) != 1 {
+		t.Errorf("policies set on the claimed sandbox: %+v, want the create's", got)
+	}
+	info, err := m.Get(context.Background(), api.GetRequest{SandboxID: id})
+	if err != nil || !info.Network || info.Egress == nil || info.Egress.AllowOut[0] != policy.AllowOut[0] {
+		t.Errorf("claimed sandbox: %+v, %v", info, err)
+	}
+
+	// Fail closed.
+	eventually(t, "the network pool refills", func() bool { return poolOf(m, "python").Ready >= 2 })
+	fw.mu.Lock()
+	fw.failing = true
+	fw.mu.Unlock()
+	pooled = pooledNetwork()
+	id = create(t, m, api.CreateRequest{Image: "python", Egress: policy})
+	if slices.Contains(pooled, id) {
+		t.Fatalf("create %s was handed pool sandbox whose policy failed", id)
+	}
+	mu.Lock()
+	spec := specs[id]
+	mu.Unlock()
+	if !spec.Network || !spec.Egress.Restricted {
+		t.Errorf("cold boot after a failed claim: spec network %v, egress %+v; want the create's policy", spec.Network, spec.Egress)
+	}
+	if st := poolOf(m, "python"); st.Claims[warmHit] != 1 || st.Claims[warmMisfit] != 2 {
+		t.Errorf("claims = %v, want 1 hit and 2 misfits", st.Claims)
+	}
+	eventually(t, "the pool sandbox whose policy failed is destroyed", func() bool {
+		for _, p := range pooled {
+			if inst := rt.Instance(p); inst != nil {
+				select {
+				case <-inst.Done():
+					return true
+				default:
+				}
+			}
+		}
+		return false
+	})
+}
