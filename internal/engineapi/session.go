@@ -90,6 +90,7 @@ func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
 	defer stopClose()
 	go sess.pinger()
 	err := sess.readLoop()
+	s.workers.leaving(sess.worker())
 	cancel()
 	sess.calls.Wait()
 	conn.CloseNow()

@@ -16,6 +16,10 @@ import (
 const (
 	reattachTTL        = 10 * time.Minute
 	maxRememberedIdles = 4096
+	// reattachWait is how long a reattach waits for the previous
+	// connection of its worker to finish closing (a client that
+	// reconnects at once may be quicker than the server's teardown).
+	reattachWait = 10 * time.Second
 )
 
 // workers remembers the worker ids handed out, so that a client that
@@ -29,6 +33,9 @@ type workers struct {
 type workerRecord struct {
 	tokenHash [sha256.Size]byte
 	connected bool
+	// gone, while the worker's connection is closing, is closed when it
+	// has disconnected; nil otherwise.
+	gone chan struct{}
 	// leftAt is when the worker disconnected.
 	leftAt time.Time
 	// cursors is the last event each of its triggers delivered, by
@@ -58,22 +65,47 @@ func (w *workers) add() (id, token string) {
 }
 
 // reattach moves the connection of worker current to the disconnected
-// worker prev when token is prev's; it returns prev's new token.
+// worker prev when token is prev's; it returns prev's new token. A
+// reattach to a worker whose connection is closing waits (up to
+// reattachWait) for it to disconnect.
 func (w *workers) reattach(prev, token, current string) (string, bool) {
+	got := sha256.Sum256([]byte(token))
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	rec, ok := w.m[prev]
-	if !ok || rec.connected || prev == current {
-		return "", false
+	for {
+		rec, ok := w.m[prev]
+		if !ok || prev == current || subtle.ConstantTimeCompare(got[:], rec.tokenHash[:]) != 1 {
+			return "", false
+		}
+		if !rec.connected {
+			delete(w.m, current)
+			newTok, hash := newToken()
+			rec.tokenHash, rec.connected = hash, true
+			return newTok, true
+		}
+		gone := rec.gone
+		if gone == nil {
+			return "", false // connected and not closing: another connection has it
+		}
+		w.mu.Unlock()
+		select {
+		case <-gone:
+			w.mu.Lock()
+		case <-time.After(reattachWait):
+			w.mu.Lock()
+			return "", false
+		}
 	}
-	got := sha256.Sum256([]byte(token))
-	if subtle.ConstantTimeCompare(got[:], rec.tokenHash[:]) != 1 {
-		return "", false
+}
+
+// leaving marks worker id's connection as closing: a reattach to it
+// waits for disconnect.
+func (w *workers) leaving(id string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if rec, ok := w.m[id]; ok && rec.gone == nil {
+		rec.gone = make(chan struct{})
 	}
-	delete(w.m, current)
-	newTok, hash := newToken()
-	rec.tokenHash, rec.connected = hash, true
-	return newTok, true
 }
 
 // disconnect marks worker id gone; it may reattach for reattachTTL.
@@ -82,6 +114,10 @@ func (w *workers) disconnect(id string) {
 	defer w.mu.Unlock()
 	if rec, ok := w.m[id]; ok {
 		rec.connected, rec.leftAt = false, time.Now()
+		if rec.gone != nil {
+			close(rec.gone)
+			rec.gone = nil
+		}
 	}
 }
 
