@@ -1,0 +1,80 @@
+package microvm
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/hutch-dev/hutch/internal/agent/vmspec"
+	"github.com/hutch-dev/hutch/internal/config"
+)
+
+// minMemoryMB is the least memory a VM gets: its kernel and agent need
+// some of it before the sandbox's processes get any.
+const minMemoryMB = 192
+
+// vmConfig is one VM's QEMU command line, in parts.
+type vmConfig struct {
+	accel    string // "kvm" or "tcg"
+	kernel   string
+	initrd   string
+	rootDisk string // the image's disk, attached read-only
+	socket   string // unix socket QEMU listens on for the agent's port
+	cpus     uint32
+	memoryMB uint32
+	cmdline  string
+}
+
+// qemuArgs are QEMU's arguments for c: the microvm machine with nothing
+// but a serial console (isa-serial: the kernel's console; the microvm
+// machine also needs its RTC to boot), the root disk and the agent's
+// virtio-serial port. QEMU exits when the guest's kernel panics, which it
+// does when the agent, its init, exits.
+func qemuArgs(c vmConfig) []string {
+	args := []string{
+		"-M", "microvm,isa-serial=on",
+		"-nodefaults", "-no-user-config", "-nographic", "-no-reboot",
+		"-serial", "stdio",
+	}
+	if c.accel == config.AccelKVM {
+		args = append(args, "-accel", "kvm", "-cpu", "host,-arch-capabilities")
+	} else {
+		args = append(args, "-accel", "tcg", "-cpu", "max")
+	}
+	cpus := max(c.cpus, 1)
+	return append(args,
+		"-smp", strconv.FormatUint(uint64(cpus), 10),
+		"-m", strconv.FormatUint(uint64(max(c.memoryMB, minMemoryMB)), 10),
+		"-kernel", c.kernel, "-initrd", c.initrd, "-append", c.cmdline,
+		"-drive", "id=root,file="+c.rootDisk+",format=raw,if=none,readonly=on",
+		"-device", "virtio-blk-device,drive=root,serial="+vmspec.RootSerial,
+		"-device", "virtio-serial-device",
+		"-chardev", "socket,id=agent,path="+c.socket+",server=on,wait=off",
+		"-device", "virtserialport,chardev=agent,name="+vmspec.PortName,
+	)
+}
+
+// hostnameRE matches the host names put on the kernel command line (one
+// word, no "=").
+var hostnameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9.-]{0,62}$`)
+
+// kernelCmdline is the guest kernel's command line: the serial console,
+// reboot (so QEMU exit) at once on panic, and the vmspec keys. A tscKHz
+// (under TCG, whose guest TSC is the host's) spares the guest kernel its
+// TSC calibration against the emulated PIT, which fails on a busy host
+// and then hangs the boot; tsc=reliable keeps it from later distrusting
+// the TSC for the jitter of emulation.
+func kernelCmdline(hostname string, writableMB, tscKHz uint64) string {
+	words := []string{"console=ttyS0", "panic=-1", "quiet", "cryptomgr.notests", vmspec.KeyVM + "=1"}
+	if tscKHz > 0 {
+		words = append(words, fmt.Sprintf("tsc_early_khz=%d", tscKHz), "tsc=reliable")
+	}
+	if hostnameRE.MatchString(hostname) {
+		words = append(words, vmspec.KeyHostname+"="+hostname)
+	}
+	if writableMB > 0 {
+		words = append(words, fmt.Sprintf("%s=%d", vmspec.KeyWritableMB, writableMB))
+	}
+	return strings.Join(words, " ")
+}

@@ -1,0 +1,199 @@
+package microvm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/hutch-dev/hutch/internal/cleanup"
+	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/runtime"
+)
+
+// Files in a sandbox's directory.
+const (
+	socketName  = "agent.sock" // QEMU's end of the agent's port
+	pidFileName = "qemu.pid"   // QEMU's pid, for Reconcile
+)
+
+// maxSocketPath is the longest unix socket path Linux takes, less its NUL.
+const maxSocketPath = 107
+
+// connectTimeout bounds the wait for QEMU to listen on the agent's socket.
+const connectTimeout = 10 * time.Second
+
+// Start boots a sandbox's VM and connects to its agent's port. The agent
+// answers once the guest has booted (seconds under TCG): the caller's
+// session waits for it. Any failure undoes everything and returns an S300
+// (boot failed) error.
+func (r *Runtime) Start(ctx context.Context, spec runtime.Spec) (_ runtime.Instance, retErr error) {
+	id := spec.ID
+	if err := checkSpec(spec); err != nil {
+		return nil, errdefs.Wrap(errdefs.CodeBootFailed, err, "starting sandbox "+id)
+	}
+	if err := r.claim(id); err != nil {
+		return nil, errdefs.Wrap(errdefs.CodeBootFailed, err, "starting sandbox "+id)
+	}
+	var undo cleanup.Stack
+	defer undo.RunUnless(ctx, &retErr)
+	undo.Push("releasing the sandbox id", func(context.Context) error { r.forget(id); return nil })
+	inst, err := r.start(ctx, spec, &undo)
+	if err != nil {
+		return nil, errdefs.Wrap(errdefs.CodeBootFailed, err, "starting sandbox "+id)
+	}
+	r.mu.Lock()
+	r.live[id] = inst
+	r.mu.Unlock()
+	return inst, nil
+}
+
+// checkSpec rejects what this runtime cannot do yet, and bad ids.
+func checkSpec(spec runtime.Spec) error {
+	switch {
+	case !validID.MatchString(spec.ID):
+		return fmt.Errorf("invalid sandbox id %q", spec.ID)
+	case spec.Image.Kind != runtime.ArtifactBlock || spec.AgentPath == "":
+		return errors.New("spec needs a block image (Prepare) and an agent path")
+	case spec.Network:
+		return errors.New("network is not supported by the microvm runtime yet")
+	case len(spec.Mounts) > 0:
+		return errors.New("mounts are not supported by the microvm runtime yet")
+	case spec.UpperLayer != "":
+		return errors.New("starting from a captured layer is not supported by the microvm runtime")
+	}
+	return nil
+}
+
+// start does Start's work, pushing an undo step for each piece.
+func (r *Runtime) start(ctx context.Context, spec runtime.Spec, undo *cleanup.Stack) (*instance, error) {
+	id := spec.ID
+	initrd, err := r.initramfsFor(spec.AgentPath)
+	if err != nil {
+		return nil, err
+	}
+	dir := r.sandboxDir(id)
+	sock := filepath.Join(dir, socketName)
+	if len(sock) > maxSocketPath {
+		return nil, fmt.Errorf("socket path %s is longer than %d bytes: use a shorter data directory", sock, maxSocketPath)
+	}
+	// The directory is the first thing created and the last removed, so
+	// its presence marks a sandbox to reconcile.
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating sandbox directory: %w", err)
+	}
+	undo.Push("removing the sandbox directory", func(context.Context) error { return os.RemoveAll(dir) })
+
+	args := qemuArgs(vmConfig{
+		accel: r.accel, kernel: r.kernel.path, initrd: initrd, rootDisk: spec.Image.Path, socket: sock,
+		cpus: spec.CPUs, memoryMB: spec.MemoryMB, cmdline: kernelCmdline(spec.Hostname, spec.WritableLayerMB, r.tscKHz),
+	})
+	console := newTailBuffer(consoleTailSize)
+	cmd := exec.Command(r.qemu, args...)
+	cmd.Stdout, cmd.Stderr = console, console
+	// Keep terminal signals sent to the daemon's process group away.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("running qemu: %w", err)
+	}
+	inst := newInstance(r, id, dir, cmd, console)
+	undo.Push("stopping qemu", func(ctx context.Context) error { return inst.kill(ctx) })
+	if err := os.WriteFile(filepath.Join(dir, pidFileName), []byte(strconv.Itoa(cmd.Process.Pid)), 0o600); err != nil {
+		return nil, fmt.Errorf("writing the pid file: %w", err)
+	}
+	conn, err := dialAgent(ctx, sock, inst.done)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s", err, lastLine(console.String()))
+	}
+	inst.conn = conn
+	return inst, nil
+}
+
+// dialAgent connects to QEMU's agent socket, waiting for QEMU to listen
+// until ctx ends, connectTimeout passes or QEMU exits (done).
+func dialAgent(ctx context.Context, sock string, done <-chan struct{}) (net.Conn, error) {
+	deadline := time.Now().Add(connectTimeout)
+	for {
+		var d net.Dialer
+		c, err := d.DialContext(ctx, "unix", sock)
+		if err == nil {
+			return c, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("connecting to the agent's port: %w", ctx.Err())
+		case <-done:
+			return nil, errors.New("qemu exited before it opened the agent's port")
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("connecting to the agent's port: %w", err)
+		}
+	}
+}
+
+// agentKey names an agent binary's version: its path, size and mtime.
+type agentKey struct {
+	path  string
+	size  int64
+	mtime time.Time
+}
+
+// initramfsFor returns the initramfs for agent, building it on first use.
+func (r *Runtime) initramfsFor(agent string) (string, error) {
+	abs, err := filepath.Abs(agent)
+	if err != nil {
+		return "", err
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return "", fmt.Errorf("agent: %w", err)
+	}
+	key := agentKey{path: abs, size: fi.Size(), mtime: fi.ModTime()}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if p, ok := r.initramfs[key]; ok {
+		return p, nil
+	}
+	p, err := buildInitramfs(r.initramfsDir(), initramfsInputs{agent: abs, modules: r.kernel.modules})
+	if err != nil {
+		return "", err
+	}
+	r.initramfs[key] = p
+	return p, nil
+}
+
+// claim reserves id for a Start so that a concurrent Start or Reconcile
+// leaves it alone.
+func (r *Runtime) claim(id string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, busy := r.live[id]; busy {
+		return errors.New("a sandbox with this id already exists")
+	}
+	r.live[id] = nil
+	return nil
+}
+
+// forget drops id from the live set.
+func (r *Runtime) forget(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.live, id)
+}
+
+// mkdirs creates each directory with its parents.
+func mkdirs(dirs ...string) error {
+	for _, d := range dirs {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return err
+		}
+	}
+	return nil
+}
