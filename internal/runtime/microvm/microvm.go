@@ -39,7 +39,9 @@ import (
 // Name is the runtime's registry name.
 const Name = "microvm"
 
-// Registration in runtimes is left to the next step: see docs/microvm.md.
+func init() {
+	runtime.Register(Name, New)
+}
 
 var (
 	_ runtime.Runtime         = (*Runtime)(nil)

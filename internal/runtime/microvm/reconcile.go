@@ -71,7 +71,7 @@ func (r *Runtime) removeLeftover(ctx context.Context, id string) error {
 }
 
 // leftoverPID is the pid in dir's pid file if that process is a QEMU of
-// dir (its command line names dir's socket), else 0: a pid may have been
+// dir (it runs in dir, and names its socket), else 0: a pid may have been
 // reused since.
 func leftoverPID(dir string) int {
 	b, err := os.ReadFile(filepath.Join(dir, pidFileName))
@@ -82,8 +82,12 @@ func leftoverPID(dir string) int {
 	if err != nil || pid <= 0 {
 		return 0
 	}
+	cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid))
+	if err != nil || cwd != dir {
+		return 0
+	}
 	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil || !bytes.Contains(cmdline, []byte(filepath.Join(dir, socketName))) {
+	if err != nil || !bytes.Contains(cmdline, []byte("path="+socketName+",")) {
 		return 0
 	}
 	return pid

@@ -23,9 +23,6 @@ const (
 	pidFileName = "qemu.pid"   // QEMU's pid, for Reconcile
 )
 
-// maxSocketPath is the longest unix socket path Linux takes, less its NUL.
-const maxSocketPath = 107
-
 // connectTimeout bounds the wait for QEMU to listen on the agent's socket.
 const connectTimeout = 10 * time.Second
 
@@ -79,10 +76,6 @@ func (r *Runtime) start(ctx context.Context, spec runtime.Spec, undo *cleanup.St
 		return nil, err
 	}
 	dir := r.sandboxDir(id)
-	sock := filepath.Join(dir, socketName)
-	if len(sock) > maxSocketPath {
-		return nil, fmt.Errorf("socket path %s is longer than %d bytes: use a shorter data directory", sock, maxSocketPath)
-	}
 	// The directory is the first thing created and the last removed, so
 	// its presence marks a sandbox to reconcile.
 	if err := os.Mkdir(dir, 0o700); err != nil {
@@ -91,11 +84,15 @@ func (r *Runtime) start(ctx context.Context, spec runtime.Spec, undo *cleanup.St
 	undo.Push("removing the sandbox directory", func(context.Context) error { return os.RemoveAll(dir) })
 
 	args := qemuArgs(vmConfig{
-		accel: r.accel, kernel: r.kernel.path, initrd: initrd, rootDisk: spec.Image.Path, socket: sock,
+		accel: r.accel, kernel: r.kernel.path, initrd: initrd, rootDisk: spec.Image.Path, socket: socketName,
 		cpus: spec.CPUs, memoryMB: spec.MemoryMB, cmdline: kernelCmdline(spec.Hostname, spec.WritableLayerMB, r.tscKHz),
 	})
 	console := newTailBuffer(consoleTailSize)
 	cmd := exec.Command(r.qemu, args...)
+	// QEMU runs in the sandbox's directory and binds its socket there by
+	// a relative name: a unix socket path has room for 107 bytes only,
+	// and a data directory may be long.
+	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = console, console
 	// Keep terminal signals sent to the daemon's process group away.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -107,7 +104,7 @@ func (r *Runtime) start(ctx context.Context, spec runtime.Spec, undo *cleanup.St
 	if err := os.WriteFile(filepath.Join(dir, pidFileName), []byte(strconv.Itoa(cmd.Process.Pid)), 0o600); err != nil {
 		return nil, fmt.Errorf("writing the pid file: %w", err)
 	}
-	conn, err := dialAgent(ctx, sock, inst.done)
+	conn, err := dialAgent(ctx, dir, inst.done)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s", err, lastLine(console.String()))
 	}
@@ -115,13 +112,21 @@ func (r *Runtime) start(ctx context.Context, spec runtime.Spec, undo *cleanup.St
 	return inst, nil
 }
 
-// dialAgent connects to QEMU's agent socket, waiting for QEMU to listen
-// until ctx ends, connectTimeout passes or QEMU exits (done).
-func dialAgent(ctx context.Context, sock string, done <-chan struct{}) (net.Conn, error) {
+// dialAgent connects to QEMU's agent socket in dir, waiting for QEMU to
+// listen until ctx ends, connectTimeout passes or QEMU exits (done). It
+// reaches the socket through a descriptor of dir (/proc/self/fd/N/...),
+// whatever the length of dir's path.
+func dialAgent(ctx context.Context, dir string, done <-chan struct{}) (net.Conn, error) {
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil, fmt.Errorf("opening the sandbox directory: %w", err)
+	}
+	defer d.Close()
+	sock := fmt.Sprintf("/proc/self/fd/%d/%s", d.Fd(), socketName)
 	deadline := time.Now().Add(connectTimeout)
 	for {
-		var d net.Dialer
-		c, err := d.DialContext(ctx, "unix", sock)
+		var dialer net.Dialer
+		c, err := dialer.DialContext(ctx, "unix", sock)
 		if err == nil {
 			return c, nil
 		}

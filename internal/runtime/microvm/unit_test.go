@@ -235,8 +235,9 @@ func TestReconcileLeftovers(t *testing.T) {
 	if err := mkdirs(r.sandboxesDir()); err != nil {
 		t.Fatal(err)
 	}
-	start := func(args ...string) *exec.Cmd {
+	start := func(dir string, args ...string) *exec.Cmd {
 		cmd := exec.Command("sh", append([]string{"-c", "sleep 60", "sh"}, args...)...)
+		cmd.Dir = dir
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -245,30 +246,37 @@ func TestReconcileLeftovers(t *testing.T) {
 	}
 	leftover := func(id string, pid int) {
 		dir := r.sandboxDir(id)
-		if err := os.Mkdir(dir, 0o700); err != nil {
-			t.Fatal(err)
-		}
 		if err := os.WriteFile(filepath.Join(dir, pidFileName), []byte(strconv.Itoa(pid)), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	ours := start(filepath.Join(r.sandboxDir("old"), socketName))
-	stranger := start()
+	for _, id := range []string{"old", "reused", "notqemu", "kept"} {
+		if err := os.Mkdir(r.sandboxDir(id), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	qemuLike := "path=" + socketName + ",server=on"
+	ours := start(r.sandboxDir("old"), qemuLike)
+	// A QEMU-like process of another directory, and one in the right
+	// directory that is no QEMU: pids the pid files may name after reuse.
+	stranger := start(r.sandboxDir("kept"), qemuLike)
+	other := start(r.sandboxDir("notqemu"))
 	leftover("old", ours.Process.Pid)
 	leftover("reused", stranger.Process.Pid)
+	leftover("notqemu", other.Process.Pid)
 	leftover("kept", stranger.Process.Pid)
 	waited := make(chan error, 1)
 	go func() { waited <- ours.Wait() }()
 
 	ids, err := r.Reconcile(context.Background(), func(id string) bool { return id == "kept" })
 	slices.Sort(ids)
-	if err != nil || !slices.Equal(ids, []string{"old", "reused"}) {
-		t.Errorf("Reconcile = %v, %v; want old and reused", ids, err)
+	if err != nil || !slices.Equal(ids, []string{"notqemu", "old", "reused"}) {
+		t.Errorf("Reconcile = %v, %v; want notqemu, old and reused", ids, err)
 	}
 	if err := <-waited; err == nil {
 		t.Error("the leftover's process was not killed")
 	}
-	if !processExists(stranger.Process.Pid) {
+	if !processExists(stranger.Process.Pid) || !processExists(other.Process.Pid) {
 		t.Error("a process the pid file names but that is not the sandbox's was killed")
 	}
 	entries, _ := os.ReadDir(r.sandboxesDir())

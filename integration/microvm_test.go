@@ -1,0 +1,70 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/image/ocitest"
+	"github.com/hutch-dev/hutch/internal/testutil"
+)
+
+// requiresRuntime skips t unless HUTCH_TEST_RUNTIMES (a comma-separated
+// list; the suite's default is gvisor) names rt. The microVM runtime's
+// tests run only where it is asked for: under TCG they are slow.
+func requiresRuntime(t *testing.T, rt string) {
+	t.Helper()
+	list := os.Getenv("HUTCH_TEST_RUNTIMES")
+	if list == "" {
+		list = "gvisor"
+	}
+	if !strings.Contains(","+list+",", ","+rt+",") {
+		t.Skipf("runtime %s not in HUTCH_TEST_RUNTIMES (%s)", rt, list)
+	}
+}
+
+// startMicroVMDaemon starts a daemon whose runtime is microvm, with a
+// private image cache, a busybox image named bb, and extra config keys. It
+// skips t unless the host can run it: root, QEMU, a guest kernel.
+func startMicroVMDaemon(t *testing.T, extra string) *daemon {
+	t.Helper()
+	requiresRuntime(t, "microvm")
+	testutil.RequiresRoot(t)
+	if testing.Short() {
+		t.Skip("integration test skipped in -short mode")
+	}
+	testutil.RequiresBinary(t, "qemu-system-x86_64")
+	if k, _ := filepath.Glob("/boot/vmlinuz-*-cloud-amd64"); len(k) == 0 {
+		t.Skip("no Debian cloud kernel (make deps-microvm)")
+	}
+	dir := filepath.Join(t.TempDir(), "layout")
+	writeLayout(t, dir, ocitest.Image(t, ocitest.Config{Env: []string{"PATH=/bin"}}, ocitest.Layer(t, ocitest.BusyboxFiles(t)...)))
+	return launchDaemon(t, customConfig(t, "", fmt.Sprintf("runtime: microvm\ncustom_images: {bb: %q}\nimage_allowlist: [bb]\n%s", "oci-layout:"+dir, extra)), "")
+}
+
+// TestMicroVMCreateExecStop boots a sandbox in a QEMU microVM (TCG here),
+// runs a command through its agent, and stops it; the harness then checks
+// that no process, socket or directory of it is left.
+func TestMicroVMCreateExecStop(t *testing.T) {
+	d := startMicroVMDaemon(t, "")
+	id := d.create(api.CreateRequest{Image: "bb"})
+	if r := d.exec(id, "echo", "hi"); !r.Success || r.Stdout != "hi\n" {
+		t.Errorf("echo hi: %+v", r)
+	}
+	// The guest is a VM of its own: its kernel is not the host's.
+	host, err := exec.Command("uname", "-r").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := d.exec(id, "busybox", "uname", "-r"); !r.Success || r.Stdout == string(host) {
+		t.Errorf("uname -r in the VM = %+v; the host's is %q", r, host)
+	}
+	if _, err := d.c.Stop(context.Background(), id, true); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+}
