@@ -18,22 +18,22 @@ const kvmAPIVersion = 12
 const kvmGetAPIVersion = 0xAE00
 
 // chooseAccel resolves runtimes.microvm.accel to "kvm" or "tcg". With
-// auto it is kvm when kvmUsable says so; why says what was decided and
-// why, for the daemon's log.
+// auto it is kvm when kvmUsable says so; why says why, for the daemon's
+// log.
 func chooseAccel(setting string, kvmUsable func() error) (accel, why string, err error) {
 	switch setting {
 	case config.AccelTCG:
-		return config.AccelTCG, "tcg (configured): emulation, for testing only", nil
+		return config.AccelTCG, "configured", nil
 	case config.AccelKVM:
 		if err := kvmUsable(); err != nil {
 			return "", "", fmt.Errorf("runtimes.microvm.accel is kvm but KVM is not usable here: %w", err)
 		}
-		return config.AccelKVM, "kvm (configured)", nil
+		return config.AccelKVM, "configured", nil
 	default:
 		if err := kvmUsable(); err != nil {
-			return config.AccelTCG, fmt.Sprintf("tcg: emulation, for testing only (KVM not usable: %v)", err), nil
+			return config.AccelTCG, "KVM not usable: " + err.Error(), nil
 		}
-		return config.AccelKVM, "kvm (hardware virtualization)", nil
+		return config.AccelKVM, "hardware virtualization", nil
 	}
 }
 

@@ -78,7 +78,11 @@ type Runtime struct {
 // accelerator) and prepares opts.StateDir. opts.Settings is the config's
 // runtimes.microvm block.
 func New(opts runtime.Options) (runtime.Runtime, error) {
-	return newRuntime(opts, slog.Default())
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return newRuntime(opts, log)
 }
 
 func newRuntime(opts runtime.Options, log *slog.Logger) (*Runtime, error) {
@@ -106,9 +110,9 @@ func newRuntime(opts runtime.Options, log *slog.Logger) (*Runtime, error) {
 		return nil, fmt.Errorf("microvm runtime: %w", err)
 	}
 	if accel == config.AccelTCG {
-		log.Warn("microvm runtime: "+why, "kernel", kernel.version)
+		log.Warn("microvm runtime runs under TCG emulation: for testing only", "why", why, "kernel", kernel.version)
 	} else {
-		log.Info("microvm runtime: "+why, "kernel", kernel.version)
+		log.Info("microvm runtime runs under KVM", "why", why, "kernel", kernel.version)
 	}
 	var tscKHz uint64
 	if accel == config.AccelTCG {
