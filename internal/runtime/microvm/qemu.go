@@ -40,7 +40,7 @@ func qemuArgs(c vmConfig) []string {
 	if c.accel == config.AccelKVM {
 		args = append(args, "-accel", "kvm", "-cpu", "host,-arch-capabilities")
 	} else {
-		args = append(args, "-accel", "tcg", "-cpu", "max")
+		args = append(args, "-accel", "tcg,tb-size=64", "-cpu", "max")
 	}
 	cpus := max(c.cpus, 1)
 	return append(args,
