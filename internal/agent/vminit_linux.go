@@ -24,7 +24,7 @@ import (
 // Paths in the initramfs while the guest is set up.
 const (
 	vmLower   = "/mnt/lower" // the image's disk, read-only
-	vmRW      = "/mnt/rw"    // the writable layer's tmpfs
+	vmRW      = "/mnt/rw"    // the writable layer: its disk, or a tmpfs
 	vmNewRoot = "/mnt/root"  // the overlay of both, the sandbox's root
 )
 
@@ -75,7 +75,7 @@ func VMInit(log *slog.Logger) (io.ReadWriteCloser, error) {
 	if err := loadModules(log, vmspec.ModulesDir); err != nil {
 		return nil, err
 	}
-	if err := mountRoot(vmspec.WritableMB(params)); err != nil {
+	if err := mountRoot(params[vmspec.KeyWritableDisk] == "1", vmspec.WritableMB(params)); err != nil {
 		return nil, err
 	}
 	// The initramfs stays in memory under the new root: drop its big files
@@ -154,24 +154,33 @@ func loadModule(m moduleFile) error {
 }
 
 // mountRoot mounts the sandbox's root at vmNewRoot: the image's disk
-// read-only under a tmpfs writable layer of writableMB (0: tmpfs's
-// default), joined by overlayfs.
-func mountRoot(writableMB uint64) error {
-	disk, err := waitFor("root disk "+vmspec.RootSerial, deviceWait, func() (string, error) {
-		return findDisk("/sys/block", vmspec.RootSerial)
-	})
+// read-only under a writable layer, joined by overlayfs. The writable
+// layer is the disk vmspec.RWSerial when rwDisk, else a tmpfs of
+// writableMB (0: tmpfs's default).
+func mountRoot(rwDisk bool, writableMB uint64) error {
+	disk, err := waitDisk(vmspec.RootSerial)
 	if err != nil {
 		return err
 	}
 	if err := mkdirMount(filepath.Join("/dev", disk), vmLower, vmspec.RootFSType, unix.MS_RDONLY, ""); err != nil {
 		return err
 	}
-	data := "mode=0755"
-	if writableMB > 0 {
-		data += ",size=" + strconv.FormatUint(writableMB, 10) + "m"
-	}
-	if err := mkdirMount("tmpfs", vmRW, "tmpfs", 0, data); err != nil {
-		return err
+	if rwDisk {
+		rw, err := waitDisk(vmspec.RWSerial)
+		if err != nil {
+			return err
+		}
+		if err := mkdirMount(filepath.Join("/dev", rw), vmRW, vmspec.RootFSType, unix.MS_NOATIME, ""); err != nil {
+			return err
+		}
+	} else {
+		data := "mode=0755"
+		if writableMB > 0 {
+			data += ",size=" + strconv.FormatUint(writableMB, 10) + "m"
+		}
+		if err := mkdirMount("tmpfs", vmRW, "tmpfs", 0, data); err != nil {
+			return err
+		}
 	}
 	for _, d := range []string{"upper", "work"} {
 		if err := os.Mkdir(filepath.Join(vmRW, d), 0o755); err != nil {
@@ -180,6 +189,13 @@ func mountRoot(writableMB uint64) error {
 	}
 	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s/upper,workdir=%s/work", vmLower, vmRW, vmRW)
 	return mkdirMount("overlay", vmNewRoot, "overlay", 0, opts)
+}
+
+// waitDisk waits for the disk with serial and returns its device name.
+func waitDisk(serial string) (string, error) {
+	return waitFor("disk "+serial, deviceWait, func() (string, error) {
+		return findDisk("/sys/block", serial)
+	})
 }
 
 // switchRoot moves /dev, /proc and /sys into newRoot and makes it the

@@ -15,9 +15,12 @@ const (
 	KeyVM = "hutch.vm"
 	// KeyHostname is the sandbox's host name.
 	KeyHostname = "hutch.hostname"
-	// KeyWritableMB bounds the writable layer (a tmpfs) in MiB; 0 or
-	// absent leaves tmpfs's default, half the VM's memory.
+	// KeyWritableMB bounds the writable layer in MiB when it is a tmpfs
+	// (no writable disk); 0 or absent leaves tmpfs's default, half the
+	// VM's memory.
 	KeyWritableMB = "hutch.writable_mb"
+	// KeyWritableDisk=1 says the writable layer is the disk RWSerial.
+	KeyWritableDisk = "hutch.writable_disk"
 )
 
 // Device names.
@@ -28,7 +31,10 @@ const (
 	// RootSerial is the serial of the virtio-blk disk that holds the
 	// image's root filesystem, read-only (virtio-blk-device,serial=...).
 	RootSerial = "hutch-root"
-	// RootFSType is the root disk's filesystem.
+	// RWSerial is the serial of the virtio-blk disk that holds the
+	// sandbox's writable layer, an empty file system of RootFSType.
+	RWSerial = "hutch-rw"
+	// RootFSType is the file system of the root and writable disks.
 	RootFSType = "ext4"
 )
 

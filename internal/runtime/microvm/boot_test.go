@@ -61,7 +61,7 @@ func busyboxImage(t *testing.T) runtime.ImageRef {
 	if err := os.WriteFile(filepath.Join(root, "bin/busybox"), b, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, a := range []string{"sh", "echo", "cat", "sleep", "ls"} {
+	for _, a := range []string{"sh", "echo", "cat", "sleep", "ls", "dd", "hostname"} {
 		if err := os.Symlink("busybox", filepath.Join(root, "bin", a)); err != nil {
 			t.Fatal(err)
 		}
@@ -90,7 +90,7 @@ func TestBootExecStop(t *testing.T) {
 	if again, err := r.Prepare(ctx, img); err != nil || again != art {
 		t.Errorf("second Prepare = %+v, %v; want the cached %+v", again, err, art)
 	}
-	spec := runtime.Spec{ID: uuid.NewString(), Image: art, AgentPath: buildAgent(t), CPUs: 1, MemoryMB: 256, Hostname: "vmtest"}
+	spec := runtime.Spec{ID: uuid.NewString(), Image: art, AgentPath: buildAgent(t), CPUs: 1, MemoryMB: 256, Hostname: "vmtest", WritableLayerMB: 32}
 	start := time.Now()
 	inst, err := r.Start(ctx, spec)
 	if err != nil {
@@ -123,6 +123,15 @@ func TestBootExecStop(t *testing.T) {
 	resp, err := c.Exec(ctx, &agentv1.ExecRequest{Argv: []string{"sh", "-c", "hostname; echo x > /etc/w && cat /etc/w; cat /proc/1/comm"}, Env: []string{"PATH=/bin"}, TimeoutMs: 30000})
 	if err != nil || string(resp.GetStdout()) != "vmtest\nx\ninit\n" {
 		t.Errorf("hostname, a write to the root and PID 1: %q, %v (stderr %q)", resp.GetStdout(), err, resp.GetStderr())
+	}
+
+	// The writable layer is a disk of WritableLayerMB: past it, ENOSPC.
+	resp, err = c.Exec(ctx, &agentv1.ExecRequest{Argv: []string{"dd", "if=/dev/zero", "of=/big", "bs=1M", "count=64"}, Env: []string{"PATH=/bin"}, TimeoutMs: 60000})
+	if err != nil || resp.GetExitCode() == 0 || !strings.Contains(string(resp.GetStderr()), "No space left") {
+		t.Errorf("writing 64 MiB to a 32 MiB writable layer: exit %d, stderr %q, %v", resp.GetExitCode(), resp.GetStderr(), err)
+	}
+	if _, err := os.Stat(filepath.Join(r.sandboxDir(spec.ID), rwDiskName)); err != nil {
+		t.Errorf("no writable disk: %v", err)
 	}
 
 	pid := inst.(*instance).cmd.Process.Pid

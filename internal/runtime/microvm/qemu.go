@@ -20,6 +20,7 @@ type vmConfig struct {
 	kernel   string
 	initrd   string
 	rootDisk string // the image's disk, attached read-only
+	rwDisk   string // the writable layer's disk, or "" (a tmpfs in the guest)
 	socket   string // unix socket QEMU listens on for the agent's port
 	cpus     uint32
 	memoryMB uint32
@@ -43,12 +44,20 @@ func qemuArgs(c vmConfig) []string {
 		args = append(args, "-accel", "tcg,tb-size=64", "-cpu", "max")
 	}
 	cpus := max(c.cpus, 1)
-	return append(args,
+	args = append(args,
 		"-smp", strconv.FormatUint(uint64(cpus), 10),
 		"-m", strconv.FormatUint(uint64(max(c.memoryMB, minMemoryMB)), 10),
 		"-kernel", c.kernel, "-initrd", c.initrd, "-append", c.cmdline,
 		"-drive", "id=root,file="+c.rootDisk+",format=raw,if=none,readonly=on",
 		"-device", "virtio-blk-device,drive=root,serial="+vmspec.RootSerial,
+	)
+	if c.rwDisk != "" {
+		// Discarded on stop: no flush is worth waiting for.
+		args = append(args,
+			"-drive", "id=rw,file="+c.rwDisk+",format=raw,if=none,cache=unsafe",
+			"-device", "virtio-blk-device,drive=rw,serial="+vmspec.RWSerial)
+	}
+	return append(args,
 		"-device", "virtio-serial-device",
 		"-chardev", "socket,id=agent,path="+c.socket+",server=on,wait=off",
 		"-device", "virtserialport,chardev=agent,name="+vmspec.PortName,
@@ -60,12 +69,14 @@ func qemuArgs(c vmConfig) []string {
 var hostnameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9.-]{0,62}$`)
 
 // kernelCmdline is the guest kernel's command line: the serial console,
-// reboot (so QEMU exit) at once on panic, and the vmspec keys. A tscKHz
+// reboot (so QEMU exit) at once on panic, and the vmspec keys: the
+// writable layer is the writable disk with rwDisk, else a tmpfs of
+// writableMB (0: unbounded but for memory). A tscKHz
 // (under TCG, whose guest TSC is the host's) spares the guest kernel its
 // TSC calibration against the emulated PIT, which fails on a busy host
 // and then hangs the boot; tsc=reliable keeps it from later distrusting
 // the TSC for the jitter of emulation.
-func kernelCmdline(hostname string, writableMB, tscKHz uint64) string {
+func kernelCmdline(hostname string, rwDisk bool, writableMB, tscKHz uint64) string {
 	words := []string{"console=ttyS0", "panic=-1", "quiet", "cryptomgr.notests", vmspec.KeyVM + "=1"}
 	if tscKHz > 0 {
 		words = append(words, fmt.Sprintf("tsc_early_khz=%d", tscKHz), "tsc=reliable")
@@ -73,7 +84,10 @@ func kernelCmdline(hostname string, writableMB, tscKHz uint64) string {
 	if hostnameRE.MatchString(hostname) {
 		words = append(words, vmspec.KeyHostname+"="+hostname)
 	}
-	if writableMB > 0 {
+	switch {
+	case rwDisk:
+		words = append(words, vmspec.KeyWritableDisk+"=1")
+	case writableMB > 0:
 		words = append(words, fmt.Sprintf("%s=%d", vmspec.KeyWritableMB, writableMB))
 	}
 	return strings.Join(words, " ")

@@ -21,6 +21,7 @@ import (
 const (
 	socketName  = "agent.sock" // QEMU's end of the agent's port
 	pidFileName = "qemu.pid"   // QEMU's pid, for Reconcile
+	rwDiskName  = "rw.ext4"    // the writable layer's disk (sparse)
 )
 
 // connectTimeout bounds the wait for QEMU to listen on the agent's socket.
@@ -83,9 +84,16 @@ func (r *Runtime) start(ctx context.Context, spec runtime.Spec, undo *cleanup.St
 	}
 	undo.Push("removing the sandbox directory", func(context.Context) error { return os.RemoveAll(dir) })
 
+	var rwDisk string
+	if spec.WritableLayerMB > 0 {
+		rwDisk = filepath.Join(dir, rwDiskName)
+		if err := makeWritableDisk(ctx, rwDisk, spec.WritableLayerMB); err != nil {
+			return nil, err
+		}
+	}
 	args := qemuArgs(vmConfig{
-		accel: r.accel, kernel: r.kernel.path, initrd: initrd, rootDisk: spec.Image.Path, socket: socketName,
-		cpus: spec.CPUs, memoryMB: spec.MemoryMB, cmdline: kernelCmdline(spec.Hostname, spec.WritableLayerMB, r.tscKHz),
+		accel: r.accel, kernel: r.kernel.path, initrd: initrd, rootDisk: spec.Image.Path, rwDisk: rwDisk, socket: socketName,
+		cpus: spec.CPUs, memoryMB: spec.MemoryMB, cmdline: kernelCmdline(spec.Hostname, rwDisk != "", spec.WritableLayerMB, r.tscKHz),
 	})
 	console := newTailBuffer(consoleTailSize)
 	cmd := exec.Command(r.qemu, args...)

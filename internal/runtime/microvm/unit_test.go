@@ -29,9 +29,13 @@ func TestQEMUArgs(t *testing.T) {
 			t.Errorf("qemu args lack %q: %s", want, args)
 		}
 	}
-	c.accel, c.cpus, c.memoryMB = "kvm", 0, 1024
+	if strings.Contains(args, "hutch-rw") {
+		t.Errorf("qemu args without a writable disk have one: %s", args)
+	}
+	c.accel, c.cpus, c.memoryMB, c.rwDisk = "kvm", 0, 1024, "/s/rw.ext4"
 	args = strings.Join(qemuArgs(c), " ")
-	for _, want := range []string{"-accel kvm", "-cpu host", "-smp 1", "-m 1024"} {
+	for _, want := range []string{"-accel kvm", "-cpu host", "-smp 1", "-m 1024",
+		"file=/s/rw.ext4,format=raw,if=none,cache=unsafe", "virtio-blk-device,drive=rw,serial=hutch-rw"} {
 		if !strings.Contains(args, want) {
 			t.Errorf("kvm qemu args lack %q: %s", want, args)
 		}
@@ -41,15 +45,17 @@ func TestQEMUArgs(t *testing.T) {
 func TestKernelCmdline(t *testing.T) {
 	tests := []struct {
 		host          string
+		rwDisk        bool
 		writable, tsc uint64
 		want, wantNot []string
 	}{
 		{host: "box", writable: 100, tsc: 2596000,
 			want: []string{"console=ttyS0", "panic=-1", "hutch.vm=1", "hutch.hostname=box", "hutch.writable_mb=100", "tsc_early_khz=2596000", "tsc=reliable"}},
-		{host: "bad host=x", wantNot: []string{"hutch.hostname", "hutch.writable_mb", "tsc"}},
+		{host: "bad host=x", wantNot: []string{"hutch.hostname", "hutch.writable", "tsc"}},
+		{host: "box", rwDisk: true, writable: 100, want: []string{"hutch.writable_disk=1"}, wantNot: []string{"hutch.writable_mb"}},
 	}
 	for _, tt := range tests {
-		words := strings.Fields(kernelCmdline(tt.host, tt.writable, tt.tsc))
+		words := strings.Fields(kernelCmdline(tt.host, tt.rwDisk, tt.writable, tt.tsc))
 		for _, w := range tt.want {
 			if !slices.Contains(words, w) {
 				t.Errorf("cmdline %q lacks %q", words, w)
