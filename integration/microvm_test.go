@@ -83,6 +83,16 @@ func TestMicroVMCreateExecStop(t *testing.T) {
 	if r := d.exec(id, "busybox", "uname", "-r"); !r.Success || r.Stdout == string(host) {
 		t.Errorf("uname -r in the VM = %+v; the host's is %q", r, host)
 	}
+	// Pause and resume through QEMU's monitor.
+	if st, err := d.c.Pause(ctx, id, ""); err != nil || st.State != "paused" {
+		t.Fatalf("pause: %+v, %v", st, err)
+	}
+	if st, err := d.c.Resume(ctx, id); err != nil || st.State != "running" {
+		t.Fatalf("resume: %+v, %v", st, err)
+	}
+	if r := d.exec(id, "echo", "again"); !r.Success || r.Stdout != "again\n" {
+		t.Errorf("echo after resume: %+v", r)
+	}
 	if _, err := d.c.Stop(ctx, id, true); err != nil {
 		t.Fatalf("stop: %v", err)
 	}

@@ -125,6 +125,23 @@ func TestBootExecStop(t *testing.T) {
 		t.Errorf("hostname, a write to the root and PID 1: %q, %v (stderr %q)", resp.GetStdout(), err, resp.GetStderr())
 	}
 
+	// Pause freezes the VM; Resume thaws it, processes and session intact.
+	if err := inst.(runtime.Pauser).Pause(ctx); err != nil {
+		t.Fatalf("Pause: %v", err)
+	}
+	if st, err := inst.(*instance).status(ctx); err != nil || st != "paused" {
+		t.Errorf("status after Pause = %q, %v; want paused", st, err)
+	}
+	if err := inst.(runtime.Pauser).Resume(ctx); err != nil {
+		t.Fatalf("Resume: %v", err)
+	}
+	if st, err := inst.(*instance).status(ctx); err != nil || st != "running" {
+		t.Errorf("status after Resume = %q, %v; want running", st, err)
+	}
+	if resp, err := c.Exec(ctx, &agentv1.ExecRequest{Argv: []string{"cat", "/etc/w"}, Env: []string{"PATH=/bin"}, TimeoutMs: 30000}); err != nil || string(resp.GetStdout()) != "x\n" {
+		t.Errorf("exec after Resume: %q, %v", resp.GetStdout(), err)
+	}
+
 	// The writable layer is a disk of WritableLayerMB: past it, ENOSPC.
 	resp, err = c.Exec(ctx, &agentv1.ExecRequest{Argv: []string{"dd", "if=/dev/zero", "of=/big", "bs=1M", "count=64"}, Env: []string{"PATH=/bin"}, TimeoutMs: 60000})
 	if err != nil || resp.GetExitCode() == 0 || !strings.Contains(string(resp.GetStderr()), "No space left") {

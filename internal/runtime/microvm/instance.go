@@ -14,7 +14,10 @@ import (
 	"github.com/hutch-dev/hutch/internal/runtime"
 )
 
-var _ runtime.Instance = (*instance)(nil)
+var (
+	_ runtime.Instance = (*instance)(nil)
+	_ runtime.Pauser   = (*instance)(nil)
+)
 
 // instance is one VM started by a Runtime.
 type instance struct {

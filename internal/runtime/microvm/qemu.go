@@ -37,6 +37,9 @@ func qemuArgs(c vmConfig) []string {
 		"-M", "microvm,isa-serial=on",
 		"-nodefaults", "-no-user-config", "-nographic", "-no-reboot",
 		"-serial", "stdio",
+		// The monitor (pause, resume), by a name relative to QEMU's
+		// directory like the agent's socket.
+		"-qmp", "unix:" + qmpSocketName + ",server=on,wait=off",
 	}
 	if c.accel == config.AccelKVM {
 		args = append(args, "-accel", "kvm", "-cpu", "host,-arch-capabilities")

@@ -1,9 +1,13 @@
 package microvm
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -292,5 +296,52 @@ func TestReconcileLeftovers(t *testing.T) {
 	}
 	if left.String() != "kept" {
 		t.Errorf("sandbox directories left: %q, want kept", left.String())
+	}
+}
+
+// TestQMP drives qmp against a stand-in monitor: the greeting, an event
+// before the reply, a command's error.
+func TestQMP(t *testing.T) {
+	dir := t.TempDir()
+	ln, err := net.Listen("unix", filepath.Join(dir, qmpSocketName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer conn.Close()
+				fmt.Fprintln(conn, `{"QMP": {"version": {}, "capabilities": []}}`)
+				sc := bufio.NewScanner(conn)
+				for sc.Scan() {
+					var req struct{ Execute string }
+					_ = json.Unmarshal(sc.Bytes(), &req)
+					switch req.Execute {
+					case "qmp_capabilities":
+						fmt.Fprintln(conn, `{"return": {}}`)
+					case "query-status":
+						fmt.Fprintln(conn, `{"event": "STOP", "timestamp": {}}`)
+						fmt.Fprintln(conn, `{"return": {"status": "paused", "running": false}}`)
+					default:
+						fmt.Fprintln(conn, `{"error": {"class": "CommandNotFound", "desc": "no such command"}}`)
+					}
+				}
+			}()
+		}
+	}()
+	inst := &instance{dir: dir}
+	if st, err := inst.status(context.Background()); err != nil || st != "paused" {
+		t.Errorf("status = %q, %v; want paused", st, err)
+	}
+	if err := inst.Pause(context.Background()); err == nil || !strings.Contains(err.Error(), "CommandNotFound") {
+		t.Errorf("a command the monitor refuses: %v", err)
+	}
+	if _, err := qmp(context.Background(), filepath.Join(dir, "none"), "stop"); err == nil {
+		t.Error("qmp without a monitor: no error")
 	}
 }
