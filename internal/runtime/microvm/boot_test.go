@@ -61,7 +61,7 @@ func busyboxImage(t *testing.T) runtime.ImageRef {
 	if err := os.WriteFile(filepath.Join(root, "bin/busybox"), b, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, a := range []string{"sh", "echo", "cat", "sleep", "ls", "dd", "hostname"} {
+	for _, a := range []string{"sh", "echo", "cat", "sleep", "ls", "dd", "hostname", "awk"} {
 		if err := os.Symlink("busybox", filepath.Join(root, "bin", a)); err != nil {
 			t.Fatal(err)
 		}
@@ -123,6 +123,18 @@ func TestBootExecStop(t *testing.T) {
 	resp, err := c.Exec(ctx, &agentv1.ExecRequest{Argv: []string{"sh", "-c", "hostname; echo x > /etc/w && cat /etc/w; cat /proc/1/comm"}, Env: []string{"PATH=/bin"}, TimeoutMs: 30000})
 	if err != nil || string(resp.GetStdout()) != "vmtest\nx\ninit\n" {
 		t.Errorf("hostname, a write to the root and PID 1: %q, %v (stderr %q)", resp.GetStdout(), err, resp.GetStderr())
+	}
+
+	// Out of memory inside ends the process (the guest's OOM killer, which
+	// never picks PID 1), not the VM: awk doubles a string, keeping every
+	// copy, until it is killed.
+	resp, err = c.Exec(ctx, &agentv1.ExecRequest{Argv: []string{"awk", `BEGIN { s = sprintf("%65536s", ""); while (1) { s = s s; a[i++] = s } }`}, Env: []string{"PATH=/bin"}, TimeoutMs: 120000})
+	if err != nil || resp.GetExitCode() == 0 || resp.GetTimedOut() {
+		t.Errorf("awk filling a 256 MiB VM: exit %d (exited %v, timed out %v), stderr %q, %v", resp.GetExitCode(), resp.GetExited(), resp.GetTimedOut(), resp.GetStderr(), err)
+	}
+	t.Logf("out of memory: exit %d, exited %v, stderr %q", resp.GetExitCode(), resp.GetExited(), resp.GetStderr())
+	if resp, err := c.Exec(ctx, &agentv1.ExecRequest{Argv: []string{"echo", "alive"}, Env: []string{"PATH=/bin"}, TimeoutMs: 30000}); err != nil || string(resp.GetStdout()) != "alive\n" {
+		t.Errorf("exec after an out-of-memory kill: %q, %v\n%s", resp.GetStdout(), err, inst.StderrTail())
 	}
 
 	// Pause freezes the VM; Resume thaws it, processes and session intact.
