@@ -97,3 +97,30 @@ func TestMicroVMCreateExecStop(t *testing.T) {
 		t.Fatalf("stop: %v", err)
 	}
 }
+
+// TestMicroVMKill9ThenRestart: the VM of a daemon killed with SIGKILL
+// outlives it; the restarted daemon's Reconcile kills it and removes its
+// directory, and the sandbox is listed as stopped.
+func TestMicroVMKill9ThenRestart(t *testing.T) {
+	d := startMicroVMDaemon(t, "crash_watchdog: false\n")
+	ctx := context.Background()
+	id := d.create(api.CreateRequest{Image: "bb"})
+	d.kill9()
+	if len(leftovers(d.dataDir, []string{id})) == 0 {
+		t.Fatal("the leak scanner sees nothing of the crashed daemon's VM; it cannot prove a restart clean")
+	}
+	d.start()
+	assertNoLeftovers(t, d.dataDir, id)
+	if info, err := d.c.Get(ctx, id); err != nil || !info.Stopped {
+		t.Errorf("the crashed daemon's sandbox after the restart: %+v, %v", info, err)
+	}
+}
+
+// TestMicroVMKill9Watchdog: with the crash watchdog (the default), the VMs
+// of a daemon killed with SIGKILL are gone without a restart.
+func TestMicroVMKill9Watchdog(t *testing.T) {
+	d := startMicroVMDaemon(t, "")
+	id := d.create(api.CreateRequest{Image: "bb"})
+	d.kill9()
+	assertNoLeftovers(t, d.dataDir, id)
+}
