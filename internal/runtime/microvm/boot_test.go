@@ -162,6 +162,11 @@ func TestBootExecStop(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(r.sandboxDir(spec.ID), rwDiskName)); err != nil {
 		t.Errorf("no writable disk: %v", err)
 	}
+	if st, err := inst.(runtime.StatsReader).Stats(); err != nil || st.CPUSeconds <= 0 || st.MemoryBytes == 0 || st.DiskBytes < 16<<20 {
+		t.Errorf("Stats = %+v, %v; want CPU time, memory and the written disk", st, err)
+	} else {
+		t.Logf("stats: %+v", st)
+	}
 
 	pid := inst.(*instance).cmd.Process.Pid
 	if err := inst.Destroy(ctx); err != nil {

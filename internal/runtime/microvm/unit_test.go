@@ -345,3 +345,19 @@ func TestQMP(t *testing.T) {
 		t.Error("qmp without a monitor: no error")
 	}
 }
+
+func TestProcStats(t *testing.T) {
+	stat := "4242 (qemu-system-x86) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 3 0 1000 1000000 5000 18446744073709551615\n"
+	if got, err := cpuSeconds(stat); err != nil || got != 3 {
+		t.Errorf("cpuSeconds = %v, %v; want 3", got, err)
+	}
+	if _, err := cpuSeconds("4242 (x) S 1"); err == nil {
+		t.Error("cpuSeconds of a short line: no error")
+	}
+	if got := rssBytes("Name:\tqemu\nVmRSS:\t  327052 kB\nThreads: 3\n"); got != 327052<<10 {
+		t.Errorf("rssBytes = %d", got)
+	}
+	if got := rssBytes("Name:\tqemu\n"); got != 0 {
+		t.Errorf("rssBytes without VmRSS = %d", got)
+	}
+}
