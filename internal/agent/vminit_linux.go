@@ -88,6 +88,11 @@ func VMInit(log *slog.Logger) (io.ReadWriteCloser, error) {
 	if err := guestMounts(); err != nil {
 		return nil, err
 	}
+	if n := vmspec.PidsMax(params); n > 0 {
+		if err := limitPids(n); err != nil {
+			return nil, err
+		}
+	}
 	if h := params[vmspec.KeyHostname]; h != "" {
 		if err := unix.Sethostname([]byte(h)); err != nil {
 			return nil, fmt.Errorf("setting the host name: %w", err)
@@ -235,6 +240,30 @@ func guestMounts() error {
 		return fmt.Errorf("linking /dev/ptmx: %w", err)
 	}
 	return mkdirMount("shm", "/dev/shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777")
+}
+
+// limitPids puts this process, and so every process it starts, in a
+// pids cgroup of at most n tasks: a fork bomb fails with EAGAIN instead of
+// filling the VM's memory.
+func limitPids(n uint64) error {
+	const root = "/sys/fs/cgroup"
+	if err := mkdirMount("cgroup2", root, "cgroup2", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return err
+	}
+	dir := filepath.Join(root, "sandbox")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return fmt.Errorf("creating the sandbox's cgroup: %w", err)
+	}
+	for _, w := range []struct{ file, value string }{
+		{filepath.Join(root, "cgroup.subtree_control"), "+pids"},
+		{filepath.Join(dir, "pids.max"), strconv.FormatUint(n, 10)},
+		{filepath.Join(dir, "cgroup.procs"), "0"}, // this process
+	} {
+		if err := os.WriteFile(w.file, []byte(w.value), 0); err != nil {
+			return fmt.Errorf("limiting tasks: %w", err)
+		}
+	}
+	return nil
 }
 
 // loopbackUp brings up lo, which a VM's kernel leaves down.

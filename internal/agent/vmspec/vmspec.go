@@ -21,6 +21,9 @@ const (
 	KeyWritableMB = "hutch.writable_mb"
 	// KeyWritableDisk=1 says the writable layer is the disk RWSerial.
 	KeyWritableDisk = "hutch.writable_disk"
+	// KeyPidsMax caps the tasks in the sandbox, the agent's included (a
+	// pids cgroup); absent leaves them unbounded but for memory.
+	KeyPidsMax = "hutch.pids_max"
 )
 
 // Device names.
@@ -63,8 +66,14 @@ func Params(cmdline string) map[string]string {
 func InVM(cmdline string) bool { return Params(cmdline)[KeyVM] == "1" }
 
 // WritableMB is the writable layer's bound from the command line, or 0.
-func WritableMB(p map[string]string) uint64 {
-	n, err := strconv.ParseUint(p[KeyWritableMB], 10, 64)
+func WritableMB(p map[string]string) uint64 { return number(p, KeyWritableMB) }
+
+// PidsMax is the task limit from the command line, or 0.
+func PidsMax(p map[string]string) uint64 { return number(p, KeyPidsMax) }
+
+// number is the decimal value of key in p, or 0.
+func number(p map[string]string, key string) uint64 {
+	n, err := strconv.ParseUint(p[key], 10, 64)
 	if err != nil {
 		return 0
 	}

@@ -61,7 +61,7 @@ func busyboxImage(t *testing.T) runtime.ImageRef {
 	if err := os.WriteFile(filepath.Join(root, "bin/busybox"), b, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, a := range []string{"sh", "echo", "cat", "sleep", "ls", "dd", "hostname", "awk"} {
+	for _, a := range []string{"sh", "echo", "cat", "sleep", "ls", "dd", "hostname", "awk", "seq", "true"} {
 		if err := os.Symlink("busybox", filepath.Join(root, "bin", a)); err != nil {
 			t.Fatal(err)
 		}
@@ -90,7 +90,7 @@ func TestBootExecStop(t *testing.T) {
 	if again, err := r.Prepare(ctx, img); err != nil || again != art {
 		t.Errorf("second Prepare = %+v, %v; want the cached %+v", again, err, art)
 	}
-	spec := runtime.Spec{ID: uuid.NewString(), Image: art, AgentPath: buildAgent(t), CPUs: 1, MemoryMB: 256, Hostname: "vmtest", WritableLayerMB: 32}
+	spec := runtime.Spec{ID: uuid.NewString(), Image: art, AgentPath: buildAgent(t), CPUs: 1, MemoryMB: 256, Hostname: "vmtest", WritableLayerMB: 32, PidsLimit: 64}
 	start := time.Now()
 	inst, err := r.Start(ctx, spec)
 	if err != nil {
@@ -123,6 +123,25 @@ func TestBootExecStop(t *testing.T) {
 	resp, err := c.Exec(ctx, &agentv1.ExecRequest{Argv: []string{"sh", "-c", "hostname; echo x > /etc/w && cat /etc/w; cat /proc/1/comm"}, Env: []string{"PATH=/bin"}, TimeoutMs: 30000})
 	if err != nil || string(resp.GetStdout()) != "vmtest\nx\ninit\n" {
 		t.Errorf("hostname, a write to the root and PID 1: %q, %v (stderr %q)", resp.GetStdout(), err, resp.GetStderr())
+	}
+
+	// The task limit holds inside: forks past it fail, the VM goes on.
+	resp, err = c.Exec(ctx, &agentv1.ExecRequest{Argv: []string{"sh", "-c", "cat /sys/fs/cgroup/sandbox/pids.max; for i in $(seq 100); do sleep 1 >/dev/null 2>&1 & done 2>/dev/null; wait; echo forked"}, Env: []string{"PATH=/bin"}, TimeoutMs: 60000})
+	if err != nil || !strings.HasPrefix(string(resp.GetStdout()), "64\n") {
+		t.Errorf("pids.max in the guest: %q, stderr %q, %v", resp.GetStdout(), resp.GetStderr(), err)
+	}
+	t.Logf("100 forks under a limit of 64: exit %d, stdout %q, stderr %q", resp.GetExitCode(), resp.GetStdout(), resp.GetStderr())
+	// Orphaned sleeps may hold the limit a moment longer (the agent reaps
+	// them as they end); then execs start again.
+	for deadline := time.Now().Add(time.Minute); ; {
+		_, err := c.Exec(ctx, &agentv1.ExecRequest{Argv: []string{"true"}, Env: []string{"PATH=/bin"}, TimeoutMs: 30000})
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no exec starts after the fork test: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 
 	// Out of memory inside ends the process (the guest's OOM killer, which

@@ -71,27 +71,39 @@ func qemuArgs(c vmConfig) []string {
 // word, no "=").
 var hostnameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9.-]{0,62}$`)
 
+// guestParams are what the guest init is told on the kernel command line.
+type guestParams struct {
+	hostname string
+	// rwDisk: the writable layer is the writable disk; otherwise a tmpfs
+	// of writableMB (0: bounded by memory only).
+	rwDisk     bool
+	writableMB uint64
+	pidsMax    uint64 // 0: no task limit
+	// tscKHz (under TCG, whose guest TSC is the host's) spares the guest
+	// kernel its TSC calibration against the emulated PIT, which fails on
+	// a busy host and then hangs the boot; tsc=reliable keeps it from
+	// later distrusting the TSC for the jitter of emulation.
+	tscKHz uint64
+}
+
 // kernelCmdline is the guest kernel's command line: the serial console,
-// reboot (so QEMU exit) at once on panic, and the vmspec keys: the
-// writable layer is the writable disk with rwDisk, else a tmpfs of
-// writableMB (0: unbounded but for memory). A tscKHz
-// (under TCG, whose guest TSC is the host's) spares the guest kernel its
-// TSC calibration against the emulated PIT, which fails on a busy host
-// and then hangs the boot; tsc=reliable keeps it from later distrusting
-// the TSC for the jitter of emulation.
-func kernelCmdline(hostname string, rwDisk bool, writableMB, tscKHz uint64) string {
+// reboot (so QEMU exit) at once on panic, and the vmspec keys of p.
+func kernelCmdline(p guestParams) string {
 	words := []string{"console=ttyS0", "panic=-1", "quiet", "cryptomgr.notests", vmspec.KeyVM + "=1"}
-	if tscKHz > 0 {
-		words = append(words, fmt.Sprintf("tsc_early_khz=%d", tscKHz), "tsc=reliable")
+	if p.tscKHz > 0 {
+		words = append(words, fmt.Sprintf("tsc_early_khz=%d", p.tscKHz), "tsc=reliable")
 	}
-	if hostnameRE.MatchString(hostname) {
-		words = append(words, vmspec.KeyHostname+"="+hostname)
+	if hostnameRE.MatchString(p.hostname) {
+		words = append(words, vmspec.KeyHostname+"="+p.hostname)
 	}
 	switch {
-	case rwDisk:
+	case p.rwDisk:
 		words = append(words, vmspec.KeyWritableDisk+"=1")
-	case writableMB > 0:
-		words = append(words, fmt.Sprintf("%s=%d", vmspec.KeyWritableMB, writableMB))
+	case p.writableMB > 0:
+		words = append(words, fmt.Sprintf("%s=%d", vmspec.KeyWritableMB, p.writableMB))
+	}
+	if p.pidsMax > 0 {
+		words = append(words, fmt.Sprintf("%s=%d", vmspec.KeyPidsMax, p.pidsMax))
 	}
 	return strings.Join(words, " ")
 }

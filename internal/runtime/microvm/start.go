@@ -93,7 +93,11 @@ func (r *Runtime) start(ctx context.Context, spec runtime.Spec, undo *cleanup.St
 	}
 	args := qemuArgs(vmConfig{
 		accel: r.accel, kernel: r.kernel.path, initrd: initrd, rootDisk: spec.Image.Path, rwDisk: rwDisk, socket: socketName,
-		cpus: spec.CPUs, memoryMB: spec.MemoryMB, cmdline: kernelCmdline(spec.Hostname, rwDisk != "", spec.WritableLayerMB, r.tscKHz),
+		cpus: spec.CPUs, memoryMB: spec.MemoryMB,
+		cmdline: kernelCmdline(guestParams{
+			hostname: spec.Hostname, rwDisk: rwDisk != "", writableMB: spec.WritableLayerMB,
+			pidsMax: uint64(max(spec.PidsLimit, 0)), tscKHz: r.tscKHz,
+		}),
 	})
 	console := newTailBuffer(consoleTailSize)
 	cmd := exec.Command(r.qemu, args...)

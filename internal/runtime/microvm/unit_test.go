@@ -48,18 +48,17 @@ func TestQEMUArgs(t *testing.T) {
 
 func TestKernelCmdline(t *testing.T) {
 	tests := []struct {
-		host          string
-		rwDisk        bool
-		writable, tsc uint64
+		p             guestParams
 		want, wantNot []string
 	}{
-		{host: "box", writable: 100, tsc: 2596000,
-			want: []string{"console=ttyS0", "panic=-1", "hutch.vm=1", "hutch.hostname=box", "hutch.writable_mb=100", "tsc_early_khz=2596000", "tsc=reliable"}},
-		{host: "bad host=x", wantNot: []string{"hutch.hostname", "hutch.writable", "tsc"}},
-		{host: "box", rwDisk: true, writable: 100, want: []string{"hutch.writable_disk=1"}, wantNot: []string{"hutch.writable_mb"}},
+		{p: guestParams{hostname: "box", writableMB: 100, tscKHz: 2596000, pidsMax: 512},
+			want: []string{"console=ttyS0", "panic=-1", "hutch.vm=1", "hutch.hostname=box", "hutch.writable_mb=100",
+				"tsc_early_khz=2596000", "tsc=reliable", "hutch.pids_max=512"}},
+		{p: guestParams{hostname: "bad host=x"}, wantNot: []string{"hutch.hostname", "hutch.writable", "tsc", "pids"}},
+		{p: guestParams{rwDisk: true, writableMB: 100}, want: []string{"hutch.writable_disk=1"}, wantNot: []string{"hutch.writable_mb"}},
 	}
 	for _, tt := range tests {
-		words := strings.Fields(kernelCmdline(tt.host, tt.rwDisk, tt.writable, tt.tsc))
+		words := strings.Fields(kernelCmdline(tt.p))
 		for _, w := range tt.want {
 			if !slices.Contains(words, w) {
 				t.Errorf("cmdline %q lacks %q", words, w)
