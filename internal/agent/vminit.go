@@ -105,3 +105,21 @@ func waitFor(what string, timeout time.Duration, find func() (string, error)) (s
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// findNetIf returns the first network interface but lo in sysfs's net
+// directory (/sys/class/net), or "" if none is there yet.
+func findNetIf(netDir string) (string, error) {
+	entries, err := os.ReadDir(netDir)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return "", nil
+		}
+		return "", err
+	}
+	for _, e := range entries {
+		if e.Name() != "lo" {
+			return e.Name(), nil
+		}
+	}
+	return "", nil
+}

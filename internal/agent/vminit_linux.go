@@ -101,6 +101,9 @@ func VMInit(log *slog.Logger) (io.ReadWriteCloser, error) {
 	if err := loopbackUp(); err != nil {
 		log.Warn("bringing up lo", "err", err)
 	}
+	if err := vmNetwork(params); err != nil {
+		return nil, err
+	}
 	port, err := waitFor("virtio-serial port "+vmspec.PortName, deviceWait, func() (string, error) {
 		return findPort("/sys/class/virtio-ports", vmspec.PortName)
 	})

@@ -64,6 +64,9 @@ func TestFindPortAndDisk(t *testing.T) {
 		"block/vda/serial":    "hutch-scratch",
 		"block/vdb/serial":    "hutch-root\n",
 		"block/loop0/size":    "0",
+		"net/lo/mtu":          "65536",
+		"net/eth0/mtu":        "1500",
+		"loonly/lo/mtu":       "65536",
 	})
 	tests := []struct {
 		name string
@@ -75,6 +78,8 @@ func TestFindPortAndDisk(t *testing.T) {
 		{"no ports directory", func() (string, error) { return findPort(filepath.Join(dir, "none"), "hutch.agent") }, ""},
 		{"disk", func() (string, error) { return findDisk(filepath.Join(dir, "block"), "hutch-root") }, "vdb"},
 		{"missing disk", func() (string, error) { return findDisk(filepath.Join(dir, "block"), "other") }, ""},
+		{"network interface", func() (string, error) { return findNetIf(filepath.Join(dir, "net")) }, "eth0"},
+		{"no network interface", func() (string, error) { return findNetIf(filepath.Join(dir, "loonly")) }, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -24,6 +24,13 @@ const (
 	// KeyPidsMax caps the tasks in the sandbox, the agent's included (a
 	// pids cgroup); absent leaves them unbounded but for memory.
 	KeyPidsMax = "hutch.pids_max"
+	// KeyAddr is the sandbox's address with its prefix length
+	// (10.200.0.2/30) on its network interface; absent: no network.
+	KeyAddr = "hutch.addr"
+	// KeyGateway is the default route's gateway of a sandbox with KeyAddr.
+	KeyGateway = "hutch.gateway"
+	// KeyDNS is the nameserver /etc/resolv.conf names.
+	KeyDNS = "hutch.dns"
 )
 
 // Device names.

@@ -61,7 +61,7 @@ func busyboxImage(t *testing.T) runtime.ImageRef {
 	if err := os.WriteFile(filepath.Join(root, "bin/busybox"), b, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, a := range []string{"sh", "echo", "cat", "sleep", "ls", "dd", "hostname", "awk", "seq", "true"} {
+	for _, a := range []string{"sh", "echo", "cat", "sleep", "ls", "dd", "hostname", "awk", "seq", "true", "wc"} {
 		if err := os.Symlink("busybox", filepath.Join(root, "bin", a)); err != nil {
 			t.Fatal(err)
 		}

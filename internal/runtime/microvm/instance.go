@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"sync"
@@ -24,6 +25,9 @@ type instance struct {
 	rt      *Runtime
 	id      string
 	dir     string
+	network bool       // it has a netplumb network to tear down
+	gateway netip.Addr // zero without a network
+	addr    netip.Addr // the sandbox's own address; zero without a network
 	cmd     *exec.Cmd
 	console *tailBuffer
 	// conn is the agent's port; set by start before the instance is
@@ -91,6 +95,11 @@ func (i *instance) Destroy(ctx context.Context) error {
 		err := i.kill(ctx)
 		if i.conn != nil {
 			i.conn.Close()
+		}
+		if i.network {
+			if nerr := i.rt.teardownNetwork(ctx, i.id); nerr != nil {
+				err = errors.Join(err, fmt.Errorf("tearing down the network: %w", nerr))
+			}
 		}
 		if rmErr := os.RemoveAll(i.dir); rmErr != nil {
 			err = errors.Join(err, fmt.Errorf("removing sandbox directory: %w", rmErr))

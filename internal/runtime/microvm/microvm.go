@@ -16,8 +16,10 @@
 // directory is created first and removed last, so that Reconcile finds
 // what a crashed daemon left.
 //
-// Not yet: networking, bind mounts, captured layers, pause, checkpoints,
-// stats (docs/microvm.md).
+// A sandbox with Network gets netplumb's namespace, veth and firewall, as
+// under gVisor, and a TAP device bridged to the veth there (network.go).
+//
+// Not yet: bind mounts, captured layers, checkpoints (docs/microvm.md).
 package microvm
 
 import (
@@ -33,6 +35,7 @@ import (
 	"sync"
 
 	"github.com/hutch-dev/hutch/internal/config"
+	"github.com/hutch-dev/hutch/internal/netplumb"
 	"github.com/hutch-dev/hutch/internal/runtime"
 )
 
@@ -61,6 +64,7 @@ type Runtime struct {
 	kernel   guestKernel
 	stateDir string // absolute
 	log      *slog.Logger
+	net      *netplumb.Network
 
 	// prepareMu serializes the building of image disks.
 	prepareMu sync.Mutex
@@ -120,7 +124,12 @@ func newRuntime(opts runtime.Options, log *slog.Logger) (*Runtime, error) {
 			tscKHz = hostTSCkHz(string(cpuinfo))
 		}
 	}
+	nw, err := newNetwork(opts, stateDir)
+	if err != nil {
+		return nil, fmt.Errorf("microvm runtime: %w", err)
+	}
 	r := &Runtime{
+		net:       nw,
 		tscKHz:    tscKHz,
 		qemu:      qemu,
 		accel:     accel,

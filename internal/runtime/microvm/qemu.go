@@ -2,6 +2,7 @@ package microvm
 
 import (
 	"fmt"
+	"net"
 	"regexp"
 	"strconv"
 	"strings"
@@ -22,6 +23,8 @@ type vmConfig struct {
 	rootDisk string // the image's disk, attached read-only
 	rwDisk   string // the writable layer's disk, or "" (a tmpfs in the guest)
 	socket   string // unix socket QEMU listens on for the agent's port
+	tapFD    int    // QEMU's descriptor of a TAP device, or 0: no network
+	mac      net.HardwareAddr
 	cpus     uint32
 	memoryMB uint32
 	cmdline  string
@@ -60,6 +63,11 @@ func qemuArgs(c vmConfig) []string {
 			"-drive", "id=rw,file="+c.rwDisk+",format=raw,if=none,cache=unsafe",
 			"-device", "virtio-blk-device,drive=rw,serial="+vmspec.RWSerial)
 	}
+	if c.tapFD > 0 {
+		args = append(args,
+			"-netdev", "tap,id=net0,fd="+strconv.Itoa(c.tapFD),
+			"-device", "virtio-net-device,netdev=net0,mac="+c.mac.String())
+	}
 	return append(args,
 		"-device", "virtio-serial-device",
 		"-chardev", "socket,id=agent,path="+c.socket+",server=on,wait=off",
@@ -79,6 +87,7 @@ type guestParams struct {
 	rwDisk     bool
 	writableMB uint64
 	pidsMax    uint64 // 0: no task limit
+	net        guestNet
 	// tscKHz (under TCG, whose guest TSC is the host's) spares the guest
 	// kernel its TSC calibration against the emulated PIT, which fails on
 	// a busy host and then hangs the boot; tsc=reliable keeps it from
@@ -104,6 +113,12 @@ func kernelCmdline(p guestParams) string {
 	}
 	if p.pidsMax > 0 {
 		words = append(words, fmt.Sprintf("%s=%d", vmspec.KeyPidsMax, p.pidsMax))
+	}
+	if p.net.addr.IsValid() {
+		words = append(words, vmspec.KeyAddr+"="+p.net.addr.String(), vmspec.KeyGateway+"="+p.net.gateway.String())
+		if p.net.dns.IsValid() {
+			words = append(words, vmspec.KeyDNS+"="+p.net.dns.String())
+		}
 	}
 	return strings.Join(words, " ")
 }

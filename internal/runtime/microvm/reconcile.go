@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"syscall"
 	"time"
@@ -35,12 +36,11 @@ func (r *Runtime) Reconcile(ctx context.Context, keep func(id string) bool) ([]s
 		}
 		destroyed = append(destroyed, inst.id)
 	}
-	entries, err := os.ReadDir(r.sandboxesDir())
+	ids, err := r.leftoverIDs(ctx)
 	if err != nil {
 		return destroyed, errors.Join(append(errs, err)...)
 	}
-	for _, e := range entries {
-		id := e.Name()
+	for _, id := range ids {
 		if claimed[id] || keep(id) {
 			continue
 		}
@@ -50,11 +50,46 @@ func (r *Runtime) Reconcile(ctx context.Context, keep func(id string) bool) ([]s
 		}
 		destroyed = append(destroyed, id)
 	}
+	r.mu.Lock()
+	if len(r.live) == 0 {
+		if err := r.releaseNetwork(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	r.mu.Unlock()
 	return destroyed, errors.Join(errs...)
 }
 
+// leftoverIDs are the ids of every sandbox directory and network of this
+// runtime.
+func (r *Runtime) leftoverIDs(ctx context.Context) ([]string, error) {
+	set := map[string]bool{}
+	entries, err := os.ReadDir(r.sandboxesDir())
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range entries {
+		set[e.Name()] = true
+	}
+	if r.net != nil {
+		netIDs, err := r.net.IDs(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range netIDs {
+			set[id] = true
+		}
+	}
+	ids := make([]string, 0, len(set))
+	for id := range set {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids, nil
+}
+
 // removeLeftover kills the QEMU of a sandbox directory no Runtime holds,
-// then removes the directory.
+// tears its network down, then removes the directory.
 func (r *Runtime) removeLeftover(ctx context.Context, id string) error {
 	dir := r.sandboxDir(id)
 	if pid := leftoverPID(dir); pid > 0 {
@@ -66,6 +101,9 @@ func (r *Runtime) removeLeftover(ctx context.Context, id string) error {
 			case <-time.After(10 * time.Millisecond):
 			}
 		}
+	}
+	if err := r.teardownNetwork(ctx, id); err != nil {
+		return err
 	}
 	return os.RemoveAll(dir)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hutch-dev/hutch/internal/cleanup"
 	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/netplumb"
 	"github.com/hutch-dev/hutch/internal/runtime"
 )
 
@@ -59,8 +60,6 @@ func checkSpec(spec runtime.Spec) error {
 		return fmt.Errorf("invalid sandbox id %q", spec.ID)
 	case spec.Image.Kind != runtime.ArtifactBlock || spec.AgentPath == "":
 		return errors.New("spec needs a block image (Prepare) and an agent path")
-	case spec.Network:
-		return errors.New("network is not supported by the microvm runtime yet")
 	case len(spec.Mounts) > 0:
 		return errors.New("mounts are not supported by the microvm runtime yet")
 	case spec.UpperLayer != "":
@@ -84,6 +83,18 @@ func (r *Runtime) start(ctx context.Context, spec runtime.Spec, undo *cleanup.St
 	}
 	undo.Push("removing the sandbox directory", func(context.Context) error { return os.RemoveAll(dir) })
 
+	var lease *netplumb.Lease
+	var gnet guestNet
+	var tap *os.File
+	if spec.Network {
+		var err error
+		undo.Push("tearing down the network", func(ctx context.Context) error { return r.teardownNetwork(ctx, id) })
+		lease, gnet, tap, err = r.setupNetwork(ctx, spec, dir)
+		if err != nil {
+			return nil, err
+		}
+		defer tap.Close()
+	}
 	var rwDisk string
 	if spec.WritableLayerMB > 0 {
 		rwDisk = filepath.Join(dir, rwDiskName)
@@ -93,10 +104,11 @@ func (r *Runtime) start(ctx context.Context, spec runtime.Spec, undo *cleanup.St
 	}
 	args := qemuArgs(vmConfig{
 		accel: r.accel, kernel: r.kernel.path, initrd: initrd, rootDisk: spec.Image.Path, rwDisk: rwDisk, socket: socketName,
+		tapFD: tapFD(tap), mac: gnet.mac,
 		cpus: spec.CPUs, memoryMB: spec.MemoryMB,
 		cmdline: kernelCmdline(guestParams{
 			hostname: spec.Hostname, rwDisk: rwDisk != "", writableMB: spec.WritableLayerMB,
-			pidsMax: uint64(max(spec.PidsLimit, 0)), tscKHz: r.tscKHz,
+			pidsMax: uint64(max(spec.PidsLimit, 0)), tscKHz: r.tscKHz, net: gnet,
 		}),
 	})
 	console := newTailBuffer(consoleTailSize)
@@ -106,12 +118,18 @@ func (r *Runtime) start(ctx context.Context, spec runtime.Spec, undo *cleanup.St
 	// and a data directory may be long.
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = console, console
+	if tap != nil {
+		cmd.ExtraFiles = []*os.File{tap} // descriptor 3: tapFD
+	}
 	// Keep terminal signals sent to the daemon's process group away.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("running qemu: %w", err)
 	}
 	inst := newInstance(r, id, dir, cmd, console)
+	if lease != nil {
+		inst.network, inst.gateway, inst.addr = true, lease.Gateway, lease.Addr
+	}
 	undo.Push("stopping qemu", func(ctx context.Context) error { return inst.kill(ctx) })
 	if err := os.WriteFile(filepath.Join(dir, pidFileName), []byte(strconv.Itoa(cmd.Process.Pid)), 0o600); err != nil {
 		return nil, fmt.Errorf("writing the pid file: %w", err)
@@ -153,6 +171,14 @@ func dialAgent(ctx context.Context, dir string, done <-chan struct{}) (net.Conn,
 			return nil, fmt.Errorf("connecting to the agent's port: %w", err)
 		}
 	}
+}
+
+// tapFD is the descriptor QEMU has tap at (its first extra file), or 0.
+func tapFD(tap *os.File) int {
+	if tap == nil {
+		return 0
+	}
+	return 3
 }
 
 // agentKey names an agent binary's version: its path, size and mtime.
@@ -198,11 +224,15 @@ func (r *Runtime) claim(id string) error {
 	return nil
 }
 
-// forget drops id from the live set.
+// forget drops id from the live set; after the last one it removes the
+// sandboxes' firewall table.
 func (r *Runtime) forget(id string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.live, id)
+	if len(r.live) == 0 {
+		_ = r.releaseNetwork()
+	}
 }
 
 // mkdirs creates each directory with its parents.

@@ -224,7 +224,6 @@ func TestCheckSpec(t *testing.T) {
 	for name, mod := range map[string]func(*runtime.Spec){
 		"bad id":        func(s *runtime.Spec) { s.ID = "../x" },
 		"directory":     func(s *runtime.Spec) { s.Image.Kind = runtime.ArtifactDir },
-		"network":       func(s *runtime.Spec) { s.Network = true },
 		"mounts":        func(s *runtime.Spec) { s.Mounts = []runtime.Mount{{Source: "/a", Destination: "/b"}} },
 		"layer":         func(s *runtime.Spec) { s.UpperLayer = "/l.tar" },
 		"without agent": func(s *runtime.Spec) { s.AgentPath = "" },
