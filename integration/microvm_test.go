@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -123,4 +124,28 @@ func TestMicroVMKill9Watchdog(t *testing.T) {
 	id := d.create(api.CreateRequest{Image: "bb"})
 	d.kill9()
 	assertNoLeftovers(t, d.dataDir, id)
+}
+
+// TestMicroVMNetwork: a microVM with network: true reaches a host
+// loopback service through its gateway, at the address its create-time
+// env was rewritten to, and names hutch's resolver.
+func TestMicroVMNetwork(t *testing.T) {
+	port := hostServer(t, "from the host")
+	d := startMicroVMDaemon(t, "")
+	id := d.create(api.CreateRequest{Image: "bb", Network: true, Env: api.Env{fmt.Sprintf("SVC=http://127.0.0.1:%d/", port)}})
+	svc, err := url.Parse(strings.TrimSpace(d.exec(id, "sh", "-c", "echo $SVC").Stdout))
+	if err != nil || svc.Hostname() == "127.0.0.1" {
+		t.Fatalf("SVC was not rewritten to the gateway: %v, %v", svc, err)
+	}
+	// busybox's static wget crashes (NSS); nc speaks HTTP/1.0.
+	script := fmt.Sprintf(`printf 'GET / HTTP/1.0\r\n\r\n' | busybox nc -w 10 %s %s`, svc.Hostname(), svc.Port())
+	if r := d.exec(id, "sh", "-c", script); !strings.Contains(r.Stdout, "from the host") {
+		t.Errorf("fetching the host's service at the gateway: %+v", r)
+	}
+	if r := d.exec(id, "cat", "/etc/resolv.conf"); !strings.Contains(r.Stdout, "nameserver ") {
+		t.Errorf("resolv.conf: %+v", r)
+	}
+	if _, err := d.c.Stop(context.Background(), id, true); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
 }
