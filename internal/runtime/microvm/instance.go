@@ -88,23 +88,32 @@ func (i *instance) Exit() runtime.End {
 func (i *instance) StderrTail() string { return i.console.String() }
 
 // Destroy kills QEMU (the VM holds nothing that must be saved: its
-// writable layer is in its own memory) and removes the sandbox's
-// directory. It is idempotent.
+// writable layer is discarded), tears its network down and removes the
+// sandbox's directory, the last thing: whatever fails is left for
+// Reconcile to find by that directory. It is idempotent.
 func (i *instance) Destroy(ctx context.Context) error {
 	i.destroyOnce.Do(func() {
-		err := i.kill(ctx)
+		defer i.rt.forget(i.id)
 		if i.conn != nil {
-			i.conn.Close()
+			defer i.conn.Close()
 		}
+		if err := i.kill(ctx); err != nil {
+			// QEMU may still run: keep its directory (and pid file), by
+			// which Reconcile finds and kills it later.
+			i.destroyErr = err
+			return
+		}
+		var err error
 		if i.network {
 			if nerr := i.rt.teardownNetwork(ctx, i.id); nerr != nil {
-				err = errors.Join(err, fmt.Errorf("tearing down the network: %w", nerr))
+				err = fmt.Errorf("tearing down the network: %w", nerr)
 			}
 		}
-		if rmErr := os.RemoveAll(i.dir); rmErr != nil {
-			err = errors.Join(err, fmt.Errorf("removing sandbox directory: %w", rmErr))
+		if err == nil {
+			if rmErr := os.RemoveAll(i.dir); rmErr != nil {
+				err = fmt.Errorf("removing sandbox directory: %w", rmErr)
+			}
 		}
-		i.rt.forget(i.id)
 		i.destroyErr = err
 	})
 	return i.destroyErr
