@@ -245,9 +245,9 @@ func guestMounts() error {
 	return mkdirMount("shm", "/dev/shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777")
 }
 
-// limitPids puts this process, and so every process it starts, in a
-// pids cgroup of at most n tasks: a fork bomb fails with EAGAIN instead of
-// filling the VM's memory.
+// limitPids makes a pids cgroup of at most n tasks that every process the
+// agent starts is born into (childCgroupFD): a fork bomb fails with EAGAIN
+// instead of filling the VM's memory, and the agent, outside it, goes on.
 func limitPids(n uint64) error {
 	const root = "/sys/fs/cgroup"
 	if err := mkdirMount("cgroup2", root, "cgroup2", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
@@ -260,12 +260,16 @@ func limitPids(n uint64) error {
 	for _, w := range []struct{ file, value string }{
 		{filepath.Join(root, "cgroup.subtree_control"), "+pids"},
 		{filepath.Join(dir, "pids.max"), strconv.FormatUint(n, 10)},
-		{filepath.Join(dir, "cgroup.procs"), "0"}, // this process
 	} {
 		if err := os.WriteFile(w.file, []byte(w.value), 0); err != nil {
 			return fmt.Errorf("limiting tasks: %w", err)
 		}
 	}
+	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("opening the sandbox's cgroup: %w", err)
+	}
+	childCgroupFD = fd
 	return nil
 }
 
