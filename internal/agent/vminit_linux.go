@@ -43,14 +43,15 @@ func IsVMInit() bool {
 	if os.Getpid() != 1 {
 		return false
 	}
-	b, err := os.ReadFile("/proc/cmdline")
-	if err != nil {
+	// A mounted /proc has /proc/self; only a VM's init has none yet.
+	if _, err := os.Stat("/proc/self"); err != nil {
 		if mkdirMount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "") != nil {
 			return false
 		}
-		if b, err = os.ReadFile("/proc/cmdline"); err != nil {
-			return false
-		}
+	}
+	b, err := os.ReadFile("/proc/cmdline")
+	if err != nil {
+		return false
 	}
 	return vmspec.InVM(string(b))
 }
