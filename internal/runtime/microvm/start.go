@@ -209,7 +209,24 @@ func (r *Runtime) initramfsFor(agent string) (string, error) {
 		return "", err
 	}
 	r.initramfs[key] = p
+	r.pruneInitramfsLocked()
 	return p, nil
+}
+
+// pruneInitramfsLocked removes the cached initramfs files no agent of
+// this Runtime uses (an earlier agent's): QEMU reads its initrd whole when
+// it starts, so running VMs do not need theirs. r.mu must be held.
+func (r *Runtime) pruneInitramfsLocked() {
+	inUse := map[string]bool{}
+	for _, p := range r.initramfs {
+		inUse[p] = true
+	}
+	old, _ := filepath.Glob(filepath.Join(r.initramfsDir(), "*.cpio"))
+	for _, p := range old {
+		if !inUse[p] {
+			_ = os.Remove(p)
+		}
+	}
 }
 
 // claim reserves id for a Start so that a concurrent Start or Reconcile

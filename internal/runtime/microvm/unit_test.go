@@ -359,3 +359,34 @@ func TestProcStats(t *testing.T) {
 		t.Errorf("rssBytes without VmRSS = %d", got)
 	}
 }
+
+// TestInitramfsFor: a Runtime builds an initramfs per agent binary once,
+// and drops the files of agents it no longer uses.
+func TestInitramfsFor(t *testing.T) {
+	dir := t.TempDir()
+	r := &Runtime{stateDir: dir, initramfs: map[agentKey]string{}}
+	stale := filepath.Join(r.initramfsDir(), "0123.cpio")
+	if err := mkdirs(r.initramfsDir()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(stale, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	agent := filepath.Join(dir, "hutch-agent")
+	if err := os.WriteFile(agent, []byte("agent"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p, err := r.initramfsFor(agent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := r.initramfsFor(agent); err != nil || again != p {
+		t.Errorf("second initramfsFor = %s, %v; want %s", again, err, p)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("an earlier agent's initramfs is left: %v", err)
+	}
+	if _, err := os.Stat(p); err != nil {
+		t.Errorf("the initramfs in use is gone: %v", err)
+	}
+}
