@@ -26,8 +26,8 @@ type guestKernel struct {
 // after those it depends on), as paths under /lib/modules/<version>
 // without the ".ko" suffix: the virtio transport of QEMU's microvm
 // machine (MMIO), the agent's serial port, the image's disk, and overlayfs
-// for the writable layer, the network interface. ext4 is built into
-// Debian's cloud kernel.
+// for the writable layer, the balloon (free page reporting), the network
+// interface. ext4 is built into Debian's cloud kernel.
 var guestModules = []string{
 	"kernel/drivers/virtio/virtio_ring",
 	"kernel/drivers/virtio/virtio",
@@ -35,6 +35,7 @@ var guestModules = []string{
 	"kernel/drivers/char/virtio_console",
 	"kernel/drivers/block/virtio_blk",
 	"kernel/fs/overlayfs/overlay",
+	"kernel/drivers/virtio/virtio_balloon",
 	"kernel/net/core/failover",
 	"kernel/drivers/net/net_failover",
 	"kernel/drivers/net/virtio_net",

@@ -28,6 +28,7 @@ func TestQEMUArgs(t *testing.T) {
 		"-accel tcg", "-smp 2", "-m 192", "-kernel /k", "-initrd /i", "-append console=ttyS0",
 		"file=/d.ext4,format=raw,if=none,readonly=on", "virtio-blk-device,drive=root,serial=hutch-root",
 		"socket,id=agent,path=/s/agent.sock,server=on,wait=off", "virtserialport,chardev=agent,name=hutch.agent",
+		"virtio-balloon-device,free-page-reporting=on", "-qmp unix:qmp.sock,server=on,wait=off",
 	} {
 		if !strings.Contains(args, want) {
 			t.Errorf("qemu args lack %q: %s", want, args)
