@@ -3,6 +3,8 @@ package integration
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -55,6 +57,16 @@ func startMicroVMDaemon(t *testing.T, extra string) *daemon {
 func TestMicroVMCreateExecStop(t *testing.T) {
 	d := startMicroVMDaemon(t, "")
 	ctx := context.Background()
+	// /healthz says how this host runs microVMs.
+	hresp, err := http.Get(d.url + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(hresp.Body)
+	hresp.Body.Close()
+	if !strings.Contains(string(body), `"name":"microvm","mode":"tcg"`) && !strings.Contains(string(body), `"name":"microvm","mode":"kvm"`) {
+		t.Errorf("/healthz = %s; want the microvm runtime and its accelerator", body)
+	}
 	// The first create also makes the image's disk and the initramfs. A
 	// write to the root goes to the sandbox's own layer, gone with it.
 	first := d.create(api.CreateRequest{Image: "bb"})

@@ -50,6 +50,7 @@ var (
 	_ runtime.Runtime         = (*Runtime)(nil)
 	_ runtime.Preparer        = (*Runtime)(nil)
 	_ runtime.AbilityReporter = (*Runtime)(nil)
+	_ runtime.Describer       = (*Runtime)(nil)
 )
 
 // validID matches the sandbox ids this runtime accepts: they name
@@ -150,6 +151,9 @@ func (r *Runtime) Name() string { return Name }
 
 // Accel is the accelerator the VMs run with: "kvm" or "tcg".
 func (r *Runtime) Accel() string { return r.accel }
+
+// Mode is Accel, for runtime.Describer.
+func (r *Runtime) Mode() string { return r.accel }
 
 // Abilities are what instances of this runtime can do beyond the contract.
 func (r *Runtime) Abilities() runtime.Abilities { return runtime.Discover(r, (*instance)(nil)) }
