@@ -9,12 +9,19 @@ APT_PACKAGES := mmdebstrap busybox-static iproute2 ca-certificates nftables tmux
 # provides it; installed only when the command is missing (node may come
 # from elsewhere, e.g. NodeSource, whose nodejs bundles npm).
 APT_COMMANDS := node:nodejs npm:npm jq:jq
+# The microVM runtime's packages (QEMU's microvm machine and Debian's cloud
+# kernel, whose modules the guest loads): installed by `make deps-microvm`,
+# or by `make deps MICROVM=1`, only on hosts that want that runtime.
+MICROVM_APT_PACKAGES := qemu-system-x86 linux-image-cloud-amd64
+ifneq ($(MICROVM),)
+APT_PACKAGES += $(MICROVM_APT_PACKAGES)
+endif
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 GO_SOURCES := $(shell find . -name '*.go' -not -path './node_modules/*' 2>/dev/null) go.mod go.sum
 # The web console's files, embedded in the daemon (internal/console).
 CONSOLE_FILES := $(shell find internal/console/web -type f 2>/dev/null)
 
-.PHONY: all build deps demo test unit integration conformance bench lint proto clean console-vendor bench-console
+.PHONY: all build deps deps-microvm demo test unit integration conformance bench lint proto clean console-vendor bench-console
 
 all: build
 
@@ -60,6 +67,10 @@ deps:
 		echo "installing:" $$missing; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
+
+# The microVM runtime's host packages (see MICROVM_APT_PACKAGES).
+deps-microvm:
+	@$(MAKE) --no-print-directory deps MICROVM=1
 
 # First sandbox: builds everything, builds the python image, runs code, and
 # names the web console of the daemon that ran it (README "Console").

@@ -75,6 +75,13 @@ func startDaemon(t *testing.T, cfg string) *daemon {
 func startDaemonWithAgent(t *testing.T, cfg, agentPath string) *daemon {
 	t.Helper()
 	testutil.RequiresIntegration(t)
+	return launchDaemon(t, cfg, agentPath)
+}
+
+// launchDaemon is startDaemonWithAgent without its check of the host:
+// for a caller that checked what its runtime needs.
+func launchDaemon(t *testing.T, cfg, agentPath string) *daemon {
+	t.Helper()
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "config.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {

@@ -1,5 +1,7 @@
 // Command hutch-agent runs as PID 1 inside every hutch sandbox. It serves the
-// Agent gRPC service over a yamux session on its stdin and stdout, runs
+// Agent gRPC service over a yamux session on its stdin and stdout (in a
+// microVM, where it is the initramfs's /init, on a virtio-serial port once
+// it has set the guest up: agent.VMInit), runs
 // processes for the daemon and reaps every orphan in the sandbox. On
 // agentv1.RelinkSignal it drops its session for a new one (a restored
 // sandbox's). Nothing but
@@ -11,6 +13,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -28,7 +31,13 @@ func main() { os.Exit(run()) }
 func run() int {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 
-	conn, err := agent.Stdio()
+	var conn io.ReadWriteCloser
+	var err error
+	if agent.IsVMInit() {
+		conn, err = agent.VMInit(log)
+	} else {
+		conn, err = agent.Stdio()
+	}
 	if err != nil {
 		log.Error("opening the agent stream", "err", err)
 		return 1

@@ -56,6 +56,13 @@ type proc struct {
 	done   chan struct{}
 }
 
+// childCgroupFD, when not -1, is a cgroup directory every process the
+// agent starts is born into (clone3's CLONE_INTO_CGROUP): a microVM's init
+// bounds the sandbox's tasks there and stays outside, so that hitting the
+// bound never keeps the agent itself from making a thread. Set once,
+// before serving (vminit_linux.go).
+var childCgroupFD = -1
+
 // spawn starts the process req describes, found at path, in dir, with its
 // own process group (or session, on a PTY), and starts the goroutines that
 // feed and drain it and wait for it. onExit runs once it has exited.
@@ -74,6 +81,9 @@ func spawn(path, dir string, req *agentv1.StartRequest, onExit func(*proc)) (*pr
 	sys := &syscall.SysProcAttr{Setpgid: true, Credential: credential(ereq)}
 	if s.pty != nil {
 		sys = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0, Credential: credential(ereq)}
+	}
+	if childCgroupFD >= 0 {
+		sys.UseCgroupFD, sys.CgroupFD = true, childCgroupFD
 	}
 	attr := &syscall.ProcAttr{
 		Dir:   dir,

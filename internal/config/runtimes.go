@@ -15,8 +15,32 @@ import (
 // A new backend adds its block here, with its defaults in Default and its
 // checks in validateRuntimes.
 type Runtimes struct {
-	GVisor GVisor `yaml:"gvisor" json:"gvisor"`
+	GVisor  GVisor  `yaml:"gvisor" json:"gvisor"`
+	MicroVM MicroVM `yaml:"microvm" json:"microvm"`
 }
+
+// MicroVM is the microVM runtime's block (runtimes.microvm).
+type MicroVM struct {
+	// QEMUPath is qemu-system-x86_64; empty looks on PATH.
+	QEMUPath string `yaml:"qemu_path,omitempty" json:"qemu_path,omitempty"`
+	// Kernel is the guest kernel (a vmlinuz whose modules are in
+	// /lib/modules/<version>); empty takes the newest Debian cloud kernel
+	// in /boot (vmlinuz-*-cloud-amd64).
+	Kernel string `yaml:"kernel,omitempty" json:"kernel,omitempty"`
+	// Accel is QEMU's accelerator: auto (KVM where it is usable, else
+	// TCG), kvm or tcg.
+	Accel string `yaml:"accel" json:"accel"`
+}
+
+// The values of runtimes.microvm.accel.
+const (
+	AccelAuto = "auto"
+	AccelKVM  = "kvm"
+	AccelTCG  = "tcg"
+)
+
+// Accels lists the values of runtimes.microvm.accel.
+var Accels = []string{AccelAuto, AccelKVM, AccelTCG}
 
 // GVisor is the gVisor runtime's block (runtimes.gvisor).
 type GVisor struct {
@@ -56,7 +80,10 @@ var Platforms = []string{PlatformSystrap, PlatformPtrace}
 
 // defaultRuntimes are the runtime blocks' defaults.
 func defaultRuntimes() Runtimes {
-	return Runtimes{GVisor: GVisor{Platform: PlatformSystrap, SystrapFastPath: FastPathOn}}
+	return Runtimes{
+		GVisor:  GVisor{Platform: PlatformSystrap, SystrapFastPath: FastPathOn},
+		MicroVM: MicroVM{Accel: AccelAuto},
+	}
 }
 
 // validateRuntimes checks every runtime block.
@@ -69,6 +96,9 @@ func (c *Config) validateRuntimes() []error {
 	}
 	if !slices.Contains(Platforms, g.Platform) {
 		bad("runtimes.gvisor.platform must be one of %s, got %q", strings.Join(Platforms, ", "), g.Platform)
+	}
+	if a := c.Runtimes.MicroVM.Accel; !slices.Contains(Accels, a) {
+		bad("runtimes.microvm.accel must be one of %s, got %q", strings.Join(Accels, ", "), a)
 	}
 	return errs
 }

@@ -87,3 +87,24 @@ func TestBounds(t *testing.T) {
 		t.Errorf("CheckMemoryMB(1) = %v", err)
 	}
 }
+
+func TestMicroVMBlock(t *testing.T) {
+	tests := []struct {
+		name, yaml string
+		want       MicroVM
+		wantErr    string
+	}{
+		{name: "defaults", want: MicroVM{Accel: "auto"}},
+		{name: "block", yaml: "runtimes:\n  microvm:\n    qemu_path: /opt/qemu\n    kernel: /boot/vmlinuz-x\n    accel: tcg\n",
+			want: MicroVM{QEMUPath: "/opt/qemu", Kernel: "/boot/vmlinuz-x", Accel: "tcg"}},
+		{name: "bad accel", yaml: "runtimes:\n  microvm:\n    accel: hvf\n", wantErr: `runtimes.microvm.accel must be one of auto, kvm, tcg, got "hvf"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, ok := parseCase(t, tt.yaml, tt.wantErr)
+			if ok && c.Runtimes.MicroVM != tt.want {
+				t.Errorf("microvm %+v, want %+v", c.Runtimes.MicroVM, tt.want)
+			}
+		})
+	}
+}

@@ -198,7 +198,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if err != nil {
 		return err
 	}
-	srv := httpapi.NewServer(table, httpapi.Options{Logger: log, Auth: tokens, Metrics: obs.handler(), MCP: mcpHandler, Ports: previewPorts{mgr}, PreviewDomain: cfg.PreviewDomain, Guard: guard,
+	srv := httpapi.NewServer(table, httpapi.Options{Logger: log, Auth: tokens, Runtimes: []runtime.Info{runtime.InfoOf(rt)}, Metrics: obs.handler(), MCP: mcpHandler, Ports: previewPorts{mgr}, PreviewDomain: cfg.PreviewDomain, Guard: guard,
 		Console: console.Handler(), Front: e2b.Wrap, ReadTimeout: read, WriteTimeout: write, IdleTimeout: idle})
 	srv.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
 	ln = netutil.LimitListener(ln, cfg.MaxConnections)

@@ -29,6 +29,7 @@ func runtimeOptions(cfg config.Config, dataDir string) (runtime.Options, error) 
 
 // startRuntime builds cfg's runtime and logs its optional abilities.
 func startRuntime(cfg config.Config, opts runtime.Options, log *slog.Logger) (runtime.Runtime, error) {
+	opts.Logger = log
 	rt, err := runtime.New(cfg.Runtime, opts)
 	if err != nil {
 		return nil, fmt.Errorf("starting runtime %s: %w", cfg.Runtime, err)

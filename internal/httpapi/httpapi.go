@@ -58,7 +58,7 @@
 //	POST   /v1/dlq/{job_id}/retry         sandbox::job::retry
 //	POST|GET|DELETE /mcp                  MCP's streamable HTTP transport (Options.MCP)
 //	GET    /openapi.json                  the OpenAPI 3.1 document of these routes (openapi.go)
-//	GET    /healthz                       {"status":"ok"}
+//	GET    /healthz                       {"status":"ok","runtimes":[...]}
 //	GET    /metrics                       Prometheus metrics (Options.Metrics)
 //	GET    /ui/...                        the web console's files (Options.Console; not in the OpenAPI document)
 //
@@ -115,6 +115,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/envelope"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/functions"
+	"github.com/hutch-dev/hutch/internal/runtime"
 	"github.com/hutch-dev/hutch/internal/webguard"
 )
 
@@ -128,6 +129,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Version, when set, is reported by /healthz.
 	Version string
+	// Runtimes are the isolation runtimes this daemon offers, reported by
+	// /healthz.
+	Runtimes []runtime.Info
 	// MaxBodyBytes limits request bodies; 0 means DefaultMaxBodyBytes.
 	// A larger body is S001.
 	MaxBodyBytes int64
@@ -191,7 +195,7 @@ func New(table *functions.Table, opts Options) http.Handler {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	s := &server{table: table, log: opts.Logger, maxBody: opts.MaxBodyBytes, version: opts.Version,
+	s := &server{table: table, log: opts.Logger, maxBody: opts.MaxBodyBytes, version: opts.Version, runtimes: opts.Runtimes,
 		auth: opts.Auth, metrics: opts.Metrics, mcp: opts.MCP, ports: opts.Ports, previewDomain: opts.PreviewDomain, guard: opts.Guard,
 		readTimeout: opts.ReadTimeout, writeTimeout: opts.WriteTimeout}
 	mux := http.NewServeMux()
@@ -290,10 +294,12 @@ type server struct {
 	log     *slog.Logger
 	maxBody int64
 	version string
-	auth    *auth.Tokens // nil when no token is required
-	metrics http.Handler // nil when /metrics is off
-	mcp     http.Handler // nil when /mcp is off
-	ports   Ports        // nil when previews are off
+	// runtimes are Options.Runtimes, for /healthz.
+	runtimes []runtime.Info
+	auth     *auth.Tokens // nil when no token is required
+	metrics  http.Handler // nil when /metrics is off
+	mcp      http.Handler // nil when /mcp is off
+	ports    Ports        // nil when previews are off
 	// previewDomain is Options.PreviewDomain ("" when the host route is
 	// off); guard is Options.Guard, whose Origin rules the host route
 	// applies itself.
@@ -339,10 +345,12 @@ type health struct {
 	Status  string `json:"status"`
 	Version string `json:"version,omitempty"`
 	Auth    bool   `json:"auth"`
+	// Runtimes are the runtimes this daemon offers, and how.
+	Runtimes []runtime.Info `json:"runtimes,omitempty"`
 }
 
 func (s *server) health(*http.Request, []byte) (any, error) {
-	return health{Status: "ok", Version: s.version, Auth: s.auth.Enabled()}, nil
+	return health{Status: "ok", Version: s.version, Auth: s.auth.Enabled(), Runtimes: s.runtimes}, nil
 }
 
 // routeError is an error answered with a fixed status and envelope, for

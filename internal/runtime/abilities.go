@@ -140,3 +140,28 @@ func (a Abilities) String() string {
 	}
 	return strings.Join(names, ",")
 }
+
+// Describer is an optional Runtime ability: how it isolates sandboxes on
+// this host, in a word ("systrap" for gVisor's platform, "kvm" or "tcg"
+// for the microVM runtime's accelerator).
+type Describer interface {
+	Mode() string
+}
+
+// Info is what a runtime tells about itself, as /healthz lists it.
+type Info struct {
+	Name string `json:"name"`
+	// Mode is the Describer's word, or "".
+	Mode string `json:"mode,omitempty"`
+	// Abilities are Abilities.String().
+	Abilities string `json:"abilities"`
+}
+
+// InfoOf is rt's Info.
+func InfoOf(rt Runtime) Info {
+	i := Info{Name: rt.Name(), Abilities: AbilitiesOf(rt).String()}
+	if d, ok := rt.(Describer); ok {
+		i.Mode = d.Mode()
+	}
+	return i
+}

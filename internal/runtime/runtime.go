@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"sort"
 	"sync"
 
@@ -120,6 +121,9 @@ type Options struct {
 	// as JSON; the Factory decodes it into its own type. JSON, so that the
 	// crash watchdog can be handed the same Options over a pipe.
 	Settings json.RawMessage `json:",omitempty"`
+	// Logger is the daemon's logger, for what a runtime reports at start;
+	// nil is slog.Default(). It does not cross the watchdog's pipe.
+	Logger *slog.Logger `json:"-"`
 }
 
 var (

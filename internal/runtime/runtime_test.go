@@ -34,6 +34,7 @@ func (able) Restore(context.Context, Spec, string) (Instance, error) { return ni
 func (able) Resize(uint32, uint32) error                             { return nil }
 func (able) Stats() (Stats, error)                                   { return Stats{}, nil }
 func (a able) Abilities() Abilities                                  { return Discover(a, a) }
+func (able) Mode() string                                            { return "emulated" }
 func (able) Prepare(_ context.Context, img ImageRef) (Artifact, error) {
 	return Artifact{Kind: ArtifactBlock, Path: "/cache/" + img.ID + ".img"}, nil
 }
@@ -49,6 +50,15 @@ func TestAbilities(t *testing.T) {
 	// A checkpoint that cannot be restored is no ability.
 	if got := Discover(bare{}, able{}); got.Checkpoint || !got.Pause {
 		t.Errorf("instance abilities on a runtime without Restore: %+v", got)
+	}
+}
+
+func TestInfoOf(t *testing.T) {
+	if got := InfoOf(bare{}); got != (Info{Name: "bare", Abilities: "none"}) {
+		t.Errorf("InfoOf(bare) = %+v", got)
+	}
+	if got := InfoOf(able{}); got.Mode != "emulated" || got.Abilities != "pause,checkpoint,resize,stats,layer" {
+		t.Errorf("InfoOf(able) = %+v", got)
 	}
 }
 

@@ -58,6 +58,7 @@ func init() {
 var (
 	_ runtime.Runtime         = (*Runtime)(nil)
 	_ runtime.AbilityReporter = (*Runtime)(nil)
+	_ runtime.Describer       = (*Runtime)(nil)
 )
 
 // validID matches the sandbox ids this runtime accepts: they name
@@ -132,6 +133,9 @@ func newRuntime(opts runtime.Options) (*Runtime, error) {
 
 // Name returns "gvisor".
 func (r *Runtime) Name() string { return Name }
+
+// Mode is runsc's platform ("systrap"), for runtime.Describer.
+func (r *Runtime) Mode() string { return r.settings.Platform }
 
 // Abilities are what instances of this runtime can do beyond the contract.
 func (r *Runtime) Abilities() runtime.Abilities { return runtime.Discover(r, (*instance)(nil)) }

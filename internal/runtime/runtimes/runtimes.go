@@ -5,4 +5,6 @@ package runtimes
 import (
 	// The gVisor backend (default).
 	_ "github.com/hutch-dev/hutch/internal/runtime/gvisor"
+	// The QEMU microVM backend (runtime: microvm).
+	_ "github.com/hutch-dev/hutch/internal/runtime/microvm"
 )

@@ -1,0 +1,163 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/image/ocitest"
+	"github.com/hutch-dev/hutch/internal/testutil"
+)
+
+// requiresRuntime skips t unless HUTCH_TEST_RUNTIMES (a comma-separated
+// list; the suite's default is gvisor) names rt. The microVM runtime's
+// tests run only where it is asked for: under TCG they are slow.
+func requiresRuntime(t *testing.T, rt string) {
+	t.Helper()
+	list := os.Getenv("HUTCH_TEST_RUNTIMES")
+	if list == "" {
+		list = "gvisor"
+	}
+	if !strings.Contains(","+list+",", ","+rt+",") {
+		t.Skipf("runtime %s not in HUTCH_TEST_RUNTIMES (%s)", rt, list)
+	}
+}
+
+// startMicroVMDaemon starts a daemon whose runtime is microvm, with a
+// private image cache, a busybox image named bb, and extra config keys. It
+// skips t unless the host can run it: root, QEMU, a guest kernel.
+func startMicroVMDaemon(t *testing.T, extra string) *daemon {
+	t.Helper()
+	requiresRuntime(t, "microvm")
+	testutil.RequiresRoot(t)
+	if testing.Short() {
+		t.Skip("integration test skipped in -short mode")
+	}
+	testutil.RequiresBinary(t, "qemu-system-x86_64")
+	if k, _ := filepath.Glob("/boot/vmlinuz-*-cloud-amd64"); len(k) == 0 {
+		t.Skip("no Debian cloud kernel (make deps-microvm)")
+	}
+	dir := filepath.Join(t.TempDir(), "layout")
+	writeLayout(t, dir, ocitest.Image(t, ocitest.Config{Env: []string{"PATH=/bin"}}, ocitest.Layer(t, ocitest.BusyboxFiles(t)...)))
+	return launchDaemon(t, customConfig(t, "", fmt.Sprintf("runtime: microvm\ncustom_images: {bb: %q}\nimage_allowlist: [bb]\n%s", "oci-layout:"+dir, extra)), "")
+}
+
+// TestMicroVMCreateExecStop boots a sandbox in a QEMU microVM (TCG here),
+// runs a command through its agent, and stops it; the harness then checks
+// that no process, socket or directory of it is left.
+func TestMicroVMCreateExecStop(t *testing.T) {
+	d := startMicroVMDaemon(t, "")
+	ctx := context.Background()
+	// /healthz says how this host runs microVMs.
+	hresp, err := http.Get(d.url + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(hresp.Body)
+	hresp.Body.Close()
+	if !strings.Contains(string(body), `"name":"microvm","mode":"tcg"`) && !strings.Contains(string(body), `"name":"microvm","mode":"kvm"`) {
+		t.Errorf("/healthz = %s; want the microvm runtime and its accelerator", body)
+	}
+	// The first create also makes the image's disk and the initramfs. A
+	// write to the root goes to the sandbox's own layer, gone with it.
+	first := d.create(api.CreateRequest{Image: "bb"})
+	d.setup(first, "sh", "-c", "echo private > /etc/note")
+	if _, err := d.c.Stop(ctx, first, true); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+
+	t0 := time.Now()
+	id := d.create(api.CreateRequest{Image: "bb"})
+	t.Logf("create (boot to agent ready) %v", time.Since(t0).Round(time.Millisecond))
+	for i := 0; i < 3; i++ {
+		t0 = time.Now()
+		if r := d.exec(id, "echo", "hi"); !r.Success || r.Stdout != "hi\n" {
+			t.Errorf("echo hi: %+v", r)
+		}
+		t.Logf("exec echo hi through the API %v", time.Since(t0).Round(time.Millisecond))
+	}
+	if r := d.exec(id, "cat", "/etc/note"); r.Success {
+		t.Errorf("a later sandbox of the image sees an earlier one's write: %+v", r)
+	}
+	// The guest is a VM of its own: its kernel is not the host's.
+	host, err := exec.Command("uname", "-r").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := d.exec(id, "busybox", "uname", "-r"); !r.Success || r.Stdout == string(host) {
+		t.Errorf("uname -r in the VM = %+v; the host's is %q", r, host)
+	}
+	// Pause and resume through QEMU's monitor.
+	if st, err := d.c.Pause(ctx, id, ""); err != nil || st.State != "paused" {
+		t.Fatalf("pause: %+v, %v", st, err)
+	}
+	if st, err := d.c.Resume(ctx, id); err != nil || st.State != "running" {
+		t.Fatalf("resume: %+v, %v", st, err)
+	}
+	if r := d.exec(id, "echo", "again"); !r.Success || r.Stdout != "again\n" {
+		t.Errorf("echo after resume: %+v", r)
+	}
+	if _, err := d.c.Stop(ctx, id, true); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+}
+
+// TestMicroVMKill9ThenRestart: the VM of a daemon killed with SIGKILL
+// outlives it; the restarted daemon's Reconcile kills it and removes its
+// directory, and the sandbox is listed as stopped.
+func TestMicroVMKill9ThenRestart(t *testing.T) {
+	d := startMicroVMDaemon(t, "crash_watchdog: false\n")
+	ctx := context.Background()
+	id := d.create(api.CreateRequest{Image: "bb"})
+	d.kill9()
+	if len(leftovers(d.dataDir, []string{id})) == 0 {
+		t.Fatal("the leak scanner sees nothing of the crashed daemon's VM; it cannot prove a restart clean")
+	}
+	d.start()
+	assertNoLeftovers(t, d.dataDir, id)
+	if info, err := d.c.Get(ctx, id); err != nil || !info.Stopped {
+		t.Errorf("the crashed daemon's sandbox after the restart: %+v, %v", info, err)
+	}
+}
+
+// TestMicroVMKill9Watchdog: with the crash watchdog (the default), the VMs
+// of a daemon killed with SIGKILL are gone without a restart.
+func TestMicroVMKill9Watchdog(t *testing.T) {
+	d := startMicroVMDaemon(t, "")
+	id := d.create(api.CreateRequest{Image: "bb"})
+	d.kill9()
+	assertNoLeftovers(t, d.dataDir, id)
+}
+
+// TestMicroVMNetwork: a microVM with network: true reaches a host
+// loopback service through its gateway, at the address its create-time
+// env was rewritten to, and names hutch's resolver.
+func TestMicroVMNetwork(t *testing.T) {
+	port := hostServer(t, "from the host")
+	d := startMicroVMDaemon(t, "")
+	id := d.create(api.CreateRequest{Image: "bb", Network: true, Env: api.Env{fmt.Sprintf("SVC=http://127.0.0.1:%d/", port)}})
+	svc, err := url.Parse(strings.TrimSpace(d.exec(id, "sh", "-c", "echo $SVC").Stdout))
+	if err != nil || svc.Hostname() == "127.0.0.1" {
+		t.Fatalf("SVC was not rewritten to the gateway: %v, %v", svc, err)
+	}
+	// busybox's static wget crashes (NSS); nc speaks HTTP/1.0.
+	script := fmt.Sprintf(`printf 'GET / HTTP/1.0\r\n\r\n' | busybox nc -w 10 %s %s`, svc.Hostname(), svc.Port())
+	if r := d.exec(id, "sh", "-c", script); !strings.Contains(r.Stdout, "from the host") {
+		t.Errorf("fetching the host's service at the gateway: %+v", r)
+	}
+	if r := d.exec(id, "cat", "/etc/resolv.conf"); !strings.Contains(r.Stdout, "nameserver ") {
+		t.Errorf("resolv.conf: %+v", r)
+	}
+	if _, err := d.c.Stop(context.Background(), id, true); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+}

@@ -1,0 +1,137 @@
+package microvm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+
+	"github.com/hutch-dev/hutch/internal/runtime"
+)
+
+var (
+	_ runtime.Instance = (*instance)(nil)
+	_ runtime.Pauser   = (*instance)(nil)
+)
+
+// instance is one VM started by a Runtime.
+type instance struct {
+	rt      *Runtime
+	id      string
+	dir     string
+	network bool       // it has a netplumb network to tear down
+	gateway netip.Addr // zero without a network
+	addr    netip.Addr // the sandbox's own address; zero without a network
+	cmd     *exec.Cmd
+	console *tailBuffer
+	// conn is the agent's port; set by start before the instance is
+	// handed out.
+	conn net.Conn
+	done chan struct{} // closed once QEMU has exited
+	// destroyOnce guards destroyErr, the result every Destroy returns.
+	destroyOnce sync.Once
+	destroyErr  error
+
+	mu sync.Mutex
+	// destroying is set once Destroy (or a failed Start) has begun; reason
+	// is why the VM ended on its own. Both are guarded by mu.
+	destroying bool
+	reason     runtime.End
+}
+
+func newInstance(r *Runtime, id, dir string, cmd *exec.Cmd, console *tailBuffer) *instance {
+	i := &instance{rt: r, id: id, dir: dir, cmd: cmd, console: console, done: make(chan struct{})}
+	go i.wait()
+	return i
+}
+
+// wait reaps QEMU and records why it ended, unless it was stopped.
+func (i *instance) wait() {
+	err := i.cmd.Wait()
+	i.mu.Lock()
+	if !i.destroying {
+		detail := "the VM exited"
+		if err != nil {
+			detail = fmt.Sprintf("the VM exited (%v)", err)
+		}
+		if l := lastLine(i.console.String()); l != "" {
+			detail += ": " + l
+		}
+		i.reason = runtime.End{Cause: runtime.CauseExited, Detail: detail}
+	}
+	i.mu.Unlock()
+	close(i.done)
+}
+
+// Conn is the agent's virtio-serial port, through QEMU's socket.
+func (i *instance) Conn() io.ReadWriteCloser { return i.conn }
+
+// Done is closed when QEMU has exited.
+func (i *instance) Done() <-chan struct{} { return i.done }
+
+// Exit says why the VM ended on its own; the zero End while it runs and
+// after Destroy.
+func (i *instance) Exit() runtime.End {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.reason
+}
+
+// StderrTail is the end of the VM's console: the kernel's and the
+// agent's logs.
+func (i *instance) StderrTail() string { return i.console.String() }
+
+// Destroy kills QEMU (the VM holds nothing that must be saved: its
+// writable layer is discarded), tears its network down and removes the
+// sandbox's directory, the last thing: whatever fails is left for
+// Reconcile to find by that directory. It is idempotent.
+func (i *instance) Destroy(ctx context.Context) error {
+	i.destroyOnce.Do(func() {
+		defer i.rt.forget(i.id)
+		if i.conn != nil {
+			defer i.conn.Close()
+		}
+		if err := i.kill(ctx); err != nil {
+			// QEMU may still run: keep its directory (and pid file), by
+			// which Reconcile finds and kills it later.
+			i.destroyErr = err
+			return
+		}
+		var err error
+		if i.network {
+			if nerr := i.rt.teardownNetwork(ctx, i.id); nerr != nil {
+				err = fmt.Errorf("tearing down the network: %w", nerr)
+			}
+		}
+		if err == nil {
+			if rmErr := os.RemoveAll(i.dir); rmErr != nil {
+				err = fmt.Errorf("removing sandbox directory: %w", rmErr)
+			}
+		}
+		i.destroyErr = err
+	})
+	return i.destroyErr
+}
+
+// kill ends QEMU's process group and waits until QEMU is reaped.
+func (i *instance) kill(ctx context.Context) error {
+	i.mu.Lock()
+	i.destroying = true
+	i.reason = runtime.End{}
+	i.mu.Unlock()
+	if err := syscall.Kill(-i.cmd.Process.Pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("killing qemu: %w", err)
+	}
+	select {
+	case <-i.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for qemu to exit: %w", ctx.Err())
+	}
+}

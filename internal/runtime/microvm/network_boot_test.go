@@ -1,0 +1,75 @@
+package microvm
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
+	"github.com/hutch-dev/hutch/internal/agentclient"
+	"github.com/hutch-dev/hutch/internal/runtime"
+	"github.com/hutch-dev/hutch/internal/testutil"
+)
+
+// testNetworkPool is the pool of this package's network tests (netplumb
+// skips subnets the host already uses).
+const testNetworkPool = "10.233.0.0/16"
+
+// TestBootNetwork boots a VM with Network: it has the lease's address,
+// reaches a forwarded host port at its gateway, and leaves no network
+// behind.
+func TestBootNetwork(t *testing.T) {
+	requiresMicroVM(t)
+	ctx := context.Background()
+	r, err := newRuntime(runtime.Options{StateDir: t.TempDir(), NetworkPool: testNetworkPool}, slog.Default())
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	art, err := r.Prepare(ctx, busyboxImage(t))
+	if err != nil {
+		t.Fatalf("Prepare: %v", err)
+	}
+	port := testutil.ServeHTTP(t, "127.0.0.1:0", "hello from the host\n")
+	spec := runtime.Spec{ID: uuid.NewString(), Image: art, AgentPath: buildAgent(t), CPUs: 1, MemoryMB: 256,
+		Network: true, GatewayPorts: []uint16{port}}
+	inst, err := r.Start(ctx, spec)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() { _ = inst.Destroy(context.Background()) })
+	c, err := agentclient.Dial(inst.Conn(), agentclient.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	readyCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := c.WaitReady(readyCtx); err != nil {
+		t.Fatalf("WaitReady: %v\nconsole:\n%s", err, inst.StderrTail())
+	}
+	ni := inst.(runtime.NetworkInfo)
+	if !ni.Addr().IsValid() || !ni.Gateway().IsValid() {
+		t.Fatalf("NetworkInfo: addr %v, gateway %v", ni.Addr(), ni.Gateway())
+	}
+	// busybox's static wget crashes (NSS); nc speaks HTTP/1.0.
+	script := fmt.Sprintf(`printf 'GET / HTTP/1.0\r\n\r\n' | busybox nc -w 10 %s %d`, ni.Gateway(), port)
+	resp, err := c.Exec(ctx, &agentv1.ExecRequest{Argv: []string{"sh", "-c", script}, Env: []string{"PATH=/bin"}, TimeoutMs: 60000})
+	if err != nil || !strings.Contains(string(resp.GetStdout()), "hello from the host") {
+		t.Errorf("fetching the host's forwarded port at the gateway: %q, stderr %q, %v\nconsole:\n%s", resp.GetStdout(), resp.GetStderr(), err, inst.StderrTail())
+	}
+	if err := inst.Destroy(ctx); err != nil {
+		t.Fatalf("Destroy: %v", err)
+	}
+	if ids, err := r.net.IDs(ctx); err != nil || len(ids) != 0 {
+		t.Errorf("networks left after Destroy: %v, %v", ids, err)
+	}
+	if _, err := os.Stat(r.sandboxDir(spec.ID)); !os.IsNotExist(err) {
+		t.Errorf("sandbox directory left: %v", err)
+	}
+}
