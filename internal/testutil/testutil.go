@@ -88,7 +88,8 @@ var (
 )
 
 // BuildBinary builds a main package of this module (e.g. "./cmd/hutch-agent")
-// statically, once per test process, and returns the binary's path.
+// statically, once per test process, and returns the binary's path. The
+// binaries are removed by Main when the package's tests end.
 func BuildBinary(t testing.TB, pkg string) string {
 	t.Helper()
 	buildMu.Lock()
@@ -109,4 +110,17 @@ func BuildBinary(t testing.TB, pkg string) string {
 	}
 	built[pkg] = out
 	return out
+}
+
+// Main runs a package's tests (TestMain's m) and then removes the
+// binaries BuildBinary built for them; its result is the exit code.
+func Main(m *testing.M) int {
+	code := m.Run()
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	for pkg, p := range built {
+		_ = os.RemoveAll(filepath.Dir(p))
+		delete(built, pkg)
+	}
+	return code
 }
