@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -18,33 +17,15 @@ import (
 	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
-// requiresRuntime skips t unless HUTCH_TEST_RUNTIMES (a comma-separated
-// list; the suite's default is gvisor) names rt. The microVM runtime's
-// tests run only where it is asked for: under TCG they are slow.
-func requiresRuntime(t *testing.T, rt string) {
-	t.Helper()
-	list := os.Getenv("HUTCH_TEST_RUNTIMES")
-	if list == "" {
-		list = "gvisor"
-	}
-	if !strings.Contains(","+list+",", ","+rt+",") {
-		t.Skipf("runtime %s not in HUTCH_TEST_RUNTIMES (%s)", rt, list)
-	}
-}
-
 // startMicroVMDaemon starts a daemon whose runtime is microvm, with a
 // private image cache, a busybox image named bb, and extra config keys. It
 // skips t unless the host can run it: root, QEMU, a guest kernel.
 func startMicroVMDaemon(t *testing.T, extra string) *daemon {
 	t.Helper()
-	requiresRuntime(t, "microvm")
-	testutil.RequiresRoot(t)
-	if testing.Short() {
-		t.Skip("integration test skipped in -short mode")
-	}
+	testutil.RequiresRuntime(t, "microvm")
 	testutil.RequiresBinary(t, "qemu-system-x86_64")
 	if k, _ := filepath.Glob("/boot/vmlinuz-*-cloud-amd64"); len(k) == 0 {
-		t.Skip("no Debian cloud kernel (make deps-microvm)")
+		testutil.Skip(t, "no Debian cloud kernel (make deps-microvm)")
 	}
 	dir := filepath.Join(t.TempDir(), "layout")
 	writeLayout(t, dir, ocitest.Image(t, ocitest.Config{Env: []string{"PATH=/bin"}}, ocitest.Layer(t, ocitest.BusyboxFiles(t)...)))

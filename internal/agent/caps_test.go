@@ -58,10 +58,10 @@ func TestForkCapsRestoreOutsideTheBoundingSet(t *testing.T) {
 	}
 	sets[0].Inheritable |= bit
 	if err := capset(&sets); err != nil {
-		t.Skipf("making CAP_CHOWN inheritable: %v", err)
+		testutil.Skip(t, "making CAP_CHOWN inheritable: "+err.Error())
 	}
 	if err := unix.Prctl(unix.PR_CAPBSET_DROP, unix.CAP_CHOWN, 0, 0, 0); err != nil {
-		t.Skipf("dropping CAP_CHOWN from the bounding set: %v", err)
+		testutil.Skip(t, "dropping CAP_CHOWN from the bounding set: "+err.Error())
 	}
 	c := dropping(unix.CAP_CHOWN)
 	if c == nil {

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -23,6 +24,33 @@ func skip(t testing.TB, reason string) {
 		t.Fatalf("integration prerequisite missing (HUTCH_REQUIRE_INTEGRATION=1): %s", reason)
 	}
 	t.Skip(reason)
+}
+
+// Skip skips t with reason, or fails it when integration is required: for
+// a prerequisite of the host that only the test itself can check.
+func Skip(t testing.TB, reason string) {
+	t.Helper()
+	skip(t, reason)
+}
+
+// RequiresRuntime skips t unless HUTCH_TEST_RUNTIMES (comma-separated;
+// "gvisor" when unset) names the isolation runtime rt. Which runtimes a
+// run tests is chosen, not found on the host, so an unchosen one skips
+// even when integration is required; a chosen one needs root and a run
+// without -short like any integration test.
+func RequiresRuntime(t testing.TB, rt string) {
+	t.Helper()
+	list := os.Getenv("HUTCH_TEST_RUNTIMES")
+	if list == "" {
+		list = "gvisor"
+	}
+	if !strings.Contains(","+list+",", ","+rt+",") {
+		t.Skipf("runtime %s not in HUTCH_TEST_RUNTIMES (%s)", rt, list)
+	}
+	RequiresRoot(t)
+	if testing.Short() {
+		skip(t, "integration test skipped in -short mode")
+	}
 }
 
 // RequiresRoot skips t unless it runs as root.

@@ -18,7 +18,7 @@ func TestExt4Disks(t *testing.T) {
 	testutil.RequiresRoot(t)
 	d := ext4Disks{}
 	if err := d.Check(); err != nil {
-		t.Skip(err)
+		testutil.Skip(t, err.Error())
 	}
 	dir := t.TempDir()
 	file, mnt := filepath.Join(dir, "v.ext4"), filepath.Join(dir, "mnt")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,32 +16,6 @@ import (
 	"github.com/hutch-dev/hutch/internal/runtime"
 	"github.com/hutch-dev/hutch/internal/testutil"
 )
-
-// requiresMicroVM skips t unless the microvm runtime's tests are asked for
-// (HUTCH_TEST_RUNTIMES names microvm) and the host can boot VMs.
-func requiresMicroVM(t *testing.T) {
-	t.Helper()
-	testutil.RequiresRoot(t)
-	if testing.Short() {
-		t.Skip("microVM test skipped in -short mode")
-	}
-	if !strings.Contains(","+os.Getenv("HUTCH_TEST_RUNTIMES")+",", ",microvm,") {
-		t.Skip("microVM tests run when HUTCH_TEST_RUNTIMES names microvm")
-	}
-}
-
-// buildAgent builds hutch-agent into a test directory.
-func buildAgent(t *testing.T) string {
-	t.Helper()
-	out := filepath.Join(t.TempDir(), "hutch-agent")
-	cmd := exec.Command("go", "build", "-o", out, "./cmd/hutch-agent")
-	cmd.Dir = testutil.RepoRoot()
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building the agent: %v\n%s", err, b)
-	}
-	return out
-}
 
 // busyboxImage makes a minimal image directory (<dir>/rootfs): busybox
 // and the agent's mount point.
@@ -75,7 +48,7 @@ func busyboxImage(t *testing.T) runtime.ImageRef {
 // TestBootExecStop boots a VM (TCG here), runs echo through its agent and
 // stops it, leaving nothing behind.
 func TestBootExecStop(t *testing.T) {
-	requiresMicroVM(t)
+	testutil.RequiresRuntime(t, "microvm")
 	ctx := context.Background()
 	state := t.TempDir()
 	r, err := newRuntime(runtime.Options{StateDir: state}, slog.Default())
@@ -90,7 +63,7 @@ func TestBootExecStop(t *testing.T) {
 	if again, err := r.Prepare(ctx, img); err != nil || again != art {
 		t.Errorf("second Prepare = %+v, %v; want the cached %+v", again, err, art)
 	}
-	spec := runtime.Spec{ID: uuid.NewString(), Image: art, AgentPath: buildAgent(t), CPUs: 1, MemoryMB: 256, Hostname: "vmtest", WritableLayerMB: 32, PidsLimit: 64}
+	spec := runtime.Spec{ID: uuid.NewString(), Image: art, AgentPath: testutil.BuildBinary(t, "./cmd/hutch-agent"), CPUs: 1, MemoryMB: 256, Hostname: "vmtest", WritableLayerMB: 32, PidsLimit: 64}
 	start := time.Now()
 	inst, err := r.Start(ctx, spec)
 	if err != nil {

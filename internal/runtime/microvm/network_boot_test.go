@@ -25,7 +25,7 @@ const testNetworkPool = "10.233.0.0/16"
 // reaches a forwarded host port at its gateway, and leaves no network
 // behind.
 func TestBootNetwork(t *testing.T) {
-	requiresMicroVM(t)
+	testutil.RequiresRuntime(t, "microvm")
 	ctx := context.Background()
 	r, err := newRuntime(runtime.Options{StateDir: t.TempDir(), NetworkPool: testNetworkPool}, slog.Default())
 	if err != nil {
@@ -36,7 +36,7 @@ func TestBootNetwork(t *testing.T) {
 		t.Fatalf("Prepare: %v", err)
 	}
 	port := testutil.ServeHTTP(t, "127.0.0.1:0", "hello from the host\n")
-	spec := runtime.Spec{ID: uuid.NewString(), Image: art, AgentPath: buildAgent(t), CPUs: 1, MemoryMB: 256,
+	spec := runtime.Spec{ID: uuid.NewString(), Image: art, AgentPath: testutil.BuildBinary(t, "./cmd/hutch-agent"), CPUs: 1, MemoryMB: 256,
 		Network: true, GatewayPorts: []uint16{port}}
 	inst, err := r.Start(ctx, spec)
 	if err != nil {
