@@ -17,6 +17,24 @@ type CatalogImage struct {
 // then custom images sorted by name.
 type CatalogResponse struct {
 	Images []CatalogImage `json:"images"`
+	// Runtimes are the isolation runtimes this daemon has, whether this
+	// host runs them and how. A hutch addition.
+	Runtimes []RuntimeInfo `json:"runtimes,omitempty"`
+}
+
+// RuntimeInfo is one isolation runtime, as the catalog and /healthz list it.
+type RuntimeInfo struct {
+	Name string `json:"name"`
+	// Mode is how it isolates on this host: gVisor's platform
+	// ("systrap"), the microVM runtime's accelerator ("kvm", "tcg").
+	Mode string `json:"mode,omitempty"`
+	// Abilities are its optional operations ("pause,checkpoint,…", "none").
+	Abilities string `json:"abilities"`
+	// Available says this host runs it; Unavailable says why not.
+	Available   bool   `json:"available"`
+	Unavailable string `json:"unavailable,omitempty"`
+	// Default marks the runtime of creates that name none.
+	Default bool `json:"default,omitempty"`
 }
 
 // ImageListRequest is the payload of hutch::image::list (no fields).

@@ -80,6 +80,9 @@ type CreateRequest struct {
 	Egress *EgressPolicy `json:"-"`
 	// Volumes are the caller's volumes to mount (volumes.go).
 	Volumes []VolumeMount `json:"volumes,omitempty"`
+	// Runtime is the isolation runtime to start it in ("gvisor",
+	// "microvm"); empty is the daemon's default_runtime. A hutch addition.
+	Runtime string `json:"runtime,omitempty"`
 }
 
 // createRequestPlain is CreateRequest without its JSON methods.
@@ -136,6 +139,8 @@ type CreateResponse struct {
 	// (not in forwardable_ports, or the daemon's own); those URLs are left
 	// as they were. A hutch extension.
 	UnforwardedPorts []uint16 `json:"unforwarded_ports,omitempty"`
+	// Runtime is the isolation runtime it runs in. A hutch extension.
+	Runtime string `json:"runtime,omitempty"`
 }
 
 // ExecRequest is the payload of sandbox::exec.
@@ -235,6 +240,8 @@ type SandboxInfo struct {
 	Networks []string      `json:"networks,omitempty"`
 	// Volumes are the volumes it mounts.
 	Volumes []VolumeMount `json:"volumes,omitempty"`
+	// Runtime is the isolation runtime it runs in.
+	Runtime string `json:"runtime,omitempty"`
 	// State is where the sandbox is in its life: running, pausing,
 	// paused, resuming, stopping or stopped.
 	State string `json:"state"`

@@ -197,7 +197,7 @@ test('the console, driven in a browser as one of two owners', { timeout: BOOT_TI
     // The daemon page names the runtime and the capacity.
     await page.waitForFunction(() => {
       const text = document.querySelector('#daemon-summary')?.textContent ?? ''
-      return text.includes('runtime="gvisor"') && text.includes('Sandbox capacity')
+      return text.includes('Runtime gvisor(systrap, default)') && text.includes('Sandbox capacity')
     }, WAIT)
   })
 

@@ -26,6 +26,21 @@ func (a *app) catalogCmd() *cobra.Command {
 		for _, im := range cat.Images {
 			t.row(im.Name, im.Kind, im.OCIRef)
 		}
+		if err := t.flush(); err != nil || len(cat.Runtimes) == 0 {
+			return err
+		}
+		fmt.Fprintln(w)
+		t = newTable(w, "RUNTIME", "MODE", "AVAILABLE", "ABILITIES")
+		for _, rt := range cat.Runtimes {
+			name, avail := rt.Name, "yes"
+			if rt.Default {
+				name += " (default)"
+			}
+			if !rt.Available {
+				avail = "no: " + rt.Unavailable
+			}
+			t.row(name, rt.Mode, avail, rt.Abilities)
+		}
 		return t.flush()
 	})
 }

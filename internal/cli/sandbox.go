@@ -25,6 +25,7 @@ type sandboxFlags struct {
 	network      bool
 	egress       api.EgressPolicy
 	env          []string
+	runtime      string
 }
 
 func (f *sandboxFlags) register(cmd *cobra.Command) {
@@ -33,11 +34,12 @@ func (f *sandboxFlags) register(cmd *cobra.Command) {
 	fl.Uint32Var(&f.memory, "memory", 0, "memory in MiB (daemon default when omitted)")
 	fl.BoolVar(&f.network, "network", false, "give the sandbox outbound network access")
 	fl.StringArrayVarP(&f.env, "env", "e", nil, "set KEY=VALUE in the sandbox (repeatable; entries without = are skipped)")
+	fl.StringVar(&f.runtime, "runtime", "", "isolation runtime: gvisor or microvm (the daemon's default_runtime when omitted; hutch catalog lists them)")
 	egressFlags(cmd, &f.egress)
 }
 
 func (f *sandboxFlags) request(image string) api.CreateRequest {
-	req := api.CreateRequest{Image: image, CPUs: f.cpus, MemoryMB: f.memory, Network: f.network, Env: parseEnv(f.env)}
+	req := api.CreateRequest{Image: image, CPUs: f.cpus, MemoryMB: f.memory, Network: f.network, Env: parseEnv(f.env), Runtime: f.runtime}
 	if !f.egress.Empty() {
 		req.Network, req.Egress = true, &f.egress
 	}

@@ -83,8 +83,14 @@ type Config struct {
 	Webhooks []Webhook `yaml:"webhooks"`
 	// ImageCacheDir holds built and pulled images; default DATA_DIR/images.
 	ImageCacheDir string `yaml:"image_cache_dir"`
-	// Runtime is the isolation backend ("gvisor").
-	Runtime string `yaml:"runtime"`
+	// DefaultRuntime is the isolation backend of creates that name none
+	// ("gvisor"); it must start on this host.
+	DefaultRuntime string `yaml:"default_runtime"`
+	// Runtime is the deprecated alias of default_runtime; Parse moves it.
+	Runtime string `yaml:"runtime,omitempty"`
+	// OfferedRuntimes are the runtimes creates may name; empty offers
+	// every runtime hutch has that starts on this host.
+	OfferedRuntimes []string `yaml:"offered_runtimes"`
 	// NetworkPool is the IPv4 prefix that sandboxes with network: true
 	// get a /30 each from (gateway and sandbox address).
 	NetworkPool string `yaml:"network_pool"`
@@ -229,7 +235,7 @@ func Default() Config {
 		JobsMaxRunning:              4,
 		MaxQueuedJobsPerOwner:       1000,
 		JobsMaxKept:                 10000,
-		Runtime:                     "gvisor",
+		DefaultRuntime:              "gvisor",
 		NetworkPool:                 DefaultNetworkPool,
 		WritableLayerMB:             2048,
 		Runtimes:                    defaultRuntimes(),

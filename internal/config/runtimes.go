@@ -11,7 +11,7 @@ import (
 )
 
 // Runtimes holds each runtime's own block of settings (runtimes.<name>);
-// only the block of the runtime in use (the runtime key) is handed to it.
+// each runtime is handed its own block.
 // A new backend adds its block here, with its defaults in Default and its
 // checks in validateRuntimes.
 type Runtimes struct {
@@ -97,21 +97,27 @@ func (c *Config) validateRuntimes() []error {
 	if !slices.Contains(Platforms, g.Platform) {
 		bad("runtimes.gvisor.platform must be one of %s, got %q", strings.Join(Platforms, ", "), g.Platform)
 	}
+	if c.DefaultRuntime == "" {
+		bad("default_runtime must name a runtime (gvisor, microvm)")
+	}
+	if len(c.OfferedRuntimes) > 0 && !slices.Contains(c.OfferedRuntimes, c.DefaultRuntime) {
+		bad("offered_runtimes %v must include default_runtime %q", c.OfferedRuntimes, c.DefaultRuntime)
+	}
 	if a := c.Runtimes.MicroVM.Accel; !slices.Contains(Accels, a) {
 		bad("runtimes.microvm.accel must be one of %s, got %q", strings.Join(Accels, ", "), a)
 	}
 	return errs
 }
 
-// RuntimeSettings is the block of the runtime in use (runtimes.<runtime>)
-// as JSON, for runtime.Options.Settings; nil for a runtime without one.
-func (c *Config) RuntimeSettings() (json.RawMessage, error) {
+// RuntimeSettings is the block of runtime name (runtimes.<name>) as
+// JSON, for runtime.Options.Settings; nil for a runtime without one.
+func (c *Config) RuntimeSettings(name string) (json.RawMessage, error) {
 	v := reflect.ValueOf(c.Runtimes)
 	for i := 0; i < v.NumField(); i++ {
-		if strings.Split(v.Type().Field(i).Tag.Get("yaml"), ",")[0] == c.Runtime {
+		if strings.Split(v.Type().Field(i).Tag.Get("yaml"), ",")[0] == name {
 			b, err := json.Marshal(v.Field(i).Interface())
 			if err != nil {
-				return nil, fmt.Errorf("runtimes.%s: %w", c.Runtime, err)
+				return nil, fmt.Errorf("runtimes.%s: %w", name, err)
 			}
 			return b, nil
 		}
@@ -130,6 +136,9 @@ type alias struct {
 var aliases = []alias{
 	{"systrap_fast_path", "runtimes.gvisor.systrap_fast_path", func(c *Config) (*string, *string) {
 		return &c.SystrapFastPath, &c.Runtimes.GVisor.SystrapFastPath
+	}},
+	{"runtime", "default_runtime", func(c *Config) (*string, *string) {
+		return &c.Runtime, &c.DefaultRuntime
 	}},
 }
 

@@ -43,7 +43,7 @@ func TestRuntimesBlock(t *testing.T) {
 func TestRuntimeSettings(t *testing.T) {
 	c := Default()
 	c.Runtimes.GVisor.RunscPath = "/opt/runsc"
-	raw, err := c.RuntimeSettings()
+	raw, err := c.RuntimeSettings("gvisor")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,9 +51,21 @@ func TestRuntimeSettings(t *testing.T) {
 	if err := json.Unmarshal(raw, &g); err != nil || g != c.Runtimes.GVisor {
 		t.Errorf("settings %s decode to %+v (%v)", raw, g, err)
 	}
-	c.Runtime = "other"
-	if raw, err := c.RuntimeSettings(); raw != nil || err != nil {
+	if raw, err := c.RuntimeSettings("other"); raw != nil || err != nil {
 		t.Errorf("a runtime without a block: %s, %v", raw, err)
+	}
+}
+
+func TestRuntimeAlias(t *testing.T) {
+	c, err := Parse([]byte("runtime: microvm\n"))
+	if err != nil || c.DefaultRuntime != "microvm" || c.Runtime != "" || len(c.Deprecated) != 1 {
+		t.Fatalf("runtime: microvm parses to default_runtime %q (runtime %q, deprecated %v): %v", c.DefaultRuntime, c.Runtime, c.Deprecated, err)
+	}
+	if _, err := Parse([]byte("runtime: microvm\ndefault_runtime: gvisor\n")); err == nil {
+		t.Error("runtime and default_runtime both set: no error")
+	}
+	if _, err := Parse([]byte("offered_runtimes: [microvm]\n")); err == nil || !strings.Contains(err.Error(), "offered_runtimes") {
+		t.Errorf("offered_runtimes without the default: %v", err)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -109,27 +108,20 @@ func Run(ctx context.Context, opts Options) (err error) {
 		return err
 	}
 	held.Push("closing the image store", func(context.Context) error { return images.Close() })
-	rtOpts, err := runtimeOptions(cfg, opts.DataDir)
-	if err != nil {
-		return err
-	}
 	resolver, err := dnsgate.Listen("127.0.0.1", dnsgate.Options{Nameservers: nameservers(cfg), Logger: log})
 	if err != nil {
 		return err
 	}
 	held.Push("stopping the sandboxes' resolver", func(context.Context) error { return resolver.Close() })
-	rtOpts.DNS = resolver.Addr().String()
-	rt, err := startRuntime(cfg, rtOpts, log)
+	rts, rtOpts, err := startRuntimes(cfg, opts.DataDir, resolver.Addr().String(), log)
 	if err != nil {
 		return err
 	}
-	if c, ok := rt.(io.Closer); ok {
-		held.Push("closing the runtime", func(context.Context) error { return c.Close() })
-	}
+	held.Push("closing the runtimes", func(context.Context) error { return closeRuntimes(rts.All()) })
 	// cleanShutdown tells the watchdog that every sandbox was stopped.
 	cleanShutdown := false
 	if cfg.CrashWatchdog {
-		wd, err := startWatchdog(watchdogJob{Runtime: cfg.Runtime, Options: rtOpts, LockPath: dataDirLock(opts.DataDir)}, log)
+		wd, err := startWatchdog(watchdogJob{Runtimes: rtOpts, LockPath: dataDirLock(opts.DataDir)}, log)
 		if err != nil {
 			return err
 		}
@@ -165,7 +157,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	mgr, err := sandbox.New(ctx, sandbox.Options{
 		Volumes:   vols,
 		Config:    cfg,
-		Runtime:   rt,
+		Runtimes:  rts,
 		Images:    images,
 		AgentPath: agentPath,
 		StateDir:  opts.DataDir,
@@ -189,7 +181,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	mgr.ProtectPorts(listenPorts(ln.Addr().String(), opts.EngineListen)...)
 	table := functions.New(functions.Deps{Sandboxes: mgr, Files: mgr, Images: mgr, Metrics: mgr, Processes: mgr, Lifecycle: mgr, Snapshots: mgr, Events: mgr, Webhooks: hookAdmin, Alerts: mgr, Jobs: jobRunner, Interpreter: mgr, Ports: mgr, Networks: mgr, Environment: mgr, Volumes: mgr, Git: mgr, Observer: obs.metrics})
 	obs.attach(mgr.Live, images.CacheBytes)
-	obs.metrics.SetDaemon(metrics.Daemon{Runtime: rt.Name(), Abilities: runtime.AbilitiesOf(rt).String(), Capacity: cfg.MaxConcurrentSandboxes})
+	obs.metrics.SetDaemon(metrics.Daemon{Runtimes: runtimeMetrics(rts), Capacity: cfg.MaxConcurrentSandboxes})
 	obs.metrics.WatchWarmPool(mgr.WarmPool)
 	obs.metrics.WatchWebhooks(hooks.Stats)
 	read, write, idle := cfg.HTTPTimeouts()
@@ -198,7 +190,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if err != nil {
 		return err
 	}
-	srv := httpapi.NewServer(table, httpapi.Options{Logger: log, Auth: tokens, Runtimes: []runtime.Info{runtime.InfoOf(rt)}, Metrics: obs.handler(), MCP: mcpHandler, Ports: previewPorts{mgr}, PreviewDomain: cfg.PreviewDomain, Guard: guard,
+	srv := httpapi.NewServer(table, httpapi.Options{Logger: log, Auth: tokens, Runtimes: rts.Infos(), Metrics: obs.handler(), MCP: mcpHandler, Ports: previewPorts{mgr}, PreviewDomain: cfg.PreviewDomain, Guard: guard,
 		Console: console.Handler(), Front: e2b.Wrap, ReadTimeout: read, WriteTimeout: write, IdleTimeout: idle})
 	srv.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
 	ln = netutil.LimitListener(ln, cfg.MaxConnections)
@@ -223,7 +215,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	undo.Release()
 	go func() { serveErr <- srv.Serve(ln) }()
 	log.Info("hutch serving", "listen", ln.Addr().String(), "engine_listen", eng.addr(), "data_dir", opts.DataDir,
-		"runtime", rt.Name(), "agent", agentPath, "image_cache", cacheDir, "pprof", prof.addr())
+		"runtimes", rts.Names(), "default_runtime", cfg.DefaultRuntime, "agent", agentPath, "image_cache", cacheDir, "pprof", prof.addr())
 	if opts.Ready != nil {
 		opts.Ready(ln.Addr().String())
 	}

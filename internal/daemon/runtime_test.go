@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net"
 	"os"
@@ -33,7 +34,7 @@ func init() {
 func TestRuntimeOptions(t *testing.T) {
 	cfg := config.Default()
 	cfg.Runtimes.GVisor.SystrapFastPath = config.FastPathOff
-	opts, err := runtimeOptions(cfg, "/data")
+	opts, err := runtimeOptions(cfg, "gvisor", "/data")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,39 +46,43 @@ func TestRuntimeOptions(t *testing.T) {
 		t.Errorf("options %+v", opts)
 	}
 	// The watchdog is handed the same options over a pipe.
-	b, err := json.Marshal(watchdogJob{Runtime: cfg.Runtime, Options: opts})
+	b, err := json.Marshal(watchdogJob{Runtimes: map[string]runtime.Options{"gvisor": opts}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var job watchdogJob
-	if err := json.Unmarshal(b, &job); err != nil || !bytes.Equal(job.Options.Settings, opts.Settings) {
-		t.Errorf("watchdog job settings %s (%v), want %s", job.Options.Settings, err, opts.Settings)
+	if err := json.Unmarshal(b, &job); err != nil || !bytes.Equal(job.Runtimes["gvisor"].Settings, opts.Settings) {
+		t.Errorf("watchdog job settings %s (%v), want %s", job.Runtimes["gvisor"].Settings, err, opts.Settings)
 	}
 
-	cfg.Runtime = "daemon-test"
-	if opts, err := runtimeOptions(cfg, "/data"); err != nil || opts.Settings != nil {
+	if opts, err := runtimeOptions(cfg, "daemon-test", "/data"); err != nil || opts.Settings != nil {
 		t.Errorf("a runtime without a block got settings %s (%v)", opts.Settings, err)
 	}
 }
 
-// TestRunscOnlyForGVisor: with runsc nowhere, another runtime starts and
-// gVisor's start names what is missing.
+// TestRunscOnlyForGVisor: with runsc nowhere, another default runtime
+// starts, gVisor is listed as unavailable with what is missing, and a
+// daemon whose default is gVisor does not start.
 func TestRunscOnlyForGVisor(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	log := slog.New(slog.DiscardHandler)
 	cfg := config.Default()
-	cfg.Runtime = "daemon-test"
-	if _, err := startRuntime(cfg, runtime.Options{StateDir: t.TempDir()}, log); err != nil {
-		t.Fatalf("a runtime other than gvisor: %v", err)
-	}
-	cfg.Runtime = "gvisor"
-	opts, err := runtimeOptions(cfg, t.TempDir())
+	cfg.DefaultRuntime = "daemon-test"
+	cfg.OfferedRuntimes = []string{"daemon-test", "gvisor"}
+	set, _, err := startRuntimes(cfg, t.TempDir(), "", log)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("a default runtime other than gvisor: %v", err)
 	}
-	_, err = startRuntime(cfg, opts, log)
+	if _, err := set.Get("gvisor"); !errors.Is(err, runtime.ErrRuntimeUnavailable) || !strings.Contains(err.Error(), "runsc not found") {
+		t.Errorf("gvisor without runsc: %v", err)
+	}
+	if infos := set.Infos(); len(infos) != 2 || !infos[0].Default || infos[1].Available || infos[1].Unavailable == "" {
+		t.Errorf("infos %+v", infos)
+	}
+	cfg.DefaultRuntime = "gvisor"
+	_, _, err = startRuntimes(cfg, t.TempDir(), "", log)
 	if err == nil || !strings.Contains(err.Error(), "runsc not found") || !strings.Contains(err.Error(), "runtimes.gvisor.runsc_path") {
-		t.Fatalf("gvisor without runsc: %v", err)
+		t.Fatalf("gvisor without runsc as the default: %v", err)
 	}
 }
 
@@ -108,7 +113,7 @@ func TestFailedStartReleasesEverything(t *testing.T) {
 	if err := os.WriteFile(agent, []byte("#!/bin/true\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(conf, []byte("runtime: daemon-test\ncrash_watchdog: false\n"), 0o600); err != nil {
+	if err := os.WriteFile(conf, []byte("default_runtime: daemon-test\noffered_runtimes: [daemon-test]\ncrash_watchdog: false\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	closes.Store(0)

@@ -8,8 +8,8 @@ package daemon
 // signal for the daemon's process group or terminal reaches it, reading a
 // pipe whose write end only the daemon holds. The kernel closes that end
 // when the daemon exits, however it exits; the watchdog then destroys
-// every sandbox of the daemon's runtime state directory with the
-// runtime's Reconcile (processes, mounts, cgroups, veths, firewall rules,
+// every sandbox in the state directories of the daemon's runtimes with
+// each runtime's Reconcile (processes, mounts, cgroups, veths, firewall rules,
 // directories) and exits. A daemon that shut down cleanly writes a
 // stand-down byte first, and the watchdog exits without acting.
 //
@@ -26,9 +26,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -69,10 +71,9 @@ var watchdogLockWait = 5 * time.Second
 var errLocked = errors.New("locked by another hutch daemon or by the watchdog of a crashed one")
 
 // watchdogJob is what a daemon hands its watchdog, as JSON on the pipe:
-// how to build the same runtime, and the data dir lock.
+// how to build the same runtimes (options by name), and the data dir lock.
 type watchdogJob struct {
-	Runtime  string
-	Options  runtime.Options
+	Runtimes map[string]runtime.Options
 	LockPath string
 }
 
@@ -162,19 +163,23 @@ func (w *watchdog) stop(clean bool) {
 }
 
 // RunWatchdog is the watchdog process. It reads its job from in, builds
-// the daemon's runtime (so that it knows it can act), writes "ready" to
+// the daemon's runtimes (so that it knows it can act), writes "ready" to
 // out, and waits for in to end. A stand-down byte means the daemon shut
 // down cleanly; EOF without one means it died, and RunWatchdog destroys
-// every sandbox of that runtime, under the data dir lock.
+// every sandbox of those runtimes, under the data dir lock.
 func RunWatchdog(in io.Reader, out io.Writer, log *slog.Logger) error {
 	var job watchdogJob
 	dec := json.NewDecoder(io.LimitReader(in, maxJobBytes))
 	if err := dec.Decode(&job); err != nil {
 		return fmt.Errorf("watchdog: reading its job: %w", err)
 	}
-	rt, err := runtime.New(job.Runtime, job.Options)
-	if err != nil {
-		return fmt.Errorf("watchdog: starting runtime %s: %w", job.Runtime, err)
+	var rts []runtime.Runtime
+	for _, name := range slices.Sorted(maps.Keys(job.Runtimes)) {
+		rt, err := runtime.New(name, job.Runtimes[name])
+		if err != nil {
+			return fmt.Errorf("watchdog: starting runtime %s: %w", name, err)
+		}
+		rts = append(rts, rt)
 	}
 	if _, err := io.WriteString(out, watchdogReady); err != nil {
 		return fmt.Errorf("watchdog: %w", err)
@@ -182,7 +187,7 @@ func RunWatchdog(in io.Reader, out io.Writer, log *slog.Logger) error {
 	if stoodDown(io.MultiReader(dec.Buffered(), in)) {
 		return nil
 	}
-	log = log.With("component", "watchdog", "state_dir", job.Options.StateDir)
+	log = log.With("component", "watchdog", "lock", job.LockPath)
 	release, err := lockFile(job.LockPath, watchdogLockWait)
 	if err != nil {
 		log.Info("daemon gone; a new one holds its data dir and reconciles it", "err", err)
@@ -192,12 +197,15 @@ func RunWatchdog(in io.Reader, out io.Writer, log *slog.Logger) error {
 	log.Warn("daemon gone without shutting down; destroying its sandboxes")
 	ctx, cancel := context.WithTimeout(context.Background(), watchdogWorkTimeout)
 	defer cancel()
-	destroyed, err := rt.Reconcile(ctx, func(string) bool { return false })
-	log.Info("destroyed the sandboxes of a dead daemon", "ids", destroyed)
-	if err != nil {
-		return fmt.Errorf("watchdog: %w", err)
+	var errs []error
+	for _, rt := range rts {
+		destroyed, err := rt.Reconcile(ctx, func(string) bool { return false })
+		log.Info("destroyed the sandboxes of a dead daemon", "runtime", rt.Name(), "ids", destroyed)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("watchdog: runtime %s: %w", rt.Name(), err))
+		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // stoodDown reads r to its end, which comes when the daemon exits or

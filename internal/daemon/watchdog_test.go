@@ -68,7 +68,7 @@ func TestWatchdog(t *testing.T) {
 			outR, outW := io.Pipe()
 			done := make(chan error, 1)
 			go func() { done <- RunWatchdog(inR, outW, slog.Default()) }()
-			job := watchdogJob{Runtime: "watchdog-test", LockPath: dataDirLock(dir)}
+			job := watchdogJob{Runtimes: map[string]runtime.Options{"watchdog-test": {}}, LockPath: dataDirLock(dir)}
 			go json.NewEncoder(inW).Encode(job)
 			if line, err := bufio.NewReader(outR).ReadString('\n'); line != watchdogReady {
 				t.Fatalf("watchdog said %q, %v", line, err)

@@ -25,6 +25,7 @@ type createIn struct {
 	Image       string `json:"image,omitempty" jsonschema:"catalog image: python (default), node, python-data, or the operator's own"`
 	Network     bool   `json:"network,omitempty" jsonschema:"give the sandbox outbound network access"`
 	Template    string `json:"template,omitempty" jsonschema:"start from this template's defaults"`
+	Runtime     string `json:"runtime,omitempty" jsonschema:"isolation runtime: gvisor or microvm (the daemon's default when omitted)"`
 	MakeDefault bool   `json:"make_default,omitempty" jsonschema:"use it as this session's default sandbox from now on"`
 }
 
@@ -113,7 +114,7 @@ func (s *session) register(srv *mcp.Server) {
 				in.Image = s.opts.DefaultImage
 			}
 			var out api.CreateResponse
-			if err := s.b.Call(ctx, "sandbox::create", api.CreateRequest{Image: in.Image, Network: in.Network, Template: in.Template, Name: "mcp"}, &out); err != nil {
+			if err := s.b.Call(ctx, "sandbox::create", api.CreateRequest{Image: in.Image, Network: in.Network, Template: in.Template, Runtime: in.Runtime, Name: "mcp"}, &out); err != nil {
 				return nil, out, toolError(err)
 			}
 			if in.MakeDefault {

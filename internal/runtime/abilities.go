@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/netplumb"
 )
 
@@ -94,6 +95,9 @@ type Abilities struct {
 	// Layer: instances are LayerCapturers, and the runtime boots
 	// Spec.UpperLayer.
 	Layer bool `json:"layer"`
+	// Mounts: the runtime boots Spec.Mounts (volumes). No type tells it;
+	// a runtime that has it says so after Discover.
+	Mounts bool `json:"mounts"`
 }
 
 // AbilityReporter is implemented by a Runtime that has optional abilities;
@@ -130,7 +134,7 @@ func (a Abilities) String() string {
 	for _, ab := range []struct {
 		has  bool
 		name string
-	}{{a.Pause, "pause"}, {a.Checkpoint, "checkpoint"}, {a.Resize, "resize"}, {a.Stats, "stats"}, {a.Layer, "layer"}} {
+	}{{a.Pause, "pause"}, {a.Checkpoint, "checkpoint"}, {a.Resize, "resize"}, {a.Stats, "stats"}, {a.Layer, "layer"}, {a.Mounts, "mounts"}} {
 		if ab.has {
 			names = append(names, ab.name)
 		}
@@ -148,14 +152,9 @@ type Describer interface {
 	Mode() string
 }
 
-// Info is what a runtime tells about itself, as /healthz lists it.
-type Info struct {
-	Name string `json:"name"`
-	// Mode is the Describer's word, or "".
-	Mode string `json:"mode,omitempty"`
-	// Abilities are Abilities.String().
-	Abilities string `json:"abilities"`
-}
+// Info is what a runtime tells about itself, as /healthz and the catalog
+// list it: Mode is the Describer's word, Abilities Abilities.String().
+type Info = api.RuntimeInfo
 
 // InfoOf is rt's Info.
 func InfoOf(rt Runtime) Info {

@@ -10,6 +10,7 @@ package sandbox
 
 import (
 	"context"
+	"maps"
 	"net/netip"
 	"regexp"
 	"slices"
@@ -147,13 +148,29 @@ func (p *egressPolicy) check(name string) dnsgate.Verdict {
 	return dnsgate.Verdict{Ports: slices.Compact(ports)}
 }
 
-// firewall is the runtime's firewall; S302 when it has none.
-func (m *Manager) firewall() (runtime.Firewall, error) {
-	fw, ok := m.rt.(runtime.Firewall)
+// firewall is the firewall of runtime name ("" the default); S302 when it
+// has none.
+func (m *Manager) firewall(name string) (runtime.Firewall, error) {
+	rt, err := m.rts.Get(name)
+	if err != nil {
+		return nil, errdefs.New(errdefs.CodeUnsupported, "%s", err.Error())
+	}
+	fw, ok := rt.(runtime.Firewall)
 	if !ok {
-		return nil, unsupported(m.rt.Name(), "enforce egress policies or sandbox networks")
+		return nil, unsupported(rt.Name(), "enforce egress policies or sandbox networks")
 	}
 	return fw, nil
+}
+
+// firewalls are the firewalls of every runtime that has one.
+func (m *Manager) firewalls() []runtime.Firewall {
+	var out []runtime.Firewall
+	for _, rt := range m.rts.All() {
+		if fw, ok := rt.(runtime.Firewall); ok {
+			out = append(out, fw)
+		}
+	}
+	return out
 }
 
 // networked returns sb when it is running with network: true.
@@ -192,7 +209,7 @@ func (m *Manager) UpdateNetwork(ctx context.Context, req api.NetworkUpdateReques
 // its resolver's names. sandbox::network::update and a claim from the
 // warm pool (pool_network.go) both take this path.
 func (m *Manager) applyEgress(ctx context.Context, sb *sandbox, pol *egressPolicy) error {
-	fw, err := m.firewall()
+	fw, err := m.firewall(sb.rec.Runtime)
 	if err != nil {
 		return err
 	}
@@ -240,7 +257,7 @@ func (m *Manager) sandboxNetwork(ctx context.Context, sb *sandbox) api.SandboxNe
 	if a := sandboxAddr(sb); a.IsValid() {
 		out.Address = a.String()
 	}
-	if fw, err := m.firewall(); err == nil {
+	if fw, err := m.firewall(sb.rec.Runtime); err == nil {
 		if denied, err := fw.Denied(ctx); err == nil {
 			out.EgressDenied = denied[sb.rec.ID]
 		}
@@ -272,10 +289,7 @@ func (m *Manager) watchDenials(pol *egressPolicy) {
 // reportDenials records an egress.denied event for each sandbox whose
 // policy refused packets since the last look.
 func (m *Manager) reportDenials() {
-	fw, err := m.firewall()
-	if err != nil {
-		return
-	}
+	fws := m.firewalls()
 	seen := map[string]uint64{}
 	t := time.NewTicker(denialPoll)
 	defer t.Stop()
@@ -285,12 +299,15 @@ func (m *Manager) reportDenials() {
 			return
 		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(m.shutdown, 10*time.Second)
-		counts, err := fw.Denied(ctx)
-		cancel()
-		if err != nil {
-			m.log.Debug("reading egress refusals", "err", err)
-			continue
+		counts := map[string]uint64{}
+		for _, fw := range fws {
+			ctx, cancel := context.WithTimeout(m.shutdown, 10*time.Second)
+			c, err := fw.Denied(ctx)
+			cancel()
+			if err != nil {
+				m.log.Debug("reading egress refusals", "err", err)
+			}
+			maps.Copy(counts, c)
 		}
 		for id, total := range counts {
 			if total > seen[id] {
@@ -315,8 +332,8 @@ func (m *Manager) running(id string) (*sandbox, bool) {
 }
 
 // checkEgress checks a create's egress policy: it needs a network and a
-// runtime with a firewall.
-func (m *Manager) checkEgress(req *api.CreateRequest) error {
+// runtime (rt) with a firewall.
+func (m *Manager) checkEgress(req *api.CreateRequest, rt runtime.Runtime) error {
 	if req.Egress.Empty() {
 		req.Egress = nil
 		return nil
@@ -324,7 +341,7 @@ func (m *Manager) checkEgress(req *api.CreateRequest) error {
 	if _, err := compileEgress(req.Egress); err != nil {
 		return err
 	}
-	if _, err := m.firewall(); err != nil {
+	if _, err := m.firewall(rt.Name()); err != nil {
 		return err
 	}
 	req.Network = true

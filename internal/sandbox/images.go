@@ -45,6 +45,7 @@ func (m *Manager) Catalog(context.Context, api.CatalogRequest) (api.CatalogRespo
 	for i, e := range entries {
 		out.Images[i] = api.CatalogImage{Name: e.Name, OCIRef: e.Ref, Kind: e.Kind}
 	}
+	out.Runtimes = m.rts.Infos()
 	return out, nil
 }
 

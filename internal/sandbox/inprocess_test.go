@@ -13,6 +13,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/events"
 	"github.com/hutch-dev/hutch/internal/image"
+	"github.com/hutch-dev/hutch/internal/runtime"
 	"github.com/hutch-dev/hutch/internal/runtime/runtimetest"
 )
 
@@ -63,7 +64,7 @@ func inprocessWith(t *testing.T, edit func(*config.Config), opts func(*Options))
 	t.Cleanup(func() { evlog.Close() })
 	o := Options{
 		Config:           cfg,
-		Runtime:          rt,
+		Runtimes:         runtime.Single(rt),
 		Images:           &testImages{rootfs: t.TempDir()},
 		StateDir:         t.TempDir(),
 		Logger:           slog.New(slog.NewTextHandler(io.Discard, nil)),

@@ -348,7 +348,7 @@ func TestRecordWithoutStopCauseLoads(t *testing.T) {
 	}
 	st.close()
 	rt := runtimetest.New(t)
-	m, err := New(context.Background(), Options{Config: config.Default(), Runtime: rt, Images: &testImages{rootfs: dir}, StateDir: dir})
+	m, err := New(context.Background(), Options{Config: config.Default(), Runtimes: runtime.Single(rt), Images: &testImages{rootfs: dir}, StateDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}

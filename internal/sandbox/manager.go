@@ -43,9 +43,11 @@ type Images interface {
 
 // Options configure a Manager.
 type Options struct {
-	Config  config.Config
-	Runtime runtime.Runtime
-	Images  Images
+	Config config.Config
+	// Runtimes are the runtimes sandboxes start in; a create names one
+	// or gets their default.
+	Runtimes *runtime.Set
+	Images   Images
 	// AgentPath is the host path of the hutch-agent binary.
 	AgentPath string
 	// StateDir holds the metadata store (hutch.db).
@@ -71,8 +73,7 @@ type Options struct {
 // Manager owns every sandbox of one daemon.
 type Manager struct {
 	cfg         config.Config
-	rt          runtime.Runtime
-	abilities   runtime.Abilities
+	rts         *runtime.Set
 	images      Images
 	agent       string
 	log         *slog.Logger
@@ -150,8 +151,7 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 		shut:        shut,
 		callTimeout: opts.AgentCallTimeout,
 		cfg:         opts.Config,
-		rt:          opts.Runtime,
-		abilities:   runtime.AbilitiesOf(opts.Runtime),
+		rts:         opts.Runtimes,
 		images:      opts.Images,
 		agent:       opts.AgentPath,
 		log:         opts.Logger,
@@ -207,12 +207,14 @@ func (m *Manager) reconcile(ctx context.Context) error {
 		}
 		m.sandboxes[r.ID] = tombstone(r)
 	}
-	destroyed, err := m.rt.Reconcile(ctx, func(string) bool { return false })
-	if err != nil {
-		return fmt.Errorf("reconciling runtime state: %w", err)
-	}
-	if len(destroyed) > 0 {
-		m.log.Info("destroyed leftover sandboxes", "count", len(destroyed), "ids", destroyed)
+	for _, rt := range m.rts.All() {
+		destroyed, err := rt.Reconcile(ctx, func(string) bool { return false })
+		if err != nil {
+			return fmt.Errorf("reconciling the state of runtime %s: %w", rt.Name(), err)
+		}
+		if len(destroyed) > 0 {
+			m.log.Info("destroyed leftover sandboxes", "runtime", rt.Name(), "count", len(destroyed), "ids", destroyed)
+		}
 	}
 	return nil
 }
@@ -254,6 +256,10 @@ func (m *Manager) create(ctx context.Context, req api.CreateRequest, from *origi
 	if err := m.allowed(req.Image); err != nil {
 		return api.CreateResponse{}, err
 	}
+	rt, err := m.runtimeFor(req, from)
+	if err != nil {
+		return api.CreateResponse{}, err
+	}
 	cpus, mem, err := m.limits(req)
 	if err != nil {
 		return api.CreateResponse{}, err
@@ -261,7 +267,7 @@ func (m *Manager) create(ctx context.Context, req api.CreateRequest, from *origi
 	if err := validateEnv("env", req.Env); err != nil {
 		return api.CreateResponse{}, err
 	}
-	if err := m.checkEgress(&req); err != nil {
+	if err := m.checkEgress(&req, rt); err != nil {
 		return api.CreateResponse{}, err
 	}
 	if err := m.checkMounts(ctx, req, from); err != nil {
@@ -274,7 +280,7 @@ func (m *Manager) create(ctx context.Context, req api.CreateRequest, from *origi
 	if from != nil && from.checkpoint != "" && (req.Network != from.network || cpus != from.cpus || mem != from.memoryMB) {
 		return api.CreateResponse{}, errdefs.New(errdefs.CodeMalformed, "a sandbox restored from a snapshot keeps its cpus (%d), memory_mb (%d) and network (%v)", from.cpus, from.memoryMB, from.network)
 	}
-	if from == nil {
+	if from == nil && rt == m.rts.Default() {
 		if sb := m.claimWarm(ctx, req, cpus, mem, t); sb != nil {
 			reserved = false // register takes the reservation over
 			return m.register(sb)
@@ -294,7 +300,7 @@ func (m *Manager) create(ctx context.Context, req api.CreateRequest, from *origi
 		Image:     req.Image,
 		ImageID:   img.ID,
 		Owner:     owner,
-		Runtime:   m.rt.Name(),
+		Runtime:   rt.Name(),
 		CPUs:      cpus,
 		MemoryMB:  mem,
 		Network:   req.Network,
@@ -354,7 +360,7 @@ func (m *Manager) register(sb *sandbox) (api.CreateResponse, error) {
 	m.emitFor(sb, api.EventSandboxCreated, map[string]any{"image": rec.Image, "cpus": rec.CPUs, "memory_mb": rec.MemoryMB, "network": rec.Network})
 	// Its agent answered and it is listed: it takes commands from now on.
 	m.emitFor(sb, api.EventSandboxReady, nil)
-	return api.CreateResponse{SandboxID: rec.ID, Image: rec.Image, UnforwardedPorts: rec.unforwarded}, nil
+	return api.CreateResponse{SandboxID: rec.ID, Image: rec.Image, UnforwardedPorts: rec.unforwarded, Runtime: rec.Runtime}, nil
 }
 
 // bootSandbox starts the runtime and connects to the agent; the sandbox
@@ -378,11 +384,12 @@ func (m *Manager) bootSandbox(ctx context.Context, rec *record, img *image.Image
 	defer undo.RunUnless(ctx, &err)
 	ports, refused := m.gatewayPorts(rec)
 	rec.unforwarded, rec.forwarded = refused, ports
-	art, err := runtime.Prepare(bootCtx, m.rt, runtime.ImageRef{ID: img.ID, Rootfs: img.Rootfs})
+	rt := m.runtimeOf(rec)
+	art, err := runtime.Prepare(bootCtx, rt, runtime.ImageRef{ID: img.ID, Rootfs: img.Rootfs})
 	if err != nil {
 		return nil, errdefs.Wrap(errdefs.CodeBootFailed, err, "preparing image "+rec.Image)
 	}
-	inst, err := m.launch(bootCtx, m.specOf(rec, art, ports), from)
+	inst, err := m.launch(bootCtx, rt, m.specOf(rec, art, ports), from)
 	if err != nil {
 		return nil, m.bootError(ctx, err)
 	}
@@ -422,16 +429,16 @@ func (m *Manager) specOf(rec *record, art runtime.Artifact, ports []uint16) runt
 
 // launch starts spec's sandbox: boots it (with a captured layer), or
 // restores it from a checkpoint.
-func (m *Manager) launch(ctx context.Context, spec runtime.Spec, from *origin) (runtime.Instance, error) {
+func (m *Manager) launch(ctx context.Context, rt runtime.Runtime, spec runtime.Spec, from *origin) (runtime.Instance, error) {
 	if from == nil || from.checkpoint == "" {
 		if from != nil {
 			spec.UpperLayer = from.layer
 		}
-		return m.rt.Start(ctx, spec)
+		return rt.Start(ctx, spec)
 	}
-	r, ok := m.rt.(runtime.Restorer)
+	r, ok := rt.(runtime.Restorer)
 	if !ok {
-		return nil, unsupported(m.rt.Name(), "restore sandboxes from checkpoints")
+		return nil, unsupported(rt.Name(), "restore sandboxes from checkpoints")
 	}
 	inst, err := r.Restore(ctx, spec, from.checkpoint)
 	if err != nil {

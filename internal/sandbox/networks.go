@@ -22,6 +22,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/dnsgate"
 	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/runtime"
 )
 
 // Limits of sandbox networks.
@@ -89,23 +90,29 @@ func (b *netBook) of(id string) []string {
 }
 
 // pairs returns every pair of sandboxes that share a network.
-func (b *netBook) pairs() [][2]string {
+func (b *netBook) pairs() []peerPair {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	var out [][2]string
+	var out []peerPair
 	for _, n := range b.byKey {
 		ids := make([]string, 0, len(n.members))
 		for id := range n.members {
 			ids = append(ids, id)
 		}
 		sort.Strings(ids)
-		for i := range ids {
+		for i, a := range ids {
 			for _, j := range ids[i+1:] {
-				out = append(out, [2]string{ids[i], j})
+				out = append(out, peerPair{runtime: n.members[a].rec.Runtime, ids: [2]string{a, j}})
 			}
 		}
 	}
 	return out
+}
+
+// peerPair is two sandboxes that share a network, and their runtime.
+type peerPair struct {
+	runtime string
+	ids     [2]string
 }
 
 // peers returns the addresses of the members of sb's networks that name
@@ -176,7 +183,8 @@ func (m *Manager) CreateNetwork(ctx context.Context, req api.NetworkCreateReques
 	if err := checkNetworkName(req.Name); err != nil {
 		return api.NetworkInfo{}, err
 	}
-	if _, err := m.firewall(); err != nil {
+	if len(m.firewalls()) == 0 {
+		_, err := m.firewall("")
 		return api.NetworkInfo{}, err
 	}
 	owner := auth.OwnerFrom(ctx)
@@ -258,6 +266,11 @@ func (m *Manager) ConnectNetwork(ctx context.Context, req api.NetworkConnectRequ
 		if len(n.members) >= maxNetworkMembers && n.members[sb.rec.ID] == nil {
 			return errdefs.New(errdefs.CodeCapacity, "network %s has %d members, the most it takes", n.rec.Name, maxNetworkMembers)
 		}
+		for _, peer := range n.members {
+			if peer.rec.Runtime != sb.rec.Runtime {
+				return unsupported(sb.rec.Runtime, "join network "+n.rec.Name+", whose members run in the "+peer.rec.Runtime+" runtime: a network's members share one runtime")
+			}
+		}
 		n.members[sb.rec.ID] = sb
 		return nil
 	})
@@ -304,15 +317,25 @@ func (m *Manager) membership(ctx context.Context, req api.NetworkConnectRequest,
 	return n.info(), nil
 }
 
-// syncPeers hands the firewall the pairs of sandboxes that share a network.
+// syncPeers hands each runtime's firewall the pairs of its sandboxes that
+// share a network (a network's members share one runtime).
 func (m *Manager) syncPeers(ctx context.Context) error {
-	fw, err := m.firewall()
-	if err != nil {
-		return err
-	}
 	m.nets.sync.Lock()
 	defer m.nets.sync.Unlock()
-	return fw.SetPeers(ctx, m.nets.pairs())
+	byRuntime := map[string][][2]string{}
+	for _, p := range m.nets.pairs() {
+		byRuntime[p.runtime] = append(byRuntime[p.runtime], p.ids)
+	}
+	for _, rt := range m.rts.All() {
+		fw, ok := rt.(runtime.Firewall)
+		if !ok {
+			continue
+		}
+		if err := fw.SetPeers(ctx, byRuntime[rt.Name()]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // leaveNetworks takes a stopping sandbox off its networks.
@@ -362,7 +385,7 @@ func (c resolverClient) Peer(name string) []netip.Addr { return c.m.nets.peers(c
 func (c resolverClient) Check(name string) dnsgate.Verdict { return c.sb.egress.Load().check(name) }
 
 func (c resolverClient) Learn(ctx context.Context, addrs []netip.Addr, ports []uint16, ttl time.Duration) error {
-	fw, err := c.m.firewall()
+	fw, err := c.m.firewall(c.sb.rec.Runtime)
 	if err != nil {
 		return err
 	}

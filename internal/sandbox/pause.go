@@ -74,8 +74,8 @@ func (m *Manager) stateResponse(sb *sandbox, changed bool) api.StateResponse {
 func (m *Manager) pauser(sb *sandbox) (runtime.Pauser, error) {
 	inst, _ := sb.conn()
 	p, ok := inst.(runtime.Pauser)
-	if !ok {
-		return nil, unsupported(m.rt.Name(), "pause sandboxes")
+	if !ok || !m.abilitiesOf(sb).Pause {
+		return nil, unsupported(sb.rec.Runtime, "pause sandboxes")
 	}
 	return p, nil
 }
@@ -242,8 +242,8 @@ func (m *Manager) hibernate(sb *sandbox) (changed bool, err error) {
 	}
 	inst, ac := sb.conn()
 	c, ok := inst.(runtime.Checkpointer)
-	if !ok || !m.abilities.Checkpoint {
-		return false, unsupported(m.rt.Name(), "hibernate sandboxes")
+	if !ok || !m.abilitiesOf(sb).Checkpoint {
+		return false, unsupported(sb.rec.Runtime, "hibernate sandboxes")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), checkpointTimeout)
 	defer cancel()
@@ -285,13 +285,14 @@ func (m *Manager) hibernate(sb *sandbox) (changed bool, err error) {
 // wake restores a hibernated sb from its checkpoint under its own id and
 // hands it the new instance and agent connection.
 func (m *Manager) wake(ctx context.Context, sb *sandbox) error {
-	art, err := runtime.Prepare(ctx, m.rt, runtime.ImageRef{ID: sb.image.ID, Rootfs: sb.image.Rootfs})
+	rt := m.runtimeOf(&sb.rec)
+	art, err := runtime.Prepare(ctx, rt, runtime.ImageRef{ID: sb.image.ID, Rootfs: sb.image.Rootfs})
 	if err != nil {
 		return err
 	}
 	dir := m.hibernateDir(sb.rec.ID)
 	rec := sb.snapshotRecord()
-	inst, err := m.launch(ctx, m.specOf(&rec, art, rec.forwarded), &origin{checkpoint: dir})
+	inst, err := m.launch(ctx, rt, m.specOf(&rec, art, rec.forwarded), &origin{checkpoint: dir})
 	if err != nil {
 		return err
 	}

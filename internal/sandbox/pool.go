@@ -611,7 +611,7 @@ func (m *Manager) bootWarm(ctx context.Context, key warmKey) (*sandbox, error) {
 		ID:              uuid.NewString(),
 		Image:           key.image,
 		ImageID:         img.ID,
-		Runtime:         m.rt.Name(),
+		Runtime:         m.rts.Default().Name(),
 		CPUs:            key.shape.cpus,
 		MemoryMB:        key.shape.memoryMB,
 		Network:         key.shape.network,

@@ -59,8 +59,8 @@ func (f *fakeFirewall) Denied(context.Context) (map[string]uint64, error) {
 func TestWarmPoolNetworkClaim(t *testing.T) {
 	var fw *fakeFirewall
 	m, rt, _ := inprocessWith(t, func(c *config.Config) { c.WarmPoolAuto = true }, func(o *Options) {
-		fw = &fakeFirewall{Runtime: o.Runtime.(*runtimetest.Runtime), set: map[string][]netplumb.Egress{}}
-		o.Runtime = fw
+		fw = &fakeFirewall{Runtime: o.Runtimes.Default().(*runtimetest.Runtime), set: map[string][]netplumb.Egress{}}
+		o.Runtimes = runtime.Single(fw)
 	})
 	var mu sync.Mutex
 	specs := map[string]runtime.Spec{}

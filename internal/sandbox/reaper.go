@@ -142,7 +142,7 @@ func (m *Manager) reap(now time.Time) {
 		}
 		m.log.Info("reaping idle sandbox", "sandbox", sb.rec.ID, "idle_timeout_secs", sb.rec.IdleTimeoutSecs,
 			"idle_secs", int64(now.Sub(sb.idleSince()).Seconds()), "exec_in_flight", len(sb.slots), "on_idle", sb.rec.OnIdle)
-		if sb.rec.OnIdle == api.OnIdlePause && m.abilities.Pause {
+		if sb.rec.OnIdle == api.OnIdlePause && m.abilitiesOf(sb).Pause {
 			m.destroying.Go(func() {
 				if _, err := m.freeze(sb); err != nil {
 					m.log.Warn("pausing an idle sandbox", "sandbox", sb.rec.ID, "err", err)

@@ -13,6 +13,8 @@ import (
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/runtime"
+	"github.com/hutch-dev/hutch/internal/runtime/runtimetest"
 )
 
 // The reaper's decisions depend on wall-clock times that integration tests
@@ -55,6 +57,7 @@ func testManager(t *testing.T, cfg config.Config) (*Manager, *recordingObserver)
 		sandboxes: map[string]*sandbox{},
 		reapSoon:  make(chan struct{}, 1),
 		obs:       obs,
+		rts:       runtime.Single(runtimetest.New(t)),
 	}
 	t.Cleanup(func() {
 		m.destroying.Wait()

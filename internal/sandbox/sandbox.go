@@ -372,6 +372,7 @@ func (sb *sandbox) info(execCap int) api.SandboxInfo {
 		Network:         r.Network,
 		Egress:          r.Egress,
 		Volumes:         r.Volumes,
+		Runtime:         r.Runtime,
 		IdleTimeoutSecs: r.IdleTimeoutSecs,
 		CreatedAt:       r.CreatedAt.Format(time.RFC3339),
 	}

@@ -41,6 +41,8 @@ const maxForkCount = 64
 // captured writable layer to boot with (a template's). imageID is the
 // image either was taken on.
 type origin struct {
+	// runtime is the runtime a checkpoint was written by; "" is any.
+	runtime        string
 	checkpoint     string
 	layer          string
 	imageID        string
@@ -50,15 +52,18 @@ type origin struct {
 
 // snapshotRecord is the persisted record of one snapshot.
 type snapshotRecord struct {
-	ID        string    `json:"id"`
-	Name      string    `json:"name,omitempty"`
-	Owner     string    `json:"owner,omitempty"`
-	SandboxID string    `json:"sandbox_id"`
-	Image     string    `json:"image"`
-	ImageID   string    `json:"image_id"`
-	CPUs      uint32    `json:"cpus"`
-	MemoryMB  uint32    `json:"memory_mb"`
-	Network   bool      `json:"network,omitempty"`
+	ID        string `json:"id"`
+	Name      string `json:"name,omitempty"`
+	Owner     string `json:"owner,omitempty"`
+	SandboxID string `json:"sandbox_id"`
+	Image     string `json:"image"`
+	ImageID   string `json:"image_id"`
+	CPUs      uint32 `json:"cpus"`
+	MemoryMB  uint32 `json:"memory_mb"`
+	Network   bool   `json:"network,omitempty"`
+	// Runtime is the runtime that wrote it ("" in records of daemons that
+	// had one runtime: the default).
+	Runtime   string    `json:"runtime,omitempty"`
 	Env       []string  `json:"env,omitempty"`
 	SizeBytes int64     `json:"size_bytes"`
 	CreatedAt time.Time `json:"created_at"`
@@ -109,7 +114,7 @@ func (m *Manager) CreateSnapshot(ctx context.Context, req api.SnapshotCreateRequ
 	}
 	rec := &snapshotRecord{ID: uuid.NewString(), Name: req.Name, Owner: sb.rec.Owner, SandboxID: sb.rec.ID,
 		Image: sb.rec.Image, ImageID: sb.rec.ImageID, CPUs: sb.rec.CPUs, MemoryMB: sb.rec.MemoryMB,
-		Network: sb.rec.Network, Env: sb.rec.Env, SizeBytes: size, CreatedAt: time.Now().UTC()}
+		Network: sb.rec.Network, Env: sb.rec.Env, SizeBytes: size, CreatedAt: time.Now().UTC(), Runtime: sb.rec.Runtime}
 	if err := m.keepSnapshot(rec, tmp); err != nil {
 		return api.SnapshotInfo{}, err
 	}
@@ -184,8 +189,8 @@ func (m *Manager) checkpointOf(sb *sandbox) (string, error) {
 func (m *Manager) checkpointRunning(ctx context.Context, sb *sandbox, dir string) error {
 	inst, _ := sb.conn()
 	c, ok := inst.(runtime.Checkpointer)
-	if !ok || !m.abilities.Checkpoint {
-		return unsupported(m.rt.Name(), "checkpoint sandboxes")
+	if !ok || !m.abilitiesOf(sb).Checkpoint {
+		return unsupported(sb.rec.Runtime, "checkpoint sandboxes")
 	}
 	return c.Checkpoint(ctx, dir, true)
 }
@@ -257,7 +262,7 @@ func (m *Manager) snapshotSource(ctx context.Context, req *api.CreateRequest) (*
 	if len(req.Env) == 0 {
 		req.Env = rec.Env
 	}
-	return &origin{checkpoint: m.snaps.dir(rec.ID), imageID: rec.ImageID, cpus: rec.CPUs, memoryMB: rec.MemoryMB, network: rec.Network}, nil
+	return &origin{runtime: rec.Runtime, checkpoint: m.snaps.dir(rec.ID), imageID: rec.ImageID, cpus: rec.CPUs, memoryMB: rec.MemoryMB, network: rec.Network}, nil
 }
 
 // ListSnapshots lists the caller's snapshots, oldest first.
@@ -328,7 +333,7 @@ func (m *Manager) Fork(ctx context.Context, req api.ForkRequest) (api.ForkRespon
 	}
 	defer os.RemoveAll(tmp)
 	rec := sb.snapshotRecord()
-	from := &origin{checkpoint: tmp, imageID: rec.ImageID, cpus: rec.CPUs, memoryMB: rec.MemoryMB, network: rec.Network}
+	from := &origin{runtime: rec.Runtime, checkpoint: tmp, imageID: rec.ImageID, cpus: rec.CPUs, memoryMB: rec.MemoryMB, network: rec.Network}
 	copyReq := api.CreateRequest{Network: rec.Network, Egress: rec.Egress, Image: rec.Image, CPUs: rec.CPUs, MemoryMB: rec.MemoryMB, Env: rec.Env,
 		IdleTimeoutSecs: rec.IdleTimeoutSecs, OnIdle: rec.OnIdle, AutoResume: rec.AutoResume,
 		TimeoutSecs: rec.TimeoutSecs, Metadata: rec.Metadata}

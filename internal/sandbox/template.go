@@ -137,7 +137,7 @@ func (m *Manager) captureLayer(src *sandbox, rec *templateRecord) error {
 	inst, _ := src.conn()
 	lc, ok := inst.(runtime.LayerCapturer)
 	if !ok {
-		return unsupported(m.rt.Name(), "capture a sandbox's files")
+		return unsupported(src.rec.Runtime, "capture a sandbox's files")
 	}
 	tmp, err := m.snaps.tempDir()
 	if err != nil {

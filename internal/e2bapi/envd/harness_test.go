@@ -24,6 +24,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/functions"
 	"github.com/hutch-dev/hutch/internal/image"
+	"github.com/hutch-dev/hutch/internal/runtime"
 	"github.com/hutch-dev/hutch/internal/runtime/runtimetest"
 	"github.com/hutch-dev/hutch/internal/sandbox"
 )
@@ -66,7 +67,7 @@ func newEnv(t *testing.T) *env {
 	cfg.WarmPoolAuto = false
 	mgr, err := sandbox.New(context.Background(), sandbox.Options{
 		Config:           cfg,
-		Runtime:          runtimetest.New(t),
+		Runtimes:         runtime.Single(runtimetest.New(t)),
 		Images:           readyImages{rootfs: t.TempDir()},
 		StateDir:         t.TempDir(),
 		Logger:           slog.New(slog.NewTextHandler(io.Discard, nil)),

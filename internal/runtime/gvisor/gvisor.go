@@ -138,7 +138,11 @@ func (r *Runtime) Name() string { return Name }
 func (r *Runtime) Mode() string { return r.settings.Platform }
 
 // Abilities are what instances of this runtime can do beyond the contract.
-func (r *Runtime) Abilities() runtime.Abilities { return runtime.Discover(r, (*instance)(nil)) }
+func (r *Runtime) Abilities() runtime.Abilities {
+	a := runtime.Discover(r, (*instance)(nil))
+	a.Mounts = true
+	return a
+}
 
 // sandboxesDir holds one bundle directory per sandbox.
 func (r *Runtime) sandboxesDir() string { return filepath.Join(r.stateDir, "sandboxes") }

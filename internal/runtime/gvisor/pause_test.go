@@ -12,7 +12,7 @@ import (
 
 func TestAbilities(t *testing.T) {
 	got := (&Runtime{}).Abilities()
-	want := runtime.Abilities{Pause: true, Checkpoint: true, Resize: true, Stats: true, Layer: true}
+	want := runtime.Abilities{Pause: true, Checkpoint: true, Resize: true, Stats: true, Layer: true, Mounts: true}
 	if got != want {
 		t.Errorf("Abilities() = %+v, want %+v", got, want)
 	}

@@ -59,8 +59,13 @@ func New(t testing.TB) *Runtime {
 	return r
 }
 
-// Abilities implements runtime.AbilityReporter.
-func (r *Runtime) Abilities() runtime.Abilities { return runtime.Discover(r, (*Instance)(nil)) }
+// Abilities implements runtime.AbilityReporter; it takes Spec.Mounts
+// (recording them in Instance.Spec).
+func (r *Runtime) Abilities() runtime.Abilities {
+	a := runtime.Discover(r, (*Instance)(nil))
+	a.Mounts = true
+	return a
+}
 
 // Name implements runtime.Runtime.
 func (r *Runtime) Name() string { return Name }

@@ -143,7 +143,8 @@ class Hutch:
     def create(self, image: str = "python", **options: Any) -> "Sandbox":
         """Create a sandbox (options: cpus, memory_mb, network, env,
         idle_timeout_secs, timeout_secs, metadata, template, snapshot_id,
-        volumes...). network is True for outbound networking, or an egress
+        volumes, runtime...). runtime is "gvisor" or "microvm" (the
+        daemon's default_runtime when left out). network is True for outbound networking, or an egress
         policy {"allow_out": [...], "deny_out": [...]}; volumes mount the
         caller's volumes: [{"name", "path", "read_only"}]."""
         res = self.request("POST", "/v1/sandboxes", dict(options, image=image))

@@ -77,6 +77,8 @@ export interface CreateOptions {
   template?: string
   snapshot_id?: string
   name?: string
+  /** Isolation runtime: "gvisor" or "microvm"; the daemon's default_runtime when omitted. */
+  runtime?: string
 }
 
 export interface ExecOptions {

@@ -47,7 +47,10 @@ export async function render (root, _params, signal) {
       metrics = parseMetrics(await (await request('GET', '/metrics', undefined, { signal })).text())
     } catch (err) { note = `metrics: ${err.message}` }
     const rows = [['Status', health.status], ['Version', health.version ?? '–']]
-    for (const m of metrics.filter((m) => m.name === 'hutch_runtime_info')) rows.push(['Runtime', m.labels])
+    for (const r of health.runtimes ?? []) {
+      const how = [r.mode, r.default ? 'default' : ''].filter(Boolean).join(', ')
+      rows.push([`Runtime ${r.name}`, r.available ? `${how ? `(${how}) ` : ''}${r.abilities}` : `unavailable: ${r.unavailable}`])
+    }
     for (const [k, [label, fmt]] of Object.entries(known)) {
       const vals = metrics.filter((m) => m.name === k)
       if (vals.length) rows.push([label, vals.map((m) => fmt(m.value)).join(', ')])

@@ -83,9 +83,11 @@ function createForm (signal) {
   const timeout = h('input', { type: 'number', name: 'timeout_secs', min: '0', placeholder: 'none' })
   const sname = h('input', { type: 'text', name: 'name', placeholder: 'optional' })
   const network = h('input', { type: 'checkbox', name: 'network' })
+  const runtime = h('select', { name: 'runtime' }, h('option', { value: '' }, 'default'))
   const status = h('span', { class: 'muted', id: 'create-status' })
   api('GET', '/v1/catalog', undefined, { signal }).then((c) => {
     replace(image, c.images.map((i) => h('option', { value: i.name }, i.name)))
+    for (const r of (c.runtimes ?? []).filter((r) => r.available)) runtime.append(h('option', { value: r.name }, r.default ? `${r.name} (default)` : r.name))
   }).catch(() => {})
   api('GET', '/v1/templates', undefined, { signal }).then((t) => {
     for (const x of t.templates) template.append(h('option', { value: x.name }, x.name))
@@ -97,6 +99,7 @@ function createForm (signal) {
     if (memory.value) req.memory_mb = Number(memory.value)
     if (timeout.value) req.timeout_secs = Number(timeout.value)
     if (sname.value.trim()) req.name = sname.value.trim()
+    if (runtime.value) req.runtime = runtime.value
     status.textContent = 'creating… (the first sandbox of an image may build it)'
     try {
       const s = await api('POST', '/v1/sandboxes', req)
@@ -109,5 +112,5 @@ function createForm (signal) {
   }, { class: 'primary', id: 'create' })
   return h('div', { class: 'panel' }, h('h2', null, 'New sandbox'),
     h('div', { class: 'row' }, field('Image', image), field('Template', template), field('CPUs', cpus), field('Memory (MiB)', memory),
-      field('Timeout (s)', timeout), field('Name', sname), field('Network', network), create, status))
+      field('Timeout (s)', timeout), field('Name', sname), field('Runtime', runtime), field('Network', network), create, status))
 }
