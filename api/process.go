@@ -108,9 +108,12 @@ type ProcessInfo struct {
 	State string `json:"state"`
 	// ExitCode is set once it exited (128+signal when killed by one);
 	// Signal names the signal that killed it.
-	ExitCode  *int   `json:"exit_code,omitempty"`
-	Signal    string `json:"signal,omitempty"`
-	TimedOut  bool   `json:"timed_out,omitempty"`
+	ExitCode *int   `json:"exit_code,omitempty"`
+	Signal   string `json:"signal,omitempty"`
+	TimedOut bool   `json:"timed_out,omitempty"`
+	// OOMKilled says the OOM killer ended it or a descendant, as
+	// ExecResponse.OOMKilled.
+	OOMKilled bool   `json:"oom_killed,omitempty"`
 	StartedAt string `json:"started_at"`
 	EndedAt   string `json:"ended_at,omitempty"`
 	Pty       bool   `json:"pty,omitempty"`

@@ -168,6 +168,11 @@ type ExecResponse struct {
 	// StdoutTruncated and StderrTruncated say the stream passed the output cap.
 	StdoutTruncated bool `json:"stdout_truncated"`
 	StderrTruncated bool `json:"stderr_truncated"`
+	// OOMKilled says the kernel's OOM killer ended the process or one of
+	// its descendants (exit_code is then 137 when it was the process). Only
+	// a microVM's guest reports it; under gVisor running out of memory
+	// ends the whole sandbox, with cause out_of_memory. A hutch addition.
+	OOMKilled bool `json:"oom_killed,omitempty"`
 	// TimeoutMs is the timeout the exec ran with (not sent on the wire).
 	TimeoutMs uint64 `json:"-"`
 }

@@ -77,6 +77,11 @@ func TestMicroVMCreateExecStop(t *testing.T) {
 	if r := d.exec(id, "busybox", "uname", "-r"); !r.Success || r.Stdout == string(host) {
 		t.Errorf("uname -r in the VM = %+v; the host's is %q", r, host)
 	}
+	// Out of memory inside ends the process, not the VM, and says so.
+	r := d.exec(id, "busybox", "awk", `BEGIN { s = sprintf("%65536s", ""); while (1) { s = s s; a[i++] = s } }`)
+	if r.ExitCode == nil || *r.ExitCode != 137 || !r.OOMKilled {
+		t.Errorf("awk filling the VM's memory: %+v; want exit 137 and oom_killed", r)
+	}
 	// Pause and resume through QEMU's monitor.
 	if st, err := d.c.Pause(ctx, id, ""); err != nil || st.State != "paused" {
 		t.Fatalf("pause: %+v, %v", st, err)

@@ -31,6 +31,8 @@ type proc struct {
 	started time.Time
 	spawn   time.Duration
 	tied    bool
+	// cg is the process's own cgroup, nil outside a microVM.
+	cg *procCgroup
 
 	// in is our end of the process's stdin (a pipe or the PTY), nil when
 	// it reads /dev/null; pty is the PTY's master, nil without.
@@ -56,13 +58,6 @@ type proc struct {
 	done   chan struct{}
 }
 
-// childCgroupFD, when not -1, is a cgroup directory every process the
-// agent starts is born into (clone3's CLONE_INTO_CGROUP): a microVM's init
-// bounds the sandbox's tasks there and stays outside, so that hitting the
-// bound never keeps the agent itself from making a thread. Set once,
-// before serving (vminit_linux.go).
-var childCgroupFD = -1
-
 // spawn starts the process req describes, found at path, in dir, with its
 // own process group (or session, on a PTY), and starts the goroutines that
 // feed and drain it and wait for it. onExit runs once it has exited.
@@ -82,8 +77,14 @@ func spawn(path, dir string, req *agentv1.StartRequest, onExit func(*proc)) (*pr
 	if s.pty != nil {
 		sys = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0, Credential: credential(ereq)}
 	}
-	if childCgroupFD >= 0 {
-		sys.UseCgroupFD, sys.CgroupFD = true, childCgroupFD
+	cg, err := newProcCgroup()
+	if err != nil {
+		s.closeChild()
+		s.closeOurs()
+		return nil, err
+	}
+	if cg != nil {
+		sys.UseCgroupFD, sys.CgroupFD = true, cg.fd
 	}
 	attr := &syscall.ProcAttr{
 		Dir:   dir,
@@ -99,6 +100,7 @@ func spawn(path, dir string, req *agentv1.StartRequest, onExit func(*proc)) (*pr
 		inOpen:  s.in != nil,
 		keepIn:  req.GetOpenStdin() || s.pty != nil,
 		pty:     s.pty,
+		cg:      cg,
 		out:     [2]ring{newRing(size), newRing(size)},
 		changed: make(chan struct{}),
 		done:    make(chan struct{}),
@@ -112,8 +114,10 @@ func spawn(path, dir string, req *agentv1.StartRequest, onExit func(*proc)) (*pr
 		return pid, err
 	})
 	s.closeChild()
+	cg.started()
 	if err != nil {
 		s.closeOurs()
+		cg.end()
 		return nil, err
 	}
 
@@ -233,6 +237,7 @@ func (p *proc) run(ws <-chan syscall.WaitStatus, timeout time.Duration, out []*o
 		}
 	}
 	ended := time.Now()
+	oomKilled := p.cg.end()
 	release(out, drains)
 	if p.in != nil {
 		// A writer blocked on a child that stopped reading gives up.
@@ -240,7 +245,7 @@ func (p *proc) run(ws <-chan syscall.WaitStatus, timeout time.Duration, out []*o
 		p.closeStdin()
 	}
 
-	e := &agentv1.Exited{DurationUs: ended.Sub(p.started).Microseconds()}
+	e := &agentv1.Exited{DurationUs: ended.Sub(p.started).Microseconds(), OomKilled: oomKilled}
 	switch {
 	case timedOut:
 		e.TimedOut = true

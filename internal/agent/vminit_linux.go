@@ -89,10 +89,8 @@ func VMInit(log *slog.Logger) (io.ReadWriteCloser, error) {
 	if err := guestMounts(); err != nil {
 		return nil, err
 	}
-	if n := vmspec.PidsMax(params); n > 0 {
-		if err := limitPids(n); err != nil {
-			return nil, err
-		}
+	if err := sandboxCgroup(log, vmspec.PidsMax(params)); err != nil {
+		return nil, err
 	}
 	if h := params[vmspec.KeyHostname]; h != "" {
 		if err := unix.Sethostname([]byte(h)); err != nil {
@@ -246,10 +244,13 @@ func guestMounts() error {
 	return mkdirMount("shm", "/dev/shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777")
 }
 
-// limitPids makes a pids cgroup of at most n tasks that every process the
-// agent starts is born into (childCgroupFD): a fork bomb fails with EAGAIN
-// instead of filling the VM's memory, and the agent, outside it, goes on.
-func limitPids(n uint64) error {
+// sandboxCgroup makes the cgroup under which every process the agent
+// starts gets one of its own (procCgroups): with n > 0 it holds at most n
+// tasks, so that a fork bomb fails with EAGAIN instead of filling the VM's
+// memory while the agent, outside it, goes on; the memory controller below
+// it tells an OOM kill apart. A kernel without that controller only loses
+// the OOM reports.
+func sandboxCgroup(log *slog.Logger, n uint64) error {
 	const root = "/sys/fs/cgroup"
 	if err := mkdirMount("cgroup2", root, "cgroup2", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return err
@@ -258,19 +259,21 @@ func limitPids(n uint64) error {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return fmt.Errorf("creating the sandbox's cgroup: %w", err)
 	}
-	for _, w := range []struct{ file, value string }{
-		{filepath.Join(root, "cgroup.subtree_control"), "+pids"},
-		{filepath.Join(dir, "pids.max"), strconv.FormatUint(n, 10)},
-	} {
-		if err := os.WriteFile(w.file, []byte(w.value), 0); err != nil {
+	if err := os.WriteFile(filepath.Join(root, "cgroup.subtree_control"), []byte("+pids"), 0); err != nil {
+		return fmt.Errorf("enabling the pids controller: %w", err)
+	}
+	if n > 0 {
+		if err := os.WriteFile(filepath.Join(dir, "pids.max"), []byte(strconv.FormatUint(n, 10)), 0); err != nil {
 			return fmt.Errorf("limiting tasks: %w", err)
 		}
 	}
-	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("opening the sandbox's cgroup: %w", err)
+	for _, d := range []string{root, dir} {
+		if err := os.WriteFile(filepath.Join(d, "cgroup.subtree_control"), []byte("+memory"), 0); err != nil {
+			log.Warn("no memory controller: out-of-memory kills are not reported", "err", err)
+			break
+		}
 	}
-	childCgroupFD = fd
+	procCgroups = dir
 	return nil
 }
 

@@ -226,7 +226,7 @@ func (f *fakeAgent) Start(req *agentv1.StartRequest, stream grpc.ServerStreaming
 		}
 	}
 	evs = append(evs, &agentv1.ProcessEvent{Event: &agentv1.ProcessEvent_Exited{Exited: &agentv1.Exited{
-		ExitCode: resp.ExitCode, StdoutEnd: int64(len(resp.Stdout)), StderrEnd: int64(len(resp.Stderr)),
+		ExitCode: resp.ExitCode, OomKilled: resp.OomKilled, StdoutEnd: int64(len(resp.Stdout)), StderrEnd: int64(len(resp.Stderr)),
 	}}})
 	for _, ev := range evs {
 		if err := stream.Send(ev); err != nil {
@@ -422,6 +422,19 @@ func TestExecBoundsOutput(t *testing.T) {
 					len(resp.Stdout), resp.StdoutTruncated, resp.Stderr, tc.wantLen, tc.wantTrunc)
 			}
 		})
+	}
+}
+
+// TestExecReportsOOMKill: an exit the OOM killer caused says so.
+func TestExecReportsOOMKill(t *testing.T) {
+	for _, oom := range []bool{false, true} {
+		f := &fakeAgent{exec: func(context.Context, *agentv1.ExecRequest) (*agentv1.ExecResponse, error) {
+			return &agentv1.ExecResponse{Exited: true, ExitCode: 137, OomKilled: oom}, nil
+		}}
+		resp, err := dialFake(t, f, agentclient.Options{}).Exec(context.Background(), &agentv1.ExecRequest{Argv: []string{"x"}})
+		if err != nil || !resp.Exited || resp.ExitCode != 137 || resp.OomKilled != oom {
+			t.Errorf("Exec = %v, %v; want exit 137, oom_killed %v", resp, err, oom)
+		}
 	}
 }
 

@@ -63,6 +63,7 @@ func fold(resp *agentv1.ExecResponse, ev *agentv1.ProcessEvent, limit int64) {
 		resp.TimedOut = e.GetTimedOut()
 		resp.ExitCode = e.GetExitCode()
 		resp.DurationUs = e.GetDurationUs()
+		resp.OomKilled = e.GetOomKilled()
 		resp.StdoutTruncated = resp.StdoutTruncated || e.GetStdoutTruncated()
 		resp.StderrTruncated = resp.StderrTruncated || e.GetStderrTruncated()
 	}

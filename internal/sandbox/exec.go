@@ -39,6 +39,7 @@ func (m *Manager) Exec(ctx context.Context, req api.ExecRequest) (result api.Exe
 		DurationMs:      uint64(elapsed.Milliseconds()),
 		StdoutTruncated: resp.StdoutTruncated,
 		StderrTruncated: resp.StderrTruncated,
+		OOMKilled:       resp.OomKilled,
 		TimeoutMs:       uint64(areq.TimeoutMs),
 	}
 	if resp.Exited && !resp.TimedOut {

@@ -110,7 +110,8 @@ func (m *Manager) traceExec(ctx context.Context, req api.ExecRequest) (context.C
 		m.observer().ExecDone(result, time.Since(start))
 		if err == nil || errdefs.Is(err, errdefs.CodeExecTimeout) {
 			m.emit(api.EventExecFinished, auth.OwnerFrom(ctx), req.SandboxID, map[string]any{
-				"exit_code": resp.ExitCode, "timed_out": resp.TimedOut || err != nil, "duration_ms": resp.DurationMs})
+				"exit_code": resp.ExitCode, "timed_out": resp.TimedOut || err != nil,
+				"oom_killed": resp.OOMKilled, "duration_ms": resp.DurationMs})
 		}
 		endSpan(span, err)
 	}

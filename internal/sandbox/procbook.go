@@ -152,6 +152,7 @@ func (b *procBook) describe(p *agentv1.ProcessInfo) api.ProcessInfo {
 	if x := p.GetExited(); x != nil {
 		info.State = api.ProcessExited
 		info.TimedOut = x.GetTimedOut()
+		info.OOMKilled = x.GetOomKilled()
 		if !x.GetTimedOut() {
 			code := int(x.GetExitCode())
 			info.ExitCode = &code

@@ -120,7 +120,7 @@ func (m *Manager) watchProcess(sb *sandbox, pid int) {
 	sb.procs.exited(pid)
 	if err == nil {
 		m.emitFor(sb, api.EventProcessExited, map[string]any{"pid": pid, "exit_code": exited.GetExitCode(), "signal": exited.GetSignal(),
-			"duration_ms": exited.GetDurationUs() / 1000})
+			"oom_killed": exited.GetOomKilled(), "duration_ms": exited.GetDurationUs() / 1000})
 	}
 }
 
@@ -386,7 +386,7 @@ func (m *Manager) ExecStream(ctx context.Context, req api.ExecRequest, emit emit
 		}
 		return api.ExecResponse{}, m.processError(ctx, sb, "the exec", 0, err)
 	}
-	out := api.ExecResponse{TimedOut: exited.GetTimedOut(), DurationMs: uint64(time.Since(start).Milliseconds()), TimeoutMs: uint64(areq.TimeoutMs)}
+	out := api.ExecResponse{TimedOut: exited.GetTimedOut(), OOMKilled: exited.GetOomKilled(), DurationMs: uint64(time.Since(start).Milliseconds()), TimeoutMs: uint64(areq.TimeoutMs)}
 	if !exited.GetTimedOut() {
 		code := int(exited.GetExitCode())
 		out.ExitCode, out.Success = &code, code == 0

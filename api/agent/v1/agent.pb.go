@@ -362,7 +362,10 @@ type ExecResponse struct {
 	// Wall time from spawn to exit, measured inside the sandbox.
 	DurationUs int64 `protobuf:"varint,8,opt,name=duration_us,json=durationUs,proto3" json:"duration_us,omitempty"`
 	// Time the spawn itself took (fork+exec), measured inside the sandbox.
-	SpawnUs       int64 `protobuf:"varint,9,opt,name=spawn_us,json=spawnUs,proto3" json:"spawn_us,omitempty"`
+	SpawnUs int64 `protobuf:"varint,9,opt,name=spawn_us,json=spawnUs,proto3" json:"spawn_us,omitempty"`
+	// The kernel's OOM killer killed the process or one of its descendants
+	// (a microVM's guest; see Exited.oom_killed).
+	OomKilled     bool `protobuf:"varint,10,opt,name=oom_killed,json=oomKilled,proto3" json:"oom_killed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -458,6 +461,13 @@ func (x *ExecResponse) GetSpawnUs() int64 {
 		return x.SpawnUs
 	}
 	return 0
+}
+
+func (x *ExecResponse) GetOomKilled() bool {
+	if x != nil {
+		return x.OomKilled
+	}
+	return false
 }
 
 // PtySize is a terminal's size in characters.
@@ -857,8 +867,12 @@ type Exited struct {
 	// Wall time from spawn to exit.
 	DurationUs int64 `protobuf:"varint,6,opt,name=duration_us,json=durationUs,proto3" json:"duration_us,omitempty"`
 	// Bytes the process wrote to each stream in all.
-	StdoutEnd     int64 `protobuf:"varint,7,opt,name=stdout_end,json=stdoutEnd,proto3" json:"stdout_end,omitempty"`
-	StderrEnd     int64 `protobuf:"varint,8,opt,name=stderr_end,json=stderrEnd,proto3" json:"stderr_end,omitempty"`
+	StdoutEnd int64 `protobuf:"varint,7,opt,name=stdout_end,json=stdoutEnd,proto3" json:"stdout_end,omitempty"`
+	StderrEnd int64 `protobuf:"varint,8,opt,name=stderr_end,json=stderrEnd,proto3" json:"stderr_end,omitempty"`
+	// The kernel's OOM killer killed the process or one of its descendants.
+	// Only an agent that gives every process a memory cgroup of its own (a
+	// microVM's init) knows; elsewhere it stays false.
+	OomKilled     bool `protobuf:"varint,9,opt,name=oom_killed,json=oomKilled,proto3" json:"oom_killed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -947,6 +961,13 @@ func (x *Exited) GetStderrEnd() int64 {
 		return x.StderrEnd
 	}
 	return 0
+}
+
+func (x *Exited) GetOomKilled() bool {
+	if x != nil {
+		return x.OomKilled
+	}
+	return false
 }
 
 type AttachRequest struct {
@@ -1914,7 +1935,7 @@ const file_api_agent_v1_agent_proto_rawDesc = "" +
 	"\x03uid\x18\b \x01(\rR\x03uid\x12\x10\n" +
 	"\x03gid\x18\t \x01(\rR\x03gid\x12\x16\n" +
 	"\x06groups\x18\n" +
-	" \x03(\rR\x06groups\"\xa2\x02\n" +
+	" \x03(\rR\x06groups\"\xc1\x02\n" +
 	"\fExecResponse\x12\x16\n" +
 	"\x06stdout\x18\x01 \x01(\fR\x06stdout\x12\x16\n" +
 	"\x06stderr\x18\x02 \x01(\fR\x06stderr\x12\x16\n" +
@@ -1925,7 +1946,10 @@ const file_api_agent_v1_agent_proto_rawDesc = "" +
 	"\x10stderr_truncated\x18\a \x01(\bR\x0fstderrTruncated\x12\x1f\n" +
 	"\vduration_us\x18\b \x01(\x03R\n" +
 	"durationUs\x12\x19\n" +
-	"\bspawn_us\x18\t \x01(\x03R\aspawnUs\"1\n" +
+	"\bspawn_us\x18\t \x01(\x03R\aspawnUs\x12\x1d\n" +
+	"\n" +
+	"oom_killed\x18\n" +
+	" \x01(\bR\toomKilled\"1\n" +
 	"\aPtySize\x12\x12\n" +
 	"\x04rows\x18\x01 \x01(\rR\x04rows\x12\x12\n" +
 	"\x04cols\x18\x02 \x01(\rR\x04cols\"\xd8\x01\n" +
@@ -1951,7 +1975,7 @@ const file_api_agent_v1_agent_proto_rawDesc = "" +
 	"\x06stream\x18\x01 \x01(\x0e2\x16.hutch.agent.v1.StreamR\x06stream\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x03R\x06offset\x12\x12\n" +
 	"\x04data\x18\x03 \x01(\fR\x04data\x12\x18\n" +
-	"\adropped\x18\x04 \x01(\x03R\adropped\"\x8f\x02\n" +
+	"\adropped\x18\x04 \x01(\x03R\adropped\"\xae\x02\n" +
 	"\x06Exited\x12\x1b\n" +
 	"\texit_code\x18\x01 \x01(\x05R\bexitCode\x12\x16\n" +
 	"\x06signal\x18\x02 \x01(\x05R\x06signal\x12\x1b\n" +
@@ -1963,7 +1987,9 @@ const file_api_agent_v1_agent_proto_rawDesc = "" +
 	"\n" +
 	"stdout_end\x18\a \x01(\x03R\tstdoutEnd\x12\x1d\n" +
 	"\n" +
-	"stderr_end\x18\b \x01(\x03R\tstderrEnd\"k\n" +
+	"stderr_end\x18\b \x01(\x03R\tstderrEnd\x12\x1d\n" +
+	"\n" +
+	"oom_killed\x18\t \x01(\bR\toomKilled\"k\n" +
 	"\rAttachRequest\x12\x10\n" +
 	"\x03pid\x18\x01 \x01(\x05R\x03pid\x12#\n" +
 	"\rstdout_offset\x18\x02 \x01(\x03R\fstdoutOffset\x12#\n" +

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -98,11 +99,11 @@ func TestBootExecStop(t *testing.T) {
 		t.Errorf("hostname, a write to the root and PID 1: %q, %v (stderr %q)", resp.GetStdout(), err, resp.GetStderr())
 	}
 
-	// The task limit holds inside: the sandbox's processes are born into a
-	// pids cgroup (the agent is not in it); forks past it fail, the VM and
-	// the agent go on.
+	// The task limit holds inside: the sandbox's processes are born into
+	// cgroups of their own under a pids cgroup (the agent is not in it);
+	// forks past it fail, the VM and the agent go on.
 	resp, err = c.Exec(ctx, &agentv1.ExecRequest{Argv: []string{"sh", "-c", "cat /proc/self/cgroup /sys/fs/cgroup/sandbox/pids.max; for i in $(seq 100); do sleep 1 >/dev/null 2>&1 & done 2>/dev/null; wait; echo forked"}, Env: []string{"PATH=/bin"}, TimeoutMs: 60000})
-	if err != nil || !strings.HasPrefix(string(resp.GetStdout()), "0::/sandbox\n64\n") {
+	if out := string(resp.GetStdout()); err != nil || !strings.HasPrefix(out, "0::/sandbox/p") || !strings.Contains(out, "\n64\n") {
 		t.Errorf("the sandbox's processes in a cgroup of pids.max 64: %q, stderr %q, %v", resp.GetStdout(), resp.GetStderr(), err)
 	}
 	t.Logf("100 forks under a limit of 64: exit %d, stdout %q, stderr %q", resp.GetExitCode(), resp.GetStdout(), resp.GetStderr())
@@ -120,13 +121,44 @@ func TestBootExecStop(t *testing.T) {
 	}
 
 	// Out of memory inside ends the process (the guest's OOM killer, which
-	// never picks PID 1), not the VM: awk doubles a string, keeping every
-	// copy, until it is killed.
+	// never picks PID 1), not the VM, and says so: awk doubles a string,
+	// keeping every copy, until it is killed.
 	resp, err = c.Exec(ctx, &agentv1.ExecRequest{Argv: []string{"awk", `BEGIN { s = sprintf("%65536s", ""); while (1) { s = s s; a[i++] = s } }`}, Env: []string{"PATH=/bin"}, TimeoutMs: 120000})
-	if err != nil || resp.GetExitCode() == 0 || resp.GetTimedOut() {
-		t.Errorf("awk filling a 256 MiB VM: exit %d (exited %v, timed out %v), stderr %q, %v", resp.GetExitCode(), resp.GetExited(), resp.GetTimedOut(), resp.GetStderr(), err)
+	if err != nil || resp.GetExitCode() != 137 || resp.GetTimedOut() || !resp.GetOomKilled() {
+		t.Errorf("awk filling a 256 MiB VM: exit %d (exited %v, timed out %v, oom_killed %v), stderr %q, %v", resp.GetExitCode(), resp.GetExited(), resp.GetTimedOut(), resp.GetOomKilled(), resp.GetStderr(), err)
 	}
-	t.Logf("out of memory: exit %d, exited %v, stderr %q", resp.GetExitCode(), resp.GetExited(), resp.GetStderr())
+	t.Logf("out of memory: exit %d, exited %v, oom_killed %v, stderr %q", resp.GetExitCode(), resp.GetExited(), resp.GetOomKilled(), resp.GetStderr())
+	// A shell whose child the OOM killer picks ends with 137 too.
+	resp, err = c.Exec(ctx, &agentv1.ExecRequest{Argv: []string{"sh", "-c", `awk 'BEGIN { s = sprintf("%65536s", ""); while (1) { s = s s; a[i++] = s } }'`}, Env: []string{"PATH=/bin"}, TimeoutMs: 120000})
+	if err != nil || resp.GetExitCode() != 137 || !resp.GetOomKilled() {
+		t.Errorf("sh running awk out of memory: exit %d, oom_killed %v, stderr %q, %v", resp.GetExitCode(), resp.GetOomKilled(), resp.GetStderr(), err)
+	}
+	// A kill -9 is not an OOM kill, whether it ends an exec or a
+	// background process.
+	resp, err = c.Exec(ctx, &agentv1.ExecRequest{Argv: []string{"sh", "-c", "kill -9 $$"}, Env: []string{"PATH=/bin"}, TimeoutMs: 30000})
+	if err != nil || resp.GetExitCode() != 137 || resp.GetOomKilled() {
+		t.Errorf("kill -9: exit %d, oom_killed %v, %v", resp.GetExitCode(), resp.GetOomKilled(), err)
+	}
+	bg, err := c.Start(ctx, &agentv1.StartRequest{Exec: &agentv1.ExecRequest{Argv: []string{"sleep", "600"}, Env: []string{"PATH=/bin"}}})
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	if _, err := bg.Recv(); err != nil || bg.Pid() == 0 {
+		t.Fatalf("the background process's start: pid %d, %v", bg.Pid(), err)
+	}
+	bgPid := bg.Pid()
+	bg.Close()
+	if err := c.Signal(ctx, bgPid, syscall.SIGKILL); err != nil {
+		t.Fatalf("Signal: %v", err)
+	}
+	if e, err := c.Wait(ctx, bgPid); err != nil || e.GetExitCode() != 137 || e.GetOomKilled() {
+		t.Errorf("background process killed by SIGKILL: %v, %v; want exit 137, not oom_killed", e, err)
+	}
+	// The processes' cgroups go with them: only this exec's is left.
+	resp, err = c.Exec(ctx, &agentv1.ExecRequest{Argv: []string{"sh", "-c", "cd /sys/fs/cgroup/sandbox && ls -d p[0-9]*; cat /proc/self/cgroup"}, Env: []string{"PATH=/bin"}, TimeoutMs: 30000})
+	if f := strings.Fields(string(resp.GetStdout())); err != nil || len(f) != 2 || f[1] != "0::/sandbox/"+f[0] {
+		t.Errorf("cgroups left: %q, %v", resp.GetStdout(), err)
+	}
 	if resp, err := c.Exec(ctx, &agentv1.ExecRequest{Argv: []string{"echo", "alive"}, Env: []string{"PATH=/bin"}, TimeoutMs: 30000}); err != nil || string(resp.GetStdout()) != "alive\n" {
 		t.Errorf("exec after an out-of-memory kill: %q, %v\n%s", resp.GetStdout(), err, inst.StderrTail())
 	}
