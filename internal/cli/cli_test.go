@@ -91,9 +91,9 @@ func TestCreate(t *testing.T) {
 		{
 			name: "every flag",
 			args: []string{"create", "python", "--cpus", "2", "--memory", "256", "--idle-timeout", "60",
-				"--name", "agent-1", "--network", "-e", "A=1", "--env", "B=x=y", "-e", "SKIPPED", "-e", "=nokey", "-e", "C="},
+				"--name", "agent-1", "--network", "-e", "A=1", "--env", "B=x=y", "-e", "SKIPPED", "-e", "=nokey", "-e", "C=", "--runtime", "microvm"},
 			wantReq: api.CreateRequest{Image: "python", CPUs: 2, MemoryMB: 256, IdleTimeoutSecs: 60, Name: "agent-1",
-				Network: true, Env: api.Env{"A=1", "B=x=y", "C="}},
+				Network: true, Env: api.Env{"A=1", "B=x=y", "C="}, Runtime: "microvm"},
 		},
 		{
 			name:       "terminal",

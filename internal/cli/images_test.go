@@ -21,7 +21,8 @@ func TestCatalogAndImageCommands(t *testing.T) {
 		want []string // substrings of stdout, in order
 		call string   // the fake's method the command calls
 	}{
-		{[]string{"catalog"}, []string{"NAME", "KIND", "SOURCE", "python", "preset", "debian:bookworm", "node"}, "Catalog"},
+		{[]string{"catalog"}, []string{"NAME", "KIND", "SOURCE", "python", "preset", "debian:bookworm", "node",
+			"RUNTIME", "MODE", "AVAILABLE", "ABILITIES", "gvisor (default)", "systrap", "yes", "pause", "microvm", "no: qemu-system-x86_64 not found"}, "Catalog"},
 		{[]string{"image", "ls"}, []string{"NAME", "STATE", "ALLOWED", "python", "ready", "yes", "node"}, "ImageList"},
 		{[]string{"image", "rm", "node"}, []string{"node: removed\n"}, "ImageRemove"},
 		{[]string{"image", "pull", "python"}, []string{"python: ready 0123456789ab (1.0MB) in "}, "ImagePull"},

@@ -175,7 +175,10 @@ func RunWatchdog(in io.Reader, out io.Writer, log *slog.Logger) error {
 	}
 	var rts []runtime.Runtime
 	for _, name := range slices.Sorted(maps.Keys(job.Runtimes)) {
-		rt, err := runtime.New(name, job.Runtimes[name])
+		opts := job.Runtimes[name]
+		// The daemon has logged what the runtime says at start already.
+		opts.Logger = slog.New(slog.DiscardHandler)
+		rt, err := runtime.New(name, opts)
 		if err != nil {
 			return fmt.Errorf("watchdog: starting runtime %s: %w", name, err)
 		}

@@ -20,7 +20,10 @@ var FakeCatalog = []api.CatalogImage{
 // Catalog returns FakeCatalog.
 func (f *Fake) Catalog(_ context.Context, req api.CatalogRequest) (api.CatalogResponse, error) {
 	f.record("Catalog", req)
-	return api.CatalogResponse{Images: append([]api.CatalogImage(nil), FakeCatalog...)}, nil
+	return api.CatalogResponse{Images: append([]api.CatalogImage(nil), FakeCatalog...), Runtimes: []api.RuntimeInfo{
+		{Name: "gvisor", Mode: "systrap", Abilities: "pause", Available: true, Default: true},
+		{Name: "microvm", Abilities: "none", Unavailable: "qemu-system-x86_64 not found"},
+	}}, nil
 }
 
 // ImageList reports every image of FakeCatalog ready and allowed.
