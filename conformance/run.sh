@@ -3,7 +3,8 @@
 # free loopback ports, configured with seed 000's engine block, runs every
 # test under conformance/test with node --test and the real iii-sdk, then
 # stops the daemon with SIGTERM and checks that nothing of it is left.
-# Exits non-zero when anything fails.
+# Exits non-zero when anything fails. Arguments, when given, are the test
+# files to run (test/engine.test.mjs) instead of all of them.
 #
 # Environment: HUTCH_BIN (default bin/hutch), HUTCH_TEST_IMAGE_CACHE (default
 # /var/tmp/hutch-image-cache, shared with the Go tests so presets are built
@@ -104,7 +105,9 @@ cd "$here"
 # One file at a time: the files share the daemon, and each stops what its
 # tests left running.
 failed=()
-for f in test/*.test.mjs; do
+files=("$@")
+[ ${#files[@]} -gt 0 ] || files=(test/*.test.mjs)
+for f in "${files[@]}"; do
 	node --test --test-reporter=spec "$f" || failed+=("$f")
 done
 if [ ${#failed[@]} -eq 0 ]; then

@@ -1,6 +1,6 @@
 // The engine protocol through the real iii-sdk, beyond the seeds' samples:
 // many calls in flight on one connection, fire-and-forget, engine-level
-// errors, stream channels, and sandbox::run's fields.
+// errors, a create's runtime, stream channels, and sandbox::run's fields.
 import { after, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { createHash, randomBytes } from 'node:crypto'
@@ -62,6 +62,20 @@ describe('protocol', () => {
     assert.equal(bad.code, 'invocation_failed')
     assert.equal(envelopeOf(bad).code, 'S001')
     assert.match(envelopeOf(bad).message, /unknown field "bogus"/)
+  })
+
+  test('a create names its runtime; the catalog lists them', { timeout: BOOT_TIMEOUT_MS }, async () => {
+    const cat = await iii.trigger({ function_id: 'sandbox::catalog::list', payload: {} })
+    const def = cat.runtimes.find((r) => r.default)
+    assert.ok(def?.available, JSON.stringify(cat.runtimes))
+    const made = await iii.trigger({ function_id: 'sandbox::create', payload: { image: 'python', runtime: def.name }, timeoutMs: BOOT_TIMEOUT_MS })
+    assert.equal(made.runtime, def.name)
+    assert.equal((await http('GET', `/v1/sandboxes/${made.sandbox_id}`)).runtime, def.name)
+    await iii.trigger({ function_id: 'sandbox::stop', payload: { sandbox_id: made.sandbox_id, wait: true } })
+
+    const bad = await iii.trigger({ function_id: 'sandbox::create', payload: { image: 'python', runtime: 'nope' } }).catch((e) => e)
+    assert.equal(envelopeOf(bad)?.code, 'S001')
+    assert.match(envelopeOf(bad).message, /unknown runtime "nope"/)
   })
 
   test('a stream channel relays bytes between two clients', async () => {
