@@ -95,9 +95,10 @@ func processes() (map[int]process, error) {
 
 // treePSS sums, for each key, the PSS of the processes whose command line
 // contains it (runsc's sandbox and gofer name the sandbox id; Docker's
-// shim names the container id) and of all their descendants (gVisor's
-// systrap stubs have no command line of their own). It also returns how
-// many processes each key has.
+// shim names the container id) or whose working directory is named by it
+// (a microVM's QEMU runs in <data>/microvm/sandboxes/<id>), and of all
+// their descendants (gVisor's systrap stubs have no command line of their
+// own). It also returns how many processes each key has.
 func treePSS(keys []string) (pss map[string]uint64, procs map[string]int, err error) {
 	all, err := processes()
 	if err != nil {
@@ -107,12 +108,21 @@ func treePSS(keys []string) (pss map[string]uint64, procs map[string]int, err er
 	for pid, p := range all {
 		children[p.ppid] = append(children[p.ppid], pid)
 	}
+	cwds := map[int]string{}
+	cwd := func(pid int) string {
+		d, ok := cwds[pid]
+		if !ok {
+			d, _ = os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid))
+			cwds[pid] = d
+		}
+		return d
+	}
 	pss, procs = map[string]uint64{}, map[string]int{}
 	for _, key := range keys {
 		seen := map[int]bool{}
 		var queue []int
 		for pid, p := range all {
-			if strings.Contains(p.cmdline, key) {
+			if strings.Contains(p.cmdline, key) || filepath.Base(cwd(pid)) == key {
 				queue = append(queue, pid)
 			}
 		}
