@@ -29,15 +29,7 @@ func TestBenchScenarios(t *testing.T) {
 		ImageCache: testutil.ImageCacheDir(), SlowCreate: 10 * time.Minute,
 		Bursts: []int{3}, SteadyRate: 4, SteadyDuration: time.Second,
 	}
-	rep, err := bench.Run(t.Context(), d.c, opts, bench.Scenarios)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var md bytes.Buffer
-	if err := rep.WriteMarkdown(&md); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("report:\n%s", md.String())
+	rep, md := runBench(t, d, opts, bench.Scenarios)
 	for _, res := range rep.Results {
 		if res.Err != "" || res.Skipped != "" {
 			t.Errorf("%s: error %q, skipped %q", res.Name, res.Err, res.Skipped)
@@ -117,6 +109,22 @@ func TestBenchScenarios(t *testing.T) {
 	}
 }
 
+// runBench runs scenarios against d and logs the report; it returns the
+// report and its Markdown.
+func runBench(t *testing.T, d *daemon, opts bench.Options, scenarios []bench.Scenario) (bench.Report, *bytes.Buffer) {
+	t.Helper()
+	rep, err := bench.Run(t.Context(), d.c, opts, scenarios)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var md bytes.Buffer
+	if err := rep.WriteMarkdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("report:\n%s", md.String())
+	return rep, &md
+}
+
 // benchRuntimes runs the runtime scenarios in gVisor and the microVM on
 // d: each measures in both, and the microVM's figures are compared with
 // gVisor's and carry its accelerator.
@@ -126,15 +134,7 @@ func benchRuntimes(t *testing.T, d *daemon, opts bench.Options) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := bench.Run(t.Context(), d.c, opts, sel)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var md bytes.Buffer
-	if err := rep.WriteMarkdown(&md); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("report:\n%s", md.String())
+	rep, _ := runBench(t, d, opts, sel)
 	if len(rep.Results) != 2*len(sel) {
 		t.Errorf("%d results, want %d", len(rep.Results), 2*len(sel))
 	}

@@ -222,25 +222,34 @@ func idleMemory(ctx context.Context, e *env) (Result, error) {
 	if err := e.checkLocal(); err != nil {
 		return Result{}, err
 	}
-	ids, err := e.createSandboxes(ctx, e.opts.Runs, func(id string) error {
-		_, err := e.exec(ctx, id, "true")
-		return err
-	})
+	ids, err := e.createIdle(ctx, e.opts.Runs, func() (string, error) { return e.create(ctx) })
 	defer e.stopSandboxes(ctx, ids)
-	if err == nil && len(ids) > 0 {
-		err = checkVisible(ids[0])
-	}
 	if err != nil {
 		return Result{}, err
 	}
-	res, err := idlePSS(ids, "sandbox")
+	res, err := idlePSS(ids, "sandbox", idleSettle)
 	res.Note = fmt.Sprintf("%d sandboxes idle together, %s after one exec each; all host processes of each (runsc sandbox, gofer, systrap stubs)", len(ids), idleSettle)
 	return res, err
 }
 
-// idlePSS lets the sandboxes or containers ids idle, then measures them.
-func idlePSS(ids []string, what string) (Result, error) {
-	time.Sleep(idleSettle)
+// createIdle creates n sandboxes with newID and runs true in each; the
+// first must have processes on this machine. The caller stops the ids it
+// returns, also when it fails.
+func (e *env) createIdle(ctx context.Context, n int, newID func() (string, error)) ([]string, error) {
+	ids, err := makeN(n, newID, func(id string) error {
+		_, err := e.exec(ctx, id, "true")
+		return err
+	})
+	if err == nil && len(ids) > 0 {
+		err = checkVisible(ids[0])
+	}
+	return ids, err
+}
+
+// idlePSS lets the sandboxes or containers ids idle for settle, then
+// measures them.
+func idlePSS(ids []string, what string, settle time.Duration) (Result, error) {
+	time.Sleep(settle)
 	pss, err := sandboxesPSS(ids, what)
 	if err != nil {
 		return Result{}, err
@@ -260,7 +269,7 @@ var dockerIdleMemory = baseline{name: baselineDocker, title: "docker: memory per
 	if err != nil {
 		return Result{}, err
 	}
-	return idlePSS(ids, "container")
+	return idlePSS(ids, "container", idleSettle)
 }}
 
 // idleCapacity creates idle sandboxes one after another until a create

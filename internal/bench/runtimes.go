@@ -237,25 +237,15 @@ func runtimeIdleMemory(ctx context.Context, e *env, rt runtimeChoice) (Result, e
 	if err != nil {
 		return Result{}, err
 	}
-	n := min(e.opts.Runs, runtimeIdleSandboxes)
-	ids, err := makeN(n, func() (string, error) { return e.createWith(ctx, req) }, func(id string) error {
-		_, err := e.exec(ctx, id, "true")
-		return err
-	})
+	ids, err := e.createIdle(ctx, min(e.opts.Runs, runtimeIdleSandboxes), func() (string, error) { return e.createWith(ctx, req) })
 	defer e.stopSandboxes(ctx, ids)
-	if err == nil && len(ids) > 0 {
-		err = checkVisible(ids[0])
-	}
 	if err != nil {
 		return Result{}, err
 	}
-	time.Sleep(runtimeIdleSettle)
-	pss, err := sandboxesPSS(ids, "sandbox")
+	res, err := idlePSS(ids, "sandbox", runtimeIdleSettle)
 	if err != nil {
 		return Result{}, err
 	}
-	s := SummarizeSizes(pss)
-	res := Result{Memory: &s}
 	res.Note = fmt.Sprintf("%d sandboxes idle together, %s after one exec each; PSS of all host processes of each", len(ids), runtimeIdleSettle)
 	if reported, ok := e.reportedMemory(ctx, ids); ok {
 		res.Note += fmt.Sprintf("; the daemon's own figure (sandbox::metrics memory_bytes: gVisor's cgroup working set, a microVM's QEMU resident set) p50 %s MiB", fmtMiB(reported.P50))
