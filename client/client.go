@@ -153,6 +153,17 @@ func (c *Client) Health(ctx context.Context) error {
 	return c.do(ctx, http.MethodGet, "/healthz", nil, nil)
 }
 
+// Runtimes reads the isolation runtimes the daemon offers from /healthz:
+// whether its host runs each, how (mode) and which is the default. A
+// daemon older than runtime-per-create lists none.
+func (c *Client) Runtimes(ctx context.Context) ([]api.RuntimeInfo, error) {
+	var out struct {
+		Runtimes []api.RuntimeInfo `json:"runtimes"`
+	}
+	err := c.do(ctx, http.MethodGet, "/healthz", nil, &out)
+	return out.Runtimes, err
+}
+
 func sandboxPath(id string) (string, error) {
 	if id == "" {
 		return "", errors.New("sandbox id is empty")

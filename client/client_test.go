@@ -126,6 +126,16 @@ func TestMethods(t *testing.T) {
 	}
 }
 
+func TestRuntimes(t *testing.T) {
+	want := []api.RuntimeInfo{{Name: "gvisor", Mode: "systrap", Abilities: "pause", Available: true, Default: true},
+		{Name: "microvm", Abilities: "none", Unavailable: "qemu-system-x86_64 not found"}}
+	srv := httpapitest.NewServer(t, &httpapitest.Fake{}, httpapi.Options{Runtimes: want})
+	got, err := client.New(srv.URL, "").Runtimes(context.Background())
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("Runtimes = %+v, %v; want %+v", got, err, want)
+	}
+}
+
 func TestErrors(t *testing.T) {
 	fake := &httpapitest.Fake{
 		CreateFunc: func(context.Context, api.CreateRequest) (api.CreateResponse, error) {

@@ -29,15 +29,7 @@ func TestBenchScenarios(t *testing.T) {
 		ImageCache: testutil.ImageCacheDir(), SlowCreate: 10 * time.Minute,
 		Bursts: []int{3}, SteadyRate: 4, SteadyDuration: time.Second,
 	}
-	rep, err := bench.Run(t.Context(), d.c, opts, bench.Scenarios)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var md bytes.Buffer
-	if err := rep.WriteMarkdown(&md); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("report:\n%s", md.String())
+	rep, md := runBench(t, d, opts, bench.Scenarios)
 	for _, res := range rep.Results {
 		if res.Err != "" || res.Skipped != "" {
 			t.Errorf("%s: error %q, skipped %q", res.Name, res.Err, res.Skipped)
@@ -69,8 +61,17 @@ func TestBenchScenarios(t *testing.T) {
 			if !strings.Contains(res.Note, "warm pool") {
 				t.Errorf("cold creates on a daemon with a pool are not told apart: note %q", res.Note)
 			}
+		case bench.NameRuntimeMemory + "/gvisor":
+			// Without --runtimes, the runtime scenarios run in the default.
+			if m := res.Memory; m == nil || res.Runtime == nil || res.Runtime.Mode == "" || m.P50 < 4<<20 || m.P50 > 256<<20 {
+				t.Errorf("memory per idle gVisor sandbox = %+v in %+v, want between 4 and 256 MiB in a runtime with its mode", m, res.Runtime)
+			}
 		}
 	}
+	t.Run("microvm beside gvisor", func(t *testing.T) {
+		testutil.RequiresRuntime(t, "microvm")
+		benchRuntimes(t, d, opts)
+	})
 	if i := slices.IndexFunc(rep.Results, func(r bench.Result) bool { return r.Name == bench.NameExecTrue }); i < 0 || rep.OverheadMs == nil {
 		t.Errorf("no overhead over the spawn floor reported")
 	}
@@ -105,6 +106,47 @@ func TestBenchScenarios(t *testing.T) {
 	}
 	if len(ids) > 2 {
 		t.Errorf("sandboxes left after the bench: %v", ids)
+	}
+}
+
+// runBench runs scenarios against d and logs the report; it returns the
+// report and its Markdown.
+func runBench(t *testing.T, d *daemon, opts bench.Options, scenarios []bench.Scenario) (bench.Report, *bytes.Buffer) {
+	t.Helper()
+	rep, err := bench.Run(t.Context(), d.c, opts, scenarios)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var md bytes.Buffer
+	if err := rep.WriteMarkdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("report:\n%s", md.String())
+	return rep, &md
+}
+
+// benchRuntimes runs the runtime scenarios in gVisor and the microVM on
+// d: each measures in both, and the microVM's figures are compared with
+// gVisor's and carry its accelerator.
+func benchRuntimes(t *testing.T, d *daemon, opts bench.Options) {
+	opts.Runtimes = []string{"gvisor", "microvm"}
+	sel, err := bench.Select(bench.RuntimeNames())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, _ := runBench(t, d, opts, sel)
+	if len(rep.Results) != 2*len(sel) {
+		t.Errorf("%d results, want %d", len(rep.Results), 2*len(sel))
+	}
+	for _, res := range rep.Results {
+		if res.Err != "" || res.Skipped != "" {
+			t.Errorf("%s: error %q, skipped %q", res.Name, res.Err, res.Skipped)
+			continue
+		}
+		if res.Runtime == nil || res.Runtime.Name == "microvm" && (res.VsRuntime == nil || res.VsRuntime.Of != "gvisor" ||
+			(res.Runtime.Mode != "tcg" && res.Runtime.Mode != "kvm")) {
+			t.Errorf("%s: runtime %+v, ratio %+v; want the microVM's accelerator and a ratio to gVisor", res.Name, res.Runtime, res.VsRuntime)
+		}
 	}
 }
 

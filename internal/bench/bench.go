@@ -23,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/client"
 	"github.com/hutch-dev/hutch/internal/config"
 )
@@ -73,6 +74,10 @@ type Options struct {
 	// sends a key of the right form that only a daemon without api_tokens
 	// and e2b.api_keys accepts. A key the daemon refuses skips them.
 	E2BKey string
+	// Runtimes are the isolation runtimes the runtime scenarios measure
+	// in, each in turn, compared with the first ("gvisor", "microvm");
+	// none means the daemon's default runtime alone.
+	Runtimes []string
 	// SlowCreate ends the idle capacity scenario once a create takes
 	// longer; 0 means DefaultSlowCreate. Tests raise it: how fast a busy
 	// machine creates is the benchmark's question, not theirs.
@@ -120,6 +125,14 @@ func (o Options) Validate() error {
 	if o.E2BKey != "" && !config.IsE2BKey(o.E2BKey) {
 		bad("the E2B key must be %s", config.E2BKeyForm)
 	}
+	for i, rt := range o.Runtimes {
+		switch {
+		case rt == "":
+			bad("a runtime name must not be empty")
+		case slices.Contains(o.Runtimes[:i], rt):
+			bad("runtime %s is named twice", rt)
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -143,6 +156,9 @@ type Report struct {
 	// (reference.go), and VsHost the run's exec figures compared with it.
 	Reference *Reference  `json:"host_reference,omitempty"`
 	VsHost    []HostRatio `json:"vs_host,omitempty"`
+	// Runtimes are the runtimes the daemon listed on /healthz, when a
+	// runtime scenario ran.
+	Runtimes []api.RuntimeInfo `json:"runtimes,omitempty"`
 }
 
 // Result is the outcome of one scenario or baseline: latency statistics,
@@ -170,6 +186,10 @@ type Result struct {
 	// over hutch's for times and memory, hutch's rate over Docker's for
 	// throughput. Absent without a Docker measurement.
 	VsDocker *float64 `json:"vs_docker,omitempty"`
+	// Runtime is the runtime a runtime scenario measured in, and
+	// VsRuntime its figures over the run's first runtime's.
+	Runtime   *RuntimeRef   `json:"runtime,omitempty"`
+	VsRuntime *RuntimeRatio `json:"vs_runtime,omitempty"`
 }
 
 // FloorPairs are the execs of true timed in rounds with the spawn floor
@@ -257,6 +277,30 @@ func Names() []string {
 	return names
 }
 
+// DefaultNames lists the scenarios of a run that names none: all but the
+// runtime scenarios.
+func DefaultNames() []string {
+	var names []string
+	for _, s := range Scenarios {
+		if s.inRuntime == nil {
+			names = append(names, s.Name)
+		}
+	}
+	return names
+}
+
+// RuntimeNames lists the runtime scenarios, which measure in each runtime
+// of Options.Runtimes.
+func RuntimeNames() []string {
+	var names []string
+	for _, s := range Scenarios {
+		if s.inRuntime != nil {
+			names = append(names, s.Name)
+		}
+	}
+	return names
+}
+
 // NeedsPoolDaemon reports whether any of scenarios measures the warm pool
 // with its default settings (Options.PoolDaemon).
 func NeedsPoolDaemon(scenarios []Scenario) bool {
@@ -315,28 +359,23 @@ func Run(ctx context.Context, c *client.Client, opts Options, scenarios []Scenar
 	rep.Reference = &Reference{Start: measureHost(opts.Warmup, opts.Runs)}
 	e.readPool(ctx)
 	for _, s := range scenarios {
-		e.progress("bench: %s…", s.Title)
-		res, err := s.run(ctx, e)
-		// Teardowns finish before the next scenario, off its clock.
-		if serr := e.stops.drain(); err == nil {
-			err = serr
-		}
-		if ctx.Err() != nil {
-			return rep, ctx.Err()
-		}
-		res = outcome(s.Name, s.Title, res, err)
-		for _, b := range s.baselines {
-			e.progress("bench:   %s…", b.title)
-			br, err := b.run(ctx, e)
-			e.docker.removals.Wait()
-			if ctx.Err() != nil {
-				return rep, ctx.Err()
+		if s.inRuntime != nil {
+			results, err := e.eachRuntime(ctx, s)
+			rep.Results = append(rep.Results, results...)
+			if err != nil {
+				return rep, err
 			}
-			res.Baselines = append(res.Baselines, outcome(b.name, b.title, br, err))
+			continue
+		}
+		res, err := e.runScenario(ctx, s)
+		if err != nil {
+			return rep, err
 		}
 		rep.Results = append(rep.Results, res)
 	}
 	rep.compareWithDocker(scenarios)
+	rep.compareRuntimes()
+	rep.Runtimes = e.runtimeInfos
 	rep.Host.LoadEnd = loadAvg1m()
 	e.progress("bench: host reference (spawn, pipe round trip)…")
 	rep.Reference.End = measureHost(opts.Warmup, opts.Runs)
@@ -352,6 +391,31 @@ func Run(ctx context.Context, c *client.Client, opts Options, scenarios []Scenar
 	}
 	rep.VsHost = rep.compareWithHost()
 	return rep, nil
+}
+
+// runScenario runs scenario s, then its baselines. Only the end of ctx is
+// an error: a failure is the result's.
+func (e *env) runScenario(ctx context.Context, s Scenario) (Result, error) {
+	e.progress("bench: %s…", s.Title)
+	res, err := s.run(ctx, e)
+	// Teardowns finish before the next scenario, off its clock.
+	if serr := e.stops.drain(); err == nil {
+		err = serr
+	}
+	if ctx.Err() != nil {
+		return Result{}, ctx.Err()
+	}
+	res = outcome(s.Name, s.Title, res, err)
+	for _, b := range s.baselines {
+		e.progress("bench:   %s…", b.title)
+		br, err := b.run(ctx, e)
+		e.docker.removals.Wait()
+		if ctx.Err() != nil {
+			return Result{}, ctx.Err()
+		}
+		res.Baselines = append(res.Baselines, outcome(b.name, b.title, br, err))
+	}
+	return res, nil
 }
 
 // dockerMissing is Report.Docker when Docker was not measured, and why.

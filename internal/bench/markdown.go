@@ -7,10 +7,15 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/hutch-dev/hutch/api"
 )
 
 // ratioLegend explains the "× vs docker" column.
 const ratioLegend = "× vs docker: how many times faster (memory: smaller; throughput: more execs/s) hutch is than Docker in this run; below 1, Docker does better."
+
+// runtimeLegend explains the table of the runtime scenarios.
+const runtimeLegend = "Runtimes: the same measurement in each runtime, one after another in this run, on the same image and sandbox shape; every create boots a sandbox (no warm pool); memory is the PSS of all of a sandbox's host processes in each runtime. ÷: each runtime's p50 and p99 over the first runtime's; above 1, the first does better."
 
 // table is one Markdown table of the report: results of one kind.
 type table struct {
@@ -48,6 +53,9 @@ func (r Report) WriteMarkdown(w io.Writer) error {
 		p("- docker: %s\n", r.Docker)
 	}
 	p("- daemon: %s, image `%s`, %d runs after %d warm-up runs, client-side wall clock\n", r.Daemon, r.Image, r.Runs, r.Warmup)
+	if len(r.Runtimes) > 0 {
+		p("- runtimes: %s\n", runtimeList(r.Runtimes))
+	}
 
 	p("%s", r.referenceSection())
 
@@ -57,10 +65,14 @@ func (r Report) WriteMarkdown(w io.Writer) error {
 		kindMemory:     {header: memoryHeader, placed: map[string]bool{}},
 		kindLoad:       {header: loadHeader, placed: map[string]bool{}},
 	}
-	var capacity, cpu, notes, skipped, failed []string
+	var capacity, cpu, notes, skipped, failed, runtimeRows []string
 	for _, res := range r.Results {
 		cpu = append(cpu, cpuLines(res)...)
-		if t := tables[res.kind()]; t != nil {
+		if res.Runtime != nil {
+			if res.kind() != "" {
+				runtimeRows = append(runtimeRows, runtimeRow(res))
+			}
+		} else if t := tables[res.kind()]; t != nil {
 			t.rows = append(t.rows, row(res.Title, res, res.VsDocker))
 			t.placed[res.Name] = true
 		}
@@ -68,13 +80,13 @@ func (r Report) WriteMarkdown(w io.Writer) error {
 			capacity = append(capacity, capacityLine(res.Title, c))
 		}
 		if res.Note != "" && res.kind() != "" {
-			notes = append(notes, fmt.Sprintf("- %s: %s\n", res.Title, oneLine(res.Note)))
+			notes = append(notes, fmt.Sprintf("- %s: %s\n", res.label(), oneLine(res.Note)))
 		}
 		switch {
 		case res.Skipped != "":
-			skipped = append(skipped, fmt.Sprintf("- %s: %s\n", res.Title, oneLine(res.Skipped)))
+			skipped = append(skipped, fmt.Sprintf("- %s: %s\n", res.label(), oneLine(res.Skipped)))
 		case res.Err != "":
-			failed = append(failed, fmt.Sprintf("- %s: %s\n", res.Title, oneLine(res.Err)))
+			failed = append(failed, fmt.Sprintf("- %s: %s\n", res.label(), oneLine(res.Err)))
 		}
 		for _, b := range res.Baselines {
 			switch {
@@ -103,6 +115,9 @@ func (r Report) WriteMarkdown(w io.Writer) error {
 		if t := tables[kind]; len(t.rows) > 0 {
 			p("\n%s%s", t.header, strings.Join(t.rows, ""))
 		}
+	}
+	if len(runtimeRows) > 0 {
+		p("\n%s%s\n%s\n", r.runtimeHeader(), strings.Join(runtimeRows, ""), runtimeLegend)
 	}
 	for _, line := range capacity {
 		p("\n%s", line)
@@ -219,6 +234,77 @@ func (res Result) kind() string {
 		return kindLoad
 	}
 	return ""
+}
+
+// label is res's title, with the runtime it measured in.
+func (res Result) label() string {
+	if res.Runtime == nil {
+		return res.Title
+	}
+	return res.Title + ", " + res.Runtime.String()
+}
+
+// runtimeHeader heads the table of the runtime scenarios; its ratio
+// columns name the run's first runtime.
+func (r Report) runtimeHeader() string {
+	first := "the first runtime"
+	for _, res := range r.Results {
+		if res.VsRuntime != nil {
+			first = res.VsRuntime.Of
+			break
+		}
+	}
+	return fmt.Sprintf("| scenario | runtime (mode) | n | p50 | p90 | p99 | min | p50 ÷ %[1]s | p99 ÷ %[1]s |\n|---|---|--:|--:|--:|--:|--:|--:|--:|\n", first)
+}
+
+// runtimeRow renders a runtime scenario's result, with its unit in each
+// figure (ms or MiB).
+func runtimeRow(res Result) string {
+	var n int
+	var v [4]string // p50, p90, p99, min
+	switch {
+	case res.Latency != nil:
+		s := res.Latency
+		n = len(s.Samples)
+		for i, d := range []time.Duration{s.P50, s.P90, s.P99, s.Min} {
+			v[i] = fmtMs(d) + " ms"
+		}
+	case res.Memory != nil:
+		s := res.Memory
+		n = len(s.Samples)
+		for i, b := range []uint64{s.P50, s.P90, s.P99, s.Min} {
+			v[i] = fmtMiB(b) + " MiB"
+		}
+	}
+	ratios := " | "
+	if vs := res.VsRuntime; vs != nil {
+		ratios = fmt.Sprintf("%.2f | %.2f", vs.P50, vs.P99)
+	}
+	return fmt.Sprintf("| %s | %s | %d | %s | %s | %s | %s | %s |\n", cell(res.Title), cell(res.Runtime.String()), n, v[0], v[1], v[2], v[3], ratios)
+}
+
+// runtimeList renders the daemon's runtimes: "gvisor (systrap, default),
+// microvm (tcg)", and why one is unavailable.
+func runtimeList(infos []api.RuntimeInfo) string {
+	parts := make([]string, 0, len(infos))
+	for _, in := range infos {
+		var how []string
+		if in.Mode != "" {
+			how = append(how, in.Mode)
+		}
+		if in.Default {
+			how = append(how, "default")
+		}
+		if !in.Available {
+			how = append(how, "unavailable: "+oneLine(in.Unavailable))
+		}
+		part := in.Name
+		if len(how) > 0 {
+			part += " (" + strings.Join(how, ", ") + ")"
+		}
+		parts = append(parts, part)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // hasDockerRatio reports whether any result compares with Docker.

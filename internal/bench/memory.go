@@ -95,9 +95,10 @@ func processes() (map[int]process, error) {
 
 // treePSS sums, for each key, the PSS of the processes whose command line
 // contains it (runsc's sandbox and gofer name the sandbox id; Docker's
-// shim names the container id) and of all their descendants (gVisor's
-// systrap stubs have no command line of their own). It also returns how
-// many processes each key has.
+// shim names the container id) or whose working directory is named by it
+// (a microVM's QEMU runs in <data>/microvm/sandboxes/<id>), and of all
+// their descendants (gVisor's systrap stubs have no command line of their
+// own). It also returns how many processes each key has.
 func treePSS(keys []string) (pss map[string]uint64, procs map[string]int, err error) {
 	all, err := processes()
 	if err != nil {
@@ -107,12 +108,21 @@ func treePSS(keys []string) (pss map[string]uint64, procs map[string]int, err er
 	for pid, p := range all {
 		children[p.ppid] = append(children[p.ppid], pid)
 	}
+	cwds := map[int]string{}
+	cwd := func(pid int) string {
+		d, ok := cwds[pid]
+		if !ok {
+			d, _ = os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid))
+			cwds[pid] = d
+		}
+		return d
+	}
 	pss, procs = map[string]uint64{}, map[string]int{}
 	for _, key := range keys {
 		seen := map[int]bool{}
 		var queue []int
 		for pid, p := range all {
-			if strings.Contains(p.cmdline, key) {
+			if strings.Contains(p.cmdline, key) || filepath.Base(cwd(pid)) == key {
 				queue = append(queue, pid)
 			}
 		}
@@ -212,25 +222,34 @@ func idleMemory(ctx context.Context, e *env) (Result, error) {
 	if err := e.checkLocal(); err != nil {
 		return Result{}, err
 	}
-	ids, err := e.createSandboxes(ctx, e.opts.Runs, func(id string) error {
-		_, err := e.exec(ctx, id, "true")
-		return err
-	})
+	ids, err := e.createIdle(ctx, e.opts.Runs, func() (string, error) { return e.create(ctx) })
 	defer e.stopSandboxes(ctx, ids)
-	if err == nil && len(ids) > 0 {
-		err = checkVisible(ids[0])
-	}
 	if err != nil {
 		return Result{}, err
 	}
-	res, err := idlePSS(ids, "sandbox")
+	res, err := idlePSS(ids, "sandbox", idleSettle)
 	res.Note = fmt.Sprintf("%d sandboxes idle together, %s after one exec each; all host processes of each (runsc sandbox, gofer, systrap stubs)", len(ids), idleSettle)
 	return res, err
 }
 
-// idlePSS lets the sandboxes or containers ids idle, then measures them.
-func idlePSS(ids []string, what string) (Result, error) {
-	time.Sleep(idleSettle)
+// createIdle creates n sandboxes with newID and runs true in each; the
+// first must have processes on this machine. The caller stops the ids it
+// returns, also when it fails.
+func (e *env) createIdle(ctx context.Context, n int, newID func() (string, error)) ([]string, error) {
+	ids, err := makeN(n, newID, func(id string) error {
+		_, err := e.exec(ctx, id, "true")
+		return err
+	})
+	if err == nil && len(ids) > 0 {
+		err = checkVisible(ids[0])
+	}
+	return ids, err
+}
+
+// idlePSS lets the sandboxes or containers ids idle for settle, then
+// measures them.
+func idlePSS(ids []string, what string, settle time.Duration) (Result, error) {
+	time.Sleep(settle)
 	pss, err := sandboxesPSS(ids, what)
 	if err != nil {
 		return Result{}, err
@@ -250,7 +269,7 @@ var dockerIdleMemory = baseline{name: baselineDocker, title: "docker: memory per
 	if err != nil {
 		return Result{}, err
 	}
-	return idlePSS(ids, "container")
+	return idlePSS(ids, "container", idleSettle)
 }}
 
 // idleCapacity creates idle sandboxes one after another until a create

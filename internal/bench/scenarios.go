@@ -45,6 +45,11 @@ const (
 	NameCreateSteady   = "create-steady"
 	NameE2BExecTrue    = "e2b-exec-true"
 	NameE2BCreate      = "e2b-create"
+	// The runtime scenarios measure in each runtime of Options.Runtimes;
+	// their results are named <scenario>/<runtime>.
+	NameRuntimeReady  = "runtime-ready"
+	NameRuntimeExec   = "runtime-exec-true"
+	NameRuntimeMemory = "runtime-idle-memory"
 )
 
 // Scenario is one measurement, with the same measurement made by other
@@ -58,6 +63,9 @@ type Scenario struct {
 	// or Capacity set, or a skipError when the scenario cannot run here.
 	// Sandboxes it creates are handed to e.stops.
 	run func(ctx context.Context, e *env) (Result, error)
+	// inRuntime, instead of run, measures in one runtime; the scenario
+	// runs once in each runtime of the run (runtimes.go).
+	inRuntime func(ctx context.Context, e *env, rt runtimeChoice) (Result, error)
 	// baselines measure the same thing another way (baselines.go).
 	baselines []baseline
 	// dockerOf names the scenario whose Docker baseline this one is
@@ -107,6 +115,9 @@ var Scenarios = []Scenario{
 	{Name: NameHibernated, Title: "host memory per hibernated sandbox (PSS)", run: hibernatedMemory},
 	{Name: NameIdleMemory, Title: "host memory per idle sandbox (PSS)", run: idleMemory, baselines: []baseline{dockerIdleMemory}},
 	{Name: NameIdleCapacity, Title: "idle sandboxes held (creates under 1 s)", run: idleCapacity},
+	{Name: NameRuntimeReady, Title: "create→first exec (cold)", inRuntime: runtimeReady},
+	{Name: NameRuntimeExec, Title: "exec true (HTTP)", inRuntime: runtimeExecTrue},
+	{Name: NameRuntimeMemory, Title: "host memory per idle sandbox (PSS)", inRuntime: runtimeIdleMemory},
 }
 
 const (
@@ -138,6 +149,13 @@ type env struct {
 	defaults *api.SandboxInfo
 	// docker is the Docker baseline's state (baselines.go).
 	docker dockerEnv
+	// runtimes are the runtimes the runtime scenarios measure in, and
+	// runtimeInfos what the daemon said of its runtimes, read by the first
+	// of them; prepared holds, per runtime, the outcome of its first
+	// sandbox (runtimes.go).
+	runtimes     []runtimeChoice
+	runtimeInfos []api.RuntimeInfo
+	prepared     map[string]error
 }
 
 // skipError is a scenario or baseline that cannot run here, and why.
@@ -192,7 +210,12 @@ func (e *env) repeat(ctx context.Context, run func(context.Context) (time.Durati
 
 // withSandbox runs fn with one sandbox created for it (off the clock).
 func (e *env) withSandbox(ctx context.Context, fn func(id string) error) error {
-	id, err := e.create(ctx)
+	return e.withSandboxOf(ctx, api.CreateRequest{Image: e.opts.Image, Name: sandboxName}, fn)
+}
+
+// withSandboxOf is withSandbox with a sandbox created as req asks.
+func (e *env) withSandboxOf(ctx context.Context, req api.CreateRequest, fn func(id string) error) error {
+	id, err := e.createWith(ctx, req)
 	if err != nil {
 		return err
 	}
@@ -283,23 +306,28 @@ func execLatency(via execVia, argv ...string) func(context.Context, *env) (Resul
 	return func(ctx context.Context, e *env) (Result, error) {
 		var samples []time.Duration
 		err := e.withSandbox(ctx, func(id string) error {
-			// A transport that cannot be reached is found out before the
-			// sandbox's first timed exec.
-			if err := via(ctx, e, id, "true"); err != nil {
-				return err
-			}
 			var err error
-			samples, err = e.repeat(ctx, func(ctx context.Context) (time.Duration, error) {
-				start := time.Now()
-				if err := via(ctx, e, id, argv...); err != nil {
-					return 0, err
-				}
-				return time.Since(start), nil
-			})
+			samples, err = e.timeExecs(ctx, via, id, argv...)
 			return err
 		})
 		return latencyResult(samples), err
 	}
+}
+
+// timeExecs times execs of argv through via in sandbox id (e.repeat).
+func (e *env) timeExecs(ctx context.Context, via execVia, id string, argv ...string) ([]time.Duration, error) {
+	// A transport that cannot be reached is found out before the
+	// sandbox's first timed exec.
+	if err := via(ctx, e, id, "true"); err != nil {
+		return nil, err
+	}
+	return e.repeat(ctx, func(ctx context.Context) (time.Duration, error) {
+		start := time.Now()
+		if err := via(ctx, e, id, argv...); err != nil {
+			return 0, err
+		}
+		return time.Since(start), nil
+	})
 }
 
 // spawnScript times posix_spawn + waitpid of /bin/true inside the

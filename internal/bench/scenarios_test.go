@@ -133,30 +133,41 @@ type fakeDaemon struct {
 	fake *httpapitest.Fake
 	// failArgv0, when set, makes execs of that program exit 1.
 	failArgv0 string
+	// createDelay, when set, is how long a create in each runtime takes.
+	createDelay map[string]time.Duration
 
 	// mu guards the fields below.
 	mu          sync.Mutex
 	next        int
 	live        map[string]bool // created, not yet torn down
 	created     []string
+	requests    []api.CreateRequest
 	tearingDown int // stops with wait under way
 	maxTearing  int
 }
 
 func newFakeDaemon(t *testing.T) (*fakeDaemon, *client.Client) {
+	return newFakeDaemonWith(t, httpapi.Options{})
+}
+
+// newFakeDaemonWith is newFakeDaemon with the HTTP API's options (the
+// runtimes /healthz lists).
+func newFakeDaemonWith(t *testing.T, opts httpapi.Options) (*fakeDaemon, *client.Client) {
 	d := &fakeDaemon{t: t, live: map[string]bool{}}
 	d.fake = &httpapitest.Fake{
 		CreateFunc: d.create,
 		ExecFunc:   d.exec,
 		StopFunc:   d.stop,
 	}
-	srv := httpapitest.NewServer(t, d.fake, httpapi.Options{})
+	srv := httpapitest.NewServer(t, d.fake, opts)
 	return d, client.New(srv.URL, "")
 }
 
 func (d *fakeDaemon) create(_ context.Context, req api.CreateRequest) (api.CreateResponse, error) {
+	time.Sleep(d.createDelay[req.Runtime])
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.requests = append(d.requests, req)
 	d.next++
 	id := fmt.Sprintf("5b0e3c1a-7d2f-4c1e-9a7b-%012d", d.next)
 	d.live[id] = true
@@ -212,7 +223,10 @@ func TestRun(t *testing.T) {
 	// sandboxes; Docker and runsc are not given, so every baseline is
 	// skipped.
 	noFs := []string{NameEvents, NameInterpCell, NameContextCreate, NamePreview, NamePreviewRate, NameVolumeWrite, NameFsSmall, NameFsStream, NameStreamLatency, NamePtyEcho, NameStreamRate, NameProcessList, NamePauseResume, NameSnapshot, NameRestoreExec, NameForkExec, NameHibernated}
-	skipped := []string{NamePoolCreateExec, NameCreateSteady, NameE2BCreate, NameExecTrueWS, NameExecPythonWS, NameE2BExecTrue, NameIdleMemory, NameIdleCapacity}
+	// The runtime scenarios run in the daemon's default runtime, which the
+	// fake does not name.
+	skipped := []string{NamePoolCreateExec, NameCreateSteady, NameE2BCreate, NameExecTrueWS, NameExecPythonWS, NameE2BExecTrue, NameIdleMemory, NameIdleCapacity,
+		NameRuntimeMemory + "/" + defaultRuntimeName}
 	tests := []struct {
 		name        string
 		scenarios   []string
@@ -279,8 +293,15 @@ func TestRun(t *testing.T) {
 					t.Errorf("%s: neither latency nor throughput", res.Name)
 				}
 			}
-			if !slices.Equal(names, tt.scenarios) {
-				t.Errorf("results of %v, want %v", names, tt.scenarios)
+			var wantNames []string
+			for _, n := range tt.scenarios {
+				if slices.Contains(RuntimeNames(), n) {
+					n += "/" + defaultRuntimeName
+				}
+				wantNames = append(wantNames, n)
+			}
+			if !slices.Equal(names, wantNames) {
+				t.Errorf("results of %v, want %v", names, wantNames)
 			}
 			slices.Sort(failed)
 			slices.Sort(tt.wantFailed)

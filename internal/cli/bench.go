@@ -30,6 +30,8 @@ func (a *app) benchCmd() *cobra.Command {
 			"with the default pool settings (sized by demand). Docker (through its Engine API, with the daemon's own\n" +
 			"root filesystem imported) and `runsc do` are measured in the same run when present.\n" +
 			"Prints a Markdown table on stdout and writes the samples as JSON to --json-out.\n" +
+			"The runtime scenarios (" + strings.Join(bench.RuntimeNames(), ", ") + ") measure the same thing in each\n" +
+			"runtime of --runtimes (e.g. gvisor,microvm), compared with the first; --runtimes alone runs just them.\n" +
 			"Scenarios: " + strings.Join(bench.Names(), ", ") + ".",
 		Args: cobra.NoArgs,
 	}
@@ -37,7 +39,7 @@ func (a *app) benchCmd() *cobra.Command {
 	fl.StringVar(&opts.Image, "image", "python", "catalog image of the sandboxes")
 	fl.IntVar(&opts.Runs, "runs", 30, "timed runs of each latency scenario (and sandboxes of the memory one)")
 	fl.IntVar(&opts.Warmup, "warmup", 3, "untimed runs before the timed ones")
-	fl.StringVar(&scenarios, "scenarios", strings.Join(bench.Names(), ","), "comma-separated scenarios to run")
+	fl.StringVar(&scenarios, "scenarios", strings.Join(bench.DefaultNames(), ","), "comma-separated scenarios to run (all but the runtime scenarios; with --runtimes and without this flag, the runtime scenarios)")
 	fl.IntVar(&opts.Sandboxes, "sandboxes", 8, "sandboxes of the throughput scenario")
 	fl.IntVar(&opts.Callers, "callers", 2, "concurrent callers per sandbox in the throughput scenario")
 	fl.DurationVar(&opts.Duration, "duration", 5*time.Second, "length of the throughput scenario")
@@ -51,8 +53,12 @@ func (a *app) benchCmd() *cobra.Command {
 	fl.StringVar(&opts.ImageCache, "image-cache", "", "the daemon's image cache, whose root filesystem Docker imports (default: $HUTCH_DATA_DIR/images)")
 	fl.BoolVar(&private, "private", false, "start a daemon of its own for the run, and stop it after")
 	fl.StringVar(&opts.E2BKey, "e2b-key", "", "X-API-KEY of the E2B scenarios (default $E2B_API_KEY; a daemon without api_tokens and e2b.api_keys, like --private's, takes any)")
+	fl.StringSliceVar(&opts.Runtimes, "runtimes", nil, "isolation runtimes the runtime scenarios measure in, each in turn, compared with the first (default: the daemon's default runtime; one the daemon lacks is skipped)")
 	fl.StringVar(&jsonOut, "json-out", "bench-results.json", `write the results as JSON to this file ("" skips it)`)
 	cmd.RunE = action(func(cmd *cobra.Command, _ []string) error {
+		if cmd.Flags().Changed("runtimes") && !cmd.Flags().Changed("scenarios") {
+			scenarios = strings.Join(bench.RuntimeNames(), ",")
+		}
 		sel, err := bench.Select(strings.Split(scenarios, ","))
 		if err != nil {
 			return usagef("--scenarios: %v", err)

@@ -88,6 +88,26 @@ func TestBench(t *testing.T) {
 			wantJSON: []string{"create-exec"},
 		},
 		{
+			name: "runtimes alone run the runtime scenarios; a daemon that lists none skips them",
+			args: []string{"--runtimes", "gvisor,microvm"},
+			wantStdout: []string{"Skipped:\n- create→first exec (cold), gvisor: the daemon does not list its runtimes on /healthz",
+				"- host memory per idle sandbox (PSS), microvm: the daemon does not list its runtimes"},
+			wantJSON: []string{"runtime-ready/gvisor", "runtime-ready/microvm", "runtime-exec-true/gvisor", "runtime-exec-true/microvm",
+				"runtime-idle-memory/gvisor", "runtime-idle-memory/microvm"},
+		},
+		{
+			name:       "a runtime scenario without runtimes runs in the default runtime",
+			args:       []string{"--scenarios", "runtime-exec-true"},
+			wantStdout: []string{"| exec true (HTTP) | default | 2 | "},
+			wantJSON:   []string{"runtime-exec-true/default"},
+		},
+		{
+			name:       "a runtime named twice",
+			args:       []string{"--runtimes", "microvm,microvm"},
+			wantCode:   exitUsage,
+			wantStderr: "runtime microvm is named twice",
+		},
+		{
 			name:     "arguments",
 			args:     []string{"python"},
 			wantCode: exitUsage,
