@@ -10,12 +10,13 @@ APT_PACKAGES := mmdebstrap busybox-static iproute2 ca-certificates nftables tmux
 # from elsewhere, e.g. NodeSource, whose nodejs bundles npm).
 APT_COMMANDS := node:nodejs npm:npm jq:jq
 # The microVM runtime's packages (QEMU's microvm machine and Debian's cloud
-# kernel, whose modules the guest loads): installed by `make deps-microvm`,
-# or by `make deps MICROVM=1`, only on hosts that want that runtime.
+# kernel, whose modules the guest loads): part of deps, since `make test`
+# runs the integration suite in that runtime too.
 MICROVM_APT_PACKAGES := qemu-system-x86 linux-image-cloud-amd64
-ifneq ($(MICROVM),)
 APT_PACKAGES += $(MICROVM_APT_PACKAGES)
-endif
+# The runtimes the integration tests run in (internal/testutil.Runtimes):
+# gVisor's whole suite, and a subset sized for TCG in microVMs.
+export HUTCH_TEST_RUNTIMES ?= gvisor,microvm
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 GO_SOURCES := $(shell find . -name '*.go' -not -path './node_modules/*' 2>/dev/null) go.mod go.sum
 # The web console's files, embedded in the daemon (internal/console).
@@ -68,9 +69,9 @@ deps:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
 
-# The microVM runtime's host packages (see MICROVM_APT_PACKAGES).
-deps-microvm:
-	@$(MAKE) --no-print-directory deps MICROVM=1
+# The microVM runtime's host packages (see MICROVM_APT_PACKAGES); deps
+# installs them too.
+deps-microvm: deps
 
 # First sandbox: builds everything, builds the python image, runs code, and
 # names the web console of the daemon that ran it (README "Console").
@@ -78,8 +79,8 @@ demo: deps build
 	$(BIN)/hutch run python -- python3 -c 'print("hello from a gVisor sandbox:", 2+2)'
 	@echo "console: open $${HUTCH_URL:-http://127.0.0.1:3111}/ui/ in a browser"
 
-# Every test: unit tests, then integration tests against real sandboxes,
-# then the JS conformance suite.
+# Every test: unit tests, then integration tests against real sandboxes
+# (in each of HUTCH_TEST_RUNTIMES), then the JS conformance suite.
 test: deps build
 	$(GO) test -count=1 -timeout 40m ./...
 	$(MAKE) --no-print-directory conformance

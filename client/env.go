@@ -20,7 +20,7 @@ func (c *Client) GetEnv(ctx context.Context, id, key string) (api.EnvValue, erro
 
 // SetEnv runs sandbox::env::set.
 func (c *Client) SetEnv(ctx context.Context, id string, env api.Env) (api.EnvResponse, error) {
-	return sandboxCall[api.EnvResponse](ctx, c, id, "/env", api.EnvSetRequest{Env: env})
+	return sandboxCall[api.EnvResponse](ctx, c, id, "/env", api.EnvSetRequest{SandboxID: id, Env: env})
 }
 
 // DeleteEnv runs sandbox::env::delete for one variable.

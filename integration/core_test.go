@@ -86,10 +86,24 @@ func TestOverlayIsPrivateAndImageUnchanged(t *testing.T) {
 	}
 }
 
+// TestExecSemantics: in each runtime an exec's exit codes, stdin, stdout
+// and stderr, timeout, workdir, argv and cmd, output cap, and env layers
+// (image < create < sandbox::env::set < exec).
 func TestExecSemantics(t *testing.T) {
-	d := startDaemon(t, baseConfig(""))
-	id := d.create(api.CreateRequest{Image: "python", Env: api.Env{"LAYER=create", "CREATE_ONLY=1"}})
+	d := startTestedRuntimesDaemon(t, "")
+	eachRuntime(t, d, func(t *testing.T, rt string) {
+		id := d.create(api.CreateRequest{Image: "bb", Runtime: rt, Env: api.Env{"LAYER=create", "CREATE_ONLY=1"}})
+		runExecCases(t, d, id)
+	})
+}
+
+// runExecCases runs TestExecSemantics's cases in sandbox id, each a subtest.
+func runExecCases(t *testing.T, d *daemon, id string) {
 	ctx := context.Background()
+	env, err := d.c.SetEnv(ctx, id, api.Env{"SET_ONLY=2"})
+	if err != nil || env.Env["SET_ONLY"] != "2" || env.Effective["LAYER"] != "create" || env.Effective["IMAGE_ONLY"] != "0" || env.Env["IMAGE_ONLY"] != "" {
+		t.Fatalf("sandbox::env::set: %+v, %v", env, err)
+	}
 	code := func(r api.ExecResponse) int {
 		if r.ExitCode == nil {
 			return -1
@@ -106,17 +120,17 @@ func TestExecSemantics(t *testing.T) {
 				t.Errorf("got %+v", r)
 			}
 		}},
-		{"stdin", api.ExecRequest{Cmd: "python3", Args: []string{"-c", "import sys; print(sys.stdin.read().upper())"}, Stdin: base64.StdEncoding.EncodeToString([]byte("abc"))}, func(t *testing.T, r api.ExecResponse) {
+		{"stdin", api.ExecRequest{Cmd: "busybox", Args: []string{"tr", "a-z", "A-Z"}, Stdin: base64.StdEncoding.EncodeToString([]byte("abc\n"))}, func(t *testing.T, r api.ExecResponse) {
 			if r.Stdout != "ABC\n" || !r.Success {
 				t.Errorf("got %+v", r)
 			}
 		}},
-		{"env layering", api.ExecRequest{Cmd: "sh", Args: []string{"-c", "echo $LAYER $CREATE_ONLY $EXEC_ONLY $LANG"}, Env: api.Env{"LAYER=exec", "EXEC_ONLY=2"}}, func(t *testing.T, r api.ExecResponse) {
-			if r.Stdout != "exec 1 2 C.UTF-8\n" {
+		{"env layering", api.ExecRequest{Cmd: "sh", Args: []string{"-c", "echo $LAYER $IMAGE_ONLY $CREATE_ONLY $SET_ONLY $EXEC_ONLY"}, Env: api.Env{"LAYER=exec", "EXEC_ONLY=3"}}, func(t *testing.T, r api.ExecResponse) {
+			if r.Stdout != "exec 0 1 2 3\n" {
 				t.Errorf("got %q", r.Stdout)
 			}
 		}},
-		{"create env stays the base", api.ExecRequest{Cmd: "sh", Args: []string{"-c", "echo $LAYER"}}, func(t *testing.T, r api.ExecResponse) {
+		{"create env stays the base", api.ExecRequest{Cmd: "sh", Args: []string{"-c", "echo $LAYER $EXEC_ONLY"}}, func(t *testing.T, r api.ExecResponse) {
 			if r.Stdout != "create\n" {
 				t.Errorf("got %q", r.Stdout)
 			}
@@ -126,8 +140,13 @@ func TestExecSemantics(t *testing.T) {
 				t.Errorf("got %q", r.Stdout)
 			}
 		}},
-		{"cmd split shell-word style", api.ExecRequest{Cmd: `python3 -c 'print("a b")'`}, func(t *testing.T, r api.ExecResponse) {
-			if r.Stdout != "a b\n" {
+		{"cmd split shell-word style", api.ExecRequest{Cmd: `echo 'a  b'`}, func(t *testing.T, r api.ExecResponse) {
+			if r.Stdout != "a  b\n" {
+				t.Errorf("got %+v", r)
+			}
+		}},
+		{"argv not through a shell", api.ExecRequest{Argv: []string{"echo", "$LAYER", "a  b"}}, func(t *testing.T, r api.ExecResponse) {
+			if r.Stdout != "$LAYER a  b\n" {
 				t.Errorf("got %+v", r)
 			}
 		}},
@@ -142,7 +161,7 @@ func TestExecSemantics(t *testing.T) {
 			}
 		}},
 		{"signal is 128+n", api.ExecRequest{Cmd: "sh", Args: []string{"-c", "kill -9 $$"}}, func(t *testing.T, r api.ExecResponse) {
-			if code(r) != 137 {
+			if code(r) != 137 || r.OOMKilled {
 				t.Errorf("got %+v", r)
 			}
 		}},
@@ -151,9 +170,14 @@ func TestExecSemantics(t *testing.T) {
 				t.Errorf("got %+v", r)
 			}
 		}},
-		{"output cap flagged", api.ExecRequest{Cmd: "python3", Args: []string{"-c", "print('x' * (3 << 20))"}}, func(t *testing.T, r api.ExecResponse) {
+		{"output cap flagged", api.ExecRequest{Cmd: "sh", Args: []string{"-c", "head -c 3145728 /dev/zero | busybox tr '\\0' x"}}, func(t *testing.T, r api.ExecResponse) {
 			if !r.StdoutTruncated || len(r.Stdout) != 1<<20 || !r.Success {
 				t.Errorf("len %d truncated %v success %v", len(r.Stdout), r.StdoutTruncated, r.Success)
+			}
+		}},
+		{"timeout keeps partial output", api.ExecRequest{Cmd: "sh", Args: []string{"-c", "echo partial; sleep 100"}, TimeoutMs: 3000}, func(t *testing.T, r api.ExecResponse) {
+			if !r.TimedOut || r.ExitCode != nil || r.Success || r.Stdout != "partial\n" {
+				t.Errorf("got %+v", r)
 			}
 		}},
 	}
@@ -261,23 +285,28 @@ func TestConcurrentExecs(t *testing.T) {
 	}
 }
 
+// TestStopLeavesNothing: in each runtime a stop with wait leaves nothing
+// of the sandbox, a background process's included, and a second stop is
+// fine.
 func TestStopLeavesNothing(t *testing.T) {
-	d := startDaemon(t, baseConfig(""))
-	id := d.create(api.CreateRequest{Image: "python"})
-	d.setup(id, "sh", "-c", "sleep 1000 >/dev/null 2>&1 &")
-	if len(leftovers("", []string{id})) == 0 {
-		t.Fatal("the leak scanner sees nothing of a live sandbox; it cannot prove a stop clean")
-	}
-	if _, err := d.c.Stop(context.Background(), id, true); err != nil {
-		t.Fatal(err)
-	}
-	if left := leftovers("", []string{id}); len(left) > 0 {
-		t.Fatalf("after stop --wait: %v", left)
-	}
-	// Stopping twice is fine.
-	if _, err := d.c.Stop(context.Background(), id, true); err != nil {
-		t.Fatalf("second stop: %v", err)
-	}
+	d := startTestedRuntimesDaemon(t, "")
+	eachRuntime(t, d, func(t *testing.T, rt string) {
+		id := d.create(api.CreateRequest{Image: "bb", Runtime: rt})
+		d.setup(id, "sh", "-c", "sleep 1000 >/dev/null 2>&1 &")
+		if len(leftovers("", []string{id})) == 0 {
+			t.Fatal("the leak scanner sees nothing of a live sandbox; it cannot prove a stop clean")
+		}
+		if _, err := d.c.Stop(context.Background(), id, true); err != nil {
+			t.Fatal(err)
+		}
+		if left := leftovers("", []string{id}); len(left) > 0 {
+			t.Fatalf("after stop --wait: %v", left)
+		}
+		// Stopping twice is fine.
+		if _, err := d.c.Stop(context.Background(), id, true); err != nil {
+			t.Fatalf("second stop: %v", err)
+		}
+	})
 }
 
 func TestBadInputChangesNothing(t *testing.T) {

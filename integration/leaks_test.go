@@ -13,26 +13,17 @@ import (
 	"github.com/hutch-dev/hutch/internal/volumes"
 )
 
-// leftovers lists what remains on the host of sandboxes: processes, mounts,
-// runtime directories, passing checkpoints and nftables rules that mention
-// dataDir (when it is not ""), and everything that mentions one of ids,
-// cgroups and network devices included.
+// leftovers lists what remains on the host of sandboxes, in every
+// runtime: processes (runsc's, QEMU's) whose command line or working
+// directory, mounts (network namespaces pinned in a sandbox's directory
+// included) and nftables rules that mention dataDir (when it is not ""),
+// every sandbox directory in a runtime's state directory (disks, sockets),
+// loop devices and passing checkpoints of dataDir, and everything that
+// mentions one of ids, cgroups and network devices included. A microVM's
+// TAP device lives in its sandbox's network namespace and goes with it
+// (or with QEMU).
 func leftovers(dataDir string, ids []string) []string {
-	var found []string
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range procs {
-		b, err := os.ReadFile(p)
-		if err != nil || len(b) == 0 {
-			continue
-		}
-		cmdline := string(bytes.ReplaceAll(b, []byte{0}, []byte{' '}))
-		if strings.Contains(cmdline, " serve ") {
-			continue // the daemon itself
-		}
-		if mentions(cmdline, dataDir, ids) {
-			found = append(found, "process "+filepath.Base(filepath.Dir(p))+": "+cmdline)
-		}
-	}
+	found := processLeftovers(dataDir, ids)
 	if mi, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
 		for _, line := range strings.Split(string(mi), "\n") {
 			if mentions(line, dataDir, ids) {
@@ -53,6 +44,10 @@ func leftovers(dataDir string, ids []string) []string {
 				found = append(found, "checkpoint: "+d)
 			}
 		}
+		sandboxes, _ := filepath.Glob(filepath.Join(dataDir, "*", "sandboxes", "*"))
+		for _, d := range sandboxes {
+			found = append(found, "sandbox directory: "+d)
+		}
 	}
 	for _, id := range ids {
 		cgs, _ := filepath.Glob("/sys/fs/cgroup/*/hutch/" + id)
@@ -65,6 +60,29 @@ func leftovers(dataDir string, ids []string) []string {
 			for _, d := range dirs {
 				found = append(found, "directory: "+d)
 			}
+		}
+	}
+	return found
+}
+
+// processLeftovers lists the processes, the daemon aside, whose command
+// line or working directory (a microVM's QEMU runs in its sandbox's
+// directory) mentions dataDir or one of ids.
+func processLeftovers(dataDir string, ids []string) []string {
+	var found []string
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, p := range procs {
+		b, err := os.ReadFile(filepath.Join(p, "cmdline"))
+		if err != nil || len(b) == 0 {
+			continue
+		}
+		cmdline := string(bytes.ReplaceAll(b, []byte{0}, []byte{' '}))
+		if strings.Contains(cmdline, " serve ") {
+			continue // the daemon itself
+		}
+		cwd, _ := os.Readlink(filepath.Join(p, "cwd"))
+		if mentions(cmdline, dataDir, ids) || mentions(cwd, dataDir, ids) {
+			found = append(found, "process "+filepath.Base(p)+" (in "+cwd+"): "+cmdline)
 		}
 	}
 	return found

@@ -7,29 +7,19 @@ import (
 	"net/http"
 	"net/url"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hutch-dev/hutch/api"
-	"github.com/hutch-dev/hutch/internal/image/ocitest"
-	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
-// startMicroVMDaemon starts a daemon whose runtime is microvm, with a
-// private image cache, a busybox image named bb, and extra config keys. It
-// skips t unless the host can run it: root, QEMU, a guest kernel.
+// startMicroVMDaemon starts a daemon whose default (and only) runtime is
+// microvm, with the busybox image bb and extra config keys; it skips t
+// unless the host can run it (startRuntimesDaemon).
 func startMicroVMDaemon(t *testing.T, extra string) *daemon {
 	t.Helper()
-	testutil.RequiresRuntime(t, "microvm")
-	testutil.RequiresBinary(t, "qemu-system-x86_64")
-	if k, _ := filepath.Glob("/boot/vmlinuz-*-cloud-amd64"); len(k) == 0 {
-		testutil.Skip(t, "no Debian cloud kernel (make deps-microvm)")
-	}
-	dir := filepath.Join(t.TempDir(), "layout")
-	writeLayout(t, dir, ocitest.Image(t, ocitest.Config{Env: []string{"PATH=/bin"}}, ocitest.Layer(t, ocitest.BusyboxFiles(t)...)))
-	return launchDaemon(t, customConfig(t, "", fmt.Sprintf("runtime: microvm\ncustom_images: {bb: %q}\nimage_allowlist: [bb]\n%s", "oci-layout:"+dir, extra)), "")
+	return startRuntimesDaemon(t, []string{"microvm"}, extra)
 }
 
 // TestMicroVMCreateExecStop boots a sandbox in a QEMU microVM (TCG here),
@@ -92,18 +82,31 @@ func TestMicroVMCreateExecStop(t *testing.T) {
 	if r := d.exec(id, "echo", "again"); !r.Success || r.Stdout != "again\n" {
 		t.Errorf("echo after resume: %+v", r)
 	}
+	// What the runtime cannot do is S302, and leaves the sandbox running.
+	_, err = d.c.Create(ctx, api.CreateRequest{Image: "bb", Volumes: []api.VolumeMount{{Name: "v", Path: "/data"}}})
+	if env := wantCode(t, err, "S302"); !strings.Contains(env.Message, "cannot mount volumes") {
+		t.Errorf("create with a volume: %s", env.Message)
+	}
+	_, err = d.c.CreateSnapshot(ctx, id, "")
+	wantCode(t, err, "S302")
+	_, err = d.c.Pause(ctx, id, api.PauseHibernate)
+	wantCode(t, err, "S302")
+	if r := d.exec(id, "echo", "still"); !r.Success || r.Stdout != "still\n" {
+		t.Errorf("echo after the refusals: %+v", r)
+	}
 	if _, err := d.c.Stop(ctx, id, true); err != nil {
 		t.Fatalf("stop: %v", err)
 	}
 }
 
 // TestMicroVMKill9ThenRestart: the VM of a daemon killed with SIGKILL
-// outlives it; the restarted daemon's Reconcile kills it and removes its
-// directory, and the sandbox is listed as stopped.
+// outlives it; the restarted daemon's Reconcile kills it, tears its
+// network down and removes its directory (disks, sockets), and the
+// sandbox is listed as stopped.
 func TestMicroVMKill9ThenRestart(t *testing.T) {
 	d := startMicroVMDaemon(t, "crash_watchdog: false\n")
 	ctx := context.Background()
-	id := d.create(api.CreateRequest{Image: "bb"})
+	id := d.create(api.CreateRequest{Image: "bb", Network: true})
 	d.kill9()
 	if len(leftovers(d.dataDir, []string{id})) == 0 {
 		t.Fatal("the leak scanner sees nothing of the crashed daemon's VM; it cannot prove a restart clean")
@@ -116,34 +119,39 @@ func TestMicroVMKill9ThenRestart(t *testing.T) {
 }
 
 // TestMicroVMKill9Watchdog: with the crash watchdog (the default), the VMs
-// of a daemon killed with SIGKILL are gone without a restart.
+// of a daemon killed with SIGKILL, and their networks, are gone without a
+// restart.
 func TestMicroVMKill9Watchdog(t *testing.T) {
 	d := startMicroVMDaemon(t, "")
-	id := d.create(api.CreateRequest{Image: "bb"})
+	id := d.create(api.CreateRequest{Image: "bb", Network: true})
 	d.kill9()
 	assertNoLeftovers(t, d.dataDir, id)
 }
 
-// TestMicroVMNetwork: a microVM with network: true reaches a host
-// loopback service through its gateway, at the address its create-time
-// env was rewritten to, and names hutch's resolver.
-func TestMicroVMNetwork(t *testing.T) {
+// TestNetworkOnReachesTheHost: in each runtime a sandbox with network:
+// true reaches a host loopback service through its gateway, at the
+// address its create-time env was rewritten to, and names hutch's
+// resolver; nothing of its network is left after its stop.
+func TestNetworkOnReachesTheHost(t *testing.T) {
 	port := hostServer(t, "from the host")
-	d := startMicroVMDaemon(t, "")
-	id := d.create(api.CreateRequest{Image: "bb", Network: true, Env: api.Env{fmt.Sprintf("SVC=http://127.0.0.1:%d/", port)}})
-	svc, err := url.Parse(strings.TrimSpace(d.exec(id, "sh", "-c", "echo $SVC").Stdout))
-	if err != nil || svc.Hostname() == "127.0.0.1" {
-		t.Fatalf("SVC was not rewritten to the gateway: %v, %v", svc, err)
-	}
-	// busybox's static wget crashes (NSS); nc speaks HTTP/1.0.
-	script := fmt.Sprintf(`printf 'GET / HTTP/1.0\r\n\r\n' | busybox nc -w 10 %s %s`, svc.Hostname(), svc.Port())
-	if r := d.exec(id, "sh", "-c", script); !strings.Contains(r.Stdout, "from the host") {
-		t.Errorf("fetching the host's service at the gateway: %+v", r)
-	}
-	if r := d.exec(id, "cat", "/etc/resolv.conf"); !strings.Contains(r.Stdout, "nameserver ") {
-		t.Errorf("resolv.conf: %+v", r)
-	}
-	if _, err := d.c.Stop(context.Background(), id, true); err != nil {
-		t.Fatalf("stop: %v", err)
-	}
+	d := startTestedRuntimesDaemon(t, "")
+	eachRuntime(t, d, func(t *testing.T, rt string) {
+		id := d.create(api.CreateRequest{Image: "bb", Runtime: rt, Network: true, Env: api.Env{fmt.Sprintf("SVC=http://127.0.0.1:%d/", port)}})
+		svc, err := url.Parse(strings.TrimSpace(d.exec(id, "sh", "-c", "echo $SVC").Stdout))
+		if err != nil || svc.Hostname() == "127.0.0.1" {
+			t.Fatalf("SVC was not rewritten to the gateway: %v, %v", svc, err)
+		}
+		// busybox's static wget crashes (NSS); nc speaks HTTP/1.0.
+		script := fmt.Sprintf(`printf 'GET / HTTP/1.0\r\n\r\n' | busybox nc -w 10 %s %s`, svc.Hostname(), svc.Port())
+		if r := d.exec(id, "sh", "-c", script); !strings.Contains(r.Stdout, "from the host") {
+			t.Errorf("fetching the host's service at the gateway: %+v", r)
+		}
+		if r := d.exec(id, "cat", "/etc/resolv.conf"); !strings.Contains(r.Stdout, "nameserver ") {
+			t.Errorf("resolv.conf: %+v", r)
+		}
+		if _, err := d.c.Stop(context.Background(), id, true); err != nil {
+			t.Fatalf("stop: %v", err)
+		}
+		assertNoLeftovers(t, "", id)
+	})
 }

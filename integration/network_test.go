@@ -66,15 +66,19 @@ func (d *daemon) sandboxAddr(id string) string {
 	return addr
 }
 
+// TestNetworkOffIsLoopbackOnly: in each runtime a sandbox without
+// network has only lo, and no plumbing on the host.
 func TestNetworkOffIsLoopbackOnly(t *testing.T) {
-	d := startDaemon(t, baseConfig(""))
-	id := d.create(api.CreateRequest{Image: "python"})
-	if names := d.interfaces(id); len(names) != 1 || names[0] != "lo" {
-		t.Fatalf("interfaces without network = %v, want [lo]", names)
-	}
-	if left := networkLeftovers("", []string{id}); len(left) > 0 {
-		t.Fatalf("a sandbox without network has network plumbing: %v", left)
-	}
+	d := startTestedRuntimesDaemon(t, "")
+	eachRuntime(t, d, func(t *testing.T, rt string) {
+		id := d.create(api.CreateRequest{Image: "bb", Runtime: rt})
+		if names := d.interfaces(id); len(names) != 1 || names[0] != "lo" {
+			t.Fatalf("interfaces without network = %v, want [lo]", names)
+		}
+		if left := networkLeftovers("", []string{id}); len(left) > 0 {
+			t.Fatalf("a sandbox without network has network plumbing: %v", left)
+		}
+	})
 }
 
 func TestNetworkGatewayAndIsolation(t *testing.T) {

@@ -241,7 +241,8 @@ func guestMounts() error {
 	if err := os.Symlink("pts/ptmx", "/dev/ptmx"); err != nil {
 		return fmt.Errorf("linking /dev/ptmx: %w", err)
 	}
-	return mkdirMount("shm", "/dev/shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777")
+	// /dev/shm as under gVisor: 64 MiB, no executables.
+	return mkdirMount("shm", "/dev/shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=1777,size=65536k")
 }
 
 // sandboxCgroup makes the cgroup under which every process the agent

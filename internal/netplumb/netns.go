@@ -41,10 +41,11 @@ func newNetns(path string) error {
 	return nil
 }
 
-// removeNetns unpins the network namespace at path and removes the file;
+// RemoveNetns unpins the network namespace at path and removes the file;
 // the namespace goes once nothing else holds it. A missing path is not an
-// error.
-func removeNetns(path string) error {
+// error. A runtime calls it for a namespace it pinned whose lease a
+// crashed daemon lost (Teardown leaves that one alone).
+func RemoveNetns(path string) error {
 	err := unix.Unmount(path, unix.MNT_DETACH)
 	if err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
 		return fmt.Errorf("unmounting network namespace %s: %w", path, err)

@@ -417,7 +417,7 @@ func (n *Network) teardown(ctx context.Context, id string, l *Lease) error {
 		errs = append(errs, err)
 	}
 	if l != nil && l.NetnsPath != "" {
-		if err := removeNetns(l.NetnsPath); err != nil {
+		if err := RemoveNetns(l.NetnsPath); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -319,7 +319,7 @@ func outsideServers(t *testing.T) (netip.Addr, netip.Addr) {
 	if err := newNetns(path); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = removeNetns(path) })
+	t.Cleanup(func() { _ = RemoveNetns(path) })
 	ns, err := netns.GetFromPath(path)
 	if err != nil {
 		t.Fatal(err)
@@ -393,7 +393,7 @@ func TestTeardownAfterCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The runtime unpins the namespace it placed (here: the test).
-	if err := removeNetns(l.NetnsPath); err != nil {
+	if err := RemoveNetns(l.NetnsPath); err != nil {
 		t.Fatal(err)
 	}
 	assertGone(t, second, l.ID, l.NetnsPath)

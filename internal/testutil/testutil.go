@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -40,17 +41,23 @@ func Skip(t testing.TB, reason string) {
 // without -short like any integration test.
 func RequiresRuntime(t testing.TB, rt string) {
 	t.Helper()
-	list := os.Getenv("HUTCH_TEST_RUNTIMES")
-	if list == "" {
-		list = "gvisor"
-	}
-	if !strings.Contains(","+list+",", ","+rt+",") {
-		t.Skipf("runtime %s not in HUTCH_TEST_RUNTIMES (%s)", rt, list)
+	if list := Runtimes(); !slices.Contains(list, rt) {
+		t.Skipf("runtime %s not in HUTCH_TEST_RUNTIMES (%s)", rt, strings.Join(list, ","))
 	}
 	RequiresRoot(t)
 	if testing.Short() {
 		skip(t, "integration test skipped in -short mode")
 	}
+}
+
+// Runtimes are the isolation runtimes a run tests, in the order
+// HUTCH_TEST_RUNTIMES (comma-separated; "gvisor" when unset) names them.
+func Runtimes() []string {
+	list := os.Getenv("HUTCH_TEST_RUNTIMES")
+	if list == "" {
+		list = "gvisor"
+	}
+	return strings.Split(list, ",")
 }
 
 // RequiresRoot skips t unless it runs as root.

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/hutch-dev/hutch/internal/netplumb"
 )
 
 // Reconcile destroys every VM of this runtime whose id keep rejects: the
@@ -89,7 +91,8 @@ func (r *Runtime) leftoverIDs(ctx context.Context) ([]string, error) {
 }
 
 // removeLeftover kills the QEMU of a sandbox directory no Runtime holds,
-// tears its network down, then removes the directory.
+// tears its network down and unpins its namespace, then removes the
+// directory.
 func (r *Runtime) removeLeftover(ctx context.Context, id string) error {
 	dir := r.sandboxDir(id)
 	if pid := leftoverPID(dir); pid > 0 {
@@ -103,6 +106,9 @@ func (r *Runtime) removeLeftover(ctx context.Context, id string) error {
 		}
 	}
 	if err := r.teardownNetwork(ctx, id); err != nil {
+		return err
+	}
+	if err := netplumb.RemoveNetns(filepath.Join(dir, netnsName)); err != nil {
 		return err
 	}
 	return os.RemoveAll(dir)
