@@ -94,14 +94,20 @@ func chunkBytes(t *testing.T, data json.RawMessage) []byte {
 	if err := json.Unmarshal(data, &c); err != nil {
 		t.Fatalf("chunk %s: %v", data, err)
 	}
+	return []byte(chunkText(t, c))
+}
+
+// chunkText is the bytes of an OutputChunk.
+func chunkText(t *testing.T, c api.OutputChunk) string {
+	t.Helper()
 	if !c.Base64 {
-		return []byte(c.Data)
+		return c.Data
 	}
 	b, err := base64.StdEncoding.DecodeString(c.Data)
 	if err != nil {
-		t.Fatalf("chunk %s: %v", data, err)
+		t.Fatalf("chunk %q: %v", c.Data, err)
 	}
-	return b
+	return string(b)
 }
 
 // streamedExec posts an exec that answers with SSE.

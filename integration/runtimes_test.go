@@ -1,11 +1,13 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/image/ocitest"
 	"github.com/hutch-dev/hutch/internal/testutil"
 )
@@ -66,4 +68,47 @@ func eachRuntime(t *testing.T, d *daemon, f func(t *testing.T, rt string)) {
 			f(st, rt)
 		})
 	}
+}
+
+// TestProcessesAndTerminals: in each runtime, a background process takes
+// stdin and is waited for, and a shell on a terminal runs what is typed
+// into it: the agent's process and PTY services are the same program in
+// both.
+func TestProcessesAndTerminals(t *testing.T) {
+	d := startTestedRuntimesDaemon(t, "")
+	ctx := context.Background()
+	eachRuntime(t, d, func(t *testing.T, rt string) {
+		id := d.create(api.CreateRequest{Image: "bb", Runtime: rt})
+		bg, err := d.c.StartProcess(ctx, api.ProcessStartRequest{SandboxID: id, Argv: []string{"cat"}, Stdin: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.c.WriteStdin(ctx, api.ProcessStdinRequest{SandboxID: id, Pid: bg.Pid, Data: "hello\n", Close: true}); err != nil {
+			t.Fatal(err)
+		}
+		info, err := d.c.WaitProcess(ctx, api.ProcessWaitRequest{SandboxID: id, Pid: bg.Pid, TimeoutMs: 60_000})
+		if err != nil || info.ExitCode == nil || *info.ExitCode != 0 {
+			t.Fatalf("cat: %+v, %v", info, err)
+		}
+		out, err := d.c.ProcessOutput(ctx, api.ProcessOutputRequest{SandboxID: id, Pid: bg.Pid})
+		if err != nil || chunkText(t, out.Stdout) != "hello\n" {
+			t.Fatalf("cat's output: %+v, %v", out.Stdout, err)
+		}
+
+		term, err := d.c.StartProcess(ctx, api.ProcessStartRequest{SandboxID: id, Argv: []string{"sh"}, Pty: &api.PtySize{Cols: 80, Rows: 24}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.c.WriteStdin(ctx, api.ProcessStdinRequest{SandboxID: id, Pid: term.Pid, Data: "stty size; echo $((6*7)); exit 3\n"}); err != nil {
+			t.Fatal(err)
+		}
+		info, err = d.c.WaitProcess(ctx, api.ProcessWaitRequest{SandboxID: id, Pid: term.Pid, TimeoutMs: 60_000})
+		if err != nil || info.ExitCode == nil || *info.ExitCode != 3 {
+			t.Fatalf("sh on a terminal: %+v, %v", info, err)
+		}
+		out, err = d.c.ProcessOutput(ctx, api.ProcessOutputRequest{SandboxID: id, Pid: term.Pid})
+		if text := chunkText(t, out.Stdout); err != nil || !strings.Contains(text, "24 80") || !strings.Contains(text, "\n42") {
+			t.Fatalf("the terminal showed %q (%v); want its size and 42", text, err)
+		}
+	})
 }
