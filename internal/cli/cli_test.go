@@ -194,6 +194,11 @@ func TestExecStatus(t *testing.T) {
 			wantCode: 125, wantStderr: "without an exit status",
 		},
 		{
+			name:     "out of memory",
+			res:      api.ExecResponse{ExitCode: exitCode(137), OOMKilled: true},
+			wantCode: 137, wantStderr: "hutch: killed: out of memory",
+		},
+		{
 			name:     "truncated output",
 			res:      api.ExecResponse{Stdout: "x", StdoutTruncated: true, ExitCode: exitCode(0)},
 			wantCode: 0, wantStdout: "x", wantStderr: "stdout truncated",

@@ -262,6 +262,9 @@ func (a *app) childResult(res api.ExecResponse, timeout time.Duration) error {
 		fmt.Fprintf(a.stderr, "hutch: the command ended with status %d\n", *res.ExitCode)
 		return &exitError{code: exitHutchFailure}
 	case *res.ExitCode != 0:
+		if res.OOMKilled {
+			fmt.Fprintln(a.stderr, "hutch: killed: out of memory (the sandbox's memory_mb)")
+		}
 		return &exitError{code: *res.ExitCode}
 	}
 	return nil
