@@ -178,12 +178,11 @@ func (r *Runtime) runscCmd(ctx context.Context, id string, args ...string) *exec
 // carries the last lines of its stderr.
 func (r *Runtime) runscOutput(ctx context.Context, id string, args ...string) ([]byte, error) {
 	cmd := r.runscCmd(ctx, id, args...)
-	var stderr tailBuffer
-	stderr.size = 4 << 10
-	cmd.Stderr = &stderr
+	stderr := runtime.NewTailBuffer(4 << 10)
+	cmd.Stderr = stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return out, fmt.Errorf("runsc %s: %w: %s", args[0], err, lastLines(stderr.String(), 3, 512))
+		return out, fmt.Errorf("runsc %s: %w: %s", args[0], err, runtime.LastLines(stderr.String(), 3, 512))
 	}
 	return out, nil
 }

@@ -32,7 +32,7 @@ type instance struct {
 	conn     *conn
 	// flags are the runsc flags it was started with (globalFlags).
 	flags   []string
-	stderr  *tailBuffer
+	stderr  *runtime.TailBuffer
 	stderrR *os.File      // our end of the stderr pipe
 	done    chan struct{} // closed by end
 	// destroyOnce guards destroyErr, the result every Destroy returns.
@@ -50,7 +50,7 @@ type instance struct {
 	filestore string
 }
 
-func newInstance(r *Runtime, spec runtime.Spec, flags []string, p *stdio, stderr *tailBuffer, stderrDone <-chan struct{}) *instance {
+func newInstance(r *Runtime, spec runtime.Spec, flags []string, p *stdio, stderr *runtime.TailBuffer, stderrDone <-chan struct{}) *instance {
 	i := &instance{
 		rt:       r,
 		id:       spec.ID,
@@ -147,8 +147,8 @@ func (i *instance) exitReason() runtime.End {
 		fmt.Fprintf(i.stderr, "runsc: %s\n", m)
 	}
 	if len(msgs) > 0 {
-		reason += ": " + lastLines(firstLine(msgs[len(msgs)-1]), 1, 300)
-	} else if tail := lastLines(i.stderr.String(), 3, 300); tail != "" {
+		reason += ": " + runtime.LastLines(firstLine(msgs[len(msgs)-1]), 1, 300)
+	} else if tail := runtime.LastLines(i.stderr.String(), 3, 300); tail != "" {
 		reason += ": " + tail
 	}
 	return runtime.End{Cause: runtime.CauseExited, Detail: reason}

@@ -21,6 +21,9 @@ import (
 	"github.com/hutch-dev/hutch/internal/safetext"
 )
 
+// stderrTailSize is how much of a sandbox's stderr is kept.
+const stderrTailSize = 8 << 10
+
 // Start boots a sandbox: bundle directory, read-only rootfs bind mount,
 // config.json, then "runsc run --detach" with the agent's stdio on pipes.
 // Any failure undoes everything and returns an S300 (boot failed) error
@@ -120,7 +123,7 @@ func (r *Runtime) start(ctx context.Context, spec runtime.Spec, checkpoint strin
 	undo.Push("closing the agent's pipes", func(context.Context) error { p.closeOurs(); return nil })
 	defer p.closeChilds()
 
-	stderr := newTailBuffer(stderrTailSize)
+	stderr := runtime.NewTailBuffer(stderrTailSize)
 	cmd := r.runscCmd(ctx, id, r.bootArgs(spec, dir, checkpoint)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = p.stdinChild, p.stdoutChild, p.stderrChild
 	// Keep terminal signals sent to the daemon's process group away.
@@ -185,7 +188,7 @@ func (r *Runtime) globalFlags(spec runtime.Spec, dir string) []string {
 // the sandbox) and the last lines runsc wrote to stderr. The sandbox is
 // already gone when runsc run fails, so the stderr copy ends soon;
 // bootError waits a moment for it.
-func bootError(id, dir string, err error, stderr *tailBuffer, stderrDone <-chan struct{}) error {
+func bootError(id, dir string, err error, stderr *runtime.TailBuffer, stderrDone <-chan struct{}) error {
 	select {
 	case <-stderrDone:
 	case <-time.After(500 * time.Millisecond):
@@ -195,7 +198,7 @@ func bootError(id, dir string, err error, stderr *tailBuffer, stderrDone <-chan 
 	if msgs := runscLogErrors(filepath.Join(dir, runscLogName)); len(msgs) > 0 {
 		details = append(details, safetext.Line(firstLine(msgs[0]), safetext.MaxLine))
 	}
-	if tail := lastLines(stderr.String(), 5, 1024); tail != "" && (len(details) == 0 || details[0] != tail) {
+	if tail := runtime.LastLines(stderr.String(), 5, 1024); tail != "" && (len(details) == 0 || details[0] != tail) {
 		details = append(details, tail)
 	}
 	if len(details) > 0 {

@@ -61,7 +61,7 @@ func buildRootDisk(ctx context.Context, rootfs, out string) error {
 		"-b", "4096", "-N", strconv.FormatUint(inodes+inodes/5+1024, 10), "-L", "hutch-root",
 		"-d", rootfs, tmp.Name())
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("mkfs.ext4: %w: %s", err, lastLine(string(b)))
+		return fmt.Errorf("mkfs.ext4: %w: %s", err, runtime.LastLines(string(b), 1, 256))
 	}
 	if err := os.Chmod(tmp.Name(), 0o444); err != nil {
 		return err
@@ -109,7 +109,7 @@ func makeWritableDisk(ctx context.Context, path string, mb uint64) error {
 	cmd := exec.CommandContext(ctx, "mkfs.ext4", "-q", "-F", "-O", "^has_journal", "-m", "0",
 		"-E", "lazy_itable_init=1,nodiscard", path)
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("mkfs.ext4 of the writable disk: %w: %s", err, lastLine(string(b)))
+		return fmt.Errorf("mkfs.ext4 of the writable disk: %w: %s", err, runtime.LastLines(string(b), 1, 256))
 	}
 	return nil
 }

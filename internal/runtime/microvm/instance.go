@@ -29,7 +29,7 @@ type instance struct {
 	gateway netip.Addr // zero without a network
 	addr    netip.Addr // the sandbox's own address; zero without a network
 	cmd     *exec.Cmd
-	console *tailBuffer
+	console *runtime.TailBuffer
 	// conn is the agent's port; set by start before the instance is
 	// handed out.
 	conn net.Conn
@@ -45,7 +45,7 @@ type instance struct {
 	reason     runtime.End
 }
 
-func newInstance(r *Runtime, id, dir string, cmd *exec.Cmd, console *tailBuffer) *instance {
+func newInstance(r *Runtime, id, dir string, cmd *exec.Cmd, console *runtime.TailBuffer) *instance {
 	i := &instance{rt: r, id: id, dir: dir, cmd: cmd, console: console, done: make(chan struct{})}
 	go i.wait()
 	return i
@@ -60,7 +60,7 @@ func (i *instance) wait() {
 		if err != nil {
 			detail = fmt.Sprintf("the VM exited (%v)", err)
 		}
-		if l := lastLine(i.console.String()); l != "" {
+		if l := runtime.LastLines(i.console.String(), 1, 256); l != "" {
 			detail += ": " + l
 		}
 		i.reason = runtime.End{Cause: runtime.CauseExited, Detail: detail}

@@ -18,6 +18,10 @@ import (
 	"github.com/hutch-dev/hutch/internal/runtime"
 )
 
+// consoleTailSize is how much of a VM's console (kernel and agent logs)
+// an instance keeps.
+const consoleTailSize = 8 << 10
+
 // Files in a sandbox's directory.
 const (
 	socketName  = "agent.sock" // QEMU's end of the agent's port
@@ -111,7 +115,7 @@ func (r *Runtime) start(ctx context.Context, spec runtime.Spec, undo *cleanup.St
 			pidsMax: uint64(max(spec.PidsLimit, 0)), tscKHz: r.tscKHz, net: gnet,
 		}),
 	})
-	console := newTailBuffer(consoleTailSize)
+	console := runtime.NewTailBuffer(consoleTailSize)
 	cmd := exec.Command(r.qemu, args...)
 	// QEMU runs in the sandbox's directory and binds its socket there by
 	// a relative name: a unix socket path has room for 107 bytes only,
@@ -136,7 +140,7 @@ func (r *Runtime) start(ctx context.Context, spec runtime.Spec, undo *cleanup.St
 	}
 	conn, err := dialAgent(ctx, dir, inst.done)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s", err, lastLine(console.String()))
+		return nil, fmt.Errorf("%w: %s", err, runtime.LastLines(console.String(), 1, 256))
 	}
 	inst.conn = conn
 	return inst, nil

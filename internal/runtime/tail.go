@@ -1,4 +1,4 @@
-package gvisor
+package runtime
 
 import (
 	"slices"
@@ -8,11 +8,10 @@ import (
 	"github.com/hutch-dev/hutch/internal/safetext"
 )
 
-// stderrTailSize is how much of a sandbox's stderr is kept.
-const stderrTailSize = 8 << 10
-
-// tailBuffer is an io.Writer that keeps only the last size bytes written.
-type tailBuffer struct {
+// TailBuffer is an io.Writer that keeps only the last bytes written: a
+// sandbox's stderr or a VM's console, for StderrTail and boot errors. It is
+// safe for concurrent use.
+type TailBuffer struct {
 	size int
 
 	mu sync.Mutex
@@ -20,10 +19,11 @@ type tailBuffer struct {
 	buf []byte
 }
 
-func newTailBuffer(size int) *tailBuffer { return &tailBuffer{size: size} }
+// NewTailBuffer keeps the last size bytes.
+func NewTailBuffer(size int) *TailBuffer { return &TailBuffer{size: size} }
 
 // Write keeps the tail of p; it never fails.
-func (t *tailBuffer) Write(p []byte) (int, error) {
+func (t *TailBuffer) Write(p []byte) (int, error) {
 	n := len(p)
 	if len(p) > t.size {
 		p = p[len(p)-t.size:]
@@ -38,16 +38,16 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 }
 
 // String returns the kept bytes.
-func (t *tailBuffer) String() string {
+func (t *TailBuffer) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return string(t.buf)
 }
 
-// lastLines returns at most n non-empty lines from the end of s, joined by
+// LastLines returns at most n non-empty lines from the end of s, joined by
 // " | ", escaped and cut to max bytes, for one-line error messages: s is
 // what a sandbox wrote, so it may hold terminal escapes.
-func lastLines(s string, n, max int) string {
+func LastLines(s string, n, max int) string {
 	var keep []string
 	lines := strings.Split(s, "\n")
 	for i := len(lines) - 1; i >= 0 && len(keep) < n; i-- {
