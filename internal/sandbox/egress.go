@@ -148,13 +148,8 @@ func (p *egressPolicy) check(name string) dnsgate.Verdict {
 	return dnsgate.Verdict{Ports: slices.Compact(ports)}
 }
 
-// firewall is the firewall of runtime name ("" the default); S302 when it
-// has none.
-func (m *Manager) firewall(name string) (runtime.Firewall, error) {
-	rt, err := m.rts.Get(name)
-	if err != nil {
-		return nil, errdefs.New(errdefs.CodeUnsupported, "%s", err.Error())
-	}
+// firewall is rt's firewall; S302 when it has none.
+func firewall(rt runtime.Runtime) (runtime.Firewall, error) {
 	fw, ok := rt.(runtime.Firewall)
 	if !ok {
 		return nil, unsupported(rt.Name(), "enforce egress policies or sandbox networks")
@@ -209,7 +204,7 @@ func (m *Manager) UpdateNetwork(ctx context.Context, req api.NetworkUpdateReques
 // its resolver's names. sandbox::network::update and a claim from the
 // warm pool (pool_network.go) both take this path.
 func (m *Manager) applyEgress(ctx context.Context, sb *sandbox, pol *egressPolicy) error {
-	fw, err := m.firewall(sb.rec.Runtime)
+	fw, err := firewall(m.runtimeOf(&sb.rec))
 	if err != nil {
 		return err
 	}
@@ -257,7 +252,7 @@ func (m *Manager) sandboxNetwork(ctx context.Context, sb *sandbox) api.SandboxNe
 	if a := sandboxAddr(sb); a.IsValid() {
 		out.Address = a.String()
 	}
-	if fw, err := m.firewall(sb.rec.Runtime); err == nil {
+	if fw, err := firewall(m.runtimeOf(&sb.rec)); err == nil {
 		if denied, err := fw.Denied(ctx); err == nil {
 			out.EgressDenied = denied[sb.rec.ID]
 		}
@@ -299,15 +294,10 @@ func (m *Manager) reportDenials() {
 			return
 		case <-t.C:
 		}
-		counts := map[string]uint64{}
-		for _, fw := range fws {
-			ctx, cancel := context.WithTimeout(m.shutdown, 10*time.Second)
-			c, err := fw.Denied(ctx)
-			cancel()
-			if err != nil {
-				m.log.Debug("reading egress refusals", "err", err)
-			}
-			maps.Copy(counts, c)
+		counts, err := m.denied(fws)
+		if err != nil {
+			m.log.Debug("reading egress refusals", "err", err)
+			continue
 		}
 		for id, total := range counts {
 			if total > seen[id] {
@@ -318,6 +308,23 @@ func (m *Manager) reportDenials() {
 		}
 		seen = counts
 	}
+}
+
+// denied merges the refusal counts of fws (sandbox ids are unique across
+// runtimes); it fails when any of them cannot be read, so that no count
+// is taken for zero.
+func (m *Manager) denied(fws []runtime.Firewall) (map[string]uint64, error) {
+	counts := map[string]uint64{}
+	for _, fw := range fws {
+		ctx, cancel := context.WithTimeout(m.shutdown, 10*time.Second)
+		c, err := fw.Denied(ctx)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(counts, c)
+	}
+	return counts, nil
 }
 
 // running returns the live sandbox id, whoever owns it.
@@ -341,7 +348,7 @@ func (m *Manager) checkEgress(req *api.CreateRequest, rt runtime.Runtime) error 
 	if _, err := compileEgress(req.Egress); err != nil {
 		return err
 	}
-	if _, err := m.firewall(rt.Name()); err != nil {
+	if _, err := firewall(rt); err != nil {
 		return err
 	}
 	req.Network = true

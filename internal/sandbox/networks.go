@@ -184,8 +184,7 @@ func (m *Manager) CreateNetwork(ctx context.Context, req api.NetworkCreateReques
 		return api.NetworkInfo{}, err
 	}
 	if len(m.firewalls()) == 0 {
-		_, err := m.firewall("")
-		return api.NetworkInfo{}, err
+		return api.NetworkInfo{}, errdefs.New(errdefs.CodeUnsupported, "no runtime of this daemon can enforce sandbox networks")
 	}
 	owner := auth.OwnerFrom(ctx)
 	key := netKey(owner, req.Name)
@@ -385,7 +384,7 @@ func (c resolverClient) Peer(name string) []netip.Addr { return c.m.nets.peers(c
 func (c resolverClient) Check(name string) dnsgate.Verdict { return c.sb.egress.Load().check(name) }
 
 func (c resolverClient) Learn(ctx context.Context, addrs []netip.Addr, ports []uint16, ttl time.Duration) error {
-	fw, err := c.m.firewall(c.sb.rec.Runtime)
+	fw, err := firewall(c.m.runtimeOf(&c.sb.rec))
 	if err != nil {
 		return err
 	}

@@ -29,7 +29,7 @@ var errGatewayChanged = errors.New("the pool sandbox's gateway forwards a port t
 // a create with env: the runtime enforces egress policies, and the pool's
 // gateway forwards what a boot for env would.
 func (m *Manager) warmNetworkFits(env []string) bool {
-	if _, err := m.firewall(""); err != nil {
+	if _, err := firewall(m.rts.Default()); err != nil {
 		return false
 	}
 	forward, _ := m.gatewayPorts(&record{Network: true})
