@@ -270,3 +270,60 @@ func TestRouter(t *testing.T) {
 		})
 	}
 }
+
+// TestPreviewHostIsNotE2B: under a preview host only the host decides
+// (issue 33). A page a sandbox serves at 8000-{id}.localhost calls its
+// own origin, which passes the web guard (a loopback name, same origin):
+// on a daemon without keys or tokens E2B's control plane would act for
+// the local user, and its in-sandbox headers would pick another sandbox.
+// Every such request is the preview's (next), but the hosts of E2B's
+// ports.
+func TestPreviewHostIsNotE2B(t *testing.T) {
+	s := testSigner(t)
+	token := s.Token(kindEnvd, "", sbID)
+	page := "8000-" + sbID + ".localhost:3111"
+	inSandbox := map[string]string{api.HeaderE2BSandboxID: sbID, api.HeaderE2BSandboxPort: "49983", api.HeaderE2BAccessToken: token,
+		"Origin": "http://" + page}
+	for _, tc := range []struct {
+		name, method, path, host string
+		header                   map[string]string
+		status                   int
+	}{
+		{"list", "GET", "/sandboxes", page, map[string]string{"Origin": "http://" + page}, 418},
+		{"list v2", "GET", "/v2/sandboxes", page, nil, 418},
+		{"get", "GET", "/sandboxes/" + sbID, page, nil, 418},
+		{"create", "POST", "/v2/sandboxes", page, map[string]string{"Origin": "http://" + page}, 418},
+		{"kill", "DELETE", "/sandboxes/" + sbID, page, nil, 418},
+		{"in-sandbox headers", "GET", "/health", page, inSandbox, 418},
+		{"in-sandbox headers to the interpreter", "GET", "/contexts", page,
+			map[string]string{api.HeaderE2BSandboxID: sbID, api.HeaderE2BSandboxPort: "49999"}, 418},
+		{"a host that names no port", "GET", "/sandboxes", "www.localhost:3111", nil, 418},
+		{"the control plane on envd's host", "GET", "/sandboxes", "49983-" + sbID + ".localhost:3111", nil, 401},
+		{"envd's host", "GET", "/health", "49983-" + sbID + ".localhost:3111", map[string]string{api.HeaderE2BAccessToken: token}, 204},
+		{"the API's own host", "GET", "/sandboxes", "localhost:3111", nil, 200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fake := &httpapitest.Fake{GetFunc: func(_ context.Context, req api.GetRequest) (api.SandboxInfo, error) {
+				return api.SandboxInfo{SandboxID: req.SandboxID, Image: "python", State: "running"}, nil
+			}}
+			srv, passed := serve(t, fake, Options{Open: true, PreviewDomain: "localhost"})
+			req, _ := http.NewRequest(tc.method, srv.URL+tc.path, strings.NewReader(`{"templateID":"base"}`))
+			for k, v := range tc.header {
+				req.Header.Set(k, v)
+			}
+			req.Host = tc.host
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if res.StatusCode != tc.status {
+				t.Fatalf("status %d, want %d: %s", res.StatusCode, tc.status, body)
+			}
+			if tc.status == 418 && ((*passed)[0].Header.Get(api.HeaderSandboxID) != "" || (*passed)[0].Host != tc.host) {
+				t.Fatalf("passed on as %s with %v", (*passed)[0].Host, (*passed)[0].Header)
+			}
+		})
+	}
+}
