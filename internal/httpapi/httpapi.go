@@ -205,7 +205,7 @@ func New(table *functions.Table, opts Options) http.Handler {
 		mux.Handle("GET /ui", opts.Console)
 		mux.Handle("GET /ui/", opts.Console)
 	}
-	h := s.hostRoute(s.guarded(opts.Guard, headerRoute(mux)))
+	h := s.hostRoute(headerRoute(s.guarded(opts.Guard, mux)))
 	if opts.Front != nil {
 		h = opts.Front(h)
 	}

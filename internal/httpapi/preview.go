@@ -76,7 +76,7 @@ func (s *server) previewRoutes() []route {
 	for _, m := range previewMethods {
 		out = append(out,
 			route{m, "/v1/sandboxes/{id}/ports/{port}/{rest...}", s.preview, false},
-			route{m, "/p/{token}/{rest...}", s.servePublicPreview, true})
+			route{m, publicPattern, s.servePublicPreview, true})
 	}
 	return out
 }
@@ -87,10 +87,15 @@ func isPreview(r *http.Request) bool {
 	return r.Pattern == hostPattern || strings.HasPrefix(r.Pattern, r.Method+" /p/") || strings.Contains(r.Pattern, "/ports/{port}/")
 }
 
-// publicPreview reports whether r goes to a public port (by its path or
-// its preview token header).
-func publicPreview(r *http.Request) bool {
-	return strings.HasPrefix(r.URL.Path, "/p/") || (r.Header.Get(api.HeaderPreviewToken) != "" && r.Header.Get(api.HeaderSandboxPort) != "")
+// publicPattern is the public route's path in a request's Pattern.
+const publicPattern = "/p/{token}/{rest...}"
+
+// publicPreview reports whether pattern, the route a request matched, is
+// the public route: what the request goes to decides, never its headers
+// (a header route's request was moved to that path before).
+func publicPreview(pattern string) bool {
+	method, path, ok := strings.Cut(pattern, " ")
+	return ok && path == publicPattern && slices.Contains(previewMethods, method)
 }
 
 // headerRoute sends a request that names a sandbox's port in its headers
