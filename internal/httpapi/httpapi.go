@@ -252,7 +252,7 @@ func (s *server) routes() []route {
 	for _, m := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
 		routes = append(routes, route{m, "/mcp", s.serveMCP, false})
 	}
-	return append(routes, route{"GET", "/openapi.json", s.openAPI, true})
+	return append(routes, route{"GET", "/openapi.json", s.openAPI, false})
 }
 
 // serveRoutes registers routes on mux, with the 405 answers of their
