@@ -327,3 +327,73 @@ func TestPreviewHostIsNotE2B(t *testing.T) {
 		})
 	}
 }
+
+// TestTokensLiveWithTheirSandbox: a sandbox's tokens open nothing once it
+// is stopped or gone (issue 33): the request is answered 502, as E2B's
+// proxy answers for a sandbox that is gone, and reaches neither envd nor
+// the interpreter; a paused sandbox's still do.
+func TestTokensLiveWithTheirSandbox(t *testing.T) {
+	s := testSigner(t)
+	for _, tc := range []struct {
+		state, port, path string
+		status            int
+	}{
+		{"running", "49983", "/process.Process/List", http.StatusAccepted},
+		{"paused", "49983", "/process.Process/List", http.StatusAccepted},
+		{"stopped", "49983", "/process.Process/List", http.StatusBadGateway},
+		{"stopped", "49983", "/files?path=/etc/hostname", http.StatusBadGateway},
+		{"stopped", "49999", "/contexts", http.StatusBadGateway},
+		{"gone", "49983", "/process.Process/List", http.StatusBadGateway},
+	} {
+		t.Run(tc.state+" "+tc.port+tc.path, func(t *testing.T) {
+			fake := owners(tc.state)
+			if tc.state == "gone" {
+				fake.GetFunc = func(context.Context, api.GetRequest) (api.SandboxInfo, error) {
+					return api.SandboxInfo{}, errdefs.New(errdefs.CodeNotFound, "no sandbox %s", sbID)
+				}
+			}
+			reached := false
+			envd := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				reached = true
+				w.WriteHeader(http.StatusAccepted)
+			})
+			srv, _ := serve(t, fake, keyed(Options{Envd: envd}))
+			res, body := do(t, srv, "POST", tc.path, map[string]string{api.HeaderE2BSandboxID: sbID, api.HeaderE2BSandboxPort: tc.port,
+				api.HeaderE2BAccessToken: s.Token(kindEnvd, "alice", sbID)}, "{}")
+			if res.StatusCode != tc.status || (tc.status == http.StatusBadGateway && reached) {
+				t.Fatalf("status %d (envd reached: %v), want %d: %s", res.StatusCode, reached, tc.status, body)
+			}
+		})
+	}
+}
+
+// TestTokensLiveWithTheirOwnersKey: a token is good only while the owner
+// it names may use the E2B API: removing an owner's key from
+// e2b.api_keys revokes their tokens, and a keyless daemon's tokens (the
+// local user's) open nothing once it has keys.
+func TestTokensLiveWithTheirOwnersKey(t *testing.T) {
+	s := testSigner(t)
+	anyOwner := &httpapitest.Fake{GetFunc: func(_ context.Context, req api.GetRequest) (api.SandboxInfo, error) {
+		return api.SandboxInfo{SandboxID: req.SandboxID, State: "running"}, nil
+	}}
+	for _, tc := range []struct {
+		name, owner string
+		opts        Options
+		status      int
+	}{
+		{"alice has a key", "alice", keyed(Options{}), http.StatusNoContent},
+		{"carol's key was removed", "carol", keyed(Options{}), http.StatusUnauthorized},
+		{"the local user's once keys are given", "", keyed(Options{Open: true}), http.StatusUnauthorized},
+		{"the local user's on an open daemon", "", Options{Open: true}, http.StatusNoContent},
+		{"the local user's once api_tokens are given", "", Options{}, http.StatusUnauthorized},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, _ := serve(t, anyOwner, tc.opts)
+			res, body := do(t, srv, "GET", "/health", map[string]string{api.HeaderE2BSandboxID: sbID, api.HeaderE2BSandboxPort: "49983",
+				api.HeaderE2BAccessToken: s.Token(kindEnvd, tc.owner, sbID)}, "")
+			if res.StatusCode != tc.status {
+				t.Fatalf("status %d, want %d: %s", res.StatusCode, tc.status, body)
+			}
+		})
+	}
+}

@@ -25,6 +25,7 @@ package e2bapi
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/hutch-dev/hutch/api"
@@ -113,7 +114,15 @@ func (tr *Transport) serveSandbox(w http.ResponseWriter, r *http.Request, id str
 		writeError(w, err)
 		return
 	}
-	r = r.Clone(auth.WithOwner(r.Context(), owner))
+	ctx := auth.WithOwner(r.Context(), owner)
+	// A token lives as long as its sandbox: once it is stopped (or
+	// gone) the token opens nothing, and the answer is E2B's proxy's for
+	// a sandbox that is gone.
+	if s, err := call[api.GetRequest, api.SandboxInfo](ctx, tr, "sandbox::get", api.GetRequest{SandboxID: id}); err != nil || stateOf(s.State) == "" {
+		http.Error(w, "sandbox "+id+" is not running: stopped or gone, its access tokens open nothing", http.StatusBadGateway)
+		return
+	}
+	r = r.Clone(ctx)
 	r.Header.Set(api.HeaderE2BSandboxID, id)
 	h.ServeHTTP(w, r)
 }
@@ -126,11 +135,22 @@ func (tr *Transport) sandboxOwner(r *http.Request, id string, kinds []string) (s
 		if token == "" {
 			continue
 		}
-		if owner, err := tr.opts.Signer.Owner(token, id, k); err == nil {
+		if owner, err := tr.opts.Signer.Owner(token, id, k); err == nil && tr.admitted(owner) {
 			return owner, nil
 		}
 	}
-	return "", fail(http.StatusUnauthorized, "missing or invalid sandbox access token (X-Access-Token: the envdAccessToken of this sandbox's create or connect)")
+	return "", fail(http.StatusUnauthorized, "missing, invalid or revoked sandbox access token (X-Access-Token: the envdAccessToken of this sandbox's create or connect)")
+}
+
+// admitted reports whether owner may still use the E2B API, as the
+// control plane decides (keys.go): with e2b.api_keys, an owner of one; on
+// an open daemon without keys, the local user. A token whose owner lost
+// their key is revoked.
+func (tr *Transport) admitted(owner string) bool {
+	if !tr.opts.Keys.Enabled() {
+		return tr.opts.Open && owner == ""
+	}
+	return owner != "" && slices.Contains(tr.opts.Keys.Owners(), owner)
 }
 
 // tokenHeader is the header of each kind of token.
