@@ -58,7 +58,8 @@ type Options struct {
 	Templates map[string]string
 	// PreviewDomain is the daemon's preview_domain: hosts
 	// {port}-{id}.{domain} of ports 49983 and 49999 are taken here, and it
-	// is the domain create answers with.
+	// is the domain create, connect and getInfo answer with (control.go's
+	// domain).
 	PreviewDomain string
 	// Guard is the daemon's web guard.
 	Guard *webguard.Policy

@@ -141,7 +141,7 @@ func TestCreate(t *testing.T) {
 	}
 	var ans sandboxAnswer
 	_ = json.Unmarshal([]byte(body), &ans)
-	if ans.SandboxID != sbID || ans.TemplateID != "base" || ans.EnvdVersion != EnvdVersion || ans.Domain != "e2b.example.com" {
+	if ans.SandboxID != sbID || ans.TemplateID != "base" || ans.EnvdVersion != EnvdVersion || ans.Domain != "e2b.example.com:"+srv.URL[strings.LastIndex(srv.URL, ":")+1:] {
 		t.Fatalf("answer %+v", ans)
 	}
 	s := testSigner(t)
@@ -393,6 +393,50 @@ func TestTokensLiveWithTheirOwnersKey(t *testing.T) {
 				api.HeaderE2BAccessToken: s.Token(kindEnvd, tc.owner, sbID)}, "")
 			if res.StatusCode != tc.status {
 				t.Fatalf("status %d, want %d: %s", res.StatusCode, tc.status, body)
+			}
+		})
+	}
+}
+
+// TestDomain: create, connect and getInfo answer the domain under which
+// the SDK's getHost(port), {port}-{id}.{domain}, is hutch's preview host:
+// preview_domain with the port the client reached the daemon on (the
+// preview hosts are on the same listener), and without preview_domain a
+// name that never resolves, never E2B's own (the SDK's default when the
+// answer has none, where it would send in-sandbox calls and their
+// tokens).
+func TestDomain(t *testing.T) {
+	fake := owners("running")
+	fake.CreateFunc = func(_ context.Context, req api.CreateRequest) (api.CreateResponse, error) {
+		return api.CreateResponse{SandboxID: sbID, Image: req.Image}, nil
+	}
+	for _, tc := range []struct {
+		name, previewDomain, host, want string
+	}{
+		{"the daemon's own port", "localhost", "127.0.0.1:3111", "localhost:3111"},
+		{"a default port", "preview.example.com", "localhost", "preview.example.com"},
+		{"no preview_domain", "", "127.0.0.1:3111", NoPreviewDomain},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, _ := serve(t, fake, keyed(Options{PreviewDomain: tc.previewDomain}))
+			for _, call := range []struct{ method, path string }{
+				{"POST", "/v2/sandboxes"}, {"POST", "/v2/sandboxes/" + sbID + "/connect"}, {"GET", "/sandboxes/" + sbID},
+			} {
+				req, _ := http.NewRequest(call.method, srv.URL+call.path, strings.NewReader("{}"))
+				req.Host = tc.host
+				req.Header.Set(api.HeaderE2BAPIKey, aliceKey)
+				res, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var ans struct {
+					Domain *string `json:"domain"`
+				}
+				err = json.NewDecoder(res.Body).Decode(&ans)
+				res.Body.Close()
+				if err != nil || ans.Domain == nil || *ans.Domain != tc.want {
+					t.Errorf("%s %s: domain %v (%v), want %q", call.method, call.path, ans.Domain, err, tc.want)
+				}
 			}
 		})
 	}
