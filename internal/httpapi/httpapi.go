@@ -159,7 +159,9 @@ type Options struct {
 	Guard *webguard.Policy
 	// Front, when set, wraps the whole handler: it sees every request
 	// first and passes the ones it does not serve to the handler it is
-	// given (the E2B-compatible transport, internal/e2bapi).
+	// given (the E2B-compatible transport, internal/e2bapi). Under
+	// PreviewDomain it may take only hosts of its own ports: any other
+	// request there is the preview's, whatever its path or headers.
 	Front func(next http.Handler) http.Handler
 	// ReadTimeout, WriteTimeout and IdleTimeout are the connection
 	// timeouts of NewServer's http.Server; the handler moves the read and
