@@ -26,6 +26,11 @@ describe('E2B control plane', () => {
     assert.equal(info.state, 'running')
     assert.ok(info.envdVersion >= '0.5.7', info.envdVersion)
     assert.ok(info.endAt > info.startedAt)
+    // getHost(port) is {port}-{id}.{the answers' domain}: hutch's preview
+    // host. This daemon has no preview_domain, so the domain is a name
+    // that never resolves, never the SDK's fallback e2b.app.
+    assert.equal(info.sandboxDomain, 'no-preview-domain.invalid')
+    assert.equal(created[0].getHost(8000), `8000-${ids[0]}.no-preview-domain.invalid`)
 
     await created[0].setTimeout(3_600_000)
     const later = await Sandbox.getInfo(ids[0])

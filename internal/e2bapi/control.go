@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"time"
 
@@ -113,7 +114,7 @@ func call[Req, Res any](ctx context.Context, tr *Transport, id string, req Req) 
 	return out, nil
 }
 
-func (tr *Transport) create(ctx context.Context, _ *http.Request, body []byte) (answer, error) {
+func (tr *Transport) create(ctx context.Context, r *http.Request, body []byte) (answer, error) {
 	var in newSandbox
 	if err := decode(body, &in); err != nil {
 		return answer{}, err
@@ -130,7 +131,7 @@ func (tr *Transport) create(ctx context.Context, _ *http.Request, body []byte) (
 	if err != nil {
 		return answer{}, err
 	}
-	return answer{http.StatusCreated, tr.sandboxAnswer(ctx, res.SandboxID, in.TemplateID)}, nil
+	return answer{http.StatusCreated, tr.sandboxAnswer(ctx, r, res.SandboxID, in.TemplateID)}, nil
 }
 
 // resolveTemplate maps a template id to an image (e2b.templates, else
@@ -146,12 +147,34 @@ func (tr *Transport) resolveTemplate(ctx context.Context, id string) (image, tem
 }
 
 // sandboxAnswer is the answer of create and connect for sandbox id.
-func (tr *Transport) sandboxAnswer(ctx context.Context, id, templateID string) sandboxAnswer {
+func (tr *Transport) sandboxAnswer(ctx context.Context, r *http.Request, id, templateID string) sandboxAnswer {
 	owner := auth.OwnerFrom(ctx)
 	return sandboxAnswer{SandboxID: id, TemplateID: templateID, ClientID: clientID, EnvdVersion: EnvdVersion,
 		EnvdAccessToken:    tr.opts.Signer.Token(kindEnvd, owner, id),
 		TrafficAccessToken: tr.opts.Signer.Token(kindTraffic, owner, id),
-		Domain:             tr.opts.PreviewDomain}
+		Domain:             tr.domain(r)}
+}
+
+// NoPreviewDomain is the domain answered by a daemon without
+// preview_domain: a name that never resolves (RFC 6761's .invalid), so
+// getHost's host fails at once and says why, and an SDK without
+// E2B_SANDBOX_URL sends its in-sandbox calls nowhere, never to E2B's
+// default domain, its answer's stand-in for a missing one.
+const NoPreviewDomain = "no-preview-domain.invalid"
+
+// domain is the domain of r's answers: the SDK's getHost(port) is
+// {port}-{id}.{domain}, which must be hutch's preview host, on the
+// listener r came to. So preview_domain with the port of r's Host, when
+// it names one other than HTTP's and HTTPS's defaults (a client that
+// reaches the daemon itself, not a proxy on 443).
+func (tr *Transport) domain(r *http.Request) string {
+	if tr.opts.PreviewDomain == "" {
+		return NoPreviewDomain
+	}
+	if _, port, err := net.SplitHostPort(r.Host); err == nil && port != "" && port != "80" && port != "443" {
+		return tr.opts.PreviewDomain + ":" + port
+	}
+	return tr.opts.PreviewDomain
 }
 
 func (tr *Transport) list(ctx context.Context, r *http.Request, _ []byte) (answer, error) {
@@ -191,7 +214,7 @@ func (tr *Transport) get(ctx context.Context, r *http.Request, _ []byte) (answer
 		return answer{}, err
 	}
 	token := tr.opts.Signer.Token(kindEnvd, auth.OwnerFrom(ctx), s.SandboxID)
-	return answer{http.StatusOK, detail(s, token, tr.opts.PreviewDomain)}, nil
+	return answer{http.StatusOK, detail(s, token, tr.domain(r))}, nil
 }
 
 // kill stops {id}; one already stopping or stopped is not found.
@@ -251,7 +274,7 @@ func (tr *Transport) connect(ctx context.Context, r *http.Request, body []byte) 
 			return answer{}, err
 		}
 	}
-	return answer{status, tr.sandboxAnswer(ctx, s.SandboxID, s.Image)}, nil
+	return answer{status, tr.sandboxAnswer(ctx, r, s.SandboxID, s.Image)}, nil
 }
 
 func (tr *Transport) metrics(ctx context.Context, r *http.Request, _ []byte) (answer, error) {

@@ -23,7 +23,10 @@
 // sandbox's tokens (tokens.go).
 //
 // Every request passes the web guard first (Host, Origin): a page in the
-// user's browser reaches these routes only from allowed_origins.
+// user's browser reaches these routes only from allowed_origins. Under
+// preview_domain only the hosts of ports 49983 and 49999 are E2B's: the
+// control plane and the in-sandbox headers never answer on a preview
+// host, whose pages are a sandbox's.
 //
 // These routes are E2B's contract (E2B's spec/openapi.yml and the SDKs'
 // code), not hutch's: they are left out of hutch's /openapi.json.
@@ -37,6 +40,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/e2bapi/codeinterp"
 	"github.com/hutch-dev/hutch/internal/functions"
+	"github.com/hutch-dev/hutch/internal/previewhost"
 	"github.com/hutch-dev/hutch/internal/webguard"
 )
 
@@ -54,7 +58,8 @@ type Options struct {
 	Templates map[string]string
 	// PreviewDomain is the daemon's preview_domain: hosts
 	// {port}-{id}.{domain} of ports 49983 and 49999 are taken here, and it
-	// is the domain create answers with.
+	// is the domain create, connect and getInfo answer with (control.go's
+	// domain).
 	PreviewDomain string
 	// Guard is the daemon's web guard.
 	Guard *webguard.Policy
@@ -93,8 +98,21 @@ func New(table *functions.Table, opts Options) *Transport {
 
 // Wrap returns a handler that serves E2B's requests and passes any other
 // to next.
+//
+// A request whose Host is under the preview domain is E2B's only when the
+// host names port 49983 or 49999; any other is the preview's (next), its
+// path, headers and all: a page a sandbox serves on its own host calls
+// that origin, which passes the web guard (a loopback name, its own
+// Origin), so neither the control plane nor the in-sandbox headers may
+// answer there.
 func (tr *Transport) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if previewhost.Under(r.Host, tr.opts.PreviewDomain) {
+			if !tr.byHost(w, r) {
+				next.ServeHTTP(w, r)
+			}
+			return
+		}
 		if tr.inSandbox(w, r, next) {
 			return
 		}

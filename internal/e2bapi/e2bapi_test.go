@@ -141,7 +141,7 @@ func TestCreate(t *testing.T) {
 	}
 	var ans sandboxAnswer
 	_ = json.Unmarshal([]byte(body), &ans)
-	if ans.SandboxID != sbID || ans.TemplateID != "base" || ans.EnvdVersion != EnvdVersion || ans.Domain != "e2b.example.com" {
+	if ans.SandboxID != sbID || ans.TemplateID != "base" || ans.EnvdVersion != EnvdVersion || ans.Domain != "e2b.example.com:"+srv.URL[strings.LastIndex(srv.URL, ":")+1:] {
 		t.Fatalf("answer %+v", ans)
 	}
 	s := testSigner(t)
@@ -265,6 +265,177 @@ func TestRouter(t *testing.T) {
 				r := (*passed)[0]
 				if r.Header.Get(api.HeaderSandboxID) != sbID || r.Header.Get(api.HeaderSandboxPort) != "8000" || r.Header.Get(api.HeaderE2BSandboxID) != "" {
 					t.Fatalf("passed on with %v", r.Header)
+				}
+			}
+		})
+	}
+}
+
+// TestPreviewHostIsNotE2B: under a preview host only the host decides
+// (issue 33). A page a sandbox serves at 8000-{id}.localhost calls its
+// own origin, which passes the web guard (a loopback name, same origin):
+// on a daemon without keys or tokens E2B's control plane would act for
+// the local user, and its in-sandbox headers would pick another sandbox.
+// Every such request is the preview's (next), but the hosts of E2B's
+// ports.
+func TestPreviewHostIsNotE2B(t *testing.T) {
+	s := testSigner(t)
+	token := s.Token(kindEnvd, "", sbID)
+	page := "8000-" + sbID + ".localhost:3111"
+	inSandbox := map[string]string{api.HeaderE2BSandboxID: sbID, api.HeaderE2BSandboxPort: "49983", api.HeaderE2BAccessToken: token,
+		"Origin": "http://" + page}
+	for _, tc := range []struct {
+		name, method, path, host string
+		header                   map[string]string
+		status                   int
+	}{
+		{"list", "GET", "/sandboxes", page, map[string]string{"Origin": "http://" + page}, 418},
+		{"list v2", "GET", "/v2/sandboxes", page, nil, 418},
+		{"get", "GET", "/sandboxes/" + sbID, page, nil, 418},
+		{"create", "POST", "/v2/sandboxes", page, map[string]string{"Origin": "http://" + page}, 418},
+		{"kill", "DELETE", "/sandboxes/" + sbID, page, nil, 418},
+		{"in-sandbox headers", "GET", "/health", page, inSandbox, 418},
+		{"in-sandbox headers to the interpreter", "GET", "/contexts", page,
+			map[string]string{api.HeaderE2BSandboxID: sbID, api.HeaderE2BSandboxPort: "49999"}, 418},
+		{"a host that names no port", "GET", "/sandboxes", "www.localhost:3111", nil, 418},
+		{"the control plane on envd's host", "GET", "/sandboxes", "49983-" + sbID + ".localhost:3111", nil, 401},
+		{"envd's host", "GET", "/health", "49983-" + sbID + ".localhost:3111", map[string]string{api.HeaderE2BAccessToken: token}, 204},
+		{"the API's own host", "GET", "/sandboxes", "localhost:3111", nil, 200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fake := &httpapitest.Fake{GetFunc: func(_ context.Context, req api.GetRequest) (api.SandboxInfo, error) {
+				return api.SandboxInfo{SandboxID: req.SandboxID, Image: "python", State: "running"}, nil
+			}}
+			srv, passed := serve(t, fake, Options{Open: true, PreviewDomain: "localhost"})
+			req, _ := http.NewRequest(tc.method, srv.URL+tc.path, strings.NewReader(`{"templateID":"base"}`))
+			for k, v := range tc.header {
+				req.Header.Set(k, v)
+			}
+			req.Host = tc.host
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if res.StatusCode != tc.status {
+				t.Fatalf("status %d, want %d: %s", res.StatusCode, tc.status, body)
+			}
+			if tc.status == 418 && ((*passed)[0].Header.Get(api.HeaderSandboxID) != "" || (*passed)[0].Host != tc.host) {
+				t.Fatalf("passed on as %s with %v", (*passed)[0].Host, (*passed)[0].Header)
+			}
+		})
+	}
+}
+
+// TestTokensLiveWithTheirSandbox: a sandbox's tokens open nothing once it
+// is stopped or gone (issue 33): the request is answered 502, as E2B's
+// proxy answers for a sandbox that is gone, and reaches neither envd nor
+// the interpreter; a paused sandbox's still do.
+func TestTokensLiveWithTheirSandbox(t *testing.T) {
+	s := testSigner(t)
+	for _, tc := range []struct {
+		state, port, path string
+		status            int
+	}{
+		{"running", "49983", "/process.Process/List", http.StatusAccepted},
+		{"paused", "49983", "/process.Process/List", http.StatusAccepted},
+		{"stopped", "49983", "/process.Process/List", http.StatusBadGateway},
+		{"stopped", "49983", "/files?path=/etc/hostname", http.StatusBadGateway},
+		{"stopped", "49999", "/contexts", http.StatusBadGateway},
+		{"gone", "49983", "/process.Process/List", http.StatusBadGateway},
+	} {
+		t.Run(tc.state+" "+tc.port+tc.path, func(t *testing.T) {
+			fake := owners(tc.state)
+			if tc.state == "gone" {
+				fake.GetFunc = func(context.Context, api.GetRequest) (api.SandboxInfo, error) {
+					return api.SandboxInfo{}, errdefs.New(errdefs.CodeNotFound, "no sandbox %s", sbID)
+				}
+			}
+			reached := false
+			envd := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				reached = true
+				w.WriteHeader(http.StatusAccepted)
+			})
+			srv, _ := serve(t, fake, keyed(Options{Envd: envd}))
+			res, body := do(t, srv, "POST", tc.path, map[string]string{api.HeaderE2BSandboxID: sbID, api.HeaderE2BSandboxPort: tc.port,
+				api.HeaderE2BAccessToken: s.Token(kindEnvd, "alice", sbID)}, "{}")
+			if res.StatusCode != tc.status || (tc.status == http.StatusBadGateway && reached) {
+				t.Fatalf("status %d (envd reached: %v), want %d: %s", res.StatusCode, reached, tc.status, body)
+			}
+		})
+	}
+}
+
+// TestTokensLiveWithTheirOwnersKey: a token is good only while the owner
+// it names may use the E2B API: removing an owner's key from
+// e2b.api_keys revokes their tokens, and a keyless daemon's tokens (the
+// local user's) open nothing once it has keys.
+func TestTokensLiveWithTheirOwnersKey(t *testing.T) {
+	s := testSigner(t)
+	anyOwner := &httpapitest.Fake{GetFunc: func(_ context.Context, req api.GetRequest) (api.SandboxInfo, error) {
+		return api.SandboxInfo{SandboxID: req.SandboxID, State: "running"}, nil
+	}}
+	for _, tc := range []struct {
+		name, owner string
+		opts        Options
+		status      int
+	}{
+		{"alice has a key", "alice", keyed(Options{}), http.StatusNoContent},
+		{"carol's key was removed", "carol", keyed(Options{}), http.StatusUnauthorized},
+		{"the local user's once keys are given", "", keyed(Options{Open: true}), http.StatusUnauthorized},
+		{"the local user's on an open daemon", "", Options{Open: true}, http.StatusNoContent},
+		{"the local user's once api_tokens are given", "", Options{}, http.StatusUnauthorized},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, _ := serve(t, anyOwner, tc.opts)
+			res, body := do(t, srv, "GET", "/health", map[string]string{api.HeaderE2BSandboxID: sbID, api.HeaderE2BSandboxPort: "49983",
+				api.HeaderE2BAccessToken: s.Token(kindEnvd, tc.owner, sbID)}, "")
+			if res.StatusCode != tc.status {
+				t.Fatalf("status %d, want %d: %s", res.StatusCode, tc.status, body)
+			}
+		})
+	}
+}
+
+// TestDomain: create, connect and getInfo answer the domain under which
+// the SDK's getHost(port), {port}-{id}.{domain}, is hutch's preview host:
+// preview_domain with the port the client reached the daemon on (the
+// preview hosts are on the same listener), and without preview_domain a
+// name that never resolves, never E2B's own (the SDK's default when the
+// answer has none, where it would send in-sandbox calls and their
+// tokens).
+func TestDomain(t *testing.T) {
+	fake := owners("running")
+	fake.CreateFunc = func(_ context.Context, req api.CreateRequest) (api.CreateResponse, error) {
+		return api.CreateResponse{SandboxID: sbID, Image: req.Image}, nil
+	}
+	for _, tc := range []struct {
+		name, previewDomain, host, want string
+	}{
+		{"the daemon's own port", "localhost", "127.0.0.1:3111", "localhost:3111"},
+		{"a default port", "preview.example.com", "localhost", "preview.example.com"},
+		{"no preview_domain", "", "127.0.0.1:3111", NoPreviewDomain},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, _ := serve(t, fake, keyed(Options{PreviewDomain: tc.previewDomain}))
+			for _, call := range []struct{ method, path string }{
+				{"POST", "/v2/sandboxes"}, {"POST", "/v2/sandboxes/" + sbID + "/connect"}, {"GET", "/sandboxes/" + sbID},
+			} {
+				req, _ := http.NewRequest(call.method, srv.URL+call.path, strings.NewReader("{}"))
+				req.Host = tc.host
+				req.Header.Set(api.HeaderE2BAPIKey, aliceKey)
+				res, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var ans struct {
+					Domain *string `json:"domain"`
+				}
+				err = json.NewDecoder(res.Body).Decode(&ans)
+				res.Body.Close()
+				if err != nil || ans.Domain == nil || *ans.Domain != tc.want {
+					t.Errorf("%s %s: domain %v (%v), want %q", call.method, call.path, ans.Domain, err, tc.want)
 				}
 			}
 		})

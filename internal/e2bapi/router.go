@@ -13,6 +13,10 @@ package e2bapi
 //	       token or the port's public token. Hosts of those ports under
 //	       preview_domain are left to httpapi's host route.
 //
+// Under preview_domain the host alone decides: the headers are not read
+// there (a page a sandbox serves on its host may send them), and a host
+// of any port but 49983 and 49999 is the preview's, every path of it.
+//
 // Tokens: X-Access-Token (envdAccessToken) on envd; on the code
 // interpreter, X-Access-Token or E2B-Traffic-Access-Token
 // (trafficAccessToken), because the SDK sends the first only on /execute
@@ -21,6 +25,7 @@ package e2bapi
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/hutch-dev/hutch/api"
@@ -37,45 +42,24 @@ const (
 // maxIDBytes bounds a sandbox id read from a request.
 const maxIDBytes = 64
 
-// inSandbox serves r when it is an in-sandbox request and reports
-// whether it was.
+// inSandbox serves r when it is an in-sandbox request by its headers
+// (the Host is not a preview host) and reports whether it was.
 func (tr *Transport) inSandbox(w http.ResponseWriter, r *http.Request, next http.Handler) bool {
 	id, portText := r.Header.Get(api.HeaderE2BSandboxID), r.Header.Get(api.HeaderE2BSandboxPort)
-	byHost := false
-	port := 0
-	switch {
-	case id != "":
-		n, err := strconv.Atoi(portText)
-		if err != nil || n < 1 || n > 65535 || len(id) > maxIDBytes {
-			writeError(w, fail(http.StatusBadRequest, "an in-sandbox request needs E2b-Sandbox-Id (a sandbox id) and E2b-Sandbox-Port (a TCP port)"))
-			return true
-		}
-		port = n
-	case previewhost.Under(r.Host, tr.opts.PreviewDomain):
-		n, hostID, err := previewhost.Parse(r.Host, tr.opts.PreviewDomain)
-		if err != nil || (n != EnvdPort && n != InterpPort) {
-			return false // the preview host route's
-		}
-		id, port, byHost = hostID, n, true
-	default:
+	if id == "" {
 		return false
 	}
-	check := tr.opts.Guard.Check
-	if byHost {
-		check = tr.opts.Guard.CheckOrigin // the host is the preview domain's
-	}
-	if err := check(r); err != nil {
-		writeError(w, fail(http.StatusForbidden, err.Error()))
+	port, err := strconv.Atoi(portText)
+	if err != nil || port < 1 || port > 65535 || len(id) > maxIDBytes {
+		writeError(w, fail(http.StatusBadRequest, "an in-sandbox request needs E2b-Sandbox-Id (a sandbox id) and E2b-Sandbox-Port (a TCP port)"))
 		return true
 	}
-	if tr.opts.Guard.CORS(w, r) {
+	if !tr.guarded(w, r, tr.opts.Guard.Check) {
 		return true
 	}
 	switch port {
-	case EnvdPort:
-		tr.serveSandbox(w, r, id, tr.envd(), kindEnvd)
-	case InterpPort:
-		tr.serveSandbox(w, r, id, tr.interp, kindEnvd, kindTraffic)
+	case EnvdPort, InterpPort:
+		tr.servePort(w, r, id, port)
 	default:
 		r = r.Clone(r.Context())
 		r.Header.Del(api.HeaderE2BSandboxID)
@@ -87,6 +71,41 @@ func (tr *Transport) inSandbox(w http.ResponseWriter, r *http.Request, next http
 	return true
 }
 
+// byHost serves r, whose Host is under the preview domain, when the host
+// names port 49983 or 49999 of a sandbox, and reports whether it did;
+// any other is the preview host route's. The E2B headers are not read:
+// the host alone names the sandbox.
+func (tr *Transport) byHost(w http.ResponseWriter, r *http.Request) bool {
+	port, id, err := previewhost.Parse(r.Host, tr.opts.PreviewDomain)
+	if err != nil || (port != EnvdPort && port != InterpPort) {
+		return false
+	}
+	if tr.guarded(w, r, tr.opts.Guard.CheckOrigin) { // the host is the preview domain's
+		tr.servePort(w, r, id, port)
+	}
+	return true
+}
+
+// guarded runs check (the web guard's) and answers a CORS preflight;
+// false when r is answered.
+func (tr *Transport) guarded(w http.ResponseWriter, r *http.Request, check func(*http.Request) error) bool {
+	if err := check(r); err != nil {
+		writeError(w, fail(http.StatusForbidden, err.Error()))
+		return false
+	}
+	return !tr.opts.Guard.CORS(w, r)
+}
+
+// servePort serves r on E2B's port of sandbox id: envd or the code
+// interpreter.
+func (tr *Transport) servePort(w http.ResponseWriter, r *http.Request, id string, port int) {
+	if port == EnvdPort {
+		tr.serveSandbox(w, r, id, tr.envd(), kindEnvd)
+		return
+	}
+	tr.serveSandbox(w, r, id, tr.interp, kindEnvd, kindTraffic)
+}
+
 // serveSandbox checks r's token, of one of kinds, for sandbox id and
 // serves it with h acting for the token's owner.
 func (tr *Transport) serveSandbox(w http.ResponseWriter, r *http.Request, id string, h http.Handler, kinds ...string) {
@@ -95,7 +114,15 @@ func (tr *Transport) serveSandbox(w http.ResponseWriter, r *http.Request, id str
 		writeError(w, err)
 		return
 	}
-	r = r.Clone(auth.WithOwner(r.Context(), owner))
+	ctx := auth.WithOwner(r.Context(), owner)
+	// A token lives as long as its sandbox: once it is stopped (or
+	// gone) the token opens nothing, and the answer is E2B's proxy's for
+	// a sandbox that is gone.
+	if s, err := call[api.GetRequest, api.SandboxInfo](ctx, tr, "sandbox::get", api.GetRequest{SandboxID: id}); err != nil || stateOf(s.State) == "" {
+		http.Error(w, "sandbox "+id+" is not running: stopped or gone, its access tokens open nothing", http.StatusBadGateway)
+		return
+	}
+	r = r.Clone(ctx)
 	r.Header.Set(api.HeaderE2BSandboxID, id)
 	h.ServeHTTP(w, r)
 }
@@ -108,11 +135,22 @@ func (tr *Transport) sandboxOwner(r *http.Request, id string, kinds []string) (s
 		if token == "" {
 			continue
 		}
-		if owner, err := tr.opts.Signer.Owner(token, id, k); err == nil {
+		if owner, err := tr.opts.Signer.Owner(token, id, k); err == nil && tr.admitted(owner) {
 			return owner, nil
 		}
 	}
-	return "", fail(http.StatusUnauthorized, "missing or invalid sandbox access token (X-Access-Token: the envdAccessToken of this sandbox's create or connect)")
+	return "", fail(http.StatusUnauthorized, "missing, invalid or revoked sandbox access token (X-Access-Token: the envdAccessToken of this sandbox's create or connect)")
+}
+
+// admitted reports whether owner may still use the E2B API, as the
+// control plane decides (keys.go): with e2b.api_keys, an owner of one; on
+// an open daemon without keys, the local user. A token whose owner lost
+// their key is revoked.
+func (tr *Transport) admitted(owner string) bool {
+	if !tr.opts.Keys.Enabled() {
+		return tr.opts.Open && owner == ""
+	}
+	return owner != "" && slices.Contains(tr.opts.Keys.Owners(), owner)
 }
 
 // tokenHeader is the header of each kind of token.

@@ -9,8 +9,13 @@ package e2bapi
 // so the daemon keeps no table of them: a request names its sandbox
 // (E2b-Sandbox-Id), and the token proves, unforgeably, that the owner
 // it names created or connected to that sandbox. The secret is 32 random
-// bytes in the data dir (SecretFile), made on first start; removing it
-// revokes every token.
+// bytes in the data dir (SecretFile), made on first start; replacing it
+// (removing it and restarting the daemon) revokes every token.
+//
+// A valid token opens something only while its sandbox runs or is paused
+// and its owner may use the E2B API (router.go): stopping a sandbox
+// revokes its tokens, and removing an owner's key from e2b.api_keys
+// revokes all of theirs.
 
 import (
 	"crypto/hmac"

@@ -52,6 +52,8 @@ func TestAuth(t *testing.T) {
 		{"prometheus needs a token", "GET", "/metrics", "", 401, `"code":"unauthorized"`},
 		{"prometheus with a token", "GET", "/metrics", "Bearer " + aliceTok, 200, "hutch_sandboxes_live 1"},
 		{"sandbox metrics", "GET", "/v1/sandboxes/" + id + "/metrics", "Bearer " + aliceTok, 200, `"cpu_seconds":1.5`},
+		{"openapi needs a token", "GET", "/openapi.json", "", 401, `"code":"unauthorized"`},
+		{"openapi with a token", "GET", "/openapi.json", "Bearer " + bobTok, 200, `"openapi":"3.1.0"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -10,12 +10,14 @@ import (
 	"github.com/hutch-dev/hutch/internal/webguard"
 )
 
-// guarded runs every request through the web guard before next: a refused
+// guarded runs every request through the web guard before mux: a refused
 // one is answered 403 with the refusal's code and never reaches a route;
-// a CORS preflight from an allowed origin is answered here.
-func (s *server) guarded(guard *webguard.Policy, next http.Handler) http.Handler {
+// a CORS preflight from an allowed origin is answered here. Only the
+// public preview route, as mux matches the request, skips the Origin
+// rules.
+func (s *server) guarded(guard *webguard.Policy, mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if publicPreview(r) {
+		if _, pattern := mux.Handler(r); publicPreview(pattern) {
 			// Any page may call a public port (its token is its
 			// authority; the port answers CORS itself); only the Host
 			// rule holds.
@@ -23,7 +25,7 @@ func (s *server) guarded(guard *webguard.Policy, next http.Handler) http.Handler
 				s.writeError(w, refused(err))
 				return
 			}
-			next.ServeHTTP(w, r)
+			mux.ServeHTTP(w, r)
 			return
 		}
 		if err := guard.Check(r); err != nil {
@@ -33,7 +35,7 @@ func (s *server) guarded(guard *webguard.Policy, next http.Handler) http.Handler
 		if guard.CORS(w, r) {
 			return
 		}
-		next.ServeHTTP(w, r)
+		mux.ServeHTTP(w, r)
 	})
 }
 

@@ -39,6 +39,16 @@ func TestGuard(t *testing.T) {
 		{"function route from a page", "POST", "/v1/functions/sandbox::create", create,
 			map[string]string{"Origin": "https://evil.example", "Content-Type": "text/plain"}, 403, webguard.CodeOriginNotAllowed},
 		{"cross-site without origin", "GET", "/v1/sandboxes", "", map[string]string{"Sec-Fetch-Site": "cross-site"}, 403, webguard.CodeOriginNotAllowed},
+		// A public preview is decided by the route the request takes,
+		// not by its headers (issue 33): a preview token and a port
+		// without a sandbox id name no preview, so the API's route is
+		// guarded as ever.
+		{"preview headers on an API route", "POST", "/v1/sandboxes", create,
+			map[string]string{"Origin": "https://evil.example", "Content-Type": "text/plain", "Hutch-Preview-Token": "x", "Hutch-Sandbox-Port": "8000"}, 403, webguard.CodeOriginNotAllowed},
+		{"preview headers on the function route", "POST", "/v1/functions/sandbox::create", create,
+			map[string]string{"Sec-Fetch-Site": "cross-site", "Hutch-Preview-Token": "x", "Hutch-Sandbox-Port": "8000"}, 403, webguard.CodeOriginNotAllowed},
+		{"a public path that leaves /p/", "POST", "/p/x/../../v1/sandboxes", create,
+			map[string]string{"Origin": "https://evil.example"}, 403, webguard.CodeOriginNotAllowed},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -75,7 +75,7 @@ func (s *server) hostPreview(w http.ResponseWriter, r *http.Request) (any, error
 	if err != nil {
 		return nil, err
 	}
-	return &previewAnswer{r: r, transport: s.previews.transport(acc), cors: acc.CORS, path: r.URL.Path, rawPath: r.URL.RawPath, csp: hostCSP, timeout: s.writeTimeout}, nil
+	return &previewAnswer{r: r, transport: s.previews.transport(acc), cors: acc.CORS, path: r.URL.Path, rawPath: r.URL.RawPath, csp: hostCSP, ownCookies: true, timeout: s.writeTimeout}, nil
 }
 
 // hostAccess finds the port a host route request reaches, and the request

@@ -351,3 +351,34 @@ func TestNoPreviewDomain(t *testing.T) {
 		t.Errorf("%d %s", rec.Code, rec.Body)
 	}
 }
+
+// TestPathRoutesSendNoCookie: the path, public and header routes share
+// the daemon's origin, whose cookies are every application's on that
+// host (browsers do not isolate cookies by port): none reaches the
+// sandbox's server (issue 33). The host route keeps the page's own.
+func TestPathRoutesSendNoCookie(t *testing.T) {
+	h, _, _ := hostRouteHandler(t)
+	cookie := map[string]string{"Cookie": "session=other-app; theme=dark\n" + api.PreviewTokenParam + "=" + pubToken}
+	with := func(hdr map[string]string) map[string]string {
+		for k, v := range cookie {
+			hdr[k] = v
+		}
+		return hdr
+	}
+	for name, tc := range map[string]struct {
+		target string
+		hdr    map[string]string
+	}{
+		"path":          {"/v1/sandboxes/" + id + "/ports/8000/x", with(map[string]string{"Authorization": "Bearer " + aliceTok})},
+		"public":        {"/p/" + pubToken + "/x", with(map[string]string{})},
+		"header":        {"/x", with(map[string]string{"Authorization": "Bearer " + aliceTok, api.HeaderSandboxID: id, api.HeaderSandboxPort: "8000"})},
+		"public header": {"/x", with(map[string]string{api.HeaderSandboxID: id, api.HeaderSandboxPort: "8000", api.HeaderPreviewToken: pubToken})},
+	} {
+		if s := sawOf(t, hostRequest(h, "GET", "localhost:3111", tc.target, tc.hdr)); s.Path != "/x" || len(s.Cookies) != 0 {
+			t.Errorf("%s route: the server saw %q at %s, want no cookie", name, s.Cookies, s.Path)
+		}
+	}
+	if s := sawOf(t, hostRequest(h, "GET", hostOf("8000", id), "/x", cookie)); strings.Join(s.Cookies, "|") != "session=other-app; theme=dark" {
+		t.Errorf("host route: the server saw %q, want the page's own cookies", s.Cookies)
+	}
+}

@@ -159,7 +159,9 @@ type Options struct {
 	Guard *webguard.Policy
 	// Front, when set, wraps the whole handler: it sees every request
 	// first and passes the ones it does not serve to the handler it is
-	// given (the E2B-compatible transport, internal/e2bapi).
+	// given (the E2B-compatible transport, internal/e2bapi). Under
+	// PreviewDomain it may take only hosts of its own ports: any other
+	// request there is the preview's, whatever its path or headers.
 	Front func(next http.Handler) http.Handler
 	// ReadTimeout, WriteTimeout and IdleTimeout are the connection
 	// timeouts of NewServer's http.Server; the handler moves the read and
@@ -205,7 +207,7 @@ func New(table *functions.Table, opts Options) http.Handler {
 		mux.Handle("GET /ui", opts.Console)
 		mux.Handle("GET /ui/", opts.Console)
 	}
-	h := s.hostRoute(s.guarded(opts.Guard, headerRoute(mux)))
+	h := s.hostRoute(headerRoute(s.guarded(opts.Guard, mux)))
 	if opts.Front != nil {
 		h = opts.Front(h)
 	}
@@ -252,7 +254,7 @@ func (s *server) routes() []route {
 	for _, m := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
 		routes = append(routes, route{m, "/mcp", s.serveMCP, false})
 	}
-	return append(routes, route{"GET", "/openapi.json", s.openAPI, true})
+	return append(routes, route{"GET", "/openapi.json", s.openAPI, false})
 }
 
 // serveRoutes registers routes on mux, with the 405 answers of their

@@ -10,9 +10,11 @@ package httpapi
 //
 // and a fourth by host name, {port}-{id}.{preview_domain} (hostroute.go).
 //
-// The request reaches the server as it came, less the route's prefix and
-// hutch's own headers (the bearer token never leaves); its body and the
-// answer stream both ways, and a WebSocket upgrade is carried through.
+// The request reaches the server as it came, less the route's prefix,
+// hutch's own headers (the bearer token never leaves) and, but on the
+// host route, its cookies (the daemon's host's: any application's); its
+// body and the answer stream both ways, and a WebSocket upgrade is
+// carried through.
 // The answer is served as an opaque origin (Content-Security-Policy:
 // sandbox), so a page a sandbox serves cannot call hutch's API with the
 // browser's standing, even though it comes from the API's own origin.
@@ -76,7 +78,7 @@ func (s *server) previewRoutes() []route {
 	for _, m := range previewMethods {
 		out = append(out,
 			route{m, "/v1/sandboxes/{id}/ports/{port}/{rest...}", s.preview, false},
-			route{m, "/p/{token}/{rest...}", s.servePublicPreview, true})
+			route{m, publicPattern, s.servePublicPreview, true})
 	}
 	return out
 }
@@ -87,10 +89,15 @@ func isPreview(r *http.Request) bool {
 	return r.Pattern == hostPattern || strings.HasPrefix(r.Pattern, r.Method+" /p/") || strings.Contains(r.Pattern, "/ports/{port}/")
 }
 
-// publicPreview reports whether r goes to a public port (by its path or
-// its preview token header).
-func publicPreview(r *http.Request) bool {
-	return strings.HasPrefix(r.URL.Path, "/p/") || (r.Header.Get(api.HeaderPreviewToken) != "" && r.Header.Get(api.HeaderSandboxPort) != "")
+// publicPattern is the public route's path in a request's Pattern.
+const publicPattern = "/p/{token}/{rest...}"
+
+// publicPreview reports whether pattern, the route a request matched, is
+// the public route: what the request goes to decides, never its headers
+// (a header route's request was moved to that path before).
+func publicPreview(pattern string) bool {
+	method, path, ok := strings.Cut(pattern, " ")
+	return ok && path == publicPattern && slices.Contains(previewMethods, method)
 }
 
 // headerRoute sends a request that names a sandbox's port in its headers
@@ -164,8 +171,13 @@ type previewAnswer struct {
 	// (rawPath "" when path's plain escaping is right).
 	path, rawPath string
 	// csp is the answer's Content-Security-Policy.
-	csp     string
-	timeout time.Duration
+	csp string
+	// ownCookies says the request's cookies are its host's own (the host
+	// route): they go to the server, less hutch's. On the other routes
+	// the host is the daemon's, whose cookies are every application's on
+	// it (browsers do not isolate cookies by port): none goes.
+	ownCookies bool
+	timeout    time.Duration
 }
 
 // corsAllows reports whether a port with cors answers pages of origin.
@@ -196,7 +208,11 @@ func (p *previewAnswer) stream(w http.ResponseWriter, _ io.Writer) int {
 				pr.Out.Header.Del(h)
 			}
 			auth.DropBearerProtocol(pr.Out.Header)
-			dropPreviewCookie(pr.Out.Header)
+			if p.ownCookies {
+				dropPreviewCookie(pr.Out.Header)
+			} else {
+				pr.Out.Header.Del("Cookie")
+			}
 		},
 		Transport:     p.transport,
 		FlushInterval: -1, // stream the answer as it comes
