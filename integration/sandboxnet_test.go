@@ -201,3 +201,22 @@ func TestEtcHosts(t *testing.T) {
 		}
 	})
 }
+
+// TestLocalhostFromPython is the first hour's case: in the python image,
+// without a network, urllib reaches a local server at localhost (glibc's
+// resolver reads /etc/hosts) and `hostname -f` names the sandbox.
+func TestLocalhostFromPython(t *testing.T) {
+	d := startDaemon(t, baseConfig(""))
+	id := d.create(api.CreateRequest{Image: "python"})
+	r := d.exec(id, "python3", "-c", `import http.server, threading, urllib.request
+srv = http.server.HTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+threading.Thread(target=srv.serve_forever, daemon=True).start()
+print(urllib.request.urlopen("http://localhost:%d/" % srv.server_port, timeout=5).status)`)
+	if !r.Success || r.Stdout != "200\n" {
+		t.Errorf("urlopen of http://localhost:PORT/: %+v", r)
+	}
+	hostname := strings.TrimSpace(d.exec(id, "hostname").Stdout)
+	if r := d.exec(id, "hostname", "-f"); !r.Success || strings.TrimSpace(r.Stdout) != hostname {
+		t.Errorf("hostname -f: %+v, want %q", r, hostname)
+	}
+}
