@@ -307,8 +307,11 @@ func parseTable(b []byte) (*tableState, error) {
 						st.peers = append(st.peers, p)
 					}
 				case setSources:
+					// The address goes unquoted into a delete script.
 					if p, ok := pairValue(e); ok {
-						st.sources = append(st.sources, p)
+						if _, err := netip.ParseAddr(p[1]); err == nil {
+							st.sources = append(st.sources, p)
+						}
 					}
 				}
 			}
