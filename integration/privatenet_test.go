@@ -28,6 +28,22 @@ func privateTarget(t *testing.T, body string) string {
 // privateTargetN is privateTarget number n (0 to 63) of one test.
 func privateTargetN(t *testing.T, n int, body string) string {
 	t.Helper()
+	target, inside := privateNetns(t, n)
+	var ln net.Listener
+	if err := inside(func() (err error) { ln, err = net.Listen("tcp", target+":0"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, body) })}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return "http://" + ln.Addr().String() + "/"
+}
+
+// privateNetns makes network namespace number n (0 to 63) of one test,
+// joined to the host by a veth, and returns its private address and a
+// function that runs f inside it (a socket f opens stays there).
+func privateNetns(t *testing.T, n int) (target string, inside func(f func() error) error) {
+	t.Helper()
 	name := fmt.Sprintf("hpriv%d-%d", os.Getpid()%100000, n)
 	subnet := fmt.Sprintf("172.31.%d", os.Getpid()%250)
 	hostEnd, target := fmt.Sprintf("%s.%d", subnet, 4*n+1), fmt.Sprintf("%s.%d", subnet, 4*n+2)
@@ -45,34 +61,24 @@ func privateTargetN(t *testing.T, n int, body string) string {
 	ip("link", "set", name, "up")
 	ip("-n", name, "addr", "add", target+"/30", "dev", "eth0")
 	ip("-n", name, "link", "set", "eth0", "up")
-
-	// Listen from inside the namespace; the socket stays there.
-	goruntime.LockOSThread()
-	defer goruntime.UnlockOSThread()
-	host, err := netns.Get()
-	if err != nil {
-		t.Fatal(err)
+	return target, func(f func() error) error {
+		errc := make(chan error, 1)
+		go func() {
+			// Never unlocked: the thread ends with the goroutine.
+			goruntime.LockOSThread()
+			ns, err := netns.GetFromName(name)
+			if err == nil {
+				err = netns.Set(ns)
+				ns.Close()
+			}
+			if err != nil {
+				errc <- err
+				return
+			}
+			errc <- f()
+		}()
+		return <-errc
 	}
-	defer host.Close()
-	ns, err := netns.GetFromName(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ns.Close()
-	if err := netns.Set(ns); err != nil {
-		t.Fatal(err)
-	}
-	ln, lerr := net.Listen("tcp", target+":0")
-	if err := netns.Set(host); err != nil {
-		t.Fatal(err)
-	}
-	if lerr != nil {
-		t.Fatal(lerr)
-	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, body) })}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	return "http://" + ln.Addr().String() + "/"
 }
 
 func TestNetworkBlocksPrivateRanges(t *testing.T) {

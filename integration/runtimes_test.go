@@ -3,7 +3,9 @@ package integration
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -38,15 +40,29 @@ var bbEnv = []string{"PATH=/bin", "LAYER=image", "IMAGE_ONLY=0"}
 // them.
 func startRuntimesDaemon(t *testing.T, runtimes []string, extra string) *daemon {
 	t.Helper()
+	return startRuntimesDaemonWith(t, runtimes, extra, nil)
+}
+
+// startRuntimesDaemonWith is startRuntimesDaemon with more images: each
+// name is bb with more files.
+func startRuntimesDaemonWith(t *testing.T, runtimes []string, extra string, more map[string][]ocitest.File) *daemon {
+	t.Helper()
 	for _, rt := range runtimes {
 		requiresRuntimeHost(t, rt)
 	}
-	dir := filepath.Join(t.TempDir(), "layout")
-	// A resolv.conf for gVisor to mount the sandbox's over (network.go).
-	files := append(ocitest.BusyboxFiles(t), ocitest.Reg("etc/resolv.conf", "", 0o644))
-	writeLayout(t, dir, ocitest.Image(t, ocitest.Config{Env: bbEnv}, ocitest.Layer(t, files...)))
-	cfg := fmt.Sprintf("default_runtime: %s\noffered_runtimes: [%s]\ncustom_images: {bb: %q}\nimage_allowlist: [bb]\n%s",
-		runtimes[0], strings.Join(runtimes, ", "), "oci-layout:"+dir, extra)
+	images := map[string][]ocitest.File{"bb": nil}
+	maps.Copy(images, more)
+	var names, entries []string
+	for _, name := range slices.Sorted(maps.Keys(images)) {
+		dir := filepath.Join(t.TempDir(), "layout")
+		// A resolv.conf for gVisor to mount the sandbox's over (network.go).
+		files := append(ocitest.BusyboxFiles(t), ocitest.Reg("etc/resolv.conf", "", 0o644))
+		files = append(files, images[name]...)
+		writeLayout(t, dir, ocitest.Image(t, ocitest.Config{Env: bbEnv}, ocitest.Layer(t, files...)))
+		names, entries = append(names, name), append(entries, fmt.Sprintf("%s: %q", name, "oci-layout:"+dir))
+	}
+	cfg := fmt.Sprintf("default_runtime: %s\noffered_runtimes: [%s]\ncustom_images: {%s}\nimage_allowlist: [%s]\n%s",
+		runtimes[0], strings.Join(runtimes, ", "), strings.Join(entries, ", "), strings.Join(names, ", "), extra)
 	return launchDaemon(t, customConfig(t, "", cfg), "")
 }
 

@@ -311,6 +311,10 @@ func TestNetworkSandboxForksAndHibernates(t *testing.T) {
 	if got := through(b); got != "forwarded" {
 		t.Errorf("the copy reaches %q through its own gateway", got)
 	}
+	// Its /etc/hosts, rewritten when its agent relinked, names its own address.
+	if hosts := d.exec(b, "cat", "/etc/hosts").Stdout; !strings.Contains(hosts, d.sandboxAddr(b)+"\t") || strings.Contains(hosts, d.sandboxAddr(a)+"\t") {
+		t.Errorf("the copy's /etc/hosts names %s, its source's %s:\n%s", d.sandboxAddr(b), d.sandboxAddr(a), hosts)
+	}
 	if _, err := d.c.Pause(ctx, a, api.PauseHibernate); err != nil {
 		t.Fatal(err)
 	}

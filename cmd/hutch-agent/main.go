@@ -4,7 +4,8 @@
 // it has set the guest up: agent.VMInit), runs
 // processes for the daemon and reaps every orphan in the sandbox. On
 // agentv1.RelinkSignal it drops its session for a new one (a restored
-// sandbox's). Nothing but
+// sandbox's). As PID 1 it writes the sandbox's /etc/hosts (agent.WriteHosts)
+// when it starts and when it relinks. Nothing but
 // that session is ever written to stdout; logs go to stderr. It exits when
 // the host closes the stream, or on SIGTERM or SIGINT.
 //
@@ -43,6 +44,15 @@ func run() int {
 		return 1
 	}
 
+	// As the sandbox's init, write its /etc/hosts (in its own writable
+	// layer): localhost and its host name, with or without a network.
+	sandboxInit := os.Getpid() == 1
+	if sandboxInit {
+		if err := agent.WriteHosts(agent.HostsPath); err != nil {
+			log.Warn("writing /etc/hosts", "err", err)
+		}
+	}
+
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	// Catch, and ignore, the other signals a parent may have left ignored.
@@ -63,6 +73,12 @@ func run() int {
 	signal.Notify(relink, agentv1.RelinkSignal)
 	go func() {
 		for range relink {
+			// A restored sandbox may have another address.
+			if sandboxInit {
+				if err := agent.WriteHosts(agent.HostsPath); err != nil {
+					log.Warn("writing /etc/hosts", "err", err)
+				}
+			}
 			if err := link.Relink(); err != nil {
 				log.Error("relinking", "err", err)
 			}

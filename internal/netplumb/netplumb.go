@@ -384,7 +384,7 @@ func (n *Network) Teardown(ctx context.Context, id string) error {
 func (n *Network) teardown(ctx context.Context, id string, l *Lease) error {
 	hostIf := n.hostIf(id)
 	n.mu.Lock()
-	registered := n.leases[id] != nil
+	registered := l != nil && n.leases[id] == l
 	delete(n.leases, id)
 	var peers [][2]string
 	n.peers = slices.DeleteFunc(n.peers, func(p [2]string) bool {
@@ -401,9 +401,11 @@ func (n *Network) teardown(ctx context.Context, id string, l *Lease) error {
 	if rules {
 		// A registered lease's rules went in as one transaction: they are
 		// known. Otherwise (a failed Setup, an earlier process) look.
-		st := stateOf(id, hostIf, peers)
+		var st *tableState
 		var err error
-		if !registered || stale {
+		if registered && !stale {
+			st = stateOf(l, peers)
+		} else {
 			st, err = n.nft.list(ctx)
 		}
 		if err == nil {

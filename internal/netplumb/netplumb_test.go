@@ -63,8 +63,15 @@ func inNetns(path string, f func() error) error {
 
 // httpGet fetches http://addr/ over a connection dialled in the calling
 // thread's namespace (net/http would dial on another thread).
-func httpGet(addr string) (string, error) {
-	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+func httpGet(addr string) (string, error) { return httpGetFrom(netip.Addr{}, addr) }
+
+// httpGetFrom is httpGet from source address src (any when zero).
+func httpGetFrom(src netip.Addr, addr string) (string, error) {
+	d := net.Dialer{Timeout: 2 * time.Second}
+	if src.IsValid() {
+		d.LocalAddr = &net.TCPAddr{IP: src.AsSlice()}
+	}
+	c, err := d.Dial("tcp", addr)
 	if err != nil {
 		return "", err
 	}
@@ -139,9 +146,9 @@ func assertGone(t *testing.T, n *Network, id, netnsPath string) {
 				t.Errorf("nft object %s of %s is left", name, id)
 			}
 		}
-		for _, p := range st.peers {
+		for _, p := range slices.Concat(st.peers, st.sources) {
 			if p[0] == n.hostIf(id) || p[1] == n.hostIf(id) {
-				t.Errorf("peers element %v of %s is left", p, id)
+				t.Errorf("set element %v of %s is left", p, id)
 			}
 		}
 	}
@@ -357,6 +364,10 @@ func outsideServers(t *testing.T) (netip.Addr, netip.Addr) {
 	if err == nil {
 		err = h.LinkSetUp(eth)
 	}
+	if err == nil {
+		// Back through the host, for the addresses a test routes there.
+		err = h.RouteAdd(&netlink.Route{LinkIndex: eth.Attrs().Index, Gw: net.ParseIP("198.51.100.1")})
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,6 +378,61 @@ func outsideServers(t *testing.T) (netip.Addr, netip.Addr) {
 	t.Cleanup(func() { l.Close() })
 	go http.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "outside") }))
 	return allowed, other
+}
+
+// TestForgedSourcesDropped: root in a sandbox's namespace gives its eth0
+// a second address and opens a connection from it to an outside server.
+// The host routes that address back to the sandbox, so without the
+// firewall's source check the connection would be made, from an address
+// that is not the sandbox's and so never NATed. From its lease address
+// the same server answers.
+func TestForgedSourcesDropped(t *testing.T) {
+	dir := t.TempDir()
+	n := newTestNetwork(t, dir, testPool)
+	ctx := context.Background()
+	outside, _ := outsideServers(t)
+	a, err := n.Setup(ctx, Sandbox{ID: "net-test-forger", NetnsPath: filepath.Join(dir, "a")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = n.Teardown(ctx, a.ID) })
+	forged := netip.MustParseAddr("203.0.113.77")
+	hostEnd, err := netlink.LinkByName(a.HostIf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back := &netlink.Route{LinkIndex: hostEnd.Attrs().Index, Dst: ipNet(forged, 32)}
+	if err := netlink.RouteAdd(back); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = netlink.RouteDel(back) })
+	if err := inNetns(a.NetnsPath, func() error {
+		eth, err := netlink.LinkByName(sandboxIf)
+		if err != nil {
+			return err
+		}
+		return netlink.AddrAdd(eth, &netlink.Addr{IPNet: ipNet(forged, 32)})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	to := netip.AddrPortFrom(outside, 80).String()
+	for _, tc := range []struct {
+		src  netip.Addr
+		want bool
+	}{{a.Addr, true}, {forged, false}} {
+		var got string
+		err := inNetns(a.NetnsPath, func() (err error) { got, err = httpGetFrom(tc.src, to); return err })
+		if tc.want && (err != nil || got != "outside") {
+			t.Errorf("GET %s from the lease address %s = %q, %v; want it answered", to, tc.src, got, err)
+		}
+		if !tc.want && err == nil {
+			t.Errorf("GET %s from the forged address %s = %q; want it dropped", to, tc.src, got)
+		}
+	}
+	if err := n.Teardown(ctx, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	assertGone(t, n, a.ID, a.NetnsPath)
 }
 
 // TestTeardownAfterCrash: a new Network of the same owner (a restarted

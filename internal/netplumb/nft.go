@@ -25,6 +25,12 @@ import (
 // hand-assembled bytecode expression per match, for no gain in safety.
 //
 // The rules, per sandbox interface:
+//   - prerouting (raw, before connection tracking): a packet that does not
+//     come from the sandbox's own lease address is dropped, IPv6 and every
+//     other source included (the set sources holds one host veth . address
+//     element per sandbox): code in a sandbox, root in its guest or its
+//     own namespace, cannot send as another sandbox (to hutch's resolver,
+//     which knows a sandbox by its address) or as any outside address;
 //   - prerouting (dstnat): to the gateway's forwarded TCP ports, DNAT to
 //     127.0.0.1 on the same port (route_localnet lets the kernel route it);
 //     to the gateway's port 53, DNAT to hutch's resolver (Options.DNS);
@@ -41,6 +47,8 @@ import (
 // Chain and set names of the fixed part.
 const (
 	setIfaces     = "ifaces"                 // host-side veths of live sandboxes
+	setSources    = "sources"                // host veth . the one source address it may send from
+	chainSpoof    = "antispoof"              // prerouting, raw: drops forged source addresses
 	mapDNAT       = "nat_chains"             // host veth → jump to the sandbox's chain
 	chainToHost   = "input_from_sandboxes"   // input from sandboxes
 	chainOut      = "forward_from_sandboxes" // forwarded from sandboxes
@@ -77,9 +85,11 @@ func (t *nft) baseScript() string {
 	s.add("add table inet %s { comment %q ; }", t.table, t.comment)
 	s.add("add set inet %s %s { type ifname ; }", t.table, setIfaces)
 	s.add("add set inet %s %s { type ifname . ifname ; }", t.table, peersSet)
+	s.add("add set inet %s %s { type ifname . ipv4_addr ; }", t.table, setSources)
 	s.add("add map inet %s %s { type ifname : verdict ; }", t.table, mapDNAT)
 	s.add("add map inet %s %s { type ifname : verdict ; }", t.table, egressMap)
 	hooks := []struct{ name, def string }{
+		{chainSpoof, "type filter hook prerouting priority raw ; policy accept ;"},
 		{"prerouting", "type nat hook prerouting priority dstnat ; policy accept ;"},
 		{"postrouting", "type nat hook postrouting priority srcnat ; policy accept ;"},
 		{"input", "type filter hook input priority filter ; policy accept ;"},
@@ -91,12 +101,14 @@ func (t *nft) baseScript() string {
 	for _, c := range []string{chainToHost, chainOut, chainIn} {
 		s.add("add chain inet %s %s", t.table, c)
 	}
-	for _, c := range []string{"prerouting", "postrouting", "input", "forward", chainToHost, chainOut, chainIn} {
+	for _, c := range []string{chainSpoof, "prerouting", "postrouting", "input", "forward", chainToHost, chainOut, chainIn} {
 		s.add("flush chain inet %s %s", t.table, c)
 	}
 	rule := func(chain, format string, args ...any) {
 		s.add("add rule inet %s %s %s", t.table, chain, fmt.Sprintf(format, args...))
 	}
+	rule(chainSpoof, "iifname @%s iifname . ip saddr @%s accept", setIfaces, setSources)
+	rule(chainSpoof, "iifname @%s drop", setIfaces)
 	rule("prerouting", "iifname vmap @%s", mapDNAT)
 	rule("postrouting", "ip saddr %s oifname != @%s masquerade", t.pool, setIfaces)
 	rule("input", "iifname @%s jump %s", setIfaces, chainToHost)
@@ -141,6 +153,7 @@ func (t *nft) addScript(l *Lease, dns netip.AddrPort, e Egress) string {
 	}
 	t.egressDeclare(&s, l.ID)
 	t.egressFill(&s, l.ID, e)
+	s.add("add element inet %s %s { %q . %s %s }", t.table, setSources, l.HostIf, l.Addr, note)
 	s.add("add element inet %s %s { %q %s }", t.table, setIfaces, l.HostIf, note)
 	s.add("add element inet %s %s { %q %s : jump %s }", t.table, mapDNAT, l.HostIf, note, chain)
 	s.add("add element inet %s %s { %q %s : jump %s }", t.table, egressMap, l.HostIf, note, egressChain(l.ID))
@@ -163,6 +176,11 @@ func (t *nft) deleteScript(st *tableState, id, hostIf string) string {
 	for _, p := range st.peers {
 		if p[0] == hostIf || p[1] == hostIf {
 			s.add("delete element inet %s %s { %q . %q }", t.table, peersSet, p[0], p[1])
+		}
+	}
+	for _, src := range st.sources {
+		if src[0] == hostIf {
+			s.add("delete element inet %s %s { %q . %s }", t.table, setSources, src[0], src[1])
 		}
 	}
 	for _, chain := range []string{sandboxChain(id), egressChain(id)} {
@@ -209,13 +227,15 @@ type tableState struct {
 	dnat     []string    // keys of the DNAT map
 	egress   []string    // keys of the egress map
 	peers    [][2]string // elements of the peers set
+	sources  [][2]string // elements of the sources set: host veth, address
 }
 
-// stateOf is what a registered lease put in the table.
-func stateOf(id, hostIf string, peers [][2]string) *tableState {
+// stateOf is what a registered lease l put in the table.
+func stateOf(l *Lease, peers [][2]string) *tableState {
 	return &tableState{
-		chains: []string{sandboxChain(id), egressChain(id)}, sets: egressObjects(id), counters: []string{deniedCounter(id)},
-		ifaces: []string{hostIf}, dnat: []string{hostIf}, egress: []string{hostIf}, peers: peers,
+		chains: []string{sandboxChain(l.ID), egressChain(l.ID)}, sets: egressObjects(l.ID), counters: []string{deniedCounter(l.ID)},
+		ifaces: []string{l.HostIf}, dnat: []string{l.HostIf}, egress: []string{l.HostIf}, peers: peers,
+		sources: [][2]string{{l.HostIf, l.Addr.String()}},
 	}
 }
 
@@ -286,6 +306,13 @@ func parseTable(b []byte) (*tableState, error) {
 					if p, ok := pairValue(e); ok {
 						st.peers = append(st.peers, p)
 					}
+				case setSources:
+					// The address goes unquoted into a delete script.
+					if p, ok := pairValue(e); ok {
+						if _, err := netip.ParseAddr(p[1]); err == nil {
+							st.sources = append(st.sources, p)
+						}
+					}
 				}
 			}
 		case o.Map != nil && (o.Map.Name == mapDNAT || o.Map.Name == egressMap):
@@ -320,12 +347,25 @@ func elemValue(raw json.RawMessage) string {
 	return e.Elem.Val
 }
 
-// pairValue returns a peers element: {"concat": ["a", "b"]}.
+// pairValue returns an element of two concatenated strings (an interface
+// name, an address): {"concat": ["a", "b"]}, or {"elem": {"val":
+// {"concat": [...]}, ...}} when it has a comment.
 func pairValue(raw json.RawMessage) ([2]string, bool) {
 	var e struct {
 		Concat []string `json:"concat"`
+		Elem   *struct {
+			Val struct {
+				Concat []string `json:"concat"`
+			} `json:"val"`
+		} `json:"elem"`
 	}
-	if json.Unmarshal(raw, &e) != nil || len(e.Concat) != 2 {
+	if json.Unmarshal(raw, &e) != nil {
+		return [2]string{}, false
+	}
+	if e.Elem != nil {
+		e.Concat = e.Elem.Val.Concat
+	}
+	if len(e.Concat) != 2 {
 		return [2]string{}, false
 	}
 	return [2]string{e.Concat[0], e.Concat[1]}, true

@@ -37,6 +37,7 @@ func TestAddScript(t *testing.T) {
 			`ip daddr 10.200.0.1 meta l4proto { tcp, udp } th dport 53 dnat ip to 127.0.0.1:40053 comment`,
 			`add element inet hutch_test egress_chains { "hutch0123456789" comment "hutch sandbox 3f2a1b2c-1d2e-4f5a-8b9c-0123456789ab" : jump egress_3f2a1b2c-1d2e-4f5a-8b9c-0123456789ab }`,
 			`add element inet hutch_test ifaces { "hutch0123456789" comment "hutch sandbox 3f2a1b2c-1d2e-4f5a-8b9c-0123456789ab" }`,
+			`add element inet hutch_test sources { "hutch0123456789" . 10.200.0.2 comment "hutch sandbox 3f2a1b2c-1d2e-4f5a-8b9c-0123456789ab" }`,
 			`add element inet hutch_test nat_chains { "hutch0123456789" comment "hutch sandbox 3f2a1b2c-1d2e-4f5a-8b9c-0123456789ab" : jump sandbox_3f2a1b2c-1d2e-4f5a-8b9c-0123456789ab }`,
 		}, nil},
 		{"no ports, no resolver", nil, "", []string{"add chain", "add element"}, []string{"dnat ip to"}},
@@ -79,6 +80,9 @@ func TestBaseScriptNeverForwardsBlanket(t *testing.T) {
 		"meta nfproto ipv4 ct status dnat accept",
 		"ip daddr { 10.200.0.0/16, 169.254.0.0/16 } reject",
 		"add rule inet hutch_test forward_to_sandboxes drop",
+		// Before connection tracking, a sandbox sends from its address only.
+		"add chain inet hutch_test antispoof { type filter hook prerouting priority raw ; policy accept ; }",
+		"add rule inet hutch_test antispoof iifname @ifaces iifname . ip saddr @sources accept\nadd rule inet hutch_test antispoof iifname @ifaces drop\n",
 	} {
 		if !strings.Contains(s, w) {
 			t.Errorf("fixed part lacks %q:\n%s", w, s)
@@ -139,6 +143,8 @@ const listing = `{"nftables": [{"metainfo": {"version": "1.0.6", "json_schema_ve
 {"table": {"family": "inet", "name": "hutch_test", "handle": 2}},
 {"set": {"family": "inet", "name": "ifaces", "table": "hutch_test", "type": "ifname", "handle": 1,
   "elem": [{"elem": {"val": "hutch0123456789", "comment": "hutch sandbox a"}}, "hutchffffffffff"]}},
+{"set": {"family": "inet", "name": "sources", "table": "hutch_test", "type": ["ifname", "ipv4_addr"], "handle": 4,
+  "elem": [{"elem": {"val": {"concat": ["hutch0123456789", "10.200.0.2"]}, "comment": "hutch sandbox a"}}, {"concat": ["hutchffffffffff", "10.200.0.6"]}]}},
 {"map": {"family": "inet", "name": "nat_chains", "table": "hutch_test", "type": "ifname", "handle": 2, "map": "verdict",
   "elem": [[{"elem": {"val": "hutch0123456789", "comment": "hutch sandbox a"}}, {"jump": {"target": "sandbox_a"}}]]}},
 {"chain": {"family": "inet", "table": "hutch_test", "name": "sandbox_a", "handle": 3}},
@@ -151,7 +157,8 @@ func TestParseTableAndDeleteScript(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(st.ifaces, []string{"hutch0123456789", "hutchffffffffff"}) || !slices.Equal(st.dnat, []string{"hutch0123456789"}) {
+	if !slices.Equal(st.ifaces, []string{"hutch0123456789", "hutchffffffffff"}) || !slices.Equal(st.dnat, []string{"hutch0123456789"}) ||
+		!slices.Equal(st.sources, [][2]string{{"hutch0123456789", "10.200.0.2"}, {"hutchffffffffff", "10.200.0.6"}}) {
 		t.Fatalf("parsed %+v", st)
 	}
 	// Fixed chains are not a sandbox's: only "a" is an id.
@@ -165,8 +172,10 @@ func TestParseTableAndDeleteScript(t *testing.T) {
 		{"everything of a", "a", "hutch0123456789",
 			"delete element inet hutch_test nat_chains { \"hutch0123456789\" }\n" +
 				"delete element inet hutch_test ifaces { \"hutch0123456789\" }\n" +
+				"delete element inet hutch_test sources { \"hutch0123456789\" . 10.200.0.2 }\n" +
 				"flush chain inet hutch_test sandbox_a\ndelete chain inet hutch_test sandbox_a\n"},
-		{"only a set element", "b", "hutchffffffffff", "delete element inet hutch_test ifaces { \"hutchffffffffff\" }\n"},
+		{"only set elements", "b", "hutchffffffffff", "delete element inet hutch_test ifaces { \"hutchffffffffff\" }\n" +
+			"delete element inet hutch_test sources { \"hutchffffffffff\" . 10.200.0.6 }\n"},
 		{"nothing", "c", "hutch0000000000", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
