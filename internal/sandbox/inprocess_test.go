@@ -35,6 +35,7 @@ func (s *testImages) Catalog() []image.Entry {
 func (s *testImages) Pull(ctx context.Context, name string) (*image.Image, error) {
 	return s.Ensure(ctx, name, true)
 }
+
 // With is every catalog image when command is on the host's PATH: an
 // in-process agent runs the host's programs.
 func (s *testImages) With(command string) []string {
