@@ -468,9 +468,31 @@ func Parse(data []byte) (Config, error) {
 		if err := cfg.emptyWarmPool(node); err != nil {
 			return Config{}, err
 		}
+		cfg.followBounds(node)
 	}
 	cfg.normalize()
 	return cfg, cfg.Validate()
+}
+
+// followBounds lowers each default the config node does not set to the
+// bound the config lowered below it, so that max_exec_timeout_ms: 2000
+// alone makes the default exec timeout 2000 ms rather than an error about
+// default_exec_timeout_ms, a key the user never set. A value set is
+// checked against its bound as it is.
+func (c *Config) followBounds(node *yaml.Node) {
+	unset := func(key string) bool { return mappingValue(node, key) == nil }
+	if unset("default_exec_timeout_ms") {
+		c.DefaultExecTimeoutMs = min(c.DefaultExecTimeoutMs, c.MaxExecTimeoutMs)
+	}
+	if unset("max_ptys_per_sandbox") {
+		c.MaxPtysPerSandbox = min(c.MaxPtysPerSandbox, c.MaxProcessesPerSandbox)
+	}
+	if unset("channel_buffer_per_owner_mb") {
+		c.ChannelBufferPerOwnerMB = min(c.ChannelBufferPerOwnerMB, c.ChannelBufferMB)
+	}
+	if unset("volume_default_size_mb") {
+		c.VolumeDefaultSizeMB = min(c.VolumeDefaultSizeMB, c.VolumeMaxSizeMB)
+	}
 }
 
 // configNode finds the mapping that holds the config keys: the seed's
