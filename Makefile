@@ -27,9 +27,10 @@ CONSOLE_FILES := $(shell find internal/console/web -type f 2>/dev/null)
 all: build
 
 # runsc is rebuilt only when the pinned gVisor version changes (a stamp file
-# names it), not on every go.mod edit: the build takes about two minutes.
+# names it, and how it is built: change the suffix with the recipe), not on
+# every go.mod edit: the build takes about two minutes.
 GVISOR_VERSION := $(shell awk '$$1 == "gvisor.dev/gvisor" {print $$2}' go.mod)
-RUNSC_STAMP := $(BIN)/.runsc-$(GVISOR_VERSION)-seccomp
+RUNSC_STAMP := $(BIN)/.runsc-$(GVISOR_VERSION)-seccomp-version
 RUNSC_BUILD := $(BIN)/.build-runsc
 # Removes a runsc build copy: its directories are read-only like the module
 # cache's (its files may be hard links to the cache's: never chmod those).
@@ -48,7 +49,9 @@ $(BIN)/hutch-agent: $(GO_SOURCES)
 # runsc is compiled from the gVisor Go module pinned in go.mod (tool directive),
 # with its seccomp filters precompiled as gVisor's own builds have them (about
 # 30 ms off every sandbox boot): from a copy of the module (hard links where
-# possible) in which seccompgen registers them, through -modfile.
+# possible) in which seccompgen registers them, through -modfile. The pinned
+# version is stamped into runsc's version package (`runsc --version` names
+# it; a plain `go build` says VERSION_MISSING).
 $(RUNSC_STAMP):
 	$(RM_RUNSC_BUILD) && mkdir -p $(RUNSC_BUILD)
 	$(GO) mod download gvisor.dev/gvisor && mod=$$($(GO) list -m -f '{{.Dir}}' gvisor.dev/gvisor) && \
@@ -56,7 +59,8 @@ $(RUNSC_STAMP):
 	$(GO) run ./internal/runtime/gvisor/seccompgen $(RUNSC_BUILD)/gvisor
 	cp go.mod $(RUNSC_BUILD)/runsc.mod && cp go.sum $(RUNSC_BUILD)/runsc.sum
 	echo 'replace gvisor.dev/gvisor => $(RUNSC_BUILD)/gvisor' >> $(RUNSC_BUILD)/runsc.mod
-	CGO_ENABLED=0 $(GO) build -modfile=$(RUNSC_BUILD)/runsc.mod -o $(BIN)/runsc gvisor.dev/gvisor/runsc
+	CGO_ENABLED=0 $(GO) build -modfile=$(RUNSC_BUILD)/runsc.mod \
+		-ldflags='-X gvisor.dev/gvisor/runsc/version.version=$(GVISOR_VERSION)' -o $(BIN)/runsc gvisor.dev/gvisor/runsc
 	$(RM_RUNSC_BUILD)
 	@rm -f $(BIN)/.runsc-*; touch $@
 
@@ -74,10 +78,14 @@ deps:
 deps-microvm: deps
 
 # First sandbox: builds everything, builds the python image, runs code, and
-# names the web console of the daemon that ran it (README "Console").
+# names the web console of the daemon that ran it (README "Console"): the
+# one at $HUTCH_URL read as the CLI reads it (http:// when it names no
+# scheme, no trailing slash), else at the client's default URL.
+DEFAULT_URL := $(shell sed -n 's/^const DefaultURL = "\(.*\)"$$/\1/p' client/client.go)
 demo: deps build
 	$(BIN)/hutch run python -- python3 -c 'print("hello from a gVisor sandbox:", 2+2)'
-	@echo "console: open $${HUTCH_URL:-http://127.0.0.1:3111}/ui/ in a browser"
+	@url=$${HUTCH_URL:-$(DEFAULT_URL)}; case $$url in *://*) ;; *) url=http://$$url ;; esac; \
+		url=$$(printf '%s' "$$url" | sed 's|/*$$||'); echo "console: open $$url/ui/ in a browser"
 
 # Every test: unit tests, then integration tests against real sandboxes
 # (in each of HUTCH_TEST_RUNTIMES), then the JS conformance suite.

@@ -91,8 +91,10 @@ func TestInterpreterPythonAndBash(t *testing.T) {
 	if err != nil || len(list.Contexts) != 2 {
 		t.Fatalf("contexts %+v %v", list, err)
 	}
-	// A language the image lacks is S242.
-	if status, body := d.raw("POST", "/v1/sandboxes/"+id+"/run-code", "", `{"language":"javascript","code":"1"}`); status != 422 || !strings.Contains(body, "S242") {
+	// A language the image lacks is S242, whose hint names the images
+	// (of the allowlist, python and node) that have node.
+	if status, body := d.raw("POST", "/v1/sandboxes/"+id+"/run-code", "", `{"language":"javascript","code":"1"}`); status != 422 || !strings.Contains(body, "S242") ||
+		!strings.Contains(body, "use an image with node (node), or install it") {
 		t.Errorf("javascript in the python image: %d %s", status, body)
 	}
 }

@@ -21,7 +21,11 @@ const marker = '<img src=x onerror=alert(1)>'
 
 let daemon, browser, page, work, bobSandbox
 const errors = []
+// dialogs are the dialogs no test expected; answers, the answers a test
+// gives the next ones it expects (true accepts), and asked their messages.
 const dialogs = []
+const answers = []
+const asked = []
 
 // call is the REST API as one owner.
 async function call (tok, method, path, body) {
@@ -33,6 +37,15 @@ async function call (tok, method, path, body) {
   const json = await res.json()
   if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`)
   return json
+}
+
+// until polls cond (a check of this process's state) until it holds,
+// failing after WAIT.
+async function until (cond, what) {
+  for (const deadline = Date.now() + WAIT.timeout; !cond();) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
 }
 
 async function shot (name) {
@@ -59,7 +72,14 @@ before(async () => {
   page = await browser.newPage()
   page.on('console', (m) => { if (m.type() === 'error') errors.push(`console: ${m.text()}`) })
   page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`))
-  page.on('dialog', async (d) => { dialogs.push(d.message()); await d.dismiss() })
+  page.on('dialog', async (d) => {
+    if (!answers.length) {
+      dialogs.push(d.message())
+      return d.dismiss()
+    }
+    asked.push(d.message())
+    return answers.shift() ? d.accept() : d.dismiss()
+  })
 }, { timeout: BOOT_TIMEOUT_MS })
 
 after(async () => {
@@ -180,7 +200,17 @@ test('the console, driven in a browser as one of two owners', { timeout: BOOT_TI
     await shot('sandboxes')
     if (process.env.HUTCH_CONSOLE_SCREENSHOT) copyFileSync(join(work, 'sandboxes.png'), process.env.HUTCH_CONSOLE_SCREENSHOT)
     await page.evaluate(() => { window.notReloaded = true })
-    await page.click(`tr[data-sandbox="${other}"] button[data-action=stop]`)
+    // Stop asks first, as removing does: declined, nothing happens.
+    const stopButton = `tr[data-sandbox="${other}"] button[data-action=stop]`
+    answers.push(false)
+    await page.click(stopButton)
+    await until(() => asked.length === 1, 'the stop button to ask')
+    assert.match(asked[0], new RegExp(`^Stop sandbox ${other}\\?`))
+    await page.waitForFunction((sel) => !document.querySelector(sel)?.disabled, WAIT, stopButton)
+    assert.equal((await call(aliceToken, 'GET', `/v1/sandboxes/${other}`)).state, 'running')
+    answers.push(true)
+    await page.click(stopButton)
+    await until(() => asked.length === 2, 'the stop button to ask again')
     await page.waitForFunction((o) => document.querySelector(`tr[data-sandbox="${o}"] [data-state]`)?.dataset.state === 'stopped', WAIT, other)
     assert.equal(await page.evaluate(() => window.notReloaded), true)
     await noBobHere()
@@ -199,6 +229,37 @@ test('the console, driven in a browser as one of two owners', { timeout: BOOT_TI
       const text = document.querySelector('#daemon-summary')?.textContent ?? ''
       return text.includes('Runtime gvisor(systrap, default)') && text.includes('Sandbox capacity')
     }, WAIT)
+  })
+
+  await t.test('says so for a sandbox id it does not know, or another owner\'s', async () => {
+    // The browser logs each refused call (400 for what is no id, 404 for
+    // an unknown one) as an error of its own: those are expected here.
+    const before = errors.length
+    for (const unknown of ['sb-doesnotexist', crypto.randomUUID(), bobSandbox]) {
+      await page.evaluate((u) => { location.hash = `#/sandbox/${u}` }, unknown)
+      await page.waitForFunction((u) => {
+        const el = document.querySelector('#sandbox-missing')
+        return el?.querySelector('h1')?.textContent === 'No such sandbox' && el.textContent.includes(u)
+      }, WAIT, unknown)
+      assert.equal(await page.$('#sandbox-state'), null)
+    }
+    errors.push(...errors.splice(before).filter((e) => !/Failed to load resource: the server responded with a status of 40[04]/.test(e)))
+    await shot('sandbox-missing')
+  })
+
+  await t.test('shows the daemon\'s metric values within a 1280 px window', async () => {
+    await page.evaluate(() => { location.hash = '#/daemon' })
+    await page.waitForSelector('#metrics tbody tr td.num', WAIT)
+    const hidden = await page.evaluate(() => {
+      const width = document.documentElement.clientWidth
+      return [...document.querySelectorAll('#metrics tbody td.num, #daemon-summary dd')].filter((el) => {
+        const r = el.getBoundingClientRect()
+        return r.width === 0 || r.left < 0 || r.right > width || el.scrollWidth > el.clientWidth
+      }).map((el) => `${(el.tagName === 'DD' ? el.previousElementSibling : el.parentElement.firstElementChild).textContent}: ${el.textContent}`)
+    })
+    assert.equal(await page.evaluate(() => window.innerWidth), 1280)
+    assert.deepEqual(hidden, [])
+    await shot('daemon-1280')
   })
 
   await t.test('logged no errors and opened no dialog', () => {

@@ -336,7 +336,74 @@ func (c *Config) Validate() error {
 	if c.MaxImageUnpackedMB < 64 || c.MaxImageUnpackedMB > 1<<20 {
 		bad("max_image_unpacked_mb must be between 64 and 1048576, got %d", c.MaxImageUnpackedMB)
 	}
-	return errors.Join(errs...)
+	return errors.Join(onlyTheBadKeys(errs)...)
+}
+
+// onlyTheBadKeys drops the errors that only follow from another key's: a
+// check relating one key to another (default_exec_timeout_ms to
+// max_exec_timeout_ms) fails too when that other key is out of range,
+// about a key the user may never have set. Each error names its key
+// first; one that names another key whose own error stands on its own is
+// dropped.
+func onlyTheBadKeys(errs []error) []error {
+	own := make([]string, len(errs))
+	failing := map[string]bool{}
+	for i, err := range errs {
+		own[i] = leadingKey(err.Error())
+		failing[own[i]] = own[i] != ""
+	}
+	// mentions reports whether error i names a failing key other than its own.
+	mentions := func(i int, keys map[string]bool) bool {
+		for k, ok := range keys {
+			if ok && k != own[i] && namesKey(errs[i].Error(), k) {
+				return true
+			}
+		}
+		return false
+	}
+	primary := map[string]bool{}
+	for i := range errs {
+		if own[i] != "" && !mentions(i, failing) {
+			primary[own[i]] = true
+		}
+	}
+	out := errs[:0:0]
+	for i, err := range errs {
+		if !mentions(i, primary) {
+			out = append(out, err)
+		}
+	}
+	return out
+}
+
+// isKeyByte reports whether b may be part of a config key.
+func isKeyByte(b byte) bool { return b == '_' || b >= 'a' && b <= 'z' || b >= '0' && b <= '9' }
+
+// leadingKey is the key an error message starts with ("" when none):
+// its leading run of key bytes and dots.
+func leadingKey(msg string) string {
+	n := 0
+	for n < len(msg) && (isKeyByte(msg[n]) || msg[n] == '.') {
+		n++
+	}
+	return strings.TrimSuffix(msg[:n], ".")
+}
+
+// namesKey reports whether msg names key as a word of its own anywhere
+// but at its start.
+func namesKey(msg, key string) bool {
+	for i := 1; i+len(key) <= len(msg); i++ {
+		j := strings.Index(msg[i:], key)
+		if j < 0 {
+			return false
+		}
+		i += j
+		end := i + len(key)
+		if !isKeyByte(msg[i-1]) && msg[i-1] != '.' && (end == len(msg) || !isKeyByte(msg[end])) {
+			return true
+		}
+	}
+	return false
 }
 
 // normalize writes in one form the keys that may be spelt several ways:
@@ -401,9 +468,31 @@ func Parse(data []byte) (Config, error) {
 		if err := cfg.emptyWarmPool(node); err != nil {
 			return Config{}, err
 		}
+		cfg.followBounds(node)
 	}
 	cfg.normalize()
 	return cfg, cfg.Validate()
+}
+
+// followBounds lowers each default the config node does not set to the
+// bound the config lowered below it, so that max_exec_timeout_ms: 2000
+// alone makes the default exec timeout 2000 ms rather than an error about
+// default_exec_timeout_ms, a key the user never set. A value set is
+// checked against its bound as it is.
+func (c *Config) followBounds(node *yaml.Node) {
+	unset := func(key string) bool { return mappingValue(node, key) == nil }
+	if unset("default_exec_timeout_ms") {
+		c.DefaultExecTimeoutMs = min(c.DefaultExecTimeoutMs, c.MaxExecTimeoutMs)
+	}
+	if unset("max_ptys_per_sandbox") {
+		c.MaxPtysPerSandbox = min(c.MaxPtysPerSandbox, c.MaxProcessesPerSandbox)
+	}
+	if unset("channel_buffer_per_owner_mb") {
+		c.ChannelBufferPerOwnerMB = min(c.ChannelBufferPerOwnerMB, c.ChannelBufferMB)
+	}
+	if unset("volume_default_size_mb") {
+		c.VolumeDefaultSizeMB = min(c.VolumeDefaultSizeMB, c.VolumeMaxSizeMB)
+	}
 }
 
 // configNode finds the mapping that holds the config keys: the seed's

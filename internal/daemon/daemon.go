@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"golang.org/x/net/netutil"
@@ -76,6 +77,20 @@ func Run(ctx context.Context, opts Options) (err error) {
 			log.Warn("releasing the daemon's resources", "err", err)
 		}
 	}()
+	// The listeners come first: a start refused for its address ends
+	// before anything is started (no watchdog takes it for a crash).
+	ln, err := listen(opts.Listen, "--listen")
+	if err != nil {
+		return err
+	}
+	held.Push("closing the API listener", func(context.Context) error { return ignoreNetClosed(ln.Close()) })
+	var engLn net.Listener
+	if opts.EngineListen != "" {
+		if engLn, err = listen(opts.EngineListen, "--engine-listen"); err != nil {
+			return err
+		}
+		held.Push("closing the engine listener", func(context.Context) error { return ignoreNetClosed(engLn.Close()) })
+	}
 	unlock, err := lockDataDir(opts.DataDir, log)
 	if err != nil {
 		return err
@@ -118,8 +133,9 @@ func Run(ctx context.Context, opts Options) (err error) {
 		return err
 	}
 	held.Push("closing the runtimes", func(context.Context) error { return closeRuntimes(rts.All()) })
-	// cleanShutdown tells the watchdog that every sandbox was stopped.
-	cleanShutdown := false
+	// cleanShutdown tells the watchdog that every sandbox was stopped:
+	// true until the manager exists (a start that fails before has none).
+	cleanShutdown := true
 	if cfg.CrashWatchdog {
 		wd, err := startWatchdog(watchdogJob{Runtimes: rtOpts, LockPath: dataDirLock(opts.DataDir)}, log)
 		if err != nil {
@@ -131,11 +147,6 @@ func Run(ctx context.Context, opts Options) (err error) {
 	// the ordered shutdown below takes over.
 	var undo cleanup.Stack
 	defer undo.RunUnless(ctx, &err)
-	ln, err := net.Listen("tcp", opts.Listen)
-	if err != nil {
-		return fmt.Errorf("listening on %s: %w", opts.Listen, err)
-	}
-	undo.Push("closing the API listener", func(context.Context) error { return ignoreNetClosed(ln.Close()) })
 	evlog, err := events.Open(filepath.Join(opts.DataDir, "events.db"), events.Options{
 		MaxCount: cfg.EventsMaxCount, MaxAge: time.Duration(cfg.EventsMaxAgeSecs) * time.Second, Logger: log})
 	if err != nil {
@@ -170,7 +181,12 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if err != nil {
 		return err
 	}
-	undo.Push("closing the sandbox manager", mgr.Close)
+	cleanShutdown = false
+	undo.Push("closing the sandbox manager", func(ctx context.Context) error {
+		err := mgr.Close(ctx)
+		cleanShutdown = err == nil
+		return err
+	})
 	resolver.SetDirectory(mgr.Resolver())
 	jobRunner, err := jobs.Open(filepath.Join(opts.DataDir, "jobs.db"), mgr, jobs.Options{MaxRunning: cfg.JobsMaxRunning,
 		MaxQueuedPerOwner: cfg.MaxQueuedJobsPerOwner, MaxKept: cfg.JobsMaxKept, Events: evlog, Logger: log})
@@ -195,15 +211,12 @@ func Run(ctx context.Context, opts Options) (err error) {
 	srv.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
 	ln = netutil.LimitListener(ln, cfg.MaxConnections)
 	serveErr := make(chan error, 2)
-	eng, err := startEngine(opts.EngineListen, cfg.MaxConnections, table, engineapi.Options{Logger: log, Auth: tokens, Guard: guard,
+	eng := startEngine(engLn, cfg.MaxConnections, table, engineapi.Options{Logger: log, Auth: tokens, Guard: guard,
 		ReadTimeout: read, WriteTimeout: write, IdleTimeout: idle,
 		SessionsPerOwner:           cfg.EngineSessionsPerOwner,
 		ChannelBufferBytes:         cfg.ChannelBufferMB << 20,
 		ChannelBufferPerOwnerBytes: cfg.ChannelBufferPerOwnerMB << 20,
 	}, serveErr)
-	if err != nil {
-		return err
-	}
 	undo.Push("stopping the engine WebSocket", eng.shutdown)
 	mgr.ProtectPorts(listenPorts(eng.addr())...)
 	prof, err := startProfiler(opts.PprofListen, serveErr)
@@ -246,6 +259,18 @@ func ignoreClosed(err error) error {
 		return nil
 	}
 	return err
+}
+
+// listen binds addr, the value of flag; an address in use says what to do.
+func listen(addr, flag string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return nil, fmt.Errorf("%s %s: the address is in use (another hutch daemon, or another program, listens there): stop it, or pass %s with another address", flag, addr, flag)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", flag, addr, err)
+	}
+	return ln, nil
 }
 
 // ignoreNetClosed drops the error of closing a listener that is closed

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"fmt"
 	"net"
 
 	"golang.org/x/net/netutil"
@@ -18,20 +17,16 @@ type engine struct {
 	ln  net.Listener
 }
 
-// startEngine serves the engine WebSocket over table on addr ("" disables
+// startEngine serves the engine WebSocket over table on ln (nil disables
 // it), at most maxConns connections at once; a serving error is sent to
 // errc.
-func startEngine(addr string, maxConns int, table *functions.Table, opts engineapi.Options, errc chan<- error) (engine, error) {
-	if addr == "" {
-		return engine{}, nil
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return engine{}, fmt.Errorf("listening on %s (engine WebSocket): %w", addr, err)
+func startEngine(ln net.Listener, maxConns int, table *functions.Table, opts engineapi.Options, errc chan<- error) engine {
+	if ln == nil {
+		return engine{}
 	}
 	e := engine{srv: engineapi.New(table, opts), ln: netutil.LimitListener(ln, maxConns)}
 	go func() { errc <- e.srv.Serve(e.ln) }()
-	return e, nil
+	return e
 }
 
 // addr is the bound address, "" when disabled.

@@ -100,7 +100,8 @@ func TestRunscFlagOverridesTheBlock(t *testing.T) {
 }
 
 // TestFailedStartReleasesEverything: a start that fails half-way (its
-// address is taken) closes the runtime and unlocks the data dir.
+// event log cannot be opened) closes the runtime and unlocks the data dir;
+// one whose address is taken fails before it starts anything.
 func TestFailedStartReleasesEverything(t *testing.T) {
 	dir := t.TempDir()
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
@@ -117,10 +118,23 @@ func TestFailedStartReleasesEverything(t *testing.T) {
 		t.Fatal(err)
 	}
 	closes.Store(0)
-	err = Run(context.Background(), Options{ConfigPath: conf, Listen: taken.Addr().String(), DataDir: filepath.Join(dir, "data"),
-		AgentPath: agent, Logger: slog.New(slog.DiscardHandler)})
-	if err == nil || !strings.Contains(err.Error(), "listening on") {
+	opts := Options{ConfigPath: conf, Listen: taken.Addr().String(), DataDir: filepath.Join(dir, "data"),
+		AgentPath: agent, Logger: slog.New(slog.DiscardHandler)}
+	err = Run(context.Background(), opts)
+	if err == nil || !strings.Contains(err.Error(), "--listen "+taken.Addr().String()+": the address is in use") {
 		t.Fatalf("Run on a taken address: %v", err)
+	}
+	if closes.Load() != 0 {
+		t.Errorf("a start refused for its address closed the runtime %d times: it started it", closes.Load())
+	}
+	// The event log's file is a directory: the start fails once the
+	// runtime is up.
+	if err := os.MkdirAll(filepath.Join(opts.DataDir, "events.db"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	opts.Listen = "127.0.0.1:0"
+	if err := Run(context.Background(), opts); err == nil || !strings.Contains(err.Error(), "events.db") {
+		t.Fatalf("Run with a directory for events.db: %v", err)
 	}
 	if closes.Load() != 1 {
 		t.Errorf("runtime closed %d times, want once", closes.Load())

@@ -81,7 +81,7 @@ func Failure(op string, r Result) error {
 	}
 	if r.ExitCode == exitNotFound && strings.Contains(r.Stderr, "exec: git:") {
 		return errdefs.New(errdefs.CodeNoInterpreter, "the sandbox's image has no git").
-			WithFix(nil, "use an image with git (the python, node and python-data presets have it), or install it")
+			WithFix(nil, "use an image with git, or install it")
 	}
 	if op == "commit" && r.ExitCode == 1 && containsAny(out, "nothing to commit", "nothing added to commit", "no changes added to commit") {
 		return errdefs.New(errdefs.CodeGitNothing, "git commit: nothing to commit").

@@ -133,9 +133,20 @@ func (g *gitCall) timedOut() error {
 func (g *gitCall) ok(c gitcmd.Cmd) (gitcmd.Result, error) {
 	r, err := g.run(c)
 	if err == nil && r.ExitCode != 0 {
-		err = gitcmd.Failure(g.op, r)
+		err = g.failure(r)
 	}
 	return r, err
+}
+
+// failure is gitcmd.Failure, whose S242 (no git) names the images that
+// have git.
+func (g *gitCall) failure(r gitcmd.Result) error {
+	err := gitcmd.Failure(g.op, r)
+	if e := errdefs.As(err); e.Code == errdefs.CodeNoInterpreter {
+		e.FixNote = g.m.withFix("git")
+		return e
+	}
+	return err
 }
 
 // status is the repository's status.
@@ -324,7 +335,7 @@ func (m *Manager) GitLog(ctx context.Context, req api.GitLogRequest) (api.GitLog
 		case r.ExitCode != 0 && req.Ref == "" && strings.Contains(r.Stderr, "does not have any commits yet"):
 			return api.GitLogResponse{Commits: []api.GitCommit{}}, nil
 		case r.ExitCode != 0:
-			return api.GitLogResponse{}, gitcmd.Failure(g.op, r)
+			return api.GitLogResponse{}, g.failure(r)
 		}
 		commits, err := gitcmd.ParseLog(r.Stdout, r.StdoutCut)
 		return api.GitLogResponse{Commits: commits, Truncated: r.StdoutCut}, err
@@ -403,7 +414,7 @@ func (m *Manager) GitRemote(ctx context.Context, req api.GitRemoteRequest) (api.
 		case r.ExitCode == 1 && len(r.Stdout) == 0:
 			return api.GitRemoteResponse{Remotes: []api.GitRemote{}}, nil // none
 		case r.ExitCode != 0:
-			return api.GitRemoteResponse{}, gitcmd.Failure(g.op, r)
+			return api.GitRemoteResponse{}, g.failure(r)
 		}
 		return api.GitRemoteResponse{Remotes: gitcmd.ParseRemotes(r.Stdout)}, nil
 	})
@@ -422,7 +433,7 @@ func (g *gitCall) addRemote(req api.GitRemoteRequest, remote gitcmd.Remote) erro
 		case r.ExitCode == 0:
 			return nil
 		case !strings.Contains(strings.ToLower(r.Stderr), "no such remote"):
-			return gitcmd.Failure(g.op, r)
+			return g.failure(r)
 		}
 	}
 	_, err := g.ok(gitcmd.RemoteAdd(req.Name, req.URL, false))
@@ -445,7 +456,7 @@ func (m *Manager) GitConfig(ctx context.Context, req api.GitConfigRequest) (api.
 		case r.ExitCode == 1 && get, r.ExitCode == 5 && req.Unset:
 			return none, nil // not set: no values, nothing to remove
 		case r.ExitCode != 0:
-			return api.GitConfigResponse{}, gitcmd.Failure(g.op, r)
+			return api.GitConfigResponse{}, g.failure(r)
 		case req.Key == "":
 			return api.GitConfigResponse{Entries: gitcmd.ParseConfig(r.Stdout)}, nil
 		case get:

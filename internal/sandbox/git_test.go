@@ -144,6 +144,9 @@ func TestGitThroughTheManager(t *testing.T) {
 	noGit.Env = append(noGit.Env, "PATH=/nonexistent")
 	if _, err := m.GitStatus(ctx, api.GitStatusRequest{GitTarget: noGit}); !errdefs.Is(err, errdefs.CodeNoInterpreter) {
 		t.Errorf("status without git: %v, want S242", err)
+	} else if fix := errdefs.As(err).FixNote; fix != "use an image with git (python, node), or install it" {
+		// The images that have git, as the image store finds them.
+		t.Errorf("status without git: fix %q, want the images that have git", fix)
 	}
 	if _, err := m.GitClone(ctx, api.GitCloneRequest{GitTarget: target(t.TempDir() + "/c"), URL: "/nonexistent/repo"}); !errdefs.Is(err, errdefs.CodeGitNoRemote) {
 		t.Errorf("clone of a missing local path: %v, want S272", err)

@@ -36,6 +36,21 @@ func (m *Manager) catalog() []string {
 	return names
 }
 
+// withFix is the hint of S242 for a command the sandbox's image lacks: the
+// images the caller may create that have it.
+func (m *Manager) withFix(command string) string {
+	var names []string
+	for _, n := range m.images.With(command) {
+		if slices.Contains(m.cfg.ImageAllowlist, n) {
+			names = append(names, n)
+		}
+	}
+	if len(names) == 0 {
+		return "install " + command + " in the sandbox (no image this daemon allows has it)"
+	}
+	return "use an image with " + command + " (" + strings.Join(names, ", ") + "), or install it"
+}
+
 // Catalog is sandbox::catalog::list: presets first, then custom images
 // sorted by name. Listing is not permission: image_allowlist decides what
 // a create may boot.

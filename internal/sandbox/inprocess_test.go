@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	osexec "os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -33,6 +34,15 @@ func (s *testImages) Catalog() []image.Entry {
 }
 func (s *testImages) Pull(ctx context.Context, name string) (*image.Image, error) {
 	return s.Ensure(ctx, name, true)
+}
+
+// With is every catalog image when command is on the host's PATH: an
+// in-process agent runs the host's programs.
+func (s *testImages) With(command string) []string {
+	if _, err := osexec.LookPath(command); err != nil {
+		return nil
+	}
+	return []string{"python", "node"}
 }
 func (s *testImages) Remove(_ context.Context, name string, guard func(string) error) (bool, error) {
 	return true, guard("id-" + name)

@@ -71,7 +71,7 @@ func (m *Manager) Install(ctx context.Context, req api.InstallRequest, emit emit
 	}
 	if !check.Success {
 		return api.ExecResponse{}, errdefs.New(errdefs.CodeNoInterpreter, "sandbox %s (image %s) has no %s", sb.rec.ID, sb.rec.Image, req.Manager).
-			WithFix(nil, "use an image with "+req.Manager+" (python-data has pip, node has npm)")
+			WithFix(nil, m.withFix(req.Manager))
 	}
 	return m.ExecStream(ctx, api.ExecRequest{SandboxID: sb.rec.ID, Argv: argv, TimeoutMs: m.cfg.MaxExecTimeoutMs, Workdir: packageDir(sb)}, emit)
 }

@@ -168,7 +168,7 @@ func (m *Manager) startKernel(ctx context.Context, sb *sandbox, c *interpContext
 		Stdin: true, Tag: contextTag + c.id})
 	if errors.Is(err, errCannotStart) {
 		return errdefs.New(errdefs.CodeNoInterpreter, "sandbox %s (image %s) has no %s for %s contexts", sb.rec.ID, sb.rec.Image, c.kernel.Argv[0], c.language).
-			WithFix(nil, "use an image with "+c.kernel.Argv[0]+" (python, python-data, node), or install it")
+			WithFix(nil, m.withFix(c.kernel.Argv[0]))
 	}
 	if err != nil {
 		return err

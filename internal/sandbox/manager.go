@@ -39,6 +39,8 @@ type Images interface {
 	Catalog() []image.Entry
 	Pull(ctx context.Context, name string) (*image.Image, error)
 	Remove(ctx context.Context, name string, guard func(id string) error) (bool, error)
+	// With lists the catalog images that have a command on their PATH.
+	With(command string) []string
 }
 
 // Options configure a Manager.

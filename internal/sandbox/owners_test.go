@@ -30,6 +30,7 @@ func (f *fakeImages) Status(name string) api.ImageStatus {
 	return api.ImageStatus{Name: name, State: "ready", ID: fakeImageID}
 }
 func (f *fakeImages) Catalog() []image.Entry { return []image.Entry{{Name: "python", Kind: "preset"}} }
+func (f *fakeImages) With(string) []string   { return nil }
 func (f *fakeImages) Pull(context.Context, string) (*image.Image, error) {
 	f.pulled++
 	return &image.Image{ID: fakeImageID}, nil

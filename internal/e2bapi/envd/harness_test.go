@@ -40,6 +40,7 @@ func (s readyImages) Status(name string) api.ImageStatus {
 	return api.ImageStatus{Name: name, State: "ready"}
 }
 func (s readyImages) Catalog() []image.Entry { return []image.Entry{{Name: "python"}} }
+func (s readyImages) With(string) []string   { return nil }
 func (s readyImages) Pull(ctx context.Context, name string) (*image.Image, error) {
 	return s.Ensure(ctx, name, true)
 }

@@ -22,21 +22,26 @@ export function exclusive (fn) {
 
 // actionButtons returns the buttons that fit s's state; done runs after
 // an action succeeded, with its answer (a fork's has sandbox_ids, a
-// snapshot's snapshot_id).
+// snapshot's snapshot_id). An action that cannot be undone (stop) asks
+// first, as removing an image does.
 export function actionButtons (s, done = () => {}) {
   const id = enc(s.sandbox_id)
-  const act = (label, fn, props) => button(label, () => exclusive(async () => {
-    const res = await fn()
-    const made = res?.sandbox_ids?.join(', ') ?? res?.snapshot_id
-    flash(`${label}: ${s.sandbox_id}${made ? ` → ${made}` : ''}`)
-    await done(res)
-  }), { 'data-action': label.toLowerCase(), ...props })
+  const act = (label, fn, props, ask) => button(label, () => {
+    if (ask && !confirm(ask)) return
+    return exclusive(async () => {
+      const res = await fn()
+      const made = res?.sandbox_ids?.join(', ') ?? res?.snapshot_id
+      flash(`${label}: ${s.sandbox_id}${made ? ` → ${made}` : ''}`)
+      await done(res)
+    })
+  }, { 'data-action': label.toLowerCase(), ...props })
   if (s.stopped) return []
   const out = []
   if (s.state === 'paused') out.push(act('Resume', () => api('POST', `/v1/sandboxes/${id}/resume`, {})))
   else out.push(act('Pause', () => api('POST', `/v1/sandboxes/${id}/pause`, {})))
   out.push(act('Fork', () => api('POST', `/v1/sandboxes/${id}/fork`, {})))
   out.push(act('Snapshot', () => api('POST', `/v1/sandboxes/${id}/snapshots`, {})))
-  out.push(act('Stop', () => api('DELETE', `/v1/sandboxes/${id}`), { class: 'danger' }))
+  out.push(act('Stop', () => api('DELETE', `/v1/sandboxes/${id}`), { class: 'danger' },
+    `Stop sandbox ${s.sandbox_id}? Everything running in it ends; a stopped sandbox cannot be started again.`))
   return out
 }

@@ -60,6 +60,6 @@ export async function render (root, _params, signal) {
     if (note) rows.push(['Note', note])
     replace(summary, rows.map(([k, v]) => [h('dt', null, k), h('dd', null, String(v))]))
     replace(body, metrics.filter((m) => m.name.startsWith('hutch_')).map((m) => h('tr', null,
-      h('td', { class: 'mono' }, m.name), h('td', { class: 'mono' }, m.labels), h('td', { class: 'num' }, String(m.value)))))
+      h('td', { class: 'mono' }, m.name), h('td', { class: 'mono wrap' }, m.labels), h('td', { class: 'num' }, String(m.value)))))
   })
 }

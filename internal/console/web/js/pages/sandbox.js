@@ -1,6 +1,6 @@
 // One sandbox: its state and actions, cpu/memory charts, a terminal,
 // processes, files, exposed ports and its events, live.
-import { api, follow, sse, q, token } from '../api.js'
+import { api, follow, sse, q, token, ApiError } from '../api.js'
 import { h, replace, bytes, duration, stateBadge, button, flash, field, safeHref } from '../dom.js'
 import { actionButtons, passing } from '../actions.js'
 import { Chart } from '../chart.js'
@@ -85,7 +85,14 @@ export async function render (root, [id], signal) {
   for (const k of Object.keys(tabs)) bar.append(h('button', { type: 'button', 'data-tab': k, onclick: () => show(k) }, k[0].toUpperCase() + k.slice(1)))
   replace(root, head, bar, Object.values(tabs))
   show('overview')
-  await refresh()
+  try {
+    await refresh()
+  } catch (err) {
+    // 404: no such sandbox for this caller; 400: not an id at all.
+    if (!(err instanceof ApiError) || (err.status !== 404 && err.status !== 400)) throw err
+    replace(root, missing(id, err))
+    return
+  }
 
   const addEvent = (e) => evBody.prepend(h('tr', null, h('td', { class: 'mono' }, e.time), h('td', null, e.type),
     h('td', { class: 'mono' }, e.data == null ? '' : JSON.stringify(e.data))))
@@ -113,4 +120,14 @@ export async function render (root, [id], signal) {
       .catch(() => {}).finally(() => { metrics = null })
   }
   watchMetrics()
+}
+
+// missing is the page of a sandbox id the API does not know for this
+// caller: another owner's sandbox is the same answer.
+function missing (id, err) {
+  return h('div', { class: 'panel', id: 'sandbox-missing' },
+    h('h1', null, 'No such sandbox'),
+    h('p', null, 'There is no sandbox ', h('span', { class: 'mono' }, id), ' for you: the id is mistyped, the sandbox belongs to another owner, or it stopped long enough ago that its record is gone (stopped_retention_secs).'),
+    h('p', { class: 'muted' }, err.message),
+    h('p', null, h('a', { href: '#/sandboxes' }, 'Back to the sandboxes')))
 }
