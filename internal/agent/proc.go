@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"errors"
+	"io"
 	"os"
 	"sync"
 	"syscall"
@@ -121,43 +123,79 @@ func spawn(path, dir string, req *agentv1.StartRequest, onExit func(*proc)) (*pr
 		return nil, err
 	}
 
-	var drains sync.WaitGroup
+	ended := make(chan struct{}, len(s.out))
 	for i, f := range s.out {
-		drains.Go(func() { p.drain(i, f) })
+		go p.drain(i, f, ended)
 	}
 	if p.in != nil {
 		// Locked here so that no WriteStdin can come before these bytes.
 		p.inMu.Lock()
 		go p.feed(ereq.GetStdin())
 	}
-	go p.run(status, time.Duration(ereq.GetTimeoutMs())*time.Millisecond, s.out, &drains, onExit)
+	go p.run(status, time.Duration(ereq.GetTimeoutMs())*time.Millisecond, s.out, ended, onExit)
 	return p, nil
 }
 
-// drain reads one output file to its end into ring s.
-func (p *proc) drain(s int, f *os.File) {
+// drain reads one output file into ring s until its end, closes it and
+// tells ended. When the process has exited with the file still open, held
+// by processes it left behind, run cuts the read short: a terminal is then
+// closed (hung up, as a terminal's window is), and a pipe is read on, what
+// it brings dropped, until they close it, so that their writes never fail
+// and what they write costs one small buffer.
+func (p *proc) drain(s int, f *os.File, ended chan<- struct{}) {
+	defer func() {
+		f.Close()
+		ended <- struct{}{}
+	}()
+	if p.fill(s, f) && p.pty == nil {
+		discard(f)
+	}
+}
+
+// fill reads f into ring s until its end (false) or until the process has
+// exited with f still open (true).
+func (p *proc) fill(s int, f *os.File) bool {
 	chunk := make([]byte, readChunk)
 	for {
 		n, err := f.Read(chunk)
-		if n > 0 {
-			p.write(s, chunk[:n])
+		if n > 0 && !p.write(s, chunk[:n]) {
+			return true
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return true // cut short by run, after the exit
 		}
 		if err != nil {
+			return false
+		}
+	}
+}
+
+// discard reads f to its end and drops what it reads.
+func discard(f *os.File) {
+	for {
+		// run's cut may come after the reset: then read on.
+		_ = f.SetReadDeadline(time.Time{})
+		if _, err := io.Copy(io.Discard, f); !errors.Is(err, os.ErrDeadlineExceeded) {
 			return
 		}
 	}
 }
 
 // write appends b to ring s, once no capture reader still needs the bytes
-// it would push out, and wakes the readers.
-func (p *proc) write(s int, b []byte) {
+// it would push out, and wakes the readers. Once the process's exit is
+// recorded the rings are final: it drops b and returns false.
+func (p *proc) write(s int, b []byte) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for p.heldBackLocked(s, len(b)) {
+	for p.exited == nil && p.heldBackLocked(s, len(b)) {
 		p.cond.Wait()
+	}
+	if p.exited != nil {
+		return false
 	}
 	p.out[s].write(b)
 	p.notifyLocked()
+	return true
 }
 
 func (p *proc) notifyLocked() {
@@ -215,8 +253,9 @@ func (p *proc) closeStdin() {
 }
 
 // run waits for the process to exit, or kills its process group when the
-// timeout fires, lets its output drain, and records its exit.
-func (p *proc) run(ws <-chan syscall.WaitStatus, timeout time.Duration, out []*os.File, drains *sync.WaitGroup, onExit func(*proc)) {
+// timeout fires, lets its output drain, and records its exit. drains gets
+// one value from each drain of out as it ends.
+func (p *proc) run(ws <-chan syscall.WaitStatus, timeout time.Duration, out []*os.File, drains <-chan struct{}, onExit func(*proc)) {
 	var expired <-chan time.Time
 	if timeout > 0 {
 		t := time.NewTimer(timeout)
@@ -238,7 +277,7 @@ func (p *proc) run(ws <-chan syscall.WaitStatus, timeout time.Duration, out []*o
 	}
 	ended := time.Now()
 	oomKilled := p.cg.end()
-	release(out, drains)
+	drained := settle(len(out), drains)
 	if p.in != nil {
 		// A writer blocked on a child that stopped reading gives up.
 		_ = p.in.SetWriteDeadline(time.Now())
@@ -261,33 +300,31 @@ func (p *proc) run(ws <-chan syscall.WaitStatus, timeout time.Duration, out []*o
 	p.exited = e
 	close(p.done)
 	p.notifyLocked()
+	p.cond.Broadcast() // writers held back drop their bytes now
 	p.mu.Unlock()
+	if !drained {
+		// Errors only mean the file is already closed: its drain is done.
+		for _, f := range out {
+			_ = f.SetReadDeadline(time.Now())
+		}
+	}
 	onExit(p)
 }
 
-// release gives the output readers up to pipeGrace to finish on their own
-// (a child the process left behind may hold its pipes open indefinitely),
-// then cuts them off and closes the files.
-func release(out []*os.File, drains *sync.WaitGroup) {
-	io := make(chan struct{})
-	go func() {
-		drains.Wait()
-		close(io)
-	}()
+// settle gives the n drains up to pipeGrace to reach the end of their
+// files, and reports whether they did: a child the process left behind
+// may hold its stdout or stderr open indefinitely.
+func settle(n int, ended <-chan struct{}) bool {
 	t := time.NewTimer(pipeGrace)
 	defer t.Stop()
-	select {
-	case <-io:
-	case <-t.C:
+	for range n {
+		select {
+		case <-ended:
+		case <-t.C:
+			return false
+		}
 	}
-	// Errors only mean the file is already closed: its goroutine is done.
-	for _, f := range out {
-		_ = f.SetReadDeadline(time.Now())
-	}
-	<-io
-	for _, f := range out {
-		f.Close()
-	}
+	return true
 }
 
 // signal sends sig to the process's group while it has not exited.
