@@ -123,46 +123,49 @@ func spawn(path, dir string, req *agentv1.StartRequest, onExit func(*proc)) (*pr
 		return nil, err
 	}
 
-	ended := make(chan struct{}, len(s.out))
+	filled := make(chan struct{}, len(s.out))
 	for i, f := range s.out {
-		go p.drain(i, f, ended)
+		go p.drain(i, f, filled)
 	}
 	if p.in != nil {
 		// Locked here so that no WriteStdin can come before these bytes.
 		p.inMu.Lock()
 		go p.feed(ereq.GetStdin())
 	}
-	go p.run(status, time.Duration(ereq.GetTimeoutMs())*time.Millisecond, s.out, ended, onExit)
+	go p.run(status, time.Duration(ereq.GetTimeoutMs())*time.Millisecond, s.out, filled, onExit)
 	return p, nil
 }
 
 // drain reads one output file into ring s until its end, closes it and
-// tells ended. When the process has exited with the file still open, held
-// by processes it left behind, run cuts the read short: a terminal is then
-// closed (hung up, as a terminal's window is), and a pipe is read on, what
-// it brings dropped, until they close it, so that their writes never fail
-// and what they write costs one small buffer.
-func (p *proc) drain(s int, f *os.File, ended chan<- struct{}) {
-	defer func() {
+// tells filled. When the process has exited with the file still open,
+// held by processes it left behind, run cuts the reads short (after
+// pipeGrace) and waits for filled: the rings then hold all they will.
+// After the cut a terminal is closed (hung up, as a terminal's window is),
+// and a pipe is read on, what it brings dropped, until they close it: so
+// their writes never fail, and cost one small buffer.
+func (p *proc) drain(s int, f *os.File, filled chan<- struct{}) {
+	cut := p.fill(s, f)
+	if !cut || p.pty != nil {
 		f.Close()
-		ended <- struct{}{}
-	}()
-	if p.fill(s, f) && p.pty == nil {
-		discard(f)
+		filled <- struct{}{}
+		return
 	}
+	filled <- struct{}{}
+	discard(f)
+	f.Close()
 }
 
-// fill reads f into ring s until its end (false) or until the process has
-// exited with f still open (true).
+// fill reads f into ring s until its end (false) or until run cuts the
+// read short (true).
 func (p *proc) fill(s int, f *os.File) bool {
 	chunk := make([]byte, readChunk)
 	for {
 		n, err := f.Read(chunk)
-		if n > 0 && !p.write(s, chunk[:n]) {
-			return true
+		if n > 0 {
+			p.write(s, chunk[:n])
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			return true // cut short by run, after the exit
+			return true
 		}
 		if err != nil {
 			return false
@@ -172,30 +175,20 @@ func (p *proc) fill(s int, f *os.File) bool {
 
 // discard reads f to its end and drops what it reads.
 func discard(f *os.File) {
-	for {
-		// run's cut may come after the reset: then read on.
-		_ = f.SetReadDeadline(time.Time{})
-		if _, err := io.Copy(io.Discard, f); !errors.Is(err, os.ErrDeadlineExceeded) {
-			return
-		}
-	}
+	_ = f.SetReadDeadline(time.Time{})
+	_, _ = io.Copy(io.Discard, f)
 }
 
 // write appends b to ring s, once no capture reader still needs the bytes
-// it would push out, and wakes the readers. Once the process's exit is
-// recorded the rings are final: it drops b and returns false.
-func (p *proc) write(s int, b []byte) bool {
+// it would push out, and wakes the readers.
+func (p *proc) write(s int, b []byte) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for p.exited == nil && p.heldBackLocked(s, len(b)) {
+	for p.heldBackLocked(s, len(b)) {
 		p.cond.Wait()
-	}
-	if p.exited != nil {
-		return false
 	}
 	p.out[s].write(b)
 	p.notifyLocked()
-	return true
 }
 
 func (p *proc) notifyLocked() {
@@ -254,7 +247,7 @@ func (p *proc) closeStdin() {
 
 // run waits for the process to exit, or kills its process group when the
 // timeout fires, lets its output drain, and records its exit. drains gets
-// one value from each drain of out as it ends.
+// one value from each drain of out once it has filled its ring.
 func (p *proc) run(ws <-chan syscall.WaitStatus, timeout time.Duration, out []*os.File, drains <-chan struct{}, onExit func(*proc)) {
 	var expired <-chan time.Time
 	if timeout > 0 {
@@ -277,7 +270,7 @@ func (p *proc) run(ws <-chan syscall.WaitStatus, timeout time.Duration, out []*o
 	}
 	ended := time.Now()
 	oomKilled := p.cg.end()
-	drained := settle(len(out), drains)
+	settle(out, drains)
 	if p.in != nil {
 		// A writer blocked on a child that stopped reading gives up.
 		_ = p.in.SetWriteDeadline(time.Now())
@@ -300,31 +293,37 @@ func (p *proc) run(ws <-chan syscall.WaitStatus, timeout time.Duration, out []*o
 	p.exited = e
 	close(p.done)
 	p.notifyLocked()
-	p.cond.Broadcast() // writers held back drop their bytes now
 	p.mu.Unlock()
-	if !drained {
-		// Errors only mean the file is already closed: its drain is done.
-		for _, f := range out {
-			_ = f.SetReadDeadline(time.Now())
-		}
-	}
 	onExit(p)
 }
 
-// settle gives the n drains up to pipeGrace to reach the end of their
-// files, and reports whether they did: a child the process left behind
-// may hold its stdout or stderr open indefinitely.
-func settle(n int, ended <-chan struct{}) bool {
+// settle gives the drains of out up to pipeGrace to reach the end of
+// their files (a child the process left behind may hold its stdout or
+// stderr open indefinitely), then cuts their reads short, and returns once
+// each has put what it read in its ring.
+func settle(out []*os.File, drains <-chan struct{}) {
+	left := len(out)
 	t := time.NewTimer(pipeGrace)
 	defer t.Stop()
-	for range n {
+wait:
+	for left > 0 {
 		select {
-		case <-ended:
+		case <-drains:
+			left--
 		case <-t.C:
-			return false
+			break wait
 		}
 	}
-	return true
+	if left == 0 {
+		return
+	}
+	// Errors only mean the file is already closed: its drain is done.
+	for _, f := range out {
+		_ = f.SetReadDeadline(time.Now())
+	}
+	for ; left > 0; left-- {
+		<-drains
+	}
 }
 
 // signal sends sig to the process's group while it has not exited.
