@@ -271,7 +271,7 @@ func TestInterpreterKernelCommands(t *testing.T) {
 	}
 	for _, want := range []string{"python3 -u /tmp/hutch-kernel.py", "bash --noprofile --norc /tmp/hutch-kernel.sh"} {
 		if !strings.Contains(out, want) {
-			t.Errorf("hutch ps does not show %q:\n%s", want, out)
+			t.Errorf("hutch ps does not show %q:\n%s", want, safeClip(out))
 		}
 	}
 }
