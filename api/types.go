@@ -173,8 +173,9 @@ type ExecResponse struct {
 	// a microVM's guest reports it; under gVisor running out of memory
 	// ends the whole sandbox, with cause out_of_memory. A hutch addition.
 	OOMKilled bool `json:"oom_killed,omitempty"`
-	// TimeoutMs is the timeout the exec ran with (not sent on the wire).
-	TimeoutMs uint64 `json:"-"`
+	// TimeoutMs is the timeout the exec ran with: the request's, or the
+	// daemon's default_exec_timeout_ms. A hutch addition.
+	TimeoutMs uint64 `json:"timeout_ms,omitempty"`
 }
 
 // StopRequest is the payload of sandbox::stop.

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -222,6 +223,49 @@ func TestTimeoutReturnsPartialOutput(t *testing.T) {
 	env := wantCode(t, err, "S200")
 	if !strings.Contains(env.Message, "exec timed out after 300ms") {
 		t.Fatalf("S200 message = %q", env.Message)
+	}
+}
+
+// TestExecTimeoutOverTheCap: a timeout over max_exec_timeout_ms is refused
+// (S001 naming the cap) on every path, not cut to the cap in silence; a
+// timeout is reported as the one the exec ran with, the default included.
+func TestExecTimeoutOverTheCap(t *testing.T) {
+	d := startDaemon(t, baseConfig("max_exec_timeout_ms: 2000\ndefault_exec_timeout_ms: 1000\n"))
+	id := d.create(api.CreateRequest{Image: "python"})
+	over := api.ExecRequest{SandboxID: id, Cmd: "true", TimeoutMs: 5000}
+	names := func(path, msg string) {
+		t.Helper()
+		if !strings.Contains(msg, "max_exec_timeout_ms") || !strings.Contains(msg, "2000") {
+			t.Errorf("%s: message %q does not name the cap", path, msg)
+		}
+	}
+	_, err := d.c.Exec(context.Background(), over)
+	names("REST", wantCode(t, err, "S001").Message)
+	_, err = d.c.ExecStream(context.Background(), over, func(string, json.RawMessage) error { return nil })
+	names("REST stream", wantCode(t, err, "S001").Message)
+	var out api.ExecResponse
+	err = d.c.Call(context.Background(), "sandbox::exec", over, &out)
+	names("function", wantCode(t, err, "S001").Message)
+	_, errOut, code := d.cli("", "exec", id, "--timeout", "5s", "--", "true")
+	if code != 125 || !strings.Contains(errOut, "S001") || !strings.Contains(errOut, "2s") {
+		t.Errorf("hutch exec --timeout 5s: %d %q", code, errOut)
+	}
+	// At the cap, and by default: the message names the timeout it ran with.
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--timeout", "2s"}, "hutch: timed out after 2s"},
+		{nil, "hutch: timed out after 1s"},
+	} {
+		args := append(append([]string{"exec", id}, tt.args...), "--", "sleep", "100")
+		if _, errOut, code := d.cli("", args...); code != 124 || !strings.Contains(errOut, tt.want) {
+			t.Errorf("hutch %v: %d %q, want 124 and %q", args, code, errOut, tt.want)
+		}
+	}
+	r, err := d.c.Exec(context.Background(), api.ExecRequest{SandboxID: id, Cmd: "sleep", Args: []string{"100"}})
+	if err != nil || !r.TimedOut || r.TimeoutMs != 1000 {
+		t.Errorf("exec with the default timeout: %+v %v, want timed out with timeout_ms 1000", r, err)
 	}
 }
 

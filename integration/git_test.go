@@ -79,7 +79,7 @@ func TestGitAgainstAServerOnTheHost(t *testing.T) {
 	noSecretAnywhere := func(when string) {
 		t.Helper()
 		header := base64.StdEncoding.EncodeToString([]byte(user + ":" + pw))
-		r := d.execReq(api.ExecRequest{SandboxID: id, TimeoutMs: 600000, Argv: slices.Concat(grepAll, []string{"-e", pw, "-e", header, "/"})})
+		r := d.execReq(api.ExecRequest{SandboxID: id, TimeoutMs: setupTimeoutMs, Argv: slices.Concat(grepAll, []string{"-e", pw, "-e", header, "/"})})
 		if r.ExitCode == nil || *r.ExitCode != 1 {
 			t.Errorf("%s: grep for the password in the sandbox: exit %v, files %q, stderr %q", when, r.ExitCode, r.Stdout, r.Stderr)
 		}
@@ -192,7 +192,7 @@ func TestGitAgainstAServerOnTheHost(t *testing.T) {
 
 	// The search for the password is not blind: a file holding it is found.
 	d.setup(id, "sh", "-c", "echo \"$0\" > /var/control", pw)
-	r := d.execReq(api.ExecRequest{SandboxID: id, TimeoutMs: 600000, Argv: slices.Concat(grepAll, []string{"-e", pw, "/"})})
+	r := d.execReq(api.ExecRequest{SandboxID: id, TimeoutMs: setupTimeoutMs, Argv: slices.Concat(grepAll, []string{"-e", pw, "/"})})
 	if strings.TrimSpace(r.Stdout) != "/var/control" {
 		t.Errorf("grep found %q, want /var/control", r.Stdout)
 	}

@@ -233,3 +233,55 @@ func TestInterpreterInstallsPackages(t *testing.T) {
 		t.Errorf("an option as a package: %d %s", status, body)
 	}
 }
+
+// TestInterpreterKernelCommands: a context's kernel runs from a file, so
+// that process lists (sandbox::process::list, hutch ps, the console) show
+// it as a short command naming the kernel, not as its whole source.
+func TestInterpreterKernelCommands(t *testing.T) {
+	d := startDaemon(t, baseConfig(""))
+	id := d.create(api.CreateRequest{Image: "python"})
+	for lang, code := range map[string]string{"python": "import sys\nsys.path[0]", "bash": "true"} {
+		if _, res := runCell(t, d, api.RunCodeRequest{SandboxID: id, Language: lang, Code: code}); res.Status != "ok" {
+			t.Fatalf("%s: %+v", lang, res)
+		}
+	}
+	list, err := d.c.ListProcesses(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kernels := 0
+	for _, p := range list.Processes {
+		if !strings.HasPrefix(p.Tag, "interpreter:") {
+			continue
+		}
+		kernels++
+		if len(p.Command) > 80 || !strings.Contains(p.Command, "/tmp/hutch-kernel.") {
+			t.Errorf("kernel %d is listed as a %d-byte command %q, want a short one naming its file", p.Pid, len(p.Command), safeClip(p.Command))
+		}
+	}
+	if kernels != 2 {
+		t.Fatalf("%d kernels in %+v, want 2", kernels, list.Processes)
+	}
+	out, errOut, code := d.cli("", "ps", id)
+	if code != 0 {
+		t.Fatalf("hutch ps: %d %q", code, errOut)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if len(line) > 200 {
+			t.Errorf("hutch ps has a %d-byte line: %q", len(line), safeClip(line))
+		}
+	}
+	for _, want := range []string{"python3 -u /tmp/hutch-kernel.py", "bash --noprofile --norc /tmp/hutch-kernel.sh"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("hutch ps does not show %q:\n%s", want, safeClip(out))
+		}
+	}
+}
+
+// safeClip is s cut to a length a test message can show.
+func safeClip(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "…"
+	}
+	return s
+}

@@ -292,7 +292,7 @@ func TestExecTimeoutDefaultAndCap(t *testing.T) {
 		want      time.Duration
 	}{
 		{"default", 0, time.Second},
-		{"capped", 60_000, 1500 * time.Millisecond},
+		{"at the cap", 1500, 1500 * time.Millisecond},
 		{"under the cap", 500, 500 * time.Millisecond},
 	}
 	for _, tt := range tests {
@@ -313,10 +313,15 @@ func TestExecTimeoutDefaultAndCap(t *testing.T) {
 			}
 		})
 	}
-	// Through the function route the cap shows in the S200 message.
+	// Over the cap is refused, not cut short (TestExecTimeoutOverTheCap);
+	// through the function route the default shows in the S200 message.
 	err := d.c.Call(ctx, "sandbox::exec", api.ExecRequest{SandboxID: id, Cmd: "sleep", Args: []string{"30"}, TimeoutMs: 60_000}, nil)
-	if env := wantCode(t, err, "S200"); !strings.Contains(env.Message, "after 1500ms") {
-		t.Errorf("S200 message %q does not give the capped timeout", env.Message)
+	if env := wantCode(t, err, "S001"); !strings.Contains(env.Message, "max_exec_timeout_ms, 1500") {
+		t.Errorf("S001 message %q does not name the cap", env.Message)
+	}
+	err = d.c.Call(ctx, "sandbox::exec", api.ExecRequest{SandboxID: id, Cmd: "sleep", Args: []string{"30"}}, nil)
+	if env := wantCode(t, err, "S200"); !strings.Contains(env.Message, "after 1000ms") {
+		t.Errorf("S200 message %q does not give the default timeout", env.Message)
 	}
 }
 

@@ -594,6 +594,41 @@ func TestProcesses(t *testing.T) {
 // TestShellThroughTmux drives `hutch shell` as a person would, in a tmux
 // pane: the prompt, a command's output, the size after a resize, the exit
 // status.
+// TestExecLeavesAServerBehind: a server an exec started in the background
+// (its stdout and stderr the exec's) keeps serving after the exec
+// returned, though it logs every request to the exec's stderr.
+func TestExecLeavesAServerBehind(t *testing.T) {
+	d := startDaemon(t, baseConfig(""))
+	id := d.create(api.CreateRequest{Image: "python"})
+	if out, errOut, code := d.cli("", "exec", id, "--", "sh", "-c", "python3 -m http.server 8001 &"); code != 0 {
+		t.Fatalf("hutch exec: %d %q %q", code, out, errOut)
+	}
+	// Once it listens, 100 requests, each logged by the server.
+	client := `import socket, time, urllib.request
+deadline = time.time() + 120
+while True:
+    try:
+        socket.create_connection(("127.0.0.1", 8001), timeout=5).close()
+        break
+    except OSError:
+        if time.time() > deadline:
+            raise
+        time.sleep(0.05)
+failed = 0
+for i in range(100):
+    try:
+        urllib.request.urlopen("http://127.0.0.1:8001/", timeout=30).read()
+    except OSError as e:
+        failed += 1
+        err = e
+print("failed", failed, err if failed else "")
+`
+	r := d.execReq(api.ExecRequest{SandboxID: id, Argv: []string{"python3", "-c", client}, TimeoutMs: setupTimeoutMs})
+	if !r.Success || strings.TrimSpace(r.Stdout) != "failed 0" {
+		t.Fatalf("requests to the server left behind: success %v, stdout %q, stderr %q", r.Success, r.Stdout, r.Stderr)
+	}
+}
+
 func TestShellThroughTmux(t *testing.T) {
 	tmux := testutil.RequiresBinary(t, "tmux")
 	d := startDaemon(t, baseConfig(""))

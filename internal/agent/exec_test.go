@@ -314,6 +314,44 @@ func TestExecBackgroundChildDoesNotHang(t *testing.T) {
 	})
 }
 
+// TestExecLeftBehindKeepsWriting: a process an exec left behind with its
+// stdout and stderr keeps writing them after the exec returned (its
+// output is read and dropped), instead of meeting a closed pipe.
+func TestExecLeftBehindKeepsWriting(t *testing.T) {
+	agents(t, func(t *testing.T, c *agentclient.Client) {
+		dir := t.TempDir()
+		gate, result := filepath.Join(dir, "go"), filepath.Join(dir, "result")
+		// The child waits until the exec has returned, then writes 1 MiB
+		// to each stream (SIGPIPE or a failed write ends it early).
+		script := `(while [ ! -e "$1" ]; do sleep 0.01; done
+			i=0; while [ $i -lt 256 ]; do
+				{ head -c 4096 /dev/zero && head -c 4096 /dev/zero >&2; } || { echo failed >"$2"; exit 3; }
+				i=$((i+1))
+			done; echo done >"$2") & echo started`
+		resp, err := c.Exec(context.Background(), &agentv1.ExecRequest{Argv: []string{"sh", "-c", script, "sh", gate, result}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !resp.Exited || resp.ExitCode != 0 || string(resp.Stdout) != "started\n" {
+			t.Fatalf("exited=%v exit_code=%d stdout=%q", resp.Exited, resp.ExitCode, resp.Stdout)
+		}
+		writeFile(t, gate, "", 0o644)
+		deadline := time.Now().Add(time.Minute)
+		for {
+			switch b, _ := os.ReadFile(result); string(b) {
+			case "done\n":
+				return
+			case "failed\n":
+				t.Fatal("the child left behind could not write: its output was cut off")
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the child left behind did not finish writing")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+}
+
 func TestExecConcurrent(t *testing.T) {
 	agents(t, func(t *testing.T, c *agentclient.Client) {
 		const n = 20

@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"errors"
+	"io"
 	"os"
 	"sync"
 	"syscall"
@@ -121,31 +123,60 @@ func spawn(path, dir string, req *agentv1.StartRequest, onExit func(*proc)) (*pr
 		return nil, err
 	}
 
-	var drains sync.WaitGroup
+	filled := make(chan struct{}, len(s.out))
 	for i, f := range s.out {
-		drains.Go(func() { p.drain(i, f) })
+		go p.drain(i, f, filled)
 	}
 	if p.in != nil {
 		// Locked here so that no WriteStdin can come before these bytes.
 		p.inMu.Lock()
 		go p.feed(ereq.GetStdin())
 	}
-	go p.run(status, time.Duration(ereq.GetTimeoutMs())*time.Millisecond, s.out, &drains, onExit)
+	go p.run(status, time.Duration(ereq.GetTimeoutMs())*time.Millisecond, s.out, filled, onExit)
 	return p, nil
 }
 
-// drain reads one output file to its end into ring s.
-func (p *proc) drain(s int, f *os.File) {
+// drain reads one output file into ring s until its end, closes it and
+// tells filled. When the process has exited with the file still open,
+// held by processes it left behind, run cuts the reads short (after
+// pipeGrace) and waits for filled: the rings then hold all they will.
+// After the cut a terminal is closed (hung up, as a terminal's window is),
+// and a pipe is read on, what it brings dropped, until they close it: so
+// their writes never fail, and cost one small buffer.
+func (p *proc) drain(s int, f *os.File, filled chan<- struct{}) {
+	cut := p.fill(s, f)
+	if !cut || p.pty != nil {
+		f.Close()
+		filled <- struct{}{}
+		return
+	}
+	filled <- struct{}{}
+	discard(f)
+	f.Close()
+}
+
+// fill reads f into ring s until its end (false) or until run cuts the
+// read short (true).
+func (p *proc) fill(s int, f *os.File) bool {
 	chunk := make([]byte, readChunk)
 	for {
 		n, err := f.Read(chunk)
 		if n > 0 {
 			p.write(s, chunk[:n])
 		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return true
+		}
 		if err != nil {
-			return
+			return false
 		}
 	}
+}
+
+// discard reads f to its end and drops what it reads.
+func discard(f *os.File) {
+	_ = f.SetReadDeadline(time.Time{})
+	_, _ = io.Copy(io.Discard, f)
 }
 
 // write appends b to ring s, once no capture reader still needs the bytes
@@ -215,8 +246,9 @@ func (p *proc) closeStdin() {
 }
 
 // run waits for the process to exit, or kills its process group when the
-// timeout fires, lets its output drain, and records its exit.
-func (p *proc) run(ws <-chan syscall.WaitStatus, timeout time.Duration, out []*os.File, drains *sync.WaitGroup, onExit func(*proc)) {
+// timeout fires, lets its output drain, and records its exit. drains gets
+// one value from each drain of out once it has filled its ring.
+func (p *proc) run(ws <-chan syscall.WaitStatus, timeout time.Duration, out []*os.File, drains <-chan struct{}, onExit func(*proc)) {
 	var expired <-chan time.Time
 	if timeout > 0 {
 		t := time.NewTimer(timeout)
@@ -238,7 +270,7 @@ func (p *proc) run(ws <-chan syscall.WaitStatus, timeout time.Duration, out []*o
 	}
 	ended := time.Now()
 	oomKilled := p.cg.end()
-	release(out, drains)
+	settle(out, drains)
 	if p.in != nil {
 		// A writer blocked on a child that stopped reading gives up.
 		_ = p.in.SetWriteDeadline(time.Now())
@@ -265,28 +297,32 @@ func (p *proc) run(ws <-chan syscall.WaitStatus, timeout time.Duration, out []*o
 	onExit(p)
 }
 
-// release gives the output readers up to pipeGrace to finish on their own
-// (a child the process left behind may hold its pipes open indefinitely),
-// then cuts them off and closes the files.
-func release(out []*os.File, drains *sync.WaitGroup) {
-	io := make(chan struct{})
-	go func() {
-		drains.Wait()
-		close(io)
-	}()
+// settle gives the drains of out up to pipeGrace to reach the end of
+// their files (a child the process left behind may hold its stdout or
+// stderr open indefinitely), then cuts their reads short, and returns once
+// each has put what it read in its ring.
+func settle(out []*os.File, drains <-chan struct{}) {
+	left := len(out)
 	t := time.NewTimer(pipeGrace)
 	defer t.Stop()
-	select {
-	case <-io:
-	case <-t.C:
+wait:
+	for left > 0 {
+		select {
+		case <-drains:
+			left--
+		case <-t.C:
+			break wait
+		}
 	}
-	// Errors only mean the file is already closed: its goroutine is done.
+	if left == 0 {
+		return
+	}
+	// Errors only mean the file is already closed: its drain is done.
 	for _, f := range out {
 		_ = f.SetReadDeadline(time.Now())
 	}
-	<-io
-	for _, f := range out {
-		f.Close()
+	for ; left > 0; left-- {
+		<-drains
 	}
 }
 

@@ -25,8 +25,9 @@ const (
 	// requests are lowered to it.
 	MaxOutputBytes = agentv1.MaxOutputBytes
 
-	// pipeGrace is how long output is still read after the process exited,
-	// for children that inherited its stdout or stderr and keep it open.
+	// pipeGrace is how long output is still read into the rings after the
+	// process exited, for children that inherited its stdout or stderr and
+	// keep it open; after it, what they write is read and dropped.
 	pipeGrace = 200 * time.Millisecond
 	// readChunk is the size of one read from an output pipe.
 	readChunk = 32 << 10

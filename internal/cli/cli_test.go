@@ -184,6 +184,11 @@ func TestExecStatus(t *testing.T) {
 			wantCode: 124, wantStdout: "so far", wantStderr: "hutch: timed out after 500ms",
 		},
 		{
+			name:     "timeout by default",
+			res:      api.ExecResponse{TimedOut: true, TimeoutMs: 30_000},
+			wantCode: 124, wantStderr: "hutch: timed out after 30s (the daemon's default exec timeout",
+		},
+		{
 			name:     "envelope error",
 			err:      errdefs.New(errdefs.CodeStopped, "sandbox %s is stopped", id).WithFix(nil, "create a new one"),
 			wantCode: 125, wantStderr: "hutch: S004: sandbox " + id + " is stopped\nhutch: hint: create a new one\n",

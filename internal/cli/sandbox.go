@@ -249,9 +249,17 @@ func (a *app) childResult(res api.ExecResponse, timeout time.Duration) error {
 	}
 	switch {
 	case res.TimedOut:
-		if timeout > 0 {
+		// The timeout it ran with, as the daemon reports it (an older
+		// daemon does not: then the one asked for).
+		ran := time.Duration(res.TimeoutMs) * time.Millisecond
+		switch {
+		case ran > 0 && timeout == 0:
+			fmt.Fprintf(a.stderr, "hutch: timed out after %s (the daemon's default exec timeout; raise it with --timeout)\n", ran)
+		case ran > 0:
+			fmt.Fprintf(a.stderr, "hutch: timed out after %s\n", ran)
+		case timeout > 0:
 			fmt.Fprintf(a.stderr, "hutch: timed out after %s\n", timeout)
-		} else {
+		default:
 			fmt.Fprintln(a.stderr, "hutch: timed out (the daemon's default exec timeout; raise it with --timeout)")
 		}
 		return &exitError{code: exitTimeout}

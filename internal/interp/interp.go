@@ -20,6 +20,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"path"
+	"slices"
 	"strconv"
 )
 
@@ -42,11 +44,17 @@ const (
 // NonceEnv carries a context's nonce to its kernel.
 const NonceEnv = "HUTCH_INTERP_NONCE"
 
-// Kernel is how a language's contexts run.
+// Kernel is how a language's contexts run: Interpreter runs the program
+// Source from a file named File, which the caller writes first (Argv), so
+// that a kernel shows in a process list as a short command that names it
+// ("python3 -u /tmp/hutch-kernel.py"), not as its whole source.
 type Kernel struct {
 	Language string
-	// Argv starts the kernel.
-	Argv []string
+	// Interpreter is the program that runs the kernel, and its options.
+	Interpreter []string
+	// File is the kernel's file name and Source its content.
+	File   string
+	Source string
 	// Env is added to the context's environment.
 	Env []string
 	// Request encodes cell id with code as one line of the kernel's stdin.
@@ -57,14 +65,24 @@ type Kernel struct {
 func KernelOf(language string) (Kernel, bool) {
 	switch language {
 	case Python:
-		return Kernel{Language: Python, Argv: []string{"python3", "-u", "-c", pythonKernel},
+		return Kernel{Language: Python, Interpreter: []string{"python3", "-u"}, File: "hutch-kernel.py", Source: pythonKernel,
 			Env: []string{"MPLBACKEND=Agg", "PYTHONUNBUFFERED=1"}, Request: jsonRequest}, true
 	case JavaScript:
-		return Kernel{Language: JavaScript, Argv: []string{"node", "-e", nodeKernel}, Request: jsonRequest}, true
+		return Kernel{Language: JavaScript, Interpreter: []string{"node"}, File: "hutch-kernel.js", Source: nodeKernel,
+			Request: jsonRequest}, true
 	case Bash:
-		return Kernel{Language: Bash, Argv: []string{"bash", "--noprofile", "--norc", "-c", bashKernel}, Request: bashRequest}, true
+		return Kernel{Language: Bash, Interpreter: []string{"bash", "--noprofile", "--norc"}, File: "hutch-kernel.sh", Source: bashKernel,
+			Request: bashRequest}, true
 	}
 	return Kernel{}, false
+}
+
+// Path is the kernel's file in directory dir (a path of the sandbox).
+func (k Kernel) Path(dir string) string { return path.Join(dir, k.File) }
+
+// Argv is the command that runs the kernel from its file in dir.
+func (k Kernel) Argv(dir string) []string {
+	return append(slices.Clone(k.Interpreter), k.Path(dir))
 }
 
 // Languages lists the languages, for messages.

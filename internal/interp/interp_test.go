@@ -3,9 +3,14 @@ package interp
 import (
 	"bytes"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hutch-dev/hutch/internal/config"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 // TestSplitterAcrossChunks: the mark and the result line are found
@@ -40,16 +45,37 @@ func TestSplitterAcrossChunks(t *testing.T) {
 	}
 }
 
+// kernelPATH is the PATH the kernels are found and run with: a sandbox's
+// default, whatever the test process's PATH is (it may put a python3
+// first that cannot run with this PATH, such as pyenv's shims).
+const kernelPATH = config.DefaultPath
+
+// lookPath finds program in kernelPATH.
+func lookPath(t *testing.T, program string) string {
+	t.Helper()
+	for _, dir := range filepath.SplitList(kernelPATH) {
+		if p, err := exec.LookPath(filepath.Join(dir, program)); err == nil {
+			return p
+		}
+	}
+	testutil.Skip(t, "no "+program+" in "+kernelPATH)
+	return ""
+}
+
 // run runs cells through language's kernel on this host (which has
-// python3, node and bash) and returns each cell's output and result.
+// python3, node and bash), from its file as hutch runs it, and returns
+// each cell's output and result.
 func run(t *testing.T, language string, cells ...string) ([]string, []Result) {
 	t.Helper()
 	k, _ := KernelOf(language)
-	if _, err := exec.LookPath(k.Argv[0]); err != nil {
-		t.Skipf("no %s here", k.Argv[0])
+	dir := t.TempDir()
+	if err := os.WriteFile(k.Path(dir), []byte(k.Source), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	cmd := exec.Command(k.Argv[0], k.Argv[1:]...)
-	cmd.Env = append([]string{NonceEnv + "=n0nce", "PATH=/usr/bin:/bin"}, k.Env...)
+	argv := k.Argv(dir)
+	cmd := exec.Command(lookPath(t, argv[0]), argv[1:]...)
+	cmd.Args[0] = argv[0]
+	cmd.Env = append([]string{NonceEnv + "=n0nce", "PATH=" + kernelPATH}, k.Env...)
 	var in bytes.Buffer
 	for i, c := range cells {
 		in.Write(k.Request(uint64(i+1), c))
@@ -104,7 +130,7 @@ func run(t *testing.T, language string, cells ...string) ([]string, []Result) {
 
 func TestPythonKernel(t *testing.T) {
 	outs, rs := run(t, Python, "x = 41", "print('hi')\nx + 1", "import json\n1/0", "json.dumps([x])",
-		"class H:\n    def _repr_html_(self): return '<b>h</b>'\nH()")
+		"class H:\n    def _repr_html_(self): return '<b>h</b>'\nH()", "import sys\nsys.path[0]")
 	if rs[0].Status != "ok" || rs[0].Data != nil {
 		t.Errorf("assignment: %+v", rs[0])
 	}
@@ -119,6 +145,14 @@ func TestPythonKernel(t *testing.T) {
 	}
 	if rs[4].Data["text/html"] != "<b>h</b>" {
 		t.Errorf("_repr_html_: %+v", rs[4])
+	}
+	// Run from its file, the kernel still imports from the working
+	// directory and keeps its own frames out of tracebacks.
+	if rs[5].Data["text/plain"] != "''" {
+		t.Errorf("sys.path[0] is %+v, want '' (the working directory)", rs[5])
+	}
+	if tb := strings.Join(rs[2].Error.Traceback, ""); strings.Contains(tb, "hutch-kernel") {
+		t.Errorf("the kernel's frames are in a cell's traceback: %s", tb)
 	}
 }
 
@@ -136,5 +170,28 @@ func TestBashKernel(t *testing.T) {
 	outs, rs := run(t, Bash, "cd /tmp; export A=5", "echo $PWD $A", "false", "read x; echo \"[$x]\"")
 	if outs[1] != "/tmp 5\n" || rs[2].Status != "error" || *rs[2].ExitCode != 1 || outs[3] != "[]\n" {
 		t.Errorf("results %+v, outputs %q", rs, outs)
+	}
+}
+
+// TestKernelsIgnoreTheCallersPATH: the kernels are found and run with one
+// PATH, not the test process's: a directory first on that PATH whose
+// python3, node and bash cannot run kernels (as pyenv's shims may not)
+// changes nothing.
+func TestKernelsIgnoreTheCallersPATH(t *testing.T) {
+	decoy := t.TempDir()
+	for _, name := range []string{"python3", "node", "bash"} {
+		if err := os.WriteFile(filepath.Join(decoy, name), []byte("#!/bin/sh\necho decoy >&2\nexit 97\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PATH", decoy+string(filepath.ListSeparator)+os.Getenv("PATH"))
+	for _, lang := range Languages {
+		t.Run(lang, func(t *testing.T) {
+			code := map[string]string{Python: "6 * 7", JavaScript: "6 * 7", Bash: "echo 42"}[lang]
+			outs, rs := run(t, lang, code)
+			if rs[0].Status != "ok" || (rs[0].Data["text/plain"] != "42" && outs[0] != "42\n") {
+				t.Errorf("%s: output %q result %+v", lang, outs[0], rs[0])
+			}
+		})
 	}
 }

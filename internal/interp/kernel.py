@@ -5,6 +5,13 @@
 # running cell (KeyboardInterrupt) and is ignored between cells.
 import ast, base64, io, json, os, signal, sys, traceback
 
+# Run from a file, as hutch runs it: cells import from the working
+# directory (as under -c), not from the kernel's, and its frames are left
+# out of their tracebacks.
+KERNEL = globals().get("__file__", "<string>")
+if KERNEL != "<string>" and sys.path and sys.path[0] == os.path.dirname(os.path.realpath(KERNEL)):
+    sys.path[0] = ""
+
 MARK = ("\x1e" + os.environ.pop("HUTCH_INTERP_NONCE", "") + " ").encode()
 requests = sys.stdin
 sys.stdin = open(os.devnull)
@@ -54,7 +61,7 @@ def figures():
     return shown
 
 def failure(e):
-    frames = [f for f in traceback.extract_tb(e.__traceback__) if f.filename != "<string>"]
+    frames = [f for f in traceback.extract_tb(e.__traceback__) if f.filename not in (KERNEL, "<string>")]
     lines = ["Traceback (most recent call last):\n"] + traceback.format_list(frames) if frames else []
     lines += traceback.format_exception_only(type(e), e)
     return {"name": type(e).__name__, "value": str(e), "traceback": lines}

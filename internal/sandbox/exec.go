@@ -2,11 +2,14 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"strings"
 	"time"
 
 	"github.com/hutch-dev/hutch/api"
 	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
+	"github.com/hutch-dev/hutch/internal/errdefs"
 )
 
 // Exec runs one command in a sandbox and returns its output. A timeout is
@@ -68,6 +71,9 @@ func (m *Manager) prepareExec(ctx context.Context, req api.ExecRequest) (*sandbo
 	if err := validateWorkdir(req.Workdir); err != nil {
 		return nil, nil, nil, err
 	}
+	if err := m.checkExecTimeout(req.TimeoutMs); err != nil {
+		return nil, nil, nil, err
+	}
 	sb, release, err := m.acquire(ctx, req.SandboxID, useExec)
 	if err != nil {
 		return nil, nil, nil, err
@@ -79,4 +85,21 @@ func (m *Manager) prepareExec(ctx context.Context, req api.ExecRequest) (*sandbo
 	}
 	m.emitFor(sb, api.EventExecStarted, map[string]any{"command": argv[0]})
 	return sb, release, areq, nil
+}
+
+// checkExecTimeout refuses an exec's timeout_ms over max_exec_timeout_ms
+// (S001 naming the cap) rather than cutting the exec short at the cap.
+func (m *Manager) checkExecTimeout(ms uint64) error {
+	limit := m.cfg.MaxExecTimeoutMs
+	if ms <= limit {
+		return nil
+	}
+	return errdefs.Malformed("timeout_ms %d (%s) is over this daemon's max_exec_timeout_ms, %d (%s)",
+		ms, msDuration(ms), limit, msDuration(limit)).
+		WithFix(map[string]any{"timeout_ms": limit}, fmt.Sprintf("ask for at most %s (raise max_exec_timeout_ms in the daemon's config for more), or run the command as a background process", msDuration(limit)))
+}
+
+// msDuration writes ms milliseconds as a duration ("2s", "5m0s").
+func msDuration(ms uint64) time.Duration {
+	return time.Duration(min(ms, uint64(math.MaxInt64/int64(time.Millisecond)))) * time.Millisecond
 }

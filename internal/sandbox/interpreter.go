@@ -41,6 +41,8 @@ const (
 	interruptGrace = 5 * time.Second
 	// contextTag begins the tag of a context's process.
 	contextTag = "interpreter:"
+	// kernelDir is where a kernel's file is written in the sandbox.
+	kernelDir = "/tmp"
 )
 
 // interpContext is one context.
@@ -164,11 +166,18 @@ func (m *Manager) startKernel(ctx context.Context, sb *sandbox, c *interpContext
 		env = append(env, "NODE_PATH="+packageDir(sb)+"/node_modules")
 	}
 	env = append(env, interp.NonceEnv+"="+hex.EncodeToString(nonce))
-	st, err := m.StartProcess(ctx, api.ProcessStartRequest{SandboxID: sb.rec.ID, Argv: c.kernel.Argv, Env: env, Workdir: c.cwd,
+	// The kernel runs from its file, a short command in process lists;
+	// written at every start, as the sandbox may have changed it since.
+	src := c.kernel.Source
+	if _, err := m.WriteFile(ctx, api.FsWriteRequest{SandboxID: sb.rec.ID, Path: c.kernel.Path(kernelDir), Content: &src}); err != nil {
+		return err
+	}
+	program := c.kernel.Interpreter[0]
+	st, err := m.StartProcess(ctx, api.ProcessStartRequest{SandboxID: sb.rec.ID, Argv: c.kernel.Argv(kernelDir), Env: env, Workdir: c.cwd,
 		Stdin: true, Tag: contextTag + c.id})
 	if errors.Is(err, errCannotStart) {
-		return errdefs.New(errdefs.CodeNoInterpreter, "sandbox %s (image %s) has no %s for %s contexts", sb.rec.ID, sb.rec.Image, c.kernel.Argv[0], c.language).
-			WithFix(nil, m.withFix(c.kernel.Argv[0]))
+		return errdefs.New(errdefs.CodeNoInterpreter, "sandbox %s (image %s) has no %s for %s contexts", sb.rec.ID, sb.rec.Image, program, c.language).
+			WithFix(nil, m.withFix(program))
 	}
 	if err != nil {
 		return err

@@ -50,6 +50,9 @@ class ExecResult:
     exit_code: Optional[int]
     timed_out: bool = False
     duration_ms: int = 0
+    # The timeout it ran with: the one asked for, or the daemon's default
+    # (a timeout over the daemon's max_exec_timeout_ms is refused, S001).
+    timeout_ms: int = 0
 
     @property
     def ok(self) -> bool:
@@ -716,4 +719,5 @@ def _exec_body(argv, env, workdir, timeout_ms, stdin) -> Dict[str, Any]:
 
 def _exec_result(res: Dict[str, Any], stdout: str, stderr: str) -> ExecResult:
     return ExecResult(stdout=stdout, stderr=stderr, exit_code=res.get("exit_code"),
-                      timed_out=bool(res.get("timed_out")), duration_ms=int(res.get("duration_ms") or 0))
+                      timed_out=bool(res.get("timed_out")), duration_ms=int(res.get("duration_ms") or 0),
+                      timeout_ms=int(res.get("timeout_ms") or 0))

@@ -51,6 +51,13 @@ class SandboxTest(unittest.TestCase):
         self.assertEqual((res.stdout, res.stderr, res.exit_code, res.ok), ("out\n", "err\n", 3, False))
         res = self.sb.exec("cat", stdin=b"piped")
         self.assertEqual(res.stdout, "piped")
+        res = self.sb.exec("sleep", "100", timeout_ms=300)
+        self.assertEqual((res.timed_out, res.exit_code, res.timeout_ms), (True, None, 300))
+        # Over the daemon's max_exec_timeout_ms (at most a day) is refused.
+        with self.assertRaises(HutchError) as e:
+            self.sb.exec("true", timeout_ms=24 * 3600 * 1000 + 1)
+        self.assertEqual(e.exception.code, "S001")
+        self.assertIn("max_exec_timeout_ms", e.exception.message)
 
     def test_exec_stream(self):
         stream = self.sb.exec_stream("sh", "-c", "echo one; echo two >&2")

@@ -95,6 +95,8 @@ export interface ExecResult {
   exitCode: number | null
   timedOut: boolean
   durationMs: number
+  /** The timeout it ran with: the one asked for, or the daemon's default (over its max_exec_timeout_ms is refused, S001). */
+  timeoutMs?: number
 }
 
 export interface ExecEnd {
@@ -102,6 +104,7 @@ export interface ExecEnd {
   timed_out: boolean
   duration_ms: number
   success: boolean
+  timeout_ms?: number
 }
 
 export interface SandboxInfo {

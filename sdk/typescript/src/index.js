@@ -181,7 +181,7 @@ export class Sandbox {
   /** Run a command and wait for it. */
   async exec (argv, { env, workdir, timeoutMs, stdin } = {}) {
     const res = await this.client.request('POST', this.path('/exec'), execBody(argv, { env, workdir, timeoutMs, stdin }))
-    return { stdout: res.stdout, stderr: res.stderr, exitCode: res.exit_code, timedOut: res.timed_out, durationMs: res.duration_ms }
+    return { stdout: res.stdout, stderr: res.stderr, exitCode: res.exit_code, timedOut: res.timed_out, durationMs: res.duration_ms, timeoutMs: res.timeout_ms }
   }
 
   /** Run a command, its output as events as it is written. */

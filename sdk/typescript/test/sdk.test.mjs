@@ -46,6 +46,11 @@ describe('@hutch/sdk', () => {
     const res = await sb.exec(['sh', '-c', 'echo out; echo err >&2; exit 3'])
     assert.deepEqual([res.stdout, res.stderr, res.exitCode], ['out\n', 'err\n', 3])
     assert.equal((await sb.exec(['cat'], { stdin: 'piped' })).stdout, 'piped')
+    const late = await sb.exec(['sleep', '100'], { timeoutMs: 300 })
+    assert.deepEqual([late.timedOut, late.exitCode, late.timeoutMs], [true, null, 300])
+    // Over the daemon's max_exec_timeout_ms (at most a day) is refused.
+    await assert.rejects(sb.exec(['true'], { timeoutMs: 24 * 3600 * 1000 + 1 }),
+      (e) => e instanceof HutchError && e.code === 'S001' && e.message.includes('max_exec_timeout_ms'))
     const stream = sb.execStream(['sh', '-c', 'echo one; echo two >&2'])
     const { events, result } = await stream.collect()
     assert.ok(events.some((e) => e.type === 'stdout' && e.data.data === 'one\n'))
