@@ -12,10 +12,6 @@ const (
 	MaxMemoryMB = 1 << 20
 )
 
-// DefaultPath is the PATH of a sandbox's processes when their image sets
-// none, and of the agent itself.
-const DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-
 // CheckCPUs says why cpus is out of bounds, naming the key "cpus".
 func CheckCPUs(cpus uint32) error {
 	if cpus < MinCPUs || cpus > MaxCPUs {

@@ -549,6 +549,9 @@ func checkKeys(n *yaml.Node, t reflect.Type, prefix string) error {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
+	if t == reflect.TypeOf(Runtimes{}) {
+		return checkRuntimeKeys(n, prefix)
+	}
 	switch {
 	case t.Kind() == reflect.Struct && n.Kind == yaml.MappingNode:
 		fields := map[string]reflect.Type{}

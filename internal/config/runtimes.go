@@ -2,143 +2,228 @@ package config
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/hutch-dev/hutch/internal/runtime"
 )
 
-// Runtimes holds each runtime's own block of settings (runtimes.<name>);
-// each runtime is handed its own block.
-// A new backend adds its block here, with its defaults in Default and its
-// checks in validateRuntimes.
+// Runtimes are the runtimes' own blocks of settings (runtimes.<name>), as
+// the file wrote them. A backend declares its block's type, defaults and
+// checks beside its Factory and registers them with it
+// (runtime.Registration.Settings); this package knows no backend and has
+// the registry decode and check each block (Decode). A runtime whose
+// block the file leaves out has its block's defaults. Only the blocks of
+// the runtimes linked into the program (internal/runtime/runtimes) are
+// known keys.
 type Runtimes struct {
-	GVisor  GVisor  `yaml:"gvisor" json:"gvisor"`
-	MicroVM MicroVM `yaml:"microvm" json:"microvm"`
+	// blocks maps a runtime's name to its block. Copies of a Config share
+	// it, so it is never changed in place: Set replaces it.
+	blocks map[string]*yaml.Node
 }
 
-// MicroVM is the microVM runtime's block (runtimes.microvm).
-type MicroVM struct {
-	// QEMUPath is qemu-system-x86_64; empty looks on PATH.
-	QEMUPath string `yaml:"qemu_path,omitempty" json:"qemu_path,omitempty"`
-	// Kernel is the guest kernel (a vmlinuz whose modules are in
-	// /lib/modules/<version>); empty takes the newest Debian cloud kernel
-	// in /boot (vmlinuz-*-cloud-amd64).
-	Kernel string `yaml:"kernel,omitempty" json:"kernel,omitempty"`
-	// Accel is QEMU's accelerator: auto (KVM where it is usable, else
-	// TCG), kvm or tcg.
-	Accel string `yaml:"accel" json:"accel"`
-}
+// defaultRuntimes are the runtime blocks' defaults: none written, so every
+// runtime has its registration's defaults.
+func defaultRuntimes() Runtimes { return Runtimes{} }
 
-// The values of runtimes.microvm.accel.
-const (
-	AccelAuto = "auto"
-	AccelKVM  = "kvm"
-	AccelTCG  = "tcg"
-)
-
-// Accels lists the values of runtimes.microvm.accel.
-var Accels = []string{AccelAuto, AccelKVM, AccelTCG}
-
-// GVisor is the gVisor runtime's block (runtimes.gvisor).
-type GVisor struct {
-	// RunscPath is the runsc binary; empty looks next to the hutch binary,
-	// then on PATH.
-	RunscPath string `yaml:"runsc_path,omitempty" json:"runsc_path,omitempty"`
-	// Platform is runsc's platform: systrap (the default) or ptrace.
-	Platform string `yaml:"platform" json:"platform"`
-	// SystrapFastPath is whether gVisor's systrap platform may spin
-	// instead of sleeping while it waits for a sandbox's threads: "on"
-	// (gVisor's adaptive default) or "off", which saves CPU when many
-	// sandboxes mostly start short processes but makes every system call
-	// inside a sandbox tens of times slower.
-	SystrapFastPath string `yaml:"systrap_fast_path" json:"systrap_fast_path"`
-	// Debug keeps runsc's debug logs of every sandbox under the runtime's
-	// state directory (logs/<id>/); they are large.
-	Debug bool `yaml:"debug" json:"debug"`
-}
-
-// The values of runtimes.gvisor.systrap_fast_path.
-const (
-	FastPathOn  = "on"
-	FastPathOff = "off"
-)
-
-// FastPathModes lists the values of runtimes.gvisor.systrap_fast_path.
-var FastPathModes = []string{FastPathOn, FastPathOff}
-
-// The values of runtimes.gvisor.platform.
-const (
-	PlatformSystrap = "systrap"
-	PlatformPtrace  = "ptrace"
-)
-
-// Platforms lists the values of runtimes.gvisor.platform.
-var Platforms = []string{PlatformSystrap, PlatformPtrace}
-
-// defaultRuntimes are the runtime blocks' defaults.
-func defaultRuntimes() Runtimes {
-	return Runtimes{
-		GVisor:  GVisor{Platform: PlatformSystrap, SystrapFastPath: FastPathOn},
-		MicroVM: MicroVM{Accel: AccelAuto},
+// UnmarshalYAML keeps each block of the runtimes mapping, after decoding
+// it over its defaults so that a value of the wrong type is an error with
+// its line, as for every other key.
+func (r *Runtimes) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.MappingNode {
+		return n.Decode(&map[string]yaml.Node{})
 	}
+	blocks := maps.Clone(r.blocks)
+	if blocks == nil {
+		blocks = map[string]*yaml.Node{}
+	}
+	var typeErrs []string
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		name, block := n.Content[i].Value, n.Content[i+1]
+		if block.ShortTag() == "!!null" {
+			continue
+		}
+		var err error
+		if block.Kind != yaml.MappingNode {
+			err = block.Decode(&map[string]yaml.Node{})
+		} else if s, _ := runtime.NewSettings(name); s != nil {
+			err = block.Decode(s)
+		}
+		if te := (*yaml.TypeError)(nil); errors.As(err, &te) {
+			typeErrs = append(typeErrs, te.Errors...)
+		} else if err != nil {
+			return err
+		}
+		blocks[name] = block
+	}
+	r.blocks = blocks
+	if len(typeErrs) > 0 {
+		return &yaml.TypeError{Errors: typeErrs}
+	}
+	return nil
 }
 
-// validateRuntimes checks every runtime block.
+// MarshalYAML renders every block, the defaults filled in: that of each
+// registered runtime that has one, and each one the file wrote.
+func (r Runtimes) MarshalYAML() (any, error) {
+	out := map[string]any{}
+	for _, name := range r.names() {
+		if s, err := r.Decode(name); err == nil && s != nil {
+			out[name] = s
+		} else if b := r.blocks[name]; b != nil {
+			out[name] = b
+		}
+	}
+	return out, nil
+}
+
+// names are the registered runtimes that have a block and the names of
+// the blocks written, sorted.
+func (r Runtimes) names() []string {
+	names := runtime.NamesWithSettings()
+	for name := range r.blocks {
+		if !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Decode is runtime name's block, decoded by the registry over the
+// block's defaults: nil for a runtime that is not registered or has no
+// block (and none is written).
+func (r Runtimes) Decode(name string) (runtime.Settings, error) {
+	s, ok := runtime.NewSettings(name)
+	block := r.blocks[name]
+	switch {
+	case block == nil:
+		return s, nil
+	case !ok:
+		return nil, fmt.Errorf("no runtime of that name (have %s)", strings.Join(runtime.Names(), ", "))
+	case s == nil:
+		return nil, errors.New("the runtime has no settings")
+	}
+	if err := block.Decode(s); err != nil {
+		return nil, tidyYAMLError(err)
+	}
+	return s, nil
+}
+
+// Set sets key of runtime name's block to value, as if the file had (a
+// flag that overrides a key: --runsc-path); Validate checks it.
+func (r *Runtimes) Set(name, key string, value any) error {
+	var v yaml.Node
+	if err := v.Encode(value); err != nil {
+		return fmt.Errorf("%s.%s: %w", runtime.SettingsKey(name), key, err)
+	}
+	block := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+	if old := r.blocks[name]; old != nil && old.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(old.Content); i += 2 {
+			if old.Content[i].Value != key {
+				block.Content = append(block.Content, old.Content[i], old.Content[i+1])
+			}
+		}
+	}
+	block.Content = append(block.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, &v)
+	blocks := maps.Clone(r.blocks)
+	if blocks == nil {
+		blocks = map[string]*yaml.Node{}
+	}
+	blocks[name] = block
+	r.blocks = blocks
+	return nil
+}
+
+// checkRuntimeKeys reports the first key of the runtimes mapping n that
+// names no registered runtime with a block, or a key of a block that the
+// block's type has no field for.
+func checkRuntimeKeys(n *yaml.Node, prefix string) error {
+	if n.Kind != yaml.MappingNode {
+		return nil // UnmarshalYAML reports it
+	}
+	types := map[string]reflect.Type{}
+	for _, name := range runtime.NamesWithSettings() {
+		s, _ := runtime.NewSettings(name)
+		types[name] = reflect.TypeOf(s)
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := n.Content[i]
+		t, ok := types[k.Value]
+		if !ok {
+			return fmt.Errorf("line %d: unknown key %q%s", k.Line, prefix+k.Value, suggestion(k.Value, types))
+		}
+		if err := checkKeys(n.Content[i+1], t, prefix+k.Value+"."); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateRuntimes checks default_runtime, offered_runtimes and, through
+// the registry, every runtime block written.
 func (c *Config) validateRuntimes() []error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	g := c.Runtimes.GVisor
-	if !slices.Contains(FastPathModes, g.SystrapFastPath) {
-		bad("runtimes.gvisor.systrap_fast_path must be one of %s, got %q", strings.Join(FastPathModes, ", "), g.SystrapFastPath)
-	}
-	if !slices.Contains(Platforms, g.Platform) {
-		bad("runtimes.gvisor.platform must be one of %s, got %q", strings.Join(Platforms, ", "), g.Platform)
+	for _, name := range slices.Sorted(maps.Keys(c.Runtimes.blocks)) {
+		s, err := c.Runtimes.Decode(name)
+		if err != nil {
+			bad("%s: %v", runtime.SettingsKey(name), err)
+		} else if s != nil {
+			errs = append(errs, runtime.CheckSettings(name, s)...)
+		}
 	}
 	if c.DefaultRuntime == "" {
-		bad("default_runtime must name a runtime (gvisor, microvm)")
+		bad("default_runtime must name a runtime (%s)", strings.Join(runtime.Names(), ", "))
 	}
 	if len(c.OfferedRuntimes) > 0 && !slices.Contains(c.OfferedRuntimes, c.DefaultRuntime) {
 		bad("offered_runtimes %v must include default_runtime %q", c.OfferedRuntimes, c.DefaultRuntime)
-	}
-	if a := c.Runtimes.MicroVM.Accel; !slices.Contains(Accels, a) {
-		bad("runtimes.microvm.accel must be one of %s, got %q", strings.Join(Accels, ", "), a)
 	}
 	return errs
 }
 
 // RuntimeSettings is the block of runtime name (runtimes.<name>) as
-// JSON, for runtime.Options.Settings; nil for a runtime without one.
+// JSON, for runtime.Options.Settings, its defaults filled in; nil for a
+// runtime without one.
 func (c *Config) RuntimeSettings(name string) (json.RawMessage, error) {
-	v := reflect.ValueOf(c.Runtimes)
-	for i := 0; i < v.NumField(); i++ {
-		if strings.Split(v.Type().Field(i).Tag.Get("yaml"), ",")[0] == name {
-			b, err := json.Marshal(v.Field(i).Interface())
-			if err != nil {
-				return nil, fmt.Errorf("runtimes.%s: %w", name, err)
-			}
-			return b, nil
-		}
+	s, err := c.Runtimes.Decode(name)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", runtime.SettingsKey(name), err)
 	}
-	return nil, nil
+	if s == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", runtime.SettingsKey(name), err)
+	}
+	return b, nil
 }
 
-// alias is a deprecated top-level key that now lives in a runtime block.
+// alias is a deprecated top-level key that now lives elsewhere (in a
+// runtime's block, or under another name).
 type alias struct {
 	old, new string
-	// field returns the old key's field and the new one's.
-	field func(c *Config) (old, new *string)
+	// move moves the old key's value to the new key and clears the old.
+	move func(c *Config) error
 }
 
 // aliases are the deprecated keys that are still read.
 var aliases = []alias{
-	{"systrap_fast_path", "runtimes.gvisor.systrap_fast_path", func(c *Config) (*string, *string) {
-		return &c.SystrapFastPath, &c.Runtimes.GVisor.SystrapFastPath
+	{"systrap_fast_path", "runtimes.gvisor.systrap_fast_path", func(c *Config) error {
+		v := c.SystrapFastPath
+		c.SystrapFastPath = ""
+		return c.Runtimes.Set("gvisor", "systrap_fast_path", v)
 	}},
-	{"runtime", "default_runtime", func(c *Config) (*string, *string) {
-		return &c.Runtime, &c.DefaultRuntime
+	{"runtime", "default_runtime", func(c *Config) error {
+		c.DefaultRuntime, c.Runtime = c.Runtime, ""
+		return nil
 	}},
 }
 
@@ -150,11 +235,12 @@ func (c *Config) applyAliases(node *yaml.Node) error {
 		if mappingValue(node, a.old) == nil {
 			continue
 		}
-		old, cur := a.field(c)
 		if pathValue(node, a.new) != nil {
 			return fmt.Errorf("%s is deprecated and %s is set too; keep only %s", a.old, a.new, a.new)
 		}
-		*cur, *old = *old, ""
+		if err := a.move(c); err != nil {
+			return err
+		}
 		c.Deprecated = append(c.Deprecated, fmt.Sprintf("%s is deprecated; use %s", a.old, a.new))
 	}
 	return nil

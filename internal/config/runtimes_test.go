@@ -2,24 +2,44 @@ package config
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/hutch-dev/hutch/internal/runtime"
+	"github.com/hutch-dev/hutch/internal/runtime/gvisor"
+	"github.com/hutch-dev/hutch/internal/runtime/microvm"
 )
+
+// block is runtime name's block of c, decoded.
+func block[T any](t *testing.T, c Config, name string) T {
+	t.Helper()
+	s, err := c.Runtimes.Decode(name)
+	if err != nil {
+		t.Fatalf("runtimes.%s: %v", name, err)
+	}
+	p, ok := any(s).(*T)
+	if !ok {
+		t.Fatalf("runtimes.%s is a %T", name, s)
+	}
+	return *p
+}
 
 func TestRuntimesBlock(t *testing.T) {
 	tests := []struct {
 		name, yaml     string
-		want           GVisor
+		want           gvisor.Settings
 		wantDeprecated int
 		wantErr        string
 	}{
-		{name: "defaults", want: GVisor{Platform: "systrap", SystrapFastPath: "on"}},
+		{name: "defaults", want: gvisor.Settings{Platform: "systrap", SystrapFastPath: "on"}},
 		{name: "block", yaml: "runtimes:\n  gvisor:\n    runsc_path: /opt/runsc\n    platform: ptrace\n    systrap_fast_path: \"off\"\n    debug: true\n",
-			want: GVisor{RunscPath: "/opt/runsc", Platform: "ptrace", SystrapFastPath: "off", Debug: true}},
+			want: gvisor.Settings{RunscPath: "/opt/runsc", Platform: "ptrace", SystrapFastPath: "off", Debug: true}},
 		{name: "deprecated top-level key", yaml: "systrap_fast_path: \"off\"\n",
-			want: GVisor{Platform: "systrap", SystrapFastPath: "off"}, wantDeprecated: 1},
+			want: gvisor.Settings{Platform: "systrap", SystrapFastPath: "off"}, wantDeprecated: 1},
 		{name: "deprecated key in the seed's worker block", yaml: "workers:\n- name: iii-sandbox\n  config:\n    systrap_fast_path: \"off\"\n",
-			want: GVisor{Platform: "systrap", SystrapFastPath: "off"}, wantDeprecated: 1},
+			want: gvisor.Settings{Platform: "systrap", SystrapFastPath: "off"}, wantDeprecated: 1},
 		{name: "old and new key both set", yaml: "systrap_fast_path: \"off\"\nruntimes:\n  gvisor:\n    systrap_fast_path: \"on\"\n",
 			wantErr: "keep only runtimes.gvisor.systrap_fast_path"},
 		{name: "unknown key in the block", yaml: "runtimes:\n  gvisor:\n    runsc: /x\n", wantErr: `line 3: unknown key "runtimes.gvisor.runsc"`},
@@ -33,8 +53,8 @@ func TestRuntimesBlock(t *testing.T) {
 			if !ok {
 				return
 			}
-			if c.Runtimes.GVisor != tt.want || len(c.Deprecated) != tt.wantDeprecated || c.SystrapFastPath != "" {
-				t.Errorf("gvisor %+v, deprecated %q, top-level %q; want %+v and %d warnings", c.Runtimes.GVisor, c.Deprecated, c.SystrapFastPath, tt.want, tt.wantDeprecated)
+			if g := block[gvisor.Settings](t, c, "gvisor"); g != tt.want || len(c.Deprecated) != tt.wantDeprecated || c.SystrapFastPath != "" {
+				t.Errorf("gvisor %+v, deprecated %q, top-level %q; want %+v and %d warnings", g, c.Deprecated, c.SystrapFastPath, tt.want, tt.wantDeprecated)
 			}
 		})
 	}
@@ -42,14 +62,24 @@ func TestRuntimesBlock(t *testing.T) {
 
 func TestRuntimeSettings(t *testing.T) {
 	c := Default()
-	c.Runtimes.GVisor.RunscPath = "/opt/runsc"
+	if err := c.Runtimes.Set("gvisor", "runsc_path", "/opt/runsc"); err != nil {
+		t.Fatal(err)
+	}
 	raw, err := c.RuntimeSettings("gvisor")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var g GVisor
-	if err := json.Unmarshal(raw, &g); err != nil || g != c.Runtimes.GVisor {
+	var g gvisor.Settings
+	if err := json.Unmarshal(raw, &g); err != nil || g != block[gvisor.Settings](t, c, "gvisor") || g.RunscPath != "/opt/runsc" {
 		t.Errorf("settings %s decode to %+v (%v)", raw, g, err)
+	}
+	// The JSON keys are those the runtime decodes (the crash watchdog
+	// gets them over a pipe): unchanged.
+	if want := `{"runsc_path":"/opt/runsc","platform":"systrap","systrap_fast_path":"on","debug":false}`; string(raw) != want {
+		t.Errorf("settings %s, want %s", raw, want)
+	}
+	if raw, err := c.RuntimeSettings("microvm"); err != nil || string(raw) != `{"accel":"auto"}` {
+		t.Errorf("microvm settings %s, %v", raw, err)
 	}
 	if raw, err := c.RuntimeSettings("other"); raw != nil || err != nil {
 		t.Errorf("a runtime without a block: %s, %v", raw, err)
@@ -75,13 +105,20 @@ func TestMarshalShowsTheBlockNotTheAlias(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := string(c.Marshal())
-	if !strings.Contains(out, "runtimes:\n  gvisor:\n") || !strings.Contains(out, "systrap_fast_path: \"off\"") || strings.Contains(out, "\nsystrap_fast_path") {
+	if !strings.Contains(out, "\nruntimes:\n") || !strings.Contains(out, "\n  gvisor:\n    platform: systrap\n") || !strings.Contains(out, "systrap_fast_path: \"off\"") || strings.Contains(out, "\nsystrap_fast_path") {
 		t.Errorf("Marshal:\n%s", out)
 	}
 	// What Marshal prints parses back to the same settings.
 	back, err := Parse(c.Marshal())
-	if err != nil || back.Runtimes != c.Runtimes {
-		t.Errorf("round trip: %+v, %v", back.Runtimes, err)
+	if err != nil {
+		t.Fatalf("round trip: %v", err)
+	}
+	for _, name := range []string{"gvisor", "microvm"} {
+		a, _ := c.RuntimeSettings(name)
+		b, _ := back.RuntimeSettings(name)
+		if string(a) != string(b) {
+			t.Errorf("round trip of runtimes.%s: %s, want %s", name, b, a)
+		}
 	}
 }
 
@@ -103,20 +140,84 @@ func TestBounds(t *testing.T) {
 func TestMicroVMBlock(t *testing.T) {
 	tests := []struct {
 		name, yaml string
-		want       MicroVM
+		want       microvm.Settings
 		wantErr    string
 	}{
-		{name: "defaults", want: MicroVM{Accel: "auto"}},
+		{name: "defaults", want: microvm.Settings{Accel: "auto"}},
 		{name: "block", yaml: "runtimes:\n  microvm:\n    qemu_path: /opt/qemu\n    kernel: /boot/vmlinuz-x\n    accel: tcg\n",
-			want: MicroVM{QEMUPath: "/opt/qemu", Kernel: "/boot/vmlinuz-x", Accel: "tcg"}},
+			want: microvm.Settings{QEMUPath: "/opt/qemu", Kernel: "/boot/vmlinuz-x", Accel: "tcg"}},
 		{name: "bad accel", yaml: "runtimes:\n  microvm:\n    accel: hvf\n", wantErr: `runtimes.microvm.accel must be one of auto, kvm, tcg, got "hvf"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c, ok := parseCase(t, tt.yaml, tt.wantErr)
-			if ok && c.Runtimes.MicroVM != tt.want {
-				t.Errorf("microvm %+v, want %+v", c.Runtimes.MicroVM, tt.want)
+			if !ok {
+				return
+			}
+			if m := block[microvm.Settings](t, c, "microvm"); m != tt.want {
+				t.Errorf("microvm %+v, want %+v", m, tt.want)
 			}
 		})
+	}
+}
+
+// sizeSettings is the block of a runtime only these tests register
+// (runtimes.config-test): a backend's block needs nothing in this package.
+type sizeSettings struct {
+	Size int `yaml:"size" json:"size"`
+}
+
+func (s *sizeSettings) Check() []error {
+	if s.Size < 1 {
+		return []error{fmt.Errorf("size must be at least 1, got %d", s.Size)}
+	}
+	return nil
+}
+
+func init() {
+	runtime.Register(runtime.Registration{
+		Name:     "config-test",
+		New:      func(runtime.Options) (runtime.Runtime, error) { return nil, errors.New("never started") },
+		Settings: func() runtime.Settings { return &sizeSettings{Size: 3} },
+	})
+}
+
+// TestABackendOwnsItsBlock: a runtime registered with a block of settings
+// gets its key under runtimes, its defaults, strict keys with their line,
+// typed values and its own checks, with nothing added to this package.
+func TestABackendOwnsItsBlock(t *testing.T) {
+	tests := []struct {
+		name, yaml, wantJSON, wantErr string
+	}{
+		{name: "defaults", wantJSON: `{"size":3}`},
+		{name: "block", yaml: "runtimes:\n  config-test:\n    size: 5\n", wantJSON: `{"size":5}`},
+		{name: "inside the seed's worker block", yaml: "workers:\n- name: iii-sandbox\n  config:\n    runtimes:\n      config-test: {size: 7}\n", wantJSON: `{"size":7}`},
+		{name: "its check", yaml: "runtimes:\n  config-test:\n    size: 0\n", wantErr: "runtimes.config-test.size must be at least 1, got 0"},
+		{name: "unknown key", yaml: "runtimes:\n  config-test:\n    sise: 1\n", wantErr: `line 3: unknown key "runtimes.config-test.sise"`},
+		{name: "wrong type", yaml: "runtimes:\n  config-test:\n    size: many\n", wantErr: "line 3: runtimes.config-test.size must be a whole number, not many"},
+		{name: "not a mapping", yaml: "runtimes:\n  config-test: 5\n", wantErr: "line 2: runtimes.config-test must be a mapping, not 5"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, ok := parseCase(t, tt.yaml, tt.wantErr)
+			if !ok {
+				return
+			}
+			raw, err := c.RuntimeSettings("config-test")
+			if err != nil || string(raw) != tt.wantJSON {
+				t.Errorf("settings %s (%v), want %s", raw, err, tt.wantJSON)
+			}
+			if out := string(c.Marshal()); !strings.Contains(out, "\n  config-test:\n    size: ") {
+				t.Errorf("Marshal shows no config-test block:\n%s", out)
+			}
+		})
+	}
+	// A flag sets a key as the file would; Validate checks it.
+	c := Default()
+	if err := c.Runtimes.Set("config-test", "size", -1); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "runtimes.config-test.size must be at least 1, got -1") {
+		t.Errorf("a bad value set: %v", err)
 	}
 }

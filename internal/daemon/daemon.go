@@ -52,7 +52,9 @@ func Run(ctx context.Context, opts Options) (err error) {
 	for _, w := range cfg.Deprecated {
 		log.Warn("config: " + w)
 	}
-	applyRuntimeFlags(opts, &cfg)
+	if err := applyRuntimeFlags(opts, &cfg); err != nil {
+		return err
+	}
 	if opts.DataDir == "" {
 		opts.DataDir = DefaultDataDir
 	}

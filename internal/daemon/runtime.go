@@ -114,10 +114,11 @@ func runtimeMetrics(rts *runtime.Set) []metrics.Runtime {
 
 // applyRuntimeFlags lets flags override the runtime blocks of the config:
 // --runsc-path sets runtimes.gvisor.runsc_path.
-func applyRuntimeFlags(opts Options, cfg *config.Config) {
+func applyRuntimeFlags(opts Options, cfg *config.Config) error {
 	if opts.RunscPath != "" {
-		cfg.Runtimes.GVisor.RunscPath = opts.RunscPath
+		return cfg.Runtimes.Set("gvisor", "runsc_path", opts.RunscPath)
 	}
+	return nil
 }
 
 // nameservers are the upstreams of the sandboxes' resolver: config

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/runtime"
+	"github.com/hutch-dev/hutch/internal/runtime/gvisor"
 )
 
 // closes counts the Close calls of closingRuntime.
@@ -28,19 +29,21 @@ func (closingRuntime) Name() string { return "daemon-test" }
 func (closingRuntime) Close() error { closes.Add(1); return nil }
 
 func init() {
-	runtime.Register("daemon-test", func(runtime.Options) (runtime.Runtime, error) { return closingRuntime{}, nil })
+	runtime.Register(runtime.Registration{Name: "daemon-test", New: func(runtime.Options) (runtime.Runtime, error) { return closingRuntime{}, nil }})
 }
 
 func TestRuntimeOptions(t *testing.T) {
 	cfg := config.Default()
-	cfg.Runtimes.GVisor.SystrapFastPath = config.FastPathOff
+	if err := cfg.Runtimes.Set("gvisor", "systrap_fast_path", gvisor.FastPathOff); err != nil {
+		t.Fatal(err)
+	}
 	opts, err := runtimeOptions(cfg, "gvisor", "/data")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var g config.GVisor
-	if err := json.Unmarshal(opts.Settings, &g); err != nil || g != cfg.Runtimes.GVisor {
-		t.Errorf("settings %s decode to %+v (%v), want %+v", opts.Settings, g, err, cfg.Runtimes.GVisor)
+	var g gvisor.Settings
+	if err := json.Unmarshal(opts.Settings, &g); err != nil || g != (gvisor.Settings{Platform: "systrap", SystrapFastPath: "off"}) {
+		t.Errorf("settings %s decode to %+v (%v)", opts.Settings, g, err)
 	}
 	if opts.StateDir != "/data/gvisor" || opts.NetworkPool != cfg.NetworkPool {
 		t.Errorf("options %+v", opts)
@@ -87,15 +90,23 @@ func TestRunscOnlyForGVisor(t *testing.T) {
 }
 
 func TestRunscFlagOverridesTheBlock(t *testing.T) {
-	cfg := config.Default()
-	cfg.Runtimes.GVisor.RunscPath = "/from/config"
-	applyRuntimeFlags(Options{}, &cfg)
-	if cfg.Runtimes.GVisor.RunscPath != "/from/config" {
-		t.Errorf("without the flag, runsc_path = %q", cfg.Runtimes.GVisor.RunscPath)
+	cfg, err := config.Parse([]byte("runtimes:\n  gvisor:\n    runsc_path: /from/config\n"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	applyRuntimeFlags(Options{RunscPath: "/opt/runsc"}, &cfg)
-	if cfg.Runtimes.GVisor.RunscPath != "/opt/runsc" {
-		t.Errorf("with --runsc-path, runsc_path = %q", cfg.Runtimes.GVisor.RunscPath)
+	runscPath := func() string {
+		t.Helper()
+		s, err := cfg.Runtimes.Decode("gvisor")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.(*gvisor.Settings).RunscPath
+	}
+	if err := applyRuntimeFlags(Options{}, &cfg); err != nil || runscPath() != "/from/config" {
+		t.Errorf("without the flag, runsc_path = %q (%v)", runscPath(), err)
+	}
+	if err := applyRuntimeFlags(Options{RunscPath: "/opt/runsc"}, &cfg); err != nil || runscPath() != "/opt/runsc" {
+		t.Errorf("with --runsc-path, runsc_path = %q (%v)", runscPath(), err)
 	}
 }
 

@@ -35,7 +35,7 @@ func (fakeRuntime) Reconcile(_ context.Context, keep func(string) bool) ([]strin
 }
 
 func init() {
-	runtime.Register("watchdog-test", func(runtime.Options) (runtime.Runtime, error) { return fakeRuntime{}, nil })
+	runtime.Register(runtime.Registration{Name: "watchdog-test", New: func(runtime.Options) (runtime.Runtime, error) { return fakeRuntime{}, nil }})
 }
 
 func TestWatchdog(t *testing.T) {

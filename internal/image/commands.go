@@ -7,7 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/hutch-dev/hutch/internal/config"
+	"github.com/hutch-dev/hutch/internal/runtime"
 	"github.com/hutch-dev/hutch/internal/tarfs"
 )
 
@@ -61,7 +61,7 @@ func (img *Image) path() string {
 			return v
 		}
 	}
-	return config.DefaultPath
+	return runtime.DefaultPath
 }
 
 // With lists the catalog images, in catalog order, that have command (see

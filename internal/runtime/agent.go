@@ -10,6 +10,10 @@ import (
 // there as its mount point.
 const AgentPath = "/.hutch/hutch-agent"
 
+// DefaultPath is the PATH of a sandbox's processes when their image sets
+// none, and of the agent itself.
+const DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
 // ReservedPath reports whether a mount at path p (absolute and clean)
 // would cover the sandbox's root or a directory every runtime sets up
 // itself: /proc, /dev, /sys, and the agent's directory, or anything in

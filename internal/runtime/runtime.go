@@ -5,8 +5,9 @@
 // a runtime knows nothing of them. Optional abilities (pause, checkpoint,
 // resize, stats) are separate interfaces, summed up once in Abilities; a
 // runtime turns an image into the artifact it boots (Prepare). Backends
-// register themselves; the daemon picks one by name and hands it its own
-// block of the config (Options.Settings).
+// register themselves with their own block of the config (Registration,
+// Settings); the daemon picks one by name and hands it that block
+// (Options.Settings).
 package runtime
 
 import (
@@ -118,39 +119,63 @@ type Options struct {
 	// the host's loopback): their only nameserver.
 	DNS string `json:",omitempty"`
 	// Settings is the runtime's own block of the config (runtimes.<name>),
-	// as JSON; the Factory decodes it into its own type. JSON, so that the
-	// crash watchdog can be handed the same Options over a pipe.
+	// its defaults filled in, as JSON; the Factory decodes it into its own
+	// type with DecodeSettings. JSON, so that the crash watchdog can be
+	// handed the same Options over a pipe.
 	Settings json.RawMessage `json:",omitempty"`
 	// Logger is the daemon's logger, for what a runtime reports at start;
 	// nil is slog.Default(). It does not cross the watchdog's pipe.
 	Logger *slog.Logger `json:"-"`
 }
 
+// Registration is what a backend registers: its name, its Factory and
+// its own block of the config.
+type Registration struct {
+	// Name is the runtime's registry name, and the key of its block in
+	// the config (runtimes.<name>).
+	Name string
+	// New builds the runtime.
+	New Factory
+	// Settings returns a new value of the backend's block (a pointer to
+	// a struct whose yaml and json tags name its keys) holding its
+	// defaults; nil for a backend without a block (settings.go).
+	Settings func() Settings
+}
+
 var (
 	registryMu sync.Mutex
 	// registry is guarded by registryMu.
-	registry = map[string]Factory{}
+	registry = map[string]Registration{}
 )
 
 // Register makes a runtime available by name; backends call it from init.
-func Register(name string, f Factory) {
+func Register(r Registration) {
 	registryMu.Lock()
 	defer registryMu.Unlock()
-	if _, dup := registry[name]; dup {
-		panic("runtime: duplicate registration of " + name)
+	if _, dup := registry[r.Name]; dup {
+		panic("runtime: duplicate registration of " + r.Name)
 	}
-	registry[name] = f
+	if r.New == nil {
+		panic("runtime: registration of " + r.Name + " has no Factory")
+	}
+	registry[r.Name] = r
+}
+
+// lookup is the registration of runtime name.
+func lookup(name string) (Registration, bool) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	r, ok := registry[name]
+	return r, ok
 }
 
 // New builds the named runtime.
 func New(name string, opts Options) (Runtime, error) {
-	registryMu.Lock()
-	f, ok := registry[name]
-	registryMu.Unlock()
+	r, ok := lookup(name)
 	if !ok {
 		return nil, fmt.Errorf("unknown runtime %q (have %v)", name, Names())
 	}
-	return f(opts)
+	return r.New(opts)
 }
 
 // Names lists the registered runtimes, sorted.

@@ -5,14 +5,14 @@ import (
 
 	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
 	"github.com/hutch-dev/hutch/internal/agentclient"
-	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/image"
+	"github.com/hutch-dev/hutch/internal/runtime"
 )
 
 // defaultPath is the PATH of an image whose config sets none, as
 // container engines give it.
-const defaultPath = "PATH=" + config.DefaultPath
+const defaultPath = "PATH=" + runtime.DefaultPath
 
 // resolveUser resolves the image's configured user at create time. An
 // image naming a user or group it does not define cannot start: S300.

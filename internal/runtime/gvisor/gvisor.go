@@ -43,7 +43,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hutch-dev/hutch/internal/cgroups"
-	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/netplumb"
 	"github.com/hutch-dev/hutch/internal/runtime"
 )
@@ -52,7 +51,8 @@ import (
 const Name = "gvisor"
 
 func init() {
-	runtime.Register(Name, New)
+	runtime.Register(runtime.Registration{Name: Name, New: New,
+		Settings: func() runtime.Settings { return DefaultSettings() }})
 }
 
 var (
@@ -70,7 +70,7 @@ type Runtime struct {
 	runsc    string // runsc binary, absolute
 	stateDir string // absolute
 	// settings are the runtime's block of the config (runtimes.gvisor).
-	settings config.GVisor
+	settings Settings
 	cg       cgroups.Layout
 	net      *netplumb.Network
 

@@ -1,33 +1,74 @@
 package gvisor
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
-	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/runtime"
 )
 
+// Settings is the runtime's block of the config (runtimes.gvisor).
+type Settings struct {
+	// RunscPath is the runsc binary; empty looks next to the hutch binary,
+	// then on PATH.
+	RunscPath string `yaml:"runsc_path,omitempty" json:"runsc_path,omitempty"`
+	// Platform is runsc's platform: systrap (the default) or ptrace.
+	Platform string `yaml:"platform" json:"platform"`
+	// SystrapFastPath is whether gVisor's systrap platform may spin
+	// instead of sleeping while it waits for a sandbox's threads: "on"
+	// (gVisor's adaptive default) or "off", which saves CPU when many
+	// sandboxes mostly start short processes but makes every system call
+	// inside a sandbox tens of times slower.
+	SystrapFastPath string `yaml:"systrap_fast_path" json:"systrap_fast_path"`
+	// Debug keeps runsc's debug logs of every sandbox under the runtime's
+	// state directory (logs/<id>/); they are large.
+	Debug bool `yaml:"debug" json:"debug"`
+}
+
+// The values of runtimes.gvisor.systrap_fast_path.
+const (
+	FastPathOn  = "on"
+	FastPathOff = "off"
+)
+
+// FastPathModes lists the values of runtimes.gvisor.systrap_fast_path.
+var FastPathModes = []string{FastPathOn, FastPathOff}
+
+// The values of runtimes.gvisor.platform.
+const (
+	PlatformSystrap = "systrap"
+	PlatformPtrace  = "ptrace"
+)
+
+// Platforms lists the values of runtimes.gvisor.platform.
+var Platforms = []string{PlatformSystrap, PlatformPtrace}
+
+// DefaultSettings are the block's defaults.
+func DefaultSettings() *Settings {
+	return &Settings{Platform: PlatformSystrap, SystrapFastPath: FastPathOn}
+}
+
+// Check names each value of the block that is wrong.
+func (s *Settings) Check() []error {
+	var errs []error
+	if !slices.Contains(FastPathModes, s.SystrapFastPath) {
+		errs = append(errs, fmt.Errorf("systrap_fast_path must be one of %s, got %q", strings.Join(FastPathModes, ", "), s.SystrapFastPath))
+	}
+	if !slices.Contains(Platforms, s.Platform) {
+		errs = append(errs, fmt.Errorf("platform must be one of %s, got %q", strings.Join(Platforms, ", "), s.Platform))
+	}
+	return errs
+}
+
 // settings decodes the runtime's block of the config (runtimes.gvisor)
 // over its defaults; an unknown field is an error.
-func settings(raw json.RawMessage) (config.GVisor, error) {
-	s := config.Default().Runtimes.GVisor
-	if len(bytes.TrimSpace(raw)) == 0 {
-		return s, nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&s); err != nil {
-		return s, fmt.Errorf("runtimes.gvisor: %w", err)
-	}
-	c := config.Default()
-	c.Runtimes.GVisor = s
-	if err := c.Validate(); err != nil {
-		return s, err
-	}
-	return s, nil
+func settings(raw json.RawMessage) (Settings, error) {
+	s := DefaultSettings()
+	err := runtime.DecodeSettings(Name, raw, s)
+	return *s, err
 }
 
 // findRunsc resolves the runsc binary: runtimes.gvisor.runsc_path, else

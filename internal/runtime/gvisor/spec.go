@@ -3,13 +3,12 @@ package gvisor
 import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
-	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/runtime"
 )
 
 const (
 	// defaultPath is the agent's PATH; the agent sets up its children's.
-	defaultPath = "PATH=" + config.DefaultPath
+	defaultPath = "PATH=" + runtime.DefaultPath
 	// cpuPeriod is the CFS period the CPU quota is expressed in (100 ms).
 	cpuPeriod = 100000
 )

@@ -15,7 +15,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hutch-dev/hutch/internal/cleanup"
-	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/runtime"
 	"github.com/hutch-dev/hutch/internal/safetext"
@@ -174,7 +173,7 @@ func (r *Runtime) bootArgs(spec runtime.Spec, dir, checkpoint string) []string {
 // leaves it running) must repeat them.
 func (r *Runtime) globalFlags(spec runtime.Spec, dir string) []string {
 	args := []string{"--log", filepath.Join(dir, runscLogName), "--platform=" + r.settings.Platform}
-	if r.settings.Platform == config.PlatformSystrap && r.settings.SystrapFastPath == config.FastPathOff {
+	if r.settings.Platform == PlatformSystrap && r.settings.SystrapFastPath == FastPathOff {
 		args = append(args, "--systrap-disable-fast-path")
 	}
 	if spec.UpperLayer != "" {

@@ -10,7 +10,6 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
-	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/runtime"
 )
 
@@ -196,9 +195,9 @@ func equalJSON(t *testing.T, a, b any) bool { return mustJSON(t, a) == mustJSON(
 func TestBootArgs(t *testing.T) {
 	spec := runtime.Spec{ID: "sb1", WritableLayerMB: 64}
 	for _, off := range []bool{false, true} {
-		r := &Runtime{settings: config.Default().Runtimes.GVisor}
+		r := &Runtime{settings: *DefaultSettings()}
 		if off {
-			r.settings.SystrapFastPath = config.FastPathOff
+			r.settings.SystrapFastPath = FastPathOff
 		}
 		args := r.bootArgs(spec, "/state/sb1", "")
 		if got := slices.Contains(args, "--systrap-disable-fast-path"); got != off {

@@ -7,8 +7,6 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/hutch-dev/hutch/internal/config"
 )
 
 // kvmAPIVersion is the only KVM API version there has ever been.
@@ -22,18 +20,18 @@ const kvmGetAPIVersion = 0xAE00
 // log.
 func chooseAccel(setting string, kvmUsable func() error) (accel, why string, err error) {
 	switch setting {
-	case config.AccelTCG:
-		return config.AccelTCG, "configured", nil
-	case config.AccelKVM:
+	case AccelTCG:
+		return AccelTCG, "configured", nil
+	case AccelKVM:
 		if err := kvmUsable(); err != nil {
 			return "", "", fmt.Errorf("runtimes.microvm.accel is kvm but KVM is not usable here: %w", err)
 		}
-		return config.AccelKVM, "configured", nil
+		return AccelKVM, "configured", nil
 	default:
 		if err := kvmUsable(); err != nil {
-			return config.AccelTCG, "KVM not usable: " + err.Error(), nil
+			return AccelTCG, "KVM not usable: " + err.Error(), nil
 		}
-		return config.AccelKVM, "hardware virtualization", nil
+		return AccelKVM, "hardware virtualization", nil
 	}
 }
 

@@ -23,8 +23,6 @@
 package microvm
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -34,7 +32,6 @@ import (
 	"regexp"
 	"sync"
 
-	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/netplumb"
 	"github.com/hutch-dev/hutch/internal/runtime"
 )
@@ -43,7 +40,8 @@ import (
 const Name = "microvm"
 
 func init() {
-	runtime.Register(Name, New)
+	runtime.Register(runtime.Registration{Name: Name, New: New,
+		Settings: func() runtime.Settings { return DefaultSettings() }})
 }
 
 var (
@@ -114,13 +112,13 @@ func newRuntime(opts runtime.Options, log *slog.Logger) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("microvm runtime: %w", err)
 	}
-	if accel == config.AccelTCG {
+	if accel == AccelTCG {
 		log.Warn("microvm runtime runs under TCG emulation: for testing only", "why", why, "kernel", kernel.version)
 	} else {
 		log.Info("microvm runtime runs under KVM", "why", why, "kernel", kernel.version)
 	}
 	var tscKHz uint64
-	if accel == config.AccelTCG {
+	if accel == AccelTCG {
 		if cpuinfo, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 			tscKHz = hostTSCkHz(string(cpuinfo))
 		}
@@ -166,23 +164,6 @@ func (r *Runtime) sandboxDir(id string) string { return filepath.Join(r.sandboxe
 
 // initramfsDir caches initramfs files by the hash of their inputs.
 func (r *Runtime) initramfsDir() string { return filepath.Join(r.stateDir, "initramfs") }
-
-// settings decodes the runtime's block of the config (runtimes.microvm)
-// over its defaults; an unknown field is an error.
-func settings(raw json.RawMessage) (config.MicroVM, error) {
-	s := config.Default().Runtimes.MicroVM
-	if len(bytes.TrimSpace(raw)) == 0 {
-		return s, nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&s); err != nil {
-		return s, fmt.Errorf("runtimes.microvm: %w", err)
-	}
-	c := config.Default()
-	c.Runtimes.MicroVM = s
-	return s, c.Validate()
-}
 
 // findQEMU resolves qemu-system-x86_64: runtimes.microvm.qemu_path, else
 // on PATH.

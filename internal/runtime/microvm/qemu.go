@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/hutch-dev/hutch/internal/agent/vmspec"
-	"github.com/hutch-dev/hutch/internal/config"
 )
 
 // minMemoryMB is the least memory a VM gets: its kernel and agent need
@@ -44,7 +43,7 @@ func qemuArgs(c vmConfig) []string {
 		// directory like the agent's socket.
 		"-qmp", "unix:" + qmpSocketName + ",server=on,wait=off",
 	}
-	if c.accel == config.AccelKVM {
+	if c.accel == AccelKVM {
 		args = append(args, "-accel", "kvm", "-cpu", "host,-arch-capabilities")
 	} else {
 		args = append(args, "-accel", "tcg,tb-size=64", "-cpu", "max")

@@ -16,7 +16,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/runtime"
 )
 
@@ -160,11 +159,11 @@ func TestChooseAccel(t *testing.T) {
 		want    string
 		wantErr bool
 	}{
-		{config.AccelAuto, yes, "kvm", false},
-		{config.AccelAuto, no, "tcg", false},
-		{config.AccelTCG, yes, "tcg", false},
-		{config.AccelKVM, yes, "kvm", false},
-		{config.AccelKVM, no, "", true},
+		{AccelAuto, yes, "kvm", false},
+		{AccelAuto, no, "tcg", false},
+		{AccelTCG, yes, "tcg", false},
+		{AccelKVM, yes, "kvm", false},
+		{AccelKVM, no, "", true},
 	}
 	for _, tt := range tests {
 		got, why, err := chooseAccel(tt.setting, tt.kvm)
