@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hutch-dev/hutch/internal/config"
+	"github.com/hutch-dev/hutch/internal/runtime"
 	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
@@ -48,7 +48,7 @@ func TestSplitterAcrossChunks(t *testing.T) {
 // kernelPATH is the PATH the kernels are found and run with: a sandbox's
 // default, whatever the test process's PATH is (it may put a python3
 // first that cannot run with this PATH, such as pyenv's shims).
-const kernelPATH = config.DefaultPath
+const kernelPATH = runtime.DefaultPath
 
 // lookPath finds program in kernelPATH.
 func lookPath(t *testing.T, program string) string {
