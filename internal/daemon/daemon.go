@@ -79,7 +79,8 @@ type daemon struct {
 	srv  *http.Server
 	eng  engine
 	prof profiler
-	// serveErr receives the first error of a server that stops serving.
+	// serveErr receives the error of a server (API, engine, profiler)
+	// that stops serving.
 	serveErr chan error
 }
 
