@@ -29,31 +29,112 @@ import (
 	"github.com/hutch-dev/hutch/internal/metrics"
 	"github.com/hutch-dev/hutch/internal/runtime"
 	"github.com/hutch-dev/hutch/internal/sandbox"
+	"github.com/hutch-dev/hutch/internal/volumes"
+	"github.com/hutch-dev/hutch/internal/webguard"
 	"github.com/hutch-dev/hutch/internal/webhooks"
 )
 
 // shutdownTimeout bounds the ordered shutdown after the context ends.
 const shutdownTimeout = 10 * time.Second
 
+// daemon is one `hutch serve` process: what Run's steps build, in the
+// order they build it.
+type daemon struct {
+	opts  Options
+	cfg   config.Config
+	log   *slog.Logger
+	guard *webguard.Policy
+
+	// held is what the daemon holds for its whole life, released in
+	// reverse on every return of Run.
+	held cleanup.Stack
+	// undo is what a start that fails half-way must undo; once serving,
+	// the ordered shutdown (waitAndShutdown) takes over.
+	undo cleanup.Stack
+
+	ln    net.Listener // the API listener
+	engLn net.Listener // the engine listener, nil without --engine-listen
+
+	obs       *observability
+	tokens    *auth.Tokens
+	agentPath string
+	cacheDir  string
+	images    *image.Store
+	resolver  *dnsgate.Server
+	rts       *runtime.Set
+
+	// cleanShutdown tells the watchdog that every sandbox was stopped:
+	// true until the manager exists (a start that fails before has none).
+	cleanShutdown bool
+
+	evlog     *events.Log
+	hooks     *webhooks.Dispatcher
+	hookAdmin *webhookAdmin
+	vols      *volumes.Store
+
+	mgr       *sandbox.Manager
+	jobRunner *jobs.Runner
+	table     *functions.Table
+
+	srv  *http.Server
+	eng  engine
+	prof profiler
+	// serveErr receives the error of a server (API, engine, profiler)
+	// that stops serving.
+	serveErr chan error
+}
+
 // Run starts the daemon and serves until ctx ends, then shuts down in
 // order: stop accepting requests, stop every sandbox, close the store.
 // Cancellation is a normal stop and returns nil.
 func Run(ctx context.Context, opts Options) (err error) {
+	d, err := configure(opts)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := d.held.Run(ctx); err != nil {
+			d.log.Warn("releasing the daemon's resources", "err", err)
+		}
+	}()
+	defer d.undo.RunUnless(ctx, &err)
+	for _, step := range []func(context.Context) error{
+		d.bindListeners,
+		d.prepareHost,
+		d.bootRuntimes,
+		d.openStores,
+		d.startManager,
+		d.startTransports,
+	} {
+		if err := step(ctx); err != nil {
+			return err
+		}
+	}
+	d.undo.Release()
+	d.serve()
+	return d.waitAndShutdown(ctx)
+}
+
+// configure reads the config and the flags and makes the data dir; it
+// holds nothing yet.
+func configure(opts Options) (*daemon, error) {
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	}
+	d := &daemon{log: log, cleanShutdown: true}
 	cfg := config.Default()
 	if opts.ConfigPath != "" {
+		var err error
 		if cfg, err = config.Load(opts.ConfigPath); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	for _, w := range cfg.Deprecated {
 		log.Warn("config: " + w)
 	}
 	if err := applyRuntimeFlags(opts, &cfg); err != nil {
-		return err
+		return nil, err
 	}
 	if opts.DataDir == "" {
 		opts.DataDir = DefaultDataDir
@@ -62,197 +143,228 @@ func Run(ctx context.Context, opts Options) (err error) {
 		opts.Listen = DefaultListen
 	}
 	if err := checkExposure(opts, cfg); err != nil {
-		return err
+		return nil, err
 	}
 	guard, err := webGuard(cfg, opts.Listen, opts.EngineListen)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
-		return fmt.Errorf("creating data dir: %w", err)
+		return nil, fmt.Errorf("creating data dir: %w", err)
 	}
-	// held is what the daemon holds for its whole life, released in
-	// reverse on every return.
-	var held cleanup.Stack
-	defer func() {
-		if err := held.Run(ctx); err != nil {
-			log.Warn("releasing the daemon's resources", "err", err)
-		}
-	}()
-	// The listeners come first: a start refused for its address ends
-	// before anything is started (no watchdog takes it for a crash).
-	ln, err := listen(opts.Listen, "--listen")
+	d.opts, d.cfg, d.guard = opts, cfg, guard
+	return d, nil
+}
+
+// bindListeners binds the API and engine addresses. The listeners come
+// first: a start refused for its address ends before anything is
+// started (no watchdog takes it for a crash).
+func (d *daemon) bindListeners(context.Context) error {
+	ln, err := listen(d.opts.Listen, "--listen")
 	if err != nil {
 		return err
 	}
-	held.Push("closing the API listener", func(context.Context) error { return ignoreNetClosed(ln.Close()) })
-	var engLn net.Listener
-	if opts.EngineListen != "" {
-		if engLn, err = listen(opts.EngineListen, "--engine-listen"); err != nil {
+	d.ln = ln
+	d.held.Push("closing the API listener", func(context.Context) error { return ignoreNetClosed(d.ln.Close()) })
+	if d.opts.EngineListen != "" {
+		if d.engLn, err = listen(d.opts.EngineListen, "--engine-listen"); err != nil {
 			return err
 		}
-		held.Push("closing the engine listener", func(context.Context) error { return ignoreNetClosed(engLn.Close()) })
+		d.held.Push("closing the engine listener", func(context.Context) error { return ignoreNetClosed(d.engLn.Close()) })
 	}
-	unlock, err := lockDataDir(opts.DataDir, log)
+	return nil
+}
+
+// prepareHost locks the data dir, starts tracing and metrics, reads the
+// API tokens and finds the agent binary.
+func (d *daemon) prepareHost(ctx context.Context) error {
+	unlock, err := lockDataDir(d.opts.DataDir, d.log)
 	if err != nil {
 		return err
 	}
-	held.Push("unlocking the data dir", func(context.Context) error { unlock(); return nil })
-	warnDiskBudget(log, opts.DataDir, cfg)
-	obs, err := startObservability(ctx, log)
-	if err != nil {
+	d.held.Push("unlocking the data dir", func(context.Context) error { unlock(); return nil })
+	warnDiskBudget(d.log, d.opts.DataDir, d.cfg)
+	if d.obs, err = startObservability(ctx, d.log); err != nil {
 		return err
 	}
-	held.Push("flushing traces", func(context.Context) error { obs.close(); return nil })
-	tokens, err := auth.New(cfg.APITokens)
-	if err != nil {
+	d.held.Push("flushing traces", func(context.Context) error { d.obs.close(); return nil })
+	if d.tokens, err = auth.New(d.cfg.APITokens); err != nil {
 		return err
 	}
-	agentPath, err := runtime.FindBinary(opts.AgentPath, "hutch-agent")
+	agentPath, err := runtime.FindBinary(d.opts.AgentPath, "hutch-agent")
 	if errors.Is(err, runtime.ErrBinaryNotFound) {
 		err = fmt.Errorf("%w (build it with `make build`, or pass --agent-path)", err)
 	}
 	if err != nil {
 		return err
 	}
-	cacheDir := cfg.ImageCacheDir
-	if cacheDir == "" {
-		cacheDir = filepath.Join(opts.DataDir, "images")
+	d.agentPath = agentPath
+	return nil
+}
+
+// bootRuntimes opens the image store, starts the sandboxes' resolver
+// and the runtimes, then the crash watchdog that stops their sandboxes
+// if this process dies.
+func (d *daemon) bootRuntimes(context.Context) error {
+	d.cacheDir = d.cfg.ImageCacheDir
+	if d.cacheDir == "" {
+		d.cacheDir = filepath.Join(d.opts.DataDir, "images")
 	}
-	images, err := image.NewStore(image.Options{CacheDir: cacheDir, Logger: log, CustomImages: cfg.CustomImages,
-		MaxUnpackedBytes: int64(cfg.MaxImageUnpackedMB) << 20})
+	var err error
+	d.images, err = image.NewStore(image.Options{CacheDir: d.cacheDir, Logger: d.log, CustomImages: d.cfg.CustomImages,
+		MaxUnpackedBytes: int64(d.cfg.MaxImageUnpackedMB) << 20})
 	if err != nil {
 		return err
 	}
-	held.Push("closing the image store", func(context.Context) error { return images.Close() })
-	resolver, err := dnsgate.Listen("127.0.0.1", dnsgate.Options{Nameservers: nameservers(cfg), Logger: log})
+	d.held.Push("closing the image store", func(context.Context) error { return d.images.Close() })
+	d.resolver, err = dnsgate.Listen("127.0.0.1", dnsgate.Options{Nameservers: nameservers(d.cfg), Logger: d.log})
 	if err != nil {
 		return err
 	}
-	held.Push("stopping the sandboxes' resolver", func(context.Context) error { return resolver.Close() })
-	rts, rtOpts, err := startRuntimes(cfg, opts.DataDir, resolver.Addr().String(), log)
+	d.held.Push("stopping the sandboxes' resolver", func(context.Context) error { return d.resolver.Close() })
+	rts, rtOpts, err := startRuntimes(d.cfg, d.opts.DataDir, d.resolver.Addr().String(), d.log)
 	if err != nil {
 		return err
 	}
-	held.Push("closing the runtimes", func(context.Context) error { return closeRuntimes(rts.All()) })
-	// cleanShutdown tells the watchdog that every sandbox was stopped:
-	// true until the manager exists (a start that fails before has none).
-	cleanShutdown := true
-	if cfg.CrashWatchdog {
-		wd, err := startWatchdog(watchdogJob{Runtimes: rtOpts, LockPath: dataDirLock(opts.DataDir)}, log)
+	d.rts = rts
+	d.held.Push("closing the runtimes", func(context.Context) error { return closeRuntimes(d.rts.All()) })
+	if d.cfg.CrashWatchdog {
+		wd, err := startWatchdog(watchdogJob{Runtimes: rtOpts, LockPath: dataDirLock(d.opts.DataDir)}, d.log)
 		if err != nil {
 			return err
 		}
-		held.Push("stopping the crash watchdog", func(context.Context) error { wd.stop(cleanShutdown); return nil })
+		d.held.Push("stopping the crash watchdog", func(context.Context) error { wd.stop(d.cleanShutdown); return nil })
 	}
-	// undo is what a start that fails half-way must undo; once serving,
-	// the ordered shutdown below takes over.
-	var undo cleanup.Stack
-	defer undo.RunUnless(ctx, &err)
-	evlog, err := events.Open(filepath.Join(opts.DataDir, "events.db"), events.Options{
-		MaxCount: cfg.EventsMaxCount, MaxAge: time.Duration(cfg.EventsMaxAgeSecs) * time.Second, Logger: log})
+	return nil
+}
+
+// openStores opens the event log, the webhooks and the volumes.
+func (d *daemon) openStores(context.Context) error {
+	var err error
+	d.evlog, err = events.Open(filepath.Join(d.opts.DataDir, "events.db"), events.Options{
+		MaxCount: d.cfg.EventsMaxCount, MaxAge: time.Duration(d.cfg.EventsMaxAgeSecs) * time.Second, Logger: d.log})
 	if err != nil {
 		return err
 	}
-	held.Push("closing the event log", func(context.Context) error { return evlog.Close() })
-	hooks := webhooks.Start(evlog, hooksOf(cfg.Webhooks), webhooks.Options{Logger: log})
-	held.Push("stopping the webhooks", func(context.Context) error { hooks.Close(); return nil })
-	hookAdmin, err := startAddedWebhooks(&cfg, hooks, filepath.Join(opts.DataDir, "webhooks.json"), log)
-	if err != nil {
+	d.held.Push("closing the event log", func(context.Context) error { return d.evlog.Close() })
+	d.hooks = webhooks.Start(d.evlog, hooksOf(d.cfg.Webhooks), webhooks.Options{Logger: d.log})
+	d.held.Push("stopping the webhooks", func(context.Context) error { d.hooks.Close(); return nil })
+	if d.hookAdmin, err = startAddedWebhooks(&d.cfg, d.hooks, filepath.Join(d.opts.DataDir, "webhooks.json"), d.log); err != nil {
 		return err
 	}
-	vols, err := openVolumes(cfg, opts.DataDir, log)
-	if err != nil {
+	if d.vols, err = openVolumes(d.cfg, d.opts.DataDir, d.log); err != nil {
 		return err
 	}
 	// Released after the manager's Close: no sandbox mounts a volume then.
-	held.Push("unmounting the volumes", func(context.Context) error { return vols.Close() })
+	d.held.Push("unmounting the volumes", func(context.Context) error { return d.vols.Close() })
+	return nil
+}
+
+// startManager starts the sandbox manager, the job runner and the
+// function table over them.
+func (d *daemon) startManager(ctx context.Context) error {
+	cfg, obs := d.cfg, d.obs
 	mgr, err := sandbox.New(ctx, sandbox.Options{
-		Volumes:   vols,
+		Volumes:   d.vols,
 		Config:    cfg,
-		Runtimes:  rts,
-		Images:    images,
-		AgentPath: agentPath,
-		StateDir:  opts.DataDir,
-		Logger:    log,
+		Runtimes:  d.rts,
+		Images:    d.images,
+		AgentPath: d.agentPath,
+		StateDir:  d.opts.DataDir,
+		Logger:    d.log,
 		Observer:  obs.metrics,
-		Events:    evlog,
+		Events:    d.evlog,
 		// A host URL names the port the listener got (--listen :0 too).
-		ListenPort: ln.Addr().(*net.TCPAddr).Port,
+		ListenPort: d.ln.Addr().(*net.TCPAddr).Port,
 	})
 	if err != nil {
 		return err
 	}
-	cleanShutdown = false
-	undo.Push("closing the sandbox manager", func(ctx context.Context) error {
+	d.mgr = mgr
+	d.cleanShutdown = false
+	d.undo.Push("closing the sandbox manager", func(ctx context.Context) error {
 		err := mgr.Close(ctx)
-		cleanShutdown = err == nil
+		d.cleanShutdown = err == nil
 		return err
 	})
-	resolver.SetDirectory(mgr.Resolver())
-	jobRunner, err := jobs.Open(filepath.Join(opts.DataDir, "jobs.db"), mgr, jobs.Options{MaxRunning: cfg.JobsMaxRunning,
-		MaxQueuedPerOwner: cfg.MaxQueuedJobsPerOwner, MaxKept: cfg.JobsMaxKept, Events: evlog, Logger: log})
+	d.resolver.SetDirectory(mgr.Resolver())
+	d.jobRunner, err = jobs.Open(filepath.Join(d.opts.DataDir, "jobs.db"), mgr, jobs.Options{MaxRunning: cfg.JobsMaxRunning,
+		MaxQueuedPerOwner: cfg.MaxQueuedJobsPerOwner, MaxKept: cfg.JobsMaxKept, Events: d.evlog, Logger: d.log})
 	if err != nil {
 		return err
 	}
-	undo.Push("closing the job runner", func(context.Context) error { return jobRunner.Close() })
-	mgr.ProtectPorts(listenPorts(ln.Addr().String(), opts.EngineListen)...)
-	table := functions.New(functions.Deps{Sandboxes: mgr, Files: mgr, Images: mgr, Metrics: mgr, Processes: mgr, Lifecycle: mgr, Snapshots: mgr, Events: mgr, Webhooks: hookAdmin, Alerts: mgr, Jobs: jobRunner, Interpreter: mgr, Ports: mgr, Networks: mgr, Environment: mgr, Volumes: mgr, Git: mgr, Observer: obs.metrics})
-	obs.attach(mgr.Live, images.CacheBytes)
-	obs.metrics.SetDaemon(metrics.Daemon{Runtimes: runtimeMetrics(rts), Capacity: cfg.MaxConcurrentSandboxes})
+	d.undo.Push("closing the job runner", func(context.Context) error { return d.jobRunner.Close() })
+	mgr.ProtectPorts(listenPorts(d.ln.Addr().String(), d.opts.EngineListen)...)
+	d.table = functions.New(functions.Deps{Sandboxes: mgr, Files: mgr, Images: mgr, Metrics: mgr, Processes: mgr, Lifecycle: mgr, Snapshots: mgr, Events: mgr, Webhooks: d.hookAdmin, Alerts: mgr, Jobs: d.jobRunner, Interpreter: mgr, Ports: mgr, Networks: mgr, Environment: mgr, Volumes: mgr, Git: mgr, Observer: obs.metrics})
+	obs.attach(mgr.Live, d.images.CacheBytes)
+	obs.metrics.SetDaemon(metrics.Daemon{Runtimes: runtimeMetrics(d.rts), Capacity: cfg.MaxConcurrentSandboxes})
 	obs.metrics.WatchWarmPool(mgr.WarmPool)
-	obs.metrics.WatchWebhooks(hooks.Stats)
+	obs.metrics.WatchWebhooks(d.hooks.Stats)
+	return nil
+}
+
+// startTransports builds the HTTP API (with MCP, E2B and the console on
+// it), starts the engine WebSocket and the profiler.
+func (d *daemon) startTransports(ctx context.Context) error {
+	cfg, log, table, mgr := d.cfg, d.log, d.table, d.mgr
 	read, write, idle := cfg.HTTPTimeouts()
 	mcpHandler := mcpserver.HTTPHandler(table, mcpserver.Options{DefaultImage: cfg.MCPDefaultImage, Logger: log})
-	e2b, err := e2bTransport(cfg, opts.DataDir, table, guard, write, log)
+	e2b, err := e2bTransport(cfg, d.opts.DataDir, table, d.guard, write, log)
 	if err != nil {
 		return err
 	}
-	srv := httpapi.NewServer(table, httpapi.Options{Logger: log, Auth: tokens, Runtimes: rts.Infos(), Metrics: obs.handler(), MCP: mcpHandler, Ports: previewPorts{mgr}, PreviewDomain: cfg.PreviewDomain, Guard: guard,
+	d.srv = httpapi.NewServer(table, httpapi.Options{Logger: log, Auth: d.tokens, Runtimes: d.rts.Infos(), Metrics: d.obs.handler(), MCP: mcpHandler, Ports: previewPorts{mgr}, PreviewDomain: cfg.PreviewDomain, Guard: d.guard,
 		Console: console.Handler(), Front: e2b.Wrap, ReadTimeout: read, WriteTimeout: write, IdleTimeout: idle})
-	srv.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
-	ln = netutil.LimitListener(ln, cfg.MaxConnections)
-	serveErr := make(chan error, 2)
-	eng := startEngine(engLn, cfg.MaxConnections, table, engineapi.Options{Logger: log, Auth: tokens, Guard: guard,
+	d.srv.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
+	d.ln = netutil.LimitListener(d.ln, cfg.MaxConnections)
+	d.serveErr = make(chan error, 2)
+	d.eng = startEngine(d.engLn, cfg.MaxConnections, table, engineapi.Options{Logger: log, Auth: d.tokens, Guard: d.guard,
 		ReadTimeout: read, WriteTimeout: write, IdleTimeout: idle,
 		SessionsPerOwner:           cfg.EngineSessionsPerOwner,
 		ChannelBufferBytes:         cfg.ChannelBufferMB << 20,
 		ChannelBufferPerOwnerBytes: cfg.ChannelBufferPerOwnerMB << 20,
-	}, serveErr)
-	undo.Push("stopping the engine WebSocket", eng.shutdown)
-	mgr.ProtectPorts(listenPorts(eng.addr())...)
-	prof, err := startProfiler(opts.PprofListen, serveErr)
-	if err != nil {
+	}, d.serveErr)
+	d.undo.Push("stopping the engine WebSocket", d.eng.shutdown)
+	mgr.ProtectPorts(listenPorts(d.eng.addr())...)
+	if d.prof, err = startProfiler(d.opts.PprofListen, d.serveErr); err != nil {
 		return err
 	}
-	held.Push("stopping the profiler", func(context.Context) error { return prof.close() })
-	mgr.ProtectPorts(listenPorts(prof.addr())...)
-	undo.Release()
-	go func() { serveErr <- srv.Serve(ln) }()
-	log.Info("hutch serving", "listen", ln.Addr().String(), "engine_listen", eng.addr(), "data_dir", opts.DataDir,
-		"runtimes", rts.Names(), "default_runtime", cfg.DefaultRuntime, "agent", agentPath, "image_cache", cacheDir, "pprof", prof.addr())
-	if opts.Ready != nil {
-		opts.Ready(ln.Addr().String())
-	}
+	d.held.Push("stopping the profiler", func(context.Context) error { return d.prof.close() })
+	mgr.ProtectPorts(listenPorts(d.prof.addr())...)
+	return nil
+}
 
+// serve starts serving the HTTP API and says so.
+func (d *daemon) serve() {
+	go func() { d.serveErr <- d.srv.Serve(d.ln) }()
+	d.log.Info("hutch serving", "listen", d.ln.Addr().String(), "engine_listen", d.eng.addr(), "data_dir", d.opts.DataDir,
+		"runtimes", d.rts.Names(), "default_runtime", d.cfg.DefaultRuntime, "agent", d.agentPath, "image_cache", d.cacheDir, "pprof", d.prof.addr())
+	if d.opts.Ready != nil {
+		d.opts.Ready(d.ln.Addr().String())
+	}
+}
+
+// waitAndShutdown serves until ctx ends or a server stops, then stops
+// accepting requests and stops every sandbox at once: requests still in
+// flight (a long exec) end when their sandbox does.
+func (d *daemon) waitAndShutdown(ctx context.Context) error {
+	var err error
 	select {
 	case <-ctx.Done():
-		log.Info("shutting down")
-	case err = <-serveErr:
-		log.Error("server stopped", "err", err)
+		d.log.Info("shutting down")
+	case err = <-d.serveErr:
+		d.log.Error("server stopped", "err", err)
 	}
-	// Stop accepting requests and stop every sandbox at once: requests
-	// still in flight (a long exec) end when their sandbox does.
 	shutCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
 	httpDone := make(chan error, 1)
-	go func() { httpDone <- srv.Shutdown(shutCtx) }()
+	go func() { httpDone <- d.srv.Shutdown(shutCtx) }()
 	engDone := make(chan error, 1)
-	go func() { engDone <- eng.shutdown(shutCtx) }()
+	go func() { engDone <- d.eng.shutdown(shutCtx) }()
 	// Running jobs go back to the queue before their sandboxes stop.
-	jobErr := jobRunner.Close()
-	mgrErr := mgr.Close(shutCtx)
-	cleanShutdown = mgrErr == nil
+	jobErr := d.jobRunner.Close()
+	mgrErr := d.mgr.Close(shutCtx)
+	d.cleanShutdown = mgrErr == nil
 	return errors.Join(ignoreClosed(err), ignoreClosed(<-httpDone), <-engDone, jobErr, mgrErr)
 }
 

@@ -102,11 +102,27 @@ type forkIn struct {
 
 type noInput struct{}
 
-// register adds every tool to srv.
+// register adds every tool to srv, area by area.
 func (s *session) register(srv *mcp.Server) {
-	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true}
-	destructive := &mcp.ToolAnnotations{DestructiveHint: ptr(true)}
-	changes := &mcp.ToolAnnotations{DestructiveHint: ptr(false)}
+	s.registerSandboxes(srv)
+	s.registerExec(srv)
+	s.registerFiles(srv)
+	s.registerPorts(srv)
+	s.registerSnapshots(srv)
+	s.registerGit(srv)
+}
+
+// annotations are the hints of a tool that only reads, of one that
+// destroys, and of one that changes without destroying.
+func annotations() (readOnly, destructive, changes *mcp.ToolAnnotations) {
+	return &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true},
+		&mcp.ToolAnnotations{DestructiveHint: ptr(true)},
+		&mcp.ToolAnnotations{DestructiveHint: ptr(false)}
+}
+
+// registerSandboxes adds the tools that create, list and stop sandboxes.
+func (s *session) registerSandboxes(srv *mcp.Server) {
+	readOnly, destructive, changes := annotations()
 
 	mcp.AddTool(srv, &mcp.Tool{Name: "sandbox_create", Description: "Create a sandbox and return its id. Tools use this session's default sandbox when sandbox_id is omitted; make_default makes this one that default.", Annotations: changes},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in createIn) (*mcp.CallToolResult, api.CreateResponse, error) {
@@ -149,6 +165,13 @@ func (s *session) register(srv *mcp.Server) {
 			s.mu.Unlock()
 			return nil, out, nil
 		})
+}
+
+// registerExec adds the tools that run code and commands and follow
+// background processes.
+func (s *session) registerExec(srv *mcp.Server) {
+	readOnly, destructive, changes := annotations()
+
 	mcp.AddTool(srv, &mcp.Tool{Name: "run_code", Description: "Run code in a persistent interpreter (python by default; javascript, bash): variables, imports and the working directory persist between calls. Returns what it printed, the value of a last bare expression (as text, and images such as matplotlib figures as images), or the error with its traceback. On S241 the interpreter died: call again and it starts afresh.", Annotations: changes},
 		s.runCode)
 	mcp.AddTool(srv, &mcp.Tool{Name: "run_command", Description: "Run a shell command (sh -c) and return its exit code and output; its output is sent as progress notifications while it runs. background: start it and return its pid at once.", Annotations: changes},
@@ -171,6 +194,12 @@ func (s *session) register(srv *mcp.Server) {
 			var out api.ProcessSignalResponse
 			return nil, out, toolError(s.b.Call(ctx, api.FnProcessKill, api.ProcessRequest{SandboxID: id, Pid: in.Pid}, &out))
 		})
+}
+
+// registerFiles adds the tools that read, write, search and edit files.
+func (s *session) registerFiles(srv *mcp.Server) {
+	readOnly, _, changes := annotations()
+
 	mcp.AddTool(srv, &mcp.Tool{Name: "file_read", Description: "Read a file (up to 1 MiB): its text, or base64 when it is not UTF-8.", Annotations: readOnly},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in pathIn) (*mcp.CallToolResult, api.FsReadResponse, error) {
 			id, err := s.sandbox(ctx, in.SandboxID)
@@ -246,6 +275,12 @@ func (s *session) register(srv *mcp.Server) {
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{text("wrote %s", in.Path)}}, out, nil
 		})
+}
+
+// registerPorts adds the tool that exposes a port.
+func (s *session) registerPorts(srv *mcp.Server) {
+	_, _, changes := annotations()
+
 	mcp.AddTool(srv, &mcp.Tool{Name: "expose_port", Description: "Make a server listening in the sandbox reachable: returns its preview URL (open it in a browser, or fetch it). Start the server first with run_command background: true.", Annotations: changes},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in exposeIn) (*mcp.CallToolResult, api.PortInfo, error) {
 			id, err := s.sandbox(ctx, in.SandboxID)
@@ -262,6 +297,12 @@ func (s *session) register(srv *mcp.Server) {
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{text("%s", out.URL)}}, out, nil
 		})
+}
+
+// registerSnapshots adds the tools that snapshot and fork a sandbox.
+func (s *session) registerSnapshots(srv *mcp.Server) {
+	_, _, changes := annotations()
+
 	mcp.AddTool(srv, &mcp.Tool{Name: "sandbox_snapshot", Description: "Snapshot a running sandbox (memory, processes and files); create a sandbox from it with sandbox_fork-like copies later.", Annotations: changes},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in sandboxArg) (*mcp.CallToolResult, api.SnapshotInfo, error) {
 			id, err := s.sandbox(ctx, in.SandboxID)
@@ -283,7 +324,6 @@ func (s *session) register(srv *mcp.Server) {
 			var out api.ForkResponse
 			return nil, out, toolError(s.b.Call(ctx, api.FnFork, api.ForkRequest{SandboxID: id, Count: in.Count}, &out))
 		})
-	s.registerGit(srv)
 }
 
 // runCode is the run_code tool: the cell's output as text, its value as
