@@ -98,6 +98,14 @@ func (a *app) dataDir() string {
 }
 
 func (a *app) run(ctx context.Context, args []string) int {
+	root := a.rootCmd()
+	root.SetArgs(args)
+	cmd, err := root.ExecuteContextC(ctx)
+	return a.exitCode(ctx, cmd, err)
+}
+
+// rootCmd is the command tree of hutch.
+func (a *app) rootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "hutch",
 		Short:         "Run untrusted code in short-lived gVisor sandboxes",
@@ -106,14 +114,11 @@ func (a *app) run(ctx context.Context, args []string) int {
 		SilenceUsage:  true,
 	}
 	root.CompletionOptions.HiddenDefaultCmd = true
-	root.SetArgs(args)
 	root.SetIn(a.stdin)
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
 	root.AddCommand(a.serveCmd(), a.runCmd(), a.createCmd(), a.execCmd(), a.shellCmd(), a.psCmd(), a.logsCmd(), a.killCmd(), a.attachCmd(), a.listCmd(), a.stopCmd(), a.pauseCmd(), a.resumeCmd(), a.setTimeoutCmd(), a.snapshotCmd(), a.templateCmd(), a.forkCmd(), a.eventsCmd(), a.alertCmd(), a.webhookCmd(), a.jobCmd(), a.runCodeCmd(), a.replCmd(), a.contextCmd(), a.installCmd(), a.mcpCmd(), a.functionsCmd(), a.exposeCmd(), a.portsCmd(), a.unexposeCmd(), a.portForwardCmd(), a.networkCmd(), a.envCmd(), a.volumeCmd(), a.gitCmd(), a.benchCmd(), a.triggerCmd(), a.fsCmd(), a.uploadCmd(), a.downloadCmd(), a.catalogCmd(), a.imageCmd(), a.watchdogCmd())
-
-	cmd, err := root.ExecuteContextC(ctx)
-	return a.exitCode(ctx, cmd, err)
+	return root
 }
 
 // childCommand marks run and exec, whose own failures exit 125 so that

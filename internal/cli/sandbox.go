@@ -180,10 +180,10 @@ func (a *app) execCmd() *cobra.Command {
 	fl.DurationVar(&timeout, "timeout", 0, "kill the command after this long (500ms, 30s, 5m); exits 124")
 	fl.StringArrayVarP(&env, "env", "e", nil, "set KEY=VALUE for the command (repeatable; entries without = are skipped)")
 	fl.StringVarP(&workdir, "workdir", "w", "", "working directory inside the sandbox")
-	fl.BoolVarP(&stdin, "interactive", "i", false, "send this command's stdin to the command (-d: keep its stdin open for `hutch attach`)")
+	fl.BoolVarP(&stdin, "interactive", "i", false, "send this command's stdin to the command (-d: keep its stdin open for 'hutch attach')")
 	fl.BoolVarP(&detach, "detach", "d", false, "start the command in the background and print its pid")
-	fl.BoolVarP(&tty, "tty", "t", false, "run the command on a terminal (with -i: interactive, like `hutch shell`)")
-	fl.StringVar(&tag, "tag", "", "label of a background process, shown by `hutch ps`")
+	fl.BoolVarP(&tty, "tty", "t", false, "run the command on a terminal (with -i: interactive, like 'hutch shell')")
+	fl.StringVar(&tag, "tag", "", "label of a background process, shown by 'hutch ps'")
 	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
 		id, argv, _ := splitCommand(cmd, args, "ID")
 		ms, err := timeoutMs(timeout)
