@@ -296,7 +296,7 @@ func TestUsageErrors(t *testing.T) {
 		{"create without image", []string{"create"}, 2, "create needs an IMAGE"},
 		{"create bad memory", []string{"create", "python", "--memory", "-5"}, 2, "invalid argument"},
 		{"list extra argument", []string{"list", "x"}, 2, "unknown command"},
-		{"stop without id", []string{"stop"}, 2, "accepts 1 arg"},
+		{"stop without id", []string{"stop"}, 2, "requires at least 1 arg"},
 		{"unknown command", []string{"frobnicate"}, 2, "unknown command"},
 		{"unknown flag", []string{"list", "--all"}, 2, "unknown flag"},
 		{"serve bad log level", []string{"serve", "--log-level", "loud"}, 2, "--log-level"},

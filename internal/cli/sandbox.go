@@ -325,16 +325,27 @@ func formatAge(secs uint64) string {
 func (a *app) stopCmd() *cobra.Command {
 	var wait bool
 	cmd := &cobra.Command{
-		Use:   "stop ID",
-		Short: "Stop a sandbox",
-		Args:  cobra.ExactArgs(1),
+		Use:   "stop ID...",
+		Short: "Stop sandboxes, printing each id once stopped (a failure is reported and the others are still stopped)",
+		Args:  cobra.MinimumNArgs(1),
 	}
-	cmd.Flags().BoolVar(&wait, "wait", false, "return once the sandbox is fully gone")
+	cmd.Flags().BoolVar(&wait, "wait", false, "return once the sandboxes are fully gone")
 	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
-		if _, err := a.client().Stop(cmd.Context(), args[0], wait); err != nil {
-			return err
+		failed := false
+		for _, id := range args {
+			if _, err := a.client().Stop(cmd.Context(), id, wait); err != nil {
+				if len(args) == 1 || cmd.Context().Err() != nil {
+					return err
+				}
+				a.report(err)
+				failed = true
+				continue
+			}
+			fmt.Fprintln(a.stdout, id)
 		}
-		fmt.Fprintln(a.stdout, args[0])
+		if failed {
+			return &exitError{code: exitFailure}
+		}
 		return nil
 	})
 	return cmd
