@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
-		"strings"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
