@@ -96,6 +96,26 @@ func TestCreate(t *testing.T) {
 				Network: true, Env: api.Env{"A=1", "B=x=y", "C="}, Runtime: "microvm"},
 		},
 		{
+			name:    "sizes and durations as a person types them",
+			args:    []string{"create", "python", "--memory", "1g", "--idle-timeout", "5m"},
+			wantReq: api.CreateRequest{Image: "python", MemoryMB: 1024, IdleTimeoutSecs: 300},
+		},
+		{
+			name:    "memory units in any case, with or without b or ib",
+			args:    []string{"create", "python", "--memory", "2GiB", "--idle-timeout", "90s"},
+			wantReq: api.CreateRequest{Image: "python", MemoryMB: 2048, IdleTimeoutSecs: 90},
+		},
+		{
+			name:    "memory in MiB and KiB",
+			args:    []string{"create", "python", "--memory", "512M", "--idle-timeout", "1500ms"},
+			wantReq: api.CreateRequest{Image: "python", MemoryMB: 512, IdleTimeoutSecs: 2},
+		},
+		{
+			name:    "memory in KiB",
+			args:    []string{"create", "python", "--memory", "262144kb"},
+			wantReq: api.CreateRequest{Image: "python", MemoryMB: 256},
+		},
+		{
 			name:       "terminal",
 			args:       []string{"create", "node"},
 			tty:        map[string]bool{"stdout": true, "stderr": true},
@@ -295,6 +315,9 @@ func TestUsageErrors(t *testing.T) {
 		{"run without command", []string{"run", "python"}, 125, "no command given"},
 		{"create without image", []string{"create"}, 2, "create needs an IMAGE"},
 		{"create bad memory", []string{"create", "python", "--memory", "-5"}, 2, "invalid argument"},
+		{"create memory with a fraction", []string{"create", "python", "--memory", "1.5g"}, 2, "not a size: a whole number with k, m, g or t"},
+		{"create memory not whole MiB", []string{"create", "python", "--memory", "1000k"}, 2, "not a whole number of MiB"},
+		{"create bad idle timeout", []string{"create", "python", "--idle-timeout", "soon"}, 2, "not a duration (90s, 5m, 2h)"},
 		{"list extra argument", []string{"list", "x"}, 2, "unknown command"},
 		{"stop without id", []string{"stop"}, 2, "requires at least 1 arg"},
 		{"unknown command", []string{"frobnicate"}, 2, "unknown command"},

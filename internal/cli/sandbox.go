@@ -31,7 +31,7 @@ type sandboxFlags struct {
 func (f *sandboxFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.Uint32Var(&f.cpus, "cpus", 0, "vCPU count (daemon default when omitted)")
-	fl.Uint32Var(&f.memory, "memory", 0, "memory in MiB (daemon default when omitted)")
+	fl.Var(mibFlag[uint32]{&f.memory}, "memory", "memory: 512m, 1g, 2GiB (a bare number is MiB; daemon default when omitted)")
 	fl.BoolVar(&f.network, "network", false, "give the sandbox outbound network access")
 	fl.StringArrayVarP(&f.env, "env", "e", nil, "set KEY=VALUE in the sandbox (repeatable; entries without = are skipped)")
 	fl.StringVar(&f.runtime, "runtime", "", "isolation runtime: gvisor or microvm (the daemon's default_runtime when omitted; hutch catalog lists them)")

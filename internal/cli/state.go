@@ -47,7 +47,7 @@ type lifeFlags struct {
 
 func (f *lifeFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.Uint64Var(&f.idle, "idle-timeout", 0, "stop (or with --on-idle pause, pause) the sandbox after SECS seconds without activity (daemon default when omitted)")
+	fl.Var(secondsFlag{&f.idle}, "idle-timeout", "stop (or with --on-idle pause, pause) the sandbox after this long without activity: 90s, 5m, 1h (a bare number is seconds; daemon default when omitted)")
 	fl.StringVar(&f.template, "template", "", "start from this template ('hutch template create'): its defaults fill the flags not given")
 	fl.StringVar(&f.snapshot, "snapshot", "", "start the sandbox from this snapshot ('hutch snapshot create'): its memory, processes and files; IMAGE must be its image")
 	fl.DurationVar(&f.lifetime, "lifetime", 0, "stop the sandbox this long after its create, whatever its activity (30m, 2h); 'hutch set-timeout' moves it")
