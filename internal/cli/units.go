@@ -116,4 +116,4 @@ func (f secondsFlag) String() string {
 	}
 	return (time.Duration(*f.p) * time.Second).String()
 }
-func (f secondsFlag) Type() string   { return "duration" }
+func (f secondsFlag) Type() string { return "duration" }
