@@ -29,6 +29,7 @@ import (
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/client"
+	"github.com/hutch-dev/hutch/internal/envelope"
 )
 
 // Version is reported by `hutch --version`; the build sets it with
@@ -201,8 +202,13 @@ func (a *app) report(err error) {
 	switch {
 	case errors.As(err, &env):
 		fmt.Fprintf(a.stderr, "hutch: %s: %s\n", env.Code, env.Message)
-		if env.FixNote != "" {
+		switch {
+		case env.FixNote == "":
+		case env.Code == envelope.CodeFunctionNotFound:
+			// The hint is about function ids themselves.
 			fmt.Fprintf(a.stderr, "hutch: hint: %s\n", env.FixNote)
+		default:
+			fmt.Fprintf(a.stderr, "hutch: hint: %s\n", cliHint(env.FixNote))
 		}
 	case client.IsUnreachable(err):
 		fmt.Fprintf(a.stderr, "hutch: %v\nhutch: hint: start the daemon with `hutch serve`, or point HUTCH_URL at one\n", err)
