@@ -4,6 +4,7 @@ package cli
 // `hutch download` (streamed transfers).
 
 import (
+	"context"
 	"encoding/base64"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/client"
 )
 
 // fsCmd is `hutch fs`, the parent of one command per operation.
@@ -406,7 +408,8 @@ came before.`,
 }
 
 func (a *app) downloadCmd() *cobra.Command {
-	return &cobra.Command{
+	maxSize := client.DefaultMaxDownload
+	cmd := &cobra.Command{
 		Use:   "download ID REMOTE LOCAL",
 		Short: "Copy a file or directory out of a sandbox to LOCAL (- for stdout), streamed",
 		Long: `Copy the file REMOTE of the sandbox to LOCAL (- for stdout; a directory gets
@@ -418,30 +421,47 @@ when missing), or its tar.gz to stdout with -. What comes from a sandbox is
 untrusted: nothing is written outside LOCAL, links are recreated but never
 followed, device nodes are skipped, setuid and setgid bits are dropped, and
 the files are yours (the sandbox's owners are not kept). An interrupted
-download leaves the entries that came before.`,
+download leaves the entries that came before.
+
+--max-size bounds what lands on this machine (1g by default; 0 for no bound):
+a file larger than it, or a directory whose files add up to more, fails
+the download (LOCAL is not written; a directory keeps the entries before
+the one that passed it).`,
 		Args: cobra.ExactArgs(3),
-		RunE: action(func(cmd *cobra.Command, args []string) error {
-			entry, r, err := a.client().Download(cmd.Context(), api.FsDownloadRequest{SandboxID: args[0], Path: args[1]})
-			if isDirectoryError(err) {
-				if derr := a.downloadDir(cmd.Context(), args[0], args[1], args[2]); !isDirectoryError(derr) {
-					return derr
-				}
-			}
-			if err != nil {
-				return err
-			}
-			defer r.Close()
-			if args[2] == "-" {
-				_, err := io.Copy(a.stdout, r)
-				return err
-			}
-			dst := args[2]
-			if fi, err := os.Stat(dst); err == nil && fi.IsDir() {
-				dst = filepath.Join(dst, path.Base(args[1]))
-			}
-			return writeLocal(dst, r, localMode(entry.Mode))
-		}),
 	}
+	cmd.Flags().Var(byteFlag{&maxSize}, "max-size", "the most bytes to write: 512m, 1g (0: no bound)")
+	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
+		err := a.download(cmd.Context(), a.client().WithMaxDownload(maxSize), maxSize, args[0], args[1], args[2])
+		if client.IsDownloadTooLarge(err) {
+			return fmt.Errorf("%s is larger than --max-size %s; a larger --max-size (or 0) lets it through", args[1], sizeString(maxSize))
+		}
+		return err
+	})
+	return cmd
+}
+
+// download copies remote of sandbox id to local (see downloadCmd), writing
+// at most maxSize bytes (0: no bound).
+func (a *app) download(ctx context.Context, c *client.Client, maxSize int64, id, remote, local string) error {
+	entry, r, err := c.Download(ctx, api.FsDownloadRequest{SandboxID: id, Path: remote})
+	if isDirectoryError(err) {
+		if derr := a.downloadDir(ctx, c, maxSize, id, remote, local); !isDirectoryError(derr) {
+			return derr
+		}
+	}
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if local == "-" {
+		_, err := io.Copy(a.stdout, r)
+		return err
+	}
+	dst := local
+	if fi, err := os.Stat(dst); err == nil && fi.IsDir() {
+		dst = filepath.Join(dst, path.Base(remote))
+	}
+	return writeLocal(dst, r, localMode(entry.Mode))
 }
 
 // localMode is the mode of a downloaded file: 0644, 0755 when the remote
