@@ -4,7 +4,11 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
+	goruntime "runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -61,6 +65,127 @@ func TestCLIPaperCuts(t *testing.T) {
 		}
 		if strings.Join(got, ",") != strings.Join(want, ",") {
 			t.Fatalf("logs -f printed the backlog as %q, want %q", got, want)
+		}
+	})
+
+	// cliWithin runs the CLI like d.cli, failing the test when it has not
+	// ended within a generous bound (a hang).
+	cliWithin := func(t *testing.T, stdin string, args ...string) (string, string, int) {
+		t.Helper()
+		cctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(cctx, hutch, args...)
+		cmd.Env = append(cmd.Environ(), "HUTCH_URL="+d.url)
+		cmd.Stdin = strings.NewReader(stdin)
+		var out, errb strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		if cctx.Err() != nil {
+			t.Fatalf("hutch %q did not end: stdout %q, stderr %q", args, out.String(), errb.String())
+		}
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return out.String(), errb.String(), code
+	}
+
+	t.Run("shell and exec -it end with a piped stdin", func(t *testing.T) {
+		out, errOut, code := cliWithin(t, "echo hi from the $0\nexit 3\n", "shell", id)
+		if code != 3 || !strings.Contains(out, "hi from the ") {
+			t.Errorf("echo ... | hutch shell: code %d, stdout %q, stderr %q; want 3 and the echo", code, out, errOut)
+		}
+		out, errOut, code = cliWithin(t, "one\ntwo", "exec", "-it", id, "--", "sh", "-c", "cat; echo end")
+		if code != 0 || out != "one\ntwoend\n" {
+			t.Errorf("... | hutch exec -it: code %d, stdout %q, stderr %q", code, out, errOut)
+		}
+	})
+
+	t.Run("names and id prefixes", func(t *testing.T) {
+		for _, ref := range []string{"papercut", id[:6]} {
+			out, errOut, code := cliWithin(t, "", "exec", ref, "--", "cat", "/etc/hostname")
+			if code != 0 || out == "" {
+				t.Errorf("exec %s: code %d, stdout %q, stderr %q", ref, code, out, errOut)
+			}
+		}
+		// Two live sandboxes of one name: the name is ambiguous, and the
+		// error names both.
+		other := d.create(api.CreateRequest{Image: "python", Name: "papercut"})
+		if _, errOut, code := cliWithin(t, "", "ps", "papercut"); code != 1 || !strings.Contains(errOut, id) || !strings.Contains(errOut, other) {
+			t.Errorf("ps papercut, a name of two sandboxes: code %d, stderr %q", code, errOut)
+		}
+		_, errOut, code := cliWithin(t, "", "exec", "nosuch", "--", "true")
+		if code != 125 || !strings.Contains(errOut, `no sandbox has the name or id prefix "nosuch"`) {
+			t.Errorf("exec nosuch: code %d, stderr %q", code, errOut)
+		}
+		const unknown = "00000000-0000-4000-8000-000000000000"
+		out, errOut, code := cliWithin(t, "", "stop", "--wait", other[:13], unknown)
+		if code != 1 || out != other+"\n" || !strings.Contains(errOut, "S002") {
+			t.Errorf("stop %s %s: code %d, stdout %q, stderr %q; want the first stopped and S002 for the other", other[:13], unknown, code, out, errOut)
+		}
+		// Of a live and a stopped sandbox of one name, the live one.
+		if out, errOut, code := cliWithin(t, "", "exec", "papercut", "--", "true"); code != 0 {
+			t.Errorf("exec papercut once the other is stopped: code %d, stdout %q, stderr %q", code, out, errOut)
+		}
+	})
+
+	t.Run("sizes and durations in create's flags; the host's capacity", func(t *testing.T) {
+		out, errOut, code := cliWithin(t, "", "create", "python", "--memory", "1g", "--idle-timeout", "5m")
+		if code != 0 {
+			t.Fatalf("create --memory 1g --idle-timeout 5m: code %d, stderr %q", code, errOut)
+		}
+		sb := strings.TrimSpace(out)
+		d.ids = append(d.ids, sb)
+		info, err := d.c.Get(ctx, sb)
+		if err != nil || info.MemoryMB != 1024 || info.IdleTimeoutSecs != 300 {
+			t.Errorf("the sandbox of create --memory 1g --idle-timeout 5m: %+v, %v", info, err)
+		}
+		d.cli("", "stop", sb)
+		cpus := strconv.Itoa(goruntime.NumCPU() + 1)
+		_, errOut, code = cliWithin(t, "", "create", "python", "--cpus", cpus)
+		if code != 1 || !strings.Contains(errOut, "S400") || !strings.Contains(errOut, fmt.Sprintf("the %d CPUs this host has", goruntime.NumCPU())) {
+			t.Errorf("create --cpus %s: code %d, stderr %q; want S400 with the host's CPUs", cpus, code, errOut)
+		}
+		_, errOut, code = cliWithin(t, "", "create", "python", "--memory", "1t")
+		if code != 1 || !strings.Contains(errOut, "S400") || !strings.Contains(errOut, "MiB of memory this host has") {
+			t.Errorf("create --memory 1t: code %d, stderr %q; want S400 with the host's memory", code, errOut)
+		}
+	})
+
+	t.Run("hints name commands", func(t *testing.T) {
+		_, errOut, code := cliWithin(t, "", "logs", id, "99999")
+		if code != 1 || !strings.Contains(errOut, "hint: 'hutch ps'") || strings.Contains(errOut, "sandbox::") {
+			t.Errorf("logs of no process: code %d, stderr %q; want a hint naming hutch ps", code, errOut)
+		}
+	})
+
+	t.Run("downloads are bounded", func(t *testing.T) {
+		// Sparse: 8 MiB that take no room in the sandbox.
+		d.setup(id, "sh", "-c", "mkdir -p /tmp/dl && truncate -s 8m /tmp/dl/sparse")
+		local := t.TempDir()
+		for _, tt := range []struct{ remote, local string }{
+			{"/tmp/dl/sparse", filepath.Join(local, "file")},
+			{"/tmp/dl", filepath.Join(local, "dir")},
+		} {
+			_, errOut, code := cliWithin(t, "", "download", "--max-size", "1m", id, tt.remote, tt.local)
+			if code != 1 || !strings.Contains(errOut, tt.remote+" is larger than --max-size 1m") {
+				t.Errorf("download --max-size 1m of %s: code %d, stderr %q", tt.remote, code, errOut)
+			}
+			var written int64
+			filepath.Walk(tt.local, func(_ string, fi os.FileInfo, err error) error {
+				if err == nil && fi.Mode().IsRegular() {
+					written += fi.Size()
+				}
+				return nil
+			})
+			if written > 1<<20 {
+				t.Errorf("download --max-size 1m of %s wrote %d bytes", tt.remote, written)
+			}
+			if _, errOut, code := cliWithin(t, "", "download", "--max-size", "8m", id, tt.remote, tt.local); code != 0 {
+				t.Errorf("download --max-size 8m of %s: code %d, stderr %q", tt.remote, code, errOut)
+			}
 		}
 	})
 }

@@ -98,8 +98,8 @@ func (a *app) resolveSandboxFlag(ctx context.Context, f *pflag.Flag) error {
 
 // resolveSandbox turns ref (a full id, a name or an id prefix) into a
 // sandbox id. A name wins over a prefix; of several sandboxes of one name
-// the only one not stopped is taken. A ref that matches nothing is
-// returned as it is, for the daemon to answer with its not-found error.
+// the only one not stopped is taken. A ref that matches nothing is an
+// error.
 func (a *app) resolveSandbox(ctx context.Context, ref string) (string, error) {
 	if ref == "" || fullID.MatchString(ref) {
 		return ref, nil
@@ -142,7 +142,7 @@ func (a *app) resolveSandbox(ctx context.Context, ref string) (string, error) {
 		}
 		return "", errors.New(b.String())
 	}
-	return ref, nil
+	return "", fmt.Errorf("no sandbox has the name or id prefix %q ('hutch list' shows them)", ref)
 }
 
 // describeSandbox is one line naming a sandbox for a person.

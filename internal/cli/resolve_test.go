@@ -39,10 +39,8 @@ func TestSandboxRefs(t *testing.T) {
 		{[]string{"stop", "--wait", "db", "0a1b2c", web}, []string{db, web, web}},
 		// Of two sandboxes of one name, the one not stopped.
 		{[]string{"stop", "agent"}, []string{twin}},
-		// A name wins over an id prefix; a ref that matches nothing goes
-		// to the daemon as it is.
+		// A name wins over an id prefix.
 		{[]string{"stop", "7f0"}, []string{old}},
-		{[]string{"stop", "nosuch"}, []string{"nosuch"}},
 	} {
 		fake := newFake()
 		out, errOut, code := newHarness(t, fake).run("", tt.args...)
@@ -69,6 +67,8 @@ func TestSandboxRefs(t *testing.T) {
 		{[]string{"exec", "0a1b", "--", "true"}, []string{`2 sandboxes have ids that start with "0a1b"`}},
 		{[]string{"pause", "0a", "--hibernate"}, []string{"0a1b"}},
 		{[]string{"job", "ls", "--sandbox", "0a"}, []string{"--sandbox: 2 sandboxes"}},
+		// What matches nothing fails before anything is done.
+		{[]string{"stop", "web", "nosuch"}, []string{`no sandbox has the name or id prefix "nosuch"`}},
 	} {
 		fake := newFake()
 		out, errOut, code := newHarness(t, fake).run("", tt.args...)
