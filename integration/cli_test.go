@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 // TestCLIPaperCuts drives the CLI as a new user would, on one daemon: the
@@ -93,7 +94,9 @@ func TestCLIPaperCuts(t *testing.T) {
 	}
 
 	t.Run("shell and exec -it end with a piped stdin", func(t *testing.T) {
-		out, errOut, code := cliWithin(t, "echo hi from the $0\nexit 3\n", "shell", id)
+		// No exit in the input: its end ends the shell, with the status
+		// of its last command.
+		out, errOut, code := cliWithin(t, "echo hi from the $0\n(exit 3)\n", "shell", id)
 		if code != 3 || !strings.Contains(out, "hi from the ") {
 			t.Errorf("echo ... | hutch shell: code %d, stdout %q, stderr %q; want 3 and the echo", code, out, errOut)
 		}
@@ -186,6 +189,65 @@ func TestCLIPaperCuts(t *testing.T) {
 			if _, errOut, code := cliWithin(t, "", "download", "--max-size", "8m", id, tt.remote, tt.local); code != 0 {
 				t.Errorf("download --max-size 8m of %s: code %d, stderr %q", tt.remote, code, errOut)
 			}
+		}
+	})
+
+	t.Run("repl on a terminal: line editing, Ctrl-C interrupts the cell, Ctrl-D ends it", func(t *testing.T) {
+		tmux := testutil.RequiresBinary(t, "tmux")
+		sock := t.TempDir() + "/tmux.sock"
+		run := func(args ...string) string {
+			t.Helper()
+			out, err := exec.Command(tmux, append([]string{"-S", sock}, args...)...).CombinedOutput()
+			if err != nil {
+				t.Fatalf("tmux %q: %v\n%s", args, err, out)
+			}
+			return string(out)
+		}
+		status := t.TempDir() + "/status"
+		run("new-session", "-d", "-s", "r", "-x", "120", "-y", "40",
+			fmt.Sprintf("HUTCH_URL=%s %s repl %s; echo repl-exit=$? > %s; sleep 600", d.url, hutch, id, status))
+		t.Cleanup(func() { _ = exec.Command(tmux, "-S", sock, "kill-server").Run() })
+		var pane string
+		screen := func(want string) {
+			t.Helper()
+			if !eventually(2*time.Minute, func() bool {
+				pane = run("capture-pane", "-p", "-t", "r", "-S", "-100")
+				return strings.Contains(pane, want)
+			}) {
+				t.Fatalf("no %q on the screen:\n%s", want, pane)
+			}
+		}
+		keys := func(k ...string) { run(append([]string{"send-keys", "-t", "r"}, k...)...) }
+		screen(">>>") // capture-pane drops trailing blanks
+		keys("x = 41", "Enter", "print(x + 1)", "Enter")
+		screen("\n42\n")
+		// Arrows move the cursor: 1 and 3 typed around the 2.
+		keys("print(2)", "Left", "Left", "1", "Right", "3", "Enter")
+		screen("\n123\n")
+		// Ctrl-C interrupts a running cell; the repl and the state stay.
+		keys("import time; print('sleep' + 'ing', flush=True); time.sleep(600)", "Enter")
+		screen("\nsleeping\n")
+		keys("C-c")
+		screen("KeyboardInterrupt")
+		keys("print(x * 1000)", "Enter")
+		screen("\n41000\n>>>")
+		if strings.Contains(pane, "repl-exit") {
+			t.Fatalf("the repl ended:\n%s", pane)
+		}
+		// At the prompt Ctrl-C drops the line; Ctrl-D ends the repl, exit 0.
+		keys("this is not python", "C-c", "print('after' + ' drop')", "Enter")
+		screen("\nafter drop\n")
+		if strings.Contains(pane, "SyntaxError") {
+			t.Errorf("the dropped line ran:\n%s", pane)
+		}
+		keys("C-d")
+		var code string
+		if !eventually(time.Minute, func() bool {
+			b, err := os.ReadFile(status)
+			code = strings.TrimSpace(string(b))
+			return err == nil && code != ""
+		}) || code != "repl-exit=0" {
+			t.Fatalf("after Ctrl-D: %q; screen:\n%s", code, run("capture-pane", "-p", "-t", "r"))
 		}
 	})
 }
