@@ -190,6 +190,10 @@ func TestCLIPaperCuts(t *testing.T) {
 				t.Errorf("download --max-size 8m of %s: code %d, stderr %q", tt.remote, code, errOut)
 			}
 		}
+		out, errOut, code := cliWithin(t, "", "fs", "read", "--max-size", "1m", id, "/tmp/dl/sparse")
+		if code != 1 || len(out) > 1<<20 || !strings.Contains(errOut, "/tmp/dl/sparse is larger than --max-size 1m") {
+			t.Errorf("fs read --max-size 1m: code %d, %d bytes out, stderr %q", code, len(out), errOut)
+		}
 	})
 
 	t.Run("repl on a terminal: line editing, Ctrl-C interrupts the cell, Ctrl-D ends it", func(t *testing.T) {

@@ -153,12 +153,16 @@ func (a *app) fsWriteCmd(out outputFunc) *cobra.Command {
 }
 
 func (a *app) fsReadCmd(out outputFunc) *cobra.Command {
-	return &cobra.Command{
+	maxSize := client.DefaultMaxDownload
+	cmd := &cobra.Command{
 		Use:   "read ID PATH",
-		Short: "Print a file's content (files of 1 MiB or more are streamed)",
+		Short: "Print a file's content (files of 1 MiB or more are streamed, up to --max-size)",
 		Args:  cobra.ExactArgs(2),
-		RunE: action(func(cmd *cobra.Command, args []string) error {
-			c := a.client()
+	}
+	maxSizeFlag(cmd, &maxSize)
+	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
+		return overMaxSize(args[1], maxSize, func() error {
+			c := a.client().WithMaxDownload(maxSize)
 			res, err := c.FsRead(cmd.Context(), api.FsReadRequest{SandboxID: args[0], User: a.fsUser, Path: args[1]})
 			if err != nil {
 				return err
@@ -184,8 +188,24 @@ func (a *app) fsReadCmd(out outputFunc) *cobra.Command {
 				_, err = io.Copy(a.stdout, r)
 				return err
 			})
-		}),
+		})
+	})
+	return cmd
+}
+
+// maxSizeFlag registers --max-size, the bound of what a download writes.
+func maxSizeFlag(cmd *cobra.Command, maxSize *int64) {
+	cmd.Flags().Var(byteFlag{maxSize}, "max-size", "the most bytes to write: 512m, 1g (0: no bound)")
+}
+
+// overMaxSize runs download, a download of remote bounded by maxSize,
+// and says which flag lets a larger one through when it was too large.
+func overMaxSize(remote string, maxSize int64, download func() error) error {
+	err := download()
+	if client.IsDownloadTooLarge(err) {
+		return fmt.Errorf("%s is larger than --max-size %s; a larger --max-size (or 0) lets it through", remote, sizeString(maxSize))
 	}
+	return err
 }
 
 func (a *app) fsRmCmd(out outputFunc) *cobra.Command {
@@ -429,13 +449,11 @@ the download (LOCAL is not written; a directory keeps the entries before
 the one that passed it).`,
 		Args: cobra.ExactArgs(3),
 	}
-	cmd.Flags().Var(byteFlag{&maxSize}, "max-size", "the most bytes to write: 512m, 1g (0: no bound)")
+	maxSizeFlag(cmd, &maxSize)
 	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
-		err := a.download(cmd.Context(), a.client().WithMaxDownload(maxSize), maxSize, args[0], args[1], args[2])
-		if client.IsDownloadTooLarge(err) {
-			return fmt.Errorf("%s is larger than --max-size %s; a larger --max-size (or 0) lets it through", args[1], sizeString(maxSize))
-		}
-		return err
+		return overMaxSize(args[1], maxSize, func() error {
+			return a.download(cmd.Context(), a.client().WithMaxDownload(maxSize), maxSize, args[0], args[1], args[2])
+		})
 	})
 	return cmd
 }
