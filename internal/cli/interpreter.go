@@ -35,7 +35,7 @@ type cellFlags struct {
 func (f *cellFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVarP(&f.language, "lang", "l", "", "python (default), javascript or bash: the sandbox's default context of that language")
-	fl.StringVar(&f.context, "context", "", "run in this context (sandbox::interpreter::context::create) instead")
+	fl.StringVar(&f.context, "context", "", "run in this context ('hutch context create' makes one) instead")
 	fl.DurationVar(&f.timeout, "timeout", 0, "interrupt a cell after this long")
 	fl.StringVar(&f.saveDir, "save-images", "", "write the images a cell returns or displays into this directory")
 	fl.BoolVar(&f.jsonOut, "json", false, "print each cell's result as JSON")
