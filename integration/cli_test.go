@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	goruntime "runtime"
 	"strconv"
 	"strings"
@@ -212,35 +213,38 @@ func TestCLIPaperCuts(t *testing.T) {
 			fmt.Sprintf("HUTCH_URL=%s %s repl %s; echo repl-exit=$? > %s; sleep 600", d.url, hutch, id, status))
 		t.Cleanup(func() { _ = exec.Command(tmux, "-S", sock, "kill-server").Run() })
 		var pane string
+		// screen waits for a line of the screen that ends with want (the
+		// end of an output line, not of the input that echoes it).
 		screen := func(want string) {
 			t.Helper()
+			re := regexp.MustCompile(`(?m)` + regexp.QuoteMeta(want) + `$`)
 			if !eventually(2*time.Minute, func() bool {
 				pane = run("capture-pane", "-p", "-t", "r", "-S", "-100")
-				return strings.Contains(pane, want)
+				return re.MatchString(pane)
 			}) {
-				t.Fatalf("no %q on the screen:\n%s", want, pane)
+				t.Fatalf("no line ending with %q on the screen:\n%s", want, pane)
 			}
 		}
 		keys := func(k ...string) { run(append([]string{"send-keys", "-t", "r"}, k...)...) }
 		screen(">>>") // capture-pane drops trailing blanks
 		keys("x = 41", "Enter", "print(x + 1)", "Enter")
-		screen("\n42\n")
+		screen("42")
 		// Arrows move the cursor: 1 and 3 typed around the 2.
 		keys("print(2)", "Left", "Left", "1", "Right", "3", "Enter")
-		screen("\n123\n")
+		screen("123")
 		// Ctrl-C interrupts a running cell; the repl and the state stay.
 		keys("import time; print('sleep' + 'ing', flush=True); time.sleep(600)", "Enter")
-		screen("\nsleeping\n")
+		screen("sleeping")
 		keys("C-c")
 		screen("KeyboardInterrupt")
 		keys("print(x * 1000)", "Enter")
-		screen("\n41000\n>>>")
+		screen("41000")
 		if strings.Contains(pane, "repl-exit") {
 			t.Fatalf("the repl ended:\n%s", pane)
 		}
 		// At the prompt Ctrl-C drops the line; Ctrl-D ends the repl, exit 0.
 		keys("this is not python", "C-c", "print('after' + ' drop')", "Enter")
-		screen("\nafter drop\n")
+		screen("after drop")
 		if strings.Contains(pane, "SyntaxError") {
 			t.Errorf("the dropped line ran:\n%s", pane)
 		}
