@@ -19,6 +19,12 @@ require (
 )
 
 require (
+	github.com/clipperhouse/uax29/v2 v2.7.0 // indirect
+	github.com/mattn/go-runewidth v0.0.31 // indirect
+	github.com/peterh/liner v1.2.3 // indirect
+)
+
+require (
 	connectrpc.com/connect v1.21.1
 	github.com/google/jsonschema-go v0.4.3
 	github.com/miekg/dns v1.1.73

@@ -23,6 +23,12 @@ const (
 	FnProcessLogs = "sandbox::process::logs"
 )
 
+// LoginShell is the argv of the login shell /etc/passwd gives the
+// process's user (/bin/sh when there is none): what a terminal runs when
+// no command is given, and what `hutch shell` runs without one.
+var LoginShell = []string{"/bin/sh", "-c",
+	`s=$(awk -F: -v u="$(id -u)" '$3==u{print $7; exit}' /etc/passwd 2>/dev/null); [ -x "$s" ] || s=/bin/sh; exec "$s" -l`}
+
 // Event types of a process's output stream: a streamed exec
 // (sandbox::exec::stream) and sandbox::process::output with follow.
 const (

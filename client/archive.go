@@ -48,8 +48,9 @@ func (c *Client) UploadArchive(ctx context.Context, req api.FsUnpackRequest, bod
 // req.SandboxID (GET /v1/sandboxes/{id}/archive, sandbox::fs::pack):
 // symlinks stored as symlinks, modes, mtimes and numeric owners. Reading
 // fails (rather than ending early) when the stream is cut off. The bytes
-// come from the sandbox: extract them as untrusted input. The caller
-// closes the reader.
+// come from the sandbox: extract them as untrusted input (the client's
+// bound, WithMaxDownload, counts the compressed bytes; bound what the
+// extraction writes too). The caller closes the reader.
 func (c *Client) DownloadArchive(ctx context.Context, req api.FsPackRequest) (io.ReadCloser, error) {
 	p, err := archivePath(req.SandboxID, req.Path, req.User)
 	if err != nil {
@@ -59,5 +60,5 @@ func (c *Client) DownloadArchive(ctx context.Context, req api.FsPackRequest) (io
 	if err != nil {
 		return nil, err
 	}
-	return resp.Body, nil
+	return c.limitDownload(resp.Body, resp.ContentLength)
 }

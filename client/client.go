@@ -42,11 +42,13 @@ type Client struct {
 	base  string // without a trailing slash
 	auth  string // "Bearer <token>", or ""
 	httpc *http.Client
+	// maxDownload bounds downloads (WithMaxDownload); <= 0: no bound.
+	maxDownload int64
 }
 
 // New returns a client of the daemon at baseURL (DefaultURL when empty;
 // "host:port" means http://host:port) that sends token, when not empty, as
-// a bearer token.
+// a bearer token. Its downloads are bounded by DefaultMaxDownload.
 func New(baseURL, token string) *Client {
 	if baseURL == "" {
 		baseURL = DefaultURL
@@ -54,7 +56,7 @@ func New(baseURL, token string) *Client {
 	if !strings.Contains(baseURL, "://") {
 		baseURL = "http://" + baseURL
 	}
-	c := &Client{base: strings.TrimRight(baseURL, "/"), httpc: &http.Client{Transport: newTransport()}}
+	c := &Client{base: strings.TrimRight(baseURL, "/"), httpc: &http.Client{Transport: newTransport()}, maxDownload: DefaultMaxDownload}
 	if token != "" {
 		c.auth = "Bearer " + token
 	}

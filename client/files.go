@@ -132,7 +132,8 @@ func (c *Client) Upload(ctx context.Context, req api.FsUploadRequest, body io.Re
 // Download opens a streamed read of the regular file req.Path of sandbox
 // req.SandboxID (GET /v1/sandboxes/{id}/files). It returns the file's
 // metadata and its bytes; reading them fails (rather than ending early)
-// when the stream is cut off. The caller closes the reader.
+// when the stream is cut off, and with *DownloadTooLargeError past the
+// client's bound (WithMaxDownload). The caller closes the reader.
 func (c *Client) Download(ctx context.Context, req api.FsDownloadRequest) (api.FsEntry, io.ReadCloser, error) {
 	var q url.Values
 	if req.User != "" {
@@ -150,7 +151,11 @@ func (c *Client) Download(ctx context.Context, req api.FsDownloadRequest) (api.F
 	if t, err := http.ParseTime(resp.Header.Get("Last-Modified")); err == nil {
 		entry.Mtime = t.Unix()
 	}
-	return entry, resp.Body, nil
+	body, err := c.limitDownload(resp.Body, resp.ContentLength)
+	if err != nil {
+		return api.FsEntry{}, nil, err
+	}
+	return entry, body, nil
 }
 
 // decodeJSON decodes a 2xx answer's body into out.

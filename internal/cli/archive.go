@@ -10,6 +10,7 @@ package cli
 // the CLI (the sandbox's owners mean nothing on this machine).
 
 import (
+	"archive/tar"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"os"
 
 	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/client"
 	"github.com/hutch-dev/hutch/internal/compressed"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/tarfs"
@@ -61,8 +63,8 @@ func (a *app) uploadDir(ctx context.Context, id, dir, remote string) error {
 // downloadDir writes the content of directory remote of sandbox id into
 // local directory dir (created when missing), or the tar.gz itself to
 // stdout when dir is "-".
-func (a *app) downloadDir(ctx context.Context, id, remote, dir string) error {
-	body, err := a.client().DownloadArchive(ctx, api.FsPackRequest{SandboxID: id, Path: remote})
+func (a *app) downloadDir(ctx context.Context, c *client.Client, maxSize int64, id, remote, dir string) error {
+	body, err := c.DownloadArchive(ctx, api.FsPackRequest{SandboxID: id, Path: remote})
 	if err != nil {
 		return err
 	}
@@ -71,7 +73,10 @@ func (a *app) downloadDir(ctx context.Context, id, remote, dir string) error {
 		_, err := io.Copy(a.stdout, body)
 		return err
 	}
-	st, err := extractLocal(body, dir)
+	st, err := extractLocal(body, dir, maxSize)
+	if client.IsDownloadTooLarge(err) {
+		return err
+	}
 	if err != nil {
 		return fmt.Errorf("downloading %s into %s: %w; entries written before it stay: %d", remote, dir, err, st.Entries)
 	}
@@ -83,8 +88,9 @@ func (a *app) downloadDir(ctx context.Context, id, remote, dir string) error {
 
 // extractLocal extracts the archive r (a tar, plain or compressed) into
 // directory dir, created when missing, as untrusted input (see the top of
-// this file).
-func extractLocal(r io.Reader, dir string) (tarfs.Stats, error) {
+// this file). Its files may add up to maxSize bytes (0: no bound), sizes
+// as their headers say (a sparse file counts whole).
+func extractLocal(r io.Reader, dir string, maxSize int64) (tarfs.Stats, error) {
 	in, _, err := compressed.NewReader(r)
 	if err != nil {
 		return tarfs.Stats{}, err
@@ -98,7 +104,13 @@ func extractLocal(r io.Reader, dir string) (tarfs.Stats, error) {
 		return tarfs.Stats{}, err
 	}
 	defer root.Close()
-	x := tarfs.NewExtractor(root, tarfs.Options{DropSetID: true})
+	var total int64
+	x := tarfs.NewExtractor(root, tarfs.Options{DropSetID: true, Special: func(hdr *tar.Header, _ string) (bool, error) {
+		if total += max(hdr.Size, 0); maxSize > 0 && total > maxSize {
+			return false, &client.DownloadTooLargeError{Limit: maxSize, Size: -1}
+		}
+		return false, nil
+	}})
 	err = x.Extract(in, nil)
 	return x.Stats(), err
 }

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/hutch-dev/hutch/client"
 )
 
 // TestExtractLocalIsUntrusting extracts a hostile tar.gz from a sandbox:
@@ -35,7 +37,7 @@ func TestExtractLocalIsUntrusting(t *testing.T) {
 	}
 	tw.Close()
 	zw.Close()
-	st, err := extractLocal(bytes.NewReader(buf.Bytes()), local)
+	st, err := extractLocal(bytes.NewReader(buf.Bytes()), local, 0)
 	if err == nil {
 		t.Fatal("a file through a symlink out of LOCAL was extracted")
 	}
@@ -58,7 +60,7 @@ func TestExtractLocalIsUntrusting(t *testing.T) {
 	tw.WriteHeader(&tar.Header{Name: "dev/sda", Typeflag: tar.TypeBlock, Devmajor: 8})
 	tw.WriteHeader(&tar.Header{Name: "../outside/x", Mode: 0o644})
 	tw.Close()
-	st, err = extractLocal(&buf, local)
+	st, err = extractLocal(&buf, local, 0)
 	if err == nil || st.Skipped != 1 {
 		t.Errorf("a .. entry: %v, stats %+v", err, st)
 	}
@@ -70,5 +72,28 @@ func TestExtractLocalIsUntrusting(t *testing.T) {
 	}
 	if fi, err := os.Stat(local); err != nil || fi.Mode()&fs.ModePerm != 0o755 {
 		t.Errorf("LOCAL: %v %v", fi, err)
+	}
+}
+
+// TestExtractLocalBound checks that a directory's download stops at the
+// file that passes --max-size, counted as the headers say.
+func TestExtractLocalBound(t *testing.T) {
+	local := t.TempDir()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, name := range []string{"a", "b"} {
+		tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: 600})
+		tw.Write(bytes.Repeat([]byte{0}, 600))
+	}
+	tw.Close()
+	_, err := extractLocal(bytes.NewReader(buf.Bytes()), local, 1000)
+	if !client.IsDownloadTooLarge(err) {
+		t.Fatalf("1200 bytes under a bound of 1000: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(local, "b")); !os.IsNotExist(err) {
+		t.Errorf("the file past the bound: %v", err)
+	}
+	if _, err := extractLocal(bytes.NewReader(buf.Bytes()), t.TempDir(), 1200); err != nil {
+		t.Errorf("1200 bytes under a bound of 1200: %v", err)
 	}
 }

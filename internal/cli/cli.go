@@ -29,6 +29,7 @@ import (
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/client"
+	"github.com/hutch-dev/hutch/internal/envelope"
 )
 
 // Version is reported by `hutch --version`; the build sets it with
@@ -98,6 +99,14 @@ func (a *app) dataDir() string {
 }
 
 func (a *app) run(ctx context.Context, args []string) int {
+	root := a.rootCmd()
+	root.SetArgs(args)
+	cmd, err := root.ExecuteContextC(ctx)
+	return a.exitCode(ctx, cmd, err)
+}
+
+// rootCmd is the command tree of hutch.
+func (a *app) rootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "hutch",
 		Short:         "Run untrusted code in short-lived gVisor sandboxes",
@@ -106,14 +115,12 @@ func (a *app) run(ctx context.Context, args []string) int {
 		SilenceUsage:  true,
 	}
 	root.CompletionOptions.HiddenDefaultCmd = true
-	root.SetArgs(args)
 	root.SetIn(a.stdin)
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
 	root.AddCommand(a.serveCmd(), a.runCmd(), a.createCmd(), a.execCmd(), a.shellCmd(), a.psCmd(), a.logsCmd(), a.killCmd(), a.attachCmd(), a.listCmd(), a.stopCmd(), a.pauseCmd(), a.resumeCmd(), a.setTimeoutCmd(), a.snapshotCmd(), a.templateCmd(), a.forkCmd(), a.eventsCmd(), a.alertCmd(), a.webhookCmd(), a.jobCmd(), a.runCodeCmd(), a.replCmd(), a.contextCmd(), a.installCmd(), a.mcpCmd(), a.functionsCmd(), a.exposeCmd(), a.portsCmd(), a.unexposeCmd(), a.portForwardCmd(), a.networkCmd(), a.envCmd(), a.volumeCmd(), a.gitCmd(), a.benchCmd(), a.triggerCmd(), a.fsCmd(), a.uploadCmd(), a.downloadCmd(), a.catalogCmd(), a.imageCmd(), a.watchdogCmd())
-
-	cmd, err := root.ExecuteContextC(ctx)
-	return a.exitCode(ctx, cmd, err)
+	a.resolveSandboxArgs(root)
+	return root
 }
 
 // childCommand marks run and exec, whose own failures exit 125 so that
@@ -195,8 +202,13 @@ func (a *app) report(err error) {
 	switch {
 	case errors.As(err, &env):
 		fmt.Fprintf(a.stderr, "hutch: %s: %s\n", env.Code, env.Message)
-		if env.FixNote != "" {
+		switch {
+		case env.FixNote == "":
+		case env.Code == envelope.CodeFunctionNotFound:
+			// The hint is about function ids themselves.
 			fmt.Fprintf(a.stderr, "hutch: hint: %s\n", env.FixNote)
+		default:
+			fmt.Fprintf(a.stderr, "hutch: hint: %s\n", cliHint(env.FixNote))
 		}
 	case client.IsUnreachable(err):
 		fmt.Fprintf(a.stderr, "hutch: %v\nhutch: hint: start the daemon with `hutch serve`, or point HUTCH_URL at one\n", err)

@@ -4,6 +4,7 @@ package cli
 // `hutch download` (streamed transfers).
 
 import (
+	"context"
 	"encoding/base64"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/client"
 )
 
 // fsCmd is `hutch fs`, the parent of one command per operation.
@@ -151,12 +153,16 @@ func (a *app) fsWriteCmd(out outputFunc) *cobra.Command {
 }
 
 func (a *app) fsReadCmd(out outputFunc) *cobra.Command {
-	return &cobra.Command{
+	maxSize := client.DefaultMaxDownload
+	cmd := &cobra.Command{
 		Use:   "read ID PATH",
-		Short: "Print a file's content (files of 1 MiB or more are streamed)",
+		Short: "Print a file's content (files of 1 MiB or more are streamed, up to --max-size)",
 		Args:  cobra.ExactArgs(2),
-		RunE: action(func(cmd *cobra.Command, args []string) error {
-			c := a.client()
+	}
+	maxSizeFlag(cmd, &maxSize)
+	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
+		return overMaxSize(args[1], maxSize, func() error {
+			c := a.client().WithMaxDownload(maxSize)
 			res, err := c.FsRead(cmd.Context(), api.FsReadRequest{SandboxID: args[0], User: a.fsUser, Path: args[1]})
 			if err != nil {
 				return err
@@ -182,8 +188,24 @@ func (a *app) fsReadCmd(out outputFunc) *cobra.Command {
 				_, err = io.Copy(a.stdout, r)
 				return err
 			})
-		}),
+		})
+	})
+	return cmd
+}
+
+// maxSizeFlag registers --max-size, the bound of what a download writes.
+func maxSizeFlag(cmd *cobra.Command, maxSize *int64) {
+	cmd.Flags().Var(byteFlag{maxSize}, "max-size", "the most bytes to write: 512m, 1g (0: no bound)")
+}
+
+// overMaxSize runs download, a download of remote bounded by maxSize,
+// and says which flag lets a larger one through when it was too large.
+func overMaxSize(remote string, maxSize int64, download func() error) error {
+	err := download()
+	if client.IsDownloadTooLarge(err) {
+		return fmt.Errorf("%s is larger than --max-size %s; a larger --max-size (or 0) lets it through", remote, sizeString(maxSize))
 	}
+	return err
 }
 
 func (a *app) fsRmCmd(out outputFunc) *cobra.Command {
@@ -406,7 +428,8 @@ came before.`,
 }
 
 func (a *app) downloadCmd() *cobra.Command {
-	return &cobra.Command{
+	maxSize := client.DefaultMaxDownload
+	cmd := &cobra.Command{
 		Use:   "download ID REMOTE LOCAL",
 		Short: "Copy a file or directory out of a sandbox to LOCAL (- for stdout), streamed",
 		Long: `Copy the file REMOTE of the sandbox to LOCAL (- for stdout; a directory gets
@@ -418,30 +441,45 @@ when missing), or its tar.gz to stdout with -. What comes from a sandbox is
 untrusted: nothing is written outside LOCAL, links are recreated but never
 followed, device nodes are skipped, setuid and setgid bits are dropped, and
 the files are yours (the sandbox's owners are not kept). An interrupted
-download leaves the entries that came before.`,
+download leaves the entries that came before.
+
+--max-size bounds what lands on this machine (1g by default; 0 for no bound):
+a file larger than it, or a directory whose files add up to more, fails
+the download (LOCAL is not written; a directory keeps the entries before
+the one that passed it).`,
 		Args: cobra.ExactArgs(3),
-		RunE: action(func(cmd *cobra.Command, args []string) error {
-			entry, r, err := a.client().Download(cmd.Context(), api.FsDownloadRequest{SandboxID: args[0], Path: args[1]})
-			if isDirectoryError(err) {
-				if derr := a.downloadDir(cmd.Context(), args[0], args[1], args[2]); !isDirectoryError(derr) {
-					return derr
-				}
-			}
-			if err != nil {
-				return err
-			}
-			defer r.Close()
-			if args[2] == "-" {
-				_, err := io.Copy(a.stdout, r)
-				return err
-			}
-			dst := args[2]
-			if fi, err := os.Stat(dst); err == nil && fi.IsDir() {
-				dst = filepath.Join(dst, path.Base(args[1]))
-			}
-			return writeLocal(dst, r, localMode(entry.Mode))
-		}),
 	}
+	maxSizeFlag(cmd, &maxSize)
+	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
+		return overMaxSize(args[1], maxSize, func() error {
+			return a.download(cmd.Context(), a.client().WithMaxDownload(maxSize), maxSize, args[0], args[1], args[2])
+		})
+	})
+	return cmd
+}
+
+// download copies remote of sandbox id to local (see downloadCmd), writing
+// at most maxSize bytes (0: no bound).
+func (a *app) download(ctx context.Context, c *client.Client, maxSize int64, id, remote, local string) error {
+	entry, r, err := c.Download(ctx, api.FsDownloadRequest{SandboxID: id, Path: remote})
+	if isDirectoryError(err) {
+		if derr := a.downloadDir(ctx, c, maxSize, id, remote, local); !isDirectoryError(derr) {
+			return derr
+		}
+	}
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if local == "-" {
+		_, err := io.Copy(a.stdout, r)
+		return err
+	}
+	dst := local
+	if fi, err := os.Stat(dst); err == nil && fi.IsDir() {
+		dst = filepath.Join(dst, path.Base(remote))
+	}
+	return writeLocal(dst, r, localMode(entry.Mode))
 }
 
 // localMode is the mode of a downloaded file: 0644, 0755 when the remote

@@ -10,7 +10,7 @@ import (
 
 func (a *app) functionsCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "functions [ID]",
+		Use:   "functions [FUNCTION_ID]",
 		Short: "List the daemon's functions, or describe one: its request and response JSON Schemas",
 		Args:  cobra.MaximumNArgs(1),
 	}

@@ -2,16 +2,22 @@ package cli
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
+	"github.com/peterh/liner"
 	"github.com/spf13/cobra"
 
 	"github.com/hutch-dev/hutch/api"
@@ -29,7 +35,7 @@ type cellFlags struct {
 func (f *cellFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVarP(&f.language, "lang", "l", "", "python (default), javascript or bash: the sandbox's default context of that language")
-	fl.StringVar(&f.context, "context", "", "run in this context (sandbox::interpreter::context::create) instead")
+	fl.StringVar(&f.context, "context", "", "run in this context ('hutch context create' makes one) instead")
 	fl.DurationVar(&f.timeout, "timeout", 0, "interrupt a cell after this long")
 	fl.StringVar(&f.saveDir, "save-images", "", "write the images a cell returns or displays into this directory")
 	fl.BoolVar(&f.jsonOut, "json", false, "print each cell's result as JSON")
@@ -138,48 +144,174 @@ func (a *app) replCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "repl ID",
 		Short: "An interactive prompt over a sandbox's interpreter context: each line (or block, ended by an empty line) is a cell",
-		Args:  cobra.ExactArgs(1),
+		Long: `An interactive prompt over a sandbox's interpreter context: each line (or block,
+ended by an empty line) is a cell. On a terminal the line is edited as in a
+shell (arrows, history, Ctrl-A/E/K/U/W); Ctrl-C interrupts the running cell
+(the context keeps its state) or, at the prompt, drops the line or block
+typed so far; Ctrl-D on an empty line ends the repl.`,
+		Args: cobra.ExactArgs(1),
 	}
 	f.register(cmd)
 	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
-		c := a.client()
+		if in, ok := a.stdin.(*os.File); ok && in == os.Stdin && a.isTerminal(a.stdin) && a.isTerminal(a.stdout) {
+			return a.replTerminal(cmd.Context(), args[0], f)
+		}
 		in := bufio.NewScanner(a.stdin)
 		in.Buffer(make([]byte, 0, 64<<10), 1<<20)
-		prompt := func(more bool) {
-			if more {
-				fmt.Fprint(a.stderr, "... ")
-			} else {
-				fmt.Fprint(a.stderr, ">>> ")
+		read := func(prompt string) (string, error) {
+			fmt.Fprint(a.stderr, prompt)
+			if !in.Scan() {
+				fmt.Fprintln(a.stderr)
+				return "", cmp.Or(in.Err(), io.EOF)
 			}
+			return in.Text(), nil
 		}
-		var block []string
-		prompt(false)
-		for in.Scan() {
-			line := in.Text()
-			// A line that opens a block (ends with ':', '{', '\' or
-			// 'do'/'then') continues until an empty line.
-			if len(block) > 0 || opensBlock(line) {
-				if line != "" {
-					block = append(block, line)
-					prompt(true)
-					continue
-				}
-				line, block = strings.Join(block, "\n"), nil
-			}
-			if strings.TrimSpace(line) != "" {
-				if _, err := a.runCell(cmd.Context(), c, args[0], f, line); err != nil {
-					if cmd.Context().Err() != nil {
-						return err
-					}
-					fmt.Fprintf(a.stderr, "hutch: %v\n", err)
-				}
-			}
-			prompt(false)
-		}
-		fmt.Fprintln(a.stderr)
-		return in.Err()
+		return a.repl(cmd.Context(), read, func(ctx context.Context, code string) error {
+			_, err := a.runCell(ctx, a.client(), args[0], f, code)
+			return err
+		})
 	})
 	return cmd
+}
+
+// errPromptDropped is a prompt's answer when the user dropped what was typed.
+var errPromptDropped = errors.New("the prompt was dropped")
+
+// repl reads cells with read (io.EOF ends it, errPromptDropped drops the
+// block typed so far) and runs them with run; a cell's failure is printed
+// and the prompt comes back.
+func (a *app) repl(ctx context.Context, read func(prompt string) (string, error), run func(context.Context, string) error) error {
+	var block []string
+	for {
+		prompt := ">>> "
+		if len(block) > 0 {
+			prompt = "... "
+		}
+		line, err := read(prompt)
+		switch {
+		case err == io.EOF:
+			return nil
+		case errors.Is(err, errPromptDropped):
+			block = nil
+			continue
+		case err != nil:
+			return err
+		}
+		// A line that opens a block (ends with ':', '{', '\' or
+		// 'do'/'then') continues until an empty line.
+		if len(block) > 0 || opensBlock(line) {
+			if line != "" {
+				block = append(block, line)
+				continue
+			}
+			line, block = strings.Join(block, "\n"), nil
+		}
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		if err := run(ctx, line); err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
+			fmt.Fprintf(a.stderr, "hutch: %v\n", err)
+		}
+	}
+}
+
+// replTerminal is repl on this process's terminal: lines edited with
+// liner, Ctrl-C at the prompt dropping the line, and SIGINT while a cell
+// runs interrupting the cell's context rather than ending the CLI (SIGTERM
+// still does).
+func (a *app) replTerminal(ctx context.Context, id string, f cellFlags) error {
+	// The command's context ends on SIGINT too: the repl takes its own
+	// signals, and ends on SIGTERM only.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	var mu sync.Mutex
+	var interrupt func() // interrupts the running cell; nil between cells
+	go func() {
+		for {
+			select {
+			case s := <-sigs:
+				if s == syscall.SIGTERM {
+					cancel()
+					return
+				}
+				mu.Lock()
+				if interrupt != nil {
+					go interrupt()
+				}
+				mu.Unlock()
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+
+	line := liner.NewLiner()
+	defer line.Close()
+	line.SetCtrlCAborts(true)
+	read := func(prompt string) (string, error) {
+		if ctx.Err() != nil {
+			return "", io.EOF
+		}
+		s, err := line.Prompt(prompt)
+		switch {
+		case errors.Is(err, liner.ErrPromptAborted):
+			return "", errPromptDropped
+		case err == io.EOF:
+			fmt.Fprintln(a.stdout)
+		case err == nil && strings.TrimSpace(s) != "":
+			line.AppendHistory(s)
+		}
+		return s, err
+	}
+	c := a.client()
+	run := func(ctx context.Context, code string) error {
+		mu.Lock()
+		interrupt = func() {
+			ictx, icancel := context.WithTimeout(ctx, stopTimeout)
+			defer icancel()
+			if err := a.interruptCell(ictx, c, id, f); err != nil {
+				fmt.Fprintf(a.stderr, "hutch: interrupting the cell: %v\n", err)
+			}
+		}
+		mu.Unlock()
+		defer func() {
+			mu.Lock()
+			interrupt = nil
+			mu.Unlock()
+		}()
+		_, err := a.runCell(ctx, c, id, f, code)
+		return err
+	}
+	return a.repl(ctx, read, run)
+}
+
+// interruptCell interrupts the cell running in the context of f (--context,
+// else the sandbox's default context of --lang).
+func (a *app) interruptCell(ctx context.Context, c *client.Client, id string, f cellFlags) error {
+	ctxID := f.context
+	if ctxID == "" {
+		list, err := c.ListContexts(ctx, id)
+		if err != nil {
+			return err
+		}
+		lang := cmp.Or(f.language, "python")
+		for _, ci := range list.Contexts {
+			if ci.Default && ci.Language == lang {
+				ctxID = ci.ContextID
+			}
+		}
+		if ctxID == "" {
+			return fmt.Errorf("no default %s context in sandbox %s", lang, id)
+		}
+	}
+	_, err := c.Interrupt(ctx, ctxID)
+	return err
 }
 
 // opensBlock reports whether a line begins a block of several lines.

@@ -150,6 +150,13 @@ func (a *app) attach(ctx context.Context, c *client.Client, id string, pid int) 
 	if err != nil {
 		return err
 	}
+	return a.follow(ctx, c, id, info, info.StdoutBytes, info.StderrBytes)
+}
+
+// follow prints process info.Pid's output from the offsets on, feeding it
+// this command's stdin when it has stdin, and ends with its status.
+func (a *app) follow(ctx context.Context, c *client.Client, id string, info api.ProcessInfo, stdoutOffset, stderrOffset int64) error {
+	pid := info.Pid
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if info.Stdin || info.Pty {
@@ -161,7 +168,7 @@ func (a *app) attach(ctx context.Context, c *client.Client, id string, pid int) 
 	}
 	p := &outputPrinter{stdout: a.stdout, stderr: a.stderr}
 	end, err := c.FollowProcess(ctx, api.ProcessOutputRequest{SandboxID: id, Pid: pid,
-		StdoutOffset: info.StdoutBytes, StderrOffset: info.StderrBytes}, p.event)
+		StdoutOffset: stdoutOffset, StderrOffset: stderrOffset}, p.event)
 	if err != nil {
 		return err
 	}

@@ -31,7 +31,7 @@ type sandboxFlags struct {
 func (f *sandboxFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.Uint32Var(&f.cpus, "cpus", 0, "vCPU count (daemon default when omitted)")
-	fl.Uint32Var(&f.memory, "memory", 0, "memory in MiB (daemon default when omitted)")
+	fl.Var(mibFlag[uint32]{&f.memory}, "memory", "memory: 512m, 1g, 2GiB (a bare number is MiB; daemon default when omitted)")
 	fl.BoolVar(&f.network, "network", false, "give the sandbox outbound network access")
 	fl.StringArrayVarP(&f.env, "env", "e", nil, "set KEY=VALUE in the sandbox (repeatable; entries without = are skipped)")
 	fl.StringVar(&f.runtime, "runtime", "", "isolation runtime: gvisor or microvm (the daemon's default_runtime when omitted; hutch catalog lists them)")
@@ -180,10 +180,10 @@ func (a *app) execCmd() *cobra.Command {
 	fl.DurationVar(&timeout, "timeout", 0, "kill the command after this long (500ms, 30s, 5m); exits 124")
 	fl.StringArrayVarP(&env, "env", "e", nil, "set KEY=VALUE for the command (repeatable; entries without = are skipped)")
 	fl.StringVarP(&workdir, "workdir", "w", "", "working directory inside the sandbox")
-	fl.BoolVarP(&stdin, "interactive", "i", false, "send this command's stdin to the command (-d: keep its stdin open for `hutch attach`)")
+	fl.BoolVarP(&stdin, "interactive", "i", false, "send this command's stdin to the command (-d: keep its stdin open for 'hutch attach')")
 	fl.BoolVarP(&detach, "detach", "d", false, "start the command in the background and print its pid")
-	fl.BoolVarP(&tty, "tty", "t", false, "run the command on a terminal (with -i: interactive, like `hutch shell`)")
-	fl.StringVar(&tag, "tag", "", "label of a background process, shown by `hutch ps`")
+	fl.BoolVarP(&tty, "tty", "t", false, "run the command on a terminal (with -i: interactive, like 'hutch shell')")
+	fl.StringVar(&tag, "tag", "", "label of a background process, shown by 'hutch ps'")
 	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
 		id, argv, _ := splitCommand(cmd, args, "ID")
 		ms, err := timeoutMs(timeout)
@@ -333,16 +333,27 @@ func formatAge(secs uint64) string {
 func (a *app) stopCmd() *cobra.Command {
 	var wait bool
 	cmd := &cobra.Command{
-		Use:   "stop ID",
-		Short: "Stop a sandbox",
-		Args:  cobra.ExactArgs(1),
+		Use:   "stop ID...",
+		Short: "Stop sandboxes, printing each id once stopped (a failure is reported and the others are still stopped)",
+		Args:  cobra.MinimumNArgs(1),
 	}
-	cmd.Flags().BoolVar(&wait, "wait", false, "return once the sandbox is fully gone")
+	cmd.Flags().BoolVar(&wait, "wait", false, "return once the sandboxes are fully gone")
 	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
-		if _, err := a.client().Stop(cmd.Context(), args[0], wait); err != nil {
-			return err
+		failed := false
+		for _, id := range args {
+			if _, err := a.client().Stop(cmd.Context(), id, wait); err != nil {
+				if len(args) == 1 || cmd.Context().Err() != nil {
+					return err
+				}
+				a.report(err)
+				failed = true
+				continue
+			}
+			fmt.Fprintln(a.stdout, id)
 		}
-		fmt.Fprintln(a.stdout, args[0])
+		if failed {
+			return &exitError{code: exitFailure}
+		}
 		return nil
 	})
 	return cmd

@@ -47,13 +47,13 @@ type lifeFlags struct {
 
 func (f *lifeFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.Uint64Var(&f.idle, "idle-timeout", 0, "stop (or with --on-idle pause, pause) the sandbox after SECS seconds without activity (daemon default when omitted)")
-	fl.StringVar(&f.template, "template", "", "start from this template (`hutch template create`): its defaults fill the flags not given")
-	fl.StringVar(&f.snapshot, "snapshot", "", "start the sandbox from this snapshot (`hutch snapshot create`): its memory, processes and files; IMAGE must be its image")
-	fl.DurationVar(&f.lifetime, "lifetime", 0, "stop the sandbox this long after its create, whatever its activity (30m, 2h); `hutch set-timeout` moves it")
+	fl.Var(secondsFlag{&f.idle}, "idle-timeout", "stop (or with --on-idle pause, pause) the sandbox after this long without activity: 90s, 5m, 1h (a bare number is seconds; daemon default when omitted)")
+	fl.StringVar(&f.template, "template", "", "start from this template ('hutch template create'): its defaults fill the flags not given")
+	fl.StringVar(&f.snapshot, "snapshot", "", "start the sandbox from this snapshot ('hutch snapshot create'): its memory, processes and files; IMAGE must be its image")
+	fl.DurationVar(&f.lifetime, "lifetime", 0, "stop the sandbox this long after its create, whatever its activity (30m, 2h); 'hutch set-timeout' moves it")
 	fl.StringVar(&f.onIdle, "on-idle", "", "what the idle timeout does: stop (the default) or pause")
 	fl.BoolVar(&f.autoResume, "auto-resume", false, "resume the sandbox by itself when a call reaches it while paused")
-	fl.StringArrayVar(&f.metadata, "metadata", nil, "label KEY=VALUE, shown by `hutch list --json` and matched by `hutch list --metadata` (repeatable)")
+	fl.StringArrayVar(&f.metadata, "metadata", nil, "label KEY=VALUE, shown by 'hutch list --json' and matched by 'hutch list --metadata' (repeatable)")
 }
 
 // apply sets f on req.
@@ -171,7 +171,7 @@ func (a *app) snapshotCmd() *cobra.Command {
 		Short: "Snapshot a running sandbox, which goes on running; prints the snapshot id (`hutch create --snapshot` starts sandboxes from it)",
 		Args:  cobra.ExactArgs(1),
 	}
-	create.Flags().StringVar(&name, "name", "", "label shown by `hutch snapshot ls`")
+	create.Flags().StringVar(&name, "name", "", "label shown by 'hutch snapshot ls'")
 	create.RunE = action(func(cmd *cobra.Command, args []string) error {
 		info, err := a.client().CreateSnapshot(cmd.Context(), args[0], name)
 		if err != nil {

@@ -41,8 +41,13 @@ func (a *app) shellCmd() *cobra.Command {
 // terminal runs o on a terminal in sandbox id with this process's stdout
 // and, with input, its stdin: raw input when stdin is a terminal, its size
 // at the start and on every SIGWINCH, TERM passed through. It ends with
-// the process's status.
+// the process's status. Input that is not a terminal (a pipe, a file)
+// goes to the command without a terminal, as ssh does: its end closes the
+// command's stdin, which a terminal has no way to say.
 func (a *app) terminal(ctx context.Context, id string, o client.TerminalOptions, input bool) error {
+	if input && !a.isTerminal(a.stdin) {
+		return a.piped(ctx, id, o)
+	}
 	if t := a.getenv("TERM"); t != "" {
 		o.Env = append(o.Env, "TERM="+t)
 	}
@@ -72,6 +77,30 @@ func (a *app) terminal(ctx context.Context, id string, o client.TerminalOptions,
 		return err
 	}
 	return exitWith(code)
+}
+
+// piped runs o (the login shell when it has no command) in sandbox id
+// without a terminal, this command's stdin its stdin until it ends, its
+// output printed from the first byte; it ends with the process's status,
+// and an interrupted CLI kills it.
+func (a *app) piped(ctx context.Context, id string, o client.TerminalOptions) (err error) {
+	argv := o.Cmd
+	if len(argv) == 0 {
+		argv = api.LoginShell
+	}
+	c := a.client()
+	res, err := c.StartProcess(ctx, api.ProcessStartRequest{SandboxID: id, Argv: argv, Env: o.Env, Workdir: o.Cwd, Stdin: true})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if ctx.Err() != nil {
+			kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
+			defer cancel()
+			_, _ = c.KillProcess(kctx, id, res.Pid)
+		}
+	}()
+	return a.follow(ctx, c, id, api.ProcessInfo{Pid: res.Pid, Stdin: true}, 0, 0)
 }
 
 // exitWith turns a child's exit code into the CLI's status.

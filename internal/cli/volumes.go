@@ -17,7 +17,7 @@ func (a *app) volumeCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "volume", Short: "Named volumes: file systems of a fixed size that outlive sandboxes (create, ls, get, rm)", Args: cobra.NoArgs}
 	var sizeMB uint64
 	create := &cobra.Command{Use: "create NAME", Short: "Create a volume; mount it with `hutch create|run --volume NAME:PATH[:ro]`", Args: cobra.ExactArgs(1)}
-	create.Flags().Uint64Var(&sizeMB, "size", 0, "size in MiB: writes past it fail with ENOSPC (daemon default when omitted)")
+	create.Flags().Var(mibFlag[uint64]{&sizeMB}, "size", "size: 512m, 10g (a bare number is MiB); writes past it fail with ENOSPC (daemon default when omitted)")
 	create.RunE = action(func(cmd *cobra.Command, args []string) error {
 		info, err := a.client().CreateVolume(cmd.Context(), args[0], sizeMB)
 		if err != nil {

@@ -47,11 +47,6 @@ const (
 	terminalProtocol = "hutch.terminal"
 )
 
-// loginShell runs the login shell /etc/passwd gives the process's user,
-// or /bin/sh when there is none.
-var loginShell = []string{"/bin/sh", "-c",
-	`s=$(awk -F: -v u="$(id -u)" '$3==u{print $7; exit}' /etc/passwd 2>/dev/null); [ -x "$s" ] || s=/bin/sh; exec "$s" -l`}
-
 // terminalControl is a text frame.
 type terminalControl struct {
 	Type     string `json:"type"`
@@ -100,7 +95,7 @@ func terminalRequest(r *http.Request) (api.ProcessStartRequest, error) {
 	req := api.ProcessStartRequest{SandboxID: r.PathValue("id"), Argv: q["cmd"], Env: q["env"],
 		Workdir: q.Get("cwd"), Pty: &size, Tag: terminalTag}
 	if len(req.Argv) == 0 {
-		req.Argv = loginShell
+		req.Argv = api.LoginShell
 	}
 	if !hasEnv(req.Env, "TERM") {
 		req.Env = append(req.Env, "TERM=xterm-256color")

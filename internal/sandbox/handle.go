@@ -105,5 +105,5 @@ func stoppedError(id string, end runtime.End) error {
 // pausedError is S005: sb is paused, or being paused or resumed.
 func pausedError(id string, st State) error {
 	return errdefs.New(errdefs.CodePaused, "sandbox %s is %s", id, st).
-		WithFix(nil, "resume it (hutch resume, sandbox::resume), or create sandboxes with auto_resume: true")
+		WithFix(nil, "resume it (sandbox::resume), or create sandboxes with auto_resume: true")
 }

@@ -2,7 +2,9 @@ package sandbox
 
 import (
 	"context"
+	"encoding/base64"
 	"sort"
+	"strings"
 
 	"github.com/hutch-dev/hutch/api"
 	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
@@ -23,9 +25,10 @@ type logItem struct {
 // StreamLogs emits the output of a sandbox's background processes as log
 // lines tagged with their pid and tag, oldest process first
 // (sandbox::process::logs). Without follow it ends with what the
-// processes hold now; with follow an open event comes first, then each
-// process's lines as they are
-// written (processes interleaved as their output arrives), an exit event
+// processes hold now; with follow an open event comes first, then what
+// the processes hold now (oldest process first, as without follow), then
+// each process's lines as they are written (processes interleaved as
+// their output arrives), an exit event
 // ends each process, and processes started later join, until the caller
 // goes away or the sandbox stops (S004).
 func (m *Manager) StreamLogs(ctx context.Context, req api.LogsRequest, emit emitFunc) error {
@@ -43,7 +46,7 @@ func (m *Manager) StreamLogs(ctx context.Context, req api.LogsRequest, emit emit
 			return err
 		}
 		for _, p := range procs {
-			if err := m.logsNow(ctx, sb, p, emit); err != nil {
+			if _, err := m.logsNow(ctx, sb, p, emit); err != nil {
 				return err
 			}
 		}
@@ -59,7 +62,7 @@ func (m *Manager) StreamLogs(ctx context.Context, req api.LogsRequest, emit emit
 		return err
 	}
 	seen := map[int]bool{}
-	for {
+	for backlog := true; ; backlog = false {
 		news := sb.procs.news()
 		procs, err := m.taggedProcesses(ctx, sb, req.Tag, seen)
 		if err != nil {
@@ -67,7 +70,15 @@ func (m *Manager) StreamLogs(ctx context.Context, req api.LogsRequest, emit emit
 		}
 		for _, p := range procs {
 			seen[p.Pid] = true
-			go m.followLogs(ctx, sb, p, items, done)
+			// What the first processes hold goes out oldest process first,
+			// as without follow; what they write next, as it comes.
+			var from [2]int64
+			if backlog {
+				if from, err = m.logsNow(ctx, sb, p, emit); err != nil {
+					return err
+				}
+			}
+			go m.followLogs(ctx, sb, p, from, items, done)
 		}
 		for wait := true; wait; {
 			select {
@@ -105,15 +116,17 @@ func (m *Manager) taggedProcesses(ctx context.Context, sb *sandbox, tag string, 
 	return out, nil
 }
 
-// logsNow emits what process p holds now, from the oldest byte kept.
-func (m *Manager) logsNow(ctx context.Context, sb *sandbox, p api.ProcessInfo, emit emitFunc) error {
+// logsNow emits what process p holds now, from the oldest byte kept, and
+// returns the offsets of stdout and stderr where it ended.
+func (m *Manager) logsNow(ctx context.Context, sb *sandbox, p api.ProcessInfo, emit emitFunc) ([2]int64, error) {
 	out, err := m.ProcessOutput(ctx, api.ProcessOutputRequest{SandboxID: sb.rec.ID, Pid: p.Pid})
 	if err != nil {
 		if errdefs.Is(err, errdefs.CodeProcessNotFound) {
-			return nil // forgotten since the listing
+			return [2]int64{}, nil // forgotten since the listing
 		}
-		return err
+		return [2]int64{}, err
 	}
+	end := [2]int64{chunkEnd(out.Stdout), chunkEnd(out.Stderr)}
 	for _, c := range []struct {
 		stream string
 		chunk  api.OutputChunk
@@ -122,15 +135,25 @@ func (m *Manager) logsNow(ctx context.Context, sb *sandbox, p api.ProcessInfo, e
 			continue
 		}
 		if err := emit(api.EventLog, api.LogLine{Pid: p.Pid, Tag: p.Tag, Stream: c.stream, OutputChunk: c.chunk}); err != nil {
-			return err
+			return end, err
 		}
 	}
-	return nil
+	return end, nil
 }
 
-// followLogs sends process p's output from the oldest byte kept, then its
-// exit, to items until ctx ends or done closes.
-func (m *Manager) followLogs(ctx context.Context, sb *sandbox, p api.ProcessInfo, items chan<- logItem, done <-chan struct{}) {
+// chunkEnd is the offset of the byte after chunk c.
+func chunkEnd(c api.OutputChunk) int64 {
+	n := len(c.Data)
+	if c.Base64 {
+		n = base64.StdEncoding.DecodedLen(n) - strings.Count(c.Data[max(0, len(c.Data)-2):], "=")
+	}
+	return c.Offset + int64(n)
+}
+
+// followLogs sends process p's output from offsets from (stdout, stderr;
+// older than kept starts at the oldest byte kept), then its exit, to
+// items until ctx ends or done closes.
+func (m *Manager) followLogs(ctx context.Context, sb *sandbox, p api.ProcessInfo, from [2]int64, items chan<- logItem, done <-chan struct{}) {
 	send := func(it logItem) error {
 		select {
 		case items <- it:
@@ -141,7 +164,7 @@ func (m *Manager) followLogs(ctx context.Context, sb *sandbox, p api.ProcessInfo
 			return ctx.Err()
 		}
 	}
-	events, err := sb.client().Attach(ctx, &agentv1.AttachRequest{Pid: int32(p.Pid)})
+	events, err := sb.client().Attach(ctx, &agentv1.AttachRequest{Pid: int32(p.Pid), StdoutOffset: from[0], StderrOffset: from[1]})
 	if err != nil {
 		return // the sandbox stopped, or the process was forgotten
 	}

@@ -11,12 +11,14 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/google/uuid"
+	"golang.org/x/sys/unix"
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/agentclient"
@@ -551,8 +553,9 @@ func (m *Manager) allowed(name string) error {
 	return errdefs.New(errdefs.CodeImageNotAllowed, "image %q is not allowed%s; allowed images: %s", clip(name, 128), hint, list)
 }
 
-// limits resolves cpus and memory against defaults, sanity bounds (S001)
-// and per-image caps (S400).
+// limits resolves cpus and memory against defaults, sanity bounds (S001),
+// the host's CPUs and memory (S400, for what the request asks; defaults
+// are the operator's) and per-image caps (S400).
 func (m *Manager) limits(req api.CreateRequest) (cpus, mem uint32, err error) {
 	cpus, mem = req.CPUs, req.MemoryMB
 	if cpus == 0 {
@@ -567,6 +570,15 @@ func (m *Manager) limits(req api.CreateRequest) (cpus, mem uint32, err error) {
 	if err := config.CheckMemoryMB(mem); err != nil {
 		return 0, 0, errdefs.Malformed("%v", err)
 	}
+	hostCPUs, hostMB := hostCapacity()
+	if req.CPUs > 0 && int(req.CPUs) > hostCPUs {
+		return 0, 0, errdefs.New(errdefs.CodeCapacity, "cpus %d is more than the %d CPUs this host has", req.CPUs, hostCPUs).
+			WithFix(map[string]any{"cpus": hostCPUs}, "ask for at most the host's CPUs")
+	}
+	if req.MemoryMB > 0 && uint64(req.MemoryMB) > hostMB {
+		return 0, 0, errdefs.New(errdefs.CodeCapacity, "memory_mb %d is more than the %d MiB of memory this host has", req.MemoryMB, hostMB).
+			WithFix(map[string]any{"memory_mb": hostMB}, "ask for at most the host's memory")
+	}
 	if caps, ok := m.cfg.PerImageCaps[req.Image]; ok {
 		if caps.MaxCPUs > 0 && cpus > caps.MaxCPUs {
 			return 0, 0, errdefs.New(errdefs.CodeCapacity, "cpus %d is over the cap of %d for image %s", cpus, caps.MaxCPUs, req.Image).
@@ -578,6 +590,17 @@ func (m *Manager) limits(req api.CreateRequest) (cpus, mem uint32, err error) {
 		}
 	}
 	return cpus, mem, nil
+}
+
+// hostCapacity is what the host has for sandboxes: the CPUs this process
+// may run on and the memory in MiB (the most when sysinfo fails).
+func hostCapacity() (cpus int, memoryMB uint64) {
+	memoryMB = config.MaxMemoryMB
+	var si unix.Sysinfo_t
+	if unix.Sysinfo(&si) == nil {
+		memoryMB = uint64(si.Totalram) * uint64(si.Unit) >> 20
+	}
+	return goruntime.NumCPU(), memoryMB
 }
 
 // Stop stops a sandbox; stopping a stopped one is not an error. With Wait

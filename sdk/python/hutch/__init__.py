@@ -7,7 +7,7 @@
         print(sb.exec("python3", "-c", "print(6*7)").stdout)
 """
 
-from .client import Hutch, Sandbox, ExecResult, HutchError, Event
+from .client import DEFAULT_MAX_DOWNLOAD, DownloadTooLarge, Hutch, Sandbox, ExecResult, HutchError, Event
 
-__all__ = ["Hutch", "Sandbox", "ExecResult", "HutchError", "Event"]
+__all__ = ["Hutch", "Sandbox", "ExecResult", "HutchError", "Event", "DownloadTooLarge", "DEFAULT_MAX_DOWNLOAD"]
 __version__ = "0.1.0"

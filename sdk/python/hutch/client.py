@@ -14,6 +14,10 @@ from .ws import OP_CLOSE, OP_TEXT, WebSocket
 
 DEFAULT_URL = "http://127.0.0.1:3111"
 
+# The most bytes Files.download yields unless its max_bytes says otherwise:
+# what comes from a sandbox is untrusted, its size included.
+DEFAULT_MAX_DOWNLOAD = 1 << 30
+
 # The timeout of a call that gives none: the client's.
 _CLIENT_TIMEOUT: Any = object()
 
@@ -31,6 +35,18 @@ class HutchError(Exception):
         self.fix_note = envelope.get("fix_note", "")
         self.status = status
         super().__init__(f"{self.code}: {self.message}")
+
+
+class DownloadTooLarge(Exception):
+    """A download past its bound (Files.download's max_bytes): raised
+    before any byte when the daemon announced the size, else once the
+    stream passed the bound; nothing past it is yielded."""
+
+    def __init__(self, limit: int, size: Optional[int] = None):
+        self.limit = limit
+        self.size = size
+        what = f"{size} bytes, over" if size is not None else "over"
+        super().__init__(f"the download is {what} the limit of {limit} bytes (max_bytes raises it)")
 
 
 @dataclass
@@ -337,15 +353,25 @@ class Files:
         with self._sb.client._open("PUT", self._sb._path("/files" + q), raw=data, content_type="application/octet-stream") as resp:
             return json.loads(resp.read())
 
-    def download(self, path: str, chunk: int = 64 << 10, user: str = "") -> Iterator[bytes]:
-        """A file's bytes, streamed."""
+    def download(self, path: str, chunk: int = 64 << 10, user: str = "",
+                 max_bytes: int = DEFAULT_MAX_DOWNLOAD) -> Iterator[bytes]:
+        """A file's bytes, streamed: at most max_bytes of them (1 GiB by
+        default; 0 for no bound), else DownloadTooLarge."""
         q = _query({"path": path, "user": user or None})
         resp = self._sb.client._open("GET", self._sb._path("/files" + q), accept="application/octet-stream")
         try:
+            size = resp.headers.get("Content-Length")
+            if max_bytes > 0 and size is not None and int(size) > max_bytes:
+                raise DownloadTooLarge(max_bytes, int(size))
+            left = max_bytes
             while True:
-                piece = resp.read(chunk)
+                piece = resp.read(chunk if max_bytes <= 0 else max(1, min(chunk, left)))
                 if not piece:
                     return
+                if max_bytes > 0:
+                    if left == 0:
+                        raise DownloadTooLarge(max_bytes)
+                    left -= len(piece)
                 yield piece
         finally:
             resp.close()

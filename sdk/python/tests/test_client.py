@@ -9,7 +9,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from hutch import Hutch, HutchError  # noqa: E402
+from hutch import DownloadTooLarge, Hutch, HutchError  # noqa: E402
 
 # A web server for the sandbox's loopback that logs each request's
 # Authorization header to /tmp/auth.log and answers 404.
@@ -76,6 +76,12 @@ class SandboxTest(unittest.TestCase):
         big = os.urandom(3 << 20)
         self.sb.files.upload("/tmp/sdk/big", big)
         self.assertEqual(b"".join(self.sb.files.download("/tmp/sdk/big")), big)
+        # Downloads are bounded: past max_bytes nothing more comes.
+        with self.assertRaises(DownloadTooLarge) as e:
+            b"".join(self.sb.files.download("/tmp/sdk/big", max_bytes=1 << 20))
+        self.assertEqual(e.exception.limit, 1 << 20)
+        self.assertIn("max_bytes", str(e.exception))
+        self.assertEqual(b"".join(self.sb.files.download("/tmp/sdk/big", max_bytes=3 << 20)), big)
         with self.assertRaises(HutchError) as e:
             self.sb.files.read("/tmp/sdk/missing")
         self.assertEqual(e.exception.code, "S211")

@@ -23,6 +23,17 @@ export class HutchError extends Error {
   status: number
 }
 
+/** The most bytes Files.download delivers unless its maxBytes says otherwise (1 GiB). */
+export const DEFAULT_MAX_DOWNLOAD: number
+
+/** A download past its bound (Files.download's maxBytes). */
+export class DownloadTooLargeError extends Error {
+  /** The bound in bytes. */
+  limit: number
+  /** The size the daemon announced; undefined when the stream passed the bound. */
+  size?: number
+}
+
 /** One event of a stream: stdout, stderr, start, exit, log, ... */
 export interface StreamEvent<T = any> {
   type: string
@@ -235,7 +246,8 @@ export class Files {
   move (src: string, dst: string, options?: AsUser): Promise<unknown>
   grep (path: string, pattern: string, options?: AsUser): Promise<Array<{ path: string, line_number: number, line: string }>>
   upload (path: string, data: Uint8Array | ReadableStream<Uint8Array>, options?: { mode?: string } & AsUser): Promise<{ bytes_written: number, path: string }>
-  download (path: string, options?: AsUser): Promise<ReadableStream<Uint8Array>>
+  /** At most maxBytes (default DEFAULT_MAX_DOWNLOAD; 0: no bound), else DownloadTooLargeError. */
+  download (path: string, options?: { maxBytes?: number } & AsUser): Promise<ReadableStream<Uint8Array>>
   /** The changes under a directory: `open` once the watch is in place, then
    *  `change` events (WatchChange), `overflow` when some were lost. */
   watch (path: string, options?: { recursive?: boolean } & AsUser): EventStream<unknown, WatchEvent>

@@ -20,6 +20,22 @@ export class HutchError extends Error {
   }
 }
 
+/** The most bytes Files.download delivers unless its maxBytes says
+ *  otherwise: what comes from a sandbox is untrusted, its size included. */
+export const DEFAULT_MAX_DOWNLOAD = 2 ** 30
+
+/** A download past its bound (Files.download's maxBytes): thrown before any
+ *  byte when the daemon announced the size, else by the stream once it
+ *  passed the bound; nothing past it is delivered. */
+export class DownloadTooLargeError extends Error {
+  constructor (limit, size) {
+    super(`the download is ${size !== undefined ? `${size} bytes, over` : 'over'} the limit of ${limit} bytes (maxBytes raises it)`)
+    this.name = 'DownloadTooLargeError'
+    this.limit = limit
+    this.size = size
+  }
+}
+
 const q = encodeURIComponent
 
 function query (params) {
@@ -267,10 +283,29 @@ class Files {
     return res.json()
   }
 
-  /** A file's bytes as a ReadableStream. */
-  async download (path, { user } = {}) {
+  /** A file's bytes as a ReadableStream: at most maxBytes of them (1 GiB
+   *  by default; 0 for no bound), else DownloadTooLargeError. */
+  async download (path, { user, maxBytes = DEFAULT_MAX_DOWNLOAD } = {}) {
     const res = await this.sb.client.fetch('GET', this.sb.path('/files' + query({ path, user })), { accept: 'application/octet-stream' })
-    return res.body
+    if (!(maxBytes > 0)) return res.body
+    const size = res.headers.get('content-length')
+    if (size !== null && Number(size) > maxBytes) {
+      await res.body?.cancel()
+      throw new DownloadTooLargeError(maxBytes, Number(size))
+    }
+    let left = maxBytes
+    return res.body.pipeThrough(new TransformStream({
+      transform (chunk, controller) {
+        if (chunk.byteLength > left) {
+          if (left > 0) controller.enqueue(chunk.subarray(0, left))
+          left = 0
+          controller.error(new DownloadTooLargeError(maxBytes))
+          return
+        }
+        left -= chunk.byteLength
+        controller.enqueue(chunk)
+      }
+    }))
   }
 
   /** The changes under a directory: an `open` event once the watch is in

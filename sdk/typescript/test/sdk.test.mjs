@@ -2,7 +2,7 @@
 import { after, before, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
-import { Hutch, HutchError, Sandbox, asyncDispose } from '../src/index.js'
+import { DownloadTooLargeError, Hutch, HutchError, Sandbox, asyncDispose } from '../src/index.js'
 
 const hutch = new Hutch()
 let sb
@@ -69,6 +69,12 @@ describe('@hutch/sdk', () => {
     const chunks = []
     for await (const c of await sb.files.download('/tmp/ts/big')) chunks.push(c)
     assert.ok(Buffer.concat(chunks).equals(big))
+    // Downloads are bounded: past maxBytes nothing more comes.
+    await assert.rejects(async () => { for await (const c of await sb.files.download('/tmp/ts/big', { maxBytes: 1 << 20 })) assert.ok(c) },
+      (e) => e instanceof DownloadTooLargeError && e.limit === 1 << 20 && /maxBytes/.test(e.message))
+    const whole = []
+    for await (const c of await sb.files.download('/tmp/ts/big', { maxBytes: 3 << 20 })) whole.push(c)
+    assert.ok(Buffer.concat(whole).equals(big))
     await assert.rejects(sb.files.read('/tmp/ts/missing'), (e) => e instanceof HutchError && e.code === 'S211' && e.status === 404)
   })
 
