@@ -88,7 +88,7 @@ func TestMethods(t *testing.T) {
 			name: "call",
 			call: func() (any, error) {
 				var out api.CreateResponse
-				err := c.Call(ctx, "sandbox::create", map[string]any{"image": "node"}, &out)
+				err := c.Call(ctx, api.FnCreate, map[string]any{"image": "node"}, &out)
 				return out, err
 			},
 			want:     api.CreateResponse{SandboxID: id, Image: "node"},
@@ -98,7 +98,7 @@ func TestMethods(t *testing.T) {
 			name: "call with raw payload",
 			call: func() (any, error) {
 				var out api.StopResponse
-				err := c.Call(ctx, "sandbox::stop", json.RawMessage(`{"sandbox_id":"`+id+`"}`), &out)
+				err := c.Call(ctx, api.FnStop, json.RawMessage(`{"sandbox_id":"`+id+`"}`), &out)
 				return out, err
 			},
 			want:     api.StopResponse{SandboxID: id, Stopped: true},

@@ -127,7 +127,7 @@ func (tr *Transport) create(ctx context.Context, r *http.Request, body []byte) (
 	if err != nil {
 		return answer{}, err
 	}
-	res, err := call[api.CreateRequest, api.CreateResponse](ctx, tr, "sandbox::create", req)
+	res, err := call[api.CreateRequest, api.CreateResponse](ctx, tr, api.FnCreate, req)
 	if err != nil {
 		return answer{}, err
 	}
@@ -182,7 +182,7 @@ func (tr *Transport) list(ctx context.Context, r *http.Request, _ []byte) (answe
 	if err != nil {
 		return answer{}, err
 	}
-	res, err := call[api.ListRequest, api.ListResponse](ctx, tr, "sandbox::list", req)
+	res, err := call[api.ListRequest, api.ListResponse](ctx, tr, api.FnList, req)
 	if err != nil {
 		return answer{}, err
 	}
@@ -201,7 +201,7 @@ type pageOf struct {
 
 // info is sandbox::get of {id}; a stopped sandbox is not found.
 func (tr *Transport) info(ctx context.Context, r *http.Request) (api.SandboxInfo, error) {
-	s, err := call[api.GetRequest, api.SandboxInfo](ctx, tr, "sandbox::get", api.GetRequest{SandboxID: r.PathValue("id")})
+	s, err := call[api.GetRequest, api.SandboxInfo](ctx, tr, api.FnGet, api.GetRequest{SandboxID: r.PathValue("id")})
 	if err == nil && stateOf(s.State) == "" {
 		err = errdefs.New(errdefs.CodeStopped, "sandbox %s is %s", s.SandboxID, s.State)
 	}
@@ -222,7 +222,7 @@ func (tr *Transport) kill(ctx context.Context, r *http.Request, _ []byte) (answe
 	if _, err := tr.info(ctx, r); err != nil {
 		return answer{}, err
 	}
-	_, err := call[api.StopRequest, api.StopResponse](ctx, tr, "sandbox::stop", api.StopRequest{SandboxID: r.PathValue("id")})
+	_, err := call[api.StopRequest, api.StopResponse](ctx, tr, api.FnStop, api.StopRequest{SandboxID: r.PathValue("id")})
 	return answer{status: http.StatusNoContent}, err
 }
 
@@ -281,7 +281,7 @@ func (tr *Transport) metrics(ctx context.Context, r *http.Request, _ []byte) (an
 	if _, err := tr.info(ctx, r); err != nil {
 		return answer{}, err
 	}
-	m, err := call[api.MetricsRequest, api.MetricsResponse](ctx, tr, "sandbox::metrics", api.MetricsRequest{SandboxID: r.PathValue("id")})
+	m, err := call[api.MetricsRequest, api.MetricsResponse](ctx, tr, api.FnMetrics, api.MetricsRequest{SandboxID: r.PathValue("id")})
 	if errdefs.Is(err, errdefs.CodePaused) {
 		// A paused sandbox has no live sample: E2B answers none.
 		return answer{http.StatusOK, []metric{}}, nil

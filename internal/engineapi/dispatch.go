@@ -33,11 +33,11 @@ func (s *Server) dispatch(ctx context.Context, sess *session, id string, data js
 		}
 		_, resp, err := s.channels.create(auth.OwnerFrom(ctx), req.BufferSize)
 		return resp, err
-	case fnFsRead:
-		if _, ok := s.table.Lookup(fnFsRead); ok {
+	case api.FnFsRead:
+		if _, ok := s.table.Lookup(api.FnFsRead); ok {
 			return s.readFile(ctx, data)
 		}
-	case fnFsWrite:
+	case api.FnFsWrite:
 		ref, rest, ok, err := streamedWrite(data)
 		if err != nil {
 			return nil, err

@@ -23,12 +23,6 @@ import (
 	"github.com/hutch-dev/hutch/internal/functions"
 )
 
-// The functions whose bodies may travel as streams.
-const (
-	fnFsRead  = "sandbox::fs::read"
-	fnFsWrite = "sandbox::fs::write"
-)
-
 // streamedRead is the result of sandbox::fs::read over the engine.
 type streamedRead struct {
 	api.FsReadResponse
@@ -76,7 +70,7 @@ func (s *Server) readFile(ctx context.Context, data json.RawMessage) (any, error
 	if err := functions.Decode(data, &req); err != nil {
 		return nil, err
 	}
-	res, err := functions.Invoke(s.detached(ctx), s.table, functions.FnFsDownload, api.FsDownloadRequest(req))
+	res, err := functions.Invoke(s.detached(ctx), s.table, api.FnFsDownload, api.FsDownloadRequest(req))
 	if err != nil {
 		return nil, err
 	}

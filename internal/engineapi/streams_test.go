@@ -156,7 +156,7 @@ func TestFsReadStream(t *testing.T) {
 			api.FsReadResponse
 			Content *api.StreamRef `json:"content"`
 		}
-		decodeResult(t, wc.call("r"+tt.path, "sandbox::fs::read", map[string]any{"sandbox_id": httpapitest.DefaultID, "path": tt.path}), &res)
+		decodeResult(t, wc.call("r"+tt.path, api.FnFsRead, map[string]any{"sandbox_id": httpapitest.DefaultID, "path": tt.path}), &res)
 		if (res.Body != nil) != tt.wantBody || res.Size != int64(len(tt.data)) || res.Content == nil || res.Content.Direction != "read" {
 			t.Fatalf("%s: result %+v", tt.path, res)
 		}
@@ -165,7 +165,7 @@ func TestFsReadStream(t *testing.T) {
 			t.Fatalf("%s: streamed %d bytes (%v), want %d", tt.path, len(got), err, len(tt.data))
 		}
 	}
-	m := wc.call("missing", "sandbox::fs::read", map[string]any{"sandbox_id": httpapitest.DefaultID, "path": "/nope"})
+	m := wc.call("missing", api.FnFsRead, map[string]any{"sandbox_id": httpapitest.DefaultID, "path": "/nope"})
 	if env := handlerEnvelope(t, m); env["code"] != "S211" {
 		t.Fatalf("read of a missing file: %v", env)
 	}
@@ -193,7 +193,7 @@ func TestFsWriteStream(t *testing.T) {
 		w.Close(websocket.StatusNormalClosure, "stream_complete")
 	}()
 	var res api.FsWriteResponse
-	decodeResult(t, wc.call("w", "sandbox::fs::write", map[string]any{"sandbox_id": httpapitest.DefaultID, "path": "/up.bin", "content": refs.Reader}), &res)
+	decodeResult(t, wc.call("w", api.FnFsWrite, map[string]any{"sandbox_id": httpapitest.DefaultID, "path": "/up.bin", "content": refs.Reader}), &res)
 	if res.BytesWritten != int64(len(data)) || !bytes.Equal(f.files["/up.bin"], data) {
 		t.Fatalf("wrote %d bytes, want %d", res.BytesWritten, len(data))
 	}
@@ -208,7 +208,7 @@ func TestFsWriteStream(t *testing.T) {
 		{"not a reference", map[string]any{"sandbox_id": httpapitest.DefaultID, "path": "/x", "content": map[string]any{"channel": 1}}, "S001"},
 		{"wrong key", map[string]any{"sandbox_id": httpapitest.DefaultID, "path": "/x", "content": api.StreamRef{ChannelID: bad.Reader.ChannelID, AccessKey: "x", Direction: "read"}}, "S210"},
 	} {
-		if env := handlerEnvelope(t, wc.call(tt.name, "sandbox::fs::write", tt.payload)); env["code"] != tt.code {
+		if env := handlerEnvelope(t, wc.call(tt.name, api.FnFsWrite, tt.payload)); env["code"] != tt.code {
 			t.Errorf("%s: %v, want %s", tt.name, env, tt.code)
 		}
 	}
@@ -227,7 +227,7 @@ func TestFsWriteStreamAborted(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.Write(ctx, websocket.MessageBinary, []byte("half a file"))
-	wc.invoke("w", "sandbox::fs::write", map[string]any{"sandbox_id": httpapitest.DefaultID, "path": "/cut.bin", "content": refs.Reader})
+	wc.invoke("w", api.FnFsWrite, map[string]any{"sandbox_id": httpapitest.DefaultID, "path": "/cut.bin", "content": refs.Reader})
 	w.CloseNow()
 	m := wc.recv()
 	if env := handlerEnvelope(t, m); env["code"] != "S218" || env["retryable"] != true {

@@ -185,7 +185,7 @@ func TestIntrospection(t *testing.T) {
 		t.Fatalf("workers %+v", workers)
 	}
 	var fns api.FunctionsResponse
-	decodeResult(t, wc.call("f", "engine::functions::info", map[string]any{"function_ids": []string{"sandbox::events::stream"}}), &fns)
+	decodeResult(t, wc.call("f", api.FnFunctionsInfo, map[string]any{"function_ids": []string{api.FnEventsStream}}), &fns)
 	if len(fns.Functions) != 1 || len(fns.Functions[0].RequestFormat) == 0 {
 		t.Fatalf("functions::info %+v", fns)
 	}

@@ -34,36 +34,27 @@ type FS interface {
 	Download(ctx context.Context, req api.FsDownloadRequest) (api.FsEntry, io.ReadCloser, error)
 }
 
-// FSOps are the operations of sandbox::fs::{op}, in the contract's order.
-var FSOps = []string{"ls", "stat", "mkdir", "write", "read", "rm", "mv", "chmod", "grep", "sed"}
-
-// FnFsDownload is the streaming function of a file's bytes (hutch
-// extension): an EventEntry with the file's api.FsEntry, then EventData
-// events with its bytes in order, then api.FsDownloadResponse. The REST
-// download and the engine's file streams render it.
-const FnFsDownload = "sandbox::fs::download"
-
 // downloadChunk is the most bytes one EventData carries.
 const downloadChunk = 64 << 10
 
 // registerFS adds the sandbox::fs::* functions when the table has Files,
 // and the streamed download in any case (S219 without Files).
 func registerFS(t *Table) {
-	addStream(t, FnFsDownload, "Stream a file's bytes out of a sandbox: an entry event, then data events (hutch extension)", t.download)
+	addStream(t, api.FnFsDownload, "Stream a file's bytes out of a sandbox: an entry event, then data events (hutch extension)", t.download)
 	fs := t.deps.Files
 	if fs == nil {
 		return
 	}
-	add(t, "sandbox::fs::ls", "List directory contents inside a sandbox", fs.Ls)
-	add(t, "sandbox::fs::stat", "Stat a path inside a sandbox", fs.Stat)
-	add(t, "sandbox::fs::mkdir", "Create a directory inside a sandbox", fs.Mkdir)
-	add(t, "sandbox::fs::write", "Write a file inside a sandbox (content or content_b64)", fs.WriteFile)
-	add(t, "sandbox::fs::read", "Read a file from a sandbox", fs.ReadFile)
-	add(t, "sandbox::fs::rm", "Remove a file or directory inside a sandbox", fs.Rm)
-	add(t, "sandbox::fs::mv", "Move or rename a path inside a sandbox", fs.Mv)
-	add(t, "sandbox::fs::chmod", "Change file permissions inside a sandbox", fs.Chmod)
-	add(t, "sandbox::fs::grep", "Search for a pattern in files inside a sandbox", fs.Grep)
-	add(t, "sandbox::fs::sed", "Search-and-replace in files inside a sandbox", fs.Sed)
+	add(t, api.FnFsLs, "List directory contents inside a sandbox", fs.Ls)
+	add(t, api.FnFsStat, "Stat a path inside a sandbox", fs.Stat)
+	add(t, api.FnFsMkdir, "Create a directory inside a sandbox", fs.Mkdir)
+	add(t, api.FnFsWrite, "Write a file inside a sandbox (content or content_b64)", fs.WriteFile)
+	add(t, api.FnFsRead, "Read a file from a sandbox", fs.ReadFile)
+	add(t, api.FnFsRm, "Remove a file or directory inside a sandbox", fs.Rm)
+	add(t, api.FnFsMv, "Move or rename a path inside a sandbox", fs.Mv)
+	add(t, api.FnFsChmod, "Change file permissions inside a sandbox", fs.Chmod)
+	add(t, api.FnFsGrep, "Search for a pattern in files inside a sandbox", fs.Grep)
+	add(t, api.FnFsSed, "Search-and-replace in files inside a sandbox", fs.Sed)
 	if w, ok := fs.(FileWatcher); ok {
 		addStream(t, api.FnFsWatch, "Follow the changes under a directory of a sandbox: create, write, remove, rename and chmod events, until the caller goes or the sandbox stops (hutch extension)",
 			func(ctx context.Context, req api.FsWatchRequest, e Emitter) (struct{}, error) {
@@ -88,11 +79,11 @@ func (t *Table) Upload(ctx context.Context, req api.FsUploadRequest, body io.Rea
 	if err == nil {
 		resp, err = fs.Upload(ctx, req, body)
 	}
-	t.observe("sandbox::fs::write", err)
+	t.observe(api.FnFsWrite, err)
 	return resp, err
 }
 
-// download is FnFsDownload: one read of the file, as it arrives.
+// download is api.FnFsDownload: one read of the file, as it arrives.
 func (t *Table) download(ctx context.Context, req api.FsDownloadRequest, emit Emitter) (api.FsDownloadResponse, error) {
 	fs, err := t.fs()
 	if err != nil {

@@ -91,13 +91,13 @@ type Table struct {
 func New(deps Deps) *Table {
 	t := &Table{deps: deps, fns: map[string]Function{}}
 	sb := deps.Sandboxes
-	add(t, "sandbox::run", "Run code in a new sandbox and stop it (create, write files, exec)", t.run)
-	add(t, "sandbox::create", "Create a sandbox from a catalog image", sb.Create)
+	add(t, api.FnRun, "Run code in a new sandbox and stop it (create, write files, exec)", t.run)
+	add(t, api.FnCreate, "Create a sandbox from a catalog image", sb.Create)
 	registerExec(t)
-	add(t, "sandbox::stop", "Stop and remove a sandbox", sb.Stop)
-	add(t, "sandbox::list", "List sandboxes", sb.List)
-	add(t, "sandbox::get", "Describe one sandbox (hutch extension)", sb.Get)
-	add(t, "hutch::image::status", "Cache state of a catalog image (hutch extension)", sb.ImageStatus)
+	add(t, api.FnStop, "Stop and remove a sandbox", sb.Stop)
+	add(t, api.FnList, "List sandboxes", sb.List)
+	add(t, api.FnGet, "Describe one sandbox (hutch extension)", sb.Get)
+	add(t, api.FnImageStatus, "Cache state of a catalog image (hutch extension)", sb.ImageStatus)
 	registerImages(t)
 	registerFS(t)
 	registerArchives(t)

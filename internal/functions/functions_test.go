@@ -65,7 +65,7 @@ func TestEnvBothShapes(t *testing.T) {
 		`{"image":"python","env":["B=2","A=1"]}`,
 		`{"image":"python","env":{"B":"2","A":"1"}}`,
 	} {
-		if _, err := tab.Call(context.Background(), "sandbox::create", json.RawMessage(payload), Params{}); err != nil {
+		if _, err := tab.Call(context.Background(), api.FnCreate, json.RawMessage(payload), Params{}); err != nil {
 			t.Fatal(err)
 		}
 		if len(f.create.Env) != 2 {
@@ -80,11 +80,11 @@ func TestEnvBothShapes(t *testing.T) {
 func TestExecTimeoutIsS200OnlyThroughTheContract(t *testing.T) {
 	f := &fakeSandboxes{exec: api.ExecResponse{Stdout: "partial", TimedOut: true, TimeoutMs: 500}}
 	tab := New(Deps{Sandboxes: f})
-	_, err := tab.Call(context.Background(), "sandbox::exec", json.RawMessage(`{"sandbox_id":"x","cmd":"sleep","timeout_ms":500}`), Params{})
+	_, err := tab.Call(context.Background(), api.FnExec, json.RawMessage(`{"sandbox_id":"x","cmd":"sleep","timeout_ms":500}`), Params{})
 	if !errdefs.Is(err, errdefs.CodeExecTimeout) || !strings.Contains(err.Error(), "exec timed out after 500ms") {
 		t.Fatalf("contract exec err = %v, want S200", err)
 	}
-	res, err := tab.Call(context.Background(), FnExecResult, json.RawMessage(`{"cmd":"sleep"}`), Params{SandboxID: "x"})
+	res, err := tab.Call(context.Background(), api.FnExecResult, json.RawMessage(`{"cmd":"sleep"}`), Params{SandboxID: "x"})
 	resp, _ := res.(api.ExecResponse)
 	if err != nil || !resp.TimedOut || resp.Stdout != "partial" {
 		t.Fatalf("REST exec = %+v, %v; want timed_out with partial output", resp, err)

@@ -218,11 +218,11 @@ func New(table *functions.Table, opts Options) http.Handler {
 // (openapi.go).
 func (s *server) routes() []route {
 	routes := []route{
-		{"POST", "/v1/sandboxes", s.call("sandbox::create"), false},
-		{"GET", "/v1/sandboxes/{id}", s.call("sandbox::get", sandboxParam), false},
-		{"DELETE", "/v1/sandboxes/{id}", s.call("sandbox::stop", sandboxParam, waitParam), false},
+		{"POST", "/v1/sandboxes", s.call(api.FnCreate), false},
+		{"GET", "/v1/sandboxes/{id}", s.call(api.FnGet, sandboxParam), false},
+		{"DELETE", "/v1/sandboxes/{id}", s.call(api.FnStop, sandboxParam, waitParam), false},
 		{"POST", "/v1/sandboxes/{id}/exec", s.exec, false},
-		{"GET", "/v1/sandboxes/{id}/metrics", s.call("sandbox::metrics", sandboxParam), false},
+		{"GET", "/v1/sandboxes/{id}/metrics", s.call(api.FnMetrics, sandboxParam), false},
 		{"POST", "/v1/sandboxes/{id}/fs/{op}", s.fsOp, false},
 		{"PUT", filesPath, s.upload, false},
 		{"GET", filesPath, s.download, false},
@@ -230,11 +230,11 @@ func (s *server) routes() []route {
 		{"GET", "/v1/functions", s.describe, false},
 		{"GET", "/v1/functions/{function_id}", s.describe, false},
 		// {name...} keeps OCI refs with slashes in one parameter.
-		{"GET", "/v1/images/{name...}", s.call("hutch::image::status", nameParam), false},
-		{"POST", "/v1/images/{name...}", s.call("hutch::image::pull", nameParam), false},
-		{"DELETE", "/v1/images/{name...}", s.call("hutch::image::rm", nameParam), false},
-		{"GET", "/v1/images", s.call("hutch::image::list"), false},
-		{"GET", "/v1/catalog", s.call("sandbox::catalog::list"), false},
+		{"GET", "/v1/images/{name...}", s.call(api.FnImageStatus, nameParam), false},
+		{"POST", "/v1/images/{name...}", s.call(api.FnImagePull, nameParam), false},
+		{"DELETE", "/v1/images/{name...}", s.call(api.FnImageRemove, nameParam), false},
+		{"GET", "/v1/images", s.call(api.FnImageList), false},
+		{"GET", "/v1/catalog", s.call(api.FnCatalogList), false},
 		{"GET", "/healthz", s.health, true},
 		{"GET", "/metrics", s.prometheus, false},
 	}

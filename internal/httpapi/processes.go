@@ -97,7 +97,7 @@ func (s *server) exec(r *http.Request, body []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	id := functions.FnExecResult
+	id := api.FnExecResult
 	if stream || strings.Contains(r.Header.Get("Accept"), sseType) {
 		id = api.FnExecStream
 	}

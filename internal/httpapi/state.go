@@ -70,5 +70,5 @@ func (s *server) list(r *http.Request, _ []byte) (any, error) {
 	}
 	req.NextToken = q.Get("next_token")
 	body, _ := json.Marshal(req)
-	return s.dispatch(r, "sandbox::list", body, functions.Params{})
+	return s.dispatch(r, api.FnList, body, functions.Params{})
 }

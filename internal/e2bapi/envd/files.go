@@ -42,7 +42,7 @@ func (s *server) download(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := resolve(sc, r.URL.Query().Get("path"))
-	st, err := stream(r.Context(), s.t, functions.FnFsDownload, api.FsDownloadRequest{SandboxID: sc.sandbox, User: sc.user, Path: p})
+	st, err := stream(r.Context(), s.t, api.FnFsDownload, api.FsDownloadRequest{SandboxID: sc.sandbox, User: sc.user, Path: p})
 	if err != nil {
 		s.fileError(w, err)
 		return
