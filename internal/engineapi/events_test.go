@@ -106,7 +106,9 @@ func TestStreamErrorOverChannels(t *testing.T) {
 	}
 
 	f.files["/big"] = make([]byte, api.FsReadMaxBody+1) // too big for a body: the answer comes before the failure
-	var read streamedRead
+	var read struct {
+		Content *api.StreamRef `json:"content"`
+	}
 	decodeResult(t, wc.call("r", api.FnFsRead, map[string]any{"sandbox_id": httpapitest.DefaultID, "path": "/big"}), &read)
 	frames, status = readFrames(t, url, *read.Content)
 	last = frames[len(frames)-1]

@@ -6,6 +6,9 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"io"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
 	"sync"
 	"testing"
 
@@ -14,6 +17,7 @@ import (
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/functions"
+	"github.com/hutch-dev/hutch/internal/httpapi"
 	"github.com/hutch-dev/hutch/internal/httpapi/httpapitest"
 )
 
@@ -235,5 +239,43 @@ func TestFsWriteStreamAborted(t *testing.T) {
 	}
 	if _, ok := f.files["/cut.bin"]; ok {
 		t.Fatal("an aborted upload stored a file")
+	}
+}
+
+// TestFsReadSameOverEveryTransport: sandbox::fs::read is one function of
+// the table: REST's answer is the engine's without the content channel,
+// and both read the file through the one download (no second way in).
+func TestFsReadSameOverEveryTransport(t *testing.T) {
+	f, url := fsServer(t)
+	f.files["/a.txt"] = []byte("same bytes\n")
+	f.files["/b.bin"] = []byte{0xff, 0xfe, 0}
+	hs := httptest.NewServer(httpapi.New(functions.New(httpapitest.DepsOf(f)), httpapi.Options{}))
+	t.Cleanup(hs.Close)
+	wc := dial(t, url)
+	for _, p := range []string{"/a.txt", "/b.bin"} {
+		payload := map[string]any{"sandbox_id": httpapitest.DefaultID, "path": p}
+		var overEngine map[string]any
+		decodeResult(t, wc.call("r"+p, api.FnFsRead, payload), &overEngine)
+		if _, ok := overEngine["content"]; !ok {
+			t.Fatalf("%s over the engine: %v, no content channel", p, overEngine)
+		}
+		delete(overEngine, "content")
+		body, _ := json.Marshal(payload)
+		resp, err := http.Post(hs.URL+"/v1/functions/"+api.FnFsRead, "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var overREST map[string]any
+		err = json.NewDecoder(resp.Body).Decode(&overREST)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s over REST: %d %v", p, resp.StatusCode, err)
+		}
+		if !reflect.DeepEqual(overREST, overEngine) {
+			t.Errorf("%s: REST answers %v, the engine %v", p, overREST, overEngine)
+		}
+	}
+	if f.reads != 0 || f.downloads != 4 {
+		t.Fatalf("four reads made %d ReadFile and %d Download calls, want one download each", f.reads, f.downloads)
 	}
 }

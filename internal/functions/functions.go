@@ -73,7 +73,11 @@ type Function struct {
 	// Request and Response are the Go types of its request and of its
 	// result (a stream's final value), which its schemas describe.
 	Request, Response reflect.Type
-	Handler           Handler
+	// TakesBody says its request's content may come as a stream
+	// (Params.Body); GivesBody that its result may give its bytes as one
+	// (Params.StreamBody).
+	TakesBody, GivesBody bool
+	Handler              Handler
 	// typed runs the function on an already typed request (Invoke).
 	typed func(ctx context.Context, req any) (any, error)
 }

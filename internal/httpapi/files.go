@@ -54,18 +54,18 @@ func (s *server) upload(r *http.Request, _ []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	req := api.FsUploadRequest{
+	body := r.Body
+	if body == nil {
+		body = http.NoBody
+	}
+	return functions.Invoke(r.Context(), s.table, api.FnFsWrite, api.FsWriteRequest{
 		SandboxID: r.PathValue("id"),
 		Path:      q.Get("path"),
 		Mode:      api.FileMode(q.Get("mode")),
 		Parents:   parents,
 		User:      q.Get("user"),
-	}
-	body := r.Body
-	if body == nil {
-		body = http.NoBody
-	}
-	return s.table.Upload(r.Context(), req, body)
+		Body:      body,
+	})
 }
 
 // download is GET /v1/sandboxes/{id}/files?path=P, the table's
