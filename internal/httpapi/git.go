@@ -16,13 +16,7 @@ func gitRoute(op string) string { return "/v1/sandboxes/{id}/git/" + op }
 func (s *server) gitRoutes() []route {
 	routes := make([]route, 0, len(api.GitFns))
 	for _, fn := range api.GitFns {
-		routes = append(routes, route{http.MethodPost, gitRoute(api.FnOp(fn)), s.call(fn, sandboxParam), false})
+		routes = append(routes, route{http.MethodPost, gitRoute(api.FnOp(fn)), s.call(fn, sandboxParam), false, routeDoc{fn: fn, body: true}})
 	}
 	return routes
-}
-
-func init() {
-	for _, fn := range api.GitFns {
-		routeDocs[http.MethodPost+" "+gitRoute(api.FnOp(fn))] = routeDoc{fn: fn, body: true}
-	}
 }
