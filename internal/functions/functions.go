@@ -144,6 +144,23 @@ func Invoke[Req any](ctx context.Context, t *Table, id string, req Req) (any, er
 	return f.typed(ctx, req)
 }
 
+// Call runs function id on a typed request, as Invoke, and returns its
+// result as a Resp (a *Stream for a streaming function): the typed call of
+// a transport that builds requests itself. A result of another type is an
+// internal error.
+func Call[Resp any](ctx context.Context, t *Table, id string, req any) (Resp, error) {
+	var zero Resp
+	res, err := Invoke(ctx, t, id, req)
+	if err != nil {
+		return zero, err
+	}
+	out, ok := res.(Resp)
+	if !ok {
+		return zero, errdefs.New(errdefs.CodeInternal, "%s answered a %T, not a %T", id, res, zero)
+	}
+	return out, nil
+}
+
 // Lookup returns the entry of id.
 func (t *Table) Lookup(id string) (Function, bool) {
 	f, ok := t.fns[id]

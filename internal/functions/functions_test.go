@@ -97,3 +97,23 @@ func TestUnknownFunction(t *testing.T) {
 		t.Fatalf("err = %v, want ErrNotFound", err)
 	}
 }
+
+// TestCallIsTyped: Call answers a function's result as its type; a result
+// of another type is an internal error (never a panic), an unknown id
+// ErrNotFound, a request of another type an internal error.
+func TestCallIsTyped(t *testing.T) {
+	tab := New(Deps{Sandboxes: &fakeSandboxes{}})
+	ctx := context.Background()
+	if res, err := Call[api.CreateResponse](ctx, tab, api.FnCreate, api.CreateRequest{Image: "python"}); err != nil || res.Image != "python" {
+		t.Fatalf("create: %+v, %v", res, err)
+	}
+	if _, err := Call[api.ListResponse](ctx, tab, api.FnCreate, api.CreateRequest{Image: "python"}); !errdefs.Is(err, errdefs.CodeInternal) {
+		t.Errorf("a result of another type: %v, want internal", err)
+	}
+	if _, err := Call[api.ListResponse](ctx, tab, api.FnList, api.StopRequest{}); !errdefs.Is(err, errdefs.CodeInternal) {
+		t.Errorf("a request of another type: %v, want internal", err)
+	}
+	if _, err := Call[api.ListResponse](ctx, tab, "no::such", api.ListRequest{}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("an unknown id: %v, want ErrNotFound", err)
+	}
+}

@@ -555,11 +555,11 @@ func otherMethods(methods []string) []string {
 // engine::functions::info of it.
 func (s *server) describe(r *http.Request, _ []byte) (any, error) {
 	if id := r.PathValue("function_id"); id != "" {
-		res, err := functions.Invoke(r.Context(), s.table, api.FnFunctionsInfo, api.FunctionsInfoRequest{FunctionID: id})
+		res, err := functions.Call[api.FunctionsResponse](r.Context(), s.table, api.FnFunctionsInfo, api.FunctionsInfoRequest{FunctionID: id})
 		if err != nil {
 			return nil, err
 		}
-		return res.(api.FunctionsResponse).Functions[0], nil
+		return res.Functions[0], nil
 	}
 	internal, _, err := queryBool(r, "include_internal")
 	if err != nil {
