@@ -9,7 +9,7 @@ import (
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/errdefs"
-	"github.com/hutch-dev/hutch/internal/httpapi/httpapitest"
+	"github.com/hutch-dev/hutch/internal/functions/functionstest"
 )
 
 func TestTriggerPayload(t *testing.T) {
@@ -47,7 +47,7 @@ func TestTriggerPayload(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fake := &httpapitest.Fake{}
+			fake := &functionstest.Fake{}
 			h := newHarness(t, fake)
 			out, errOut, code := h.run("", append([]string{"trigger", api.FnCreate}, tt.args...)...)
 			if code != 0 {
@@ -69,7 +69,7 @@ func TestTriggerErrors(t *testing.T) {
 	tests := []struct {
 		name     string
 		args     []string
-		setup    func(f *httpapitest.Fake)
+		setup    func(f *functionstest.Fake)
 		wantExit int
 		wantErr  string // in stderr
 		wantCode string // of the envelope on stderr
@@ -77,7 +77,7 @@ func TestTriggerErrors(t *testing.T) {
 		{
 			name: "sandbox error prints the envelope",
 			args: []string{"trigger", api.FnExec, "sandbox_id=" + id, "cmd=echo"},
-			setup: func(f *httpapitest.Fake) {
+			setup: func(f *functionstest.Fake) {
 				f.ExecFunc = func(context.Context, api.ExecRequest) (api.ExecResponse, error) {
 					return api.ExecResponse{}, errdefs.New(errdefs.CodeNotFound, "sandbox not found: %s", id)
 				}
@@ -102,7 +102,7 @@ func TestTriggerErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fake := &httpapitest.Fake{}
+			fake := &functionstest.Fake{}
 			if tt.setup != nil {
 				tt.setup(fake)
 			}
@@ -125,7 +125,7 @@ func TestTriggerErrors(t *testing.T) {
 }
 
 func TestTriggerUnreachable(t *testing.T) {
-	h := newHarness(t, &httpapitest.Fake{})
+	h := newHarness(t, &functionstest.Fake{})
 	h.env["HUTCH_URL"], _ = closedURL(t)
 	_, errOut, code := h.run("", "trigger", api.FnList)
 	if code != 1 || !strings.Contains(errOut, "no daemon at") {
