@@ -14,8 +14,8 @@ import (
 // envRoutes are the routes of a sandbox's environment, for New's table.
 func (s *server) envRoutes() []route {
 	return []route{
-		{"GET", "/v1/sandboxes/{id}/env", s.call(api.FnEnvList, sandboxParam), false, routeDoc{fn: api.FnEnvList}},
-		{"POST", "/v1/sandboxes/{id}/env", s.call(api.FnEnvSet, sandboxParam), false, routeDoc{fn: api.FnEnvSet, body: true}},
+		s.fnRoute("GET", "/v1/sandboxes/{id}/env", routeDoc{fn: api.FnEnvList}, sandboxParam),
+		s.fnRoute("POST", "/v1/sandboxes/{id}/env", routeDoc{fn: api.FnEnvSet, body: true}, sandboxParam),
 		{"GET", "/v1/sandboxes/{id}/env/{key}", s.envKey(api.FnEnvGet), false, routeDoc{fn: api.FnEnvGet}},
 		{"DELETE", "/v1/sandboxes/{id}/env/{key}", s.envKey(api.FnEnvDelete), false, routeDoc{fn: api.FnEnvDelete}},
 	}

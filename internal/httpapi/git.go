@@ -16,7 +16,7 @@ func gitRoute(op string) string { return "/v1/sandboxes/{id}/git/" + op }
 func (s *server) gitRoutes() []route {
 	routes := make([]route, 0, len(api.GitFns))
 	for _, fn := range api.GitFns {
-		routes = append(routes, route{http.MethodPost, gitRoute(api.FnOp(fn)), s.call(fn, sandboxParam), false, routeDoc{fn: fn, body: true}})
+		routes = append(routes, s.fnRoute(http.MethodPost, gitRoute(api.FnOp(fn)), routeDoc{fn: fn, body: true}, sandboxParam))
 	}
 	return routes
 }

@@ -218,11 +218,11 @@ func New(table *functions.Table, opts Options) http.Handler {
 // (openapi.go).
 func (s *server) routes() []route {
 	routes := []route{
-		{"POST", "/v1/sandboxes", s.call(api.FnCreate), false, routeDoc{fn: api.FnCreate, body: true}},
-		{"GET", "/v1/sandboxes/{id}", s.call(api.FnGet, sandboxParam), false, routeDoc{fn: api.FnGet}},
-		{"DELETE", "/v1/sandboxes/{id}", s.call(api.FnStop, sandboxParam, waitParam), false, routeDoc{fn: api.FnStop, query: []queryParam{q("wait", "boolean", "answer once it has stopped")}}},
+		s.fnRoute("POST", "/v1/sandboxes", routeDoc{fn: api.FnCreate, body: true}),
+		s.fnRoute("GET", "/v1/sandboxes/{id}", routeDoc{fn: api.FnGet}, sandboxParam),
+		s.fnRoute("DELETE", "/v1/sandboxes/{id}", routeDoc{fn: api.FnStop, query: []queryParam{q("wait", "boolean", "answer once it has stopped")}}, sandboxParam, waitParam),
 		{"POST", "/v1/sandboxes/{id}/exec", s.exec, false, routeDoc{fn: api.FnExecResult, body: true, summary: "Execute a command (sandbox::exec with REST semantics: a timeout is a result); with Accept: text/event-stream or ?stream=true, sandbox::exec::stream's events", query: []queryParam{q("stream", "boolean", "stream the output as events")}}},
-		{"GET", "/v1/sandboxes/{id}/metrics", s.call(api.FnMetrics, sandboxParam), false, routeDoc{fn: api.FnMetrics}},
+		s.fnRoute("GET", "/v1/sandboxes/{id}/metrics", routeDoc{fn: api.FnMetrics}, sandboxParam),
 		{"POST", "/v1/sandboxes/{id}/fs/{op}", s.fsOp, false, routeDoc{summary: "A filesystem operation: the body is sandbox::fs::{op}'s request (op: ls, stat, mkdir, write, read, rm, mv, chmod, grep, sed)", raw: "application/json", rawBody: "application/json"}},
 		{"PUT", filesPath, s.upload, false, routeDoc{fn: api.FnFsWrite, summary: "Upload a file: the body is its bytes, streamed", rawBody: "application/octet-stream", query: []queryParam{q("path", "string", "absolute path"), q("mode", "string", "octal mode"), q("parents", "boolean", "make missing directories"), q("user", "string", "as this user of the image (name or uid[:gid])")}}},
 		{"GET", filesPath, s.download, false, routeDoc{summary: "Download a file: its bytes, streamed (sandbox::fs::download)", raw: "application/octet-stream", query: []queryParam{q("path", "string", "absolute path"), q("user", "string", "as this user of the image (name or uid[:gid])")}}},
@@ -230,11 +230,11 @@ func (s *server) routes() []route {
 		{"GET", "/v1/functions", s.describe, false, routeDoc{fn: api.FnFunctionsList, query: []queryParam{q("include_internal", "boolean", "list engine::* too")}}},
 		{"GET", "/v1/functions/{function_id}", s.describe, false, routeDoc{summary: "Describe one function: its description and request and response JSON Schemas (engine::functions::info)", raw: "application/json"}},
 		// {name...} keeps OCI refs with slashes in one parameter.
-		{"GET", "/v1/images/{name...}", s.call(api.FnImageStatus, nameParam), false, routeDoc{fn: api.FnImageStatus}},
-		{"POST", "/v1/images/{name...}", s.call(api.FnImagePull, nameParam), false, routeDoc{fn: api.FnImagePull}},
-		{"DELETE", "/v1/images/{name...}", s.call(api.FnImageRemove, nameParam), false, routeDoc{fn: api.FnImageRemove}},
-		{"GET", "/v1/images", s.call(api.FnImageList), false, routeDoc{fn: api.FnImageList}},
-		{"GET", "/v1/catalog", s.call(api.FnCatalogList), false, routeDoc{fn: api.FnCatalogList}},
+		s.fnRoute("GET", "/v1/images/{name...}", routeDoc{fn: api.FnImageStatus}, nameParam),
+		s.fnRoute("POST", "/v1/images/{name...}", routeDoc{fn: api.FnImagePull}, nameParam),
+		s.fnRoute("DELETE", "/v1/images/{name...}", routeDoc{fn: api.FnImageRemove}, nameParam),
+		s.fnRoute("GET", "/v1/images", routeDoc{fn: api.FnImageList}),
+		s.fnRoute("GET", "/v1/catalog", routeDoc{fn: api.FnCatalogList}),
 		{"GET", "/healthz", s.health, true, routeDoc{summary: "Liveness, version and runtimes (no token needed)", raw: "application/json"}},
 		{"GET", "/metrics", s.prometheus, false, routeDoc{summary: "Prometheus metrics", raw: "text/plain"}},
 	}
@@ -314,6 +314,12 @@ type server struct {
 	previews portTransports
 	// readTimeout and writeTimeout move the connection's deadlines.
 	readTimeout, writeTimeout time.Duration
+}
+
+// fnRoute is a route that calls the function its documentation names
+// (d.fn) with the URL's params.
+func (s *server) fnRoute(method, path string, d routeDoc, params ...paramFunc) route {
+	return route{method: method, path: path, h: s.call(d.fn, params...), doc: d}
 }
 
 // call dispatches to function id with the URL's params.

@@ -14,7 +14,7 @@ import (
 // jobRoutes are the routes of queued jobs, for New's table.
 func (s *server) jobRoutes() []route {
 	return []route{
-		{"POST", "/v1/jobs", s.call(api.FnJobSubmit), false, routeDoc{fn: api.FnJobSubmit, body: true}},
+		s.fnRoute("POST", "/v1/jobs", routeDoc{fn: api.FnJobSubmit, body: true}),
 		{"GET", "/v1/jobs", s.jobQuery(api.FnJobList), false, routeDoc{fn: api.FnJobList, query: jobQuery}},
 		{"GET", "/v1/jobs/{job_id}", s.jobByID(api.FnJobGet), false, routeDoc{fn: api.FnJobGet}},
 		{"DELETE", "/v1/jobs/{job_id}", s.jobByID(api.FnJobCancel), false, routeDoc{fn: api.FnJobCancel}},

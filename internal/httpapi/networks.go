@@ -16,12 +16,12 @@ import (
 // networkRoutes are the routes of sandbox networks, for New's table.
 func (s *server) networkRoutes() []route {
 	return []route{
-		{"POST", "/v1/networks", s.call(api.FnNetworkCreate), false, routeDoc{fn: api.FnNetworkCreate, body: true}},
-		{"GET", "/v1/networks", s.call(api.FnNetworkList), false, routeDoc{fn: api.FnNetworkList}},
+		s.fnRoute("POST", "/v1/networks", routeDoc{fn: api.FnNetworkCreate, body: true}),
+		s.fnRoute("GET", "/v1/networks", routeDoc{fn: api.FnNetworkList}),
 		{"DELETE", "/v1/networks/{network}", s.networkByName, false, routeDoc{fn: api.FnNetworkDelete}},
 		{"POST", "/v1/networks/{network}/members", s.networkMember(api.FnNetworkConnect), false, routeDoc{fn: api.FnNetworkConnect, body: true}},
 		{"DELETE", "/v1/networks/{network}/members/{sandbox_id}", s.networkMember(api.FnNetworkDisconnect), false, routeDoc{fn: api.FnNetworkDisconnect}},
-		{"POST", "/v1/sandboxes/{id}/network", s.call(api.FnNetworkUpdate, sandboxParam), false, routeDoc{fn: api.FnNetworkUpdate, body: true}},
+		s.fnRoute("POST", "/v1/sandboxes/{id}/network", routeDoc{fn: api.FnNetworkUpdate, body: true}, sandboxParam),
 	}
 }
 

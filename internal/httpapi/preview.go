@@ -244,8 +244,8 @@ func (p *previewAnswer) stream(w http.ResponseWriter, _ io.Writer) int {
 // portRoutes are the routes of the port functions.
 func (s *server) portRoutes() []route {
 	return []route{
-		{"POST", "/v1/sandboxes/{id}/ports", s.call(api.FnPortExpose, sandboxParam), false, routeDoc{fn: api.FnPortExpose, body: true}},
-		{"GET", "/v1/sandboxes/{id}/ports", s.call(api.FnPortList, sandboxParam), false, routeDoc{fn: api.FnPortList}},
+		s.fnRoute("POST", "/v1/sandboxes/{id}/ports", routeDoc{fn: api.FnPortExpose, body: true}, sandboxParam),
+		s.fnRoute("GET", "/v1/sandboxes/{id}/ports", routeDoc{fn: api.FnPortList}, sandboxParam),
 		{"DELETE", "/v1/sandboxes/{id}/ports/{port}", s.unexpose, false, routeDoc{fn: api.FnPortUnexpose}},
 		{"GET", "/v1/sandboxes/{id}/forward/{port}", s.forward, false, routeDoc{summary: "A raw TCP connection to the exposed port, over a WebSocket (binary frames): hutch port-forward", raw: "application/octet-stream"}},
 	}

@@ -8,9 +8,9 @@ import "github.com/hutch-dev/hutch/api"
 // volumeRoutes are the routes of volumes, for New's table.
 func (s *server) volumeRoutes() []route {
 	return []route{
-		{"POST", "/v1/volumes", s.call(api.FnVolumeCreate), false, routeDoc{fn: api.FnVolumeCreate, body: true}},
-		{"GET", "/v1/volumes", s.call(api.FnVolumeList), false, routeDoc{fn: api.FnVolumeList}},
-		{"GET", "/v1/volumes/{name}", s.call(api.FnVolumeGet, nameParam), false, routeDoc{fn: api.FnVolumeGet}},
-		{"DELETE", "/v1/volumes/{name}", s.call(api.FnVolumeDelete, nameParam), false, routeDoc{fn: api.FnVolumeDelete}},
+		s.fnRoute("POST", "/v1/volumes", routeDoc{fn: api.FnVolumeCreate, body: true}),
+		s.fnRoute("GET", "/v1/volumes", routeDoc{fn: api.FnVolumeList}),
+		s.fnRoute("GET", "/v1/volumes/{name}", routeDoc{fn: api.FnVolumeGet}, nameParam),
+		s.fnRoute("DELETE", "/v1/volumes/{name}", routeDoc{fn: api.FnVolumeDelete}, nameParam),
 	}
 }
