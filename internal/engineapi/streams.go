@@ -3,12 +3,13 @@ package engineapi
 // Streams over the engine. A streaming function of the table (its
 // functions.Stream) is answered with api.StreamResult: the reader reference
 // of a channel that hutch fills with the stream's events once the caller
-// opens it. sandbox::fs::read is the table's sandbox::fs::download read
-// once: its entry and, for a small file, its first bytes make the
-// contract's result (content, body, size, mode, mtime), and its bytes are
-// the channel's content. sandbox::fs::write takes as content the reader
-// reference of a channel the caller writes the body into (the table's
-// Upload). No file is held whole in memory, nor read twice.
+// opens it. A function whose result gives its bytes as a stream
+// (Function.GivesBody: sandbox::fs::read) is answered with its result and,
+// as content, the reader reference of a channel of those bytes; one that
+// takes its content as a stream (Function.TakesBody: sandbox::fs::write)
+// takes as content the reader reference of a channel the caller writes the
+// body into. Both are the table's functions, as on every transport; no
+// file is held whole in memory, nor read twice.
 
 import (
 	"bytes"
