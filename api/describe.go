@@ -9,6 +9,10 @@ const (
 	FnFunctionsInfo = "engine::functions::info"
 )
 
+// EngineFnPrefix starts the ids of the engine's own functions, which
+// engine::functions::list leaves out unless asked (include_internal).
+const EngineFnPrefix = "engine::"
+
 // FunctionInfo describes a function: what it does and the JSON Schemas of
 // its request and result (for a stream, its final value).
 type FunctionInfo struct {

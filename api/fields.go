@@ -1,5 +1,7 @@
 package api
 
+import "io"
+
 // Request fields a transport may take from outside a payload (a URL's
 // path or query). A request type that has such a field says so by handing
 // it out through one of these interfaces; internal/functions sets it on the
@@ -16,6 +18,15 @@ type SnapshotScoped interface{ SnapshotIDField() *string }
 
 // Waiter is a request that can wait for its work to finish.
 type Waiter interface{ WaitField() *bool }
+
+// BodyTaker is a request whose content may come as a stream of bytes.
+type BodyTaker interface{ BodyField() *io.Reader }
+
+// BodyGiver is a request whose result may give its bytes as a stream.
+type BodyGiver interface{ StreamBodyField() *bool }
+
+func (r *FsWriteRequest) BodyField() *io.Reader { return &r.Body }
+func (r *FsReadRequest) StreamBodyField() *bool { return &r.StreamBody }
 
 func (r *ExecRequest) SandboxIDField() *string       { return &r.SandboxID }
 func (r *StopRequest) SandboxIDField() *string       { return &r.SandboxID }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 )
 
 // FileMode is a permission mode in octal, as in "0644". In JSON it is a
@@ -97,6 +98,11 @@ type FsWriteRequest struct {
 	Parents    bool     `json:"parents,omitempty"`
 	Content    *string  `json:"content,omitempty"`
 	ContentB64 *string  `json:"content_b64,omitempty"`
+	// Body, instead of Content and ContentB64, is the content as a stream
+	// that a transport carries beside the payload (REST's PUT body, the
+	// engine's channel given as content): written as it arrives, the file
+	// appears once it has been read to its end.
+	Body io.Reader `json:"-"`
 }
 
 // FsWriteResponse is the result of sandbox::fs::write and of a streamed
@@ -112,6 +118,9 @@ type FsReadRequest struct {
 	SandboxID string `json:"sandbox_id"`
 	User      string `json:"user,omitempty"` // as FsLsRequest.User
 	Path      string `json:"path"`
+	// StreamBody says the transport takes the file's bytes as a stream
+	// beside the result (the engine's channel given as content).
+	StreamBody bool `json:"-"`
 }
 
 // FsReadMaxBody is the size under which sandbox::fs::read returns a file's

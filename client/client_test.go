@@ -15,14 +15,14 @@ import (
 	"github.com/hutch-dev/hutch/client"
 	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/functions/functionstest"
 	"github.com/hutch-dev/hutch/internal/httpapi"
-	"github.com/hutch-dev/hutch/internal/httpapi/httpapitest"
 )
 
-const id = httpapitest.DefaultID
+const id = functionstest.DefaultID
 
 func TestMethods(t *testing.T) {
-	fake := &httpapitest.Fake{
+	fake := &functionstest.Fake{
 		GetFunc: func(_ context.Context, req api.GetRequest) (api.SandboxInfo, error) {
 			return api.SandboxInfo{SandboxID: req.SandboxID, Image: "python"}, nil
 		},
@@ -30,7 +30,7 @@ func TestMethods(t *testing.T) {
 			return api.ImageStatus{Name: req.Name, State: "building", ElapsedSecs: 3}, nil
 		},
 	}
-	srv := httpapitest.NewServer(t, fake, httpapi.Options{})
+	srv := functionstest.NewServer(t, fake, httpapi.Options{})
 	c := client.New(srv.URL+"/", "")
 	ctx := context.Background()
 
@@ -38,13 +38,13 @@ func TestMethods(t *testing.T) {
 		name     string
 		call     func() (any, error)
 		want     any
-		wantCall httpapitest.Call
+		wantCall functionstest.Call
 	}{
 		{
 			name:     "create",
 			call:     func() (any, error) { return c.Create(ctx, api.CreateRequest{Image: "python", Env: api.Env{"A=1"}}) },
 			want:     api.CreateResponse{SandboxID: id, Image: "python"},
-			wantCall: httpapitest.Call{Method: "Create", Req: api.CreateRequest{Image: "python", Env: api.Env{"A=1"}}},
+			wantCall: functionstest.Call{Method: "Create", Req: api.CreateRequest{Image: "python", Env: api.Env{"A=1"}}},
 		},
 		{
 			name: "exec",
@@ -52,57 +52,57 @@ func TestMethods(t *testing.T) {
 				return c.Exec(ctx, api.ExecRequest{SandboxID: id, Argv: []string{"echo", "hi"}})
 			},
 			want:     api.ExecResponse{Stdout: "echo hi\n", ExitCode: new(int), Success: true},
-			wantCall: httpapitest.Call{Method: "Exec", Req: api.ExecRequest{SandboxID: id, Argv: []string{"echo", "hi"}}},
+			wantCall: functionstest.Call{Method: "Exec", Req: api.ExecRequest{SandboxID: id, Argv: []string{"echo", "hi"}}},
 		},
 		{
 			name:     "stop",
 			call:     func() (any, error) { return c.Stop(ctx, id, false) },
 			want:     api.StopResponse{SandboxID: id, Stopped: true},
-			wantCall: httpapitest.Call{Method: "Stop", Req: api.StopRequest{SandboxID: id}},
+			wantCall: functionstest.Call{Method: "Stop", Req: api.StopRequest{SandboxID: id}},
 		},
 		{
 			name:     "stop wait",
 			call:     func() (any, error) { return c.Stop(ctx, id, true) },
 			want:     api.StopResponse{SandboxID: id, Stopped: true},
-			wantCall: httpapitest.Call{Method: "Stop", Req: api.StopRequest{SandboxID: id, Wait: true}},
+			wantCall: functionstest.Call{Method: "Stop", Req: api.StopRequest{SandboxID: id, Wait: true}},
 		},
 		{
 			name:     "list",
 			call:     func() (any, error) { return c.List(ctx) },
 			want:     api.ListResponse{Sandboxes: []api.SandboxInfo{}},
-			wantCall: httpapitest.Call{Method: "List", Req: api.ListRequest{}},
+			wantCall: functionstest.Call{Method: "List", Req: api.ListRequest{}},
 		},
 		{
 			name:     "get",
 			call:     func() (any, error) { return c.Get(ctx, id) },
 			want:     api.SandboxInfo{SandboxID: id, Image: "python"},
-			wantCall: httpapitest.Call{Method: "Get", Req: api.GetRequest{SandboxID: id}},
+			wantCall: functionstest.Call{Method: "Get", Req: api.GetRequest{SandboxID: id}},
 		},
 		{
 			name:     "image status of an OCI ref",
 			call:     func() (any, error) { return c.ImageStatus(ctx, "ghcr.io/acme/tool:1") },
 			want:     api.ImageStatus{Name: "ghcr.io/acme/tool:1", State: "building", ElapsedSecs: 3},
-			wantCall: httpapitest.Call{Method: "ImageStatus", Req: api.ImageStatusRequest{Name: "ghcr.io/acme/tool:1"}},
+			wantCall: functionstest.Call{Method: "ImageStatus", Req: api.ImageStatusRequest{Name: "ghcr.io/acme/tool:1"}},
 		},
 		{
 			name: "call",
 			call: func() (any, error) {
 				var out api.CreateResponse
-				err := c.Call(ctx, "sandbox::create", map[string]any{"image": "node"}, &out)
+				err := c.Call(ctx, api.FnCreate, map[string]any{"image": "node"}, &out)
 				return out, err
 			},
 			want:     api.CreateResponse{SandboxID: id, Image: "node"},
-			wantCall: httpapitest.Call{Method: "Create", Req: api.CreateRequest{Image: "node"}},
+			wantCall: functionstest.Call{Method: "Create", Req: api.CreateRequest{Image: "node"}},
 		},
 		{
 			name: "call with raw payload",
 			call: func() (any, error) {
 				var out api.StopResponse
-				err := c.Call(ctx, "sandbox::stop", json.RawMessage(`{"sandbox_id":"`+id+`"}`), &out)
+				err := c.Call(ctx, api.FnStop, json.RawMessage(`{"sandbox_id":"`+id+`"}`), &out)
 				return out, err
 			},
 			want:     api.StopResponse{SandboxID: id, Stopped: true},
-			wantCall: httpapitest.Call{Method: "Stop", Req: api.StopRequest{SandboxID: id}},
+			wantCall: functionstest.Call{Method: "Stop", Req: api.StopRequest{SandboxID: id}},
 		},
 	}
 	for _, tt := range tests {
@@ -129,7 +129,7 @@ func TestMethods(t *testing.T) {
 func TestRuntimes(t *testing.T) {
 	want := []api.RuntimeInfo{{Name: "gvisor", Mode: "systrap", Abilities: "pause", Available: true, Default: true},
 		{Name: "microvm", Abilities: "none", Unavailable: "qemu-system-x86_64 not found"}}
-	srv := httpapitest.NewServer(t, &httpapitest.Fake{}, httpapi.Options{Runtimes: want})
+	srv := functionstest.NewServer(t, &functionstest.Fake{}, httpapi.Options{Runtimes: want})
 	got, err := client.New(srv.URL, "").Runtimes(context.Background())
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Errorf("Runtimes = %+v, %v; want %+v", got, err, want)
@@ -137,13 +137,13 @@ func TestRuntimes(t *testing.T) {
 }
 
 func TestErrors(t *testing.T) {
-	fake := &httpapitest.Fake{
+	fake := &functionstest.Fake{
 		CreateFunc: func(context.Context, api.CreateRequest) (api.CreateResponse, error) {
 			return api.CreateResponse{}, errdefs.New(errdefs.CodeImageNotAllowed, `image "ruby" is not allowed`).
 				WithFix(map[string]any{"image": "python"}, "use a preset")
 		},
 	}
-	srv := httpapitest.NewServer(t, fake, httpapi.Options{})
+	srv := functionstest.NewServer(t, fake, httpapi.Options{})
 	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad gateway", http.StatusBadGateway)
 	}))
@@ -219,13 +219,13 @@ func TestCancelledIsNotUnreachable(t *testing.T) {
 }
 
 func TestTokenAndEnv(t *testing.T) {
-	fake := &httpapitest.Fake{}
+	fake := &functionstest.Fake{}
 	const tok = "tok-0123456789abcdef"
 	tokens, err := auth.New(map[string]string{"alice": tok})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httpapitest.NewServer(t, fake, httpapi.Options{Auth: tokens})
+	srv := functionstest.NewServer(t, fake, httpapi.Options{Auth: tokens})
 	ctx := context.Background()
 
 	t.Setenv("HUTCH_URL", srv.URL)

@@ -90,10 +90,10 @@ func TestClientCoversEveryRoute(t *testing.T) {
 		func() error { _, err := c.List(ctx); return err },
 		func() error { _, err := c.Get(ctx, id); return err },
 		func() error { _, err := c.ImageStatus(ctx, "python"); return err },
-		func() error { return c.Call(ctx, "sandbox::list", struct{}{}, nil) },
+		func() error { return c.Call(ctx, api.FnList, struct{}{}, nil) },
 		func() error { return c.Health(ctx) },
 		func() error { _, err := c.Functions(ctx); return err },
-		func() error { _, err := c.Function(ctx, "sandbox::exec"); return err },
+		func() error { _, err := c.Function(ctx, api.FnExec); return err },
 		func() error { _, err := c.OpenAPI(ctx); return err },
 		func() error { _, err := c.ListEvents(ctx, api.EventsRequest{}); return err },
 		func() error {

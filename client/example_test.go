@@ -10,8 +10,8 @@ import (
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/client"
 	"github.com/hutch-dev/hutch/internal/functions"
+	"github.com/hutch-dev/hutch/internal/functions/functionstest"
 	"github.com/hutch-dev/hutch/internal/httpapi"
-	"github.com/hutch-dev/hutch/internal/httpapi/httpapitest"
 )
 
 func Example() {
@@ -41,9 +41,9 @@ func Example() {
 
 // standInDaemon serves the API over a fake manager whose exec prints 4.
 func standInDaemon() *httptest.Server {
-	fake := &httpapitest.Fake{ExecFunc: func(context.Context, api.ExecRequest) (api.ExecResponse, error) {
+	fake := &functionstest.Fake{ExecFunc: func(context.Context, api.ExecRequest) (api.ExecResponse, error) {
 		zero := 0
 		return api.ExecResponse{Stdout: "4\n", ExitCode: &zero, Success: true}, nil
 	}}
-	return httptest.NewServer(httpapi.New(functions.New(httpapitest.DepsOf(fake)), httpapi.Options{}))
+	return httptest.NewServer(httpapi.New(functions.New(functionstest.DepsOf(fake)), httpapi.Options{}))
 }

@@ -7,16 +7,16 @@ import (
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/client"
+	"github.com/hutch-dev/hutch/internal/functions/functionstest"
 	"github.com/hutch-dev/hutch/internal/httpapi"
-	"github.com/hutch-dev/hutch/internal/httpapi/httpapitest"
 )
 
 func TestMetrics(t *testing.T) {
-	srv := httpapitest.NewServer(t, &httpapitest.Fake{}, httpapi.Options{})
+	srv := functionstest.NewServer(t, &functionstest.Fake{}, httpapi.Options{})
 	c := client.New(srv.URL, "")
-	got, err := c.Metrics(context.Background(), httpapitest.DefaultID)
-	if err != nil || got != httpapitest.FakeMetrics {
-		t.Fatalf("Metrics = %+v, %v; want %+v", got, err, httpapitest.FakeMetrics)
+	got, err := c.Metrics(context.Background(), functionstest.DefaultID)
+	if err != nil || got != functionstest.FakeMetrics {
+		t.Fatalf("Metrics = %+v, %v; want %+v", got, err, functionstest.FakeMetrics)
 	}
 	var env *api.ErrorEnvelope
 	if _, err := c.Metrics(context.Background(), "00000000-0000-4000-8000-000000000000"); !errors.As(err, &env) || env.Code != "S002" {

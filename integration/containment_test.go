@@ -180,7 +180,7 @@ func TestForkBombIsContained(t *testing.T) {
 		default:
 			t.Fatalf("exec during the fork bomb: %+v, %v", r, err)
 		}
-		if err := d.c.Call(ctx, "sandbox::fs::stat", api.FsStatRequest{SandboxID: bomb, Path: "/tmp"}, nil); err != nil {
+		if err := d.c.Call(ctx, api.FnFsStat, api.FsStatRequest{SandboxID: bomb, Path: "/tmp"}, nil); err != nil {
 			t.Fatalf("file operation during the fork bomb: %v", err)
 		}
 	}

@@ -219,7 +219,7 @@ func TestTimeoutReturnsPartialOutput(t *testing.T) {
 	}
 	// Through the function endpoint the same timeout is S200.
 	var out api.ExecResponse
-	err = d.c.Call(context.Background(), "sandbox::exec", api.ExecRequest{SandboxID: id, Cmd: "sleep", Args: []string{"5"}, TimeoutMs: 300}, &out)
+	err = d.c.Call(context.Background(), api.FnExec, api.ExecRequest{SandboxID: id, Cmd: "sleep", Args: []string{"5"}, TimeoutMs: 300}, &out)
 	env := wantCode(t, err, "S200")
 	if !strings.Contains(env.Message, "exec timed out after 300ms") {
 		t.Fatalf("S200 message = %q", env.Message)
@@ -244,7 +244,7 @@ func TestExecTimeoutOverTheCap(t *testing.T) {
 	_, err = d.c.ExecStream(context.Background(), over, func(string, json.RawMessage) error { return nil })
 	names("REST stream", wantCode(t, err, "S001").Message)
 	var out api.ExecResponse
-	err = d.c.Call(context.Background(), "sandbox::exec", over, &out)
+	err = d.c.Call(context.Background(), api.FnExec, over, &out)
 	names("function", wantCode(t, err, "S001").Message)
 	_, errOut, code := d.cli("", "exec", id, "--timeout", "5s", "--", "true")
 	if code != 125 || !strings.Contains(errOut, "S001") || !strings.Contains(errOut, "2s") {

@@ -92,7 +92,7 @@ func TestCutOffTransfersFail(t *testing.T) {
 			Size    int64          `json:"size"`
 			Content *api.StreamRef `json:"content"`
 		}
-		if env := e.call("sandbox::fs::read", api.FsReadRequest{SandboxID: id, Path: "/tmp/big"}, &res); env != nil || res.Content == nil || res.Size != cutoffSize {
+		if env := e.call(api.FnFsRead, api.FsReadRequest{SandboxID: id, Path: "/tmp/big"}, &res); env != nil || res.Content == nil || res.Size != cutoffSize {
 			t.Fatalf("fs::read of a big file: %+v, %+v", res, env)
 		}
 		r, _, err := websocket.Dial(ctx, d.engineURL+"/ws/channels/"+res.Content.ChannelID+"?key="+res.Content.AccessKey+"&dir=read", nil)

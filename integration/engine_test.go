@@ -162,7 +162,7 @@ func TestSandboxRun(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var res api.RunResponse
-			if env := e.callFor(t, "sandbox::run", tt.req, &res); env != nil {
+			if env := e.callFor(t, api.FnRun, tt.req, &res); env != nil {
 				t.Fatalf("run: %+v", env)
 			}
 			if res.Stdout != tt.stdout || !res.Success || res.SandboxID != "" {
@@ -172,7 +172,7 @@ func TestSandboxRun(t *testing.T) {
 	}
 	// Through the function endpoint the same function answers the same way.
 	var res api.RunResponse
-	if err := d.c.Call(context.Background(), "sandbox::run", api.RunRequest{Image: "python", Lang: "py", Code: "print(6*7)"}, &res); err != nil || res.Stdout != "42\n" {
+	if err := d.c.Call(context.Background(), api.FnRun, api.RunRequest{Image: "python", Lang: "py", Code: "print(6*7)"}, &res); err != nil || res.Stdout != "42\n" {
 		t.Fatalf("run through /v1/functions = %+v, %v", res, err)
 	}
 	// Every run's sandbox is stopped.
@@ -195,7 +195,7 @@ func TestSandboxRunKeepAndFailures(t *testing.T) {
 	e := dialEngine(t, d)
 
 	var kept api.RunResponse
-	if env := e.call("sandbox::run", api.RunRequest{Image: "python", Lang: "sh", Code: "echo state > /tmp/state", KeepSandbox: true}, &kept); env != nil {
+	if env := e.call(api.FnRun, api.RunRequest{Image: "python", Lang: "sh", Code: "echo state > /tmp/state", KeepSandbox: true}, &kept); env != nil {
 		t.Fatalf("run: %+v", env)
 	}
 	d.ids = append(d.ids, kept.SandboxID)
@@ -203,7 +203,7 @@ func TestSandboxRunKeepAndFailures(t *testing.T) {
 		t.Fatalf("kept sandbox lost its state: %+v", r)
 	}
 
-	env := e.call("sandbox::run", api.RunRequest{Image: "python", Lang: "python", Code: "import time; print('partial', flush=True); time.sleep(30)", TimeoutMs: 500}, nil)
+	env := e.call(api.FnRun, api.RunRequest{Image: "python", Lang: "python", Code: "import time; print('partial', flush=True); time.sleep(30)", TimeoutMs: 500}, nil)
 	if env == nil || env.Code != "S200" || env.Fix["context"] != "during sandbox::run step exec" || env.Fix["inner_code"] != "S200" {
 		t.Fatalf("timed-out run: %+v, want S200 with the exec step", env)
 	}
@@ -212,7 +212,7 @@ func TestSandboxRunKeepAndFailures(t *testing.T) {
 		t.Fatalf("timed-out run left sandbox %s live", id)
 	}
 
-	env = e.call("sandbox::run", api.RunRequest{Image: "python", Lang: "python", Code: "x", Files: []api.RunFile{{Path: "/proc/sys/kernel/hostname", Content: "x"}}}, nil)
+	env = e.call(api.FnRun, api.RunRequest{Image: "python", Lang: "python", Code: "x", Files: []api.RunFile{{Path: "/proc/sys/kernel/hostname", Content: "x"}}}, nil)
 	if env == nil || env.Fix["context"] != "during sandbox::run step write_files" || env.Fix["inner_code"] != env.Code || !strings.HasPrefix(env.Code, "S21") {
 		t.Fatalf("run writing into /proc: %+v, want an S21x error of the write_files step", env)
 	}
@@ -220,7 +220,7 @@ func TestSandboxRunKeepAndFailures(t *testing.T) {
 		t.Fatal("failed run left its sandbox live")
 	}
 
-	env = e.call("sandbox::run", api.RunRequest{Image: "nope", Lang: "python", Code: "x"}, nil)
+	env = e.call(api.FnRun, api.RunRequest{Image: "nope", Lang: "python", Code: "x"}, nil)
 	if env == nil || env.Code != "S100" || env.Fix["context"] != "during sandbox::run step create" {
 		t.Fatalf("run of an unknown image: %+v", env)
 	}
@@ -236,8 +236,8 @@ func TestEngineDisconnectStopsWork(t *testing.T) {
 	d := startDaemon(t, baseConfig(""))
 	id := d.create(api.CreateRequest{Image: "python"})
 	e := dialEngine(t, d)
-	e.invoke("sandbox::exec", api.ExecRequest{SandboxID: id, Argv: []string{"sleep", "300"}, TimeoutMs: 300_000})
-	runCh := e.invoke("sandbox::run", api.RunRequest{Image: "python", Lang: "sh", Code: "sleep 300", TimeoutMs: 300_000})
+	e.invoke(api.FnExec, api.ExecRequest{SandboxID: id, Argv: []string{"sleep", "300"}, TimeoutMs: 300_000})
+	runCh := e.invoke(api.FnRun, api.RunRequest{Image: "python", Lang: "sh", Code: "sleep 300", TimeoutMs: 300_000})
 	deadline := time.Now().Add(2 * time.Minute)
 	for sandboxState(t, d, id).ExecInFlight == 0 || !runStarted(t, d, id) {
 		if time.Now().After(deadline) {
@@ -310,7 +310,7 @@ func TestEngineConcurrentCalls(t *testing.T) {
 			if kind == "long" {
 				script = "until [ -e /tmp/release ]; do sleep 0.05; done; " + script
 			}
-			ch := e.invoke("sandbox::exec", api.ExecRequest{SandboxID: id, Argv: []string{"sh", "-c", script}, TimeoutMs: setupTimeoutMs})
+			ch := e.invoke(api.FnExec, api.ExecRequest{SandboxID: id, Argv: []string{"sh", "-c", script}, TimeoutMs: setupTimeoutMs})
 			go func() {
 				r := <-ch
 				var res api.ExecResponse
@@ -347,10 +347,7 @@ func TestEngineConcurrentCalls(t *testing.T) {
 // function_not_found.
 func TestFunctionEndpoint(t *testing.T) {
 	d := startDaemon(t, baseConfig(""))
-	ids := []string{"sandbox::run", "sandbox::create", "sandbox::exec", "sandbox::stop", "sandbox::list", "sandbox::catalog::list"}
-	for _, op := range []string{"ls", "stat", "mkdir", "write", "read", "rm", "mv", "chmod", "grep", "sed"} {
-		ids = append(ids, "sandbox::fs::"+op)
-	}
+	ids := append([]string{api.FnRun, api.FnCreate, api.FnExec, api.FnStop, api.FnList, api.FnCatalogList}, api.FsFns...)
 	for _, id := range ids {
 		// An empty payload: a result, or an S-code error for the missing fields.
 		err := d.c.Call(context.Background(), id, map[string]any{}, nil)

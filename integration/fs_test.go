@@ -31,6 +31,16 @@ type fsStep struct {
 	check   func(t *testing.T, res map[string]any)
 }
 
+// fsFn is the function sandbox::fs::<op>.
+func fsFn(op string) string {
+	for _, fn := range api.FsFns {
+		if api.FnOp(fn) == op {
+			return fn
+		}
+	}
+	return "no such op " + op
+}
+
 // runFsSteps runs steps in order on sandbox id through the generic function
 // route, each a subtest.
 func runFsSteps(t *testing.T, d *daemon, id string, steps []fsStep) {
@@ -42,7 +52,7 @@ func runFsSteps(t *testing.T, d *daemon, id string, steps []fsStep) {
 				payload[k] = v
 			}
 			var res map[string]any
-			err := d.c.Call(context.Background(), "sandbox::fs::"+st.op, payload, &res)
+			err := d.c.Call(context.Background(), fsFn(st.op), payload, &res)
 			if st.code != "" {
 				env := wantCode(t, err, st.code)
 				if env.Retryable != (st.code == "S218") {
@@ -102,7 +112,7 @@ func runFsOperations(t *testing.T, d *daemon, id string) {
 		{name: "write missing parent", op: "write", payload: map[string]any{"path": "/work/a/b/c.txt", "content": "x"}, code: "S211",
 			check: func(t *testing.T, _ map[string]any) {
 				var res map[string]any
-				err := d.c.Call(context.Background(), "sandbox::fs::write", map[string]any{"sandbox_id": id, "path": "/work/a/b/c.txt", "content": "x"}, &res)
+				err := d.c.Call(context.Background(), api.FnFsWrite, map[string]any{"sandbox_id": id, "path": "/work/a/b/c.txt", "content": "x"}, &res)
 				if env := wantCode(t, err, "S211"); env.Fix["parents"] != true {
 					t.Errorf("fix = %v, want parents: true", env.Fix)
 				}
@@ -168,7 +178,7 @@ func runFsOperations(t *testing.T, d *daemon, id string) {
 			check: func(t *testing.T, res map[string]any) {
 				field("total_replacements", 2)(t, res)
 				var read map[string]any
-				if err := d.c.Call(context.Background(), "sandbox::fs::read", map[string]any{"sandbox_id": id, "path": "/work/src/main.py"}, &read); err != nil ||
+				if err := d.c.Call(context.Background(), api.FnFsRead, map[string]any{"sandbox_id": id, "path": "/work/src/main.py"}, &read); err != nil ||
 					read["body"] != "log('hello!')\nlog('world!')\n" || read["mode"] != "0755" {
 					t.Errorf("after sed: %v %v", read, err)
 				}

@@ -128,7 +128,7 @@ func TestIdleReaper(t *testing.T) {
 			case <-time.After(500 * time.Millisecond):
 			}
 			content := fmt.Sprint(i)
-			if err := d.c.Call(ctx, "sandbox::fs::write", api.FsWriteRequest{SandboxID: fsBusy, Path: "/tmp/beat", Content: &content}, nil); err != nil {
+			if err := d.c.Call(ctx, api.FnFsWrite, api.FsWriteRequest{SandboxID: fsBusy, Path: "/tmp/beat", Content: &content}, nil); err != nil {
 				fsErr = err
 				return
 			}
@@ -315,11 +315,11 @@ func TestExecTimeoutDefaultAndCap(t *testing.T) {
 	}
 	// Over the cap is refused, not cut short (TestExecTimeoutOverTheCap);
 	// through the function route the default shows in the S200 message.
-	err := d.c.Call(ctx, "sandbox::exec", api.ExecRequest{SandboxID: id, Cmd: "sleep", Args: []string{"30"}, TimeoutMs: 60_000}, nil)
+	err := d.c.Call(ctx, api.FnExec, api.ExecRequest{SandboxID: id, Cmd: "sleep", Args: []string{"30"}, TimeoutMs: 60_000}, nil)
 	if env := wantCode(t, err, "S001"); !strings.Contains(env.Message, "max_exec_timeout_ms, 1500") {
 		t.Errorf("S001 message %q does not name the cap", env.Message)
 	}
-	err = d.c.Call(ctx, "sandbox::exec", api.ExecRequest{SandboxID: id, Cmd: "sleep", Args: []string{"30"}}, nil)
+	err = d.c.Call(ctx, api.FnExec, api.ExecRequest{SandboxID: id, Cmd: "sleep", Args: []string{"30"}}, nil)
 	if env := wantCode(t, err, "S200"); !strings.Contains(env.Message, "after 1000ms") {
 		t.Errorf("S200 message %q does not give the default timeout", env.Message)
 	}

@@ -90,10 +90,10 @@ func TestOwnerScoping(t *testing.T) {
 			{"metrics", func() error { _, err := bob.Metrics(ctx, a); return err }},
 			{"stop", func() error { _, err := bob.Stop(ctx, a, true); return err }},
 			{"fs", func() error {
-				return bob.Call(ctx, "sandbox::fs::stat", api.FsStatRequest{SandboxID: a, Path: "/"}, nil)
+				return bob.Call(ctx, api.FnFsStat, api.FsStatRequest{SandboxID: a, Path: "/"}, nil)
 			}},
 			{"exec by function", func() error {
-				return bob.Call(ctx, "sandbox::exec", api.ExecRequest{SandboxID: a, Cmd: "true"}, nil)
+				return bob.Call(ctx, api.FnExec, api.ExecRequest{SandboxID: a, Cmd: "true"}, nil)
 			}},
 			{"process start", func() error {
 				_, err := bob.StartProcess(ctx, api.ProcessStartRequest{SandboxID: a, Cmd: "sleep", Args: []string{"100"}})

@@ -85,7 +85,7 @@ func TestSnapshotsForksAndHibernation(t *testing.T) {
 	t.Run("restore continues from the snapshot, privately", func(t *testing.T) {
 		e := dialEngineWithToken(t, d, aliceToken)
 		var created api.CreateResponse
-		if env := e.call("sandbox::create", map[string]any{"snapshot_id": snap}, &created); env != nil {
+		if env := e.call(api.FnCreate, map[string]any{"snapshot_id": snap}, &created); env != nil {
 			t.Fatalf("engine create from a snapshot: %+v", env)
 		}
 		b := created.SandboxID
@@ -151,7 +151,7 @@ func TestSnapshotsForksAndHibernation(t *testing.T) {
 	t.Run("hibernate leaves nothing running and resumes where it was", func(t *testing.T) {
 		e := dialEngineWithToken(t, d, aliceToken)
 		var st api.StateResponse
-		if env := e.call("sandbox::pause", map[string]any{"sandbox_id": a, "depth": "hibernate"}, &st); env != nil || st.State != "paused" {
+		if env := e.call(api.FnPause, map[string]any{"sandbox_id": a, "depth": "hibernate"}, &st); env != nil || st.State != "paused" {
 			t.Fatalf("hibernate: %+v %+v", env, st)
 		}
 		if info := sandboxState(t, d, a); info.PauseDepth != "hibernate" {

@@ -89,7 +89,7 @@ func TestPauseAndResume(t *testing.T) {
 		t.Errorf("REST exec on a paused sandbox: %d %s", status, body)
 	}
 	e := dialEngine(t, d)
-	if env := e.call("sandbox::exec", map[string]any{"sandbox_id": id, "argv": []string{"true"}}, nil); env == nil || env.Code != "S005" {
+	if env := e.call(api.FnExec, map[string]any{"sandbox_id": id, "argv": []string{"true"}}, nil); env == nil || env.Code != "S005" {
 		t.Errorf("engine exec on a paused sandbox: %+v, want S005", env)
 	}
 
@@ -109,7 +109,7 @@ func TestPauseAndResume(t *testing.T) {
 
 	// Resumed through the engine: memory and files as they were.
 	var st api.StateResponse
-	if env := e.call("sandbox::resume", map[string]any{"sandbox_id": id}, &st); env != nil || st.State != "running" || !st.Changed {
+	if env := e.call(api.FnResume, map[string]any{"sandbox_id": id}, &st); env != nil || st.State != "running" || !st.Changed {
 		t.Fatalf("engine resume: %+v %+v", env, st)
 	}
 	if n := d.nextCount(id); n != 2 {

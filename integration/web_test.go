@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"github.com/hutch-dev/hutch/api"
 	"net/http"
 	"strings"
 	"testing"
@@ -84,7 +85,7 @@ func TestWebPagesRefused(t *testing.T) {
 			SandboxID string `json:"sandbox_id"`
 		} `json:"sandboxes"`
 	}
-	if e := dialEngine(t, d).call("sandbox::list", map[string]any{}, &out); e != nil || len(out.Sandboxes) != 1 {
+	if e := dialEngine(t, d).call(api.FnList, map[string]any{}, &out); e != nil || len(out.Sandboxes) != 1 {
 		t.Errorf("engine list without Origin = %+v, %v; want the one sandbox", out, e)
 	}
 }

@@ -17,8 +17,8 @@ import (
 	pb "github.com/hutch-dev/hutch/api/e2b/envd/process"
 	"github.com/hutch-dev/hutch/api/e2b/envd/process/processconnect"
 	"github.com/hutch-dev/hutch/client"
+	"github.com/hutch-dev/hutch/internal/functions/functionstest"
 	"github.com/hutch-dev/hutch/internal/httpapi"
-	"github.com/hutch-dev/hutch/internal/httpapi/httpapitest"
 )
 
 // fakeE2B is a fake of the daemon's E2B API and envd in front of
@@ -44,8 +44,8 @@ type fakeE2B struct {
 func newFakeE2B(t *testing.T, key string) (*fakeE2B, *client.Client) {
 	f := &fakeE2B{t: t, key: key, tokens: map[string]string{}}
 	f.d = &fakeDaemon{t: t, live: map[string]bool{}}
-	f.d.fake = &httpapitest.Fake{CreateFunc: f.d.create, ExecFunc: f.d.exec, StopFunc: f.d.stop}
-	srv := httpapitest.NewServer(t, f.d.fake, httpapi.Options{Front: f.front})
+	f.d.fake = &functionstest.Fake{CreateFunc: f.d.create, ExecFunc: f.d.exec, StopFunc: f.d.stop}
+	srv := functionstest.NewServer(t, f.d.fake, httpapi.Options{Front: f.front})
 	return f, client.New(srv.URL, "")
 }
 

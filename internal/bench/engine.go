@@ -116,7 +116,7 @@ func wsExec(ctx context.Context, e *env, id string, argv ...string) error {
 	}
 	var res api.ExecResponse
 	req := api.ExecRequest{SandboxID: id, Argv: argv, TimeoutMs: uint64(execTimeout.Milliseconds())}
-	if err := e.ws.call(ctx, "sandbox::exec", req, &res); err != nil {
+	if err := e.ws.call(ctx, api.FnExec, req, &res); err != nil {
 		return err
 	}
 	return checkExit(argv[0], res)

@@ -12,8 +12,8 @@ import (
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/client"
 	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/functions/functionstest"
 	"github.com/hutch-dev/hutch/internal/httpapi"
-	"github.com/hutch-dev/hutch/internal/httpapi/httpapitest"
 )
 
 func TestParseSeconds(t *testing.T) {
@@ -130,7 +130,7 @@ func TestOptionsValidate(t *testing.T) {
 // python would, and checks that teardowns never pile up.
 type fakeDaemon struct {
 	t    *testing.T
-	fake *httpapitest.Fake
+	fake *functionstest.Fake
 	// failArgv0, when set, makes execs of that program exit 1.
 	failArgv0 string
 	// createDelay, when set, is how long a create in each runtime takes.
@@ -154,12 +154,12 @@ func newFakeDaemon(t *testing.T) (*fakeDaemon, *client.Client) {
 // runtimes /healthz lists).
 func newFakeDaemonWith(t *testing.T, opts httpapi.Options) (*fakeDaemon, *client.Client) {
 	d := &fakeDaemon{t: t, live: map[string]bool{}}
-	d.fake = &httpapitest.Fake{
+	d.fake = &functionstest.Fake{
 		CreateFunc: d.create,
 		ExecFunc:   d.exec,
 		StopFunc:   d.stop,
 	}
-	srv := httpapitest.NewServer(t, d.fake, opts)
+	srv := functionstest.NewServer(t, d.fake, opts)
 	return d, client.New(srv.URL, "")
 }
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/hutch-dev/hutch/internal/config"
-	"github.com/hutch-dev/hutch/internal/httpapi/httpapitest"
+	"github.com/hutch-dev/hutch/internal/functions/functionstest"
 )
 
 func TestBench(t *testing.T) {
@@ -115,7 +115,7 @@ func TestBench(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHarness(t, &httpapitest.Fake{})
+			h := newHarness(t, &functionstest.Fake{})
 			h.env["E2B_API_KEY"] = tt.e2bKey
 			out := filepath.Join(t.TempDir(), "results.json")
 			args := append(append(append([]string(nil), quick...), "--json-out", out), tt.args...)

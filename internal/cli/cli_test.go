@@ -18,17 +18,17 @@ import (
 	"github.com/hutch-dev/hutch/client"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/functions"
+	"github.com/hutch-dev/hutch/internal/functions/functionstest"
 	"github.com/hutch-dev/hutch/internal/httpapi"
-	"github.com/hutch-dev/hutch/internal/httpapi/httpapitest"
 )
 
-const id = httpapitest.DefaultID
+const id = functionstest.DefaultID
 
 // harness runs the CLI in-process against the REST API over a fake manager
 // (unit level: the real manager needs root and runsc).
 type harness struct {
 	t    *testing.T
-	fake *httpapitest.Fake
+	fake *functionstest.Fake
 	env  map[string]string
 	// tty lists the streams ("stdout", "stderr") that pretend to be terminals.
 	tty map[string]bool
@@ -36,8 +36,8 @@ type harness struct {
 	startDaemon func(dataDir, listen string) (string, <-chan error, error)
 }
 
-func newHarness(t *testing.T, fake *httpapitest.Fake) *harness {
-	srv := httpapitest.NewServer(t, fake, httpapi.Options{})
+func newHarness(t *testing.T, fake *functionstest.Fake) *harness {
+	srv := functionstest.NewServer(t, fake, httpapi.Options{})
 	return &harness{t: t, fake: fake, env: map[string]string{"HUTCH_URL": srv.URL}, tty: map[string]bool{}}
 }
 
@@ -144,7 +144,7 @@ func TestCreate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fake := &httpapitest.Fake{}
+			fake := &functionstest.Fake{}
 			h := newHarness(t, fake)
 			if tt.tty != nil {
 				h.tty = tt.tty
@@ -167,7 +167,7 @@ func TestCreate(t *testing.T) {
 // TestCreateSaysWhatIsNotForwarded: ports the daemon refused to forward
 // are named on stderr; stdout is still only the id.
 func TestCreateSaysWhatIsNotForwarded(t *testing.T) {
-	fake := &httpapitest.Fake{}
+	fake := &functionstest.Fake{}
 	fake.CreateFunc = func(_ context.Context, req api.CreateRequest) (api.CreateResponse, error) {
 		return api.CreateResponse{SandboxID: id, Image: req.Image, UnforwardedPorts: []uint16{5432}}, nil
 	}
@@ -231,7 +231,7 @@ func TestExecStatus(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fake := &httpapitest.Fake{ExecFunc: func(context.Context, api.ExecRequest) (api.ExecResponse, error) {
+			fake := &functionstest.Fake{ExecFunc: func(context.Context, api.ExecRequest) (api.ExecResponse, error) {
 				return tt.res, tt.err
 			}}
 			args := append(append([]string{"exec", id}, tt.args...), "--", "sh", "-c", "exit 3")
@@ -290,7 +290,7 @@ func TestExecRequest(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fake := &httpapitest.Fake{}
+			fake := &functionstest.Fake{}
 			_, errOut, code := newHarness(t, fake).run(tt.stdin, tt.args...)
 			if code != 0 {
 				t.Fatalf("code %d stderr %q", code, errOut)
@@ -331,7 +331,7 @@ func TestUsageErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fake := &httpapitest.Fake{}
+			fake := &functionstest.Fake{}
 			out, errOut, code := newHarness(t, fake).run("", tt.args...)
 			if code != tt.wantCode || !strings.Contains(errOut, tt.wantStderr) || !strings.Contains(errOut, "--help' for usage") {
 				t.Errorf("code %d stderr %q; want %d with %q and a usage pointer", code, errOut, tt.wantCode, tt.wantStderr)
@@ -350,7 +350,7 @@ func TestRun(t *testing.T) {
 	tests := []struct {
 		name        string
 		args        []string
-		fake        *httpapitest.Fake
+		fake        *functionstest.Fake
 		wantCode    int
 		wantStdout  string
 		wantStderr  string
@@ -359,14 +359,14 @@ func TestRun(t *testing.T) {
 		{
 			name:        "create exec stop",
 			args:        []string{"run", "python", "--cpus", "2", "-e", "A=1", "--timeout", "3s", "--", "python3", "-c", "print(2**10)"},
-			fake:        &httpapitest.Fake{},
+			fake:        &functionstest.Fake{},
 			wantStdout:  "python3 -c print(2**10)\n",
 			wantMethods: []string{"Create", "Exec", "Stop"},
 		},
 		{
 			name: "child status passes through",
 			args: []string{"run", "python", "--", "false"},
-			fake: &httpapitest.Fake{ExecFunc: func(context.Context, api.ExecRequest) (api.ExecResponse, error) {
+			fake: &functionstest.Fake{ExecFunc: func(context.Context, api.ExecRequest) (api.ExecResponse, error) {
 				return api.ExecResponse{ExitCode: exitCode(1)}, nil
 			}},
 			wantCode:    1,
@@ -375,7 +375,7 @@ func TestRun(t *testing.T) {
 		{
 			name: "timeout",
 			args: []string{"run", "python", "--timeout", "1s", "--", "sleep", "9"},
-			fake: &httpapitest.Fake{ExecFunc: func(context.Context, api.ExecRequest) (api.ExecResponse, error) {
+			fake: &functionstest.Fake{ExecFunc: func(context.Context, api.ExecRequest) (api.ExecResponse, error) {
 				return api.ExecResponse{TimedOut: true}, nil
 			}},
 			wantCode:    124,
@@ -385,7 +385,7 @@ func TestRun(t *testing.T) {
 		{
 			name: "create fails",
 			args: []string{"run", "ruby", "--", "ruby", "-v"},
-			fake: &httpapitest.Fake{CreateFunc: func(context.Context, api.CreateRequest) (api.CreateResponse, error) {
+			fake: &functionstest.Fake{CreateFunc: func(context.Context, api.CreateRequest) (api.CreateResponse, error) {
 				return api.CreateResponse{}, errdefs.New(errdefs.CodeImageNotAllowed, `image "ruby" is not allowed`)
 			}},
 			wantCode:    125,
@@ -395,7 +395,7 @@ func TestRun(t *testing.T) {
 		{
 			name: "exec fails, the sandbox is still stopped",
 			args: []string{"run", "python", "--", "true"},
-			fake: &httpapitest.Fake{ExecFunc: func(context.Context, api.ExecRequest) (api.ExecResponse, error) {
+			fake: &functionstest.Fake{ExecFunc: func(context.Context, api.ExecRequest) (api.ExecResponse, error) {
 				return api.ExecResponse{}, errdefs.New(errdefs.CodeExecBusy, "busy")
 			}},
 			wantCode:    125,
@@ -405,7 +405,7 @@ func TestRun(t *testing.T) {
 		{
 			name: "stop failure is only a warning",
 			args: []string{"run", "python", "--", "true"},
-			fake: &httpapitest.Fake{StopFunc: func(context.Context, api.StopRequest) (api.StopResponse, error) {
+			fake: &functionstest.Fake{StopFunc: func(context.Context, api.StopRequest) (api.StopResponse, error) {
 				return api.StopResponse{}, errdefs.New(errdefs.CodeStopped, "already stopped")
 			}},
 			wantStdout:  "true\n",
@@ -440,7 +440,7 @@ func TestRun(t *testing.T) {
 
 func TestRunInterrupted(t *testing.T) {
 	ctx, interrupt := context.WithCancel(context.Background())
-	fake := &httpapitest.Fake{ExecFunc: func(ctx context.Context, _ api.ExecRequest) (api.ExecResponse, error) {
+	fake := &functionstest.Fake{ExecFunc: func(ctx context.Context, _ api.ExecRequest) (api.ExecResponse, error) {
 		interrupt()
 		<-ctx.Done() // the request is abandoned
 		return api.ExecResponse{}, ctx.Err()
@@ -457,7 +457,7 @@ func TestRunInterrupted(t *testing.T) {
 // TestRunPassesFlags checks where run's flags land: sandbox settings on the
 // create, the timeout on the exec.
 func TestRunPassesFlags(t *testing.T) {
-	fake := &httpapitest.Fake{}
+	fake := &functionstest.Fake{}
 	_, errOut, code := newHarness(t, fake).run("", "run", "python", "--cpus", "2", "--memory", "128", "--network",
 		"-e", "A=1", "--timeout", "3s", "--", "python3", "-c", "1")
 	if code != 0 {
@@ -486,7 +486,7 @@ func TestList(t *testing.T) {
 		{SandboxID: id, Name: &name, Image: "python", AgeSecs: 125, ExecInFlight: 1},
 		{SandboxID: "00000000-0000-4000-8000-000000000001", Image: "node", AgeSecs: 7200, Stopped: true, StopReason: "idle timeout"},
 	}
-	fake := &httpapitest.Fake{ListFunc: func(context.Context, api.ListRequest) (api.ListResponse, error) {
+	fake := &functionstest.Fake{ListFunc: func(context.Context, api.ListRequest) (api.ListResponse, error) {
 		return api.ListResponse{Sandboxes: sandboxes}, nil
 	}}
 	h := newHarness(t, fake)
@@ -516,7 +516,7 @@ func TestStop(t *testing.T) {
 		{[]string{"stop", "--wait", id}, api.StopRequest{SandboxID: id, Wait: true}},
 	}
 	for _, tt := range tests {
-		fake := &httpapitest.Fake{}
+		fake := &functionstest.Fake{}
 		out, errOut, code := newHarness(t, fake).run("", tt.args...)
 		if code != 0 || out != id+"\n" {
 			t.Errorf("%v: code %d stdout %q stderr %q", tt.args, code, out, errOut)
@@ -526,7 +526,7 @@ func TestStop(t *testing.T) {
 		}
 	}
 
-	fake := &httpapitest.Fake{StopFunc: func(_ context.Context, req api.StopRequest) (api.StopResponse, error) {
+	fake := &functionstest.Fake{StopFunc: func(_ context.Context, req api.StopRequest) (api.StopResponse, error) {
 		return api.StopResponse{}, errdefs.New(errdefs.CodeNotFound, "no live sandbox with id %s", req.SandboxID)
 	}}
 	out, errOut, code := newHarness(t, fake).run("", "stop", id)
@@ -537,7 +537,7 @@ func TestStop(t *testing.T) {
 
 // blockingCreate makes the fake build the image for a few polls before the
 // create returns.
-func blockingCreate(fake *httpapitest.Fake, polls int32) {
+func blockingCreate(fake *functionstest.Fake, polls int32) {
 	var n atomic.Int32
 	ready := make(chan struct{})
 	fake.ImageStatusFunc = func(_ context.Context, req api.ImageStatusRequest) (api.ImageStatus, error) {
@@ -586,7 +586,7 @@ func TestProgress(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fake := &httpapitest.Fake{}
+			fake := &functionstest.Fake{}
 			blockingCreate(fake, 4)
 			h := newHarness(t, fake)
 			h.tty["stderr"] = tt.tty
@@ -610,7 +610,7 @@ func TestProgress(t *testing.T) {
 }
 
 func TestNoProgressForReadyImage(t *testing.T) {
-	fake := &httpapitest.Fake{CreateFunc: func(_ context.Context, req api.CreateRequest) (api.CreateResponse, error) {
+	fake := &functionstest.Fake{CreateFunc: func(_ context.Context, req api.CreateRequest) (api.CreateResponse, error) {
 		time.Sleep(30 * time.Millisecond) // several polls
 		return api.CreateResponse{SandboxID: id, Image: req.Image}, nil
 	}}
@@ -621,7 +621,7 @@ func TestNoProgressForReadyImage(t *testing.T) {
 }
 
 func TestProgressClearedOnFailure(t *testing.T) {
-	fake := &httpapitest.Fake{}
+	fake := &functionstest.Fake{}
 	blockingCreate(fake, 1<<30) // never ready
 	fake.CreateFunc = func(context.Context, api.CreateRequest) (api.CreateResponse, error) {
 		time.Sleep(30 * time.Millisecond)
@@ -649,7 +649,7 @@ func closedURL(t *testing.T) (string, string) {
 
 func TestAutoStart(t *testing.T) {
 	url, addr := closedURL(t)
-	fake := &httpapitest.Fake{}
+	fake := &functionstest.Fake{}
 	h := &harness{t: t, fake: fake, tty: map[string]bool{},
 		env: map[string]string{"HUTCH_URL": url, "HUTCH_DATA_DIR": "/data"}}
 	var started []string
@@ -659,7 +659,7 @@ func TestAutoStart(t *testing.T) {
 		if err != nil {
 			return "", nil, err
 		}
-		srv := &http.Server{Handler: httpapi.New(functions.New(httpapitest.DepsOf(fake)), httpapi.Options{})}
+		srv := &http.Server{Handler: httpapi.New(functions.New(functionstest.DepsOf(fake)), httpapi.Options{})}
 		go srv.Serve(ln)
 		t.Cleanup(func() { srv.Close() })
 		return dataDir + "/hutch.log", make(chan error), nil
@@ -683,7 +683,7 @@ func TestAutoStart(t *testing.T) {
 
 func TestAutoStartedDaemonExits(t *testing.T) {
 	url, _ := closedURL(t)
-	h := &harness{t: t, fake: &httpapitest.Fake{}, tty: map[string]bool{}, env: map[string]string{"HUTCH_URL": url}}
+	h := &harness{t: t, fake: &functionstest.Fake{}, tty: map[string]bool{}, env: map[string]string{"HUTCH_URL": url}}
 	h.startDaemon = func(dataDir, listen string) (string, <-chan error, error) {
 		exited := make(chan error, 1)
 		exited <- errors.New("exit status 1")

@@ -21,7 +21,7 @@ func (a *app) catalogCmd() *cobra.Command {
 	return listingCmd(a, &cobra.Command{
 		Use:   "catalog",
 		Short: "List the images sandboxes can be created from (sandbox::catalog::list)",
-	}, "sandbox::catalog::list", (*client.Client).Catalog, func(w io.Writer, cat api.CatalogResponse) error {
+	}, api.FnCatalogList, (*client.Client).Catalog, func(w io.Writer, cat api.CatalogResponse) error {
 		t := newTable(w, "NAME", "KIND", "SOURCE")
 		for _, im := range cat.Images {
 			t.row(im.Name, im.Kind, im.OCIRef)
@@ -80,7 +80,7 @@ func (a *app) imageLsCmd() *cobra.Command {
 		Use:     "ls",
 		Aliases: []string{"list"},
 		Short:   "List catalog images with their cache state",
-	}, "hutch::image::list", (*client.Client).Images, func(w io.Writer, list api.ImageListResponse) error {
+	}, api.FnImageList, (*client.Client).Images, func(w io.Writer, list api.ImageListResponse) error {
 		return printImages(w, list.Images)
 	})
 }

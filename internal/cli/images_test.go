@@ -11,8 +11,8 @@ import (
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/functions"
+	"github.com/hutch-dev/hutch/internal/functions/functionstest"
 	"github.com/hutch-dev/hutch/internal/httpapi"
-	"github.com/hutch-dev/hutch/internal/httpapi/httpapitest"
 )
 
 func TestCatalogAndImageCommands(t *testing.T) {
@@ -29,7 +29,7 @@ func TestCatalogAndImageCommands(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
-			fake := &httpapitest.Fake{}
+			fake := &functionstest.Fake{}
 			out, errOut, code := newHarness(t, fake).run("", tt.args...)
 			if code != 0 || errOut != "" {
 				t.Fatalf("code %d, stderr %q", code, errOut)
@@ -43,7 +43,7 @@ func TestCatalogAndImageCommands(t *testing.T) {
 }
 
 func TestCatalogJSON(t *testing.T) {
-	out, _, code := newHarness(t, &httpapitest.Fake{}).run("", "catalog", "--json")
+	out, _, code := newHarness(t, &functionstest.Fake{}).run("", "catalog", "--json")
 	var cat api.CatalogResponse
 	if err := json.Unmarshal([]byte(out), &cat); code != 0 || err != nil || len(cat.Images) != 2 || cat.Images[0].Name != "python" {
 		t.Fatalf("code %d, %v: %s", code, err, out)
@@ -54,11 +54,11 @@ func TestCatalogJSON(t *testing.T) {
 }
 
 func TestImageErrors(t *testing.T) {
-	out, errOut, code := newHarness(t, &httpapitest.Fake{}).run("", "image", "rm", "ruby")
+	out, errOut, code := newHarness(t, &functionstest.Fake{}).run("", "image", "rm", "ruby")
 	if code != 1 || out != "" || !strings.HasPrefix(errOut, "hutch: S100: ") {
 		t.Errorf("image rm ruby: code %d stdout %q stderr %q", code, out, errOut)
 	}
-	_, errOut, code = newHarness(t, &httpapitest.Fake{}).run("", "image", "pull")
+	_, errOut, code = newHarness(t, &functionstest.Fake{}).run("", "image", "pull")
 	if code != 2 || !strings.Contains(errOut, "accepts 1 arg") {
 		t.Errorf("image pull without a name: code %d stderr %q", code, errOut)
 	}
@@ -66,7 +66,7 @@ func TestImageErrors(t *testing.T) {
 
 // pullingFake pulls for a few status polls before ImagePull answers.
 type pullingFake struct {
-	*httpapitest.Fake
+	*functionstest.Fake
 	ready chan struct{}
 }
 
@@ -81,7 +81,7 @@ func (f *pullingFake) ImagePull(ctx context.Context, req api.ImagePullRequest) (
 
 func TestImagePullProgress(t *testing.T) {
 	for _, tty := range []bool{false, true} {
-		fake := &pullingFake{Fake: &httpapitest.Fake{}, ready: make(chan struct{})}
+		fake := &pullingFake{Fake: &functionstest.Fake{}, ready: make(chan struct{})}
 		var polls atomic.Int32
 		fake.ImageStatusFunc = func(_ context.Context, req api.ImageStatusRequest) (api.ImageStatus, error) {
 			if polls.Add(1) == 4 {
@@ -92,7 +92,7 @@ func TestImagePullProgress(t *testing.T) {
 			}
 			return api.ImageStatus{Name: req.Name, State: "pulling", ElapsedSecs: 2, Detail: "layer 1/2: 4 MB\x1b[31m"}, nil
 		}
-		srv := httptest.NewServer(httpapi.New(functions.New(httpapitest.DepsOf(fake)), httpapi.Options{}))
+		srv := httptest.NewServer(httpapi.New(functions.New(functionstest.DepsOf(fake)), httpapi.Options{}))
 		t.Cleanup(srv.Close)
 		h := &harness{t: t, fake: fake.Fake, env: map[string]string{"HUTCH_URL": srv.URL}, tty: map[string]bool{"stderr": tty}}
 		out, errOut, code := h.run("", "image", "pull", "python")
@@ -108,8 +108,8 @@ func TestImagePullProgress(t *testing.T) {
 }
 
 func TestImageRmInUse(t *testing.T) {
-	fake := &rmBusyFake{Fake: &httpapitest.Fake{}}
-	srv := httptest.NewServer(httpapi.New(functions.New(httpapitest.DepsOf(fake)), httpapi.Options{}))
+	fake := &rmBusyFake{Fake: &functionstest.Fake{}}
+	srv := httptest.NewServer(httpapi.New(functions.New(functionstest.DepsOf(fake)), httpapi.Options{}))
 	t.Cleanup(srv.Close)
 	h := &harness{t: t, fake: fake.Fake, env: map[string]string{"HUTCH_URL": srv.URL}, tty: map[string]bool{}}
 	_, errOut, code := h.run("", "image", "rm", "python")
@@ -118,7 +118,7 @@ func TestImageRmInUse(t *testing.T) {
 	}
 }
 
-type rmBusyFake struct{ *httpapitest.Fake }
+type rmBusyFake struct{ *functionstest.Fake }
 
 func (f *rmBusyFake) ImageRemove(context.Context, api.ImageRemoveRequest) (api.ImageRemoveResponse, error) {
 	return api.ImageRemoveResponse{}, errdefs.Malformed("image python is in use by sandboxes %s", id).

@@ -8,13 +8,13 @@ import (
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/functions"
+	"github.com/hutch-dev/hutch/internal/functions/functionstest"
 	"github.com/hutch-dev/hutch/internal/httpapi"
-	"github.com/hutch-dev/hutch/internal/httpapi/httpapitest"
 )
 
 // portsFake is the fake manager with port 8000 exposed, public, under
 // the preview domain localhost.
-type portsFake struct{ *httpapitest.Fake }
+type portsFake struct{ *functionstest.Fake }
 
 var publicPort = api.PortInfo{SandboxID: id, Port: 8000, Public: true, URL: "/p/tok/",
 	HostURL: "http://8000-" + id + ".localhost:3111/?hutch_preview_token=tok"}
@@ -34,8 +34,8 @@ func (portsFake) UnexposePort(context.Context, api.PortRequest) (api.PortInfo, e
 var _ functions.Ports = portsFake{}
 
 func TestPortsShowHostURLs(t *testing.T) {
-	fake := &httpapitest.Fake{}
-	srv := httptest.NewServer(httpapi.New(functions.New(httpapitest.DepsOf(portsFake{fake})), httpapi.Options{}))
+	fake := &functionstest.Fake{}
+	srv := httptest.NewServer(httpapi.New(functions.New(functionstest.DepsOf(portsFake{fake})), httpapi.Options{}))
 	defer srv.Close()
 	h := &harness{t: t, fake: fake, env: map[string]string{"HUTCH_URL": srv.URL}, tty: map[string]bool{}}
 	out, errOut, code := h.run("", "ports", id)

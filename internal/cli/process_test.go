@@ -10,13 +10,13 @@ import (
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/errdefs"
-	"github.com/hutch-dev/hutch/internal/httpapi/httpapitest"
+	"github.com/hutch-dev/hutch/internal/functions/functionstest"
 )
 
 // processFake answers the process calls the way a sandbox with one
 // background process, pid 7, would.
-func processFake() *httpapitest.Fake {
-	return &httpapitest.Fake{ProcessFunc: func(_ context.Context, method string, req any) (any, error) {
+func processFake() *functionstest.Fake {
+	return &functionstest.Fake{ProcessFunc: func(_ context.Context, method string, req any) (any, error) {
 		switch method {
 		case "StartProcess":
 			return api.ProcessStartResponse{Pid: 7}, nil
@@ -91,7 +91,7 @@ func TestProcessCommands(t *testing.T) {
 }
 
 func TestExecPrintsAsItStreams(t *testing.T) {
-	fake := &httpapitest.Fake{ExecFunc: func(context.Context, api.ExecRequest) (api.ExecResponse, error) {
+	fake := &functionstest.Fake{ExecFunc: func(context.Context, api.ExecRequest) (api.ExecResponse, error) {
 		return api.ExecResponse{Stdout: "out\n", Stderr: "err\n", ExitCode: exitCode(4)}, nil
 	}}
 	out, errOut, code := newHarness(t, fake).run("", "exec", id, "--", "sh")

@@ -290,7 +290,7 @@ func (a *app) listCmd() *cobra.Command {
 	cmd := listingCmd(a, &cobra.Command{
 		Use:   "list",
 		Short: "List sandboxes",
-	}, "sandbox::list", fetch, func(w io.Writer, list api.ListResponse) error {
+	}, api.FnList, fetch, func(w io.Writer, list api.ListResponse) error {
 		return printList(w, list.Sandboxes)
 	})
 	cmd.Flags().StringSliceVar(&states, "state", nil, "only sandboxes in these states (running, paused, stopped, ...)")

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hutch-dev/hutch/internal/httpapi/httpapitest"
+	"github.com/hutch-dev/hutch/internal/functions/functionstest"
 )
 
 // TestServeRefusesExposedListen checks that `hutch serve` without
@@ -13,7 +13,7 @@ import (
 // given. The binaries do not exist, so a daemon that gets past the check
 // stops at the runsc lookup.
 func TestServeRefusesExposedListen(t *testing.T) {
-	h := newHarness(t, &httpapitest.Fake{})
+	h := newHarness(t, &functionstest.Fake{})
 	missing := filepath.Join(t.TempDir(), "no-runsc")
 	base := []string{"serve", "--data-dir", t.TempDir(), "--runsc-path", missing, "--agent-path", missing}
 	tests := []struct {

@@ -8,11 +8,11 @@ import (
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/errdefs"
-	"github.com/hutch-dev/hutch/internal/httpapi/httpapitest"
+	"github.com/hutch-dev/hutch/internal/functions/functionstest"
 )
 
 func TestPauseResumeAndSetTimeout(t *testing.T) {
-	fake := &httpapitest.Fake{StateFunc: func(_ context.Context, method string, req any) (any, error) {
+	fake := &functionstest.Fake{StateFunc: func(_ context.Context, method string, req any) (any, error) {
 		switch method {
 		case "Pause":
 			return api.StateResponse{SandboxID: id, State: "paused", Changed: true}, nil
@@ -53,7 +53,7 @@ func TestPauseResumeAndSetTimeout(t *testing.T) {
 }
 
 func TestPausedSandboxError(t *testing.T) {
-	fake := &httpapitest.Fake{ExecFunc: func(context.Context, api.ExecRequest) (api.ExecResponse, error) {
+	fake := &functionstest.Fake{ExecFunc: func(context.Context, api.ExecRequest) (api.ExecResponse, error) {
 		return api.ExecResponse{}, errdefs.New(errdefs.CodePaused, "sandbox %s is paused", id)
 	}}
 	_, errOut, code := newHarness(t, fake).run("", "exec", id, "--", "true")
@@ -63,7 +63,7 @@ func TestPausedSandboxError(t *testing.T) {
 }
 
 func TestListFilter(t *testing.T) {
-	fake := &httpapitest.Fake{}
+	fake := &functionstest.Fake{}
 	out, errOut, code := newHarness(t, fake).run("", "list", "--state", "paused,running", "--metadata", "team=red")
 	if code != 0 {
 		t.Fatalf("list: code %d stdout %q stderr %q", code, out, errOut)

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/hutch-dev/hutch/api"
-	"github.com/hutch-dev/hutch/internal/httpapi/httpapitest"
+	"github.com/hutch-dev/hutch/internal/functions/functionstest"
 )
 
 // hostile is text a sandbox or an image could choose: a terminal title
@@ -16,7 +16,7 @@ const hostile = "\x1b]0;pwned\x07\x1b[2J\u202eevil\nfake-row"
 
 func TestTablesEscapeControlCharacters(t *testing.T) {
 	name := hostile
-	fake := &httpapitest.Fake{ListFunc: func(context.Context, api.ListRequest) (api.ListResponse, error) {
+	fake := &functionstest.Fake{ListFunc: func(context.Context, api.ListRequest) (api.ListResponse, error) {
 		return api.ListResponse{Sandboxes: []api.SandboxInfo{
 			{SandboxID: id, Name: &name, Image: "python", Stopped: true, StopReason: "sandbox exited unexpectedly: " + hostile},
 		}}, nil

@@ -9,7 +9,7 @@ import (
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/errdefs"
-	"github.com/hutch-dev/hutch/internal/httpapi/httpapitest"
+	"github.com/hutch-dev/hutch/internal/functions/functionstest"
 )
 
 func TestTriggerPayload(t *testing.T) {
@@ -47,9 +47,9 @@ func TestTriggerPayload(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fake := &httpapitest.Fake{}
+			fake := &functionstest.Fake{}
 			h := newHarness(t, fake)
-			out, errOut, code := h.run("", append([]string{"trigger", "sandbox::create"}, tt.args...)...)
+			out, errOut, code := h.run("", append([]string{"trigger", api.FnCreate}, tt.args...)...)
 			if code != 0 {
 				t.Fatalf("exit %d, stderr %q", code, errOut)
 			}
@@ -69,15 +69,15 @@ func TestTriggerErrors(t *testing.T) {
 	tests := []struct {
 		name     string
 		args     []string
-		setup    func(f *httpapitest.Fake)
+		setup    func(f *functionstest.Fake)
 		wantExit int
 		wantErr  string // in stderr
 		wantCode string // of the envelope on stderr
 	}{
 		{
 			name: "sandbox error prints the envelope",
-			args: []string{"trigger", "sandbox::exec", "sandbox_id=" + id, "cmd=echo"},
-			setup: func(f *httpapitest.Fake) {
+			args: []string{"trigger", api.FnExec, "sandbox_id=" + id, "cmd=echo"},
+			setup: func(f *functionstest.Fake) {
 				f.ExecFunc = func(context.Context, api.ExecRequest) (api.ExecResponse, error) {
 					return api.ExecResponse{}, errdefs.New(errdefs.CodeNotFound, "sandbox not found: %s", id)
 				}
@@ -91,18 +91,18 @@ func TestTriggerErrors(t *testing.T) {
 		},
 		{
 			name:     "unknown field",
-			args:     []string{"trigger", "sandbox::create", "image=python", "bogus=1"},
+			args:     []string{"trigger", api.FnCreate, "image=python", "bogus=1"},
 			wantExit: 1, wantCode: "S001",
 		},
 		{name: "no function", args: []string{"trigger"}, wantExit: 2, wantErr: "requires at least 1 arg"},
-		{name: "not a pair", args: []string{"trigger", "sandbox::list", "python"}, wantExit: 2, wantErr: `"python" is not KEY=VALUE`},
-		{name: "empty key", args: []string{"trigger", "sandbox::list", "=1"}, wantExit: 2, wantErr: "is not KEY=VALUE"},
-		{name: "--json not an object", args: []string{"trigger", "sandbox::list", "--json", "[1]"}, wantExit: 2, wantErr: "--json must be a JSON object"},
-		{name: "--json not JSON", args: []string{"trigger", "sandbox::list", "--json", "{image: python}"}, wantExit: 2, wantErr: "--json must be a JSON object"},
+		{name: "not a pair", args: []string{"trigger", api.FnList, "python"}, wantExit: 2, wantErr: `"python" is not KEY=VALUE`},
+		{name: "empty key", args: []string{"trigger", api.FnList, "=1"}, wantExit: 2, wantErr: "is not KEY=VALUE"},
+		{name: "--json not an object", args: []string{"trigger", api.FnList, "--json", "[1]"}, wantExit: 2, wantErr: "--json must be a JSON object"},
+		{name: "--json not JSON", args: []string{"trigger", api.FnList, "--json", "{image: python}"}, wantExit: 2, wantErr: "--json must be a JSON object"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fake := &httpapitest.Fake{}
+			fake := &functionstest.Fake{}
 			if tt.setup != nil {
 				tt.setup(fake)
 			}
@@ -125,9 +125,9 @@ func TestTriggerErrors(t *testing.T) {
 }
 
 func TestTriggerUnreachable(t *testing.T) {
-	h := newHarness(t, &httpapitest.Fake{})
+	h := newHarness(t, &functionstest.Fake{})
 	h.env["HUTCH_URL"], _ = closedURL(t)
-	_, errOut, code := h.run("", "trigger", "sandbox::list")
+	_, errOut, code := h.run("", "trigger", api.FnList)
 	if code != 1 || !strings.Contains(errOut, "no daemon at") {
 		t.Fatalf("exit %d stderr %q, want 1 and the no-daemon hint", code, errOut)
 	}

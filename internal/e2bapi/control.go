@@ -100,20 +100,6 @@ func decode(body []byte, v any) error {
 	return nil
 }
 
-// call runs function id and decodes its result into out.
-func call[Req, Res any](ctx context.Context, tr *Transport, id string, req Req) (Res, error) {
-	var out Res
-	res, err := functions.Invoke(ctx, tr.t, id, req)
-	if err != nil {
-		return out, err
-	}
-	out, ok := res.(Res)
-	if !ok {
-		return out, errdefs.New(errdefs.CodeInternal, "%s answered %T", id, res)
-	}
-	return out, nil
-}
-
 func (tr *Transport) create(ctx context.Context, r *http.Request, body []byte) (answer, error) {
 	var in newSandbox
 	if err := decode(body, &in); err != nil {
@@ -127,7 +113,7 @@ func (tr *Transport) create(ctx context.Context, r *http.Request, body []byte) (
 	if err != nil {
 		return answer{}, err
 	}
-	res, err := call[api.CreateRequest, api.CreateResponse](ctx, tr, "sandbox::create", req)
+	res, err := functions.Call[api.CreateResponse](ctx, tr.t, api.FnCreate, req)
 	if err != nil {
 		return answer{}, err
 	}
@@ -182,7 +168,7 @@ func (tr *Transport) list(ctx context.Context, r *http.Request, _ []byte) (answe
 	if err != nil {
 		return answer{}, err
 	}
-	res, err := call[api.ListRequest, api.ListResponse](ctx, tr, "sandbox::list", req)
+	res, err := functions.Call[api.ListResponse](ctx, tr.t, api.FnList, req)
 	if err != nil {
 		return answer{}, err
 	}
@@ -201,7 +187,7 @@ type pageOf struct {
 
 // info is sandbox::get of {id}; a stopped sandbox is not found.
 func (tr *Transport) info(ctx context.Context, r *http.Request) (api.SandboxInfo, error) {
-	s, err := call[api.GetRequest, api.SandboxInfo](ctx, tr, "sandbox::get", api.GetRequest{SandboxID: r.PathValue("id")})
+	s, err := functions.Call[api.SandboxInfo](ctx, tr.t, api.FnGet, api.GetRequest{SandboxID: r.PathValue("id")})
 	if err == nil && stateOf(s.State) == "" {
 		err = errdefs.New(errdefs.CodeStopped, "sandbox %s is %s", s.SandboxID, s.State)
 	}
@@ -222,7 +208,7 @@ func (tr *Transport) kill(ctx context.Context, r *http.Request, _ []byte) (answe
 	if _, err := tr.info(ctx, r); err != nil {
 		return answer{}, err
 	}
-	_, err := call[api.StopRequest, api.StopResponse](ctx, tr, "sandbox::stop", api.StopRequest{SandboxID: r.PathValue("id")})
+	_, err := functions.Call[api.StopResponse](ctx, tr.t, api.FnStop, api.StopRequest{SandboxID: r.PathValue("id")})
 	return answer{status: http.StatusNoContent}, err
 }
 
@@ -234,13 +220,13 @@ func (tr *Transport) setTimeout(ctx context.Context, r *http.Request, body []byt
 	if in.Timeout == nil || *in.Timeout == 0 {
 		return answer{}, errdefs.Malformed("timeout must be at least 1 second")
 	}
-	_, err := call[api.SetTimeoutRequest, api.SetTimeoutResponse](ctx, tr, api.FnSetTimeout,
+	_, err := functions.Call[api.SetTimeoutResponse](ctx, tr.t, api.FnSetTimeout,
 		api.SetTimeoutRequest{SandboxID: r.PathValue("id"), TimeoutSecs: *in.Timeout})
 	return answer{status: http.StatusNoContent}, err
 }
 
 func (tr *Transport) pause(ctx context.Context, r *http.Request, _ []byte) (answer, error) {
-	res, err := call[api.PauseRequest, api.StateResponse](ctx, tr, api.FnPause, api.PauseRequest{SandboxID: r.PathValue("id")})
+	res, err := functions.Call[api.StateResponse](ctx, tr.t, api.FnPause, api.PauseRequest{SandboxID: r.PathValue("id")})
 	if err == nil && !res.Changed {
 		err = fail(http.StatusConflict, "sandbox "+res.SandboxID+" is already paused")
 	}
@@ -260,7 +246,7 @@ func (tr *Transport) connect(ctx context.Context, r *http.Request, body []byte) 
 	}
 	status := http.StatusOK
 	if stateOf(s.State) == "paused" {
-		res, err := call[api.ResumeRequest, api.StateResponse](ctx, tr, api.FnResume, api.ResumeRequest{SandboxID: s.SandboxID})
+		res, err := functions.Call[api.StateResponse](ctx, tr.t, api.FnResume, api.ResumeRequest{SandboxID: s.SandboxID})
 		if err != nil {
 			return answer{}, err
 		}
@@ -269,7 +255,7 @@ func (tr *Transport) connect(ctx context.Context, r *http.Request, body []byte) 
 		}
 	}
 	if in.Timeout != nil && *in.Timeout > 0 {
-		if _, err := call[api.SetTimeoutRequest, api.SetTimeoutResponse](ctx, tr, api.FnSetTimeout,
+		if _, err := functions.Call[api.SetTimeoutResponse](ctx, tr.t, api.FnSetTimeout,
 			api.SetTimeoutRequest{SandboxID: s.SandboxID, TimeoutSecs: *in.Timeout}); err != nil {
 			return answer{}, err
 		}
@@ -281,7 +267,7 @@ func (tr *Transport) metrics(ctx context.Context, r *http.Request, _ []byte) (an
 	if _, err := tr.info(ctx, r); err != nil {
 		return answer{}, err
 	}
-	m, err := call[api.MetricsRequest, api.MetricsResponse](ctx, tr, "sandbox::metrics", api.MetricsRequest{SandboxID: r.PathValue("id")})
+	m, err := functions.Call[api.MetricsResponse](ctx, tr.t, api.FnMetrics, api.MetricsRequest{SandboxID: r.PathValue("id")})
 	if errdefs.Is(err, errdefs.CodePaused) {
 		// A paused sandbox has no live sample: E2B answers none.
 		return answer{http.StatusOK, []metric{}}, nil

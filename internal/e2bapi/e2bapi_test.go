@@ -1,6 +1,6 @@
 package e2bapi
 
-// The transport over httpapitest's fake manager (a real one needs root
+// The transport over functionstest's fake manager (a real one needs root
 // and runsc; conformance/test/e2b-*.test.mjs drive the real daemon with
 // the stock SDKs).
 
@@ -18,19 +18,19 @@ import (
 	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/functions"
-	"github.com/hutch-dev/hutch/internal/httpapi/httpapitest"
+	"github.com/hutch-dev/hutch/internal/functions/functionstest"
 )
 
 const (
 	aliceKey = "e2b_00112233445566778899aabbccddeeff00"
 	bobKey   = "e2b_ffeeddccbbaa99887766554433221100ff"
-	sbID     = httpapitest.DefaultID
+	sbID     = functionstest.DefaultID
 )
 
 // owners is a fake whose sandboxes belong to alice: another owner's
 // lookups are S002, as the manager scopes them.
-func owners(state string) *httpapitest.Fake {
-	f := &httpapitest.Fake{}
+func owners(state string) *functionstest.Fake {
+	f := &functionstest.Fake{}
 	f.GetFunc = func(ctx context.Context, req api.GetRequest) (api.SandboxInfo, error) {
 		if auth.OwnerFrom(ctx) != "alice" || req.SandboxID != sbID {
 			return api.SandboxInfo{}, errdefs.New(errdefs.CodeNotFound, "no sandbox %s", req.SandboxID)
@@ -43,7 +43,7 @@ func owners(state string) *httpapitest.Fake {
 
 // serve is the transport over fake in front of a next handler that
 // records what reached it.
-func serve(t *testing.T, fake *httpapitest.Fake, opts Options) (*httptest.Server, *[]*http.Request) {
+func serve(t *testing.T, fake *functionstest.Fake, opts Options) (*httptest.Server, *[]*http.Request) {
 	t.Helper()
 	opts.Signer = testSigner(t)
 	var mu sync.Mutex
@@ -54,7 +54,7 @@ func serve(t *testing.T, fake *httpapitest.Fake, opts Options) (*httptest.Server
 		mu.Unlock()
 		w.WriteHeader(http.StatusTeapot)
 	})
-	srv := httptest.NewServer(New(functions.New(httpapitest.DepsOf(fake)), opts).Wrap(next))
+	srv := httptest.NewServer(New(functions.New(functionstest.DepsOf(fake)), opts).Wrap(next))
 	t.Cleanup(srv.Close)
 	return srv, &passed
 }
@@ -115,11 +115,11 @@ func TestControlPlaneAuth(t *testing.T) {
 }
 
 func TestControlPlaneWithoutKeys(t *testing.T) {
-	open, _ := serve(t, &httpapitest.Fake{}, Options{Open: true})
+	open, _ := serve(t, &functionstest.Fake{}, Options{Open: true})
 	if res, body := do(t, open, "GET", "/v2/sandboxes", nil, ""); res.StatusCode != 200 {
 		t.Fatalf("open daemon: %d %s", res.StatusCode, body)
 	}
-	closed, _ := serve(t, &httpapitest.Fake{}, Options{})
+	closed, _ := serve(t, &functionstest.Fake{}, Options{})
 	if res, _ := do(t, closed, "GET", "/v2/sandboxes", key(aliceKey), ""); res.StatusCode != 401 {
 		t.Fatalf("a daemon with api_tokens and no e2b keys answered %d", res.StatusCode)
 	}
@@ -160,7 +160,7 @@ func TestCreate(t *testing.T) {
 }
 
 func TestListPages(t *testing.T) {
-	fake := &httpapitest.Fake{}
+	fake := &functionstest.Fake{}
 	var got api.ListRequest
 	fake.ListFunc = func(_ context.Context, req api.ListRequest) (api.ListResponse, error) {
 		got = req
@@ -303,7 +303,7 @@ func TestPreviewHostIsNotE2B(t *testing.T) {
 		{"the API's own host", "GET", "/sandboxes", "localhost:3111", nil, 200},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fake := &httpapitest.Fake{GetFunc: func(_ context.Context, req api.GetRequest) (api.SandboxInfo, error) {
+			fake := &functionstest.Fake{GetFunc: func(_ context.Context, req api.GetRequest) (api.SandboxInfo, error) {
 				return api.SandboxInfo{SandboxID: req.SandboxID, Image: "python", State: "running"}, nil
 			}}
 			srv, passed := serve(t, fake, Options{Open: true, PreviewDomain: "localhost"})
@@ -373,7 +373,7 @@ func TestTokensLiveWithTheirSandbox(t *testing.T) {
 // local user's) open nothing once it has keys.
 func TestTokensLiveWithTheirOwnersKey(t *testing.T) {
 	s := testSigner(t)
-	anyOwner := &httpapitest.Fake{GetFunc: func(_ context.Context, req api.GetRequest) (api.SandboxInfo, error) {
+	anyOwner := &functionstest.Fake{GetFunc: func(_ context.Context, req api.GetRequest) (api.SandboxInfo, error) {
 		return api.SandboxInfo{SandboxID: req.SandboxID, State: "running"}, nil
 	}}
 	for _, tc := range []struct {

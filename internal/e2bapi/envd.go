@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/functions"
 )
 
 // envd serves port 49983: GET /health here (204 while the sandbox runs,
@@ -12,7 +13,7 @@ import (
 func (tr *Transport) envd() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/health" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
-			s, err := call[api.GetRequest, api.SandboxInfo](r.Context(), tr, "sandbox::get", api.GetRequest{SandboxID: r.Header.Get(api.HeaderE2BSandboxID)})
+			s, err := functions.Call[api.SandboxInfo](r.Context(), tr.t, api.FnGet, api.GetRequest{SandboxID: r.Header.Get(api.HeaderE2BSandboxID)})
 			if err != nil || stateOf(s.State) != "running" {
 				http.Error(w, "sandbox not running", http.StatusBadGateway)
 				return

@@ -24,6 +24,7 @@ package e2bapi
 // (tokens.go); without one, a request is 401 and reaches nothing.
 
 import (
+	"github.com/hutch-dev/hutch/internal/functions"
 	"net/http"
 	"slices"
 	"strconv"
@@ -118,7 +119,7 @@ func (tr *Transport) serveSandbox(w http.ResponseWriter, r *http.Request, id str
 	// A token lives as long as its sandbox: once it is stopped (or
 	// gone) the token opens nothing, and the answer is E2B's proxy's for
 	// a sandbox that is gone.
-	if s, err := call[api.GetRequest, api.SandboxInfo](ctx, tr, "sandbox::get", api.GetRequest{SandboxID: id}); err != nil || stateOf(s.State) == "" {
+	if s, err := functions.Call[api.SandboxInfo](ctx, tr.t, api.FnGet, api.GetRequest{SandboxID: id}); err != nil || stateOf(s.State) == "" {
 		http.Error(w, "sandbox "+id+" is not running: stopped or gone, its access tokens open nothing", http.StatusBadGateway)
 		return
 	}

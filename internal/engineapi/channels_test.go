@@ -15,7 +15,7 @@ import (
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/errdefs"
-	"github.com/hutch-dev/hutch/internal/httpapi/httpapitest"
+	"github.com/hutch-dev/hutch/internal/functions/functionstest"
 )
 
 // createChannel calls engine::channels::create over wc.
@@ -37,7 +37,7 @@ func channelURL(base string, ref api.StreamRef) string {
 }
 
 func TestChannelRelay(t *testing.T) {
-	_, url := testServer(t, &httpapitest.Fake{}, Options{})
+	_, url := testServer(t, &functionstest.Fake{}, Options{})
 	refs := createChannel(t, dial(t, url))
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
@@ -93,7 +93,7 @@ func TestChannelRelay(t *testing.T) {
 }
 
 func TestChannelAttachRefusals(t *testing.T) {
-	_, url := testServer(t, &httpapitest.Fake{}, Options{})
+	_, url := testServer(t, &functionstest.Fake{}, Options{})
 	refs := createChannel(t, dial(t, url))
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
@@ -131,7 +131,7 @@ func TestChannelAttachRefusals(t *testing.T) {
 // references and a context bounding the test's waits.
 func channelServer(t *testing.T) (*Server, string, api.ChannelCreateResponse, context.Context) {
 	t.Helper()
-	s, url := testServer(t, &httpapitest.Fake{}, Options{})
+	s, url := testServer(t, &functionstest.Fake{}, Options{})
 	_, refs, err := s.channels.create("", 0)
 	if err != nil {
 		t.Fatal(err)

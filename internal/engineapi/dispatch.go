@@ -33,21 +33,21 @@ func (s *Server) dispatch(ctx context.Context, sess *session, id string, data js
 		}
 		_, resp, err := s.channels.create(auth.OwnerFrom(ctx), req.BufferSize)
 		return resp, err
-	case fnFsRead:
-		if _, ok := s.table.Lookup(fnFsRead); ok {
-			return s.readFile(ctx, data)
-		}
-	case fnFsWrite:
-		ref, rest, ok, err := streamedWrite(data)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			return s.writeStream(ctx, ref, rest)
-		}
 	}
-	if f, ok := s.table.Lookup(id); ok && f.Streams {
+	f, ok := s.table.Lookup(id)
+	switch {
+	case !ok:
+	case f.Streams:
 		return s.callStream(ctx, id, data)
+	case f.TakesBody:
+		if ref, rest, ok, err := streamedContent(data); err != nil || ok {
+			if err != nil {
+				return nil, err
+			}
+			return s.callWithBody(ctx, id, ref, rest)
+		}
+	case f.GivesBody:
+		return s.callGivingBody(ctx, id, data)
 	}
 	return s.table.Call(ctx, id, data, functions.Params{})
 }

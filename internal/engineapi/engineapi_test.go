@@ -15,22 +15,22 @@ import (
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/errdefs"
-	"github.com/hutch-dev/hutch/internal/httpapi/httpapitest"
+	"github.com/hutch-dev/hutch/internal/functions/functionstest"
 	"github.com/hutch-dev/hutch/internal/webguard"
 )
 
 func TestInvokeResultAndErrors(t *testing.T) {
-	fake := &httpapitest.Fake{}
+	fake := &functionstest.Fake{}
 	_, url := testServer(t, fake, Options{})
 	wc := dial(t, url)
 
 	m := wc.call("a", "sandbox::create", map[string]any{"image": "python"})
 	res, _ := m["result"].(map[string]any)
-	if m["function_id"] != "sandbox::create" || res["sandbox_id"] != httpapitest.DefaultID || m["error"] != nil {
+	if m["function_id"] != "sandbox::create" || res["sandbox_id"] != functionstest.DefaultID || m["error"] != nil {
 		t.Fatalf("create result = %v", m)
 	}
 
-	env := handlerEnvelope(t, wc.call("b", "sandbox::get", map[string]any{"sandbox_id": httpapitest.DefaultID}))
+	env := handlerEnvelope(t, wc.call("b", "sandbox::get", map[string]any{"sandbox_id": functionstest.DefaultID}))
 	if env["code"] != "S002" || env["type"] != "validation" || env["retryable"] != false ||
 		!strings.HasSuffix(env["docs_url"].(string), "#s002") {
 		t.Fatalf("S002 envelope = %v", env)
@@ -45,7 +45,7 @@ func TestInvokeResultAndErrors(t *testing.T) {
 	fake.ExecFunc = func(context.Context, api.ExecRequest) (api.ExecResponse, error) {
 		return api.ExecResponse{Stdout: "partial", TimedOut: true, TimeoutMs: 500}, nil
 	}
-	env = handlerEnvelope(t, wc.call("d", "sandbox::exec", map[string]any{"sandbox_id": httpapitest.DefaultID, "cmd": "python3", "timeout_ms": 500}))
+	env = handlerEnvelope(t, wc.call("d", "sandbox::exec", map[string]any{"sandbox_id": functionstest.DefaultID, "cmd": "python3", "timeout_ms": 500}))
 	if env["code"] != "S200" || env["message"] != "exec timed out after 500ms" {
 		t.Fatalf("timeout envelope = %v", env)
 	}
@@ -78,7 +78,7 @@ func TestBadInputKeepsTheSession(t *testing.T) {
 		{name: "registerfunction", raw: `{"type":"registerfunction","id":"sandbox::exec","description":"mine","request_format":{},"metadata":{}}`},
 		{name: "pong", raw: `{"type":"pong"}`},
 	}
-	fake := &httpapitest.Fake{}
+	fake := &functionstest.Fake{}
 	_, url := testServer(t, fake, Options{})
 	wc := dial(t, url)
 	for _, tt := range tests {
@@ -107,7 +107,7 @@ func TestBadInputKeepsTheSession(t *testing.T) {
 }
 
 func TestBinaryFramesAndOversizedMessages(t *testing.T) {
-	_, url := testServer(t, &httpapitest.Fake{}, Options{MaxMessageBytes: 4096})
+	_, url := testServer(t, &functionstest.Fake{}, Options{MaxMessageBytes: 4096})
 	wc := dial(t, url)
 	wc.sendRaw(websocket.MessageBinary, []byte(`{"type":"invokefunction","invocation_id":"bin","function_id":"sandbox::list","data":{}}`))
 	if m := wc.recv(); m["invocation_id"] != "bin" || m["result"] == nil {
@@ -131,7 +131,7 @@ func TestConcurrentInvocations(t *testing.T) {
 		release[i] = make(chan struct{})
 	}
 	started := make(chan int, n)
-	fake := &httpapitest.Fake{ExecFunc: func(ctx context.Context, r api.ExecRequest) (api.ExecResponse, error) {
+	fake := &functionstest.Fake{ExecFunc: func(ctx context.Context, r api.ExecRequest) (api.ExecResponse, error) {
 		var i int
 		fmt.Sscan(r.Args[0], &i)
 		started <- i
@@ -142,7 +142,7 @@ func TestConcurrentInvocations(t *testing.T) {
 	_, url := testServer(t, fake, Options{})
 	wc := dial(t, url)
 	for i := range n {
-		wc.invoke(fmt.Sprint("call-", i), "sandbox::exec", map[string]any{"sandbox_id": httpapitest.DefaultID, "cmd": "echo", "args": []string{fmt.Sprint(i)}})
+		wc.invoke(fmt.Sprint("call-", i), "sandbox::exec", map[string]any{"sandbox_id": functionstest.DefaultID, "cmd": "echo", "args": []string{fmt.Sprint(i)}})
 	}
 	for range n {
 		select {
@@ -171,7 +171,7 @@ func TestConcurrentInvocations(t *testing.T) {
 func TestTooManyInFlight(t *testing.T) {
 	block := make(chan struct{})
 	defer close(block)
-	fake := &httpapitest.Fake{ExecFunc: func(ctx context.Context, r api.ExecRequest) (api.ExecResponse, error) {
+	fake := &functionstest.Fake{ExecFunc: func(ctx context.Context, r api.ExecRequest) (api.ExecResponse, error) {
 		select {
 		case <-block:
 		case <-ctx.Done():
@@ -180,7 +180,7 @@ func TestTooManyInFlight(t *testing.T) {
 	}}
 	_, url := testServer(t, fake, Options{MaxInFlight: 2})
 	wc := dial(t, url)
-	exec := map[string]any{"sandbox_id": httpapitest.DefaultID, "cmd": "sleep"}
+	exec := map[string]any{"sandbox_id": functionstest.DefaultID, "cmd": "sleep"}
 	wc.invoke("1", "sandbox::exec", exec)
 	wc.invoke("2", "sandbox::exec", exec)
 	m := wc.call("3", "sandbox::exec", exec)
@@ -193,7 +193,7 @@ func TestTooManyInFlight(t *testing.T) {
 // disconnect right after does not cancel it.
 func TestVoid(t *testing.T) {
 	stopped := make(chan error, 1)
-	fake := &httpapitest.Fake{StopFunc: func(ctx context.Context, r api.StopRequest) (api.StopResponse, error) {
+	fake := &functionstest.Fake{StopFunc: func(ctx context.Context, r api.StopRequest) (api.StopResponse, error) {
 		time.Sleep(200 * time.Millisecond) // the client is gone by now
 		stopped <- ctx.Err()
 		return api.StopResponse{SandboxID: r.SandboxID, Stopped: true}, nil
@@ -202,7 +202,7 @@ func TestVoid(t *testing.T) {
 	wc := dial(t, url)
 	// As the SDK sends it: no invocation_id, action void.
 	wc.send(map[string]any{"type": "invokefunction", "function_id": "sandbox::stop",
-		"data": map[string]any{"sandbox_id": httpapitest.DefaultID}, "action": map[string]any{"type": "void"}})
+		"data": map[string]any{"sandbox_id": functionstest.DefaultID}, "action": map[string]any{"type": "void"}})
 	wc.send(map[string]any{"type": "invokefunction", "function_id": "engine::workers::register",
 		"data":   map[string]any{"runtime": "node", "version": "0.22.1", "name": "test", "os": "linux", "pid": 1, "telemetry": map[string]any{}},
 		"action": map[string]any{"type": "void"}})
@@ -223,7 +223,7 @@ func TestVoid(t *testing.T) {
 func TestDisconnectCancelsCalls(t *testing.T) {
 	started := make(chan struct{})
 	cancelled := make(chan error, 1)
-	fake := &httpapitest.Fake{ExecFunc: func(ctx context.Context, r api.ExecRequest) (api.ExecResponse, error) {
+	fake := &functionstest.Fake{ExecFunc: func(ctx context.Context, r api.ExecRequest) (api.ExecResponse, error) {
 		close(started)
 		select {
 		case <-ctx.Done():
@@ -235,7 +235,7 @@ func TestDisconnectCancelsCalls(t *testing.T) {
 	}}
 	_, url := testServer(t, fake, Options{})
 	wc := dial(t, url)
-	wc.invoke("long", "sandbox::exec", map[string]any{"sandbox_id": httpapitest.DefaultID, "cmd": "sleep"})
+	wc.invoke("long", "sandbox::exec", map[string]any{"sandbox_id": functionstest.DefaultID, "cmd": "sleep"})
 	<-started
 	wc.c.CloseNow() // no close handshake: the client just vanishes
 	select {
@@ -249,7 +249,7 @@ func TestDisconnectCancelsCalls(t *testing.T) {
 }
 
 func TestReattach(t *testing.T) {
-	_, url := testServer(t, &httpapitest.Fake{}, Options{})
+	_, url := testServer(t, &functionstest.Fake{}, Options{})
 	first := dial(t, url)
 	id, token := first.hello["worker_id"].(string), first.hello["reattach_token"].(string)
 
@@ -287,7 +287,7 @@ func TestReattach(t *testing.T) {
 }
 
 func TestWorkerRegistration(t *testing.T) {
-	_, url := testServer(t, &httpapitest.Fake{}, Options{})
+	_, url := testServer(t, &functionstest.Fake{}, Options{})
 	wc := dial(t, url)
 	wc.send(map[string]any{"type": "registerfunction", "id": "app::f"})
 	wc.alive()
@@ -298,7 +298,7 @@ func TestWorkerRegistration(t *testing.T) {
 }
 
 func TestTelemetrySocketAccepted(t *testing.T) {
-	_, url := testServer(t, &httpapitest.Fake{}, Options{})
+	_, url := testServer(t, &functionstest.Fake{}, Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	c, _, err := websocket.Dial(ctx, url+"/otel", nil)
@@ -329,7 +329,7 @@ func TestAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 	owners := make(chan string, 2)
-	fake := &httpapitest.Fake{
+	fake := &functionstest.Fake{
 		ListFunc: func(ctx context.Context, _ api.ListRequest) (api.ListResponse, error) {
 			owners <- auth.OwnerFrom(ctx)
 			return api.ListResponse{Sandboxes: []api.SandboxInfo{}}, nil
@@ -386,7 +386,7 @@ func TestGuard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, url := testServer(t, &httpapitest.Fake{}, Options{Guard: guard})
+	_, url := testServer(t, &functionstest.Fake{}, Options{Guard: guard})
 	port := url[strings.LastIndex(url, ":")+1:]
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
@@ -425,14 +425,14 @@ func TestGuard(t *testing.T) {
 func TestShutdown(t *testing.T) {
 	var once sync.Once
 	started := make(chan struct{})
-	fake := &httpapitest.Fake{ExecFunc: func(ctx context.Context, r api.ExecRequest) (api.ExecResponse, error) {
+	fake := &functionstest.Fake{ExecFunc: func(ctx context.Context, r api.ExecRequest) (api.ExecResponse, error) {
 		once.Do(func() { close(started) })
 		<-ctx.Done()
 		return api.ExecResponse{}, errdefs.New(errdefs.CodeStopped, "daemon shut down")
 	}}
 	s, url := testServer(t, fake, Options{})
 	wc := dial(t, url)
-	wc.invoke("x", "sandbox::exec", map[string]any{"sandbox_id": httpapitest.DefaultID, "cmd": "sleep"})
+	wc.invoke("x", "sandbox::exec", map[string]any{"sandbox_id": functionstest.DefaultID, "cmd": "sleep"})
 	<-started
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()

@@ -12,7 +12,7 @@ import (
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/errdefs"
-	"github.com/hutch-dev/hutch/internal/httpapi/httpapitest"
+	"github.com/hutch-dev/hutch/internal/functions/functionstest"
 )
 
 // chFrame is one frame a channel's reader got.
@@ -61,7 +61,7 @@ func TestStreamingFunctionAsChannel(t *testing.T) {
 	f, url := fsServer(t)
 	data := bytes.Repeat([]byte("0123456789"), 20000)
 	f.files["/f"] = data
-	ref := streamRef(t, dial(t, url), "sandbox::fs::download", map[string]any{"sandbox_id": httpapitest.DefaultID, "path": "/f"})
+	ref := streamRef(t, dial(t, url), api.FnFsDownload, map[string]any{"sandbox_id": functionstest.DefaultID, "path": "/f"})
 	frames, status := readFrames(t, url, ref)
 	if status != websocket.StatusNormalClosure || len(frames) < 3 {
 		t.Fatalf("%d frames, close %v", len(frames), status)
@@ -94,20 +94,22 @@ func TestStreamErrorOverChannels(t *testing.T) {
 	f.files["/f"] = []byte("some bytes")
 	f.fail = errdefs.New(errdefs.CodeFSIO, "the disk failed")
 	wc := dial(t, url)
-	m := wc.call("missing", "sandbox::fs::download", map[string]any{"sandbox_id": httpapitest.DefaultID, "path": "/nope"})
+	m := wc.call("missing", api.FnFsDownload, map[string]any{"sandbox_id": functionstest.DefaultID, "path": "/nope"})
 	if env := handlerEnvelope(t, m); env["code"] != "S211" {
 		t.Fatalf("download of a missing file: %v", env)
 	}
 
-	frames, status := readFrames(t, url, streamRef(t, wc, "sandbox::fs::download", map[string]any{"sandbox_id": httpapitest.DefaultID, "path": "/f"}))
+	frames, status := readFrames(t, url, streamRef(t, wc, api.FnFsDownload, map[string]any{"sandbox_id": functionstest.DefaultID, "path": "/f"}))
 	last := frames[len(frames)-1]
 	if status != websocket.StatusNormalClosure || last.binary || !strings.Contains(string(last.data), `"type":"error"`) || !strings.Contains(string(last.data), `"code":"S216"`) {
 		t.Fatalf("event stream ended with %s, close %v; want an S216 error frame", last.data, status)
 	}
 
 	f.files["/big"] = make([]byte, api.FsReadMaxBody+1) // too big for a body: the answer comes before the failure
-	var read streamedRead
-	decodeResult(t, wc.call("r", "sandbox::fs::read", map[string]any{"sandbox_id": httpapitest.DefaultID, "path": "/big"}), &read)
+	var read struct {
+		Content *api.StreamRef `json:"content"`
+	}
+	decodeResult(t, wc.call("r", api.FnFsRead, map[string]any{"sandbox_id": functionstest.DefaultID, "path": "/big"}), &read)
 	frames, status = readFrames(t, url, *read.Content)
 	last = frames[len(frames)-1]
 	if status == websocket.StatusNormalClosure || !strings.Contains(string(last.data), `"type":"stream_error"`) {
@@ -121,7 +123,7 @@ func TestChannelReaderGoneCancels(t *testing.T) {
 	f, url := fsServer(t)
 	f.files["/f"] = []byte("first")
 	f.cancelled = make(chan struct{})
-	ref := streamRef(t, dial(t, url), "sandbox::fs::download", map[string]any{"sandbox_id": httpapitest.DefaultID, "path": "/f"})
+	ref := streamRef(t, dial(t, url), api.FnFsDownload, map[string]any{"sandbox_id": functionstest.DefaultID, "path": "/f"})
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	c, _, err := websocket.Dial(ctx, channelURL(url, ref), nil)

@@ -11,7 +11,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/hutch-dev/hutch/internal/functions"
-	"github.com/hutch-dev/hutch/internal/httpapi/httpapitest"
+	"github.com/hutch-dev/hutch/internal/functions/functionstest"
 )
 
 // The tests drive the transport with a Go WebSocket client over the shared
@@ -22,9 +22,9 @@ import (
 const wait = 30 * time.Second
 
 // testServer serves the transport over fake until the test ends.
-func testServer(t *testing.T, fake *httpapitest.Fake, opts Options) (*Server, string) {
+func testServer(t *testing.T, fake *functionstest.Fake, opts Options) (*Server, string) {
 	t.Helper()
-	return serveHandler(t, New(functions.New(httpapitest.DepsOf(fake)), opts))
+	return serveHandler(t, New(functions.New(functionstest.DepsOf(fake)), opts))
 }
 
 // serveHandler serves s until the test ends and returns its ws:// URL.

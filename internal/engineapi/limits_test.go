@@ -11,13 +11,13 @@ import (
 
 	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/errdefs"
-	"github.com/hutch-dev/hutch/internal/httpapi/httpapitest"
+	"github.com/hutch-dev/hutch/internal/functions/functionstest"
 )
 
 // TestReadBufferReleased sends one large message and checks that the
 // session does not keep a buffer of its size afterwards.
 func TestReadBufferReleased(t *testing.T) {
-	_, url := testServer(t, &httpapitest.Fake{}, Options{})
+	_, url := testServer(t, &functionstest.Fake{}, Options{})
 	wc := dial(t, url)
 	const size = 8 << 20
 	big := `{"type":"pong","pad":"` + strings.Repeat("x", size) + `"}`
@@ -46,7 +46,7 @@ func TestSessionsPerOwner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, url := testServer(t, &httpapitest.Fake{}, Options{Auth: tokens, SessionsPerOwner: 2})
+	_, url := testServer(t, &functionstest.Fake{}, Options{Auth: tokens, SessionsPerOwner: 2})
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	open := func(token string) (*websocket.Conn, *http.Response, error) {

@@ -3,14 +3,16 @@ package engineapi
 // Streams over the engine. A streaming function of the table (its
 // functions.Stream) is answered with api.StreamResult: the reader reference
 // of a channel that hutch fills with the stream's events once the caller
-// opens it. sandbox::fs::read is the table's sandbox::fs::download read
-// once: its entry and, for a small file, its first bytes make the
-// contract's result (content, body, size, mode, mtime), and its bytes are
-// the channel's content. sandbox::fs::write takes as content the reader
-// reference of a channel the caller writes the body into (the table's
-// Upload). No file is held whole in memory, nor read twice.
+// opens it. A function whose result gives its bytes as a stream
+// (Function.GivesBody: sandbox::fs::read) is answered with its result and,
+// as content, the reader reference of a channel of those bytes; one that
+// takes its content as a stream (Function.TakesBody: sandbox::fs::write)
+// takes as content the reader reference of a channel the caller writes the
+// body into. Both are the table's functions, as on every transport; no
+// file is held whole in memory, nor read twice.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -22,19 +24,6 @@ import (
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/functions"
 )
-
-// The functions whose bodies may travel as streams.
-const (
-	fnFsRead  = "sandbox::fs::read"
-	fnFsWrite = "sandbox::fs::write"
-)
-
-// streamedRead is the result of sandbox::fs::read over the engine.
-type streamedRead struct {
-	api.FsReadResponse
-	// Content is the reader reference of the file's bytes.
-	Content *api.StreamRef `json:"content,omitempty"`
-}
 
 // detached is the context of a stream that outlives its invocation (its
 // reader attaches after the answer): the server's lifetime, acting for
@@ -69,65 +58,48 @@ func (s *Server) callStream(ctx context.Context, id string, data json.RawMessage
 	return api.StreamResult{Stream: ref}, nil
 }
 
-// readFile is sandbox::fs::read over the engine. When no channel can be
-// opened, a file small enough to have a body is answered without one.
-func (s *Server) readFile(ctx context.Context, data json.RawMessage) (any, error) {
-	var req api.FsReadRequest
-	if err := functions.Decode(data, &req); err != nil {
-		return nil, err
+// callGivingBody runs function id, whose result may give its bytes as a
+// stream (sandbox::fs::read): the answer is its result with the reader
+// reference of a channel of those bytes as content. When no channel can
+// be opened, a result that holds all the bytes itself is answered without
+// one.
+func (s *Server) callGivingBody(ctx context.Context, id string, data json.RawMessage) (any, error) {
+	res, err := s.table.Call(s.detached(ctx), id, data, functions.Params{StreamBody: true})
+	c, ok := res.(*functions.Content)
+	if err != nil || !ok {
+		return res, err
 	}
-	res, err := functions.Invoke(s.detached(ctx), s.table, functions.FnFsDownload, api.FsDownloadRequest(req))
+	ref, err := s.streamOut(s.detached(ctx), c.Rest, c.Pending, true)
 	if err != nil {
-		return nil, err
-	}
-	st, ok := res.(*functions.Stream)
-	if !ok {
-		return res, nil // a function that streams only when asked to
-	}
-	read, pending, err := readHead(ctx, st)
-	if err != nil {
-		st.Close()
-		return nil, err
-	}
-	ref, err := s.streamOut(s.detached(ctx), st, pending, true)
-	if err != nil {
-		if read.Body != nil || read.ContentB64 != nil {
-			return read, nil
+		if c.Whole {
+			return c.Result, nil
 		}
 		return nil, err
 	}
-	return streamedRead{FsReadResponse: read, Content: &ref}, nil
+	return withContent(c.Result, ref)
 }
 
-// readHead takes a download's entry and, for a file that may be under
-// api.FsReadMaxBody bytes, its bytes up to that bound: the result of
-// sandbox::fs::read and the data events taken, which the channel sends
-// first.
-func readHead(ctx context.Context, st *functions.Stream) (api.FsReadResponse, []functions.Event, error) {
-	ev, err := st.Expect(ctx, functions.EventEntry)
+// withContent is result's JSON object with ref as its field content.
+func withContent(result any, ref api.StreamRef) (json.RawMessage, error) {
+	obj, err := api.Marshal(result)
 	if err != nil {
-		return api.FsReadResponse{}, nil, err
+		return nil, errdefs.New(errdefs.CodeInternal, "encoding a result: %v", err)
 	}
-	entry, _ := ev.Data.(api.FsEntry)
-	if entry.Size >= api.FsReadMaxBody {
-		return functions.ReadResponse(entry, nil, false), nil, nil
+	refJSON, err := api.Marshal(ref)
+	if err != nil {
+		return nil, errdefs.New(errdefs.CodeInternal, "encoding a result: %v", err)
 	}
-	var pending []functions.Event
-	var head []byte
-	for len(head) < api.FsReadMaxBody {
-		ev, err := st.Next(ctx)
-		if err == io.EOF {
-			return functions.ReadResponse(entry, head, true), pending, nil
-		}
-		if err != nil {
-			return api.FsReadResponse{}, nil, err
-		}
-		if ev.Type == functions.EventData {
-			pending = append(pending, ev)
-			head = append(head, ev.Bytes...)
-		}
+	obj = bytes.TrimRight(obj, " \n")
+	if len(obj) < 2 || obj[len(obj)-1] != '}' {
+		return nil, errdefs.New(errdefs.CodeInternal, "the result of a read is not a JSON object")
 	}
-	return functions.ReadResponse(entry, head, false), pending, nil
+	out := append([]byte{}, obj[:len(obj)-1]...)
+	if len(obj) > 2 {
+		out = append(out, ',')
+	}
+	out = append(out, `"content":`...)
+	out = append(out, refJSON...)
+	return append(out, '}'), nil
 }
 
 // eventFrame and resultFrame are the text frames of an event stream
@@ -258,10 +230,10 @@ func sendText(w *channelWriter, v any) error {
 	return w.c.put(w.ctx, frame{data: b})
 }
 
-// streamedWrite reports whether a sandbox::fs::write payload carries its
-// content as a stream reference; it returns the reference and the payload
-// without content.
-func streamedWrite(data json.RawMessage) (api.StreamRef, json.RawMessage, bool, error) {
+// streamedContent reports whether the payload of a function that takes its
+// content as a stream (sandbox::fs::write) carries it as a stream
+// reference; it returns the reference and the payload without content.
+func streamedContent(data json.RawMessage) (api.StreamRef, json.RawMessage, bool, error) {
 	var fields map[string]json.RawMessage
 	if json.Unmarshal(data, &fields) != nil {
 		return api.StreamRef{}, nil, false, nil // the table explains what is wrong
@@ -282,13 +254,9 @@ func streamedWrite(data json.RawMessage) (api.StreamRef, json.RawMessage, bool, 
 	return ref, rest, true, err
 }
 
-// writeStream runs sandbox::fs::write with the body read from the channel
-// of ref, which must be a reader reference (hutch reads the body).
-func (s *Server) writeStream(ctx context.Context, ref api.StreamRef, rest json.RawMessage) (any, error) {
-	var req api.FsUploadRequest
-	if err := functions.Decode(rest, &req); err != nil {
-		return nil, err
-	}
+// callWithBody runs function id with its content read from the channel of
+// ref, which must be a reader reference (hutch reads the body).
+func (s *Server) callWithBody(ctx context.Context, id string, ref api.StreamRef, rest json.RawMessage) (any, error) {
 	if ref.Direction != api.StreamRead {
 		return nil, errdefs.New(errdefs.CodeFSInvalid, "content must be the reader reference of a channel (direction %q): hutch reads the body from it", api.StreamRead)
 	}
@@ -298,5 +266,5 @@ func (s *Server) writeStream(ctx context.Context, ref api.StreamRef, rest json.R
 	}
 	r := &channelReader{ctx: ctx, c: c}
 	defer r.Close()
-	return s.table.Upload(ctx, req, r)
+	return s.table.Call(ctx, id, rest, functions.Params{Body: r})
 }

@@ -6,6 +6,9 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"io"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
 	"sync"
 	"testing"
 
@@ -14,14 +17,15 @@ import (
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/functions"
-	"github.com/hutch-dev/hutch/internal/httpapi/httpapitest"
+	"github.com/hutch-dev/hutch/internal/functions/functionstest"
+	"github.com/hutch-dev/hutch/internal/httpapi"
 )
 
 // fsFake is the shared fake manager plus an in-memory file store for the
 // calls the engine's streams make (ReadFile, Upload, Download); the other
 // filesystem methods are not used here.
 type fsFake struct {
-	httpapitest.Fake
+	functionstest.Fake
 	functions.FS
 
 	mu    sync.Mutex
@@ -100,7 +104,7 @@ func (r ctxReader) Read([]byte) (int, error) {
 func fsServer(t *testing.T) (*fsFake, string) {
 	t.Helper()
 	f := &fsFake{files: map[string][]byte{}}
-	s := New(functions.New(httpapitest.DepsOf(f)), Options{})
+	s := New(functions.New(functionstest.DepsOf(f)), Options{})
 	_, url := serveHandler(t, s)
 	return f, url
 }
@@ -156,7 +160,7 @@ func TestFsReadStream(t *testing.T) {
 			api.FsReadResponse
 			Content *api.StreamRef `json:"content"`
 		}
-		decodeResult(t, wc.call("r"+tt.path, "sandbox::fs::read", map[string]any{"sandbox_id": httpapitest.DefaultID, "path": tt.path}), &res)
+		decodeResult(t, wc.call("r"+tt.path, api.FnFsRead, map[string]any{"sandbox_id": functionstest.DefaultID, "path": tt.path}), &res)
 		if (res.Body != nil) != tt.wantBody || res.Size != int64(len(tt.data)) || res.Content == nil || res.Content.Direction != "read" {
 			t.Fatalf("%s: result %+v", tt.path, res)
 		}
@@ -165,7 +169,7 @@ func TestFsReadStream(t *testing.T) {
 			t.Fatalf("%s: streamed %d bytes (%v), want %d", tt.path, len(got), err, len(tt.data))
 		}
 	}
-	m := wc.call("missing", "sandbox::fs::read", map[string]any{"sandbox_id": httpapitest.DefaultID, "path": "/nope"})
+	m := wc.call("missing", api.FnFsRead, map[string]any{"sandbox_id": functionstest.DefaultID, "path": "/nope"})
 	if env := handlerEnvelope(t, m); env["code"] != "S211" {
 		t.Fatalf("read of a missing file: %v", env)
 	}
@@ -193,7 +197,7 @@ func TestFsWriteStream(t *testing.T) {
 		w.Close(websocket.StatusNormalClosure, "stream_complete")
 	}()
 	var res api.FsWriteResponse
-	decodeResult(t, wc.call("w", "sandbox::fs::write", map[string]any{"sandbox_id": httpapitest.DefaultID, "path": "/up.bin", "content": refs.Reader}), &res)
+	decodeResult(t, wc.call("w", api.FnFsWrite, map[string]any{"sandbox_id": functionstest.DefaultID, "path": "/up.bin", "content": refs.Reader}), &res)
 	if res.BytesWritten != int64(len(data)) || !bytes.Equal(f.files["/up.bin"], data) {
 		t.Fatalf("wrote %d bytes, want %d", res.BytesWritten, len(data))
 	}
@@ -203,12 +207,12 @@ func TestFsWriteStream(t *testing.T) {
 		payload map[string]any
 		code    string
 	}{
-		{"writer reference", map[string]any{"sandbox_id": httpapitest.DefaultID, "path": "/x", "content": bad.Writer}, "S210"},
-		{"both bodies", map[string]any{"sandbox_id": httpapitest.DefaultID, "path": "/x", "content": bad.Reader, "content_b64": ""}, "S001"},
-		{"not a reference", map[string]any{"sandbox_id": httpapitest.DefaultID, "path": "/x", "content": map[string]any{"channel": 1}}, "S001"},
-		{"wrong key", map[string]any{"sandbox_id": httpapitest.DefaultID, "path": "/x", "content": api.StreamRef{ChannelID: bad.Reader.ChannelID, AccessKey: "x", Direction: "read"}}, "S210"},
+		{"writer reference", map[string]any{"sandbox_id": functionstest.DefaultID, "path": "/x", "content": bad.Writer}, "S210"},
+		{"both bodies", map[string]any{"sandbox_id": functionstest.DefaultID, "path": "/x", "content": bad.Reader, "content_b64": ""}, "S001"},
+		{"not a reference", map[string]any{"sandbox_id": functionstest.DefaultID, "path": "/x", "content": map[string]any{"channel": 1}}, "S001"},
+		{"wrong key", map[string]any{"sandbox_id": functionstest.DefaultID, "path": "/x", "content": api.StreamRef{ChannelID: bad.Reader.ChannelID, AccessKey: "x", Direction: "read"}}, "S210"},
 	} {
-		if env := handlerEnvelope(t, wc.call(tt.name, "sandbox::fs::write", tt.payload)); env["code"] != tt.code {
+		if env := handlerEnvelope(t, wc.call(tt.name, api.FnFsWrite, tt.payload)); env["code"] != tt.code {
 			t.Errorf("%s: %v, want %s", tt.name, env, tt.code)
 		}
 	}
@@ -227,7 +231,7 @@ func TestFsWriteStreamAborted(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.Write(ctx, websocket.MessageBinary, []byte("half a file"))
-	wc.invoke("w", "sandbox::fs::write", map[string]any{"sandbox_id": httpapitest.DefaultID, "path": "/cut.bin", "content": refs.Reader})
+	wc.invoke("w", api.FnFsWrite, map[string]any{"sandbox_id": functionstest.DefaultID, "path": "/cut.bin", "content": refs.Reader})
 	w.CloseNow()
 	m := wc.recv()
 	if env := handlerEnvelope(t, m); env["code"] != "S218" || env["retryable"] != true {
@@ -235,5 +239,43 @@ func TestFsWriteStreamAborted(t *testing.T) {
 	}
 	if _, ok := f.files["/cut.bin"]; ok {
 		t.Fatal("an aborted upload stored a file")
+	}
+}
+
+// TestFsReadSameOverEveryTransport: sandbox::fs::read is one function of
+// the table: REST's answer is the engine's without the content channel,
+// and both read the file through the one download (no second way in).
+func TestFsReadSameOverEveryTransport(t *testing.T) {
+	f, url := fsServer(t)
+	f.files["/a.txt"] = []byte("same bytes\n")
+	f.files["/b.bin"] = []byte{0xff, 0xfe, 0}
+	hs := httptest.NewServer(httpapi.New(functions.New(functionstest.DepsOf(f)), httpapi.Options{}))
+	t.Cleanup(hs.Close)
+	wc := dial(t, url)
+	for _, p := range []string{"/a.txt", "/b.bin"} {
+		payload := map[string]any{"sandbox_id": functionstest.DefaultID, "path": p}
+		var overEngine map[string]any
+		decodeResult(t, wc.call("r"+p, api.FnFsRead, payload), &overEngine)
+		if _, ok := overEngine["content"]; !ok {
+			t.Fatalf("%s over the engine: %v, no content channel", p, overEngine)
+		}
+		delete(overEngine, "content")
+		body, _ := json.Marshal(payload)
+		resp, err := http.Post(hs.URL+"/v1/functions/"+api.FnFsRead, "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var overREST map[string]any
+		err = json.NewDecoder(resp.Body).Decode(&overREST)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s over REST: %d %v", p, resp.StatusCode, err)
+		}
+		if !reflect.DeepEqual(overREST, overEngine) {
+			t.Errorf("%s: REST answers %v, the engine %v", p, overREST, overEngine)
+		}
+	}
+	if f.reads != 0 || f.downloads != 4 {
+		t.Fatalf("four reads made %d ReadFile and %d Download calls, want one download each", f.reads, f.downloads)
 	}
 }

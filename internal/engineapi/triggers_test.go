@@ -8,7 +8,7 @@ import (
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/functions"
-	"github.com/hutch-dev/hutch/internal/httpapi/httpapitest"
+	"github.com/hutch-dev/hutch/internal/functions/functionstest"
 )
 
 // feed is a fake event source: sandbox::events::stream emits its opening
@@ -55,7 +55,7 @@ func (f *feed) StreamEvents(ctx context.Context, req api.EventsRequest, emit fun
 // triggerServer serves the transport over a table whose events come from
 // f.
 func triggerServer(t *testing.T, f *feed) string {
-	deps := httpapitest.DepsOf(&httpapitest.Fake{})
+	deps := functionstest.DepsOf(&functionstest.Fake{})
 	deps.Events = f
 	_, url := serveHandler(t, New(functions.New(deps), Options{}))
 	return url
@@ -185,7 +185,7 @@ func TestIntrospection(t *testing.T) {
 		t.Fatalf("workers %+v", workers)
 	}
 	var fns api.FunctionsResponse
-	decodeResult(t, wc.call("f", "engine::functions::info", map[string]any{"function_ids": []string{"sandbox::events::stream"}}), &fns)
+	decodeResult(t, wc.call("f", api.FnFunctionsInfo, map[string]any{"function_ids": []string{api.FnEventsStream}}), &fns)
 	if len(fns.Functions) != 1 || len(fns.Functions[0].RequestFormat) == 0 {
 		t.Fatalf("functions::info %+v", fns)
 	}

@@ -21,8 +21,8 @@ func registerImages(t *Table) {
 	if im == nil {
 		return
 	}
-	add(t, "sandbox::catalog::list", "List the images sandboxes can be created from", im.Catalog)
-	add(t, "hutch::image::list", "List catalog images with their cache state (hutch extension)", im.ImageList)
-	add(t, "hutch::image::pull", "Pull or build a catalog image into the cache (hutch extension)", im.ImagePull)
-	add(t, "hutch::image::rm", "Remove a catalog image from the cache (hutch extension)", im.ImageRemove)
+	add(t, api.FnCatalogList, "List the images sandboxes can be created from", im.Catalog)
+	add(t, api.FnImageList, "List catalog images with their cache state (hutch extension)", im.ImageList)
+	add(t, api.FnImagePull, "Pull or build a catalog image into the cache (hutch extension)", im.ImagePull)
+	add(t, api.FnImageRemove, "Remove a catalog image from the cache (hutch extension)", im.ImageRemove)
 }

@@ -59,7 +59,7 @@ func registerDescribe(t *Table) {
 	add(t, api.FnFunctionsList, "List the functions with their descriptions and request and response JSON Schemas", func(_ context.Context, req api.FunctionsListRequest) (api.FunctionsResponse, error) {
 		out := api.FunctionsResponse{Functions: []api.FunctionInfo{}}
 		for _, f := range t.Functions() {
-			if req.IncludeInternal || !strings.HasPrefix(f.ID, "engine::") {
+			if req.IncludeInternal || !strings.HasPrefix(f.ID, api.EngineFnPrefix) {
 				out.Functions = append(out.Functions, f.Info())
 			}
 		}

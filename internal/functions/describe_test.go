@@ -24,7 +24,7 @@ func TestFunctionsDescribeThemselves(t *testing.T) {
 		t.Fatal("no functions listed")
 	}
 	for _, f := range list.Functions {
-		if strings.HasPrefix(f.FunctionID, "engine::") {
+		if strings.HasPrefix(f.FunctionID, api.EngineFnPrefix) {
 			t.Errorf("%s listed without include_internal", f.FunctionID)
 		}
 		var req, resp map[string]any
@@ -32,7 +32,7 @@ func TestFunctionsDescribeThemselves(t *testing.T) {
 			t.Errorf("%s: %q %s %s", f.FunctionID, f.Description, f.RequestFormat, f.ResponseFormat)
 		}
 	}
-	res, err = Invoke(context.Background(), tbl, api.FnFunctionsInfo, api.FunctionsInfoRequest{FunctionID: "sandbox::exec"})
+	res, err = Invoke(context.Background(), tbl, api.FnFunctionsInfo, api.FunctionsInfoRequest{FunctionID: api.FnExec})
 	if err != nil {
 		t.Fatal(err)
 	}

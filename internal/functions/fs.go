@@ -20,7 +20,6 @@ type FS interface {
 	Stat(ctx context.Context, req api.FsStatRequest) (api.FsEntry, error)
 	Mkdir(ctx context.Context, req api.FsMkdirRequest) (api.FsMkdirResponse, error)
 	WriteFile(ctx context.Context, req api.FsWriteRequest) (api.FsWriteResponse, error)
-	ReadFile(ctx context.Context, req api.FsReadRequest) (api.FsReadResponse, error)
 	Rm(ctx context.Context, req api.FsRmRequest) (api.FsRmResponse, error)
 	Mv(ctx context.Context, req api.FsMvRequest) (api.FsMvResponse, error)
 	Chmod(ctx context.Context, req api.FsChmodRequest) (api.FsChmodResponse, error)
@@ -34,36 +33,27 @@ type FS interface {
 	Download(ctx context.Context, req api.FsDownloadRequest) (api.FsEntry, io.ReadCloser, error)
 }
 
-// FSOps are the operations of sandbox::fs::{op}, in the contract's order.
-var FSOps = []string{"ls", "stat", "mkdir", "write", "read", "rm", "mv", "chmod", "grep", "sed"}
-
-// FnFsDownload is the streaming function of a file's bytes (hutch
-// extension): an EventEntry with the file's api.FsEntry, then EventData
-// events with its bytes in order, then api.FsDownloadResponse. The REST
-// download and the engine's file streams render it.
-const FnFsDownload = "sandbox::fs::download"
-
 // downloadChunk is the most bytes one EventData carries.
 const downloadChunk = 64 << 10
 
 // registerFS adds the sandbox::fs::* functions when the table has Files,
 // and the streamed download in any case (S219 without Files).
 func registerFS(t *Table) {
-	addStream(t, FnFsDownload, "Stream a file's bytes out of a sandbox: an entry event, then data events (hutch extension)", t.download)
+	addStream(t, api.FnFsDownload, "Stream a file's bytes out of a sandbox: an entry event, then data events (hutch extension)", t.download)
 	fs := t.deps.Files
 	if fs == nil {
 		return
 	}
-	add(t, "sandbox::fs::ls", "List directory contents inside a sandbox", fs.Ls)
-	add(t, "sandbox::fs::stat", "Stat a path inside a sandbox", fs.Stat)
-	add(t, "sandbox::fs::mkdir", "Create a directory inside a sandbox", fs.Mkdir)
-	add(t, "sandbox::fs::write", "Write a file inside a sandbox (content or content_b64)", fs.WriteFile)
-	add(t, "sandbox::fs::read", "Read a file from a sandbox", fs.ReadFile)
-	add(t, "sandbox::fs::rm", "Remove a file or directory inside a sandbox", fs.Rm)
-	add(t, "sandbox::fs::mv", "Move or rename a path inside a sandbox", fs.Mv)
-	add(t, "sandbox::fs::chmod", "Change file permissions inside a sandbox", fs.Chmod)
-	add(t, "sandbox::fs::grep", "Search for a pattern in files inside a sandbox", fs.Grep)
-	add(t, "sandbox::fs::sed", "Search-and-replace in files inside a sandbox", fs.Sed)
+	add(t, api.FnFsLs, "List directory contents inside a sandbox", fs.Ls)
+	add(t, api.FnFsStat, "Stat a path inside a sandbox", fs.Stat)
+	add(t, api.FnFsMkdir, "Create a directory inside a sandbox", fs.Mkdir)
+	add(t, api.FnFsWrite, "Write a file inside a sandbox (content or content_b64)", t.write)
+	add(t, api.FnFsRead, "Read a file from a sandbox", t.read, Describes[api.FsReadResponse]())
+	add(t, api.FnFsRm, "Remove a file or directory inside a sandbox", fs.Rm)
+	add(t, api.FnFsMv, "Move or rename a path inside a sandbox", fs.Mv)
+	add(t, api.FnFsChmod, "Change file permissions inside a sandbox", fs.Chmod)
+	add(t, api.FnFsGrep, "Search for a pattern in files inside a sandbox", fs.Grep)
+	add(t, api.FnFsSed, "Search-and-replace in files inside a sandbox", fs.Sed)
 	if w, ok := fs.(FileWatcher); ok {
 		addStream(t, api.FnFsWatch, "Follow the changes under a directory of a sandbox: create, write, remove, rename and chmod events, until the caller goes or the sandbox stops (hutch extension)",
 			func(ctx context.Context, req api.FsWatchRequest, e Emitter) (struct{}, error) {
@@ -80,19 +70,90 @@ func (t *Table) fs() (FS, error) {
 	return nil, errdefs.New(errdefs.CodeFSUnsupported, "this daemon has no filesystem operations")
 }
 
-// Upload streams body into a file of a sandbox (see FS.Upload); the call
-// is reported as sandbox::fs::write, whose result it returns.
-func (t *Table) Upload(ctx context.Context, req api.FsUploadRequest, body io.Reader) (api.FsWriteResponse, error) {
+// write is sandbox::fs::write: the content from the payload, or as a
+// stream (req.Body: REST's PUT body, the engine's channel), written as it
+// arrives.
+func (t *Table) write(ctx context.Context, req api.FsWriteRequest) (api.FsWriteResponse, error) {
 	fs, err := t.fs()
-	var resp api.FsWriteResponse
-	if err == nil {
-		resp, err = fs.Upload(ctx, req, body)
+	if err != nil {
+		return api.FsWriteResponse{}, err
 	}
-	t.observe("sandbox::fs::write", err)
-	return resp, err
+	if req.Body == nil {
+		return fs.WriteFile(ctx, req)
+	}
+	if req.Content != nil || req.ContentB64 != nil {
+		return api.FsWriteResponse{}, errdefs.Malformed("give exactly one of content and content_b64, not both")
+	}
+	return fs.Upload(ctx, api.FsUploadRequest{SandboxID: req.SandboxID, User: req.User, Path: req.Path, Mode: req.Mode, Parents: req.Parents}, req.Body)
 }
 
-// download is FnFsDownload: one read of the file, as it arrives.
+// Content is the result of a function whose bytes a transport takes as a
+// stream (Params.StreamBody): Result, the function's own result, then the
+// bytes: the Pending data events taken from Rest already, then the rest of
+// Rest. The caller must close Rest.
+type Content struct {
+	Result  any
+	Pending []Event
+	Rest    *Stream
+	// Whole says Result holds all the bytes itself (a small file's body).
+	Whole bool
+}
+
+// read is sandbox::fs::read: api.FnFsDownload read once. Its entry and,
+// for a file under api.FsReadMaxBody bytes, its bytes make the result
+// (ReadResponse); with req.StreamBody the whole file's bytes follow as a
+// stream (a *Content), else the rest of the download is cancelled.
+func (t *Table) read(ctx context.Context, req api.FsReadRequest) (any, error) {
+	st, err := t.downloadStream(ctx, api.FsDownloadRequest{SandboxID: req.SandboxID, User: req.User, Path: req.Path})
+	if err != nil {
+		return nil, err
+	}
+	res, pending, err := readHead(ctx, st)
+	if err != nil || !req.StreamBody {
+		st.Close()
+		return res, err
+	}
+	return &Content{Result: res, Pending: pending, Rest: st, Whole: res.Body != nil || res.ContentB64 != nil}, nil
+}
+
+// downloadStream opens api.FnFsDownload's stream of req.
+func (t *Table) downloadStream(ctx context.Context, req api.FsDownloadRequest) (*Stream, error) {
+	return NewStream(ctx, func(ctx context.Context, emit Emitter) (any, error) {
+		return t.download(ctx, req, emit)
+	}, nil), nil
+}
+
+// readHead takes a download's entry and, for a file that may be under
+// api.FsReadMaxBody bytes, its bytes up to that bound: the result of
+// sandbox::fs::read and the data events taken.
+func readHead(ctx context.Context, st *Stream) (api.FsReadResponse, []Event, error) {
+	ev, err := st.Expect(ctx, EventEntry)
+	if err != nil {
+		return api.FsReadResponse{}, nil, err
+	}
+	entry, _ := ev.Data.(api.FsEntry)
+	if entry.Size >= api.FsReadMaxBody {
+		return ReadResponse(entry, nil, false), nil, nil
+	}
+	var pending []Event
+	var head []byte
+	for len(head) < api.FsReadMaxBody {
+		ev, err := st.Next(ctx)
+		if err == io.EOF {
+			return ReadResponse(entry, head, true), pending, nil
+		}
+		if err != nil {
+			return api.FsReadResponse{}, nil, err
+		}
+		if ev.Type == EventData {
+			pending = append(pending, ev)
+			head = append(head, ev.Bytes...)
+		}
+	}
+	return ReadResponse(entry, head, false), pending, nil
+}
+
+// download is api.FnFsDownload: one read of the file, as it arrives.
 func (t *Table) download(ctx context.Context, req api.FsDownloadRequest, emit Emitter) (api.FsDownloadResponse, error) {
 	fs, err := t.fs()
 	if err != nil {

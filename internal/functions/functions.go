@@ -73,7 +73,11 @@ type Function struct {
 	// Request and Response are the Go types of its request and of its
 	// result (a stream's final value), which its schemas describe.
 	Request, Response reflect.Type
-	Handler           Handler
+	// TakesBody says its request's content may come as a stream
+	// (Params.Body); GivesBody that its result may give its bytes as one
+	// (Params.StreamBody).
+	TakesBody, GivesBody bool
+	Handler              Handler
 	// typed runs the function on an already typed request (Invoke).
 	typed func(ctx context.Context, req any) (any, error)
 }
@@ -91,13 +95,13 @@ type Table struct {
 func New(deps Deps) *Table {
 	t := &Table{deps: deps, fns: map[string]Function{}}
 	sb := deps.Sandboxes
-	add(t, "sandbox::run", "Run code in a new sandbox and stop it (create, write files, exec)", t.run)
-	add(t, "sandbox::create", "Create a sandbox from a catalog image", sb.Create)
+	add(t, api.FnRun, "Run code in a new sandbox and stop it (create, write files, exec)", t.run)
+	add(t, api.FnCreate, "Create a sandbox from a catalog image", sb.Create)
 	registerExec(t)
-	add(t, "sandbox::stop", "Stop and remove a sandbox", sb.Stop)
-	add(t, "sandbox::list", "List sandboxes", sb.List)
-	add(t, "sandbox::get", "Describe one sandbox (hutch extension)", sb.Get)
-	add(t, "hutch::image::status", "Cache state of a catalog image (hutch extension)", sb.ImageStatus)
+	add(t, api.FnStop, "Stop and remove a sandbox", sb.Stop)
+	add(t, api.FnList, "List sandboxes", sb.List)
+	add(t, api.FnGet, "Describe one sandbox (hutch extension)", sb.Get)
+	add(t, api.FnImageStatus, "Cache state of a catalog image (hutch extension)", sb.ImageStatus)
 	registerImages(t)
 	registerFS(t)
 	registerArchives(t)
@@ -138,6 +142,23 @@ func Invoke[Req any](ctx context.Context, t *Table, id string, req Req) (any, er
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
 	}
 	return f.typed(ctx, req)
+}
+
+// Call runs function id on a typed request, as Invoke, and returns its
+// result as a Resp (a *Stream for a streaming function): the typed call of
+// a transport that builds requests itself. A result of another type is an
+// internal error.
+func Call[Resp any](ctx context.Context, t *Table, id string, req any) (Resp, error) {
+	var zero Resp
+	res, err := Invoke(ctx, t, id, req)
+	if err != nil {
+		return zero, err
+	}
+	out, ok := res.(Resp)
+	if !ok {
+		return zero, errdefs.New(errdefs.CodeInternal, "%s answered a %T, not a %T", id, res, zero)
+	}
+	return out, nil
 }
 
 // Lookup returns the entry of id.

@@ -65,7 +65,7 @@ func TestEnvBothShapes(t *testing.T) {
 		`{"image":"python","env":["B=2","A=1"]}`,
 		`{"image":"python","env":{"B":"2","A":"1"}}`,
 	} {
-		if _, err := tab.Call(context.Background(), "sandbox::create", json.RawMessage(payload), Params{}); err != nil {
+		if _, err := tab.Call(context.Background(), api.FnCreate, json.RawMessage(payload), Params{}); err != nil {
 			t.Fatal(err)
 		}
 		if len(f.create.Env) != 2 {
@@ -80,11 +80,11 @@ func TestEnvBothShapes(t *testing.T) {
 func TestExecTimeoutIsS200OnlyThroughTheContract(t *testing.T) {
 	f := &fakeSandboxes{exec: api.ExecResponse{Stdout: "partial", TimedOut: true, TimeoutMs: 500}}
 	tab := New(Deps{Sandboxes: f})
-	_, err := tab.Call(context.Background(), "sandbox::exec", json.RawMessage(`{"sandbox_id":"x","cmd":"sleep","timeout_ms":500}`), Params{})
+	_, err := tab.Call(context.Background(), api.FnExec, json.RawMessage(`{"sandbox_id":"x","cmd":"sleep","timeout_ms":500}`), Params{})
 	if !errdefs.Is(err, errdefs.CodeExecTimeout) || !strings.Contains(err.Error(), "exec timed out after 500ms") {
 		t.Fatalf("contract exec err = %v, want S200", err)
 	}
-	res, err := tab.Call(context.Background(), FnExecResult, json.RawMessage(`{"cmd":"sleep"}`), Params{SandboxID: "x"})
+	res, err := tab.Call(context.Background(), api.FnExecResult, json.RawMessage(`{"cmd":"sleep"}`), Params{SandboxID: "x"})
 	resp, _ := res.(api.ExecResponse)
 	if err != nil || !resp.TimedOut || resp.Stdout != "partial" {
 		t.Fatalf("REST exec = %+v, %v; want timed_out with partial output", resp, err)
@@ -95,5 +95,25 @@ func TestUnknownFunction(t *testing.T) {
 	_, err := New(Deps{Sandboxes: &fakeSandboxes{}}).Call(context.Background(), "sandbox::nope", nil, Params{})
 	if !errors.Is(err, ErrNotFound) {
 		t.Fatalf("err = %v, want ErrNotFound", err)
+	}
+}
+
+// TestCallIsTyped: Call answers a function's result as its type; a result
+// of another type is an internal error (never a panic), an unknown id
+// ErrNotFound, a request of another type an internal error.
+func TestCallIsTyped(t *testing.T) {
+	tab := New(Deps{Sandboxes: &fakeSandboxes{}})
+	ctx := context.Background()
+	if res, err := Call[api.CreateResponse](ctx, tab, api.FnCreate, api.CreateRequest{Image: "python"}); err != nil || res.Image != "python" {
+		t.Fatalf("create: %+v, %v", res, err)
+	}
+	if _, err := Call[api.ListResponse](ctx, tab, api.FnCreate, api.CreateRequest{Image: "python"}); !errdefs.Is(err, errdefs.CodeInternal) {
+		t.Errorf("a result of another type: %v, want internal", err)
+	}
+	if _, err := Call[api.ListResponse](ctx, tab, api.FnList, api.StopRequest{}); !errdefs.Is(err, errdefs.CodeInternal) {
+		t.Errorf("a request of another type: %v, want internal", err)
+	}
+	if _, err := Call[api.ListResponse](ctx, tab, "no::such", api.ListRequest{}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("an unknown id: %v, want ErrNotFound", err)
 	}
 }

@@ -35,7 +35,7 @@ func registerMetrics(t *Table) {
 	if m == nil {
 		return
 	}
-	add(t, "sandbox::metrics", "Resource use of a live sandbox from its cgroups: cpu, memory, pids (hutch extension)", m.Metrics)
+	add(t, api.FnMetrics, "Resource use of a live sandbox from its cgroups: cpu, memory, pids (hutch extension)", m.Metrics)
 	addStream(t, api.FnMetricsStream, "The metrics document of a sandbox every interval_ms until it stops or the caller goes away (hutch extension)",
 		func(ctx context.Context, req api.MetricsStreamRequest, e Emitter) (struct{}, error) {
 			return struct{}{}, streamMetrics(ctx, m, req, e)

@@ -3,6 +3,7 @@ package functions
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/errdefs"
@@ -20,6 +21,14 @@ type Params struct {
 	Pid int
 	// SnapshotID is a snapshot (api.SnapshotScoped).
 	SnapshotID string
+	// Body is the request's content as a stream of bytes that the
+	// transport carries beside the payload (api.BodyTaker:
+	// sandbox::fs::write); a function that takes none refuses it (S001).
+	Body io.Reader
+	// StreamBody says the transport takes a result's bytes as a stream
+	// (api.BodyGiver: sandbox::fs::read): the result is then a *Content,
+	// whose stream the caller must close. Elsewhere it is ignored.
+	StreamBody bool
 }
 
 // apply sets p's fields on req, decoded from payload.
@@ -59,6 +68,16 @@ func (p Params) apply(req any, payload json.RawMessage) error {
 		if err := setParam(f.PidField(), p.Pid, "pid", payload); err != nil {
 			return err
 		}
+	}
+	if p.Body != nil {
+		f, ok := req.(api.BodyTaker)
+		if !ok {
+			return errdefs.Malformed("this function takes no content stream")
+		}
+		*f.BodyField() = p.Body
+	}
+	if f, ok := req.(api.BodyGiver); ok {
+		*f.StreamBodyField() = p.StreamBody
 	}
 	if p.Wait != nil {
 		f, ok := req.(api.Waiter)

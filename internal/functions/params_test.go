@@ -55,11 +55,11 @@ func TestParamsSetTheTypedRequest(t *testing.T) {
 func TestParamsThroughCall(t *testing.T) {
 	f := &fakeSandboxes{}
 	tab := New(Deps{Sandboxes: f})
-	_, err := tab.Call(context.Background(), "sandbox::create", json.RawMessage(`{"image":"python"}`), Params{})
+	_, err := tab.Call(context.Background(), api.FnCreate, json.RawMessage(`{"image":"python"}`), Params{})
 	if err != nil || f.create.Image != "python" {
 		t.Fatalf("create: %v, %+v", err, f.create)
 	}
-	_, err = tab.Call(context.Background(), "sandbox::stop", json.RawMessage(`{"sandbox_id":"b"}`), Params{SandboxID: "a"})
+	_, err = tab.Call(context.Background(), api.FnStop, json.RawMessage(`{"sandbox_id":"b"}`), Params{SandboxID: "a"})
 	if !errdefs.Is(err, errdefs.CodeMalformed) {
 		t.Fatalf("conflicting stop: %v, want S001", err)
 	}
@@ -83,15 +83,15 @@ func TestObserverSeesEveryKind(t *testing.T) {
 	obs := &recorder{}
 	tab := New(Deps{Sandboxes: &fakeSandboxes{}, Files: &filesFake{data: []byte("x")}, Observer: obs})
 	ctx := waitCtx(t)
-	tab.Call(ctx, "sandbox::list", nil, Params{})
-	tab.Call(ctx, "sandbox::list", json.RawMessage(`{"bogus":1}`), Params{})
-	res, _ := tab.Call(ctx, FnFsDownload, json.RawMessage(`{"path":"/missing"}`), Params{})
+	tab.Call(ctx, api.FnList, nil, Params{})
+	tab.Call(ctx, api.FnList, json.RawMessage(`{"bogus":1}`), Params{})
+	res, _ := tab.Call(ctx, api.FnFsDownload, json.RawMessage(`{"path":"/missing"}`), Params{})
 	st := res.(*Stream)
 	st.Next(ctx)
 	st.Close()
 	// hutch::exec is sandbox::exec with another timeout rule: one name.
-	tab.Call(ctx, FnExecResult, json.RawMessage(`{"cmd":"true"}`), Params{SandboxID: "x"})
-	tab.Call(ctx, FnExecResult, json.RawMessage(`{"bogus":1}`), Params{})
+	tab.Call(ctx, api.FnExecResult, json.RawMessage(`{"cmd":"true"}`), Params{SandboxID: "x"})
+	tab.Call(ctx, api.FnExecResult, json.RawMessage(`{"bogus":1}`), Params{})
 	want := "sandbox::list:ok sandbox::list:S001 sandbox::fs::download:S211 sandbox::exec:ok sandbox::exec:S001"
 	if got := obs.String(); got != want {
 		t.Fatalf("observed %q, want %q", got, want)

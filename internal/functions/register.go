@@ -37,6 +37,9 @@ type option struct {
 	timeouts Timeouts
 	// observeAs is the id calls are reported under; "" is the function's.
 	observeAs string
+	// response is the type of the result when the function's Go result
+	// is not it (an any that may be a *Content).
+	response reflect.Type
 }
 
 // Option sets an option of a registration.
@@ -50,6 +53,10 @@ func WithTimeouts(ts Timeouts) Option { return func(o *option) { o.timeouts = ts
 // is a variant of, so that one operation keeps one name in the metrics.
 func ObservedAs(id string) Option { return func(o *option) { o.observeAs = id } }
 
+// Describes says the function's result is a T (or a *Content of one),
+// for a function whose Go result is any.
+func Describes[T any]() Option { return func(o *option) { o.response = reflect.TypeFor[T]() } }
+
 // add registers a function that returns one value.
 func add[Req, Resp any](t *Table, id, desc string, fn func(context.Context, Req) (Resp, error), opts ...Option) {
 	o := options[Resp](id, opts)
@@ -62,7 +69,7 @@ func add[Req, Resp any](t *Table, id, desc string, fn func(context.Context, Req)
 		t.observe(observed, err)
 		return resp, err
 	}
-	register(t, Function{ID: id, Description: desc, Response: reflect.TypeFor[Resp]()}, observed, typed)
+	register(t, Function{ID: id, Description: desc, Response: cmp.Or(o.response, reflect.TypeFor[Resp]())}, observed, typed)
 }
 
 // addStream registers a streaming function: fn sends its events through
@@ -82,6 +89,8 @@ func addStream[Req, Resp any](t *Table, id, desc string, fn func(context.Context
 func register[Req any](t *Table, f Function, observed string, typed func(context.Context, Req) (any, error)) {
 	id := f.ID
 	f.Request = reflect.TypeFor[Req]()
+	_, f.TakesBody = any(new(Req)).(api.BodyTaker)
+	_, f.GivesBody = any(new(Req)).(api.BodyGiver)
 	f.Handler = func(ctx context.Context, payload json.RawMessage, p Params) (any, error) {
 		var req Req
 		if err := Decode(payload, &req); err != nil {

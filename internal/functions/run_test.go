@@ -112,7 +112,7 @@ func TestRunLanguages(t *testing.T) {
 		t.Run(tt.lang, func(t *testing.T) {
 			f := &runFake{}
 			payload, _ := json.Marshal(api.RunRequest{Image: "python", Lang: tt.lang, Code: "x"})
-			res, err := New(Deps{Sandboxes: f, Files: f}).Call(context.Background(), "sandbox::run", payload, Params{})
+			res, err := New(Deps{Sandboxes: f, Files: f}).Call(context.Background(), api.FnRun, payload, Params{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -176,7 +176,7 @@ func TestRunBadInputCreatesNothing(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := &runFake{}
-			_, err := New(Deps{Sandboxes: f, Files: f}).Call(context.Background(), "sandbox::run", json.RawMessage(tt.payload), Params{})
+			_, err := New(Deps{Sandboxes: f, Files: f}).Call(context.Background(), api.FnRun, json.RawMessage(tt.payload), Params{})
 			if !errdefs.Is(err, errdefs.CodeMalformed) || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err = %v, want S001 containing %q", err, tt.want)
 			}

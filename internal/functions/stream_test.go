@@ -165,10 +165,10 @@ func TestDownloadIsAStreamingFunction(t *testing.T) {
 	data := strings.Repeat("x", 3*downloadChunk+5)
 	f := &filesFake{data: []byte(data)}
 	tab := New(Deps{Sandboxes: &fakeSandboxes{}, Files: f})
-	if fn, ok := tab.Lookup(FnFsDownload); !ok || !fn.Streams {
-		t.Fatalf("%s is not a streaming function of the table", FnFsDownload)
+	if fn, ok := tab.Lookup(api.FnFsDownload); !ok || !fn.Streams {
+		t.Fatalf("%s is not a streaming function of the table", api.FnFsDownload)
 	}
-	res, err := tab.Call(ctx, FnFsDownload, json.RawMessage(`{"path":"/f"}`), Params{SandboxID: "sb"})
+	res, err := tab.Call(ctx, api.FnFsDownload, json.RawMessage(`{"path":"/f"}`), Params{SandboxID: "sb"})
 	if err != nil {
 		t.Fatal(err)
 	}

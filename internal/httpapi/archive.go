@@ -14,11 +14,16 @@ import (
 // archivePath is the route of archives.
 const archivePath = "/v1/sandboxes/{id}/archive"
 
+// archiveQuery are the query parameters of the archive routes.
+var archiveQuery = []queryParam{q("path", "string", "the directory inside the sandbox (absolute)"), q("user", "string", "as this user of the image (name or uid[:gid])")}
+
 // archiveRoutes are the archive routes, for New's table.
 func (s *server) archiveRoutes() []route {
 	return []route{
-		{"PUT", archivePath, s.unpack, false},
-		{"GET", archivePath, s.pack, false},
+		{"PUT", archivePath, s.unpack, false, routeDoc{fn: api.FnFsUnpack, rawBody: "application/x-tar", query: archiveQuery,
+			summary: "Unpack a tar archive into a directory, created when missing: the body is the archive (plain, gzip or zstd), streamed; no entry lands outside the directory"}},
+		{"GET", archivePath, s.pack, false, routeDoc{raw: "application/gzip", query: archiveQuery,
+			summary: "Download a directory as a tar.gz, streamed (sandbox::fs::pack): symlinks stored as symlinks, modes, mtimes, numeric owners"}},
 	}
 }
 
@@ -47,12 +52,4 @@ func (s *server) pack(r *http.Request, _ []byte) (any, error) {
 		return nil, err
 	}
 	return &fileStream{s: s, ctx: r.Context(), st: res.(*functions.Stream), contentType: "application/gzip"}, nil
-}
-
-func init() {
-	path := []queryParam{q("path", "string", "the directory inside the sandbox (absolute)"), q("user", "string", "as this user of the image (name or uid[:gid])")}
-	routeDocs["PUT "+archivePath] = routeDoc{fn: api.FnFsUnpack, rawBody: "application/x-tar",
-		summary: "Unpack a tar archive into a directory, created when missing: the body is the archive (plain, gzip or zstd), streamed; no entry lands outside the directory", query: path}
-	routeDocs["GET "+archivePath] = routeDoc{raw: "application/gzip",
-		summary: "Download a directory as a tar.gz, streamed (sandbox::fs::pack): symlinks stored as symlinks, modes, mtimes, numeric owners", query: path}
 }

@@ -11,8 +11,8 @@ import (
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/functions"
+	"github.com/hutch-dev/hutch/internal/functions/functionstest"
 	"github.com/hutch-dev/hutch/internal/httpapi"
-	"github.com/hutch-dev/hutch/internal/httpapi/httpapitest"
 )
 
 // archiveFake takes archives (counting their bytes) and packs a
@@ -36,21 +36,21 @@ func (f *archiveFake) Pack(_ context.Context, req api.FsPackRequest) (api.FsEntr
 // sandbox::fs::unpack; GET answers the archive's raw bytes.
 func TestArchiveRoutes(t *testing.T) {
 	f := &archiveFake{streamFake: newStreamFake(), unpacked: make(chan api.FsUnpackRequest, 1)}
-	h := httpapi.New(functions.New(httpapitest.DepsOf(f)), httpapi.Options{})
+	h := httpapi.New(functions.New(functionstest.DepsOf(f)), httpapi.Options{})
 	size := int64(httpapi.DefaultMaxBodyBytes) + 1<<20
-	req := newRequest("PUT", "/v1/sandboxes/"+httpapitest.DefaultID+"/archive?path=/w", io.LimitReader(zeros{}, size))
+	req := newRequest("PUT", "/v1/sandboxes/"+functionstest.DefaultID+"/archive?path=/w", io.LimitReader(zeros{}, size))
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 	var resp api.FsUnpackResponse
 	if err := json.Unmarshal(rec.Body.Bytes(), &resp); rec.Code != http.StatusOK || err != nil || resp.Bytes != size {
 		t.Fatalf("PUT archive: %d %s", rec.Code, rec.Body)
 	}
-	if got := <-f.unpacked; got.SandboxID != httpapitest.DefaultID || got.Path != "/w" {
+	if got := <-f.unpacked; got.SandboxID != functionstest.DefaultID || got.Path != "/w" {
 		t.Errorf("unpack request %+v", got)
 	}
 
 	rec = httptest.NewRecorder()
-	h.ServeHTTP(rec, newRequest("GET", "/v1/sandboxes/"+httpapitest.DefaultID+"/archive?path=/w", nil))
+	h.ServeHTTP(rec, newRequest("GET", "/v1/sandboxes/"+functionstest.DefaultID+"/archive?path=/w", nil))
 	if rec.Code != http.StatusOK || rec.Body.String() != "\x1f\x8bfake archive of /w" ||
 		rec.Header().Get("Content-Type") != "application/gzip" || rec.Header().Get("Content-Length") != "" || rec.Header().Get("X-Hutch-Mode") != "0755" {
 		t.Errorf("GET archive: %d %v %q", rec.Code, rec.Header(), rec.Body)

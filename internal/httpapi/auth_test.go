@@ -10,8 +10,8 @@ import (
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/functions"
+	"github.com/hutch-dev/hutch/internal/functions/functionstest"
 	"github.com/hutch-dev/hutch/internal/httpapi"
-	"github.com/hutch-dev/hutch/internal/httpapi/httpapitest"
 )
 
 const (
@@ -25,7 +25,7 @@ func TestAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The fake lists one sandbox named after the owner the request acts for.
-	fake := &httpapitest.Fake{ListFunc: func(ctx context.Context, _ api.ListRequest) (api.ListResponse, error) {
+	fake := &functionstest.Fake{ListFunc: func(ctx context.Context, _ api.ListRequest) (api.ListResponse, error) {
 		owner := auth.OwnerFrom(ctx)
 		return api.ListResponse{Sandboxes: []api.SandboxInfo{{SandboxID: id, Name: &owner}}}, nil
 	}}
@@ -33,7 +33,7 @@ func TestAuth(t *testing.T) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 		_, _ = w.Write([]byte("hutch_sandboxes_live 1\n"))
 	})
-	h := httpapi.New(functions.New(httpapitest.DepsOf(fake)), httpapi.Options{Auth: tokens, Metrics: metrics})
+	h := httpapi.New(functions.New(functionstest.DepsOf(fake)), httpapi.Options{Auth: tokens, Metrics: metrics})
 	tests := []struct {
 		name, method, path, auth string
 		status                   int
@@ -80,11 +80,11 @@ func TestAuth(t *testing.T) {
 
 func TestNoAuthActsForAnonymous(t *testing.T) {
 	var owner = "unset"
-	fake := &httpapitest.Fake{ListFunc: func(ctx context.Context, _ api.ListRequest) (api.ListResponse, error) {
+	fake := &functionstest.Fake{ListFunc: func(ctx context.Context, _ api.ListRequest) (api.ListResponse, error) {
 		owner = auth.OwnerFrom(ctx)
 		return api.ListResponse{}, nil
 	}}
-	h := httpapi.New(functions.New(httpapitest.DepsOf(fake)), httpapi.Options{})
+	h := httpapi.New(functions.New(functionstest.DepsOf(fake)), httpapi.Options{})
 	req := newRequest("GET", "/v1/sandboxes", nil)
 	req.Header.Set("Authorization", "Bearer "+aliceTok)
 	rec := httptest.NewRecorder()

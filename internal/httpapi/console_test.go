@@ -8,8 +8,8 @@ import (
 	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/console"
 	"github.com/hutch-dev/hutch/internal/functions"
+	"github.com/hutch-dev/hutch/internal/functions/functionstest"
 	"github.com/hutch-dev/hutch/internal/httpapi"
-	"github.com/hutch-dev/hutch/internal/httpapi/httpapitest"
 )
 
 // TestConsoleIsMountedBehindTheGuard checks that the console's pages need
@@ -19,7 +19,7 @@ func TestConsoleIsMountedBehindTheGuard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := httpapi.New(functions.New(httpapitest.DepsOf(&httpapitest.Fake{})), httpapi.Options{Auth: tokens, Console: console.Handler()})
+	h := httpapi.New(functions.New(functionstest.DepsOf(&functionstest.Fake{})), httpapi.Options{Auth: tokens, Console: console.Handler()})
 	tests := []struct {
 		name     string
 		hdr      map[string]string

@@ -15,14 +15,14 @@ import (
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/functions"
+	"github.com/hutch-dev/hutch/internal/functions/functionstest"
 	"github.com/hutch-dev/hutch/internal/httpapi"
-	"github.com/hutch-dev/hutch/internal/httpapi/httpapitest"
 )
 
 // streamFake is the shared fake plus the two streamed file operations: an
 // upload reads its body to the end, a download is endless zeros.
 type streamFake struct {
-	*httpapitest.Fake
+	*functionstest.Fake
 	functions.FS
 	// uploads gets the outcome of every upload's read of its body.
 	uploads chan error
@@ -31,12 +31,12 @@ type streamFake struct {
 }
 
 func newStreamFake() *streamFake {
-	return &streamFake{Fake: &httpapitest.Fake{}, uploads: make(chan error, 1), closed: make(chan struct{})}
+	return &streamFake{Fake: &functionstest.Fake{}, uploads: make(chan error, 1), closed: make(chan struct{})}
 }
 
 // deps are the table's dependencies over f, its filesystem included.
 func (f *streamFake) deps() functions.Deps {
-	return httpapitest.DepsOf(f)
+	return functionstest.DepsOf(f)
 }
 
 func (f *streamFake) Upload(_ context.Context, _ api.FsUploadRequest, body io.Reader) (api.FsWriteResponse, error) {
@@ -73,7 +73,7 @@ func putHead(t *testing.T, addr string, size int) net.Conn {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	fmt.Fprintf(conn, "PUT /v1/sandboxes/%s/files?path=/f HTTP/1.1\r\nHost: %s\r\nContent-Length: %d\r\n\r\n", httpapitest.DefaultID, addr, size)
+	fmt.Fprintf(conn, "PUT /v1/sandboxes/%s/files?path=/f HTTP/1.1\r\nHost: %s\r\nContent-Length: %d\r\n\r\n", functionstest.DefaultID, addr, size)
 	return conn
 }
 
@@ -92,7 +92,7 @@ func waitClosed(t *testing.T, conn net.Conn, limit time.Duration) {
 // body of the full limit and delivers a byte of it: the handler must not
 // allocate what was only declared.
 func TestDeclaredBodyLengthIsNotAllocated(t *testing.T) {
-	h := httpapi.New(functions.New(httpapitest.DepsOf(&httpapitest.Fake{})), httpapi.Options{})
+	h := httpapi.New(functions.New(functionstest.DepsOf(&functionstest.Fake{})), httpapi.Options{})
 	req := newRequest("POST", "/v1/sandboxes", io.MultiReader(strings.NewReader("{"), errReader{}))
 	req.ContentLength = httpapi.DefaultMaxBodyBytes
 	var before, after runtime.MemStats
@@ -158,7 +158,7 @@ func TestStalledDownloadIsCut(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	fmt.Fprintf(conn, "GET /v1/sandboxes/%s/files?path=/zeros HTTP/1.1\r\nHost: %s\r\n\r\n", httpapitest.DefaultID, addr)
+	fmt.Fprintf(conn, "GET /v1/sandboxes/%s/files?path=/zeros HTTP/1.1\r\nHost: %s\r\n\r\n", functionstest.DefaultID, addr)
 	select {
 	case <-f.closed:
 	case <-time.After(time.Minute):
@@ -171,7 +171,7 @@ func TestStalledDownloadIsCut(t *testing.T) {
 // that the request's context was not cancelled meanwhile.
 func TestLongAnswerIsNotCut(t *testing.T) {
 	const timeout = time.Second
-	fake := &httpapitest.Fake{ExecFunc: func(ctx context.Context, req api.ExecRequest) (api.ExecResponse, error) {
+	fake := &functionstest.Fake{ExecFunc: func(ctx context.Context, req api.ExecRequest) (api.ExecResponse, error) {
 		select {
 		case <-time.After(3 * timeout):
 			return api.ExecResponse{Stdout: "done"}, nil
@@ -179,7 +179,7 @@ func TestLongAnswerIsNotCut(t *testing.T) {
 			return api.ExecResponse{}, ctx.Err()
 		}
 	}}
-	addr := timedServer(t, httpapitest.DepsOf(fake), timeout)
+	addr := timedServer(t, functionstest.DepsOf(fake), timeout)
 	resp, err := http.Post("http://"+addr+"/v1/sandboxes/"+id+"/exec", "application/json", strings.NewReader(`{"argv":["sleep"]}`))
 	if err != nil {
 		t.Fatalf("long exec: %v", err)

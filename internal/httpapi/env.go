@@ -14,10 +14,10 @@ import (
 // envRoutes are the routes of a sandbox's environment, for New's table.
 func (s *server) envRoutes() []route {
 	return []route{
-		{"GET", "/v1/sandboxes/{id}/env", s.call(api.FnEnvList, sandboxParam), false},
-		{"POST", "/v1/sandboxes/{id}/env", s.call(api.FnEnvSet, sandboxParam), false},
-		{"GET", "/v1/sandboxes/{id}/env/{key}", s.envKey(api.FnEnvGet), false},
-		{"DELETE", "/v1/sandboxes/{id}/env/{key}", s.envKey(api.FnEnvDelete), false},
+		s.fnRoute("GET", "/v1/sandboxes/{id}/env", routeDoc{fn: api.FnEnvList}, sandboxParam),
+		s.fnRoute("POST", "/v1/sandboxes/{id}/env", routeDoc{fn: api.FnEnvSet, body: true}, sandboxParam),
+		{"GET", "/v1/sandboxes/{id}/env/{key}", s.envKey(api.FnEnvGet), false, routeDoc{fn: api.FnEnvGet}},
+		{"DELETE", "/v1/sandboxes/{id}/env/{key}", s.envKey(api.FnEnvDelete), false, routeDoc{fn: api.FnEnvDelete}},
 	}
 }
 
@@ -33,16 +33,5 @@ func (s *server) envKey(id string) handlerFunc {
 		}
 		body, _ := json.Marshal(req)
 		return s.dispatch(r, id, body, functions.Params{SandboxID: sandboxID})
-	}
-}
-
-func init() {
-	for path, doc := range map[string]routeDoc{
-		"GET /v1/sandboxes/{id}/env":          {fn: api.FnEnvList},
-		"POST /v1/sandboxes/{id}/env":         {fn: api.FnEnvSet, body: true},
-		"GET /v1/sandboxes/{id}/env/{key}":    {fn: api.FnEnvGet},
-		"DELETE /v1/sandboxes/{id}/env/{key}": {fn: api.FnEnvDelete},
-	} {
-		routeDocs[path] = doc
 	}
 }

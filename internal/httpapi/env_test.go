@@ -7,8 +7,8 @@ import (
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/functions"
+	"github.com/hutch-dev/hutch/internal/functions/functionstest"
 	"github.com/hutch-dev/hutch/internal/httpapi"
-	"github.com/hutch-dev/hutch/internal/httpapi/httpapitest"
 )
 
 // envFake records the environment calls it gets.
@@ -47,7 +47,7 @@ func TestEnvRoutes(t *testing.T) {
 		{"DELETE", "/v1/sandboxes/" + id + "/env/A_B", "", api.EnvDeleteRequest{SandboxID: id, Keys: []string{"A_B"}}},
 	} {
 		env := &envFake{}
-		deps := httpapitest.DepsOf(&httpapitest.Fake{})
+		deps := functionstest.DepsOf(&functionstest.Fake{})
 		deps.Environment = env
 		h := httpapi.New(functions.New(deps), httpapi.Options{})
 		status, _, raw := do(t, h, tc.method, tc.path, tc.body, nil)

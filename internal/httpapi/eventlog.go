@@ -16,18 +16,18 @@ import (
 // eventRoutes are the routes of the event functions, for New's table.
 func (s *server) eventRoutes() []route {
 	return []route{
-		{"GET", "/v1/events", s.eventQuery(api.FnEventsList), false},
-		{"GET", "/v1/events/stream", s.eventQuery(api.FnEventsStream), false},
-		{"POST", "/v1/events", s.call(api.FnEventsPublish), false},
-		{"GET", "/v1/sandboxes/{id}/events", s.eventQuery(api.FnEventsList), false},
-		{"GET", "/v1/webhooks/deliveries", s.call(api.FnWebhookDeliveries), false},
-		{"POST", "/v1/webhooks", s.call(api.FnWebhookCreate), false},
-		{"GET", "/v1/webhooks", s.call(api.FnWebhookList), false},
-		{"DELETE", "/v1/webhooks/{webhook_id}", s.deleteWebhook, false},
-		{"GET", "/v1/sandboxes/{id}/metrics/stream", s.metricsStream, false},
-		{"POST", "/v1/sandboxes/{id}/alerts", s.call(api.FnAlertCreate, sandboxParam), false},
-		{"GET", "/v1/alerts", s.alertQuery, false},
-		{"DELETE", "/v1/alerts/{alert_id}", s.deleteAlert, false},
+		{"GET", "/v1/events", s.eventQuery(api.FnEventsList), false, routeDoc{fn: api.FnEventsList, query: eventQuery}},
+		{"GET", "/v1/events/stream", s.eventQuery(api.FnEventsStream), false, routeDoc{fn: api.FnEventsStream, stream: true, query: eventQuery}},
+		s.fnRoute("POST", "/v1/events", routeDoc{fn: api.FnEventsPublish, body: true}),
+		{"GET", "/v1/sandboxes/{id}/events", s.eventQuery(api.FnEventsList), false, routeDoc{fn: api.FnEventsList, query: eventQuery}},
+		s.fnRoute("GET", "/v1/webhooks/deliveries", routeDoc{fn: api.FnWebhookDeliveries}),
+		s.fnRoute("POST", "/v1/webhooks", routeDoc{fn: api.FnWebhookCreate, body: true}),
+		s.fnRoute("GET", "/v1/webhooks", routeDoc{fn: api.FnWebhookList}),
+		{"DELETE", "/v1/webhooks/{webhook_id}", s.deleteWebhook, false, routeDoc{fn: api.FnWebhookDelete}},
+		{"GET", "/v1/sandboxes/{id}/metrics/stream", s.metricsStream, false, routeDoc{fn: api.FnMetricsStream, stream: true, query: []queryParam{q("interval_ms", "integer", "100 to 60000 (1000)")}}},
+		s.fnRoute("POST", "/v1/sandboxes/{id}/alerts", routeDoc{fn: api.FnAlertCreate, body: true}, sandboxParam),
+		{"GET", "/v1/alerts", s.alertQuery, false, routeDoc{fn: api.FnAlertList, query: []queryParam{q("sandbox_id", "string", ""), q("history", "boolean", "the alerts that fired (sandbox::alert::history)")}}},
+		{"DELETE", "/v1/alerts/{alert_id}", s.deleteAlert, false, routeDoc{fn: api.FnAlertDelete}},
 	}
 }
 

@@ -19,8 +19,8 @@ import (
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/functions"
+	"github.com/hutch-dev/hutch/internal/functions/functionstest"
 	"github.com/hutch-dev/hutch/internal/httpapi"
-	"github.com/hutch-dev/hutch/internal/httpapi/httpapitest"
 )
 
 // wait bounds every wait of these tests; none asserts a duration.
@@ -30,7 +30,7 @@ const wait = 30 * time.Second
 // fails with err (io.EOF: a whole file), or, with block, waits for the
 // request's context to end and reports it on cancelled.
 type fileFake struct {
-	*httpapitest.Fake
+	*functionstest.Fake
 	functions.FS
 	data      string
 	err       error
@@ -43,11 +43,11 @@ type fileFake struct {
 }
 
 func newFileFake(data string, err error) *fileFake {
-	return &fileFake{Fake: &httpapitest.Fake{}, data: data, err: err, cancelled: make(chan struct{})}
+	return &fileFake{Fake: &functionstest.Fake{}, data: data, err: err, cancelled: make(chan struct{})}
 }
 
 func (f *fileFake) deps() functions.Deps {
-	d := httpapitest.DepsOf(f)
+	d := functionstest.DepsOf(f)
 	d.Observer = f
 	return d
 }
@@ -308,7 +308,7 @@ func TestHandlerStreamStatus(t *testing.T) {
 	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "scrape failed", http.StatusServiceUnavailable)
 	})
-	h := httpapi.New(functions.New(httpapitest.DepsOf(&httpapitest.Fake{})), httpapi.Options{Metrics: metrics, Logger: log})
+	h := httpapi.New(functions.New(functionstest.DepsOf(&functionstest.Fake{})), httpapi.Options{Metrics: metrics, Logger: log})
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, newRequest("GET", "/metrics", nil))
 	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(logs.String(), "status=503") {

@@ -9,7 +9,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -30,11 +29,14 @@ const streamChunk = 64 << 10
 // route that does not exist.
 func (s *server) fsOp(r *http.Request, body []byte) (any, error) {
 	op := r.PathValue("op")
-	if !slices.Contains(functions.FSOps, op) {
-		return nil, transportError(http.StatusNotFound, "route_not_found",
-			"no filesystem operation "+strconv.Quote(op)+" (known: "+strings.Join(functions.FSOps, ", ")+")")
+	ops := make([]string, len(api.FsFns))
+	for i, fn := range api.FsFns {
+		if ops[i] = api.FnOp(fn); ops[i] == op {
+			return s.call(fn, sandboxParam)(r, body)
+		}
 	}
-	return s.call("sandbox::fs::"+op, sandboxParam)(r, body)
+	return nil, transportError(http.StatusNotFound, "route_not_found",
+		"no filesystem operation "+strconv.Quote(op)+" (known: "+strings.Join(ops, ", ")+")")
 }
 
 // streamed reports whether r's route reads its body itself, as a stream:
@@ -52,18 +54,18 @@ func (s *server) upload(r *http.Request, _ []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	req := api.FsUploadRequest{
+	body := r.Body
+	if body == nil {
+		body = http.NoBody
+	}
+	return functions.Invoke(r.Context(), s.table, api.FnFsWrite, api.FsWriteRequest{
 		SandboxID: r.PathValue("id"),
 		Path:      q.Get("path"),
 		Mode:      api.FileMode(q.Get("mode")),
 		Parents:   parents,
 		User:      q.Get("user"),
-	}
-	body := r.Body
-	if body == nil {
-		body = http.NoBody
-	}
-	return s.table.Upload(r.Context(), req, body)
+		Body:      body,
+	})
 }
 
 // download is GET /v1/sandboxes/{id}/files?path=P, the table's
@@ -74,7 +76,7 @@ func (s *server) upload(r *http.Request, _ []byte) (any, error) {
 // envelopes; a stream cut off later cuts the response off, so that the
 // client sees a truncated body, never a short file that looks whole.
 func (s *server) download(r *http.Request, _ []byte) (any, error) {
-	res, err := functions.Invoke(r.Context(), s.table, functions.FnFsDownload, api.FsDownloadRequest{
+	res, err := functions.Invoke(r.Context(), s.table, api.FnFsDownload, api.FsDownloadRequest{
 		SandboxID: r.PathValue("id"),
 		Path:      r.URL.Query().Get("path"),
 		User:      r.URL.Query().Get("user"),

@@ -14,15 +14,9 @@ func gitRoute(op string) string { return "/v1/sandboxes/{id}/git/" + op }
 
 // gitRoutes are the routes of git, for New's table.
 func (s *server) gitRoutes() []route {
-	routes := make([]route, 0, len(api.GitOps))
-	for _, op := range api.GitOps {
-		routes = append(routes, route{http.MethodPost, gitRoute(op), s.call("sandbox::git::"+op, sandboxParam), false})
+	routes := make([]route, 0, len(api.GitFns))
+	for _, fn := range api.GitFns {
+		routes = append(routes, s.fnRoute(http.MethodPost, gitRoute(api.FnOp(fn)), routeDoc{fn: fn, body: true}, sandboxParam))
 	}
 	return routes
-}
-
-func init() {
-	for _, op := range api.GitOps {
-		routeDocs[http.MethodPost+" "+gitRoute(op)] = routeDoc{fn: "sandbox::git::" + op, body: true}
-	}
 }

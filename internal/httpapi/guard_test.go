@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/hutch-dev/hutch/internal/functions"
+	"github.com/hutch-dev/hutch/internal/functions/functionstest"
 	"github.com/hutch-dev/hutch/internal/httpapi"
-	"github.com/hutch-dev/hutch/internal/httpapi/httpapitest"
 	"github.com/hutch-dev/hutch/internal/webguard"
 )
 
@@ -52,8 +52,8 @@ func TestGuard(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			fake := &httpapitest.Fake{}
-			h := httpapi.New(functions.New(httpapitest.DepsOf(fake)), httpapi.Options{Guard: guard})
+			fake := &functionstest.Fake{}
+			h := httpapi.New(functions.New(functionstest.DepsOf(fake)), httpapi.Options{Guard: guard})
 			status, m, raw := do(t, h, tc.method, tc.path, tc.body, tc.hdr)
 			if status != tc.status {
 				t.Fatalf("status %d, want %d: %s", status, tc.status, raw)
@@ -78,7 +78,7 @@ func TestGuardPreflight(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := httpapi.New(functions.New(httpapitest.DepsOf(&httpapitest.Fake{})), httpapi.Options{Guard: guard})
+	h := httpapi.New(functions.New(functionstest.DepsOf(&functionstest.Fake{})), httpapi.Options{Guard: guard})
 	req := newRequest("OPTIONS", "/v1/sandboxes", nil)
 	req.Header.Set("Origin", "http://localhost:5173")
 	req.Header.Set("Access-Control-Request-Method", "POST")

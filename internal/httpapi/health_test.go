@@ -6,15 +6,15 @@ import (
 	"testing"
 
 	"github.com/hutch-dev/hutch/internal/functions"
+	"github.com/hutch-dev/hutch/internal/functions/functionstest"
 	"github.com/hutch-dev/hutch/internal/httpapi"
-	"github.com/hutch-dev/hutch/internal/httpapi/httpapitest"
 	"github.com/hutch-dev/hutch/internal/runtime"
 )
 
 // TestHealthRuntimes: /healthz lists the runtimes the daemon offers and
 // how they isolate.
 func TestHealthRuntimes(t *testing.T) {
-	h := httpapi.New(functions.New(httpapitest.DepsOf(&httpapitest.Fake{})), httpapi.Options{
+	h := httpapi.New(functions.New(functionstest.DepsOf(&functionstest.Fake{})), httpapi.Options{
 		Runtimes: []runtime.Info{{Name: "gvisor", Mode: "systrap", Abilities: "pause", Available: true, Default: true},
 			{Name: "microvm", Abilities: "none", Unavailable: "qemu-system-x86_64 not found"}},
 	})

@@ -15,8 +15,8 @@ import (
 	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/functions"
+	"github.com/hutch-dev/hutch/internal/functions/functionstest"
 	"github.com/hutch-dev/hutch/internal/httpapi"
-	"github.com/hutch-dev/hutch/internal/httpapi/httpapitest"
 )
 
 // The host route of preview URLs, over fakePorts: a real sandbox manager
@@ -76,7 +76,7 @@ type seen struct {
 // hostRouteHandler is the REST handler with alice's and bob's tokens and
 // the host route under previewDomain, over a server that answers what it
 // saw (and, at /set-cookie, tries to set cookies).
-func hostRouteHandler(t *testing.T) (http.Handler, *fakePorts, *httpapitest.Fake) {
+func hostRouteHandler(t *testing.T) (http.Handler, *fakePorts, *functionstest.Fake) {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/set-cookie" {
@@ -94,8 +94,8 @@ func hostRouteHandler(t *testing.T) (http.Handler, *fakePorts, *httpapitest.Fake
 		t.Fatal(err)
 	}
 	ports := &fakePorts{addr: srv.Listener.Addr().String()}
-	fake := &httpapitest.Fake{}
-	h := httpapi.New(functions.New(httpapitest.DepsOf(fake)), httpapi.Options{Auth: tokens, Ports: ports, PreviewDomain: previewDomain})
+	fake := &functionstest.Fake{}
+	h := httpapi.New(functions.New(functionstest.DepsOf(fake)), httpapi.Options{Auth: tokens, Ports: ports, PreviewDomain: previewDomain})
 	return h, ports, fake
 }
 
@@ -345,8 +345,8 @@ func TestPreviewDropsTheBearerProtocol(t *testing.T) {
 // TestNoPreviewDomain: without preview_domain a Host that would be a
 // preview host is the API's (and its guard's).
 func TestNoPreviewDomain(t *testing.T) {
-	fake := &httpapitest.Fake{}
-	h := httpapi.New(functions.New(httpapitest.DepsOf(fake)), httpapi.Options{Ports: &fakePorts{}})
+	fake := &functionstest.Fake{}
+	h := httpapi.New(functions.New(functionstest.DepsOf(fake)), httpapi.Options{Ports: &fakePorts{}})
 	if rec := hostRequest(h, "GET", "8000-"+id+".localhost:3111", "/healthz", nil); rec.Code != 200 || !strings.Contains(rec.Body.String(), `"status":"ok"`) {
 		t.Errorf("%d %s", rec.Code, rec.Body)
 	}

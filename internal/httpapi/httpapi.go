@@ -218,25 +218,25 @@ func New(table *functions.Table, opts Options) http.Handler {
 // (openapi.go).
 func (s *server) routes() []route {
 	routes := []route{
-		{"POST", "/v1/sandboxes", s.call("sandbox::create"), false},
-		{"GET", "/v1/sandboxes/{id}", s.call("sandbox::get", sandboxParam), false},
-		{"DELETE", "/v1/sandboxes/{id}", s.call("sandbox::stop", sandboxParam, waitParam), false},
-		{"POST", "/v1/sandboxes/{id}/exec", s.exec, false},
-		{"GET", "/v1/sandboxes/{id}/metrics", s.call("sandbox::metrics", sandboxParam), false},
-		{"POST", "/v1/sandboxes/{id}/fs/{op}", s.fsOp, false},
-		{"PUT", filesPath, s.upload, false},
-		{"GET", filesPath, s.download, false},
-		{"POST", "/v1/functions/{function_id}", s.function, false},
-		{"GET", "/v1/functions", s.describe, false},
-		{"GET", "/v1/functions/{function_id}", s.describe, false},
+		s.fnRoute("POST", "/v1/sandboxes", routeDoc{fn: api.FnCreate, body: true}),
+		s.fnRoute("GET", "/v1/sandboxes/{id}", routeDoc{fn: api.FnGet}, sandboxParam),
+		s.fnRoute("DELETE", "/v1/sandboxes/{id}", routeDoc{fn: api.FnStop, query: []queryParam{q("wait", "boolean", "answer once it has stopped")}}, sandboxParam, waitParam),
+		{"POST", "/v1/sandboxes/{id}/exec", s.exec, false, routeDoc{fn: api.FnExecResult, body: true, summary: "Execute a command (sandbox::exec with REST semantics: a timeout is a result); with Accept: text/event-stream or ?stream=true, sandbox::exec::stream's events", query: []queryParam{q("stream", "boolean", "stream the output as events")}}},
+		s.fnRoute("GET", "/v1/sandboxes/{id}/metrics", routeDoc{fn: api.FnMetrics}, sandboxParam),
+		{"POST", "/v1/sandboxes/{id}/fs/{op}", s.fsOp, false, routeDoc{summary: "A filesystem operation: the body is sandbox::fs::{op}'s request (op: ls, stat, mkdir, write, read, rm, mv, chmod, grep, sed)", raw: "application/json", rawBody: "application/json"}},
+		{"PUT", filesPath, s.upload, false, routeDoc{fn: api.FnFsWrite, summary: "Upload a file: the body is its bytes, streamed", rawBody: "application/octet-stream", query: []queryParam{q("path", "string", "absolute path"), q("mode", "string", "octal mode"), q("parents", "boolean", "make missing directories"), q("user", "string", "as this user of the image (name or uid[:gid])")}}},
+		{"GET", filesPath, s.download, false, routeDoc{summary: "Download a file: its bytes, streamed (sandbox::fs::download)", raw: "application/octet-stream", query: []queryParam{q("path", "string", "absolute path"), q("user", "string", "as this user of the image (name or uid[:gid])")}}},
+		{"POST", "/v1/functions/{function_id}", s.function, false, routeDoc{summary: "Call any function of the table by id: the body is its request; a streaming function answers its events (SSE or NDJSON)", raw: "application/json", rawBody: "application/json"}},
+		{"GET", "/v1/functions", s.describe, false, routeDoc{fn: api.FnFunctionsList, query: []queryParam{q("include_internal", "boolean", "list engine::* too")}}},
+		{"GET", "/v1/functions/{function_id}", s.describe, false, routeDoc{summary: "Describe one function: its description and request and response JSON Schemas (engine::functions::info)", raw: "application/json"}},
 		// {name...} keeps OCI refs with slashes in one parameter.
-		{"GET", "/v1/images/{name...}", s.call("hutch::image::status", nameParam), false},
-		{"POST", "/v1/images/{name...}", s.call("hutch::image::pull", nameParam), false},
-		{"DELETE", "/v1/images/{name...}", s.call("hutch::image::rm", nameParam), false},
-		{"GET", "/v1/images", s.call("hutch::image::list"), false},
-		{"GET", "/v1/catalog", s.call("sandbox::catalog::list"), false},
-		{"GET", "/healthz", s.health, true},
-		{"GET", "/metrics", s.prometheus, false},
+		s.fnRoute("GET", "/v1/images/{name...}", routeDoc{fn: api.FnImageStatus}, nameParam),
+		s.fnRoute("POST", "/v1/images/{name...}", routeDoc{fn: api.FnImagePull}, nameParam),
+		s.fnRoute("DELETE", "/v1/images/{name...}", routeDoc{fn: api.FnImageRemove}, nameParam),
+		s.fnRoute("GET", "/v1/images", routeDoc{fn: api.FnImageList}),
+		s.fnRoute("GET", "/v1/catalog", routeDoc{fn: api.FnCatalogList}),
+		{"GET", "/healthz", s.health, true, routeDoc{summary: "Liveness, version and runtimes (no token needed)", raw: "application/json"}},
+		{"GET", "/metrics", s.prometheus, false, routeDoc{summary: "Prometheus metrics", raw: "text/plain"}},
 	}
 	routes = append(routes, s.processRoutes()...)
 	routes = append(routes, s.stateRoutes()...)
@@ -251,10 +251,11 @@ func (s *server) routes() []route {
 	routes = append(routes, s.gitRoutes()...)
 	routes = append(routes, s.archiveRoutes()...)
 	routes = append(routes, s.previewRoutes()...)
-	for _, m := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
-		routes = append(routes, route{m, "/mcp", s.serveMCP, false})
-	}
-	return append(routes, route{"GET", "/openapi.json", s.openAPI, false})
+	routes = append(routes,
+		route{"POST", "/mcp", s.serveMCP, false, routeDoc{summary: "MCP's streamable HTTP transport: a JSON-RPC message", raw: "text/event-stream", rawBody: "application/json"}},
+		route{"GET", "/mcp", s.serveMCP, false, routeDoc{summary: "MCP's streamable HTTP transport: the session's event stream", raw: "text/event-stream"}},
+		route{"DELETE", "/mcp", s.serveMCP, false, routeDoc{summary: "MCP's streamable HTTP transport: end the session", raw: "application/json"}})
+	return append(routes, route{"GET", "/openapi.json", s.openAPI, false, routeDoc{summary: "This document", raw: "application/json"}})
 }
 
 // serveRoutes registers routes on mux, with the 405 answers of their
@@ -280,11 +281,13 @@ func (s *server) serveRoutes(mux *http.ServeMux, routes []route) {
 	}
 }
 
-// route is one entry of the REST handler's table.
+// route is one entry of the REST handler's table, with its documentation
+// (docs/openapi.json, openapi.go).
 type route struct {
 	method, path string
 	h            handlerFunc
 	public       bool
+	doc          routeDoc
 }
 
 // handlerFunc serves one route: it gets the request and its body (nil when
@@ -311,6 +314,12 @@ type server struct {
 	previews portTransports
 	// readTimeout and writeTimeout move the connection's deadlines.
 	readTimeout, writeTimeout time.Duration
+}
+
+// fnRoute is a route that calls the function its documentation names
+// (d.fn) with the URL's params.
+func (s *server) fnRoute(method, path string, d routeDoc, params ...paramFunc) route {
+	return route{method: method, path: path, h: s.call(d.fn, params...), doc: d}
 }
 
 // call dispatches to function id with the URL's params.
@@ -552,11 +561,11 @@ func otherMethods(methods []string) []string {
 // engine::functions::info of it.
 func (s *server) describe(r *http.Request, _ []byte) (any, error) {
 	if id := r.PathValue("function_id"); id != "" {
-		res, err := functions.Invoke(r.Context(), s.table, api.FnFunctionsInfo, api.FunctionsInfoRequest{FunctionID: id})
+		res, err := functions.Call[api.FunctionsResponse](r.Context(), s.table, api.FnFunctionsInfo, api.FunctionsInfoRequest{FunctionID: id})
 		if err != nil {
 			return nil, err
 		}
-		return res.(api.FunctionsResponse).Functions[0], nil
+		return res.Functions[0], nil
 	}
 	internal, _, err := queryBool(r, "include_internal")
 	if err != nil {

@@ -16,11 +16,11 @@ import (
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/functions"
+	"github.com/hutch-dev/hutch/internal/functions/functionstest"
 	"github.com/hutch-dev/hutch/internal/httpapi"
-	"github.com/hutch-dev/hutch/internal/httpapi/httpapitest"
 )
 
-const id = httpapitest.DefaultID
+const id = functionstest.DefaultID
 
 // newRequest is httptest.NewRequest to the daemon's default loopback
 // address, a Host the web guard lets through.
@@ -60,10 +60,10 @@ type routeTest struct {
 	name         string
 	method, path string
 	body         string
-	setup        func(f *httpapitest.Fake)
+	setup        func(f *functionstest.Fake)
 	wantStatus   int
 	wantBody     map[string]any // fields of the result (or envelope) with these values
-	wantCall     *httpapitest.Call
+	wantCall     *functionstest.Call
 }
 
 func TestRoutes(t *testing.T) {
@@ -74,23 +74,23 @@ func TestRoutes(t *testing.T) {
 			body:       `{"image":"python","cpus":2,"env":{"A":"1"}}`,
 			wantStatus: 200,
 			wantBody:   map[string]any{"sandbox_id": id, "image": "python"},
-			wantCall:   &httpapitest.Call{Method: "Create", Req: api.CreateRequest{Image: "python", CPUs: 2, Env: api.Env{"A=1"}}},
+			wantCall:   &functionstest.Call{Method: "Create", Req: api.CreateRequest{Image: "python", CPUs: 2, Env: api.Env{"A=1"}}},
 		},
 		{
 			name: "list", method: "GET", path: "/v1/sandboxes",
-			setup: func(f *httpapitest.Fake) {
+			setup: func(f *functionstest.Fake) {
 				f.ListFunc = func(context.Context, api.ListRequest) (api.ListResponse, error) {
 					return api.ListResponse{Sandboxes: []api.SandboxInfo{info}}, nil
 				}
 			},
 			wantStatus: 200,
-			wantCall:   &httpapitest.Call{Method: "List", Req: api.ListRequest{}},
+			wantCall:   &functionstest.Call{Method: "List", Req: api.ListRequest{}},
 		},
 		{
 			name: "list filter from the query", method: "GET",
 			path:       "/v1/sandboxes?state=paused,running&metadata=team%3Dred%26run%3D1&metadata=tier=gold&limit=2&next_token=abc",
 			wantStatus: 200,
-			wantCall: &httpapitest.Call{Method: "List", Req: api.ListRequest{State: []string{"paused", "running"},
+			wantCall: &functionstest.Call{Method: "List", Req: api.ListRequest{State: []string{"paused", "running"},
 				Metadata: map[string]string{"team": "red", "run": "1", "tier": "gold"}, Limit: 2, NextToken: "abc"}},
 		},
 		{
@@ -101,28 +101,28 @@ func TestRoutes(t *testing.T) {
 		{
 			name: "pause", method: "POST", path: "/v1/sandboxes/" + id + "/pause",
 			body: `{"depth":"freeze"}`,
-			setup: func(f *httpapitest.Fake) {
+			setup: func(f *functionstest.Fake) {
 				f.StateFunc = func(_ context.Context, _ string, req any) (any, error) {
 					return api.StateResponse{SandboxID: id, State: "paused", Changed: true}, nil
 				}
 			},
 			wantStatus: 200,
 			wantBody:   map[string]any{"state": "paused", "changed": true},
-			wantCall:   &httpapitest.Call{Method: "Pause", Req: api.PauseRequest{SandboxID: id, Depth: "freeze"}},
+			wantCall:   &functionstest.Call{Method: "Pause", Req: api.PauseRequest{SandboxID: id, Depth: "freeze"}},
 		},
 		{
 			name: "resume", method: "POST", path: "/v1/sandboxes/" + id + "/resume",
-			setup: func(f *httpapitest.Fake) {
+			setup: func(f *functionstest.Fake) {
 				f.StateFunc = func(context.Context, string, any) (any, error) {
 					return api.StateResponse{SandboxID: id, State: "running", Changed: true}, nil
 				}
 			},
 			wantStatus: 200,
-			wantCall:   &httpapitest.Call{Method: "Resume", Req: api.ResumeRequest{SandboxID: id}},
+			wantCall:   &functionstest.Call{Method: "Resume", Req: api.ResumeRequest{SandboxID: id}},
 		},
 		{
 			name: "resume paused is 409 S005", method: "POST", path: "/v1/sandboxes/" + id + "/resume",
-			setup: func(f *httpapitest.Fake) {
+			setup: func(f *functionstest.Fake) {
 				f.StateFunc = func(context.Context, string, any) (any, error) {
 					return nil, errdefs.New(errdefs.CodePaused, "sandbox is pausing")
 				}
@@ -133,23 +133,23 @@ func TestRoutes(t *testing.T) {
 		{
 			name: "set timeout", method: "POST", path: "/v1/sandboxes/" + id + "/timeout",
 			body: `{"timeout_secs":60}`,
-			setup: func(f *httpapitest.Fake) {
+			setup: func(f *functionstest.Fake) {
 				f.StateFunc = func(context.Context, string, any) (any, error) {
 					return api.SetTimeoutResponse{SandboxID: id, ExpiresAt: "2026-11-25T22:00:00Z"}, nil
 				}
 			},
 			wantStatus: 200,
 			wantBody:   map[string]any{"expires_at": "2026-11-25T22:00:00Z"},
-			wantCall:   &httpapitest.Call{Method: "SetTimeout", Req: api.SetTimeoutRequest{SandboxID: id, TimeoutSecs: 60}},
+			wantCall:   &functionstest.Call{Method: "SetTimeout", Req: api.SetTimeoutRequest{SandboxID: id, TimeoutSecs: 60}},
 		},
 		{
 			name: "get", method: "GET", path: "/v1/sandboxes/" + id,
-			setup: func(f *httpapitest.Fake) {
+			setup: func(f *functionstest.Fake) {
 				f.GetFunc = func(context.Context, api.GetRequest) (api.SandboxInfo, error) { return info, nil }
 			},
 			wantStatus: 200,
 			wantBody:   map[string]any{"sandbox_id": id, "image": "python"},
-			wantCall:   &httpapitest.Call{Method: "Get", Req: api.GetRequest{SandboxID: id}},
+			wantCall:   &functionstest.Call{Method: "Get", Req: api.GetRequest{SandboxID: id}},
 		},
 		{
 			name: "get not found is 404 S002", method: "GET", path: "/v1/sandboxes/" + id,
@@ -160,23 +160,23 @@ func TestRoutes(t *testing.T) {
 			name: "stop", method: "DELETE", path: "/v1/sandboxes/" + id,
 			wantStatus: 200,
 			wantBody:   map[string]any{"sandbox_id": id, "stopped": true},
-			wantCall:   &httpapitest.Call{Method: "Stop", Req: api.StopRequest{SandboxID: id}},
+			wantCall:   &functionstest.Call{Method: "Stop", Req: api.StopRequest{SandboxID: id}},
 		},
 		{
 			name: "stop wait", method: "DELETE", path: "/v1/sandboxes/" + id + "?wait=true",
 			wantStatus: 200,
-			wantCall:   &httpapitest.Call{Method: "Stop", Req: api.StopRequest{SandboxID: id, Wait: true}},
+			wantCall:   &functionstest.Call{Method: "Stop", Req: api.StopRequest{SandboxID: id, Wait: true}},
 		},
 		{
 			name: "stop bare wait", method: "DELETE", path: "/v1/sandboxes/" + id + "?wait",
 			wantStatus: 200,
-			wantCall:   &httpapitest.Call{Method: "Stop", Req: api.StopRequest{SandboxID: id, Wait: true}},
+			wantCall:   &functionstest.Call{Method: "Stop", Req: api.StopRequest{SandboxID: id, Wait: true}},
 		},
 		{
 			name: "stop body merged with path", method: "DELETE", path: "/v1/sandboxes/" + id,
 			body:       `{"wait":true}`,
 			wantStatus: 200,
-			wantCall:   &httpapitest.Call{Method: "Stop", Req: api.StopRequest{SandboxID: id, Wait: true}},
+			wantCall:   &functionstest.Call{Method: "Stop", Req: api.StopRequest{SandboxID: id, Wait: true}},
 		},
 		{
 			name: "stop bad wait", method: "DELETE", path: "/v1/sandboxes/" + id + "?wait=maybe",
@@ -194,13 +194,13 @@ func TestRoutes(t *testing.T) {
 			body:       `{"cmd":"echo","args":["hi"]}`,
 			wantStatus: 200,
 			wantBody:   map[string]any{"stdout": "echo hi\n", "exit_code": 0.0, "success": true},
-			wantCall:   &httpapitest.Call{Method: "Exec", Req: api.ExecRequest{SandboxID: id, Cmd: "echo", Args: []string{"hi"}}},
+			wantCall:   &functionstest.Call{Method: "Exec", Req: api.ExecRequest{SandboxID: id, Cmd: "echo", Args: []string{"hi"}}},
 		},
 		{
 			name: "exec with the same sandbox_id in the body", method: "POST", path: "/v1/sandboxes/" + id + "/exec",
 			body:       `{"sandbox_id":"` + id + `","cmd":"true"}`,
 			wantStatus: 200,
-			wantCall:   &httpapitest.Call{Method: "Exec", Req: api.ExecRequest{SandboxID: id, Cmd: "true"}},
+			wantCall:   &functionstest.Call{Method: "Exec", Req: api.ExecRequest{SandboxID: id, Cmd: "true"}},
 		},
 		{
 			name: "exec with a conflicting sandbox_id", method: "POST", path: "/v1/sandboxes/" + id + "/exec",
@@ -211,7 +211,7 @@ func TestRoutes(t *testing.T) {
 		{
 			name: "exec timeout is a result over REST", method: "POST", path: "/v1/sandboxes/" + id + "/exec",
 			body: `{"cmd":"sleep","args":["9"],"timeout_ms":10}`,
-			setup: func(f *httpapitest.Fake) {
+			setup: func(f *functionstest.Fake) {
 				f.ExecFunc = func(context.Context, api.ExecRequest) (api.ExecResponse, error) {
 					return api.ExecResponse{Stdout: "partial", TimedOut: true}, nil
 				}
@@ -222,7 +222,7 @@ func TestRoutes(t *testing.T) {
 		{
 			name: "exec timeout is S200 through the function route", method: "POST", path: "/v1/functions/sandbox::exec",
 			body: `{"sandbox_id":"` + id + `","cmd":"sleep","timeout_ms":10}`,
-			setup: func(f *httpapitest.Fake) {
+			setup: func(f *functionstest.Fake) {
 				f.ExecFunc = func(context.Context, api.ExecRequest) (api.ExecResponse, error) {
 					return api.ExecResponse{TimedOut: true}, nil
 				}
@@ -259,7 +259,7 @@ func TestRoutes(t *testing.T) {
 			body:       `{"image":"node"}`,
 			wantStatus: 200,
 			wantBody:   map[string]any{"sandbox_id": id, "image": "node"},
-			wantCall:   &httpapitest.Call{Method: "Create", Req: api.CreateRequest{Image: "node"}},
+			wantCall:   &functionstest.Call{Method: "Create", Req: api.CreateRequest{Image: "node"}},
 		},
 		{
 			name: "unknown function", method: "POST", path: "/v1/functions/sandbox::nope",
@@ -270,17 +270,17 @@ func TestRoutes(t *testing.T) {
 			name: "image status", method: "GET", path: "/v1/images/python",
 			wantStatus: 200,
 			wantBody:   map[string]any{"name": "python", "state": "ready"},
-			wantCall:   &httpapitest.Call{Method: "ImageStatus", Req: api.ImageStatusRequest{Name: "python"}},
+			wantCall:   &functionstest.Call{Method: "ImageStatus", Req: api.ImageStatusRequest{Name: "python"}},
 		},
 		{
 			name: "image status of an OCI ref", method: "GET", path: "/v1/images/ghcr.io/acme/tool:1.2",
 			wantStatus: 200,
-			wantCall:   &httpapitest.Call{Method: "ImageStatus", Req: api.ImageStatusRequest{Name: "ghcr.io/acme/tool:1.2"}},
+			wantCall:   &functionstest.Call{Method: "ImageStatus", Req: api.ImageStatusRequest{Name: "ghcr.io/acme/tool:1.2"}},
 		},
 		{
 			name: "image status of an escaped OCI ref", method: "GET", path: "/v1/images/ghcr.io%2Facme%2Ftool:1.2",
 			wantStatus: 200,
-			wantCall:   &httpapitest.Call{Method: "ImageStatus", Req: api.ImageStatusRequest{Name: "ghcr.io/acme/tool:1.2"}},
+			wantCall:   &functionstest.Call{Method: "ImageStatus", Req: api.ImageStatusRequest{Name: "ghcr.io/acme/tool:1.2"}},
 		},
 		{
 			name: "healthz", method: "GET", path: "/healthz",
@@ -317,7 +317,7 @@ func TestRoutes(t *testing.T) {
 		tests = append(tests, routeTest{
 			name: "create error " + string(ec.code), method: "POST", path: "/v1/sandboxes",
 			body: `{"image":"python"}`,
-			setup: func(f *httpapitest.Fake) {
+			setup: func(f *functionstest.Fake) {
 				f.CreateFunc = func(context.Context, api.CreateRequest) (api.CreateResponse, error) {
 					return api.CreateResponse{}, errdefs.New(ec.code, "boom").WithFix(map[string]any{"cpus": 1}, "lower cpus")
 				}
@@ -329,11 +329,11 @@ func TestRoutes(t *testing.T) {
 
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fake := &httpapitest.Fake{}
+			fake := &functionstest.Fake{}
 			if tt.setup != nil {
 				tt.setup(fake)
 			}
-			h := httpapi.New(functions.New(httpapitest.DepsOf(fake)), httpapi.Options{Version: "v-test"})
+			h := httpapi.New(functions.New(functionstest.DepsOf(fake)), httpapi.Options{Version: "v-test"})
 			status, body, raw := do(t, h, tt.method, tt.path, tt.body, nil)
 			if status != tt.wantStatus {
 				t.Fatalf("status = %d, want %d; body %s", status, tt.wantStatus, raw)
@@ -367,7 +367,7 @@ func TestRoutes(t *testing.T) {
 }
 
 func TestMethodNotAllowedSetsAllow(t *testing.T) {
-	h := httpapi.New(functions.New(httpapitest.DepsOf(&httpapitest.Fake{})), httpapi.Options{})
+	h := httpapi.New(functions.New(functionstest.DepsOf(&functionstest.Fake{})), httpapi.Options{})
 	req := newRequest("PATCH", "/v1/sandboxes/"+id, nil)
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
@@ -377,7 +377,7 @@ func TestMethodNotAllowedSetsAllow(t *testing.T) {
 }
 
 func TestBodyLimit(t *testing.T) {
-	h := httpapi.New(functions.New(httpapitest.DepsOf(&httpapitest.Fake{})), httpapi.Options{MaxBodyBytes: 64})
+	h := httpapi.New(functions.New(functionstest.DepsOf(&functionstest.Fake{})), httpapi.Options{MaxBodyBytes: 64})
 	big := `{"image":"python","name":"` + strings.Repeat("x", 100) + `"}`
 	tests := []struct {
 		name          string
@@ -402,10 +402,10 @@ func TestBodyLimit(t *testing.T) {
 
 func TestPanicIsInternalError(t *testing.T) {
 	var logs bytes.Buffer
-	fake := &httpapitest.Fake{ExecFunc: func(context.Context, api.ExecRequest) (api.ExecResponse, error) {
+	fake := &functionstest.Fake{ExecFunc: func(context.Context, api.ExecRequest) (api.ExecResponse, error) {
 		panic("kaboom")
 	}}
-	h := httpapi.New(functions.New(httpapitest.DepsOf(fake)), httpapi.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	h := httpapi.New(functions.New(functionstest.DepsOf(fake)), httpapi.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	status, body, raw := do(t, h, "POST", "/v1/sandboxes/"+id+"/exec", `{"cmd":"true"}`, nil)
 	if status != 500 || body["error"].(map[string]any)["code"] != "S500" {
 		t.Errorf("status %d body %s, want 500 S500", status, raw)
@@ -418,7 +418,7 @@ func TestPanicIsInternalError(t *testing.T) {
 func TestDebugLogPerRequest(t *testing.T) {
 	var logs bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	h := httpapi.New(functions.New(httpapitest.DepsOf(&httpapitest.Fake{})), httpapi.Options{Logger: log})
+	h := httpapi.New(functions.New(functionstest.DepsOf(&functionstest.Fake{})), httpapi.Options{Logger: log})
 	do(t, h, "GET", "/v1/sandboxes/"+id, "", nil)
 	for _, want := range []string{"method=GET", "path=/v1/sandboxes/" + id, "status=404", "duration="} {
 		if !strings.Contains(logs.String(), want) {
@@ -431,12 +431,12 @@ func TestDebugLogPerRequest(t *testing.T) {
 // the work it asked for.
 func TestRequestContextReachesManager(t *testing.T) {
 	started := make(chan struct{})
-	fake := &httpapitest.Fake{ExecFunc: func(ctx context.Context, _ api.ExecRequest) (api.ExecResponse, error) {
+	fake := &functionstest.Fake{ExecFunc: func(ctx context.Context, _ api.ExecRequest) (api.ExecResponse, error) {
 		close(started)
 		<-ctx.Done()
 		return api.ExecResponse{}, ctx.Err()
 	}}
-	srv := httpapitest.NewServer(t, fake, httpapi.Options{})
+	srv := functionstest.NewServer(t, fake, httpapi.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/v1/sandboxes/"+id+"/exec", strings.NewReader(`{"cmd":"sleep"}`))
 	done := make(chan struct{})
@@ -458,7 +458,7 @@ func TestRequestContextReachesManager(t *testing.T) {
 // BenchmarkExec measures the transport's own cost on the hot path (the fake
 // answers at once), through a real loopback connection.
 func BenchmarkExec(b *testing.B) {
-	srv := httpapitest.NewServer(b, &httpapitest.Fake{}, httpapi.Options{})
+	srv := functionstest.NewServer(b, &functionstest.Fake{}, httpapi.Options{})
 	body := []byte(`{"cmd":"true"}`)
 	url := srv.URL + "/v1/sandboxes/" + id + "/exec"
 	b.ReportAllocs()
@@ -474,7 +474,7 @@ func BenchmarkExec(b *testing.B) {
 
 // BenchmarkExecHandler measures the handler alone, without the network.
 func BenchmarkExecHandler(b *testing.B) {
-	h := httpapi.New(functions.New(httpapitest.DepsOf(&httpapitest.Fake{})), httpapi.Options{})
+	h := httpapi.New(functions.New(functionstest.DepsOf(&functionstest.Fake{})), httpapi.Options{})
 	body := `{"cmd":"true"}`
 	b.ReportAllocs()
 	for b.Loop() {

@@ -7,8 +7,8 @@ import (
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/functions"
+	"github.com/hutch-dev/hutch/internal/functions/functionstest"
 	"github.com/hutch-dev/hutch/internal/httpapi"
-	"github.com/hutch-dev/hutch/internal/httpapi/httpapitest"
 )
 
 func TestImageRoutes(t *testing.T) {
@@ -16,22 +16,22 @@ func TestImageRoutes(t *testing.T) {
 		method, path, body string
 		wantStatus         int
 		wantField          string // a top-level field of the answer
-		wantCall           httpapitest.Call
+		wantCall           functionstest.Call
 	}{
-		{"GET", "/v1/catalog", "", 200, "images", httpapitest.Call{Method: "Catalog", Req: api.CatalogRequest{}}},
-		{"POST", "/v1/functions/sandbox::catalog::list", "", 200, "images", httpapitest.Call{Method: "Catalog", Req: api.CatalogRequest{}}},
-		{"GET", "/v1/images", "", 200, "images", httpapitest.Call{Method: "ImageList", Req: api.ImageListRequest{}}},
-		{"POST", "/v1/images/python", "", 200, "state", httpapitest.Call{Method: "ImagePull", Req: api.ImagePullRequest{Name: "python"}}},
-		{"DELETE", "/v1/images/node", "", 200, "removed", httpapitest.Call{Method: "ImageRemove", Req: api.ImageRemoveRequest{Name: "node"}}},
+		{"GET", "/v1/catalog", "", 200, "images", functionstest.Call{Method: "Catalog", Req: api.CatalogRequest{}}},
+		{"POST", "/v1/functions/sandbox::catalog::list", "", 200, "images", functionstest.Call{Method: "Catalog", Req: api.CatalogRequest{}}},
+		{"GET", "/v1/images", "", 200, "images", functionstest.Call{Method: "ImageList", Req: api.ImageListRequest{}}},
+		{"POST", "/v1/images/python", "", 200, "state", functionstest.Call{Method: "ImagePull", Req: api.ImagePullRequest{Name: "python"}}},
+		{"DELETE", "/v1/images/node", "", 200, "removed", functionstest.Call{Method: "ImageRemove", Req: api.ImageRemoveRequest{Name: "node"}}},
 		{"DELETE", "/v1/images/ghcr.io%2Facme%2Fapp:1", "", 403, "error",
-			httpapitest.Call{Method: "ImageRemove", Req: api.ImageRemoveRequest{Name: "ghcr.io/acme/app:1"}}},
+			functionstest.Call{Method: "ImageRemove", Req: api.ImageRemoveRequest{Name: "ghcr.io/acme/app:1"}}},
 		{"POST", "/v1/functions/hutch::image::pull", `{"name":"node"}`, 200, "state",
-			httpapitest.Call{Method: "ImagePull", Req: api.ImagePullRequest{Name: "node"}}},
+			functionstest.Call{Method: "ImagePull", Req: api.ImagePullRequest{Name: "node"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
-			fake := &httpapitest.Fake{}
-			status, body, raw := do(t, httpapi.New(functions.New(httpapitest.DepsOf(fake)), httpapi.Options{}), tt.method, tt.path, tt.body, nil)
+			fake := &functionstest.Fake{}
+			status, body, raw := do(t, httpapi.New(functions.New(functionstest.DepsOf(fake)), httpapi.Options{}), tt.method, tt.path, tt.body, nil)
 			if status != tt.wantStatus {
 				t.Fatalf("status %d, want %d: %s", status, tt.wantStatus, raw)
 			}
@@ -44,8 +44,8 @@ func TestImageRoutes(t *testing.T) {
 		})
 	}
 	// A body that names another image than the URL is refused.
-	fake := &httpapitest.Fake{}
-	status, _, raw := do(t, httpapi.New(functions.New(httpapitest.DepsOf(fake)), httpapi.Options{}), "POST", "/v1/images/python", `{"name":"node"}`, nil)
+	fake := &functionstest.Fake{}
+	status, _, raw := do(t, httpapi.New(functions.New(functionstest.DepsOf(fake)), httpapi.Options{}), "POST", "/v1/images/python", `{"name":"node"}`, nil)
 	if status != http.StatusBadRequest || len(fake.Calls()) != 0 {
 		t.Errorf("conflicting name: status %d, calls %v: %s", status, fake.Calls(), raw)
 	}

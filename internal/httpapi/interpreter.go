@@ -14,13 +14,13 @@ import (
 // interpreterRoutes are the routes of the interpreter, for New's table.
 func (s *server) interpreterRoutes() []route {
 	return []route{
-		{"POST", "/v1/sandboxes/{id}/contexts", s.call(api.FnContextCreate, sandboxParam), false},
-		{"GET", "/v1/sandboxes/{id}/contexts", s.call(api.FnContextList, sandboxParam), false},
-		{"POST", "/v1/sandboxes/{id}/run-code", s.call(api.FnRunCode, sandboxParam), false},
-		{"POST", "/v1/sandboxes/{id}/packages", s.call(api.FnInstall, sandboxParam), false},
-		{"POST", "/v1/contexts/{context_id}/restart", s.contextByID(api.FnContextRestart), false},
-		{"POST", "/v1/contexts/{context_id}/interrupt", s.contextByID(api.FnInterrupt), false},
-		{"DELETE", "/v1/contexts/{context_id}", s.contextByID(api.FnContextDelete), false},
+		s.fnRoute("POST", "/v1/sandboxes/{id}/contexts", routeDoc{fn: api.FnContextCreate, body: true}, sandboxParam),
+		s.fnRoute("GET", "/v1/sandboxes/{id}/contexts", routeDoc{fn: api.FnContextList}, sandboxParam),
+		s.fnRoute("POST", "/v1/sandboxes/{id}/run-code", routeDoc{fn: api.FnRunCode, body: true, stream: true}, sandboxParam),
+		s.fnRoute("POST", "/v1/sandboxes/{id}/packages", routeDoc{fn: api.FnInstall, body: true, stream: true}, sandboxParam),
+		{"POST", "/v1/contexts/{context_id}/restart", s.contextByID(api.FnContextRestart), false, routeDoc{fn: api.FnContextRestart}},
+		{"POST", "/v1/contexts/{context_id}/interrupt", s.contextByID(api.FnInterrupt), false, routeDoc{fn: api.FnInterrupt}},
+		{"DELETE", "/v1/contexts/{context_id}", s.contextByID(api.FnContextDelete), false, routeDoc{fn: api.FnContextDelete}},
 	}
 }
 

@@ -14,12 +14,12 @@ import (
 // jobRoutes are the routes of queued jobs, for New's table.
 func (s *server) jobRoutes() []route {
 	return []route{
-		{"POST", "/v1/jobs", s.call(api.FnJobSubmit), false},
-		{"GET", "/v1/jobs", s.jobQuery(api.FnJobList), false},
-		{"GET", "/v1/jobs/{job_id}", s.jobByID(api.FnJobGet), false},
-		{"DELETE", "/v1/jobs/{job_id}", s.jobByID(api.FnJobCancel), false},
-		{"GET", "/v1/dlq", s.jobQuery(api.FnJobDLQ), false},
-		{"POST", "/v1/dlq/{job_id}/retry", s.jobByID(api.FnJobRetry), false},
+		s.fnRoute("POST", "/v1/jobs", routeDoc{fn: api.FnJobSubmit, body: true}),
+		{"GET", "/v1/jobs", s.jobQuery(api.FnJobList), false, routeDoc{fn: api.FnJobList, query: jobQuery}},
+		{"GET", "/v1/jobs/{job_id}", s.jobByID(api.FnJobGet), false, routeDoc{fn: api.FnJobGet}},
+		{"DELETE", "/v1/jobs/{job_id}", s.jobByID(api.FnJobCancel), false, routeDoc{fn: api.FnJobCancel}},
+		{"GET", "/v1/dlq", s.jobQuery(api.FnJobDLQ), false, routeDoc{fn: api.FnJobDLQ, query: jobQuery}},
+		{"POST", "/v1/dlq/{job_id}/retry", s.jobByID(api.FnJobRetry), false, routeDoc{fn: api.FnJobRetry}},
 	}
 }
 

@@ -16,12 +16,12 @@ import (
 // networkRoutes are the routes of sandbox networks, for New's table.
 func (s *server) networkRoutes() []route {
 	return []route{
-		{"POST", "/v1/networks", s.call(api.FnNetworkCreate), false},
-		{"GET", "/v1/networks", s.call(api.FnNetworkList), false},
-		{"DELETE", "/v1/networks/{network}", s.networkByName, false},
-		{"POST", "/v1/networks/{network}/members", s.networkMember(api.FnNetworkConnect), false},
-		{"DELETE", "/v1/networks/{network}/members/{sandbox_id}", s.networkMember(api.FnNetworkDisconnect), false},
-		{"POST", "/v1/sandboxes/{id}/network", s.call(api.FnNetworkUpdate, sandboxParam), false},
+		s.fnRoute("POST", "/v1/networks", routeDoc{fn: api.FnNetworkCreate, body: true}),
+		s.fnRoute("GET", "/v1/networks", routeDoc{fn: api.FnNetworkList}),
+		{"DELETE", "/v1/networks/{network}", s.networkByName, false, routeDoc{fn: api.FnNetworkDelete}},
+		{"POST", "/v1/networks/{network}/members", s.networkMember(api.FnNetworkConnect), false, routeDoc{fn: api.FnNetworkConnect, body: true}},
+		{"DELETE", "/v1/networks/{network}/members/{sandbox_id}", s.networkMember(api.FnNetworkDisconnect), false, routeDoc{fn: api.FnNetworkDisconnect}},
+		s.fnRoute("POST", "/v1/sandboxes/{id}/network", routeDoc{fn: api.FnNetworkUpdate, body: true}, sandboxParam),
 	}
 }
 
@@ -52,18 +52,5 @@ func (s *server) networkMember(id string) handlerFunc {
 		}
 		b, _ := json.Marshal(req)
 		return s.dispatch(r, id, b, functions.Params{})
-	}
-}
-
-func init() {
-	for path, doc := range map[string]routeDoc{
-		"POST /v1/networks":                                  {fn: api.FnNetworkCreate, body: true},
-		"GET /v1/networks":                                   {fn: api.FnNetworkList},
-		"DELETE /v1/networks/{network}":                      {fn: api.FnNetworkDelete},
-		"POST /v1/networks/{network}/members":                {fn: api.FnNetworkConnect, body: true},
-		"DELETE /v1/networks/{network}/members/{sandbox_id}": {fn: api.FnNetworkDisconnect},
-		"POST /v1/sandboxes/{id}/network":                    {fn: api.FnNetworkUpdate, body: true},
-	} {
-		routeDocs[path] = doc
 	}
 }

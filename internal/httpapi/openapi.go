@@ -1,20 +1,18 @@
 package httpapi
 
-// The OpenAPI 3.1 document of the REST handler: each route's entry in
-// routeDocs names the function behind it, whose request and result JSON
-// Schemas (inferred from the Go types, functions.SchemaOf) become the
-// operation's body and answer. A test keeps routeDocs and the route table
-// in step, and docs/openapi.json the same as what /openapi.json serves.
+// The OpenAPI 3.1 document of the REST handler: each route of the table
+// carries its documentation (route.doc), which names the function behind
+// it, whose request and result JSON Schemas (inferred from the Go types,
+// functions.SchemaOf) become the operation's body and answer. A test keeps
+// docs/openapi.json the same as what /openapi.json serves.
 
 import (
 	"encoding/json"
 	"net/http"
 	"reflect"
 	"regexp"
-	"sort"
 	"strings"
 
-	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/functions"
 )
 
@@ -49,95 +47,6 @@ var (
 		q("limit", "integer", "at most this many (1000)")}
 )
 
-// routeDocs documents every route, by "METHOD PATH".
-var routeDocs = map[string]routeDoc{
-	"POST /v1/sandboxes":                             {fn: "sandbox::create", body: true},
-	"GET /v1/sandboxes":                              {fn: "sandbox::list", query: []queryParam{q("state", "string", "running or paused"), q("metadata", "string", "key=value (repeatable)"), q("limit", "integer", "page size"), q("next_token", "string", "the next page")}},
-	"GET /v1/sandboxes/{id}":                         {fn: "sandbox::get"},
-	"DELETE /v1/sandboxes/{id}":                      {fn: "sandbox::stop", query: []queryParam{q("wait", "boolean", "answer once it has stopped")}},
-	"POST /v1/sandboxes/{id}/exec":                   {fn: "hutch::exec", body: true, summary: "Execute a command (sandbox::exec with REST semantics: a timeout is a result); with Accept: text/event-stream or ?stream=true, sandbox::exec::stream's events", query: []queryParam{q("stream", "boolean", "stream the output as events")}},
-	"GET /v1/sandboxes/{id}/metrics":                 {fn: "sandbox::metrics"},
-	"GET /v1/sandboxes/{id}/metrics/stream":          {fn: api.FnMetricsStream, stream: true, query: []queryParam{q("interval_ms", "integer", "100 to 60000 (1000)")}},
-	"POST /v1/sandboxes/{id}/fs/{op}":                {summary: "A filesystem operation: the body is sandbox::fs::{op}'s request (op: ls, stat, mkdir, write, read, rm, mv, chmod, grep, sed)", raw: "application/json", rawBody: "application/json"},
-	"PUT /v1/sandboxes/{id}/files":                   {fn: "sandbox::fs::write", summary: "Upload a file: the body is its bytes, streamed", rawBody: "application/octet-stream", query: []queryParam{q("path", "string", "absolute path"), q("mode", "string", "octal mode"), q("parents", "boolean", "make missing directories"), q("user", "string", "as this user of the image (name or uid[:gid])")}},
-	"GET /v1/sandboxes/{id}/files":                   {summary: "Download a file: its bytes, streamed (sandbox::fs::download)", raw: "application/octet-stream", query: []queryParam{q("path", "string", "absolute path"), q("user", "string", "as this user of the image (name or uid[:gid])")}},
-	"POST /v1/functions/{function_id}":               {summary: "Call any function of the table by id: the body is its request; a streaming function answers its events (SSE or NDJSON)", raw: "application/json", rawBody: "application/json"},
-	"GET /v1/functions":                              {fn: api.FnFunctionsList, query: []queryParam{q("include_internal", "boolean", "list engine::* too")}},
-	"GET /v1/functions/{function_id}":                {summary: "Describe one function: its description and request and response JSON Schemas (engine::functions::info)", raw: "application/json"},
-	"GET /v1/images/{name}":                          {fn: "hutch::image::status"},
-	"POST /v1/images/{name}":                         {fn: "hutch::image::pull"},
-	"DELETE /v1/images/{name}":                       {fn: "hutch::image::rm"},
-	"GET /v1/images":                                 {fn: "hutch::image::list"},
-	"GET /v1/catalog":                                {fn: "sandbox::catalog::list"},
-	"GET /healthz":                                   {summary: "Liveness, version and runtimes (no token needed)", raw: "application/json"},
-	"GET /metrics":                                   {summary: "Prometheus metrics", raw: "text/plain"},
-	"GET /openapi.json":                              {summary: "This document", raw: "application/json"},
-	"POST /mcp":                                      {summary: "MCP's streamable HTTP transport: a JSON-RPC message", raw: "text/event-stream", rawBody: "application/json"},
-	"GET /mcp":                                       {summary: "MCP's streamable HTTP transport: the session's event stream", raw: "text/event-stream"},
-	"DELETE /mcp":                                    {summary: "MCP's streamable HTTP transport: end the session", raw: "application/json"},
-	"POST /v1/sandboxes/{id}/processes":              {fn: api.FnProcessStart, body: true},
-	"GET /v1/sandboxes/{id}/processes":               {fn: api.FnProcessList},
-	"GET /v1/sandboxes/{id}/processes/{pid}":         {fn: api.FnProcessGet},
-	"DELETE /v1/sandboxes/{id}/processes/{pid}":      {fn: api.FnProcessKill},
-	"GET /v1/sandboxes/{id}/processes/{pid}/output":  {fn: api.FnProcessOutput, stream: true, summary: "A process's output from offsets; with follow=true a stream of its events until it exits", query: []queryParam{q("stdout_offset", "integer", ""), q("stderr_offset", "integer", ""), q("follow", "boolean", "stream until it exits")}},
-	"POST /v1/sandboxes/{id}/processes/{pid}/stdin":  {fn: api.FnProcessStdin, body: true},
-	"POST /v1/sandboxes/{id}/processes/{pid}/signal": {fn: api.FnProcessSignal, body: true},
-	"GET /v1/sandboxes/{id}/processes/{pid}/wait":    {fn: api.FnProcessWait, query: []queryParam{q("timeout_ms", "integer", "")}},
-	"POST /v1/sandboxes/{id}/processes/{pid}/wait":   {fn: api.FnProcessWait, body: true},
-	"POST /v1/sandboxes/{id}/processes/{pid}/resize": {fn: api.FnProcessResize, body: true},
-	"GET /v1/sandboxes/{id}/pty":                     {summary: "A terminal over a WebSocket: binary frames are terminal bytes, text frames JSON control (resize, exit)", raw: "application/octet-stream", query: []queryParam{q("cols", "integer", ""), q("rows", "integer", ""), q("cmd", "string", "the command (a login shell by default)"), q("cwd", "string", ""), q("env", "string", "KEY=VALUE (repeatable)")}},
-	"GET /v1/sandboxes/{id}/logs":                    {fn: api.FnProcessLogs, stream: true, query: []queryParam{q("follow", "boolean", "follow until the sandbox stops"), q("tag", "string", "one tag's processes")}},
-	"POST /v1/sandboxes/{id}/pause":                  {fn: api.FnPause, body: true},
-	"POST /v1/sandboxes/{id}/resume":                 {fn: api.FnResume, body: true},
-	"POST /v1/sandboxes/{id}/timeout":                {fn: api.FnSetTimeout, body: true},
-	"POST /v1/sandboxes/{id}/snapshots":              {fn: api.FnSnapshotCreate, body: true},
-	"POST /v1/sandboxes/{id}/fork":                   {fn: api.FnFork, body: true},
-	"GET /v1/snapshots":                              {fn: api.FnSnapshotList},
-	"GET /v1/snapshots/{snapshot_id}":                {fn: api.FnSnapshotGet},
-	"DELETE /v1/snapshots/{snapshot_id}":             {fn: api.FnSnapshotDelete},
-	"POST /v1/templates":                             {fn: api.FnTemplateCreate, body: true},
-	"GET /v1/templates":                              {fn: api.FnTemplateList},
-	"GET /v1/templates/{name}":                       {fn: api.FnTemplateGet},
-	"DELETE /v1/templates/{name}":                    {fn: api.FnTemplateDelete},
-	"GET /v1/events":                                 {fn: api.FnEventsList, query: eventQuery},
-	"GET /v1/events/stream":                          {fn: api.FnEventsStream, stream: true, query: eventQuery},
-	"POST /v1/events":                                {fn: api.FnEventsPublish, body: true},
-	"GET /v1/sandboxes/{id}/events":                  {fn: api.FnEventsList, query: eventQuery},
-	"GET /v1/webhooks/deliveries":                    {fn: api.FnWebhookDeliveries},
-	"POST /v1/webhooks":                              {fn: api.FnWebhookCreate, body: true},
-	"GET /v1/webhooks":                               {fn: api.FnWebhookList},
-	"DELETE /v1/webhooks/{webhook_id}":               {fn: api.FnWebhookDelete},
-	"POST /v1/sandboxes/{id}/alerts":                 {fn: api.FnAlertCreate, body: true},
-	"GET /v1/alerts":                                 {fn: api.FnAlertList, query: []queryParam{q("sandbox_id", "string", ""), q("history", "boolean", "the alerts that fired (sandbox::alert::history)")}},
-	"DELETE /v1/alerts/{alert_id}":                   {fn: api.FnAlertDelete},
-	"POST /v1/jobs":                                  {fn: api.FnJobSubmit, body: true},
-	"GET /v1/jobs":                                   {fn: api.FnJobList, query: jobQuery},
-	"GET /v1/jobs/{job_id}":                          {fn: api.FnJobGet},
-	"DELETE /v1/jobs/{job_id}":                       {fn: api.FnJobCancel},
-	"GET /v1/dlq":                                    {fn: api.FnJobDLQ, query: jobQuery},
-	"POST /v1/dlq/{job_id}/retry":                    {fn: api.FnJobRetry},
-	"POST /v1/sandboxes/{id}/contexts":               {fn: api.FnContextCreate, body: true},
-	"GET /v1/sandboxes/{id}/contexts":                {fn: api.FnContextList},
-	"POST /v1/sandboxes/{id}/run-code":               {fn: api.FnRunCode, body: true, stream: true},
-	"POST /v1/sandboxes/{id}/packages":               {fn: api.FnInstall, body: true, stream: true},
-	"POST /v1/contexts/{context_id}/restart":         {fn: api.FnContextRestart},
-	"POST /v1/contexts/{context_id}/interrupt":       {fn: api.FnInterrupt},
-	"DELETE /v1/contexts/{context_id}":               {fn: api.FnContextDelete},
-	"POST /v1/sandboxes/{id}/ports":                  {fn: api.FnPortExpose, body: true},
-	"GET /v1/sandboxes/{id}/ports":                   {fn: api.FnPortList},
-	"DELETE /v1/sandboxes/{id}/ports/{port}":         {fn: api.FnPortUnexpose},
-	"GET /v1/sandboxes/{id}/forward/{port}":          {summary: "A raw TCP connection to the exposed port, over a WebSocket (binary frames): hutch port-forward", raw: "application/octet-stream"},
-}
-
-func init() {
-	// The preview routes: any method, the request and answer the
-	// sandbox's server's own.
-	for _, m := range previewMethods {
-		routeDocs[m+" /v1/sandboxes/{id}/ports/{port}/{rest}"] = routeDoc{summary: "The sandbox's exposed port: the request goes to its server as it came (the owner's token needed); the answer is the server's. With preview_domain set, every path of the host {port}-{id}.{preview_domain} reaches the port too (its host_url)", raw: "*/*", rawBody: "*/*"}
-		routeDocs[m+" /p/{token}/{rest}"] = routeDoc{summary: "A public port: the request goes to its server as it came (the token in the path is its authority); the answer is the server's", raw: "*/*", rawBody: "*/*"}
-	}
-}
-
 // docPath is a route's path as OpenAPI writes it: {name...} is {name}.
 func docPath(p string) string { return strings.ReplaceAll(p, "...}", "}") }
 
@@ -149,7 +58,7 @@ func (s *server) openAPIDoc(routes []route) map[string]any {
 	paths := map[string]map[string]any{}
 	for _, rt := range routes {
 		p := docPath(rt.path)
-		d := routeDocs[rt.method+" "+p]
+		d := rt.doc
 		op := map[string]any{"operationId": operationID(rt.method, p)}
 		var f functions.Function
 		if d.fn != "" {
@@ -251,14 +160,4 @@ func ref(name string) map[string]any { return map[string]any{"$ref": "#/componen
 // openAPI serves the document.
 func (s *server) openAPI(*http.Request, []byte) (any, error) {
 	return s.openAPIDoc(s.routes()), nil
-}
-
-// documentedRoutes lists routeDocs' keys, sorted (for the test).
-func documentedRoutes() []string {
-	keys := make([]string, 0, len(routeDocs))
-	for k := range routeDocs {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

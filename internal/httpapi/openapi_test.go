@@ -16,25 +16,19 @@ import (
 	"github.com/hutch-dev/hutch/internal/sandbox"
 )
 
-// TestEveryRouteIsDocumented: a route without documentation, or
-// documentation of no route, fails.
+// TestEveryRouteIsDocumented: every route of the table carries its
+// documentation (a function, or a summary of its own), and no method and
+// path is routed twice.
 func TestEveryRouteIsDocumented(t *testing.T) {
 	s := &server{table: functions.New(fullDeps())}
 	routes := map[string]bool{}
 	for _, rt := range s.routes() {
 		key := rt.method + " " + docPath(rt.path)
+		if routes[key] {
+			t.Errorf("route %s is in the table twice", key)
+		}
 		routes[key] = true
-		if _, ok := routeDocs[key]; !ok {
-			t.Errorf("route %s has no entry in routeDocs", key)
-		}
-	}
-	for _, key := range documentedRoutes() {
-		if !routes[key] {
-			t.Errorf("routeDocs documents %s, which is no route", key)
-		}
-	}
-	for key, d := range routeDocs {
-		if d.fn == "" && d.summary == "" {
+		if rt.doc.fn == "" && rt.doc.summary == "" {
 			t.Errorf("%s has neither a function nor a summary", key)
 		}
 	}
@@ -54,9 +48,9 @@ func TestOpenAPIDocumentIsCurrent(t *testing.T) {
 	}
 	got = append(got, '\n')
 	// Every function a route names exists in the full table.
-	for key, d := range routeDocs {
-		if _, ok := s.table.Lookup(d.fn); d.fn != "" && !ok {
-			t.Errorf("%s names function %s, which the table does not have", key, d.fn)
+	for _, rt := range s.routes() {
+		if _, ok := s.table.Lookup(rt.doc.fn); rt.doc.fn != "" && !ok {
+			t.Errorf("%s %s names function %s, which the table does not have", rt.method, rt.path, rt.doc.fn)
 		}
 	}
 	if os.Getenv("HUTCH_UPDATE_OPENAPI") == "1" {

@@ -77,8 +77,10 @@ func (s *server) previewRoutes() []route {
 	var out []route
 	for _, m := range previewMethods {
 		out = append(out,
-			route{m, "/v1/sandboxes/{id}/ports/{port}/{rest...}", s.preview, false},
-			route{m, publicPattern, s.servePublicPreview, true})
+			route{m, "/v1/sandboxes/{id}/ports/{port}/{rest...}", s.preview, false, routeDoc{raw: "*/*", rawBody: "*/*",
+				summary: "The sandbox's exposed port: the request goes to its server as it came (the owner's token needed); the answer is the server's. With preview_domain set, every path of the host {port}-{id}.{preview_domain} reaches the port too (its host_url)"}},
+			route{m, publicPattern, s.servePublicPreview, true, routeDoc{raw: "*/*", rawBody: "*/*",
+				summary: "A public port: the request goes to its server as it came (the token in the path is its authority); the answer is the server's"}})
 	}
 	return out
 }
@@ -242,10 +244,10 @@ func (p *previewAnswer) stream(w http.ResponseWriter, _ io.Writer) int {
 // portRoutes are the routes of the port functions.
 func (s *server) portRoutes() []route {
 	return []route{
-		{"POST", "/v1/sandboxes/{id}/ports", s.call(api.FnPortExpose, sandboxParam), false},
-		{"GET", "/v1/sandboxes/{id}/ports", s.call(api.FnPortList, sandboxParam), false},
-		{"DELETE", "/v1/sandboxes/{id}/ports/{port}", s.unexpose, false},
-		{"GET", "/v1/sandboxes/{id}/forward/{port}", s.forward, false},
+		s.fnRoute("POST", "/v1/sandboxes/{id}/ports", routeDoc{fn: api.FnPortExpose, body: true}, sandboxParam),
+		s.fnRoute("GET", "/v1/sandboxes/{id}/ports", routeDoc{fn: api.FnPortList}, sandboxParam),
+		{"DELETE", "/v1/sandboxes/{id}/ports/{port}", s.unexpose, false, routeDoc{fn: api.FnPortUnexpose}},
+		{"GET", "/v1/sandboxes/{id}/forward/{port}", s.forward, false, routeDoc{summary: "A raw TCP connection to the exposed port, over a WebSocket (binary frames): hutch port-forward", raw: "application/octet-stream"}},
 	}
 }
 

@@ -19,18 +19,18 @@ import (
 func (s *server) processRoutes() []route {
 	const one = "/v1/sandboxes/{id}/processes/{pid}"
 	return []route{
-		{"POST", "/v1/sandboxes/{id}/processes", s.call(api.FnProcessStart, sandboxParam), false},
-		{"GET", "/v1/sandboxes/{id}/processes", s.call(api.FnProcessList, sandboxParam), false},
-		{"GET", one, s.call(api.FnProcessGet, sandboxParam, pidParam), false},
-		{"DELETE", one, s.call(api.FnProcessKill, sandboxParam, pidParam), false},
-		{"GET", one + "/output", s.fromQuery(api.FnProcessOutput, "stdout_offset", "stderr_offset", "follow"), false},
-		{"POST", one + "/stdin", s.call(api.FnProcessStdin, sandboxParam, pidParam), false},
-		{"POST", one + "/signal", s.call(api.FnProcessSignal, sandboxParam, pidParam), false},
-		{"GET", one + "/wait", s.fromQuery(api.FnProcessWait, "timeout_ms"), false},
-		{"POST", one + "/wait", s.call(api.FnProcessWait, sandboxParam, pidParam), false},
-		{"POST", one + "/resize", s.call(api.FnProcessResize, sandboxParam, pidParam), false},
-		{"GET", "/v1/sandboxes/{id}/pty", s.terminal, false},
-		{"GET", "/v1/sandboxes/{id}/logs", s.logs, false},
+		s.fnRoute("POST", "/v1/sandboxes/{id}/processes", routeDoc{fn: api.FnProcessStart, body: true}, sandboxParam),
+		s.fnRoute("GET", "/v1/sandboxes/{id}/processes", routeDoc{fn: api.FnProcessList}, sandboxParam),
+		s.fnRoute("GET", one, routeDoc{fn: api.FnProcessGet}, sandboxParam, pidParam),
+		s.fnRoute("DELETE", one, routeDoc{fn: api.FnProcessKill}, sandboxParam, pidParam),
+		{"GET", one + "/output", s.fromQuery(api.FnProcessOutput, "stdout_offset", "stderr_offset", "follow"), false, routeDoc{fn: api.FnProcessOutput, stream: true, summary: "A process's output from offsets; with follow=true a stream of its events until it exits", query: []queryParam{q("stdout_offset", "integer", ""), q("stderr_offset", "integer", ""), q("follow", "boolean", "stream until it exits")}}},
+		s.fnRoute("POST", one+"/stdin", routeDoc{fn: api.FnProcessStdin, body: true}, sandboxParam, pidParam),
+		s.fnRoute("POST", one+"/signal", routeDoc{fn: api.FnProcessSignal, body: true}, sandboxParam, pidParam),
+		{"GET", one + "/wait", s.fromQuery(api.FnProcessWait, "timeout_ms"), false, routeDoc{fn: api.FnProcessWait, query: []queryParam{q("timeout_ms", "integer", "")}}},
+		s.fnRoute("POST", one+"/wait", routeDoc{fn: api.FnProcessWait, body: true}, sandboxParam, pidParam),
+		s.fnRoute("POST", one+"/resize", routeDoc{fn: api.FnProcessResize, body: true}, sandboxParam, pidParam),
+		{"GET", "/v1/sandboxes/{id}/pty", s.terminal, false, routeDoc{summary: "A terminal over a WebSocket: binary frames are terminal bytes, text frames JSON control (resize, exit)", raw: "application/octet-stream", query: []queryParam{q("cols", "integer", ""), q("rows", "integer", ""), q("cmd", "string", "the command (a login shell by default)"), q("cwd", "string", ""), q("env", "string", "KEY=VALUE (repeatable)")}}},
+		{"GET", "/v1/sandboxes/{id}/logs", s.logs, false, routeDoc{fn: api.FnProcessLogs, stream: true, query: []queryParam{q("follow", "boolean", "follow until the sandbox stops"), q("tag", "string", "one tag's processes")}}},
 	}
 }
 
@@ -97,7 +97,7 @@ func (s *server) exec(r *http.Request, body []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	id := functions.FnExecResult
+	id := api.FnExecResult
 	if stream || strings.Contains(r.Header.Get("Accept"), sseType) {
 		id = api.FnExecStream
 	}

@@ -23,19 +23,19 @@ func snapshotParam(r *http.Request, p *functions.Params) error {
 // functions, for New's table.
 func (s *server) stateRoutes() []route {
 	return []route{
-		{"GET", "/v1/sandboxes", s.list, false},
-		{"POST", "/v1/sandboxes/{id}/pause", s.call(api.FnPause, sandboxParam), false},
-		{"POST", "/v1/sandboxes/{id}/resume", s.call(api.FnResume, sandboxParam), false},
-		{"POST", "/v1/sandboxes/{id}/timeout", s.call(api.FnSetTimeout, sandboxParam), false},
-		{"POST", "/v1/sandboxes/{id}/snapshots", s.call(api.FnSnapshotCreate, sandboxParam), false},
-		{"POST", "/v1/sandboxes/{id}/fork", s.call(api.FnFork, sandboxParam), false},
-		{"GET", "/v1/snapshots", s.call(api.FnSnapshotList), false},
-		{"GET", "/v1/snapshots/{snapshot_id}", s.call(api.FnSnapshotGet, snapshotParam), false},
-		{"DELETE", "/v1/snapshots/{snapshot_id}", s.call(api.FnSnapshotDelete, snapshotParam), false},
-		{"POST", "/v1/templates", s.call(api.FnTemplateCreate), false},
-		{"GET", "/v1/templates", s.call(api.FnTemplateList), false},
-		{"GET", "/v1/templates/{name}", s.call(api.FnTemplateGet, nameParam), false},
-		{"DELETE", "/v1/templates/{name}", s.call(api.FnTemplateDelete, nameParam), false},
+		{"GET", "/v1/sandboxes", s.list, false, routeDoc{fn: api.FnList, query: []queryParam{q("state", "string", "running or paused"), q("metadata", "string", "key=value (repeatable)"), q("limit", "integer", "page size"), q("next_token", "string", "the next page")}}},
+		s.fnRoute("POST", "/v1/sandboxes/{id}/pause", routeDoc{fn: api.FnPause, body: true}, sandboxParam),
+		s.fnRoute("POST", "/v1/sandboxes/{id}/resume", routeDoc{fn: api.FnResume, body: true}, sandboxParam),
+		s.fnRoute("POST", "/v1/sandboxes/{id}/timeout", routeDoc{fn: api.FnSetTimeout, body: true}, sandboxParam),
+		s.fnRoute("POST", "/v1/sandboxes/{id}/snapshots", routeDoc{fn: api.FnSnapshotCreate, body: true}, sandboxParam),
+		s.fnRoute("POST", "/v1/sandboxes/{id}/fork", routeDoc{fn: api.FnFork, body: true}, sandboxParam),
+		s.fnRoute("GET", "/v1/snapshots", routeDoc{fn: api.FnSnapshotList}),
+		s.fnRoute("GET", "/v1/snapshots/{snapshot_id}", routeDoc{fn: api.FnSnapshotGet}, snapshotParam),
+		s.fnRoute("DELETE", "/v1/snapshots/{snapshot_id}", routeDoc{fn: api.FnSnapshotDelete}, snapshotParam),
+		s.fnRoute("POST", "/v1/templates", routeDoc{fn: api.FnTemplateCreate, body: true}),
+		s.fnRoute("GET", "/v1/templates", routeDoc{fn: api.FnTemplateList}),
+		s.fnRoute("GET", "/v1/templates/{name}", routeDoc{fn: api.FnTemplateGet}, nameParam),
+		s.fnRoute("DELETE", "/v1/templates/{name}", routeDoc{fn: api.FnTemplateDelete}, nameParam),
 	}
 }
 
@@ -70,5 +70,5 @@ func (s *server) list(r *http.Request, _ []byte) (any, error) {
 	}
 	req.NextToken = q.Get("next_token")
 	body, _ := json.Marshal(req)
-	return s.dispatch(r, "sandbox::list", body, functions.Params{})
+	return s.dispatch(r, api.FnList, body, functions.Params{})
 }

@@ -68,11 +68,11 @@ func (s *server) terminal(r *http.Request, _ []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := functions.Invoke(r.Context(), s.table, api.FnProcessStart, req)
+	res, err := functions.Call[api.ProcessStartResponse](r.Context(), s.table, api.FnProcessStart, req)
 	if err != nil {
 		return nil, err
 	}
-	return &terminalSession{s: s, r: r, id: req.SandboxID, pid: res.(api.ProcessStartResponse).Pid}, nil
+	return &terminalSession{s: s, r: r, id: req.SandboxID, pid: res.Pid}, nil
 }
 
 // terminalRequest is the process start of a terminal request.

@@ -8,20 +8,9 @@ import "github.com/hutch-dev/hutch/api"
 // volumeRoutes are the routes of volumes, for New's table.
 func (s *server) volumeRoutes() []route {
 	return []route{
-		{"POST", "/v1/volumes", s.call(api.FnVolumeCreate), false},
-		{"GET", "/v1/volumes", s.call(api.FnVolumeList), false},
-		{"GET", "/v1/volumes/{name}", s.call(api.FnVolumeGet, nameParam), false},
-		{"DELETE", "/v1/volumes/{name}", s.call(api.FnVolumeDelete, nameParam), false},
-	}
-}
-
-func init() {
-	for path, doc := range map[string]routeDoc{
-		"POST /v1/volumes":          {fn: api.FnVolumeCreate, body: true},
-		"GET /v1/volumes":           {fn: api.FnVolumeList},
-		"GET /v1/volumes/{name}":    {fn: api.FnVolumeGet},
-		"DELETE /v1/volumes/{name}": {fn: api.FnVolumeDelete},
-	} {
-		routeDocs[path] = doc
+		s.fnRoute("POST", "/v1/volumes", routeDoc{fn: api.FnVolumeCreate, body: true}),
+		s.fnRoute("GET", "/v1/volumes", routeDoc{fn: api.FnVolumeList}),
+		s.fnRoute("GET", "/v1/volumes/{name}", routeDoc{fn: api.FnVolumeGet}, nameParam),
+		s.fnRoute("DELETE", "/v1/volumes/{name}", routeDoc{fn: api.FnVolumeDelete}, nameParam),
 	}
 }

@@ -23,7 +23,7 @@ func (b Table) ctx(ctx context.Context) context.Context { return auth.WithOwner(
 
 // Call runs function id.
 func (b Table) Call(ctx context.Context, id string, req, out any) error {
-	res, err := functions.Invoke(b.ctx(ctx), b.T, id, req)
+	res, err := functions.Call[any](b.ctx(ctx), b.T, id, req)
 	if err != nil {
 		return envelopeError(err)
 	}
@@ -32,7 +32,7 @@ func (b Table) Call(ctx context.Context, id string, req, out any) error {
 
 // Stream runs streaming function id.
 func (b Table) Stream(ctx context.Context, id string, req any, on func(event string, data json.RawMessage) error, out any) error {
-	res, err := functions.Invoke(b.ctx(ctx), b.T, id, req)
+	res, err := functions.Call[any](b.ctx(ctx), b.T, id, req)
 	if err != nil {
 		return envelopeError(err)
 	}

@@ -107,7 +107,7 @@ func (s *session) stopDefault() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var out api.StopResponse
-	if err := s.b.Call(ctx, "sandbox::stop", api.StopRequest{SandboxID: id}, &out); err != nil {
+	if err := s.b.Call(ctx, api.FnStop, api.StopRequest{SandboxID: id}, &out); err != nil {
 		s.opts.Logger.Info("stopping an MCP session's sandbox", "sandbox", id, "err", err)
 	}
 }
@@ -124,7 +124,7 @@ func (s *session) sandbox(ctx context.Context, id string) (string, error) {
 		return s.defaultID, nil
 	}
 	var out api.CreateResponse
-	if err := s.b.Call(ctx, "sandbox::create", api.CreateRequest{Image: s.defaultImage, Name: "mcp-session"}, &out); err != nil {
+	if err := s.b.Call(ctx, api.FnCreate, api.CreateRequest{Image: s.defaultImage, Name: "mcp-session"}, &out); err != nil {
 		return "", err
 	}
 	s.defaultID = out.SandboxID

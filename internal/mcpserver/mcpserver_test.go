@@ -30,15 +30,15 @@ func (f *fake) record(id string, req any) {
 func (f *fake) Call(_ context.Context, id string, req, out any) error {
 	f.record(id, req)
 	switch id {
-	case "sandbox::create":
+	case api.FnCreate:
 		return recode(api.CreateResponse{SandboxID: "sb-1", Image: "python"}, out)
-	case "sandbox::fs::read":
+	case api.FnFsRead:
 		if req.(api.FsReadRequest).Path == "/missing" {
 			return &api.ErrorEnvelope{Code: "S211", Message: "no such file: /missing", FixNote: "list the directory first"}
 		}
 		body := "hello"
 		return recode(api.FsReadResponse{Body: &body}, out)
-	case "hutch::exec":
+	case api.FnExecResult:
 		code := 0
 		return recode(api.ExecResponse{ExitCode: &code}, out)
 	}

@@ -130,7 +130,7 @@ func (s *session) registerSandboxes(srv *mcp.Server) {
 				in.Image = s.opts.DefaultImage
 			}
 			var out api.CreateResponse
-			if err := s.b.Call(ctx, "sandbox::create", api.CreateRequest{Image: in.Image, Network: in.Network, Template: in.Template, Runtime: in.Runtime, Name: "mcp"}, &out); err != nil {
+			if err := s.b.Call(ctx, api.FnCreate, api.CreateRequest{Image: in.Image, Network: in.Network, Template: in.Template, Runtime: in.Runtime, Name: "mcp"}, &out); err != nil {
 				return nil, out, toolError(err)
 			}
 			if in.MakeDefault {
@@ -146,7 +146,7 @@ func (s *session) registerSandboxes(srv *mcp.Server) {
 	mcp.AddTool(srv, &mcp.Tool{Name: "sandbox_list", Description: "List your sandboxes: id, image, state.", Annotations: readOnly},
 		func(ctx context.Context, _ *mcp.CallToolRequest, _ noInput) (*mcp.CallToolResult, api.ListResponse, error) {
 			var out api.ListResponse
-			return nil, out, toolError(s.b.Call(ctx, "sandbox::list", api.ListRequest{}, &out))
+			return nil, out, toolError(s.b.Call(ctx, api.FnList, api.ListRequest{}, &out))
 		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "sandbox_stop", Description: "Stop a sandbox for good: its processes and files are gone.", Annotations: destructive},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in sandboxArg) (*mcp.CallToolResult, api.StopResponse, error) {
@@ -155,7 +155,7 @@ func (s *session) registerSandboxes(srv *mcp.Server) {
 				return nil, api.StopResponse{}, toolError(err)
 			}
 			var out api.StopResponse
-			if err := s.b.Call(ctx, "sandbox::stop", api.StopRequest{SandboxID: id, Wait: true}, &out); err != nil {
+			if err := s.b.Call(ctx, api.FnStop, api.StopRequest{SandboxID: id, Wait: true}, &out); err != nil {
 				return nil, out, toolError(err)
 			}
 			s.mu.Lock()
@@ -207,7 +207,7 @@ func (s *session) registerFiles(srv *mcp.Server) {
 				return nil, api.FsReadResponse{}, toolError(err)
 			}
 			var out api.FsReadResponse
-			if err := s.b.Call(ctx, "sandbox::fs::read", api.FsReadRequest{SandboxID: id, Path: in.Path}, &out); err != nil {
+			if err := s.b.Call(ctx, api.FnFsRead, api.FsReadRequest{SandboxID: id, Path: in.Path}, &out); err != nil {
 				return nil, out, toolError(err)
 			}
 			if out.Body != nil {
@@ -226,7 +226,7 @@ func (s *session) registerFiles(srv *mcp.Server) {
 				req.Content, req.ContentB64 = nil, &in.Content
 			}
 			var out api.FsWriteResponse
-			return nil, out, toolError(s.b.Call(ctx, "sandbox::fs::write", req, &out))
+			return nil, out, toolError(s.b.Call(ctx, api.FnFsWrite, req, &out))
 		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "file_list", Description: "List a directory: names, types, sizes.", Annotations: readOnly},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in pathIn) (*mcp.CallToolResult, api.FsLsResponse, error) {
@@ -235,7 +235,7 @@ func (s *session) registerFiles(srv *mcp.Server) {
 				return nil, api.FsLsResponse{}, toolError(err)
 			}
 			var out api.FsLsResponse
-			return nil, out, toolError(s.b.Call(ctx, "sandbox::fs::ls", api.FsLsRequest{SandboxID: id, Path: in.Path}, &out))
+			return nil, out, toolError(s.b.Call(ctx, api.FnFsLs, api.FsLsRequest{SandboxID: id, Path: in.Path}, &out))
 		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "file_search", Description: "Search files for a regular expression: matching lines with their paths and line numbers.", Annotations: readOnly},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in searchIn) (*mcp.CallToolResult, api.FsGrepResponse, error) {
@@ -244,7 +244,7 @@ func (s *session) registerFiles(srv *mcp.Server) {
 				return nil, api.FsGrepResponse{}, toolError(err)
 			}
 			var out api.FsGrepResponse
-			return nil, out, toolError(s.b.Call(ctx, "sandbox::fs::grep", api.FsGrepRequest{SandboxID: id, Path: in.Path, Pattern: in.Pattern, IgnoreCase: in.IgnoreCase}, &out))
+			return nil, out, toolError(s.b.Call(ctx, api.FnFsGrep, api.FsGrepRequest{SandboxID: id, Path: in.Path, Pattern: in.Pattern, IgnoreCase: in.IgnoreCase}, &out))
 		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "file_edit", Description: "Edit a file in place, sed-style: replace every match of find (literal unless regex) with replace; returns how many were replaced.", Annotations: changes},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in editIn) (*mcp.CallToolResult, api.FsSedResponse, error) {
@@ -253,7 +253,7 @@ func (s *session) registerFiles(srv *mcp.Server) {
 				return nil, api.FsSedResponse{}, toolError(err)
 			}
 			var out api.FsSedResponse
-			return nil, out, toolError(s.b.Call(ctx, "sandbox::fs::sed", api.FsSedRequest{SandboxID: id, Files: []string{in.Path}, Pattern: in.Find,
+			return nil, out, toolError(s.b.Call(ctx, api.FnFsSed, api.FsSedRequest{SandboxID: id, Files: []string{in.Path}, Pattern: in.Find,
 				Replacement: in.Replace, Regex: &in.Regex, FirstOnly: in.First}, &out))
 		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "file_upload_url", Description: "Download a URL into a file of the sandbox (the sandbox fetches it, so it needs network: true: sandbox_create with network). To write content you have, use file_write (base64 for binary).", Annotations: changes},
@@ -266,7 +266,7 @@ func (s *session) registerFiles(srv *mcp.Server) {
 				return nil, commandResult{}, toolError(err)
 			}
 			var res api.ExecResponse
-			if err := s.b.Call(ctx, "hutch::exec", api.ExecRequest{SandboxID: id, Argv: []string{"sh", "-c", fetchScript, "sh", in.URL, in.Path}}, &res); err != nil {
+			if err := s.b.Call(ctx, api.FnExecResult, api.ExecRequest{SandboxID: id, Argv: []string{"sh", "-c", fetchScript, "sh", in.URL, in.Path}}, &res); err != nil {
 				return nil, commandResult{}, toolError(err)
 			}
 			out := commandResult{ExitCode: res.ExitCode, TimedOut: res.TimedOut, Stdout: res.Stdout, Stderr: res.Stderr}

@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"fmt"
+	"github.com/hutch-dev/hutch/api"
 	"io"
 	"net/http/httptest"
 	"strings"
@@ -34,10 +35,10 @@ func TestMetrics(t *testing.T) {
 	m.ExecDone("ok", 8*time.Millisecond)
 	m.ExecDone("timeout", 2*time.Second)
 	m.Stopped("idle")
-	m.Called("sandbox::exec", nil)
-	m.Called("sandbox::exec", errdefs.New(errdefs.CodeExecBusy, "busy"))
-	m.Called("sandbox::exec", errdefs.New(errdefs.CodeExecBusy, "busy"))
-	m.Called("sandbox::create", fmt.Errorf("boot: %w", context.Canceled))
+	m.Called(api.FnExec, nil)
+	m.Called(api.FnExec, errdefs.New(errdefs.CodeExecBusy, "busy"))
+	m.Called(api.FnExec, errdefs.New(errdefs.CodeExecBusy, "busy"))
+	m.Called(api.FnCreate, fmt.Errorf("boot: %w", context.Canceled))
 
 	out := scrape(t, m)
 	for _, want := range []string{

@@ -16,7 +16,6 @@ import (
 	"path"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"google.golang.org/grpc/status"
 
@@ -282,34 +281,6 @@ func (m *Manager) Upload(ctx context.Context, req api.FsUploadRequest, body io.R
 		return api.FsWriteResponse{}, err
 	}
 	return api.FsWriteResponse{BytesWritten: resp.GetBytesWritten(), Path: strings.ToValidUTF8(resp.GetPath(), "\uFFFD")}, nil
-}
-
-// ReadFile reads a file of the sandbox (sandbox::fs::read): its metadata,
-// and its content when it is under api.FsReadMaxBody bytes: as body when
-// it is UTF-8, as content_b64 when not.
-func (m *Manager) ReadFile(ctx context.Context, req api.FsReadRequest) (api.FsReadResponse, error) {
-	p, err := checkPath("path", req.Path)
-	if err != nil {
-		return api.FsReadResponse{}, err
-	}
-	resp, err := fsCall(ctx, m, req.SandboxID, req.User, "fs::read", func(ctx context.Context, c *agentclient.Client) (*agentv1.FsReadFileResponse, error) {
-		return c.ReadFile(ctx, &agentv1.FsReadFileRequest{Path: p, MaxBytes: api.FsReadMaxBody})
-	})
-	if err != nil {
-		return api.FsReadResponse{}, err
-	}
-	e := entry(resp.GetEntry())
-	out := api.FsReadResponse{Size: e.Size, Mode: e.Mode, Mtime: e.Mtime}
-	if resp.GetHasContent() {
-		if data := resp.GetContent(); utf8.Valid(data) {
-			s := string(data)
-			out.Body = &s
-		} else {
-			s := base64.StdEncoding.EncodeToString(data)
-			out.ContentB64 = &s
-		}
-	}
-	return out, nil
 }
 
 // Download opens a streamed read of a regular file of the sandbox: its

@@ -121,13 +121,13 @@ func (s *server) createContext(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.computing(w)
-	res, err := functions.Invoke(r.Context(), s.t, api.FnContextCreate,
+	res, err := functions.Call[api.ContextInfo](r.Context(), s.t, api.FnContextCreate,
 		api.ContextCreateRequest{SandboxID: sandboxOf(r), Language: lang, Cwd: in.Cwd})
 	if err != nil {
 		s.answer(w, 0, nil, err)
 		return
 	}
-	s.answer(w, http.StatusOK, contextOf(res.(api.ContextInfo)), nil)
+	s.answer(w, http.StatusOK, contextOf(res), nil)
 }
 
 func (s *server) listContexts(w http.ResponseWriter, r *http.Request) {
@@ -141,11 +141,8 @@ func (s *server) listContexts(w http.ResponseWriter, r *http.Request) {
 
 // contexts lists the sandbox's contexts.
 func (s *server) contexts(ctx context.Context, id string) ([]api.ContextInfo, error) {
-	res, err := functions.Invoke(ctx, s.t, api.FnContextList, api.ContextListRequest{SandboxID: id})
-	if err != nil {
-		return nil, err
-	}
-	return res.(api.ContextListResponse).Contexts, nil
+	res, err := functions.Call[api.ContextListResponse](ctx, s.t, api.FnContextList, api.ContextListRequest{SandboxID: id})
+	return res.Contexts, err
 }
 
 func (s *server) deleteContext(w http.ResponseWriter, r *http.Request) {

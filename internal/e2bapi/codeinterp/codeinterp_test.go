@@ -17,7 +17,7 @@ import (
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/functions"
-	"github.com/hutch-dev/hutch/internal/httpapi/httpapitest"
+	"github.com/hutch-dev/hutch/internal/functions/functionstest"
 )
 
 const sb = "sb-1"
@@ -68,7 +68,7 @@ func serve(t *testing.T) (*httptest.Server, *fakeInterp) { return serveWith(t, O
 
 func serveWith(t *testing.T, opts Options) (*httptest.Server, *fakeInterp) {
 	f := &fakeInterp{}
-	deps := httpapitest.DepsOf(&httpapitest.Fake{})
+	deps := functionstest.DepsOf(&functionstest.Fake{})
 	deps.Interpreter = f
 	srv := httptest.NewServer(New(functions.New(deps), opts))
 	t.Cleanup(srv.Close)

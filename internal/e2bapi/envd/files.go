@@ -42,7 +42,7 @@ func (s *server) download(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := resolve(sc, r.URL.Query().Get("path"))
-	st, err := stream(r.Context(), s.t, functions.FnFsDownload, api.FsDownloadRequest{SandboxID: sc.sandbox, User: sc.user, Path: p})
+	st, err := stream(r.Context(), s.t, api.FnFsDownload, api.FsDownloadRequest{SandboxID: sc.sandbox, User: sc.user, Path: p})
 	if err != nil {
 		s.fileError(w, err)
 		return
@@ -178,7 +178,7 @@ func (s *server) uploadOne(r *http.Request, sc scope, p string, body io.Reader) 
 		return writtenEntry{}, invalid("no path: give ?path= or a file name")
 	}
 	p = resolve(sc, p)
-	if _, err := s.t.Upload(r.Context(), api.FsUploadRequest{SandboxID: sc.sandbox, User: sc.user, Path: p, Parents: true}, body); err != nil {
+	if _, err := functions.Invoke(r.Context(), s.t, api.FnFsWrite, api.FsWriteRequest{SandboxID: sc.sandbox, User: sc.user, Path: p, Parents: true, Body: body}); err != nil {
 		return writtenEntry{}, connectError(err)
 	}
 	return writtenEntry{Name: path.Base(p), Type: "file", Path: p}, nil

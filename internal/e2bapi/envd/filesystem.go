@@ -50,7 +50,7 @@ func (s *filesystemService) MakeDir(ctx context.Context, req *connect.Request[pb
 		return nil, err
 	}
 	p := resolve(sc, req.Msg.GetPath())
-	made, err := call[api.FsMkdirResponse](ctx, s.t, "sandbox::fs::mkdir", api.FsMkdirRequest{SandboxID: sc.sandbox, User: sc.user, Path: p, Parents: true})
+	made, err := call[api.FsMkdirResponse](ctx, s.t, api.FnFsMkdir, api.FsMkdirRequest{SandboxID: sc.sandbox, User: sc.user, Path: p, Parents: true})
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +72,7 @@ func (s *filesystemService) Move(ctx context.Context, req *connect.Request[pb.Mo
 	}
 	dst := resolve(sc, req.Msg.GetDestination())
 	mv := api.FsMvRequest{SandboxID: sc.sandbox, User: sc.user, Src: resolve(sc, req.Msg.GetSource()), Dst: dst, Overwrite: true}
-	if _, err := call[api.FsMvResponse](ctx, s.t, "sandbox::fs::mv", mv); err != nil {
+	if _, err := call[api.FsMvResponse](ctx, s.t, api.FnFsMv, mv); err != nil {
 		return nil, err
 	}
 	e, err := s.stat(ctx, sc, dst)
@@ -89,7 +89,7 @@ func (s *filesystemService) Remove(ctx context.Context, req *connect.Request[pb.
 		return nil, err
 	}
 	rm := api.FsRmRequest{SandboxID: sc.sandbox, User: sc.user, Path: resolve(sc, req.Msg.GetPath()), Recursive: true}
-	if _, err := call[api.FsRmResponse](ctx, s.t, "sandbox::fs::rm", rm); err != nil {
+	if _, err := call[api.FsRmResponse](ctx, s.t, api.FnFsRm, rm); err != nil {
 		return nil, err
 	}
 	return connect.NewResponse(&pb.RemoveResponse{}), nil
@@ -111,7 +111,7 @@ func (s *filesystemService) ListDir(ctx context.Context, req *connect.Request[pb
 	for d := uint32(0); d < depth && len(level) > 0; d++ {
 		var next []string
 		for _, dir := range level {
-			ls, err := call[api.FsLsResponse](ctx, s.t, "sandbox::fs::ls", api.FsLsRequest{SandboxID: sc.sandbox, User: sc.user, Path: dir})
+			ls, err := call[api.FsLsResponse](ctx, s.t, api.FnFsLs, api.FsLsRequest{SandboxID: sc.sandbox, User: sc.user, Path: dir})
 			if err != nil {
 				if d > 0 {
 					continue // a directory that went, or that the user may not read
@@ -136,7 +136,7 @@ func (s *filesystemService) ListDir(ctx context.Context, req *connect.Request[pb
 
 // stat is the entry of path p.
 func (s *filesystemService) stat(ctx context.Context, sc scope, p string) (*pb.EntryInfo, error) {
-	e, err := call[api.FsEntry](ctx, s.t, "sandbox::fs::stat", api.FsStatRequest{SandboxID: sc.sandbox, User: sc.user, Path: p})
+	e, err := call[api.FsEntry](ctx, s.t, api.FnFsStat, api.FsStatRequest{SandboxID: sc.sandbox, User: sc.user, Path: p})
 	if err != nil {
 		return nil, err
 	}

@@ -1,9 +1,11 @@
-// Package httpapitest serves the REST API over a fake sandbox manager, for
-// unit tests of the transports and clients that sit on top of it (the HTTP
-// handler, the Go client, the CLI). The fake stands in for the manager
-// because a real one needs root and runsc; integration tests use the real
-// daemon instead.
-package httpapitest
+// Package functionstest is a fake of the function table's dependencies
+// (functions.Deps): a fake sandbox manager whose behaviour each test sets,
+// and the REST API served over a table of it, for unit tests of the
+// transports and clients that sit on top of the table (the HTTP handler,
+// the engine, E2B, the Go client, the CLI). The fake stands in for the
+// manager because a real one needs root and runsc; integration tests use
+// the real daemon instead.
+package functionstest
 
 import (
 	"context"
