@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/hutch-dev/hutch/internal/httpapi/httpapitest"
+	"github.com/hutch-dev/hutch/internal/functions/functionstest"
 )
 
 // What `--help` may show after a flag's name: its value's type as pflag
@@ -22,7 +22,7 @@ var (
 // type column: pflag takes a usage string's first backticked word for the
 // value's name, so "`hutch ps`" in a usage turned into "--tag hutch ps".
 func TestHelpFlagTypes(t *testing.T) {
-	h := newHarness(t, &httpapitest.Fake{})
+	h := newHarness(t, &functionstest.Fake{})
 	var walk func(cmd *cobra.Command)
 	walk = func(cmd *cobra.Command) {
 		path := strings.Fields(cmd.CommandPath())[1:]

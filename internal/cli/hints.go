@@ -2,7 +2,9 @@ package cli
 
 import (
 	"regexp"
-	"strings"
+	"slices"
+
+	"github.com/hutch-dev/hutch/api"
 )
 
 // Errors' hints name the function to call (sandbox::process::list); on the
@@ -11,27 +13,27 @@ import (
 // cliCommands maps function ids to the command that calls them. git's
 // operations and fs's are "hutch git ID OP" and "hutch fs OP".
 var cliCommands = map[string]string{
-	"sandbox::create": "create", "sandbox::exec": "exec", "sandbox::exec::stream": "exec",
-	"sandbox::stop": "stop", "sandbox::list": "list", "sandbox::get": "list",
-	"sandbox::pause": "pause", "sandbox::resume": "resume", "sandbox::set_timeout": "set-timeout", "sandbox::fork": "fork",
-	"sandbox::snapshot::create": "snapshot create", "sandbox::snapshot::list": "snapshot ls", "sandbox::snapshot::delete": "snapshot rm",
-	"sandbox::template::create": "template create", "sandbox::template::list": "template ls", "sandbox::template::delete": "template rm",
-	"sandbox::volume::create": "volume create", "sandbox::volume::list": "volume ls", "sandbox::volume::get": "volume get", "sandbox::volume::delete": "volume rm",
-	"sandbox::alert::create": "alert create", "sandbox::alert::list": "alert ls", "sandbox::alert::delete": "alert rm", "sandbox::alert::history": "alert history",
-	"sandbox::env::list": "env ls", "sandbox::env::get": "env get", "sandbox::env::set": "env set", "sandbox::env::delete": "env rm",
-	"sandbox::events::list": "events", "sandbox::events::stream": "events",
-	"sandbox::interpreter::context::create": "context create", "sandbox::interpreter::context::list": "context ls",
-	"sandbox::interpreter::context::restart": "context restart", "sandbox::interpreter::context::delete": "context rm",
-	"sandbox::interpreter::interrupt": "context interrupt", "sandbox::interpreter::run": "run-code", "sandbox::interpreter::install": "install",
-	"sandbox::job::submit": "job submit", "sandbox::job::get": "job get", "sandbox::job::list": "job ls", "sandbox::job::cancel": "job cancel",
-	"sandbox::job::dlq": "job dlq", "sandbox::job::retry": "job retry",
-	"sandbox::network::create": "network create", "sandbox::network::list": "network ls", "sandbox::network::delete": "network rm",
-	"sandbox::network::connect": "network connect", "sandbox::network::disconnect": "network disconnect", "sandbox::network::update": "network policy",
-	"sandbox::port::expose": "expose", "sandbox::port::list": "ports", "sandbox::port::unexpose": "unexpose",
-	"sandbox::process::start": "exec -d", "sandbox::process::get": "ps", "sandbox::process::list": "ps", "sandbox::process::output": "logs",
-	"sandbox::process::logs": "logs", "sandbox::process::stdin": "attach", "sandbox::process::wait": "attach",
-	"sandbox::process::signal": "kill", "sandbox::process::kill": "kill",
-	"sandbox::fs::unpack": "upload", "sandbox::fs::pack": "download",
+	api.FnCreate: "create", api.FnExec: "exec", api.FnExecStream: "exec",
+	api.FnStop: "stop", api.FnList: "list", api.FnGet: "list",
+	api.FnPause: "pause", api.FnResume: "resume", api.FnSetTimeout: "set-timeout", api.FnFork: "fork",
+	api.FnSnapshotCreate: "snapshot create", api.FnSnapshotList: "snapshot ls", api.FnSnapshotDelete: "snapshot rm",
+	api.FnTemplateCreate: "template create", api.FnTemplateList: "template ls", api.FnTemplateDelete: "template rm",
+	api.FnVolumeCreate: "volume create", api.FnVolumeList: "volume ls", api.FnVolumeGet: "volume get", api.FnVolumeDelete: "volume rm",
+	api.FnAlertCreate: "alert create", api.FnAlertList: "alert ls", api.FnAlertDelete: "alert rm", api.FnAlertHistory: "alert history",
+	api.FnEnvList: "env ls", api.FnEnvGet: "env get", api.FnEnvSet: "env set", api.FnEnvDelete: "env rm",
+	api.FnEventsList: "events", api.FnEventsStream: "events",
+	api.FnContextCreate: "context create", api.FnContextList: "context ls",
+	api.FnContextRestart: "context restart", api.FnContextDelete: "context rm",
+	api.FnInterrupt: "context interrupt", api.FnRunCode: "run-code", api.FnInstall: "install",
+	api.FnJobSubmit: "job submit", api.FnJobGet: "job get", api.FnJobList: "job ls", api.FnJobCancel: "job cancel",
+	api.FnJobDLQ: "job dlq", api.FnJobRetry: "job retry",
+	api.FnNetworkCreate: "network create", api.FnNetworkList: "network ls", api.FnNetworkDelete: "network rm",
+	api.FnNetworkConnect: "network connect", api.FnNetworkDisconnect: "network disconnect", api.FnNetworkUpdate: "network policy",
+	api.FnPortExpose: "expose", api.FnPortList: "ports", api.FnPortUnexpose: "unexpose",
+	api.FnProcessStart: "exec -d", api.FnProcessGet: "ps", api.FnProcessList: "ps", api.FnProcessOutput: "logs",
+	api.FnProcessLogs: "logs", api.FnProcessStdin: "attach", api.FnProcessWait: "attach",
+	api.FnProcessSignal: "kill", api.FnProcessKill: "kill",
+	api.FnFsUnpack: "upload", api.FnFsPack: "download",
 }
 
 // functionID matches a function id in prose.
@@ -42,11 +44,11 @@ func cliCommand(id string) string {
 	if c, ok := cliCommands[id]; ok {
 		return "hutch " + c
 	}
-	if op, ok := strings.CutPrefix(id, "sandbox::git::"); ok {
-		return "hutch git ID " + op
+	if slices.Contains(api.GitFns, id) {
+		return "hutch git ID " + api.FnOp(id)
 	}
-	if op, ok := strings.CutPrefix(id, "sandbox::fs::"); ok && !strings.Contains(op, "::") {
-		return "hutch fs " + op
+	if slices.Contains(api.FsFns, id) {
+		return "hutch fs " + api.FnOp(id)
 	}
 	return ""
 }

@@ -7,14 +7,14 @@ import (
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/errdefs"
-	"github.com/hutch-dev/hutch/internal/httpapi/httpapitest"
+	"github.com/hutch-dev/hutch/internal/functions/functionstest"
 )
 
 // TestHintsNameCLICommands checks that an error's hint names the CLI's
 // command where the daemon's names a function id, and that every command
 // the CLI names exists.
 func TestHintsNameCLICommands(t *testing.T) {
-	fake := &httpapitest.Fake{ExecFunc: func(context.Context, api.ExecRequest) (api.ExecResponse, error) {
+	fake := &functionstest.Fake{ExecFunc: func(context.Context, api.ExecRequest) (api.ExecResponse, error) {
 		return api.ExecResponse{}, errdefs.New(errdefs.CodeProcessNotFound, "no process 7").
 			WithFix(nil, "sandbox::process::list shows the sandbox's processes; sandbox::git::add stages; sandbox::nosuch stays")
 	}}

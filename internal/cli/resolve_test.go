@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/hutch-dev/hutch/api"
-	"github.com/hutch-dev/hutch/internal/httpapi/httpapitest"
+	"github.com/hutch-dev/hutch/internal/functions/functionstest"
 )
 
 // TestSandboxRefs checks that commands take a sandbox's name or a unique
@@ -25,8 +25,8 @@ func TestSandboxRefs(t *testing.T) {
 		{SandboxID: old, Name: name("agent"), Stopped: true},
 		{SandboxID: twin, Name: name("agent"), State: "paused"},
 	}
-	newFake := func() *httpapitest.Fake {
-		return &httpapitest.Fake{ListFunc: func(context.Context, api.ListRequest) (api.ListResponse, error) {
+	newFake := func() *functionstest.Fake {
+		return &functionstest.Fake{ListFunc: func(context.Context, api.ListRequest) (api.ListResponse, error) {
 			return api.ListResponse{Sandboxes: sandboxes}, nil
 		}}
 	}
