@@ -432,7 +432,9 @@ func TestSIGTERMStopsEverySandbox(t *testing.T) {
 		_, err := d.c.Exec(context.Background(), api.ExecRequest{SandboxID: ids[0], Cmd: "sleep", Args: []string{"100"}, TimeoutMs: 100_000})
 		execDone <- err
 	}()
-	time.Sleep(300 * time.Millisecond)
+	if !testutil.Poll(time.Minute, func() bool { return sandboxState(t, d, ids[0]).ExecInFlight == 1 }) {
+		t.Fatal("the exec never showed as in flight")
+	}
 	d.terminate()
 	// A shutdown that waited for the exec in flight would let it end in
 	// success; a shutdown that stops the sandbox under it fails it.

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 // fsStep is one call of a sandbox::fs function and what it must give.
@@ -553,14 +554,12 @@ func TestFsInterruptedUpload(t *testing.T) {
 	}
 	// The agent cleans up once it sees the stream end.
 	var ls api.FsLsResponse
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+	testutil.Poll(time.Minute, func() bool {
 		if ls, err = d.c.FsLs(ctx, api.FsLsRequest{SandboxID: id, Path: "/up"}); err != nil {
 			t.Fatal(err)
 		}
-		if len(ls.Entries) == 1 || time.Now().After(deadline) {
-			break
-		}
-	}
+		return len(ls.Entries) == 1
+	})
 	if len(ls.Entries) != 1 || ls.Entries[0].Name != "existing" {
 		t.Fatalf("after interrupted uploads /up holds %+v, want only existing", ls.Entries)
 	}

@@ -26,18 +26,6 @@ func plainConfig(extra string) string {
 	return "image_cache_dir: " + testutil.ImageCacheDir() + "\nwarm_pool_auto: false\n" + extra
 }
 
-// eventually polls cond every 100 ms until it holds or timeout passes.
-func eventually(timeout time.Duration, cond func() bool) bool {
-	for deadline := time.Now().Add(timeout); ; time.Sleep(100 * time.Millisecond) {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-	}
-}
-
 // raw sends one HTTP request to d with an optional bearer token and
 // returns the status and body.
 func (d *daemon) raw(method, path, token, body string) (int, string) {
@@ -139,7 +127,7 @@ func TestIdleReaper(t *testing.T) {
 
 	// A 2 s idle timeout is acted on (the reaper runs every half of the
 	// shortest idle timeout), never before it has passed.
-	if !eventually(time.Minute, func() bool { found, _ := d.listed(idle); return !found }) {
+	if !testutil.Poll(time.Minute, func() bool { found, _ := d.listed(idle); return !found }) {
 		t.Fatalf("idle sandbox still listed %v after creation", time.Since(created))
 	}
 	reapedAfter := time.Since(created)
@@ -177,7 +165,7 @@ func TestIdleReaper(t *testing.T) {
 
 	// Once idle, both go; the long-lived one stays.
 	for _, id := range []string{fsBusy, execBusy} {
-		if !eventually(time.Minute, func() bool { found, _ := d.listed(id); return !found }) {
+		if !testutil.Poll(time.Minute, func() bool { found, _ := d.listed(id); return !found }) {
 			t.Errorf("sandbox %s not reaped once idle", id)
 		}
 	}
@@ -211,7 +199,7 @@ func TestExecCapOfOne(t *testing.T) {
 		_, err := d.c.Exec(ctx, api.ExecRequest{SandboxID: id, Argv: []string{"sh", "-c", "until [ -e /tmp/go ]; do sleep 0.05; done"}, TimeoutMs: setupTimeoutMs})
 		done <- err
 	}()
-	if !eventually(time.Minute, func() bool {
+	if !testutil.Poll(time.Minute, func() bool {
 		info, err := d.c.Get(ctx, id)
 		return err == nil && info.ExecInFlight == 1
 	}) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 // Crash recovery (issue 6, item 6): after kill -9 and a restart every
@@ -38,7 +39,7 @@ func TestKill9MidFlightThenRestart(t *testing.T) {
 	// An exec in flight and a create in flight when the daemon dies.
 	go d.c.Exec(ctx, api.ExecRequest{SandboxID: a, Cmd: "sleep", Args: []string{"100"}, TimeoutMs: 100_000})
 	go d.c.Create(ctx, api.CreateRequest{Image: "python"})
-	if !eventually(time.Minute, func() bool { return len(d.bundleIDs()) >= 3 }) {
+	if !testutil.Poll(time.Minute, func() bool { return len(d.bundleIDs()) >= 3 }) {
 		t.Fatalf("the third sandbox never started: %v", d.bundleIDs())
 	}
 	d.kill9()
@@ -94,7 +95,7 @@ func TestSIGTERMStopsBusySandboxesWithin10s(t *testing.T) {
 	}
 	d.exec(bomb, "sh", "-c", "f() { f | f & }; f >/dev/null 2>&1 &")
 	go d.c.Exec(ctx, api.ExecRequest{SandboxID: busy, Cmd: "python3", Args: []string{"-c", "while True: pass"}, TimeoutMs: 100_000})
-	if !eventually(time.Minute, func() bool {
+	if !testutil.Poll(time.Minute, func() bool {
 		m, err := d.c.Metrics(ctx, bomb)
 		return err == nil && m.Pids > 200
 	}) {
