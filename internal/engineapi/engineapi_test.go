@@ -3,6 +3,7 @@ package engineapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/httpapi/httpapitest"
+	"github.com/hutch-dev/hutch/internal/testutil"
 	"github.com/hutch-dev/hutch/internal/webguard"
 )
 
@@ -193,12 +195,18 @@ func TestTooManyInFlight(t *testing.T) {
 // disconnect right after does not cancel it.
 func TestVoid(t *testing.T) {
 	stopped := make(chan error, 1)
+	var srv *Server
 	fake := &httpapitest.Fake{StopFunc: func(ctx context.Context, r api.StopRequest) (api.StopResponse, error) {
-		time.Sleep(200 * time.Millisecond) // the client is gone by now
-		stopped <- ctx.Err()
+		// Once the server has dropped the session, it has cancelled the
+		// session's context: the client is gone for the server too.
+		if !testutil.Poll(wait, func() bool { srv.mu.Lock(); defer srv.mu.Unlock(); return len(srv.live) == 0 }) {
+			stopped <- errors.New("the server never saw the client go")
+		} else {
+			stopped <- ctx.Err()
+		}
 		return api.StopResponse{SandboxID: r.SandboxID, Stopped: true}, nil
 	}}
-	_, url := testServer(t, fake, Options{})
+	srv, url := testServer(t, fake, Options{})
 	wc := dial(t, url)
 	// As the SDK sends it: no invocation_id, action void.
 	wc.send(map[string]any{"type": "invokefunction", "function_id": "sandbox::stop",
@@ -264,24 +272,22 @@ func TestReattach(t *testing.T) {
 	third.send(map[string]any{"type": "reattach", "previous_worker_id": id, "reattach_token": "wrong"})
 	third.alive()
 	// The server learns of the disconnect asynchronously.
-	deadline := time.Now().Add(wait)
-	for {
+	var m map[string]any
+	if !testutil.Poll(wait, func() bool {
 		third.send(map[string]any{"type": "reattach", "previous_worker_id": id, "reattach_token": token})
 		third.send(map[string]any{"type": "ping"})
-		m := third.recv()
-		if m["type"] == "workerregistered" {
-			if m["worker_id"] != id || m["reattach_token"] == token {
-				t.Fatalf("reattach answer = %v, want worker %s with a new token", m, id)
-			}
-			if p := third.recv(); p["type"] != "pong" {
-				t.Fatalf("after reattach got %v", p)
-			}
-			break
+		if m = third.recv(); m["type"] != "pong" {
+			return true
 		}
-		if m["type"] != "pong" || time.Now().After(deadline) {
-			t.Fatalf("reattach with the right token got %v", m)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return false
+	}) || m["type"] != "workerregistered" {
+		t.Fatalf("reattach with the right token got %v", m)
+	}
+	if m["worker_id"] != id || m["reattach_token"] == token {
+		t.Fatalf("reattach answer = %v, want worker %s with a new token", m, id)
+	}
+	if p := third.recv(); p["type"] != "pong" {
+		t.Fatalf("after reattach got %v", p)
 	}
 	third.call("after", "sandbox::list", map[string]any{})
 }
