@@ -286,7 +286,7 @@ func TestExecTimeoutDefaultAndCap(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			start := time.Now()
-			r, err := d.c.Exec(ctx, api.ExecRequest{SandboxID: id, Cmd: "sh", Args: []string{"-c", "echo started; sleep 120"}, TimeoutMs: tt.timeoutMs})
+			r, err := d.c.Exec(ctx, api.ExecRequest{SandboxID: id, Cmd: "sh", Args: []string{"-c", "echo started; sleep infinity"}, TimeoutMs: tt.timeoutMs})
 			took := time.Since(start)
 			if err != nil {
 				t.Fatal(err)
@@ -294,10 +294,13 @@ func TestExecTimeoutDefaultAndCap(t *testing.T) {
 			if !r.TimedOut || r.ExitCode != nil || r.Stdout != "started\n" {
 				t.Fatalf("got %+v", r)
 			}
-			// Never before the timeout; and long before the 60 s asked for
-			// or the sleep's 120 s (a bound no busy machine comes near).
-			if took < tt.want || took > 50*time.Second {
-				t.Errorf("timed out after %v, want about %v", took, tt.want)
+			// Never before the timeout (a timer never fires early: no load
+			// can break this). The sleep never ends, so the exec came back
+			// only because its timeout ended it; which timeout, the capped
+			// one rather than the 60 s asked for, shows in the S200 message
+			// below.
+			if took < tt.want {
+				t.Errorf("timed out after %v, before %v", took, tt.want)
 			}
 		})
 	}
