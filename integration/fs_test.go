@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -538,7 +539,17 @@ func TestFsInterruptedUpload(t *testing.T) {
 		if _, err := conn.Write(bytes.Repeat([]byte("p"), 1<<20)); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(300 * time.Millisecond)
+		// It hangs up once the agent is writing the upload (its temporary
+		// file is there), so the cut comes midway, not before the start.
+		if !testutil.Poll(time.Minute, func() bool {
+			ls, err := d.c.FsLs(ctx, api.FsLsRequest{SandboxID: id, Path: "/up"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return slices.ContainsFunc(ls.Entries, func(e api.FsEntry) bool { return strings.HasPrefix(e.Name, ".hutch-tmp-") })
+		}) {
+			t.Fatalf("the upload to %s never started", target)
+		}
 		conn.Close()
 	}
 	// A client whose context ends midway.
