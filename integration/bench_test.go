@@ -100,11 +100,8 @@ func TestBenchScenarios(t *testing.T) {
 	}
 	// Every sandbox the bench created goes (its stops end in the
 	// background); only the pool's remain.
-	ids := runscSandboxIDs(d.dataDir)
-	for deadline := time.Now().Add(2 * time.Minute); len(ids) > 2 && time.Now().Before(deadline); ids = runscSandboxIDs(d.dataDir) {
-		time.Sleep(200 * time.Millisecond)
-	}
-	if len(ids) > 2 {
+	var ids []string
+	if !testutil.Poll(2*time.Minute, func() bool { ids = runscSandboxIDs(d.dataDir); return len(ids) <= 2 }) {
 		t.Errorf("sandboxes left after the bench: %v", ids)
 	}
 }

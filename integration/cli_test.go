@@ -37,7 +37,7 @@ func TestCLIPaperCuts(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if !eventually(time.Minute, func() bool {
+		if !testutil.Poll(time.Minute, func() bool {
 			out, _, code := d.cli("", "logs", "--tag", fmt.Sprintf("bg%d", n), id)
 			return code == 0 && strings.Contains(out, fmt.Sprintf("line%d", n))
 		}) {
@@ -218,7 +218,7 @@ func TestCLIPaperCuts(t *testing.T) {
 		screen := func(want string) {
 			t.Helper()
 			re := regexp.MustCompile(`(?m)` + regexp.QuoteMeta(want) + `$`)
-			if !eventually(2*time.Minute, func() bool {
+			if !testutil.Poll(2*time.Minute, func() bool {
 				pane = run("capture-pane", "-p", "-t", "r", "-S", "-100")
 				return re.MatchString(pane)
 			}) {
@@ -250,7 +250,7 @@ func TestCLIPaperCuts(t *testing.T) {
 		}
 		keys("C-d")
 		var code string
-		if !eventually(time.Minute, func() bool {
+		if !testutil.Poll(time.Minute, func() bool {
 			b, err := os.ReadFile(status)
 			code = strings.TrimSpace(string(b))
 			return err == nil && code != ""

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 // Containment (issue 6, item 7): a fork bomb, a memory hog or a disk
@@ -70,49 +71,78 @@ func errString(err error) string {
 	return err.Error()
 }
 
-// checkBystander fails t unless every exec of rep succeeded, quickly.
+// checkBystander fails t unless every exec of rep succeeded. How fast is
+// not asserted: a busy host decides that; an exec that hangs fails at the
+// bystander's 30 s deadline.
 // minBystanderRuns is how many execs a bystander runs at the least.
 const minBystanderRuns = 5
 
 func checkBystander(t *testing.T, rep bystanderReport) {
 	t.Helper()
 	t.Logf("bystander: %d execs, %d failed, slowest %v", rep.runs, rep.failures, rep.slowest)
-	if rep.runs < minBystanderRuns || rep.failures > 0 || rep.slowest > 5*time.Second {
+	if rep.runs < minBystanderRuns || rep.failures > 0 {
 		t.Errorf("the bystander suffered: %+v", rep)
 	}
 }
 
-// forkUntilRefused forks sleeping children until fork fails, prints
-// "<errno name> <children>", then kills and reaps them.
-const forkUntilRefused = `
-import errno, os, signal, time
-kids, err = [], None
-while len(kids) < 5000:
+// holdEverySlot forks sleeping children until fork fails, writes
+// "<errno name> <children>" to /tmp/held (through a rename: the file is
+// whole once it is there), then sleeps too: until it is killed, no
+// process slot of its user frees up. Children sleep rather than exit on a
+// timer, so that the count does not depend on how long the forks take.
+const holdEverySlot = `
+import errno, os, time
+kids, err = 0, None
+while kids < 5000:
     try:
         pid = os.fork()
     except OSError as e:
         err = e
         break
     if pid == 0:
-        time.sleep(120)
-        os._exit(0)
-    kids.append(pid)
-print(errno.errorcode.get(err.errno) if err else "none", len(kids), flush=True)
-for k in kids:
-    os.kill(k, signal.SIGKILL)
-for k in kids:
-    os.waitpid(k, 0)
+        while True:
+            time.sleep(3600)
+    kids += 1
+with open("/tmp/held.tmp", "w") as f:
+    f.write(f"{errno.errorcode.get(err.errno) if err else 'none'} {kids}\n")
+os.rename("/tmp/held.tmp", "/tmp/held")
+while True:
+    time.sleep(3600)
 `
 
-// agentCapsScript prints, for this process and then for the agent
-// (PID 1), whether CAP_SYS_RESOURCE is in its effective, permitted,
-// bounding and inheritable sets; then what becomes of reaching the agent's
-// stream through /proc/1/fd, and of attaching to it with ptrace.
+// forkBomb is the classic shell fork bomb, started in a subshell whose
+// input and output are /dev/null, so that its shell returns at once.
+const forkBomb = `(f() { f | f & }; f) </dev/null >/dev/null 2>&1 &`
+
+// agentCapsScript prints whether CAP_SYS_RESOURCE is in this process's
+// effective, permitted, bounding and inheritable sets, then in the
+// effective, permitted and bounding sets of every thread of the agent (PID
+// 1): 0 or 1 when all agree, "mixed" when they do not; then what becomes of
+// reaching the agent's stream through /proc/1/fd, and of attaching to it
+// with ptrace.
+//
+// Capabilities belong to a thread, and /proc/1/status shows only the
+// agent's first thread. The agent's inheritable set is not printed: the
+// thread that forks a process clears CAP_SYS_RESOURCE from it for good
+// (agent/caps.go), so it depends on which threads the Go scheduler has run
+// forks on so far.
 const agentCapsScript = `
 import ctypes, errno, os
-for pid in ("self", "1"):
-    caps = dict(l.split(":\t") for l in open(f"/proc/{pid}/status").read().splitlines() if l.startswith("Cap"))
-    print(pid, *(str(int(caps[k], 16) >> 24 & 1) for k in ("CapEff", "CapPrm", "CapBnd", "CapInh")))
+def bit(status, key):
+    caps = dict(l.split(":\t") for l in status.splitlines() if l.startswith("Cap"))
+    return str(int(caps[key], 16) >> 24 & 1)
+me = open("/proc/self/status").read()
+print("self", *(bit(me, k) for k in ("CapEff", "CapPrm", "CapBnd", "CapInh")))
+threads = []
+for tid in os.listdir("/proc/1/task"):
+    try:
+        threads.append(open(f"/proc/1/task/{tid}/status").read())
+    except FileNotFoundError:
+        pass  # the thread ended meanwhile
+def agreed(key):
+    bits = {bit(s, key) for s in threads}
+    return bits.pop() if len(bits) == 1 else "mixed"
+print("1", *(agreed(k) for k in ("CapEff", "CapPrm", "CapBnd")))
 try:
     os.close(os.open("/proc/1/fd/2", os.O_WRONLY))
     print("fd opened")
@@ -133,53 +163,103 @@ func TestForkBombIsContained(t *testing.T) {
 	other := d.create(api.CreateRequest{Image: "python"})
 
 	// The agent alone holds CAP_SYS_RESOURCE, which exempts its threads
-	// from RLIMIT_NPROC: no process it starts gets it. Holding more than
-	// they can also refuses them ptrace access to the agent.
+	// from RLIMIT_NPROC: every thread of it, none of the processes it
+	// starts. Holding more than they can also refuses them ptrace access
+	// to the agent.
 	caps := d.exec(bomb, "python3", "-c", agentCapsScript)
-	if want := "self 0 0 0 0\n1 1 1 0 1\nfd EACCES\nptrace EPERM\n"; caps.Stdout != want {
-		t.Fatalf("CAP_SYS_RESOURCE (effective, permitted, bounding, inheritable) of a process and of the agent, and its access to the agent:\n%s\nwant:\n%s\nstderr: %s", caps.Stdout, want, caps.Stderr)
+	if want := "self 0 0 0 0\n1 1 1 0\nfd EACCES\nptrace EPERM\n"; caps.Stdout != want {
+		t.Fatalf("CAP_SYS_RESOURCE (effective, permitted, bounding[, inheritable]) of a process and of every agent thread, and its access to the agent:\n%s\nwant:\n%s\nstderr: %s", caps.Stdout, want, caps.Stderr)
 	}
 
 	stop := make(chan struct{})
 	report := d.bystander(other, stop)
 
 	// Forks are refused inside (RLIMIT_NPROC), well before the host's
-	// pids limit would end the whole sandbox.
+	// pids limit would end the whole sandbox. While every process slot is
+	// taken, the sandbox answers every exec with S400 (its agent cannot
+	// start a process) and keeps serving file operations.
 	start := time.Now()
-	r, err := d.c.Exec(ctx, api.ExecRequest{SandboxID: bomb, Cmd: "python3", Args: []string{"-c", forkUntilRefused}, TimeoutMs: 120_000})
-	if err != nil || !r.Success {
-		t.Fatalf("counted fork: %+v, %v", r, err)
+	holder, err := d.c.StartProcess(ctx, api.ProcessStartRequest{SandboxID: bomb, Cmd: "python3", Args: []string{"-c", holdEverySlot}})
+	if err != nil {
+		t.Fatalf("counted fork: %v", err)
 	}
-	fields := strings.Fields(r.Stdout)
+	var held string
+	if !testutil.Poll(setupTimeoutMs*time.Millisecond, func() bool {
+		res, err := d.c.FsRead(ctx, api.FsReadRequest{SandboxID: bomb, Path: "/tmp/held"})
+		if err == nil && res.Body != nil {
+			held = *res.Body
+		}
+		return held != ""
+	}) {
+		t.Fatal("the process taking every slot never said how many it took")
+	}
+	fields := strings.Fields(held)
 	n, _ := strconv.Atoi(fields[len(fields)-1])
 	t.Logf("fork refused with %s after %d children (%v)", fields[0], n, time.Since(start))
 	if fields[0] != "EAGAIN" || n < 100 || n > 1024 {
-		t.Errorf("fork until refused: %q, want EAGAIN after 100 to 1024 children", r.Stdout)
+		t.Errorf("fork until refused: %q, want EAGAIN after 100 to 1024 children", held)
+	}
+	for range 5 {
+		_, err := d.c.Exec(ctx, api.ExecRequest{SandboxID: bomb, Cmd: "echo", Args: []string{"alive"}, TimeoutMs: setupTimeoutMs})
+		wantCode(t, err, "S400")
+		if err := d.c.Call(ctx, api.FnFsStat, api.FsStatRequest{SandboxID: bomb, Path: "/tmp"}, nil); err != nil {
+			t.Fatalf("file operation with every process slot taken: %v", err)
+		}
+	}
+	// Killed, the holder and its children free their slots.
+	if _, err := d.c.KillProcess(ctx, bomb, holder.Pid); err != nil {
+		t.Fatal(err)
+	}
+	if !testutil.Poll(setupTimeoutMs*time.Millisecond, func() bool {
+		r, err := d.c.Exec(ctx, api.ExecRequest{SandboxID: bomb, Cmd: "echo", Args: []string{"alive"}, TimeoutMs: setupTimeoutMs})
+		return err == nil && r.Stdout == "alive\n"
+	}) {
+		t.Fatal("no exec ran once the slots were freed")
 	}
 
-	// A classic shell fork bomb, left running in the background.
-	start = time.Now()
-	r, err = d.c.Exec(ctx, api.ExecRequest{SandboxID: bomb, Cmd: "sh", Args: []string{"-c", "f() { f | f & }; f; sleep 3"}, TimeoutMs: 30_000})
-	if err != nil {
-		t.Fatalf("fork bomb: %v", err)
+	// A classic shell fork bomb, left running in the background: its
+	// processes fork, fail and exit, endlessly. Its subshell writes
+	// nowhere, so the exec ends as soon as its shell does and the bomb
+	// runs on until the sandbox stops. (Were the bomb to hold the exec's
+	// output, the exec would end only at its timeout, when the agent kills
+	// its process group, bomb and all: whether anything after ran beside
+	// the bomb would depend on how fast a loaded host got through it.)
+	r, err := d.c.Exec(ctx, api.ExecRequest{SandboxID: bomb, Cmd: "sh", Args: []string{"-c", forkBomb}, TimeoutMs: setupTimeoutMs})
+	if err != nil || !r.Success {
+		t.Fatalf("fork bomb: %+v, %v", r, err)
 	}
-	t.Logf("the fork bomb's exec returned after %v (timed out: %v)", time.Since(start), r.TimedOut)
-	// For 5 s the bomb's sandbox answers every exec, with the command's
-	// result or S400 when no process can be started, and its agent keeps
-	// serving file operations. The agent shares its sandbox's CPU with the
-	// bomb: on a busy host an answer may take long, so each exec may take
-	// up to the daemon's maximum (the agent must answer, not answer fast).
-	var ran, refused int
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		r, err := d.c.Exec(ctx, api.ExecRequest{SandboxID: bomb, Cmd: "echo", Args: []string{"alive"}, TimeoutMs: setupTimeoutMs})
-		switch {
-		case err == nil && r.Stdout == "alive\n":
-			ran++
-		case err != nil && envelopeOf(t, err).Code == "S400":
-			refused++
-		default:
-			t.Fatalf("exec during the fork bomb: %+v, %v", r, err)
+	// It is going once it holds a quarter of the slots the holder took
+	// (a calm sandbox runs a handful of processes; a churning bomb's count
+	// moves below its limit): the agent, which needs no process slot to
+	// list /proc, counts them.
+	var procs int
+	bombing := func() bool {
+		ls, err := d.c.FsLs(ctx, api.FsLsRequest{SandboxID: bomb, Path: "/proc"})
+		if err != nil {
+			t.Fatalf("listing /proc during the fork bomb: %v", err)
 		}
+		procs = 0
+		for _, e := range ls.Entries {
+			if _, err := strconv.Atoi(e.Name); err == nil {
+				procs++
+			}
+		}
+		return procs >= n/4
+	}
+	if !testutil.Poll(setupTimeoutMs*time.Millisecond, bombing) {
+		t.Fatalf("the fork bomb did not get going: %d processes", procs)
+	}
+	before, err := d.c.Metrics(ctx, bomb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// While it churns, the agent keeps serving, the sandbox lives, and
+	// its host tasks stay under its pids limit. (Whether an exec then
+	// runs or is refused, and how long a process that got a slot takes
+	// to run beside some 250 others on the sandbox's CPU, is the
+	// scheduler's call: the answers above, with every slot held, are the
+	// ones that do not depend on it.)
+	for range 5 {
 		if err := d.c.Call(ctx, api.FnFsStat, api.FsStatRequest{SandboxID: bomb, Path: "/tmp"}, nil); err != nil {
 			t.Fatalf("file operation during the fork bomb: %v", err)
 		}
@@ -188,9 +268,13 @@ func TestForkBombIsContained(t *testing.T) {
 	if err != nil {
 		t.Fatalf("metrics during the fork bomb: %v", err)
 	}
-	t.Logf("during the bomb: %d execs ran, %d refused (S400); %d host tasks (limit %d), %d MiB", ran, refused, m.Pids, m.PidsLimit, m.MemoryBytes>>20)
+	t.Logf("during the bomb: %d processes, %d host tasks (limit %d), %d MiB, %.1f s of CPU", procs, m.Pids, m.PidsLimit, m.MemoryBytes>>20,
+		m.CPUSeconds-before.CPUSeconds)
 	if m.Pids > uint64(m.PidsLimit) {
 		t.Errorf("host tasks %d over pids_limit %d", m.Pids, m.PidsLimit)
+	}
+	if !testutil.Poll(setupTimeoutMs*time.Millisecond, bombing) {
+		t.Fatalf("the fork bomb died down by itself (%d processes): the checks above may not have run beside it", procs)
 	}
 	close(stop)
 	checkBystander(t, <-report)

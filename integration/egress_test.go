@@ -13,6 +13,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 // testResolver answers A questions for names (without the final dot) with
@@ -140,12 +141,8 @@ func TestEgressPolicy(t *testing.T) {
 	if names := d.eventsOf(id, api.EventEgressDenied); len(names) == 0 || names[0]["name"] != "other.test" {
 		t.Errorf("egress.denied events of names: %v", names)
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for !hasCount(d.eventsOf(id, api.EventEgressDenied)) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no counted egress.denied event: %v", d.eventsOf(id, api.EventEgressDenied))
-		}
-		time.Sleep(time.Second)
+	if !testutil.Poll(60*time.Second, func() bool { return hasCount(d.eventsOf(id, api.EventEgressDenied)) }) {
+		t.Fatalf("no counted egress.denied event: %v", d.eventsOf(id, api.EventEgressDenied))
 	}
 
 	// Lifted: everything passes again.
@@ -222,12 +219,7 @@ func TestSandboxNetworks(t *testing.T) {
 	webAddr := d.sandboxAddr(web)
 	urls := []string{"http://web:8000/", "http://web.app:8000/", "http://" + web + ":8000/", "http://" + webAddr + ":8000/"}
 	var got []string
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(time.Second) {
-		if got = d.fetch(client, urls...); strings.Join(got, ",") == "web,web,web,web" || time.Now().After(deadline) {
-			break
-		}
-	}
-	if strings.Join(got, ",") != "web,web,web,web" {
+	if !testutil.Poll(60*time.Second, func() bool { got = d.fetch(client, urls...); return strings.Join(got, ",") == "web,web,web,web" }) {
 		t.Fatalf("a peer by name, name.network, id and address: %q", got)
 	}
 	for i, g := range d.fetch(outsider, urls...) {

@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 // engineConn is a minimal engine-protocol client: it sends invocations and
@@ -238,12 +239,8 @@ func TestEngineDisconnectStopsWork(t *testing.T) {
 	e := dialEngine(t, d)
 	e.invoke(api.FnExec, api.ExecRequest{SandboxID: id, Argv: []string{"sleep", "300"}, TimeoutMs: 300_000})
 	runCh := e.invoke(api.FnRun, api.RunRequest{Image: "python", Lang: "sh", Code: "sleep 300", TimeoutMs: 300_000})
-	deadline := time.Now().Add(2 * time.Minute)
-	for sandboxState(t, d, id).ExecInFlight == 0 || !runStarted(t, d, id) {
-		if time.Now().After(deadline) {
-			t.Fatal("the calls did not start")
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !testutil.Poll(2*time.Minute, func() bool { return sandboxState(t, d, id).ExecInFlight > 0 && runStarted(t, d, id) }) {
+		t.Fatal("the calls did not start")
 	}
 	e.c.CloseNow()
 	select {
@@ -252,23 +249,20 @@ func TestEngineDisconnectStopsWork(t *testing.T) {
 	case <-time.After(100 * time.Millisecond):
 	}
 
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
-		list, err := d.c.List(context.Background())
-		if err != nil {
+	var list api.ListResponse
+	if !testutil.Poll(time.Minute, func() bool {
+		var err error
+		if list, err = d.c.List(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		busy := 0
 		for _, sb := range list.Sandboxes {
 			if sb.SandboxID == id && sb.ExecInFlight > 0 || sb.SandboxID != id && !sb.Stopped {
-				busy++
+				return false
 			}
 		}
-		if busy == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("work of a gone client still runs: %+v", list.Sandboxes)
-		}
+		return true
+	}) {
+		t.Fatalf("work of a gone client still runs: %+v", list.Sandboxes)
 	}
 	r := d.exec(id, "python3", "-c", "import os; print(sum(1 for p in os.listdir('/proc') if p.isdigit() and p != str(os.getpid()) and b'sleep' in open('/proc/%s/cmdline' % p, 'rb').read()))")
 	if r.Stdout != "0\n" {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/testutil"
 	"github.com/hutch-dev/hutch/internal/webhooks"
 )
 
@@ -140,7 +141,7 @@ func TestWebhooks(t *testing.T) {
 	if _, err := d.c.Stop(context.Background(), id, true); err != nil {
 		t.Fatal(err)
 	}
-	if !eventually(60*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == 3 }) {
+	if !testutil.Poll(60*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == 3 }) {
 		mu.Lock()
 		t.Fatalf("the receiver got %v", got)
 	}
@@ -216,7 +217,7 @@ func TestAlertStopsASandboxThatTakesTooMuchMemory(t *testing.T) {
 		"import time\nb = bytearray(200 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1\ntime.sleep(3600)"}}); err != nil {
 		t.Fatal(err)
 	}
-	if !eventually(120*time.Second, func() bool { return sandboxState(t, d, id).Stopped }) {
+	if !testutil.Poll(120*time.Second, func() bool { return sandboxState(t, d, id).Stopped }) {
 		t.Fatal("the sandbox was not stopped by its alert")
 	}
 	if info := sandboxState(t, d, id); info.StopCause != "alert" || !strings.Contains(info.StopReason, "memory") {
@@ -247,7 +248,7 @@ func TestDiskMetricAndAlert(t *testing.T) {
 	if err != nil || after.DiskBytes < before.DiskBytes+39_000_000 {
 		t.Fatalf("disk_bytes %d after writing 40 MB, %d before (%v)", after.DiskBytes, before.DiskBytes, err)
 	}
-	if !eventually(60*time.Second, func() bool {
+	if !testutil.Poll(60*time.Second, func() bool {
 		list, err := d.c.ListEvents(ctx, api.EventsRequest{SandboxID: id, Type: api.EventAlertFired})
 		return err == nil && len(list.Events) == 1 && strings.Contains(string(list.Events[0].Data), alert.AlertID)
 	}) {
@@ -256,7 +257,7 @@ func TestDiskMetricAndAlert(t *testing.T) {
 	d.exec(id, "rm", "/root/big")
 	// gVisor gives the space back a moment after the delete.
 	var freed api.MetricsResponse
-	if !eventually(30*time.Second, func() bool {
+	if !testutil.Poll(30*time.Second, func() bool {
 		freed, err = d.c.Metrics(ctx, id)
 		return err == nil && freed.DiskBytes < before.DiskBytes+1_000_000
 	}) {
@@ -363,7 +364,7 @@ func TestWebhooksAddedAtRunTime(t *testing.T) {
 	if _, err := d.c.Stop(context.Background(), sb, true); err != nil {
 		t.Fatal(err)
 	}
-	if !eventually(60*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == 2 }) {
+	if !testutil.Poll(60*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == 2 }) {
 		mu.Lock()
 		t.Fatalf("the added webhook got %v", got)
 	}

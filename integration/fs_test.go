@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 	"time"
 
 	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 // fsStep is one call of a sandbox::fs function and what it must give.
@@ -547,7 +549,17 @@ func TestFsInterruptedUpload(t *testing.T) {
 		if _, err := conn.Write(bytes.Repeat([]byte("p"), 1<<20)); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(300 * time.Millisecond)
+		// It hangs up once the agent is writing the upload (its temporary
+		// file is there), so the cut comes midway, not before the start.
+		if !testutil.Poll(time.Minute, func() bool {
+			ls, err := d.c.FsLs(ctx, api.FsLsRequest{SandboxID: id, Path: "/up"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return slices.ContainsFunc(ls.Entries, func(e api.FsEntry) bool { return strings.HasPrefix(e.Name, ".hutch-tmp-") })
+		}) {
+			t.Fatalf("the upload to %s never started", target)
+		}
 		conn.Close()
 	}
 	// A client whose context ends midway.
@@ -563,14 +575,12 @@ func TestFsInterruptedUpload(t *testing.T) {
 	}
 	// The agent cleans up once it sees the stream end.
 	var ls api.FsLsResponse
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+	testutil.Poll(time.Minute, func() bool {
 		if ls, err = d.c.FsLs(ctx, api.FsLsRequest{SandboxID: id, Path: "/up"}); err != nil {
 			t.Fatal(err)
 		}
-		if len(ls.Entries) == 1 || time.Now().After(deadline) {
-			break
-		}
-	}
+		return len(ls.Entries) == 1
+	})
 	if len(ls.Entries) != 1 || ls.Entries[0].Name != "existing" {
 		t.Fatalf("after interrupted uploads /up holds %+v, want only existing", ls.Entries)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 // Queued jobs (issue 18): retried on a new sandbox when theirs dies under
@@ -21,7 +22,7 @@ import (
 func waitJob(t *testing.T, d *daemon, id string) api.JobInfo {
 	t.Helper()
 	var info api.JobInfo
-	if !eventually(3*time.Minute, func() bool {
+	if !testutil.Poll(3*time.Minute, func() bool {
 		var err error
 		info, err = d.c.GetJob(context.Background(), id)
 		return err == nil && info.State != api.JobQueued && info.State != api.JobRunning
@@ -57,7 +58,7 @@ func TestJobRetriedWhenItsSandboxDies(t *testing.T) {
 		t.Fatal(err)
 	}
 	var first api.JobInfo
-	if !eventually(2*time.Minute, func() bool {
+	if !testutil.Poll(2*time.Minute, func() bool {
 		first, err = d.c.GetJob(ctx, job.JobID)
 		return err == nil && first.State == api.JobRunning && first.SandboxID != ""
 	}) {
@@ -70,7 +71,7 @@ func TestJobRetriedWhenItsSandboxDies(t *testing.T) {
 	}
 	// Both sandboxes are stopped: the killed one and the job's second.
 	for _, id := range []string{first.SandboxID, info.SandboxID} {
-		if !eventually(30*time.Second, func() bool { return sandboxState(t, d, id).Stopped }) {
+		if !testutil.Poll(30*time.Second, func() bool { return sandboxState(t, d, id).Stopped }) {
 			t.Errorf("sandbox %s of the job still runs", id)
 		}
 	}
@@ -131,7 +132,7 @@ func TestJobDeadLetterAndRetry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !eventually(time.Minute, func() bool { j, _ := d.c.GetJob(ctx, long.JobID); return j.State == api.JobRunning }) {
+	if !testutil.Poll(time.Minute, func() bool { j, _ := d.c.GetJob(ctx, long.JobID); return j.State == api.JobRunning }) {
 		t.Fatal("the long job did not start")
 	}
 	if info, err := d.c.CancelJob(ctx, long.JobID); err != nil || info.State != api.JobCancelled {
@@ -153,7 +154,7 @@ func TestPendingJobsSurviveARestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !eventually(2*time.Minute, func() bool { j, _ := d.c.GetJob(ctx, running.JobID); return j.State == api.JobRunning }) {
+	if !testutil.Poll(2*time.Minute, func() bool { j, _ := d.c.GetJob(ctx, running.JobID); return j.State == api.JobRunning }) {
 		t.Fatal("the first job did not start")
 	}
 	d.terminate()

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hutch-dev/hutch/internal/testutil"
 	"github.com/hutch-dev/hutch/internal/volumes"
 )
 
@@ -101,10 +102,8 @@ func mentions(s, dataDir string, ids []string) bool {
 func assertNoLeftovers(t *testing.T, dataDir string, ids ...string) {
 	t.Helper()
 	var left []string
-	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if left = leftovers(dataDir, ids); len(left) == 0 {
-			return
-		}
+	if testutil.Poll(60*time.Second, func() bool { left = leftovers(dataDir, ids); return len(left) == 0 }) {
+		return
 	}
 	t.Errorf("leftovers of %s:\n  %s", dataDir, strings.Join(left, "\n  "))
 }

@@ -26,18 +26,6 @@ func plainConfig(extra string) string {
 	return "image_cache_dir: " + testutil.ImageCacheDir() + "\nwarm_pool_auto: false\n" + extra
 }
 
-// eventually polls cond every 100 ms until it holds or timeout passes.
-func eventually(timeout time.Duration, cond func() bool) bool {
-	for deadline := time.Now().Add(timeout); ; time.Sleep(100 * time.Millisecond) {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-	}
-}
-
 // raw sends one HTTP request to d with an optional bearer token and
 // returns the status and body.
 func (d *daemon) raw(method, path, token, body string) (int, string) {
@@ -139,7 +127,7 @@ func TestIdleReaper(t *testing.T) {
 
 	// A 2 s idle timeout is acted on (the reaper runs every half of the
 	// shortest idle timeout), never before it has passed.
-	if !eventually(time.Minute, func() bool { found, _ := d.listed(idle); return !found }) {
+	if !testutil.Poll(time.Minute, func() bool { found, _ := d.listed(idle); return !found }) {
 		t.Fatalf("idle sandbox still listed %v after creation", time.Since(created))
 	}
 	reapedAfter := time.Since(created)
@@ -177,7 +165,7 @@ func TestIdleReaper(t *testing.T) {
 
 	// Once idle, both go; the long-lived one stays.
 	for _, id := range []string{fsBusy, execBusy} {
-		if !eventually(time.Minute, func() bool { found, _ := d.listed(id); return !found }) {
+		if !testutil.Poll(time.Minute, func() bool { found, _ := d.listed(id); return !found }) {
 			t.Errorf("sandbox %s not reaped once idle", id)
 		}
 	}
@@ -211,7 +199,7 @@ func TestExecCapOfOne(t *testing.T) {
 		_, err := d.c.Exec(ctx, api.ExecRequest{SandboxID: id, Argv: []string{"sh", "-c", "until [ -e /tmp/go ]; do sleep 0.05; done"}, TimeoutMs: setupTimeoutMs})
 		done <- err
 	}()
-	if !eventually(time.Minute, func() bool {
+	if !testutil.Poll(time.Minute, func() bool {
 		info, err := d.c.Get(ctx, id)
 		return err == nil && info.ExecInFlight == 1
 	}) {
@@ -298,7 +286,7 @@ func TestExecTimeoutDefaultAndCap(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			start := time.Now()
-			r, err := d.c.Exec(ctx, api.ExecRequest{SandboxID: id, Cmd: "sh", Args: []string{"-c", "echo started; sleep 120"}, TimeoutMs: tt.timeoutMs})
+			r, err := d.c.Exec(ctx, api.ExecRequest{SandboxID: id, Cmd: "sh", Args: []string{"-c", "echo started; sleep infinity"}, TimeoutMs: tt.timeoutMs})
 			took := time.Since(start)
 			if err != nil {
 				t.Fatal(err)
@@ -306,10 +294,13 @@ func TestExecTimeoutDefaultAndCap(t *testing.T) {
 			if !r.TimedOut || r.ExitCode != nil || r.Stdout != "started\n" {
 				t.Fatalf("got %+v", r)
 			}
-			// Never before the timeout; and long before the 60 s asked for
-			// or the sleep's 120 s (a bound no busy machine comes near).
-			if took < tt.want || took > 50*time.Second {
-				t.Errorf("timed out after %v, want about %v", took, tt.want)
+			// Never before the timeout (a timer never fires early: no load
+			// can break this). The sleep never ends, so the exec came back
+			// only because its timeout ended it; which timeout, the capped
+			// one rather than the 60 s asked for, shows in the S200 message
+			// below.
+			if took < tt.want {
+				t.Errorf("timed out after %v, before %v", took, tt.want)
 			}
 		})
 	}

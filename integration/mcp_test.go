@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 // The MCP server (issue 21) with the Go SDK's client: over the daemon's
@@ -86,7 +88,7 @@ func TestMCPOverHTTP(t *testing.T) {
 		t.Fatalf("expose_port: %q", url)
 	}
 	var page string
-	if !eventually(30*time.Second, func() bool {
+	if !testutil.Poll(30*time.Second, func() bool {
 		resp, err := http.Get(url + "notes/a.txt")
 		if err != nil {
 			return false
@@ -108,7 +110,7 @@ func TestMCPOverHTTP(t *testing.T) {
 		t.Fatalf("sandboxes %+v %v", list, err)
 	}
 	cs.Close()
-	if !eventually(30*time.Second, func() bool { return sandboxState(t, d, list.Sandboxes[0].SandboxID).Stopped }) {
+	if !testutil.Poll(30*time.Second, func() bool { return sandboxState(t, d, list.Sandboxes[0].SandboxID).Stopped }) {
 		t.Error("the session's sandbox outlived the session")
 	}
 }
@@ -128,7 +130,7 @@ func TestMCPOverStdio(t *testing.T) {
 	}
 	cs.Close()
 	list, _ := d.c.List(context.Background())
-	if !eventually(30*time.Second, func() bool {
+	if !testutil.Poll(30*time.Second, func() bool {
 		return len(list.Sandboxes) == 1 && sandboxState(t, d, list.Sandboxes[0].SandboxID).Stopped
 	}) {
 		t.Error("hutch mcp's sandbox outlived it")

@@ -144,12 +144,9 @@ func TestNetworkGatewayAndIsolation(t *testing.T) {
 	// b serves on its own address; b reaches it, a does not.
 	d.setup(b, "sh", "-c", "nohup python3 -m http.server 8000 >/dev/null 2>&1 &")
 	bURL := fmt.Sprintf("http://%s:8000/", d.sandboxAddr(b))
-	deadline := time.Now().Add(time.Minute)
-	for res := d.fetch(b, bURL); strings.HasPrefix(res[0], "ERR"); res = d.fetch(b, bURL) {
-		if time.Now().After(deadline) {
-			t.Fatalf("b's own server never answered: %q", res)
-		}
-		time.Sleep(200 * time.Millisecond)
+	var res []string
+	if !testutil.Poll(time.Minute, func() bool { res = d.fetch(b, bURL); return !strings.HasPrefix(res[0], "ERR") }) {
+		t.Fatalf("b's own server never answered: %q", res)
 	}
 	if res := d.fetch(a, bURL); !strings.HasPrefix(res[0], "ERR") {
 		t.Errorf("sandbox a reached sandbox b at %s: %q", bURL, res)

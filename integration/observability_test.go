@@ -11,6 +11,7 @@ import (
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/telemetry/otlptest"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 // Observability (issue 6, item 5): per-sandbox metrics from cgroups,
@@ -29,7 +30,7 @@ func TestSandboxMetrics(t *testing.T) {
 	d.setup(id, "python3", "-c", "import time\nt = time.process_time()\nwhile time.process_time() - t < 1: pass")
 	d.setup(id, "sh", "-c", `python3 -c "b = bytearray(100 << 20); import time; time.sleep(600)" >/dev/null 2>&1 &`)
 	var after api.MetricsResponse
-	if !eventually(time.Minute, func() bool {
+	if !testutil.Poll(time.Minute, func() bool {
 		after, err = d.c.Metrics(ctx, id)
 		return err == nil && after.MemoryBytes >= before.MemoryBytes+90<<20
 	}) {

@@ -7,16 +7,15 @@ import (
 	"time"
 
 	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 // waitPoolAtLeast waits until image's pool holds at least want sandboxes.
 func (d *daemon) waitPoolAtLeast(image string, want float64) {
 	d.t.Helper()
 	var got float64
-	for deadline := time.Now().Add(5 * time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if got = d.poolReady(image); got >= want {
-			return
-		}
+	if testutil.Poll(5*time.Minute, func() bool { got = d.poolReady(image); return got >= want }) {
+		return
 	}
 	d.t.Fatalf("warm pool holds %v %s sandboxes, want at least %v", got, image, want)
 }
@@ -62,10 +61,8 @@ func TestWarmPoolNetwork(t *testing.T) {
 		t.Errorf("egress.denied events of the pooled sandbox: %v", names)
 	}
 	// The refused connection is counted for the sandbox that made it.
-	for deadline := time.Now().Add(60 * time.Second); !hasCount(d.eventsOf(restricted, api.EventEgressDenied)); time.Sleep(time.Second) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no counted egress.denied event: %v", d.eventsOf(restricted, api.EventEgressDenied))
-		}
+	if !testutil.Poll(60*time.Second, func() bool { return hasCount(d.eventsOf(restricted, api.EventEgressDenied)) }) {
+		t.Fatalf("no counted egress.denied event: %v", d.eventsOf(restricted, api.EventEgressDenied))
 	}
 
 	denied := claim(api.CreateRequest{Image: "python", Egress: &api.EgressPolicy{DenyOut: []string{otherIP}}})

@@ -53,10 +53,8 @@ func (d *daemon) waitPoolReady(image string, want float64) {
 	d.t.Helper()
 	var got float64
 	// The first fill may wait for the image's build on a busy machine.
-	for deadline := time.Now().Add(5 * time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if got = d.poolReady(image); got == want {
-			return
-		}
+	if testutil.Poll(5*time.Minute, func() bool { got = d.poolReady(image); return got == want }) {
+		return
 	}
 	d.t.Fatalf("warm pool holds %v %s sandboxes, want %v\n%s", got, image, want, grepLines(d.scrape(d.token), "warm_pool"))
 }

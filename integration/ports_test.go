@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 // Preview URLs (issue 16, first part): a server in a sandbox without a
@@ -66,7 +67,7 @@ http.server.ThreadingHTTPServer(('127.0.0.1', 8000), lambda *a: H(*a, directory=
 	var status int
 	var body string
 	var header http.Header
-	eventually(30*time.Second, func() bool {
+	testutil.Poll(30*time.Second, func() bool {
 		status, body, header = get(mustRequest(t, "GET", path, nil))
 		return status == 200
 	})
@@ -104,7 +105,7 @@ http.server.ThreadingHTTPServer(('127.0.0.1', 8000), lambda *a: H(*a, directory=
 	if status, body, _ := get(mustRequest(t, "GET", d.url+pub.URL+"index.txt", nil)); status != 200 || body != "hello from the sandbox\n" {
 		t.Fatalf("public route: %d %q", status, body)
 	}
-	if !eventually(30*time.Second, func() bool {
+	if !testutil.Poll(30*time.Second, func() bool {
 		status, _, _ := get(mustRequest(t, "GET", d.url+pub.URL+"index.txt", nil))
 		return status == 404
 	}) {
@@ -165,7 +166,7 @@ while True:
 	}
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
 	var got []byte
-	if !eventually(60*time.Second, func() bool {
+	if !testutil.Poll(60*time.Second, func() bool {
 		conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", local))
 		if err != nil {
 			return false

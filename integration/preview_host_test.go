@@ -62,7 +62,7 @@ func TestPreviewHost(t *testing.T) {
 		t.Fatalf("host_url %q, path url %q", pub.HostURL, pub.URL)
 	}
 	// The server may still be starting.
-	if !eventually(60*time.Second, func() bool {
+	if !testutil.Poll(60*time.Second, func() bool {
 		status, _, _ := hostGet(t, d, host, "/index.html", map[string]string{"Authorization": "Bearer " + aliceToken})
 		return status == 200
 	}) {
@@ -126,7 +126,7 @@ func TestPreviewHost(t *testing.T) {
 		if status, body, _ := hostGet(t, d, host, "/index.html", map[string]string{"Cookie": pair}); status != 200 || !strings.Contains(body, previewTexts[0]) {
 			t.Fatalf("with the cookie: %d %.200s", status, body)
 		}
-		if !eventually(30*time.Second, func() bool {
+		if !testutil.Poll(30*time.Second, func() bool {
 			status, _, _ := hostGet(t, d, host, "/index.html", map[string]string{"Cookie": pair})
 			return status == 404
 		}) {

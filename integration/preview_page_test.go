@@ -100,7 +100,7 @@ func TestPreviewPagesOfTheLocalUser(t *testing.T) {
 	}
 	daemonPort := strings.TrimPrefix(d.url, "http://127.0.0.1:")
 	host := "8000-" + id + ".localhost:" + daemonPort
-	if !eventually(60*time.Second, func() bool {
+	if !testutil.Poll(60*time.Second, func() bool {
 		status, _, _ := hostGet(t, d, host, "/index.html", nil)
 		return status == 200
 	}) {

@@ -227,7 +227,7 @@ func TestProcesses(t *testing.T) {
 		}
 		// attach starts from what was written so far: "ready" is not
 		// printed again, the answer to its stdin is, and its status is hutch's.
-		if !eventually(time.Minute, func() bool {
+		if !testutil.Poll(time.Minute, func() bool {
 			info, err := d.c.GetProcess(ctx, id, pid)
 			return err == nil && info.StdoutBytes > 0
 		}) {
@@ -296,7 +296,7 @@ func TestProcesses(t *testing.T) {
 				done <- err
 			}()
 			var pid int
-			if !eventually(time.Minute, func() bool {
+			if !testutil.Poll(time.Minute, func() bool {
 				r := d.exec(id, "cat", pidFile)
 				pid, err = strconv.Atoi(strings.TrimSpace(r.Stdout))
 				return err == nil
@@ -305,7 +305,7 @@ func TestProcesses(t *testing.T) {
 			}
 			cancel()
 			<-done
-			if !eventually(time.Minute, func() bool { return !d.running(id, pid) }) {
+			if !testutil.Poll(time.Minute, func() bool { return !d.running(id, pid) }) {
 				t.Fatalf("streamed %v: process %d outlived its client", streamed, pid)
 			}
 		}
@@ -545,7 +545,7 @@ func TestProcesses(t *testing.T) {
 			t.Fatal(err)
 		}
 		var pid int
-		if !eventually(time.Minute, func() bool {
+		if !testutil.Poll(time.Minute, func() bool {
 			list, err := d.c.ListProcesses(ctx, id)
 			for _, p := range list.Processes {
 				if p.Tag == "terminal" && strings.HasPrefix(p.Command, "sleep") {
@@ -557,7 +557,7 @@ func TestProcesses(t *testing.T) {
 			t.Fatal("the terminal's process is not listed")
 		}
 		gone.Close()
-		if !eventually(time.Minute, func() bool { return !d.running(id, pid) }) {
+		if !testutil.Poll(time.Minute, func() bool { return !d.running(id, pid) }) {
 			t.Fatalf("terminal process %d outlived its client", pid)
 		}
 	})
@@ -650,7 +650,7 @@ func TestShellThroughTmux(t *testing.T) {
 	screen := func(want string) {
 		t.Helper()
 		var pane string
-		if !eventually(time.Minute, func() bool {
+		if !testutil.Poll(time.Minute, func() bool {
 			pane = run("capture-pane", "-p", "-t", "t")
 			return strings.Contains(pane, want)
 		}) {
@@ -667,7 +667,7 @@ func TestShellThroughTmux(t *testing.T) {
 	screen("20 90")
 	run("send-keys", "-t", "t", "exit 3", "Enter")
 	var code string
-	if !eventually(time.Minute, func() bool {
+	if !testutil.Poll(time.Minute, func() bool {
 		b, err := exec.Command("cat", status).Output()
 		code = strings.TrimSpace(string(b))
 		return err == nil && code != ""

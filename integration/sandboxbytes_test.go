@@ -7,6 +7,7 @@ import (
 	"unicode"
 
 	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 // rawControl reports whether s holds a character a terminal interprets.
@@ -23,7 +24,7 @@ func TestStopReasonFromSandboxBytesIsClean(t *testing.T) {
 	// keeps for the stop reason, and exits. The exec ends with its
 	// sandbox; its own error is not the point.
 	_ = d.provoke(id, "hostile-death")
-	if !eventually(time.Minute, func() bool { _, stopped := d.listed(id); return stopped }) {
+	if !testutil.Poll(time.Minute, func() bool { _, stopped := d.listed(id); return stopped }) {
 		t.Fatalf("sandbox %s still running after its PID 1 was ended", id)
 	}
 

@@ -117,14 +117,12 @@ func TestForgedSourceAddressesDropped(t *testing.T) {
 		}
 		forged := []string{"198.51.100.7", bAddr}
 		var out string
-		for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		if !testutil.Poll(time.Minute, func() bool {
 			out = d.netprobe(a, append([]string{"forge", dst}, forged...)...)
-			if _, ok := inbox.received()["genuine"]; ok {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the genuine datagram never arrived at %s; netprobe said %q", dst, out)
-			}
+			_, ok := inbox.received()["genuine"]
+			return ok
+		}) {
+			t.Fatalf("the genuine datagram never arrived at %s; netprobe said %q", dst, out)
 		}
 		switch {
 		case strings.Contains(out, "raw sent 2"):

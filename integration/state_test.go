@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 // State (issue 15): pause and resume, auto-resume, on_idle, lifetimes and
@@ -172,7 +173,7 @@ func TestAutoResumeAndOnIdlePause(t *testing.T) {
 
 	// Idle, it is paused rather than stopped, and stays paused.
 	idle := d.create(api.CreateRequest{Image: "python", IdleTimeoutSecs: 1, OnIdle: api.OnIdlePause})
-	if !eventually(60*time.Second, func() bool { return sandboxState(t, d, idle).State == "paused" }) {
+	if !testutil.Poll(60*time.Second, func() bool { return sandboxState(t, d, idle).State == "paused" }) {
 		t.Fatalf("the idle sandbox was not paused: %+v", sandboxState(t, d, idle))
 	}
 	_, err := d.c.Exec(ctx, api.ExecRequest{SandboxID: idle, Argv: []string{"true"}})
@@ -209,7 +210,7 @@ func TestLifetimeAndMetadata(t *testing.T) {
 	if out, errOut, code := d.cli("", "set-timeout", a, "2s"); code != 0 || out == "" {
 		t.Fatalf("hutch set-timeout: code %d stdout %q stderr %q", code, out, errOut)
 	}
-	if !eventually(60*time.Second, func() bool { return sandboxState(t, d, a).Stopped }) {
+	if !testutil.Poll(60*time.Second, func() bool { return sandboxState(t, d, a).Stopped }) {
 		t.Fatalf("the sandbox outlived its lifetime: %+v", sandboxState(t, d, a))
 	}
 	if info := sandboxState(t, d, a); info.StopCause != "lifetime" {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 // TestWatchFiles: a watch sees a file created, written, renamed, chmodded
@@ -106,12 +107,31 @@ func TestWatchFiles(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("the watch outlived its sandbox")
 	}
-	// Its caller goes: the watch ends with the caller's error.
+	// Its caller goes: the watch ends with the caller's error. The caller
+	// goes on the watch's first event, so the watch was in place by then
+	// (files are touched until it ends).
 	id2 := d.create(api.CreateRequest{Image: "python"})
 	ctx2, cancel2 := context.WithCancel(context.Background())
-	go func() { time.Sleep(time.Second); cancel2() }()
-	if err := d.c.WatchFiles(ctx2, api.FsWatchRequest{SandboxID: id2, Path: "/tmp"}, func(api.FsWatchEvent) error { return nil }); !errors.Is(err, context.Canceled) {
-		t.Errorf("a cancelled watch ended with %v", err)
+	ended := make(chan error, 1)
+	go func() {
+		ended <- d.c.WatchFiles(ctx2, api.FsWatchRequest{SandboxID: id2, Path: "/tmp"}, func(api.FsWatchEvent) error { cancel2(); return nil })
+	}()
+	var watchErr error
+	n := 0
+	if !testutil.Poll(5*time.Minute, func() bool {
+		select {
+		case watchErr = <-ended:
+			return true
+		default:
+		}
+		d.exec(id2, "touch", fmt.Sprintf("/tmp/caller-goes-%d", n))
+		n++
+		return false
+	}) {
+		t.Fatal("the watch saw none of the files touched")
+	}
+	if !errors.Is(watchErr, context.Canceled) {
+		t.Errorf("a cancelled watch ended with %v", watchErr)
 	}
 }
 

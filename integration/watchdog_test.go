@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 // A crashed daemon (issue 12, item 6): a sandbox whose PID 1 is stopped
@@ -68,7 +69,7 @@ func TestSandboxWithStoppedPID1DiesWithItsDaemon(t *testing.T) {
 
 	// Nothing of the sandbox is left — processes, mounts, cgroups, veth,
 	// firewall rules, directories — without a restart of the daemon.
-	if !eventually(2*time.Minute, func() bool { return len(leftovers(d.dataDir, []string{id})) == 0 }) {
+	if !testutil.Poll(2*time.Minute, func() bool { return len(leftovers(d.dataDir, []string{id})) == 0 }) {
 		t.Errorf("the sandbox of a killed daemon outlived it:\n  %s", strings.Join(leftovers(d.dataDir, []string{id}), "\n  "))
 	}
 	if r := other.exec(bystander, "echo", "alive"); r.Stdout != "alive\n" {

@@ -12,6 +12,7 @@ import (
 
 	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
 	"github.com/hutch-dev/hutch/internal/agent"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 // pipeConn joins two pipe ends into one byte stream.
@@ -77,15 +78,13 @@ func TestTransferStalls(t *testing.T) {
 	if !errors.Is(err, ErrStalled) {
 		t.Fatalf("stalled upload: %v, want ErrStalled", err)
 	}
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		left, _ := filepath.Glob(dir + "/*")
-		hidden, _ := filepath.Glob(dir + "/.*")
-		if len(left)+len(hidden) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("left after a stalled upload: %v %v", left, hidden)
-		}
+	var left, hidden []string
+	if !testutil.Poll(30*time.Second, func() bool {
+		left, _ = filepath.Glob(dir + "/*")
+		hidden, _ = filepath.Glob(dir + "/.*")
+		return len(left)+len(hidden) == 0
+	}) {
+		t.Fatalf("left after a stalled upload: %v %v", left, hidden)
 	}
 }
 

@@ -3,6 +3,7 @@ package engineapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/functions/functionstest"
+	"github.com/hutch-dev/hutch/internal/testutil"
 	"github.com/hutch-dev/hutch/internal/webguard"
 )
 
@@ -24,13 +26,13 @@ func TestInvokeResultAndErrors(t *testing.T) {
 	_, url := testServer(t, fake, Options{})
 	wc := dial(t, url)
 
-	m := wc.call("a", "sandbox::create", map[string]any{"image": "python"})
+	m := wc.call("a", api.FnCreate, map[string]any{"image": "python"})
 	res, _ := m["result"].(map[string]any)
-	if m["function_id"] != "sandbox::create" || res["sandbox_id"] != functionstest.DefaultID || m["error"] != nil {
+	if m["function_id"] != api.FnCreate || res["sandbox_id"] != functionstest.DefaultID || m["error"] != nil {
 		t.Fatalf("create result = %v", m)
 	}
 
-	env := handlerEnvelope(t, wc.call("b", "sandbox::get", map[string]any{"sandbox_id": functionstest.DefaultID}))
+	env := handlerEnvelope(t, wc.call("b", api.FnGet, map[string]any{"sandbox_id": functionstest.DefaultID}))
 	if env["code"] != "S002" || env["type"] != "validation" || env["retryable"] != false ||
 		!strings.HasSuffix(env["docs_url"].(string), "#s002") {
 		t.Fatalf("S002 envelope = %v", env)
@@ -45,7 +47,7 @@ func TestInvokeResultAndErrors(t *testing.T) {
 	fake.ExecFunc = func(context.Context, api.ExecRequest) (api.ExecResponse, error) {
 		return api.ExecResponse{Stdout: "partial", TimedOut: true, TimeoutMs: 500}, nil
 	}
-	env = handlerEnvelope(t, wc.call("d", "sandbox::exec", map[string]any{"sandbox_id": functionstest.DefaultID, "cmd": "python3", "timeout_ms": 500}))
+	env = handlerEnvelope(t, wc.call("d", api.FnExec, map[string]any{"sandbox_id": functionstest.DefaultID, "cmd": "python3", "timeout_ms": 500}))
 	if env["code"] != "S200" || env["message"] != "exec timed out after 500ms" {
 		t.Fatalf("timeout envelope = %v", env)
 	}
@@ -62,20 +64,20 @@ func TestBadInputKeepsTheSession(t *testing.T) {
 	}{
 		{name: "not JSON", raw: `hello`},
 		{name: "JSON array", raw: `[1,2]`},
-		{name: "truncated", raw: `{"type":"invokefunction","invocation_id":"x1","function_id":"sandbox::list","data":{`, wantCode: "invalid_message"},
+		{name: "truncated", raw: `{"type":"invokefunction","invocation_id":"x1","function_id":api.FnList,"data":{`, wantCode: "invalid_message"},
 		{name: "unknown type", raw: `{"type":"frobnicate","invocation_id":"x2"}`, wantCode: "invalid_message"},
 		{name: "unknown type without id", raw: `{"type":"frobnicate"}`},
 		{name: "no type", raw: `{"invocation_id":"x3"}`, wantCode: "invalid_message"},
-		{name: "missing invocation_id", raw: `{"type":"invokefunction","function_id":"sandbox::list","data":{}}`},
-		{name: "numeric invocation_id", raw: `{"type":"invokefunction","invocation_id":7,"function_id":"sandbox::list"}`, wantCode: "invalid_message"},
+		{name: "missing invocation_id", raw: `{"type":"invokefunction","function_id":api.FnList,"data":{}}`},
+		{name: "numeric invocation_id", raw: `{"type":"invokefunction","invocation_id":7,"function_id":api.FnList}`, wantCode: "invalid_message"},
 		{name: "missing function_id", raw: `{"type":"invokefunction","invocation_id":"x4"}`, wantCode: "invalid_message"},
-		{name: "enqueue", raw: `{"type":"invokefunction","invocation_id":"x5","function_id":"sandbox::list","action":{"type":"enqueue","queue":"q"}}`, wantCode: "enqueue_error"},
-		{name: "unknown action", raw: `{"type":"invokefunction","invocation_id":"x6","function_id":"sandbox::list","action":{"type":"later"}}`, wantCode: "invalid_message"},
-		{name: "wrong payload shape", raw: `{"type":"invokefunction","invocation_id":"x7","function_id":"sandbox::create","data":{"image":5}}`, wantCode: "invocation_failed", wantEnvelope: "S001"},
-		{name: "payload not an object", raw: `{"type":"invokefunction","invocation_id":"x8","function_id":"sandbox::create","data":"python"}`, wantCode: "invocation_failed", wantEnvelope: "S001"},
-		{name: "unknown payload field", raw: `{"type":"invokefunction","invocation_id":"x9","function_id":"sandbox::create","data":{"image":"python","imagee":"x"}}`, wantCode: "invocation_failed", wantEnvelope: "S001"},
+		{name: "enqueue", raw: `{"type":"invokefunction","invocation_id":"x5","function_id":api.FnList,"action":{"type":"enqueue","queue":"q"}}`, wantCode: "enqueue_error"},
+		{name: "unknown action", raw: `{"type":"invokefunction","invocation_id":"x6","function_id":api.FnList,"action":{"type":"later"}}`, wantCode: "invalid_message"},
+		{name: "wrong payload shape", raw: `{"type":"invokefunction","invocation_id":"x7","function_id":api.FnCreate,"data":{"image":5}}`, wantCode: "invocation_failed", wantEnvelope: "S001"},
+		{name: "payload not an object", raw: `{"type":"invokefunction","invocation_id":"x8","function_id":api.FnCreate,"data":"python"}`, wantCode: "invocation_failed", wantEnvelope: "S001"},
+		{name: "unknown payload field", raw: `{"type":"invokefunction","invocation_id":"x9","function_id":api.FnCreate,"data":{"image":"python","imagee":"x"}}`, wantCode: "invocation_failed", wantEnvelope: "S001"},
 		{name: "bad reattach", raw: `{"type":"reattach","previous_worker_id":"nope","reattach_token":"x"}`},
-		{name: "registerfunction", raw: `{"type":"registerfunction","id":"sandbox::exec","description":"mine","request_format":{},"metadata":{}}`},
+		{name: "registerfunction", raw: `{"type":"registerfunction","id":api.FnExec,"description":"mine","request_format":{},"metadata":{}}`},
 		{name: "pong", raw: `{"type":"pong"}`},
 	}
 	fake := &functionstest.Fake{}
@@ -109,11 +111,11 @@ func TestBadInputKeepsTheSession(t *testing.T) {
 func TestBinaryFramesAndOversizedMessages(t *testing.T) {
 	_, url := testServer(t, &functionstest.Fake{}, Options{MaxMessageBytes: 4096})
 	wc := dial(t, url)
-	wc.sendRaw(websocket.MessageBinary, []byte(`{"type":"invokefunction","invocation_id":"bin","function_id":"sandbox::list","data":{}}`))
+	wc.sendRaw(websocket.MessageBinary, []byte(`{"type":"invokefunction","invocation_id":"bin","function_id":api.FnList,"data":{}}`))
 	if m := wc.recv(); m["invocation_id"] != "bin" || m["result"] == nil {
 		t.Fatalf("binary frame answer = %v", m)
 	}
-	big := fmt.Sprintf(`{"type":"invokefunction","invocation_id":"big","function_id":"sandbox::create","data":{"image":"python","name":%q}}`, strings.Repeat("x", 100_000))
+	big := fmt.Sprintf(`{"type":"invokefunction","invocation_id":"big","function_id":api.FnCreate,"data":{"image":"python","name":%q}}`, strings.Repeat("x", 100_000))
 	wc.sendRaw(websocket.MessageText, []byte(big))
 	m := wc.recv()
 	if e, _ := m["error"].(map[string]any); m["invocation_id"] != "big" || e["code"] != "message_too_large" {
@@ -142,7 +144,7 @@ func TestConcurrentInvocations(t *testing.T) {
 	_, url := testServer(t, fake, Options{})
 	wc := dial(t, url)
 	for i := range n {
-		wc.invoke(fmt.Sprint("call-", i), "sandbox::exec", map[string]any{"sandbox_id": functionstest.DefaultID, "cmd": "echo", "args": []string{fmt.Sprint(i)}})
+		wc.invoke(fmt.Sprint("call-", i), api.FnExec, map[string]any{"sandbox_id": functionstest.DefaultID, "cmd": "echo", "args": []string{fmt.Sprint(i)}})
 	}
 	for range n {
 		select {
@@ -181,9 +183,9 @@ func TestTooManyInFlight(t *testing.T) {
 	_, url := testServer(t, fake, Options{MaxInFlight: 2})
 	wc := dial(t, url)
 	exec := map[string]any{"sandbox_id": functionstest.DefaultID, "cmd": "sleep"}
-	wc.invoke("1", "sandbox::exec", exec)
-	wc.invoke("2", "sandbox::exec", exec)
-	m := wc.call("3", "sandbox::exec", exec)
+	wc.invoke("1", api.FnExec, exec)
+	wc.invoke("2", api.FnExec, exec)
+	m := wc.call("3", api.FnExec, exec)
 	if e, _ := m["error"].(map[string]any); e["code"] != "too_many_invocations" {
 		t.Fatalf("third call = %v, want too_many_invocations", m)
 	}
@@ -193,15 +195,21 @@ func TestTooManyInFlight(t *testing.T) {
 // disconnect right after does not cancel it.
 func TestVoid(t *testing.T) {
 	stopped := make(chan error, 1)
+	var srv *Server
 	fake := &functionstest.Fake{StopFunc: func(ctx context.Context, r api.StopRequest) (api.StopResponse, error) {
-		time.Sleep(200 * time.Millisecond) // the client is gone by now
-		stopped <- ctx.Err()
+		// Once the server has dropped the session, it has cancelled the
+		// session's context: the client is gone for the server too.
+		if !testutil.Poll(wait, func() bool { srv.mu.Lock(); defer srv.mu.Unlock(); return len(srv.live) == 0 }) {
+			stopped <- errors.New("the server never saw the client go")
+		} else {
+			stopped <- ctx.Err()
+		}
 		return api.StopResponse{SandboxID: r.SandboxID, Stopped: true}, nil
 	}}
-	_, url := testServer(t, fake, Options{})
+	srv, url := testServer(t, fake, Options{})
 	wc := dial(t, url)
 	// As the SDK sends it: no invocation_id, action void.
-	wc.send(map[string]any{"type": "invokefunction", "function_id": "sandbox::stop",
+	wc.send(map[string]any{"type": "invokefunction", "function_id": api.FnStop,
 		"data": map[string]any{"sandbox_id": functionstest.DefaultID}, "action": map[string]any{"type": "void"}})
 	wc.send(map[string]any{"type": "invokefunction", "function_id": "engine::workers::register",
 		"data":   map[string]any{"runtime": "node", "version": "0.22.1", "name": "test", "os": "linux", "pid": 1, "telemetry": map[string]any{}},
@@ -235,7 +243,7 @@ func TestDisconnectCancelsCalls(t *testing.T) {
 	}}
 	_, url := testServer(t, fake, Options{})
 	wc := dial(t, url)
-	wc.invoke("long", "sandbox::exec", map[string]any{"sandbox_id": functionstest.DefaultID, "cmd": "sleep"})
+	wc.invoke("long", api.FnExec, map[string]any{"sandbox_id": functionstest.DefaultID, "cmd": "sleep"})
 	<-started
 	wc.c.CloseNow() // no close handshake: the client just vanishes
 	select {
@@ -264,26 +272,24 @@ func TestReattach(t *testing.T) {
 	third.send(map[string]any{"type": "reattach", "previous_worker_id": id, "reattach_token": "wrong"})
 	third.alive()
 	// The server learns of the disconnect asynchronously.
-	deadline := time.Now().Add(wait)
-	for {
+	var m map[string]any
+	if !testutil.Poll(wait, func() bool {
 		third.send(map[string]any{"type": "reattach", "previous_worker_id": id, "reattach_token": token})
 		third.send(map[string]any{"type": "ping"})
-		m := third.recv()
-		if m["type"] == "workerregistered" {
-			if m["worker_id"] != id || m["reattach_token"] == token {
-				t.Fatalf("reattach answer = %v, want worker %s with a new token", m, id)
-			}
-			if p := third.recv(); p["type"] != "pong" {
-				t.Fatalf("after reattach got %v", p)
-			}
-			break
+		if m = third.recv(); m["type"] != "pong" {
+			return true
 		}
-		if m["type"] != "pong" || time.Now().After(deadline) {
-			t.Fatalf("reattach with the right token got %v", m)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return false
+	}) || m["type"] != "workerregistered" {
+		t.Fatalf("reattach with the right token got %v", m)
 	}
-	third.call("after", "sandbox::list", map[string]any{})
+	if m["worker_id"] != id || m["reattach_token"] == token {
+		t.Fatalf("reattach answer = %v, want worker %s with a new token", m, id)
+	}
+	if p := third.recv(); p["type"] != "pong" {
+		t.Fatalf("after reattach got %v", p)
+	}
+	third.call("after", api.FnList, map[string]any{})
 }
 
 func TestWorkerRegistration(t *testing.T) {
@@ -352,9 +358,9 @@ func TestAuth(t *testing.T) {
 		t.Fatalf("dial with token: %v", err)
 	}
 	wc := &wsClient{t: t, c: c}
-	b, _ := json.Marshal(map[string]any{"type": "invokefunction", "invocation_id": "1", "function_id": "sandbox::list", "data": map[string]any{}})
+	b, _ := json.Marshal(map[string]any{"type": "invokefunction", "invocation_id": "1", "function_id": api.FnList, "data": map[string]any{}})
 	wc.sendRaw(websocket.MessageText, b)
-	b, _ = json.Marshal(map[string]any{"type": "invokefunction", "function_id": "sandbox::list", "action": map[string]any{"type": "void"}})
+	b, _ = json.Marshal(map[string]any{"type": "invokefunction", "function_id": api.FnList, "action": map[string]any{"type": "void"}})
 	wc.sendRaw(websocket.MessageText, b)
 	for range 2 {
 		select {
@@ -432,7 +438,7 @@ func TestShutdown(t *testing.T) {
 	}}
 	s, url := testServer(t, fake, Options{})
 	wc := dial(t, url)
-	wc.invoke("x", "sandbox::exec", map[string]any{"sandbox_id": functionstest.DefaultID, "cmd": "sleep"})
+	wc.invoke("x", api.FnExec, map[string]any{"sandbox_id": functionstest.DefaultID, "cmd": "sleep"})
 	<-started
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 // wait bounds every wait of these tests; none asserts a duration.
@@ -91,12 +92,10 @@ func TestStreamBoundedAndCancelled(t *testing.T) {
 	if _, err := st.Next(ctx); err != nil {
 		t.Fatal(err)
 	}
-	// Give the producer every chance to run ahead; it cannot pass the queue.
-	for range 100 {
-		time.Sleep(time.Millisecond)
-	}
-	if n := emitted.Load(); n > 1+streamQueue {
-		t.Fatalf("producer emitted %d events with one taken: the queue is not bounded", n)
+	// The producer runs ahead until the queue is full, and no further.
+	testutil.Eventually(t, 30*time.Second, func() bool { return emitted.Load() >= 1+streamQueue }, "the producer fills the queue")
+	if n, queued := emitted.Load(), len(st.events); n != 1+streamQueue || queued != streamQueue {
+		t.Fatalf("producer emitted %d events with one taken, %d queued: the queue is not bounded", n, queued)
 	}
 	st.Close()
 	select {

@@ -192,14 +192,9 @@ func TestBuildAttrKillsEscapedProcesses(t *testing.T) {
 	if _, err := os.Stat(marker); err != nil {
 		t.Fatalf("the escaped process never started: %v", err)
 	}
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		left := sleepers(nap)
-		if len(left) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("processes outlived their build: %v", left)
-		}
+	var left []string
+	if !testutil.Poll(time.Minute, func() bool { left = sleepers(nap); return len(left) == 0 }) {
+		t.Fatalf("processes outlived their build: %v", left)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 // The tests below replace mmdebstrap (which needs root and a mirror) with
@@ -55,6 +56,24 @@ func countingBuilder(b builder) (builder, *atomic.Int32) {
 		n.Add(1)
 		return b(ctx, r, dst, progress)
 	}, &n
+}
+
+// waitingCtx is ctx, but sends on waiting the first time a caller asks
+// for its Done channel: an Ensure does that only once it holds the image's
+// build and waits for it.
+func waitingCtx(ctx context.Context, waiting chan<- struct{}) context.Context {
+	return &signalCtx{Context: ctx, waiting: waiting}
+}
+
+type signalCtx struct {
+	context.Context
+	once    sync.Once
+	waiting chan<- struct{}
+}
+
+func (c *signalCtx) Done() <-chan struct{} {
+	c.once.Do(func() { c.waiting <- struct{}{} })
+	return c.Context.Done()
 }
 
 // blockingBuilder reports a progress line, then waits for release (or the
@@ -229,9 +248,10 @@ func TestConcurrentEnsureBuildsOnce(t *testing.T) {
 	var wg sync.WaitGroup
 	ids := make([]string, n)
 	errs := make([]error, n)
+	joined := make(chan struct{}, n)
 	for i := range n {
 		wg.Go(func() {
-			img, err := s.Ensure(t.Context(), "python", true)
+			img, err := s.Ensure(waitingCtx(t.Context(), joined), "python", true)
 			if err == nil {
 				ids[i] = img.ID
 			}
@@ -239,7 +259,9 @@ func TestConcurrentEnsureBuildsOnce(t *testing.T) {
 		})
 	}
 	<-started
-	time.Sleep(50 * time.Millisecond) // let the other callers join the build
+	for range n { // every caller waits on the build before it ends
+		<-joined
+	}
 	close(release)
 	wg.Wait()
 	for i := range n {
@@ -330,7 +352,7 @@ func TestStatusTransitions(t *testing.T) {
 		done <- err
 	}()
 	<-started
-	time.Sleep(10 * time.Millisecond)
+	testutil.Eventually(t, 30*time.Second, func() bool { return s.Status("python").ElapsedSecs > 0 }, "the build's elapsed time shows")
 	st := s.Status("python")
 	if st.State != StateBuilding || st.ElapsedSecs <= 0 || st.Detail != "I: downloading packages with apt..." {
 		t.Errorf("during: %+v, want building with elapsed time and detail", st)

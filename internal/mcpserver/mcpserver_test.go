@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 // fake answers the functions the tools call, recording them.
@@ -147,10 +148,7 @@ func TestToolsAndDefaultSandbox(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("run_command: %+v %v", res, err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); progressText() != "one\ntwo\n" && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if got := progressText(); got != "one\ntwo\n" {
+	if got := progressText(); !testutil.Poll(30*time.Second, func() bool { got = progressText(); return got == "one\ntwo\n" }) {
 		t.Errorf("progress notifications: %q", got)
 	}
 	// An S-code error is a tool error with its fix.

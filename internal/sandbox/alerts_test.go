@@ -7,6 +7,7 @@ import (
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 func TestAlertFiresOnceAndActs(t *testing.T) {
@@ -20,7 +21,7 @@ func TestAlertFiresOnceAndActs(t *testing.T) {
 	}
 	now := time.Now()
 	m.checkAlertsOnce(now)
-	eventually(t, "the alert pauses the sandbox", func() bool { return state(t, m, id).State == "paused" })
+	testutil.Eventually(t, 30*time.Second, func() bool { return state(t, m, id).State == "paused" }, "the alert pauses the sandbox")
 	list, _ := m.ListAlerts(ctx, api.AlertListRequest{SandboxID: id})
 	if len(list.Alerts) != 1 || !list.Alerts[0].Firing {
 		t.Errorf("alerts %+v", list.Alerts)

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 // TestEventsOfABackgroundProcess: starting a background process and its
@@ -20,11 +22,11 @@ func TestEventsOfABackgroundProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	var exited []api.EventRecord
-	eventually(t, "process.exited is recorded", func() bool {
+	testutil.Eventually(t, 30*time.Second, func() bool {
 		list, err := m.ListEvents(ctx, api.EventsRequest{SandboxID: id, Type: "process.*"})
 		exited = list.Events
 		return err == nil && len(list.Events) == 2
-	})
+	}, "process.exited is recorded")
 	var started, ended struct {
 		Pid      int
 		Tag      string

@@ -16,6 +16,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/image"
 	"github.com/hutch-dev/hutch/internal/runtime"
 	"github.com/hutch-dev/hutch/internal/runtime/runtimetest"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 // testImages is an image store whose every catalog image is ready: one
@@ -111,28 +112,16 @@ func create(t *testing.T, m *Manager, req api.CreateRequest) string {
 	return resp.SandboxID
 }
 
-// eventually fails t unless cond holds within a generous bound.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 30 s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // stoppedWith waits until sandbox id is stopped and checks its cause and
 // reason (want's Detail; "" checks only the cause).
 func stoppedWith(t *testing.T, m *Manager, id string, cause, reason string) {
 	t.Helper()
 	var info api.SandboxInfo
-	eventually(t, "sandbox "+id+" stops", func() bool {
+	testutil.Eventually(t, 30*time.Second, func() bool {
 		var err error
 		info, err = m.Get(context.Background(), api.GetRequest{SandboxID: id})
 		return err == nil && info.Stopped
-	})
+	}, "%s", "sandbox "+id+" stops")
 	if info.StopCause != cause || (reason != "" && info.StopReason != reason) {
 		t.Errorf("sandbox stopped with cause %q reason %q; want %q %q", info.StopCause, info.StopReason, cause, reason)
 	}

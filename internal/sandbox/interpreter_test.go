@@ -5,9 +5,11 @@ import (
 	osexec "os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 // The in-process runtime runs the kernels on this host (python3, node and
@@ -79,10 +81,10 @@ func TestInterpreterInterruptsAndRestarts(t *testing.T) {
 		_, res := cell(t, m, api.RunCodeRequest{ContextID: info.ContextID, Code: "import time\ntime.sleep(60)"})
 		done <- res
 	}()
-	eventually(t, "the cell runs", func() bool {
+	testutil.Eventually(t, 30*time.Second, func() bool {
 		l, _ := m.ListContexts(ctx, api.ContextListRequest{SandboxID: id})
 		return len(l.Contexts) == 1 && l.Contexts[0].State == api.ContextBusy
-	})
+	}, "the cell runs")
 	if r, err := m.Interrupt(ctx, api.ContextRequest{ContextID: info.ContextID}); err != nil || !r.Running {
 		t.Fatalf("interrupt: %+v %v", r, err)
 	}

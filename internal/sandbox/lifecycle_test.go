@@ -18,6 +18,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/runtime"
 	"github.com/hutch-dev/hutch/internal/runtime/runtimetest"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 // These tests drive the manager over the in-process runtime
@@ -96,10 +97,10 @@ func TestAcquireChecksOwnerAndState(t *testing.T) {
 func TestIdleSandboxIsReaped(t *testing.T) {
 	m, rt, obs := inprocess(t, nil)
 	id := create(t, m, api.CreateRequest{Image: "python", IdleTimeoutSecs: 1})
-	eventually(t, "the idle sandbox is reaped and forgotten", func() bool {
+	testutil.Eventually(t, 30*time.Second, func() bool {
 		_, err := m.Get(context.Background(), api.GetRequest{SandboxID: id})
 		return errdefs.Is(err, errdefs.CodeNotFound)
-	})
+	}, "the idle sandbox is reaped and forgotten")
 	if !rt.Instance(id).Destroyed() {
 		t.Error("a reaped sandbox's instance was not destroyed")
 	}
@@ -113,7 +114,7 @@ func TestDyingInstanceEndsItsSandbox(t *testing.T) {
 	id := create(t, m, api.CreateRequest{Image: "python"})
 	rt.Instance(id).Die(runtime.End{Cause: runtime.CauseOutOfMemory, Detail: "out of memory (limit 512 MiB)"})
 	stoppedWith(t, m, id, "out_of_memory", "out of memory (limit 512 MiB)")
-	eventually(t, "the observer hears of it", func() bool { return contains(obs.list(), "stopped:out_of_memory") })
+	testutil.Eventually(t, 30*time.Second, func() bool { return contains(obs.list(), "stopped:out_of_memory") }, "the observer hears of it")
 }
 
 func TestStuckAgentEndsItsSandbox(t *testing.T) {
@@ -127,7 +128,7 @@ func TestStuckAgentEndsItsSandbox(t *testing.T) {
 		t.Errorf("exec on a stuck agent: %v; want it named", err)
 	}
 	stoppedWith(t, m, id, "agent_failure", "")
-	eventually(t, "the stuck sandbox's instance is destroyed", func() bool { return rt.Instance(id).Destroyed() })
+	testutil.Eventually(t, 30*time.Second, func() bool { return rt.Instance(id).Destroyed() }, "the stuck sandbox's instance is destroyed")
 }
 
 // TestFsFailureEndsItsSandbox checks that the fs side follows the one
@@ -146,7 +147,7 @@ func TestFsFailureEndsItsSandbox(t *testing.T) {
 			err := m.fsError(context.Background(), sb, "fs::ls", agentErr)
 			wantCode(t, err, errdefs.CodeStopped)
 			stoppedWith(t, m, id, "agent_failure", "")
-			eventually(t, "the instance is destroyed", func() bool { return rt.Instance(id).Destroyed() })
+			testutil.Eventually(t, 30*time.Second, func() bool { return rt.Instance(id).Destroyed() }, "the instance is destroyed")
 		})
 	}
 }
@@ -186,11 +187,11 @@ func TestShutdownEndsCreatesInFlight(t *testing.T) {
 	for range n - 1 {
 		<-entered
 	}
-	eventually(t, "the third create waits for a boot slot", func() bool {
+	testutil.Eventually(t, 30*time.Second, func() bool {
 		m.boots.mu.Lock()
 		defer m.boots.mu.Unlock()
 		return len(m.boots.waiting[bootForCreate]) == 1
-	})
+	}, "the third create waits for a boot slot")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := m.Close(ctx); err != nil {
@@ -241,7 +242,7 @@ func TestWarmPoolClaimRefillShed(t *testing.T) {
 	ready := func(n int) func() bool {
 		return func() bool { return m.WarmPool()[0].Ready == n }
 	}
-	eventually(t, "the pool fills", ready(1))
+	testutil.Eventually(t, 30*time.Second, ready(1), "the pool fills")
 	pooled := rt.Instances()[0].Spec.ID
 
 	// Claim, with less memory than the pool's shape: a resize.
@@ -260,7 +261,7 @@ func TestWarmPoolClaimRefillShed(t *testing.T) {
 	}
 
 	// Refill.
-	eventually(t, "the pool refills", ready(1))
+	testutil.Eventually(t, 30*time.Second, ready(1), "the pool refills")
 	var refill string
 	for _, inst := range rt.Instances() {
 		if inst.Spec.ID != id {
@@ -271,7 +272,7 @@ func TestWarmPoolClaimRefillShed(t *testing.T) {
 	// Shed: one live, one pooled, max 2: a create of an image without a
 	// pool discards the pooled sandbox to make room.
 	other := create(t, m, api.CreateRequest{Image: "node"})
-	eventually(t, "the pooled sandbox is discarded", func() bool { return rt.Instance(refill).Destroyed() })
+	testutil.Eventually(t, 30*time.Second, func() bool { return rt.Instance(refill).Destroyed() }, "the pooled sandbox is discarded")
 	if m.Live() != 2 {
 		t.Errorf("Live = %d, want 2", m.Live())
 	}

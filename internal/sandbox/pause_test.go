@@ -8,6 +8,7 @@ import (
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 // state returns sandbox id's listed state.
@@ -117,7 +118,7 @@ func TestOnIdlePause(t *testing.T) {
 	m, _, _ := inprocess(t, nil)
 	id := create(t, m, api.CreateRequest{Image: "python", IdleTimeoutSecs: 1, OnIdle: api.OnIdlePause})
 	m.reap(time.Now().Add(2 * time.Second))
-	eventually(t, "the idle sandbox is paused", func() bool { return state(t, m, id).State == "paused" })
+	testutil.Eventually(t, 30*time.Second, func() bool { return state(t, m, id).State == "paused" }, "the idle sandbox is paused")
 	// Paused, it is not idle: later passes leave it paused.
 	m.reap(time.Now().Add(time.Hour))
 	if info := state(t, m, id); info.State != "paused" {
@@ -276,7 +277,7 @@ func TestCallThatOutlivesAFreezeIsNotAnAgentFailure(t *testing.T) {
 		execErr <- err
 	}()
 	sb, _ := m.lookup(context.Background(), id)
-	eventually(t, "the exec is in flight", func() bool { return len(sb.slots) == 1 })
+	testutil.Eventually(t, 30*time.Second, func() bool { return len(sb.slots) == 1 }, "the exec is in flight")
 	if _, err := m.Pause(context.Background(), api.PauseRequest{SandboxID: id}); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/runtime"
 	"github.com/hutch-dev/hutch/internal/runtime/runtimetest"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 // testClock is a clock that tests move by hand.
@@ -109,17 +110,17 @@ func TestWarmPoolAutoFollowsDemand(t *testing.T) {
 				p.targets, p.refill, len(p.booting), p.backoff, p.holdUntil.Format(time.StampMilli), poolOfLocked(m))
 		}
 	})
-	eventually(t, "the base python sandbox is ready", func() bool { return poolOf(m, "python").Ready == 1 })
+	testutil.Eventually(t, 30*time.Second, func() bool { return poolOf(m, "python").Ready == 1 }, "the base python sandbox is ready")
 	// The base sandbox booted fast: the refills measured are the slow ones.
 	m.mu.Lock()
 	m.pool.refill = 0
 	m.mu.Unlock()
 
 	burstOfDemand(m, clk)
-	eventually(t, "the pool grows to its target", func() bool {
+	testutil.Eventually(t, 30*time.Second, func() bool {
 		st := poolOf(m, "python")
 		return st.Target >= poissonCover(2, warmMissOdds) && st.Ready == st.Target
-	})
+	}, "the pool grows to its target")
 	if st := poolOf(m, "python"); st.Target > m.cfg.WarmPoolMax {
 		t.Errorf("target %d over warm_pool_max %d", st.Target, m.cfg.WarmPoolMax)
 	}
@@ -129,10 +130,10 @@ func TestWarmPoolAutoFollowsDemand(t *testing.T) {
 
 	clk.Add(warmRateWindow + time.Second)
 	m.pool.wake()
-	eventually(t, "the pool shrinks back to one", func() bool {
+	testutil.Eventually(t, 30*time.Second, func() bool {
 		st := poolOf(m, "python")
 		return st.Target == 1 && st.Ready == 1 && rt.Running() == 1
-	})
+	}, "the pool shrinks back to one")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -149,13 +150,13 @@ func TestWarmPoolAutoFollowsDemand(t *testing.T) {
 // smaller create takes a larger pool sandbox, its limits lowered.
 func TestWarmPoolAutoShapes(t *testing.T) {
 	m, rt, _ := inprocess(t, func(c *config.Config) { c.WarmPoolAuto = true })
-	eventually(t, "the base python sandbox is ready", func() bool { return poolOf(m, "python").Ready == 1 })
+	testutil.Eventually(t, 30*time.Second, func() bool { return poolOf(m, "python").Ready == 1 }, "the base python sandbox is ready")
 	big := api.CreateRequest{Image: "python", CPUs: 2, MemoryMB: 1024}
 	create(t, m, big)
 	if st := poolOf(m, "python"); st.Claims[warmMisfit] != 1 {
 		t.Fatalf("claims = %v, want one create of an unpooled shape", st.Claims)
 	}
-	eventually(t, "the new shape's pool fills", func() bool { return poolOf(m, "python").Ready == 2 })
+	testutil.Eventually(t, 30*time.Second, func() bool { return poolOf(m, "python").Ready == 2 }, "the new shape's pool fills")
 	id := create(t, m, big)
 	if cpus, mem := rt.Instance(id).Limits(); cpus != 2 || mem != 1024 {
 		t.Errorf("second large create got %d cpus %d MiB, want 2 and 1024", cpus, mem)
@@ -163,7 +164,7 @@ func TestWarmPoolAutoShapes(t *testing.T) {
 	if st := poolOf(m, "python"); st.Claims[warmHit] != 1 {
 		t.Errorf("claims = %v, want the second large create served by the pool", st.Claims)
 	}
-	eventually(t, "the pools refill", func() bool { return poolOf(m, "python").Ready == 2 })
+	testutil.Eventually(t, 30*time.Second, func() bool { return poolOf(m, "python").Ready == 2 }, "the pools refill")
 	small := create(t, m, api.CreateRequest{Image: "python", CPUs: 1, MemoryMB: 768})
 	if cpus, mem := rt.Instance(small).Limits(); cpus != 1 || mem != 768 {
 		t.Errorf("a create between the shapes got %d cpus %d MiB, want 1 and 768", cpus, mem)
@@ -199,10 +200,10 @@ func TestWarmPoolConfigRespected(t *testing.T) {
 			c.WarmPool = map[string]int{"python": 2}
 		})
 		clk := useClock(m)
-		eventually(t, "the pinned pool fills", func() bool { return poolOf(m, "python").Ready == 2 })
+		testutil.Eventually(t, 30*time.Second, func() bool { return poolOf(m, "python").Ready == 2 }, "the pinned pool fills")
 		burstOfDemand(m, clk)
 		create(t, m, api.CreateRequest{Image: "node"})
-		eventually(t, "node's pool, sized by demand, fills", func() bool { return poolOf(m, "node").Ready == 1 })
+		testutil.Eventually(t, 30*time.Second, func() bool { return poolOf(m, "node").Ready == 1 }, "node's pool, sized by demand, fills")
 		if st := poolOf(m, "python"); st.Target != 2 {
 			t.Errorf("pinned python target %d after a burst of demand, want 2", st.Target)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/netplumb"
 	"github.com/hutch-dev/hutch/internal/runtime"
 	"github.com/hutch-dev/hutch/internal/runtime/runtimetest"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 // fakeFirewall is the in-process runtime with a firewall that records the
@@ -81,12 +82,12 @@ func TestWarmPoolNetworkClaim(t *testing.T) {
 		}
 		return ids
 	}
-	eventually(t, "the base python sandbox is ready", func() bool { return poolOf(m, "python").Ready == 1 })
+	testutil.Eventually(t, 30*time.Second, func() bool { return poolOf(m, "python").Ready == 1 }, "the base python sandbox is ready")
 	create(t, m, api.CreateRequest{Image: "python", Network: true})
 	if st := poolOf(m, "python"); st.Claims[warmMisfit] != 1 {
 		t.Fatalf("claims = %v, want the first network create booted", st.Claims)
 	}
-	eventually(t, "the network pool fills", func() bool { return poolOf(m, "python").Ready >= 2 })
+	testutil.Eventually(t, 30*time.Second, func() bool { return poolOf(m, "python").Ready >= 2 }, "the network pool fills")
 
 	policy := &api.EgressPolicy{AllowOut: []string{"10.1.2.0/24:443"}}
 	pooled := pooledNetwork()
@@ -106,7 +107,7 @@ func TestWarmPoolNetworkClaim(t *testing.T) {
 	}
 
 	// Fail closed.
-	eventually(t, "the network pool refills", func() bool { return poolOf(m, "python").Ready >= 2 })
+	testutil.Eventually(t, 30*time.Second, func() bool { return poolOf(m, "python").Ready >= 2 }, "the network pool refills")
 	fw.mu.Lock()
 	fw.failing = true
 	fw.mu.Unlock()
@@ -124,7 +125,7 @@ func TestWarmPoolNetworkClaim(t *testing.T) {
 	if st := poolOf(m, "python"); st.Claims[warmHit] != 1 || st.Claims[warmMisfit] != 2 {
 		t.Errorf("claims = %v, want 1 hit and 2 misfits", st.Claims)
 	}
-	eventually(t, "the pool sandbox whose policy failed is destroyed", func() bool {
+	testutil.Eventually(t, 30*time.Second, func() bool {
 		for _, p := range pooled {
 			if inst := rt.Instance(p); inst != nil {
 				select {
@@ -135,5 +136,5 @@ func TestWarmPoolNetworkClaim(t *testing.T) {
 			}
 		}
 		return false
-	})
+	}, "the pool sandbox whose policy failed is destroyed")
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 // code is err's S-code, "" for none.
@@ -186,7 +187,7 @@ func TestProcessOutputIsActivity(t *testing.T) {
 		m.destroying.Wait()
 	}
 
-	eventually(t, "first line", wrote(int64(len("one\n"))))
+	testutil.Eventually(t, 30*time.Second, wrote(int64(len("one\n"))), "first line")
 	pass()
 	if alive(silent) || !alive(chatty) {
 		t.Fatalf("after a pass: silent alive %v (want false), chatty alive %v (want true)", alive(silent), alive(chatty))
@@ -194,7 +195,7 @@ func TestProcessOutputIsActivity(t *testing.T) {
 	if err := os.WriteFile(gate, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "second line", wrote(int64(len("one\ntwo\n"))))
+	testutil.Eventually(t, 30*time.Second, wrote(int64(len("one\ntwo\n"))), "second line")
 	pass()
 	if !alive(chatty) {
 		t.Fatal("a sandbox whose process wrote since the last pass was reaped")

@@ -4,12 +4,14 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/runtime"
 	"github.com/hutch-dev/hutch/internal/runtime/runtimetest"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 // plainRuntime is an in-process runtime named "plain" that reports no
@@ -77,7 +79,7 @@ func TestCreateChoosesTheRuntime(t *testing.T) {
 	if _, err := m.Stop(ctx, api.StopRequest{SandboxID: other.SandboxID, Wait: true}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "plain's instance is destroyed", func() bool { return plain.Instances()[0].Destroyed() })
+	testutil.Eventually(t, 30*time.Second, func() bool { return plain.Instances()[0].Destroyed() }, "plain's instance is destroyed")
 }
 
 // TestCreateRefusesARuntime: a name no runtime has is S001, a runtime the
@@ -118,7 +120,7 @@ func TestWarmPoolServesTheDefaultRuntime(t *testing.T) {
 		}
 		return 0
 	}
-	eventually(t, "the pool fills", func() bool { return ready() == 1 })
+	testutil.Eventually(t, 30*time.Second, func() bool { return ready() == 1 }, "the pool fills")
 	resp, err := m.Create(context.Background(), api.CreateRequest{Image: "python", Runtime: "plain"})
 	if err != nil || resp.Runtime != "plain" || len(plain.Instances()) != 1 {
 		t.Fatalf("create in plain: %+v, %v (%d plain instances)", resp, err, len(plain.Instances()))

@@ -147,18 +147,6 @@ func testCtx(t *testing.T) context.Context {
 	return ctx
 }
 
-// eventually fails t unless cond holds within a generous bound.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 30 s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // wantCode fails t unless err is a Connect error of code.
 func wantCode(t *testing.T, err error, code connect.Code) {
 	t.Helper()

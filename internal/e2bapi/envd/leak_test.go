@@ -8,6 +8,7 @@ import (
 	"runtime/pprof"
 	"strings"
 	"testing"
+	"time"
 
 	"connectrpc.com/connect"
 
@@ -15,6 +16,7 @@ import (
 	fspb "github.com/hutch-dev/hutch/api/e2b/envd/filesystem"
 	pb "github.com/hutch-dev/hutch/api/e2b/envd/process"
 	"github.com/hutch-dev/hutch/internal/auth"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 // handlerGoroutines counts the goroutines that run the handler's code or
@@ -54,7 +56,7 @@ func TestClientGoneCleansUp(t *testing.T) {
 	cancel()
 	st.Close()
 	w.Close()
-	eventually(t, "the streams' goroutines end", func() bool { return handlerGoroutines() == 0 })
+	testutil.Eventually(t, 30*time.Second, func() bool { return handlerGoroutines() == 0 }, "the streams' goroutines end")
 }
 
 // A client that stops reading a stream stalls only that stream: the
@@ -70,10 +72,10 @@ func TestStalledClientBlocksNothingElse(t *testing.T) {
 	pid := int(st.Msg().GetEvent().GetStart().GetPid())
 	// st is not read from here on.
 	owned := auth.WithOwner(testCtx(t), owner)
-	eventually(t, "the noisy process ends", func() bool {
+	testutil.Eventually(t, 30*time.Second, func() bool {
 		info, err := e.mgr.GetProcess(owned, api.ProcessRequest{SandboxID: e.sandbox, Pid: pid})
 		return err == nil && info.State == api.ProcessExited
-	})
+	}, "the noisy process ends")
 	if _, err := pc.List(testCtx(t), connect.NewRequest(&pb.ListRequest{})); err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"connectrpc.com/connect"
 
@@ -11,6 +12,7 @@ import (
 	pb "github.com/hutch-dev/hutch/api/e2b/envd/process"
 	"github.com/hutch-dev/hutch/api/e2b/envd/process/processconnect"
 	"github.com/hutch-dev/hutch/internal/auth"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 // streamed is what a process stream carried.
@@ -207,10 +209,10 @@ func TestStartTimeoutKillsTheProcess(t *testing.T) {
 	}
 	wantCode(t, st.Err(), connect.CodeDeadlineExceeded)
 	owned := auth.WithOwner(testCtx(t), owner)
-	eventually(t, "the process is killed", func() bool {
+	testutil.Eventually(t, 30*time.Second, func() bool {
 		info, err := e.mgr.GetProcess(owned, api.ProcessRequest{SandboxID: e.sandbox, Pid: pid})
 		return err == nil && info.State == api.ProcessExited
-	})
+	}, "the process is killed")
 }
 
 func TestPtyResizeAndInput(t *testing.T) {

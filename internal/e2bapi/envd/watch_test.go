@@ -4,11 +4,13 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"connectrpc.com/connect"
 
 	"github.com/hutch-dev/hutch/api"
 	pb "github.com/hutch-dev/hutch/api/e2b/envd/filesystem"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 func TestWatchDir(t *testing.T) {
@@ -50,7 +52,7 @@ func TestPolledWatchers(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the watcher holds sub's create", func() bool {
+	testutil.Eventually(t, 30*time.Second, func() bool {
 		got, err := fc.GetWatcherEvents(ctx, connect.NewRequest(&pb.GetWatcherEventsRequest{WatcherId: id}))
 		if err != nil {
 			t.Fatal(err)
@@ -61,7 +63,7 @@ func TestPolledWatchers(t *testing.T) {
 			}
 		}
 		return false
-	})
+	}, "the watcher holds sub's create")
 
 	// Another owner, or another sandbox, does not see it.
 	_, err = e.fs(nil, "X-Owner", "mallory").GetWatcherEvents(ctx, connect.NewRequest(&pb.GetWatcherEventsRequest{WatcherId: id}))

@@ -376,12 +376,9 @@ func TestReconcileAfterCrash(t *testing.T) {
 // waitGoneProcesses waits until sandbox id has no host process left.
 func waitGoneProcesses(t *testing.T, r *Runtime, id string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for len(r.sandboxProcesses(id)) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("sandbox %s still has processes %v", id, r.sandboxProcesses(id))
-		}
-		time.Sleep(20 * time.Millisecond)
+	var left []int
+	if !testutil.Poll(time.Minute, func() bool { left = r.sandboxProcesses(id); return len(left) == 0 }) {
+		t.Fatalf("sandbox %s still has processes %v", id, left)
 	}
 }
 

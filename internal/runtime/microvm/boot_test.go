@@ -109,16 +109,10 @@ func TestBootExecStop(t *testing.T) {
 	t.Logf("100 forks under a limit of 64: exit %d, stdout %q, stderr %q", resp.GetExitCode(), resp.GetStdout(), resp.GetStderr())
 	// Orphaned sleeps may hold the limit a moment longer (the agent reaps
 	// them as they end); then execs start again.
-	for deadline := time.Now().Add(time.Minute); ; {
+	testutil.EventuallyNil(t, time.Minute, func() error {
 		_, err := c.Exec(ctx, &agentv1.ExecRequest{Argv: []string{"true"}, Env: []string{"PATH=/bin"}, TimeoutMs: 30000})
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no exec starts after the fork test: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return err
+	}, "an exec starts after the fork test")
 
 	// Out of memory inside ends the process (the guest's OOM killer, which
 	// never picks PID 1), not the VM, and says so: awk doubles a string,

@@ -10,6 +10,7 @@ import (
 	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
 	"github.com/hutch-dev/hutch/internal/agentclient"
 	"github.com/hutch-dev/hutch/internal/runtime"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 // start starts an instance of r and connects a ready client to it.
@@ -162,11 +163,5 @@ func TestDestroyKillsDetachedProcesses(t *testing.T) {
 	if err := inst.Destroy(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for syscall.Kill(pid, 0) == nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("the detached process %d outlived its instance by 30 s", pid)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.Eventually(t, 30*time.Second, func() bool { return syscall.Kill(pid, 0) != nil }, "the detached process %d ends with its instance", pid)
 }
