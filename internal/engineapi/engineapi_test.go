@@ -64,20 +64,20 @@ func TestBadInputKeepsTheSession(t *testing.T) {
 	}{
 		{name: "not JSON", raw: `hello`},
 		{name: "JSON array", raw: `[1,2]`},
-		{name: "truncated", raw: `{"type":"invokefunction","invocation_id":"x1","function_id":api.FnList,"data":{`, wantCode: "invalid_message"},
+		{name: "truncated", raw: `{"type":"invokefunction","invocation_id":"x1","function_id":"sandbox::list","data":{`, wantCode: "invalid_message"},
 		{name: "unknown type", raw: `{"type":"frobnicate","invocation_id":"x2"}`, wantCode: "invalid_message"},
 		{name: "unknown type without id", raw: `{"type":"frobnicate"}`},
 		{name: "no type", raw: `{"invocation_id":"x3"}`, wantCode: "invalid_message"},
-		{name: "missing invocation_id", raw: `{"type":"invokefunction","function_id":api.FnList,"data":{}}`},
-		{name: "numeric invocation_id", raw: `{"type":"invokefunction","invocation_id":7,"function_id":api.FnList}`, wantCode: "invalid_message"},
+		{name: "missing invocation_id", raw: `{"type":"invokefunction","function_id":"sandbox::list","data":{}}`},
+		{name: "numeric invocation_id", raw: `{"type":"invokefunction","invocation_id":7,"function_id":"sandbox::list"}`, wantCode: "invalid_message"},
 		{name: "missing function_id", raw: `{"type":"invokefunction","invocation_id":"x4"}`, wantCode: "invalid_message"},
-		{name: "enqueue", raw: `{"type":"invokefunction","invocation_id":"x5","function_id":api.FnList,"action":{"type":"enqueue","queue":"q"}}`, wantCode: "enqueue_error"},
-		{name: "unknown action", raw: `{"type":"invokefunction","invocation_id":"x6","function_id":api.FnList,"action":{"type":"later"}}`, wantCode: "invalid_message"},
-		{name: "wrong payload shape", raw: `{"type":"invokefunction","invocation_id":"x7","function_id":api.FnCreate,"data":{"image":5}}`, wantCode: "invocation_failed", wantEnvelope: "S001"},
-		{name: "payload not an object", raw: `{"type":"invokefunction","invocation_id":"x8","function_id":api.FnCreate,"data":"python"}`, wantCode: "invocation_failed", wantEnvelope: "S001"},
-		{name: "unknown payload field", raw: `{"type":"invokefunction","invocation_id":"x9","function_id":api.FnCreate,"data":{"image":"python","imagee":"x"}}`, wantCode: "invocation_failed", wantEnvelope: "S001"},
+		{name: "enqueue", raw: `{"type":"invokefunction","invocation_id":"x5","function_id":"sandbox::list","action":{"type":"enqueue","queue":"q"}}`, wantCode: "enqueue_error"},
+		{name: "unknown action", raw: `{"type":"invokefunction","invocation_id":"x6","function_id":"sandbox::list","action":{"type":"later"}}`, wantCode: "invalid_message"},
+		{name: "wrong payload shape", raw: `{"type":"invokefunction","invocation_id":"x7","function_id":"sandbox::create","data":{"image":5}}`, wantCode: "invocation_failed", wantEnvelope: "S001"},
+		{name: "payload not an object", raw: `{"type":"invokefunction","invocation_id":"x8","function_id":"sandbox::create","data":"python"}`, wantCode: "invocation_failed", wantEnvelope: "S001"},
+		{name: "unknown payload field", raw: `{"type":"invokefunction","invocation_id":"x9","function_id":"sandbox::create","data":{"image":"python","imagee":"x"}}`, wantCode: "invocation_failed", wantEnvelope: "S001"},
 		{name: "bad reattach", raw: `{"type":"reattach","previous_worker_id":"nope","reattach_token":"x"}`},
-		{name: "registerfunction", raw: `{"type":"registerfunction","id":api.FnExec,"description":"mine","request_format":{},"metadata":{}}`},
+		{name: "registerfunction", raw: `{"type":"registerfunction","id":"sandbox::exec","description":"mine","request_format":{},"metadata":{}}`},
 		{name: "pong", raw: `{"type":"pong"}`},
 	}
 	fake := &functionstest.Fake{}
@@ -111,11 +111,11 @@ func TestBadInputKeepsTheSession(t *testing.T) {
 func TestBinaryFramesAndOversizedMessages(t *testing.T) {
 	_, url := testServer(t, &functionstest.Fake{}, Options{MaxMessageBytes: 4096})
 	wc := dial(t, url)
-	wc.sendRaw(websocket.MessageBinary, []byte(`{"type":"invokefunction","invocation_id":"bin","function_id":api.FnList,"data":{}}`))
+	wc.sendRaw(websocket.MessageBinary, []byte(`{"type":"invokefunction","invocation_id":"bin","function_id":"sandbox::list","data":{}}`))
 	if m := wc.recv(); m["invocation_id"] != "bin" || m["result"] == nil {
 		t.Fatalf("binary frame answer = %v", m)
 	}
-	big := fmt.Sprintf(`{"type":"invokefunction","invocation_id":"big","function_id":api.FnCreate,"data":{"image":"python","name":%q}}`, strings.Repeat("x", 100_000))
+	big := fmt.Sprintf(`{"type":"invokefunction","invocation_id":"big","function_id":"sandbox::create","data":{"image":"python","name":%q}}`, strings.Repeat("x", 100_000))
 	wc.sendRaw(websocket.MessageText, []byte(big))
 	m := wc.recv()
 	if e, _ := m["error"].(map[string]any); m["invocation_id"] != "big" || e["code"] != "message_too_large" {
