@@ -137,7 +137,8 @@ func Run(ctx context.Context, opts Options) (err error) {
 	}
 	undo.Push("closing the API listener", func(context.Context) error { return ignoreNetClosed(ln.Close()) })
 	evlog, err := events.Open(filepath.Join(opts.DataDir, "events.db"), events.Options{
-		MaxCount: cfg.EventsMaxCount, MaxAge: time.Duration(cfg.EventsMaxAgeSecs) * time.Second, Logger: log})
+		MaxCount: cfg.EventsMaxCount, MaxBytes: int(cfg.EventsMaxMB << 20), MaxAge: time.Duration(cfg.EventsMaxAgeSecs) * time.Second,
+		OwnerMaxCount: cfg.EventsMaxCountPerOwner, OwnerMaxBytes: int(cfg.EventsMaxMBPerOwner << 20), Logger: log})
 	if err != nil {
 		return err
 	}
