@@ -185,6 +185,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	obs.metrics.SetDaemon(metrics.Daemon{Runtimes: runtimeMetrics(rts), Capacity: cfg.MaxConcurrentSandboxes})
 	obs.metrics.WatchWarmPool(mgr.WarmPool)
 	obs.metrics.WatchWebhooks(hooks.Stats)
+	obs.metrics.WatchEvents(evlog)
 	read, write, idle := cfg.HTTPTimeouts()
 	mcpHandler := mcpserver.HTTPHandler(table, mcpserver.Options{DefaultImage: cfg.MCPDefaultImage, Logger: log})
 	e2b, err := e2bTransport(cfg, opts.DataDir, table, guard, write, log)
