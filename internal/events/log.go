@@ -14,8 +14,10 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path"
 	"sync"
 	"time"
@@ -90,6 +92,10 @@ const flushEvery = 200 * time.Millisecond
 
 var bucket = []byte("events")
 
+// metaBucket holds lastKey: the id of the newest event written, so that
+// ids go on increasing when every event kept was dropped.
+var metaBucket, lastKey = []byte("meta"), []byte("last")
+
 // Log is the event log.
 type Log struct {
 	opts Options
@@ -137,6 +143,13 @@ func Open(file string, opts Options) (*Log, error) {
 		if err != nil {
 			return err
 		}
+		meta, err := tx.CreateBucketIfNotExists(metaBucket)
+		if err != nil {
+			return err
+		}
+		if v := meta.Get(lastKey); len(v) == 8 {
+			l.nextID = binary.BigEndian.Uint64(v) + 1
+		}
 		c := b.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
 			var e Event
@@ -164,8 +177,48 @@ func Open(file string, opts Options) (*Log, error) {
 		db.Close()
 		return nil, err
 	}
+	if l.db, err = compactLarge(file, db, opts); err != nil {
+		return nil, err
+	}
 	go l.flusher()
 	return l, nil
+}
+
+// fileCeiling is the size past which Open compacts the file: bbolt reuses
+// the pages of deleted events but never gives them back, and grows the
+// file by doubling, so a log within maxBytes stays under four times it.
+func fileCeiling(maxBytes int) int64 { return 4*int64(maxBytes) + 16<<20 }
+
+// compactLarge returns db, or a compacted copy of it in its place when
+// its file is past fileCeiling (a file written under larger bounds, or by
+// a hutch without them).
+func compactLarge(file string, db *bolt.DB, opts Options) (*bolt.DB, error) {
+	fi, err := os.Stat(file)
+	if opts.MaxBytes <= 0 || err != nil || fi.Size() <= fileCeiling(opts.MaxBytes) {
+		return db, nil
+	}
+	tmp := file + ".compact"
+	os.Remove(tmp)
+	dst, err := bolt.Open(tmp, 0o600, &bolt.Options{Timeout: 2 * time.Second})
+	if err == nil {
+		err = errors.Join(bolt.Compact(dst, db, 16<<20), dst.Close())
+	}
+	if err != nil {
+		os.Remove(tmp)
+		opts.Logger.Warn("compacting the event log", "file", file, "err", err)
+		return db, nil
+	}
+	if err := db.Close(); err != nil {
+		return nil, err
+	}
+	if err := os.Rename(tmp, file); err != nil {
+		opts.Logger.Warn("compacting the event log", "file", file, "err", err)
+	}
+	opts.Logger.Info("compacted the event log", "file", file, "bytes_before", fi.Size())
+	if db, err = bolt.Open(file, 0o600, &bolt.Options{Timeout: 2 * time.Second}); err != nil {
+		return nil, fmt.Errorf("opening the event log %s: %w", file, err)
+	}
+	return db, nil
 }
 
 // Append records e, giving it its id and time, and hands it to the
@@ -346,6 +399,9 @@ func (l *Log) flush() {
 			if err := b.Delete(key(id)); err != nil {
 				return err
 			}
+		}
+		if len(batch) > 0 {
+			return tx.Bucket(metaBucket).Put(lastKey, key(batch[len(batch)-1].ID))
 		}
 		return nil
 	})

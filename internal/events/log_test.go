@@ -202,8 +202,57 @@ func TestBoundsInBytesAndPerOwner(t *testing.T) {
 	}
 	l.Close()
 	l = open(t, file, 10000)
-	defer l.Close()
 	if got, _ := l.List(Filter{Owner: "alice"}, 100); len(got) != 4 {
 		t.Errorf("alice's events after the smaller bound was lifted: %d, want the 4 kept", len(got))
+	}
+	last := l.Last()
+	l.Close()
+
+	// Every event expired: the ids still go on.
+	time.Sleep(10 * time.Millisecond) // the events' age passes MaxAge below
+	l, err = Open(file, Options{MaxCount: 10000, MaxAge: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	l = open(t, file, 10000)
+	defer l.Close()
+	if u := l.Usage(); u.Count != 0 || l.Last() != last {
+		t.Errorf("after every event expired: %+v, last id %d, want none and %d", u, l.Last(), last)
+	}
+}
+
+// TestALargeFileIsCompacted: a file written under larger bounds (or by a
+// hutch without them) is brought under the ceiling when the log opens,
+// keeping what the bounds admit.
+func TestALargeFileIsCompacted(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "events.db")
+	l, err := Open(file, Options{MaxCount: 100000, MaxBytes: 256 << 20, MaxAge: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := json.RawMessage(`"` + strings.Repeat("x", 60<<10) + `"`)
+	for range 600 { // 36 MiB
+		l.Append(Event{Type: "custom.big", Owner: "o", Data: big})
+	}
+	last := l.Append(Event{Type: "custom.last", Owner: "o"})
+	l.Close()
+	before, _ := os.Stat(file)
+	const bound = 1 << 20
+	if before.Size() <= fileCeiling(bound) {
+		t.Fatalf("the file before: %d bytes, not past the ceiling of %d", before.Size(), fileCeiling(bound))
+	}
+	l, err = Open(file, Options{MaxCount: 100000, MaxBytes: bound, MaxAge: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	after, _ := os.Stat(file)
+	got, _ := l.List(Filter{Owner: "o"}, 100)
+	if after.Size() > fileCeiling(bound) || len(got) == 0 || got[len(got)-1].ID != last.ID || l.Usage().Bytes > bound {
+		t.Errorf("reopened under %d bytes: the file went from %d to %d bytes; %d events kept (%+v)", bound, before.Size(), after.Size(), len(got), l.Usage())
+	}
+	if e := l.Append(Event{Type: "x", Owner: "o"}); e.ID != last.ID+1 {
+		t.Errorf("ids go on at %d after the compaction, want %d", e.ID, last.ID+1)
 	}
 }
