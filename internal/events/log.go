@@ -114,8 +114,10 @@ type Log struct {
 	pending []Event
 	dropped []uint64
 	subs    map[*Subscription]struct{}
-	cut     uint64 // subscribers cut for falling behind
-	closed  bool
+	// backlogs are the bytes of each owner's subscribers' backlogs.
+	backlogs map[string]int
+	cut      uint64 // subscribers cut for falling behind
+	closed   bool
 
 	stop, done chan struct{}
 }
@@ -136,7 +138,7 @@ func Open(file string, opts Options) (*Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening the event log %s: %w", file, err)
 	}
-	l := &Log{opts: opts, db: db, nextID: 1, owners: map[string]*queue{}, subs: map[*Subscription]struct{}{},
+	l := &Log{opts: opts, db: db, nextID: 1, owners: map[string]*queue{}, subs: map[*Subscription]struct{}{}, backlogs: map[string]int{},
 		stop: make(chan struct{}), done: make(chan struct{})}
 	err = db.Update(func(tx *bolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists(bucket)

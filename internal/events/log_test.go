@@ -256,3 +256,37 @@ func TestALargeFileIsCompacted(t *testing.T) {
 		t.Errorf("ids go on at %d after the compaction, want %d", e.ID, last.ID+1)
 	}
 }
+
+// TestOneOwnersSubscribersShareItsQuota: many subscribers of one owner
+// that never take hold, together, no more than the owner's byte quota;
+// an operator's subscriber is not cut for them.
+func TestOneOwnersSubscribersShareItsQuota(t *testing.T) {
+	const quota = 4 << 20
+	l, err := Open(filepath.Join(t.TempDir(), "events.db"), Options{MaxCount: 10000, OwnerMaxBytes: quota, MaxAge: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var subs []*Subscription
+	for range 20 {
+		_, s := l.Subscribe(Filter{Owner: "mallory"})
+		subs = append(subs, s)
+	}
+	_, hook := l.Subscribe(Filter{AllOwners: true})
+	e := Event{Type: "custom.big", Owner: "mallory", Data: json.RawMessage(`"` + strings.Repeat("x", 60<<10) + `"`)}
+	for range SubscriberBytes / Size(e) {
+		l.Append(e)
+	}
+	held := 0
+	for _, s := range subs {
+		l.mu.Lock()
+		held += s.bytes
+		l.mu.Unlock()
+	}
+	if held > quota || l.SubscribersCut() < uint64(len(subs)-quota/SubscriberBytes) {
+		t.Errorf("20 subscribers that never took hold %d bytes (quota %d); %d were cut", held, quota, l.SubscribersCut())
+	}
+	if ev, err := hook.Next(context.Background()); err != nil || ev.Type != "custom.big" {
+		t.Errorf("an operator's subscriber: %v %v", ev.Type, err)
+	}
+}

@@ -6,9 +6,11 @@ import (
 )
 
 // Bounds of a subscriber's backlog: the events handed to it and not yet
-// taken. One that would pass either is cut: its backlog is dropped and
-// Next answers ErrFellBehind; it subscribes again after the last id it
-// took and misses nothing the log still holds.
+// taken. One that would pass either, or take the backlogs of its owner's
+// subscribers together past the owner's byte quota (OwnerMaxBytes), is
+// cut: its backlog is dropped and Next answers ErrFellBehind; it
+// subscribes again after the last id it took and misses nothing the log
+// still holds.
 const (
 	SubscriberQueue = 1024
 	SubscriberBytes = 1 << 20
@@ -64,13 +66,17 @@ func (l *Log) publishLocked(e Event) {
 		if !s.filter.Match(e) {
 			continue
 		}
-		if len(s.backlog) >= SubscriberQueue || s.bytes+size > SubscriberBytes {
+		ownerFull := s.owned() && l.opts.OwnerMaxBytes > 0 && l.backlogs[s.filter.Owner]+size > l.opts.OwnerMaxBytes
+		if len(s.backlog) >= SubscriberQueue || s.bytes+size > SubscriberBytes || ownerFull {
 			l.cut++
 			s.endLocked(ErrFellBehind)
 			continue
 		}
 		s.backlog = append(s.backlog, e)
 		s.bytes += size
+		if s.owned() {
+			l.backlogs[s.filter.Owner] += size
+		}
 		s.signal()
 	}
 }
@@ -78,8 +84,24 @@ func (l *Log) publishLocked(e Event) {
 // endLocked ends s with err and drops its backlog.
 func (s *Subscription) endLocked(err error) {
 	delete(s.l.subs, s)
+	s.takeBacklogLocked(s.bytes)
 	s.backlog, s.bytes, s.err = nil, 0, err
 	s.signal()
+}
+
+// owned reports whether s counts against its owner's backlogs: an
+// operator's subscribers (webhooks) are bounded by their number instead.
+func (s *Subscription) owned() bool { return !s.filter.AllOwners }
+
+// takeBacklogLocked takes n bytes off the backlogs of s's owner.
+func (s *Subscription) takeBacklogLocked(n int) {
+	if !s.owned() {
+		return
+	}
+	b := s.l.backlogs
+	if b[s.filter.Owner] -= n; b[s.filter.Owner] <= 0 {
+		delete(b, s.filter.Owner)
+	}
 }
 
 func (s *Subscription) signal() {
@@ -100,6 +122,7 @@ func (s *Subscription) Next(ctx context.Context) (Event, error) {
 			s.backlog[0] = Event{}
 			s.backlog = s.backlog[1:]
 			s.bytes -= Size(e)
+			s.takeBacklogLocked(Size(e))
 			s.l.mu.Unlock()
 			return e, nil
 		}
