@@ -273,9 +273,13 @@ func TestOneOwnersSubscribersShareItsQuota(t *testing.T) {
 		subs = append(subs, s)
 	}
 	_, hook := l.Subscribe(Filter{AllOwners: true})
+	_, reader := l.Subscribe(Filter{Owner: "mallory"}) // takes each event
 	e := Event{Type: "custom.big", Owner: "mallory", Data: json.RawMessage(`"` + strings.Repeat("x", 60<<10) + `"`)}
-	for range SubscriberBytes / Size(e) {
+	for i := range SubscriberBytes / Size(e) {
 		l.Append(e)
+		if _, err := reader.Next(context.Background()); err != nil {
+			t.Fatalf("event %d: a subscriber that takes every event: %v", i, err)
+		}
 	}
 	held := 0
 	for _, s := range subs {

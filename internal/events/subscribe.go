@@ -58,19 +58,25 @@ func (l *Log) Subscribe(f Filter) ([]Event, *Subscription) {
 	return past, s
 }
 
-// publishLocked hands e to the subscribers it matches, and cuts those
-// whose backlog it would take past its bound.
+// publishLocked hands e to the subscribers it matches. One whose backlog
+// e would take past its bound is cut; when e would take the backlogs of
+// the subscriber's owner past its quota, the owner's subscribers furthest
+// behind are cut until it fits.
 func (l *Log) publishLocked(e Event) {
 	size := Size(e)
 	for s := range l.subs {
 		if !s.filter.Match(e) {
 			continue
 		}
-		ownerFull := s.owned() && l.opts.OwnerMaxBytes > 0 && l.backlogs[s.filter.Owner]+size > l.opts.OwnerMaxBytes
-		if len(s.backlog) >= SubscriberQueue || s.bytes+size > SubscriberBytes || ownerFull {
-			l.cut++
-			s.endLocked(ErrFellBehind)
+		if len(s.backlog) >= SubscriberQueue || s.bytes+size > SubscriberBytes {
+			l.cutLocked(s)
 			continue
+		}
+		for s.owned() && l.opts.OwnerMaxBytes > 0 && l.backlogs[s.filter.Owner]+size > l.opts.OwnerMaxBytes {
+			l.cutLocked(l.furthestBehindLocked(s))
+		}
+		if s.err != nil {
+			continue // it was the furthest behind
 		}
 		s.backlog = append(s.backlog, e)
 		s.bytes += size
@@ -79,6 +85,25 @@ func (l *Log) publishLocked(e Event) {
 		}
 		s.signal()
 	}
+}
+
+// cutLocked ends s for falling behind.
+func (l *Log) cutLocked(s *Subscription) {
+	l.cut++
+	s.endLocked(ErrFellBehind)
+}
+
+// furthestBehindLocked is the subscriber of s's owner with the largest
+// backlog: s when it has none larger, or when its owner's others hold
+// nothing.
+func (l *Log) furthestBehindLocked(s *Subscription) *Subscription {
+	far := s
+	for o := range l.subs {
+		if o.owned() && o.filter.Owner == s.filter.Owner && o.bytes > far.bytes {
+			far = o
+		}
+	}
+	return far
 }
 
 // endLocked ends s with err and drops its backlog.
