@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -152,6 +153,56 @@ func TestSlowEventStreamIsCut(t *testing.T) {
 	for i := got; i < n; i++ {
 		if ev := nextEvent(t, resumed); ev.id != sent[i].ID {
 			t.Fatalf("the resumed stream's event %d is %s, want %s", i, ev.id, sent[i].ID)
+		}
+	}
+
+	// The Go client (hutch events -f) resumes by itself: a callback that
+	// holds the first event while the flood is recorded still gets every
+	// event, in order, once.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	hold := make(chan struct{})
+	received := make(chan string, 2*n)
+	done := make(chan error, 1)
+	go func() {
+		// After the last event so far, not "now": the stream may open
+		// after the first event below is recorded.
+		done <- d.c.StreamEvents(ctx, api.EventsRequest{Type: "custom.again", After: sent[n-1].ID}, func(e api.EventRecord) error {
+			received <- e.ID
+			<-hold
+			return nil
+		})
+	}()
+	first := d.publish("", "again", data)
+	select {
+	case id := <-received:
+		if id != first.ID {
+			t.Fatalf("the client's first event is %s, want %s", id, first.ID)
+		}
+	case err := <-done:
+		t.Fatalf("the client's stream ended: %v", err)
+	case <-time.After(60 * time.Second):
+		t.Fatal("the client got no event within 60 s")
+	}
+	cuts := metricValue(d.scrape(""), "hutch_event_subscribers_cut_total")
+	want := []string{first.ID}
+	for range n {
+		want = append(want, d.publish("", "again", data).ID)
+	}
+	if after := metricValue(d.scrape(""), "hutch_event_subscribers_cut_total"); after <= cuts {
+		t.Fatalf("a client holding its callback was not cut: %v cuts before the flood, %v after", cuts, after)
+	}
+	close(hold)
+	for i := 1; i < len(want); i++ {
+		select {
+		case id := <-received:
+			if id != want[i] {
+				t.Fatalf("the client's event %d is %s, want %s", i, id, want[i])
+			}
+		case err := <-done:
+			t.Fatalf("the client's stream ended after %d events: %v", i, err)
+		case <-time.After(60 * time.Second):
+			t.Fatalf("the client got %d of %d events", i, len(want))
 		}
 	}
 }
