@@ -21,9 +21,10 @@ const (
 	FnNetworkUpdate     = "sandbox::network::update"
 )
 
-// EventEgressDenied is recorded when a sandbox's egress policy refused a
-// name its resolver was asked ({"name"}) or connections (counted:
-// {"packets", "total"}).
+// EventEgressDenied is recorded when a sandbox's egress policy refused
+// names its resolver was asked ({"name", "count"}, or {"other_names":
+// true, "count"} past 32 names in 5 s) or connections ({"packets",
+// "total"}).
 const EventEgressDenied = "egress.denied"
 
 // EgressPolicy is what a sandbox may reach outside. Entries are IPv4

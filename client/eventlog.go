@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -34,20 +35,38 @@ func (c *Client) ListEvents(ctx context.Context, req api.EventsRequest) (api.Eve
 }
 
 // StreamEvents runs sandbox::events::stream, calling on for every event
-// until ctx ends, on fails, or the daemon ends the stream (a subscriber
-// that fell behind: resume after the last id seen).
+// until ctx ends, on fails, or the daemon ends the stream. A stream the
+// daemon cut because it fell behind (S218: on took too long, or the
+// connection was slow) is opened again after the last event received, so
+// on misses nothing the log still holds; one cut before any event is not.
 func (c *Client) StreamEvents(ctx context.Context, req api.EventsRequest, on func(api.EventRecord) error) error {
-	return c.streamEvents(ctx, http.MethodGet, "/v1/events/stream"+eventsQuery(req), nil, func(typ string, data json.RawMessage) error {
-		if typ == api.EventStreamOpen {
-			return nil
-		}
-		var e api.EventRecord
-		if err := json.Unmarshal(data, &e); err != nil {
+	for {
+		got := false
+		err := c.streamEvents(ctx, http.MethodGet, "/v1/events/stream"+eventsQuery(req), nil, func(typ string, data json.RawMessage) error {
+			if typ == api.EventStreamOpen {
+				// The cursor the daemon resolved ("now" included).
+				var open struct{ After string }
+				if json.Unmarshal(data, &open) == nil && open.After != "" {
+					req.After = open.After
+				}
+				return nil
+			}
+			var e api.EventRecord
+			if err := json.Unmarshal(data, &e); err != nil {
+				return err
+			}
+			req.After, got = e.ID, true
+			return on(e)
+		}, nil)
+		var env *api.ErrorEnvelope
+		if !got || !errors.As(err, &env) || env.Code != streamFellBehind {
 			return err
 		}
-		return on(e)
-	}, nil)
+	}
 }
+
+// streamFellBehind is the code of an event stream cut for falling behind.
+const streamFellBehind = "S218"
 
 // PublishEvent runs sandbox::events::publish.
 func (c *Client) PublishEvent(ctx context.Context, req api.PublishRequest) (api.EventRecord, error) {

@@ -69,6 +69,12 @@ type Config struct {
 	// (DATA_DIR/events.db): older events are dropped.
 	EventsMaxCount   int    `yaml:"events_max_count"`
 	EventsMaxAgeSecs uint64 `yaml:"events_max_age_secs"`
+	// EventsMaxMB bounds the event log's bytes (in memory and so in its
+	// file); EventsMaxCountPerOwner and EventsMaxMBPerOwner one owner's
+	// share: an owner past either drops its own oldest events.
+	EventsMaxMB            uint64 `yaml:"events_max_mb"`
+	EventsMaxCountPerOwner int    `yaml:"events_max_count_per_owner"`
+	EventsMaxMBPerOwner    uint64 `yaml:"events_max_mb_per_owner"`
 	// MCPDefaultImage is the image of an MCP session's default sandbox
 	// (python when empty).
 	MCPDefaultImage string `yaml:"mcp_default_image"`
@@ -232,6 +238,9 @@ func Default() Config {
 		SnapshotStorageMB:           10240,
 		EventsMaxCount:              100000,
 		EventsMaxAgeSecs:            7 * 24 * 3600,
+		EventsMaxMB:                 64,
+		EventsMaxCountPerOwner:      25000,
+		EventsMaxMBPerOwner:         16,
 		JobsMaxRunning:              4,
 		MaxQueuedJobsPerOwner:       1000,
 		JobsMaxKept:                 10000,

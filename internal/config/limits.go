@@ -62,6 +62,16 @@ func (c *Config) validateLifecycle() []error {
 	if c.EventsMaxAgeSecs < 60 || c.EventsMaxAgeSecs > 90*24*3600 {
 		bad("events_max_age_secs must be between 60 and %d (90 days), got %d", 90*24*3600, c.EventsMaxAgeSecs)
 	}
+	// An owner's share above the log's own is the log's own.
+	if c.EventsMaxMB < 1 || c.EventsMaxMB > 1<<16 {
+		bad("events_max_mb must be between 1 and %d, got %d", 1<<16, c.EventsMaxMB)
+	}
+	if c.EventsMaxMBPerOwner < 1 || c.EventsMaxMBPerOwner > 1<<16 {
+		bad("events_max_mb_per_owner must be between 1 and %d, got %d", 1<<16, c.EventsMaxMBPerOwner)
+	}
+	if c.EventsMaxCountPerOwner < 100 || c.EventsMaxCountPerOwner > 10_000_000 {
+		bad("events_max_count_per_owner must be between 100 and 10000000, got %d", c.EventsMaxCountPerOwner)
+	}
 	if c.JobsMaxRunning < 1 || c.JobsMaxRunning > 1000 {
 		bad("jobs_max_running must be between 1 and 1000, got %d", c.JobsMaxRunning)
 	}

@@ -242,7 +242,8 @@ func (d *daemon) bootRuntimes(context.Context) error {
 func (d *daemon) openStores(context.Context) error {
 	var err error
 	d.evlog, err = events.Open(filepath.Join(d.opts.DataDir, "events.db"), events.Options{
-		MaxCount: d.cfg.EventsMaxCount, MaxAge: time.Duration(d.cfg.EventsMaxAgeSecs) * time.Second, Logger: d.log})
+		MaxCount: d.cfg.EventsMaxCount, MaxBytes: int(d.cfg.EventsMaxMB << 20), MaxAge: time.Duration(d.cfg.EventsMaxAgeSecs) * time.Second,
+		OwnerMaxCount: d.cfg.EventsMaxCountPerOwner, OwnerMaxBytes: int(d.cfg.EventsMaxMBPerOwner << 20), Logger: d.log})
 	if err != nil {
 		return err
 	}
@@ -300,6 +301,7 @@ func (d *daemon) startManager(ctx context.Context) error {
 	obs.metrics.SetDaemon(metrics.Daemon{Runtimes: runtimeMetrics(d.rts), Capacity: cfg.MaxConcurrentSandboxes})
 	obs.metrics.WatchWarmPool(mgr.WarmPool)
 	obs.metrics.WatchWebhooks(d.hooks.Stats)
+	obs.metrics.WatchEvents(d.evlog)
 	return nil
 }
 

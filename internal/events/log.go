@@ -1,15 +1,23 @@
 // Package events keeps what happened to sandboxes: an append-only log of
-// typed events with increasing ids, bounded by count and age, kept in
-// memory for reading and streaming and written to a bbolt file in batches,
-// so that recording never waits for the disk and the log outlives the
-// daemon.
+// typed events with increasing ids, bounded by count, bytes and age, kept
+// in memory for reading and streaming and written to a bbolt file in
+// batches, so that recording never waits for the disk and the log
+// outlives the daemon.
+//
+// Owners share the log but not its room: each owner's events are held in
+// their own queue under a count and a byte quota, so an owner that floods
+// the log drops its own oldest events, not another's. When the log as a
+// whole is full, the owner holding the most gives up its oldest event.
 package events
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path"
 	"sync"
 	"time"
@@ -25,6 +33,17 @@ type Event struct {
 	SandboxID string          `json:"sandbox_id,omitempty"`
 	Owner     string          `json:"owner,omitempty"`
 	Data      json.RawMessage `json:"data,omitempty"`
+}
+
+// eventOverhead is what an event takes besides its data and strings, as
+// the byte bounds count it: its id, time and slice headers in memory, its
+// key and JSON field names in the file.
+const eventOverhead = 128
+
+// Size is what e counts against the byte bounds: its data and strings,
+// and eventOverhead for the rest.
+func Size(e Event) int {
+	return eventOverhead + len(e.Type) + len(e.SandboxID) + len(e.Owner) + len(e.Data)
 }
 
 // Filter selects events: each set field must match. Type is a path.Match
@@ -54,81 +73,161 @@ func (f Filter) Match(e Event) bool {
 	return true
 }
 
-// Options bound a Log.
+// Options bound a Log. A zero per-owner bound is the log's own, a zero
+// MaxBytes no byte bound.
 type Options struct {
-	// MaxCount and MaxAge bound what is kept; older events are dropped.
+	// MaxCount and MaxBytes bound what the log keeps, all owners
+	// together (bytes as Size counts them); MaxAge how long it keeps it.
 	MaxCount int
+	MaxBytes int
 	MaxAge   time.Duration
-	Logger   *slog.Logger
+	// OwnerMaxCount and OwnerMaxBytes bound what it keeps of one owner.
+	OwnerMaxCount int
+	OwnerMaxBytes int
+	Logger        *slog.Logger
 }
-
-// subscriberQueue is how many events a subscriber may have untaken before
-// it is dropped (its channel closed): it reconnects after the last id it
-// saw and misses nothing the log still holds.
-const subscriberQueue = 1024
 
 // flushEvery is how often the log writes its new events to disk.
 const flushEvery = 200 * time.Millisecond
 
 var bucket = []byte("events")
 
+// metaBucket holds lastKey: the id of the newest event written, so that
+// ids go on increasing when every event kept was dropped.
+var metaBucket, lastKey = []byte("meta"), []byte("last")
+
 // Log is the event log.
 type Log struct {
 	opts Options
 	db   *bolt.DB
 
-	mu      sync.Mutex
-	ring    []Event // oldest first, at most MaxCount
-	nextID  uint64
+	// mu guards the fields below, and every Subscription's queue. Lock
+	// order: Log.mu, then nothing.
+	mu sync.Mutex
+	// owners holds each owner's events, oldest first; an owner with none
+	// has no entry.
+	owners       map[string]*queue
+	count, bytes int // of every owner's queue
+	nextID       uint64
+	// pending are the events not yet written, dropped the ids dropped from
+	// memory since the last flush, to delete from the file.
 	pending []Event
+	dropped []uint64
 	subs    map[*Subscription]struct{}
-	closed  bool
+	// backlogs are the bytes of each owner's subscribers' backlogs.
+	backlogs map[string]int
+	cut      uint64 // subscribers cut for falling behind
+	closed   bool
 
 	stop, done chan struct{}
 }
 
-// Open opens (creating) the log at file and loads what it kept.
+// Open opens (creating) the log at file and loads what it kept, within
+// opts' bounds.
 func Open(file string, opts Options) (*Log, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.OwnerMaxCount <= 0 || opts.OwnerMaxCount > opts.MaxCount {
+		opts.OwnerMaxCount = opts.MaxCount
+	}
+	if opts.OwnerMaxBytes <= 0 || (opts.MaxBytes > 0 && opts.OwnerMaxBytes > opts.MaxBytes) {
+		opts.OwnerMaxBytes = opts.MaxBytes
 	}
 	db, err := bolt.Open(file, 0o600, &bolt.Options{Timeout: 2 * time.Second})
 	if err != nil {
 		return nil, fmt.Errorf("opening the event log %s: %w", file, err)
 	}
-	l := &Log{opts: opts, db: db, nextID: 1, subs: map[*Subscription]struct{}{}, stop: make(chan struct{}), done: make(chan struct{})}
-	cutoff := time.Now().Add(-opts.MaxAge)
+	l := &Log{opts: opts, db: db, nextID: 1, owners: map[string]*queue{}, subs: map[*Subscription]struct{}{}, backlogs: map[string]int{},
+		stop: make(chan struct{}), done: make(chan struct{})}
 	err = db.Update(func(tx *bolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists(bucket)
 		if err != nil {
 			return err
 		}
+		meta, err := tx.CreateBucketIfNotExists(metaBucket)
+		if err != nil {
+			return err
+		}
+		if v := meta.Get(lastKey); len(v) == 8 {
+			l.nextID = binary.BigEndian.Uint64(v) + 1
+		}
 		c := b.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
 			var e Event
 			if json.Unmarshal(v, &e) != nil {
+				l.dropped = append(l.dropped, binary.BigEndian.Uint64(k))
 				continue
 			}
 			l.nextID = max(l.nextID, e.ID+1)
-			if e.Time.After(cutoff) {
-				l.ring = append(l.ring, e)
+			if l.expired(e) {
+				l.dropped = append(l.dropped, e.ID)
+				continue
+			}
+			l.addLocked(e)
+		}
+		// What the bounds dropped (they may have shrunk) leaves the file.
+		for _, id := range l.dropped {
+			if err := b.Delete(key(id)); err != nil {
+				return err
 			}
 		}
-		if over := len(l.ring) - opts.MaxCount; over > 0 {
-			l.ring = l.ring[over:]
-		}
+		l.dropped = nil
 		return nil
 	})
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
+	if l.db, err = compactLarge(file, db, opts); err != nil {
+		return nil, err
+	}
 	go l.flusher()
 	return l, nil
 }
 
+// fileCeiling is the size past which Open compacts the file: bbolt reuses
+// the pages of deleted events but never gives them back, and grows the
+// file by doubling, so a log within maxBytes stays under four times it.
+func fileCeiling(maxBytes int) int64 { return 4*int64(maxBytes) + 16<<20 }
+
+// compactLarge returns db, or a compacted copy of it in its place when
+// its file is past fileCeiling (a file written under larger bounds, or by
+// a hutch without them).
+func compactLarge(file string, db *bolt.DB, opts Options) (*bolt.DB, error) {
+	fi, err := os.Stat(file)
+	if opts.MaxBytes <= 0 || err != nil || fi.Size() <= fileCeiling(opts.MaxBytes) {
+		return db, nil
+	}
+	tmp := file + ".compact"
+	os.Remove(tmp)
+	dst, err := bolt.Open(tmp, 0o600, &bolt.Options{Timeout: 2 * time.Second})
+	if err == nil {
+		err = errors.Join(bolt.Compact(dst, db, 16<<20), dst.Close())
+	}
+	if err != nil {
+		os.Remove(tmp)
+		opts.Logger.Warn("compacting the event log", "file", file, "err", err)
+		return db, nil
+	}
+	if err := db.Close(); err != nil {
+		return nil, err
+	}
+	if err := os.Rename(tmp, file); err != nil {
+		opts.Logger.Warn("compacting the event log", "file", file, "err", err)
+	}
+	opts.Logger.Info("compacted the event log", "file", file, "bytes_before", fi.Size())
+	if db, err = bolt.Open(file, 0o600, &bolt.Options{Timeout: 2 * time.Second}); err != nil {
+		return nil, fmt.Errorf("opening the event log %s: %w", file, err)
+	}
+	return db, nil
+}
+
 // Append records e, giving it its id and time, and hands it to the
 // subscribers that match it. It never waits for the disk or a subscriber.
+// Making room for it drops the oldest event of its owner when the owner
+// is over its quota, and of the owner holding the most when the log is
+// full.
 func (l *Log) Append(e Event) Event {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -136,24 +235,60 @@ func (l *Log) Append(e Event) Event {
 		return e
 	}
 	e.ID, e.Time = l.nextID, time.Now().UTC()
+	e.Data = bytes.Clone(e.Data) // no more than its own bytes stay held
 	l.nextID++
-	l.ring = append(l.ring, e)
-	if len(l.ring) > l.opts.MaxCount {
-		l.ring = l.ring[len(l.ring)-l.opts.MaxCount:]
-	}
+	l.addLocked(e)
 	l.pending = append(l.pending, e)
-	for s := range l.subs {
-		if !s.filter.Match(e) {
-			continue
+	l.publishLocked(e)
+	return e
+}
+
+// addLocked keeps e, the newest event, and drops what the bounds no
+// longer admit.
+func (l *Log) addLocked(e Event) {
+	q := l.owners[e.Owner]
+	if q == nil {
+		q = &queue{owner: e.Owner}
+		l.owners[e.Owner] = q
+	}
+	q.push(e)
+	l.count++
+	l.bytes += Size(e)
+	for q.len() > 1 && (q.len() > l.opts.OwnerMaxCount || (l.opts.OwnerMaxBytes > 0 && q.bytes > l.opts.OwnerMaxBytes)) {
+		l.dropOldestLocked(q)
+	}
+	for l.count > l.opts.MaxCount || (l.opts.MaxBytes > 0 && l.bytes > l.opts.MaxBytes) {
+		l.dropOldestLocked(l.largestLocked(l.count <= l.opts.MaxCount, e.Owner))
+	}
+}
+
+// largestLocked is the queue of the owner holding the most bytes (byBytes)
+// or events; prefer's when it holds as much as any other.
+func (l *Log) largestLocked(byBytes bool, prefer string) *queue {
+	size := func(q *queue) int {
+		if byBytes {
+			return q.bytes
 		}
-		select {
-		case s.ch <- e:
-		default: // too slow: it reconnects after what it saw
-			delete(l.subs, s)
-			close(s.ch)
+		return q.len()
+	}
+	best := l.owners[prefer]
+	for _, q := range l.owners {
+		if best == nil || size(q) > size(best) {
+			best = q
 		}
 	}
-	return e
+	return best
+}
+
+// dropOldestLocked drops q's oldest event.
+func (l *Log) dropOldestLocked(q *queue) {
+	e := q.pop()
+	l.count--
+	l.bytes -= Size(e)
+	l.dropped = append(l.dropped, e.ID)
+	if q.len() == 0 {
+		delete(l.owners, q.owner)
+	}
 }
 
 // Last is the id of the newest event recorded, 0 for none.
@@ -163,16 +298,45 @@ func (l *Log) Last() uint64 {
 	return l.nextID - 1
 }
 
+// Usage is what a log, or one owner's share of it, holds.
+type Usage struct {
+	Count int
+	// Bytes as Size counts them.
+	Bytes int
+}
+
+// Usage is what the log holds, all owners together.
+func (l *Log) Usage() Usage {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return Usage{Count: l.count, Bytes: l.bytes}
+}
+
+// OwnerUsage is what the log holds of owner's.
+func (l *Log) OwnerUsage(owner string) Usage {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if q := l.owners[owner]; q != nil {
+		return Usage{Count: q.len(), Bytes: q.bytes}
+	}
+	return Usage{}
+}
+
+// SubscribersCut counts the subscribers cut for falling behind since the
+// log opened.
+func (l *Log) SubscribersCut() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.cut
+}
+
 // List returns up to limit events that f keeps, oldest first, and whether
 // more follow.
 func (l *Log) List(f Filter, limit int) ([]Event, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []Event
-	for _, e := range l.ring {
-		if !f.Match(e) || l.expired(e) {
-			continue
-		}
+	for e := range l.keptLocked(f) {
 		if len(out) == limit {
 			return out, true
 		}
@@ -182,48 +346,6 @@ func (l *Log) List(f Filter, limit int) ([]Event, bool) {
 }
 
 func (l *Log) expired(e Event) bool { return time.Since(e.Time) > l.opts.MaxAge }
-
-// Subscription is a live feed of the events a filter keeps.
-type Subscription struct {
-	l      *Log
-	filter Filter
-	ch     chan Event
-}
-
-// C delivers the events; it is closed when the subscriber fell behind or
-// the log closed.
-func (s *Subscription) C() <-chan Event { return s.ch }
-
-// Close ends the subscription.
-func (s *Subscription) Close() {
-	s.l.mu.Lock()
-	defer s.l.mu.Unlock()
-	if _, ok := s.l.subs[s]; ok {
-		delete(s.l.subs, s)
-		close(s.ch)
-	}
-}
-
-// Subscribe returns the events f keeps that the log holds (f.After and
-// on), then feeds the later ones to the subscription, with nothing lost
-// or repeated between the two.
-func (l *Log) Subscribe(f Filter) ([]Event, *Subscription) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var past []Event
-	for _, e := range l.ring {
-		if f.Match(e) && !l.expired(e) {
-			past = append(past, e)
-		}
-	}
-	s := &Subscription{l: l, filter: f, ch: make(chan Event, subscriberQueue)}
-	if l.closed {
-		close(s.ch)
-		return past, s
-	}
-	l.subs[s] = struct{}{}
-	return past, s
-}
 
 // flusher writes pending events every flushEvery and drops expired ones
 // from the file, until Close.
@@ -242,23 +364,31 @@ func (l *Log) flusher() {
 	}
 }
 
-// flush writes the pending events and trims the file to what the ring
-// holds.
+// flush drops the expired events, writes the pending ones and deletes
+// from the file those dropped from memory.
 func (l *Log) flush() {
 	l.mu.Lock()
-	batch := l.pending
-	l.pending = nil
-	var oldest uint64
-	if len(l.ring) > 0 {
-		oldest = l.ring[0].ID
+	for _, q := range l.owners {
+		for q.len() > 0 && l.expired(q.front()) {
+			l.dropOldestLocked(q)
+		}
 	}
+	batch, dropped := l.pending, l.dropped
+	l.pending, l.dropped = nil, nil
 	l.mu.Unlock()
-	if len(batch) == 0 {
+	if len(batch) == 0 && len(dropped) == 0 {
 		return
+	}
+	gone := make(map[uint64]bool, len(dropped))
+	for _, id := range dropped {
+		gone[id] = true
 	}
 	err := l.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucket)
 		for _, e := range batch {
+			if gone[e.ID] {
+				continue // dropped before it was written
+			}
 			v, err := json.Marshal(e)
 			if err != nil {
 				return err
@@ -267,11 +397,13 @@ func (l *Log) flush() {
 				return err
 			}
 		}
-		c := b.Cursor()
-		for k, _ := c.First(); k != nil && binary.BigEndian.Uint64(k) < oldest; k, _ = c.Next() {
-			if err := c.Delete(); err != nil {
+		for _, id := range dropped {
+			if err := b.Delete(key(id)); err != nil {
 				return err
 			}
+		}
+		if len(batch) > 0 {
+			return tx.Bucket(metaBucket).Put(lastKey, key(batch[len(batch)-1].ID))
 		}
 		return nil
 	})
@@ -291,8 +423,7 @@ func (l *Log) Close() error {
 	}
 	l.closed = true
 	for s := range l.subs {
-		delete(l.subs, s)
-		close(s.ch)
+		s.endLocked(ErrClosed)
 	}
 	l.mu.Unlock()
 	close(l.stop)

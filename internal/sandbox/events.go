@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"regexp"
 	"strconv"
 	"time"
@@ -115,8 +116,9 @@ func (m *Manager) ListEvents(ctx context.Context, req api.EventsRequest) (api.Ev
 
 // StreamEvents emits an "open" event, then the caller's events as they
 // happen, those the log holds after req.After first
-// (sandbox::events::stream). A subscriber
-// that falls far behind is cut off; it resumes after the last id it saw.
+// (sandbox::events::stream). A subscriber whose backlog passes the log's
+// bound (events.SubscriberQueue events or events.SubscriberBytes) is cut
+// off with S218; it resumes after the last id it saw.
 func (m *Manager) StreamEvents(ctx context.Context, req api.EventsRequest, emit func(event string, data any, id string) error) error {
 	f, err := m.eventFilter(ctx, req)
 	if err != nil {
@@ -138,16 +140,16 @@ func (m *Manager) StreamEvents(ctx context.Context, req api.EventsRequest, emit 
 		}
 	}
 	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case e, ok := <-sub.C():
-			if !ok {
-				return errdefs.New(errdefs.CodeFSStreamAborted, "the event stream fell behind; resume after the last event id received")
-			}
-			if err := emit(e.Type, eventRecord(e), strconv.FormatUint(e.ID, 10)); err != nil {
-				return err
-			}
+		e, err := sub.Next(ctx)
+		switch {
+		case errors.Is(err, events.ErrFellBehind):
+			return errdefs.New(errdefs.CodeFSStreamAborted, "the event stream fell behind (more than %d events or %d KiB not yet read); resume after the last event id received",
+				events.SubscriberQueue, events.SubscriberBytes>>10)
+		case err != nil:
+			return err
+		}
+		if err := emit(e.Type, eventRecord(e), strconv.FormatUint(e.ID, 10)); err != nil {
+			return err
 		}
 	}
 }

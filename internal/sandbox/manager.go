@@ -114,6 +114,8 @@ type Manager struct {
 	nets netBook
 	// denialsOnce starts the watcher of egress refusals (egress.go).
 	denialsOnce sync.Once
+	// denied counts the names the resolver refused (denials.go).
+	deniedNames deniedNames
 	// vols keeps the volumes (volumes.go); nil without them.
 	vols *volumes.Store
 

@@ -396,6 +396,4 @@ func (c resolverClient) Learn(ctx context.Context, addrs []netip.Addr, ports []u
 	return nil
 }
 
-func (c resolverClient) Denied(name string) {
-	c.m.emitFor(c.sb, api.EventEgressDenied, map[string]any{"name": name})
-}
+func (c resolverClient) Denied(name string) { c.m.deniedName(c.sb, name) }

@@ -14,6 +14,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -215,18 +216,16 @@ func (d *Dispatcher) run(ctx context.Context, h Hook, after uint64) {
 		for _, e := range past {
 			handle(e)
 		}
-	live:
 		for {
-			select {
-			case <-ctx.Done():
-				sub.Close()
-				return
-			case e, ok := <-sub.C():
-				if !ok {
-					break live
-				}
-				handle(e)
+			e, err := sub.Next(ctx)
+			if errors.Is(err, events.ErrClosed) {
+				return // the log closed
 			}
+			if err != nil { // cut for falling behind, or ctx ended
+				sub.Close()
+				break
+			}
+			handle(e)
 		}
 	}
 }
