@@ -173,7 +173,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	undo.Push("closing the sandbox manager", mgr.Close)
 	resolver.SetDirectory(mgr.Resolver())
 	jobRunner, err := jobs.Open(filepath.Join(opts.DataDir, "jobs.db"), mgr, jobs.Options{MaxRunning: cfg.JobsMaxRunning,
-		MaxQueuedPerOwner: cfg.MaxQueuedJobsPerOwner, MaxKept: cfg.JobsMaxKept, Events: evlog, Logger: log})
+		MaxRunningPerOwner: cfg.JobsMaxRunningPerOwner, MaxQueuedPerOwner: cfg.MaxQueuedJobsPerOwner, MaxKept: cfg.JobsMaxKept, Events: evlog, Logger: log})
 	if err != nil {
 		return err
 	}
