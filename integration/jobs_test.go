@@ -173,7 +173,7 @@ func TestPendingJobsSurviveARestart(t *testing.T) {
 // runs at most jobs_max_running_per_owner (by default one less than
 // jobs_max_running) at once.
 func TestJobsShareSlotsBetweenOwners(t *testing.T) {
-	d := startDaemon(t, baseConfig("jobs_max_running: 2\napi_tokens:\n  alice: "+aliceToken+"\n  bob: "+bobToken+"\n"))
+	d := startDaemon(t, baseConfig("jobs_max_running: 2\nmax_exec_timeout_ms: 1200000\napi_tokens:\n  alice: "+aliceToken+"\n  bob: "+bobToken+"\n"))
 	ctx := context.Background()
 	alice, bob := client.New(d.url, aliceToken), client.New(d.url, bobToken)
 	d.c = alice
@@ -182,7 +182,7 @@ func TestJobsShareSlotsBetweenOwners(t *testing.T) {
 	b := d.create(api.CreateRequest{Image: "python"})
 	var long []string
 	for _, id := range []string{a1, a2} {
-		j, err := alice.SubmitJob(ctx, api.JobSubmitRequest{SandboxID: id, Cmd: "sleep", Args: []string{"600"}})
+		j, err := alice.SubmitJob(ctx, api.JobSubmitRequest{SandboxID: id, Cmd: "sleep", Args: []string{"1200"}, TimeoutMs: 1200000})
 		if err != nil {
 			t.Fatal(err)
 		}
