@@ -1,12 +1,12 @@
 // Package jobs runs queued jobs: an exec that hutch runs for its caller in
 // an existing sandbox or in one it creates for the job (and stops after),
 // in submission order per sandbox and round-robin between owners (each
-// owner running at most MaxRunningPerOwner at once), retried with backoff when the
-// infrastructure failed it (its sandbox died, the agent failed, capacity
-// ran out) and, with retry_on_exit, when the command failed. A job past
-// its retries, or one that cannot succeed as asked (a bad command, a
-// sandbox that is gone), goes to the dead-letter list with its last
-// error, from which it may be queued again. Jobs are kept in their own
+// owner running at most MaxRunningPerOwner at once), retried with
+// backoff when the infrastructure failed it (its sandbox died, the agent
+// failed, capacity ran out) and, with retry_on_exit, when the command
+// failed. A job past its retries, or one that cannot succeed as asked (a
+// bad command, a sandbox that is gone), goes to the dead-letter list with
+// its last error, from which it may be queued again. Jobs are kept in their own
 // bbolt file: queued jobs and the dead-letter list survive restarts, and
 // a job running when the daemon stopped runs again (that attempt not
 // counted).
@@ -479,16 +479,16 @@ func (r *Runner) startReady(now time.Time) (next time.Time) {
 		}
 	}
 	for r.active < r.opts.MaxRunning {
-		pick := ""
+		pick, found := "", false // "" is an owner too: the one without tokens
 		for owner, js := range ready {
 			if len(js) == 0 || running[owner] >= r.opts.MaxRunningPerOwner {
 				continue
 			}
-			if pick == "" || r.goesFirstLocked(owner, pick, running, ready) {
-				pick = owner
+			if !found || r.goesFirstLocked(owner, pick, running, ready) {
+				pick, found = owner, true
 			}
 		}
-		if pick == "" {
+		if !found {
 			break
 		}
 		j := ready[pick][0]

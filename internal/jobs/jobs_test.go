@@ -343,7 +343,8 @@ func TestJobsShareSlotsBetweenOwners(t *testing.T) {
 }
 
 // TestJobsRoundRobinOneSlot: with one slot, a freed slot goes to the
-// owner who waited, not to the owner whose older jobs fill the queue.
+// owners who waited (the older job first among them), not to the owner
+// whose older jobs fill the queue.
 func TestJobsRoundRobinOneSlot(t *testing.T) {
 	f := newFake()
 	r, err := Open(filepath.Join(t.TempDir(), "jobs.db"), f, Options{MaxRunning: 1})
@@ -359,12 +360,17 @@ func TestJobsRoundRobinOneSlot(t *testing.T) {
 	f.script("a2", "block")
 	a2 := submit(t, r, alice, api.JobSubmitRequest{Image: "python", Cmd: "a2"})
 	b1 := submit(t, r, bob, api.JobSubmitRequest{Image: "python", Cmd: "b1"})
+	// The owner of a daemon without tokens ("") takes turns too.
+	local := context.Background()
+	l1 := submit(t, r, local, api.JobSubmitRequest{Image: "python", Cmd: "l1"})
 	if _, err := r.Cancel(alice, api.JobRequest{JobID: a1}); err != nil {
 		t.Fatal(err)
 	}
 	waitState(t, r, bob, b1, api.JobSucceeded)
+	waitState(t, r, local, l1, api.JobSucceeded)
+	waitState(t, r, alice, a2, api.JobRunning)
 	var started []string
-	for len(started) < 3 {
+	for len(started) < 4 {
 		select {
 		case cmd := <-f.started:
 			started = append(started, cmd)
@@ -372,8 +378,8 @@ func TestJobsRoundRobinOneSlot(t *testing.T) {
 			t.Fatalf("started %v, and no more", started)
 		}
 	}
-	if got := fmt.Sprint(started); got != "[a1 b1 a2]" {
-		t.Errorf("started %s, want [a1 b1 a2]", got)
+	if got := fmt.Sprint(started); got != "[a1 b1 l1 a2]" {
+		t.Errorf("started %s, want [a1 b1 l1 a2]", got)
 	}
 	if _, err := r.Cancel(alice, api.JobRequest{JobID: a2}); err != nil {
 		t.Fatal(err)
