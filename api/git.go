@@ -64,6 +64,13 @@ type GitAuth struct {
 	Username string `json:"username,omitempty"`
 	Password Secret `json:"password,omitempty"`
 	Token    Secret `json:"token,omitempty"`
+	// CredentialsFor is where the credentials may go: a host (meaning
+	// https://HOST/) or an http(s) URL prefix. git sends them only to
+	// URLs under it, and a remote whose URL is not is refused (S271). By
+	// default the scheme, host and port of a clone's URL or of a remote
+	// given as a URL; a remote given by name (whose URL is the sandbox's
+	// to change) needs it.
+	CredentialsFor string `json:"credentials_for,omitempty"`
 }
 
 // GitIdentity names the author (and committer) of the commits a call

@@ -137,9 +137,9 @@ func TestGitAgainstAServerOnTheHost(t *testing.T) {
 	}
 
 	// Push: refused with a wrong password, then through to the host.
-	_, err = d.c.GitPush(ctx, api.GitPushRequest{GitTarget: at(repo), GitRemoteCall: api.GitRemoteCall{GitAuth: api.GitAuth{Username: user, Password: "wrong"}}})
+	_, err = d.c.GitPush(ctx, api.GitPushRequest{GitTarget: at(repo), GitRemoteCall: api.GitRemoteCall{GitAuth: api.GitAuth{Username: user, Password: "wrong", CredentialsFor: base}}})
 	wantCode(t, err, "S271")
-	p, err := d.c.GitPush(ctx, api.GitPushRequest{GitTarget: at(repo), GitRemoteCall: api.GitRemoteCall{GitAuth: api.GitAuth{Username: user, Password: api.Secret(pw)}}})
+	p, err := d.c.GitPush(ctx, api.GitPushRequest{GitTarget: at(repo), GitRemoteCall: api.GitRemoteCall{GitAuth: api.GitAuth{Username: user, Password: api.Secret(pw), CredentialsFor: base}}})
 	if err != nil || len(p.Refs) != 1 || p.Refs[0].Status != "updated" || p.Refs[0].Remote != "main" {
 		t.Fatalf("push: %+v, %v", p, err)
 	}
@@ -150,7 +150,7 @@ func TestGitAgainstAServerOnTheHost(t *testing.T) {
 		t.Errorf("status after the push: %+v, %v", st, err)
 	}
 	// The CLI, with the password on its stdin.
-	out, errOut, code := d.cli(pw+"\n", "git", id, "-C", repo, "pull", "--username", user, "--password-stdin")
+	out, errOut, code := d.cli(pw+"\n", "git", id, "-C", repo, "pull", "--username", user, "--password-stdin", "--credentials-for", base)
 	if code != 0 || !strings.HasPrefix(out, "## main [origin/main]") {
 		t.Errorf("hutch git pull: exit %d, %q %q", code, out, errOut)
 	}
@@ -195,5 +195,73 @@ func TestGitAgainstAServerOnTheHost(t *testing.T) {
 	r := d.execReq(api.ExecRequest{SandboxID: id, TimeoutMs: setupTimeoutMs, Argv: slices.Concat(grepAll, []string{"-e", pw, "/"})})
 	if strings.TrimSpace(r.Stdout) != "/var/control" {
 		t.Errorf("grep found %q, want /var/control", r.Stdout)
+	}
+}
+
+// TestGitCredentialsGoOnlyWhereNamed (issue 33, item 6): a token given
+// for the caller's server reaches it, and never a listener that the
+// sandbox itself set as origin. Both servers take the same credentials,
+// so a fetch from the other one succeeds only if they reached it.
+func TestGitCredentialsGoOnlyWhereNamed(t *testing.T) {
+	const user = "ann"
+	pw := "pw-" + time.Now().Format("150405.000000")
+	named, other := testutil.ServeGit(t, user, pw), testutil.ServeGit(t, user, pw)
+	seed := filepath.Join(t.TempDir(), "seed")
+	named.Git(t, "/", "init", "-q", "--initial-branch=main", seed)
+	named.Git(t, seed, "commit", "-q", "--allow-empty", "-m", "seed")
+	for _, srv := range []*testutil.GitServer{named, other} {
+		srv.Git(t, seed, "push", "-q", srv.Bare(t, "r.git"), "main")
+	}
+
+	d := startDaemon(t, baseConfig(""))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	id := d.create(api.CreateRequest{Image: "python", Network: true, Env: api.Env{"NAMED=" + named.URL, "OTHER=" + other.URL}})
+	urls := strings.Fields(d.exec(id, "sh", "-c", "echo $NAMED $OTHER").Stdout)
+	if len(urls) != 2 || strings.Contains(urls[0], "127.0.0.1") || strings.Contains(urls[1], "127.0.0.1") {
+		t.Fatalf("the servers' URLs in the sandbox: %q", urls)
+	}
+	namedURL, otherURL := urls[0], urls[1]
+	const repo = "/root/r"
+	at := api.GitTarget{SandboxID: id, Path: repo}
+	if _, err := d.c.GitInit(ctx, api.GitInitRequest{GitTarget: at}); err != nil {
+		t.Fatal(err)
+	}
+	// The sandbox, not the caller, makes origin the other listener.
+	d.setup(id, "git", "-C", repo, "remote", "add", "origin", otherURL+"r.git")
+	auth := api.GitAuth{Username: user, Password: api.Secret(pw), CredentialsFor: namedURL}
+	_, err := d.c.GitFetch(ctx, api.GitFetchRequest{GitTarget: at, GitRemoteCall: api.GitRemoteCall{GitAuth: auth}})
+	wantCode(t, err, "S271")
+	if err != nil && !strings.Contains(err.Error(), "credentials_for") {
+		t.Errorf("the refusal does not say why: %v", err)
+	}
+	_, err = d.c.GitPush(ctx, api.GitPushRequest{GitTarget: at, GitRemoteCall: api.GitRemoteCall{GitAuth: auth, Branch: "main"}})
+	wantCode(t, err, "S271")
+	// Without credentials_for, a remote given by name takes none.
+	_, err = d.c.GitPull(ctx, api.GitPullRequest{GitTarget: at, GitRemoteCall: api.GitRemoteCall{GitAuth: api.GitAuth{Username: user, Password: api.Secret(pw)}}})
+	wantCode(t, err, "S001")
+	// The CLI and the function endpoint carry credentials_for too.
+	if _, errOut, code := d.cli(pw+"\n", "git", id, "-C", repo, "fetch", "--username", user, "--password-stdin", "--credentials-for", namedURL); code == 0 || !strings.Contains(errOut, "S271") {
+		t.Errorf("hutch git fetch from the sandbox's origin: exit %d, %q", code, errOut)
+	}
+	body, _ := json.Marshal(map[string]any{"sandbox_id": id, "path": repo, "username": user, "password": pw, "credentials_for": namedURL})
+	if status, resp := d.raw("POST", "/v1/functions/"+api.FnGitFetch, "", string(body)); status != 403 || !strings.Contains(resp, "S271") {
+		t.Errorf("sandbox::git::fetch from the sandbox's origin: %d %s", status, resp)
+	}
+	if n := other.Refused(); n != 0 {
+		t.Errorf("the sandbox's origin was asked %d times", n)
+	}
+
+	// The named server gets them: given as a URL, and as origin once it
+	// names the server.
+	if _, err := d.c.GitFetch(ctx, api.GitFetchRequest{GitTarget: at, GitRemoteCall: api.GitRemoteCall{Remote: namedURL + "r.git", Branch: "main", GitAuth: auth}}); err != nil {
+		t.Fatalf("fetch from the named server: %v", err)
+	}
+	d.setup(id, "git", "-C", repo, "remote", "set-url", "origin", namedURL+"r.git")
+	if st, err := d.c.GitPull(ctx, api.GitPullRequest{GitTarget: at, GitRemoteCall: api.GitRemoteCall{Branch: "main", GitAuth: auth}}); err != nil || st.Commit == "" {
+		t.Fatalf("pull from the named server as origin: %+v, %v", st, err)
+	}
+	if named.Refused() != 0 || other.Refused() != 0 {
+		t.Errorf("refused: %d by the named server, %d by the other", named.Refused(), other.Refused())
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/client"
 	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
@@ -165,5 +166,45 @@ func TestPendingJobsSurviveARestart(t *testing.T) {
 	}
 	if second.State != api.JobSucceeded || second.Result.Stdout != "later\n" {
 		t.Errorf("the pending job: %+v", second)
+	}
+}
+
+// TestJobsShareSlotsBetweenOwners (issue 33, item 5): with two slots, two
+// long jobs of one owner do not keep another owner's job queued: an owner
+// runs at most jobs_max_running_per_owner (by default one less than
+// jobs_max_running) at once.
+func TestJobsShareSlotsBetweenOwners(t *testing.T) {
+	d := startDaemon(t, baseConfig("jobs_max_running: 2\nmax_exec_timeout_ms: 1200000\napi_tokens:\n  alice: "+aliceToken+"\n  bob: "+bobToken+"\n"))
+	ctx := context.Background()
+	alice, bob := client.New(d.url, aliceToken), client.New(d.url, bobToken)
+	d.c = alice
+	a1, a2 := d.create(api.CreateRequest{Image: "python"}), d.create(api.CreateRequest{Image: "python"})
+	d.c = bob
+	b := d.create(api.CreateRequest{Image: "python"})
+	var long []string
+	for _, id := range []string{a1, a2} {
+		j, err := alice.SubmitJob(ctx, api.JobSubmitRequest{SandboxID: id, Cmd: "sleep", Args: []string{"1200"}, TimeoutMs: 1200000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		long = append(long, j.JobID)
+	}
+	if !testutil.Poll(time.Minute, func() bool { j, _ := alice.GetJob(ctx, long[0]); return j.State == api.JobRunning }) {
+		t.Fatal("alice's first job did not start")
+	}
+	hi, err := bob.SubmitJob(ctx, api.JobSubmitRequest{SandboxID: b, Cmd: "echo", Args: []string{"hi"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info := waitJob(t, d, hi.JobID); info.State != api.JobSucceeded || info.Result.Stdout != "hi\n" {
+		t.Fatalf("bob's job: %+v", info)
+	}
+	if j, err := alice.GetJob(ctx, long[1]); err != nil || j.State != api.JobQueued {
+		t.Errorf("alice's second job: %+v, %v; want it queued behind her first", j, err)
+	}
+	for _, id := range long {
+		if _, err := alice.CancelJob(ctx, id); err != nil {
+			t.Error(err)
+		}
 	}
 }

@@ -45,7 +45,9 @@ there as the image's user (--user), in the repository of -C (the image's
 working directory by default), with its arguments as an argument vector, never
 through a shell. Credentials for clone, fetch, pull and push are read from
 stdin (--password-stdin, --token-stdin) or $HUTCH_GIT_PASSWORD / $HUTCH_GIT_TOKEN,
-and handed to git for that one call only.
+and handed to git for that one call only, for the URLs under --credentials-for
+(by default the host of a URL given on the command line; a remote given by
+name, whose URL the sandbox can change, needs it).
 
 Run 'hutch git ID --help' for the operations, 'hutch git ID OP --help' for one.`,
 		DisableFlagParsing: true,
@@ -124,16 +126,19 @@ func gitRun[Resp any](f *gitFlags, call func(cmd *cobra.Command, t api.GitTarget
 type gitAuth struct {
 	username                  string
 	passwordStdin, tokenStdin bool
+	credentialsFor            string
 }
 
 func (g *gitAuth) flags(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&g.username, "username", "", "the user name for an http(s) remote")
 	cmd.Flags().BoolVar(&g.passwordStdin, "password-stdin", false, "read the password from stdin (else $HUTCH_GIT_PASSWORD)")
 	cmd.Flags().BoolVar(&g.tokenStdin, "token-stdin", false, "read a token from stdin (else $HUTCH_GIT_TOKEN)")
+	cmd.Flags().StringVar(&g.credentialsFor, "credentials-for", "", "the host (https) or http(s) URL prefix the credentials may go to; needed for a remote given by name")
 }
 
 func (a *app) readAuth(g *gitAuth) (api.GitAuth, error) {
-	auth := api.GitAuth{Username: g.username, Password: api.Secret(a.getenv("HUTCH_GIT_PASSWORD")), Token: api.Secret(a.getenv("HUTCH_GIT_TOKEN"))}
+	auth := api.GitAuth{Username: g.username, Password: api.Secret(a.getenv("HUTCH_GIT_PASSWORD")), Token: api.Secret(a.getenv("HUTCH_GIT_TOKEN")),
+		CredentialsFor: g.credentialsFor}
 	if g.passwordStdin && g.tokenStdin {
 		return auth, usagef("give --password-stdin or --token-stdin, not both")
 	}

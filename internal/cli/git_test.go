@@ -74,8 +74,10 @@ func TestGitCommandsMakeTheirRequests(t *testing.T) {
 		{[]string{"remote", "add", "up", "/srv/r"}, "", nil, "remote", map[string]any{"name": "up", "url": "/srv/r"}},
 		{[]string{"remote", "rm", "up"}, "", nil, "remote", map[string]any{"name": "up", "remove": true}},
 		{[]string{"config", "user.name", "Ann", "--global"}, "", nil, "config", map[string]any{"key": "user.name", "value": "Ann", "scope": "global"}},
-		{[]string{"fetch", "--prune"}, "", map[string]string{"HUTCH_GIT_TOKEN": "tok"}, "fetch", map[string]any{"prune": true, "token": "tok"}},
-		{[]string{"pull", "origin", "main", "--rebase", "--token-stdin"}, "tok2", nil, "pull", map[string]any{"remote": "origin", "branch": "main", "rebase": true, "token": "tok2"}},
+		{[]string{"fetch", "--prune", "--credentials-for", "github.com"}, "", map[string]string{"HUTCH_GIT_TOKEN": "tok"}, "fetch",
+			map[string]any{"prune": true, "token": "tok", "credentials_for": "github.com"}},
+		{[]string{"pull", "origin", "main", "--rebase", "--token-stdin", "--credentials-for", "https://github.com/acme/"}, "tok2", nil, "pull",
+			map[string]any{"remote": "origin", "branch": "main", "rebase": true, "token": "tok2", "credentials_for": "https://github.com/acme/"}},
 		{[]string{"push", "-u", "origin"}, "", nil, "push", map[string]any{"remote": "origin", "set_upstream": true}},
 	}
 	for _, tt := range tests {

@@ -85,6 +85,11 @@ type Config struct {
 	JobsMaxRunning        int `yaml:"jobs_max_running"`
 	MaxQueuedJobsPerOwner int `yaml:"max_queued_jobs_per_owner"`
 	JobsMaxKept           int `yaml:"jobs_max_kept"`
+	// JobsMaxRunningPerOwner bounds one owner's jobs running at once, so
+	// that another owner's job finds a slot; 0 is one less than
+	// JobsMaxRunning (at least 1).
+	JobsMaxRunningPerOwner int `yaml:"jobs_max_running_per_owner"`
+
 	// Webhooks are endpoints sent the events they name (webhooks.go).
 	Webhooks []Webhook `yaml:"webhooks"`
 	// ImageCacheDir holds built and pulled images; default DATA_DIR/images.

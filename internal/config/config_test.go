@@ -51,6 +51,7 @@ func TestParse(t *testing.T) {
 		{name: "wrong type with line", yaml: "max_concurrent_sandboxes: lots\n", wantErr: "line 1"},
 		{name: "negative limit", yaml: "default_cpus: -1\n", wantErr: "line 1"},
 		{name: "absurd limit names field", yaml: "max_concurrent_sandboxes: 0\n", wantErr: "max_concurrent_sandboxes must be between"},
+		{name: "per-owner jobs over the total", yaml: "jobs_max_running: 2\njobs_max_running_per_owner: 3\n", wantErr: "jobs_max_running_per_owner must be between 0 (one less than jobs_max_running) and jobs_max_running (2), got 3"},
 		{name: "preset shadowing", yaml: "custom_images:\n  python: ghcr.io/evil/python:1\n", wantErr: `custom_images key "python" shadows`},
 		{name: "worker block without sandbox entry", yaml: "workers:\n- name: other\n", wantErr: "no entry named iii-sandbox"},
 		{name: "unknown key in worker block", yaml: "workers:\n- name: iii-sandbox\n  config:\n    bogus: 1\n", wantErr: `line 4: unknown key "bogus"`},

@@ -75,6 +75,9 @@ func (c *Config) validateLifecycle() []error {
 	if c.JobsMaxRunning < 1 || c.JobsMaxRunning > 1000 {
 		bad("jobs_max_running must be between 1 and 1000, got %d", c.JobsMaxRunning)
 	}
+	if c.JobsMaxRunningPerOwner < 0 || c.JobsMaxRunningPerOwner > max(c.JobsMaxRunning, 1) {
+		bad("jobs_max_running_per_owner must be between 0 (one less than jobs_max_running) and jobs_max_running (%d), got %d", c.JobsMaxRunning, c.JobsMaxRunningPerOwner)
+	}
 	if c.MaxQueuedJobsPerOwner < 1 || c.MaxQueuedJobsPerOwner > 1_000_000 {
 		bad("max_queued_jobs_per_owner must be between 1 and 1000000, got %d", c.MaxQueuedJobsPerOwner)
 	}

@@ -289,7 +289,7 @@ func (d *daemon) startManager(ctx context.Context) error {
 		return err
 	})
 	d.resolver.SetDirectory(mgr.Resolver())
-	d.jobRunner, err = jobs.Open(filepath.Join(d.opts.DataDir, "jobs.db"), mgr, jobs.Options{MaxRunning: cfg.JobsMaxRunning,
+	d.jobRunner, err = jobs.Open(filepath.Join(d.opts.DataDir, "jobs.db"), mgr, jobs.Options{MaxRunning: cfg.JobsMaxRunning, MaxRunningPerOwner: cfg.JobsMaxRunningPerOwner,
 		MaxQueuedPerOwner: cfg.MaxQueuedJobsPerOwner, MaxKept: cfg.JobsMaxKept, Events: d.evlog, Logger: d.log})
 	if err != nil {
 		return err

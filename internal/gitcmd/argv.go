@@ -334,9 +334,9 @@ func RemoteRemove(name string) Cmd {
 	return Cmd{Args: []string{"remote", "remove", "--end-of-options", name}}
 }
 
-// RemoteURL is the (push) URL of remote name.
+// RemoteURL is every (push) URL of remote name, one a line.
 func RemoteURL(name string, push bool) Cmd {
-	args := []string{"remote", "get-url"}
+	args := []string{"remote", "get-url", "--all"}
 	if push {
 		args = append(args, "--push")
 	}
@@ -432,16 +432,22 @@ func Creds(auth api.GitAuth, r *Remote) (Credentials, error) {
 	if strings.ContainsAny(c.Password, "\x00\r\n") {
 		return Credentials{}, errdefs.Malformed("the password or token holds a NUL or a line break")
 	}
-	if r == nil || (r.Username == "" && r.Password == "") {
-		return c, nil
+	var err error
+	if c.For, err = ParseScope(auth.CredentialsFor); err != nil {
+		return Credentials{}, err
 	}
-	if !c.Empty() || (c.Username != "" && r.Username != "" && c.Username != r.Username) {
-		return Credentials{}, errdefs.Malformed("the URL holds credentials and the request does too: give them once")
+	if r != nil && (r.Username != "" || r.Password != "") {
+		if !c.Empty() || (c.Username != "" && r.Username != "" && c.Username != r.Username) {
+			return Credentials{}, errdefs.Malformed("the URL holds credentials and the request does too: give them once")
+		}
+		if c.Username == "" {
+			c.Username = r.Username
+		}
+		c.Password = r.Password
 	}
-	if c.Username == "" {
-		c.Username = r.Username
+	if c.Empty() && !c.For.IsZero() {
+		return Credentials{}, errdefs.Malformed("credentials_for goes with a password or token")
 	}
-	c.Password = r.Password
 	return c, nil
 }
 
@@ -458,27 +464,42 @@ func ParseRemoteCall(rc api.GitRemoteCall) (RemoteCall, error) {
 		return RemoteCall{}, err
 	}
 	creds, err := Creds(rc.GitAuth, ra.URL)
-	return RemoteCall{RemoteArg: ra, Creds: creds}, err
+	if err != nil {
+		return RemoteCall{}, err
+	}
+	if ra.URL == nil && !creds.Empty() && creds.For.IsZero() {
+		return RemoteCall{}, errdefs.Malformed("credentials for remote %s, given by name, need credentials_for: the host or URL prefix they may go to (the remote's URL is the sandbox's to change)", ra.Name).
+			WithFix(nil, "give credentials_for (https://github.com/acme/, or a host for https), or the remote's URL as remote")
+	}
+	return RemoteCall{RemoteArg: ra, Creds: creds}, nil
 }
 
 // NeedsURL says the call's credentials go to a remote given by name:
-// its URL (RemoteURL) is what they are scoped to.
+// its URLs (RemoteURL) must be under credentials_for.
 func (c RemoteCall) NeedsURL() bool { return c.URL == nil && !c.Creds.Empty() }
 
 // Auth is the environment that hands git the call's credentials (AuthFor);
-// url is what RemoteURL answered when NeedsURL.
-func (c RemoteCall) Auth(url string) ([]string, error) {
+// urls is what RemoteURL answered (one a line) when NeedsURL. Each of them
+// must be under credentials_for; git itself sends the credentials only
+// there, whatever the repository's config says by the time it runs.
+func (c RemoteCall) Auth(urls string) ([]string, error) {
 	switch {
 	case c.URL != nil:
 		return AuthFor(*c.URL, c.Creds)
 	case !c.NeedsURL():
 		return nil, nil
 	}
-	r, err := ParseRemoteURL("the URL of remote "+c.Name, strings.TrimSpace(url))
-	if err != nil {
-		return nil, err
+	lines := strings.Split(strings.TrimSpace(urls), "\n")
+	for _, line := range lines {
+		r, err := ParseRemoteURL("the URL of remote "+c.Name, strings.TrimSpace(line))
+		if err != nil {
+			return nil, err
+		}
+		if err := c.Creds.checkRemote(r, "remote "+c.Name+"'s URL "+quote(r.URL)); err != nil {
+			return nil, err
+		}
 	}
-	return AuthFor(r, c.Creds)
+	return AuthEnv(c.Creds.For, c.Creds), nil
 }
 
 // Fetch fetches from remote (a name or URL), optionally one branch.

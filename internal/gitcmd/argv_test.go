@@ -213,3 +213,46 @@ func TestCloneDir(t *testing.T) {
 		}
 	}
 }
+
+func TestCredentialsFor(t *testing.T) {
+	r, _ := ParseRemoteURL("url", "https://example.com/acme/r.git")
+	// Without credentials_for, a clone's credentials are for its host.
+	c := must(Clone(api.GitCloneRequest{}, r, must2(Creds(api.GitAuth{Token: "t"}, &r)), "/r"))
+	if !slices.Contains(c.Env, "GIT_CONFIG_KEY_2=http.https://example.com/.extraHeader") {
+		t.Errorf("clone env %q", c.Env)
+	}
+	// With it, they are scoped to it, and a URL outside it is S271.
+	c = must(Clone(api.GitCloneRequest{}, r, must2(Creds(api.GitAuth{Token: "t", CredentialsFor: "https://example.com/acme/"}, &r)), "/r"))
+	if !slices.Contains(c.Env, "GIT_CONFIG_KEY_2=http.https://example.com/acme/.extraHeader") {
+		t.Errorf("clone env %q", c.Env)
+	}
+	if _, err := Clone(api.GitCloneRequest{}, r, must2(Creds(api.GitAuth{Token: "t", CredentialsFor: "https://example.com/other/"}, &r)), "/r"); !errdefs.Is(err, errdefs.CodeGitAuth) {
+		t.Errorf("a clone outside credentials_for: %v, want S271", err)
+	}
+	// credentials_for without a password or token is S001; so are
+	// credentials for a remote given by name without it.
+	if _, err := Creds(api.GitAuth{Username: "ann", CredentialsFor: "example.com"}, nil); !errdefs.Is(err, errdefs.CodeMalformed) {
+		t.Errorf("credentials_for alone: %v, want S001", err)
+	}
+	if _, err := ParseRemoteCall(api.GitRemoteCall{Remote: "origin", GitAuth: api.GitAuth{Token: "t"}}); !errdefs.Is(err, errdefs.CodeMalformed) {
+		t.Errorf("a token for origin without credentials_for: %v, want S001", err)
+	}
+	// Every URL of a remote given by name must be under it.
+	rc, err := ParseRemoteCall(api.GitRemoteCall{GitAuth: api.GitAuth{Token: "t", CredentialsFor: "example.com"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rc.Auth("https://example.com/r.git\nhttps://evil.example/r.git\n"); !errdefs.Is(err, errdefs.CodeGitAuth) || !strings.Contains(err.Error(), "evil.example") {
+		t.Errorf("a second URL outside credentials_for: %v, want S271 naming it", err)
+	}
+	if env, err := rc.Auth("https://example.com/r.git\n"); err != nil || !slices.Contains(env, "GIT_CONFIG_KEY_2=http.https://example.com/.extraHeader") {
+		t.Errorf("origin under credentials_for: %q, %v", env, err)
+	}
+}
+
+func must2[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}

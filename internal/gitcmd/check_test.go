@@ -124,3 +124,45 @@ func TestCheckConfigKey(t *testing.T) {
 		}
 	}
 }
+
+func TestScope(t *testing.T) {
+	for _, tt := range []struct {
+		raw, want string
+		covers    []string
+		not       []string
+	}{
+		{"github.com", "https://github.com/", []string{"https://github.com/o/r.git", "https://GitHub.com:443/o/r", "https://u@github.com/r"},
+			[]string{"http://github.com/o/r.git", "https://github.com:8443/r", "https://github.com.evil/r", "https://evil/github.com/r"}},
+		{"https://github.com/acme", "https://github.com/acme", []string{"https://github.com/acme", "https://github.com/acme/r.git"},
+			[]string{"https://github.com/acmeevil/r.git", "https://github.com/other/r.git", "https://github.com/"}},
+		{"https://github.com/acme/", "https://github.com/acme/", []string{"https://github.com/acme/r.git"}, []string{"https://github.com/acme"}},
+		{"http://10.0.0.1:8080/", "http://10.0.0.1:8080/", []string{"http://10.0.0.1:8080/r.git"}, []string{"http://10.0.0.1/r.git", "https://10.0.0.1:8080/r.git"}},
+		{"HTTPS://Git.Example.com:443", "https://git.example.com/", []string{"https://git.example.com/r"}, nil},
+		{"[::1]:9000", "https://[::1]:9000/", []string{"https://[::1]:9000/r"}, []string{"https://[::2]:9000/r"}},
+	} {
+		s, err := ParseScope(tt.raw)
+		if err != nil || s.String() != tt.want {
+			t.Errorf("ParseScope(%q) = %s, %v; want %s", tt.raw, s, err, tt.want)
+			continue
+		}
+		for _, u := range tt.covers {
+			if !s.Covers(u) {
+				t.Errorf("%s does not cover %s", s, u)
+			}
+		}
+		for _, u := range tt.not {
+			if s.Covers(u) {
+				t.Errorf("%s covers %s", s, u)
+			}
+		}
+	}
+	for _, bad := range []string{"ssh://github.com/", "git@github.com:r", "https://u:p@github.com/", "https://github.com/?x", "https://github.com/#x",
+		"*.github.com", "https://*.github.com/", "github.com/acme", "-x", "a b", "https://", "file:///srv/r", "github.com\n"} {
+		if _, err := ParseScope(bad); !errdefs.Is(err, errdefs.CodeMalformed) {
+			t.Errorf("ParseScope(%q) = %v, want S001", bad, err)
+		}
+	}
+	if s, err := ParseScope(""); err != nil || !s.IsZero() {
+		t.Errorf(`ParseScope("") = %v, %v; want the zero scope`, s, err)
+	}
+}

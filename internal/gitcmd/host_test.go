@@ -234,10 +234,10 @@ func TestHostGitCredentials(t *testing.T) {
 	if r := push(api.GitAuth{}); !errdefs.Is(Failure("push", r), errdefs.CodeGitAuth) {
 		t.Errorf("push without credentials: %v", Failure("push", r))
 	}
-	if r := push(api.GitAuth{Username: user, Password: "wrong"}); !errdefs.Is(Failure("push", r), errdefs.CodeGitAuth) {
+	if r := push(api.GitAuth{Username: user, Password: "wrong", CredentialsFor: srv.URL}); !errdefs.Is(Failure("push", r), errdefs.CodeGitAuth) {
 		t.Errorf("push with a wrong password: %v", Failure("push", r))
 	}
-	r := push(api.GitAuth{Username: user, Password: pw})
+	r := push(api.GitAuth{Username: user, Password: pw, CredentialsFor: srv.URL})
 	if r.ExitCode != 0 {
 		t.Fatalf("push: %v", Failure("push", r))
 	}
@@ -282,4 +282,96 @@ func must(c Cmd, err error) Cmd {
 		panic(err)
 	}
 	return c
+}
+
+// TestHostGitCredentialsGoOnlyWhereNamed: credentials go to the URLs
+// under the call's credentials_for, never to a remote the repository's
+// config names elsewhere. The other server takes the same credentials,
+// so a fetch from it succeeds only if they reached it.
+func TestHostGitCredentialsGoOnlyWhereNamed(t *testing.T) {
+	h := newHostGit(t)
+	const user, pw = "ann", "pw-named-only"
+	good, other := testutil.ServeGit(t, user, pw), testutil.ServeGit(t, user, pw)
+	dir := filepath.Join(t.TempDir(), "work")
+	h.ok("/", must(Init(api.GitInitRequest{InitialBranch: "main"}, dir)))
+	write(t, filepath.Join(dir, "f"), "f\n")
+	h.ok(dir, must(Add(nil)))
+	h.ok(dir, must(Commit(api.GitCommitRequest{Message: "one"})))
+	for _, srv := range []*testutil.GitServer{good, other} {
+		srv.Git(t, dir, "push", "-q", srv.Bare(t, "r.git"), "main")
+	}
+
+	// fetch runs sandbox::git::fetch's commands as the manager does.
+	fetch := func(rc api.GitRemoteCall) (Result, error) {
+		call, err := ParseRemoteCall(rc)
+		if err != nil {
+			return Result{}, err
+		}
+		var urls string
+		if call.NeedsURL() {
+			urls = string(h.ok(dir, RemoteURL(call.Name, false)).Stdout)
+		}
+		env, err := call.Auth(urls)
+		if err != nil {
+			return Result{}, err
+		}
+		c := must(Fetch(api.GitFetchRequest{GitRemoteCall: rc}, call.Arg))
+		c.Env = append(c.Env, env...)
+		r := h.run(dir, c)
+		if r.ExitCode != 0 {
+			return r, Failure("fetch", r)
+		}
+		return r, nil
+	}
+	auth := api.GitAuth{Username: user, Password: pw, CredentialsFor: good.URL}
+
+	// origin, set by the repository, names the other server: refused
+	// before git runs, and nothing reaches it.
+	h.ok(dir, RemoteAdd("origin", other.URL+"r.git", false))
+	if _, err := fetch(api.GitRemoteCall{GitAuth: auth}); !errdefs.Is(err, errdefs.CodeGitAuth) || !strings.Contains(err.Error(), "credentials_for") {
+		t.Errorf("fetch from an origin outside credentials_for: %v, want S271", err)
+	}
+	if n := other.Refused(); n != 0 {
+		t.Errorf("the other server had %d requests", n)
+	}
+	// A remote given by name takes credentials only with credentials_for.
+	if _, err := fetch(api.GitRemoteCall{GitAuth: api.GitAuth{Username: user, Password: pw}}); !errdefs.Is(err, errdefs.CodeMalformed) {
+		t.Errorf("credentials for origin without credentials_for: %v, want S001", err)
+	}
+	// A host alone means https.
+	hostOnly := auth
+	hostOnly.CredentialsFor = strings.TrimSuffix(strings.TrimPrefix(good.URL, "http://"), "/")
+	if _, err := fetch(api.GitRemoteCall{Remote: good.URL + "r.git", GitAuth: hostOnly}); !errdefs.Is(err, errdefs.CodeGitAuth) {
+		t.Errorf("an http remote with credentials_for a host (https): %v, want S271", err)
+	}
+
+	// The repository rewrites the named server's URLs to the other one
+	// (insteadOf): git goes there without the credentials, which are
+	// scoped to credentials_for in git's own config.
+	h.ok(dir, Cmd{Args: []string{"config", "url." + other.URL + ".insteadOf", good.URL}})
+	before := other.Refused()
+	if _, err := fetch(api.GitRemoteCall{Remote: good.URL + "r.git", GitAuth: auth}); !errdefs.Is(err, errdefs.CodeGitAuth) {
+		t.Errorf("fetch rewritten to the other server: %v, want S271 (it had the credentials)", err)
+	}
+	if other.Refused() == before {
+		t.Error("the rewritten fetch did not reach the other server: the test proves nothing")
+	}
+	h.ok(dir, Cmd{Args: []string{"config", "--unset", "url." + other.URL + ".insteadOf"}})
+
+	// Where the remote is under credentials_for, they go: as a URL, and
+	// as origin once it names the server; a path prefix counts too.
+	if _, err := fetch(api.GitRemoteCall{Remote: good.URL + "r.git", GitAuth: auth}); err != nil {
+		t.Errorf("fetch from the named server: %v", err)
+	}
+	h.ok(dir, RemoteAdd("origin", good.URL+"r.git", true))
+	prefix := auth
+	prefix.CredentialsFor = good.URL + "r.git"
+	for _, a := range []api.GitAuth{auth, prefix} {
+		if _, err := fetch(api.GitRemoteCall{GitAuth: a}); err != nil {
+			t.Errorf("fetch from origin with credentials_for %s: %v", a.CredentialsFor, err)
+		}
+	}
+	if good.Refused() != 0 {
+		t.Errorf("the named server refused %d requests", good.Refused())
+	}
 }

@@ -1,11 +1,12 @@
 // Package jobs runs queued jobs: an exec that hutch runs for its caller in
 // an existing sandbox or in one it creates for the job (and stops after),
-// in submission order per sandbox, retried with backoff when the
-// infrastructure failed it (its sandbox died, the agent failed, capacity
-// ran out) and, with retry_on_exit, when the command failed. A job past
-// its retries, or one that cannot succeed as asked (a bad command, a
-// sandbox that is gone), goes to the dead-letter list with its last
-// error, from which it may be queued again. Jobs are kept in their own
+// in submission order per sandbox and round-robin between owners (each
+// owner running at most MaxRunningPerOwner at once), retried with
+// backoff when the infrastructure failed it (its sandbox died, the agent
+// failed, capacity ran out) and, with retry_on_exit, when the command
+// failed. A job past its retries, or one that cannot succeed as asked (a
+// bad command, a sandbox that is gone), goes to the dead-letter list with
+// its last error, from which it may be queued again. Jobs are kept in their own
 // bbolt file: queued jobs and the dead-letter list survive restarts, and
 // a job running when the daemon stopped runs again (that attempt not
 // counted).
@@ -58,6 +59,10 @@ const (
 type Options struct {
 	// MaxRunning bounds the jobs running at once, every owner's.
 	MaxRunning int
+	// MaxRunningPerOwner bounds one owner's jobs running at once, so that
+	// one owner's long jobs cannot hold every slot while another's wait;
+	// 0 is one less than MaxRunning (at least 1).
+	MaxRunningPerOwner int
 	// MaxQueuedPerOwner bounds one owner's queued jobs; one more is S400.
 	MaxQueuedPerOwner int
 	// MaxKept bounds the jobs kept; past it the oldest ended ones go.
@@ -98,12 +103,19 @@ type Runner struct {
 	order  []*job // by submission
 	active int    // attempts running
 	closed bool
+	// starts counts the attempts started; lastStart is its value when
+	// each owner with pending jobs last started one (round-robin).
+	starts    uint64
+	lastStart map[string]uint64
 }
 
 // Open opens the job store at path and starts running its queued jobs.
 func Open(path string, sb Sandboxes, opts Options) (*Runner, error) {
 	if opts.MaxRunning <= 0 {
 		opts.MaxRunning = DefaultMaxRunning
+	}
+	if opts.MaxRunningPerOwner <= 0 {
+		opts.MaxRunningPerOwner = max(1, opts.MaxRunning-1)
 	}
 	if opts.MaxQueuedPerOwner <= 0 {
 		opts.MaxQueuedPerOwner = DefaultMaxQueuedPerOwner
@@ -123,7 +135,7 @@ func Open(path string, sb Sandboxes, opts Options) (*Runner, error) {
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	r := &Runner{sb: sb, opts: opts, log: opts.Logger.With("component", "jobs"), store: st, ctx: ctx, stop: stop,
-		wake: make(chan struct{}, 1), jobs: map[string]*job{}}
+		wake: make(chan struct{}, 1), jobs: map[string]*job{}, lastStart: map[string]uint64{}}
 	recs, err := st.all(func(seq uint64, err error) { r.log.Warn("skipping an unreadable job", "seq", seq, "err", err) })
 	if err != nil {
 		st.close()
@@ -419,25 +431,37 @@ func (r *Runner) schedule() {
 	}
 }
 
-// startReady starts the queued jobs that may run now, in submission
-// order: a job for a sandbox waits while an earlier job for it is running
-// or waiting. It returns when the next waiting job may run (zero: none).
+// startReady starts the queued jobs that may run now. A job for a
+// sandbox waits while an earlier job for it is running or waiting; an
+// owner's jobs start in submission order, at most MaxRunningPerOwner at
+// once; and each free slot goes to the owner with the fewest jobs
+// running, then to the one who started a job least recently
+// (round-robin), then to the oldest job. It returns when the next
+// waiting job may run (zero: none).
 func (r *Runner) startReady(now time.Time) (next time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
 		return time.Time{}
 	}
-	busy := map[string]bool{} // sandboxes with an earlier job pending
+	busy := map[string]bool{}    // sandboxes with an earlier job pending
+	ready := map[string][]*job{} // by owner, in submission order
+	running := map[string]int{}  // by owner
+	pending := map[string]bool{} // owners with jobs queued or running
 	for _, j := range r.order {
 		info := &j.rec.Info
 		target := info.Request.SandboxID
-		if info.State == api.JobRunning && target != "" {
-			busy[target] = true
+		if info.State == api.JobRunning {
+			running[j.rec.Owner]++
+			pending[j.rec.Owner] = true
+			if target != "" {
+				busy[target] = true
+			}
 		}
 		if info.State != api.JobQueued || (target != "" && busy[target]) {
 			continue
 		}
+		pending[j.rec.Owner] = true
 		if target != "" {
 			busy[target] = true
 		}
@@ -447,12 +471,44 @@ func (r *Runner) startReady(now time.Time) (next time.Time) {
 			}
 			continue
 		}
-		if r.active >= r.opts.MaxRunning {
+		ready[j.rec.Owner] = append(ready[j.rec.Owner], j)
+	}
+	for owner := range r.lastStart {
+		if !pending[owner] {
+			delete(r.lastStart, owner) // back with no turn owed
+		}
+	}
+	for r.active < r.opts.MaxRunning {
+		pick, found := "", false // "" is an owner too: the one without tokens
+		for owner, js := range ready {
+			if len(js) == 0 || running[owner] >= r.opts.MaxRunningPerOwner {
+				continue
+			}
+			if !found || r.goesFirstLocked(owner, pick, running, ready) {
+				pick, found = owner, true
+			}
+		}
+		if !found {
 			break
 		}
+		j := ready[pick][0]
+		ready[pick] = ready[pick][1:]
+		running[pick]++
 		r.startLocked(j, now)
 	}
 	return next
+}
+
+// goesFirstLocked reports whether owner a's next ready job goes before
+// owner b's: fewer running, then a turn longer ago, then an older job.
+func (r *Runner) goesFirstLocked(a, b string, running map[string]int, ready map[string][]*job) bool {
+	if running[a] != running[b] {
+		return running[a] < running[b]
+	}
+	if r.lastStart[a] != r.lastStart[b] {
+		return r.lastStart[a] < r.lastStart[b]
+	}
+	return ready[a][0].rec.Seq < ready[b][0].rec.Seq
 }
 
 // startLocked starts an attempt of j.
@@ -463,6 +519,8 @@ func (r *Runner) startLocked(j *job, now time.Time) {
 	info.State, info.StartedAt, info.NextAttemptAt, info.Error = api.JobRunning, stamp(now), "", nil
 	info.Attempts++
 	r.active++
+	r.starts++
+	r.lastStart[j.rec.Owner] = r.starts
 	r.running.Add(1)
 	go func() {
 		defer r.running.Done()

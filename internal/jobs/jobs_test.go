@@ -277,3 +277,111 @@ func TestJobSubmitChecks(t *testing.T) {
 		t.Errorf("bad state: %v", err)
 	}
 }
+
+// TestJobsShareSlotsBetweenOwners: one owner's long jobs do not keep
+// another owner's job queued: with two slots an owner runs at most one
+// job (the default per-owner cap is one less than the slots).
+func TestJobsShareSlotsBetweenOwners(t *testing.T) {
+	f := newFake()
+	r := open(t, f, filepath.Join(t.TempDir(), "jobs.db"))
+	defer r.Close()
+	alice := auth.WithOwner(context.Background(), "alice")
+	bob := auth.WithOwner(context.Background(), "bob")
+	f.script("long", "block")
+	a1 := submit(t, r, alice, api.JobSubmitRequest{Image: "python", Cmd: "long"})
+	a2 := submit(t, r, alice, api.JobSubmitRequest{Image: "python", Cmd: "long"})
+	waitState(t, r, alice, a1, api.JobRunning)
+	b1 := submit(t, r, bob, api.JobSubmitRequest{Image: "python", Cmd: "hi"})
+	// Bob's job runs to its end while alice's first still runs; her
+	// second waits for her first, not for a slot.
+	waitState(t, r, bob, b1, api.JobSucceeded)
+	if info, _ := r.Get(alice, api.JobRequest{JobID: a1}); info.State != api.JobRunning {
+		t.Fatalf("alice's first job is %s", info.State)
+	}
+	if info, _ := r.Get(alice, api.JobRequest{JobID: a2}); info.State != api.JobQueued {
+		t.Fatalf("alice's second job is %s while her first runs and a slot is free", info.State)
+	}
+
+	// Each owner keeps to one running job: alice's third and bob's third
+	// wait for their own, not for each other's.
+	f.script("next", "block")
+	a3 := submit(t, r, alice, api.JobSubmitRequest{Image: "python", Cmd: "a3"})
+	b2 := submit(t, r, bob, api.JobSubmitRequest{Image: "python", Cmd: "next"})
+	waitState(t, r, bob, b2, api.JobRunning) // the free slot
+	b3 := submit(t, r, bob, api.JobSubmitRequest{Image: "python", Cmd: "b3"})
+	if _, err := r.Cancel(alice, api.JobRequest{JobID: a1}); err != nil {
+		t.Fatal(err)
+	}
+	// a2 takes alice's slot back; b3 waits behind bob's running job, a3
+	// behind a2.
+	waitState(t, r, alice, a2, api.JobRunning)
+	for _, j := range []struct {
+		ctx context.Context
+		id  string
+	}{{alice, a3}, {bob, b3}} {
+		if info, _ := r.Get(j.ctx, api.JobRequest{JobID: j.id}); info.State != api.JobQueued {
+			t.Errorf("job %s is %s", info.Request.Cmd, info.State)
+		}
+	}
+	// When bob's job ends, his next runs; alice's waits for hers.
+	if _, err := r.Cancel(bob, api.JobRequest{JobID: b2}); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, r, bob, b3, api.JobSucceeded)
+	if info, _ := r.Get(alice, api.JobRequest{JobID: a3}); info.State != api.JobQueued {
+		t.Errorf("alice's third job is %s while her second runs", info.State)
+	}
+	if _, err := r.Cancel(alice, api.JobRequest{JobID: a2}); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, r, alice, a3, api.JobSucceeded)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if got := fmt.Sprint(f.order); got != "[long hi next long b3 a3]" {
+		t.Errorf("started %s, want [long hi next long b3 a3]", got)
+	}
+}
+
+// TestJobsRoundRobinOneSlot: with one slot, a freed slot goes to the
+// owners who waited (the older job first among them), not to the owner
+// whose older jobs fill the queue.
+func TestJobsRoundRobinOneSlot(t *testing.T) {
+	f := newFake()
+	r, err := Open(filepath.Join(t.TempDir(), "jobs.db"), f, Options{MaxRunning: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	alice := auth.WithOwner(context.Background(), "alice")
+	bob := auth.WithOwner(context.Background(), "bob")
+	f.script("a1", "block")
+	a1 := submit(t, r, alice, api.JobSubmitRequest{Image: "python", Cmd: "a1"})
+	waitState(t, r, alice, a1, api.JobRunning)
+	f.script("a2", "block")
+	a2 := submit(t, r, alice, api.JobSubmitRequest{Image: "python", Cmd: "a2"})
+	b1 := submit(t, r, bob, api.JobSubmitRequest{Image: "python", Cmd: "b1"})
+	// The owner of a daemon without tokens ("") takes turns too.
+	local := context.Background()
+	l1 := submit(t, r, local, api.JobSubmitRequest{Image: "python", Cmd: "l1"})
+	if _, err := r.Cancel(alice, api.JobRequest{JobID: a1}); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, r, bob, b1, api.JobSucceeded)
+	waitState(t, r, local, l1, api.JobSucceeded)
+	waitState(t, r, alice, a2, api.JobRunning)
+	var started []string
+	for len(started) < 4 {
+		select {
+		case cmd := <-f.started:
+			started = append(started, cmd)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("started %v, and no more", started)
+		}
+	}
+	if got := fmt.Sprint(started); got != "[a1 b1 l1 a2]" {
+		t.Errorf("started %s, want [a1 b1 l1 a2]", got)
+	}
+	if _, err := r.Cancel(alice, api.JobRequest{JobID: a2}); err != nil {
+		t.Fatal(err)
+	}
+}

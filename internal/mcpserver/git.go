@@ -22,10 +22,12 @@ type gitAuthIn struct {
 	Username string `json:"username,omitempty" jsonschema:"for an http(s) remote: the user name"`
 	Password string `json:"password,omitempty" jsonschema:"the password, for this call only (never stored)"`
 	Token    string `json:"token,omitempty" jsonschema:"an access token instead of a password, for this call only"`
+	// CredentialsFor scopes them: the sandbox may name any URL as origin.
+	CredentialsFor string `json:"credentials_for,omitempty" jsonschema:"where the credentials may go: a host (https) or an http(s) URL prefix such as https://github.com/acme/; by default the host of url or of a remote given as a URL; needed for a remote given by name"`
 }
 
 func (in gitAuthIn) auth() api.GitAuth {
-	return api.GitAuth{Username: in.Username, Password: api.Secret(in.Password), Token: api.Secret(in.Token)}
+	return api.GitAuth{Username: in.Username, Password: api.Secret(in.Password), Token: api.Secret(in.Token), CredentialsFor: in.CredentialsFor}
 }
 
 type gitCloneIn struct {

@@ -208,6 +208,16 @@ func TestGitTools(t *testing.T) {
 			t.Errorf("the result repeats the token: %s", tc.Text)
 		}
 	}
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "git_push", Arguments: map[string]any{
+		"path": "/work/repo", "token": "tok-123", "credentials_for": "https://git.example/"}}); err != nil || res.IsError {
+		t.Fatalf("git_push: %+v %v", res, err)
+	}
+	f.mu.Lock()
+	last = f.calls[len(f.calls)-1]
+	f.mu.Unlock()
+	if !strings.HasPrefix(last, api.FnGitPush+" ") || !strings.Contains(last, `"credentials_for":"https://git.example/"`) {
+		t.Errorf("git_push called %s", last)
+	}
 	for name, fn := range map[string]string{"git_status": api.FnGitStatus, "git_diff": api.FnGitDiff, "git_log": api.FnGitLog, "git_push": api.FnGitPush, "git_pull": api.FnGitPull} {
 		if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: map[string]any{"path": "/work/repo"}}); err != nil || res.IsError {
 			t.Fatalf("%s: %+v %v", name, res, err)

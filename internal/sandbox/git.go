@@ -4,7 +4,8 @@ package sandbox
 // argument vector at a time (internal/gitcmd builds, checks and parses
 // them; nothing goes through a shell), under one exec slot for the whole
 // operation and one deadline. Credentials reach git in the environment of
-// the one exec that talks to the remote; the events and logs of an exec
+// the one exec that talks to the remote, scoped in git's config to the
+// URLs the caller named (credentials_for); the events and logs of an exec
 // name only "git" and the operation.
 
 import (
@@ -470,8 +471,10 @@ func (m *Manager) GitConfig(ctx context.Context, req api.GitConfigRequest) (api.
 
 // gitRemote runs a call that talks to a remote (fetch, pull, push): the
 // command of build, given the remote's argument for git, with the
-// environment that hands git the call's credentials, scoped to the
-// remote's URL (looked up for a remote's name); fn reads its result.
+// environment that hands git the call's credentials, scoped to
+// credentials_for (by default a URL remote's host). A remote given by
+// name has its URLs looked up first: one outside credentials_for is
+// refused before git talks to it; fn reads its result.
 func gitRemote[Resp any](ctx context.Context, m *Manager, op string, t api.GitTarget, rc api.GitRemoteCall, push bool,
 	build func(remote string) (gitcmd.Cmd, error), fn func(g *gitCall, r gitcmd.Result) (Resp, error)) (Resp, error) {
 	var zero Resp

@@ -62,12 +62,12 @@ func TestGitThroughTheManager(t *testing.T) {
 	if _, err := m.GitRemote(ctx, api.GitRemoteRequest{GitTarget: target(repo), Name: "origin", URL: srv.URL + "r.git"}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = m.GitPush(ctx, api.GitPushRequest{GitTarget: target(repo), GitRemoteCall: api.GitRemoteCall{GitAuth: api.GitAuth{Username: user, Password: "wrong"}}})
+	_, err = m.GitPush(ctx, api.GitPushRequest{GitTarget: target(repo), GitRemoteCall: api.GitRemoteCall{GitAuth: api.GitAuth{Username: user, Password: "wrong", CredentialsFor: srv.URL}}})
 	if !errdefs.Is(err, errdefs.CodeGitAuth) {
 		t.Errorf("push with a wrong password: %v, want S271", err)
 	}
 	p, err := m.GitPush(ctx, api.GitPushRequest{GitTarget: target(repo), SetUpstream: true,
-		GitRemoteCall: api.GitRemoteCall{GitAuth: api.GitAuth{Username: user, Password: pw}}})
+		GitRemoteCall: api.GitRemoteCall{GitAuth: api.GitAuth{Username: user, Password: pw, CredentialsFor: srv.URL}}})
 	if err != nil || p.Remote != "origin" || len(p.Refs) != 1 || p.Refs[0].Status != "new" || p.Refs[0].Local != "main" {
 		t.Fatalf("push: %+v, %v", p, err)
 	}

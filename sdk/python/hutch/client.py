@@ -609,7 +609,10 @@ class Git:
     answering its structured result. Every operation takes the repository's
     path first (absolute; "" for the image's working directory) and the
     keywords user, env and timeout_ms; clone, fetch, pull and push take
-    credentials for that one call (username and password, or token)."""
+    credentials for that one call (username and password, or token) and
+    credentials_for, where they may go: a host (https) or an http(s) URL
+    prefix, by default the host of a URL given; a remote given by name
+    (whose URL the sandbox can change) needs it."""
 
     _TARGET = ("user", "env", "timeout_ms")
 
@@ -633,11 +636,11 @@ class Git:
         return self._op("init", path, target, bare=bare, initial_branch=initial_branch)
 
     def clone(self, url: str, path: str = "", branch: str = "", depth: int = 0, username: str = "",
-              password: str = "", token: str = "", **target: Any) -> Dict[str, Any]:
+              password: str = "", token: str = "", credentials_for: str = "", **target: Any) -> Dict[str, Any]:
         """Clone url into path (a directory named after the repository by
         default); origin is stored without credentials."""
         return self._op("clone", path, target, url=url, branch=branch, depth=depth or None,
-                        username=username, password=password, token=token)
+                        username=username, password=password, token=token, credentials_for=credentials_for)
 
     def status(self, path: str = "", **target: Any) -> Dict[str, Any]:
         """branch, commit, upstream, ahead, behind, clean and files."""
@@ -696,23 +699,23 @@ class Git:
                         key=key, unset=unset, scope=scope)
 
     def fetch(self, path: str = "", remote: str = "", branch: str = "", prune: bool = False, username: str = "",
-              password: str = "", token: str = "", **target: Any) -> Dict[str, Any]:
+              password: str = "", token: str = "", credentials_for: str = "", **target: Any) -> Dict[str, Any]:
         return self._op("fetch", path, target, remote=remote, branch=branch, prune=prune,
-                        username=username, password=password, token=token)
+                        username=username, password=password, token=token, credentials_for=credentials_for)
 
     def push(self, path: str = "", remote: str = "", branch: str = "", set_upstream: bool = False,
              force: bool = False, username: str = "", password: str = "", token: str = "",
-             **target: Any) -> Dict[str, Any]:
+             credentials_for: str = "", **target: Any) -> Dict[str, Any]:
         """{"remote", "refs": [{local, remote, status, summary}]}."""
         return self._op("push", path, target, remote=remote, branch=branch, set_upstream=set_upstream, force=force,
-                        username=username, password=password, token=token)
+                        username=username, password=password, token=token, credentials_for=credentials_for)
 
     def pull(self, path: str = "", remote: str = "", branch: str = "", rebase: bool = False, ff_only: bool = False,
              author_name: str = "", author_email: str = "", username: str = "", password: str = "",
-             token: str = "", **target: Any) -> Dict[str, Any]:
+             token: str = "", credentials_for: str = "", **target: Any) -> Dict[str, Any]:
         return self._op("pull", path, target, remote=remote, branch=branch, rebase=rebase, ff_only=ff_only,
                         author_name=author_name, author_email=author_email,
-                        username=username, password=password, token=token)
+                        username=username, password=password, token=token, credentials_for=credentials_for)
 
 
 def _q(s: str) -> str:

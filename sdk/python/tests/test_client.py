@@ -244,6 +244,15 @@ class SandboxTest(unittest.TestCase):
         finally:
             self.sb.processes.kill(pid)
         self.assertNotIn("t0ken", self.sb.exec("sh", "-c", "env; cat ~/.gitconfig 2>/dev/null").stdout)
+        # Credentials for another host are refused before git runs; a
+        # remote given by name needs credentials_for.
+        with self.assertRaises(HutchError) as e:
+            self.sb.git.clone("http://127.0.0.1:8765/r.git", "/tmp/other", token="t0ken", credentials_for="github.com")
+        self.assertEqual(e.exception.code, "S271")
+        self.sb.git.init("/tmp/named")
+        with self.assertRaises(HutchError) as e:
+            self.sb.git.fetch("/tmp/named", token="t0ken")
+        self.assertEqual(e.exception.code, "S001")
 
     def test_errors_carry_the_s_code(self):
         with self.assertRaises(HutchError) as e:

@@ -359,6 +359,10 @@ export interface GitCredentials {
   password?: string
   /** Sent as the password of username (x-access-token by default). */
   token?: string
+  /** Where they may go: a host (https) or an http(s) URL prefix
+   *  (https://github.com/acme/); by default the host of a URL given. A
+   *  remote given by name, whose URL the sandbox can change, needs it. */
+  credentialsFor?: string
 }
 
 export interface GitIdentity {

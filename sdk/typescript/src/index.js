@@ -447,7 +447,8 @@ class Volumes {
  *  path first (absolute; '' for the image's working directory) and options
  *  in camelCase (user, env, timeoutMs and its own); clone, fetch, pull and
  *  push take credentials for that one call (username and password, or
- *  token). */
+ *  token) and credentialsFor, where they may go (a host for https, or an
+ *  http(s) URL prefix; needed for a remote given by name). */
 class Git {
   constructor (sb) { this.sb = sb }
 

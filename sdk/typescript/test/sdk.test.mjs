@@ -221,6 +221,12 @@ describe('@hutch/sdk', () => {
       await sb.processes.kill(pid)
     }
     assert.ok(!(await sb.exec(['sh', '-c', 'env; cat ~/.gitconfig 2>/dev/null'])).stdout.includes('t0ken'))
+    // Credentials for another host are refused before git runs; a remote
+    // given by name needs credentialsFor.
+    await assert.rejects(sb.git.clone('http://127.0.0.1:8766/r.git', '/tmp/ts-other', { token: 't0ken', credentialsFor: 'github.com' }),
+      (e) => e instanceof HutchError && e.code === 'S271')
+    await sb.git.init('/tmp/ts-named')
+    await assert.rejects(sb.git.fetch('/tmp/ts-named', { token: 't0ken' }), (e) => e.code === 'S001')
   })
 
   test('snapshot, and a sandbox disposed of', async () => {

@@ -44,7 +44,7 @@ async function use (): Promise<void> {
   const st: GitStatus = await sb.git.add('/work/r', ['a.txt'])
   const { commit } = await sb.git.commit('/work/r', 'msg', { authorName: 'A', authorEmail: 'a@example.test', timeoutMs: 10000 })
   await sb.git.clone('https://example.test/r.git', '/work/c', { token: 't', depth: 1 })
-  await sb.git.push('/work/r', { remote: 'origin', setUpstream: true, username: 'u', password: 'p' })
+  await sb.git.push('/work/r', { remote: 'origin', setUpstream: true, username: 'u', password: 'p', credentialsFor: 'https://example.test/' })
   const subjects: string[] = ((await sb.git.log('/work/r', { maxCount: 5 })).commits ?? []).map((c) => c.subject)
 
   // Watching files.
