@@ -309,6 +309,15 @@ func waitClosed(t *testing.T, ch <-chan struct{}, d time.Duration, what string) 
 	}
 }
 
+// seq is what seq n prints.
+func seq(n int) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintln(&b, i)
+	}
+	return b.String()
+}
+
 // ended reports whether inst has ended.
 func ended(inst runtime.Instance) bool {
 	select {
@@ -464,9 +473,12 @@ func testExec(t *testing.T, s *sandbox) {
 			t.Errorf("stdout %q, stderr %q, exit %d", r.GetStdout(), r.GetStderr(), r.GetExitCode())
 		}
 		// More than a pipe's buffer on both streams at once.
-		r = s.run(t, []string{"sh", "-c", "i=0; while [ $i -lt 2000 ]; do echo 0123456789012345678901234567890123456789; echo 01234567890123456789012345678901234567890 >&2; i=$((i+1)); done"}, nil)
-		if len(r.GetStdout()) != 2000*41 || len(r.GetStderr()) != 2000*42 {
-			t.Errorf("large output: %d bytes of stdout, %d of stderr; want %d and %d", len(r.GetStdout()), len(r.GetStderr()), 2000*41, 2000*42)
+		r = s.run(t, []string{"sh", "-c", "seq 20000 & seq 30000 >&2; wait"}, nil)
+		if want := seq(20000); string(r.GetStdout()) != want {
+			t.Errorf("seq 20000 on stdout: %d bytes, want %d", len(r.GetStdout()), len(want))
+		}
+		if want := seq(30000); string(r.GetStderr()) != want {
+			t.Errorf("seq 30000 on stderr: %d bytes, want %d", len(r.GetStderr()), len(want))
 		}
 	})
 	t.Run("Stdin", func(t *testing.T) {
