@@ -460,6 +460,7 @@ func testExec(t *testing.T, s *sandbox) {
 			{[]string{"sh", "-c", "exit 7"}, 7},
 			{[]string{"sh", "-c", "kill -9 $$"}, 137},
 			{[]string{"no-such-command-here"}, 127},
+			{[]string{"/etc/passwd"}, 126},
 		} {
 			r := s.run(t, c.argv, nil)
 			if r.GetExitCode() != c.code || r.GetTimedOut() || r.GetOomKilled() {
@@ -516,9 +517,10 @@ func testExec(t *testing.T, s *sandbox) {
 		}
 	})
 	t.Run("Timeout", func(t *testing.T) {
-		r := s.run(t, []string{"sleep", "600"}, func(req *agentv1.ExecRequest) { req.TimeoutMs = 500 })
-		if !r.GetTimedOut() || r.GetExited() {
-			t.Errorf("sleep 600 with a 500 ms timeout: timed out %v, exited %v, exit %d", r.GetTimedOut(), r.GetExited(), r.GetExitCode())
+		// The timeout kills the process group and keeps what was written.
+		r := s.run(t, []string{"sh", "-c", "echo partial; sleep 600"}, func(req *agentv1.ExecRequest) { req.TimeoutMs = 1000 })
+		if !r.GetTimedOut() || r.GetExited() || string(r.GetStdout()) != "partial\n" {
+			t.Errorf("echo partial; sleep 600 with a 1 s timeout: timed out %v, exited %v, exit %d, stdout %q", r.GetTimedOut(), r.GetExited(), r.GetExitCode(), r.GetStdout())
 		}
 	})
 }
