@@ -518,9 +518,10 @@ func testExec(t *testing.T, s *sandbox) {
 	})
 	t.Run("Timeout", func(t *testing.T) {
 		// The timeout kills the process group and keeps what was written.
-		r := s.run(t, []string{"sh", "-c", "echo partial; sleep 600"}, func(req *agentv1.ExecRequest) { req.TimeoutMs = 1000 })
+		// (3 s: room for a loaded host to run the echo first.)
+		r := s.run(t, []string{"sh", "-c", "echo partial; sleep 600"}, func(req *agentv1.ExecRequest) { req.TimeoutMs = 3000 })
 		if !r.GetTimedOut() || r.GetExited() || string(r.GetStdout()) != "partial\n" {
-			t.Errorf("echo partial; sleep 600 with a 1 s timeout: timed out %v, exited %v, exit %d, stdout %q", r.GetTimedOut(), r.GetExited(), r.GetExitCode(), r.GetStdout())
+			t.Errorf("echo partial; sleep 600 with a 3 s timeout: timed out %v, exited %v, exit %d, stdout %q", r.GetTimedOut(), r.GetExited(), r.GetExitCode(), r.GetStdout())
 		}
 	})
 }
