@@ -22,9 +22,13 @@ func startMicroVMDaemon(t *testing.T, extra string) *daemon {
 	return startRuntimesDaemon(t, []string{"microvm"}, extra)
 }
 
-// TestMicroVMCreateExecStop boots a sandbox in a QEMU microVM (TCG here),
-// runs a command through its agent, and stops it; the harness then checks
-// that no process, socket or directory of it is left.
+// TestMicroVMCreateExecStop boots a sandbox in a QEMU microVM (TCG here)
+// through the daemon, runs a command through its agent, and stops it; the
+// harness then checks that no process, socket or directory of it is left.
+// What the runtime itself must do (a private writable layer, out of
+// memory, limits, pause) is the runtime contract suite's
+// (internal/runtime/microvm TestContract); this test checks the daemon's
+// side: /healthz, the create path, the API's pause and its refusals.
 func TestMicroVMCreateExecStop(t *testing.T) {
 	d := startMicroVMDaemon(t, "")
 	ctx := context.Background()
@@ -38,14 +42,7 @@ func TestMicroVMCreateExecStop(t *testing.T) {
 	if !strings.Contains(string(body), `"name":"microvm","mode":"tcg"`) && !strings.Contains(string(body), `"name":"microvm","mode":"kvm"`) {
 		t.Errorf("/healthz = %s; want the microvm runtime and its accelerator", body)
 	}
-	// The first create also makes the image's disk and the initramfs. A
-	// write to the root goes to the sandbox's own layer, gone with it.
-	first := d.create(api.CreateRequest{Image: "bb"})
-	d.setup(first, "sh", "-c", "echo private > /etc/note")
-	if _, err := d.c.Stop(ctx, first, true); err != nil {
-		t.Fatalf("stop: %v", err)
-	}
-
+	// The first create also makes the image's disk and the initramfs.
 	t0 := time.Now()
 	id := d.create(api.CreateRequest{Image: "bb"})
 	t.Logf("create (boot to agent ready) %v", time.Since(t0).Round(time.Millisecond))
@@ -56,9 +53,6 @@ func TestMicroVMCreateExecStop(t *testing.T) {
 		}
 		t.Logf("exec echo hi through the API %v", time.Since(t0).Round(time.Millisecond))
 	}
-	if r := d.exec(id, "cat", "/etc/note"); r.Success {
-		t.Errorf("a later sandbox of the image sees an earlier one's write: %+v", r)
-	}
 	// The guest is a VM of its own: its kernel is not the host's.
 	host, err := exec.Command("uname", "-r").Output()
 	if err != nil {
@@ -66,11 +60,6 @@ func TestMicroVMCreateExecStop(t *testing.T) {
 	}
 	if r := d.exec(id, "busybox", "uname", "-r"); !r.Success || r.Stdout == string(host) {
 		t.Errorf("uname -r in the VM = %+v; the host's is %q", r, host)
-	}
-	// Out of memory inside ends the process, not the VM, and says so.
-	r := d.exec(id, "busybox", "awk", `BEGIN { s = sprintf("%65536s", ""); while (1) { s = s s; a[i++] = s } }`)
-	if r.ExitCode == nil || *r.ExitCode != 137 || !r.OOMKilled {
-		t.Errorf("awk filling the VM's memory: %+v; want exit 137 and oom_killed", r)
 	}
 	// Pause and resume through QEMU's monitor.
 	if st, err := d.c.Pause(ctx, id, ""); err != nil || st.State != "paused" {

@@ -75,7 +75,13 @@ func startTestedRuntimesDaemon(t *testing.T, extra string) *daemon {
 
 // eachRuntime runs f as a subtest per runtime HUTCH_TEST_RUNTIMES names,
 // in turn, with d (a startTestedRuntimesDaemon) failing that subtest; f
-// creates its sandboxes there with that Runtime.
+// creates its sandboxes there with that Runtime. What a runtime itself
+// must do (lifecycle, exec semantics, files, limits, pause, stats, crash,
+// reconcile) is the runtime contract suite's (internal/runtime/runtimesuite),
+// which every backend's own test runs; a per-runtime test here checks
+// the daemon's side of what differs per runtime (terminals, networks,
+// filesystem error codes, a stop's leftovers), not the suite's checks
+// again.
 func eachRuntime(t *testing.T, d *daemon, f func(t *testing.T, rt string)) {
 	for _, rt := range testutil.Runtimes() {
 		t.Run(rt, func(st *testing.T) {

@@ -123,7 +123,12 @@ func (i *instance) Destroy(ctx context.Context) error {
 func (i *instance) kill(ctx context.Context) error {
 	i.mu.Lock()
 	i.destroying = true
-	i.reason = runtime.End{}
+	select {
+	case <-i.done:
+		// The VM ended on its own first: Exit keeps why.
+	default:
+		i.reason = runtime.End{}
+	}
 	i.mu.Unlock()
 	if err := syscall.Kill(-i.cmd.Process.Pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return fmt.Errorf("killing qemu: %w", err)

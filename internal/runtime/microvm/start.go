@@ -38,6 +38,9 @@ const connectTimeout = 10 * time.Second
 // (boot failed) error.
 func (r *Runtime) Start(ctx context.Context, spec runtime.Spec) (_ runtime.Instance, retErr error) {
 	id := spec.ID
+	if err := unsupported(spec); err != nil {
+		return nil, err
+	}
 	if err := checkSpec(spec); err != nil {
 		return nil, errdefs.Wrap(errdefs.CodeBootFailed, err, "starting sandbox "+id)
 	}
@@ -57,17 +60,25 @@ func (r *Runtime) Start(ctx context.Context, spec runtime.Spec) (_ runtime.Insta
 	return inst, nil
 }
 
-// checkSpec rejects what this runtime cannot do yet, and bad ids.
+// unsupported refuses, with S302, a spec that needs an ability this
+// runtime does not report (Abilities): mounts, a captured layer.
+func unsupported(spec runtime.Spec) error {
+	switch {
+	case len(spec.Mounts) > 0:
+		return errdefs.New(errdefs.CodeUnsupported, "the %s runtime cannot mount volumes", Name)
+	case spec.UpperLayer != "":
+		return errdefs.New(errdefs.CodeUnsupported, "the %s runtime cannot start sandboxes from a captured layer", Name)
+	}
+	return nil
+}
+
+// checkSpec rejects bad ids and a spec without its image or agent.
 func checkSpec(spec runtime.Spec) error {
 	switch {
 	case !validID.MatchString(spec.ID):
 		return fmt.Errorf("invalid sandbox id %q", spec.ID)
 	case spec.Image.Kind != runtime.ArtifactBlock || spec.AgentPath == "":
 		return errors.New("spec needs a block image (Prepare) and an agent path")
-	case len(spec.Mounts) > 0:
-		return errors.New("mounts are not supported by the microvm runtime yet")
-	case spec.UpperLayer != "":
-		return errors.New("starting from a captured layer is not supported by the microvm runtime")
 	}
 	return nil
 }

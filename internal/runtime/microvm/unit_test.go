@@ -16,6 +16,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/runtime"
 )
 
@@ -224,8 +225,6 @@ func TestCheckSpec(t *testing.T) {
 	for name, mod := range map[string]func(*runtime.Spec){
 		"bad id":        func(s *runtime.Spec) { s.ID = "../x" },
 		"directory":     func(s *runtime.Spec) { s.Image.Kind = runtime.ArtifactDir },
-		"mounts":        func(s *runtime.Spec) { s.Mounts = []runtime.Mount{{Source: "/a", Destination: "/b"}} },
-		"layer":         func(s *runtime.Spec) { s.UpperLayer = "/l.tar" },
 		"without agent": func(s *runtime.Spec) { s.AgentPath = "" },
 	} {
 		s := ok
@@ -233,6 +232,20 @@ func TestCheckSpec(t *testing.T) {
 		if err := checkSpec(s); err == nil {
 			t.Errorf("%s: checkSpec accepted %+v", name, s)
 		}
+	}
+	// What the runtime lacks is S302, as the manager's refusals are.
+	for name, mod := range map[string]func(*runtime.Spec){
+		"mounts": func(s *runtime.Spec) { s.Mounts = []runtime.Mount{{Source: "/a", Destination: "/b"}} },
+		"layer":  func(s *runtime.Spec) { s.UpperLayer = "/l.tar" },
+	} {
+		s := ok
+		mod(&s)
+		if err := unsupported(s); !errdefs.Is(err, errdefs.CodeUnsupported) {
+			t.Errorf("%s: unsupported = %v, want S302", name, err)
+		}
+	}
+	if err := unsupported(ok); err != nil {
+		t.Errorf("unsupported(%+v) = %v", ok, err)
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 
 	"github.com/hutch-dev/hutch/internal/agent"
 	"github.com/hutch-dev/hutch/internal/agent/agenttest"
+	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/runtime"
 )
 
@@ -32,12 +33,20 @@ const Name = "inprocess"
 // Runtime starts in-process instances. It is safe for concurrent use.
 type Runtime struct {
 	t testing.TB
+	// host is what runtimes over one state share (Reopen).
+	host *host
 
+	mu sync.Mutex
+	// beforeStart, when set, runs at the start of every Start; guarded by mu.
+	beforeStart func(ctx context.Context, spec runtime.Spec) error
+}
+
+// host is the state of the runtimes of one test: the instances they
+// started, as a real runtime's state directory holds its sandboxes.
+type host struct {
 	mu sync.Mutex
 	// instances holds every instance started, by sandbox id; guarded by mu.
 	instances map[string]*Instance
-	// beforeStart, when set, runs at the start of every Start; guarded by mu.
-	beforeStart func(ctx context.Context, spec runtime.Spec) error
 }
 
 var (
@@ -50,7 +59,7 @@ var (
 
 // New returns a runtime whose instances are destroyed at the end of t.
 func New(t testing.TB) *Runtime {
-	r := &Runtime{t: t, instances: map[string]*Instance{}}
+	r := &Runtime{t: t, host: &host{instances: map[string]*Instance{}}}
 	t.Cleanup(func() {
 		for _, inst := range r.Instances() {
 			_ = inst.Destroy(context.Background())
@@ -58,6 +67,10 @@ func New(t testing.TB) *Runtime {
 	})
 	return r
 }
+
+// Reopen is another runtime over r's state, as the next daemon makes
+// after a crash: its Reconcile finds the instances r started.
+func (r *Runtime) Reopen() *Runtime { return &Runtime{t: r.t, host: r.host} }
 
 // Abilities implements runtime.AbilityReporter; it takes Spec.Mounts
 // (recording them in Instance.Spec).
@@ -92,6 +105,9 @@ func (r *Runtime) Start(ctx context.Context, spec runtime.Spec) (runtime.Instanc
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("starting sandbox %s: %w", spec.ID, err)
 	}
+	if spec.UpperLayer != "" {
+		return nil, errdefs.New(errdefs.CodeUnsupported, "the %s runtime cannot start a sandbox from a captured layer", Name)
+	}
 	srv, err := agent.New(agent.Options{Version: "runtimetest"})
 	if err != nil {
 		return nil, err
@@ -116,31 +132,45 @@ func (r *Runtime) Start(ctx context.Context, spec runtime.Spec) (runtime.Instanc
 		// PID 1 exiting ends a sandbox.
 		inst.end(runtime.End{Cause: runtime.CauseExited, Detail: "the agent exited"})
 	}()
-	r.mu.Lock()
-	r.instances[spec.ID] = inst
-	r.mu.Unlock()
+	r.host.mu.Lock()
+	r.host.instances[spec.ID] = inst
+	r.host.mu.Unlock()
 	return inst, nil
 }
 
-// Reconcile implements runtime.Runtime: an in-process instance does not
-// outlive its test process, so there is never anything left over.
-func (r *Runtime) Reconcile(context.Context, func(string) bool) ([]string, error) {
-	return nil, nil
+// Reconcile implements runtime.Runtime: it destroys every instance of
+// r's state (its own and those of the runtimes it was reopened from)
+// that has not ended and whose id keep rejects, and returns their ids,
+// sorted.
+func (r *Runtime) Reconcile(ctx context.Context, keep func(string) bool) ([]string, error) {
+	var ids []string
+	var errs []error
+	for _, inst := range r.Instances() {
+		if inst.Ended() || keep(inst.Spec.ID) {
+			continue
+		}
+		if err := inst.Destroy(ctx); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		ids = append(ids, inst.Spec.ID)
+	}
+	return ids, errors.Join(errs...)
 }
 
 // Instance returns the instance started for sandbox id, or nil.
 func (r *Runtime) Instance(id string) *Instance {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.instances[id]
+	r.host.mu.Lock()
+	defer r.host.mu.Unlock()
+	return r.host.instances[id]
 }
 
 // Instances returns every instance started, ordered by sandbox id.
 func (r *Runtime) Instances() []*Instance {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make([]*Instance, 0, len(r.instances))
-	for _, inst := range r.instances {
+	r.host.mu.Lock()
+	defer r.host.mu.Unlock()
+	out := make([]*Instance, 0, len(r.host.instances))
+	for _, inst := range r.host.instances {
 		out = append(out, inst)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Spec.ID < out[j].Spec.ID })
