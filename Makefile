@@ -78,7 +78,7 @@ deps:
 deps-microvm: deps
 
 # First sandbox: builds everything, builds the python image, runs code, and
-# names the web console of the daemon that ran it (README "Console"): the
+# names the web console of the daemon that ran it (docs/usage/console.md): the
 # one at $HUTCH_URL read as the CLI reads it (http:// when it names no
 # scheme, no trailing slash), else at the client's default URL.
 DEFAULT_URL := $(shell sed -n 's/^const DefaultURL = "\(.*\)"$$/\1/p' client/client.go)
