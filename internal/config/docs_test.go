@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -85,4 +86,20 @@ func TestEveryConfigKeyDocumented(t *testing.T) {
 			t.Errorf("config key %s is not documented in docs/configuration.md (as `%s`)", k, k)
 		}
 	}
+	// The other way: each key a row of the table documents is a key of
+	// the config, so a key renamed or removed leaves no stale row.
+	for _, line := range strings.Split(doc, "\n") {
+		cells := strings.Split(line, "|")
+		if !strings.HasPrefix(line, "| `") || len(cells) < 3 {
+			continue
+		}
+		for _, m := range backticked.FindAllStringSubmatch(cells[1], -1) {
+			if !slices.Contains(keys, m[1]) {
+				t.Errorf("docs/configuration.md documents %q, which is not a config key", m[1])
+			}
+		}
+	}
 }
+
+// backticked finds `code` spans.
+var backticked = regexp.MustCompile("`([^`]+)`")
