@@ -104,7 +104,7 @@ unit:
 integration: deps build
 	$(GO) test -count=1 -timeout 30m -v ./integration/...
 
-# The benchmark (README "Performance"): against a private daemon that it
+# The benchmark (docs/performance.md): against a private daemon that it
 # starts and stops itself, or with HUTCH_URL set against that daemon. Docker
 # and runsc do are measured too when present. IMAGE_CACHE holds the python
 # image (built there on first use); BENCH_FLAGS passes more options.
@@ -112,7 +112,7 @@ IMAGE_CACHE ?= /var/lib/hutch/images
 bench: build
 	$(BIN)/hutch bench $(if $(HUTCH_URL),,--private) --image-cache $(IMAGE_CACHE) --json-out $(BIN)/bench-results.json $(BENCH_FLAGS)
 
-# The console's benchmark scenario (README "Performance"): its sandboxes page
+# The console's benchmark scenario (docs/performance.md, "The console"): its sandboxes page
 # with N (default 100) sandboxes, in headless chromium, against a daemon it
 # starts itself.
 bench-console: build
