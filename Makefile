@@ -78,7 +78,7 @@ deps:
 deps-microvm: deps
 
 # First sandbox: builds everything, builds the python image, runs code, and
-# names the web console of the daemon that ran it (README "Console"): the
+# names the web console of the daemon that ran it (docs/usage/console.md): the
 # one at $HUTCH_URL read as the CLI reads it (http:// when it names no
 # scheme, no trailing slash), else at the client's default URL.
 DEFAULT_URL := $(shell sed -n 's/^const DefaultURL = "\(.*\)"$$/\1/p' client/client.go)
@@ -104,7 +104,7 @@ unit:
 integration: deps build
 	$(GO) test -count=1 -timeout 30m -v ./integration/...
 
-# The benchmark (README "Performance"): against a private daemon that it
+# The benchmark (docs/performance.md): against a private daemon that it
 # starts and stops itself, or with HUTCH_URL set against that daemon. Docker
 # and runsc do are measured too when present. IMAGE_CACHE holds the python
 # image (built there on first use); BENCH_FLAGS passes more options.
@@ -112,7 +112,7 @@ IMAGE_CACHE ?= /var/lib/hutch/images
 bench: build
 	$(BIN)/hutch bench $(if $(HUTCH_URL),,--private) --image-cache $(IMAGE_CACHE) --json-out $(BIN)/bench-results.json $(BENCH_FLAGS)
 
-# The console's benchmark scenario (README "Performance"): its sandboxes page
+# The console's benchmark scenario (docs/performance.md, "The console"): its sandboxes page
 # with N (default 100) sandboxes, in headless chromium, against a daemon it
 # starts itself.
 bench-console: build
