@@ -36,7 +36,7 @@ func (m *Manager) Unpack(ctx context.Context, req api.FsUnpackRequest, body io.R
 		return api.FsUnpackResponse{}, archiveSourceError(p, err)
 	}
 	defer tarStream.Close()
-	sb, release, err := m.acquire(ctx, req.SandboxID, useCall)
+	sb, release, err := m.acquire(ctx, req.SandboxID, UseCall)
 	if err != nil {
 		return api.FsUnpackResponse{}, err
 	}

@@ -102,7 +102,7 @@ func (m *Manager) fsError(ctx context.Context, sb *sandbox, op string, err error
 // image's), for operation op ("fs::ls"), after the request was checked.
 func fsCall[R any](ctx context.Context, m *Manager, id, user, op string, call func(context.Context, *agentclient.Client) (R, error)) (R, error) {
 	var zero R
-	sb, release, err := m.acquire(ctx, id, useCall)
+	sb, release, err := m.acquire(ctx, id, UseCall)
 	if err != nil {
 		return zero, err
 	}
@@ -263,7 +263,7 @@ func (m *Manager) Upload(ctx context.Context, req api.FsUploadRequest, body io.R
 	if err != nil {
 		return api.FsWriteResponse{}, err
 	}
-	sb, release, err := m.acquire(ctx, req.SandboxID, useCall)
+	sb, release, err := m.acquire(ctx, req.SandboxID, UseCall)
 	if err != nil {
 		return api.FsWriteResponse{}, err
 	}
@@ -301,7 +301,7 @@ func (m *Manager) openRead(ctx context.Context, id, user, p, op string,
 	if err != nil {
 		return api.FsEntry{}, nil, err
 	}
-	sb, release, err := m.acquire(ctx, id, useCall)
+	sb, release, err := m.acquire(ctx, id, UseCall)
 	if err != nil {
 		return api.FsEntry{}, nil, err
 	}

@@ -42,10 +42,10 @@ func (m *Manager) gitBegin(ctx context.Context, op string, t api.GitTarget) (*gi
 			return nil, nil, err
 		}
 	}
-	if err := validateEnv("env", t.Env); err != nil {
+	if err := ValidateEnv("env", t.Env); err != nil {
 		return nil, nil, err
 	}
-	sb, release, err := m.acquire(ctx, t.SandboxID, useExec)
+	sb, release, err := m.acquire(ctx, t.SandboxID, UseExec)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -55,7 +55,7 @@ func (m *Manager) gitBegin(ctx context.Context, op string, t api.GitTarget) (*gi
 	}
 	if home := homeOf(sb, t.User); home != "" {
 		// git reads (and config --global writes) the user's own config.
-		g.env = mergeEnv([]string{"HOME=" + home}, t.Env)
+		g.env = MergeEnv([]string{"HOME=" + home}, t.Env)
 	}
 	g.deadline = time.Now().Add(time.Duration(g.timeoutMs) * time.Millisecond)
 	return g, release, nil
@@ -88,7 +88,7 @@ func (g *gitCall) run(c gitcmd.Cmd) (gitcmd.Result, error) {
 	if dir == "" {
 		dir = g.dir
 	}
-	env := mergeEnv(g.env, gitcmd.BaseEnv, c.Env)
+	env := MergeEnv(g.env, gitcmd.BaseEnv, c.Env)
 	areq, err := g.m.agentExec(g.sb, c.Argv(dir), env, "/", c.Stdin, uint64(left), g.user)
 	if err != nil {
 		return gitcmd.Result{}, err

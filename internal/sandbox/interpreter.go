@@ -108,7 +108,7 @@ func (c *interpContext) info(sandboxID string) api.ContextInfo {
 
 // CreateContext starts a context (sandbox::interpreter::context::create).
 func (m *Manager) CreateContext(ctx context.Context, req api.ContextCreateRequest) (api.ContextInfo, error) {
-	sb, release, err := m.acquire(ctx, req.SandboxID, useCall)
+	sb, release, err := m.acquire(ctx, req.SandboxID, UseCall)
 	if err != nil {
 		return api.ContextInfo{}, err
 	}
@@ -129,7 +129,7 @@ func (m *Manager) newContext(ctx context.Context, sb *sandbox, req api.ContextCr
 	if !ok {
 		return nil, errdefs.Malformed("language must be one of %v, got %q", interp.Languages, clip(req.Language, 32))
 	}
-	if err := validateEnv("env", req.Env); err != nil {
+	if err := ValidateEnv("env", req.Env); err != nil {
 		return nil, err
 	}
 	if err := validateWorkdir(req.Cwd); err != nil {
@@ -208,7 +208,7 @@ func (m *Manager) findContext(ctx context.Context, id string) (*sandbox, *interp
 	if owner == nil {
 		return nil, nil, nil, notFound
 	}
-	sb, release, err := m.acquire(ctx, owner.rec.ID, useCall)
+	sb, release, err := m.acquire(ctx, owner.rec.ID, UseCall)
 	if errdefs.Is(err, errdefs.CodeNotFound) {
 		return nil, nil, nil, notFound // another owner's
 	}
@@ -225,7 +225,7 @@ func (m *Manager) findContext(ctx context.Context, id string) (*sandbox, *interp
 
 // ListContexts lists a sandbox's contexts (sandbox::interpreter::context::list).
 func (m *Manager) ListContexts(ctx context.Context, req api.ContextListRequest) (api.ContextListResponse, error) {
-	sb, release, err := m.acquire(ctx, req.SandboxID, useRead)
+	sb, release, err := m.acquire(ctx, req.SandboxID, UseRead)
 	if err != nil {
 		return api.ContextListResponse{}, err
 	}
@@ -476,7 +476,7 @@ func (m *Manager) cellContext(ctx context.Context, req api.RunCodeRequest) (*san
 	if language == "" {
 		language = interp.Python
 	}
-	sb, release, err := m.acquire(ctx, req.SandboxID, useCall)
+	sb, release, err := m.acquire(ctx, req.SandboxID, UseCall)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -270,7 +270,7 @@ func (m *Manager) create(ctx context.Context, req api.CreateRequest, from *origi
 	if err != nil {
 		return api.CreateResponse{}, err
 	}
-	if err := validateEnv("env", req.Env); err != nil {
+	if err := ValidateEnv("env", req.Env); err != nil {
 		return api.CreateResponse{}, err
 	}
 	if err := m.checkEgress(&req, rt); err != nil {

@@ -27,7 +27,7 @@ func (m *Manager) WatchFiles(ctx context.Context, req api.FsWatchRequest, emit e
 	if err != nil {
 		return err
 	}
-	sb, release, err := m.acquire(ctx, req.SandboxID, useCall)
+	sb, release, err := m.acquire(ctx, req.SandboxID, UseCall)
 	if err != nil {
 		return err
 	}
