@@ -10,7 +10,10 @@ package sandbox
 
 import (
 	"context"
+	"time"
 
+	"github.com/hutch-dev/hutch/api"
+	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
 	"github.com/hutch-dev/hutch/internal/agentclient"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 )
@@ -45,6 +48,45 @@ type Handle interface {
 	// records it, serialized with other changes; an error of change
 	// changes nothing and is returned.
 	ChangeEnv(change func(own []string) ([]string, error)) error
+	// Exec runs one command through its agent as an exec does (the
+	// caller holds UseExec): traced and counted, with its exec.started
+	// (c.Started) and exec.finished events. A spawn the sandbox has no
+	// room for is S400; any other failure of the agent goes through Fail.
+	// A timeout is a response with TimedOut set.
+	Exec(ctx context.Context, c ExecCall) (*agentv1.ExecResponse, error)
+	// ExecTimeout is the timeout an exec asking for ms gets: the
+	// daemon's default for 0, at most its max_exec_timeout_ms.
+	ExecTimeout(ms uint64) uint64
+	// Home is the home directory of user (a name or uid[:gid]) in its
+	// image; "" for no user, or one that does not resolve (Exec says why).
+	Home(user string) string
+	// Workdir is where its commands run when a call names no directory:
+	// the image's working directory, else its user's home.
+	Workdir() string
+	// Fix is the fix note for command missing in the sandbox: the images
+	// this daemon allows that have it.
+	Fix(command string) string
+	// PathMissing says the agent finds nothing at path (any other
+	// failure is false: the next call meets it).
+	PathMissing(ctx context.Context, path string) bool
+}
+
+// ExecCall is one command a service runs through Handle.Exec.
+type ExecCall struct {
+	Argv []string
+	// Env is over the sandbox's env; Workdir "" is the image's.
+	Env       []string
+	Workdir   string
+	Stdin     []byte
+	TimeoutMs uint64
+	// User runs it (a name or uid[:gid]); "" the image's.
+	User string
+	// MaxOutputBytes caps each stream below max_output_bytes (0: that cap).
+	MaxOutputBytes int64
+	// Op names the call in a failure ("git clone"); Started is its
+	// exec.started event's data.
+	Op      string
+	Started map[string]any
 }
 
 // Acquire implements Sandboxes.
@@ -87,4 +129,60 @@ func (h handle) ChangeEnv(change func(own []string) ([]string, error)) error {
 		return errdefs.Wrap(errdefs.CodeInternal, err, "recording the sandbox's env")
 	}
 	return nil
+}
+
+func (h handle) Exec(ctx context.Context, c ExecCall) (*agentv1.ExecResponse, error) {
+	m, sb := h.m, h.sb
+	areq, err := m.agentExec(sb, c.Argv, c.Env, c.Workdir, c.Stdin, c.TimeoutMs, c.User)
+	if err != nil {
+		return nil, err
+	}
+	areq.MaxOutputBytes = m.cfg.MaxOutputBytes
+	if c.MaxOutputBytes > 0 && c.MaxOutputBytes < areq.MaxOutputBytes {
+		areq.MaxOutputBytes = c.MaxOutputBytes
+	}
+	ctx, done := m.traceExec(ctx, api.ExecRequest{SandboxID: sb.rec.ID})
+	m.emitFor(sb, api.EventExecStarted, c.Started)
+	start := time.Now()
+	resp, err := sb.client().Exec(ctx, areq)
+	out := api.ExecResponse{DurationMs: uint64(time.Since(start).Milliseconds()), TimeoutMs: c.TimeoutMs}
+	if err != nil {
+		if refused := spawnRefused(sb.rec.ID, err); refused != nil {
+			err = refused
+		} else {
+			err = m.agentFailure(ctx, sb, c.Op, err)
+		}
+		done(out, err)
+		return nil, err
+	}
+	out.TimedOut = resp.TimedOut
+	if resp.Exited && !resp.TimedOut {
+		code := int(resp.ExitCode)
+		out.ExitCode, out.Success = &code, code == 0
+	}
+	done(out, nil)
+	return resp, nil
+}
+
+func (h handle) ExecTimeout(ms uint64) uint64 { return h.m.execTimeout(ms) }
+func (h handle) Workdir() string              { return packageDir(h.sb) }
+func (h handle) Fix(command string) string    { return h.m.withFix(command) }
+
+func (h handle) Home(user string) string {
+	if user == "" {
+		return ""
+	}
+	img := *h.sb.image
+	img.Config.User = user
+	u, err := img.ResolveUser()
+	if err != nil || u == nil {
+		return ""
+	}
+	return u.Home
+}
+
+func (h handle) PathMissing(ctx context.Context, path string) bool {
+	_, err := h.sb.client().Stat(ctx, &agentv1.FsStatRequest{Path: path})
+	fe := fsDetail(err)
+	return fe != nil && fe.GetKind() == agentv1.FsErrorKind_FS_ERROR_KIND_NOT_FOUND
 }

@@ -6,9 +6,13 @@ package sandboxtest
 
 import (
 	"context"
+	"errors"
+	"github.com/hutch-dev/hutch/api"
+	"os"
 	"sync"
 
 	"github.com/google/uuid"
+	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
 	"github.com/hutch-dev/hutch/internal/agentclient"
 	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/errdefs"
@@ -38,8 +42,14 @@ type Sandbox struct {
 	State sandbox.State
 	// Image is the image's env under Own; Own its own layer.
 	Image, Own []string
-	// Agent is what Handle.Agent answers.
+	// Agent is what Handle.Agent answers, and what Exec runs on (an
+	// in-process agent of agenttest, say); nil: Exec fails.
 	Agent *agentclient.Client
+	// Workdir, Homes (by user) and FixNote are what Handle's methods of
+	// those names answer.
+	Workdir string
+	Homes   map[string]string
+	FixNote string
 	// Events are what the service emitted; Failures the ops it reported
 	// through Fail.
 	Events   []Event
@@ -57,6 +67,9 @@ func (s *Sandboxes) Add(owner string, image ...string) *Sandbox {
 	s.sbs[sb.ID] = sb
 	return sb
 }
+
+// DefaultExecTimeoutMs is what Handle.ExecTimeout answers for 0.
+const DefaultExecTimeoutMs = 30_000
 
 // Held is how many acquired handles are not released yet.
 func (s *Sandboxes) Held() int {
@@ -142,4 +155,40 @@ func (h handle) ChangeEnv(change func(own []string) ([]string, error)) error {
 	}
 	h.sb.Own = layer
 	return nil
+}
+
+// Exec runs c on the sandbox's Agent as the core does (its env over the
+// sandbox's, its exec.started event), without the core's tracing; a
+// failure of the agent goes through Fail.
+func (h handle) Exec(ctx context.Context, c sandbox.ExecCall) (*agentv1.ExecResponse, error) {
+	if h.sb.Agent == nil {
+		return nil, errors.New("sandboxtest: the sandbox has no agent")
+	}
+	_, env := h.Env()
+	areq := &agentv1.ExecRequest{Argv: c.Argv, Env: sandbox.MergeEnv(env, c.Env), Workdir: c.Workdir, Stdin: c.Stdin,
+		TimeoutMs: int64(c.TimeoutMs), MaxOutputBytes: c.MaxOutputBytes}
+	h.Emit(api.EventExecStarted, c.Started)
+	resp, err := h.sb.Agent.Exec(ctx, areq)
+	if err != nil {
+		return nil, h.Fail(ctx, c.Op, err)
+	}
+	return resp, nil
+}
+
+func (h handle) ExecTimeout(ms uint64) uint64 {
+	if ms == 0 {
+		return DefaultExecTimeoutMs
+	}
+	return ms
+}
+
+func (h handle) Workdir() string           { return h.sb.Workdir }
+func (h handle) Home(user string) string   { return h.sb.Homes[user] }
+func (h handle) Fix(command string) string { return h.sb.FixNote }
+
+// PathMissing looks on the host, which is the filesystem an in-process
+// agent sees.
+func (h handle) PathMissing(_ context.Context, path string) bool {
+	_, err := os.Stat(path)
+	return errors.Is(err, os.ErrNotExist)
 }
