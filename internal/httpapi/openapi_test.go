@@ -15,6 +15,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/jobs"
 	"github.com/hutch-dev/hutch/internal/sandbox"
 	"github.com/hutch-dev/hutch/internal/sandbox/envsvc"
+	"github.com/hutch-dev/hutch/internal/sandbox/filesvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/gitsvc"
 )
 
@@ -89,7 +90,7 @@ func TestOpenAPIDocumentIsCurrent(t *testing.T) {
 func fullDeps() functions.Deps {
 	var m *sandbox.Manager
 	var j *jobs.Runner
-	return functions.Deps{Sandboxes: m, Files: m, Images: m, Metrics: m, Processes: m, Lifecycle: m, Snapshots: m,
+	return functions.Deps{Sandboxes: m, Files: filesvc.New(m), Images: m, Metrics: m, Processes: m, Lifecycle: m, Snapshots: m,
 		Events: m, Webhooks: noWebhooks{}, Alerts: m, Jobs: j, Interpreter: m, Ports: m, Networks: m, Environment: envsvc.New(m), Volumes: m, Git: gitsvc.New(m, 0, nil)}
 }
 

@@ -9,6 +9,7 @@ package sandbox
 // and its result still read, so that the next cell starts clean.
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -169,7 +170,7 @@ func (m *Manager) startKernel(ctx context.Context, sb *sandbox, c *interpContext
 	// The kernel runs from its file, a short command in process lists;
 	// written at every start, as the sandbox may have changed it since.
 	src := c.kernel.Source
-	if _, err := m.WriteFile(ctx, api.FsWriteRequest{SandboxID: sb.rec.ID, Path: c.kernel.Path(kernelDir), Content: &src}); err != nil {
+	if err := m.writeFile(ctx, sb, c.kernel.Path(kernelDir), []byte(src)); err != nil {
 		return err
 	}
 	program := c.kernel.Interpreter[0]
@@ -185,6 +186,20 @@ func (m *Manager) startKernel(ctx context.Context, sb *sandbox, c *interpContext
 	c.mu.Lock()
 	c.pid, c.nonce, c.count, c.stdout, c.stderr, c.dead, c.busy = st.Pid, hex.EncodeToString(nonce), 0, 0, 0, "", false
 	c.mu.Unlock()
+	return nil
+}
+
+// writeFile writes data to the file at p of sb as the image's user, as
+// sandbox::fs::write does (filesvc; the kernel's file is a path of ours).
+func (m *Manager) writeFile(ctx context.Context, sb *sandbox, p string, data []byte) error {
+	sb, release, err := m.acquire(ctx, sb.rec.ID, UseCall)
+	if err != nil {
+		return err
+	}
+	defer release()
+	if _, err := sb.client().Upload(ctx, &agentv1.FsUploadHeader{Path: p}, bytes.NewReader(data), sb.touch); err != nil {
+		return m.fsError(ctx, sb, "write of "+p, err)
+	}
 	return nil
 }
 

@@ -152,19 +152,6 @@ func TestFsFailureEndsItsSandbox(t *testing.T) {
 	}
 }
 
-func TestFsCallOnRunningSandbox(t *testing.T) {
-	m, _, _ := inprocess(t, nil)
-	id := create(t, m, api.CreateRequest{Image: "python"})
-	dir := t.TempDir()
-	if _, err := m.Mkdir(context.Background(), api.FsMkdirRequest{SandboxID: id, Path: dir + "/sub"}); err != nil {
-		t.Fatal(err)
-	}
-	ls, err := m.Ls(context.Background(), api.FsLsRequest{SandboxID: id, Path: dir})
-	if err != nil || len(ls.Entries) != 1 || ls.Entries[0].Name != "sub" {
-		t.Fatalf("ls = %+v, %v", ls, err)
-	}
-}
-
 func TestShutdownEndsCreatesInFlight(t *testing.T) {
 	// Two boots at once: the third create waits in line for a slot.
 	m, rt, _ := inprocess(t, func(c *config.Config) { c.MaxConcurrentBoots = 2 })

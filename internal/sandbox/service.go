@@ -23,7 +23,8 @@ type Sandboxes interface {
 	// Acquire is acquire (handle.go) for a service: the caller's sandbox
 	// id (S001, S002), checked and counted for u (S003, S004, S005,
 	// S400). The caller calls release exactly once, when the call is
-	// over; the Handle is not used after it.
+	// over; after it, only a stream the call returned (a download) uses
+	// the Handle, to count activity and map its errors.
 	Acquire(ctx context.Context, id string, u Use) (h Handle, release func(), err error)
 }
 
@@ -69,6 +70,15 @@ type Handle interface {
 	// PathMissing says the agent finds nothing at path (any other
 	// failure is false: the next call meets it).
 	PathMissing(ctx context.Context, path string) bool
+	// AsUser is ctx for a filesystem call as user (a name or
+	// uid[:gid]; "" the image's), or S001 for one that does not resolve.
+	AsUser(ctx context.Context, user string) (context.Context, error)
+	// Touch counts activity for the reaper (a transfer's progress).
+	Touch()
+	// FsFail maps the failure of an agent filesystem call for op (fsError):
+	// the agent's FsError is its S-code, a failed upload source or a
+	// stalled transfer S218, anything else goes through Fail.
+	FsFail(ctx context.Context, op string, err error) error
 }
 
 // ExecCall is one command a service runs through Handle.Exec.
@@ -183,6 +193,16 @@ func (h handle) Home(user string) string {
 
 func (h handle) PathMissing(ctx context.Context, path string) bool {
 	_, err := h.sb.client().Stat(ctx, &agentv1.FsStatRequest{Path: path})
-	fe := fsDetail(err)
+	fe := FsDetail(err)
 	return fe != nil && fe.GetKind() == agentv1.FsErrorKind_FS_ERROR_KIND_NOT_FOUND
+}
+
+func (h handle) Touch() { h.sb.touch() }
+
+func (h handle) AsUser(ctx context.Context, user string) (context.Context, error) {
+	return fsAs(ctx, h.sb, user)
+}
+
+func (h handle) FsFail(ctx context.Context, op string, err error) error {
+	return h.m.fsError(ctx, h.sb, op, err)
 }

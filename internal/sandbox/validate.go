@@ -134,6 +134,9 @@ func validateWorkdir(dir string) error {
 	return nil
 }
 
+// Clip shortens s for quoting in an error message.
+func Clip(s string, n int) string { return clip(s, n) }
+
 // clip shortens s for quoting in an error message.
 func clip(s string, n int) string {
 	if len(s) <= n {

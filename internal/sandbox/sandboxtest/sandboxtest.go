@@ -192,3 +192,19 @@ func (h handle) PathMissing(_ context.Context, path string) bool {
 	_, err := os.Stat(path)
 	return errors.Is(err, os.ErrNotExist)
 }
+
+// AsUser takes the image's user only: the fake has no image to resolve
+// another in.
+func (h handle) AsUser(ctx context.Context, user string) (context.Context, error) {
+	if user != "" {
+		return nil, errdefs.Malformed("sandboxtest: no user %q in the fake's image", user)
+	}
+	return ctx, nil
+}
+
+func (h handle) Touch() {}
+
+// FsFail is the core's mapping (sandbox.FsError) over the fake's Fail.
+func (h handle) FsFail(ctx context.Context, op string, err error) error {
+	return sandbox.FsError(ctx, op, err, func() error { return h.Fail(ctx, op, err) })
+}
