@@ -119,8 +119,18 @@ type Manager struct {
 	// vols keeps the volumes (volumes.go); nil without them.
 	vols *volumes.Store
 
-	// mu guards the fields below, and the warm pool's maps. Lock order:
-	// Manager.mu, then a sandbox's mu (sandbox.go); never the reverse.
+	// mu guards the fields below, and the warm pool's maps.
+	//
+	// The lock order of the core, stated here once: first a sandbox's
+	// operation locks, each held across one kind of change to it (op:
+	// pause, resume, hibernate, checkpoint; envMu: its env layer;
+	// interpStart: the start of its default contexts; egressMu: its
+	// egress policy); then Manager.mu; then a sandbox's mu. Nothing that
+	// holds Manager.mu or a sandbox's mu takes an operation lock, and
+	// nothing that holds a sandbox's mu takes Manager.mu. The other locks
+	// of the package each guard their own book and are taken last.
+	// Services (internal/sandbox/<name>svc) hold none of them: they act
+	// through Handle, whose methods take what they need.
 	mu        sync.Mutex
 	sandboxes map[string]*sandbox
 	// reserved counts creates in progress, so capacity holds under races.

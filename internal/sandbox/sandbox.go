@@ -22,7 +22,7 @@ type sandbox struct {
 	user *image.User
 	// baseEnv is the image env overlaid with the sandbox's own (the
 	// create's, then sandbox::env::*); mu guards it (env.go), envMu
-	// serializes its changes.
+	// serializes its changes (Handle.ChangeEnv).
 	baseEnv []string
 	envMu   sync.Mutex
 	// slots holds one token per exec in flight; its capacity is the cap.
@@ -44,8 +44,7 @@ type sandbox struct {
 	egress   atomic.Pointer[egressPolicy]
 	egressMu sync.Mutex
 
-	// mu guards the fields below. Lock order: Manager.mu, then sandbox.mu;
-	// nothing that holds a sandbox's mu takes Manager.mu.
+	// mu guards the fields below (the lock order: Manager.mu in manager.go).
 	mu    sync.Mutex
 	state State
 	// end is why the sandbox ended, set with the move to Stopping.
