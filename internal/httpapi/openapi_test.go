@@ -17,6 +17,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/sandbox/envsvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/filesvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/gitsvc"
+	"github.com/hutch-dev/hutch/internal/sandbox/volumesvc"
 )
 
 // TestEveryRouteIsDocumented: every route of the table carries its
@@ -91,7 +92,7 @@ func fullDeps() functions.Deps {
 	var m *sandbox.Manager
 	var j *jobs.Runner
 	return functions.Deps{Sandboxes: m, Files: filesvc.New(m), Images: m, Metrics: m, Processes: m, Lifecycle: m, Snapshots: m,
-		Events: m, Webhooks: noWebhooks{}, Alerts: m, Jobs: j, Interpreter: m, Ports: m, Networks: m, Environment: envsvc.New(m), Volumes: m, Git: gitsvc.New(m, 0, nil)}
+		Events: m, Webhooks: noWebhooks{}, Alerts: m, Jobs: j, Interpreter: m, Ports: m, Networks: m, Environment: envsvc.New(m), Volumes: volumesvc.New(nil), Git: gitsvc.New(m, 0, nil)}
 }
 
 // noWebhooks stands for the daemon's webhook functions.
