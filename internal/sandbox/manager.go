@@ -108,8 +108,6 @@ type Manager struct {
 	boots bootSlots
 	// snaps keeps snapshots (snapshot.go).
 	snaps snapshots
-	// alerts holds the alerts and runs their checker (alerts.go).
-	alerts alerts
 	// nets are the sandbox networks (networks.go).
 	nets netBook
 	// denialsOnce starts the watcher of egress refusals (egress.go).

@@ -16,6 +16,7 @@ import (
 	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
 	"github.com/hutch-dev/hutch/internal/agentclient"
 	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/runtime"
 )
 
 // Sandboxes is the core as a service sees it.
@@ -79,6 +80,16 @@ type Handle interface {
 	// the agent's FsError is its S-code, a failed upload source or a
 	// stalled transfer S218, anything else goes through Fail.
 	FsFail(ctx context.Context, op string, err error) error
+	// State is the state it is in now.
+	State() State
+	// Stats reads its resource use from its instance (S004 once it has
+	// stopped).
+	Stats() (runtime.Stats, error)
+	// Pause freezes it, as sandbox::pause does (a runtime failure leaves
+	// it running).
+	Pause() error
+	// Stop ends it for end, in the background.
+	Stop(end runtime.End)
 }
 
 // ExecCall is one command a service runs through Handle.Exec.
@@ -98,6 +109,10 @@ type ExecCall struct {
 	Op      string
 	Started map[string]any
 }
+
+// Done is closed once the manager shuts down: a service's background
+// work (alertsvc's checker) ends with it.
+func (m *Manager) Done() <-chan struct{} { return m.shutdown.Done() }
 
 // Acquire implements Sandboxes.
 func (m *Manager) Acquire(ctx context.Context, id string, u Use) (Handle, func(), error) {
@@ -205,4 +220,17 @@ func (h handle) AsUser(ctx context.Context, user string) (context.Context, error
 
 func (h handle) FsFail(ctx context.Context, op string, err error) error {
 	return h.m.fsError(ctx, h.sb, op, err)
+}
+
+func (h handle) State() State {
+	st, _ := h.sb.current()
+	return st
+}
+
+func (h handle) Stats() (runtime.Stats, error) { return h.m.stats(h.sb) }
+func (h handle) Stop(end runtime.End)          { h.m.stopAsync(h.sb, end) }
+
+func (h handle) Pause() error {
+	_, err := h.m.freeze(h.sb)
+	return err
 }

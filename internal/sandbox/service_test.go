@@ -7,6 +7,7 @@ import (
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/runtime"
 )
 
 // TestHandleEnv checks the core's side of sandbox::env::* (envsvc):
@@ -109,5 +110,41 @@ func TestHandleExec(t *testing.T) {
 	}
 	if !h.PathMissing(ctx, "/nonexistent/repo") || h.PathMissing(ctx, "/") {
 		t.Errorf("PathMissing: /nonexistent/repo %v, / %v", h.PathMissing(ctx, "/nonexistent/repo"), h.PathMissing(ctx, "/"))
+	}
+}
+
+// TestHandleLifecycle checks the core's side of alertsvc: a handle reads
+// the sandbox's state and use, pauses it and stops it.
+func TestHandleLifecycle(t *testing.T) {
+	m, _, _ := inprocess(t, nil)
+	ctx := context.Background()
+	id := create(t, m, api.CreateRequest{Image: "python"})
+	h, release, err := m.Acquire(ctx, id, UseRecord)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	if st := h.State(); st != Running {
+		t.Fatalf("state %s", st)
+	}
+	// The in-process runtime reports 1 task.
+	if st, err := h.Stats(); err != nil || st.Pids != 1 {
+		t.Errorf("stats %+v, %v", st, err)
+	}
+	if err := h.Pause(); err != nil || h.State() != Paused {
+		t.Fatalf("pause: %v, state %s", err, h.State())
+	}
+	if _, err := m.Resume(ctx, api.ResumeRequest{SandboxID: id}); err != nil {
+		t.Fatal(err)
+	}
+	h.Stop(runtime.End{Cause: runtime.CauseAlert, Detail: "test"})
+	stoppedWith(t, m, id, "alert", "test")
+	if st := h.State(); !st.ended() {
+		t.Errorf("state after Stop: %s", st)
+	}
+	select {
+	case <-m.Done():
+		t.Error("Done is closed before the manager closes")
+	default:
 	}
 }

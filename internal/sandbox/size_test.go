@@ -22,8 +22,8 @@ const (
 	coreLinesTarget   = 4000
 	coreMethodsTarget = 60
 
-	coreLinesCap   = 9435
-	coreMethodsCap = 210
+	coreLinesCap   = 9236
+	coreMethodsCap = 203
 )
 
 // TestCoreSize measures the package's non-test lines (the files go build

@@ -16,6 +16,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/agentclient"
 	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/runtime"
 	"github.com/hutch-dev/hutch/internal/sandbox"
 )
 
@@ -54,6 +55,9 @@ type Sandbox struct {
 	// through Fail.
 	Events   []Event
 	Failures []string
+	// Stats is what Handle.Stats answers; Ends what Handle.Stop was given.
+	Stats runtime.Stats
+	Ends  []runtime.End
 }
 
 // Add adds a running sandbox of owner whose image env is image.
@@ -207,4 +211,59 @@ func (h handle) Touch() {}
 // FsFail is the core's mapping (sandbox.FsError) over the fake's Fail.
 func (h handle) FsFail(ctx context.Context, op string, err error) error {
 	return sandbox.FsError(ctx, op, err, func() error { return h.Fail(ctx, op, err) })
+}
+
+// Sandbox returns the fake sandbox of id, or nil.
+func (s *Sandboxes) Sandbox(id string) *Sandbox {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sbs[id]
+}
+
+// SetState moves sb to st, as the core would, under the fake's lock.
+func (s *Sandboxes) SetState(sb *Sandbox, st sandbox.State) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sb.State = st
+}
+
+// Snapshot is a copy of sb's state, events and ends, under the fake's lock.
+func (s *Sandboxes) Snapshot(sb *Sandbox) Sandbox {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := *sb
+	c.Events = append([]Event(nil), sb.Events...)
+	c.Ends = append([]runtime.End(nil), sb.Ends...)
+	return c
+}
+
+func (h handle) State() sandbox.State {
+	h.s.mu.Lock()
+	defer h.s.mu.Unlock()
+	return h.sb.State
+}
+
+func (h handle) Stats() (runtime.Stats, error) {
+	h.s.mu.Lock()
+	defer h.s.mu.Unlock()
+	return h.sb.Stats, nil
+}
+
+// Pause freezes a running sandbox.
+func (h handle) Pause() error {
+	h.s.mu.Lock()
+	defer h.s.mu.Unlock()
+	if h.sb.State != sandbox.Running {
+		return errdefs.New(errdefs.CodeStopped, "sandbox %s is %s, not running", h.sb.ID, h.sb.State)
+	}
+	h.sb.State = sandbox.Paused
+	return nil
+}
+
+// Stop ends the sandbox for end.
+func (h handle) Stop(end runtime.End) {
+	h.s.mu.Lock()
+	defer h.s.mu.Unlock()
+	h.sb.Ends = append(h.sb.Ends, end)
+	h.sb.State = sandbox.Stopped
 }
