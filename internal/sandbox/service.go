@@ -63,7 +63,7 @@ type Handle interface {
 	// image; "" for no user, or one that does not resolve (Exec says why).
 	Home(user string) string
 	// Workdir is where its commands run when a call names no directory:
-	// the image's working directory, else its user's home.
+	// the image's working directory, else its HOME, else /root.
 	Workdir() string
 	// Fix is the fix note for command missing in the sandbox: the images
 	// this daemon allows that have it.
@@ -82,8 +82,8 @@ type Handle interface {
 	FsFail(ctx context.Context, op string, err error) error
 	// State is the state it is in now.
 	State() State
-	// Stats reads its resource use from its instance (S004 once it has
-	// stopped).
+	// Stats reads its resource use from its instance; a failed read is
+	// S004 when it is no longer running, S500 otherwise.
 	Stats() (runtime.Stats, error)
 	// Pause freezes it, as sandbox::pause does (a runtime failure leaves
 	// it running).
