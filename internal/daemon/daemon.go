@@ -29,6 +29,11 @@ import (
 	"github.com/hutch-dev/hutch/internal/metrics"
 	"github.com/hutch-dev/hutch/internal/runtime"
 	"github.com/hutch-dev/hutch/internal/sandbox"
+	"github.com/hutch-dev/hutch/internal/sandbox/alertsvc"
+	"github.com/hutch-dev/hutch/internal/sandbox/envsvc"
+	"github.com/hutch-dev/hutch/internal/sandbox/filesvc"
+	"github.com/hutch-dev/hutch/internal/sandbox/gitsvc"
+	"github.com/hutch-dev/hutch/internal/sandbox/volumesvc"
 	"github.com/hutch-dev/hutch/internal/volumes"
 	"github.com/hutch-dev/hutch/internal/webguard"
 	"github.com/hutch-dev/hutch/internal/webhooks"
@@ -296,7 +301,7 @@ func (d *daemon) startManager(ctx context.Context) error {
 	}
 	d.undo.Push("closing the job runner", func(context.Context) error { return d.jobRunner.Close() })
 	mgr.ProtectPorts(listenPorts(d.ln.Addr().String(), d.opts.EngineListen)...)
-	d.table = functions.New(functions.Deps{Sandboxes: mgr, Files: mgr, Images: mgr, Metrics: mgr, Processes: mgr, Lifecycle: mgr, Snapshots: mgr, Events: mgr, Webhooks: d.hookAdmin, Alerts: mgr, Jobs: d.jobRunner, Interpreter: mgr, Ports: mgr, Networks: mgr, Environment: mgr, Volumes: mgr, Git: mgr, Observer: obs.metrics})
+	d.table = functions.New(functions.Deps{Sandboxes: mgr, Files: filesvc.New(mgr), Images: mgr, Metrics: mgr, Processes: mgr, Lifecycle: mgr, Snapshots: mgr, Events: mgr, Webhooks: d.hookAdmin, Alerts: alertsvc.New(mgr, mgr, mgr.Done(), d.log), Jobs: d.jobRunner, Interpreter: mgr, Ports: mgr, Networks: mgr, Environment: envsvc.New(mgr), Volumes: volumesvc.New(d.vols), Git: gitsvc.New(mgr, cfg.MaxOutputBytes, d.log), Observer: obs.metrics})
 	obs.attach(mgr.Live, d.images.CacheBytes)
 	obs.metrics.SetDaemon(metrics.Daemon{Runtimes: runtimeMetrics(d.rts), Capacity: cfg.MaxConcurrentSandboxes})
 	obs.metrics.WatchWarmPool(mgr.WarmPool)

@@ -14,6 +14,11 @@ import (
 	"github.com/hutch-dev/hutch/internal/functions"
 	"github.com/hutch-dev/hutch/internal/jobs"
 	"github.com/hutch-dev/hutch/internal/sandbox"
+	"github.com/hutch-dev/hutch/internal/sandbox/alertsvc"
+	"github.com/hutch-dev/hutch/internal/sandbox/envsvc"
+	"github.com/hutch-dev/hutch/internal/sandbox/filesvc"
+	"github.com/hutch-dev/hutch/internal/sandbox/gitsvc"
+	"github.com/hutch-dev/hutch/internal/sandbox/volumesvc"
 )
 
 // TestEveryRouteIsDocumented: every route of the table carries its
@@ -87,8 +92,8 @@ func TestOpenAPIDocumentIsCurrent(t *testing.T) {
 func fullDeps() functions.Deps {
 	var m *sandbox.Manager
 	var j *jobs.Runner
-	return functions.Deps{Sandboxes: m, Files: m, Images: m, Metrics: m, Processes: m, Lifecycle: m, Snapshots: m,
-		Events: m, Webhooks: noWebhooks{}, Alerts: m, Jobs: j, Interpreter: m, Ports: m, Networks: m, Environment: m, Volumes: m, Git: m}
+	return functions.Deps{Sandboxes: m, Files: filesvc.New(m), Images: m, Metrics: m, Processes: m, Lifecycle: m, Snapshots: m,
+		Events: m, Webhooks: noWebhooks{}, Alerts: alertsvc.New(m, m, nil, nil), Jobs: j, Interpreter: m, Ports: m, Networks: m, Environment: envsvc.New(m), Volumes: volumesvc.New(nil), Git: gitsvc.New(m, 0, nil)}
 }
 
 // noWebhooks stands for the daemon's webhook functions.

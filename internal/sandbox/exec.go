@@ -65,7 +65,7 @@ func (m *Manager) prepareExec(ctx context.Context, req api.ExecRequest) (*sandbo
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if err := validateEnv("env", req.Env); err != nil {
+	if err := ValidateEnv("env", req.Env); err != nil {
 		return nil, nil, nil, err
 	}
 	if err := validateWorkdir(req.Workdir); err != nil {
@@ -74,7 +74,7 @@ func (m *Manager) prepareExec(ctx context.Context, req api.ExecRequest) (*sandbo
 	if err := m.checkExecTimeout(req.TimeoutMs); err != nil {
 		return nil, nil, nil, err
 	}
-	sb, release, err := m.acquire(ctx, req.SandboxID, useExec)
+	sb, release, err := m.acquire(ctx, req.SandboxID, UseExec)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -11,7 +11,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/hutch-dev/hutch/api"
 	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
 	"github.com/hutch-dev/hutch/internal/agentclient"
 	"github.com/hutch-dev/hutch/internal/errdefs"
@@ -75,71 +74,5 @@ func TestFsErrorMapping(t *testing.T) {
 				t.Fatalf("got %s %q (retryable %v), want %s %q (retryable %v)", e.Code, e.Message, e.Code.Retryable(), tc.code, tc.msg, tc.retryable)
 			}
 		})
-	}
-}
-
-func TestFsRequestChecks(t *testing.T) {
-	m := &Manager{sandboxes: map[string]*sandbox{}}
-	ctx := context.Background()
-	text, bad := "x", "!!"
-	for _, tc := range []struct {
-		name string
-		call func() error
-		code errdefs.Code
-	}{
-		{"relative path", func() error { _, err := m.Ls(ctx, api.FsLsRequest{Path: "tmp"}); return err }, errdefs.CodeFSInvalid},
-		{"empty path", func() error { _, err := m.Stat(ctx, api.FsStatRequest{}); return err }, errdefs.CodeFSInvalid},
-		{"NUL in path", func() error { _, err := m.Rm(ctx, api.FsRmRequest{Path: "/a\x00b"}); return err }, errdefs.CodeFSInvalid},
-		{"bad mode", func() error { _, err := m.Mkdir(ctx, api.FsMkdirRequest{Path: "/a", Mode: "rwx"}); return err }, errdefs.CodeFSInvalid},
-		{"mode too large", func() error { _, err := m.Mkdir(ctx, api.FsMkdirRequest{Path: "/a", Mode: "17777"}); return err }, errdefs.CodeFSInvalid},
-		{"both bodies", func() error {
-			_, err := m.WriteFile(ctx, api.FsWriteRequest{Path: "/a", Content: &text, ContentB64: &text})
-			return err
-		}, errdefs.CodeMalformed},
-		{"no body", func() error { _, err := m.WriteFile(ctx, api.FsWriteRequest{Path: "/a"}); return err }, errdefs.CodeMalformed},
-		{"bad base64", func() error { _, err := m.WriteFile(ctx, api.FsWriteRequest{Path: "/a", ContentB64: &bad}); return err }, errdefs.CodeMalformed},
-		{"chmod nothing", func() error { _, err := m.Chmod(ctx, api.FsChmodRequest{Path: "/a"}); return err }, errdefs.CodeFSInvalid},
-		{"empty grep pattern", func() error { _, err := m.Grep(ctx, api.FsGrepRequest{Path: "/a"}); return err }, errdefs.CodeFSInvalid},
-		{"negative max_matches", func() error {
-			_, err := m.Grep(ctx, api.FsGrepRequest{Path: "/a", Pattern: "x", MaxMatches: -1})
-			return err
-		}, errdefs.CodeFSInvalid},
-		{"sed files and path", func() error {
-			_, err := m.Sed(ctx, api.FsSedRequest{Path: "/a", Files: []string{"/b"}, Pattern: "x"})
-			return err
-		}, errdefs.CodeFSInvalid},
-		{"sed neither", func() error { _, err := m.Sed(ctx, api.FsSedRequest{Pattern: "x"}); return err }, errdefs.CodeFSInvalid},
-		{"sed relative file", func() error {
-			_, err := m.Sed(ctx, api.FsSedRequest{Files: []string{"/a", "b"}, Pattern: "x"})
-			return err
-		}, errdefs.CodeFSInvalid},
-		{"sed empty pattern", func() error { _, err := m.Sed(ctx, api.FsSedRequest{Path: "/a"}); return err }, errdefs.CodeFSInvalid},
-		// Valid requests reach the lookup, which knows no sandbox.
-		{"valid request", func() error {
-			_, err := m.Ls(ctx, api.FsLsRequest{SandboxID: "00000000-0000-4000-8000-000000000000", Path: "/"})
-			return err
-		}, errdefs.CodeNotFound},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if err := tc.call(); errdefs.CodeOf(err) != tc.code {
-				t.Fatalf("got %v (%s), want %s", err, errdefs.CodeOf(err), tc.code)
-			}
-		})
-	}
-}
-
-func TestParseMode(t *testing.T) {
-	for _, tc := range []struct {
-		in   api.FileMode
-		want uint32
-		ok   bool
-	}{
-		{"", 0o755, true}, {"0644", 0o644, true}, {"644", 0o644, true}, {"0o600", 0o600, true},
-		{"1777", 0o1777, true}, {"7777", 0o7777, true}, {"0999", 0, false}, {"10000", 0, false}, {"0o", 0, false}, {"-1", 0, false},
-	} {
-		got, err := parseMode("/p", tc.in, 0o755)
-		if (err == nil) != tc.ok || got != tc.want {
-			t.Errorf("parseMode(%q) = %o, %v; want %o ok=%v", tc.in, got, err, tc.want, tc.ok)
-		}
 	}
 }

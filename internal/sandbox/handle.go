@@ -8,18 +8,22 @@ import (
 	"github.com/hutch-dev/hutch/internal/runtime"
 )
 
-// use is what a call does with a live sandbox, which decides what acquire
-// counts.
-type use int
+// Use is what a call does with a live sandbox, which decides what
+// acquire checks and counts.
+type Use int
 
 const (
-	// useRead reads the sandbox's state: not activity (metrics).
-	useRead use = iota
-	// useCall calls its agent: activity, before and after.
-	useCall
-	// useExec starts a process: activity, and an exec slot of the sandbox
+	// UseRead reads the sandbox's state: not activity (metrics); a
+	// paused sandbox may be read.
+	UseRead Use = iota
+	// UseCall calls its agent: activity, before and after.
+	UseCall
+	// UseExec starts a process: activity, and an exec slot of the sandbox
 	// (S003) and of its owner (S400) for the call's length.
-	useExec
+	UseExec
+	// UseRecord changes the sandbox's own record (its env): any state
+	// but ended (S004), not activity, no resume.
+	UseRecord
 )
 
 // acquire is the one way to a live sandbox: it finds the sandbox of id
@@ -28,13 +32,19 @@ const (
 // resumed first; a read may see a paused one), counts the call as
 // activity and takes what u needs. The caller
 // calls release once the call is over, exactly once.
-func (m *Manager) acquire(ctx context.Context, id string, u use) (sb *sandbox, release func(), err error) {
+func (m *Manager) acquire(ctx context.Context, id string, u Use) (sb *sandbox, release func(), err error) {
 	sb, err = m.lookup(ctx, id)
 	if err != nil {
 		return nil, nil, err
 	}
 	st, end := sb.current()
-	if u == useRead && (st == Running || st == Paused) {
+	if u == UseRead && (st == Running || st == Paused) {
+		return sb, func() {}, nil
+	}
+	if u == UseRecord {
+		if st.ended() {
+			return nil, nil, stoppedError(sb.rec.ID, end)
+		}
 		return sb, func() {}, nil
 	}
 	if resumed, err := m.autoResume(sb, st); err != nil {
@@ -46,7 +56,7 @@ func (m *Manager) acquire(ctx context.Context, id string, u use) (sb *sandbox, r
 		return nil, nil, notRunning(sb.rec.ID, st, end)
 	}
 	sb.touch()
-	if u == useCall {
+	if u == UseCall {
 		return sb, sb.touch, nil
 	}
 	select {

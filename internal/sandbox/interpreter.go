@@ -9,6 +9,7 @@ package sandbox
 // and its result still read, so that the next cell starts clean.
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -108,7 +109,7 @@ func (c *interpContext) info(sandboxID string) api.ContextInfo {
 
 // CreateContext starts a context (sandbox::interpreter::context::create).
 func (m *Manager) CreateContext(ctx context.Context, req api.ContextCreateRequest) (api.ContextInfo, error) {
-	sb, release, err := m.acquire(ctx, req.SandboxID, useCall)
+	sb, release, err := m.acquire(ctx, req.SandboxID, UseCall)
 	if err != nil {
 		return api.ContextInfo{}, err
 	}
@@ -129,7 +130,7 @@ func (m *Manager) newContext(ctx context.Context, sb *sandbox, req api.ContextCr
 	if !ok {
 		return nil, errdefs.Malformed("language must be one of %v, got %q", interp.Languages, clip(req.Language, 32))
 	}
-	if err := validateEnv("env", req.Env); err != nil {
+	if err := ValidateEnv("env", req.Env); err != nil {
 		return nil, err
 	}
 	if err := validateWorkdir(req.Cwd); err != nil {
@@ -169,7 +170,7 @@ func (m *Manager) startKernel(ctx context.Context, sb *sandbox, c *interpContext
 	// The kernel runs from its file, a short command in process lists;
 	// written at every start, as the sandbox may have changed it since.
 	src := c.kernel.Source
-	if _, err := m.WriteFile(ctx, api.FsWriteRequest{SandboxID: sb.rec.ID, Path: c.kernel.Path(kernelDir), Content: &src}); err != nil {
+	if err := m.writeFile(ctx, sb, c.kernel.Path(kernelDir), []byte(src)); err != nil {
 		return err
 	}
 	program := c.kernel.Interpreter[0]
@@ -185,6 +186,20 @@ func (m *Manager) startKernel(ctx context.Context, sb *sandbox, c *interpContext
 	c.mu.Lock()
 	c.pid, c.nonce, c.count, c.stdout, c.stderr, c.dead, c.busy = st.Pid, hex.EncodeToString(nonce), 0, 0, 0, "", false
 	c.mu.Unlock()
+	return nil
+}
+
+// writeFile writes data to the file at p of sb as the image's user, as
+// sandbox::fs::write does (filesvc; the kernel's file is a path of ours).
+func (m *Manager) writeFile(ctx context.Context, sb *sandbox, p string, data []byte) error {
+	sb, release, err := m.acquire(ctx, sb.rec.ID, UseCall)
+	if err != nil {
+		return err
+	}
+	defer release()
+	if _, err := sb.client().Upload(ctx, &agentv1.FsUploadHeader{Path: p}, bytes.NewReader(data), sb.touch); err != nil {
+		return m.fsError(ctx, sb, "write of "+p, err)
+	}
 	return nil
 }
 
@@ -208,7 +223,7 @@ func (m *Manager) findContext(ctx context.Context, id string) (*sandbox, *interp
 	if owner == nil {
 		return nil, nil, nil, notFound
 	}
-	sb, release, err := m.acquire(ctx, owner.rec.ID, useCall)
+	sb, release, err := m.acquire(ctx, owner.rec.ID, UseCall)
 	if errdefs.Is(err, errdefs.CodeNotFound) {
 		return nil, nil, nil, notFound // another owner's
 	}
@@ -225,7 +240,7 @@ func (m *Manager) findContext(ctx context.Context, id string) (*sandbox, *interp
 
 // ListContexts lists a sandbox's contexts (sandbox::interpreter::context::list).
 func (m *Manager) ListContexts(ctx context.Context, req api.ContextListRequest) (api.ContextListResponse, error) {
-	sb, release, err := m.acquire(ctx, req.SandboxID, useRead)
+	sb, release, err := m.acquire(ctx, req.SandboxID, UseRead)
 	if err != nil {
 		return api.ContextListResponse{}, err
 	}
@@ -476,7 +491,7 @@ func (m *Manager) cellContext(ctx context.Context, req api.RunCodeRequest) (*san
 	if language == "" {
 		language = interp.Python
 	}
-	sb, release, err := m.acquire(ctx, req.SandboxID, useCall)
+	sb, release, err := m.acquire(ctx, req.SandboxID, UseCall)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -60,7 +60,7 @@ func TestExecSlots(t *testing.T) {
 	m, _, _ := inprocess(t, func(c *config.Config) { c.MaxConcurrentExecPerSandbox = 1 })
 	ctx := context.Background()
 	id := create(t, m, api.CreateRequest{Image: "python"})
-	sb, release, err := m.acquire(ctx, id, useExec)
+	sb, release, err := m.acquire(ctx, id, UseExec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,16 +78,16 @@ func TestExecSlots(t *testing.T) {
 func TestAcquireChecksOwnerAndState(t *testing.T) {
 	m, _, _ := inprocess(t, nil)
 	id := create(t, m, api.CreateRequest{Image: "python"})
-	_, _, err := m.acquire(as("mallory"), id, useCall)
+	_, _, err := m.acquire(as("mallory"), id, UseCall)
 	wantCode(t, err, errdefs.CodeNotFound)
-	_, _, err = m.acquire(context.Background(), "nope", useCall)
+	_, _, err = m.acquire(context.Background(), "nope", UseCall)
 	wantCode(t, err, errdefs.CodeMalformed)
 
 	sb, _ := m.lookup(context.Background(), id)
 	if err := sb.transition(Pausing); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = m.acquire(context.Background(), id, useRead)
+	_, _, err = m.acquire(context.Background(), id, UseRead)
 	wantCode(t, err, errdefs.CodePaused)
 	if !strings.Contains(err.Error(), "pausing") {
 		t.Errorf("acquire of a pausing sandbox: %v; want its state named", err)
@@ -149,19 +149,6 @@ func TestFsFailureEndsItsSandbox(t *testing.T) {
 			stoppedWith(t, m, id, "agent_failure", "")
 			testutil.Eventually(t, 30*time.Second, func() bool { return rt.Instance(id).Destroyed() }, "the instance is destroyed")
 		})
-	}
-}
-
-func TestFsCallOnRunningSandbox(t *testing.T) {
-	m, _, _ := inprocess(t, nil)
-	id := create(t, m, api.CreateRequest{Image: "python"})
-	dir := t.TempDir()
-	if _, err := m.Mkdir(context.Background(), api.FsMkdirRequest{SandboxID: id, Path: dir + "/sub"}); err != nil {
-		t.Fatal(err)
-	}
-	ls, err := m.Ls(context.Background(), api.FsLsRequest{SandboxID: id, Path: dir})
-	if err != nil || len(ls.Entries) != 1 || ls.Entries[0].Name != "sub" {
-		t.Fatalf("ls = %+v, %v", ls, err)
 	}
 }
 

@@ -35,7 +35,7 @@ func (m *Manager) StreamLogs(ctx context.Context, req api.LogsRequest, emit emit
 	if len(req.Tag) > maxTagBytes {
 		return errdefs.Malformed("tag is %d bytes, more than %d", len(req.Tag), maxTagBytes)
 	}
-	sb, release, err := m.acquire(ctx, req.SandboxID, useCall)
+	sb, release, err := m.acquire(ctx, req.SandboxID, UseCall)
 	if err != nil {
 		return err
 	}

@@ -108,8 +108,6 @@ type Manager struct {
 	boots bootSlots
 	// snaps keeps snapshots (snapshot.go).
 	snaps snapshots
-	// alerts holds the alerts and runs their checker (alerts.go).
-	alerts alerts
 	// nets are the sandbox networks (networks.go).
 	nets netBook
 	// denialsOnce starts the watcher of egress refusals (egress.go).
@@ -119,8 +117,18 @@ type Manager struct {
 	// vols keeps the volumes (volumes.go); nil without them.
 	vols *volumes.Store
 
-	// mu guards the fields below, and the warm pool's maps. Lock order:
-	// Manager.mu, then a sandbox's mu (sandbox.go); never the reverse.
+	// mu guards the fields below, and the warm pool's maps.
+	//
+	// The lock order of the core, stated here once: first a sandbox's
+	// operation locks, each held across one kind of change to it (op:
+	// pause, resume, hibernate, checkpoint; envMu: its env layer;
+	// interpStart: the start of its default contexts; egressMu: its
+	// egress policy); then Manager.mu; then a sandbox's mu. Nothing that
+	// holds Manager.mu or a sandbox's mu takes an operation lock, and
+	// nothing that holds a sandbox's mu takes Manager.mu. The other locks
+	// of the package each guard their own book and are taken last.
+	// Services (internal/sandbox/<name>svc) hold none of them: they act
+	// through Handle, whose methods take what they need.
 	mu        sync.Mutex
 	sandboxes map[string]*sandbox
 	// reserved counts creates in progress, so capacity holds under races.
@@ -270,7 +278,7 @@ func (m *Manager) create(ctx context.Context, req api.CreateRequest, from *origi
 	if err != nil {
 		return api.CreateResponse{}, err
 	}
-	if err := validateEnv("env", req.Env); err != nil {
+	if err := ValidateEnv("env", req.Env); err != nil {
 		return api.CreateResponse{}, err
 	}
 	if err := m.checkEgress(&req, rt); err != nil {

@@ -12,7 +12,7 @@ import (
 // Metrics reports a live sandbox's resource use from its cgroups. Reading
 // metrics is not activity: it does not keep a sandbox from the reaper.
 func (m *Manager) Metrics(ctx context.Context, req api.MetricsRequest) (api.MetricsResponse, error) {
-	sb, release, err := m.acquire(ctx, req.SandboxID, useRead)
+	sb, release, err := m.acquire(ctx, req.SandboxID, UseRead)
 	if err != nil {
 		return api.MetricsResponse{}, err
 	}

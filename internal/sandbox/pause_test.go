@@ -43,7 +43,7 @@ func TestPauseAndResume(t *testing.T) {
 		t.Errorf("a paused sandbox is listed as %+v", info)
 	}
 	wantCode(t, exec(m, id), errdefs.CodePaused)
-	_, err = m.Stat(ctx, api.FsStatRequest{SandboxID: id, Path: "/"})
+	_, _, err = m.Acquire(ctx, id, UseCall)
 	wantCode(t, err, errdefs.CodePaused)
 
 	if resp, err := m.Resume(ctx, api.ResumeRequest{SandboxID: id}); err != nil || resp.State != "running" || !resp.Changed {

@@ -211,7 +211,7 @@ func (m *Manager) PublicPort(token string) (PortTarget, bool) {
 // Dial connects to t's port through its sandbox's agent, as t's owner.
 // The connection counts as the sandbox's activity.
 func (m *Manager) Dial(ctx context.Context, t PortTarget) (net.Conn, error) {
-	sb, release, err := m.acquire(auth.WithOwner(ctx, t.owner), t.SandboxID, useCall)
+	sb, release, err := m.acquire(auth.WithOwner(ctx, t.owner), t.SandboxID, UseCall)
 	if err != nil {
 		return nil, err
 	}

@@ -38,7 +38,7 @@ func (m *Manager) StartProcess(ctx context.Context, req api.ProcessStartRequest)
 	if err != nil {
 		return api.ProcessStartResponse{}, err
 	}
-	if err := validateEnv("env", req.Env); err != nil {
+	if err := ValidateEnv("env", req.Env); err != nil {
 		return api.ProcessStartResponse{}, err
 	}
 	if err := validateWorkdir(req.Workdir); err != nil {
@@ -50,7 +50,7 @@ func (m *Manager) StartProcess(ctx context.Context, req api.ProcessStartRequest)
 	if len(req.Tag) > maxTagBytes {
 		return api.ProcessStartResponse{}, errdefs.Malformed("tag is %d bytes, more than %d", len(req.Tag), maxTagBytes)
 	}
-	sb, release, err := m.acquire(ctx, req.SandboxID, useCall)
+	sb, release, err := m.acquire(ctx, req.SandboxID, UseCall)
 	if err != nil {
 		return api.ProcessStartResponse{}, err
 	}
@@ -140,7 +140,7 @@ func (m *Manager) agentExec(sb *sandbox, argv []string, env api.Env, workdir str
 		TimeoutMs: int64(timeoutMs),
 	}
 	if len(env) > 0 {
-		areq.Env = mergeEnv(areq.Env, env)
+		areq.Env = MergeEnv(areq.Env, env)
 	}
 	u, err := sb.namedUser(user)
 	if err != nil {
@@ -152,7 +152,7 @@ func (m *Manager) agentExec(sb *sandbox, argv []string, env api.Env, workdir str
 
 // GetProcess describes a process hutch started.
 func (m *Manager) GetProcess(ctx context.Context, req api.ProcessRequest) (api.ProcessInfo, error) {
-	sb, release, err := m.acquire(ctx, req.SandboxID, useCall)
+	sb, release, err := m.acquire(ctx, req.SandboxID, UseCall)
 	if err != nil {
 		return api.ProcessInfo{}, err
 	}
@@ -182,7 +182,7 @@ func unknownProcess(id string, pid int) error {
 // ListProcesses lists every process of the sandbox as the sandbox sees
 // it, marking those hutch started.
 func (m *Manager) ListProcesses(ctx context.Context, req api.ProcessListRequest) (api.ProcessListResponse, error) {
-	sb, release, err := m.acquire(ctx, req.SandboxID, useCall)
+	sb, release, err := m.acquire(ctx, req.SandboxID, UseCall)
 	if err != nil {
 		return api.ProcessListResponse{}, err
 	}
@@ -233,7 +233,7 @@ func (m *Manager) ListProcesses(ctx context.Context, req api.ProcessListRequest)
 // ProcessOutput answers what a process's streams hold from the offsets
 // asked for, up to one chunk of each.
 func (m *Manager) ProcessOutput(ctx context.Context, req api.ProcessOutputRequest) (api.ProcessOutputResponse, error) {
-	sb, release, err := m.acquire(ctx, req.SandboxID, useCall)
+	sb, release, err := m.acquire(ctx, req.SandboxID, UseCall)
 	if err != nil {
 		return api.ProcessOutputResponse{}, err
 	}
@@ -311,7 +311,7 @@ func textOrBase64(b []byte) (string, bool) {
 // FollowProcess streams a process's output from the offsets asked for
 // until it exits, and answers its end.
 func (m *Manager) FollowProcess(ctx context.Context, req api.ProcessOutputRequest, emit emitFunc) (api.ProcessInfo, error) {
-	sb, release, err := m.acquire(ctx, req.SandboxID, useCall)
+	sb, release, err := m.acquire(ctx, req.SandboxID, UseCall)
 	if err != nil {
 		return api.ProcessInfo{}, err
 	}
@@ -415,7 +415,7 @@ func (m *Manager) WriteStdin(ctx context.Context, req api.ProcessStdinRequest) (
 	if len(data) > maxStdinWrite {
 		return api.ProcessStdinResponse{}, errdefs.Malformed("data is %d bytes, more than %d in one write", len(data), maxStdinWrite)
 	}
-	sb, release, err := m.acquire(ctx, req.SandboxID, useCall)
+	sb, release, err := m.acquire(ctx, req.SandboxID, UseCall)
 	if err != nil {
 		return api.ProcessStdinResponse{}, err
 	}
@@ -452,7 +452,7 @@ func (m *Manager) KillProcess(ctx context.Context, req api.ProcessRequest) (api.
 }
 
 func (m *Manager) signal(ctx context.Context, id string, pid int, sig syscall.Signal, name string) (api.ProcessSignalResponse, error) {
-	sb, release, err := m.acquire(ctx, id, useCall)
+	sb, release, err := m.acquire(ctx, id, UseCall)
 	if err != nil {
 		return api.ProcessSignalResponse{}, err
 	}
@@ -485,7 +485,7 @@ func parseSignal(s string) (syscall.Signal, string, error) {
 // WaitProcess waits until a process exits or the request's timeout ends,
 // and answers its state.
 func (m *Manager) WaitProcess(ctx context.Context, req api.ProcessWaitRequest) (api.ProcessInfo, error) {
-	sb, release, err := m.acquire(ctx, req.SandboxID, useCall)
+	sb, release, err := m.acquire(ctx, req.SandboxID, UseCall)
 	if err != nil {
 		return api.ProcessInfo{}, err
 	}
@@ -507,7 +507,7 @@ func (m *Manager) ResizeProcess(ctx context.Context, req api.ProcessResizeReques
 	if req.Cols == 0 || req.Rows == 0 {
 		return api.ProcessResizeResponse{}, errdefs.Malformed("a terminal needs cols and rows above 0, got %dx%d", req.Cols, req.Rows)
 	}
-	sb, release, err := m.acquire(ctx, req.SandboxID, useCall)
+	sb, release, err := m.acquire(ctx, req.SandboxID, UseCall)
 	if err != nil {
 		return api.ProcessResizeResponse{}, err
 	}

@@ -22,7 +22,7 @@ type sandbox struct {
 	user *image.User
 	// baseEnv is the image env overlaid with the sandbox's own (the
 	// create's, then sandbox::env::*); mu guards it (env.go), envMu
-	// serializes its changes.
+	// serializes its changes (Handle.ChangeEnv).
 	baseEnv []string
 	envMu   sync.Mutex
 	// slots holds one token per exec in flight; its capacity is the cap.
@@ -44,8 +44,7 @@ type sandbox struct {
 	egress   atomic.Pointer[egressPolicy]
 	egressMu sync.Mutex
 
-	// mu guards the fields below. Lock order: Manager.mu, then sandbox.mu;
-	// nothing that holds a sandbox's mu takes Manager.mu.
+	// mu guards the fields below (the lock order: Manager.mu in manager.go).
 	mu    sync.Mutex
 	state State
 	// end is why the sandbox ended, set with the move to Stopping.
@@ -87,7 +86,7 @@ func newSandbox(rec *record, inst runtime.Instance, ac *agentclient.Client, img 
 // baseEnv is the env every exec of a sandbox starts from: the image's
 // user's defaults, the image's env, then the create-time env.
 func baseEnv(user *image.User, img *image.Image, env []string) []string {
-	return mergeEnv(imageBaseEnv(user), img.Config.Env, env)
+	return MergeEnv(imageBaseEnv(user), img.Config.Env, env)
 }
 
 // tombstone is a stopped sandbox known only from its record. A record

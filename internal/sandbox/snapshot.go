@@ -98,7 +98,7 @@ func (m *Manager) CreateSnapshot(ctx context.Context, req api.SnapshotCreateRequ
 	if len(req.Name) > 128 || !safetext.Safe(req.Name) {
 		return api.SnapshotInfo{}, errdefs.Malformed("name must be at most 128 bytes of text without control characters")
 	}
-	sb, release, err := m.acquire(ctx, req.SandboxID, useRead) // running or paused
+	sb, release, err := m.acquire(ctx, req.SandboxID, UseRead) // running or paused
 	if err != nil {
 		return api.SnapshotInfo{}, err
 	}
@@ -322,7 +322,7 @@ func (m *Manager) Fork(ctx context.Context, req api.ForkRequest) (api.ForkRespon
 	if req.Count < 1 || req.Count > maxForkCount {
 		return api.ForkResponse{}, errdefs.Malformed("count must be between 1 and %d, got %d", maxForkCount, req.Count)
 	}
-	sb, release, err := m.acquire(ctx, req.SandboxID, useRead) // running or paused
+	sb, release, err := m.acquire(ctx, req.SandboxID, UseRead) // running or paused
 	if err != nil {
 		return api.ForkResponse{}, err
 	}

@@ -76,7 +76,7 @@ func (m *Manager) CreateTemplate(ctx context.Context, req api.TemplateCreateRequ
 		}
 		rec.ImageID = snap.ImageID
 	case req.FromSandbox != "":
-		sb, release, err := m.acquire(ctx, req.FromSandbox, useCall)
+		sb, release, err := m.acquire(ctx, req.FromSandbox, UseCall)
 		if err != nil {
 			return api.TemplateInfo{}, err
 		}
@@ -124,7 +124,7 @@ func (m *Manager) checkDefaults(d api.TemplateDefaults) error {
 	if _, _, err := m.limits(req); err != nil {
 		return err
 	}
-	if err := validateEnv("env", req.Env); err != nil {
+	if err := ValidateEnv("env", req.Env); err != nil {
 		return err
 	}
 	_, err := m.createTerms(req)

@@ -28,9 +28,9 @@ func parseID(id string) (string, error) {
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-// validateEnv checks that every entry is KEY=VALUE with a valid name.
+// ValidateEnv checks that every entry is KEY=VALUE with a valid name.
 // field names the payload field for the message ("env").
-func validateEnv(field string, env []string) error {
+func ValidateEnv(field string, env []string) error {
 	for i, kv := range env {
 		k, _, ok := strings.Cut(kv, "=")
 		if !ok {
@@ -46,9 +46,19 @@ func validateEnv(field string, env []string) error {
 	return nil
 }
 
-// mergeEnv layers environments: later layers override earlier ones key by
+// ValidateEnvKeys checks variable names.
+func ValidateEnvKeys(keys []string) error {
+	for i, k := range keys {
+		if !envName.MatchString(k) {
+			return errdefs.Malformed("keys[%d]: %q is not a valid variable name (letters, digits and _, not starting with a digit)", i, clip(k, 64))
+		}
+	}
+	return nil
+}
+
+// MergeEnv layers environments: later layers override earlier ones key by
 // key; the result keeps first-seen key order.
-func mergeEnv(layers ...[]string) []string {
+func MergeEnv(layers ...[]string) []string {
 	idx := map[string]int{}
 	var out []string
 	for _, layer := range layers {
@@ -123,6 +133,9 @@ func validateWorkdir(dir string) error {
 	}
 	return nil
 }
+
+// Clip shortens s for quoting in an error message.
+func Clip(s string, n int) string { return clip(s, n) }
 
 // clip shortens s for quoting in an error message.
 func clip(s string, n int) string {

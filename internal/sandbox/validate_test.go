@@ -46,19 +46,19 @@ func TestCommandArgv(t *testing.T) {
 
 func TestValidateEnv(t *testing.T) {
 	for _, ok := range [][]string{nil, {"A=1"}, {"_X=", "LANG=C.UTF-8", "K=a=b"}} {
-		if err := validateEnv("env", ok); err != nil {
-			t.Errorf("validateEnv(%q) = %v", ok, err)
+		if err := ValidateEnv("env", ok); err != nil {
+			t.Errorf("ValidateEnv(%q) = %v", ok, err)
 		}
 	}
 	for _, bad := range [][]string{{"NOVALUE"}, {"1A=x"}, {"A-B=x"}, {"=x"}, {"A=\x00"}} {
-		if err := validateEnv("env", bad); !errdefs.Is(err, errdefs.CodeMalformed) {
-			t.Errorf("validateEnv(%q) = %v, want S001", bad, err)
+		if err := ValidateEnv("env", bad); !errdefs.Is(err, errdefs.CodeMalformed) {
+			t.Errorf("ValidateEnv(%q) = %v, want S001", bad, err)
 		}
 	}
 }
 
 func TestMergeEnv(t *testing.T) {
-	got := mergeEnv([]string{"PATH=/bin", "LANG=C"}, []string{"LANG=en_US.UTF-8", "DB=x"}, []string{"DB=y"})
+	got := MergeEnv([]string{"PATH=/bin", "LANG=C"}, []string{"LANG=en_US.UTF-8", "DB=x"}, []string{"DB=y"})
 	want := []string{"PATH=/bin", "LANG=en_US.UTF-8", "DB=y"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %q, want %q", got, want)

@@ -1,7 +1,7 @@
 package sandbox
 
-// Volumes: the owner's volumes (internal/volumes) as functions, and their
-// mounts at create. A create's volumes are checked before any side effect,
+// Volumes: their mounts at create (the owner's volumes as functions are
+// internal/sandbox/volumesvc). A create's volumes are checked before any side effect,
 // acquired (mounted on the host, and held against deletion) under the new
 // sandbox's id just before it boots, handed to the runtime as bind mounts,
 // and released once its teardown has destroyed the instance. A sandbox
@@ -13,11 +13,10 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"github.com/hutch-dev/hutch/internal/auth"
 	"path"
-	"time"
 
 	"github.com/hutch-dev/hutch/api"
-	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/runtime"
 	"github.com/hutch-dev/hutch/internal/volumes"
@@ -29,72 +28,9 @@ const maxMounts = 16
 // volumeStore is the store, or S266 when the daemon has none.
 func (m *Manager) volumeStore() (*volumes.Store, error) {
 	if m.vols == nil {
-		return nil, errdefs.New(errdefs.CodeNoVolumes, "this daemon keeps no volumes")
+		return nil, volumes.NoStore()
 	}
 	return m.vols, nil
-}
-
-// CreateVolume is sandbox::volume::create.
-func (m *Manager) CreateVolume(ctx context.Context, req api.VolumeCreateRequest) (api.VolumeInfo, error) {
-	s, err := m.volumeStore()
-	if err != nil {
-		return api.VolumeInfo{}, err
-	}
-	info, err := s.Create(auth.OwnerFrom(ctx), req.Name, req.SizeMB)
-	if err != nil {
-		return api.VolumeInfo{}, err
-	}
-	return volumeInfo(info), nil
-}
-
-// ListVolumes is sandbox::volume::list: the caller's volumes by name.
-func (m *Manager) ListVolumes(ctx context.Context, _ api.VolumeListRequest) (api.VolumeListResponse, error) {
-	s, err := m.volumeStore()
-	if err != nil {
-		return api.VolumeListResponse{}, err
-	}
-	resp := api.VolumeListResponse{Volumes: []api.VolumeInfo{}}
-	for _, info := range s.List(auth.OwnerFrom(ctx)) {
-		resp.Volumes = append(resp.Volumes, volumeInfo(info))
-	}
-	return resp, nil
-}
-
-// GetVolume is sandbox::volume::get: one volume with what it uses.
-func (m *Manager) GetVolume(ctx context.Context, req api.VolumeRequest) (api.VolumeInfo, error) {
-	s, err := m.volumeStore()
-	if err != nil {
-		return api.VolumeInfo{}, err
-	}
-	info, err := s.Get(auth.OwnerFrom(ctx), req.Name)
-	if err != nil {
-		return api.VolumeInfo{}, err
-	}
-	return volumeInfo(info), nil
-}
-
-// DeleteVolume is sandbox::volume::delete: S262 while a live sandbox
-// mounts it.
-func (m *Manager) DeleteVolume(ctx context.Context, req api.VolumeRequest) (api.VolumeDeleteResponse, error) {
-	s, err := m.volumeStore()
-	if err != nil {
-		return api.VolumeDeleteResponse{}, err
-	}
-	if err := s.Delete(auth.OwnerFrom(ctx), req.Name); err != nil {
-		return api.VolumeDeleteResponse{}, err
-	}
-	return api.VolumeDeleteResponse{Name: req.Name, Deleted: true}, nil
-}
-
-func volumeInfo(i volumes.Info) api.VolumeInfo {
-	return api.VolumeInfo{
-		Name:           i.Name,
-		SizeMB:         i.SizeMB,
-		CreatedAt:      i.CreatedAt.UTC().Format(time.RFC3339),
-		UsedBytes:      i.UsedBytes,
-		AvailableBytes: i.AvailableBytes,
-		SandboxIDs:     i.Users,
-	}
 }
 
 // checkMounts checks a create's volumes before anything happens: names,

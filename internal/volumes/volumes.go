@@ -112,6 +112,11 @@ type Store struct {
 
 func key(owner, name string) string { return owner + "\x00" + name }
 
+// NoStore is S266: the daemon keeps no volumes.
+func NoStore() error {
+	return errdefs.New(errdefs.CodeNoVolumes, "this daemon keeps no volumes")
+}
+
 // Open loads the records under opts.Dir, removes what a crashed daemon
 // left (mounts, disks without a record, records without a disk) and
 // checks that the host can make volumes; when it cannot, the store still

@@ -27,6 +27,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/runtime"
 	"github.com/hutch-dev/hutch/internal/runtime/runtimetest"
 	"github.com/hutch-dev/hutch/internal/sandbox"
+	"github.com/hutch-dev/hutch/internal/sandbox/filesvc"
 )
 
 // readyImages is an image store whose every image is ready: one empty
@@ -84,7 +85,7 @@ func newEnv(t *testing.T) *env {
 			t.Errorf("closing the manager: %v", err)
 		}
 	})
-	table := functions.New(functions.Deps{Sandboxes: mgr, Files: mgr, Processes: mgr})
+	table := functions.New(functions.Deps{Sandboxes: mgr, Files: filesvc.New(mgr), Processes: mgr})
 	h := New(table, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		o := r.Header.Get("X-Owner")

@@ -1,29 +1,44 @@
-package sandbox
-
-// sandbox::git::*: git run inside a sandbox by the agent's exec, one
-// argument vector at a time (internal/gitcmd builds, checks and parses
-// them; nothing goes through a shell), under one exec slot for the whole
-// operation and one deadline. Credentials reach git in the environment of
-// the one exec that talks to the remote, scoped in git's config to the
-// URLs the caller named (credentials_for); the events and logs of an exec
-// name only "git" and the operation.
+// Package gitsvc is sandbox::git::*: git run inside a sandbox by the
+// agent's exec, one argument vector at a time (internal/gitcmd builds,
+// checks and parses them; nothing goes through a shell), under one exec
+// slot for the whole operation and one deadline. Credentials reach git in
+// the environment of the one exec that talks to the remote, scoped in
+// git's config to the URLs the caller named (credentials_for); the events
+// and logs of an exec name only "git" and the operation. It reaches a
+// sandbox only through sandbox.Sandboxes.
+package gitsvc
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"time"
 
 	"github.com/hutch-dev/hutch/api"
-	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/gitcmd"
+	"github.com/hutch-dev/hutch/internal/sandbox"
 )
+
+// Service answers sandbox::git::* (functions.Git).
+type Service struct {
+	sbs sandbox.Sandboxes
+	// maxOutput is the daemon's max_output_bytes.
+	maxOutput int64
+	log       *slog.Logger
+}
+
+// New is the git service over sbs; maxOutputBytes is the daemon's
+// max_output_bytes (a diff's cap).
+func New(sbs sandbox.Sandboxes, maxOutputBytes int64, log *slog.Logger) *Service {
+	return &Service{sbs: sbs, maxOutput: maxOutputBytes, log: log}
+}
 
 // gitCall is one git operation in a sandbox.
 type gitCall struct {
-	m   *Manager
+	s   *Service
 	ctx context.Context
-	sb  *sandbox
+	sb  sandbox.Handle
 	op  string
 	// dir is the repository's directory; user and env as the request
 	// gave them.
@@ -34,47 +49,31 @@ type gitCall struct {
 	deadline  time.Time
 }
 
-// gitBegin checks t and takes an exec slot of its sandbox for operation
+// begin checks t and takes an exec slot of its sandbox for operation
 // op: the call and its release.
-func (m *Manager) gitBegin(ctx context.Context, op string, t api.GitTarget) (*gitCall, func(), error) {
+func (s *Service) begin(ctx context.Context, op string, t api.GitTarget) (*gitCall, func(), error) {
 	if t.Path != "" {
 		if err := gitcmd.CheckRepoPath(t.Path); err != nil {
 			return nil, nil, err
 		}
 	}
-	if err := validateEnv("env", t.Env); err != nil {
+	if err := sandbox.ValidateEnv("env", t.Env); err != nil {
 		return nil, nil, err
 	}
-	sb, release, err := m.acquire(ctx, t.SandboxID, useExec)
+	sb, release, err := s.sbs.Acquire(ctx, t.SandboxID, sandbox.UseExec)
 	if err != nil {
 		return nil, nil, err
 	}
-	g := &gitCall{m: m, ctx: ctx, sb: sb, op: op, dir: t.Path, user: t.User, env: t.Env, timeoutMs: m.execTimeout(t.TimeoutMs)}
+	g := &gitCall{s: s, ctx: ctx, sb: sb, op: op, dir: t.Path, user: t.User, env: t.Env, timeoutMs: sb.ExecTimeout(t.TimeoutMs)}
 	if g.dir == "" {
-		g.dir = packageDir(sb)
+		g.dir = sb.Workdir()
 	}
-	if home := homeOf(sb, t.User); home != "" {
+	if home := sb.Home(t.User); home != "" {
 		// git reads (and config --global writes) the user's own config.
-		g.env = mergeEnv([]string{"HOME=" + home}, t.Env)
+		g.env = sandbox.MergeEnv([]string{"HOME=" + home}, t.Env)
 	}
 	g.deadline = time.Now().Add(time.Duration(g.timeoutMs) * time.Millisecond)
 	return g, release, nil
-}
-
-// homeOf is the home directory of user (a name or uid[:gid]) in sb's
-// image; "" for no user, or one that does not resolve (agentExec says
-// why).
-func homeOf(sb *sandbox, user string) string {
-	if user == "" {
-		return ""
-	}
-	img := *sb.image
-	img.Config.User = user
-	u, err := img.ResolveUser()
-	if err != nil || u == nil {
-		return ""
-	}
-	return u.Home
 }
 
 // run runs c and returns how git ended; an error is hutch's (the agent,
@@ -88,36 +87,14 @@ func (g *gitCall) run(c gitcmd.Cmd) (gitcmd.Result, error) {
 	if dir == "" {
 		dir = g.dir
 	}
-	env := mergeEnv(g.env, gitcmd.BaseEnv, c.Env)
-	areq, err := g.m.agentExec(g.sb, c.Argv(dir), env, "/", c.Stdin, uint64(left), g.user)
+	resp, err := g.sb.Exec(g.ctx, sandbox.ExecCall{Argv: c.Argv(dir), Env: sandbox.MergeEnv(g.env, gitcmd.BaseEnv, c.Env), Workdir: "/",
+		Stdin: c.Stdin, TimeoutMs: uint64(left), User: g.user, MaxOutputBytes: int64(c.MaxOutput),
+		Op: "git " + g.op, Started: map[string]any{"command": "git", "git": g.op}})
 	if err != nil {
 		return gitcmd.Result{}, err
 	}
-	areq.MaxOutputBytes = g.m.cfg.MaxOutputBytes
-	if c.MaxOutput > 0 && int64(c.MaxOutput) < areq.MaxOutputBytes {
-		areq.MaxOutputBytes = int64(c.MaxOutput)
-	}
-	ctx, done := g.m.traceExec(g.ctx, api.ExecRequest{SandboxID: g.sb.rec.ID})
-	g.m.emitFor(g.sb, api.EventExecStarted, map[string]any{"command": "git", "git": g.op})
-	start := time.Now()
-	resp, err := g.sb.client().Exec(ctx, areq)
-	out := api.ExecResponse{DurationMs: uint64(time.Since(start).Milliseconds()), TimeoutMs: uint64(left)}
-	if err != nil {
-		if refused := spawnRefused(g.sb.rec.ID, err); refused != nil {
-			err = refused
-		} else {
-			err = g.m.agentFailure(ctx, g.sb, "git "+g.op, err)
-		}
-		done(out, err)
-		return gitcmd.Result{}, err
-	}
-	out.TimedOut = resp.TimedOut
 	code := int(resp.ExitCode)
-	if resp.Exited && !resp.TimedOut {
-		out.ExitCode, out.Success = &code, code == 0
-	}
-	done(out, nil)
-	g.m.log.Debug("git", "sandbox", g.sb.rec.ID, "op", g.op, "exit", code, "timed_out", resp.TimedOut)
+	g.s.log.Debug("git", "sandbox", g.sb.ID(), "op", g.op, "exit", code, "timed_out", resp.TimedOut)
 	if resp.TimedOut || !resp.Exited {
 		return gitcmd.Result{}, g.timedOut()
 	}
@@ -144,7 +121,7 @@ func (g *gitCall) ok(c gitcmd.Cmd) (gitcmd.Result, error) {
 func (g *gitCall) failure(r gitcmd.Result) error {
 	err := gitcmd.Failure(g.op, r)
 	if e := errdefs.As(err); e.Code == errdefs.CodeNoInterpreter {
-		e.FixNote = g.m.withFix("git")
+		e.FixNote = g.sb.Fix("git")
 		return e
 	}
 	return err
@@ -172,8 +149,7 @@ func (g *gitCall) checkLocal(r gitcmd.Remote) error {
 	if r.LocalPath == "" {
 		return nil
 	}
-	_, err := g.sb.client().Stat(g.ctx, &agentv1.FsStatRequest{Path: r.LocalPath})
-	if fe := fsDetail(err); fe != nil && fe.GetKind() == agentv1.FsErrorKind_FS_ERROR_KIND_NOT_FOUND {
+	if g.sb.PathMissing(g.ctx, r.LocalPath) {
 		return errdefs.New(errdefs.CodeGitNoRemote, "no repository at %s in the sandbox", clip(r.LocalPath, 256)).
 			WithFix(nil, "give the absolute path of a repository in the sandbox, or a URL")
 	}
@@ -183,8 +159,8 @@ func (g *gitCall) checkLocal(r gitcmd.Remote) error {
 // gitDo takes the sandbox of t for operation op and runs fn on it.
 // Requests are checked before (the builders of gitcmd), so that a bad
 // one takes no exec slot.
-func gitDo[Resp any](ctx context.Context, m *Manager, op string, t api.GitTarget, fn func(g *gitCall) (Resp, error)) (Resp, error) {
-	g, release, err := m.gitBegin(ctx, op, t)
+func gitDo[Resp any](ctx context.Context, s *Service, op string, t api.GitTarget, fn func(g *gitCall) (Resp, error)) (Resp, error) {
+	g, release, err := s.begin(ctx, op, t)
 	if err != nil {
 		var zero Resp
 		return zero, err
@@ -194,11 +170,11 @@ func gitDo[Resp any](ctx context.Context, m *Manager, op string, t api.GitTarget
 }
 
 // GitInit runs sandbox::git::init.
-func (m *Manager) GitInit(ctx context.Context, req api.GitInitRequest) (api.GitInitResponse, error) {
+func (s *Service) GitInit(ctx context.Context, req api.GitInitRequest) (api.GitInitResponse, error) {
 	if _, err := gitcmd.Init(req, "/"); err != nil {
 		return api.GitInitResponse{}, err
 	}
-	return gitDo(ctx, m, "init", req.GitTarget, func(g *gitCall) (api.GitInitResponse, error) {
+	return gitDo(ctx, s, "init", req.GitTarget, func(g *gitCall) (api.GitInitResponse, error) {
 		c, _ := gitcmd.Init(req, g.dir) // checked above
 		_, err := g.ok(c)
 		return api.GitInitResponse{Path: g.dir, Bare: req.Bare}, err
@@ -206,7 +182,7 @@ func (m *Manager) GitInit(ctx context.Context, req api.GitInitRequest) (api.GitI
 }
 
 // GitClone runs sandbox::git::clone.
-func (m *Manager) GitClone(ctx context.Context, req api.GitCloneRequest) (api.GitCloneResponse, error) {
+func (s *Service) GitClone(ctx context.Context, req api.GitCloneRequest) (api.GitCloneResponse, error) {
 	remote, err := gitcmd.ParseRemoteURL("url", req.URL)
 	if err != nil {
 		return api.GitCloneResponse{}, err
@@ -218,7 +194,7 @@ func (m *Manager) GitClone(ctx context.Context, req api.GitCloneRequest) (api.Gi
 	if _, err := gitcmd.Clone(req, remote, creds, "/"); err != nil {
 		return api.GitCloneResponse{}, err
 	}
-	return gitDo(ctx, m, "clone", req.GitTarget, func(g *gitCall) (api.GitCloneResponse, error) {
+	return gitDo(ctx, s, "clone", req.GitTarget, func(g *gitCall) (api.GitCloneResponse, error) {
 		if req.Path == "" {
 			g.dir = gitcmd.CloneDir(g.dir, remote.URL)
 		}
@@ -235,46 +211,46 @@ func (m *Manager) GitClone(ctx context.Context, req api.GitCloneRequest) (api.Gi
 }
 
 // GitStatus runs sandbox::git::status.
-func (m *Manager) GitStatus(ctx context.Context, req api.GitStatusRequest) (api.GitStatus, error) {
-	return gitDo(ctx, m, "status", req.GitTarget, (*gitCall).status)
+func (s *Service) GitStatus(ctx context.Context, req api.GitStatusRequest) (api.GitStatus, error) {
+	return gitDo(ctx, s, "status", req.GitTarget, (*gitCall).status)
 }
 
 // GitAdd runs sandbox::git::add.
-func (m *Manager) GitAdd(ctx context.Context, req api.GitAddRequest) (api.GitStatus, error) {
-	return gitChange(ctx, m, "add", req.GitTarget, func() (gitcmd.Cmd, error) { return gitcmd.Add(req.Paths) })
+func (s *Service) GitAdd(ctx context.Context, req api.GitAddRequest) (api.GitStatus, error) {
+	return gitChange(ctx, s, "add", req.GitTarget, func() (gitcmd.Cmd, error) { return gitcmd.Add(req.Paths) })
 }
 
 // GitCheckout runs sandbox::git::checkout.
-func (m *Manager) GitCheckout(ctx context.Context, req api.GitCheckoutRequest) (api.GitStatus, error) {
-	return gitChange(ctx, m, "checkout", req.GitTarget, func() (gitcmd.Cmd, error) { return gitcmd.Checkout(req) })
+func (s *Service) GitCheckout(ctx context.Context, req api.GitCheckoutRequest) (api.GitStatus, error) {
+	return gitChange(ctx, s, "checkout", req.GitTarget, func() (gitcmd.Cmd, error) { return gitcmd.Checkout(req) })
 }
 
 // GitReset runs sandbox::git::reset.
-func (m *Manager) GitReset(ctx context.Context, req api.GitResetRequest) (api.GitStatus, error) {
-	return gitChange(ctx, m, "reset", req.GitTarget, func() (gitcmd.Cmd, error) { return gitcmd.Reset(req) })
+func (s *Service) GitReset(ctx context.Context, req api.GitResetRequest) (api.GitStatus, error) {
+	return gitChange(ctx, s, "reset", req.GitTarget, func() (gitcmd.Cmd, error) { return gitcmd.Reset(req) })
 }
 
 // GitRestore runs sandbox::git::restore.
-func (m *Manager) GitRestore(ctx context.Context, req api.GitRestoreRequest) (api.GitStatus, error) {
-	return gitChange(ctx, m, "restore", req.GitTarget, func() (gitcmd.Cmd, error) { return gitcmd.Restore(req) })
+func (s *Service) GitRestore(ctx context.Context, req api.GitRestoreRequest) (api.GitStatus, error) {
+	return gitChange(ctx, s, "restore", req.GitTarget, func() (gitcmd.Cmd, error) { return gitcmd.Restore(req) })
 }
 
 // gitChange runs the command of build and answers the status after it.
-func gitChange(ctx context.Context, m *Manager, op string, t api.GitTarget, build func() (gitcmd.Cmd, error)) (api.GitStatus, error) {
+func gitChange(ctx context.Context, s *Service, op string, t api.GitTarget, build func() (gitcmd.Cmd, error)) (api.GitStatus, error) {
 	c, err := build()
 	if err != nil {
 		return api.GitStatus{}, err
 	}
-	return gitDo(ctx, m, op, t, func(g *gitCall) (api.GitStatus, error) { return g.then(c) })
+	return gitDo(ctx, s, op, t, func(g *gitCall) (api.GitStatus, error) { return g.then(c) })
 }
 
 // GitCommit runs sandbox::git::commit.
-func (m *Manager) GitCommit(ctx context.Context, req api.GitCommitRequest) (api.GitCommitResponse, error) {
+func (s *Service) GitCommit(ctx context.Context, req api.GitCommitRequest) (api.GitCommitResponse, error) {
 	c, err := gitcmd.Commit(req)
 	if err != nil {
 		return api.GitCommitResponse{}, err
 	}
-	return gitDo(ctx, m, "commit", req.GitTarget, func(g *gitCall) (api.GitCommitResponse, error) {
+	return gitDo(ctx, s, "commit", req.GitTarget, func(g *gitCall) (api.GitCommitResponse, error) {
 		if _, err := g.ok(c); err != nil {
 			return api.GitCommitResponse{}, err
 		}
@@ -291,7 +267,7 @@ func (m *Manager) GitCommit(ctx context.Context, req api.GitCommitRequest) (api.
 }
 
 // GitDiff runs sandbox::git::diff.
-func (m *Manager) GitDiff(ctx context.Context, req api.GitDiffRequest) (api.GitDiffResponse, error) {
+func (s *Service) GitDiff(ctx context.Context, req api.GitDiffRequest) (api.GitDiffResponse, error) {
 	maxBytes := req.MaxBytes
 	switch {
 	case maxBytes < 0:
@@ -299,12 +275,12 @@ func (m *Manager) GitDiff(ctx context.Context, req api.GitDiffRequest) (api.GitD
 	case maxBytes == 0:
 		maxBytes = gitcmd.DefaultDiffBytes
 	}
-	text, err := gitcmd.Diff(req, int(min(int64(maxBytes), m.cfg.MaxOutputBytes)))
+	text, err := gitcmd.Diff(req, int(min(int64(maxBytes), s.maxOutput)))
 	if err != nil {
 		return api.GitDiffResponse{}, err
 	}
 	names, _ := gitcmd.DiffNameStatus(req) // the same checks as Diff's
-	return gitDo(ctx, m, "diff", req.GitTarget, func(g *gitCall) (api.GitDiffResponse, error) {
+	return gitDo(ctx, s, "diff", req.GitTarget, func(g *gitCall) (api.GitDiffResponse, error) {
 		r, err := g.ok(text)
 		if err != nil {
 			return api.GitDiffResponse{}, err
@@ -323,12 +299,12 @@ func (m *Manager) GitDiff(ctx context.Context, req api.GitDiffRequest) (api.GitD
 }
 
 // GitLog runs sandbox::git::log.
-func (m *Manager) GitLog(ctx context.Context, req api.GitLogRequest) (api.GitLogResponse, error) {
+func (s *Service) GitLog(ctx context.Context, req api.GitLogRequest) (api.GitLogResponse, error) {
 	c, err := gitcmd.Log(req)
 	if err != nil {
 		return api.GitLogResponse{}, err
 	}
-	return gitDo(ctx, m, "log", req.GitTarget, func(g *gitCall) (api.GitLogResponse, error) {
+	return gitDo(ctx, s, "log", req.GitTarget, func(g *gitCall) (api.GitLogResponse, error) {
 		r, err := g.run(c)
 		switch {
 		case err != nil:
@@ -344,7 +320,7 @@ func (m *Manager) GitLog(ctx context.Context, req api.GitLogRequest) (api.GitLog
 }
 
 // GitBranch runs sandbox::git::branch.
-func (m *Manager) GitBranch(ctx context.Context, req api.GitBranchRequest) (api.GitBranchResponse, error) {
+func (s *Service) GitBranch(ctx context.Context, req api.GitBranchRequest) (api.GitBranchResponse, error) {
 	var change *gitcmd.Cmd
 	switch {
 	case req.Name != "":
@@ -356,7 +332,7 @@ func (m *Manager) GitBranch(ctx context.Context, req api.GitBranchRequest) (api.
 	case req.Delete || req.Force || req.StartPoint != "":
 		return api.GitBranchResponse{}, errdefs.Malformed("delete, force and start_point go with name")
 	}
-	return gitDo(ctx, m, "branch", req.GitTarget, func(g *gitCall) (api.GitBranchResponse, error) {
+	return gitDo(ctx, s, "branch", req.GitTarget, func(g *gitCall) (api.GitBranchResponse, error) {
 		if change != nil {
 			if _, err := g.ok(*change); err != nil {
 				return api.GitBranchResponse{}, err
@@ -372,7 +348,7 @@ func (m *Manager) GitBranch(ctx context.Context, req api.GitBranchRequest) (api.
 }
 
 // GitRemote runs sandbox::git::remote.
-func (m *Manager) GitRemote(ctx context.Context, req api.GitRemoteRequest) (api.GitRemoteResponse, error) {
+func (s *Service) GitRemote(ctx context.Context, req api.GitRemoteRequest) (api.GitRemoteResponse, error) {
 	var remote gitcmd.Remote
 	switch {
 	case req.Name == "" && (req.URL != "" || req.Remove || req.Overwrite):
@@ -397,7 +373,7 @@ func (m *Manager) GitRemote(ctx context.Context, req api.GitRemoteRequest) (api.
 			return api.GitRemoteResponse{}, gitcmd.PasswordInURL()
 		}
 	}
-	return gitDo(ctx, m, "remote", req.GitTarget, func(g *gitCall) (api.GitRemoteResponse, error) {
+	return gitDo(ctx, s, "remote", req.GitTarget, func(g *gitCall) (api.GitRemoteResponse, error) {
 		var err error
 		switch {
 		case req.Remove:
@@ -442,14 +418,14 @@ func (g *gitCall) addRemote(req api.GitRemoteRequest, remote gitcmd.Remote) erro
 }
 
 // GitConfig runs sandbox::git::config.
-func (m *Manager) GitConfig(ctx context.Context, req api.GitConfigRequest) (api.GitConfigResponse, error) {
+func (s *Service) GitConfig(ctx context.Context, req api.GitConfigRequest) (api.GitConfigResponse, error) {
 	c, err := gitcmd.Config(req)
 	if err != nil {
 		return api.GitConfigResponse{}, err
 	}
 	get := req.Key != "" && req.Value == nil && !req.Unset
 	none := api.GitConfigResponse{Entries: []api.GitConfigEntry{}}
-	return gitDo(ctx, m, "config", req.GitTarget, func(g *gitCall) (api.GitConfigResponse, error) {
+	return gitDo(ctx, s, "config", req.GitTarget, func(g *gitCall) (api.GitConfigResponse, error) {
 		r, err := g.run(c)
 		switch {
 		case err != nil:
@@ -475,7 +451,7 @@ func (m *Manager) GitConfig(ctx context.Context, req api.GitConfigRequest) (api.
 // credentials_for (by default a URL remote's host). A remote given by
 // name has its URLs looked up first: one outside credentials_for is
 // refused before git talks to it; fn reads its result.
-func gitRemote[Resp any](ctx context.Context, m *Manager, op string, t api.GitTarget, rc api.GitRemoteCall, push bool,
+func gitRemote[Resp any](ctx context.Context, s *Service, op string, t api.GitTarget, rc api.GitRemoteCall, push bool,
 	build func(remote string) (gitcmd.Cmd, error), fn func(g *gitCall, r gitcmd.Result) (Resp, error)) (Resp, error) {
 	var zero Resp
 	call, err := gitcmd.ParseRemoteCall(rc)
@@ -486,7 +462,7 @@ func gitRemote[Resp any](ctx context.Context, m *Manager, op string, t api.GitTa
 	if err != nil {
 		return zero, err
 	}
-	return gitDo(ctx, m, op, t, func(g *gitCall) (Resp, error) {
+	return gitDo(ctx, s, op, t, func(g *gitCall) (Resp, error) {
 		var url string
 		switch {
 		case call.URL != nil:
@@ -517,23 +493,31 @@ func gitRemote[Resp any](ctx context.Context, m *Manager, op string, t api.GitTa
 func statusAfter(g *gitCall, _ gitcmd.Result) (api.GitStatus, error) { return g.status() }
 
 // GitFetch runs sandbox::git::fetch.
-func (m *Manager) GitFetch(ctx context.Context, req api.GitFetchRequest) (api.GitStatus, error) {
-	return gitRemote(ctx, m, "fetch", req.GitTarget, req.GitRemoteCall, false,
+func (s *Service) GitFetch(ctx context.Context, req api.GitFetchRequest) (api.GitStatus, error) {
+	return gitRemote(ctx, s, "fetch", req.GitTarget, req.GitRemoteCall, false,
 		func(remote string) (gitcmd.Cmd, error) { return gitcmd.Fetch(req, remote) }, statusAfter)
 }
 
 // GitPull runs sandbox::git::pull.
-func (m *Manager) GitPull(ctx context.Context, req api.GitPullRequest) (api.GitStatus, error) {
-	return gitRemote(ctx, m, "pull", req.GitTarget, req.GitRemoteCall, false,
+func (s *Service) GitPull(ctx context.Context, req api.GitPullRequest) (api.GitStatus, error) {
+	return gitRemote(ctx, s, "pull", req.GitTarget, req.GitRemoteCall, false,
 		func(remote string) (gitcmd.Cmd, error) { return gitcmd.Pull(req, remote) }, statusAfter)
 }
 
 // GitPush runs sandbox::git::push.
-func (m *Manager) GitPush(ctx context.Context, req api.GitPushRequest) (api.GitPushResponse, error) {
+func (s *Service) GitPush(ctx context.Context, req api.GitPushRequest) (api.GitPushResponse, error) {
 	var remote string
-	return gitRemote(ctx, m, "push", req.GitTarget, req.GitRemoteCall, true,
+	return gitRemote(ctx, s, "push", req.GitTarget, req.GitRemoteCall, true,
 		func(r string) (gitcmd.Cmd, error) { remote = r; return gitcmd.Push(req, r) },
 		func(_ *gitCall, r gitcmd.Result) (api.GitPushResponse, error) {
 			return api.GitPushResponse{Remote: remote, Refs: gitcmd.ParsePush(r.Stdout)}, nil
 		})
+}
+
+// clip shortens s for quoting in an error message.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }

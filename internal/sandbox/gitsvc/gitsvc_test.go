@@ -1,8 +1,8 @@
-package sandbox
+package gitsvc
 
-// sandbox::git::* through the manager over the in-process runtime: its
-// agents run the host's git (skipped without one), so these tests need
-// neither root nor gVisor.
+// sandbox::git::* over the fake core (sandboxtest) whose sandbox has a
+// real in-process agent: it runs the host's git (skipped without one), so
+// these tests need neither root nor gVisor.
 
 import (
 	"context"
@@ -11,20 +11,33 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"log/slog"
 
 	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/agent"
+	"github.com/hutch-dev/hutch/internal/agent/agenttest"
+	"github.com/hutch-dev/hutch/internal/agentclient"
+	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/sandbox/sandboxtest"
 	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
-func TestGitThroughTheManager(t *testing.T) {
+func TestGitService(t *testing.T) {
 	testutil.RequiresBinary(t, "git")
 	const user, pw = "ann", "pw-3vK9!q"
 	srv := testutil.ServeGit(t, user, pw)
 	bare := srv.Bare(t, "r.git")
-	m, _, _ := inprocess(t, nil)
-	id := create(t, m, api.CreateRequest{Image: "python"})
-	ctx := context.Background()
+	var sbs sandboxtest.Sandboxes
+	sb := sbs.Add("ann", "PATH="+os.Getenv("PATH"))
+	sb.Agent = agenttest.Start(t, agent.Options{Version: "test"}, agentclient.Options{MaxOutputBytes: 1 << 20, CallTimeout: 10 * time.Second}).Client
+	sb.Workdir = "/root"
+	sb.FixNote = "use an image with git (python, node), or install it"
+	m := New(&sbs, 1<<20, slog.New(slog.DiscardHandler))
+	id := sb.ID
+	ctx := auth.WithOwner(context.Background(), "ann")
 	home := t.TempDir()
 	repo := filepath.Join(t.TempDir(), "repo")
 	// The agent runs on the host: git gets a home of its own and no
@@ -83,11 +96,7 @@ func TestGitThroughTheManager(t *testing.T) {
 	if err != nil || len(log.Commits) != 1 || log.Commits[0].Hash != c.Commit.Hash {
 		t.Errorf("log of the clone: %+v, %v", log, err)
 	}
-	evs, err := m.ListEvents(ctx, api.EventsRequest{SandboxID: id})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := json.Marshal(evs)
+	b, _ := json.Marshal(sb.Events)
 	if strings.Contains(string(b), pw) || !strings.Contains(string(b), `"git":"push"`) {
 		t.Errorf("events: the password in them, or no exec of git's push:\n%s", b)
 	}
@@ -150,5 +159,8 @@ func TestGitThroughTheManager(t *testing.T) {
 	}
 	if _, err := m.GitClone(ctx, api.GitCloneRequest{GitTarget: target(t.TempDir() + "/c"), URL: "/nonexistent/repo"}); !errdefs.Is(err, errdefs.CodeGitNoRemote) {
 		t.Errorf("clone of a missing local path: %v, want S272", err)
+	}
+	if n := sbs.Held(); n != 0 {
+		t.Errorf("%d exec slots not released", n)
 	}
 }

@@ -1,4 +1,4 @@
-package sandbox
+package filesvc
 
 // Archives: a tar archive unpacked into a directory of the sandbox
 // (sandbox::fs::unpack), and a directory packed as a tar.gz
@@ -19,6 +19,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/agentclient"
 	"github.com/hutch-dev/hutch/internal/compressed"
 	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/sandbox"
 )
 
 // Unpack streams the archive body into directory req.Path of the sandbox,
@@ -26,7 +27,7 @@ import (
 // off midway is S218 and a stream that is not a valid archive S210; in
 // both cases, and on any failure of the agent's, the entries unpacked
 // before the failure stay (the file being written is removed).
-func (m *Manager) Unpack(ctx context.Context, req api.FsUnpackRequest, body io.Reader) (api.FsUnpackResponse, error) {
+func (s *Service) Unpack(ctx context.Context, req api.FsUnpackRequest, body io.Reader) (api.FsUnpackResponse, error) {
 	p, err := checkPath("path", req.Path)
 	if err != nil {
 		return api.FsUnpackResponse{}, err
@@ -36,21 +37,21 @@ func (m *Manager) Unpack(ctx context.Context, req api.FsUnpackRequest, body io.R
 		return api.FsUnpackResponse{}, archiveSourceError(p, err)
 	}
 	defer tarStream.Close()
-	sb, release, err := m.acquire(ctx, req.SandboxID, useCall)
+	sb, release, err := s.sbs.Acquire(ctx, req.SandboxID, sandbox.UseCall)
 	if err != nil {
 		return api.FsUnpackResponse{}, err
 	}
 	defer release()
-	callCtx, err := fsAs(ctx, sb, req.User)
+	callCtx, err := sb.AsUser(ctx, req.User)
 	if err != nil {
 		return api.FsUnpackResponse{}, err
 	}
-	resp, err := sb.client().Unpack(callCtx, &agentv1.FsUnpackHeader{Path: p}, tarStream, sb.touch)
+	resp, err := sb.Agent().Unpack(callCtx, &agentv1.FsUnpackHeader{Path: p}, tarStream, sb.Touch)
 	if err != nil {
 		if se := (*agentclient.SourceError)(nil); errors.As(err, &se) && ctx.Err() == nil {
 			return api.FsUnpackResponse{}, archiveSourceError(p, se.Err)
 		}
-		return api.FsUnpackResponse{}, m.fsError(ctx, sb, "unpack into "+p, err)
+		return api.FsUnpackResponse{}, sb.FsFail(ctx, "unpack into "+p, err)
 	}
 	return api.FsUnpackResponse{Entries: resp.GetEntries(), Bytes: resp.GetBytes(), Skipped: resp.GetSkipped(), Compression: string(format)}, nil
 }
@@ -71,8 +72,8 @@ func archiveSourceError(p string, err error) error {
 // (Size 0: the archive's size is not known ahead) and a reader of the
 // archive, compressed as it is read, that reports a cut-off stream as
 // S218 (or the agent's error). The caller must close the reader.
-func (m *Manager) Pack(ctx context.Context, req api.FsPackRequest) (api.FsEntry, io.ReadCloser, error) {
-	e, r, err := m.openRead(ctx, req.SandboxID, req.User, req.Path, "pack of ", func(ctx context.Context, c *agentclient.Client, p string) (*agentv1.FsEntry, io.ReadCloser, error) {
+func (s *Service) Pack(ctx context.Context, req api.FsPackRequest) (api.FsEntry, io.ReadCloser, error) {
+	e, r, err := s.openRead(ctx, req.SandboxID, req.User, req.Path, "pack of ", func(ctx context.Context, c *agentclient.Client, p string) (*agentv1.FsEntry, io.ReadCloser, error) {
 		return c.Pack(ctx, &agentv1.FsPackRequest{Path: p})
 	})
 	if err != nil {

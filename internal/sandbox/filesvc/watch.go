@@ -1,4 +1,4 @@
-package sandbox
+package filesvc
 
 // File watching: the agent follows a directory with inotify and streams
 // its changes; the manager checks each event (the agent is hostile
@@ -16,30 +16,31 @@ import (
 	"github.com/hutch-dev/hutch/api"
 	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
 	"github.com/hutch-dev/hutch/internal/agentclient"
+	"github.com/hutch-dev/hutch/internal/sandbox"
 )
 
 // watchKinds are the event types a watch passes on.
 var watchKinds = []string{api.WatchCreate, api.WatchWrite, api.WatchRemove, api.WatchRename, api.WatchChmod, api.WatchOverflow}
 
 // WatchFiles follows the changes under a directory (sandbox::fs::watch).
-func (m *Manager) WatchFiles(ctx context.Context, req api.FsWatchRequest, emit emitFunc) error {
+func (s *Service) WatchFiles(ctx context.Context, req api.FsWatchRequest, emit func(event string, data any) error) error {
 	p, err := checkPath("path", req.Path)
 	if err != nil {
 		return err
 	}
-	sb, release, err := m.acquire(ctx, req.SandboxID, useCall)
+	sb, release, err := s.sbs.Acquire(ctx, req.SandboxID, sandbox.UseCall)
 	if err != nil {
 		return err
 	}
 	defer release()
 	op := "watch of " + p
-	callCtx, err := fsAs(ctx, sb, req.User)
+	callCtx, err := sb.AsUser(ctx, req.User)
 	if err != nil {
 		return err
 	}
-	w, err := sb.client().Watch(callCtx, &agentv1.FsWatchRequest{Path: p, Recursive: req.Recursive})
+	w, err := sb.Agent().Watch(callCtx, &agentv1.FsWatchRequest{Path: p, Recursive: req.Recursive})
 	if err != nil {
-		return m.fsError(ctx, sb, op, err)
+		return sb.FsFail(ctx, op, err)
 	}
 	defer w.Close()
 	for {
@@ -48,7 +49,7 @@ func (m *Manager) WatchFiles(ctx context.Context, req api.FsWatchRequest, emit e
 			return nil
 		}
 		if err != nil {
-			return m.fsError(ctx, sb, op, err)
+			return sb.FsFail(ctx, op, err)
 		}
 		if e.GetType() == "ready" {
 			if err := emit(api.EventStreamOpen, struct{}{}); err != nil {
@@ -58,9 +59,9 @@ func (m *Manager) WatchFiles(ctx context.Context, req api.FsWatchRequest, emit e
 		}
 		ev, ok := watchEvent(p, e)
 		if !ok {
-			return m.agentFailure(ctx, sb, op, &agentclient.ProtocolError{What: "a watch event that is not one: " + clip(e.String(), 128)})
+			return sb.Fail(ctx, op, &agentclient.ProtocolError{What: "a watch event that is not one: " + sandbox.Clip(e.String(), 128)})
 		}
-		sb.touch()
+		sb.Touch()
 		if err := emit("change", ev); err != nil {
 			return err
 		}

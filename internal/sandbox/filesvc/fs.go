@@ -1,10 +1,10 @@
-package sandbox
-
-// The sandbox::fs operations and streamed transfers. The manager checks
-// the request, takes the sandbox (acquire) and calls the agent, which does
-// the work inside the sandbox; the agent's errors become S-codes in
-// fsError, the one place they are mapped, and its failures go to the one
-// failure policy (agentFailure).
+// Package filesvc is the files service: the sandbox::fs operations and
+// streamed transfers, archives (unpack, pack) and watches. It checks the
+// request, takes the sandbox (sandbox.Sandboxes.Acquire) and calls the
+// agent, which does the work inside the sandbox; the agent's errors
+// become S-codes in the core's one mapping (Handle.FsFail), and its
+// failures go to the one failure policy.
+package filesvc
 
 import (
 	"bytes"
@@ -17,14 +17,19 @@ import (
 	"strconv"
 	"strings"
 
-	"google.golang.org/grpc/status"
-
 	"github.com/hutch-dev/hutch/api"
 	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
 	"github.com/hutch-dev/hutch/internal/agentclient"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/safetext"
+	"github.com/hutch-dev/hutch/internal/sandbox"
 )
+
+// Service answers sandbox::fs::* (functions.FS).
+type Service struct{ sbs sandbox.Sandboxes }
+
+// New is the files service over sbs.
+func New(sbs sandbox.Sandboxes) *Service { return &Service{sbs: sbs} }
 
 const (
 	// maxPathBytes is the longest path a request may name (PATH_MAX).
@@ -37,83 +42,22 @@ const (
 	defaultFileMode = 0o644
 )
 
-// fsCodes maps the agent's error kinds to S-codes.
-var fsCodes = map[agentv1.FsErrorKind]errdefs.Code{
-	agentv1.FsErrorKind_FS_ERROR_KIND_INVALID:        errdefs.CodeFSInvalid,
-	agentv1.FsErrorKind_FS_ERROR_KIND_NOT_FOUND:      errdefs.CodeFSNotFound,
-	agentv1.FsErrorKind_FS_ERROR_KIND_WRONG_TYPE:     errdefs.CodeFSWrongType,
-	agentv1.FsErrorKind_FS_ERROR_KIND_EXISTS:         errdefs.CodeFSExists,
-	agentv1.FsErrorKind_FS_ERROR_KIND_NOT_EMPTY:      errdefs.CodeFSNotEmpty,
-	agentv1.FsErrorKind_FS_ERROR_KIND_PERMISSION:     errdefs.CodeFSPermission,
-	agentv1.FsErrorKind_FS_ERROR_KIND_IO:             errdefs.CodeFSIO,
-	agentv1.FsErrorKind_FS_ERROR_KIND_BAD_REGEX:      errdefs.CodeFSBadRegex,
-	agentv1.FsErrorKind_FS_ERROR_KIND_STREAM_ABORTED: errdefs.CodeFSStreamAborted,
-	agentv1.FsErrorKind_FS_ERROR_KIND_UNSUPPORTED:    errdefs.CodeFSUnsupported,
-}
-
-// fsFault is the error of an agent's FsError: its S-code and message, the
-// message made safe to show (the agent is not trusted).
-func fsFault(fe *agentv1.FsError) *errdefs.Error {
-	code, ok := fsCodes[fe.GetKind()]
-	if !ok {
-		code = errdefs.CodeFSIO
-	}
-	return errdefs.New(code, "%s", safetext.Line(fe.GetMessage(), 2*safetext.MaxLine))
-}
-
-// fsDetail returns the FsError detail of an agent call's error, or nil.
-func fsDetail(err error) *agentv1.FsError {
-	st, ok := status.FromError(err)
-	if !ok {
-		return nil
-	}
-	for _, d := range st.Details() {
-		if fe, ok := d.(*agentv1.FsError); ok {
-			return fe
-		}
-	}
-	return nil
-}
-
-// fsError maps the failure of an agent filesystem call on sb: the agent's
-// FsError becomes its S-code (S210–S219); an upload whose source failed or
-// a stalled transfer is S218; anything else goes to the one failure policy
-// (agentFailure): the caller's context error, S004 for a sandbox that
-// ended under the call, or S004 for one ended because its agent broke a
-// deadline, a size limit or the protocol.
-func (m *Manager) fsError(ctx context.Context, sb *sandbox, op string, err error) error {
-	if fe := fsDetail(err); fe != nil {
-		return fsFault(fe)
-	}
-	var se *agentclient.SourceError
-	switch {
-	case errors.As(err, &se):
-		return errdefs.New(errdefs.CodeFSStreamAborted, "%s aborted: %v; nothing was written", op, se).
-			WithFix(nil, "send the whole body again")
-	case ctx.Err() != nil:
-		return ctx.Err()
-	case errors.Is(err, agentclient.ErrStalled):
-		return errdefs.New(errdefs.CodeFSStreamAborted, "%s aborted: %v", op, err)
-	}
-	return m.agentFailure(ctx, sb, op, err)
-}
-
 // fsCall runs one unary agent call on sandbox id, as user ("": the
 // image's), for operation op ("fs::ls"), after the request was checked.
-func fsCall[R any](ctx context.Context, m *Manager, id, user, op string, call func(context.Context, *agentclient.Client) (R, error)) (R, error) {
+func fsCall[R any](ctx context.Context, s *Service, id, user, op string, call func(context.Context, *agentclient.Client) (R, error)) (R, error) {
 	var zero R
-	sb, release, err := m.acquire(ctx, id, useCall)
+	sb, release, err := s.sbs.Acquire(ctx, id, sandbox.UseCall)
 	if err != nil {
 		return zero, err
 	}
 	defer release()
-	callCtx, err := fsAs(ctx, sb, user)
+	callCtx, err := sb.AsUser(ctx, user)
 	if err != nil {
 		return zero, err
 	}
-	resp, err := call(callCtx, sb.client())
+	resp, err := call(callCtx, sb.Agent())
 	if err != nil {
-		return zero, m.fsError(ctx, sb, op, err)
+		return zero, sb.FsFail(ctx, op, err)
 	}
 	return resp, nil
 }
@@ -125,11 +69,11 @@ func checkPath(field, p string) (string, error) {
 	case p == "":
 		return "", errdefs.New(errdefs.CodeFSInvalid, "%s is required (an absolute path inside the sandbox)", field)
 	case strings.IndexByte(p, 0) >= 0:
-		return "", errdefs.New(errdefs.CodeFSInvalid, "%s %q contains a NUL byte", field, clip(p, 64))
+		return "", errdefs.New(errdefs.CodeFSInvalid, "%s %q contains a NUL byte", field, sandbox.Clip(p, 64))
 	case len(p) > maxPathBytes:
 		return "", errdefs.New(errdefs.CodeFSInvalid, "%s is longer than %d bytes", field, maxPathBytes)
 	case !path.IsAbs(p):
-		return "", errdefs.New(errdefs.CodeFSInvalid, "%s %q must be an absolute path", field, clip(p, 64)).
+		return "", errdefs.New(errdefs.CodeFSInvalid, "%s %q must be an absolute path", field, sandbox.Clip(p, 64)).
 			WithFix(map[string]any{field: "/" + p}, "paths are absolute, inside the sandbox")
 	}
 	return path.Clean(p), nil
@@ -143,7 +87,7 @@ func parseMode(p string, m api.FileMode, def uint32) (uint32, error) {
 	s := strings.TrimPrefix(strings.TrimPrefix(string(m), "0o"), "0O")
 	v, err := strconv.ParseUint(s, 8, 32)
 	if err != nil || v > 0o7777 || s == "" {
-		return 0, errdefs.New(errdefs.CodeFSInvalid, "mode %q for %s is not an octal mode between 0000 and 7777 (e.g. \"0644\")", clip(string(m), 16), p)
+		return 0, errdefs.New(errdefs.CodeFSInvalid, "mode %q for %s is not an octal mode between 0000 and 7777 (e.g. \"0644\")", sandbox.Clip(string(m), 16), p)
 	}
 	return uint32(v), nil
 }
@@ -173,12 +117,12 @@ func entry(e *agentv1.FsEntry) api.FsEntry {
 }
 
 // Ls lists a directory of the sandbox (sandbox::fs::ls).
-func (m *Manager) Ls(ctx context.Context, req api.FsLsRequest) (api.FsLsResponse, error) {
+func (s *Service) Ls(ctx context.Context, req api.FsLsRequest) (api.FsLsResponse, error) {
 	p, err := checkPath("path", req.Path)
 	if err != nil {
 		return api.FsLsResponse{}, err
 	}
-	resp, err := fsCall(ctx, m, req.SandboxID, req.User, "fs::ls", func(ctx context.Context, c *agentclient.Client) (*agentv1.FsLsResponse, error) {
+	resp, err := fsCall(ctx, s, req.SandboxID, req.User, "fs::ls", func(ctx context.Context, c *agentclient.Client) (*agentv1.FsLsResponse, error) {
 		return c.Ls(ctx, &agentv1.FsLsRequest{Path: p})
 	})
 	if err != nil {
@@ -192,12 +136,12 @@ func (m *Manager) Ls(ctx context.Context, req api.FsLsRequest) (api.FsLsResponse
 }
 
 // Stat describes a path of the sandbox (sandbox::fs::stat).
-func (m *Manager) Stat(ctx context.Context, req api.FsStatRequest) (api.FsEntry, error) {
+func (s *Service) Stat(ctx context.Context, req api.FsStatRequest) (api.FsEntry, error) {
 	p, err := checkPath("path", req.Path)
 	if err != nil {
 		return api.FsEntry{}, err
 	}
-	resp, err := fsCall(ctx, m, req.SandboxID, req.User, "fs::stat", func(ctx context.Context, c *agentclient.Client) (*agentv1.FsEntry, error) {
+	resp, err := fsCall(ctx, s, req.SandboxID, req.User, "fs::stat", func(ctx context.Context, c *agentclient.Client) (*agentv1.FsEntry, error) {
 		return c.Stat(ctx, &agentv1.FsStatRequest{Path: p})
 	})
 	if err != nil {
@@ -207,7 +151,7 @@ func (m *Manager) Stat(ctx context.Context, req api.FsStatRequest) (api.FsEntry,
 }
 
 // Mkdir creates a directory in the sandbox (sandbox::fs::mkdir).
-func (m *Manager) Mkdir(ctx context.Context, req api.FsMkdirRequest) (api.FsMkdirResponse, error) {
+func (s *Service) Mkdir(ctx context.Context, req api.FsMkdirRequest) (api.FsMkdirResponse, error) {
 	p, err := checkPath("path", req.Path)
 	if err != nil {
 		return api.FsMkdirResponse{}, err
@@ -216,7 +160,7 @@ func (m *Manager) Mkdir(ctx context.Context, req api.FsMkdirRequest) (api.FsMkdi
 	if err != nil {
 		return api.FsMkdirResponse{}, err
 	}
-	resp, err := fsCall(ctx, m, req.SandboxID, req.User, "fs::mkdir", func(ctx context.Context, c *agentclient.Client) (*agentv1.FsMkdirResponse, error) {
+	resp, err := fsCall(ctx, s, req.SandboxID, req.User, "fs::mkdir", func(ctx context.Context, c *agentclient.Client) (*agentv1.FsMkdirResponse, error) {
 		return c.Mkdir(ctx, &agentv1.FsMkdirRequest{Path: p, Mode: mode, Parents: req.Parents})
 	})
 	if err != nil {
@@ -231,7 +175,7 @@ func (m *Manager) Mkdir(ctx context.Context, req api.FsMkdirRequest) (api.FsMkdi
 // WriteFile writes a file in the sandbox (sandbox::fs::write): exactly one
 // of content and content_b64 (S001), through a temporary file, fsync and
 // rename, so that the file is never seen half written.
-func (m *Manager) WriteFile(ctx context.Context, req api.FsWriteRequest) (api.FsWriteResponse, error) {
+func (s *Service) WriteFile(ctx context.Context, req api.FsWriteRequest) (api.FsWriteResponse, error) {
 	var data []byte
 	switch {
 	case req.Content != nil && req.ContentB64 != nil:
@@ -247,14 +191,14 @@ func (m *Manager) WriteFile(ctx context.Context, req api.FsWriteRequest) (api.Fs
 		return api.FsWriteResponse{}, errdefs.Malformed("give exactly one of content (text) and content_b64 (base64 bytes)").
 			WithFix(map[string]any{"content": ""}, "an empty file is content \"\"")
 	}
-	return m.Upload(ctx, api.FsUploadRequest{SandboxID: req.SandboxID, User: req.User, Path: req.Path, Mode: req.Mode, Parents: req.Parents}, bytes.NewReader(data))
+	return s.Upload(ctx, api.FsUploadRequest{SandboxID: req.SandboxID, User: req.User, Path: req.Path, Mode: req.Mode, Parents: req.Parents}, bytes.NewReader(data))
 }
 
 // Upload writes body to a file of the sandbox as a stream of chunks, never
 // holding the whole file. The file appears at its path only once body has
 // been read to its end; a body that fails midway is S218 and leaves
 // nothing at the path. A missing parent is S211 with the fix parents=true.
-func (m *Manager) Upload(ctx context.Context, req api.FsUploadRequest, body io.Reader) (api.FsWriteResponse, error) {
+func (s *Service) Upload(ctx context.Context, req api.FsUploadRequest, body io.Reader) (api.FsWriteResponse, error) {
 	p, err := checkPath("path", req.Path)
 	if err != nil {
 		return api.FsWriteResponse{}, err
@@ -263,18 +207,18 @@ func (m *Manager) Upload(ctx context.Context, req api.FsUploadRequest, body io.R
 	if err != nil {
 		return api.FsWriteResponse{}, err
 	}
-	sb, release, err := m.acquire(ctx, req.SandboxID, useCall)
+	sb, release, err := s.sbs.Acquire(ctx, req.SandboxID, sandbox.UseCall)
 	if err != nil {
 		return api.FsWriteResponse{}, err
 	}
 	defer release()
-	callCtx, err := fsAs(ctx, sb, req.User)
+	callCtx, err := sb.AsUser(ctx, req.User)
 	if err != nil {
 		return api.FsWriteResponse{}, err
 	}
-	resp, err := sb.client().Upload(callCtx, &agentv1.FsUploadHeader{Path: p, Mode: mode, Parents: req.Parents}, body, sb.touch)
+	resp, err := sb.Agent().Upload(callCtx, &agentv1.FsUploadHeader{Path: p, Mode: mode, Parents: req.Parents}, body, sb.Touch)
 	if err != nil {
-		err = m.fsError(ctx, sb, "write of "+p, err)
+		err = sb.FsFail(ctx, "write of "+p, err)
 		if errdefs.Is(err, errdefs.CodeFSNotFound) && !req.Parents {
 			err = errdefs.As(err).WithFix(map[string]any{"parents": true}, "set parents to create missing directories")
 		}
@@ -286,8 +230,8 @@ func (m *Manager) Upload(ctx context.Context, req api.FsUploadRequest, body io.R
 // Download opens a streamed read of a regular file of the sandbox: its
 // metadata, and a reader of its bytes that reports a cut-off stream as
 // S218 (or S216). The caller must close the reader.
-func (m *Manager) Download(ctx context.Context, req api.FsDownloadRequest) (api.FsEntry, io.ReadCloser, error) {
-	return m.openRead(ctx, req.SandboxID, req.User, req.Path, "download of ", func(ctx context.Context, c *agentclient.Client, p string) (*agentv1.FsEntry, io.ReadCloser, error) {
+func (s *Service) Download(ctx context.Context, req api.FsDownloadRequest) (api.FsEntry, io.ReadCloser, error) {
+	return s.openRead(ctx, req.SandboxID, req.User, req.Path, "download of ", func(ctx context.Context, c *agentclient.Client, p string) (*agentv1.FsEntry, io.ReadCloser, error) {
 		return c.Download(ctx, &agentv1.FsDownloadRequest{Path: p})
 	})
 }
@@ -295,46 +239,45 @@ func (m *Manager) Download(ctx context.Context, req api.FsDownloadRequest) (api.
 // openRead opens a streamed read of path p of sandbox id, as user ("":
 // the image's), through open (a download, a pack; op names it in errors,
 // before the path): the entry and a download reader of its bytes.
-func (m *Manager) openRead(ctx context.Context, id, user, p, op string,
+func (s *Service) openRead(ctx context.Context, id, user, p, op string,
 	open func(ctx context.Context, c *agentclient.Client, p string) (*agentv1.FsEntry, io.ReadCloser, error)) (api.FsEntry, io.ReadCloser, error) {
 	p, err := checkPath("path", p)
 	if err != nil {
 		return api.FsEntry{}, nil, err
 	}
-	sb, release, err := m.acquire(ctx, id, useCall)
+	sb, release, err := s.sbs.Acquire(ctx, id, sandbox.UseCall)
 	if err != nil {
 		return api.FsEntry{}, nil, err
 	}
 	defer release()
 	op += p
-	callCtx, err := fsAs(ctx, sb, user)
+	callCtx, err := sb.AsUser(ctx, user)
 	if err != nil {
 		return api.FsEntry{}, nil, err
 	}
-	e, r, err := open(callCtx, sb.client(), p)
+	e, r, err := open(callCtx, sb.Agent(), p)
 	if err != nil {
-		return api.FsEntry{}, nil, m.fsError(ctx, sb, op, err)
+		return api.FsEntry{}, nil, sb.FsFail(ctx, op, err)
 	}
-	return entry(e), &download{r: r, m: m, sb: sb, ctx: ctx, op: op}, nil
+	return entry(e), &download{r: r, sb: sb, ctx: ctx, op: op}, nil
 }
 
 // download is the reader of Download: it records activity as data flows
 // and maps errors.
 type download struct {
 	r   io.ReadCloser
-	m   *Manager
-	sb  *sandbox
+	sb  sandbox.Handle
 	ctx context.Context
 	op  string
 }
 
 func (d *download) Read(p []byte) (int, error) {
 	n, err := d.r.Read(p)
-	d.sb.touch()
+	d.sb.Touch()
 	if err != nil && err != io.EOF {
 		var na *agentclient.NoAnswerError
-		if fe := fsDetail(err); fe != nil || d.ctx.Err() != nil || errors.Is(err, agentclient.ErrClosed) || errors.As(err, &na) {
-			return n, d.m.fsError(d.ctx, d.sb, d.op, err)
+		if fe := sandbox.FsDetail(err); fe != nil || d.ctx.Err() != nil || errors.Is(err, agentclient.ErrClosed) || errors.As(err, &na) {
+			return n, d.sb.FsFail(d.ctx, d.op, err)
 		}
 		return n, errdefs.New(errdefs.CodeFSStreamAborted, "%s aborted: %s", d.op, safetext.Line(err.Error(), safetext.MaxLine))
 	}
@@ -344,12 +287,12 @@ func (d *download) Read(p []byte) (int, error) {
 func (d *download) Close() error { return d.r.Close() }
 
 // Rm removes a path of the sandbox (sandbox::fs::rm).
-func (m *Manager) Rm(ctx context.Context, req api.FsRmRequest) (api.FsRmResponse, error) {
+func (s *Service) Rm(ctx context.Context, req api.FsRmRequest) (api.FsRmResponse, error) {
 	p, err := checkPath("path", req.Path)
 	if err != nil {
 		return api.FsRmResponse{}, err
 	}
-	resp, err := fsCall(ctx, m, req.SandboxID, req.User, "fs::rm", func(ctx context.Context, c *agentclient.Client) (*agentv1.FsRmResponse, error) {
+	resp, err := fsCall(ctx, s, req.SandboxID, req.User, "fs::rm", func(ctx context.Context, c *agentclient.Client) (*agentv1.FsRmResponse, error) {
 		return c.Rm(ctx, &agentv1.FsRmRequest{Path: p, Recursive: req.Recursive})
 	})
 	if err != nil {
@@ -362,7 +305,7 @@ func (m *Manager) Rm(ctx context.Context, req api.FsRmRequest) (api.FsRmResponse
 }
 
 // Mv renames a path of the sandbox (sandbox::fs::mv).
-func (m *Manager) Mv(ctx context.Context, req api.FsMvRequest) (api.FsMvResponse, error) {
+func (s *Service) Mv(ctx context.Context, req api.FsMvRequest) (api.FsMvResponse, error) {
 	src, err := checkPath("src", req.Src)
 	if err != nil {
 		return api.FsMvResponse{}, err
@@ -371,7 +314,7 @@ func (m *Manager) Mv(ctx context.Context, req api.FsMvRequest) (api.FsMvResponse
 	if err != nil {
 		return api.FsMvResponse{}, err
 	}
-	resp, err := fsCall(ctx, m, req.SandboxID, req.User, "fs::mv", func(ctx context.Context, c *agentclient.Client) (*agentv1.FsMvResponse, error) {
+	resp, err := fsCall(ctx, s, req.SandboxID, req.User, "fs::mv", func(ctx context.Context, c *agentclient.Client) (*agentv1.FsMvResponse, error) {
 		return c.Mv(ctx, &agentv1.FsMvRequest{Src: src, Dst: dst, Overwrite: req.Overwrite})
 	})
 	if err != nil {
@@ -385,7 +328,7 @@ func (m *Manager) Mv(ctx context.Context, req api.FsMvRequest) (api.FsMvResponse
 
 // Chmod changes the mode and/or owner of paths of the sandbox
 // (sandbox::fs::chmod).
-func (m *Manager) Chmod(ctx context.Context, req api.FsChmodRequest) (api.FsChmodResponse, error) {
+func (s *Service) Chmod(ctx context.Context, req api.FsChmodRequest) (api.FsChmodResponse, error) {
 	p, err := checkPath("path", req.Path)
 	if err != nil {
 		return api.FsChmodResponse{}, err
@@ -397,7 +340,7 @@ func (m *Manager) Chmod(ctx context.Context, req api.FsChmodRequest) (api.FsChmo
 	if mode == nil && req.UID == nil && req.GID == nil {
 		return api.FsChmodResponse{}, errdefs.New(errdefs.CodeFSInvalid, "chmod %s: give mode, uid or gid", p)
 	}
-	resp, err := fsCall(ctx, m, req.SandboxID, req.User, "fs::chmod", func(ctx context.Context, c *agentclient.Client) (*agentv1.FsChmodResponse, error) {
+	resp, err := fsCall(ctx, s, req.SandboxID, req.User, "fs::chmod", func(ctx context.Context, c *agentclient.Client) (*agentv1.FsChmodResponse, error) {
 		return c.Chmod(ctx, &agentv1.FsChmodRequest{Path: p, Mode: mode, Uid: req.UID, Gid: req.GID, Recursive: req.Recursive})
 	})
 	if err != nil {
@@ -412,7 +355,7 @@ func searchFilter(recursive *bool, include, exclude []string) *agentv1.FsFilter 
 }
 
 // Grep searches files of the sandbox (sandbox::fs::grep).
-func (m *Manager) Grep(ctx context.Context, req api.FsGrepRequest) (api.FsGrepResponse, error) {
+func (s *Service) Grep(ctx context.Context, req api.FsGrepRequest) (api.FsGrepResponse, error) {
 	p, err := checkPath("path", req.Path)
 	if err != nil {
 		return api.FsGrepResponse{}, err
@@ -428,7 +371,7 @@ func (m *Manager) Grep(ctx context.Context, req api.FsGrepRequest) (api.FsGrepRe
 	if err != nil {
 		return api.FsGrepResponse{}, err
 	}
-	resp, err := fsCall(ctx, m, req.SandboxID, req.User, "fs::grep", func(ctx context.Context, c *agentclient.Client) (*agentv1.FsGrepResponse, error) {
+	resp, err := fsCall(ctx, s, req.SandboxID, req.User, "fs::grep", func(ctx context.Context, c *agentclient.Client) (*agentv1.FsGrepResponse, error) {
 		return c.Grep(ctx, &agentv1.FsGrepRequest{
 			Path: p, Pattern: req.Pattern, IgnoreCase: req.IgnoreCase,
 			Filter:     searchFilter(req.Recursive, req.IncludeGlob, req.ExcludeGlob),
@@ -472,7 +415,7 @@ func bounded(field string, v, def, most int64) (int64, error) {
 // Sed replaces text in files of the sandbox (sandbox::fs::sed). Bad input
 // (both or neither of files and path, a relative path, an empty pattern, a
 // bad regex) fails before any file is touched.
-func (m *Manager) Sed(ctx context.Context, req api.FsSedRequest) (api.FsSedResponse, error) {
+func (s *Service) Sed(ctx context.Context, req api.FsSedRequest) (api.FsSedResponse, error) {
 	areq := &agentv1.FsSedRequest{
 		Pattern: req.Pattern, Replacement: req.Replacement,
 		Regex: req.Regex == nil || *req.Regex, FirstOnly: req.FirstOnly, IgnoreCase: req.IgnoreCase,
@@ -480,7 +423,7 @@ func (m *Manager) Sed(ctx context.Context, req api.FsSedRequest) (api.FsSedRespo
 	}
 	switch {
 	case len(req.Files) > 0 && req.Path != "":
-		return api.FsSedResponse{}, errdefs.New(errdefs.CodeFSInvalid, "sed %s: give either files or path, not both", clip(req.Path, 256))
+		return api.FsSedResponse{}, errdefs.New(errdefs.CodeFSInvalid, "sed %s: give either files or path, not both", sandbox.Clip(req.Path, 256))
 	case len(req.Files) == 0 && req.Path == "":
 		return api.FsSedResponse{}, errdefs.New(errdefs.CodeFSInvalid, "sed: give files (a list of files) or path (a file or directory)")
 	case req.Pattern == "":
@@ -499,7 +442,7 @@ func (m *Manager) Sed(ctx context.Context, req api.FsSedRequest) (api.FsSedRespo
 		}
 		areq.Files = append(areq.Files, p)
 	}
-	resp, err := fsCall(ctx, m, req.SandboxID, req.User, "fs::sed", func(ctx context.Context, c *agentclient.Client) (*agentv1.FsSedResponse, error) {
+	resp, err := fsCall(ctx, s, req.SandboxID, req.User, "fs::sed", func(ctx context.Context, c *agentclient.Client) (*agentv1.FsSedResponse, error) {
 		return c.Sed(ctx, areq)
 	})
 	if err != nil {
@@ -509,7 +452,7 @@ func (m *Manager) Sed(ctx context.Context, req api.FsSedRequest) (api.FsSedRespo
 	for _, r := range resp.GetResults() {
 		res := api.FsSedResult{Path: strings.ToValidUTF8(r.GetPath(), "\uFFFD"), Replacements: r.GetReplacements(), Success: r.GetError() == nil}
 		if r.GetError() != nil {
-			e := fsFault(r.GetError())
+			e := sandbox.FsFault(r.GetError())
 			res.Replacements, res.Error, res.Code = 0, e.Message, string(e.Code)
 		}
 		out.TotalReplacements += res.Replacements

@@ -1,0 +1,236 @@
+package sandbox
+
+// The core's one door for services. A service (a package beside the core,
+// internal/sandbox/<name>svc, e.g. envsvc) needs only a live sandbox: it
+// reaches one through Sandboxes.Acquire and acts on it through Handle,
+// never through the Manager's fields or its lock. The core never imports
+// a service; the daemon builds each service over the Manager and puts it
+// in its slot of functions.Deps. sandboxtest.Sandboxes is a fake of
+// Sandboxes for a service's unit tests.
+
+import (
+	"context"
+	"time"
+
+	"github.com/hutch-dev/hutch/api"
+	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
+	"github.com/hutch-dev/hutch/internal/agentclient"
+	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/runtime"
+)
+
+// Sandboxes is the core as a service sees it.
+type Sandboxes interface {
+	// Acquire is acquire (handle.go) for a service: the caller's sandbox
+	// id (S001, S002), checked and counted for u (S003, S004, S005,
+	// S400). The caller calls release exactly once, when the call is
+	// over; after it, only a stream the call returned (a download) uses
+	// the Handle, to count activity and map its errors.
+	Acquire(ctx context.Context, id string, u Use) (h Handle, release func(), err error)
+}
+
+// Handle is one live sandbox between Acquire and its release. It hands
+// out no state changes but the ones named here, which the core makes
+// under its own locks.
+type Handle interface {
+	// ID is the sandbox's id.
+	ID() string
+	// Agent is the connection to its agent (UseCall, UseExec).
+	Agent() *agentclient.Client
+	// Emit records an event of type typ about the sandbox.
+	Emit(typ string, data any)
+	// Fail is the one failure policy of a call to its agent for op that
+	// failed with err (agentFailure): the error to answer, after ending
+	// the sandbox when the agent cannot be trusted.
+	Fail(ctx context.Context, op string, err error) error
+	// Env is its own env layer (the create's env and sandbox::env::*)
+	// and the effective env every later exec starts from.
+	Env() (own, effective []string)
+	// ChangeEnv replaces its own env layer with change's answer and
+	// records it, serialized with other changes; an error of change
+	// changes nothing and is returned.
+	ChangeEnv(change func(own []string) ([]string, error)) error
+	// Exec runs one command through its agent as an exec does (the
+	// caller holds UseExec): traced and counted, with its exec.started
+	// (c.Started) and exec.finished events. A spawn the sandbox has no
+	// room for is S400; any other failure of the agent goes through Fail.
+	// A timeout is a response with TimedOut set.
+	Exec(ctx context.Context, c ExecCall) (*agentv1.ExecResponse, error)
+	// ExecTimeout is the timeout an exec asking for ms gets: the
+	// daemon's default for 0, at most its max_exec_timeout_ms.
+	ExecTimeout(ms uint64) uint64
+	// Home is the home directory of user (a name or uid[:gid]) in its
+	// image; "" for no user, or one that does not resolve (Exec says why).
+	Home(user string) string
+	// Workdir is where its commands run when a call names no directory:
+	// the image's working directory, else its HOME, else /root.
+	Workdir() string
+	// Fix is the fix note for command missing in the sandbox: the images
+	// this daemon allows that have it.
+	Fix(command string) string
+	// PathMissing says the agent finds nothing at path (any other
+	// failure is false: the next call meets it).
+	PathMissing(ctx context.Context, path string) bool
+	// AsUser is ctx for a filesystem call as user (a name or
+	// uid[:gid]; "" the image's), or S001 for one that does not resolve.
+	AsUser(ctx context.Context, user string) (context.Context, error)
+	// Touch counts activity for the reaper (a transfer's progress).
+	Touch()
+	// FsFail maps the failure of an agent filesystem call for op (fsError):
+	// the agent's FsError is its S-code, a failed upload source or a
+	// stalled transfer S218, anything else goes through Fail.
+	FsFail(ctx context.Context, op string, err error) error
+	// State is the state it is in now.
+	State() State
+	// Stats reads its resource use from its instance; a failed read is
+	// S004 when it is no longer running, S500 otherwise.
+	Stats() (runtime.Stats, error)
+	// Pause freezes it, as sandbox::pause does (a runtime failure leaves
+	// it running).
+	Pause() error
+	// Stop ends it for end, in the background.
+	Stop(end runtime.End)
+}
+
+// ExecCall is one command a service runs through Handle.Exec.
+type ExecCall struct {
+	Argv []string
+	// Env is over the sandbox's env; Workdir "" is the image's.
+	Env       []string
+	Workdir   string
+	Stdin     []byte
+	TimeoutMs uint64
+	// User runs it (a name or uid[:gid]); "" the image's.
+	User string
+	// MaxOutputBytes caps each stream below max_output_bytes (0: that cap).
+	MaxOutputBytes int64
+	// Op names the call in a failure ("git clone"); Started is its
+	// exec.started event's data.
+	Op      string
+	Started map[string]any
+}
+
+// Done is closed once the manager shuts down: a service's background
+// work (alertsvc's checker) ends with it.
+func (m *Manager) Done() <-chan struct{} { return m.shutdown.Done() }
+
+// Acquire implements Sandboxes.
+func (m *Manager) Acquire(ctx context.Context, id string, u Use) (Handle, func(), error) {
+	sb, release, err := m.acquire(ctx, id, u)
+	if err != nil {
+		return nil, nil, err
+	}
+	return handle{m: m, sb: sb}, release, nil
+}
+
+// handle is the Manager's Handle on sb.
+type handle struct {
+	m  *Manager
+	sb *sandbox
+}
+
+func (h handle) ID() string                 { return h.sb.rec.ID }
+func (h handle) Agent() *agentclient.Client { return h.sb.client() }
+func (h handle) Emit(typ string, data any)  { h.m.emitFor(h.sb, typ, data) }
+func (h handle) Fail(ctx context.Context, op string, err error) error {
+	return h.m.agentFailure(ctx, h.sb, op, err)
+}
+
+func (h handle) Env() (own, effective []string) {
+	return h.sb.snapshotRecord().Env, h.sb.env()
+}
+
+func (h handle) ChangeEnv(change func(own []string) ([]string, error)) error {
+	sb := h.sb
+	sb.envMu.Lock()
+	defer sb.envMu.Unlock()
+	layer, err := change(sb.snapshotRecord().Env)
+	if err != nil {
+		return err
+	}
+	sb.setEnvLayer(layer)
+	rec := sb.snapshotRecord()
+	if err := h.m.store.put(&rec); err != nil {
+		return errdefs.Wrap(errdefs.CodeInternal, err, "recording the sandbox's env")
+	}
+	return nil
+}
+
+func (h handle) Exec(ctx context.Context, c ExecCall) (*agentv1.ExecResponse, error) {
+	m, sb := h.m, h.sb
+	areq, err := m.agentExec(sb, c.Argv, c.Env, c.Workdir, c.Stdin, c.TimeoutMs, c.User)
+	if err != nil {
+		return nil, err
+	}
+	areq.MaxOutputBytes = m.cfg.MaxOutputBytes
+	if c.MaxOutputBytes > 0 && c.MaxOutputBytes < areq.MaxOutputBytes {
+		areq.MaxOutputBytes = c.MaxOutputBytes
+	}
+	ctx, done := m.traceExec(ctx, api.ExecRequest{SandboxID: sb.rec.ID})
+	m.emitFor(sb, api.EventExecStarted, c.Started)
+	start := time.Now()
+	resp, err := sb.client().Exec(ctx, areq)
+	out := api.ExecResponse{DurationMs: uint64(time.Since(start).Milliseconds()), TimeoutMs: c.TimeoutMs}
+	if err != nil {
+		if refused := spawnRefused(sb.rec.ID, err); refused != nil {
+			err = refused
+		} else {
+			err = m.agentFailure(ctx, sb, c.Op, err)
+		}
+		done(out, err)
+		return nil, err
+	}
+	out.TimedOut = resp.TimedOut
+	if resp.Exited && !resp.TimedOut {
+		code := int(resp.ExitCode)
+		out.ExitCode, out.Success = &code, code == 0
+	}
+	done(out, nil)
+	return resp, nil
+}
+
+func (h handle) ExecTimeout(ms uint64) uint64 { return h.m.execTimeout(ms) }
+func (h handle) Workdir() string              { return packageDir(h.sb) }
+func (h handle) Fix(command string) string    { return h.m.withFix(command) }
+
+func (h handle) Home(user string) string {
+	if user == "" {
+		return ""
+	}
+	img := *h.sb.image
+	img.Config.User = user
+	u, err := img.ResolveUser()
+	if err != nil || u == nil {
+		return ""
+	}
+	return u.Home
+}
+
+func (h handle) PathMissing(ctx context.Context, path string) bool {
+	_, err := h.sb.client().Stat(ctx, &agentv1.FsStatRequest{Path: path})
+	fe := FsDetail(err)
+	return fe != nil && fe.GetKind() == agentv1.FsErrorKind_FS_ERROR_KIND_NOT_FOUND
+}
+
+func (h handle) Touch() { h.sb.touch() }
+
+func (h handle) AsUser(ctx context.Context, user string) (context.Context, error) {
+	return fsAs(ctx, h.sb, user)
+}
+
+func (h handle) FsFail(ctx context.Context, op string, err error) error {
+	return h.m.fsError(ctx, h.sb, op, err)
+}
+
+func (h handle) State() State {
+	st, _ := h.sb.current()
+	return st
+}
+
+func (h handle) Stats() (runtime.Stats, error) { return h.m.stats(h.sb) }
+func (h handle) Stop(end runtime.End)          { h.m.stopAsync(h.sb, end) }
+
+func (h handle) Pause() error {
+	_, err := h.m.freeze(h.sb)
+	return err
+}
