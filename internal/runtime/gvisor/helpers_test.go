@@ -31,7 +31,7 @@ func newTestRuntime(t *testing.T) *Runtime {
 // runtimeAt returns a Runtime over stateDir, cleaned up like newTestRuntime.
 func runtimeAt(t *testing.T, stateDir string) *Runtime {
 	t.Helper()
-	r, err := newRuntime(runtime.Options{StateDir: stateDir, Settings: runscSettings(testutil.RunscPath()), NetworkPool: testNetworkPool})
+	r, err := newRuntime(runtime.Options{StateDir: stateDir, Settings: runscSettings(testutil.RunscPath())})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
