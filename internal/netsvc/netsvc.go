@@ -144,9 +144,17 @@ func (s *Service) Attachment(id string) *runtime.NetworkAttachment {
 }
 
 // Detach tears down sandbox id's network, or what an earlier process left
-// of it: firewall rules, veth, namespace and directory. Call it once the
-// runtime has destroyed the sandbox. It is idempotent.
+// of it: firewall rules, veth, namespace and directory; after the last
+// sandbox's, the firewall table too, so that an idle daemon leaves no rule
+// on the host. Call it once the runtime has destroyed the sandbox. It is
+// idempotent.
 func (s *Service) Detach(ctx context.Context, id string) error {
+	errs := []error{s.detach(ctx, id), s.Release(ctx)}
+	return errors.Join(errs...)
+}
+
+// detach is Detach without the release of the table.
+func (s *Service) detach(ctx context.Context, id string) error {
 	s.mu.Lock()
 	delete(s.attached, id)
 	s.mu.Unlock()
@@ -189,7 +197,7 @@ func (s *Service) Reconcile(ctx context.Context, keep func(id string) bool) ([]s
 			kept = true
 			continue
 		}
-		if err := s.Detach(ctx, id); err != nil {
+		if err := s.detach(ctx, id); err != nil {
 			errs = append(errs, fmt.Errorf("network of sandbox %s: %w", id, err))
 			continue
 		}
