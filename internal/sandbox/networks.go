@@ -178,7 +178,7 @@ func (m *Manager) CreateNetwork(ctx context.Context, req api.NetworkCreateReques
 		return api.NetworkInfo{}, err
 	}
 	if _, err := m.networkService(); err != nil {
-		return api.NetworkInfo{}, errdefs.New(errdefs.CodeUnsupported, "no runtime of this daemon can enforce sandbox networks")
+		return api.NetworkInfo{}, err
 	}
 	owner := auth.OwnerFrom(ctx)
 	key := netKey(owner, req.Name)
