@@ -301,11 +301,16 @@ func (m *Manager) running(id string) (*sandbox, bool) {
 	return sb, true
 }
 
-// checkEgress checks a create's egress policy: it needs a network, hence
-// the network service (every runtime joins its networks).
+// checkEgress checks a create's network and egress policy: both need the
+// network service (every runtime joins its networks), and a policy
+// implies a network.
 func (m *Manager) checkEgress(req *api.CreateRequest) error {
 	if req.Egress.Empty() {
 		req.Egress = nil
+		if req.Network {
+			_, err := m.networkService()
+			return err
+		}
 		return nil
 	}
 	if _, err := compileEgress(req.Egress); err != nil {
