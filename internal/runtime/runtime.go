@@ -4,7 +4,9 @@
 // leaving anything behind. Exec, files and terminals are agent services, so
 // a runtime knows nothing of them. Optional abilities (pause, checkpoint,
 // resize, stats) are separate interfaces, summed up once in Abilities; a
-// runtime turns an image into the artifact it boots (Prepare). Backends
+// runtime turns an image into the artifact it boots (Prepare). A runtime
+// makes no network: the daemon's network service makes a sandbox's and the
+// runtime joins it (Spec.Network, network.go). Backends
 // register themselves with their own block of the config (Registration,
 // Settings); the daemon picks one by name and hands it that block
 // (Options.Settings).
@@ -78,7 +80,9 @@ type Instance interface {
 	// StderrTail returns the last few KiB the runtime and agent wrote to stderr.
 	StderrTail() string
 	// Destroy ends the sandbox and frees every resource it held: processes,
-	// mounts, cgroups, network devices and directories. It is idempotent.
+	// mounts, cgroups and directories, and its hold on its network's
+	// namespace (which the network service then tears down). It is
+	// idempotent.
 	Destroy(ctx context.Context) error
 }
 
