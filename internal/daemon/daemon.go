@@ -27,6 +27,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/jobs"
 	"github.com/hutch-dev/hutch/internal/mcpserver"
 	"github.com/hutch-dev/hutch/internal/metrics"
+	"github.com/hutch-dev/hutch/internal/netsvc"
 	"github.com/hutch-dev/hutch/internal/runtime"
 	"github.com/hutch-dev/hutch/internal/sandbox"
 	"github.com/hutch-dev/hutch/internal/sandbox/alertsvc"
@@ -67,6 +68,7 @@ type daemon struct {
 	images    *image.Store
 	resolver  *dnsgate.Server
 	rts       *runtime.Set
+	net       *netsvc.Service
 
 	// cleanShutdown tells the watchdog that every sandbox was stopped:
 	// true until the manager exists (a start that fails before has none).
@@ -227,14 +229,20 @@ func (d *daemon) bootRuntimes(context.Context) error {
 		return err
 	}
 	d.held.Push("stopping the sandboxes' resolver", func(context.Context) error { return d.resolver.Close() })
-	rts, rtOpts, err := startRuntimes(d.cfg, d.opts.DataDir, d.resolver.Addr().String(), d.log)
+	rts, rtOpts, err := startRuntimes(d.cfg, d.opts.DataDir, d.log)
 	if err != nil {
 		return err
 	}
 	d.rts = rts
 	d.held.Push("closing the runtimes", func(context.Context) error { return closeRuntimes(d.rts.All()) })
+	netOpts := networkOptions(d.cfg, d.opts.DataDir, d.resolver.Addr().String())
+	if d.net, err = netsvc.New(netOpts); err != nil {
+		return err
+	}
+	// Released after the manager's Close: no sandbox has a network then.
+	d.held.Push("removing the sandbox firewall", func(context.Context) error { return d.net.Close() })
 	if d.cfg.CrashWatchdog {
-		wd, err := startWatchdog(watchdogJob{Runtimes: rtOpts, LockPath: dataDirLock(d.opts.DataDir)}, d.log)
+		wd, err := startWatchdog(watchdogJob{Runtimes: rtOpts, Network: &netOpts, LockPath: dataDirLock(d.opts.DataDir)}, d.log)
 		if err != nil {
 			return err
 		}
@@ -274,6 +282,7 @@ func (d *daemon) startManager(ctx context.Context) error {
 		Volumes:   d.vols,
 		Config:    cfg,
 		Runtimes:  d.rts,
+		Network:   d.net,
 		Images:    d.images,
 		AgentPath: d.agentPath,
 		StateDir:  d.opts.DataDir,

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/metrics"
+	"github.com/hutch-dev/hutch/internal/netsvc"
 	"github.com/hutch-dev/hutch/internal/runtime"
 	_ "github.com/hutch-dev/hutch/internal/runtime/runtimes" // register backends
 )
@@ -22,10 +23,8 @@ func runtimeOptions(cfg config.Config, name, dataDir string) (runtime.Options, e
 		return runtime.Options{}, err
 	}
 	return runtime.Options{
-		StateDir:             filepath.Join(dataDir, name),
-		NetworkPool:          cfg.NetworkPool,
-		BlockPrivateNetworks: cfg.BlockPrivateNetworks,
-		Settings:             settings,
+		StateDir: filepath.Join(dataDir, name),
+		Settings: settings,
 	}, nil
 }
 
@@ -45,19 +44,18 @@ func offeredRuntimes(cfg config.Config) []string {
 	return out
 }
 
-// startRuntimes builds the offered runtimes in dataDir, each with dns as
-// the sandboxes' resolver. The default one must start; another that
+// startRuntimes builds the offered runtimes in dataDir. The default one
+// must start; another that
 // cannot (no QEMU, no runsc) is logged and listed as unavailable, with
 // why. It returns the set and the options of each ready runtime, which
 // the crash watchdog builds them again from.
-func startRuntimes(cfg config.Config, dataDir, dns string, log *slog.Logger) (*runtime.Set, map[string]runtime.Options, error) {
+func startRuntimes(cfg config.Config, dataDir string, log *slog.Logger) (*runtime.Set, map[string]runtime.Options, error) {
 	var ready []runtime.Runtime
 	opts := map[string]runtime.Options{}
 	down := map[string]string{}
 	for _, name := range offeredRuntimes(cfg) {
 		o, err := runtimeOptions(cfg, name, dataDir)
 		if err == nil {
-			o.DNS = dns
 			var rt runtime.Runtime
 			if rt, err = startRuntime(name, o, log); err == nil {
 				ready, opts[name] = append(ready, rt), o
@@ -88,6 +86,18 @@ func startRuntime(name string, opts runtime.Options, log *slog.Logger) (runtime.
 	}
 	log.Info("runtime started", "runtime", rt.Name(), "abilities", runtime.AbilitiesOf(rt).String())
 	return rt, nil
+}
+
+// networkOptions are the options of the daemon's network service in
+// dataDir, with dns as the sandboxes' resolver: one service, one firewall
+// table, for every runtime.
+func networkOptions(cfg config.Config, dataDir, dns string) netsvc.Options {
+	return netsvc.Options{
+		Dir:                  filepath.Join(dataDir, "network"),
+		Pool:                 cfg.NetworkPool,
+		BlockPrivateNetworks: cfg.BlockPrivateNetworks,
+		DNS:                  dns,
+	}
 }
 
 // closeRuntimes closes those of rts that hold something (io.Closer).

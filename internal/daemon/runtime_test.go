@@ -45,7 +45,7 @@ func TestRuntimeOptions(t *testing.T) {
 	if err := json.Unmarshal(opts.Settings, &g); err != nil || g != (gvisor.Settings{Platform: "systrap", SystrapFastPath: "off"}) {
 		t.Errorf("settings %s decode to %+v (%v)", opts.Settings, g, err)
 	}
-	if opts.StateDir != "/data/gvisor" || opts.NetworkPool != cfg.NetworkPool {
+	if opts.StateDir != "/data/gvisor" {
 		t.Errorf("options %+v", opts)
 	}
 	// The watchdog is handed the same options over a pipe.
@@ -72,7 +72,7 @@ func TestRunscOnlyForGVisor(t *testing.T) {
 	cfg := config.Default()
 	cfg.DefaultRuntime = "daemon-test"
 	cfg.OfferedRuntimes = []string{"daemon-test", "gvisor"}
-	set, _, err := startRuntimes(cfg, t.TempDir(), "", log)
+	set, _, err := startRuntimes(cfg, t.TempDir(), log)
 	if err != nil {
 		t.Fatalf("a default runtime other than gvisor: %v", err)
 	}
@@ -83,7 +83,7 @@ func TestRunscOnlyForGVisor(t *testing.T) {
 		t.Errorf("infos %+v", infos)
 	}
 	cfg.DefaultRuntime = "gvisor"
-	_, _, err = startRuntimes(cfg, t.TempDir(), "", log)
+	_, _, err = startRuntimes(cfg, t.TempDir(), log)
 	if err == nil || !strings.Contains(err.Error(), "runsc not found") || !strings.Contains(err.Error(), "runtimes.gvisor.runsc_path") {
 		t.Fatalf("gvisor without runsc as the default: %v", err)
 	}

@@ -37,6 +37,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hutch-dev/hutch/internal/netsvc"
 	"github.com/hutch-dev/hutch/internal/runtime"
 )
 
@@ -74,6 +75,10 @@ var errLocked = errors.New("locked by another hutch daemon or by the watchdog of
 // how to build the same runtimes (options by name), and the data dir lock.
 type watchdogJob struct {
 	Runtimes map[string]runtime.Options
+	// Network are the options of the network service, which tears down
+	// the sandboxes' networks once their runtimes destroyed them; nil is
+	// none.
+	Network  *netsvc.Options `json:",omitempty"`
 	LockPath string
 }
 
@@ -184,6 +189,13 @@ func RunWatchdog(in io.Reader, out io.Writer, log *slog.Logger) error {
 		}
 		rts = append(rts, rt)
 	}
+	var nw *netsvc.Service
+	if job.Network != nil {
+		var err error
+		if nw, err = netsvc.New(*job.Network); err != nil {
+			return fmt.Errorf("watchdog: the network service: %w", err)
+		}
+	}
 	if _, err := io.WriteString(out, watchdogReady); err != nil {
 		return fmt.Errorf("watchdog: %w", err)
 	}
@@ -206,6 +218,13 @@ func RunWatchdog(in io.Reader, out io.Writer, log *slog.Logger) error {
 		log.Info("destroyed the sandboxes of a dead daemon", "runtime", rt.Name(), "ids", destroyed)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("watchdog: runtime %s: %w", rt.Name(), err))
+		}
+	}
+	if nw != nil {
+		detached, err := nw.Reconcile(ctx, func(string) bool { return false })
+		log.Info("removed the sandbox networks of a dead daemon", "ids", detached)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("watchdog: network: %w", err))
 		}
 	}
 	return errors.Join(errs...)

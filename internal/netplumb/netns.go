@@ -43,7 +43,7 @@ func newNetns(path string) error {
 
 // RemoveNetns unpins the network namespace at path and removes the file;
 // the namespace goes once nothing else holds it. A missing path is not an
-// error. A runtime calls it for a namespace it pinned whose lease a
+// error. The network service calls it for a namespace it pinned whose lease a
 // crashed daemon lost (Teardown leaves that one alone).
 func RemoveNetns(path string) error {
 	err := unix.Unmount(path, unix.MNT_DETACH)

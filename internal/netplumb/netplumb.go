@@ -1,5 +1,5 @@
 // Package netplumb gives a sandbox a network of its own on a Linux host: a
-// network namespace pinned at a path the runtime chooses, a veth pair whose
+// network namespace pinned at a path its caller chooses, a veth pair whose
 // sandbox end (eth0) lives in it, a /30 from a configurable pool (host end
 // = gateway, sandbox end = the next address), NAT to the outside, a
 // resolv.conf that works from inside, and TCP port forwards from the
@@ -52,8 +52,8 @@ type Options struct {
 	// Pool is the IPv4 prefix sandbox subnets (one /30 each) come from.
 	Pool netip.Prefix
 	// Owner tells this Network's resources from those of other daemons on
-	// the host (it is hashed into the names): use the runtime's state
-	// directory. It also appears in the nftables table's comment.
+	// the host (it is hashed into the names): the daemon's network
+	// service uses its directory (internal/netsvc). It also appears in the nftables table's comment.
 	Owner string
 	// NftPath is the nft binary; "" looks for nft on PATH when needed.
 	NftPath string
@@ -75,8 +75,8 @@ type Sandbox struct {
 	// ID is the sandbox's id: letters, digits, '_', '.', '-'.
 	ID string
 	// NetnsPath is where the network namespace is pinned: a file that
-	// Setup creates and a runtime gives to the sandbox (OCI spec
-	// linux.namespaces[network].path).
+	// Setup creates and a runtime joins (internal/netsvc hands it over in
+	// runtime.NetworkAttachment).
 	NetnsPath string
 	// Ports are the host loopback TCP ports that the gateway forwards.
 	Ports []uint16
@@ -380,7 +380,7 @@ func (n *Network) Teardown(ctx context.Context, id string) error {
 }
 
 // teardown is Teardown with the lease when known (nil after a crash: then
-// the netns is left to the runtime, which pinned it in its own directory).
+// the netns is left to the caller, which pinned it in its own directory).
 func (n *Network) teardown(ctx context.Context, id string, l *Lease) error {
 	hostIf := n.hostIf(id)
 	n.mu.Lock()
@@ -471,7 +471,8 @@ func forgetConnections(addr netip.Addr) {
 }
 
 // IDs lists the sandboxes that have anything of this Network on the host:
-// a veth or firewall rules. The runtime reconciles them after a crash.
+// a veth or firewall rules. The network service reconciles them after a
+// crash.
 func (n *Network) IDs(ctx context.Context) ([]string, error) {
 	set := map[string]bool{}
 	links, err := netlink.LinkList()

@@ -2,12 +2,9 @@ package runtime
 
 import (
 	"context"
-	"net/netip"
 	"strings"
-	"time"
 
 	"github.com/hutch-dev/hutch/api"
-	"github.com/hutch-dev/hutch/internal/netplumb"
 )
 
 // Optional abilities. A backend implements those it can, on its Instance
@@ -60,26 +57,6 @@ type Stats struct {
 // StatsReader is an optional Instance ability: live resource use.
 type StatsReader interface {
 	Stats() (Stats, error)
-}
-
-// NetworkInfo is an optional Instance ability of a sandbox started with
-// Network: its gateway address, at which the sandbox reaches the host's
-// forwarded loopback ports (Spec.GatewayPorts), and its own address.
-type NetworkInfo interface {
-	Gateway() netip.Addr
-	Addr() netip.Addr
-}
-
-// Firewall is an optional Runtime ability: the networks of its sandboxes
-// take egress policies (Spec.Egress, then SetEgress), addresses learned
-// from allowed names (Learn), and peers: pairs of sandboxes that reach
-// each other (SetPeers replaces them all). Denied counts, per sandbox,
-// the packets its policy rejected.
-type Firewall interface {
-	SetEgress(ctx context.Context, id string, e netplumb.Egress) error
-	Learn(ctx context.Context, id string, addrs []netip.Addr, port uint16, ttl time.Duration) error
-	SetPeers(ctx context.Context, pairs [][2]string) error
-	Denied(ctx context.Context) (map[string]uint64, error)
 }
 
 // Abilities says which optional abilities a runtime's sandboxes have.

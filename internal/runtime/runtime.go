@@ -4,7 +4,9 @@
 // leaving anything behind. Exec, files and terminals are agent services, so
 // a runtime knows nothing of them. Optional abilities (pause, checkpoint,
 // resize, stats) are separate interfaces, summed up once in Abilities; a
-// runtime turns an image into the artifact it boots (Prepare). Backends
+// runtime turns an image into the artifact it boots (Prepare). A runtime
+// makes no network: the daemon's network service makes a sandbox's and the
+// runtime joins it (Spec.Network, network.go). Backends
 // register themselves with their own block of the config (Registration,
 // Settings); the daemon picks one by name and hands it that block
 // (Options.Settings).
@@ -18,8 +20,6 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
-
-	"github.com/hutch-dev/hutch/internal/netplumb"
 )
 
 // Spec is everything a runtime needs to start one sandbox.
@@ -41,14 +41,9 @@ type Spec struct {
 	// WritableLayerMB caps what the sandbox can write to its root
 	// filesystem (ENOSPC inside past it); 0 leaves it unbounded.
 	WritableLayerMB uint64
-	// Network gives the sandbox outbound networking; otherwise loopback only.
-	Network bool
-	// GatewayPorts are the host loopback TCP ports a sandbox with Network
-	// reaches at its gateway address; every other gateway port is closed.
-	GatewayPorts []uint16
-	// Egress is the outbound policy of a sandbox with Network, for a
-	// runtime that is a Firewall.
-	Egress netplumb.Egress
+	// Network, when set, is the network the sandbox joins (network.go);
+	// nil leaves it loopback only.
+	Network *NetworkAttachment
 	// Hostname is the sandbox's host name.
 	Hostname string
 	// UpperLayer, when set, is a writable layer a LayerCapturer captured
@@ -85,7 +80,9 @@ type Instance interface {
 	// StderrTail returns the last few KiB the runtime and agent wrote to stderr.
 	StderrTail() string
 	// Destroy ends the sandbox and frees every resource it held: processes,
-	// mounts, cgroups, network devices and directories. It is idempotent.
+	// mounts, cgroups and directories, and its hold on its network's
+	// namespace (which the network service then tears down). It is
+	// idempotent.
 	Destroy(ctx context.Context) error
 }
 
@@ -109,15 +106,6 @@ type Factory func(opts Options) (Runtime, error)
 type Options struct {
 	// StateDir is a directory the runtime owns for its per-sandbox state.
 	StateDir string
-	// NetworkPool is the IPv4 prefix that sandboxes with Network get their
-	// subnets from ("10.200.0.0/16"); "" leaves Network unavailable.
-	NetworkPool string
-	// BlockPrivateNetworks closes private and cloud-internal address
-	// ranges to sandboxes with Network (block_private_networks).
-	BlockPrivateNetworks bool
-	// DNS is hutch's resolver for sandboxes with Network (host:port on
-	// the host's loopback): their only nameserver.
-	DNS string `json:",omitempty"`
 	// Settings is the runtime's own block of the config (runtimes.<name>),
 	// its defaults filled in, as JSON; the Factory decodes it into its own
 	// type with DecodeSettings. JSON, so that the crash watchdog can be

@@ -10,7 +10,6 @@ package sandbox
 
 import (
 	"context"
-	"maps"
 	"net/netip"
 	"regexp"
 	"slices"
@@ -22,7 +21,6 @@ import (
 	"github.com/hutch-dev/hutch/internal/dnsgate"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/netplumb"
-	"github.com/hutch-dev/hutch/internal/runtime"
 )
 
 // maxEgressRules bounds the entries of one policy.
@@ -148,26 +146,6 @@ func (p *egressPolicy) check(name string) dnsgate.Verdict {
 	return dnsgate.Verdict{Ports: slices.Compact(ports)}
 }
 
-// firewall is rt's firewall; S302 when it has none.
-func firewall(rt runtime.Runtime) (runtime.Firewall, error) {
-	fw, ok := rt.(runtime.Firewall)
-	if !ok {
-		return nil, unsupported(rt.Name(), "enforce egress policies or sandbox networks")
-	}
-	return fw, nil
-}
-
-// firewalls are the firewalls of every runtime that has one.
-func (m *Manager) firewalls() []runtime.Firewall {
-	var out []runtime.Firewall
-	for _, rt := range m.rts.All() {
-		if fw, ok := rt.(runtime.Firewall); ok {
-			out = append(out, fw)
-		}
-	}
-	return out
-}
-
 // networked returns sb when it is running with network: true.
 func networked(sb *sandbox) error {
 	if st, end := sb.current(); st.ended() {
@@ -204,7 +182,7 @@ func (m *Manager) UpdateNetwork(ctx context.Context, req api.NetworkUpdateReques
 // its resolver's names. sandbox::network::update and a claim from the
 // warm pool (pool_network.go) both take this path.
 func (m *Manager) applyEgress(ctx context.Context, sb *sandbox, pol *egressPolicy) error {
-	fw, err := firewall(m.runtimeOf(&sb.rec))
+	fw, err := m.networkService()
 	if err != nil {
 		return err
 	}
@@ -249,24 +227,15 @@ func (m *Manager) sandboxNetwork(ctx context.Context, sb *sandbox) api.SandboxNe
 	if p := sb.egress.Load().policy(); p != nil {
 		out.EgressPolicy = *p
 	}
-	if a := sandboxAddr(sb); a.IsValid() {
+	if a := m.sandboxAddr(sb); a.IsValid() {
 		out.Address = a.String()
 	}
-	if fw, err := firewall(m.runtimeOf(&sb.rec)); err == nil {
+	if fw, err := m.networkService(); err == nil {
 		if denied, err := fw.Denied(ctx); err == nil {
 			out.EgressDenied = denied[sb.rec.ID]
 		}
 	}
 	return out
-}
-
-// sandboxAddr is sb's network address; invalid without one.
-func sandboxAddr(sb *sandbox) netip.Addr {
-	inst, _ := sb.conn()
-	if ni, ok := inst.(runtime.NetworkInfo); ok {
-		return ni.Addr()
-	}
-	return netip.Addr{}
 }
 
 // denialPoll is how often the firewall's refusal counters are read while
@@ -284,7 +253,6 @@ func (m *Manager) watchDenials(pol *egressPolicy) {
 // reportDenials records an egress.denied event for each sandbox whose
 // policy refused packets since the last look.
 func (m *Manager) reportDenials() {
-	fws := m.firewalls()
 	seen := map[string]uint64{}
 	t := time.NewTicker(denialPoll)
 	defer t.Stop()
@@ -294,7 +262,7 @@ func (m *Manager) reportDenials() {
 			return
 		case <-t.C:
 		}
-		counts, err := m.denied(fws)
+		counts, err := m.denied()
 		if err != nil {
 			m.log.Debug("reading egress refusals", "err", err)
 			continue
@@ -310,21 +278,16 @@ func (m *Manager) reportDenials() {
 	}
 }
 
-// denied merges the refusal counts of fws (sandbox ids are unique across
-// runtimes); it fails when any of them cannot be read, so that no count
-// is taken for zero.
-func (m *Manager) denied(fws []runtime.Firewall) (map[string]uint64, error) {
-	counts := map[string]uint64{}
-	for _, fw := range fws {
-		ctx, cancel := context.WithTimeout(m.shutdown, 10*time.Second)
-		c, err := fw.Denied(ctx)
-		cancel()
-		if err != nil {
-			return nil, err
-		}
-		maps.Copy(counts, c)
+// denied is the network service's refusal counts, by sandbox; it fails
+// when they cannot be read, so that no count is taken for zero.
+func (m *Manager) denied() (map[string]uint64, error) {
+	svc, err := m.networkService()
+	if err != nil {
+		return nil, err
 	}
-	return counts, nil
+	ctx, cancel := context.WithTimeout(m.shutdown, 10*time.Second)
+	defer cancel()
+	return svc.Denied(ctx)
 }
 
 // running returns the live sandbox id, whoever owns it.
@@ -338,17 +301,22 @@ func (m *Manager) running(id string) (*sandbox, bool) {
 	return sb, true
 }
 
-// checkEgress checks a create's egress policy: it needs a network and a
-// runtime (rt) with a firewall.
-func (m *Manager) checkEgress(req *api.CreateRequest, rt runtime.Runtime) error {
+// checkEgress checks a create's network and egress policy: both need the
+// network service (every runtime joins its networks), and a policy
+// implies a network.
+func (m *Manager) checkEgress(req *api.CreateRequest) error {
 	if req.Egress.Empty() {
 		req.Egress = nil
+		if req.Network {
+			_, err := m.networkService()
+			return err
+		}
 		return nil
 	}
 	if _, err := compileEgress(req.Egress); err != nil {
 		return err
 	}
-	if _, err := firewall(rt); err != nil {
+	if _, err := m.networkService(); err != nil {
 		return err
 	}
 	req.Network = true

@@ -8,7 +8,6 @@ import (
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/errdefs"
-	"github.com/hutch-dev/hutch/internal/runtime"
 )
 
 // Package managers of sandbox::interpreter::install.
@@ -59,9 +58,8 @@ func (m *Manager) Install(ctx context.Context, req api.InstallRequest, emit emit
 			WithFix(map[string]any{"network": true}, "create the sandbox with network: true")
 	}
 	if index != "" {
-		inst, _ := sb.conn()
-		if ni, ok := inst.(runtime.NetworkInfo); ok && ni.Gateway().IsValid() {
-			index = strings.TrimPrefix(rewriteLocalhost([]string{"I=" + index}, ni.Gateway(), loopbackPorts([]string{"I=" + index}))[0], "I=")
+		if nw := m.attachment(sb); nw != nil && nw.Gateway.IsValid() {
+			index = strings.TrimPrefix(rewriteLocalhost([]string{"I=" + index}, nw.Gateway, loopbackPorts([]string{"I=" + index}))[0], "I=")
 		}
 	}
 	tool, argv := installArgv(req.Manager, index, req.Packages)

@@ -72,12 +72,16 @@ type Options struct {
 	ListenPort int
 	// Volumes keeps the owners' volumes (volumes.go); nil is none.
 	Volumes *volumes.Store
+	// Network is the daemon's network service (network.go); nil refuses
+	// network: true.
+	Network NetworkService
 }
 
 // Manager owns every sandbox of one daemon.
 type Manager struct {
 	cfg         config.Config
 	rts         *runtime.Set
+	netsvc      NetworkService // nil: none (network.go)
 	images      Images
 	agent       string
 	log         *slog.Logger
@@ -166,6 +170,7 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 		callTimeout: opts.AgentCallTimeout,
 		cfg:         opts.Config,
 		rts:         opts.Runtimes,
+		netsvc:      opts.Network,
 		images:      opts.Images,
 		agent:       opts.AgentPath,
 		log:         opts.Logger,
@@ -230,7 +235,7 @@ func (m *Manager) reconcile(ctx context.Context) error {
 			m.log.Info("destroyed leftover sandboxes", "runtime", rt.Name(), "count", len(destroyed), "ids", destroyed)
 		}
 	}
-	return nil
+	return m.reconcileNetworks(ctx)
 }
 
 // Create boots a sandbox, or restores one from a snapshot, after applying
@@ -281,7 +286,7 @@ func (m *Manager) create(ctx context.Context, req api.CreateRequest, from *origi
 	if err := ValidateEnv("env", req.Env); err != nil {
 		return api.CreateResponse{}, err
 	}
-	if err := m.checkEgress(&req, rt); err != nil {
+	if err := m.checkEgress(&req); err != nil {
 		return api.CreateResponse{}, err
 	}
 	if err := m.checkMounts(ctx, req, from); err != nil {
@@ -403,12 +408,17 @@ func (m *Manager) bootSandbox(ctx context.Context, rec *record, img *image.Image
 	if err != nil {
 		return nil, errdefs.Wrap(errdefs.CodeBootFailed, err, "preparing image "+rec.Image)
 	}
-	inst, err := m.launch(bootCtx, rt, m.specOf(rec, art, ports), from)
+	nw, err := m.attachNetwork(bootCtx, rec, ports)
+	if err != nil {
+		return nil, m.bootError(ctx, err)
+	}
+	undo.Push("tearing down the network", func(context.Context) error { m.detachNetwork(rec); return nil })
+	inst, err := m.launch(bootCtx, rt, m.specOf(rec, art, nw), from)
 	if err != nil {
 		return nil, m.bootError(ctx, err)
 	}
 	undo.Push("destroying the runtime instance", inst.Destroy)
-	m.useGateway(rec, inst, ports)
+	m.useGateway(rec, ports)
 	ac, err := m.connect(bootCtx, inst, user)
 	if err != nil {
 		return nil, m.bootError(ctx, err)
@@ -423,8 +433,8 @@ func (m *Manager) bootSandbox(ctx context.Context, rec *record, img *image.Image
 	return sb, nil
 }
 
-// specOf is the runtime spec of rec's sandbox.
-func (m *Manager) specOf(rec *record, art runtime.Artifact, ports []uint16) runtime.Spec {
+// specOf is the runtime spec of rec's sandbox, on network nw (nil: none).
+func (m *Manager) specOf(rec *record, art runtime.Artifact, nw *runtime.NetworkAttachment) runtime.Spec {
 	return runtime.Spec{
 		ID:              rec.ID,
 		Image:           art,
@@ -433,9 +443,7 @@ func (m *Manager) specOf(rec *record, art runtime.Artifact, ports []uint16) runt
 		MemoryMB:        rec.MemoryMB,
 		PidsLimit:       m.cfg.PidsLimit,
 		WritableLayerMB: m.cfg.WritableLayerMB,
-		Network:         rec.Network,
-		GatewayPorts:    ports,
-		Egress:          mustCompileEgress(rec.Egress).firewallRules(),
+		Network:         nw,
 		Hostname:        "hutch-" + rec.ID[:8],
 		Mounts:          rec.mounts,
 	}
@@ -696,6 +704,7 @@ func (m *Manager) teardown(sb *sandbox) {
 	if err := inst.Destroy(ctx); err != nil {
 		m.log.Error("destroying sandbox", "sandbox", sb.rec.ID, "err", err)
 	}
+	m.detachNetwork(&sb.rec)
 }
 
 // bury replaces stopped sb in the manager by a tombstone of its record, so

@@ -1,15 +1,118 @@
 package sandbox
 
 import (
+	"context"
+	"fmt"
 	"net/netip"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
+	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/netplumb"
 	"github.com/hutch-dev/hutch/internal/runtime"
 )
+
+// NetworkService is the daemon's one network service (internal/netsvc),
+// shared by every runtime: before a sandbox with network: true starts, it
+// makes the sandbox's namespace, addresses, firewall rules and DNS gate
+// and hands the runtime an attachment (runtime.Spec.Network); after the
+// runtime has destroyed the sandbox, it tears them down. It holds every
+// sandbox's egress policy, learned addresses and network peers, whatever
+// runtime the sandbox runs in.
+type NetworkService interface {
+	// Attach makes sandbox id's network: its gateway forwards ports, its
+	// egress policy is e. On error it leaves nothing behind.
+	Attach(ctx context.Context, id string, ports []uint16, e netplumb.Egress) (*runtime.NetworkAttachment, error)
+	// Attachment is sandbox id's attachment; nil if it has none.
+	Attachment(id string) *runtime.NetworkAttachment
+	// Detach tears sandbox id's network down; it is idempotent.
+	Detach(ctx context.Context, id string) error
+	// Reconcile tears down the networks of the sandboxes keep rejects.
+	Reconcile(ctx context.Context, keep func(id string) bool) ([]string, error)
+	// SetEgress replaces sandbox id's egress policy.
+	SetEgress(ctx context.Context, id string, e netplumb.Egress) error
+	// Learn lets sandbox id reach addrs on port for ttl.
+	Learn(ctx context.Context, id string, addrs []netip.Addr, port uint16, ttl time.Duration) error
+	// SetPeers replaces the pairs of sandboxes that reach each other.
+	SetPeers(ctx context.Context, pairs [][2]string) error
+	// Denied counts, per sandbox, the packets its egress policy refused.
+	Denied(ctx context.Context) (map[string]uint64, error)
+}
+
+// networkService is the daemon's network service; S302 without one.
+func (m *Manager) networkService() (NetworkService, error) {
+	if m.netsvc == nil {
+		return nil, errdefs.New(errdefs.CodeUnsupported, "this daemon has no network service: network: true, egress policies and sandbox networks are unavailable")
+	}
+	return m.netsvc, nil
+}
+
+// attachNetwork makes the network of rec's sandbox, whose gateway
+// forwards ports, before its runtime starts it; nil without network: true.
+func (m *Manager) attachNetwork(ctx context.Context, rec *record, ports []uint16) (*runtime.NetworkAttachment, error) {
+	if !rec.Network {
+		return nil, nil
+	}
+	svc, err := m.networkService()
+	if err != nil {
+		return nil, err
+	}
+	nw, err := svc.Attach(ctx, rec.ID, ports, mustCompileEgress(rec.Egress).firewallRules())
+	if err != nil {
+		return nil, errdefs.Wrap(errdefs.CodeBootFailed, err, "setting up the network of sandbox "+rec.ID)
+	}
+	return nw, nil
+}
+
+// detachNetwork tears down the network of rec's sandbox, once its runtime
+// instance is destroyed.
+func (m *Manager) detachNetwork(rec *record) {
+	if !rec.Network || m.netsvc == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := m.netsvc.Detach(ctx, rec.ID); err != nil {
+		m.log.Error("tearing down a sandbox's network", "sandbox", rec.ID, "err", err)
+	}
+}
+
+// reconcileNetworks tears down what an earlier daemon left of its
+// sandboxes' networks (none of which runs any more).
+func (m *Manager) reconcileNetworks(ctx context.Context) error {
+	if m.netsvc == nil {
+		return nil
+	}
+	done, err := m.netsvc.Reconcile(ctx, func(string) bool { return false })
+	if err != nil {
+		return fmt.Errorf("reconciling sandbox networks: %w", err)
+	}
+	if len(done) > 0 {
+		m.log.Info("removed leftover sandbox networks", "count", len(done), "ids", done)
+	}
+	return nil
+}
+
+// attachment is sb's network attachment; nil without one (no network,
+// or hibernated).
+func (m *Manager) attachment(sb *sandbox) *runtime.NetworkAttachment {
+	if m.netsvc == nil || !sb.rec.Network {
+		return nil
+	}
+	return m.netsvc.Attachment(sb.rec.ID)
+}
+
+// sandboxAddr is sb's network address; invalid without one.
+func (m *Manager) sandboxAddr(sb *sandbox) netip.Addr {
+	if nw := m.attachment(sb); nw != nil {
+		return nw.Addr
+	}
+	return netip.Addr{}
+}
 
 // Gateway forwarding (seed 002). A sandbox created with network: true
 // reaches the host's loopback services through its gateway address: the
@@ -141,14 +244,16 @@ func sortedSet(ports []uint16) []uint16 {
 }
 
 // useGateway points the loopback URLs of rec's env whose ports are
-// forwarded at inst's gateway, once the runtime has given the sandbox a
-// network.
-func (m *Manager) useGateway(rec *record, inst runtime.Instance, ports []uint16) {
-	ni, ok := inst.(runtime.NetworkInfo)
-	if !ok || !rec.Network || !ni.Gateway().IsValid() {
+// forwarded at its sandbox's gateway, once the sandbox has a network.
+func (m *Manager) useGateway(rec *record, ports []uint16) {
+	if !rec.Network || m.netsvc == nil {
 		return
 	}
-	gw := ni.Gateway()
+	nw := m.netsvc.Attachment(rec.ID)
+	if nw == nil || !nw.Gateway.IsValid() {
+		return
+	}
+	gw := nw.Gateway
 	rec.Env = rewriteLocalhost(rec.Env, gw, ports)
 	m.log.Info("sandbox network", "sandbox", rec.ID, "gateway", gw.String(), "gateway_ports", ports)
 }

@@ -5,8 +5,9 @@ package sandbox
 // or id through hutch's resolver); nobody else reaches them. A sandbox
 // may be on several networks. A network outlives its members (it is kept
 // in the store); its memberships end with the sandbox, the network or the
-// daemon. The runtime's firewall holds the pairs of sandboxes that share
-// a network, replaced whole on every change.
+// daemon. The network service's firewall holds the pairs of sandboxes
+// that share a network, replaced whole on every change; members may run
+// in different runtimes (the service's one table holds them all).
 
 import (
 	"context"
@@ -22,7 +23,6 @@ import (
 	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/dnsgate"
 	"github.com/hutch-dev/hutch/internal/errdefs"
-	"github.com/hutch-dev/hutch/internal/runtime"
 )
 
 // Limits of sandbox networks.
@@ -90,10 +90,10 @@ func (b *netBook) of(id string) []string {
 }
 
 // pairs returns every pair of sandboxes that share a network.
-func (b *netBook) pairs() []peerPair {
+func (b *netBook) pairs() [][2]string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	var out []peerPair
+	var out [][2]string
 	for _, n := range b.byKey {
 		ids := make([]string, 0, len(n.members))
 		for id := range n.members {
@@ -102,23 +102,17 @@ func (b *netBook) pairs() []peerPair {
 		sort.Strings(ids)
 		for i, a := range ids {
 			for _, j := range ids[i+1:] {
-				out = append(out, peerPair{runtime: n.members[a].rec.Runtime, ids: [2]string{a, j}})
+				out = append(out, [2]string{a, j})
 			}
 		}
 	}
 	return out
 }
 
-// peerPair is two sandboxes that share a network, and their runtime.
-type peerPair struct {
-	runtime string
-	ids     [2]string
-}
-
 // peers returns the addresses of the members of sb's networks that name
 // (lowercase) names: a member's name or id, alone or followed by
 // ".<network>".
-func (b *netBook) peers(sb *sandbox, name string) []netip.Addr {
+func (b *netBook) peers(sb *sandbox, name string, addrOf func(*sandbox) netip.Addr) []netip.Addr {
 	b.mu.Lock()
 	var found []*sandbox
 	for _, n := range b.byKey {
@@ -135,7 +129,7 @@ func (b *netBook) peers(sb *sandbox, name string) []netip.Addr {
 	b.mu.Unlock()
 	var out []netip.Addr
 	for _, m := range found {
-		if a := sandboxAddr(m); a.IsValid() && !slices.Contains(out, a) {
+		if a := addrOf(m); a.IsValid() && !slices.Contains(out, a) {
 			out = append(out, a)
 		}
 	}
@@ -156,12 +150,12 @@ func (b *netBook) leave(id string) bool {
 	return was
 }
 
-// info describes n.
-func (n *sandboxNet) info() api.NetworkInfo {
+// info describes n, with its members' addresses by addrOf.
+func (n *sandboxNet) info(addrOf func(*sandbox) netip.Addr) api.NetworkInfo {
 	out := api.NetworkInfo{Name: n.rec.Name, CreatedAt: n.rec.CreatedAt.Format(time.RFC3339), Members: []api.NetworkMember{}}
 	for id, m := range n.members {
 		mem := api.NetworkMember{SandboxID: id, Name: m.rec.Name}
-		if a := sandboxAddr(m); a.IsValid() {
+		if a := addrOf(m); a.IsValid() {
 			mem.Address = a.String()
 		}
 		out.Members = append(out.Members, mem)
@@ -183,8 +177,8 @@ func (m *Manager) CreateNetwork(ctx context.Context, req api.NetworkCreateReques
 	if err := checkNetworkName(req.Name); err != nil {
 		return api.NetworkInfo{}, err
 	}
-	if len(m.firewalls()) == 0 {
-		return api.NetworkInfo{}, errdefs.New(errdefs.CodeUnsupported, "no runtime of this daemon can enforce sandbox networks")
+	if _, err := m.networkService(); err != nil {
+		return api.NetworkInfo{}, err
 	}
 	owner := auth.OwnerFrom(ctx)
 	key := netKey(owner, req.Name)
@@ -208,7 +202,7 @@ func (m *Manager) CreateNetwork(ctx context.Context, req api.NetworkCreateReques
 		return api.NetworkInfo{}, errdefs.Wrap(errdefs.CodeInternal, err, "recording the network")
 	}
 	b.byKey[key] = n
-	return n.info(), nil
+	return n.info(m.sandboxAddr), nil
 }
 
 // ListNetworks lists the caller's networks (sandbox::network::list).
@@ -220,7 +214,7 @@ func (m *Manager) ListNetworks(ctx context.Context, _ api.NetworkListRequest) (a
 	out := api.NetworkListResponse{Networks: []api.NetworkInfo{}}
 	for _, n := range b.byKey {
 		if n.rec.Owner == owner {
-			out.Networks = append(out.Networks, n.info())
+			out.Networks = append(out.Networks, n.info(m.sandboxAddr))
 		}
 	}
 	sort.Slice(out.Networks, func(i, j int) bool { return out.Networks[i].Name < out.Networks[j].Name })
@@ -243,7 +237,7 @@ func (m *Manager) DeleteNetwork(ctx context.Context, req api.NetworkRequest) (ap
 		return api.NetworkInfo{}, errdefs.Wrap(errdefs.CodeInternal, err, "removing the network")
 	}
 	delete(b.byKey, n.rec.Key)
-	return n.info(), nil
+	return n.info(m.sandboxAddr), nil
 }
 
 // findLocked returns the caller's network name; b.mu must be held.
@@ -264,11 +258,6 @@ func (m *Manager) ConnectNetwork(ctx context.Context, req api.NetworkConnectRequ
 	return m.membership(ctx, req, func(n *sandboxNet, sb *sandbox) error {
 		if len(n.members) >= maxNetworkMembers && n.members[sb.rec.ID] == nil {
 			return errdefs.New(errdefs.CodeCapacity, "network %s has %d members, the most it takes", n.rec.Name, maxNetworkMembers)
-		}
-		for _, peer := range n.members {
-			if peer.rec.Runtime != sb.rec.Runtime {
-				return unsupported(sb.rec.Runtime, "join network "+n.rec.Name+", whose members run in the "+peer.rec.Runtime+" runtime: a network's members share one runtime")
-			}
 		}
 		n.members[sb.rec.ID] = sb
 		return nil
@@ -313,28 +302,19 @@ func (m *Manager) membership(ctx context.Context, req api.NetworkConnectRequest,
 	// A sandbox that stopped meanwhile is taken off by its teardown.
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return n.info(), nil
+	return n.info(m.sandboxAddr), nil
 }
 
-// syncPeers hands each runtime's firewall the pairs of its sandboxes that
-// share a network (a network's members share one runtime).
+// syncPeers hands the network service the pairs of sandboxes that share
+// a network, whatever runtime each runs in.
 func (m *Manager) syncPeers(ctx context.Context) error {
+	svc, err := m.networkService()
+	if err != nil {
+		return err
+	}
 	m.nets.sync.Lock()
 	defer m.nets.sync.Unlock()
-	byRuntime := map[string][][2]string{}
-	for _, p := range m.nets.pairs() {
-		byRuntime[p.runtime] = append(byRuntime[p.runtime], p.ids)
-	}
-	for _, rt := range m.rts.All() {
-		fw, ok := rt.(runtime.Firewall)
-		if !ok {
-			continue
-		}
-		if err := fw.SetPeers(ctx, byRuntime[rt.Name()]); err != nil {
-			return err
-		}
-	}
-	return nil
+	return svc.SetPeers(ctx, m.nets.pairs())
 }
 
 // leaveNetworks takes a stopping sandbox off its networks.
@@ -366,7 +346,7 @@ func (d resolverDirectory) Client(src netip.Addr) (dnsgate.Client, bool) {
 	}
 	d.m.mu.Unlock()
 	for _, sb := range sbs {
-		if !sb.isStopped() && sandboxAddr(sb) == src {
+		if !sb.isStopped() && d.m.sandboxAddr(sb) == src {
 			return resolverClient{d.m, sb}, true
 		}
 	}
@@ -379,12 +359,14 @@ type resolverClient struct {
 	sb *sandbox
 }
 
-func (c resolverClient) Peer(name string) []netip.Addr { return c.m.nets.peers(c.sb, name) }
+func (c resolverClient) Peer(name string) []netip.Addr {
+	return c.m.nets.peers(c.sb, name, c.m.sandboxAddr)
+}
 
 func (c resolverClient) Check(name string) dnsgate.Verdict { return c.sb.egress.Load().check(name) }
 
 func (c resolverClient) Learn(ctx context.Context, addrs []netip.Addr, ports []uint16, ttl time.Duration) error {
-	fw, err := firewall(c.m.runtimeOf(&c.sb.rec))
+	fw, err := c.m.networkService()
 	if err != nil {
 		return err
 	}

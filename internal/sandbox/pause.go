@@ -274,6 +274,7 @@ func (m *Manager) hibernate(sb *sandbox) (changed bool, err error) {
 	if err := inst.Destroy(ctx); err != nil {
 		m.log.Error("destroying a hibernated sandbox's instance", "sandbox", sb.rec.ID, "err", err)
 	}
+	m.detachNetwork(&sb.rec)
 	if err := sb.markPaused(true); err != nil {
 		return false, stoppedError(sb.rec.ID, sb.endNow())
 	}
@@ -292,18 +293,25 @@ func (m *Manager) wake(ctx context.Context, sb *sandbox) error {
 	}
 	dir := m.hibernateDir(sb.rec.ID)
 	rec := sb.snapshotRecord()
-	inst, err := m.launch(ctx, rt, m.specOf(&rec, art, rec.forwarded), &origin{checkpoint: dir})
+	nw, err := m.attachNetwork(ctx, &rec, rec.forwarded)
 	if err != nil {
+		return err
+	}
+	inst, err := m.launch(ctx, rt, m.specOf(&rec, art, nw), &origin{checkpoint: dir})
+	if err != nil {
+		m.detachNetwork(&rec)
 		return err
 	}
 	ac, err := m.connect(ctx, inst, sb.user)
 	if err != nil {
 		_ = inst.Destroy(ctx)
+		m.detachNetwork(&rec)
 		return err
 	}
 	if _, _, err := sb.replace(inst, ac); err != nil {
 		ac.Close()
 		_ = inst.Destroy(ctx)
+		m.detachNetwork(&rec)
 		return err
 	}
 	if len(m.nets.of(sb.rec.ID)) > 0 {

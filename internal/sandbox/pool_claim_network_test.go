@@ -13,27 +13,66 @@ import (
 	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/netplumb"
 	"github.com/hutch-dev/hutch/internal/runtime"
-	"github.com/hutch-dev/hutch/internal/runtime/runtimetest"
 	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
-// fakeFirewall is the in-process runtime with a firewall that records the
-// policies set and fails them on demand: a fake, because the real one
-// (netplumb) needs root and nftables, and its failures cannot be caused
-// at will (the integration tests run the real one).
-type fakeFirewall struct {
-	*runtimetest.Runtime
-
+// fakeNetwork is a network service that records the policies it is
+// given and fails SetEgress on demand: a fake, because the real one
+// (netsvc) needs root and nftables, and its failures cannot be caused at
+// will (the integration tests run the real one). Its attachments name no
+// namespace; the in-process runtime joins none.
+type fakeNetwork struct {
 	mu sync.Mutex
-	// set are the policies SetEgress was given by sandbox id, failing
-	// makes it fail; guarded by mu.
-	set     map[string][]netplumb.Egress
-	failing bool
+	// attached are the policies sandboxes were attached with, set those
+	// SetEgress was given, by sandbox id; failing makes SetEgress fail;
+	// guarded by mu.
+	attached map[string]netplumb.Egress
+	set      map[string][]netplumb.Egress
+	failing  bool
 }
 
-var _ runtime.Firewall = (*fakeFirewall)(nil)
+var _ NetworkService = (*fakeNetwork)(nil)
 
-func (f *fakeFirewall) SetEgress(_ context.Context, id string, e netplumb.Egress) error {
+func (f *fakeNetwork) Attach(_ context.Context, id string, _ []uint16, e netplumb.Egress) (*runtime.NetworkAttachment, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.attached[id] = e
+	return f.attachmentLocked(id), nil
+}
+
+func (f *fakeNetwork) attachmentLocked(id string) *runtime.NetworkAttachment {
+	if _, ok := f.attached[id]; !ok {
+		return nil
+	}
+	return &runtime.NetworkAttachment{Addr: netip.MustParseAddr("10.99.0.2"), Gateway: netip.MustParseAddr("10.99.0.1"), Bits: 30}
+}
+
+func (f *fakeNetwork) Attachment(id string) *runtime.NetworkAttachment {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.attachmentLocked(id)
+}
+
+// egressOf is the policy sandbox id was attached with, and whether it was.
+func (f *fakeNetwork) egressOf(id string) (netplumb.Egress, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e, ok := f.attached[id]
+	return e, ok
+}
+
+func (f *fakeNetwork) Detach(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.attached, id)
+	return nil
+}
+
+func (f *fakeNetwork) Reconcile(context.Context, func(string) bool) ([]string, error) {
+	return nil, nil
+}
+
+func (f *fakeNetwork) SetEgress(_ context.Context, id string, e netplumb.Egress) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.failing {
@@ -43,13 +82,13 @@ func (f *fakeFirewall) SetEgress(_ context.Context, id string, e netplumb.Egress
 	return nil
 }
 
-func (f *fakeFirewall) Learn(context.Context, string, []netip.Addr, uint16, time.Duration) error {
+func (f *fakeNetwork) Learn(context.Context, string, []netip.Addr, uint16, time.Duration) error {
 	return nil
 }
 
-func (f *fakeFirewall) SetPeers(context.Context, [][2]string) error { return nil }
+func (f *fakeNetwork) SetPeers(context.Context, [][2]string) error { return nil }
 
-func (f *fakeFirewall) Denied(context.Context) (map[string]uint64, error) {
+func (f *fakeNetwork) Denied(context.Context) (map[string]uint64, error) {
 	return map[string]uint64{}, nil
 }
 
@@ -58,11 +97,8 @@ func (f *fakeFirewall) Denied(context.Context) (map[string]uint64, error) {
 // create answers; when that fails, the pool sandbox is destroyed and the
 // create boots its own with its policy in its spec.
 func TestWarmPoolNetworkClaim(t *testing.T) {
-	var fw *fakeFirewall
-	m, rt, _ := inprocessWith(t, func(c *config.Config) { c.WarmPoolAuto = true }, func(o *Options) {
-		fw = &fakeFirewall{Runtime: o.Runtimes.Default().(*runtimetest.Runtime), set: map[string][]netplumb.Egress{}}
-		o.Runtimes = runtime.Single(fw)
-	})
+	fw := &fakeNetwork{attached: map[string]netplumb.Egress{}, set: map[string][]netplumb.Egress{}}
+	m, rt, _ := inprocessWith(t, func(c *config.Config) { c.WarmPoolAuto = true }, func(o *Options) { o.Network = fw })
 	var mu sync.Mutex
 	specs := map[string]runtime.Spec{}
 	rt.BeforeStart(func(_ context.Context, spec runtime.Spec) error {
@@ -76,7 +112,8 @@ func TestWarmPoolNetworkClaim(t *testing.T) {
 		defer mu.Unlock()
 		var ids []string
 		for id, sp := range specs {
-			if sp.Network && !sp.Egress.Restricted && len(sp.Egress.Deny) == 0 && rt.Instance(id) != nil {
+			e, _ := fw.egressOf(id)
+			if sp.Network != nil && !e.Restricted && len(e.Deny) == 0 && rt.Instance(id) != nil {
 				ids = append(ids, id)
 			}
 		}
@@ -119,8 +156,8 @@ func TestWarmPoolNetworkClaim(t *testing.T) {
 	mu.Lock()
 	spec := specs[id]
 	mu.Unlock()
-	if !spec.Network || !spec.Egress.Restricted {
-		t.Errorf("cold boot after a failed claim: spec network %v, egress %+v; want the create's policy", spec.Network, spec.Egress)
+	if e, _ := fw.egressOf(id); spec.Network == nil || !e.Restricted {
+		t.Errorf("cold boot after a failed claim: spec network %+v, attached with egress %+v; want the create's policy", spec.Network, e)
 	}
 	if st := poolOf(m, "python"); st.Claims[warmHit] != 1 || st.Claims[warmMisfit] != 2 {
 		t.Errorf("claims = %v, want 1 hit and 2 misfits", st.Claims)

@@ -29,7 +29,7 @@ var errGatewayChanged = errors.New("the pool sandbox's gateway forwards a port t
 // a create with env: the runtime enforces egress policies, and the pool's
 // gateway forwards what a boot for env would.
 func (m *Manager) warmNetworkFits(env []string) bool {
-	if _, err := firewall(m.rts.Default()); err != nil {
+	if _, err := m.networkService(); err != nil {
 		return false
 	}
 	forward, _ := m.gatewayPorts(&record{Network: true})
@@ -79,7 +79,6 @@ func (m *Manager) claimNetwork(ctx context.Context, sb *sandbox, policy *api.Egr
 	if len(rec.unforwarded) > 0 {
 		m.log.Info("not forwarding ports named in a sandbox's env", "sandbox", rec.ID, "owner", rec.Owner, "ports", rec.unforwarded)
 	}
-	inst, _ := sb.conn()
-	m.useGateway(rec, inst, rec.forwarded)
+	m.useGateway(rec, rec.forwarded)
 	return nil
 }

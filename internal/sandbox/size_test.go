@@ -22,8 +22,8 @@ const (
 	coreLinesTarget   = 4000
 	coreMethodsTarget = 60
 
-	coreLinesCap   = 9236
-	coreMethodsCap = 203
+	coreLinesCap   = 9305
+	coreMethodsCap = 208
 )
 
 // TestCoreSize measures the package's non-test lines (the files go build

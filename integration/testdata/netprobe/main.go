@@ -5,6 +5,8 @@
 //	netprobe addr                 the IPv4 address the sandbox goes out with
 //	netprobe resolve NAME         NAME's addresses, as Go's resolver finds them (/etc/hosts, then DNS)
 //	netprobe localhost            serves on 127.0.0.1 and fetches from localhost: "ok"
+//	netprobe serve PORT TEXT      serves TEXT to every TCP connection on PORT, until killed
+//	netprobe dial HOST:PORT       connects (HOST resolved as "resolve" does) and prints what it reads
 //	netprobe forge DST:PORT SRC…  a UDP datagram "forged SRC" to DST:PORT from each SRC through a
 //	                              raw socket, then "genuine" through a plain one; prints
 //	                              "raw sent N" or "raw refused: ERR"
@@ -53,6 +55,26 @@ func run(args []string) error {
 		fmt.Println(strings.Join(addrs, " "))
 	case "localhost":
 		return localhost()
+	case "serve":
+		if len(args) != 3 {
+			return fmt.Errorf("serve PORT TEXT")
+		}
+		return serve(args[1], args[2])
+	case "dial":
+		if len(args) != 2 {
+			return fmt.Errorf("dial HOST:PORT")
+		}
+		c, err := net.DialTimeout("tcp4", args[1], 10*time.Second)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		b, err := io.ReadAll(io.LimitReader(c, 4096))
+		if err != nil {
+			return err
+		}
+		fmt.Println(string(b))
 	case "forge":
 		if len(args) < 3 {
 			return fmt.Errorf("forge DST:PORT SRC...")
@@ -62,6 +84,23 @@ func run(args []string) error {
 		return fmt.Errorf("unknown command %q", args[0])
 	}
 	return nil
+}
+
+// serve writes text to every connection on port, on every address.
+func serve(port, text string) error {
+	ln, err := net.Listen("tcp4", ":"+port)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return err
+		}
+		_, _ = io.WriteString(c, text)
+		c.Close()
+	}
 }
 
 // localhost serves one line on 127.0.0.1 and fetches it from

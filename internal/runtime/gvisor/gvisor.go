@@ -17,9 +17,8 @@
 // as EOF on the agent's stdout.
 //
 // Networking: runsc runs with --network=none (loopback only) unless the
-// spec asks for a network, then with --network=sandbox in a network
-// namespace that netplumb pins in the bundle directory, with a veth, NAT
-// and gateway port forwards (see network.go).
+// spec asks for a network, then with --network=sandbox in the network
+// namespace the daemon's network service made for it (see network.go).
 //
 // Everything a sandbox owns on the host is named by its id: the runsc state
 // under <StateDir>/runsc, the bundle directory (created first and removed
@@ -43,7 +42,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hutch-dev/hutch/internal/cgroups"
-	"github.com/hutch-dev/hutch/internal/netplumb"
 	"github.com/hutch-dev/hutch/internal/runtime"
 )
 
@@ -72,7 +70,6 @@ type Runtime struct {
 	// settings are the runtime's block of the config (runtimes.gvisor).
 	settings Settings
 	cg       cgroups.Layout
-	net      *netplumb.Network
 
 	mu sync.Mutex
 	// live maps the ids of sandboxes this Runtime started and has not yet
@@ -111,12 +108,7 @@ func newRuntime(opts runtime.Options) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gvisor runtime: %w", err)
 	}
-	nw, err := newNetwork(opts, stateDir)
-	if err != nil {
-		return nil, fmt.Errorf("gvisor runtime: %w", err)
-	}
 	r := &Runtime{
-		net:      nw,
 		runsc:    runsc,
 		stateDir: stateDir,
 		settings: set,
@@ -207,8 +199,7 @@ func (r *Runtime) Close() error {
 
 // releaseSharedLocked unmounts the empty network namespace that runsc pins
 // at <StateDir>/runsc/null-netns for its gofers, so that no mount is left
-// once no sandbox runs (and StateDir can be removed), and removes the
-// sandbox firewall table. It is called when the
+// once no sandbox runs (and StateDir can be removed). It is called when the
 // last sandbox of this Runtime goes, by Reconcile when none is left, and by
 // Close. r.mu must be held, so that no Start of this Runtime is under way.
 func (r *Runtime) releaseSharedLocked() error {
@@ -219,5 +210,5 @@ func (r *Runtime) releaseSharedLocked() error {
 	if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
 		return fmt.Errorf("removing runsc's null network namespace: %w", err)
 	}
-	return r.releaseNetwork()
+	return nil
 }

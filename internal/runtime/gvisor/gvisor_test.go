@@ -81,11 +81,12 @@ func TestStartRoundTrip(t *testing.T) {
 func TestStartVariants(t *testing.T) {
 	r := newTestRuntime(t)
 	rootfs := testRootfs(t, true)
+	svc := testNetwork(t)
 	tests := []struct {
 		name string
 		edit func(*runtime.Spec)
 	}{
-		{"network", func(s *runtime.Spec) { s.Network = true }},
+		{"network", func(s *runtime.Spec) { attach(t, svc, s) }},
 		{"no limits", func(s *runtime.Spec) { s.CPUs, s.MemoryMB, s.PidsLimit = 0, 0, 0 }},
 		{"default hostname", func(s *runtime.Spec) { s.Hostname = "" }},
 	}

@@ -31,7 +31,7 @@ func newTestRuntime(t *testing.T) *Runtime {
 // runtimeAt returns a Runtime over stateDir, cleaned up like newTestRuntime.
 func runtimeAt(t *testing.T, stateDir string) *Runtime {
 	t.Helper()
-	r, err := newRuntime(runtime.Options{StateDir: stateDir, Settings: runscSettings(testutil.RunscPath()), NetworkPool: testNetworkPool})
+	r, err := newRuntime(runtime.Options{StateDir: stateDir, Settings: runscSettings(testutil.RunscPath())})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -161,8 +161,10 @@ func (a *agent) must(cmd string) string {
 	return ans
 }
 
-// assertGone checks that sandbox id left nothing on the host: no mount, no
-// bundle directory, no cgroup, no process naming it, no runsc state.
+// assertGone checks that sandbox id left nothing of the runtime's on the
+// host: no mount under its state directory, no bundle directory, no
+// cgroup, no process naming it, no runsc state. (A network's namespace
+// is the network service's, torn down after Destroy.)
 func assertGone(t *testing.T, r *Runtime, id string) {
 	t.Helper()
 	mps, err := mountPoints("/proc/self/mountinfo")
@@ -170,7 +172,7 @@ func assertGone(t *testing.T, r *Runtime, id string) {
 		t.Fatal(err)
 	}
 	for _, mp := range mps {
-		if strings.Contains(mp, id) {
+		if strings.Contains(mp, id) && strings.HasPrefix(mp, r.stateDir+"/") {
 			t.Errorf("sandbox %s: mount %s left", id, mp)
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"sync"
@@ -26,9 +25,7 @@ var (
 type instance struct {
 	rt       *Runtime
 	id       string
-	memoryMB uint32     // the memory limit; guarded by mu (Resize changes it)
-	gateway  netip.Addr // zero without a network
-	addr     netip.Addr // the sandbox's own address; zero without a network
+	memoryMB uint32 // the memory limit; guarded by mu (Resize changes it)
 	conn     *conn
 	// flags are the runsc flags it was started with (globalFlags).
 	flags   []string

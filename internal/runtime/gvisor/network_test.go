@@ -9,13 +9,41 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hutch-dev/hutch/internal/netsvc"
 	"github.com/hutch-dev/hutch/internal/runtime"
 	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
-// testNetworkPool is the pool of the tests' runtimes, apart from the
-// default one of daemons running on the same machine.
+// testNetworkPool is the pool of the tests' network service, apart from
+// the default one of daemons running on the same machine.
 const testNetworkPool = "10.232.0.0/16"
+
+// testNetwork is a network service over a fresh directory, as the daemon
+// builds one; its cleanup tears down whatever the test left.
+func testNetwork(t *testing.T) *netsvc.Service {
+	t.Helper()
+	testutil.RequiresBinary(t, "nft")
+	s, err := netsvc.New(netsvc.Options{Dir: t.TempDir(), Pool: testNetworkPool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if _, err := s.Reconcile(context.Background(), func(string) bool { return false }); err != nil {
+			t.Errorf("cleanup: reconciling networks: %v", err)
+		}
+	})
+	return s
+}
+
+// attach gives spec a network of svc whose gateway forwards ports.
+func attach(t *testing.T, svc *netsvc.Service, spec *runtime.Spec, ports ...uint16) {
+	t.Helper()
+	nw, err := svc.Attach(context.Background(), spec.ID, ports, netsvc.Egress{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Network = nw
+}
 
 // netRootfs is testRootfs with busybox's network applets.
 func netRootfs(t *testing.T) string {
@@ -64,17 +92,12 @@ func TestNetworkSandbox(t *testing.T) {
 	if got := off.must("read /proc/net/dev"); strings.Contains(got, "eth0") || !strings.Contains(got, "lo:") {
 		t.Errorf("/proc/net/dev without network: %q", got)
 	}
-	if gw := off.inst.(runtime.NetworkInfo).Gateway(); gw.IsValid() {
-		t.Errorf("gateway without network = %s", gw)
-	}
 
+	svc := testNetwork(t)
 	spec := testSpec(t, rootfs)
-	spec.Network, spec.GatewayPorts = true, []uint16{allowed}
+	attach(t, svc, &spec, allowed)
 	on := startAgent(t, r, spec)
-	gw := on.inst.(runtime.NetworkInfo).Gateway()
-	if !gw.IsValid() {
-		t.Fatal("no gateway with network")
-	}
+	gw := spec.Network.Gateway
 	// busybox's static wget crashes under gVisor (NSS); nc speaks HTTP/1.0.
 	fetch := func(port uint16) string {
 		return fmt.Sprintf(`sh -c "printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 3 %s %d || echo unreachable"`, gw, port)
@@ -95,38 +118,10 @@ func TestNetworkSandbox(t *testing.T) {
 	if err := on.inst.Destroy(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	if err := svc.Detach(context.Background(), spec.ID); err != nil {
+		t.Fatal(err)
+	}
 	if traces := networkTraces(spec.ID); len(traces) > 0 {
 		t.Errorf("network of a destroyed sandbox left: %v", traces)
-	}
-}
-
-// TestNetworkReconcileAfterCrash: a new Runtime on the same state
-// directory (a restarted daemon) removes the network of a sandbox that
-// the first one left running.
-func TestNetworkReconcileAfterCrash(t *testing.T) {
-	testutil.RequiresIntegration(t)
-	testutil.RequiresBinary(t, "nft")
-	stateDir := t.TempDir()
-	first, err := newRuntime(runtime.Options{StateDir: stateDir, Settings: runscSettings(testutil.RunscPath()), NetworkPool: testNetworkPool})
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec := testSpec(t, netRootfs(t))
-	spec.Network = true
-	if _, err := first.Start(context.Background(), spec); err != nil {
-		t.Fatal(err)
-	}
-	// The first runtime is abandoned, as by kill -9 of its daemon.
-	second := runtimeAt(t, stateDir)
-	ids, err := second.Reconcile(context.Background(), func(string) bool { return false })
-	if err != nil || len(ids) != 1 || ids[0] != spec.ID {
-		t.Fatalf("Reconcile = %v, %v; want [%s]", ids, err, spec.ID)
-	}
-	assertGone(t, second, spec.ID)
-	if traces := networkTraces(spec.ID); len(traces) > 0 {
-		t.Errorf("network left after Reconcile: %v", traces)
-	}
-	if out, err := exec.Command("nft", "list", "table", "inet", second.net.Table()).CombinedOutput(); err == nil {
-		t.Errorf("firewall table left with no sandbox:\n%s", out)
 	}
 }

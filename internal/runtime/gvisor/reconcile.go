@@ -12,13 +12,11 @@ import (
 
 // Reconcile destroys every sandbox of this runtime that keep rejects. A
 // sandbox is found by any trace under StateDir: runsc state, a bundle
-// directory, or a mount below the bundle directories; or by the network
-// leftovers netplumb names after this StateDir (veth, firewall rules). Its
+// directory, or a mount below the bundle directories. Its
 // cgroups are removed with it. Sandboxes this Runtime is starting right now
 // are left alone; live ones it started are destroyed through their
 // instance, so their Done closes. When no sandbox of this Runtime is left,
-// it also unmounts runsc's shared null network namespace and removes the
-// firewall table. It returns the ids it destroyed, sorted.
+// it also unmounts runsc's shared null network namespace. It returns the ids it destroyed, sorted.
 //
 // Cgroups under hutch/ with no trace under StateDir are not touched: they
 // cannot be told apart from another runtime's (another daemon, another
@@ -75,13 +73,6 @@ func (r *Runtime) knownIDs(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	for _, id := range listed {
-		set[id] = true
-	}
-	netIDs, err := r.networkIDs(ctx)
-	if err != nil {
-		return nil, err
-	}
-	for _, id := range netIDs {
 		set[id] = true
 	}
 	entries, err := os.ReadDir(r.sandboxesDir())

@@ -100,12 +100,8 @@ func (r *Runtime) start(ctx context.Context, spec runtime.Spec, checkpoint strin
 		return nil, err
 	}
 
-	lease, err := r.setupNetwork(ctx, spec, dir)
-	if err != nil {
-		return nil, err
-	}
 	oci := ociSpec(spec)
-	withNetwork(oci, lease, dir)
+	withNetwork(oci, spec.Network, dir)
 	withMounts(oci, spec.Mounts)
 	b, err := json.MarshalIndent(oci, "", "  ")
 	if err != nil {
@@ -146,9 +142,6 @@ func (r *Runtime) start(ctx context.Context, spec runtime.Spec, checkpoint strin
 	}
 
 	inst := newInstance(r, spec, r.globalFlags(spec, dir), p, stderr, stderrDone)
-	if lease != nil {
-		inst.gateway, inst.addr = lease.Gateway, lease.Addr
-	}
 	if checkpoint != "" {
 		if err := inst.relink(ctx); err != nil {
 			return nil, err

@@ -19,8 +19,7 @@ import (
 const killGrace = 3 * time.Second
 
 // teardown removes every trace of sandbox id, in order: runsc's sandbox
-// (killed) and state, leftover processes, cgroups, network (veth, firewall
-// rules), mounts (the pinned netns among them), and last the bundle
+// (killed) and state, leftover processes, cgroups, mounts, and last the bundle
 // directory. It keeps going after a failed step, returns all the
 // errors, and is safe to repeat.
 func (r *Runtime) teardown(ctx context.Context, id string) error {
@@ -32,9 +31,6 @@ func (r *Runtime) teardown(ctx context.Context, id string) error {
 		errs = append(errs, err)
 	}
 	if err := r.cg.Remove(ctx, cgroupRel(id)); err != nil {
-		errs = append(errs, err)
-	}
-	if err := r.teardownNetwork(ctx, id); err != nil {
 		errs = append(errs, err)
 	}
 	dir := r.sandboxDir(id)

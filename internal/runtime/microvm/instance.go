@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/netip"
 	"os"
 	"os/exec"
 	"sync"
@@ -25,9 +24,6 @@ type instance struct {
 	rt      *Runtime
 	id      string
 	dir     string
-	network bool       // it has a netplumb network to tear down
-	gateway netip.Addr // zero without a network
-	addr    netip.Addr // the sandbox's own address; zero without a network
 	cmd     *exec.Cmd
 	console *runtime.TailBuffer
 	// conn is the agent's port; set by start before the instance is
@@ -88,7 +84,7 @@ func (i *instance) Exit() runtime.End {
 func (i *instance) StderrTail() string { return i.console.String() }
 
 // Destroy kills QEMU (the VM holds nothing that must be saved: its
-// writable layer is discarded), tears its network down and removes the
+// writable layer is discarded) and removes the
 // sandbox's directory, the last thing: whatever fails is left for
 // Reconcile to find by that directory. It is idempotent.
 func (i *instance) Destroy(ctx context.Context) error {
@@ -103,18 +99,9 @@ func (i *instance) Destroy(ctx context.Context) error {
 			i.destroyErr = err
 			return
 		}
-		var err error
-		if i.network {
-			if nerr := i.rt.teardownNetwork(ctx, i.id); nerr != nil {
-				err = fmt.Errorf("tearing down the network: %w", nerr)
-			}
+		if err := os.RemoveAll(i.dir); err != nil {
+			i.destroyErr = fmt.Errorf("removing sandbox directory: %w", err)
 		}
-		if err == nil {
-			if rmErr := os.RemoveAll(i.dir); rmErr != nil {
-				err = fmt.Errorf("removing sandbox directory: %w", rmErr)
-			}
-		}
-		i.destroyErr = err
 	})
 	return i.destroyErr
 }

@@ -16,8 +16,8 @@
 // directory is created first and removed last, so that Reconcile finds
 // what a crashed daemon left.
 //
-// A sandbox with Network gets netplumb's namespace, veth and firewall, as
-// under gVisor, and a TAP device bridged to the veth there (network.go).
+// A sandbox with Network joins the namespace the daemon's network service
+// made for it, and a TAP device is bridged to its veth there (network.go).
 //
 // Not yet: bind mounts, captured layers, checkpoints (docs/microvm.md).
 package microvm
@@ -32,7 +32,6 @@ import (
 	"regexp"
 	"sync"
 
-	"github.com/hutch-dev/hutch/internal/netplumb"
 	"github.com/hutch-dev/hutch/internal/runtime"
 )
 
@@ -63,7 +62,6 @@ type Runtime struct {
 	kernel   guestKernel
 	stateDir string // absolute
 	log      *slog.Logger
-	net      *netplumb.Network
 
 	// prepareMu serializes the building of image disks.
 	prepareMu sync.Mutex
@@ -123,12 +121,7 @@ func newRuntime(opts runtime.Options, log *slog.Logger) (*Runtime, error) {
 			tscKHz = hostTSCkHz(string(cpuinfo))
 		}
 	}
-	nw, err := newNetwork(opts, stateDir)
-	if err != nil {
-		return nil, fmt.Errorf("microvm runtime: %w", err)
-	}
 	r := &Runtime{
-		net:       nw,
 		tscKHz:    tscKHz,
 		qemu:      qemu,
 		accel:     accel,

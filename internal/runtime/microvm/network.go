@@ -1,66 +1,34 @@
 package microvm
 
 import (
-	"bufio"
-	"bytes"
-	"context"
 	"crypto/sha256"
 	"fmt"
 	"net"
 	"net/netip"
 	"os"
-	"path/filepath"
 	goruntime "runtime"
-	"strings"
-	"time"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
-	"github.com/hutch-dev/hutch/internal/netplumb"
 	"github.com/hutch-dev/hutch/internal/runtime"
 )
 
-// A sandbox with Network gets the same network namespace, veth, /30,
-// gateway forwards and firewall as a gVisor one (netplumb). In that
-// namespace the veth's sandbox end (eth0) loses its address and joins a
-// bridge with a TAP device, whose descriptor QEMU is given: the guest's
-// virtio-net interface takes the sandbox's address and routes through the
-// gateway, as eth0 did. QEMU itself stays in the host's namespace.
-
-var (
-	_ runtime.NetworkInfo = (*instance)(nil)
-	_ runtime.Firewall    = (*Runtime)(nil)
-)
+// A sandbox with Network joins the namespace the daemon's network service
+// made for it (runtime.NetworkAttachment): there the veth's sandbox end
+// (eth0) loses its address and joins a bridge with a TAP device, whose
+// descriptor QEMU is given: the guest's virtio-net interface takes the
+// sandbox's address and routes through the gateway, as eth0 did. QEMU
+// itself stays in the host's namespace. The bridge and TAP device live
+// in the namespace and go with it when the service tears it down.
 
 // Names in a sandbox's directory and network namespace.
 const (
-	netnsName  = "netns"
 	bridgeName = "br0"
 	tapName    = "tap0"
-	vethName   = "eth0" // netplumb's sandbox end
+	vethName   = "eth0" // the network service's sandbox end
 )
-
-// newNetwork is the runtime's netplumb, over opts' pool and resolver.
-func newNetwork(opts runtime.Options, stateDir string) (*netplumb.Network, error) {
-	var pool netip.Prefix
-	if opts.NetworkPool != "" {
-		p, err := netip.ParsePrefix(opts.NetworkPool)
-		if err != nil {
-			return nil, fmt.Errorf("network pool: %w", err)
-		}
-		pool = p
-	}
-	var dns netip.AddrPort
-	if opts.DNS != "" {
-		var err error
-		if dns, err = netip.ParseAddrPort(opts.DNS); err != nil {
-			return nil, fmt.Errorf("sandbox resolver: %w", err)
-		}
-	}
-	return netplumb.New(netplumb.Options{Pool: pool, Owner: stateDir, BlockPrivateNetworks: opts.BlockPrivateNetworks, DNS: dns})
-}
 
 // guestNet is what the guest is told of its network.
 type guestNet struct {
@@ -70,41 +38,34 @@ type guestNet struct {
 	mac     net.HardwareAddr
 }
 
-// setupNetwork plumbs spec's network into dir/netns and returns the lease,
-// what the guest is told, and the TAP device's descriptor for QEMU.
-func (r *Runtime) setupNetwork(ctx context.Context, spec runtime.Spec, dir string) (*netplumb.Lease, guestNet, *os.File, error) {
-	lease, err := r.net.Setup(ctx, netplumb.Sandbox{
-		ID:        spec.ID,
-		NetnsPath: filepath.Join(dir, netnsName),
-		Ports:     spec.GatewayPorts,
-		Egress:    spec.Egress,
-	})
-	if err != nil {
-		return nil, guestNet{}, nil, fmt.Errorf("setting up the network: %w", err)
-	}
+// setupNetwork bridges a TAP device into the namespace of spec's network
+// and returns what the guest is told and the TAP device's descriptor for
+// QEMU.
+func setupNetwork(spec runtime.Spec) (guestNet, *os.File, error) {
+	nw := spec.Network
 	g := guestNet{
-		addr:    netip.PrefixFrom(lease.Addr, lease.Subnet.Bits()),
-		gateway: lease.Gateway,
-		dns:     nameserver(lease.ResolvConf),
+		addr:    netip.PrefixFrom(nw.Addr, nw.Bits),
+		gateway: nw.Gateway,
+		dns:     nw.Nameserver,
 		mac:     macOf(spec.ID),
 	}
-	ns, err := netns.GetFromPath(lease.NetnsPath)
+	ns, err := netns.GetFromPath(nw.NetnsPath)
 	if err != nil {
-		return lease, g, nil, fmt.Errorf("opening the sandbox's network namespace: %w", err)
+		return g, nil, fmt.Errorf("opening the sandbox's network namespace: %w", err)
 	}
 	defer ns.Close()
-	tap, err := bridgeTap(ns, lease)
+	tap, err := bridgeTap(ns, nw.Addr)
 	if err != nil {
-		return lease, g, nil, err
+		return g, nil, err
 	}
-	return lease, g, tap, nil
+	return g, tap, nil
 }
 
 // bridgeTap moves the sandbox's address off the veth's end in ns, makes
 // a bridge of it and a TAP device, and returns the TAP device's
 // descriptor. The device is not persistent: it goes when QEMU, the last
 // holder of the descriptor, exits.
-func bridgeTap(ns netns.NsHandle, lease *netplumb.Lease) (*os.File, error) {
+func bridgeTap(ns netns.NsHandle, addr netip.Addr) (*os.File, error) {
 	h, err := netlink.NewHandleAt(ns)
 	if err != nil {
 		return nil, fmt.Errorf("opening netlink in the sandbox's namespace: %w", err)
@@ -120,7 +81,7 @@ func bridgeTap(ns netns.NsHandle, lease *netplumb.Lease) (*os.File, error) {
 	}
 	for _, a := range addrs {
 		if err := h.AddrDel(eth, &a); err != nil {
-			return nil, fmt.Errorf("moving the sandbox's address %s to the guest: %w", lease.Addr, err)
+			return nil, fmt.Errorf("moving the sandbox's address %s to the guest: %w", addr, err)
 		}
 	}
 	if err := h.LinkAdd(&netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: bridgeName}}); err != nil {
@@ -202,70 +163,9 @@ func tunOpen(name string) (*os.File, error) {
 	return os.NewFile(uintptr(fd), "tap"), nil
 }
 
-// nameserver is the first nameserver of a resolv.conf, or the zero Addr.
-func nameserver(resolvConf []byte) netip.Addr {
-	sc := bufio.NewScanner(bytes.NewReader(resolvConf))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) >= 2 && f[0] == "nameserver" {
-			if a, err := netip.ParseAddr(f[1]); err == nil && a.Is4() {
-				return a
-			}
-		}
-	}
-	return netip.Addr{}
-}
-
 // macOf is a locally administered unicast MAC address derived from a
 // sandbox id.
 func macOf(id string) net.HardwareAddr {
 	h := sha256.Sum256([]byte(id))
 	return net.HardwareAddr{0x02, h[0], h[1], h[2], h[3], h[4]}
-}
-
-// teardownNetwork removes what setupNetwork made (the namespace, with the
-// bridge and TAP device in it, and netplumb's host side).
-func (r *Runtime) teardownNetwork(ctx context.Context, id string) error {
-	if r.net == nil {
-		return nil
-	}
-	return r.net.Teardown(ctx, id)
-}
-
-// releaseNetwork removes the firewall table once no sandbox is left.
-func (r *Runtime) releaseNetwork() error {
-	if r.net == nil {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	return r.net.Release(ctx)
-}
-
-// Gateway is the address at which the sandbox reaches the host's
-// forwarded ports; zero without a network.
-func (i *instance) Gateway() netip.Addr { return i.gateway }
-
-// Addr is the sandbox's own address; zero without a network.
-func (i *instance) Addr() netip.Addr { return i.addr }
-
-// SetEgress replaces sandbox id's outbound policy.
-func (r *Runtime) SetEgress(ctx context.Context, id string, e netplumb.Egress) error {
-	return r.net.SetEgress(ctx, id, e)
-}
-
-// Learn lets sandbox id reach addrs on port for ttl (names its policy
-// allows).
-func (r *Runtime) Learn(ctx context.Context, id string, addrs []netip.Addr, port uint16, ttl time.Duration) error {
-	return r.net.Learn(ctx, id, addrs, port, ttl)
-}
-
-// SetPeers replaces the pairs of sandboxes that reach each other.
-func (r *Runtime) SetPeers(ctx context.Context, pairs [][2]string) error {
-	return r.net.SetPeers(ctx, pairs)
-}
-
-// Denied counts, per sandbox, the packets its policy refused.
-func (r *Runtime) Denied(ctx context.Context) (map[string]uint64, error) {
-	return r.net.Denied(ctx)
 }

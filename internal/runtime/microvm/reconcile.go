@@ -11,8 +11,6 @@ import (
 	"strconv"
 	"syscall"
 	"time"
-
-	"github.com/hutch-dev/hutch/internal/netplumb"
 )
 
 // Reconcile destroys every VM of this runtime whose id keep rejects: the
@@ -52,18 +50,10 @@ func (r *Runtime) Reconcile(ctx context.Context, keep func(id string) bool) ([]s
 		}
 		destroyed = append(destroyed, id)
 	}
-	r.mu.Lock()
-	if len(r.live) == 0 {
-		if err := r.releaseNetwork(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	r.mu.Unlock()
 	return destroyed, errors.Join(errs...)
 }
 
-// leftoverIDs are the ids of every sandbox directory and network of this
-// runtime.
+// leftoverIDs are the ids of every sandbox directory of this runtime.
 func (r *Runtime) leftoverIDs(ctx context.Context) ([]string, error) {
 	set := map[string]bool{}
 	entries, err := os.ReadDir(r.sandboxesDir())
@@ -72,15 +62,6 @@ func (r *Runtime) leftoverIDs(ctx context.Context) ([]string, error) {
 	}
 	for _, e := range entries {
 		set[e.Name()] = true
-	}
-	if r.net != nil {
-		netIDs, err := r.net.IDs(ctx)
-		if err != nil {
-			return nil, err
-		}
-		for _, id := range netIDs {
-			set[id] = true
-		}
 	}
 	ids := make([]string, 0, len(set))
 	for id := range set {
@@ -91,8 +72,7 @@ func (r *Runtime) leftoverIDs(ctx context.Context) ([]string, error) {
 }
 
 // removeLeftover kills the QEMU of a sandbox directory no Runtime holds,
-// tears its network down and unpins its namespace, then removes the
-// directory.
+// then removes the directory (its network is the network service's).
 func (r *Runtime) removeLeftover(ctx context.Context, id string) error {
 	dir := r.sandboxDir(id)
 	if pid := leftoverPID(dir); pid > 0 {
@@ -104,12 +84,6 @@ func (r *Runtime) removeLeftover(ctx context.Context, id string) error {
 			case <-time.After(10 * time.Millisecond):
 			}
 		}
-	}
-	if err := r.teardownNetwork(ctx, id); err != nil {
-		return err
-	}
-	if err := netplumb.RemoveNetns(filepath.Join(dir, netnsName)); err != nil {
-		return err
 	}
 	return os.RemoveAll(dir)
 }

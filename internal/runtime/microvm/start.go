@@ -14,7 +14,6 @@ import (
 
 	"github.com/hutch-dev/hutch/internal/cleanup"
 	"github.com/hutch-dev/hutch/internal/errdefs"
-	"github.com/hutch-dev/hutch/internal/netplumb"
 	"github.com/hutch-dev/hutch/internal/runtime"
 )
 
@@ -98,13 +97,11 @@ func (r *Runtime) start(ctx context.Context, spec runtime.Spec, undo *cleanup.St
 	}
 	undo.Push("removing the sandbox directory", func(context.Context) error { return os.RemoveAll(dir) })
 
-	var lease *netplumb.Lease
 	var gnet guestNet
 	var tap *os.File
-	if spec.Network {
+	if spec.Network != nil {
 		var err error
-		undo.Push("tearing down the network", func(ctx context.Context) error { return r.teardownNetwork(ctx, id) })
-		lease, gnet, tap, err = r.setupNetwork(ctx, spec, dir)
+		gnet, tap, err = setupNetwork(spec)
 		if err != nil {
 			return nil, err
 		}
@@ -142,9 +139,6 @@ func (r *Runtime) start(ctx context.Context, spec runtime.Spec, undo *cleanup.St
 		return nil, fmt.Errorf("running qemu: %w", err)
 	}
 	inst := newInstance(r, id, dir, cmd, console)
-	if lease != nil {
-		inst.network, inst.gateway, inst.addr = true, lease.Gateway, lease.Addr
-	}
 	undo.Push("stopping qemu", func(ctx context.Context) error { return inst.kill(ctx) })
 	if err := os.WriteFile(filepath.Join(dir, pidFileName), []byte(strconv.Itoa(cmd.Process.Pid)), 0o600); err != nil {
 		return nil, fmt.Errorf("writing the pid file: %w", err)
@@ -256,15 +250,11 @@ func (r *Runtime) claim(id string) error {
 	return nil
 }
 
-// forget drops id from the live set; after the last one it removes the
-// sandboxes' firewall table.
+// forget drops id from the live set.
 func (r *Runtime) forget(id string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.live, id)
-	if len(r.live) == 0 {
-		_ = r.releaseNetwork()
-	}
 }
 
 // mkdirs creates each directory with its parents.
