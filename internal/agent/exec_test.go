@@ -20,6 +20,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/agent"
 	"github.com/hutch-dev/hutch/internal/agent/agenttest"
 	"github.com/hutch-dev/hutch/internal/agentclient"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 // helperEnv makes the test binary act as hutch-agent: see TestMain.
@@ -338,18 +339,13 @@ func TestExecLeftBehindKeepsWriting(t *testing.T) {
 			t.Fatalf("exited=%v exit_code=%d stdout=%q", resp.Exited, resp.ExitCode, resp.Stdout)
 		}
 		writeFile(t, gate, "", 0o644)
-		deadline := time.Now().Add(time.Minute)
-		for {
-			switch b, _ := os.ReadFile(result); string(b) {
-			case "done\n":
-				return
-			case "failed\n":
-				t.Fatal("the child left behind could not write: its output was cut off")
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("the child left behind did not finish writing")
-			}
-			time.Sleep(20 * time.Millisecond)
+		var got []byte
+		testutil.Eventually(t, time.Minute, func() bool {
+			got, _ = os.ReadFile(result)
+			return len(got) > 0
+		}, "the child left behind finishes writing")
+		if string(got) != "done\n" {
+			t.Fatalf("the child left behind could not write (%q): its output was cut off", got)
 		}
 	})
 }
@@ -428,17 +424,14 @@ func TestReaperCollectsOrphans(t *testing.T) {
 	}
 	wg.Wait()
 
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		_, alive := readProc(orphan)
-		zombies := zombiesOf(agentPid)
-		if !alive && len(zombies) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("orphan %d still present (alive=%v); zombie children of the agent: %v", orphan, alive, zombies)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var alive bool
+	var zombies []int
+	if !testutil.Poll(30*time.Second, func() bool {
+		_, alive = readProc(orphan)
+		zombies = zombiesOf(agentPid)
+		return !alive && len(zombies) == 0
+	}) {
+		t.Fatalf("orphan %d still present (alive=%v); zombie children of the agent: %v", orphan, alive, zombies)
 	}
 
 	resp, err = c.Exec(context.Background(), &agentv1.ExecRequest{Argv: []string{"sh", "-c", "exit 9"}})
@@ -545,17 +538,12 @@ func marked(marker string) []proc {
 	return ps
 }
 
-// waitGone fails t unless every sleep of marker is dead within a second.
+// waitGone fails t unless every sleep of marker is dead within hang.
 func waitGone(t *testing.T, marker string) {
 	t.Helper()
-	deadline := time.Now().Add(time.Second)
-	for len(marked(marker)) > 0 {
-		if time.Now().After(deadline) {
-			t.Errorf("sleep %s still running: %v", marker, marked(marker))
-			killMarked(marker)
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !testutil.Poll(hang, func() bool { return len(marked(marker)) == 0 }) {
+		t.Errorf("sleep %s still running: %v", marker, marked(marker))
+		killMarked(marker)
 	}
 }
 
