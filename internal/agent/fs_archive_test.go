@@ -17,6 +17,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/agentclient"
 	"github.com/hutch-dev/hutch/internal/image/ocitest"
 	"github.com/hutch-dev/hutch/internal/tarfs"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 // tarEntry is one entry of a test archive.
@@ -141,12 +142,10 @@ func TestFsUnpackCutOff(t *testing.T) {
 	broken := errors.New("client went away")
 	// The source fails once the agent has written first and begun second.
 	failing := readerFunc(func([]byte) (int, error) {
-		for {
-			if _, err := os.Lstat(d + "/cut/second"); err == nil {
-				return 0, broken
-			}
-			time.Sleep(10 * time.Millisecond)
+		if !testutil.Poll(hang, func() bool { _, err := os.Lstat(d + "/cut/second"); return err == nil }) {
+			return 0, errors.New("the agent never began second")
 		}
+		return 0, broken
 	})
 	_, err := unpack(c, d+"/cut", io.MultiReader(bytes.NewReader(stream[:agentclient.ChunkBytes]), failing))
 	var se *agentclient.SourceError
@@ -154,17 +153,10 @@ func TestFsUnpackCutOff(t *testing.T) {
 		t.Fatalf("unpack of a failing source: %v", err)
 	}
 	// The agent notices the cancelled call on its own time.
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
+	testutil.Eventually(t, 2*time.Minute, func() bool {
 		_, err := os.Lstat(d + "/cut/second")
-		if os.IsNotExist(err) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the partial file is still there: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return os.IsNotExist(err)
+	}, "the partial file goes away")
 	if got := readFile(t, d+"/cut/first"); got != "whole" {
 		t.Errorf("first = %q", got)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/agent"
 	"github.com/hutch-dev/hutch/internal/agent/agenttest"
 	"github.com/hutch-dev/hutch/internal/agentclient"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 // hang bounds a wait for something that must happen on its own.
@@ -303,20 +304,16 @@ func TestLosslessHoldsTheWriterBack(t *testing.T) {
 		Tied:      true,
 		Lossless:  true,
 	})
-	deadline := time.Now().Add(hang)
-	for {
+	testutil.EventuallyNil(t, hang, func() error {
 		procs, err := c.List(ctxT(t))
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
-		if i := slices.IndexFunc(procs, func(p *agentv1.ProcessInfo) bool { return p.GetPid() == pid }); i >= 0 && procs[i].GetStdoutEnd() >= agentv1.MinRingBytes/2 {
-			break
+		if i := slices.IndexFunc(procs, func(p *agentv1.ProcessInfo) bool { return p.GetPid() == pid }); i < 0 || procs[i].GetStdoutEnd() < agentv1.MinRingBytes/2 {
+			return errors.New("ring not half full yet")
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the process never wrote")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	}, "the process writes")
 	got := collect(t, ev, "")
 	if got.out[0].Len() != written || got.first[0].GetDropped() != 0 || got.exited.GetStdoutTruncated() {
 		t.Fatalf("received %d of %d bytes (first chunk dropped %d), exited %v", got.out[0].Len(), written, got.first[0].GetDropped(), got.exited)

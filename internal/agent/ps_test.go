@@ -9,6 +9,7 @@ import (
 	"time"
 
 	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 func TestReadProcsShowsAChild(t *testing.T) {
@@ -20,16 +21,11 @@ func TestReadProcsShowsAChild(t *testing.T) {
 	// Until the child has exec'd sleep (a busy machine may take a while),
 	// it is the test binary's copy, or has no memory yet.
 	var child *agentv1.PsEntry
-	for tries := 0; child == nil || child.GetCommand() != "sleep 30.5" || child.GetRssBytes() == 0; tries++ {
-		if tries == 500 {
-			t.Fatalf("child %d never listed as sleep with memory: %v", cmd.Process.Pid, child)
-		}
-		if tries > 0 {
-			time.Sleep(10 * time.Millisecond)
-		}
-		entries, err := readProcs("/proc", os.Getpid(), agentv1.MaxPsEntries)
-		if err != nil {
-			t.Fatal(err)
+	var err error
+	if !testutil.Poll(30*time.Second, func() bool {
+		var entries []*agentv1.PsEntry
+		if entries, err = readProcs("/proc", os.Getpid(), agentv1.MaxPsEntries); err != nil {
+			return true
 		}
 		child = nil
 		for _, e := range entries {
@@ -40,6 +36,12 @@ func TestReadProcsShowsAChild(t *testing.T) {
 				child = e
 			}
 		}
+		return child != nil && child.GetCommand() == "sleep 30.5" && child.GetRssBytes() != 0
+	}) {
+		t.Fatalf("child %d never listed as sleep with memory: %v", cmd.Process.Pid, child)
+	}
+	if err != nil {
+		t.Fatal(err)
 	}
 	if child.GetPpid() != int32(os.Getpid()) || child.GetCommand() != "sleep 30.5" || child.GetUid() != uint32(os.Getuid()) ||
 		child.GetRssBytes() == 0 || child.GetState() == "" {

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"reflect"
@@ -20,6 +21,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/functions"
 	"github.com/hutch-dev/hutch/internal/functions/functionstest"
 	"github.com/hutch-dev/hutch/internal/httpapi"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 const id = functionstest.DefaultID
@@ -609,11 +611,39 @@ func TestProgress(t *testing.T) {
 	}
 }
 
+// countPolls counts the CLI's image status polls on fake, which answer
+// as before (ready by default).
+func countPolls(fake *functionstest.Fake) *atomic.Int32 {
+	var n atomic.Int32
+	next := fake.ImageStatusFunc
+	fake.ImageStatusFunc = func(ctx context.Context, req api.ImageStatusRequest) (api.ImageStatus, error) {
+		n.Add(1)
+		if next != nil {
+			return next(ctx, req)
+		}
+		return api.ImageStatus{Name: req.Name, State: "ready"}, nil
+	}
+	return &n
+}
+
+// awaitPolls waits until the CLI has polled the image status at least
+// want times; it fails the create (so the test) if it never does.
+func awaitPolls(polls *atomic.Int32, want int32) error {
+	if !testutil.Poll(30*time.Second, func() bool { return polls.Load() >= want }) {
+		return fmt.Errorf("the CLI polled the image status %d times, want %d", polls.Load(), want)
+	}
+	return nil
+}
+
 func TestNoProgressForReadyImage(t *testing.T) {
-	fake := &functionstest.Fake{CreateFunc: func(_ context.Context, req api.CreateRequest) (api.CreateResponse, error) {
-		time.Sleep(30 * time.Millisecond) // several polls
+	fake := &functionstest.Fake{}
+	polls := countPolls(fake)
+	fake.CreateFunc = func(_ context.Context, req api.CreateRequest) (api.CreateResponse, error) {
+		if err := awaitPolls(polls, 3); err != nil { // several polls of a ready image
+			return api.CreateResponse{}, err
+		}
 		return api.CreateResponse{SandboxID: id, Image: req.Image}, nil
-	}}
+	}
 	_, errOut, code := newHarness(t, fake).run("", "create", "python")
 	if code != 0 || errOut != "" {
 		t.Errorf("code %d stderr %q, want 0 and nothing on stderr", code, errOut)
@@ -623,8 +653,12 @@ func TestNoProgressForReadyImage(t *testing.T) {
 func TestProgressClearedOnFailure(t *testing.T) {
 	fake := &functionstest.Fake{}
 	blockingCreate(fake, 1<<30) // never ready
+	polls := countPolls(fake)
 	fake.CreateFunc = func(context.Context, api.CreateRequest) (api.CreateResponse, error) {
-		time.Sleep(30 * time.Millisecond)
+		// The second poll begins once the first "building" is shown.
+		if err := awaitPolls(polls, 2); err != nil {
+			return api.CreateResponse{}, err
+		}
 		return api.CreateResponse{}, errdefs.New(errdefs.CodeImagePull, "mmdebstrap failed")
 	}
 	h := newHarness(t, fake)

@@ -11,6 +11,7 @@ import (
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 // fake runs execs by script: each command's outcomes in turn (the last
@@ -103,20 +104,18 @@ func open(t *testing.T, f *fake, path string) *Runner {
 // waitState waits until job id reaches state.
 func waitState(t *testing.T, r *Runner, ctx context.Context, id, state string) api.JobInfo {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		info, err := r.Get(ctx, api.JobRequest{JobID: id})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if info.State == state {
-			return info
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job %s is %s (%+v), want %s", id, info.State, info, state)
-		}
-		time.Sleep(5 * time.Millisecond)
+	var info api.JobInfo
+	var err error
+	if !testutil.Poll(30*time.Second, func() bool {
+		info, err = r.Get(ctx, api.JobRequest{JobID: id})
+		return err != nil || info.State == state
+	}) {
+		t.Fatalf("job %s is %s (%+v), want %s", id, info.State, info, state)
 	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info
 }
 
 func submit(t *testing.T, r *Runner, ctx context.Context, req api.JobSubmitRequest) string {

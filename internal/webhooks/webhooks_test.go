@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hutch-dev/hutch/internal/events"
+	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 // receiver records what a test endpoint was sent; it answers 500 to the
@@ -38,15 +39,6 @@ func (r *receiver) count() int {
 	return len(r.got)
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 30 s", what)
-		}
-	}
-}
-
 func TestDeliveriesAreSignedFilteredAndRetried(t *testing.T) {
 	log, err := events.Open(filepath.Join(t.TempDir(), "events.db"), events.Options{MaxCount: 100, MaxAge: time.Hour})
 	if err != nil {
@@ -66,8 +58,8 @@ func TestDeliveriesAreSignedFilteredAndRetried(t *testing.T) {
 	log.Append(events.Event{Type: "exec.finished", Owner: "alice"})
 	stopped := log.Append(events.Event{Type: "sandbox.stopped", Owner: "bob", SandboxID: "sb", Data: json.RawMessage(`{"cause":"idle"}`)})
 
-	eventually(t, "the stop reaches the first hook", func() bool { return ok.count() == 1 })
-	eventually(t, "the third try reaches the flaky hook", func() bool { return flaky.count() == 3 })
+	testutil.Eventually(t, 30*time.Second, func() bool { return ok.count() == 1 }, "the stop reaches the first hook")
+	testutil.Eventually(t, 30*time.Second, func() bool { return flaky.count() == 3 }, "the third try reaches the flaky hook")
 	req, body := ok.got[0], ok.body[0]
 	if req.Header.Get(SignatureHeader) != Sign("s3cret-s3cret-s3cret", body) || req.Header.Get(EventHeader) != "sandbox.stopped" {
 		t.Errorf("headers %v", req.Header)
@@ -83,7 +75,7 @@ func TestDeliveriesAreSignedFilteredAndRetried(t *testing.T) {
 	if len(ids) != 1 {
 		t.Errorf("the retries of one delivery carried %d delivery ids", len(ids))
 	}
-	eventually(t, "both deliveries are recorded", func() bool { return len(d.Deliveries()) == 2 })
+	testutil.Eventually(t, 30*time.Second, func() bool { return len(d.Deliveries()) == 2 }, "both deliveries are recorded")
 	if st := d.Stats(); st != (Stats{Delivered: 2, Attempts: 4}) {
 		t.Errorf("stats %+v", st)
 	}
@@ -109,7 +101,7 @@ func TestAFailingHookGivesUp(t *testing.T) {
 	d := Start(log, []Hook{{URL: srv.URL, Events: []string{"*"}, Secret: "x"}}, Options{Attempts: 3, Backoff: time.Millisecond})
 	defer d.Close()
 	log.Append(events.Event{Type: "a"})
-	eventually(t, "the delivery gives up", func() bool { return len(d.Deliveries()) == 1 })
+	testutil.Eventually(t, 30*time.Second, func() bool { return len(d.Deliveries()) == 1 }, "the delivery gives up")
 	if dl := d.Deliveries()[0]; dl.Done || dl.Attempts != 3 || dl.Status != 500 || dl.Error == "" {
 		t.Errorf("delivery %+v", dl)
 	}
