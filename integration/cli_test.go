@@ -199,19 +199,9 @@ func TestCLIPaperCuts(t *testing.T) {
 
 	t.Run("repl on a terminal: line editing, Ctrl-C interrupts the cell, Ctrl-D ends it", func(t *testing.T) {
 		tmux := testutil.RequiresBinary(t, "tmux")
-		sock := t.TempDir() + "/tmux.sock"
-		run := func(args ...string) string {
-			t.Helper()
-			out, err := exec.Command(tmux, append([]string{"-S", sock}, args...)...).CombinedOutput()
-			if err != nil {
-				t.Fatalf("tmux %q: %v\n%s", args, err, out)
-			}
-			return string(out)
-		}
 		status := t.TempDir() + "/status"
-		run("new-session", "-d", "-s", "r", "-x", "120", "-y", "40",
+		run := tmuxSession(t, tmux, "r", 120, 40,
 			fmt.Sprintf("HUTCH_URL=%s %s repl %s; echo repl-exit=$? > %s; sleep 600", d.url, hutch, id, status))
-		t.Cleanup(func() { _ = exec.Command(tmux, "-S", sock, "kill-server").Run() })
 		var pane string
 		// screen waits for a line of the screen that ends with want (the
 		// end of an output line, not of the input that echoes it).

@@ -634,19 +634,9 @@ func TestShellThroughTmux(t *testing.T) {
 	d := startDaemon(t, baseConfig(""))
 	id := d.create(api.CreateRequest{Image: "python"})
 	hutch, _ := binaries(t)
-	sock := t.TempDir() + "/tmux.sock"
-	run := func(args ...string) string {
-		t.Helper()
-		out, err := exec.Command(tmux, append([]string{"-S", sock}, args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("tmux %q: %v\n%s", args, err, out)
-		}
-		return string(out)
-	}
 	status := t.TempDir() + "/status"
-	run("new-session", "-d", "-s", "t", "-x", "100", "-y", "30",
+	run := tmuxSession(t, tmux, "t", 100, 30,
 		fmt.Sprintf("HUTCH_URL=%s %s shell %s; echo $? > %s; sleep 600", d.url, hutch, id, status))
-	t.Cleanup(func() { _ = exec.Command(tmux, "-S", sock, "kill-server").Run() })
 	screen := func(want string) {
 		t.Helper()
 		var pane string

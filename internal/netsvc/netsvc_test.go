@@ -15,26 +15,6 @@ import (
 // daemons running on the same machine.
 const testPool = "10.234.0.0/16"
 
-// traces lists what the host holds of sandbox id's network: links whose
-// alias names it and nftables lines that mention it.
-func traces(id string) []string {
-	var found []string
-	aliases, _ := filepath.Glob("/sys/class/net/*/ifalias")
-	for _, a := range aliases {
-		if b, err := os.ReadFile(a); err == nil && strings.Contains(string(b), id) {
-			found = append(found, "link "+filepath.Base(filepath.Dir(a)))
-		}
-	}
-	if out, err := exec.Command("nft", "list", "ruleset").Output(); err == nil {
-		for _, line := range strings.Split(string(out), "\n") {
-			if strings.Contains(line, id) {
-				found = append(found, "nft: "+strings.TrimSpace(line))
-			}
-		}
-	}
-	return found
-}
-
 // tableExists reports whether nftables has table inet name.
 func tableExists(name string) bool {
 	return exec.Command("nft", "list", "table", "inet", name).Run() == nil
@@ -71,7 +51,7 @@ func TestAttachDetach(t *testing.T) {
 		if got := s.Attachment(id); got != nw {
 			t.Errorf("%s: Attachment = %+v, want %+v", id, got, nw)
 		}
-		if len(traces(id)) == 0 {
+		if len(testutil.NetworkTraces(id)) == 0 {
 			t.Errorf("%s: no veth or rule names the attached sandbox", id)
 		}
 	}
@@ -85,7 +65,7 @@ func TestAttachDetach(t *testing.T) {
 		if got, want := tableExists(s.Table()), i < len(ids)-1; got != want {
 			t.Errorf("after detaching %d of %d sandboxes: table %s there = %v, want %v", i+1, len(ids), s.Table(), got, want)
 		}
-		if tr := traces(id); len(tr) > 0 {
+		if tr := testutil.NetworkTraces(id); len(tr) > 0 {
 			t.Errorf("%s: left after Detach: %v", id, tr)
 		}
 		if s.Attachment(id) != nil {
@@ -128,13 +108,13 @@ func TestReconcileAfterCrash(t *testing.T) {
 	if err != nil || len(got) != 1 || got[0] != id {
 		t.Fatalf("Reconcile = %v, %v; want [%s]", got, err, id)
 	}
-	if tr := traces(id); len(tr) > 0 {
+	if tr := testutil.NetworkTraces(id); len(tr) > 0 {
 		t.Errorf("network left after Reconcile: %v", tr)
 	}
 	if _, err := os.Stat(filepath.Join(dir, id)); !os.IsNotExist(err) {
 		t.Errorf("directory of %s left (%v)", id, err)
 	}
-	if len(traces(kept)) == 0 || !tableExists(second.Table()) {
+	if len(testutil.NetworkTraces(kept)) == 0 || !tableExists(second.Table()) {
 		t.Error("Reconcile removed the network of a sandbox it was told to keep")
 	}
 	got, err = second.Reconcile(ctx, func(string) bool { return false })

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -62,26 +61,6 @@ func netRootfs(t *testing.T) string {
 	return root
 }
 
-// networkTraces lists what the host holds of sandbox id's network: links
-// whose alias names it and nftables lines that mention it.
-func networkTraces(id string) []string {
-	var found []string
-	aliases, _ := filepath.Glob("/sys/class/net/*/ifalias")
-	for _, a := range aliases {
-		if b, err := os.ReadFile(a); err == nil && strings.Contains(string(b), id) {
-			found = append(found, "link "+filepath.Base(filepath.Dir(a)))
-		}
-	}
-	if out, err := exec.Command("nft", "list", "ruleset").Output(); err == nil {
-		for _, line := range strings.Split(string(out), "\n") {
-			if strings.Contains(line, id) {
-				found = append(found, "nft: "+strings.TrimSpace(line))
-			}
-		}
-	}
-	return found
-}
-
 func TestNetworkSandbox(t *testing.T) {
 	r := newTestRuntime(t)
 	testutil.RequiresBinary(t, "nft")
@@ -112,7 +91,7 @@ func TestNetworkSandbox(t *testing.T) {
 			t.Errorf("%s: %q gave %q, want %q in it", tc.name, tc.cmd, got, tc.want)
 		}
 	}
-	if traces := networkTraces(spec.ID); len(traces) == 0 {
+	if traces := testutil.NetworkTraces(spec.ID); len(traces) == 0 {
 		t.Error("no veth or rule names the running network sandbox")
 	}
 	if err := on.inst.Destroy(context.Background()); err != nil {
@@ -121,7 +100,7 @@ func TestNetworkSandbox(t *testing.T) {
 	if err := svc.Detach(context.Background(), spec.ID); err != nil {
 		t.Fatal(err)
 	}
-	if traces := networkTraces(spec.ID); len(traces) > 0 {
+	if traces := testutil.NetworkTraces(spec.ID); len(traces) > 0 {
 		t.Errorf("network of a destroyed sandbox left: %v", traces)
 	}
 }
