@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 )
 
 // Settings is a backend's own block of the config (runtimes.<name>): a
@@ -69,4 +71,14 @@ func NamesWithSettings() []string {
 		}
 	}
 	return out
+}
+
+// OneOf is nil when value is one of allowed, else the error that names
+// key, the allowed values and value: a block's check of an enumerated
+// setting.
+func OneOf(key, value string, allowed []string) error {
+	if slices.Contains(allowed, value) {
+		return nil
+	}
+	return fmt.Errorf("%s must be one of %s, got %q", key, strings.Join(allowed, ", "), value)
 }

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/hutch-dev/hutch/internal/runtime"
 )
@@ -54,11 +52,11 @@ func DefaultSettings() *Settings {
 // Check names each value of the block that is wrong.
 func (s *Settings) Check() []error {
 	var errs []error
-	if !slices.Contains(FastPathModes, s.SystrapFastPath) {
-		errs = append(errs, fmt.Errorf("systrap_fast_path must be one of %s, got %q", strings.Join(FastPathModes, ", "), s.SystrapFastPath))
+	if err := runtime.OneOf("systrap_fast_path", s.SystrapFastPath, FastPathModes); err != nil {
+		errs = append(errs, err)
 	}
-	if !slices.Contains(Platforms, s.Platform) {
-		errs = append(errs, fmt.Errorf("platform must be one of %s, got %q", strings.Join(Platforms, ", "), s.Platform))
+	if err := runtime.OneOf("platform", s.Platform, Platforms); err != nil {
+		errs = append(errs, err)
 	}
 	return errs
 }

@@ -2,9 +2,6 @@ package microvm
 
 import (
 	"encoding/json"
-	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/hutch-dev/hutch/internal/runtime"
 )
@@ -37,8 +34,8 @@ func DefaultSettings() *Settings { return &Settings{Accel: AccelAuto} }
 
 // Check names each value of the block that is wrong.
 func (s *Settings) Check() []error {
-	if !slices.Contains(Accels, s.Accel) {
-		return []error{fmt.Errorf("accel must be one of %s, got %q", strings.Join(Accels, ", "), s.Accel)}
+	if err := runtime.OneOf("accel", s.Accel, Accels); err != nil {
+		return []error{err}
 	}
 	return nil
 }
