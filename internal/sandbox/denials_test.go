@@ -35,12 +35,9 @@ func TestDeniedNamesAreCoalesced(t *testing.T) {
 	}
 	m.flushDeniedNames()
 	counts := func() (events int, sum uint64, byName map[string]uint64) {
-		list, err := m.ListEvents(ctx, api.EventsRequest{SandboxID: id, Type: api.EventEgressDenied})
-		if err != nil {
-			t.Fatal(err)
-		}
+		list := logged(t, m, id, api.EventEgressDenied)
 		byName = map[string]uint64{}
-		for _, e := range list.Events {
+		for _, e := range list {
 			var d struct {
 				Name       string
 				Count      uint64
@@ -52,7 +49,7 @@ func TestDeniedNamesAreCoalesced(t *testing.T) {
 			sum += d.Count
 			byName[d.Name] += d.Count
 		}
-		return len(list.Events), sum, byName
+		return len(list), sum, byName
 	}
 	n, sum, byName := counts()
 	// Each name counted apart: one event at once, one at the interval's

@@ -234,3 +234,9 @@ func (h handle) Pause() error {
 	_, err := h.m.freeze(h.sb)
 	return err
 }
+
+// eventsvc
+
+// ParseID checks that id is a sandbox id (a UUID, S001) and returns its
+// canonical form.
+func ParseID(id string) (string, error) { return parseID(id) }

@@ -88,16 +88,13 @@ func TestHandleExec(t *testing.T) {
 	if err != nil || string(resp.Stdout) != "1234" || !resp.StdoutTruncated {
 		t.Errorf("exec capped at 4 bytes: %+v, %v", resp, err)
 	}
-	evs, err := m.ListEvents(ctx, api.EventsRequest{SandboxID: id})
-	if err != nil {
-		t.Fatal(err)
-	}
+	evs := logged(t, m, id, "")
 	found := false
-	for _, ev := range evs.Events {
+	for _, ev := range evs {
 		found = found || (ev.Type == api.EventExecStarted && strings.Contains(string(ev.Data), `"service":"test"`))
 	}
 	if !found {
-		t.Errorf("no exec.started event of the call: %+v", evs.Events)
+		t.Errorf("no exec.started event of the call: %+v", evs)
 	}
 	if got := h.ExecTimeout(0); got != m.cfg.DefaultExecTimeoutMs {
 		t.Errorf("ExecTimeout(0) = %d, want the default %d", got, m.cfg.DefaultExecTimeoutMs)
