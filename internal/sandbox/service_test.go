@@ -128,6 +128,9 @@ func TestHandleLifecycle(t *testing.T) {
 	if st, err := h.Stats(); err != nil || st.Pids != 1 {
 		t.Errorf("stats %+v, %v", st, err)
 	}
+	if v := h.Vitals(); v.CPUs == 0 || v.MemoryMB == 0 || v.CreatedAt.IsZero() || v.IdleSince.Before(v.CreatedAt) || v.ExecInFlight != 0 || v.Hibernated {
+		t.Errorf("vitals %+v", v)
+	}
 	if err := h.Pause(); err != nil || h.State() != Paused {
 		t.Fatalf("pause: %v, state %s", err, h.State())
 	}
