@@ -7,7 +7,7 @@ import (
 )
 
 // Images is the image side of the table: the catalog and the image cache.
-// The sandbox manager implements it (Deps.Images).
+// The image service implements it (Deps.Images, imagesvc).
 type Images interface {
 	Catalog(ctx context.Context, req api.CatalogRequest) (api.CatalogResponse, error)
 	ImageList(ctx context.Context, req api.ImageListRequest) (api.ImageListResponse, error)

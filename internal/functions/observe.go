@@ -22,8 +22,8 @@ func (t *Table) observe(id string, err error) {
 	}
 }
 
-// SandboxMetrics is a manager's per-sandbox resource use
-// (Deps.Metrics): sandbox::metrics.
+// SandboxMetrics is per-sandbox resource use (Deps.Metrics, metricsvc):
+// sandbox::metrics.
 type SandboxMetrics interface {
 	Metrics(ctx context.Context, req api.MetricsRequest) (api.MetricsResponse, error)
 }

@@ -57,7 +57,7 @@ func registerSnapshots(t *Table) {
 	add(t, api.FnFork, "Make count running copies of a sandbox from one checkpoint of it: each continues from the same memory and files, then diverges", s.Fork)
 }
 
-// Events are the event functions' dependency: the sandbox manager.
+// Events are the event functions' dependency: the event service (eventsvc).
 type Events interface {
 	ListEvents(ctx context.Context, req api.EventsRequest) (api.EventsResponse, error)
 	StreamEvents(ctx context.Context, req api.EventsRequest, emit func(event string, data any, id string) error) error

@@ -16,8 +16,11 @@ import (
 	"github.com/hutch-dev/hutch/internal/sandbox"
 	"github.com/hutch-dev/hutch/internal/sandbox/alertsvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/envsvc"
+	"github.com/hutch-dev/hutch/internal/sandbox/eventsvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/filesvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/gitsvc"
+	"github.com/hutch-dev/hutch/internal/sandbox/imagesvc"
+	"github.com/hutch-dev/hutch/internal/sandbox/metricsvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/volumesvc"
 )
 
@@ -92,8 +95,8 @@ func TestOpenAPIDocumentIsCurrent(t *testing.T) {
 func fullDeps() functions.Deps {
 	var m *sandbox.Manager
 	var j *jobs.Runner
-	return functions.Deps{Sandboxes: m, Files: filesvc.New(m), Images: m, Metrics: m, Processes: m, Lifecycle: m, Snapshots: m,
-		Events: m, Webhooks: noWebhooks{}, Alerts: alertsvc.New(m, m, nil, nil), Jobs: j, Interpreter: m, Ports: m, Networks: m, Environment: envsvc.New(m), Volumes: volumesvc.New(nil), Git: gitsvc.New(m, 0, nil)}
+	return functions.Deps{Sandboxes: m, Files: filesvc.New(m), Images: imagesvc.New(nil, m, nil, imagesvc.Policy{}), Metrics: metricsvc.New(m, metricsvc.Limits{}), Processes: m, Lifecycle: m, Snapshots: m,
+		Events: eventsvc.New(m, nil), Webhooks: noWebhooks{}, Alerts: alertsvc.New(m, eventsvc.New(m, nil), nil, nil), Jobs: j, Interpreter: m, Ports: m, Networks: m, Environment: envsvc.New(m), Volumes: volumesvc.New(nil), Git: gitsvc.New(m, 0, nil)}
 }
 
 // noWebhooks stands for the daemon's webhook functions.

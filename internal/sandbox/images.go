@@ -1,8 +1,10 @@
 package sandbox
 
-// The catalog and image-cache side of the manager: sandbox::catalog::list,
-// hutch::image::{list,pull,rm}, and the bookkeeping that keeps an image from
-// being removed under a sandbox.
+// The core's side of images: a create's image (ensureImage), the allowlist
+// (withFix, allowed), and the bookkeeping that keeps an image from being
+// removed under a sandbox. imagesvc answers sandbox::catalog::list and
+// hutch::image::{list,pull,rm} through ImagesInUse, ImagePulled and
+// ImageRemoval.
 
 import (
 	"context"
@@ -51,95 +53,40 @@ func (m *Manager) withFix(command string) string {
 	return "use an image with " + command + " (" + strings.Join(names, ", ") + "), or install it"
 }
 
-// Catalog is sandbox::catalog::list: presets first, then custom images
-// sorted by name. Listing is not permission: image_allowlist decides what
-// a create may boot.
-func (m *Manager) Catalog(context.Context, api.CatalogRequest) (api.CatalogResponse, error) {
-	entries := m.images.Catalog()
-	out := api.CatalogResponse{Images: make([]api.CatalogImage, len(entries))}
-	for i, e := range entries {
-		out.Images[i] = api.CatalogImage{Name: e.Name, OCIRef: e.Ref, Kind: e.Kind}
-	}
-	out.Runtimes = m.rts.Infos()
-	return out, nil
-}
-
-// ImageList is hutch::image::list: the catalog with each image's cache state,
-// whether the allowlist admits it and how many live sandboxes run it: all
-// of them for an operator, the caller's own for another owner.
-func (m *Manager) ImageList(ctx context.Context, _ api.ImageListRequest) (api.ImageListResponse, error) {
-	owner, all := auth.OwnerFrom(ctx), m.isOperator(ctx)
+// ImagesInUse counts the live sandboxes of each image name: owner's, or
+// every owner's with all.
+func (m *Manager) ImagesInUse(owner string, all bool) map[string]int {
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	inUse := map[string]int{}
 	for _, sb := range m.sandboxes {
 		if !sb.isDestroyed() && (all || sb.rec.Owner == owner) {
 			inUse[sb.rec.Image]++
 		}
 	}
-	m.mu.Unlock()
-	entries := m.images.Catalog()
-	out := api.ImageListResponse{Images: make([]api.ImageInfo, len(entries))}
-	for i, e := range entries {
-		st := m.images.Status(e.Name)
-		out.Images[i] = api.ImageInfo{
-			Name: e.Name, Kind: e.Kind, OCIRef: e.Ref,
-			Allowed: slices.Contains(m.cfg.ImageAllowlist, e.Name),
-			State:   st.State, ID: st.ID, SizeBytes: st.SizeBytes,
-			InUse: inUse[e.Name],
-		}
-	}
-	return out, nil
+	return inUse
 }
 
-// ImagePull is hutch::image::pull: it builds a missing preset, or resolves a
-// custom image's reference again and pulls what it names now, and answers
-// once the image is ready. The pull goes on if the caller goes away. It is
-// an operator action (S110).
-func (m *Manager) ImagePull(ctx context.Context, req api.ImagePullRequest) (api.ImageStatus, error) {
-	if req.Name == "" {
-		return api.ImageStatus{}, errdefs.Malformed("name is required (a catalog image name)")
-	}
-	if err := m.operatorOnly(ctx, "pull"); err != nil {
-		return api.ImageStatus{}, err
-	}
-	start := time.Now()
-	img, err := m.images.Pull(ctx, req.Name)
-	if err != nil {
-		return api.ImageStatus{}, err
-	}
+// ImagePulled records that img, catalog image name, was built or pulled
+// for ctx's owner, the wait having begun at start, and discards the warm
+// pool sandboxes of an older copy of it.
+func (m *Manager) ImagePulled(ctx context.Context, name string, img *image.Image, start time.Time) {
 	m.emitInstalled(ctx, img, start)
-	m.refreshWarm(req.Name, img.ID)
-	return m.images.Status(req.Name), nil
+	m.refreshWarm(name, img.ID)
 }
 
-// ImageRemove is hutch::image::rm: it deletes a catalog image from the cache,
-// refused (S111) while a sandbox runs it or is being created from it. The
-// next create pulls or builds it again (auto_install) or answers S101. It
-// is an operator action (S110).
-func (m *Manager) ImageRemove(ctx context.Context, req api.ImageRemoveRequest) (api.ImageRemoveResponse, error) {
-	if req.Name == "" {
-		return api.ImageRemoveResponse{}, errdefs.Malformed("name is required (a catalog image name)")
-	}
-	if err := m.operatorOnly(ctx, "remove"); err != nil {
-		return api.ImageRemoveResponse{}, err
-	}
-	owner := auth.OwnerFrom(ctx)
-	// No warm pool sandbox may hold the image while it goes.
-	defer m.pauseWarm(req.Name)()
+// ImageRemoval readies the removal of image name for owner: it empties
+// the image's warm pools until done. The image store calls guard holding
+// the image's cache lock, right before it deletes: guard refuses (S111)
+// while a sandbox runs the image or is being created from it, and from
+// then on creates see the removal and back off, until done.
+func (m *Manager) ImageRemoval(name, owner string) (guard func(id string) error, done func()) {
+	resume := m.pauseWarm(name)
 	var marked string
-	defer func() {
-		if marked != "" {
-			m.mu.Lock()
-			delete(m.imgUse.removing, marked)
-			m.mu.Unlock()
-		}
-	}()
-	// The store calls guard holding the image's cache lock, right before
-	// it deletes: from then on creates see the removal and back off.
-	guard := func(id string) error {
+	guard = func(id string) error {
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		if err := m.imageInUseLocked(req.Name, id, owner); err != nil {
+		if err := m.imageInUseLocked(name, id, owner); err != nil {
 			return err
 		}
 		if m.imgUse.removing == nil {
@@ -149,11 +96,15 @@ func (m *Manager) ImageRemove(ctx context.Context, req api.ImageRemoveRequest) (
 		marked = id
 		return nil
 	}
-	removed, err := m.images.Remove(ctx, req.Name, guard)
-	if err != nil {
-		return api.ImageRemoveResponse{}, err
+	done = func() {
+		if marked != "" {
+			m.mu.Lock()
+			delete(m.imgUse.removing, marked)
+			m.mu.Unlock()
+		}
+		resume()
 	}
-	return api.ImageRemoveResponse{Name: req.Name, Removed: removed}, nil
+	return guard, done
 }
 
 // imageInUseLocked refuses (S111) the removal of image name (cache id) for
@@ -189,22 +140,6 @@ func (m *Manager) imageInUseLocked(name, id, owner string) error {
 	}
 	return errdefs.New(errdefs.CodeImageInUse, "image %s is in use by %s", name, strings.Join(what, " and ")).
 		WithFix(map[string]any{"sandbox_ids": own}, "stop the sandboxes that use it (hutch stop ID), then remove it")
-}
-
-// isOperator reports whether ctx's owner may do operator actions
-// (config.IsAdmin).
-func (m *Manager) isOperator(ctx context.Context) bool {
-	return m.cfg.IsAdmin(auth.OwnerFrom(ctx))
-}
-
-// operatorOnly refuses action on the shared image cache (S110) unless
-// ctx's owner is an operator.
-func (m *Manager) operatorOnly(ctx context.Context, action string) error {
-	if m.isOperator(ctx) {
-		return nil
-	}
-	return errdefs.New(errdefs.CodeOperatorOnly, "only an operator may %s cached images: they are shared by every owner's sandboxes", action).
-		WithFix(nil, "ask the operator, or have your owner added to admin_owners in the daemon's config")
 }
 
 // ensureImage gets a create's image (S101/S102 from the store) and holds

@@ -33,9 +33,6 @@ func (s *testImages) Status(name string) api.ImageStatus {
 func (s *testImages) Catalog() []image.Entry {
 	return []image.Entry{{Name: "python"}, {Name: "node"}}
 }
-func (s *testImages) Pull(ctx context.Context, name string) (*image.Image, error) {
-	return s.Ensure(ctx, name, true)
-}
 
 // With is every catalog image when command is on the host's PATH: an
 // in-process agent runs the host's programs.
@@ -44,9 +41,6 @@ func (s *testImages) With(command string) []string {
 		return nil
 	}
 	return []string{"python", "node"}
-}
-func (s *testImages) Remove(_ context.Context, name string, guard func(string) error) (bool, error) {
-	return true, guard("id-" + name)
 }
 
 // inprocess is a manager over the in-process runtime: real agents joined

@@ -39,8 +39,6 @@ type Images interface {
 	Status(name string) api.ImageStatus
 	// Catalog is the daemon's one catalog: presets, then custom images.
 	Catalog() []image.Entry
-	Pull(ctx context.Context, name string) (*image.Image, error)
-	Remove(ctx context.Context, name string, guard func(id string) error) (bool, error)
 	// With lists the catalog images that have a command on their PATH.
 	With(command string) []string
 }

@@ -16,10 +16,8 @@ import (
 )
 
 // fakeImages is an image store whose one image, python, is cached as
-// fakeImageID; Remove runs the manager's guard and counts removals.
-type fakeImages struct {
-	removed, pulled int
-}
+// fakeImageID.
+type fakeImages struct{}
 
 const fakeImageID = "img-python"
 
@@ -31,17 +29,6 @@ func (f *fakeImages) Status(name string) api.ImageStatus {
 }
 func (f *fakeImages) Catalog() []image.Entry { return []image.Entry{{Name: "python", Kind: "preset"}} }
 func (f *fakeImages) With(string) []string   { return nil }
-func (f *fakeImages) Pull(context.Context, string) (*image.Image, error) {
-	f.pulled++
-	return &image.Image{ID: fakeImageID}, nil
-}
-func (f *fakeImages) Remove(_ context.Context, _ string, guard func(id string) error) (bool, error) {
-	if err := guard(fakeImageID); err != nil {
-		return false, err
-	}
-	f.removed++
-	return true, nil
-}
 
 // Sandbox ids of the owner tests.
 const (
@@ -68,60 +55,66 @@ func ownersManager(t *testing.T, cfg config.Config) (*Manager, *fakeImages) {
 // as is a context acting for owner.
 func as(owner string) context.Context { return auth.WithOwner(context.Background(), owner) }
 
-func TestImageActionsAreOperatorOnly(t *testing.T) {
-	m, imgs := ownersManager(t, config.Default())
-	_, err := m.ImageRemove(as("bob"), api.ImageRemoveRequest{Name: "python"})
-	if !errdefs.Is(err, errdefs.CodeOperatorOnly) || imgs.removed != 0 {
-		t.Fatalf("bob's remove: %v (removed %d), want S110 and nothing removed", err, imgs.removed)
-	}
-	_, err = m.ImagePull(as("bob"), api.ImagePullRequest{Name: "python"})
-	if !errdefs.Is(err, errdefs.CodeOperatorOnly) || imgs.pulled != 0 {
-		t.Fatalf("bob's pull: %v (pulled %d), want S110 and nothing pulled", err, imgs.pulled)
-	}
-	if _, err := m.ImagePull(as("alice"), api.ImagePullRequest{Name: "python"}); err != nil || imgs.pulled != 1 {
-		t.Fatalf("alice's pull: %v (pulled %d)", err, imgs.pulled)
-	}
-
-	// In use by both: alice learns the count and her own id, not bob's.
-	_, err = m.ImageRemove(as("alice"), api.ImageRemoveRequest{Name: "python"})
-	e := errdefs.As(err)
-	if e.Code != errdefs.CodeImageInUse || !strings.Contains(e.Message, "in use by 2 sandboxes (yours: "+aliceBox+")") || strings.Contains(e.Message, bobBox) {
-		t.Fatalf("alice's remove of a used image: %v", err)
+// TestImageRemovalGuard: the guard an image removal gives the store
+// refuses (S111) while sandboxes run the image or are being created from
+// it, counting them and naming only the caller's own; once they are gone
+// it marks the removal, which creates back off from, until done.
+func TestImageRemovalGuard(t *testing.T) {
+	m, _ := ownersManager(t, config.Default())
+	guard, done := m.ImageRemoval("python", "alice")
+	e := errdefs.As(guard(fakeImageID))
+	if e == nil || e.Code != errdefs.CodeImageInUse || !strings.Contains(e.Message, "in use by 2 sandboxes (yours: "+aliceBox+")") || strings.Contains(e.Message, bobBox) {
+		t.Fatalf("alice's remove of a used image: %v", e)
 	}
 	if ids, _ := e.Fix["sandbox_ids"].([]string); !slices.Equal(ids, []string{aliceBox}) {
 		t.Fatalf("fix sandbox_ids = %v, want only alice's", e.Fix["sandbox_ids"])
 	}
+	done()
 
 	for _, id := range []string{aliceBox, bobBox} {
 		m.destroy(m.sandboxes[id], endRequest)
 	}
-	if r, err := m.ImageRemove(as("alice"), api.ImageRemoveRequest{Name: "python"}); err != nil || !r.Removed || imgs.removed != 1 {
-		t.Fatalf("alice's remove of an unused image: %+v, %v", r, err)
+	m.mu.Lock()
+	m.imgUse.creating = inc(m.imgUse.creating, fakeImageID)
+	m.mu.Unlock()
+	guard, done = m.ImageRemoval("python", "alice")
+	if err := guard(fakeImageID); !errdefs.Is(err, errdefs.CodeImageInUse) || !strings.Contains(err.Error(), "in use by 1 sandboxes being created") {
+		t.Fatalf("remove during a create: %v", err)
+	}
+	done()
+	m.mu.Lock()
+	dec(m.imgUse.creating, fakeImageID)
+	m.mu.Unlock()
+
+	guard, done = m.ImageRemoval("python", "alice")
+	if err := guard(fakeImageID); err != nil {
+		t.Fatalf("alice's remove of an unused image: %v", err)
+	}
+	removing := func() bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return m.imgUse.removing[fakeImageID]
+	}
+	if !removing() {
+		t.Fatal("the removal is not marked for creates")
+	}
+	done()
+	if removing() {
+		t.Fatal("the removal is still marked after done")
 	}
 }
 
-func TestImageActionsWithoutTokens(t *testing.T) {
-	m, _ := testManager(t, config.Default())
-	imgs := &fakeImages{}
-	m.images = imgs
-	if _, err := m.ImagePull(context.Background(), api.ImagePullRequest{Name: "python"}); err != nil {
-		t.Fatalf("the local user's pull: %v", err)
-	}
-	if _, err := m.ImageRemove(context.Background(), api.ImageRemoveRequest{Name: "python"}); err != nil || imgs.removed != 1 {
-		t.Fatalf("the local user's remove: %v", err)
-	}
-}
-
-func TestImageListCountsOwnSandboxes(t *testing.T) {
+func TestImagesInUseCountsOwnSandboxes(t *testing.T) {
 	m, _ := ownersManager(t, config.Default())
-	for _, tc := range []struct {
-		owner string
-		want  int
-	}{{"bob", 1}, {"alice", 2}} {
-		list, err := m.ImageList(as(tc.owner), api.ImageListRequest{})
-		if err != nil || len(list.Images) != 1 || list.Images[0].InUse != tc.want {
-			t.Errorf("%s's image list: %+v, %v; want in_use %d", tc.owner, list.Images, err, tc.want)
-		}
+	if got := m.ImagesInUse("bob", false); got["python"] != 1 {
+		t.Errorf("bob's images in use: %v", got)
+	}
+	if got := m.ImagesInUse("alice", true); got["python"] != 2 {
+		t.Errorf("every owner's images in use: %v", got)
+	}
+	m.destroy(m.sandboxes[bobBox], endRequest)
+	if got := m.ImagesInUse("alice", true); got["python"] != 1 {
+		t.Errorf("after bob's stop: %v", got)
 	}
 }
 

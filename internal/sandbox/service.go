@@ -90,6 +90,11 @@ type Handle interface {
 	Pause() error
 	// Stop ends it for end, in the background.
 	Stop(end runtime.End)
+
+	// metricsvc
+
+	// Vitals is its size and how busy it is, beside Stats.
+	Vitals() Vitals
 }
 
 // ExecCall is one command a service runs through Handle.Exec.
@@ -233,4 +238,30 @@ func (h handle) Stop(end runtime.End)          { h.m.stopAsync(h.sb, end) }
 func (h handle) Pause() error {
 	_, err := h.m.freeze(h.sb)
 	return err
+}
+
+// eventsvc
+
+// ParseID checks that id is a sandbox id (a UUID, S001) and returns its
+// canonical form.
+func ParseID(id string) (string, error) { return parseID(id) }
+
+// metricsvc
+
+// Vitals are a sandbox's size and activity (sandbox::metrics).
+type Vitals struct {
+	CPUs     uint32
+	MemoryMB uint32
+	// CreatedAt is its creation; IdleSince its last activity.
+	CreatedAt, IdleSince time.Time
+	// ExecInFlight counts its execs running now.
+	ExecInFlight int
+	// Hibernated says its pause wrote it to disk: it uses nothing.
+	Hibernated bool
+}
+
+func (h handle) Vitals() Vitals {
+	sb := h.sb
+	return Vitals{CPUs: sb.rec.CPUs, MemoryMB: sb.rec.MemoryMB, CreatedAt: sb.rec.CreatedAt, IdleSince: sb.idleSince(),
+		ExecInFlight: len(sb.slots), Hibernated: sb.isHibernated()}
 }

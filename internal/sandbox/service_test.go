@@ -88,16 +88,13 @@ func TestHandleExec(t *testing.T) {
 	if err != nil || string(resp.Stdout) != "1234" || !resp.StdoutTruncated {
 		t.Errorf("exec capped at 4 bytes: %+v, %v", resp, err)
 	}
-	evs, err := m.ListEvents(ctx, api.EventsRequest{SandboxID: id})
-	if err != nil {
-		t.Fatal(err)
-	}
+	evs := logged(t, m, id, "")
 	found := false
-	for _, ev := range evs.Events {
+	for _, ev := range evs {
 		found = found || (ev.Type == api.EventExecStarted && strings.Contains(string(ev.Data), `"service":"test"`))
 	}
 	if !found {
-		t.Errorf("no exec.started event of the call: %+v", evs.Events)
+		t.Errorf("no exec.started event of the call: %+v", evs)
 	}
 	if got := h.ExecTimeout(0); got != m.cfg.DefaultExecTimeoutMs {
 		t.Errorf("ExecTimeout(0) = %d, want the default %d", got, m.cfg.DefaultExecTimeoutMs)
@@ -130,6 +127,9 @@ func TestHandleLifecycle(t *testing.T) {
 	// The in-process runtime reports 1 task.
 	if st, err := h.Stats(); err != nil || st.Pids != 1 {
 		t.Errorf("stats %+v, %v", st, err)
+	}
+	if v := h.Vitals(); v.CPUs == 0 || v.MemoryMB == 0 || v.CreatedAt.IsZero() || v.IdleSince.Before(v.CreatedAt) || v.ExecInFlight != 0 || v.Hibernated {
+		t.Errorf("vitals %+v", v)
 	}
 	if err := h.Pause(); err != nil || h.State() != Paused {
 		t.Fatalf("pause: %v, state %s", err, h.State())

@@ -44,7 +44,7 @@ type alert struct {
 	lastAt  time.Time
 }
 
-// Events lists recorded events (the core's sandbox::events::list): an
+// Events lists recorded events (eventsvc's sandbox::events::list): an
 // alert's history is its alert.fired events.
 type Events interface {
 	ListEvents(ctx context.Context, req api.EventsRequest) (api.EventsResponse, error)

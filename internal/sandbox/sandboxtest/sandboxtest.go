@@ -58,6 +58,8 @@ type Sandbox struct {
 	// Stats is what Handle.Stats answers; Ends what Handle.Stop was given.
 	Stats runtime.Stats
 	Ends  []runtime.End
+	// Vitals is what Handle.Vitals answers (metricsvc).
+	Vitals sandbox.Vitals
 }
 
 // Add adds a running sandbox of owner whose image env is image.
@@ -266,4 +268,12 @@ func (h handle) Stop(end runtime.End) {
 	defer h.s.mu.Unlock()
 	h.sb.Ends = append(h.sb.Ends, end)
 	h.sb.State = sandbox.Stopped
+}
+
+// metricsvc
+
+func (h handle) Vitals() sandbox.Vitals {
+	h.s.mu.Lock()
+	defer h.s.mu.Unlock()
+	return h.sb.Vitals
 }
