@@ -18,6 +18,8 @@ import (
 	"github.com/hutch-dev/hutch/internal/sandbox/envsvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/filesvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/gitsvc"
+	"github.com/hutch-dev/hutch/internal/sandbox/networksvc"
+	"github.com/hutch-dev/hutch/internal/sandbox/portsvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/volumesvc"
 )
 
@@ -92,8 +94,9 @@ func TestOpenAPIDocumentIsCurrent(t *testing.T) {
 func fullDeps() functions.Deps {
 	var m *sandbox.Manager
 	var j *jobs.Runner
+	var n *networksvc.Service
 	return functions.Deps{Sandboxes: m, Files: filesvc.New(m), Images: m, Metrics: m, Processes: m, Lifecycle: m, Snapshots: m,
-		Events: m, Webhooks: noWebhooks{}, Alerts: alertsvc.New(m, m, nil, nil), Jobs: j, Interpreter: m, Ports: m, Networks: m, Environment: envsvc.New(m), Volumes: volumesvc.New(nil), Git: gitsvc.New(m, 0, nil)}
+		Events: m, Webhooks: noWebhooks{}, Alerts: alertsvc.New(m, m, nil, nil), Jobs: j, Interpreter: m, Ports: portsvc.New(m, portsvc.Options{}), Networks: n, Environment: envsvc.New(m), Volumes: volumesvc.New(nil), Git: gitsvc.New(m, 0, nil)}
 }
 
 // noWebhooks stands for the daemon's webhook functions.
