@@ -155,8 +155,8 @@ func CheckEgress(p *api.EgressPolicy) error {
 
 // applyEgress makes pol (nil: none) sb's egress policy: its firewall chain
 // rewritten and its sets emptied of what they held or had learned, then
-// its resolver's names. sandbox::network::update (Handle.SetEgress) and a claim from the
-// warm pool (pool_network.go) both take this path.
+// its resolver's names. sandbox::network::update (Handle.SetEgress) and a
+// claim from the warm pool (pool_network.go) both take this path.
 func (m *Manager) applyEgress(ctx context.Context, sb *sandbox, pol *egressPolicy) error {
 	fw, err := m.networkService()
 	if err != nil {
