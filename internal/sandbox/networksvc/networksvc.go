@@ -357,10 +357,13 @@ func (s *Service) membership(ctx context.Context, req api.NetworkConnectRequest,
 	if err != nil {
 		return api.NetworkInfo{}, err
 	}
+	if st := h.State(); st == sandbox.Stopping || st == sandbox.Stopped {
+		// It stopped meanwhile, perhaps before Leave took it off.
+		s.leave(h.ID())
+	}
 	if err := s.syncPeers(ctx); err != nil {
 		return api.NetworkInfo{}, errdefs.Wrap(errdefs.CodeInternal, err, "changing the sandbox network")
 	}
-	// A sandbox that stopped meanwhile is taken off by Leave.
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.info(n), nil

@@ -151,6 +151,19 @@ func (s *Service) ExposePort(ctx context.Context, req api.PortExposeRequest) (ap
 			p.expires = time.Now().Add(time.Duration(req.ExpiresInSecs) * time.Second)
 		}
 	}
+	if err := s.add(ctx, id, p); err != nil {
+		return api.PortInfo{}, err
+	}
+	if st := h.State(); st == sandbox.Stopping || st == sandbox.Stopped {
+		// It stopped meanwhile, perhaps before the add: its ports go with it.
+		s.Forget(id)
+	}
+	h.Emit(api.EventPortExposed, map[string]any{"port": req.Port, "public": req.Public})
+	return s.portInfo(id, p), nil
+}
+
+// add exposes p of sandbox id, the caller's.
+func (s *Service) add(ctx context.Context, id string, p *exposedPort) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	b := s.books[id]
@@ -158,16 +171,11 @@ func (s *Service) ExposePort(ctx context.Context, req api.PortExposeRequest) (ap
 		b = &book{owner: auth.OwnerFrom(ctx), byPort: map[int]*exposedPort{}}
 		s.books[id] = b
 	}
-	if _, ok := b.byPort[req.Port]; !ok && len(b.byPort) >= maxExposedPorts {
-		return api.PortInfo{}, errdefs.New(errdefs.CodeCapacity, "sandbox %s exposes %d ports; unexpose one first", id, maxExposedPorts)
+	if _, ok := b.byPort[p.port]; !ok && len(b.byPort) >= maxExposedPorts {
+		return errdefs.New(errdefs.CodeCapacity, "sandbox %s exposes %d ports; unexpose one first", id, maxExposedPorts)
 	}
-	b.byPort[req.Port] = p
-	if st := h.State(); st == sandbox.Stopping || st == sandbox.Stopped {
-		// It stopped meanwhile, perhaps after Forget: its ports go with it.
-		delete(s.books, id)
-	}
-	h.Emit(api.EventPortExposed, map[string]any{"port": req.Port, "public": req.Public})
-	return s.portInfo(id, p), nil
+	b.byPort[p.port] = p
+	return nil
 }
 
 // ListPorts lists a sandbox's exposed ports (sandbox::port::list).
