@@ -37,6 +37,8 @@ import (
 	"github.com/hutch-dev/hutch/internal/sandbox/gitsvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/imagesvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/metricsvc"
+	"github.com/hutch-dev/hutch/internal/sandbox/networksvc"
+	"github.com/hutch-dev/hutch/internal/sandbox/portsvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/volumesvc"
 	"github.com/hutch-dev/hutch/internal/volumes"
 	"github.com/hutch-dev/hutch/internal/webguard"
@@ -83,6 +85,7 @@ type daemon struct {
 	vols      *volumes.Store
 
 	mgr       *sandbox.Manager
+	ports     *portsvc.Service
 	jobRunner *jobs.Runner
 	table     *functions.Table
 
@@ -292,8 +295,6 @@ func (d *daemon) startManager(ctx context.Context) error {
 		Logger:    d.log,
 		Observer:  obs.metrics,
 		Events:    d.evlog,
-		// A host URL names the port the listener got (--listen :0 too).
-		ListenPort: d.ln.Addr().(*net.TCPAddr).Port,
 	})
 	if err != nil {
 		return err
@@ -313,8 +314,36 @@ func (d *daemon) startManager(ctx context.Context) error {
 	}
 	d.undo.Push("closing the job runner", func(context.Context) error { return d.jobRunner.Close() })
 	mgr.ProtectPorts(listenPorts(d.ln.Addr().String(), d.opts.EngineListen)...)
+	// A host URL names the port the listener got (--listen :0 too).
+	d.ports = portsvc.New(mgr, portsvc.Options{PreviewDomain: cfg.PreviewDomain, ListenPort: d.ln.Addr().(*net.TCPAddr).Port})
+	mgr.OnStop(d.ports.Forget)
+	nets, err := networksvc.New(mgr, d.log)
+	if err != nil {
+		return err
+	}
+	mgr.OnStop(nets.Leave)
+	mgr.SetNetworks(nets)
 	evs := eventsvc.New(mgr, d.evlog)
-	d.table = functions.New(functions.Deps{Sandboxes: mgr, Files: filesvc.New(mgr), Images: imagesvc.New(d.images, mgr, d.rts, imagesvc.Policy{Allowlist: cfg.ImageAllowlist, IsAdmin: cfg.IsAdmin}), Metrics: metricsvc.New(mgr, metricsvc.Limits{WritableLayerMB: cfg.WritableLayerMB, Pids: cfg.PidsLimit}), Processes: mgr, Lifecycle: mgr, Snapshots: mgr, Events: evs, Webhooks: d.hookAdmin, Alerts: alertsvc.New(mgr, evs, mgr.Done(), d.log), Jobs: d.jobRunner, Interpreter: mgr, Ports: mgr, Networks: mgr, Environment: envsvc.New(mgr), Volumes: volumesvc.New(d.vols), Git: gitsvc.New(mgr, cfg.MaxOutputBytes, d.log), Observer: obs.metrics})
+	d.table = functions.New(functions.Deps{
+		Sandboxes:   mgr,
+		Files:       filesvc.New(mgr),
+		Images:      imagesvc.New(d.images, mgr, d.rts, imagesvc.Policy{Allowlist: cfg.ImageAllowlist, IsAdmin: cfg.IsAdmin}),
+		Metrics:     metricsvc.New(mgr, metricsvc.Limits{WritableLayerMB: cfg.WritableLayerMB, Pids: cfg.PidsLimit}),
+		Processes:   mgr,
+		Lifecycle:   mgr,
+		Snapshots:   mgr,
+		Events:      evs,
+		Webhooks:    d.hookAdmin,
+		Alerts:      alertsvc.New(mgr, evs, mgr.Done(), d.log),
+		Jobs:        d.jobRunner,
+		Interpreter: mgr,
+		Ports:       d.ports,
+		Networks:    nets,
+		Environment: envsvc.New(mgr),
+		Volumes:     volumesvc.New(d.vols),
+		Git:         gitsvc.New(mgr, cfg.MaxOutputBytes, d.log),
+		Observer:    obs.metrics,
+	})
 	obs.attach(mgr.Live, d.images.CacheBytes)
 	obs.metrics.SetDaemon(metrics.Daemon{Runtimes: runtimeMetrics(d.rts), Capacity: cfg.MaxConcurrentSandboxes})
 	obs.metrics.WatchWarmPool(mgr.WarmPool)
@@ -333,7 +362,7 @@ func (d *daemon) startTransports(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d.srv = httpapi.NewServer(table, httpapi.Options{Logger: log, Auth: d.tokens, Runtimes: d.rts.Infos(), Metrics: d.obs.handler(), MCP: mcpHandler, Ports: previewPorts{mgr}, PreviewDomain: cfg.PreviewDomain, Guard: d.guard,
+	d.srv = httpapi.NewServer(table, httpapi.Options{Logger: log, Auth: d.tokens, Runtimes: d.rts.Infos(), Metrics: d.obs.handler(), MCP: mcpHandler, Ports: previewPorts{d.ports}, PreviewDomain: cfg.PreviewDomain, Guard: d.guard,
 		Console: console.Handler(), Front: e2b.Wrap, ReadTimeout: read, WriteTimeout: write, IdleTimeout: idle})
 	d.srv.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
 	d.ln = netutil.LimitListener(d.ln, cfg.MaxConnections)

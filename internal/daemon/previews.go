@@ -6,19 +6,20 @@ import (
 
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/httpapi"
-	"github.com/hutch-dev/hutch/internal/sandbox"
+	"github.com/hutch-dev/hutch/internal/sandbox/portsvc"
 )
 
-// previewPorts serves the REST handler's preview routes from the manager.
-type previewPorts struct{ m *sandbox.Manager }
+// previewPorts serves the REST handler's preview routes from the port
+// service.
+type previewPorts struct{ ports *portsvc.Service }
 
-func (p previewPorts) access(t sandbox.PortTarget) httpapi.PortAccess {
+func (p previewPorts) access(t portsvc.Target) httpapi.PortAccess {
 	return httpapi.PortAccess{SandboxID: t.SandboxID, Port: t.Port, CORS: t.CORS,
-		Dial: func(ctx context.Context) (net.Conn, error) { return p.m.Dial(ctx, t) }}
+		Dial: func(ctx context.Context) (net.Conn, error) { return p.ports.Dial(ctx, t) }}
 }
 
 func (p previewPorts) ReachPort(ctx context.Context, id string, port int) (httpapi.PortAccess, error) {
-	t, err := p.m.PortFor(ctx, id, port)
+	t, err := p.ports.PortFor(ctx, id, port)
 	if err != nil {
 		return httpapi.PortAccess{}, err
 	}
@@ -26,7 +27,7 @@ func (p previewPorts) ReachPort(ctx context.Context, id string, port int) (httpa
 }
 
 func (p previewPorts) ReachPublic(_ context.Context, token string) (httpapi.PortAccess, error) {
-	t, ok := p.m.PublicPort(token)
+	t, ok := p.ports.PublicPort(token)
 	if !ok {
 		return httpapi.PortAccess{}, errdefs.New(errdefs.CodeNotFound, "no public port with that token (it may have expired or been unexposed)")
 	}

@@ -40,7 +40,7 @@ func registerInterpreter(t *Table) {
 		})
 }
 
-// Ports are the port functions' dependency: the sandbox manager.
+// Ports are the port functions' dependency: the port service (internal/sandbox/portsvc).
 type Ports interface {
 	ExposePort(ctx context.Context, req api.PortExposeRequest) (api.PortInfo, error)
 	ListPorts(ctx context.Context, req api.PortListRequest) (api.PortListResponse, error)

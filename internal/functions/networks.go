@@ -6,7 +6,7 @@ import (
 	"github.com/hutch-dev/hutch/api"
 )
 
-// Networks runs sandbox networks and egress policies.
+// Networks runs sandbox networks and egress policies (internal/sandbox/networksvc).
 type Networks interface {
 	CreateNetwork(ctx context.Context, req api.NetworkCreateRequest) (api.NetworkInfo, error)
 	ListNetworks(ctx context.Context, req api.NetworkListRequest) (api.NetworkListResponse, error)

@@ -21,6 +21,8 @@ import (
 	"github.com/hutch-dev/hutch/internal/sandbox/gitsvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/imagesvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/metricsvc"
+	"github.com/hutch-dev/hutch/internal/sandbox/networksvc"
+	"github.com/hutch-dev/hutch/internal/sandbox/portsvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/volumesvc"
 )
 
@@ -95,8 +97,26 @@ func TestOpenAPIDocumentIsCurrent(t *testing.T) {
 func fullDeps() functions.Deps {
 	var m *sandbox.Manager
 	var j *jobs.Runner
-	return functions.Deps{Sandboxes: m, Files: filesvc.New(m), Images: imagesvc.New(nil, m, nil, imagesvc.Policy{}), Metrics: metricsvc.New(m, metricsvc.Limits{}), Processes: m, Lifecycle: m, Snapshots: m,
-		Events: eventsvc.New(m, nil), Webhooks: noWebhooks{}, Alerts: alertsvc.New(m, eventsvc.New(m, nil), nil, nil), Jobs: j, Interpreter: m, Ports: m, Networks: m, Environment: envsvc.New(m), Volumes: volumesvc.New(nil), Git: gitsvc.New(m, 0, nil)}
+	var n *networksvc.Service
+	return functions.Deps{
+		Sandboxes:   m,
+		Files:       filesvc.New(m),
+		Images:      imagesvc.New(nil, m, nil, imagesvc.Policy{}),
+		Metrics:     metricsvc.New(m, metricsvc.Limits{}),
+		Processes:   m,
+		Lifecycle:   m,
+		Snapshots:   m,
+		Events:      eventsvc.New(m, nil),
+		Webhooks:    noWebhooks{},
+		Alerts:      alertsvc.New(m, eventsvc.New(m, nil), nil, nil),
+		Jobs:        j,
+		Interpreter: m,
+		Ports:       portsvc.New(m, portsvc.Options{}),
+		Networks:    n,
+		Environment: envsvc.New(m),
+		Volumes:     volumesvc.New(nil),
+		Git:         gitsvc.New(m, 0, nil),
+	}
 }
 
 // noWebhooks stands for the daemon's webhook functions.

@@ -41,8 +41,8 @@ import (
 	"github.com/hutch-dev/hutch/internal/functions"
 )
 
-// Ports reaches sandboxes' exposed ports (the sandbox manager, through
-// the daemon).
+// Ports reaches sandboxes' exposed ports (the port service, portsvc,
+// through the daemon).
 type Ports interface {
 	// ReachPort checks that the caller may reach port of sandbox id
 	// (theirs, exposed): S002 otherwise.

@@ -5,8 +5,8 @@ package sandbox
 // they are; its names go to hutch's resolver (internal/dnsgate), which
 // answers only the names the policy admits and has the firewall allow
 // their answers for their TTL. With allow_out, everything else is refused;
-// deny_out wins. sandbox::network::update replaces a running sandbox's
-// policy.
+// deny_out wins. sandbox::network::update (networksvc) replaces a running
+// sandbox's policy through Handle.SetEgress.
 
 import (
 	"context"
@@ -146,41 +146,17 @@ func (p *egressPolicy) check(name string) dnsgate.Verdict {
 	return dnsgate.Verdict{Ports: slices.Compact(ports)}
 }
 
-// networked returns sb when it is running with network: true.
-func networked(sb *sandbox) error {
-	if st, end := sb.current(); st.ended() {
-		return stoppedError(sb.rec.ID, end)
-	}
-	if !sb.rec.Network {
-		return errdefs.New(errdefs.CodeNotNetworked, "sandbox %s was created without network: true; it has loopback only (its ports are still reachable with sandbox::port::expose)", sb.rec.ID)
-	}
-	return nil
-}
-
-// UpdateNetwork replaces a running sandbox's egress policy
-// (sandbox::network::update); empty lists lift it.
-func (m *Manager) UpdateNetwork(ctx context.Context, req api.NetworkUpdateRequest) (api.SandboxNetwork, error) {
-	pol, err := compileEgress(&req.EgressPolicy)
-	if err != nil {
-		return api.SandboxNetwork{}, err
-	}
-	sb, err := m.lookup(ctx, req.SandboxID)
-	if err != nil {
-		return api.SandboxNetwork{}, err
-	}
-	if err := networked(sb); err != nil {
-		return api.SandboxNetwork{}, err
-	}
-	if err := m.applyEgress(ctx, sb, pol); err != nil {
-		return api.SandboxNetwork{}, err
-	}
-	return m.sandboxNetwork(ctx, sb), nil
+// CheckEgress checks an egress policy as a create and
+// sandbox::network::update do (S001).
+func CheckEgress(p *api.EgressPolicy) error {
+	_, err := compileEgress(p)
+	return err
 }
 
 // applyEgress makes pol (nil: none) sb's egress policy: its firewall chain
 // rewritten and its sets emptied of what they held or had learned, then
-// its resolver's names. sandbox::network::update and a claim from the
-// warm pool (pool_network.go) both take this path.
+// its resolver's names. sandbox::network::update (Handle.SetEgress) and a
+// claim from the warm pool (pool_network.go) both take this path.
 func (m *Manager) applyEgress(ctx context.Context, sb *sandbox, pol *egressPolicy) error {
 	fw, err := m.networkService()
 	if err != nil {
@@ -219,23 +195,6 @@ func (sb *sandbox) setEgress(pol *egressPolicy) {
 	sb.mu.Lock()
 	sb.rec.Egress = pol.policy()
 	sb.mu.Unlock()
-}
-
-// sandboxNetwork describes sb's network.
-func (m *Manager) sandboxNetwork(ctx context.Context, sb *sandbox) api.SandboxNetwork {
-	out := api.SandboxNetwork{SandboxID: sb.rec.ID, Networks: append([]string{}, m.nets.of(sb.rec.ID)...)}
-	if p := sb.egress.Load().policy(); p != nil {
-		out.EgressPolicy = *p
-	}
-	if a := m.sandboxAddr(sb); a.IsValid() {
-		out.Address = a.String()
-	}
-	if fw, err := m.networkService(); err == nil {
-		if denied, err := fw.Denied(ctx); err == nil {
-			out.EgressDenied = denied[sb.rec.ID]
-		}
-	}
-	return out
 }
 
 // denialPoll is how often the firewall's refusal counters are read while

@@ -24,6 +24,9 @@ const (
 	// UseRecord changes the sandbox's own record (its env): any state
 	// but ended (S004), not activity, no resume.
 	UseRecord
+	// UseLookup only finds the sandbox (S001, S002), whatever its state:
+	// not activity, no resume (what a service keeps about it, listed).
+	UseLookup
 )
 
 // acquire is the one way to a live sandbox: it finds the sandbox of id
@@ -36,6 +39,9 @@ func (m *Manager) acquire(ctx context.Context, id string, u Use) (sb *sandbox, r
 	sb, err = m.lookup(ctx, id)
 	if err != nil {
 		return nil, nil, err
+	}
+	if u == UseLookup {
+		return sb, func() {}, nil
 	}
 	st, end := sb.current()
 	if u == UseRead && (st == Running || st == Paused) {

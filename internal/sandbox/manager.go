@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -65,9 +66,6 @@ type Options struct {
 	// AgentCallTimeout bounds an agent call that has no deadline of its
 	// own (agentclient.Options.CallTimeout); 0 is agentclient's default.
 	AgentCallTimeout time.Duration
-	// ListenPort is the port of hutch's HTTP listener, which a port's
-	// host URL names (preview_domain; 0 and 80 name none).
-	ListenPort int
 	// Volumes keeps the owners' volumes (volumes.go); nil is none.
 	Volumes *volumes.Store
 	// Network is the daemon's network service (network.go); nil refuses
@@ -88,8 +86,6 @@ type Manager struct {
 	callTimeout time.Duration
 	// protected are the daemon's own ports, never forwarded (network.go).
 	protected protectedPorts
-	// listenPort is Options.ListenPort (ports.go).
-	listenPort int
 
 	// destroying tracks background teardowns, so Close can wait for them.
 	destroying tracker
@@ -110,14 +106,16 @@ type Manager struct {
 	boots bootSlots
 	// snaps keeps snapshots (snapshot.go).
 	snaps snapshots
-	// nets are the sandbox networks (networks.go).
-	nets netBook
+	// nets are the sandbox networks (SetNetworks); nil for none.
+	nets atomic.Pointer[Networks]
 	// denialsOnce starts the watcher of egress refusals (egress.go).
 	denialsOnce sync.Once
 	// denied counts the names the resolver refused (denials.go).
 	deniedNames deniedNames
 	// vols keeps the volumes (volumes.go); nil without them.
 	vols *volumes.Store
+	// onStop are the services' hooks on a stop (service.go).
+	onStop stopHooks
 
 	// mu guards the fields below, and the warm pool's maps.
 	//
@@ -174,7 +172,6 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 		log:         opts.Logger,
 		store:       st,
 		bootTimeout: opts.BootTimeout,
-		listenPort:  opts.ListenPort,
 		sandboxes:   map[string]*sandbox{},
 		stopReaper:  make(chan struct{}),
 		reaperDone:  make(chan struct{}),
@@ -185,7 +182,7 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 		snaps:       snapshots{root: filepath.Join(opts.StateDir, "snapshots")},
 		vols:        opts.Volumes,
 	}
-	if err := errors.Join(m.reconcile(ctx), m.recoverSnapshots(), m.nets.load(st)); err != nil {
+	if err := errors.Join(m.reconcile(ctx), m.recoverSnapshots()); err != nil {
 		shut()
 		st.close()
 		return nil, err
@@ -661,7 +658,7 @@ func (m *Manager) stop(sb *sandbox, end runtime.End, d *death) bool {
 		m.emitFor(sb, api.EventSandboxStopped, map[string]any{"cause": end.Cause, "reason": end.Detail})
 		m.persistStopped(sb)
 	}
-	m.leaveNetworks(sb)
+	m.stopped(sb.rec.ID)
 	m.teardownAsync(sb)
 	return true
 }

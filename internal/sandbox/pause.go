@@ -314,11 +314,9 @@ func (m *Manager) wake(ctx context.Context, sb *sandbox) error {
 		m.detachNetwork(&rec)
 		return err
 	}
-	if len(m.nets.of(sb.rec.ID)) > 0 {
+	if n := m.networks(); n != nil {
 		// Its network is new: its peers are given again.
-		if err := m.syncPeers(ctx); err != nil {
-			m.log.Warn("restoring a sandbox's networks", "sandbox", sb.rec.ID, "err", err)
-		}
+		n.Renewed(ctx, sb.rec.ID)
 	}
 	return os.RemoveAll(dir)
 }

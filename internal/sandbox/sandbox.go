@@ -37,8 +37,6 @@ type sandbox struct {
 	// start of default contexts (interpreter.go).
 	interp      interpBook
 	interpStart sync.Mutex
-	// ports are its exposed ports (ports.go).
-	ports portBook
 	// egress is its compiled egress policy (nil: none), which egressMu
 	// serializes changes of (egress.go).
 	egress   atomic.Pointer[egressPolicy]

@@ -10,7 +10,11 @@ package sandbox
 
 import (
 	"context"
+	"net/netip"
+	"sync"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/hutch-dev/hutch/api"
 	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
@@ -95,6 +99,18 @@ type Handle interface {
 
 	// Vitals is its size and how busy it is, beside Stats.
 	Vitals() Vitals
+	// networksvc:
+
+	// Network says it was created with network: true.
+	Network() bool
+	// Name is the name it was created with ("" for none).
+	Name() string
+	// Egress is its egress policy in force; nil for none.
+	Egress() *api.EgressPolicy
+	// SetEgress makes p (empty: none) its egress policy, as
+	// sandbox::network::update does: its firewall rules rewritten and its
+	// resolver's names replaced (applyEgress). p was checked (CheckEgress).
+	SetEgress(ctx context.Context, p *api.EgressPolicy) error
 }
 
 // ExecCall is one command a service runs through Handle.Exec.
@@ -264,4 +280,102 @@ func (h handle) Vitals() Vitals {
 	sb := h.sb
 	return Vitals{CPUs: sb.rec.CPUs, MemoryMB: sb.rec.MemoryMB, CreatedAt: sb.rec.CreatedAt, IdleSince: sb.idleSince(),
 		ExecInFlight: len(sb.slots), Hibernated: sb.isHibernated()}
+}
+
+// portsvc, networksvc: what a service keeps about a sandbox ends with it.
+
+// stopHooks are the functions OnStop registered.
+type stopHooks struct {
+	mu sync.Mutex
+	// fns is guarded by mu.
+	fns []func(id string)
+}
+
+// OnStop has the core call f with the id of every sandbox that stops, as
+// it stops (before its teardown): a service (portsvc, networksvc) drops
+// what it keeps about the sandbox. The daemon registers its services'
+// before the first create.
+func (m *Manager) OnStop(f func(id string)) {
+	m.onStop.mu.Lock()
+	defer m.onStop.mu.Unlock()
+	m.onStop.fns = append(m.onStop.fns, f)
+}
+
+// stopped tells the OnStop functions that sandbox id stopped.
+func (m *Manager) stopped(id string) {
+	m.onStop.mu.Lock()
+	fns := m.onStop.fns
+	m.onStop.mu.Unlock()
+	for _, f := range fns {
+		f(id)
+	}
+}
+
+// networksvc: the sandbox networks and egress policies.
+
+func (h handle) Network() bool             { return h.sb.rec.Network }
+func (h handle) Name() string              { return h.sb.rec.Name }
+func (h handle) Egress() *api.EgressPolicy { return h.sb.egress.Load().policy() }
+
+func (h handle) SetEgress(ctx context.Context, p *api.EgressPolicy) error {
+	pol, err := compileEgress(p)
+	if err != nil {
+		return err
+	}
+	return h.m.applyEgress(ctx, h.sb, pol)
+}
+
+// Network is the daemon's network service; S302 without one.
+func (m *Manager) Network() (NetworkService, error) { return m.networkService() }
+
+// Networks is what the core asks the sandbox networks (networksvc).
+type Networks interface {
+	// Peers are the addresses of the peers of sandbox id on its
+	// networks that name names (hutch's resolver).
+	Peers(id, name string) []netip.Addr
+	// Renewed gives the firewall sandbox id's peers again, once its
+	// network was made anew (a hibernated sandbox resumed).
+	Renewed(ctx context.Context, id string)
+}
+
+// SetNetworks hands the core the sandbox networks; the daemon calls it
+// before the first create.
+func (m *Manager) SetNetworks(n Networks) { m.nets.Store(&n) }
+
+// networks is what SetNetworks handed; nil for none.
+func (m *Manager) networks() Networks {
+	if n := m.nets.Load(); n != nil {
+		return *n
+	}
+	return nil
+}
+
+// Bucket is a bucket of the core's store where a service keeps its own
+// records, as JSON by key.
+type Bucket interface {
+	Put(key string, v any) error
+	Remove(key string) error
+	// Each calls f with every key and value (valid only during f).
+	Each(f func(key string, value []byte)) error
+}
+
+// NetworkRecords is the store's bucket of sandbox networks.
+func (m *Manager) NetworkRecords() Bucket { return storeBucket{m.store, bucketNetworks} }
+
+// storeBucket is a Bucket of s.
+type storeBucket struct {
+	s    *store
+	name []byte
+}
+
+func (b storeBucket) Put(key string, v any) error { return b.s.putIn(b.name, key, v) }
+func (b storeBucket) Remove(key string) error     { return b.s.removeIn(b.name, key) }
+
+func (b storeBucket) Each(f func(key string, value []byte)) error {
+	return b.s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(b.name).ForEach(func(k, v []byte) error {
+			f(string(k), v)
+			return nil
+		})
+	})
 }

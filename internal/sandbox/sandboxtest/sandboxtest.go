@@ -60,6 +60,12 @@ type Sandbox struct {
 	Ends  []runtime.End
 	// Vitals is what Handle.Vitals answers (metricsvc).
 	Vitals sandbox.Vitals
+
+	// networksvc: Network and Name are what Handle's methods of those
+	// names answer; Egress is the policy Handle.SetEgress set.
+	Network bool
+	Name    string
+	Egress  *api.EgressPolicy
 }
 
 // Add adds a running sandbox of owner whose image env is image.
@@ -86,8 +92,8 @@ func (s *Sandboxes) Held() int {
 
 // Acquire answers as the core does: S001 for a malformed id, S002 for an
 // unknown one or another owner's, S004 for an ended sandbox, S005 for a
-// frozen one (but UseRead may see a paused one and UseRecord any state
-// but ended).
+// frozen one (but UseRead may see a paused one, UseRecord any state but
+// ended and UseLookup any state).
 func (s *Sandboxes) Acquire(ctx context.Context, id string, u sandbox.Use) (sandbox.Handle, func(), error) {
 	if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
 		return nil, nil, errdefs.Malformed("sandbox_id %q is not a UUID", id)
@@ -99,6 +105,7 @@ func (s *Sandboxes) Acquire(ctx context.Context, id string, u sandbox.Use) (sand
 		return nil, nil, errdefs.New(errdefs.CodeNotFound, "sandbox not found: %s", id)
 	}
 	switch st := sb.State; {
+	case u == sandbox.UseLookup:
 	case st == sandbox.Stopping || st == sandbox.Stopped:
 		return nil, nil, errdefs.New(errdefs.CodeStopped, "sandbox %s is stopped", id)
 	case u == sandbox.UseRecord, u == sandbox.UseRead && st == sandbox.Paused, st == sandbox.Running:
@@ -276,4 +283,30 @@ func (h handle) Vitals() sandbox.Vitals {
 	h.s.mu.Lock()
 	defer h.s.mu.Unlock()
 	return h.sb.Vitals
+}
+
+// networksvc:
+
+func (h handle) Network() bool { return h.sb.Network }
+func (h handle) Name() string  { return h.sb.Name }
+
+func (h handle) Egress() *api.EgressPolicy {
+	h.s.mu.Lock()
+	defer h.s.mu.Unlock()
+	return h.sb.Egress
+}
+
+// SetEgress checks p as the core does and keeps it (nil for an empty one).
+func (h handle) SetEgress(_ context.Context, p *api.EgressPolicy) error {
+	if err := sandbox.CheckEgress(p); err != nil {
+		return err
+	}
+	h.s.mu.Lock()
+	defer h.s.mu.Unlock()
+	h.sb.Egress = nil
+	if !p.Empty() {
+		c := *p
+		h.sb.Egress = &c
+	}
+	return nil
 }
