@@ -4,41 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
-	"time"
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/errdefs"
-	"github.com/hutch-dev/hutch/internal/testutil"
 )
-
-// TestEventsOfABackgroundProcess: starting a background process and its
-// exit are events, the exit with its code.
-func TestEventsOfABackgroundProcess(t *testing.T) {
-	m, _, _ := inprocess(t, nil)
-	ctx := context.Background()
-	id := create(t, m, api.CreateRequest{Image: "python"})
-	st, err := m.StartProcess(ctx, api.ProcessStartRequest{SandboxID: id, Tag: "job", Argv: []string{"sh", "-c", "exit 3"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var exited []api.EventRecord
-	testutil.Eventually(t, 30*time.Second, func() bool {
-		list, err := m.ListEvents(ctx, api.EventsRequest{SandboxID: id, Type: "process.*"})
-		exited = list.Events
-		return err == nil && len(list.Events) == 2
-	}, "process.exited is recorded")
-	var started, ended struct {
-		Pid      int
-		Tag      string
-		ExitCode int `json:"exit_code"`
-	}
-	if exited[0].Type != api.EventProcessStarted || json.Unmarshal(exited[0].Data, &started) != nil || started.Pid != st.Pid || started.Tag != "job" {
-		t.Errorf("first event %+v %s, want process.started of pid %d", exited[0], exited[0].Data, st.Pid)
-	}
-	if exited[1].Type != api.EventProcessExited || json.Unmarshal(exited[1].Data, &ended) != nil || ended.Pid != st.Pid || ended.ExitCode != 3 {
-		t.Errorf("second event %+v %s, want process.exited with code 3", exited[1], exited[1].Data)
-	}
-}
 
 func TestEventsRecordALifeForItsOwner(t *testing.T) {
 	m, _, _ := inprocess(t, nil)
