@@ -24,8 +24,9 @@ type Sandboxes interface {
 	// Acquire is acquire (handle.go) for a service: the caller's sandbox
 	// id (S001, S002), checked and counted for u (S003, S004, S005,
 	// S400). The caller calls release exactly once, when the call is
-	// over; after it, only a stream the call returned (a download) uses
-	// the Handle, to count activity and map its errors.
+	// over; after it, only a stream the call returned (a download) or the
+	// watch of a process it started uses the Handle, to count activity,
+	// emit and map its errors.
 	Acquire(ctx context.Context, id string, u Use) (h Handle, release func(), err error)
 }
 

@@ -19,10 +19,17 @@ import (
 	"github.com/hutch-dev/hutch/internal/agentclient"
 	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/functions"
 	"github.com/hutch-dev/hutch/internal/runtime"
 	"github.com/hutch-dev/hutch/internal/sandbox"
 	"github.com/hutch-dev/hutch/internal/sandbox/sandboxtest"
 	"github.com/hutch-dev/hutch/internal/testutil"
+)
+
+// The service fills the Processes slot of functions.Deps, and its logs.
+var (
+	_ functions.Processes   = (*Service)(nil)
+	_ functions.ProcessLogs = (*Service)(nil)
 )
 
 // limits are the daemon's defaults but for two background processes.
