@@ -39,6 +39,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/sandbox/metricsvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/networksvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/portsvc"
+	"github.com/hutch-dev/hutch/internal/sandbox/procsvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/volumesvc"
 	"github.com/hutch-dev/hutch/internal/volumes"
 	"github.com/hutch-dev/hutch/internal/webguard"
@@ -323,13 +324,16 @@ func (d *daemon) startManager(ctx context.Context) error {
 	}
 	mgr.OnStop(nets.Leave)
 	mgr.SetNetworks(nets)
+	procs := procsvc.New(mgr, procsvc.Limits{MaxProcesses: cfg.MaxProcessesPerSandbox, MaxPtys: cfg.MaxPtysPerSandbox,
+		RingBytes: cfg.ProcessOutputBytes, MaxWaitMs: cfg.MaxExecTimeoutMs})
+	mgr.SetProcesses(procs)
 	evs := eventsvc.New(mgr, d.evlog)
 	d.table = functions.New(functions.Deps{
 		Sandboxes:   mgr,
 		Files:       filesvc.New(mgr),
 		Images:      imagesvc.New(d.images, mgr, d.rts, imagesvc.Policy{Allowlist: cfg.ImageAllowlist, IsAdmin: cfg.IsAdmin}),
 		Metrics:     metricsvc.New(mgr, metricsvc.Limits{WritableLayerMB: cfg.WritableLayerMB, Pids: cfg.PidsLimit}),
-		Processes:   mgr,
+		Processes:   procs,
 		Lifecycle:   mgr,
 		Snapshots:   mgr,
 		Events:      evs,

@@ -7,7 +7,8 @@ import (
 	"github.com/hutch-dev/hutch/api"
 )
 
-// Processes are the process functions' dependency: the sandbox manager.
+// Processes are the process functions' dependency: the processes service
+// (internal/sandbox/procsvc).
 type Processes interface {
 	StartProcess(ctx context.Context, req api.ProcessStartRequest) (api.ProcessStartResponse, error)
 	GetProcess(ctx context.Context, req api.ProcessRequest) (api.ProcessInfo, error)
@@ -51,7 +52,7 @@ func registerProcesses(t *Table) {
 }
 
 // ProcessLogs is the combined output of a sandbox's background processes
-// (sandbox::process::logs), when the manager has it.
+// (sandbox::process::logs), when Processes has it.
 type ProcessLogs interface {
 	StreamLogs(ctx context.Context, req api.LogsRequest, emit func(event string, data any) error) error
 }

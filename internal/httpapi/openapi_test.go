@@ -23,6 +23,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/sandbox/metricsvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/networksvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/portsvc"
+	"github.com/hutch-dev/hutch/internal/sandbox/procsvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/volumesvc"
 )
 
@@ -103,7 +104,7 @@ func fullDeps() functions.Deps {
 		Files:       filesvc.New(m),
 		Images:      imagesvc.New(nil, m, nil, imagesvc.Policy{}),
 		Metrics:     metricsvc.New(m, metricsvc.Limits{}),
-		Processes:   m,
+		Processes:   procsvc.New(m, procsvc.Limits{}),
 		Lifecycle:   m,
 		Snapshots:   m,
 		Events:      eventsvc.New(m, nil),

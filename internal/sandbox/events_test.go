@@ -4,11 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
-	"time"
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/events"
-	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 // logged is what the manager recorded about sandbox id in its event log,
@@ -17,34 +15,6 @@ func logged(t *testing.T, m *Manager, id, typ string) []events.Event {
 	t.Helper()
 	evs, _ := m.events.List(events.Filter{AllOwners: true, SandboxID: id, Type: typ}, 1000)
 	return evs
-}
-
-// TestEventsOfABackgroundProcess: starting a background process and its
-// exit are events, the exit with its code.
-func TestEventsOfABackgroundProcess(t *testing.T) {
-	m, _, _ := inprocess(t, nil)
-	ctx := context.Background()
-	id := create(t, m, api.CreateRequest{Image: "python"})
-	st, err := m.StartProcess(ctx, api.ProcessStartRequest{SandboxID: id, Tag: "job", Argv: []string{"sh", "-c", "exit 3"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var exited []events.Event
-	testutil.Eventually(t, 30*time.Second, func() bool {
-		exited = logged(t, m, id, "process.*")
-		return len(exited) == 2
-	}, "process.exited is recorded")
-	var started, ended struct {
-		Pid      int
-		Tag      string
-		ExitCode int `json:"exit_code"`
-	}
-	if exited[0].Type != api.EventProcessStarted || json.Unmarshal(exited[0].Data, &started) != nil || started.Pid != st.Pid || started.Tag != "job" {
-		t.Errorf("first event %+v %s, want process.started of pid %d", exited[0], exited[0].Data, st.Pid)
-	}
-	if exited[1].Type != api.EventProcessExited || json.Unmarshal(exited[1].Data, &ended) != nil || ended.Pid != st.Pid || ended.ExitCode != 3 {
-		t.Errorf("second event %+v %s, want process.exited with code 3", exited[1], exited[1].Data)
-	}
 }
 
 func TestEventsRecordALifeForItsOwner(t *testing.T) {

@@ -57,7 +57,7 @@ func (m *Manager) Exec(ctx context.Context, req api.ExecRequest) (result api.Exe
 // sandbox: the agent's request (without an output cap) and the slot's
 // release.
 func (m *Manager) prepareExec(ctx context.Context, req api.ExecRequest) (*sandbox, func(), *agentv1.ExecRequest, error) {
-	argv, err := commandArgv(req.Cmd, req.Args, req.Argv)
+	argv, err := CommandArgv(req.Cmd, req.Args, req.Argv)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -68,7 +68,7 @@ func (m *Manager) prepareExec(ctx context.Context, req api.ExecRequest) (*sandbo
 	if err := ValidateEnv("env", req.Env); err != nil {
 		return nil, nil, nil, err
 	}
-	if err := validateWorkdir(req.Workdir); err != nil {
+	if err := ValidateWorkdir(req.Workdir); err != nil {
 		return nil, nil, nil, err
 	}
 	if err := m.checkExecTimeout(req.TimeoutMs); err != nil {
@@ -102,4 +102,39 @@ func (m *Manager) checkExecTimeout(ms uint64) error {
 // msDuration writes ms milliseconds as a duration ("2s", "5m0s").
 func msDuration(ms uint64) time.Duration {
 	return time.Duration(min(ms, uint64(math.MaxInt64/int64(time.Millisecond)))) * time.Millisecond
+}
+
+// agentExec is the agent's request for a command of sandbox sb: the
+// sandbox's env and workdir under the request's, its user or the one
+// named, and the timeout bounded by the daemon's maximum (0: none for a
+// background process).
+func (m *Manager) agentExec(sb *sandbox, argv []string, env api.Env, workdir string, stdin []byte, timeoutMs uint64, user string) (*agentv1.ExecRequest, error) {
+	if workdir == "" {
+		workdir = sb.image.Config.WorkingDir
+	}
+	areq := &agentv1.ExecRequest{
+		Argv:      argv,
+		Env:       sb.env(),
+		Workdir:   workdir,
+		Stdin:     stdin,
+		TimeoutMs: int64(timeoutMs),
+	}
+	if len(env) > 0 {
+		areq.Env = MergeEnv(areq.Env, env)
+	}
+	u, err := sb.namedUser(user)
+	if err != nil {
+		return nil, err
+	}
+	applyUser(areq, u)
+	return areq, nil
+}
+
+// execTimeout is an exec's timeout: the request's or the default, at most
+// the maximum.
+func (m *Manager) execTimeout(ms uint64) uint64 {
+	if ms == 0 {
+		ms = m.cfg.DefaultExecTimeoutMs
+	}
+	return min(ms, m.cfg.MaxExecTimeoutMs)
 }

@@ -71,7 +71,7 @@ func (m *Manager) Install(ctx context.Context, req api.InstallRequest, emit emit
 		return api.ExecResponse{}, errdefs.New(errdefs.CodeNoInterpreter, "sandbox %s (image %s) has no %s", sb.rec.ID, sb.rec.Image, req.Manager).
 			WithFix(nil, m.withFix(req.Manager))
 	}
-	return m.ExecStream(ctx, api.ExecRequest{SandboxID: sb.rec.ID, Argv: argv, TimeoutMs: m.cfg.MaxExecTimeoutMs, Workdir: packageDir(sb)}, emit)
+	return m.procs.ExecStream(ctx, api.ExecRequest{SandboxID: sb.rec.ID, Argv: argv, TimeoutMs: m.cfg.MaxExecTimeoutMs, Workdir: packageDir(sb)}, emit)
 }
 
 // packageDir is where npm installs in sb, and where its JavaScript

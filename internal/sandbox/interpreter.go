@@ -133,7 +133,7 @@ func (m *Manager) newContext(ctx context.Context, sb *sandbox, req api.ContextCr
 	if err := ValidateEnv("env", req.Env); err != nil {
 		return nil, err
 	}
-	if err := validateWorkdir(req.Cwd); err != nil {
+	if err := ValidateWorkdir(req.Cwd); err != nil {
 		return nil, err
 	}
 	c := &interpContext{id: uuid.NewString(), language: req.Language, cwd: req.Cwd, env: req.Env, kernel: k, isDefault: isDefault,
@@ -174,9 +174,9 @@ func (m *Manager) startKernel(ctx context.Context, sb *sandbox, c *interpContext
 		return err
 	}
 	program := c.kernel.Interpreter[0]
-	st, err := m.StartProcess(ctx, api.ProcessStartRequest{SandboxID: sb.rec.ID, Argv: c.kernel.Argv(kernelDir), Env: env, Workdir: c.cwd,
+	st, err := m.procs.StartProcess(ctx, api.ProcessStartRequest{SandboxID: sb.rec.ID, Argv: c.kernel.Argv(kernelDir), Env: env, Workdir: c.cwd,
 		Stdin: true, Tag: contextTag + c.id})
-	if errors.Is(err, errCannotStart) {
+	if errors.Is(err, ErrCannotStart) {
 		return errdefs.New(errdefs.CodeNoInterpreter, "sandbox %s (image %s) has no %s for %s contexts", sb.rec.ID, sb.rec.Image, program, c.language).
 			WithFix(nil, m.withFix(program))
 	}
@@ -306,7 +306,7 @@ func (m *Manager) killKernel(ctx context.Context, sb *sandbox, c *interpContext)
 	if dead != "" {
 		return nil
 	}
-	_, err := m.KillProcess(ctx, api.ProcessRequest{SandboxID: sb.rec.ID, Pid: pid})
+	_, err := m.procs.KillProcess(ctx, api.ProcessRequest{SandboxID: sb.rec.ID, Pid: pid})
 	if errdefs.Is(err, errdefs.CodeProcessExited) || errdefs.Is(err, errdefs.CodeProcessNotFound) {
 		err = nil
 	}
@@ -379,7 +379,7 @@ func (m *Manager) repeatInterrupt(sb *sandbox, c *interpContext, pid int, cell u
 }
 
 func (m *Manager) interruptKernel(ctx context.Context, sb *sandbox, pid int) error {
-	_, err := m.SignalProcess(ctx, api.ProcessSignalRequest{SandboxID: sb.rec.ID, Pid: pid, Signal: "INT"})
+	_, err := m.procs.SignalProcess(ctx, api.ProcessSignalRequest{SandboxID: sb.rec.ID, Pid: pid, Signal: "INT"})
 	if errdefs.Is(err, errdefs.CodeProcessExited) {
 		return nil // it died meanwhile; the cell reports it
 	}
@@ -437,7 +437,7 @@ func (m *Manager) RunCode(ctx context.Context, req api.RunCodeRequest, emit emit
 		return api.CellResult{}, m.processError(ctx, sb, "following a context", pid, err)
 	}
 	line := c.kernel.Request(id, req.Code)
-	if _, err := m.WriteStdin(ctx, api.ProcessStdinRequest{SandboxID: sb.rec.ID, Pid: pid, Data: string(line)}); err != nil {
+	if _, err := m.procs.WriteStdin(ctx, api.ProcessStdinRequest{SandboxID: sb.rec.ID, Pid: pid, Data: string(line)}); err != nil {
 		events.Close()
 		if errdefs.Is(err, errdefs.CodeProcessExited) || errdefs.Is(err, errdefs.CodeNoStdin) {
 			return api.CellResult{}, m.markDead(c, "its interpreter had exited")
@@ -620,7 +620,7 @@ func (r *cellRun) take(ev *agentv1.ProcessEvent) (api.CellResult, bool, error) {
 	if x := ev.GetExited(); x != nil {
 		why := "its interpreter exited with status " + strconv.Itoa(int(x.GetExitCode()))
 		if x.GetSignal() > 0 {
-			why = "its interpreter was killed by " + signalName(x.GetSignal())
+			why = "its interpreter was killed by " + SignalName(x.GetSignal())
 		}
 		return api.CellResult{}, true, r.m.markDead(r.c, why)
 	}
@@ -630,7 +630,7 @@ func (r *cellRun) take(ev *agentv1.ProcessEvent) (api.CellResult, bool, error) {
 	}
 	r.sb.touch()
 	data := o.GetData()
-	if streamIndex(o.GetStream()) == 1 {
+	if StreamIndex(o.GetStream()) == 1 {
 		return r.takeStderr(o.GetOffset(), o.GetDropped(), data)
 	}
 	if r.outDone {
@@ -704,7 +704,7 @@ func (r *cellRun) out(event string, offset, dropped int64, data []byte) error {
 		return nil
 	}
 	chunk := api.OutputChunk{Offset: offset, Dropped: dropped}
-	chunk.Data, chunk.Base64 = textOrBase64(data)
+	chunk.Data, chunk.Base64 = TextOrBase64(data)
 	if err := r.emit(event, chunk); err != nil {
 		r.detached = true // the caller went away: the read goes on
 		r.interrupt()

@@ -1,4 +1,4 @@
-package sandbox
+package sandbox_test
 
 import (
 	"context"
@@ -8,15 +8,30 @@ import (
 	"time"
 
 	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/sandbox"
+	"github.com/hutch-dev/hutch/internal/sandbox/procsvc"
 	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
 // The in-process runtime runs the kernels on this host (python3, node and
-// bash), as real background processes of the agent.
+// bash), as real background processes of the agent, started through the
+// processes service as the daemon wires it.
+
+// interpreter is a manager over the in-process runtime (InProcess) whose
+// kernels run through the processes service.
+func interpreter(t *testing.T) *sandbox.Manager {
+	t.Helper()
+	m, _, _ := sandbox.InProcess(t, nil)
+	cfg := config.Default()
+	m.SetProcesses(procsvc.New(m, procsvc.Limits{MaxProcesses: cfg.MaxProcessesPerSandbox, MaxPtys: cfg.MaxPtysPerSandbox,
+		RingBytes: cfg.ProcessOutputBytes, MaxWaitMs: cfg.MaxExecTimeoutMs}))
+	return m
+}
 
 // cell runs code and returns its output and result.
-func cell(t *testing.T, m *Manager, req api.RunCodeRequest) (string, api.CellResult) {
+func cell(t *testing.T, m *sandbox.Manager, req api.RunCodeRequest) (string, api.CellResult) {
 	t.Helper()
 	var out strings.Builder
 	res, err := m.RunCode(context.Background(), req, func(event string, data any) error {
@@ -32,8 +47,8 @@ func cell(t *testing.T, m *Manager, req api.RunCodeRequest) (string, api.CellRes
 }
 
 func TestInterpreterKeepsStateAcrossCells(t *testing.T) {
-	m, _, _ := inprocess(t, nil)
-	id := create(t, m, api.CreateRequest{Image: "python"})
+	m := interpreter(t)
+	id := sandbox.Create(t, m, api.CreateRequest{Image: "python"})
 	if _, res := cell(t, m, api.RunCodeRequest{SandboxID: id, Code: "x = 41"}); res.Status != "ok" || res.Data != nil {
 		t.Fatalf("x = 41: %+v", res)
 	}
@@ -62,9 +77,9 @@ func TestInterpreterKeepsStateAcrossCells(t *testing.T) {
 }
 
 func TestInterpreterInterruptsAndRestarts(t *testing.T) {
-	m, _, _ := inprocess(t, nil)
+	m := interpreter(t)
 	ctx := context.Background()
-	id := create(t, m, api.CreateRequest{Image: "python"})
+	id := sandbox.Create(t, m, api.CreateRequest{Image: "python"})
 	info, err := m.CreateContext(ctx, api.ContextCreateRequest{SandboxID: id, Language: "python", Env: api.Env{"GREETING=hey"}})
 	if err != nil {
 		t.Fatal(err)
@@ -97,9 +112,9 @@ func TestInterpreterInterruptsAndRestarts(t *testing.T) {
 	// A cell that ends the interpreter leaves the context dead (S241)
 	// until it is restarted, empty.
 	_, err = m.RunCode(ctx, api.RunCodeRequest{ContextID: info.ContextID, Code: "import os\nos._exit(3)"}, func(string, any) error { return nil })
-	wantCode(t, err, errdefs.CodeContextDead)
+	sandbox.WantCode(t, err, errdefs.CodeContextDead)
 	_, err = m.RunCode(ctx, api.RunCodeRequest{ContextID: info.ContextID, Code: "1"}, func(string, any) error { return nil })
-	wantCode(t, err, errdefs.CodeContextDead)
+	sandbox.WantCode(t, err, errdefs.CodeContextDead)
 	if info, err := m.RestartContext(ctx, api.ContextRequest{ContextID: info.ContextID}); err != nil || info.State != api.ContextIdle {
 		t.Fatalf("restart: %+v %v", info, err)
 	}
@@ -110,22 +125,22 @@ func TestInterpreterInterruptsAndRestarts(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = m.RunCode(ctx, api.RunCodeRequest{ContextID: info.ContextID, Code: "1"}, func(string, any) error { return nil })
-	wantCode(t, err, errdefs.CodeNoContext)
+	sandbox.WantCode(t, err, errdefs.CodeNoContext)
 }
 
 func TestInterpreterRefusals(t *testing.T) {
-	m, _, _ := inprocess(t, nil)
+	m := interpreter(t)
 	ctx := context.Background()
-	id := create(t, m, api.CreateRequest{Image: "python"})
+	id := sandbox.Create(t, m, api.CreateRequest{Image: "python"})
 	info, err := m.CreateContext(ctx, api.ContextCreateRequest{SandboxID: id})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Another owner: as if it did not exist.
-	_, err = m.RunCode(as("mallory"), api.RunCodeRequest{ContextID: info.ContextID, Code: "1"}, func(string, any) error { return nil })
-	wantCode(t, err, errdefs.CodeNoContext)
-	_, err = m.DeleteContext(as("mallory"), api.ContextRequest{ContextID: info.ContextID})
-	wantCode(t, err, errdefs.CodeNoContext)
+	_, err = m.RunCode(sandbox.As("mallory"), api.RunCodeRequest{ContextID: info.ContextID, Code: "1"}, func(string, any) error { return nil })
+	sandbox.WantCode(t, err, errdefs.CodeNoContext)
+	_, err = m.DeleteContext(sandbox.As("mallory"), api.ContextRequest{ContextID: info.ContextID})
+	sandbox.WantCode(t, err, errdefs.CodeNoContext)
 	for name, req := range map[string]api.ContextCreateRequest{
 		"language": {SandboxID: id, Language: "cobol"},
 		"cwd":      {SandboxID: id, Cwd: "relative"},
@@ -136,7 +151,7 @@ func TestInterpreterRefusals(t *testing.T) {
 		}
 	}
 	_, err = m.RunCode(ctx, api.RunCodeRequest{Code: "1"}, nil)
-	wantCode(t, err, errdefs.CodeMalformed)
+	sandbox.WantCode(t, err, errdefs.CodeMalformed)
 	_, err = m.RunCode(ctx, api.RunCodeRequest{ContextID: info.ContextID, Language: "bash", Code: "1"}, nil)
-	wantCode(t, err, errdefs.CodeMalformed)
+	sandbox.WantCode(t, err, errdefs.CodeMalformed)
 }

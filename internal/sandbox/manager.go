@@ -139,6 +139,9 @@ type Manager struct {
 	closed bool
 	// imgUse keeps images from being removed under creates (images.go).
 	imgUse imageUse
+
+	// procs runs the interpreter's kernels and installs (SetProcesses, procs.go).
+	procs Processes
 }
 
 var _ interface {

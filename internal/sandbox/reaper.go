@@ -194,5 +194,5 @@ func (m *Manager) wroteOutput(sb *sandbox) bool {
 	for _, p := range procs {
 		total += max(p.GetStdoutEnd(), 0) + max(p.GetStderrEnd(), 0)
 	}
-	return sb.procs.outputChanged(total)
+	return sb.outputSeen.Swap(total) != total
 }

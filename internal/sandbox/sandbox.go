@@ -29,8 +29,9 @@ type sandbox struct {
 	slots chan struct{}
 	// destroyed is closed once teardown has finished.
 	destroyed chan struct{}
-	// procs is the book of its background processes.
-	procs procBook
+	// outputSeen is the output its processes had written at the reaper's
+	// last look (wroteOutput).
+	outputSeen atomic.Int64
 	// op serializes pause and resume (pause.go).
 	op sync.Mutex
 	// interp is its interpreter contexts; interpStart serializes the

@@ -28,8 +28,9 @@ type Sandboxes interface {
 	// Acquire is acquire (handle.go) for a service: the caller's sandbox
 	// id (S001, S002), checked and counted for u (S003, S004, S005,
 	// S400). The caller calls release exactly once, when the call is
-	// over; after it, only a stream the call returned (a download) uses
-	// the Handle, to count activity and map its errors.
+	// over; after it, only a stream the call returned (a download) or the
+	// watch of a process it started uses the Handle, to count activity,
+	// emit and map its errors.
 	Acquire(ctx context.Context, id string, u Use) (h Handle, release func(), err error)
 }
 
@@ -111,6 +112,17 @@ type Handle interface {
 	// sandbox::network::update does: its firewall rules rewritten and its
 	// resolver's names replaced (applyEgress). p was checked (CheckEgress).
 	SetEgress(ctx context.Context, p *api.EgressPolicy) error
+	// procsvc: background processes.
+
+	// ExecRequest is the agent's request for c (c.Stdin and c.TimeoutMs
+	// as given, no output cap): the sandbox's env and workdir under c's,
+	// its user or c.User (S001 for one that does not resolve).
+	ExecRequest(c ExecCall) (*agentv1.ExecRequest, error)
+	// Ended is closed once its teardown is over.
+	Ended() <-chan struct{}
+	// NotRunning is what a call on it answers once it is no longer
+	// running: S004 with its end, S005 while it is paused.
+	NotRunning() error
 }
 
 // ExecCall is one command a service runs through Handle.Exec.
@@ -179,7 +191,7 @@ func (h handle) ChangeEnv(change func(own []string) ([]string, error)) error {
 
 func (h handle) Exec(ctx context.Context, c ExecCall) (*agentv1.ExecResponse, error) {
 	m, sb := h.m, h.sb
-	areq, err := m.agentExec(sb, c.Argv, c.Env, c.Workdir, c.Stdin, c.TimeoutMs, c.User)
+	areq, err := h.ExecRequest(c)
 	if err != nil {
 		return nil, err
 	}
@@ -378,4 +390,46 @@ func (b storeBucket) Each(f func(key string, value []byte)) error {
 			return nil
 		})
 	})
+}
+
+// procsvc: background processes.
+
+func (h handle) ExecRequest(c ExecCall) (*agentv1.ExecRequest, error) {
+	return h.m.agentExec(h.sb, c.Argv, c.Env, c.Workdir, c.Stdin, c.TimeoutMs, c.User)
+}
+
+func (h handle) Ended() <-chan struct{} { return h.sb.destroyed }
+
+func (h handle) NotRunning() error {
+	st, end := h.sb.current()
+	return notRunning(h.sb.rec.ID, st, end)
+}
+
+// BegunExec is an exec a service runs and streams itself (BeginExec).
+type BegunExec struct {
+	// Ctx is the call's context, traced.
+	Ctx context.Context
+	// Sandbox is the sandbox, held with an exec slot.
+	Sandbox Handle
+	// Request is the agent's request (without an output cap).
+	Request *agentv1.ExecRequest
+	// Finish releases the slot and ends the trace with the exec's result
+	// (its exec.finished event); the caller calls it once.
+	Finish func(api.ExecResponse, error)
+}
+
+// BeginExec begins an exec whose output a service streams (procsvc's
+// sandbox::exec_stream): traced, checked and given an exec slot as Exec
+// is, its exec.started event emitted. A failed begin has ended its trace.
+func (m *Manager) BeginExec(ctx context.Context, req api.ExecRequest) (BegunExec, error) {
+	ctx, done := m.traceExec(ctx, req)
+	sb, release, areq, err := m.prepareExec(ctx, req)
+	if err != nil {
+		done(api.ExecResponse{}, err)
+		return BegunExec{}, err
+	}
+	return BegunExec{Ctx: ctx, Sandbox: handle{m: m, sb: sb}, Request: areq, Finish: func(res api.ExecResponse, err error) {
+		release()
+		done(res, err)
+	}}, nil
 }

@@ -75,10 +75,10 @@ func MergeEnv(layers ...[]string) []string {
 	return out
 }
 
-// commandArgv resolves the contract's command shapes into an argv: a
+// CommandArgv resolves the contract's command shapes into an argv: a
 // non-empty argv wins (and may not be combined with cmd/args); a cmd with
 // whitespace and no args is split shell-word style; cmd plus args is argv.
-func commandArgv(cmd string, args, argv []string) ([]string, error) {
+func CommandArgv(cmd string, args, argv []string) ([]string, error) {
 	if len(argv) > 0 {
 		if cmd != "" || len(args) > 0 {
 			return nil, errdefs.Malformed("give either argv or cmd/args, not both")
@@ -120,8 +120,8 @@ func decodeStdin(s string) ([]byte, error) {
 	return b, nil
 }
 
-// validateWorkdir checks that a workdir is absolute and clean enough.
-func validateWorkdir(dir string) error {
+// ValidateWorkdir checks that a workdir is absolute and clean enough.
+func ValidateWorkdir(dir string) error {
 	if dir == "" {
 		return nil
 	}

@@ -30,7 +30,7 @@ func TestCommandArgv(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := commandArgv(tt.cmd, tt.args, tt.argv)
+			got, err := CommandArgv(tt.cmd, tt.args, tt.argv)
 			if tt.wantErr != "" {
 				if !errdefs.Is(err, errdefs.CodeMalformed) || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want S001 containing %q", err, tt.wantErr)

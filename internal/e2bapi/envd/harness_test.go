@@ -28,6 +28,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/runtime/runtimetest"
 	"github.com/hutch-dev/hutch/internal/sandbox"
 	"github.com/hutch-dev/hutch/internal/sandbox/filesvc"
+	"github.com/hutch-dev/hutch/internal/sandbox/procsvc"
 )
 
 // readyImages is an image store whose every image is ready: one empty
@@ -54,7 +55,7 @@ func (s readyImages) Remove(context.Context, string, func(string) error) (bool, 
 type env struct {
 	t       *testing.T
 	srv     *httptest.Server
-	mgr     *sandbox.Manager
+	procs   *procsvc.Service
 	sandbox string
 }
 
@@ -85,7 +86,9 @@ func newEnv(t *testing.T) *env {
 			t.Errorf("closing the manager: %v", err)
 		}
 	})
-	table := functions.New(functions.Deps{Sandboxes: mgr, Files: filesvc.New(mgr), Processes: mgr})
+	procs := procsvc.New(mgr, procsvc.Limits{MaxProcesses: cfg.MaxProcessesPerSandbox, MaxPtys: cfg.MaxPtysPerSandbox,
+		RingBytes: cfg.ProcessOutputBytes, MaxWaitMs: cfg.MaxExecTimeoutMs})
+	table := functions.New(functions.Deps{Sandboxes: mgr, Files: filesvc.New(mgr), Processes: procs})
 	h := New(table, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		o := r.Header.Get("X-Owner")
@@ -101,7 +104,7 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatalf("create: %v", err)
 	}
-	return &env{t: t, srv: srv, mgr: mgr, sandbox: created.SandboxID}
+	return &env{t: t, srv: srv, procs: procs, sandbox: created.SandboxID}
 }
 
 // headers is a RoundTripper that adds its headers to every request.

@@ -73,7 +73,7 @@ func TestStalledClientBlocksNothingElse(t *testing.T) {
 	// st is not read from here on.
 	owned := auth.WithOwner(testCtx(t), owner)
 	testutil.Eventually(t, 30*time.Second, func() bool {
-		info, err := e.mgr.GetProcess(owned, api.ProcessRequest{SandboxID: e.sandbox, Pid: pid})
+		info, err := e.procs.GetProcess(owned, api.ProcessRequest{SandboxID: e.sandbox, Pid: pid})
 		return err == nil && info.State == api.ProcessExited
 	}, "the noisy process ends")
 	if _, err := pc.List(testCtx(t), connect.NewRequest(&pb.ListRequest{})); err != nil {

@@ -210,7 +210,7 @@ func TestStartTimeoutKillsTheProcess(t *testing.T) {
 	wantCode(t, st.Err(), connect.CodeDeadlineExceeded)
 	owned := auth.WithOwner(testCtx(t), owner)
 	testutil.Eventually(t, 30*time.Second, func() bool {
-		info, err := e.mgr.GetProcess(owned, api.ProcessRequest{SandboxID: e.sandbox, Pid: pid})
+		info, err := e.procs.GetProcess(owned, api.ProcessRequest{SandboxID: e.sandbox, Pid: pid})
 		return err == nil && info.State == api.ProcessExited
 	}, "the process is killed")
 }

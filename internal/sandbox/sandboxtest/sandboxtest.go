@@ -66,6 +66,9 @@ type Sandbox struct {
 	Network bool
 	Name    string
 	Egress  *api.EgressPolicy
+
+	// ended is Handle.Ended's channel, closed once it is stopped.
+	ended chan struct{}
 }
 
 // Add adds a running sandbox of owner whose image env is image.
@@ -149,7 +152,7 @@ func (h handle) Fail(ctx context.Context, op string, err error) error {
 	h.s.mu.Lock()
 	defer h.s.mu.Unlock()
 	h.sb.Failures = append(h.sb.Failures, op)
-	h.sb.State = sandbox.Stopped
+	h.sb.stopped()
 	return errdefs.New(errdefs.CodeStopped, "sandbox %s was stopped: %s: %v", h.sb.ID, op, err)
 }
 
@@ -177,9 +180,8 @@ func (h handle) Exec(ctx context.Context, c sandbox.ExecCall) (*agentv1.ExecResp
 	if h.sb.Agent == nil {
 		return nil, errors.New("sandboxtest: the sandbox has no agent")
 	}
-	_, env := h.Env()
-	areq := &agentv1.ExecRequest{Argv: c.Argv, Env: sandbox.MergeEnv(env, c.Env), Workdir: c.Workdir, Stdin: c.Stdin,
-		TimeoutMs: int64(c.TimeoutMs), MaxOutputBytes: c.MaxOutputBytes}
+	areq, _ := h.ExecRequest(c)
+	areq.MaxOutputBytes = c.MaxOutputBytes
 	h.Emit(api.EventExecStarted, c.Started)
 	resp, err := h.sb.Agent.Exec(ctx, areq)
 	if err != nil {
@@ -274,7 +276,76 @@ func (h handle) Stop(end runtime.End) {
 	h.s.mu.Lock()
 	defer h.s.mu.Unlock()
 	h.sb.Ends = append(h.sb.Ends, end)
-	h.sb.State = sandbox.Stopped
+	h.sb.stopped()
+}
+
+// procsvc: background processes.
+
+// ExecRequest is c over the sandbox's env, without a user (the fake has
+// no image to resolve one in).
+func (h handle) ExecRequest(c sandbox.ExecCall) (*agentv1.ExecRequest, error) {
+	_, env := h.Env()
+	return &agentv1.ExecRequest{Argv: c.Argv, Env: sandbox.MergeEnv(env, c.Env), Workdir: c.Workdir, Stdin: c.Stdin,
+		TimeoutMs: int64(c.TimeoutMs)}, nil
+}
+
+// Ended is closed once the sandbox is stopped (Stop, Fail).
+func (h handle) Ended() <-chan struct{} {
+	h.s.mu.Lock()
+	defer h.s.mu.Unlock()
+	return h.sb.endedChan()
+}
+
+// NotRunning is S004 for a stopped sandbox, S005 for a paused one.
+func (h handle) NotRunning() error {
+	h.s.mu.Lock()
+	defer h.s.mu.Unlock()
+	if st := h.sb.State; st == sandbox.Pausing || st == sandbox.Paused || st == sandbox.Resuming {
+		return errdefs.New(errdefs.CodePaused, "sandbox %s is %s", h.sb.ID, st)
+	}
+	return errdefs.New(errdefs.CodeStopped, "sandbox %s is stopped", h.sb.ID)
+}
+
+// endedChan is sb.ended, made at its first use (under the fake's lock).
+func (sb *Sandbox) endedChan() chan struct{} {
+	if sb.ended == nil {
+		sb.ended = make(chan struct{})
+	}
+	return sb.ended
+}
+
+// stopped moves sb to Stopped and closes its Ended channel (under the
+// fake's lock).
+func (sb *Sandbox) stopped() {
+	sb.State = sandbox.Stopped
+	if c := sb.endedChan(); !isClosed(c) {
+		close(c)
+	}
+}
+
+func isClosed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// BeginExec begins a streamed exec as the core does (an exec slot, the
+// exec.started event), without the core's checks and tracing.
+func (s *Sandboxes) BeginExec(ctx context.Context, req api.ExecRequest) (sandbox.BegunExec, error) {
+	argv, err := sandbox.CommandArgv(req.Cmd, req.Args, req.Argv)
+	if err != nil {
+		return sandbox.BegunExec{}, err
+	}
+	h, release, err := s.Acquire(ctx, req.SandboxID, sandbox.UseExec)
+	if err != nil {
+		return sandbox.BegunExec{}, err
+	}
+	areq, _ := h.ExecRequest(sandbox.ExecCall{Argv: argv, Env: req.Env, Workdir: req.Workdir, TimeoutMs: h.ExecTimeout(req.TimeoutMs)})
+	h.Emit(api.EventExecStarted, map[string]any{"command": argv[0]})
+	return sandbox.BegunExec{Ctx: ctx, Sandbox: h, Request: areq, Finish: func(api.ExecResponse, error) { release() }}, nil
 }
 
 // metricsvc

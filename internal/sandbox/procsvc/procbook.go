@@ -1,4 +1,4 @@
-package sandbox
+package procsvc
 
 import (
 	"sync"
@@ -6,12 +6,14 @@ import (
 
 	"github.com/hutch-dev/hutch/api"
 	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
+	"github.com/hutch-dev/hutch/internal/sandbox"
 )
 
-// procBook is what a sandbox knows of the processes hutch started beyond
-// the agent's table: each background process's tag and kind, and how many
-// background processes and terminals run, against the daemon's limits. An
-// exited entry stays (for its tag) until maxExitedTags newer ones exited.
+// procBook is what the service knows of the processes hutch started in a
+// sandbox beyond the agent's table: each background process's tag and
+// kind, and how many background processes and terminals run, against the
+// daemon's limits. An exited entry stays (for its tag) until
+// maxExitedTags newer ones exited.
 type procBook struct {
 	mu      sync.Mutex
 	entries map[int]*procEntry
@@ -20,11 +22,10 @@ type procBook struct {
 	running, ptys int
 	// exitedOrder is the pids of exited entries, oldest first.
 	exitedOrder []int
-	// outputSeen is the output its processes had written at the reaper's
-	// last look (outputChanged).
-	outputSeen int64
 	// started is closed (and replaced) when a process is added.
 	started chan struct{}
+	// ended is the sandbox's (Handle.Ended): a book is its sandbox's.
+	ended <-chan struct{}
 }
 
 // news is closed when the next background process is added.
@@ -35,16 +36,6 @@ func (b *procBook) news() <-chan struct{} {
 		b.started = make(chan struct{})
 	}
 	return b.started
-}
-
-// outputChanged records total, the bytes the sandbox's processes have
-// written so far, and reports whether it differs from the last record.
-func (b *procBook) outputChanged(total int64) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	changed := total != b.outputSeen
-	b.outputSeen = total
-	return changed
 }
 
 // procEntry is one background process of the book.
@@ -158,7 +149,7 @@ func (b *procBook) describe(p *agentv1.ProcessInfo) api.ProcessInfo {
 			info.ExitCode = &code
 		}
 		if sig := x.GetSignal(); sig > 0 {
-			info.Signal = signalName(sig)
+			info.Signal = sandbox.SignalName(sig)
 		}
 		end := time.Unix(0, p.GetStartUnixNs()).Add(time.Duration(x.GetDurationUs()) * time.Microsecond)
 		info.EndedAt = end.UTC().Format(time.RFC3339Nano)

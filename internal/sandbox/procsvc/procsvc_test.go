@@ -1,4 +1,8 @@
-package sandbox
+package procsvc
+
+// The processes service over the fake core (sandboxtest) whose sandbox
+// has a real in-process agent: its processes are real processes of this
+// host, without root or gVisor.
 
 import (
 	"context"
@@ -10,10 +14,44 @@ import (
 	"time"
 
 	"github.com/hutch-dev/hutch/api"
-	"github.com/hutch-dev/hutch/internal/config"
+	"github.com/hutch-dev/hutch/internal/agent"
+	"github.com/hutch-dev/hutch/internal/agent/agenttest"
+	"github.com/hutch-dev/hutch/internal/agentclient"
+	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/functions"
+	"github.com/hutch-dev/hutch/internal/runtime"
+	"github.com/hutch-dev/hutch/internal/sandbox"
+	"github.com/hutch-dev/hutch/internal/sandbox/sandboxtest"
 	"github.com/hutch-dev/hutch/internal/testutil"
 )
+
+// The service fills the Processes slot of functions.Deps, and its logs.
+var (
+	_ functions.Processes   = (*Service)(nil)
+	_ functions.ProcessLogs = (*Service)(nil)
+)
+
+// limits are the daemon's defaults but for two background processes.
+var limits = Limits{MaxProcesses: 2, MaxPtys: 8, RingBytes: 1 << 20, MaxWaitMs: 60_000}
+
+// withAgent is the service over a fake core holding one running sandbox
+// of owner "ann" with a real agent: the service, the fake, the sandbox and
+// a context of its owner that ends with the test.
+func withAgent(t *testing.T) (*Service, *sandboxtest.Sandboxes, *sandboxtest.Sandbox, context.Context) {
+	t.Helper()
+	sbs := &sandboxtest.Sandboxes{}
+	sb := sbs.Add("ann")
+	sb.Agent = agenttest.Start(t, agent.Options{Version: "test"}, agentclient.Options{MaxOutputBytes: 1 << 20, CallTimeout: 10 * time.Second}).Client
+	t.Cleanup(func() {
+		if n := sbs.Held(); n != 0 {
+			t.Errorf("%d handles not released", n)
+		}
+	})
+	ctx, cancel := context.WithTimeout(auth.WithOwner(context.Background(), "ann"), time.Minute)
+	t.Cleanup(cancel)
+	return New(sbs, limits), sbs, sb, ctx
+}
 
 // code is err's S-code, "" for none.
 func code(err error) errdefs.Code {
@@ -25,10 +63,8 @@ func code(err error) errdefs.Code {
 }
 
 func TestBackgroundProcessLifecycle(t *testing.T) {
-	m, _, _ := inprocess(t, func(c *config.Config) { c.MaxProcessesPerSandbox = 2 })
-	id := create(t, m, api.CreateRequest{Image: "python"})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	m, _, sb, ctx := withAgent(t)
+	id := sb.ID
 	gate := filepath.Join(t.TempDir(), "gate")
 
 	// A process that prints, waits for the gate, reads a line of stdin,
@@ -124,10 +160,8 @@ func TestBackgroundProcessLifecycle(t *testing.T) {
 }
 
 func TestExecStreamSendsOutputAsWritten(t *testing.T) {
-	m, _, _ := inprocess(t, nil)
-	id := create(t, m, api.CreateRequest{Image: "python"})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	m, _, sb, ctx := withAgent(t)
+	id := sb.ID
 	gate := filepath.Join(t.TempDir(), "gate")
 	var events []string
 	res, err := m.ExecStream(ctx, api.ExecRequest{SandboxID: id, Argv: []string{"sh", "-c", `echo one; while [ ! -e "$0" ]; do sleep 0.02; done; printf '\377' >&2; exit 4`, gate}},
@@ -154,67 +188,13 @@ func TestExecStreamSendsOutputAsWritten(t *testing.T) {
 	}
 }
 
-func TestProcessOutputIsActivity(t *testing.T) {
-	m, _, _ := inprocess(t, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	silent := create(t, m, api.CreateRequest{Image: "python", IdleTimeoutSecs: 60})
-	chatty := create(t, m, api.CreateRequest{Image: "python", IdleTimeoutSecs: 60})
-	gate := filepath.Join(t.TempDir(), "gate")
-	start := func(id string, argv ...string) int {
-		st, err := m.StartProcess(ctx, api.ProcessStartRequest{SandboxID: id, Argv: argv})
-		if err != nil {
-			t.Fatalf("start %q: %v", argv, err)
-		}
-		return st.Pid
-	}
-	start(silent, "sleep", "1000")
-	pid := start(chatty, "sh", "-c", `echo one; while [ ! -e "$0" ]; do sleep 0.02; done; echo two; exec sleep 1000`, gate)
-	wrote := func(n int64) func() bool {
-		return func() bool {
-			info, err := m.GetProcess(ctx, api.ProcessRequest{SandboxID: chatty, Pid: pid})
-			return err == nil && info.StdoutBytes >= n
-		}
-	}
-	alive := func(id string) bool {
-		_, err := m.Get(ctx, api.GetRequest{SandboxID: id})
-		return err == nil
-	}
-	// Each pass looks at a time past both idle timeouts: only new output
-	// since the last pass keeps a sandbox.
-	pass := func() {
-		m.reap(time.Now().Add(2 * time.Minute))
-		m.destroying.Wait()
-	}
-
-	testutil.Eventually(t, 30*time.Second, wrote(int64(len("one\n"))), "first line")
-	pass()
-	if alive(silent) || !alive(chatty) {
-		t.Fatalf("after a pass: silent alive %v (want false), chatty alive %v (want true)", alive(silent), alive(chatty))
-	}
-	if err := os.WriteFile(gate, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	testutil.Eventually(t, 30*time.Second, wrote(int64(len("one\ntwo\n"))), "second line")
-	pass()
-	if !alive(chatty) {
-		t.Fatal("a sandbox whose process wrote since the last pass was reaped")
-	}
-	pass()
-	if alive(chatty) {
-		t.Fatal("a sandbox silent since the last pass was not reaped")
-	}
-}
-
 // TestLogsCombineProcesses: the logs of a sandbox are its background
 // processes' output tagged with pid and tag; followed, a process started
 // later joins, each exit is told, and the sandbox's stop ends the stream
 // with S004.
 func TestLogsCombineProcesses(t *testing.T) {
-	m, _, _ := inprocess(t, nil)
-	id := create(t, m, api.CreateRequest{Image: "python"})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	m, sbs, sb, ctx := withAgent(t)
+	id := sb.ID
 	start := func(tag, script string) int {
 		t.Helper()
 		st, err := m.StartProcess(ctx, api.ProcessStartRequest{SandboxID: id, Tag: tag, Argv: []string{"sh", "-c", script}})
@@ -284,8 +264,66 @@ func TestLogsCombineProcesses(t *testing.T) {
 			seen = l.Pid == worker && l.Tag == "worker" && l.Data == "working\n"
 		}
 	}
-	if _, err := m.Stop(ctx, api.StopRequest{SandboxID: id, Wait: true}); err != nil {
+	h, release, err := sbs.Acquire(ctx, id, sandbox.UseRecord)
+	if err != nil {
 		t.Fatal(err)
 	}
-	wantCode(t, <-ended, errdefs.CodeStopped)
+	h.Stop(runtime.End{Cause: runtime.CauseRequest})
+	release()
+	if err := <-ended; !errdefs.Is(err, errdefs.CodeStopped) {
+		t.Fatalf("the stream of a stopped sandbox ended with %v, want S004", err)
+	}
+}
+
+// TestEventsOfABackgroundProcess: starting a background process and its
+// exit are events, the exit with its code.
+func TestEventsOfABackgroundProcess(t *testing.T) {
+	m, sbs, sb, ctx := withAgent(t)
+	st, err := m.StartProcess(ctx, api.ProcessStartRequest{SandboxID: sb.ID, Tag: "job", Argv: []string{"sh", "-c", "exit 3"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events []sandboxtest.Event
+	testutil.Eventually(t, 30*time.Second, func() bool {
+		events = sbs.Snapshot(sb).Events
+		return len(events) == 2
+	}, "process.exited is emitted")
+	started, _ := events[0].Data.(map[string]any)
+	if events[0].Type != api.EventProcessStarted || started["pid"] != st.Pid || started["tag"] != "job" || started["command"] != "sh" {
+		t.Errorf("first event %+v, want process.started of pid %d", events[0], st.Pid)
+	}
+	ended, _ := events[1].Data.(map[string]any)
+	if events[1].Type != api.EventProcessExited || ended["pid"] != st.Pid || ended["exit_code"] != int32(3) {
+		t.Errorf("second event %+v, want process.exited of pid %d with code 3", events[1], st.Pid)
+	}
+}
+
+// TestBookEndsWithItsSandbox: each sandbox has its own book (its own
+// limits and tags), forgotten once the sandbox has ended.
+func TestBookEndsWithItsSandbox(t *testing.T) {
+	m, sbs, sb, ctx := withAgent(t)
+	other := sbs.Add("ann")
+	other.Agent = sb.Agent
+	for range limits.MaxProcesses {
+		if _, err := m.StartProcess(ctx, api.ProcessStartRequest{SandboxID: sb.ID, Argv: []string{"sleep", "60"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := m.StartProcess(ctx, api.ProcessStartRequest{SandboxID: sb.ID, Argv: []string{"true"}}); code(err) != errdefs.CodeProcessLimit {
+		t.Fatalf("a process past the limit: %v, want S234", err)
+	}
+	if _, err := m.StartProcess(ctx, api.ProcessStartRequest{SandboxID: other.ID, Tag: "mine", Argv: []string{"sleep", "60"}}); err != nil {
+		t.Fatalf("another sandbox's process: %v", err)
+	}
+	h, release, err := sbs.Acquire(ctx, sb.ID, sandbox.UseRecord)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Stop(runtime.End{Cause: runtime.CauseRequest})
+	release()
+	testutil.Eventually(t, 30*time.Second, func() bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return m.books[sb.ID] == nil && m.books[other.ID] != nil
+	}, "the stopped sandbox's book is forgotten, the other's kept")
 }

@@ -1,4 +1,4 @@
-package sandbox
+package procsvc
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/hutch-dev/hutch/api"
 	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
 	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/sandbox"
 )
 
 // logQueue bounds the lines followed processes have sent and the stream
@@ -31,22 +32,22 @@ type logItem struct {
 // their output arrives), an exit event
 // ends each process, and processes started later join, until the caller
 // goes away or the sandbox stops (S004).
-func (m *Manager) StreamLogs(ctx context.Context, req api.LogsRequest, emit emitFunc) error {
+func (s *Service) StreamLogs(ctx context.Context, req api.LogsRequest, emit emitFunc) error {
 	if len(req.Tag) > maxTagBytes {
 		return errdefs.Malformed("tag is %d bytes, more than %d", len(req.Tag), maxTagBytes)
 	}
-	sb, release, err := m.acquire(ctx, req.SandboxID, UseCall)
+	sb, release, err := s.sbs.Acquire(ctx, req.SandboxID, sandbox.UseCall)
 	if err != nil {
 		return err
 	}
 	defer release()
 	if !req.Follow {
-		procs, err := m.taggedProcesses(ctx, sb, req.Tag, nil)
+		procs, err := s.taggedProcesses(ctx, sb, req.Tag, nil)
 		if err != nil {
 			return err
 		}
 		for _, p := range procs {
-			if _, err := m.logsNow(ctx, sb, p, emit); err != nil {
+			if _, err := s.logsNow(ctx, sb, p, emit); err != nil {
 				return err
 			}
 		}
@@ -63,8 +64,8 @@ func (m *Manager) StreamLogs(ctx context.Context, req api.LogsRequest, emit emit
 	}
 	seen := map[int]bool{}
 	for backlog := true; ; backlog = false {
-		news := sb.procs.news()
-		procs, err := m.taggedProcesses(ctx, sb, req.Tag, seen)
+		news := s.book(sb).news()
+		procs, err := s.taggedProcesses(ctx, sb, req.Tag, seen)
 		if err != nil {
 			return err
 		}
@@ -74,19 +75,18 @@ func (m *Manager) StreamLogs(ctx context.Context, req api.LogsRequest, emit emit
 			// as without follow; what they write next, as it comes.
 			var from [2]int64
 			if backlog {
-				if from, err = m.logsNow(ctx, sb, p, emit); err != nil {
+				if from, err = s.logsNow(ctx, sb, p, emit); err != nil {
 					return err
 				}
 			}
-			go m.followLogs(ctx, sb, p, from, items, done)
+			go s.followLogs(ctx, sb, p, from, items, done)
 		}
 		for wait := true; wait; {
 			select {
 			case <-ctx.Done():
 				return ctx.Err()
-			case <-sb.destroyed:
-				st, end := sb.current()
-				return notRunning(sb.rec.ID, st, end)
+			case <-sb.Ended():
+				return sb.NotRunning()
 			case it := <-items:
 				if err := emit(it.event, it.data); err != nil {
 					return err
@@ -100,14 +100,15 @@ func (m *Manager) StreamLogs(ctx context.Context, req api.LogsRequest, emit emit
 
 // taggedProcesses lists the background processes of sb with tag (any
 // when ""), by pid, leaving out the pids in skip.
-func (m *Manager) taggedProcesses(ctx context.Context, sb *sandbox, tag string, skip map[int]bool) ([]api.ProcessInfo, error) {
-	ps, err := sb.client().List(ctx)
+func (s *Service) taggedProcesses(ctx context.Context, sb sandbox.Handle, tag string, skip map[int]bool) ([]api.ProcessInfo, error) {
+	ps, err := sb.Agent().List(ctx)
 	if err != nil {
-		return nil, m.processError(ctx, sb, "listing processes", 0, err)
+		return nil, processError(ctx, sb, "listing processes", 0, err)
 	}
+	b := s.book(sb)
 	var out []api.ProcessInfo
 	for _, p := range ps {
-		info := sb.procs.describe(p)
+		info := b.describe(p)
 		if (tag == "" || info.Tag == tag) && !skip[info.Pid] {
 			out = append(out, info)
 		}
@@ -118,8 +119,8 @@ func (m *Manager) taggedProcesses(ctx context.Context, sb *sandbox, tag string, 
 
 // logsNow emits what process p holds now, from the oldest byte kept, and
 // returns the offsets of stdout and stderr where it ended.
-func (m *Manager) logsNow(ctx context.Context, sb *sandbox, p api.ProcessInfo, emit emitFunc) ([2]int64, error) {
-	out, err := m.ProcessOutput(ctx, api.ProcessOutputRequest{SandboxID: sb.rec.ID, Pid: p.Pid})
+func (s *Service) logsNow(ctx context.Context, sb sandbox.Handle, p api.ProcessInfo, emit emitFunc) ([2]int64, error) {
+	out, err := s.ProcessOutput(ctx, api.ProcessOutputRequest{SandboxID: sb.ID(), Pid: p.Pid})
 	if err != nil {
 		if errdefs.Is(err, errdefs.CodeProcessNotFound) {
 			return [2]int64{}, nil // forgotten since the listing
@@ -153,7 +154,7 @@ func chunkEnd(c api.OutputChunk) int64 {
 // followLogs sends process p's output from offsets from (stdout, stderr;
 // older than kept starts at the oldest byte kept), then its exit, to
 // items until ctx ends or done closes.
-func (m *Manager) followLogs(ctx context.Context, sb *sandbox, p api.ProcessInfo, from [2]int64, items chan<- logItem, done <-chan struct{}) {
+func (s *Service) followLogs(ctx context.Context, sb sandbox.Handle, p api.ProcessInfo, from [2]int64, items chan<- logItem, done <-chan struct{}) {
 	send := func(it logItem) error {
 		select {
 		case items <- it:
@@ -164,7 +165,7 @@ func (m *Manager) followLogs(ctx context.Context, sb *sandbox, p api.ProcessInfo
 			return ctx.Err()
 		}
 	}
-	events, err := sb.client().Attach(ctx, &agentv1.AttachRequest{Pid: int32(p.Pid), StdoutOffset: from[0], StderrOffset: from[1]})
+	events, err := sb.Agent().Attach(ctx, &agentv1.AttachRequest{Pid: int32(p.Pid), StdoutOffset: from[0], StderrOffset: from[1]})
 	if err != nil {
 		return // the sandbox stopped, or the process was forgotten
 	}
@@ -175,11 +176,11 @@ func (m *Manager) followLogs(ctx context.Context, sb *sandbox, p api.ProcessInfo
 			return nil // the start event
 		}
 		return send(logItem{api.EventLog, api.LogLine{Pid: p.Pid, Tag: p.Tag, Stream: event, OutputChunk: c}})
-	}, sb.touch)
+	}, sb.Touch)
 	if err != nil {
 		return
 	}
-	if info, err := m.processInfo(ctx, sb, p.Pid); err == nil {
+	if info, err := s.processInfo(ctx, sb, p.Pid); err == nil {
 		_ = send(logItem{api.EventExit, info})
 	}
 }

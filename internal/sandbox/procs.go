@@ -1,0 +1,128 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"strconv"
+	"strings"
+	"syscall"
+	"unicode/utf8"
+
+	"golang.org/x/sys/unix"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/hutch-dev/hutch/api"
+	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
+	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/safetext"
+)
+
+// The agent's background processes as the core and its services read
+// them: the S-codes of its refusals and the shapes of its output. The
+// processes service (procsvc) answers sandbox::process::*; the
+// interpreter runs its kernels through it (Processes).
+
+// ErrCannotStart is the cause of a start the agent refused: the command
+// is not found or not executable.
+var ErrCannotStart = errors.New("cannot start the command")
+
+// UnknownProcess is S231 for process pid of sandbox id.
+func UnknownProcess(id string, pid int) error {
+	return errdefs.New(errdefs.CodeProcessNotFound, "sandbox %s has no process %d that hutch started", id, pid).
+		WithFix(nil, "sandbox::process::list shows the sandbox's processes")
+}
+
+// ProcessError turns the agent's refusal of a process call for op on
+// process pid of sandbox id into its S-code (the agent's message is the
+// sandbox's and goes in clipped text); any other failure goes to fail,
+// the failure policy (Handle.Fail).
+func ProcessError(ctx context.Context, id, op string, pid int, err error, fail func() error) error {
+	if refused := spawnRefused(id, err); refused != nil {
+		return refused
+	}
+	st, ok := status.FromError(unwrapStatus(err))
+	if ok {
+		msg := safetext.Line(st.Message(), safetext.MaxLine)
+		switch st.Code() {
+		case codes.NotFound:
+			return UnknownProcess(id, pid)
+		case codes.FailedPrecondition:
+			switch {
+			case strings.Contains(msg, "has exited"):
+				return errdefs.New(errdefs.CodeProcessExited, "%s process %d of sandbox %s: it has exited", op, pid, id)
+			case strings.Contains(msg, "no open stdin"), strings.Contains(msg, "reads a pty"):
+				return errdefs.New(errdefs.CodeNoStdin, "%s process %d of sandbox %s: %s", op, pid, id, msg).
+					WithFix(nil, "start the process with stdin: true to write to it")
+			case strings.Contains(msg, "has no pty"):
+				return errdefs.New(errdefs.CodeNotPty, "%s process %d of sandbox %s: it has no terminal", op, pid, id)
+			}
+		case codes.InvalidArgument, codes.OutOfRange:
+			return errdefs.New(errdefs.CodeMalformed, "%s process %d of sandbox %s: %s", op, pid, id, msg)
+		case codes.Canceled:
+			return err
+		}
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return fail()
+}
+
+// processError is ProcessError for sb under the core's failure policy.
+func (m *Manager) processError(ctx context.Context, sb *sandbox, op string, pid int, err error) error {
+	return ProcessError(ctx, sb.rec.ID, op, pid, err, func() error { return m.agentFailure(ctx, sb, op, err) })
+}
+
+// unwrapStatus finds the gRPC status error inside err's chain.
+func unwrapStatus(err error) error {
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if _, ok := e.(interface{ GRPCStatus() *status.Status }); ok {
+			return e
+		}
+	}
+	return err
+}
+
+// SignalName is signal n's name without "SIG", or its number.
+func SignalName(n int32) string {
+	if name := unix.SignalName(syscall.Signal(n)); name != "" {
+		return strings.TrimPrefix(name, "SIG")
+	}
+	return strconv.Itoa(int(n))
+}
+
+// StreamIndex is 0 for stdout, 1 for stderr.
+func StreamIndex(s agentv1.Stream) int {
+	if s == agentv1.Stream_STREAM_STDERR {
+		return 1
+	}
+	return 0
+}
+
+// TextOrBase64 is b as text, or in base64 when it is not valid UTF-8.
+func TextOrBase64(b []byte) (string, bool) {
+	if utf8.Valid(b) {
+		return string(b), false
+	}
+	return base64.StdEncoding.EncodeToString(b), true
+}
+
+// emitFunc sends one event of a process stream: api.EventStart,
+// EventStdout, EventStderr or EventExit with its data.
+type emitFunc = func(event string, data any) error
+
+// Processes is what the interpreter asks of the processes service for its
+// kernels and installs; the daemon wires it (SetProcesses).
+type Processes interface {
+	ExecStream(ctx context.Context, req api.ExecRequest, emit func(event string, data any) error) (api.ExecResponse, error)
+	StartProcess(ctx context.Context, req api.ProcessStartRequest) (api.ProcessStartResponse, error)
+	WriteStdin(ctx context.Context, req api.ProcessStdinRequest) (api.ProcessStdinResponse, error)
+	SignalProcess(ctx context.Context, req api.ProcessSignalRequest) (api.ProcessSignalResponse, error)
+	KillProcess(ctx context.Context, req api.ProcessRequest) (api.ProcessSignalResponse, error)
+}
+
+// SetProcesses gives the interpreter its kernels' processes, before the
+// manager serves calls.
+func (m *Manager) SetProcesses(p Processes) { m.procs = p }
