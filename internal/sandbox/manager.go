@@ -126,10 +126,10 @@ type Manager struct {
 	// The lock order of the core, stated here once: first a sandbox's
 	// operation locks, each held across one kind of change to it (op:
 	// pause, resume, hibernate, checkpoint; envMu: its env layer;
-	// interpStart: the start of its default contexts; egressMu: its
-	// egress policy); then Manager.mu; then a sandbox's mu. Nothing that
-	// holds Manager.mu or a sandbox's mu takes an operation lock, and
-	// nothing that holds a sandbox's mu takes Manager.mu. The other locks
+	// egressMu: its egress policy); then Manager.mu; then a sandbox's
+	// mu. Nothing that holds Manager.mu or a sandbox's mu takes an
+	// operation lock, and nothing that holds a sandbox's mu takes
+	// Manager.mu. The other locks
 	// of the package each guard their own book and are taken last.
 	// Services (internal/sandbox/<name>svc) hold none of them: they act
 	// through Handle, whose methods take what they need.
@@ -143,6 +143,9 @@ type Manager struct {
 	closed bool
 	// imgUse keeps images from being removed under creates (images.go).
 	imgUse imageUse
+	// onForget are called, without a lock, with each id forget drops
+	// (OnForget).
+	onForget []func(id string)
 }
 
 var _ interface {

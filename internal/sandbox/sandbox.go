@@ -33,10 +33,6 @@ type sandbox struct {
 	procs procBook
 	// op serializes pause and resume (pause.go).
 	op sync.Mutex
-	// interp is its interpreter contexts; interpStart serializes the
-	// start of default contexts (interpreter.go).
-	interp      interpBook
-	interpStart sync.Mutex
 	// ports are its exposed ports (ports.go).
 	ports portBook
 	// egress is its compiled egress policy (nil: none), which egressMu

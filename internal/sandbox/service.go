@@ -10,6 +10,7 @@ package sandbox
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/hutch-dev/hutch/api"
@@ -90,6 +91,17 @@ type Handle interface {
 	Pause() error
 	// Stop ends it for end, in the background.
 	Stop(end runtime.End)
+
+	// interpsvc
+
+	// ProcessFail maps the failure of an agent call on its process pid for
+	// op as the process functions do (processError): a gone process, one
+	// that exited, a refused spawn; anything else goes through Fail.
+	ProcessFail(ctx context.Context, op string, pid int, err error) error
+	// HostURL is u, a URL on the host's loopback (a package index), as
+	// the sandbox reaches it: through its gateway; unchanged without a
+	// network.
+	HostURL(u string) string
 }
 
 // ExecCall is one command a service runs through Handle.Exec.
@@ -190,8 +202,21 @@ func (h handle) Exec(ctx context.Context, c ExecCall) (*agentv1.ExecResponse, er
 }
 
 func (h handle) ExecTimeout(ms uint64) uint64 { return h.m.execTimeout(ms) }
-func (h handle) Workdir() string              { return packageDir(h.sb) }
 func (h handle) Fix(command string) string    { return h.m.withFix(command) }
+
+// Workdir is the image's working directory, or the home directory when
+// that is / (npm, which installs there, does not install into /).
+func (h handle) Workdir() string {
+	if wd := h.sb.image.Config.WorkingDir; wd != "" && wd != "/" {
+		return wd
+	}
+	for _, kv := range h.sb.env() {
+		if home, ok := strings.CutPrefix(kv, "HOME="); ok && strings.HasPrefix(home, "/") && home != "/" {
+			return home
+		}
+	}
+	return "/root"
+}
 
 func (h handle) Home(user string) string {
 	if user == "" {
@@ -234,3 +259,38 @@ func (h handle) Pause() error {
 	_, err := h.m.freeze(h.sb)
 	return err
 }
+
+// interpsvc
+
+func (h handle) ProcessFail(ctx context.Context, op string, pid int, err error) error {
+	return h.m.processError(ctx, h.sb, op, pid, err)
+}
+
+func (h handle) HostURL(u string) string {
+	if nw := h.m.attachment(h.sb); u != "" && nw != nil && nw.Gateway.IsValid() {
+		return strings.TrimPrefix(rewriteLocalhost([]string{"I=" + u}, nw.Gateway, loopbackPorts([]string{"I=" + u}))[0], "I=")
+	}
+	return u
+}
+
+// OnForget has f called with the id of each sandbox the manager forgets
+// (drops, after its end, so that calls on it find nothing): a service
+// drops what it kept of it (interpsvc's contexts).
+func (m *Manager) OnForget(f func(id string)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.onForget = append(m.onForget, f)
+}
+
+// ErrCannotStart is the cause of a process start the agent refused: the
+// command is not found or not executable.
+var ErrCannotStart = errCannotStart
+
+// ValidateWorkdir checks that a workdir is absolute and clean enough.
+func ValidateWorkdir(dir string) error { return validateWorkdir(dir) }
+
+// TextOrBase64 is b as text, or in base64 when it is not valid UTF-8.
+func TextOrBase64(b []byte) (string, bool) { return textOrBase64(b) }
+
+// SignalName is signal n's name without "SIG", or its number.
+func SignalName(n int32) string { return signalName(n) }

@@ -267,3 +267,13 @@ func (h handle) Stop(end runtime.End) {
 	h.sb.Ends = append(h.sb.Ends, end)
 	h.sb.State = sandbox.Stopped
 }
+
+// interpsvc
+
+// ProcessFail is Fail: the fake does not map the agent's process errors.
+func (h handle) ProcessFail(ctx context.Context, op string, _ int, err error) error {
+	return h.Fail(ctx, op, err)
+}
+
+// HostURL is u: the fake's sandboxes have no network.
+func (h handle) HostURL(u string) string { return u }

@@ -1,4 +1,4 @@
-package sandbox
+package interpsvc
 
 import (
 	"context"
@@ -8,15 +8,47 @@ import (
 	"time"
 
 	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/auth"
+	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/sandbox"
+	"github.com/hutch-dev/hutch/internal/sandbox/sandboxtest"
 	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
-// The in-process runtime runs the kernels on this host (python3, node and
-// bash), as real background processes of the agent.
+// The service over a real core on the in-process runtime, which runs the
+// kernels on this host (python3, node and bash) as real background
+// processes of the agent; the core's process functions run them.
+
+// withCore is the service over a real core whose forgotten sandboxes it
+// forgets, as the daemon wires it, and a running sandbox of image python.
+func withCore(t *testing.T) (*Service, *sandbox.Manager, string) {
+	t.Helper()
+	cfg := config.Default()
+	m := sandboxtest.Manager(t, cfg)
+	s := New(m, m, cfg, m.Done())
+	m.OnForget(s.Forget)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := m.Create(ctx, api.CreateRequest{Image: "python"})
+	if err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	return s, m, resp.SandboxID
+}
+
+// wantCode fails t unless err carries code.
+func wantCode(t *testing.T, err error, code errdefs.Code) {
+	t.Helper()
+	if !errdefs.Is(err, code) {
+		t.Fatalf("got %v, want %s", err, code)
+	}
+}
+
+func as(owner string) context.Context { return auth.WithOwner(context.Background(), owner) }
 
 // cell runs code and returns its output and result.
-func cell(t *testing.T, m *Manager, req api.RunCodeRequest) (string, api.CellResult) {
+func cell(t *testing.T, m *Service, req api.RunCodeRequest) (string, api.CellResult) {
 	t.Helper()
 	var out strings.Builder
 	res, err := m.RunCode(context.Background(), req, func(event string, data any) error {
@@ -32,8 +64,7 @@ func cell(t *testing.T, m *Manager, req api.RunCodeRequest) (string, api.CellRes
 }
 
 func TestInterpreterKeepsStateAcrossCells(t *testing.T) {
-	m, _, _ := inprocess(t, nil)
-	id := create(t, m, api.CreateRequest{Image: "python"})
+	m, _, id := withCore(t)
 	if _, res := cell(t, m, api.RunCodeRequest{SandboxID: id, Code: "x = 41"}); res.Status != "ok" || res.Data != nil {
 		t.Fatalf("x = 41: %+v", res)
 	}
@@ -62,9 +93,8 @@ func TestInterpreterKeepsStateAcrossCells(t *testing.T) {
 }
 
 func TestInterpreterInterruptsAndRestarts(t *testing.T) {
-	m, _, _ := inprocess(t, nil)
+	m, _, id := withCore(t)
 	ctx := context.Background()
-	id := create(t, m, api.CreateRequest{Image: "python"})
 	info, err := m.CreateContext(ctx, api.ContextCreateRequest{SandboxID: id, Language: "python", Env: api.Env{"GREETING=hey"}})
 	if err != nil {
 		t.Fatal(err)
@@ -114,9 +144,8 @@ func TestInterpreterInterruptsAndRestarts(t *testing.T) {
 }
 
 func TestInterpreterRefusals(t *testing.T) {
-	m, _, _ := inprocess(t, nil)
+	m, _, id := withCore(t)
 	ctx := context.Background()
-	id := create(t, m, api.CreateRequest{Image: "python"})
 	info, err := m.CreateContext(ctx, api.ContextCreateRequest{SandboxID: id})
 	if err != nil {
 		t.Fatal(err)
@@ -139,4 +168,56 @@ func TestInterpreterRefusals(t *testing.T) {
 	wantCode(t, err, errdefs.CodeMalformed)
 	_, err = m.RunCode(ctx, api.RunCodeRequest{ContextID: info.ContextID, Language: "bash", Code: "1"}, nil)
 	wantCode(t, err, errdefs.CodeMalformed)
+}
+
+// A sandbox the core forgets takes its contexts with it.
+func TestInterpreterForgetsSandbox(t *testing.T) {
+	s, _, id := withCore(t)
+	ctx := context.Background()
+	info, err := s.CreateContext(ctx, api.ContextCreateRequest{SandboxID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cell(t, s, api.RunCodeRequest{ContextID: info.ContextID, Code: "1"})
+	s.Forget(id)
+	_, err = s.RunCode(ctx, api.RunCodeRequest{ContextID: info.ContextID, Code: "1"}, nil)
+	wantCode(t, err, errdefs.CodeNoContext)
+	if l, err := s.ListContexts(ctx, api.ContextListRequest{SandboxID: id}); err != nil || len(l.Contexts) != 0 {
+		t.Fatalf("contexts of a forgotten sandbox: %+v %v", l, err)
+	}
+}
+
+func TestInstallRefusals(t *testing.T) {
+	s, _, id := withCore(t)
+	ctx := context.Background()
+	for name, req := range map[string]api.InstallRequest{
+		"manager":     {SandboxID: id, Manager: "apt", Packages: []string{"curl"}},
+		"no packages": {SandboxID: id, Manager: "pip"},
+		"an option":   {SandboxID: id, Manager: "pip", Packages: []string{"--index-url=http://evil"}},
+		"a path":      {SandboxID: id, Manager: "npm", Packages: []string{"../x"}},
+	} {
+		if _, err := s.Install(ctx, req, nil); !errdefs.Is(err, errdefs.CodeMalformed) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	// The sandbox has no network to reach an index with.
+	_, err := s.Install(ctx, api.InstallRequest{SandboxID: id, Manager: "pip", Packages: []string{"requests==2.32.3"}}, nil)
+	if e := errdefs.As(err); e == nil || e.Code != errdefs.CodeMalformed || !strings.Contains(e.Message, "has no network") {
+		t.Fatalf("install without a network: %v", err)
+	}
+	_, err = s.Install(as("mallory"), api.InstallRequest{SandboxID: id, Manager: "pip", Packages: []string{"requests"}}, nil)
+	wantCode(t, err, errdefs.CodeNotFound)
+}
+
+func TestInstallArgv(t *testing.T) {
+	check, argv := installArgv(managerPip, "http://10.99.0.1:3141/simple", []string{"requests"})
+	want := "python3 -m pip install --no-input --disable-pip-version-check --break-system-packages --root-user-action=ignore " +
+		"--index-url http://10.99.0.1:3141/simple --trusted-host 10.99.0.1 -- requests"
+	if strings.Join(check, " ") != "python3 -c import pip" || strings.Join(argv, " ") != want {
+		t.Errorf("pip: %q %q", check, argv)
+	}
+	check, argv = installArgv(managerNpm, "", []string{"left-pad@1.3.0"})
+	if strings.Join(check, " ") != "sh -c command -v npm" || strings.Join(argv, " ") != "npm install --no-audit --no-fund --no-update-notifier left-pad@1.3.0" {
+		t.Errorf("npm: %q %q", check, argv)
+	}
 }
