@@ -143,9 +143,9 @@ type Manager struct {
 	closed bool
 	// imgUse keeps images from being removed under creates (images.go).
 	imgUse imageUse
-	// onForget are called, without a lock, with each id forget drops
-	// (OnForget).
-	onForget []func(id string)
+	// onTeardown are called, without a lock, with each id bury buries
+	// (OnTeardown).
+	onTeardown []func(id string)
 }
 
 var _ interface {
@@ -713,12 +713,17 @@ func (m *Manager) teardown(sb *sandbox) {
 // bury replaces stopped sb in the manager by a tombstone of its record, so
 // that for stopped_retention_secs the manager holds no agent session,
 // runtime instance or buffers of it; calls in flight keep sb until they end.
+// Then the OnTeardown hooks are told.
 func (m *Manager) bury(sb *sandbox) {
 	rec := sb.snapshotRecord()
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if m.sandboxes[rec.ID] == sb {
 		m.sandboxes[rec.ID] = tombstone(&rec)
+	}
+	hooks := m.onTeardown
+	m.mu.Unlock()
+	for _, f := range hooks {
+		f(rec.ID)
 	}
 }
 

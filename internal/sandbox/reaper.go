@@ -162,15 +162,10 @@ func (m *Manager) reap(now time.Time) {
 // the store; its teardown, if still running, goes on (Close waits for it).
 func (m *Manager) forget(sb *sandbox) {
 	m.mu.Lock()
-	var hooks []func(string)
 	if cur, ok := m.sandboxes[sb.rec.ID]; ok && cur.isStopped() {
 		delete(m.sandboxes, sb.rec.ID)
-		hooks = m.onForget
 	}
 	m.mu.Unlock()
-	for _, f := range hooks {
-		f(sb.rec.ID)
-	}
 	if err := m.store.remove(sb.rec.ID); err != nil {
 		m.log.Error("forgetting stopped sandbox", "sandbox", sb.rec.ID, "err", err)
 	}

@@ -273,13 +273,13 @@ func (h handle) HostURL(u string) string {
 	return u
 }
 
-// OnForget has f called with the id of each sandbox the manager forgets
-// (drops, after its end, so that calls on it find nothing): a service
-// drops what it kept of it (interpsvc's contexts).
-func (m *Manager) OnForget(f func(id string)) {
+// OnTeardown has f called with the id of each sandbox whose teardown is
+// over: its live state is gone, only a tombstone of its record is left,
+// so a service drops what it kept of it (interpsvc's contexts).
+func (m *Manager) OnTeardown(f func(id string)) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.onForget = append(m.onForget, f)
+	m.onTeardown = append(m.onTeardown, f)
 }
 
 // ErrCannotStart is the cause of a process start the agent refused: the

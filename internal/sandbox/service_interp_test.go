@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"sync"
 	"testing"
 
 	"github.com/hutch-dev/hutch/api"
@@ -12,8 +13,8 @@ import (
 
 // What the core offers interpsvc: HostURL reaches the host's loopback
 // through the sandbox's gateway, ProcessFail maps a process call's
-// failure as the process functions do, OnForget tells a service the
-// sandboxes the core forgets.
+// failure as the process functions do, OnTeardown tells a service the
+// sandboxes the core tore down.
 
 func TestHandleHostURL(t *testing.T) {
 	ctx := context.Background()
@@ -62,31 +63,24 @@ func TestHandleProcessFail(t *testing.T) {
 	}
 }
 
-func TestOnForget(t *testing.T) {
+func TestOnTeardown(t *testing.T) {
 	ctx := context.Background()
 	m, _, _ := inprocess(t, nil)
-	var forgot []string
-	m.OnForget(func(id string) { forgot = append(forgot, id) })
+	var mu sync.Mutex
+	var torn []string
+	m.OnTeardown(func(id string) {
+		mu.Lock()
+		torn = append(torn, id)
+		mu.Unlock()
+	})
 	running := create(t, m, api.CreateRequest{Image: "python"})
-	sb, err := m.lookup(ctx, running)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.forget(sb)
-	if len(forgot) != 0 {
-		t.Fatalf("a running sandbox was forgotten: %v", forgot)
-	}
 	stopped := create(t, m, api.CreateRequest{Image: "python"})
-	if sb, err = m.lookup(ctx, stopped); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := m.Stop(ctx, api.StopRequest{SandboxID: stopped, Wait: true}); err != nil {
 		t.Fatal(err)
 	}
-	m.forget(sb)
-	if len(forgot) != 1 || forgot[0] != stopped {
-		t.Fatalf("forgot %v, want [%s]", forgot, stopped)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(torn) != 1 || torn[0] != stopped {
+		t.Fatalf("torn down %v, want [%s] (not %s, running)", torn, stopped, running)
 	}
-	_, err = m.Get(ctx, api.GetRequest{SandboxID: stopped})
-	wantCode(t, err, errdefs.CodeNotFound)
 }

@@ -7,8 +7,8 @@
 // interrupted (SIGINT to the kernel's group) and its result still read, so
 // that the next cell starts clean. The kernels run through the process
 // functions (Processes); the service reaches a sandbox only through
-// sandbox.Sandboxes, and forgets its contexts when the core forgets it
-// (Forget, wired to Manager.OnForget by the daemon).
+// sandbox.Sandboxes, and forgets a sandbox's contexts once the core has
+// torn it down (Forget, wired to Manager.OnTeardown by the daemon).
 package interpsvc
 
 import (
@@ -79,7 +79,8 @@ func New(core Core, procs Processes, cfg config.Config, done <-chan struct{}) *S
 	return &Service{core: core, procs: procs, indexes: cfg.PackageIndexes, maxTimeoutMs: cfg.MaxExecTimeoutMs, done: done}
 }
 
-// Forget drops the contexts of sandbox id, which the core forgot.
+// Forget drops the contexts of sandbox id, whose teardown is over: calls
+// on them find none, as the core finds no sandbox but its tombstone.
 func (s *Service) Forget(id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -301,7 +302,7 @@ func (s *Service) findContext(ctx context.Context, id string) (sandbox.Handle, *
 	}
 	sb, release, err := s.core.Acquire(ctx, owner, sandbox.UseCall)
 	if errdefs.Is(err, errdefs.CodeNotFound) {
-		return nil, nil, nil, notFound // another owner's, or forgotten
+		return nil, nil, nil, notFound // another owner's
 	}
 	if err != nil {
 		return nil, nil, nil, err

@@ -20,14 +20,15 @@ import (
 // kernels on this host (python3, node and bash) as real background
 // processes of the agent; the core's process functions run them.
 
-// withCore is the service over a real core whose forgotten sandboxes it
-// forgets, as the daemon wires it, and a running sandbox of image python.
+// withCore is the service over a real core, which tells it the sandboxes
+// it tore down as the daemon wires it, and a running sandbox of image
+// python.
 func withCore(t *testing.T) (*Service, *sandbox.Manager, string) {
 	t.Helper()
 	cfg := config.Default()
 	m := sandboxtest.Manager(t, cfg)
 	s := New(m, m, cfg, m.Done())
-	m.OnForget(s.Forget)
+	m.OnTeardown(s.Forget)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	resp, err := m.Create(ctx, api.CreateRequest{Image: "python"})
@@ -170,21 +171,23 @@ func TestInterpreterRefusals(t *testing.T) {
 	wantCode(t, err, errdefs.CodeMalformed)
 }
 
-// A sandbox the core forgets takes its contexts with it.
-func TestInterpreterForgetsSandbox(t *testing.T) {
-	s, _, id := withCore(t)
+// A sandbox's contexts end with it: once its teardown is over, a call on
+// one finds no context (as the core finds only the sandbox's tombstone).
+func TestInterpreterForgetsStoppedSandbox(t *testing.T) {
+	s, m, id := withCore(t)
 	ctx := context.Background()
 	info, err := s.CreateContext(ctx, api.ContextCreateRequest{SandboxID: id})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cell(t, s, api.RunCodeRequest{ContextID: info.ContextID, Code: "1"})
-	s.Forget(id)
+	if _, err := m.Stop(ctx, api.StopRequest{SandboxID: id, Wait: true}); err != nil {
+		t.Fatal(err)
+	}
 	_, err = s.RunCode(ctx, api.RunCodeRequest{ContextID: info.ContextID, Code: "1"}, nil)
 	wantCode(t, err, errdefs.CodeNoContext)
-	if l, err := s.ListContexts(ctx, api.ContextListRequest{SandboxID: id}); err != nil || len(l.Contexts) != 0 {
-		t.Fatalf("contexts of a forgotten sandbox: %+v %v", l, err)
-	}
+	_, err = s.ListContexts(ctx, api.ContextListRequest{SandboxID: id})
+	wantCode(t, err, errdefs.CodeStopped)
 }
 
 func TestInstallRefusals(t *testing.T) {
