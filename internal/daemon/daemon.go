@@ -36,6 +36,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/sandbox/filesvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/gitsvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/imagesvc"
+	"github.com/hutch-dev/hutch/internal/sandbox/interpsvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/metricsvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/networksvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/portsvc"
@@ -326,7 +327,10 @@ func (d *daemon) startManager(ctx context.Context) error {
 	mgr.SetNetworks(nets)
 	procs := procsvc.New(mgr, procsvc.Limits{MaxProcesses: cfg.MaxProcessesPerSandbox, MaxPtys: cfg.MaxPtysPerSandbox,
 		RingBytes: cfg.ProcessOutputBytes, MaxWaitMs: cfg.MaxExecTimeoutMs})
-	mgr.SetProcesses(procs)
+	// The interpreter runs its kernels through the process functions; it
+	// forgets a sandbox's contexts once the core has torn it down.
+	interp := interpsvc.New(mgr, procs, cfg, mgr.Done())
+	mgr.OnTeardown(interp.Forget)
 	evs := eventsvc.New(mgr, d.evlog)
 	d.table = functions.New(functions.Deps{
 		Sandboxes:   mgr,
@@ -340,7 +344,7 @@ func (d *daemon) startManager(ctx context.Context) error {
 		Webhooks:    d.hookAdmin,
 		Alerts:      alertsvc.New(mgr, evs, mgr.Done(), d.log),
 		Jobs:        d.jobRunner,
-		Interpreter: mgr,
+		Interpreter: interp,
 		Ports:       d.ports,
 		Networks:    nets,
 		Environment: envsvc.New(mgr),

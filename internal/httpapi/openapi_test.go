@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/functions"
 	"github.com/hutch-dev/hutch/internal/jobs"
 	"github.com/hutch-dev/hutch/internal/sandbox"
@@ -20,6 +21,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/sandbox/filesvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/gitsvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/imagesvc"
+	"github.com/hutch-dev/hutch/internal/sandbox/interpsvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/metricsvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/networksvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/portsvc"
@@ -111,7 +113,7 @@ func fullDeps() functions.Deps {
 		Webhooks:    noWebhooks{},
 		Alerts:      alertsvc.New(m, eventsvc.New(m, nil), nil, nil),
 		Jobs:        j,
-		Interpreter: m,
+		Interpreter: interpsvc.New(m, procsvc.New(m, procsvc.Limits{}), config.Default(), nil),
 		Ports:       portsvc.New(m, portsvc.Options{}),
 		Networks:    n,
 		Environment: envsvc.New(m),

@@ -122,10 +122,10 @@ type Manager struct {
 	// The lock order of the core, stated here once: first a sandbox's
 	// operation locks, each held across one kind of change to it (op:
 	// pause, resume, hibernate, checkpoint; envMu: its env layer;
-	// interpStart: the start of its default contexts; egressMu: its
-	// egress policy); then Manager.mu; then a sandbox's mu. Nothing that
-	// holds Manager.mu or a sandbox's mu takes an operation lock, and
-	// nothing that holds a sandbox's mu takes Manager.mu. The other locks
+	// egressMu: its egress policy); then Manager.mu; then a sandbox's
+	// mu. Nothing that holds Manager.mu or a sandbox's mu takes an
+	// operation lock, and nothing that holds a sandbox's mu takes
+	// Manager.mu. The other locks
 	// of the package each guard their own book and are taken last.
 	// Services (internal/sandbox/<name>svc) hold none of them: they act
 	// through Handle, whose methods take what they need.
@@ -139,9 +139,9 @@ type Manager struct {
 	closed bool
 	// imgUse keeps images from being removed under creates (images.go).
 	imgUse imageUse
-
-	// procs runs the interpreter's kernels and installs (SetProcesses, procs.go).
-	procs Processes
+	// onTeardown are called, without a lock, with each id bury buries
+	// (OnTeardown).
+	onTeardown []func(id string)
 }
 
 var _ interface {
@@ -708,12 +708,17 @@ func (m *Manager) teardown(sb *sandbox) {
 // bury replaces stopped sb in the manager by a tombstone of its record, so
 // that for stopped_retention_secs the manager holds no agent session,
 // runtime instance or buffers of it; calls in flight keep sb until they end.
+// Then the OnTeardown hooks are told.
 func (m *Manager) bury(sb *sandbox) {
 	rec := sb.snapshotRecord()
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if m.sandboxes[rec.ID] == sb {
 		m.sandboxes[rec.ID] = tombstone(&rec)
+	}
+	hooks := m.onTeardown
+	m.mu.Unlock()
+	for _, f := range hooks {
+		f(rec.ID)
 	}
 }
 

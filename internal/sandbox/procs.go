@@ -13,7 +13,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/hutch-dev/hutch/api"
 	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/safetext"
@@ -22,7 +21,7 @@ import (
 // The agent's background processes as the core and its services read
 // them: the S-codes of its refusals and the shapes of its output. The
 // processes service (procsvc) answers sandbox::process::*; the
-// interpreter runs its kernels through it (Processes).
+// interpreter (interpsvc) runs its kernels through it.
 
 // ErrCannotStart is the cause of a start the agent refused: the command
 // is not found or not executable.
@@ -112,17 +111,3 @@ func TextOrBase64(b []byte) (string, bool) {
 // emitFunc sends one event of a process stream: api.EventStart,
 // EventStdout, EventStderr or EventExit with its data.
 type emitFunc = func(event string, data any) error
-
-// Processes is what the interpreter asks of the processes service for its
-// kernels and installs; the daemon wires it (SetProcesses).
-type Processes interface {
-	ExecStream(ctx context.Context, req api.ExecRequest, emit func(event string, data any) error) (api.ExecResponse, error)
-	StartProcess(ctx context.Context, req api.ProcessStartRequest) (api.ProcessStartResponse, error)
-	WriteStdin(ctx context.Context, req api.ProcessStdinRequest) (api.ProcessStdinResponse, error)
-	SignalProcess(ctx context.Context, req api.ProcessSignalRequest) (api.ProcessSignalResponse, error)
-	KillProcess(ctx context.Context, req api.ProcessRequest) (api.ProcessSignalResponse, error)
-}
-
-// SetProcesses gives the interpreter its kernels' processes, before the
-// manager serves calls.
-func (m *Manager) SetProcesses(p Processes) { m.procs = p }

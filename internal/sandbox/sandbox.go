@@ -34,10 +34,6 @@ type sandbox struct {
 	outputSeen atomic.Int64
 	// op serializes pause and resume (pause.go).
 	op sync.Mutex
-	// interp is its interpreter contexts; interpStart serializes the
-	// start of default contexts (interpreter.go).
-	interp      interpBook
-	interpStart sync.Mutex
 	// egress is its compiled egress policy (nil: none), which egressMu
 	// serializes changes of (egress.go).
 	egress   atomic.Pointer[egressPolicy]

@@ -11,6 +11,7 @@ package sandbox
 import (
 	"context"
 	"net/netip"
+	"strings"
 	"sync"
 	"time"
 
@@ -123,6 +124,16 @@ type Handle interface {
 	// NotRunning is what a call on it answers once it is no longer
 	// running: S004 with its end, S005 while it is paused.
 	NotRunning() error
+	// interpsvc
+
+	// ProcessFail maps the failure of an agent call on its process pid for
+	// op as the process functions do (processError): a gone process, one
+	// that exited, a refused spawn; anything else goes through Fail.
+	ProcessFail(ctx context.Context, op string, pid int, err error) error
+	// HostURL is u, a URL on the host's loopback (a package index), as
+	// the sandbox reaches it: through its gateway; unchanged without a
+	// network.
+	HostURL(u string) string
 }
 
 // ExecCall is one command a service runs through Handle.Exec.
@@ -223,8 +234,21 @@ func (h handle) Exec(ctx context.Context, c ExecCall) (*agentv1.ExecResponse, er
 }
 
 func (h handle) ExecTimeout(ms uint64) uint64 { return h.m.execTimeout(ms) }
-func (h handle) Workdir() string              { return packageDir(h.sb) }
 func (h handle) Fix(command string) string    { return h.m.withFix(command) }
+
+// Workdir is the image's working directory, or the home directory when
+// that is / (npm, which installs there, does not install into /).
+func (h handle) Workdir() string {
+	if wd := h.sb.image.Config.WorkingDir; wd != "" && wd != "/" {
+		return wd
+	}
+	for _, kv := range h.sb.env() {
+		if home, ok := strings.CutPrefix(kv, "HOME="); ok && strings.HasPrefix(home, "/") && home != "/" {
+			return home
+		}
+	}
+	return "/root"
+}
 
 func (h handle) Home(user string) string {
 	if user == "" {
@@ -432,4 +456,26 @@ func (m *Manager) BeginExec(ctx context.Context, req api.ExecRequest) (BegunExec
 		release()
 		done(res, err)
 	}}, nil
+}
+
+// interpsvc
+
+func (h handle) ProcessFail(ctx context.Context, op string, pid int, err error) error {
+	return h.m.processError(ctx, h.sb, op, pid, err)
+}
+
+func (h handle) HostURL(u string) string {
+	if nw := h.m.attachment(h.sb); u != "" && nw != nil && nw.Gateway.IsValid() {
+		return strings.TrimPrefix(rewriteLocalhost([]string{"I=" + u}, nw.Gateway, loopbackPorts([]string{"I=" + u}))[0], "I=")
+	}
+	return u
+}
+
+// OnTeardown has f called with the id of each sandbox whose teardown is
+// over: its live state is gone, only a tombstone of its record is left,
+// so a service drops what it kept of it (interpsvc's contexts).
+func (m *Manager) OnTeardown(f func(id string)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.onTeardown = append(m.onTeardown, f)
 }

@@ -381,3 +381,13 @@ func (h handle) SetEgress(_ context.Context, p *api.EgressPolicy) error {
 	}
 	return nil
 }
+
+// interpsvc
+
+// ProcessFail is Fail: the fake does not map the agent's process errors.
+func (h handle) ProcessFail(ctx context.Context, op string, _ int, err error) error {
+	return h.Fail(ctx, op, err)
+}
+
+// HostURL is u: the fake's sandboxes have no network.
+func (h handle) HostURL(u string) string { return u }

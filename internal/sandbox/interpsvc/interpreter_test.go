@@ -1,4 +1,4 @@
-package sandbox_test
+package interpsvc
 
 import (
 	"context"
@@ -8,30 +8,51 @@ import (
 	"time"
 
 	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/sandbox"
 	"github.com/hutch-dev/hutch/internal/sandbox/procsvc"
+	"github.com/hutch-dev/hutch/internal/sandbox/sandboxtest"
 	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
-// The in-process runtime runs the kernels on this host (python3, node and
-// bash), as real background processes of the agent, started through the
-// processes service as the daemon wires it.
+// The service over a real core on the in-process runtime, which runs the
+// kernels on this host (python3, node and bash) as real background
+// processes of the agent; the process service (procsvc) runs them.
 
-// interpreter is a manager over the in-process runtime (InProcess) whose
-// kernels run through the processes service.
-func interpreter(t *testing.T) *sandbox.Manager {
+// withCore is the service over a real core, which tells it the sandboxes
+// it tore down as the daemon wires it, and a running sandbox of image
+// python.
+func withCore(t *testing.T) (*Service, *sandbox.Manager, string) {
 	t.Helper()
-	m, _, _ := sandbox.InProcess(t, nil)
 	cfg := config.Default()
-	m.SetProcesses(procsvc.New(m, procsvc.Limits{MaxProcesses: cfg.MaxProcessesPerSandbox, MaxPtys: cfg.MaxPtysPerSandbox,
-		RingBytes: cfg.ProcessOutputBytes, MaxWaitMs: cfg.MaxExecTimeoutMs}))
-	return m
+	m := sandboxtest.Manager(t, cfg)
+	procs := procsvc.New(m, procsvc.Limits{MaxProcesses: cfg.MaxProcessesPerSandbox, MaxPtys: cfg.MaxPtysPerSandbox,
+		RingBytes: cfg.ProcessOutputBytes, MaxWaitMs: cfg.MaxExecTimeoutMs})
+	s := New(m, procs, cfg, m.Done())
+	m.OnTeardown(s.Forget)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := m.Create(ctx, api.CreateRequest{Image: "python"})
+	if err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	return s, m, resp.SandboxID
 }
 
+// wantCode fails t unless err carries code.
+func wantCode(t *testing.T, err error, code errdefs.Code) {
+	t.Helper()
+	if !errdefs.Is(err, code) {
+		t.Fatalf("got %v, want %s", err, code)
+	}
+}
+
+func as(owner string) context.Context { return auth.WithOwner(context.Background(), owner) }
+
 // cell runs code and returns its output and result.
-func cell(t *testing.T, m *sandbox.Manager, req api.RunCodeRequest) (string, api.CellResult) {
+func cell(t *testing.T, m *Service, req api.RunCodeRequest) (string, api.CellResult) {
 	t.Helper()
 	var out strings.Builder
 	res, err := m.RunCode(context.Background(), req, func(event string, data any) error {
@@ -47,8 +68,7 @@ func cell(t *testing.T, m *sandbox.Manager, req api.RunCodeRequest) (string, api
 }
 
 func TestInterpreterKeepsStateAcrossCells(t *testing.T) {
-	m := interpreter(t)
-	id := sandbox.Create(t, m, api.CreateRequest{Image: "python"})
+	m, _, id := withCore(t)
 	if _, res := cell(t, m, api.RunCodeRequest{SandboxID: id, Code: "x = 41"}); res.Status != "ok" || res.Data != nil {
 		t.Fatalf("x = 41: %+v", res)
 	}
@@ -77,9 +97,8 @@ func TestInterpreterKeepsStateAcrossCells(t *testing.T) {
 }
 
 func TestInterpreterInterruptsAndRestarts(t *testing.T) {
-	m := interpreter(t)
+	m, _, id := withCore(t)
 	ctx := context.Background()
-	id := sandbox.Create(t, m, api.CreateRequest{Image: "python"})
 	info, err := m.CreateContext(ctx, api.ContextCreateRequest{SandboxID: id, Language: "python", Env: api.Env{"GREETING=hey"}})
 	if err != nil {
 		t.Fatal(err)
@@ -112,9 +131,9 @@ func TestInterpreterInterruptsAndRestarts(t *testing.T) {
 	// A cell that ends the interpreter leaves the context dead (S241)
 	// until it is restarted, empty.
 	_, err = m.RunCode(ctx, api.RunCodeRequest{ContextID: info.ContextID, Code: "import os\nos._exit(3)"}, func(string, any) error { return nil })
-	sandbox.WantCode(t, err, errdefs.CodeContextDead)
+	wantCode(t, err, errdefs.CodeContextDead)
 	_, err = m.RunCode(ctx, api.RunCodeRequest{ContextID: info.ContextID, Code: "1"}, func(string, any) error { return nil })
-	sandbox.WantCode(t, err, errdefs.CodeContextDead)
+	wantCode(t, err, errdefs.CodeContextDead)
 	if info, err := m.RestartContext(ctx, api.ContextRequest{ContextID: info.ContextID}); err != nil || info.State != api.ContextIdle {
 		t.Fatalf("restart: %+v %v", info, err)
 	}
@@ -125,22 +144,21 @@ func TestInterpreterInterruptsAndRestarts(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = m.RunCode(ctx, api.RunCodeRequest{ContextID: info.ContextID, Code: "1"}, func(string, any) error { return nil })
-	sandbox.WantCode(t, err, errdefs.CodeNoContext)
+	wantCode(t, err, errdefs.CodeNoContext)
 }
 
 func TestInterpreterRefusals(t *testing.T) {
-	m := interpreter(t)
+	m, _, id := withCore(t)
 	ctx := context.Background()
-	id := sandbox.Create(t, m, api.CreateRequest{Image: "python"})
 	info, err := m.CreateContext(ctx, api.ContextCreateRequest{SandboxID: id})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Another owner: as if it did not exist.
-	_, err = m.RunCode(sandbox.As("mallory"), api.RunCodeRequest{ContextID: info.ContextID, Code: "1"}, func(string, any) error { return nil })
-	sandbox.WantCode(t, err, errdefs.CodeNoContext)
-	_, err = m.DeleteContext(sandbox.As("mallory"), api.ContextRequest{ContextID: info.ContextID})
-	sandbox.WantCode(t, err, errdefs.CodeNoContext)
+	_, err = m.RunCode(as("mallory"), api.RunCodeRequest{ContextID: info.ContextID, Code: "1"}, func(string, any) error { return nil })
+	wantCode(t, err, errdefs.CodeNoContext)
+	_, err = m.DeleteContext(as("mallory"), api.ContextRequest{ContextID: info.ContextID})
+	wantCode(t, err, errdefs.CodeNoContext)
 	for name, req := range map[string]api.ContextCreateRequest{
 		"language": {SandboxID: id, Language: "cobol"},
 		"cwd":      {SandboxID: id, Cwd: "relative"},
@@ -151,7 +169,61 @@ func TestInterpreterRefusals(t *testing.T) {
 		}
 	}
 	_, err = m.RunCode(ctx, api.RunCodeRequest{Code: "1"}, nil)
-	sandbox.WantCode(t, err, errdefs.CodeMalformed)
+	wantCode(t, err, errdefs.CodeMalformed)
 	_, err = m.RunCode(ctx, api.RunCodeRequest{ContextID: info.ContextID, Language: "bash", Code: "1"}, nil)
-	sandbox.WantCode(t, err, errdefs.CodeMalformed)
+	wantCode(t, err, errdefs.CodeMalformed)
+}
+
+// A sandbox's contexts end with it: once its teardown is over, a call on
+// one finds no context (as the core finds only the sandbox's tombstone).
+func TestInterpreterForgetsStoppedSandbox(t *testing.T) {
+	s, m, id := withCore(t)
+	ctx := context.Background()
+	info, err := s.CreateContext(ctx, api.ContextCreateRequest{SandboxID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cell(t, s, api.RunCodeRequest{ContextID: info.ContextID, Code: "1"})
+	if _, err := m.Stop(ctx, api.StopRequest{SandboxID: id, Wait: true}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.RunCode(ctx, api.RunCodeRequest{ContextID: info.ContextID, Code: "1"}, nil)
+	wantCode(t, err, errdefs.CodeNoContext)
+	_, err = s.ListContexts(ctx, api.ContextListRequest{SandboxID: id})
+	wantCode(t, err, errdefs.CodeStopped)
+}
+
+func TestInstallRefusals(t *testing.T) {
+	s, _, id := withCore(t)
+	ctx := context.Background()
+	for name, req := range map[string]api.InstallRequest{
+		"manager":     {SandboxID: id, Manager: "apt", Packages: []string{"curl"}},
+		"no packages": {SandboxID: id, Manager: "pip"},
+		"an option":   {SandboxID: id, Manager: "pip", Packages: []string{"--index-url=http://evil"}},
+		"a path":      {SandboxID: id, Manager: "npm", Packages: []string{"../x"}},
+	} {
+		if _, err := s.Install(ctx, req, nil); !errdefs.Is(err, errdefs.CodeMalformed) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	// The sandbox has no network to reach an index with.
+	_, err := s.Install(ctx, api.InstallRequest{SandboxID: id, Manager: "pip", Packages: []string{"requests==2.32.3"}}, nil)
+	if e := errdefs.As(err); e == nil || e.Code != errdefs.CodeMalformed || !strings.Contains(e.Message, "has no network") {
+		t.Fatalf("install without a network: %v", err)
+	}
+	_, err = s.Install(as("mallory"), api.InstallRequest{SandboxID: id, Manager: "pip", Packages: []string{"requests"}}, nil)
+	wantCode(t, err, errdefs.CodeNotFound)
+}
+
+func TestInstallArgv(t *testing.T) {
+	check, argv := installArgv(managerPip, "http://10.99.0.1:3141/simple", []string{"requests"})
+	want := "python3 -m pip install --no-input --disable-pip-version-check --break-system-packages --root-user-action=ignore " +
+		"--index-url http://10.99.0.1:3141/simple --trusted-host 10.99.0.1 -- requests"
+	if strings.Join(check, " ") != "python3 -c import pip" || strings.Join(argv, " ") != want {
+		t.Errorf("pip: %q %q", check, argv)
+	}
+	check, argv = installArgv(managerNpm, "", []string{"left-pad@1.3.0"})
+	if strings.Join(check, " ") != "sh -c command -v npm" || strings.Join(argv, " ") != "npm install --no-audit --no-fund --no-update-notifier left-pad@1.3.0" {
+		t.Errorf("npm: %q %q", check, argv)
+	}
 }

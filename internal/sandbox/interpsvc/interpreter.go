@@ -1,12 +1,15 @@
-package sandbox
-
-// The code interpreter: a context is a kernel (internal/interp) running as
-// a background process of its sandbox, with its stdin open; a cell is
-// written to that stdin and its output followed from where the previous
-// cell's result ended, until the kernel's result line. One cell runs at a
-// time in a context; others wait their turn. A cell past its timeout, or
-// whose caller went away, is interrupted (SIGINT to the kernel's group)
-// and its result still read, so that the next cell starts clean.
+// Package interpsvc is the code interpreter (sandbox::interpreter::*): a
+// context is a kernel (internal/interp) running as a background process
+// of its sandbox, with its stdin open; a cell is written to that stdin and
+// its output followed from where the previous cell's result ended, until
+// the kernel's result line. One cell runs at a time in a context; others
+// wait their turn. A cell past its timeout, or whose caller went away, is
+// interrupted (SIGINT to the kernel's group) and its result still read, so
+// that the next cell starts clean. The kernels run through the process
+// functions (Processes); the service reaches a sandbox only through
+// sandbox.Sandboxes, and forgets a sandbox's contexts once the core has
+// torn it down (Forget, wired to Manager.OnTeardown by the daemon).
+package interpsvc
 
 import (
 	"bytes"
@@ -24,10 +27,81 @@ import (
 
 	"github.com/hutch-dev/hutch/api"
 	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
+	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/interp"
 	"github.com/hutch-dev/hutch/internal/safetext"
+	"github.com/hutch-dev/hutch/internal/sandbox"
 )
+
+// Core is what the service needs of the core: a live sandbox (Acquire),
+// a sandbox's description (Get: its image and network, in any state)
+// and an exec (install's check for its tool).
+type Core interface {
+	sandbox.Sandboxes
+	Get(ctx context.Context, req api.GetRequest) (api.SandboxInfo, error)
+	Exec(ctx context.Context, req api.ExecRequest) (api.ExecResponse, error)
+}
+
+// Processes are the process functions (functions.Processes) a kernel
+// runs by, and the streamed exec an install runs by.
+type Processes interface {
+	StartProcess(ctx context.Context, req api.ProcessStartRequest) (api.ProcessStartResponse, error)
+	WriteStdin(ctx context.Context, req api.ProcessStdinRequest) (api.ProcessStdinResponse, error)
+	SignalProcess(ctx context.Context, req api.ProcessSignalRequest) (api.ProcessSignalResponse, error)
+	KillProcess(ctx context.Context, req api.ProcessRequest) (api.ProcessSignalResponse, error)
+	ExecStream(ctx context.Context, req api.ExecRequest, emit func(event string, data any) error) (api.ExecResponse, error)
+}
+
+// emitFunc emits one event of a streamed call.
+type emitFunc = func(event string, data any) error
+
+// Service holds the sandboxes' contexts (functions.Interpreter).
+type Service struct {
+	core  Core
+	procs Processes
+	// indexes are the operator's package_indexes; maxTimeoutMs is
+	// max_exec_timeout_ms, an install's timeout.
+	indexes      config.PackageIndexes
+	maxTimeoutMs uint64
+	// done is closed when the daemon shuts down; it ends an interrupt's
+	// repeats.
+	done <-chan struct{}
+
+	mu sync.Mutex
+	// books are the sandboxes' contexts, by sandbox id.
+	books map[string]*interpBook
+}
+
+// New is the interpreter over core and procs, with cfg's package indexes
+// and exec timeout; done is closed when the daemon shuts down.
+func New(core Core, procs Processes, cfg config.Config, done <-chan struct{}) *Service {
+	return &Service{core: core, procs: procs, indexes: cfg.PackageIndexes, maxTimeoutMs: cfg.MaxExecTimeoutMs, done: done}
+}
+
+// Forget drops the contexts of sandbox id, whose teardown is over: calls
+// on them find none, as the core finds no sandbox but its tombstone.
+func (s *Service) Forget(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.books, id)
+}
+
+// book is the book of sandbox id's contexts; with add, made on first use
+// (else nil before it).
+func (s *Service) book(id string, add bool) *interpBook {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.books[id]
+	if b == nil && add {
+		if s.books == nil {
+			s.books = map[string]*interpBook{}
+		}
+		b = &interpBook{byID: map[string]*interpContext{}}
+		s.books[id] = b
+	}
+	return b
+}
 
 // Bounds of the interpreter.
 const (
@@ -69,13 +143,18 @@ type interpContext struct {
 	interrupting bool
 }
 
-// interpBook is a sandbox's contexts.
+// interpBook is a sandbox's contexts; start serializes the start of its
+// default contexts.
 type interpBook struct {
-	mu   sync.Mutex
-	byID map[string]*interpContext
+	start sync.Mutex
+	mu    sync.Mutex
+	byID  map[string]*interpContext
 }
 
 func (b *interpBook) get(id string) *interpContext {
+	if b == nil {
+		return nil
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.byID[id]
@@ -108,77 +187,74 @@ func (c *interpContext) info(sandboxID string) api.ContextInfo {
 }
 
 // CreateContext starts a context (sandbox::interpreter::context::create).
-func (m *Manager) CreateContext(ctx context.Context, req api.ContextCreateRequest) (api.ContextInfo, error) {
-	sb, release, err := m.acquire(ctx, req.SandboxID, UseCall)
+func (s *Service) CreateContext(ctx context.Context, req api.ContextCreateRequest) (api.ContextInfo, error) {
+	sb, release, err := s.core.Acquire(ctx, req.SandboxID, sandbox.UseCall)
 	if err != nil {
 		return api.ContextInfo{}, err
 	}
 	defer release()
-	c, err := m.newContext(ctx, sb, req, false)
+	c, err := s.newContext(ctx, sb, req, false)
 	if err != nil {
 		return api.ContextInfo{}, err
 	}
-	return c.info(sb.rec.ID), nil
+	return c.info(sb.ID()), nil
 }
 
 // newContext checks req, starts its kernel and books it in sb.
-func (m *Manager) newContext(ctx context.Context, sb *sandbox, req api.ContextCreateRequest, isDefault bool) (*interpContext, error) {
+func (s *Service) newContext(ctx context.Context, sb sandbox.Handle, req api.ContextCreateRequest, isDefault bool) (*interpContext, error) {
 	if req.Language == "" {
 		req.Language = interp.Python
 	}
 	k, ok := interp.KernelOf(req.Language)
 	if !ok {
-		return nil, errdefs.Malformed("language must be one of %v, got %q", interp.Languages, clip(req.Language, 32))
+		return nil, errdefs.Malformed("language must be one of %v, got %q", interp.Languages, sandbox.Clip(req.Language, 32))
 	}
-	if err := ValidateEnv("env", req.Env); err != nil {
+	if err := sandbox.ValidateEnv("env", req.Env); err != nil {
 		return nil, err
 	}
-	if err := ValidateWorkdir(req.Cwd); err != nil {
+	if err := sandbox.ValidateWorkdir(req.Cwd); err != nil {
 		return nil, err
 	}
 	c := &interpContext{id: uuid.NewString(), language: req.Language, cwd: req.Cwd, env: req.Env, kernel: k, isDefault: isDefault,
 		turn: make(chan struct{}, 1)}
-	sb.interp.mu.Lock()
-	if sb.interp.byID == nil {
-		sb.interp.byID = map[string]*interpContext{}
+	b := s.book(sb.ID(), true)
+	b.mu.Lock()
+	if len(b.byID) >= maxContextsPerSandbox {
+		b.mu.Unlock()
+		return nil, errdefs.New(errdefs.CodeProcessLimit, "sandbox %s has %d interpreter contexts; delete one first", sb.ID(), maxContextsPerSandbox)
 	}
-	if len(sb.interp.byID) >= maxContextsPerSandbox {
-		sb.interp.mu.Unlock()
-		return nil, errdefs.New(errdefs.CodeProcessLimit, "sandbox %s has %d interpreter contexts; delete one first", sb.rec.ID, maxContextsPerSandbox)
-	}
-	sb.interp.byID[c.id] = c // reserved; removed if the start fails
-	sb.interp.mu.Unlock()
-	if err := m.startKernel(ctx, sb, c); err != nil {
-		sb.interp.mu.Lock()
-		delete(sb.interp.byID, c.id)
-		sb.interp.mu.Unlock()
+	b.byID[c.id] = c // reserved; removed if the start fails
+	b.mu.Unlock()
+	if err := s.startKernel(ctx, sb, c); err != nil {
+		b.mu.Lock()
+		delete(b.byID, c.id)
+		b.mu.Unlock()
 		return nil, err
 	}
 	return c, nil
 }
 
 // startKernel starts c's kernel with a fresh nonce and state.
-func (m *Manager) startKernel(ctx context.Context, sb *sandbox, c *interpContext) error {
+func (s *Service) startKernel(ctx context.Context, sb sandbox.Handle, c *interpContext) error {
 	nonce := make([]byte, 16)
 	_, _ = rand.Read(nonce) // crypto/rand.Read never fails
 	env := append(append(api.Env{}, c.env...), c.kernel.Env...)
 	if c.language == interp.JavaScript {
 		// What sandbox::interpreter::install put there.
-		env = append(env, "NODE_PATH="+packageDir(sb)+"/node_modules")
+		env = append(env, "NODE_PATH="+sb.Workdir()+"/node_modules")
 	}
 	env = append(env, interp.NonceEnv+"="+hex.EncodeToString(nonce))
 	// The kernel runs from its file, a short command in process lists;
 	// written at every start, as the sandbox may have changed it since.
-	src := c.kernel.Source
-	if err := m.writeFile(ctx, sb, c.kernel.Path(kernelDir), []byte(src)); err != nil {
+	if err := writeFile(ctx, sb, c.kernel.Path(kernelDir), []byte(c.kernel.Source)); err != nil {
 		return err
 	}
 	program := c.kernel.Interpreter[0]
-	st, err := m.procs.StartProcess(ctx, api.ProcessStartRequest{SandboxID: sb.rec.ID, Argv: c.kernel.Argv(kernelDir), Env: env, Workdir: c.cwd,
+	st, err := s.procs.StartProcess(ctx, api.ProcessStartRequest{SandboxID: sb.ID(), Argv: c.kernel.Argv(kernelDir), Env: env, Workdir: c.cwd,
 		Stdin: true, Tag: contextTag + c.id})
-	if errors.Is(err, ErrCannotStart) {
-		return errdefs.New(errdefs.CodeNoInterpreter, "sandbox %s (image %s) has no %s for %s contexts", sb.rec.ID, sb.rec.Image, program, c.language).
-			WithFix(nil, m.withFix(program))
+	if errors.Is(err, sandbox.ErrCannotStart) {
+		return errdefs.New(errdefs.CodeNoInterpreter, "sandbox %s (image %s) has no %s for %s contexts", sb.ID(), s.image(ctx, sb.ID()), program, c.language).
+			WithFix(nil, sb.Fix(program))
 	}
 	if err != nil {
 		return err
@@ -189,48 +265,49 @@ func (m *Manager) startKernel(ctx context.Context, sb *sandbox, c *interpContext
 	return nil
 }
 
-// writeFile writes data to the file at p of sb as the image's user, as
-// sandbox::fs::write does (filesvc; the kernel's file is a path of ours).
-func (m *Manager) writeFile(ctx context.Context, sb *sandbox, p string, data []byte) error {
-	sb, release, err := m.acquire(ctx, sb.rec.ID, UseCall)
-	if err != nil {
-		return err
-	}
-	defer release()
-	if _, err := sb.client().Upload(ctx, &agentv1.FsUploadHeader{Path: p}, bytes.NewReader(data), sb.touch); err != nil {
-		return m.fsError(ctx, sb, "write of "+p, err)
+// writeFile writes data to the file at p of sb through its agent, as
+// sandbox::fs::write does (filesvc), with the core's fs error mapping.
+func writeFile(ctx context.Context, sb sandbox.Handle, p string, data []byte) error {
+	if _, err := sb.Agent().Upload(ctx, &agentv1.FsUploadHeader{Path: p}, bytes.NewReader(data), sb.Touch); err != nil {
+		return sb.FsFail(ctx, "write of "+p, err)
 	}
 	return nil
 }
 
+// image is the image of the caller's sandbox id, for an error message.
+func (s *Service) image(ctx context.Context, id string) string {
+	info, _ := s.core.Get(ctx, api.GetRequest{SandboxID: id})
+	return info.Image
+}
+
 // findContext finds the caller's context id: its sandbox (acquired for a
 // call; release it) and the context.
-func (m *Manager) findContext(ctx context.Context, id string) (*sandbox, *interpContext, func(), error) {
+func (s *Service) findContext(ctx context.Context, id string) (sandbox.Handle, *interpContext, func(), error) {
 	if id == "" {
 		return nil, nil, nil, errdefs.Malformed("context_id is required")
 	}
-	m.mu.Lock()
-	var owner *sandbox
-	for _, sb := range m.sandboxes {
-		if sb.interp.get(id) != nil {
-			owner = sb
+	s.mu.Lock()
+	owner := ""
+	for sbID, b := range s.books {
+		if b.get(id) != nil {
+			owner = sbID
 			break
 		}
 	}
-	m.mu.Unlock()
-	notFound := errdefs.New(errdefs.CodeNoContext, "no interpreter context %q", clip(id, 64)).
+	s.mu.Unlock()
+	notFound := errdefs.New(errdefs.CodeNoContext, "no interpreter context %q", sandbox.Clip(id, 64)).
 		WithFix(nil, "sandbox::interpreter::context::list shows a sandbox's contexts")
-	if owner == nil {
+	if owner == "" {
 		return nil, nil, nil, notFound
 	}
-	sb, release, err := m.acquire(ctx, owner.rec.ID, UseCall)
+	sb, release, err := s.core.Acquire(ctx, owner, sandbox.UseCall)
 	if errdefs.Is(err, errdefs.CodeNotFound) {
 		return nil, nil, nil, notFound // another owner's
 	}
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	c := sb.interp.get(id)
+	c := s.book(owner, false).get(id)
 	if c == nil {
 		release()
 		return nil, nil, nil, notFound
@@ -239,33 +316,35 @@ func (m *Manager) findContext(ctx context.Context, id string) (*sandbox, *interp
 }
 
 // ListContexts lists a sandbox's contexts (sandbox::interpreter::context::list).
-func (m *Manager) ListContexts(ctx context.Context, req api.ContextListRequest) (api.ContextListResponse, error) {
-	sb, release, err := m.acquire(ctx, req.SandboxID, UseRead)
+func (s *Service) ListContexts(ctx context.Context, req api.ContextListRequest) (api.ContextListResponse, error) {
+	sb, release, err := s.core.Acquire(ctx, req.SandboxID, sandbox.UseRead)
 	if err != nil {
 		return api.ContextListResponse{}, err
 	}
 	defer release()
 	out := api.ContextListResponse{Contexts: []api.ContextInfo{}}
-	sb.interp.mu.Lock()
-	for _, c := range sb.interp.byID {
-		if c.pid > 0 || c.dead != "" {
-			out.Contexts = append(out.Contexts, c.info(sb.rec.ID))
+	if b := s.book(sb.ID(), false); b != nil {
+		b.mu.Lock()
+		for _, c := range b.byID {
+			if c.pid > 0 || c.dead != "" {
+				out.Contexts = append(out.Contexts, c.info(sb.ID()))
+			}
 		}
+		b.mu.Unlock()
 	}
-	sb.interp.mu.Unlock()
 	sort.Slice(out.Contexts, func(i, j int) bool { return out.Contexts[i].Pid < out.Contexts[j].Pid })
 	return out, nil
 }
 
 // RestartContext starts a fresh kernel under the same id, killing the old
 // one (sandbox::interpreter::context::restart).
-func (m *Manager) RestartContext(ctx context.Context, req api.ContextRequest) (api.ContextInfo, error) {
-	sb, c, release, err := m.findContext(ctx, req.ContextID)
+func (s *Service) RestartContext(ctx context.Context, req api.ContextRequest) (api.ContextInfo, error) {
+	sb, c, release, err := s.findContext(ctx, req.ContextID)
 	if err != nil {
 		return api.ContextInfo{}, err
 	}
 	defer release()
-	if err := m.killKernel(ctx, sb, c); err != nil {
+	if err := s.killKernel(ctx, sb.ID(), c); err != nil {
 		return api.ContextInfo{}, err
 	}
 	// A cell still running ends with the kernel; take the turn after it.
@@ -275,38 +354,41 @@ func (m *Manager) RestartContext(ctx context.Context, req api.ContextRequest) (a
 		return api.ContextInfo{}, ctx.Err()
 	}
 	defer func() { <-c.turn }()
-	if err := m.startKernel(ctx, sb, c); err != nil {
+	if err := s.startKernel(ctx, sb, c); err != nil {
 		return api.ContextInfo{}, err
 	}
-	return c.info(sb.rec.ID), nil
+	return c.info(sb.ID()), nil
 }
 
 // DeleteContext kills a context's kernel and forgets it
 // (sandbox::interpreter::context::delete).
-func (m *Manager) DeleteContext(ctx context.Context, req api.ContextRequest) (api.ContextInfo, error) {
-	sb, c, release, err := m.findContext(ctx, req.ContextID)
+func (s *Service) DeleteContext(ctx context.Context, req api.ContextRequest) (api.ContextInfo, error) {
+	sb, c, release, err := s.findContext(ctx, req.ContextID)
 	if err != nil {
 		return api.ContextInfo{}, err
 	}
 	defer release()
-	if err := m.killKernel(ctx, sb, c); err != nil {
+	if err := s.killKernel(ctx, sb.ID(), c); err != nil {
 		return api.ContextInfo{}, err
 	}
-	sb.interp.mu.Lock()
-	delete(sb.interp.byID, c.id)
-	sb.interp.mu.Unlock()
-	return c.info(sb.rec.ID), nil
+	if b := s.book(sb.ID(), false); b != nil {
+		b.mu.Lock()
+		delete(b.byID, c.id)
+		b.mu.Unlock()
+	}
+	return c.info(sb.ID()), nil
 }
 
-// killKernel kills c's kernel unless it has exited already.
-func (m *Manager) killKernel(ctx context.Context, sb *sandbox, c *interpContext) error {
+// killKernel kills c's kernel, in sandbox sbID, unless it has exited
+// already.
+func (s *Service) killKernel(ctx context.Context, sbID string, c *interpContext) error {
 	c.mu.Lock()
 	pid, dead := c.pid, c.dead
 	c.mu.Unlock()
 	if dead != "" {
 		return nil
 	}
-	_, err := m.procs.KillProcess(ctx, api.ProcessRequest{SandboxID: sb.rec.ID, Pid: pid})
+	_, err := s.procs.KillProcess(ctx, api.ProcessRequest{SandboxID: sbID, Pid: pid})
 	if errdefs.Is(err, errdefs.CodeProcessExited) || errdefs.Is(err, errdefs.CodeProcessNotFound) {
 		err = nil
 	}
@@ -318,8 +400,8 @@ func (m *Manager) killKernel(ctx context.Context, sb *sandbox, c *interpContext)
 
 // Interrupt interrupts the cell running in a context
 // (sandbox::interpreter::interrupt): SIGINT to its kernel's group.
-func (m *Manager) Interrupt(ctx context.Context, req api.ContextRequest) (api.InterruptResponse, error) {
-	sb, c, release, err := m.findContext(ctx, req.ContextID)
+func (s *Service) Interrupt(ctx context.Context, req api.ContextRequest) (api.InterruptResponse, error) {
+	sb, c, release, err := s.findContext(ctx, req.ContextID)
 	if err != nil {
 		return api.InterruptResponse{}, err
 	}
@@ -331,10 +413,10 @@ func (m *Manager) Interrupt(ctx context.Context, req api.ContextRequest) (api.In
 		return api.InterruptResponse{}, contextDead(c.id, dead)
 	}
 	if busy {
-		if err := m.interruptKernel(ctx, sb, pid); err != nil {
+		if err := s.interruptKernel(ctx, sb.ID(), pid); err != nil {
 			return api.InterruptResponse{}, err
 		}
-		m.repeatInterrupt(sb, c, pid, cell)
+		s.repeatInterrupt(sb.ID(), c, pid, cell)
 	}
 	return api.InterruptResponse{ContextID: c.id, Running: busy}, nil
 }
@@ -348,7 +430,7 @@ const (
 
 // repeatInterrupt sends SIGINT again, in the background, while cell is
 // still the one running, a few seconds at most.
-func (m *Manager) repeatInterrupt(sb *sandbox, c *interpContext, pid int, cell uint64) {
+func (s *Service) repeatInterrupt(sbID string, c *interpContext, pid int, cell uint64) {
 	c.mu.Lock()
 	if c.interrupting {
 		c.mu.Unlock()
@@ -356,7 +438,7 @@ func (m *Manager) repeatInterrupt(sb *sandbox, c *interpContext, pid int, cell u
 	}
 	c.interrupting = true
 	c.mu.Unlock()
-	m.destroying.Go(func() {
+	go func() {
 		defer func() {
 			c.mu.Lock()
 			c.interrupting = false
@@ -365,21 +447,21 @@ func (m *Manager) repeatInterrupt(sb *sandbox, c *interpContext, pid int, cell u
 		for range interruptRepeats {
 			select {
 			case <-time.After(interruptEvery):
-			case <-m.shutdown.Done():
+			case <-s.done:
 				return
 			}
 			c.mu.Lock()
 			still := c.busy && c.nextID == cell && c.pid == pid
 			c.mu.Unlock()
-			if !still || m.interruptKernel(m.shutdown, sb, pid) != nil {
+			if !still || s.interruptKernel(context.Background(), sbID, pid) != nil {
 				return
 			}
 		}
-	})
+	}()
 }
 
-func (m *Manager) interruptKernel(ctx context.Context, sb *sandbox, pid int) error {
-	_, err := m.procs.SignalProcess(ctx, api.ProcessSignalRequest{SandboxID: sb.rec.ID, Pid: pid, Signal: "INT"})
+func (s *Service) interruptKernel(ctx context.Context, sbID string, pid int) error {
+	_, err := s.procs.SignalProcess(ctx, api.ProcessSignalRequest{SandboxID: sbID, Pid: pid, Signal: "INT"})
 	if errdefs.Is(err, errdefs.CodeProcessExited) {
 		return nil // it died meanwhile; the cell reports it
 	}
@@ -393,11 +475,11 @@ func contextDead(id, why string) error {
 
 // RunCode runs a cell (sandbox::interpreter::run): its stdout and stderr
 // are emitted as they are written, and its result returned.
-func (m *Manager) RunCode(ctx context.Context, req api.RunCodeRequest, emit emitFunc) (api.CellResult, error) {
+func (s *Service) RunCode(ctx context.Context, req api.RunCodeRequest, emit emitFunc) (api.CellResult, error) {
 	if len(req.Code) > maxCodeBytes {
 		return api.CellResult{}, errdefs.Malformed("code is %d bytes; at most %d", len(req.Code), maxCodeBytes)
 	}
-	sb, c, release, err := m.cellContext(ctx, req)
+	sb, c, release, err := s.cellContext(ctx, req)
 	if err != nil {
 		return api.CellResult{}, err
 	}
@@ -432,22 +514,22 @@ func (m *Manager) RunCode(ctx context.Context, req api.RunCodeRequest, emit emit
 
 	start := time.Now()
 	// The output is followed before the cell is sent: nothing is missed.
-	events, err := sb.client().Attach(context.WithoutCancel(ctx), &agentv1.AttachRequest{Pid: int32(pid), StdoutOffset: offsets[0], StderrOffset: offsets[1]})
+	events, err := sb.Agent().Attach(context.WithoutCancel(ctx), &agentv1.AttachRequest{Pid: int32(pid), StdoutOffset: offsets[0], StderrOffset: offsets[1]})
 	if err != nil {
-		return api.CellResult{}, m.processError(ctx, sb, "following a context", pid, err)
+		return api.CellResult{}, sb.ProcessFail(ctx, "following a context", pid, err)
 	}
 	line := c.kernel.Request(id, req.Code)
-	if _, err := m.procs.WriteStdin(ctx, api.ProcessStdinRequest{SandboxID: sb.rec.ID, Pid: pid, Data: string(line)}); err != nil {
+	if _, err := s.procs.WriteStdin(ctx, api.ProcessStdinRequest{SandboxID: sb.ID(), Pid: pid, Data: string(line)}); err != nil {
 		events.Close()
 		if errdefs.Is(err, errdefs.CodeProcessExited) || errdefs.Is(err, errdefs.CodeNoStdin) {
-			return api.CellResult{}, m.markDead(c, "its interpreter had exited")
+			return api.CellResult{}, markDead(c, "its interpreter had exited")
 		}
 		return api.CellResult{}, err
 	}
 
-	cell := &cellRun{m: m, sb: sb, c: c, id: id, pid: pid, emit: emit, events: events, got: make(chan recvd, 1),
+	cell := &cellRun{s: s, sb: sb, c: c, id: id, pid: pid, emit: emit, events: events, got: make(chan recvd, 1),
 		split: interp.NewSplitter(c.nonce, maxResultBytes), errSplit: interp.NewSplitter(c.nonce, 64),
-		timer: time.NewTimer(time.Duration(m.execTimeout(req.TimeoutMs)) * time.Millisecond)}
+		timer: time.NewTimer(time.Duration(sb.ExecTimeout(req.TimeoutMs)) * time.Millisecond)}
 	res, err := cell.read(ctx)
 	if cell.detached && err != nil && !cell.ended {
 		// The caller went away mid-cell: the cell was interrupted; its
@@ -472,17 +554,17 @@ func (m *Manager) RunCode(ctx context.Context, req api.RunCodeRequest, emit emit
 
 // cellContext is the context a cell runs in: the one named, or the
 // sandbox's default of the language, started on first use.
-func (m *Manager) cellContext(ctx context.Context, req api.RunCodeRequest) (*sandbox, *interpContext, func(), error) {
+func (s *Service) cellContext(ctx context.Context, req api.RunCodeRequest) (sandbox.Handle, *interpContext, func(), error) {
 	if req.ContextID != "" {
 		if req.Language != "" || req.SandboxID != "" {
-			sb, c, release, err := m.findContext(ctx, req.ContextID)
-			if err == nil && ((req.Language != "" && req.Language != c.language) || (req.SandboxID != "" && req.SandboxID != sb.rec.ID)) {
+			sb, c, release, err := s.findContext(ctx, req.ContextID)
+			if err == nil && ((req.Language != "" && req.Language != c.language) || (req.SandboxID != "" && req.SandboxID != sb.ID())) {
 				release()
-				return nil, nil, nil, errdefs.Malformed("context %s is a %s context of sandbox %s", c.id, c.language, sb.rec.ID)
+				return nil, nil, nil, errdefs.Malformed("context %s is a %s context of sandbox %s", c.id, c.language, sb.ID())
 			}
 			return sb, c, release, err
 		}
-		return m.findContext(ctx, req.ContextID)
+		return s.findContext(ctx, req.ContextID)
 	}
 	if req.SandboxID == "" {
 		return nil, nil, nil, errdefs.Malformed("give context_id, or sandbox_id (and language) for the sandbox's default context")
@@ -491,18 +573,19 @@ func (m *Manager) cellContext(ctx context.Context, req api.RunCodeRequest) (*san
 	if language == "" {
 		language = interp.Python
 	}
-	sb, release, err := m.acquire(ctx, req.SandboxID, UseCall)
+	sb, release, err := s.core.Acquire(ctx, req.SandboxID, sandbox.UseCall)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	c := sb.interp.defaultOf(language)
+	b := s.book(sb.ID(), true)
+	c := b.defaultOf(language)
 	if c == nil {
 		// One default per language, even for racing first cells.
-		sb.interpStart.Lock()
-		if c = sb.interp.defaultOf(language); c == nil {
-			c, err = m.newContext(ctx, sb, api.ContextCreateRequest{Language: language}, true)
+		b.start.Lock()
+		if c = b.defaultOf(language); c == nil {
+			c, err = s.newContext(ctx, sb, api.ContextCreateRequest{Language: language}, true)
 		}
-		sb.interpStart.Unlock()
+		b.start.Unlock()
 		if err != nil {
 			release()
 			return nil, nil, nil, err
@@ -513,7 +596,7 @@ func (m *Manager) cellContext(ctx context.Context, req api.RunCodeRequest) (*san
 
 // markDead records that c's kernel has ended and returns the error that
 // says so.
-func (m *Manager) markDead(c *interpContext, why string) error {
+func markDead(c *interpContext, why string) error {
 	c.mu.Lock()
 	if c.dead == "" {
 		c.dead = why
@@ -525,8 +608,8 @@ func (m *Manager) markDead(c *interpContext, why string) error {
 
 // cellRun reads one cell's output and result.
 type cellRun struct {
-	m     *Manager
-	sb    *sandbox
+	s     *Service
+	sb    sandbox.Handle
 	c     *interpContext
 	id    uint64
 	pid   int
@@ -579,8 +662,8 @@ func (r *cellRun) read(ctx context.Context) (api.CellResult, error) {
 		case <-r.timer.C:
 			if r.interrupted {
 				r.ended = true
-				_ = r.m.killKernel(context.Background(), r.sb, r.c)
-				return api.CellResult{}, r.m.markDead(r.c, "killed: it did not stop within "+interruptGrace.String()+" of an interrupt")
+				_ = r.s.killKernel(context.Background(), r.sb.ID(), r.c)
+				return api.CellResult{}, markDead(r.c, "killed: it did not stop within "+interruptGrace.String()+" of an interrupt")
 			}
 			r.timedOut = true
 			r.interrupt()
@@ -589,9 +672,9 @@ func (r *cellRun) read(ctx context.Context) (api.CellResult, error) {
 			if g.err != nil {
 				r.ended = true
 				if g.err == io.EOF {
-					return api.CellResult{}, r.m.markDead(r.c, "its interpreter exited")
+					return api.CellResult{}, markDead(r.c, "its interpreter exited")
 				}
-				return api.CellResult{}, r.m.processError(context.Background(), r.sb, "following a context", r.pid, g.err)
+				return api.CellResult{}, r.sb.ProcessFail(context.Background(), "following a context", r.pid, g.err)
 			}
 			res, end, err := r.take(g.ev)
 			if end {
@@ -609,7 +692,7 @@ func (r *cellRun) interrupt() {
 		return
 	}
 	r.interrupted = true
-	_ = r.m.interruptKernel(context.Background(), r.sb, r.pid)
+	_ = r.s.interruptKernel(context.Background(), r.sb.ID(), r.pid)
 	r.timer.Stop()
 	r.timer = time.NewTimer(interruptGrace)
 }
@@ -620,17 +703,17 @@ func (r *cellRun) take(ev *agentv1.ProcessEvent) (api.CellResult, bool, error) {
 	if x := ev.GetExited(); x != nil {
 		why := "its interpreter exited with status " + strconv.Itoa(int(x.GetExitCode()))
 		if x.GetSignal() > 0 {
-			why = "its interpreter was killed by " + SignalName(x.GetSignal())
+			why = "its interpreter was killed by " + sandbox.SignalName(x.GetSignal())
 		}
-		return api.CellResult{}, true, r.m.markDead(r.c, why)
+		return api.CellResult{}, true, markDead(r.c, why)
 	}
 	o := ev.GetOutput()
 	if o == nil {
 		return api.CellResult{}, false, nil
 	}
-	r.sb.touch()
+	r.sb.Touch()
 	data := o.GetData()
-	if StreamIndex(o.GetStream()) == 1 {
+	if o.GetStream() == agentv1.Stream_STREAM_STDERR {
 		return r.takeStderr(o.GetOffset(), o.GetDropped(), data)
 	}
 	if r.outDone {
@@ -694,8 +777,8 @@ func (r *cellRun) takeStderr(offset, dropped int64, data []byte) (api.CellResult
 // broken kills a kernel that broke the protocol and reports its context
 // dead.
 func (r *cellRun) broken(why string) error {
-	_ = r.m.killKernel(context.Background(), r.sb, r.c)
-	return r.m.markDead(r.c, why)
+	_ = r.s.killKernel(context.Background(), r.sb.ID(), r.c)
+	return markDead(r.c, why)
 }
 
 // out emits a piece of the cell's output, unless the caller went away.
@@ -704,7 +787,7 @@ func (r *cellRun) out(event string, offset, dropped int64, data []byte) error {
 		return nil
 	}
 	chunk := api.OutputChunk{Offset: offset, Dropped: dropped}
-	chunk.Data, chunk.Base64 = TextOrBase64(data)
+	chunk.Data, chunk.Base64 = sandbox.TextOrBase64(data)
 	if err := r.emit(event, chunk); err != nil {
 		r.detached = true // the caller went away: the read goes on
 		r.interrupt()

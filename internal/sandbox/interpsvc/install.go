@@ -1,13 +1,13 @@
-package sandbox
+package interpsvc
 
 import (
 	"context"
 	"net/url"
 	"regexp"
-	"strings"
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/sandbox"
 )
 
 // Package managers of sandbox::interpreter::install.
@@ -31,62 +31,50 @@ var (
 // output is emitted as it writes, and its exit is the result. It needs a
 // sandbox with a network; an index on the host's loopback is reached at
 // the sandbox's gateway.
-func (m *Manager) Install(ctx context.Context, req api.InstallRequest, emit emitFunc) (api.ExecResponse, error) {
+func (s *Service) Install(ctx context.Context, req api.InstallRequest, emit emitFunc) (api.ExecResponse, error) {
 	name := pipPackage
-	index := m.cfg.PackageIndexes.Pip
+	index := s.indexes.Pip
 	switch req.Manager {
 	case managerPip:
 	case managerNpm:
-		name, index = npmPackage, m.cfg.PackageIndexes.Npm
+		name, index = npmPackage, s.indexes.Npm
 	default:
-		return api.ExecResponse{}, errdefs.Malformed("manager must be pip or npm, got %q", clip(req.Manager, 32))
+		return api.ExecResponse{}, errdefs.Malformed("manager must be pip or npm, got %q", sandbox.Clip(req.Manager, 32))
 	}
 	if len(req.Packages) == 0 || len(req.Packages) > maxPackages {
 		return api.ExecResponse{}, errdefs.Malformed("packages must name 1 to %d packages, got %d", maxPackages, len(req.Packages))
 	}
 	for _, p := range req.Packages {
 		if !name.MatchString(p) {
-			return api.ExecResponse{}, errdefs.Malformed("%q is not a %s package name (with an optional version)", clip(p, 64), req.Manager)
+			return api.ExecResponse{}, errdefs.Malformed("%q is not a %s package name (with an optional version)", sandbox.Clip(p, 64), req.Manager)
 		}
 	}
-	sb, err := m.lookup(ctx, req.SandboxID)
+	info, err := s.core.Get(ctx, api.GetRequest{SandboxID: req.SandboxID})
 	if err != nil {
 		return api.ExecResponse{}, err
 	}
-	if !sb.rec.Network {
-		return api.ExecResponse{}, errdefs.New(errdefs.CodeMalformed, "sandbox %s has no network: installing packages needs one to reach the index", sb.rec.ID).
+	if !info.Network {
+		return api.ExecResponse{}, errdefs.New(errdefs.CodeMalformed, "sandbox %s has no network: installing packages needs one to reach the index", info.SandboxID).
 			WithFix(map[string]any{"network": true}, "create the sandbox with network: true")
 	}
-	if index != "" {
-		if nw := m.attachment(sb); nw != nil && nw.Gateway.IsValid() {
-			index = strings.TrimPrefix(rewriteLocalhost([]string{"I=" + index}, nw.Gateway, loopbackPorts([]string{"I=" + index}))[0], "I=")
-		}
+	// npm installs in the sandbox's Workdir, where its JavaScript contexts
+	// find what it installed (NODE_PATH).
+	sb, release, err := s.core.Acquire(ctx, info.SandboxID, sandbox.UseRecord)
+	if err != nil {
+		return api.ExecResponse{}, err
 	}
+	index, dir := sb.HostURL(index), sb.Workdir()
+	release()
 	tool, argv := installArgv(req.Manager, index, req.Packages)
-	check, err := m.Exec(ctx, api.ExecRequest{SandboxID: sb.rec.ID, Argv: tool})
+	check, err := s.core.Exec(ctx, api.ExecRequest{SandboxID: info.SandboxID, Argv: tool})
 	if err != nil {
 		return api.ExecResponse{}, err
 	}
 	if !check.Success {
-		return api.ExecResponse{}, errdefs.New(errdefs.CodeNoInterpreter, "sandbox %s (image %s) has no %s", sb.rec.ID, sb.rec.Image, req.Manager).
-			WithFix(nil, m.withFix(req.Manager))
+		return api.ExecResponse{}, errdefs.New(errdefs.CodeNoInterpreter, "sandbox %s (image %s) has no %s", info.SandboxID, info.Image, req.Manager).
+			WithFix(nil, sb.Fix(req.Manager))
 	}
-	return m.procs.ExecStream(ctx, api.ExecRequest{SandboxID: sb.rec.ID, Argv: argv, TimeoutMs: m.cfg.MaxExecTimeoutMs, Workdir: packageDir(sb)}, emit)
-}
-
-// packageDir is where npm installs in sb, and where its JavaScript
-// contexts find what it installed: the image's working directory, or the
-// home directory when that is / (npm does not install into /).
-func packageDir(sb *sandbox) string {
-	if wd := sb.image.Config.WorkingDir; wd != "" && wd != "/" {
-		return wd
-	}
-	for _, kv := range sb.env() {
-		if home, ok := strings.CutPrefix(kv, "HOME="); ok && strings.HasPrefix(home, "/") && home != "/" {
-			return home
-		}
-	}
-	return "/root"
+	return s.procs.ExecStream(ctx, api.ExecRequest{SandboxID: info.SandboxID, Argv: argv, TimeoutMs: s.maxTimeoutMs, Workdir: dir}, emit)
 }
 
 // installArgv is the command that finds manager (exits 0 when it is
