@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/net/netutil"
 
+	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/cleanup"
 	"github.com/hutch-dev/hutch/internal/config"
@@ -34,6 +35,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/sandbox/envsvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/filesvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/gitsvc"
+	"github.com/hutch-dev/hutch/internal/sandbox/snapsvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/volumesvc"
 	"github.com/hutch-dev/hutch/internal/volumes"
 	"github.com/hutch-dev/hutch/internal/webguard"
@@ -278,6 +280,9 @@ func (d *daemon) openStores(context.Context) error {
 // function table over them.
 func (d *daemon) startManager(ctx context.Context) error {
 	cfg, obs := d.cfg, d.obs
+	// The snapshot service is built over the manager, whose creates ask
+	// it what a template or a snapshot_id starts from.
+	var snaps *snapsvc.Service
 	mgr, err := sandbox.New(ctx, sandbox.Options{
 		Volumes:   d.vols,
 		Config:    cfg,
@@ -291,6 +296,9 @@ func (d *daemon) startManager(ctx context.Context) error {
 		Events:    d.evlog,
 		// A host URL names the port the listener got (--listen :0 too).
 		ListenPort: d.ln.Addr().(*net.TCPAddr).Port,
+		OriginOf: func(ctx context.Context, req *api.CreateRequest) (*sandbox.Origin, error) {
+			return snaps.Origin(ctx, req)
+		},
 	})
 	if err != nil {
 		return err
@@ -302,6 +310,9 @@ func (d *daemon) startManager(ctx context.Context) error {
 		d.cleanShutdown = err == nil
 		return err
 	})
+	if snaps, err = snapsvc.New(mgr, snapsvc.Options{Dir: sandbox.CheckpointDir(d.opts.DataDir), StorageMB: cfg.SnapshotStorageMB, Logger: d.log}); err != nil {
+		return err
+	}
 	d.resolver.SetDirectory(mgr.Resolver())
 	d.jobRunner, err = jobs.Open(filepath.Join(d.opts.DataDir, "jobs.db"), mgr, jobs.Options{MaxRunning: cfg.JobsMaxRunning, MaxRunningPerOwner: cfg.JobsMaxRunningPerOwner,
 		MaxQueuedPerOwner: cfg.MaxQueuedJobsPerOwner, MaxKept: cfg.JobsMaxKept, Events: d.evlog, Logger: d.log})
@@ -310,7 +321,7 @@ func (d *daemon) startManager(ctx context.Context) error {
 	}
 	d.undo.Push("closing the job runner", func(context.Context) error { return d.jobRunner.Close() })
 	mgr.ProtectPorts(listenPorts(d.ln.Addr().String(), d.opts.EngineListen)...)
-	d.table = functions.New(functions.Deps{Sandboxes: mgr, Files: filesvc.New(mgr), Images: mgr, Metrics: mgr, Processes: mgr, Lifecycle: mgr, Snapshots: mgr, Events: mgr, Webhooks: d.hookAdmin, Alerts: alertsvc.New(mgr, mgr, mgr.Done(), d.log), Jobs: d.jobRunner, Interpreter: mgr, Ports: mgr, Networks: mgr, Environment: envsvc.New(mgr), Volumes: volumesvc.New(d.vols), Git: gitsvc.New(mgr, cfg.MaxOutputBytes, d.log), Observer: obs.metrics})
+	d.table = functions.New(functions.Deps{Sandboxes: mgr, Files: filesvc.New(mgr), Images: mgr, Metrics: mgr, Processes: mgr, Lifecycle: mgr, Snapshots: snaps, Events: mgr, Webhooks: d.hookAdmin, Alerts: alertsvc.New(mgr, mgr, mgr.Done(), d.log), Jobs: d.jobRunner, Interpreter: mgr, Ports: mgr, Networks: mgr, Environment: envsvc.New(mgr), Volumes: volumesvc.New(d.vols), Git: gitsvc.New(mgr, cfg.MaxOutputBytes, d.log), Observer: obs.metrics})
 	obs.attach(mgr.Live, d.images.CacheBytes)
 	obs.metrics.SetDaemon(metrics.Daemon{Runtimes: runtimeMetrics(d.rts), Capacity: cfg.MaxConcurrentSandboxes})
 	obs.metrics.WatchWarmPool(mgr.WarmPool)

@@ -18,6 +18,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/sandbox/envsvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/filesvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/gitsvc"
+	"github.com/hutch-dev/hutch/internal/sandbox/snapsvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/volumesvc"
 )
 
@@ -92,7 +93,7 @@ func TestOpenAPIDocumentIsCurrent(t *testing.T) {
 func fullDeps() functions.Deps {
 	var m *sandbox.Manager
 	var j *jobs.Runner
-	return functions.Deps{Sandboxes: m, Files: filesvc.New(m), Images: m, Metrics: m, Processes: m, Lifecycle: m, Snapshots: m,
+	return functions.Deps{Sandboxes: m, Files: filesvc.New(m), Images: m, Metrics: m, Processes: m, Lifecycle: m, Snapshots: (*snapsvc.Service)(nil),
 		Events: m, Webhooks: noWebhooks{}, Alerts: alertsvc.New(m, m, nil, nil), Jobs: j, Interpreter: m, Ports: m, Networks: m, Environment: envsvc.New(m), Volumes: volumesvc.New(nil), Git: gitsvc.New(m, 0, nil)}
 }
 

@@ -10,6 +10,7 @@ package sandbox
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/hutch-dev/hutch/api"
@@ -90,6 +91,22 @@ type Handle interface {
 	Pause() error
 	// Stop ends it for end, in the background.
 	Stop(end runtime.End)
+
+	// snapsvc: what a copy of it is made of.
+
+	// Copy is what a copy of it is created from: the request of its
+	// image, shape, network, egress, env, life terms and metadata, and
+	// the Origin a copy starts from with it (runtime, image id, cpus,
+	// memory, network), to which the caller adds a checkpoint or a layer.
+	Copy() (api.CreateRequest, Origin)
+	// Checkpoint writes a checkpoint of it into dir (UseRead), leaving it
+	// as it was (checkpoint.go): S265 when it mounts volumes, S302 when
+	// its runtime cannot, S004 when it no longer runs; any other failure
+	// is logged and S500.
+	Checkpoint(dir string) error
+	// CaptureLayer writes its writable layer into file: S302 when its
+	// runtime cannot; a failure is logged and S500.
+	CaptureLayer(file string) error
 }
 
 // ExecCall is one command a service runs through Handle.Exec.
@@ -233,4 +250,51 @@ func (h handle) Stop(end runtime.End)          { h.m.stopAsync(h.sb, end) }
 func (h handle) Pause() error {
 	_, err := h.m.freeze(h.sb)
 	return err
+}
+
+// snapsvc: copies of a sandbox, and the records of a service.
+
+func (h handle) Copy() (api.CreateRequest, Origin) {
+	rec := h.sb.snapshotRecord()
+	req := api.CreateRequest{Network: rec.Network, Egress: rec.Egress, Image: rec.Image, CPUs: rec.CPUs, MemoryMB: rec.MemoryMB, Env: rec.Env,
+		IdleTimeoutSecs: rec.IdleTimeoutSecs, OnIdle: rec.OnIdle, AutoResume: rec.AutoResume,
+		TimeoutSecs: rec.TimeoutSecs, Metadata: rec.Metadata}
+	return req, Origin{Runtime: rec.Runtime, ImageID: rec.ImageID, CPUs: rec.CPUs, MemoryMB: rec.MemoryMB, Network: rec.Network}
+}
+
+func (h handle) Checkpoint(dir string) error    { return h.m.checkpoint(h.sb, dir) }
+func (h handle) CaptureLayer(file string) error { return h.m.captureLayer(h.sb, file) }
+
+// Records is one bucket of the core's store in which a service keeps
+// records of its own (snapsvc: snapshots, templates), as JSON by key.
+type Records interface {
+	// Put writes v under key, replacing what was there.
+	Put(key string, v any) error
+	// Get decodes the value of key into v; false when there is none.
+	Get(key string, v any) (bool, error)
+	// Remove deletes key, if it is there.
+	Remove(key string) error
+	// Each calls fn with every key and its value, in key order; value
+	// is valid only during the call.
+	Each(fn func(key string, value []byte) error) error
+}
+
+// Records is the bucket of the store named name, made if it is new.
+func (m *Manager) Records(name string) (Records, error) { return m.store.bucket(name) }
+
+// AllRecords decodes every value of r; those that do not decode, or whose
+// idOf is not their key, are reported by key.
+func AllRecords[T any](r Records, idOf func(*T) string) ([]*T, []string, error) {
+	var out []*T
+	var bad []string
+	err := r.Each(func(k string, v []byte) error {
+		var rec T
+		if err := json.Unmarshal(v, &rec); err != nil || idOf(&rec) != k {
+			bad = append(bad, k)
+			return nil
+		}
+		out = append(out, &rec)
+		return nil
+	})
+	return out, bad, err
 }
