@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/net/netutil"
 
+	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/cleanup"
 	"github.com/hutch-dev/hutch/internal/config"
@@ -41,6 +42,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/sandbox/networksvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/portsvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/procsvc"
+	"github.com/hutch-dev/hutch/internal/sandbox/snapsvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/volumesvc"
 	"github.com/hutch-dev/hutch/internal/volumes"
 	"github.com/hutch-dev/hutch/internal/webguard"
@@ -286,6 +288,9 @@ func (d *daemon) openStores(context.Context) error {
 // function table over them.
 func (d *daemon) startManager(ctx context.Context) error {
 	cfg, obs := d.cfg, d.obs
+	// The snapshot service is built over the manager, whose creates ask
+	// it what a template or a snapshot_id starts from.
+	var snaps *snapsvc.Service
 	mgr, err := sandbox.New(ctx, sandbox.Options{
 		Volumes:   d.vols,
 		Config:    cfg,
@@ -297,6 +302,9 @@ func (d *daemon) startManager(ctx context.Context) error {
 		Logger:    d.log,
 		Observer:  obs.metrics,
 		Events:    d.evlog,
+		OriginOf: func(ctx context.Context, req *api.CreateRequest) (*sandbox.Origin, error) {
+			return snaps.Origin(ctx, req)
+		},
 	})
 	if err != nil {
 		return err
@@ -308,6 +316,9 @@ func (d *daemon) startManager(ctx context.Context) error {
 		d.cleanShutdown = err == nil
 		return err
 	})
+	if snaps, err = snapsvc.New(mgr, snapsvc.Options{Dir: sandbox.CheckpointDir(d.opts.DataDir), StorageMB: cfg.SnapshotStorageMB, Logger: d.log}); err != nil {
+		return err
+	}
 	d.resolver.SetDirectory(mgr.Resolver())
 	d.jobRunner, err = jobs.Open(filepath.Join(d.opts.DataDir, "jobs.db"), mgr, jobs.Options{MaxRunning: cfg.JobsMaxRunning, MaxRunningPerOwner: cfg.JobsMaxRunningPerOwner,
 		MaxQueuedPerOwner: cfg.MaxQueuedJobsPerOwner, MaxKept: cfg.JobsMaxKept, Events: d.evlog, Logger: d.log})
@@ -339,7 +350,7 @@ func (d *daemon) startManager(ctx context.Context) error {
 		Metrics:     metricsvc.New(mgr, metricsvc.Limits{WritableLayerMB: cfg.WritableLayerMB, Pids: cfg.PidsLimit}),
 		Processes:   procs,
 		Lifecycle:   mgr,
-		Snapshots:   mgr,
+		Snapshots:   snaps,
 		Events:      evs,
 		Webhooks:    d.hookAdmin,
 		Alerts:      alertsvc.New(mgr, evs, mgr.Done(), d.log),

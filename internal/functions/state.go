@@ -26,7 +26,7 @@ func registerLifecycle(t *Table) {
 }
 
 // Snapshots are the dependency of the snapshot and template functions and
-// of fork: the sandbox manager.
+// of fork: the snapshot service (internal/sandbox/snapsvc).
 type Snapshots interface {
 	CreateSnapshot(ctx context.Context, req api.SnapshotCreateRequest) (api.SnapshotInfo, error)
 	ListSnapshots(ctx context.Context, req api.SnapshotListRequest) (api.SnapshotListResponse, error)

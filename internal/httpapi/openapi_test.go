@@ -26,6 +26,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/sandbox/networksvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/portsvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/procsvc"
+	"github.com/hutch-dev/hutch/internal/sandbox/snapsvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/volumesvc"
 )
 
@@ -108,7 +109,7 @@ func fullDeps() functions.Deps {
 		Metrics:     metricsvc.New(m, metricsvc.Limits{}),
 		Processes:   procsvc.New(m, procsvc.Limits{}),
 		Lifecycle:   m,
-		Snapshots:   m,
+		Snapshots:   (*snapsvc.Service)(nil),
 		Events:      eventsvc.New(m, nil),
 		Webhooks:    noWebhooks{},
 		Alerts:      alertsvc.New(m, eventsvc.New(m, nil), nil, nil),

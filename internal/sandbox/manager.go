@@ -71,6 +71,10 @@ type Options struct {
 	// Network is the daemon's network service (network.go); nil refuses
 	// network: true.
 	Network NetworkService
+	// OriginOf resolves a create's template and snapshot_id (snapsvc):
+	// it applies them to req and says what the sandbox starts from (nil:
+	// its image). Nil refuses both with S302.
+	OriginOf func(ctx context.Context, req *api.CreateRequest) (*Origin, error)
 }
 
 // Manager owns every sandbox of one daemon.
@@ -104,8 +108,10 @@ type Manager struct {
 	pool *warmPool
 	// boots bounds the boots under way (boots.go).
 	boots bootSlots
-	// snaps keeps snapshots (snapshot.go).
-	snaps snapshots
+	// checkpoints is the checkpoint directory (checkpoint.go); originOf
+	// is Options.OriginOf.
+	checkpoints string
+	originOf    func(context.Context, *api.CreateRequest) (*Origin, error)
 	// nets are the sandbox networks (SetNetworks); nil for none.
 	nets atomic.Pointer[Networks]
 	// denialsOnce starts the watcher of egress refusals (egress.go).
@@ -182,10 +188,11 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 		obs:         opts.Observer,
 		events:      opts.Events,
 		pool:        newWarmPool(opts.Config),
-		snaps:       snapshots{root: filepath.Join(opts.StateDir, "snapshots")},
+		checkpoints: CheckpointDir(opts.StateDir),
+		originOf:    opts.OriginOf,
 		vols:        opts.Volumes,
 	}
-	if err := errors.Join(m.reconcile(ctx), m.recoverSnapshots()); err != nil {
+	if err := errors.Join(m.reconcile(ctx), m.clearHibernated()); err != nil {
 		shut()
 		st.close()
 		return nil, err
@@ -237,19 +244,18 @@ func (m *Manager) reconcile(ctx context.Context) error {
 }
 
 // Create boots a sandbox, or restores one from a snapshot, after applying
-// its template's defaults. Checks run in the contract's order: capacity,
-// catalog and allowlist, per-image caps, env, image cache, boot.
+// its template's defaults (Options.OriginOf resolves both). Checks run in
+// the contract's order: capacity, catalog and allowlist, per-image caps,
+// env, image cache, boot.
 func (m *Manager) Create(ctx context.Context, req api.CreateRequest) (resp api.CreateResponse, err error) {
 	ctx, done := m.traceCreate(ctx, req)
 	defer func() { done(resp, err) }()
-	var from *origin
-	if req.Template != "" {
-		if from, err = m.templateSource(ctx, &req); err != nil {
-			return api.CreateResponse{}, err
+	var from *Origin
+	if req.Template != "" || req.SnapshotID != "" {
+		if m.originOf == nil {
+			return api.CreateResponse{}, errdefs.New(errdefs.CodeUnsupported, "this daemon keeps no snapshots or templates")
 		}
-	}
-	if req.SnapshotID != "" {
-		if from, err = m.snapshotSource(ctx, &req); err != nil {
+		if from, err = m.originOf(ctx, &req); err != nil {
 			return api.CreateResponse{}, err
 		}
 	}
@@ -258,7 +264,7 @@ func (m *Manager) Create(ctx context.Context, req api.CreateRequest) (resp api.C
 
 // create is Create; with from, the sandbox starts from that origin, whose
 // image (and for a checkpoint cpus and memory) req already names.
-func (m *Manager) create(ctx context.Context, req api.CreateRequest, from *origin) (resp api.CreateResponse, err error) {
+func (m *Manager) create(ctx context.Context, req api.CreateRequest, from *Origin) (resp api.CreateResponse, err error) {
 	owner := auth.OwnerFrom(ctx)
 	if err := m.reserve(owner); err != nil {
 		return api.CreateResponse{}, err
@@ -294,8 +300,8 @@ func (m *Manager) create(ctx context.Context, req api.CreateRequest, from *origi
 	if err != nil {
 		return api.CreateResponse{}, err
 	}
-	if from != nil && from.checkpoint != "" && (req.Network != from.network || cpus != from.cpus || mem != from.memoryMB) {
-		return api.CreateResponse{}, errdefs.New(errdefs.CodeMalformed, "a sandbox restored from a snapshot keeps its cpus (%d), memory_mb (%d) and network (%v)", from.cpus, from.memoryMB, from.network)
+	if from != nil && from.Checkpoint != "" && (req.Network != from.Network || cpus != from.CPUs || mem != from.MemoryMB) {
+		return api.CreateResponse{}, errdefs.New(errdefs.CodeMalformed, "a sandbox restored from a snapshot keeps its cpus (%d), memory_mb (%d) and network (%v)", from.CPUs, from.MemoryMB, from.Network)
 	}
 	if from == nil && rt == m.rts.Default() {
 		if sb := m.claimWarm(ctx, req, cpus, mem, t); sb != nil {
@@ -309,7 +315,7 @@ func (m *Manager) create(ctx context.Context, req api.CreateRequest, from *origi
 		return api.CreateResponse{}, err
 	}
 	defer release()
-	if from != nil && img.ID != from.imageID {
+	if from != nil && img.ID != from.ImageID {
 		return api.CreateResponse{}, errdefs.New(errdefs.CodeImageMissing, "image %s has changed since the snapshot or template was taken; it starts only on the image it was taken on", req.Image)
 	}
 	rec := &record{
@@ -383,7 +389,7 @@ func (m *Manager) register(sb *sandbox) (api.CreateResponse, error) {
 // bootSandbox starts the runtime and connects to the agent; the sandbox
 // it returns is Booting, not yet recorded. On any failure, and when the
 // daemon shuts down meanwhile, it leaves nothing behind.
-func (m *Manager) bootSandbox(ctx context.Context, rec *record, img *image.Image, from *origin) (_ *sandbox, err error) {
+func (m *Manager) bootSandbox(ctx context.Context, rec *record, img *image.Image, from *Origin) (_ *sandbox, err error) {
 	user, err := resolveUser(img)
 	if err != nil {
 		return nil, err
@@ -449,10 +455,10 @@ func (m *Manager) specOf(rec *record, art runtime.Artifact, nw *runtime.NetworkA
 
 // launch starts spec's sandbox: boots it (with a captured layer), or
 // restores it from a checkpoint.
-func (m *Manager) launch(ctx context.Context, rt runtime.Runtime, spec runtime.Spec, from *origin) (runtime.Instance, error) {
-	if from == nil || from.checkpoint == "" {
+func (m *Manager) launch(ctx context.Context, rt runtime.Runtime, spec runtime.Spec, from *Origin) (runtime.Instance, error) {
+	if from == nil || from.Checkpoint == "" {
 		if from != nil {
-			spec.UpperLayer = from.layer
+			spec.UpperLayer = from.Layer
 		}
 		return rt.Start(ctx, spec)
 	}
@@ -460,7 +466,7 @@ func (m *Manager) launch(ctx context.Context, rt runtime.Runtime, spec runtime.S
 	if !ok {
 		return nil, unsupported(rt.Name(), "restore sandboxes from checkpoints")
 	}
-	inst, err := r.Restore(ctx, spec, from.checkpoint)
+	inst, err := r.Restore(ctx, spec, from.Checkpoint)
 	if err != nil {
 		return nil, errdefs.Wrap(errdefs.CodeBootFailed, err, "restoring sandbox "+spec.ID)
 	}

@@ -76,7 +76,7 @@ func (m *Manager) traceCreate(ctx context.Context, req api.CreateRequest) (conte
 
 // traceBoot is bootSandbox inside a "sandbox.boot" span: runtime start,
 // agent connection and the record, after the image is ready.
-func (m *Manager) traceBoot(ctx context.Context, rec *record, img *image.Image, from *origin) (*sandbox, error) {
+func (m *Manager) traceBoot(ctx context.Context, rec *record, img *image.Image, from *Origin) (*sandbox, error) {
 	ctx, span := tracer.Start(ctx, "sandbox.boot", trace.WithAttributes(
 		attrSandboxID.String(rec.ID),
 		attribute.String("hutch.runtime", rec.Runtime),

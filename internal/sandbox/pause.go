@@ -297,7 +297,7 @@ func (m *Manager) wake(ctx context.Context, sb *sandbox) error {
 	if err != nil {
 		return err
 	}
-	inst, err := m.launch(ctx, rt, m.specOf(&rec, art, nw), &origin{checkpoint: dir})
+	inst, err := m.launch(ctx, rt, m.specOf(&rec, art, nw), &Origin{Checkpoint: dir})
 	if err != nil {
 		m.detachNetwork(&rec)
 		return err
@@ -323,7 +323,7 @@ func (m *Manager) wake(ctx context.Context, sb *sandbox) error {
 
 // hibernateDir is where sandbox id's checkpoint is kept while it hibernates.
 func (m *Manager) hibernateDir(id string) string {
-	return filepath.Join(m.snaps.root, "hibernated-"+id)
+	return filepath.Join(m.checkpoints, HibernatedPrefix+id)
 }
 
 // instEnded reports whether inst has ended.

@@ -18,14 +18,14 @@ import (
 // runtimeFor is the runtime a create of req (from origin from, or nil)
 // starts in: S001 for a name no runtime has, S302 for a runtime this host
 // cannot run or that cannot start from that origin.
-func (m *Manager) runtimeFor(req api.CreateRequest, from *origin) (runtime.Runtime, error) {
+func (m *Manager) runtimeFor(req api.CreateRequest, from *Origin) (runtime.Runtime, error) {
 	name := req.Runtime
-	if from != nil && from.runtime != "" {
-		if name != "" && name != from.runtime {
-			return nil, errdefs.New(errdefs.CodeMalformed, "the snapshot was taken in the %s runtime and starts only there, not in %s", from.runtime, name).
-				WithFix(map[string]any{"runtime": from.runtime}, "leave runtime out, or name "+from.runtime)
+	if from != nil && from.Runtime != "" {
+		if name != "" && name != from.Runtime {
+			return nil, errdefs.New(errdefs.CodeMalformed, "the snapshot was taken in the %s runtime and starts only there, not in %s", from.Runtime, name).
+				WithFix(map[string]any{"runtime": from.Runtime}, "leave runtime out, or name "+from.Runtime)
 		}
-		name = from.runtime
+		name = from.Runtime
 	}
 	rt, err := m.rts.Get(name)
 	switch {
@@ -36,9 +36,9 @@ func (m *Manager) runtimeFor(req api.CreateRequest, from *origin) (runtime.Runti
 	}
 	ab := m.rts.Abilities(rt.Name())
 	switch {
-	case from != nil && from.checkpoint != "" && !ab.Checkpoint:
+	case from != nil && from.Checkpoint != "" && !ab.Checkpoint:
 		return nil, unsupported(rt.Name(), "restore sandboxes from snapshots")
-	case from != nil && from.layer != "" && !ab.Layer:
+	case from != nil && from.Layer != "" && !ab.Layer:
 		return nil, unsupported(rt.Name(), "start sandboxes from a template's files")
 	case len(req.Volumes) > 0 && !ab.Mounts:
 		return nil, unsupported(rt.Name(), "mount volumes")

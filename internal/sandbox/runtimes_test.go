@@ -74,7 +74,12 @@ func TestCreateChoosesTheRuntime(t *testing.T) {
 	if wantCode(t, err, errdefs.CodeUnsupported); !strings.Contains(err.Error(), "plain runtime cannot pause") {
 		t.Errorf("pause in plain: %v", err)
 	}
-	_, err = m.CreateSnapshot(ctx, api.SnapshotCreateRequest{SandboxID: other.SandboxID})
+	h, release, err := m.Acquire(ctx, other.SandboxID, UseRead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = h.Checkpoint(t.TempDir())
+	release()
 	wantCode(t, err, errdefs.CodeUnsupported)
 	if _, err := m.Stop(ctx, api.StopRequest{SandboxID: other.SandboxID, Wait: true}); err != nil {
 		t.Fatal(err)

@@ -10,12 +10,11 @@ package sandbox
 
 import (
 	"context"
+	"encoding/json"
 	"net/netip"
 	"strings"
 	"sync"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 
 	"github.com/hutch-dev/hutch/api"
 	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
@@ -134,6 +133,21 @@ type Handle interface {
 	// the sandbox reaches it: through its gateway; unchanged without a
 	// network.
 	HostURL(u string) string
+	// snapsvc: what a copy of it is made of.
+
+	// Copy is what a copy of it is created from: the request of its
+	// image, shape, network, egress, env, life terms and metadata, and
+	// the Origin a copy starts from with it (runtime, image id, cpus,
+	// memory, network), to which the caller adds a checkpoint or a layer.
+	Copy() (api.CreateRequest, Origin)
+	// Checkpoint writes a checkpoint of it into dir (UseRead), leaving it
+	// as it was (checkpoint.go): S265 when it mounts volumes, S302 when
+	// its runtime cannot, S004 when it no longer runs; any other failure
+	// is logged and S500.
+	Checkpoint(dir string) error
+	// CaptureLayer writes its writable layer into file: S302 when its
+	// runtime cannot; a failure is logged and S500.
+	CaptureLayer(file string) error
 }
 
 // ExecCall is one command a service runs through Handle.Exec.
@@ -386,36 +400,6 @@ func (m *Manager) networks() Networks {
 	return nil
 }
 
-// Bucket is a bucket of the core's store where a service keeps its own
-// records, as JSON by key.
-type Bucket interface {
-	Put(key string, v any) error
-	Remove(key string) error
-	// Each calls f with every key and value (valid only during f).
-	Each(f func(key string, value []byte)) error
-}
-
-// NetworkRecords is the store's bucket of sandbox networks.
-func (m *Manager) NetworkRecords() Bucket { return storeBucket{m.store, bucketNetworks} }
-
-// storeBucket is a Bucket of s.
-type storeBucket struct {
-	s    *store
-	name []byte
-}
-
-func (b storeBucket) Put(key string, v any) error { return b.s.putIn(b.name, key, v) }
-func (b storeBucket) Remove(key string) error     { return b.s.removeIn(b.name, key) }
-
-func (b storeBucket) Each(f func(key string, value []byte)) error {
-	return b.s.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(b.name).ForEach(func(k, v []byte) error {
-			f(string(k), v)
-			return nil
-		})
-	})
-}
-
 // procsvc: background processes.
 
 func (h handle) ExecRequest(c ExecCall) (*agentv1.ExecRequest, error) {
@@ -478,4 +462,51 @@ func (m *Manager) OnTeardown(f func(id string)) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.onTeardown = append(m.onTeardown, f)
+}
+
+// snapsvc: copies of a sandbox, and the records of a service.
+
+func (h handle) Copy() (api.CreateRequest, Origin) {
+	rec := h.sb.snapshotRecord()
+	req := api.CreateRequest{Network: rec.Network, Egress: rec.Egress, Image: rec.Image, CPUs: rec.CPUs, MemoryMB: rec.MemoryMB, Env: rec.Env,
+		IdleTimeoutSecs: rec.IdleTimeoutSecs, OnIdle: rec.OnIdle, AutoResume: rec.AutoResume,
+		TimeoutSecs: rec.TimeoutSecs, Metadata: rec.Metadata}
+	return req, Origin{Runtime: rec.Runtime, ImageID: rec.ImageID, CPUs: rec.CPUs, MemoryMB: rec.MemoryMB, Network: rec.Network}
+}
+
+func (h handle) Checkpoint(dir string) error    { return h.m.checkpoint(h.sb, dir) }
+func (h handle) CaptureLayer(file string) error { return h.m.captureLayer(h.sb, file) }
+
+// Records is one bucket of the core's store in which a service keeps
+// records of its own (snapsvc: snapshots, templates), as JSON by key.
+type Records interface {
+	// Put writes v under key, replacing what was there.
+	Put(key string, v any) error
+	// Get decodes the value of key into v; false when there is none.
+	Get(key string, v any) (bool, error)
+	// Remove deletes key, if it is there.
+	Remove(key string) error
+	// Each calls fn with every key and its value, in key order; value
+	// is valid only during the call.
+	Each(fn func(key string, value []byte) error) error
+}
+
+// Records is the bucket of the store named name, made if it is new.
+func (m *Manager) Records(name string) (Records, error) { return m.store.bucket(name) }
+
+// AllRecords decodes every value of r; those that do not decode, or whose
+// idOf is not their key, are reported by key.
+func AllRecords[T any](r Records, idOf func(*T) string) ([]*T, []string, error) {
+	var out []*T
+	var bad []string
+	err := r.Each(func(k string, v []byte) error {
+		var rec T
+		if err := json.Unmarshal(v, &rec); err != nil || idOf(&rec) != k {
+			bad = append(bad, k)
+			return nil
+		}
+		out = append(out, &rec)
+		return nil
+	})
+	return out, bad, err
 }

@@ -54,13 +54,11 @@ type record struct {
 
 var (
 	bucketSandboxes = []byte("sandboxes")
-	bucketSnapshots = []byte("snapshots")
-	bucketTemplates = []byte("templates")
 	bucketNetworks  = []byte("networks")
 )
 
-// store persists sandbox records, and snapshot and template records
-// (snapshot.go, template.go), in a bbolt file.
+// store persists sandbox records, and the records of services in buckets
+// of their own (Records), in a bbolt file.
 type store struct {
 	db *bolt.DB
 }
@@ -72,7 +70,7 @@ func openStore(path string) (*store, error) {
 		return nil, fmt.Errorf("opening metadata store %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketSandboxes, bucketSnapshots, bucketTemplates, bucketNetworks} {
+		for _, b := range [][]byte{bucketSandboxes, bucketNetworks} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -115,37 +113,50 @@ func (s *store) removeIn(bucket []byte, id string) error {
 	})
 }
 
-// getIn decodes the value of key in bucket; nil when there is none.
-func getIn[T any](s *store, bucket []byte, key string) (*T, error) {
-	var out *T
-	err := s.db.View(func(tx *bolt.Tx) error {
-		v := tx.Bucket(bucket).Get([]byte(key))
-		if v == nil {
-			return nil
-		}
-		out = new(T)
-		return json.Unmarshal(v, out)
-	})
-	return out, err
-}
-
 // allIn decodes every value of bucket; those that do not decode, or whose
 // idOf is not their key, are reported by key.
 func allIn[T any](s *store, bucket []byte, idOf func(*T) string) ([]*T, []string, error) {
-	var out []*T
-	var bad []string
-	err := s.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucket).ForEach(func(k, v []byte) error {
-			var r T
-			if err := json.Unmarshal(v, &r); err != nil || idOf(&r) != string(k) {
-				bad = append(bad, string(k))
-				return nil
-			}
-			out = append(out, &r)
-			return nil
-		})
+	return AllRecords(storeBucket{s, bucket}, idOf)
+}
+
+// bucket is s's bucket name as Records, made if it is new.
+func (s *store) bucket(name string) (storeBucket, error) {
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		_, err := tx.CreateBucketIfNotExists([]byte(name))
+		return err
 	})
-	return out, bad, err
+	if err != nil {
+		return storeBucket{}, fmt.Errorf("opening the %s records: %w", name, err)
+	}
+	return storeBucket{s, []byte(name)}, nil
+}
+
+// storeBucket is one bucket of s as Records.
+type storeBucket struct {
+	s    *store
+	name []byte
+}
+
+func (b storeBucket) Put(key string, v any) error { return b.s.putIn(b.name, key, v) }
+func (b storeBucket) Remove(key string) error     { return b.s.removeIn(b.name, key) }
+
+func (b storeBucket) Get(key string, v any) (bool, error) {
+	found := false
+	err := b.s.db.View(func(tx *bolt.Tx) error {
+		raw := tx.Bucket(b.name).Get([]byte(key))
+		if raw == nil {
+			return nil
+		}
+		found = true
+		return json.Unmarshal(raw, v)
+	})
+	return found, err
+}
+
+func (b storeBucket) Each(fn func(key string, value []byte) error) error {
+	return b.s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(b.name).ForEach(func(k, v []byte) error { return fn(string(k), v) })
+	})
 }
 
 func (s *store) close() error { return s.db.Close() }

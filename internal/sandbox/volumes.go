@@ -37,7 +37,7 @@ func (m *Manager) volumeStore() (*volumes.Store, error) {
 // paths (absolute, clean, not reserved, none inside another), that a
 // sandbox restored from a checkpoint has none (S265), and that they exist
 // (S260; the acquire, just before the boot, has the last word).
-func (m *Manager) checkMounts(ctx context.Context, req api.CreateRequest, from *origin) error {
+func (m *Manager) checkMounts(ctx context.Context, req api.CreateRequest, from *Origin) error {
 	if len(req.Volumes) == 0 {
 		return nil
 	}
@@ -45,7 +45,7 @@ func (m *Manager) checkMounts(ctx context.Context, req api.CreateRequest, from *
 	if err != nil {
 		return err
 	}
-	if from != nil && from.checkpoint != "" {
+	if from != nil && from.Checkpoint != "" {
 		return errdefs.New(errdefs.CodeVolumeRefused, "a sandbox restored from a snapshot cannot mount volumes").
 			WithFix(map[string]any{"volumes": nil}, "create it without volumes, or boot a new sandbox with them")
 	}

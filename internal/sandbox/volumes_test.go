@@ -125,9 +125,13 @@ func TestVolumesInProcess(t *testing.T) {
 	_, err = volumesvc.New(m.vols).DeleteVolume(alice, api.VolumeRequest{Name: "data"})
 	wantCode(t, err, errdefs.CodeVolumeInUse)
 
-	_, err = m.CreateSnapshot(alice, api.SnapshotCreateRequest{SandboxID: id})
-	wantCode(t, err, errdefs.CodeVolumeRefused)
-	_, err = m.Fork(alice, api.ForkRequest{SandboxID: id})
+	// Neither a snapshot nor a fork: no checkpoint of it is written.
+	h, release, err := m.Acquire(alice, id, UseRead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = h.Checkpoint(t.TempDir())
+	release()
 	wantCode(t, err, errdefs.CodeVolumeRefused)
 	_, err = m.Pause(alice, api.PauseRequest{SandboxID: id, Depth: api.PauseHibernate})
 	wantCode(t, err, errdefs.CodeVolumeRefused)

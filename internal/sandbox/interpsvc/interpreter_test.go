@@ -27,7 +27,8 @@ import (
 func withCore(t *testing.T) (*Service, *sandbox.Manager, string) {
 	t.Helper()
 	cfg := config.Default()
-	m := sandboxtest.Manager(t, cfg)
+	cfg.WarmPoolAuto = false
+	m := sandboxtest.NewManager(t, sandbox.Options{Config: cfg})
 	procs := procsvc.New(m, procsvc.Limits{MaxProcesses: cfg.MaxProcessesPerSandbox, MaxPtys: cfg.MaxPtysPerSandbox,
 		RingBytes: cfg.ProcessOutputBytes, MaxWaitMs: cfg.MaxExecTimeoutMs})
 	s := New(m, procs, cfg, m.Done())

@@ -14,7 +14,6 @@ package networksvc
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"net/netip"
 	"regexp"
@@ -45,8 +44,8 @@ type Core interface {
 	sandbox.Sandboxes
 	// Network is the daemon's network service, or S302.
 	Network() (sandbox.NetworkService, error)
-	// NetworkRecords is where the networks are kept.
-	NetworkRecords() sandbox.Bucket
+	// Records is the store's bucket name, where the networks are kept.
+	Records(name string) (sandbox.Records, error)
 }
 
 // record is a network as the store keeps it.
@@ -67,6 +66,8 @@ type network struct {
 // it for a sandbox's peers (sandbox.Networks).
 type Service struct {
 	core Core
+	// recs keeps the networks' records (the store's bucket "networks").
+	recs sandbox.Records
 	log  *slog.Logger
 	mu   sync.Mutex
 	// byKey is guarded by mu.
@@ -82,15 +83,17 @@ func New(core Core, log *slog.Logger) (*Service, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Service{core: core, log: log, byKey: map[string]*network{}}
-	err := core.NetworkRecords().Each(func(key string, value []byte) {
-		var r record
-		if json.Unmarshal(value, &r) == nil && r.Key == key {
-			s.byKey[key] = &network{rec: r, members: map[string]string{}}
-		}
-	})
+	recs, err := core.Records("networks")
 	if err != nil {
 		return nil, err
+	}
+	s := &Service{core: core, recs: recs, log: log, byKey: map[string]*network{}}
+	all, _, err := sandbox.AllRecords(recs, func(r *record) string { return r.Key })
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range all {
+		s.byKey[r.Key] = &network{rec: *r, members: map[string]string{}}
 	}
 	return s, nil
 }
@@ -264,7 +267,7 @@ func (s *Service) CreateNetwork(ctx context.Context, req api.NetworkCreateReques
 		return api.NetworkInfo{}, errdefs.New(errdefs.CodeCapacity, "at most %d networks per owner", maxNetworksPerOwner)
 	}
 	n := &network{rec: record{Key: key, Name: req.Name, Owner: owner, CreatedAt: time.Now().UTC()}, members: map[string]string{}}
-	if err := s.core.NetworkRecords().Put(key, &n.rec); err != nil {
+	if err := s.recs.Put(key, &n.rec); err != nil {
 		return api.NetworkInfo{}, errdefs.Wrap(errdefs.CodeInternal, err, "recording the network")
 	}
 	s.byKey[key] = n
@@ -297,7 +300,7 @@ func (s *Service) DeleteNetwork(ctx context.Context, req api.NetworkRequest) (ap
 	if len(n.members) > 0 {
 		return api.NetworkInfo{}, errdefs.New(errdefs.CodeNetworkInUse, "network %s has %d sandboxes on it; disconnect them (or stop them) first", n.rec.Name, len(n.members))
 	}
-	if err := s.core.NetworkRecords().Remove(n.rec.Key); err != nil {
+	if err := s.recs.Remove(n.rec.Key); err != nil {
 		return api.NetworkInfo{}, errdefs.Wrap(errdefs.CodeInternal, err, "removing the network")
 	}
 	delete(s.byKey, n.rec.Key)

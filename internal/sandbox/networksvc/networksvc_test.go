@@ -2,7 +2,6 @@ package networksvc
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -24,7 +23,7 @@ import (
 type core struct {
 	*sandboxtest.Sandboxes
 	net    *fakeNet
-	bucket *memBucket
+	bucket *sandboxtest.Records
 }
 
 func (c core) Network() (sandbox.NetworkService, error) {
@@ -34,43 +33,7 @@ func (c core) Network() (sandbox.NetworkService, error) {
 	return c.net, nil
 }
 
-func (c core) NetworkRecords() sandbox.Bucket { return c.bucket }
-
-// memBucket is a sandbox.Bucket in memory.
-type memBucket struct {
-	mu   sync.Mutex
-	vals map[string][]byte
-}
-
-func (b *memBucket) Put(key string, v any) error {
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.vals == nil {
-		b.vals = map[string][]byte{}
-	}
-	b.vals[key] = raw
-	return nil
-}
-
-func (b *memBucket) Remove(key string) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	delete(b.vals, key)
-	return nil
-}
-
-func (b *memBucket) Each(f func(key string, value []byte)) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for k, v := range b.vals {
-		f(k, v)
-	}
-	return nil
-}
+func (c core) Records(string) (sandbox.Records, error) { return c.bucket, nil }
 
 // fakeNet is a network service: each sandbox's address is given by the
 // test; it records the peers it was handed.
@@ -151,7 +114,7 @@ func wantCode(t *testing.T, err error, code errdefs.Code) {
 // TestWithoutNetworkService: without the daemon's network service no
 // network is made (S302).
 func TestWithoutNetworkService(t *testing.T) {
-	s, err := New(core{Sandboxes: &sandboxtest.Sandboxes{}, bucket: &memBucket{}}, nil)
+	s, err := New(core{Sandboxes: &sandboxtest.Sandboxes{}, bucket: &sandboxtest.Records{}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +127,7 @@ func TestWithoutNetworkService(t *testing.T) {
 // every change and whose peers the resolver finds by name or id; a stop
 // takes a sandbox off its networks; a network with members is not deleted.
 func TestNetworks(t *testing.T) {
-	sbs, net, bucket := &sandboxtest.Sandboxes{}, &fakeNet{}, &memBucket{}
+	sbs, net, bucket := &sandboxtest.Sandboxes{}, &fakeNet{}, &sandboxtest.Records{}
 	s, err := New(core{sbs, net, bucket}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -290,7 +253,7 @@ func TestNetworks(t *testing.T) {
 // not count twice).
 func TestNetworkLimits(t *testing.T) {
 	sbs, net := &sandboxtest.Sandboxes{}, &fakeNet{}
-	s, err := New(core{sbs, net, &memBucket{}}, nil)
+	s, err := New(core{sbs, net, &sandboxtest.Records{}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,7 +288,7 @@ func TestNetworkLimits(t *testing.T) {
 // networks, address, policy and refused packets; an empty policy lifts it.
 func TestUpdateNetwork(t *testing.T) {
 	sbs, net := &sandboxtest.Sandboxes{}, &fakeNet{}
-	s, err := New(core{sbs, net, &memBucket{}}, nil)
+	s, err := New(core{sbs, net, &sandboxtest.Records{}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,21 +2,34 @@
 // (sandbox.Sandboxes and sandbox.Handle), for a service's unit tests:
 // sandboxes of owners in a state, with an env, whose events, failures and
 // releases a test reads back. It has no agent unless the test gives one.
+// NewManager is the real core over the in-process runtime, for a service
+// whose tests need one.
 package sandboxtest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
-	"github.com/hutch-dev/hutch/api"
+	"io"
+	"log/slog"
+	"maps"
 	"os"
+	osexec "os/exec"
+	"slices"
 	"sync"
+	"testing"
+	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/hutch-dev/hutch/api"
 	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
 	"github.com/hutch-dev/hutch/internal/agentclient"
 	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/image"
 	"github.com/hutch-dev/hutch/internal/runtime"
+	"github.com/hutch-dev/hutch/internal/runtime/runtimetest"
 	"github.com/hutch-dev/hutch/internal/sandbox"
 )
 
@@ -69,6 +82,14 @@ type Sandbox struct {
 
 	// ended is Handle.Ended's channel, closed once it is stopped.
 	ended chan struct{}
+
+	// snapsvc: Request and From are what Handle.Copy answers;
+	// Checkpoint and CaptureLayer do what Handle's methods of those names
+	// do (nil: the runtime cannot, S302).
+	Request      api.CreateRequest
+	From         sandbox.Origin
+	Checkpoint   func(dir string) error
+	CaptureLayer func(file string) error
 }
 
 // Add adds a running sandbox of owner whose image env is image.
@@ -382,6 +403,80 @@ func (h handle) SetEgress(_ context.Context, p *api.EgressPolicy) error {
 	return nil
 }
 
+// snapsvc: copies of a sandbox, and a service's records.
+
+func (h handle) Copy() (api.CreateRequest, sandbox.Origin) { return h.sb.Request, h.sb.From }
+
+func (h handle) Checkpoint(dir string) error {
+	if h.sb.Checkpoint == nil {
+		return errdefs.New(errdefs.CodeUnsupported, "sandboxtest: the runtime cannot checkpoint sandboxes")
+	}
+	return h.sb.Checkpoint(dir)
+}
+
+func (h handle) CaptureLayer(file string) error {
+	if h.sb.CaptureLayer == nil {
+		return errdefs.New(errdefs.CodeUnsupported, "sandboxtest: the runtime cannot capture a sandbox's files")
+	}
+	return h.sb.CaptureLayer(file)
+}
+
+// Records is an in-memory sandbox.Records. The zero value is empty.
+type Records struct {
+	mu sync.Mutex
+	m  map[string][]byte
+}
+
+var _ sandbox.Records = (*Records)(nil)
+
+func (r *Records) Put(key string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m = map[string][]byte{}
+	}
+	r.m[key] = b
+	return nil
+}
+
+func (r *Records) Get(key string, v any) (bool, error) {
+	r.mu.Lock()
+	b, ok := r.m[key]
+	r.mu.Unlock()
+	if !ok {
+		return false, nil
+	}
+	return true, json.Unmarshal(b, v)
+}
+
+func (r *Records) Remove(key string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.m, key)
+	return nil
+}
+
+// Each calls fn in key order, outside the lock.
+func (r *Records) Each(fn func(key string, value []byte) error) error {
+	r.mu.Lock()
+	keys := slices.Sorted(maps.Keys(r.m))
+	vals := make([][]byte, len(keys))
+	for i, k := range keys {
+		vals[i] = r.m[k]
+	}
+	r.mu.Unlock()
+	for i, k := range keys {
+		if err := fn(k, vals[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // interpsvc
 
 // ProcessFail is Fail: the fake does not map the agent's process errors.
@@ -391,3 +486,66 @@ func (h handle) ProcessFail(ctx context.Context, op string, _ int, err error) er
 
 // HostURL is u: the fake's sandboxes have no network.
 func (h handle) HostURL(u string) string { return u }
+
+// Images is an image store whose catalog images, python and node, are
+// ready, all on the one directory Rootfs (an in-process agent runs on the
+// host's files anyway).
+type Images struct{ Rootfs string }
+
+var _ sandbox.Images = Images{}
+
+func (s Images) Ensure(_ context.Context, name string, _ bool) (*image.Image, error) {
+	return &image.Image{Name: name, ID: "id-" + name, Rootfs: s.Rootfs}, nil
+}
+func (s Images) Status(name string) api.ImageStatus {
+	return api.ImageStatus{Name: name, State: "ready"}
+}
+func (s Images) Catalog() []image.Entry { return []image.Entry{{Name: "python"}, {Name: "node"}} }
+func (s Images) Pull(ctx context.Context, name string) (*image.Image, error) {
+	return s.Ensure(ctx, name, true)
+}
+func (s Images) Remove(_ context.Context, name string, guard func(string) error) (bool, error) {
+	return true, guard("id-" + name)
+}
+
+// With is every catalog image when command is on the host's PATH.
+func (s Images) With(command string) []string {
+	if _, err := osexec.LookPath(command); err != nil {
+		return nil
+	}
+	return []string{"python", "node"}
+}
+
+// NewManager is a real Manager for a service's tests over o, closed at the
+// end of t. What o leaves empty it fills: the in-process runtime
+// (runtimetest), Images, a new state directory, a silent logger.
+func NewManager(t testing.TB, o sandbox.Options) *sandbox.Manager {
+	t.Helper()
+	if o.Runtimes == nil {
+		o.Runtimes = runtime.Single(runtimetest.New(t))
+	}
+	if o.Images == nil {
+		o.Images = Images{Rootfs: t.TempDir()}
+	}
+	if o.StateDir == "" {
+		o.StateDir = t.TempDir()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.AgentCallTimeout == 0 {
+		o.AgentCallTimeout = 10 * time.Second
+	}
+	m, err := sandbox.New(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := m.Close(ctx); err != nil {
+			t.Errorf("closing the manager: %v", err)
+		}
+	})
+	return m
+}
