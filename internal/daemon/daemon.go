@@ -310,7 +310,7 @@ func (d *daemon) startManager(ctx context.Context) error {
 	}
 	d.undo.Push("closing the job runner", func(context.Context) error { return d.jobRunner.Close() })
 	mgr.ProtectPorts(listenPorts(d.ln.Addr().String(), d.opts.EngineListen)...)
-	d.table = functions.New(functions.Deps{Sandboxes: mgr, Files: filesvc.New(mgr), Images: mgr, Metrics: mgr, Processes: mgr, Lifecycle: mgr, Snapshots: mgr, Events: mgr, Webhooks: d.hookAdmin, Alerts: alertsvc.New(mgr, mgr, mgr.Done(), d.log), Jobs: d.jobRunner, Interpreter: mgr, Ports: mgr, Networks: mgr, Environment: envsvc.New(mgr), Volumes: volumesvc.New(d.vols), Git: gitsvc.New(mgr, cfg.MaxOutputBytes, d.log), Observer: obs.metrics})
+	d.table = functions.New(functions.Deps{Sandboxes: mgr, Files: filesvc.New(mgr), Images: mgr, Metrics: mgr, Processes: mgr, Snapshots: mgr, Events: mgr, Webhooks: d.hookAdmin, Alerts: alertsvc.New(mgr, mgr, mgr.Done(), d.log), Jobs: d.jobRunner, Interpreter: mgr, Ports: mgr, Networks: mgr, Environment: envsvc.New(mgr), Volumes: volumesvc.New(d.vols), Git: gitsvc.New(mgr, cfg.MaxOutputBytes, d.log), Observer: obs.metrics})
 	obs.attach(mgr.Live, d.images.CacheBytes)
 	obs.metrics.SetDaemon(metrics.Daemon{Runtimes: runtimeMetrics(d.rts), Capacity: cfg.MaxConcurrentSandboxes})
 	obs.metrics.WatchWarmPool(mgr.WarmPool)

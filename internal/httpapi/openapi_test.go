@@ -92,7 +92,7 @@ func TestOpenAPIDocumentIsCurrent(t *testing.T) {
 func fullDeps() functions.Deps {
 	var m *sandbox.Manager
 	var j *jobs.Runner
-	return functions.Deps{Sandboxes: m, Files: filesvc.New(m), Images: m, Metrics: m, Processes: m, Lifecycle: m, Snapshots: m,
+	return functions.Deps{Sandboxes: m, Files: filesvc.New(m), Images: m, Metrics: m, Processes: m, Snapshots: m,
 		Events: m, Webhooks: noWebhooks{}, Alerts: alertsvc.New(m, m, nil, nil), Jobs: j, Interpreter: m, Ports: m, Networks: m, Environment: envsvc.New(m), Volumes: volumesvc.New(nil), Git: gitsvc.New(m, 0, nil)}
 }
 
