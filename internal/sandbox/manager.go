@@ -183,17 +183,17 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 		reapSoon:    make(chan struct{}, 1),
 		obs:         opts.Observer,
 		events:      opts.Events,
-		pool:        newWarmPool(opts.Config),
 		snaps:       snapshots{root: filepath.Join(opts.StateDir, "snapshots")},
 		vols:        opts.Volumes,
 	}
+	m.pool = newWarmPool(m)
 	if err := errors.Join(m.reconcile(ctx), m.recoverSnapshots(), m.nets.load(st)); err != nil {
 		shut()
 		st.close()
 		return nil, err
 	}
 	go m.reaper()
-	m.startWarm()
+	m.pool.start()
 	return m, nil
 }
 
@@ -300,12 +300,12 @@ func (m *Manager) create(ctx context.Context, req api.CreateRequest, from *origi
 		return api.CreateResponse{}, errdefs.New(errdefs.CodeMalformed, "a sandbox restored from a snapshot keeps its cpus (%d), memory_mb (%d) and network (%v)", from.cpus, from.memoryMB, from.network)
 	}
 	if from == nil && rt == m.rts.Default() {
-		if sb := m.claimWarm(ctx, req, cpus, mem, t); sb != nil {
+		if sb := m.pool.claim(ctx, req, cpus, mem, t); sb != nil {
 			reserved = false // register takes the reservation over
 			return m.register(sb)
 		}
 	}
-	m.shedWarm()
+	m.pool.shed()
 	img, release, err := m.ensureImage(ctx, req.Image)
 	if err != nil {
 		return api.CreateResponse{}, err
@@ -798,7 +798,7 @@ func (m *Manager) Close(ctx context.Context) error {
 	m.mu.Unlock()
 	close(m.stopReaper)
 	<-m.reaperDone
-	m.closeWarm()
+	m.pool.close()
 	for _, sb := range sbs {
 		m.stopAsync(sb, endShutdown)
 	}
