@@ -97,15 +97,13 @@ type Manager struct {
 	destroying tracker
 	// creating tracks creates in progress, so Close can wait for them;
 	// shutdown is cancelled by Close, which ends their boots.
-	creating   sync.WaitGroup
-	shutdown   context.Context
-	shut       context.CancelFunc
-	stopReaper chan struct{}
-	reaperDone chan struct{}
-	// reapSoon wakes the reaper to recompute its interval (reaper.go).
-	reapSoon chan struct{}
-	obs      Observer
-	events   *events.Log
+	creating sync.WaitGroup
+	shutdown context.Context
+	shut     context.CancelFunc
+	// reaper is the idle reaper (reaper.go).
+	reaper *reaper
+	obs    Observer
+	events *events.Log
 	// pool is the warm pool (pool.go); nil without one.
 	pool *warmPool
 	// boots bounds the boots under way (boots.go).
@@ -178,21 +176,18 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 		bootTimeout: opts.BootTimeout,
 		listenPort:  opts.ListenPort,
 		sandboxes:   map[string]*sandbox{},
-		stopReaper:  make(chan struct{}),
-		reaperDone:  make(chan struct{}),
-		reapSoon:    make(chan struct{}, 1),
 		obs:         opts.Observer,
 		events:      opts.Events,
 		snaps:       snapshots{root: filepath.Join(opts.StateDir, "snapshots")},
 		vols:        opts.Volumes,
 	}
-	m.pool = newWarmPool(m)
+	m.pool, m.reaper = newWarmPool(m), newReaper(m)
 	if err := errors.Join(m.reconcile(ctx), m.recoverSnapshots(), m.nets.load(st)); err != nil {
 		shut()
 		st.close()
 		return nil, err
 	}
-	go m.reaper()
+	go m.reaper.run()
 	m.pool.start()
 	return m, nil
 }
@@ -374,7 +369,7 @@ func (m *Manager) register(sb *sandbox) (api.CreateResponse, error) {
 	m.sandboxes[rec.ID] = sb
 	m.mu.Unlock()
 	go m.watch(sb)
-	m.wakeReaper()
+	m.reaper.wake()
 	m.log.Info("sandbox created", "sandbox", rec.ID, "image", rec.Image, "cpus", rec.CPUs, "memory_mb", rec.MemoryMB)
 	m.emitFor(sb, api.EventSandboxCreated, map[string]any{"image": rec.Image, "cpus": rec.CPUs, "memory_mb": rec.MemoryMB, "network": rec.Network})
 	// Its agent answered and it is listed: it takes commands from now on.
@@ -796,8 +791,7 @@ func (m *Manager) Close(ctx context.Context) error {
 		sbs = append(sbs, sb)
 	}
 	m.mu.Unlock()
-	close(m.stopReaper)
-	<-m.reaperDone
+	m.reaper.close()
 	m.pool.close()
 	for _, sb := range sbs {
 		m.stopAsync(sb, endShutdown)

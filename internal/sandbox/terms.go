@@ -38,7 +38,7 @@ func (m *Manager) createTerms(req api.CreateRequest) (terms, error) {
 	if len(req.Name) > 128 {
 		return terms{}, errdefs.Malformed("name is longer than 128 bytes")
 	}
-	idle, err := m.idleTimeout(req.IdleTimeoutSecs)
+	idle, err := idleTimeout(req.IdleTimeoutSecs, m.cfg.DefaultIdleTimeoutSecs)
 	if err != nil {
 		return terms{}, err
 	}
@@ -59,6 +59,19 @@ func (m *Manager) createTerms(req api.CreateRequest) (terms, error) {
 	}
 	return terms{name: req.Name, idleSecs: idle, onIdle: onIdle, autoResume: req.AutoResume,
 		timeoutSecs: req.TimeoutSecs, metadata: req.Metadata}, nil
+}
+
+// idleTimeout resolves a create's idle_timeout_secs: 0 takes defaultIdle;
+// more than config.MaxIdleTimeoutSecs is S001.
+func idleTimeout(secs, defaultIdle uint64) (uint64, error) {
+	if secs == 0 {
+		return defaultIdle, nil
+	}
+	if secs > config.MaxIdleTimeoutSecs {
+		return 0, errdefs.Malformed("idle_timeout_secs must be between 1 and %d (7 days), got %d", config.MaxIdleTimeoutSecs, secs).
+			WithFix(map[string]any{"idle_timeout_secs": config.MaxIdleTimeoutSecs}, "keep the sandbox busy, or create a new one later")
+	}
+	return secs, nil
 }
 
 // apply writes t into rec.
