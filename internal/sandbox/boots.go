@@ -54,11 +54,9 @@ func bootSlotsOf(cfg config.Config) int {
 	return max(1, goruntime.NumCPU())
 }
 
-// bootSlots is a counting semaphore whose waiters are served by priority,
-// in arrival order within one. The zero value is ready; its size is set
-// on first use.
+// bootSlots is a counting semaphore of size slots whose waiters are served
+// by priority, in arrival order within one.
 type bootSlots struct {
-	once sync.Once
 	mu   sync.Mutex
 	size int
 	// used counts the slots held, waiting the boots in line; guarded by
@@ -137,12 +135,4 @@ func (s *bootSlots) release() {
 		}
 	}
 	s.used--
-}
-
-// bootSlot waits for a boot slot for a boot under ctx (its priority is
-// ctx's, priorityOf); the caller releases it once the agent answered or
-// the boot failed.
-func (m *Manager) bootSlot(ctx context.Context) (release func(), err error) {
-	m.boots.once.Do(func() { m.boots.size = bootSlotsOf(m.cfg) })
-	return m.boots.acquire(ctx, priorityOf(ctx), m.shutdown.Done())
 }

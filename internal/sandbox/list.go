@@ -11,6 +11,7 @@ import (
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/sandbox/spec"
 )
 
 // maxListLimit bounds a list's limit.
@@ -60,10 +61,10 @@ func listFilter(req api.ListRequest) (func(api.SandboxInfo) bool, error) {
 	}
 	for _, s := range req.State {
 		if !slices.Contains(stateNames[:], s) {
-			return nil, errdefs.Malformed("state %q is not one of %s", clip(s, 32), strings.Join(stateNames[:], ", "))
+			return nil, errdefs.Malformed("state %q is not one of %s", spec.Clip(s, 32), strings.Join(stateNames[:], ", "))
 		}
 	}
-	if err := checkMetadata("metadata", req.Metadata); err != nil {
+	if err := spec.CheckMetadata("metadata", req.Metadata); err != nil {
 		return nil, err
 	}
 	return func(info api.SandboxInfo) bool {
@@ -104,7 +105,7 @@ func parsePageToken(tok string) (*pageKey, error) {
 	if tok == "" {
 		return nil, nil
 	}
-	bad := errdefs.Malformed("next_token %q is not one a list answered", clip(tok, 64))
+	bad := errdefs.Malformed("next_token %q is not one a list answered", spec.Clip(tok, 64))
 	raw, err := base64.RawURLEncoding.DecodeString(tok)
 	if err != nil {
 		return nil, bad
@@ -117,7 +118,7 @@ func parsePageToken(tok string) (*pageKey, error) {
 	if err != nil {
 		return nil, bad
 	}
-	if _, err := parseID(id); err != nil {
+	if _, err := spec.ParseID(id); err != nil {
 		return nil, bad
 	}
 	return &pageKey{created, id}, nil

@@ -30,6 +30,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/image"
 	"github.com/hutch-dev/hutch/internal/runtime"
 	"github.com/hutch-dev/hutch/internal/safetext"
+	"github.com/hutch-dev/hutch/internal/sandbox/spec"
 	"github.com/hutch-dev/hutch/internal/volumes"
 )
 
@@ -181,6 +182,7 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 		snaps:       snapshots{root: filepath.Join(opts.StateDir, "snapshots")},
 		vols:        opts.Volumes,
 	}
+	m.boots.size = bootSlotsOf(opts.Config)
 	m.pool, m.reaper = newWarmPool(m), newReaper(m)
 	if err := errors.Join(m.reconcile(ctx), m.recoverSnapshots(), m.nets.load(st)); err != nil {
 		shut()
@@ -278,7 +280,7 @@ func (m *Manager) create(ctx context.Context, req api.CreateRequest, from *origi
 	if err != nil {
 		return api.CreateResponse{}, err
 	}
-	if err := ValidateEnv("env", req.Env); err != nil {
+	if err := spec.ValidateEnv("env", req.Env); err != nil {
 		return api.CreateResponse{}, err
 	}
 	if err := m.checkEgress(&req); err != nil {
@@ -385,7 +387,9 @@ func (m *Manager) bootSandbox(ctx context.Context, rec *record, img *image.Image
 	if err != nil {
 		return nil, err
 	}
-	release, err := m.bootSlot(ctx)
+	// A slot of the boot's priority (priorityOf); it is released once the
+	// agent answered or the boot failed.
+	release, err := m.boots.acquire(ctx, priorityOf(ctx), m.shutdown.Done())
 	if err != nil {
 		return nil, m.bootError(ctx, err)
 	}
@@ -563,7 +567,7 @@ func (m *Manager) allowed(name string) error {
 	if strings.ContainsAny(name, "/:@") {
 		hint = " (image is a catalog name, not an OCI reference; register references under custom_images)"
 	}
-	return errdefs.New(errdefs.CodeImageNotAllowed, "image %q is not allowed%s; allowed images: %s", clip(name, 128), hint, list)
+	return errdefs.New(errdefs.CodeImageNotAllowed, "image %q is not allowed%s; allowed images: %s", spec.Clip(name, 128), hint, list)
 }
 
 // limits resolves cpus and memory against defaults, sanity bounds (S001),
@@ -659,13 +663,9 @@ func (m *Manager) stop(sb *sandbox, end runtime.End, d *death) bool {
 		m.persistStopped(sb)
 	}
 	m.leaveNetworks(sb)
-	m.teardownAsync(sb)
-	return true
-}
-
-// teardownAsync tears sb down in the background; Close waits for it.
-func (m *Manager) teardownAsync(sb *sandbox) {
+	// Torn down in the background; Close waits for it.
 	m.destroying.Go(func() { m.teardown(sb) })
+	return true
 }
 
 // destroy is stopAsync that waits.
@@ -771,7 +771,7 @@ func (m *Manager) Get(ctx context.Context, req api.GetRequest) (api.SandboxInfo,
 // ImageStatus reports the cache state of a catalog image.
 func (m *Manager) ImageStatus(_ context.Context, req api.ImageStatusRequest) (api.ImageStatus, error) {
 	if !slices.Contains(m.catalog(), req.Name) {
-		return api.ImageStatus{}, errdefs.New(errdefs.CodeImageNotAllowed, "image %q is not in the catalog; known images: %s", clip(req.Name, 128), strings.Join(m.catalog(), ", "))
+		return api.ImageStatus{}, errdefs.New(errdefs.CodeImageNotAllowed, "image %q is not in the catalog; known images: %s", spec.Clip(req.Name, 128), strings.Join(m.catalog(), ", "))
 	}
 	return m.images.Status(req.Name), nil
 }

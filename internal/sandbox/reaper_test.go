@@ -5,7 +5,6 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -177,33 +176,6 @@ func TestReapEvery(t *testing.T) {
 				t.Errorf("every = %v, want %v", got, tt.want)
 			}
 		})
-	}
-}
-
-func TestIdleTimeout(t *testing.T) {
-	cfg := config.Default()
-	cfg.DefaultIdleTimeoutSecs = 42
-	tests := []struct {
-		in, want uint64
-		err      string
-	}{
-		{0, 42, ""},
-		{2, 2, ""},
-		{config.MaxIdleTimeoutSecs, config.MaxIdleTimeoutSecs, ""},
-		{config.MaxIdleTimeoutSecs + 1, 0, "idle_timeout_secs must be between 1 and 604800"},
-		{1 << 63, 0, "idle_timeout_secs must be between"},
-	}
-	for _, tt := range tests {
-		got, err := idleTimeout(tt.in, cfg.DefaultIdleTimeoutSecs)
-		if tt.err != "" {
-			if !errdefs.Is(err, errdefs.CodeMalformed) || err == nil || !strings.Contains(err.Error(), tt.err) {
-				t.Errorf("idleTimeout(%d) = %d, %v; want S001 %q", tt.in, got, err, tt.err)
-			}
-			continue
-		}
-		if err != nil || got != tt.want {
-			t.Errorf("idleTimeout(%d) = %d, %v; want %d", tt.in, got, err, tt.want)
-		}
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/runtime"
 	"github.com/hutch-dev/hutch/internal/sandbox"
+	"github.com/hutch-dev/hutch/internal/sandbox/spec"
 )
 
 // Sandboxes is a fake sandbox.Sandboxes. The zero value has no sandboxes.
@@ -147,7 +148,7 @@ func (h handle) Fail(ctx context.Context, op string, err error) error {
 func (h handle) Env() (own, effective []string) {
 	h.s.mu.Lock()
 	defer h.s.mu.Unlock()
-	return h.sb.Own, sandbox.MergeEnv(h.sb.Image, h.sb.Own)
+	return h.sb.Own, spec.MergeEnv(h.sb.Image, h.sb.Own)
 }
 
 func (h handle) ChangeEnv(change func(own []string) ([]string, error)) error {
@@ -169,7 +170,7 @@ func (h handle) Exec(ctx context.Context, c sandbox.ExecCall) (*agentv1.ExecResp
 		return nil, errors.New("sandboxtest: the sandbox has no agent")
 	}
 	_, env := h.Env()
-	areq := &agentv1.ExecRequest{Argv: c.Argv, Env: sandbox.MergeEnv(env, c.Env), Workdir: c.Workdir, Stdin: c.Stdin,
+	areq := &agentv1.ExecRequest{Argv: c.Argv, Env: spec.MergeEnv(env, c.Env), Workdir: c.Workdir, Stdin: c.Stdin,
 		TimeoutMs: int64(c.TimeoutMs), MaxOutputBytes: c.MaxOutputBytes}
 	h.Emit(api.EventExecStarted, c.Started)
 	resp, err := h.sb.Agent.Exec(ctx, areq)
