@@ -11,14 +11,12 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/google/uuid"
-	"golang.org/x/sys/unix"
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/agentclient"
@@ -570,54 +568,9 @@ func (m *Manager) allowed(name string) error {
 	return errdefs.New(errdefs.CodeImageNotAllowed, "image %q is not allowed%s; allowed images: %s", spec.Clip(name, 128), hint, list)
 }
 
-// limits resolves cpus and memory against defaults, sanity bounds (S001),
-// the host's CPUs and memory (S400, for what the request asks; defaults
-// are the operator's) and per-image caps (S400).
+// limits resolves a create's cpus and memory (spec.Limits).
 func (m *Manager) limits(req api.CreateRequest) (cpus, mem uint32, err error) {
-	cpus, mem = req.CPUs, req.MemoryMB
-	if cpus == 0 {
-		cpus = m.cfg.DefaultCPUs
-	}
-	if mem == 0 {
-		mem = m.cfg.DefaultMemoryMB
-	}
-	if err := config.CheckCPUs(cpus); err != nil {
-		return 0, 0, errdefs.Malformed("%v", err)
-	}
-	if err := config.CheckMemoryMB(mem); err != nil {
-		return 0, 0, errdefs.Malformed("%v", err)
-	}
-	hostCPUs, hostMB := hostCapacity()
-	if req.CPUs > 0 && int(req.CPUs) > hostCPUs {
-		return 0, 0, errdefs.New(errdefs.CodeCapacity, "cpus %d is more than the %d CPUs this host has", req.CPUs, hostCPUs).
-			WithFix(map[string]any{"cpus": hostCPUs}, "ask for at most the host's CPUs")
-	}
-	if req.MemoryMB > 0 && uint64(req.MemoryMB) > hostMB {
-		return 0, 0, errdefs.New(errdefs.CodeCapacity, "memory_mb %d is more than the %d MiB of memory this host has", req.MemoryMB, hostMB).
-			WithFix(map[string]any{"memory_mb": hostMB}, "ask for at most the host's memory")
-	}
-	if caps, ok := m.cfg.PerImageCaps[req.Image]; ok {
-		if caps.MaxCPUs > 0 && cpus > caps.MaxCPUs {
-			return 0, 0, errdefs.New(errdefs.CodeCapacity, "cpus %d is over the cap of %d for image %s", cpus, caps.MaxCPUs, req.Image).
-				WithFix(map[string]any{"cpus": caps.MaxCPUs}, "lower cpus or raise per_image_caps")
-		}
-		if caps.MaxMemoryMB > 0 && mem > caps.MaxMemoryMB {
-			return 0, 0, errdefs.New(errdefs.CodeCapacity, "memory_mb %d is over the cap of %d for image %s", mem, caps.MaxMemoryMB, req.Image).
-				WithFix(map[string]any{"memory_mb": caps.MaxMemoryMB}, "lower memory_mb or raise per_image_caps")
-		}
-	}
-	return cpus, mem, nil
-}
-
-// hostCapacity is what the host has for sandboxes: the CPUs this process
-// may run on and the memory in MiB (the most when sysinfo fails).
-func hostCapacity() (cpus int, memoryMB uint64) {
-	memoryMB = config.MaxMemoryMB
-	var si unix.Sysinfo_t
-	if unix.Sysinfo(&si) == nil {
-		memoryMB = uint64(si.Totalram) * uint64(si.Unit) >> 20
-	}
-	return goruntime.NumCPU(), memoryMB
+	return spec.Limits(m.cfg, req)
 }
 
 // Stop stops a sandbox; stopping a stopped one is not an error. With Wait
@@ -660,7 +613,10 @@ func (m *Manager) stop(sb *sandbox, end runtime.End, d *death) bool {
 		m.log.Info("sandbox stopping", "sandbox", sb.rec.ID, "cause", end.Cause, "reason", end.Detail)
 		m.observer().Stopped(string(end.Cause))
 		m.emitFor(sb, api.EventSandboxStopped, map[string]any{"cause": end.Cause, "reason": end.Detail})
-		m.persistStopped(sb)
+		rec := sb.snapshotRecord()
+		if err := m.store.put(&rec); err != nil {
+			m.log.Error("recording sandbox stop", "sandbox", rec.ID, "err", err)
+		}
 	}
 	m.leaveNetworks(sb)
 	// Torn down in the background; Close waits for it.
@@ -711,14 +667,6 @@ func (m *Manager) bury(sb *sandbox) {
 	defer m.mu.Unlock()
 	if m.sandboxes[rec.ID] == sb {
 		m.sandboxes[rec.ID] = tombstone(&rec)
-	}
-}
-
-// persistStopped records a sandbox's stop in the store.
-func (m *Manager) persistStopped(sb *sandbox) {
-	rec := sb.snapshotRecord()
-	if err := m.store.put(&rec); err != nil {
-		m.log.Error("recording sandbox stop", "sandbox", rec.ID, "err", err)
 	}
 }
 
