@@ -28,6 +28,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/image"
 	"github.com/hutch-dev/hutch/internal/runtime"
 	"github.com/hutch-dev/hutch/internal/safetext"
+	"github.com/hutch-dev/hutch/internal/sandbox/slots"
 	"github.com/hutch-dev/hutch/internal/sandbox/spec"
 	"github.com/hutch-dev/hutch/internal/volumes"
 )
@@ -106,7 +107,7 @@ type Manager struct {
 	// pool is the warm pool (pool.go); nil without one.
 	pool *warmPool
 	// boots bounds the boots under way (boots.go).
-	boots bootSlots
+	boots *slots.Slots
 	// snaps keeps snapshots (snapshot.go).
 	snaps snapshots
 	// nets are the sandbox networks (networks.go).
@@ -180,7 +181,7 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 		snaps:       snapshots{root: filepath.Join(opts.StateDir, "snapshots")},
 		vols:        opts.Volumes,
 	}
-	m.boots.size = bootSlotsOf(opts.Config)
+	m.boots = slots.New(bootSlotsOf(opts.Config), int(bootPriorities))
 	m.pool, m.reaper = newWarmPool(m), newReaper(m)
 	if err := errors.Join(m.reconcile(ctx), m.recoverSnapshots(), m.nets.load(st)); err != nil {
 		shut()
@@ -387,7 +388,7 @@ func (m *Manager) bootSandbox(ctx context.Context, rec *record, img *image.Image
 	}
 	// A slot of the boot's priority (priorityOf); it is released once the
 	// agent answered or the boot failed.
-	release, err := m.boots.acquire(ctx, priorityOf(ctx), m.shutdown.Done())
+	release, err := m.boots.Acquire(ctx, int(priorityOf(ctx)), m.shutdown.Done())
 	if err != nil {
 		return nil, m.bootError(ctx, err)
 	}
