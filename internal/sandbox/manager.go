@@ -544,29 +544,10 @@ func (m *Manager) unreserve(owner string) {
 	m.mu.Unlock()
 }
 
-// allowed checks that name is in the catalog and the allowlist (S100).
+// allowed checks that name is in the catalog and the allowlist (S100:
+// spec.Allowed).
 func (m *Manager) allowed(name string) error {
-	if name == "" {
-		return errdefs.Malformed("image is required (a catalog name such as python or node)")
-	}
-	allowed := make([]string, 0, len(m.cfg.ImageAllowlist))
-	for _, n := range m.catalog() {
-		if slices.Contains(m.cfg.ImageAllowlist, n) {
-			allowed = append(allowed, n)
-		}
-	}
-	if slices.Contains(allowed, name) {
-		return nil
-	}
-	list := strings.Join(allowed, ", ")
-	if list == "" {
-		list = "none (image_allowlist is empty)"
-	}
-	hint := ""
-	if strings.ContainsAny(name, "/:@") {
-		hint = " (image is a catalog name, not an OCI reference; register references under custom_images)"
-	}
-	return errdefs.New(errdefs.CodeImageNotAllowed, "image %q is not allowed%s; allowed images: %s", spec.Clip(name, 128), hint, list)
+	return spec.Allowed(name, m.catalog(), m.cfg.ImageAllowlist)
 }
 
 // limits resolves a create's cpus and memory (spec.Limits).
