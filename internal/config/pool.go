@@ -13,7 +13,7 @@ const (
 	// DefaultWarmPoolMax bounds one image's automatic pool.
 	DefaultWarmPoolMax = 8
 	// DefaultWarmPoolMemoryMB bounds the host memory of all automatic
-	// pools: about ten idle sandboxes (sandbox.WarmSandboxCostMB each).
+	// pools: about ten idle sandboxes (poolplan.SandboxCostMB each).
 	DefaultWarmPoolMemoryMB = 256
 	// MaxBoots bounds max_concurrent_boots.
 	MaxBoots = 1024

@@ -349,7 +349,6 @@ func (d *daemon) startManager(ctx context.Context) error {
 		Images:      imagesvc.New(d.images, mgr, d.rts, imagesvc.Policy{Allowlist: cfg.ImageAllowlist, IsAdmin: cfg.IsAdmin}),
 		Metrics:     metricsvc.New(mgr, metricsvc.Limits{WritableLayerMB: cfg.WritableLayerMB, Pids: cfg.PidsLimit}),
 		Processes:   procs,
-		Lifecycle:   mgr,
 		Snapshots:   snaps,
 		Events:      evs,
 		Webhooks:    d.hookAdmin,

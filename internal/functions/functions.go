@@ -20,7 +20,9 @@ import (
 	"github.com/hutch-dev/hutch/internal/errdefs"
 )
 
-// Sandboxes is what the table dispatches to: the sandbox manager.
+// Sandboxes is what the table dispatches to: the sandbox manager, the
+// core's lifecycle (create, stop, list, and the state moves of pause,
+// resume and set_timeout: state.go).
 type Sandboxes interface {
 	Create(ctx context.Context, req api.CreateRequest) (api.CreateResponse, error)
 	Exec(ctx context.Context, req api.ExecRequest) (api.ExecResponse, error)
@@ -28,20 +30,22 @@ type Sandboxes interface {
 	List(ctx context.Context, req api.ListRequest) (api.ListResponse, error)
 	Get(ctx context.Context, req api.GetRequest) (api.SandboxInfo, error)
 	ImageStatus(ctx context.Context, req api.ImageStatusRequest) (api.ImageStatus, error)
+	Pause(ctx context.Context, req api.PauseRequest) (api.StateResponse, error)
+	Resume(ctx context.Context, req api.ResumeRequest) (api.StateResponse, error)
+	SetTimeout(ctx context.Context, req api.SetTimeoutRequest) (api.SetTimeoutResponse, error)
 }
 
-// Deps are what the table dispatches to; in the daemon the sandbox
-// manager is all of them. Sandboxes is required; a nil optional field
+// Deps are what the table dispatches to, each slot filled by its own
+// service in the daemon. Sandboxes is required; a nil optional field
 // leaves its functions out of the table (sandbox::fs::* and sandbox::metrics,
-// the image functions, the process and lifecycle ones), except the streamed transfers, which answer S219
-// without Files.
+// the image functions, the process ones, ...), except the streamed
+// transfers, which answer S219 without Files.
 type Deps struct {
 	Sandboxes Sandboxes
 	Files     FS
 	Images    Images
 	Metrics   SandboxMetrics
 	Processes Processes
-	Lifecycle Lifecycle
 	Snapshots Snapshots
 	Events    Events
 	Webhooks  Webhooks

@@ -37,6 +37,15 @@ func (f *fakeSandboxes) Get(context.Context, api.GetRequest) (api.SandboxInfo, e
 func (f *fakeSandboxes) ImageStatus(context.Context, api.ImageStatusRequest) (api.ImageStatus, error) {
 	return api.ImageStatus{}, nil
 }
+func (f *fakeSandboxes) Pause(_ context.Context, r api.PauseRequest) (api.StateResponse, error) {
+	return api.StateResponse{SandboxID: r.SandboxID, State: "paused", Changed: true}, nil
+}
+func (f *fakeSandboxes) Resume(_ context.Context, r api.ResumeRequest) (api.StateResponse, error) {
+	return api.StateResponse{SandboxID: r.SandboxID, State: "running", Changed: true}, nil
+}
+func (f *fakeSandboxes) SetTimeout(_ context.Context, r api.SetTimeoutRequest) (api.SetTimeoutResponse, error) {
+	return api.SetTimeoutResponse{SandboxID: r.SandboxID}, nil
+}
 
 func TestDecodeErrors(t *testing.T) {
 	tests := []struct{ payload, want string }{
@@ -115,5 +124,22 @@ func TestCallIsTyped(t *testing.T) {
 	}
 	if _, err := Call[api.ListResponse](ctx, tab, "no::such", api.ListRequest{}); !errors.Is(err, ErrNotFound) {
 		t.Errorf("an unknown id: %v, want ErrNotFound", err)
+	}
+}
+
+// TestLifecycleOnSandboxes: sandbox::pause, sandbox::resume and
+// sandbox::set_timeout are the core's state moves: a table over Sandboxes
+// alone has them, and they reach its methods with the payload's fields.
+func TestLifecycleOnSandboxes(t *testing.T) {
+	tab := New(Deps{Sandboxes: &fakeSandboxes{}})
+	ctx := context.Background()
+	if res, err := Call[api.StateResponse](ctx, tab, api.FnPause, api.PauseRequest{SandboxID: "a"}); err != nil || res.SandboxID != "a" || res.State != "paused" {
+		t.Errorf("pause: %+v, %v", res, err)
+	}
+	if res, err := Call[api.StateResponse](ctx, tab, api.FnResume, api.ResumeRequest{SandboxID: "b"}); err != nil || res.SandboxID != "b" || res.State != "running" {
+		t.Errorf("resume: %+v, %v", res, err)
+	}
+	if res, err := Call[api.SetTimeoutResponse](ctx, tab, api.FnSetTimeout, api.SetTimeoutRequest{SandboxID: "c", TimeoutSecs: 5}); err != nil || res.SandboxID != "c" {
+		t.Errorf("set_timeout: %+v, %v", res, err)
 	}
 }

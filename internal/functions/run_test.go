@@ -18,6 +18,8 @@ import (
 type runFake struct {
 	// FS is nil: only WriteFile of it is used.
 	FS
+	// Sandboxes is nil: sandbox::run uses none of the state moves.
+	Sandboxes
 	createErr error
 	// writeErr fails every WriteFile.
 	writeErr error

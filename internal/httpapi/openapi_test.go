@@ -108,7 +108,6 @@ func fullDeps() functions.Deps {
 		Images:      imagesvc.New(nil, m, nil, imagesvc.Policy{}),
 		Metrics:     metricsvc.New(m, metricsvc.Limits{}),
 		Processes:   procsvc.New(m, procsvc.Limits{}),
-		Lifecycle:   m,
 		Snapshots:   (*snapsvc.Service)(nil),
 		Events:      eventsvc.New(m, nil),
 		Webhooks:    noWebhooks{},

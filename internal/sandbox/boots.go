@@ -2,19 +2,16 @@ package sandbox
 
 // Boot slots: a burst of creates boots with bounded parallelism. Each boot
 // (the runtime start until the agent answers) takes a slot of
-// max_concurrent_boots (the host's CPUs by default); the others wait in
-// line, creates before warm pool refills, and their boot timeout starts
-// only once they hold a slot, so that a create never times out for the
-// boots queued ahead of it while the host is making progress.
+// max_concurrent_boots (the host's CPUs by default: package slots); the
+// others wait in line, creates before warm pool refills, and their boot
+// timeout starts only once they hold a slot, so that a create never times
+// out for the boots queued ahead of it while the host is making progress.
 
 import (
 	"context"
 	goruntime "runtime"
-	"slices"
-	"sync"
 
 	"github.com/hutch-dev/hutch/internal/config"
-	"github.com/hutch-dev/hutch/internal/errdefs"
 )
 
 // bootPriority orders the boots waiting for a slot.
@@ -52,97 +49,4 @@ func bootSlotsOf(cfg config.Config) int {
 		return cfg.MaxConcurrentBoots
 	}
 	return max(1, goruntime.NumCPU())
-}
-
-// bootSlots is a counting semaphore whose waiters are served by priority,
-// in arrival order within one. The zero value is ready; its size is set
-// on first use.
-type bootSlots struct {
-	once sync.Once
-	mu   sync.Mutex
-	size int
-	// used counts the slots held, waiting the boots in line; guarded by
-	// mu.
-	used    int
-	waiting [bootPriorities][]*bootWaiter
-}
-
-// bootWaiter is one boot in line: ready is closed when it is handed a
-// slot (granted is set then, under bootSlots.mu).
-type bootWaiter struct {
-	ready   chan struct{}
-	granted bool
-}
-
-// acquire takes a slot for a boot of priority prio, waiting in line until
-// one is free, ctx ends or stop is closed (S301: the daemon shuts down).
-func (s *bootSlots) acquire(ctx context.Context, prio bootPriority, stop <-chan struct{}) (release func(), err error) {
-	s.mu.Lock()
-	if s.used < s.size && !s.queuedAhead(prio) {
-		s.used++
-		s.mu.Unlock()
-		return s.releaser(), nil
-	}
-	w := &bootWaiter{ready: make(chan struct{})}
-	s.waiting[prio] = append(s.waiting[prio], w)
-	s.mu.Unlock()
-	select {
-	case <-w.ready:
-		return s.releaser(), nil
-	case <-ctx.Done():
-		err = ctx.Err()
-	case <-stop:
-		err = errdefs.ShuttingDown()
-	}
-	s.mu.Lock()
-	if w.granted {
-		s.mu.Unlock()
-		s.release()
-		return nil, err
-	}
-	s.waiting[prio] = slices.DeleteFunc(s.waiting[prio], func(x *bootWaiter) bool { return x == w })
-	s.mu.Unlock()
-	return nil, err
-}
-
-// queuedAhead reports whether a boot waits that goes before one of prio;
-// s.mu must be held.
-func (s *bootSlots) queuedAhead(prio bootPriority) bool {
-	for p := range prio + 1 {
-		if len(s.waiting[p]) > 0 {
-			return true
-		}
-	}
-	return false
-}
-
-// releaser returns the release of one slot, which only its first call
-// does.
-func (s *bootSlots) releaser() func() {
-	var once sync.Once
-	return func() { once.Do(s.release) }
-}
-
-// release hands a slot to the first boot in line, or frees it.
-func (s *bootSlots) release() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for p := range s.waiting {
-		if len(s.waiting[p]) > 0 {
-			w := s.waiting[p][0]
-			s.waiting[p] = slices.Delete(s.waiting[p], 0, 1)
-			w.granted = true
-			close(w.ready)
-			return
-		}
-	}
-	s.used--
-}
-
-// bootSlot waits for a boot slot for a boot under ctx (its priority is
-// ctx's, priorityOf); the caller releases it once the agent answered or
-// the boot failed.
-func (m *Manager) bootSlot(ctx context.Context) (release func(), err error) {
-	m.boots.once.Do(func() { m.boots.size = bootSlotsOf(m.cfg) })
-	return m.boots.acquire(ctx, priorityOf(ctx), m.shutdown.Done())
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/runtime"
+	"github.com/hutch-dev/hutch/internal/sandbox/spec"
 )
 
 // Checkpoints. The core writes what a live sandbox can be started from
@@ -67,7 +68,7 @@ func (m *Manager) CheckRequest(req api.CreateRequest) error {
 	if _, _, err := m.limits(req); err != nil {
 		return err
 	}
-	if err := ValidateEnv("env", req.Env); err != nil {
+	if err := spec.ValidateEnv("env", req.Env); err != nil {
 		return err
 	}
 	_, err := m.createTerms(req)

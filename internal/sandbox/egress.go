@@ -21,6 +21,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/dnsgate"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/netplumb"
+	"github.com/hutch-dev/hutch/internal/sandbox/spec"
 )
 
 // maxEgressRules bounds the entries of one policy.
@@ -74,7 +75,7 @@ func compileEgress(p *api.EgressPolicy) (*egressPolicy, error) {
 		for _, e := range list.entries {
 			addr, name, err := parseEgressEntry(e)
 			if err != nil {
-				return nil, errdefs.Malformed("%s entry %q: %v", list.field, clip(e, 80), err)
+				return nil, errdefs.Malformed("%s entry %q: %v", list.field, spec.Clip(e, 80), err)
 			}
 			if name != nil {
 				*list.names = append(*list.names, *name)

@@ -10,6 +10,7 @@ import (
 	"github.com/hutch-dev/hutch/api"
 	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
 	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/sandbox/spec"
 )
 
 // Exec runs one command in a sandbox and returns its output. A timeout is
@@ -57,18 +58,18 @@ func (m *Manager) Exec(ctx context.Context, req api.ExecRequest) (result api.Exe
 // sandbox: the agent's request (without an output cap) and the slot's
 // release.
 func (m *Manager) prepareExec(ctx context.Context, req api.ExecRequest) (*sandbox, func(), *agentv1.ExecRequest, error) {
-	argv, err := CommandArgv(req.Cmd, req.Args, req.Argv)
+	argv, err := spec.CommandArgv(req.Cmd, req.Args, req.Argv)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	stdin, err := decodeStdin(req.Stdin)
+	stdin, err := spec.DecodeStdin(req.Stdin)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if err := ValidateEnv("env", req.Env); err != nil {
+	if err := spec.ValidateEnv("env", req.Env); err != nil {
 		return nil, nil, nil, err
 	}
-	if err := ValidateWorkdir(req.Workdir); err != nil {
+	if err := spec.ValidateWorkdir(req.Workdir); err != nil {
 		return nil, nil, nil, err
 	}
 	if err := m.checkExecTimeout(req.TimeoutMs); err != nil {
@@ -120,7 +121,7 @@ func (m *Manager) agentExec(sb *sandbox, argv []string, env api.Env, workdir str
 		TimeoutMs: int64(timeoutMs),
 	}
 	if len(env) > 0 {
-		areq.Env = MergeEnv(areq.Env, env)
+		areq.Env = spec.MergeEnv(areq.Env, env)
 	}
 	u, err := sb.namedUser(user)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/runtime"
+	"github.com/hutch-dev/hutch/internal/sandbox/spec"
 )
 
 // Use is what a call does with a live sandbox, which decides what
@@ -86,7 +87,7 @@ func (m *Manager) acquire(ctx context.Context, id string, u Use) (sb *sandbox, r
 // lookup finds the sandbox of a request's id: S001 malformed, S002 unknown
 // (or another owner's), otherwise the sandbox, whatever its state.
 func (m *Manager) lookup(ctx context.Context, id string) (*sandbox, error) {
-	id, err := parseID(id)
+	id, err := spec.ParseID(id)
 	if err != nil {
 		return nil, err
 	}

@@ -9,13 +9,14 @@ import (
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/sandbox/spec"
 )
 
 // TestCreateOverHostCapacity checks that a create asking for more CPUs or
 // memory than the host has is refused with S400 and the host's figures.
 func TestCreateOverHostCapacity(t *testing.T) {
 	m, _, _ := inprocess(t, nil)
-	cpus, memMB := hostCapacity()
+	cpus, memMB := spec.HostCapacity()
 	if cpus != goruntime.NumCPU() || memMB < 32 {
 		t.Fatalf("host capacity %d CPUs, %d MiB", cpus, memMB)
 	}

@@ -175,9 +175,7 @@ func TestShutdownEndsCreatesInFlight(t *testing.T) {
 		<-entered
 	}
 	testutil.Eventually(t, 30*time.Second, func() bool {
-		m.boots.mu.Lock()
-		defer m.boots.mu.Unlock()
-		return len(m.boots.waiting[bootForCreate]) == 1
+		return m.boots.Waiting(int(bootForCreate)) == 1
 	}, "the third create waits for a boot slot")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -19,7 +18,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"golang.org/x/sys/unix"
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/agentclient"
@@ -31,6 +29,8 @@ import (
 	"github.com/hutch-dev/hutch/internal/image"
 	"github.com/hutch-dev/hutch/internal/runtime"
 	"github.com/hutch-dev/hutch/internal/safetext"
+	"github.com/hutch-dev/hutch/internal/sandbox/slots"
+	"github.com/hutch-dev/hutch/internal/sandbox/spec"
 	"github.com/hutch-dev/hutch/internal/volumes"
 )
 
@@ -95,19 +95,17 @@ type Manager struct {
 	destroying tracker
 	// creating tracks creates in progress, so Close can wait for them;
 	// shutdown is cancelled by Close, which ends their boots.
-	creating   sync.WaitGroup
-	shutdown   context.Context
-	shut       context.CancelFunc
-	stopReaper chan struct{}
-	reaperDone chan struct{}
-	// reapSoon wakes the reaper to recompute its interval (reaper.go).
-	reapSoon chan struct{}
-	obs      Observer
-	events   *events.Log
+	creating sync.WaitGroup
+	shutdown context.Context
+	shut     context.CancelFunc
+	// reaper is the idle reaper (reaper.go).
+	reaper *reaper
+	obs    Observer
+	events *events.Log
 	// pool is the warm pool (pool.go); nil without one.
 	pool *warmPool
 	// boots bounds the boots under way (boots.go).
-	boots bootSlots
+	boots *slots.Slots
 	// checkpoints is the checkpoint directory (checkpoint.go); originOf
 	// is Options.OriginOf.
 	checkpoints string
@@ -182,23 +180,21 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 		store:       st,
 		bootTimeout: opts.BootTimeout,
 		sandboxes:   map[string]*sandbox{},
-		stopReaper:  make(chan struct{}),
-		reaperDone:  make(chan struct{}),
-		reapSoon:    make(chan struct{}, 1),
 		obs:         opts.Observer,
 		events:      opts.Events,
-		pool:        newWarmPool(opts.Config),
 		checkpoints: CheckpointDir(opts.StateDir),
 		originOf:    opts.OriginOf,
 		vols:        opts.Volumes,
 	}
+	m.boots = slots.New(bootSlotsOf(opts.Config), int(bootPriorities))
+	m.pool, m.reaper = newWarmPool(m), newReaper(m)
 	if err := errors.Join(m.reconcile(ctx), m.clearHibernated()); err != nil {
 		shut()
 		st.close()
 		return nil, err
 	}
-	go m.reaper()
-	m.startWarm()
+	go m.reaper.run()
+	m.pool.start()
 	return m, nil
 }
 
@@ -287,7 +283,7 @@ func (m *Manager) create(ctx context.Context, req api.CreateRequest, from *Origi
 	if err != nil {
 		return api.CreateResponse{}, err
 	}
-	if err := ValidateEnv("env", req.Env); err != nil {
+	if err := spec.ValidateEnv("env", req.Env); err != nil {
 		return api.CreateResponse{}, err
 	}
 	if err := m.checkEgress(&req); err != nil {
@@ -304,12 +300,12 @@ func (m *Manager) create(ctx context.Context, req api.CreateRequest, from *Origi
 		return api.CreateResponse{}, errdefs.New(errdefs.CodeMalformed, "a sandbox restored from a snapshot keeps its cpus (%d), memory_mb (%d) and network (%v)", from.CPUs, from.MemoryMB, from.Network)
 	}
 	if from == nil && rt == m.rts.Default() {
-		if sb := m.claimWarm(ctx, req, cpus, mem, t); sb != nil {
+		if sb := m.pool.claim(ctx, req, cpus, mem, t); sb != nil {
 			reserved = false // register takes the reservation over
 			return m.register(sb)
 		}
 	}
-	m.shedWarm()
+	m.pool.shed()
 	img, release, err := m.ensureImage(ctx, req.Image)
 	if err != nil {
 		return api.CreateResponse{}, err
@@ -378,7 +374,7 @@ func (m *Manager) register(sb *sandbox) (api.CreateResponse, error) {
 	m.sandboxes[rec.ID] = sb
 	m.mu.Unlock()
 	go m.watch(sb)
-	m.wakeReaper()
+	m.reaper.wake()
 	m.log.Info("sandbox created", "sandbox", rec.ID, "image", rec.Image, "cpus", rec.CPUs, "memory_mb", rec.MemoryMB)
 	m.emitFor(sb, api.EventSandboxCreated, map[string]any{"image": rec.Image, "cpus": rec.CPUs, "memory_mb": rec.MemoryMB, "network": rec.Network})
 	// Its agent answered and it is listed: it takes commands from now on.
@@ -394,7 +390,9 @@ func (m *Manager) bootSandbox(ctx context.Context, rec *record, img *image.Image
 	if err != nil {
 		return nil, err
 	}
-	release, err := m.bootSlot(ctx)
+	// A slot of the boot's priority (priorityOf); it is released once the
+	// agent answered or the boot failed.
+	release, err := m.boots.Acquire(ctx, int(priorityOf(ctx)), m.shutdown.Done())
 	if err != nil {
 		return nil, m.bootError(ctx, err)
 	}
@@ -550,79 +548,15 @@ func (m *Manager) unreserve(owner string) {
 	m.mu.Unlock()
 }
 
-// allowed checks that name is in the catalog and the allowlist (S100).
+// allowed checks that name is in the catalog and the allowlist (S100:
+// spec.Allowed).
 func (m *Manager) allowed(name string) error {
-	if name == "" {
-		return errdefs.Malformed("image is required (a catalog name such as python or node)")
-	}
-	allowed := make([]string, 0, len(m.cfg.ImageAllowlist))
-	for _, n := range m.catalog() {
-		if slices.Contains(m.cfg.ImageAllowlist, n) {
-			allowed = append(allowed, n)
-		}
-	}
-	if slices.Contains(allowed, name) {
-		return nil
-	}
-	list := strings.Join(allowed, ", ")
-	if list == "" {
-		list = "none (image_allowlist is empty)"
-	}
-	hint := ""
-	if strings.ContainsAny(name, "/:@") {
-		hint = " (image is a catalog name, not an OCI reference; register references under custom_images)"
-	}
-	return errdefs.New(errdefs.CodeImageNotAllowed, "image %q is not allowed%s; allowed images: %s", clip(name, 128), hint, list)
+	return spec.Allowed(name, m.catalog(), m.cfg.ImageAllowlist)
 }
 
-// limits resolves cpus and memory against defaults, sanity bounds (S001),
-// the host's CPUs and memory (S400, for what the request asks; defaults
-// are the operator's) and per-image caps (S400).
+// limits resolves a create's cpus and memory (spec.Limits).
 func (m *Manager) limits(req api.CreateRequest) (cpus, mem uint32, err error) {
-	cpus, mem = req.CPUs, req.MemoryMB
-	if cpus == 0 {
-		cpus = m.cfg.DefaultCPUs
-	}
-	if mem == 0 {
-		mem = m.cfg.DefaultMemoryMB
-	}
-	if err := config.CheckCPUs(cpus); err != nil {
-		return 0, 0, errdefs.Malformed("%v", err)
-	}
-	if err := config.CheckMemoryMB(mem); err != nil {
-		return 0, 0, errdefs.Malformed("%v", err)
-	}
-	hostCPUs, hostMB := hostCapacity()
-	if req.CPUs > 0 && int(req.CPUs) > hostCPUs {
-		return 0, 0, errdefs.New(errdefs.CodeCapacity, "cpus %d is more than the %d CPUs this host has", req.CPUs, hostCPUs).
-			WithFix(map[string]any{"cpus": hostCPUs}, "ask for at most the host's CPUs")
-	}
-	if req.MemoryMB > 0 && uint64(req.MemoryMB) > hostMB {
-		return 0, 0, errdefs.New(errdefs.CodeCapacity, "memory_mb %d is more than the %d MiB of memory this host has", req.MemoryMB, hostMB).
-			WithFix(map[string]any{"memory_mb": hostMB}, "ask for at most the host's memory")
-	}
-	if caps, ok := m.cfg.PerImageCaps[req.Image]; ok {
-		if caps.MaxCPUs > 0 && cpus > caps.MaxCPUs {
-			return 0, 0, errdefs.New(errdefs.CodeCapacity, "cpus %d is over the cap of %d for image %s", cpus, caps.MaxCPUs, req.Image).
-				WithFix(map[string]any{"cpus": caps.MaxCPUs}, "lower cpus or raise per_image_caps")
-		}
-		if caps.MaxMemoryMB > 0 && mem > caps.MaxMemoryMB {
-			return 0, 0, errdefs.New(errdefs.CodeCapacity, "memory_mb %d is over the cap of %d for image %s", mem, caps.MaxMemoryMB, req.Image).
-				WithFix(map[string]any{"memory_mb": caps.MaxMemoryMB}, "lower memory_mb or raise per_image_caps")
-		}
-	}
-	return cpus, mem, nil
-}
-
-// hostCapacity is what the host has for sandboxes: the CPUs this process
-// may run on and the memory in MiB (the most when sysinfo fails).
-func hostCapacity() (cpus int, memoryMB uint64) {
-	memoryMB = config.MaxMemoryMB
-	var si unix.Sysinfo_t
-	if unix.Sysinfo(&si) == nil {
-		memoryMB = uint64(si.Totalram) * uint64(si.Unit) >> 20
-	}
-	return goruntime.NumCPU(), memoryMB
+	return spec.Limits(m.cfg, req)
 }
 
 // Stop stops a sandbox; stopping a stopped one is not an error. With Wait
@@ -665,16 +599,15 @@ func (m *Manager) stop(sb *sandbox, end runtime.End, d *death) bool {
 		m.log.Info("sandbox stopping", "sandbox", sb.rec.ID, "cause", end.Cause, "reason", end.Detail)
 		m.observer().Stopped(string(end.Cause))
 		m.emitFor(sb, api.EventSandboxStopped, map[string]any{"cause": end.Cause, "reason": end.Detail})
-		m.persistStopped(sb)
+		rec := sb.snapshotRecord()
+		if err := m.store.put(&rec); err != nil {
+			m.log.Error("recording sandbox stop", "sandbox", rec.ID, "err", err)
+		}
 	}
 	m.stopped(sb.rec.ID)
-	m.teardownAsync(sb)
-	return true
-}
-
-// teardownAsync tears sb down in the background; Close waits for it.
-func (m *Manager) teardownAsync(sb *sandbox) {
+	// Torn down in the background; Close waits for it.
 	m.destroying.Go(func() { m.teardown(sb) })
+	return true
 }
 
 // destroy is stopAsync that waits.
@@ -728,14 +661,6 @@ func (m *Manager) bury(sb *sandbox) {
 	}
 }
 
-// persistStopped records a sandbox's stop in the store.
-func (m *Manager) persistStopped(sb *sandbox) {
-	rec := sb.snapshotRecord()
-	if err := m.store.put(&rec); err != nil {
-		m.log.Error("recording sandbox stop", "sandbox", rec.ID, "err", err)
-	}
-}
-
 // watch ends a running sandbox whose runtime exits on its own (out of
 // memory, a crashed agent) or whose agent stream breaks, recording why.
 // While the sandbox is quiesced (a pause, checkpoint or resume under way)
@@ -785,7 +710,7 @@ func (m *Manager) Get(ctx context.Context, req api.GetRequest) (api.SandboxInfo,
 // ImageStatus reports the cache state of a catalog image.
 func (m *Manager) ImageStatus(_ context.Context, req api.ImageStatusRequest) (api.ImageStatus, error) {
 	if !slices.Contains(m.catalog(), req.Name) {
-		return api.ImageStatus{}, errdefs.New(errdefs.CodeImageNotAllowed, "image %q is not in the catalog; known images: %s", clip(req.Name, 128), strings.Join(m.catalog(), ", "))
+		return api.ImageStatus{}, errdefs.New(errdefs.CodeImageNotAllowed, "image %q is not in the catalog; known images: %s", spec.Clip(req.Name, 128), strings.Join(m.catalog(), ", "))
 	}
 	return m.images.Status(req.Name), nil
 }
@@ -805,9 +730,8 @@ func (m *Manager) Close(ctx context.Context) error {
 		sbs = append(sbs, sb)
 	}
 	m.mu.Unlock()
-	close(m.stopReaper)
-	<-m.reaperDone
-	m.closeWarm()
+	m.reaper.close()
+	m.pool.close()
 	for _, sb := range sbs {
 		m.stopAsync(sb, endShutdown)
 	}

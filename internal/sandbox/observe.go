@@ -13,6 +13,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/image"
+	"github.com/hutch-dev/hutch/internal/sandbox/spec"
 )
 
 // Observer receives the manager's measurements. internal/metrics
@@ -62,7 +63,7 @@ func (m *Manager) observer() Observer {
 func (m *Manager) traceCreate(ctx context.Context, req api.CreateRequest) (context.Context, func(api.CreateResponse, error)) {
 	start := time.Now()
 	ctx, span := tracer.Start(ctx, "sandbox.create", trace.WithAttributes(
-		attrImage.String(clip(req.Image, 128)),
+		attrImage.String(spec.Clip(req.Image, 128)),
 		attribute.Bool("hutch.network", req.Network),
 	))
 	return ctx, func(resp api.CreateResponse, err error) {
@@ -92,7 +93,7 @@ func (m *Manager) traceBoot(ctx context.Context, rec *record, img *image.Image, 
 // both; it takes the exec's result.
 func (m *Manager) traceExec(ctx context.Context, req api.ExecRequest) (context.Context, func(api.ExecResponse, error)) {
 	start := time.Now()
-	ctx, span := tracer.Start(ctx, "sandbox.exec", trace.WithAttributes(attrSandboxID.String(clip(req.SandboxID, 64))))
+	ctx, span := tracer.Start(ctx, "sandbox.exec", trace.WithAttributes(attrSandboxID.String(spec.Clip(req.SandboxID, 64))))
 	return ctx, func(resp api.ExecResponse, err error) {
 		result := errdefs.Result(err)
 		if err == nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/agentclient"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/runtime"
+	"github.com/hutch-dev/hutch/internal/sandbox/spec"
 )
 
 // Pause and resume. A freeze stops every task of the sandbox (runsc
@@ -38,7 +39,7 @@ func (m *Manager) Pause(ctx context.Context, req api.PauseRequest) (api.StateRes
 	case api.PauseHibernate:
 		pause = m.hibernate
 	default:
-		return api.StateResponse{}, errdefs.Malformed("depth must be %q or %q, got %q", api.PauseFreeze, api.PauseHibernate, clip(req.Depth, 32))
+		return api.StateResponse{}, errdefs.Malformed("depth must be %q or %q, got %q", api.PauseFreeze, api.PauseHibernate, spec.Clip(req.Depth, 32))
 	}
 	sb, err := m.lookup(ctx, req.SandboxID)
 	if err != nil {
@@ -48,7 +49,7 @@ func (m *Manager) Pause(ctx context.Context, req api.PauseRequest) (api.StateRes
 	if err != nil {
 		return api.StateResponse{}, err
 	}
-	return m.stateResponse(sb, changed), nil
+	return stateResponse(sb, changed), nil
 }
 
 // Resume thaws a paused sandbox (sandbox::resume). Resuming a running
@@ -62,10 +63,11 @@ func (m *Manager) Resume(ctx context.Context, req api.ResumeRequest) (api.StateR
 	if err != nil {
 		return api.StateResponse{}, err
 	}
-	return m.stateResponse(sb, changed), nil
+	return stateResponse(sb, changed), nil
 }
 
-func (m *Manager) stateResponse(sb *sandbox, changed bool) api.StateResponse {
+// stateResponse is the answer of a pause or resume of sb.
+func stateResponse(sb *sandbox, changed bool) api.StateResponse {
 	st, _ := sb.current()
 	return api.StateResponse{SandboxID: sb.rec.ID, State: st.String(), Changed: changed}
 }
@@ -149,7 +151,7 @@ func (m *Manager) thaw(sb *sandbox) (changed bool, err error) {
 	}
 	m.log.Info("sandbox resumed", "sandbox", sb.rec.ID, "ms", time.Since(start).Milliseconds())
 	m.emitFor(sb, api.EventSandboxResumed, nil)
-	m.wakeReaper()
+	m.reaper.wake()
 	return true, nil
 }
 
@@ -166,7 +168,7 @@ func (m *Manager) autoResume(sb *sandbox, st State) (bool, error) {
 // SetTimeout moves a sandbox's absolute lifetime: it ends timeout_secs
 // from now (sandbox::set_timeout).
 func (m *Manager) SetTimeout(ctx context.Context, req api.SetTimeoutRequest) (api.SetTimeoutResponse, error) {
-	if err := checkLifetime(req.TimeoutSecs, false); err != nil {
+	if err := spec.CheckLifetime(req.TimeoutSecs, false); err != nil {
 		return api.SetTimeoutResponse{}, err
 	}
 	sb, err := m.lookup(ctx, req.SandboxID)
@@ -181,7 +183,7 @@ func (m *Manager) SetTimeout(ctx context.Context, req api.SetTimeoutRequest) (ap
 	if err := m.store.put(&rec); err != nil {
 		m.log.Error("recording a sandbox's lifetime", "sandbox", sb.rec.ID, "err", err)
 	}
-	m.wakeReaper()
+	m.reaper.wake()
 	return api.SetTimeoutResponse{SandboxID: sb.rec.ID, ExpiresAt: at.Format(time.RFC3339)}, nil
 }
 

@@ -4,8 +4,8 @@ package sandbox
 // warm_pool), so that a create takes one instead of waiting for a boot.
 //
 // A pool sandbox is booted with its pool's shape (cpus, memory and
-// whether it has a network: pool_plan.go, pool_network.go) by one
-// background refill loop. Until a create claims it, it belongs to no
+// whether it has a network: package poolplan sizes the pools,
+// pool_network.go) by one background refill loop. Until a create claims it, it belongs to no
 // owner, is not listed, is never reaped for idleness and is not in the
 // metadata store, so a daemon that crashes never re-adopts it (start-up
 // reconciliation destroys it with every other leftover runtime). A create
@@ -38,9 +38,9 @@ import (
 	"github.com/hutch-dev/hutch/api"
 	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
 	"github.com/hutch-dev/hutch/internal/auth"
-	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/image"
 	"github.com/hutch-dev/hutch/internal/runtime"
+	"github.com/hutch-dev/hutch/internal/sandbox/poolplan"
 )
 
 // imageReady is the cache state of a built (or pulled) image.
@@ -66,21 +66,14 @@ const (
 	warmMisfit = "shape" // the create asked for more, for volumes, or its network could not be given
 )
 
-// warmPool is the manager's pool. Its maps are guarded by Manager.mu.
+// warmPool is the manager's pool: the pools' sandboxes and refills, on
+// the plan of package poolplan. Its maps and plan are guarded by
+// Manager.mu, which it shares with the core because room in the pool is
+// room in max_concurrent_sandboxes.
 type warmPool struct {
-	// Fixed at start: the sizes warm_pool pins (0 included), whether the
-	// other images are sized by demand (pool_plan.go), warm_pool_max, the
-	// budget in sandboxes, the image kept at one sandbox once built, and
-	// how many refill boots run at once.
-	pinned    map[string]int
-	auto      bool
-	max       int
-	budget    int
-	baseImage string
-	parallel  int
-	// shapeOf is an image's default shape: default_cpus and
-	// default_memory_mb, capped by per_image_caps.
-	shapeOf func(image string) warmShape
+	m *Manager
+	// parallel is how many refill boots run at once.
+	parallel int
 	// now is the clock of the plan; tests set it.
 	now func() time.Time
 	// kick wakes the refill loop; stop ends it, which closes done once
@@ -91,17 +84,12 @@ type warmPool struct {
 	boots sync.WaitGroup
 
 	// The fields below are guarded by Manager.mu.
-	ready map[warmKey][]*warmSandbox
+	plan  *poolplan.Plan
+	ready map[poolplan.Key][]*warmSandbox
 	// booting are the refill boots under way.
 	booting map[*warmBoot]struct{}
 	// targets is the latest plan.
-	targets map[warmKey]int
-	// demand is each automatic image's recent creates by shape, most
-	// recently asked first; refill the moving average of refill times;
-	// built the images whose cache state was ready at the last plan.
-	demand map[string][]*shapeDemand
-	refill time.Duration
-	built  map[string]bool
+	targets map[poolplan.Key]int
 	// backoff is the wait after failed refill boots, holdUntil the end of
 	// the current one.
 	backoff   time.Duration
@@ -124,7 +112,7 @@ type warmSandbox struct {
 
 // warmBoot is a refill boot under way.
 type warmBoot struct {
-	key     warmKey
+	key     poolplan.Key
 	started time.Time
 	cancel  context.CancelFunc
 	// cancelled is set (under Manager.mu) once cancel was called to make
@@ -150,73 +138,28 @@ type WarmPoolStat struct {
 	Claims map[string]uint64
 }
 
-// newWarmPool builds the pool of cfg (warm_pool, warm_pool_auto and
-// their bounds), or nil when it never keeps a sandbox.
-func newWarmPool(cfg config.Config) *warmPool {
+// newWarmPool builds m's pool, of its config (warm_pool, warm_pool_auto
+// and their bounds), or nil when it never keeps a sandbox.
+func newWarmPool(m *Manager) *warmPool {
+	plan := poolplan.New(m.cfg)
+	if plan == nil {
+		return nil
+	}
 	p := &warmPool{
-		pinned:   map[string]int{},
-		auto:     cfg.WarmPoolAuto,
-		max:      cfg.WarmPoolMax,
-		budget:   cfg.WarmPoolMemoryMB / WarmSandboxCostMB,
-		parallel: max(1, bootSlotsOf(cfg)-1),
+		m:        m,
+		plan:     plan,
+		parallel: max(1, bootSlotsOf(m.cfg)-1),
 		now:      time.Now,
 		kick:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
-		ready:    map[warmKey][]*warmSandbox{},
+		ready:    map[poolplan.Key][]*warmSandbox{},
 		booting:  map[*warmBoot]struct{}{},
-		targets:  map[warmKey]int{},
-		demand:   map[string][]*shapeDemand{},
-		built:    map[string]bool{},
 		paused:   map[string]int{},
 		counts:   map[string]map[string]uint64{},
 	}
-	p.shapeOf = func(image string) warmShape {
-		shape := warmShape{cpus: cfg.DefaultCPUs, memoryMB: cfg.DefaultMemoryMB}
-		if caps, ok := cfg.PerImageCaps[image]; ok {
-			if caps.MaxCPUs > 0 {
-				shape.cpus = min(shape.cpus, caps.MaxCPUs)
-			}
-			if caps.MaxMemoryMB > 0 {
-				shape.memoryMB = min(shape.memoryMB, caps.MaxMemoryMB)
-			}
-		}
-		return shape
-	}
-	pinned := 0
-	for image, n := range cfg.WarmPool {
-		p.pinned[image] = max(n, 0)
-		pinned += max(n, 0)
-	}
-	if p.auto {
-		for _, image := range cfg.ImageAllowlist {
-			if slices.Contains(config.Presets, image) {
-				if !p.isPinned(image) {
-					p.baseImage = image
-				}
-				break
-			}
-		}
-	}
-	if pinned == 0 && (!p.auto || p.budget == 0) {
-		return nil
-	}
-	p.targets = p.planLocked(p.now())
+	p.targets = plan.Targets(p.now(), nil)
 	return p
-}
-
-// isPinned reports whether warm_pool names image.
-func (p *warmPool) isPinned(image string) bool {
-	_, ok := p.pinned[image]
-	return ok
-}
-
-// covers reports whether creates of image may take from the pool.
-func (p *warmPool) covers(image string) bool {
-	if p.isPinned(image) {
-		return p.pinned[image] > 0
-	}
-	return p.auto
 }
 
 // wake makes the refill loop look at the pool now.
@@ -232,60 +175,60 @@ func (p *warmPool) wakeAfter(d time.Duration) {
 	time.AfterFunc(d, p.wake)
 }
 
-// startWarm starts the pool's refill loop, when there is a pool.
-func (m *Manager) startWarm() {
-	if m.pool == nil {
+// start starts the pool's refill loop, when there is a pool.
+func (p *warmPool) start() {
+	if p == nil {
 		return
 	}
-	go m.refillWarm()
-	m.pool.wake()
+	go p.refill()
+	p.wake()
 }
 
-// claimWarm takes a pool sandbox for a create whose request and resolved
+// claim takes a pool sandbox for a create whose request and resolved
 // limits are given, or returns nil when the create should boot its own.
 // The sandbox it returns is recorded as the caller's, with req's name,
 // env, limits, egress policy and life terms, and still has to be
 // registered. The create
 // counts toward its shape's demand either way.
-func (m *Manager) claimWarm(ctx context.Context, req api.CreateRequest, cpus, mem uint32, t terms) *sandbox {
-	p := m.pool
-	if p == nil || !p.covers(req.Image) {
+func (p *warmPool) claim(ctx context.Context, req api.CreateRequest, cpus, mem uint32, t terms) *sandbox {
+	if p == nil || !p.plan.Covers(req.Image) {
 		return nil
 	}
+	m := p.m
 	// Volumes are mounted at boot: no pool sandbox has them. A network
 	// is pooled (pool_network.go) when the claim can give it the create's
 	// policy and gateway.
-	if len(req.Volumes) > 0 || req.Network && !m.warmNetworkFits(req.Env) {
-		m.countWarm(req.Image, warmMisfit)
+	if len(req.Volumes) > 0 || req.Network && !p.networkFits(req.Env) {
+		p.count(req.Image, warmMisfit)
 		return nil
 	}
-	want := warmShape{cpus: cpus, memoryMB: mem, network: req.Network}
+	want := poolplan.Shape{CPUs: cpus, MemoryMB: mem, Network: req.Network}
 	m.mu.Lock()
-	p.noteLocked(req.Image, want, p.now())
+	p.plan.Note(req.Image, want, p.now())
 	m.mu.Unlock()
 	defer p.wakeAfter(warmRefillDelay)
 	for {
-		w, shape, fits := m.takeWarm(req.Image, want)
+		w, shape, fits := p.take(req.Image, want)
 		if w == nil {
-			m.countWarm(req.Image, map[bool]string{true: warmEmpty, false: warmMisfit}[fits])
+			p.count(req.Image, map[bool]string{true: warmEmpty, false: warmMisfit}[fits])
 			return nil
 		}
 		sb := w.sb
 		if !warmAlive(sb) {
-			m.discardWarm(sb, poolEnd("ended while in the warm pool"))
+			p.discard(sb, poolEnd("ended while in the warm pool"))
 			continue
 		}
 		if want != shape {
-			if err := m.resizeWarm(sb, cpus, mem, shape); err != nil {
+			if err := resizeWarm(sb, cpus, mem, shape); err != nil {
 				m.log.Warn("applying a create's limits to a warm pool sandbox", "sandbox", sb.rec.ID, "err", err)
-				m.discardWarm(sb, poolEnd("could not apply the create's limits"))
-				m.countWarm(req.Image, warmMisfit)
+				p.discard(sb, poolEnd("could not apply the create's limits"))
+				p.count(req.Image, warmMisfit)
 				return nil
 			}
 		}
 		if ctx.Err() != nil {
 			// Nobody would learn this sandbox's id.
-			m.discardWarm(sb, poolEnd("its create was cancelled"))
+			p.discard(sb, poolEnd("its create was cancelled"))
 			return nil
 		}
 		// Nobody else sees sb until it is registered.
@@ -295,12 +238,12 @@ func (m *Manager) claimWarm(ctx context.Context, req api.CreateRequest, cpus, me
 		t.apply(rec)
 		rec.CreatedAt = time.Now().UTC()
 		if rec.Network {
-			if err := m.claimNetwork(ctx, sb, req.Egress); err != nil {
+			if err := p.claimNetwork(ctx, sb, req.Egress); err != nil {
 				// Fail closed: the sandbox may not keep a policy other
 				// than the create's.
 				m.log.Warn("applying a create's network to a warm pool sandbox", "sandbox", rec.ID, "err", err)
-				m.discardWarm(sb, poolEnd("could not apply the create's network"))
-				m.countWarm(req.Image, warmMisfit)
+				p.discard(sb, poolEnd("could not apply the create's network"))
+				p.count(req.Image, warmMisfit)
 				return nil
 			}
 		}
@@ -308,10 +251,10 @@ func (m *Manager) claimWarm(ctx context.Context, req api.CreateRequest, cpus, me
 		sb.touch()
 		if err := m.admit(sb); err != nil {
 			m.log.Error("admitting a warm pool sandbox", "sandbox", rec.ID, "err", err)
-			m.countWarm(req.Image, warmEmpty)
+			p.count(req.Image, warmEmpty)
 			return nil
 		}
-		m.countWarm(req.Image, warmHit)
+		p.count(req.Image, warmHit)
 		trace.SpanFromContext(ctx).SetAttributes(attribute.Bool("hutch.warm_pool_hit", true))
 		m.log.Debug("sandbox taken from the warm pool", "sandbox", rec.ID, "image", rec.Image)
 		return sb
@@ -332,16 +275,16 @@ func warmAlive(sb *sandbox) bool {
 }
 
 // resizeWarm applies a create's smaller limits to a pool sandbox.
-func (m *Manager) resizeWarm(sb *sandbox, cpus, mem uint32, shape warmShape) error {
+func resizeWarm(sb *sandbox, cpus, mem uint32, shape poolplan.Shape) error {
 	inst, _ := sb.conn()
 	r, ok := inst.(runtime.Resizer)
 	if !ok {
 		return errNoResize
 	}
-	if cpus == shape.cpus {
+	if cpus == shape.CPUs {
 		cpus = 0
 	}
-	if mem == shape.memoryMB {
+	if mem == shape.MemoryMB {
 		mem = 0
 	}
 	return r.Resize(cpus, mem)
@@ -350,26 +293,25 @@ func (m *Manager) resizeWarm(sb *sandbox, cpus, mem uint32, shape warmShape) err
 // errNoResize is the claim failure of a runtime that cannot change limits.
 var errNoResize = errors.New("the runtime cannot change a running sandbox's limits")
 
-// takeWarm removes from the pool the oldest ready sandbox of image that
+// take removes from the pool the oldest ready sandbox of image that
 // fits want: of want's own shape, else of the smallest larger one; it
 // returns nil when there is none. fits reports whether any pool of the
 // image (planned or holding sandboxes) could serve want.
-func (m *Manager) takeWarm(image string, want warmShape) (w *warmSandbox, shape warmShape, fits bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	p := m.pool
-	var best warmKey
+func (p *warmPool) take(image string, want poolplan.Shape) (w *warmSandbox, shape poolplan.Shape, fits bool) {
+	p.m.mu.Lock()
+	defer p.m.mu.Unlock()
+	var best poolplan.Key
 	found := false
 	for _, k := range p.keysLocked(image) {
-		if !k.shape.fits(want) {
+		if !k.Shape.Fits(want) {
 			continue
 		}
 		fits = true
 		if len(p.ready[k]) == 0 || p.paused[image] > 0 {
 			continue
 		}
-		if !found || k.shape == want || best.shape != want &&
-			(k.shape.memoryMB < best.shape.memoryMB || k.shape.memoryMB == best.shape.memoryMB && k.shape.cpus < best.shape.cpus) {
+		if !found || k.Shape == want || best.Shape != want &&
+			(k.Shape.MemoryMB < best.Shape.MemoryMB || k.Shape.MemoryMB == best.Shape.MemoryMB && k.Shape.CPUs < best.Shape.CPUs) {
 			best, found = k, true
 		}
 	}
@@ -379,43 +321,43 @@ func (m *Manager) takeWarm(image string, want warmShape) (w *warmSandbox, shape 
 	w = p.ready[best][0]
 	p.ready[best] = slices.Delete(p.ready[best], 0, 1)
 	close(w.taken)
-	return w, best.shape, true
+	return w, best.Shape, true
 }
 
 // keysLocked lists the pools of image, planned or holding sandboxes, in
 // key order; m.mu must be held.
-func (p *warmPool) keysLocked(image string) []warmKey {
-	var keys []warmKey
+func (p *warmPool) keysLocked(image string) []poolplan.Key {
+	var keys []poolplan.Key
 	for k, n := range p.targets {
-		if k.image == image && n > 0 {
+		if k.Image == image && n > 0 {
 			keys = append(keys, k)
 		}
 	}
 	for k, l := range p.ready {
-		if k.image == image && len(l) > 0 && !slices.Contains(keys, k) {
+		if k.Image == image && len(l) > 0 && !slices.Contains(keys, k) {
 			keys = append(keys, k)
 		}
 	}
-	slices.SortFunc(keys, compareKeys)
+	slices.SortFunc(keys, poolplan.CompareKeys)
 	return keys
 }
 
-// countWarm counts one create of image with result.
-func (m *Manager) countWarm(image, result string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	c := m.pool.counts[image]
+// count counts one create of image with result.
+func (p *warmPool) count(image, result string) {
+	p.m.mu.Lock()
+	defer p.m.mu.Unlock()
+	c := p.counts[image]
 	if c == nil {
 		c = map[string]uint64{}
-		m.pool.counts[image] = c
+		p.counts[image] = c
 	}
 	c[result]++
 }
 
-// discardWarm ends a sandbox that left the pool without being claimed
-// and tears it down in the background (Close waits for it).
-func (m *Manager) discardWarm(sb *sandbox, end runtime.End) {
-	m.stopAsync(sb, end)
+// discard ends a sandbox that left the pool without being claimed and
+// tears it down in the background (Close waits for it).
+func (p *warmPool) discard(sb *sandbox, end runtime.End) {
+	p.m.stopAsync(sb, end)
 }
 
 // readyLocked counts the pool's ready sandboxes, plus the ones booting;
@@ -428,23 +370,36 @@ func (p *warmPool) readyLocked() int {
 	return n
 }
 
-// shedWarm makes room for a create that boots a sandbox of its own (its
+// roomLocked reports whether live sandboxes, creates in progress and the
+// pool together leave room under max_concurrent_sandboxes; m.mu must be
+// held.
+func (p *warmPool) roomLocked() bool {
+	return p.overLocked() < 0
+}
+
+// overLocked is by how much live sandboxes, creates in progress and the
+// pool together reach past max_concurrent_sandboxes; m.mu must be held.
+func (p *warmPool) overLocked() int {
+	m := p.m
+	return m.liveLocked() + m.reserved + p.readyLocked() - m.cfg.MaxConcurrentSandboxes
+}
+
+// shed makes room for a create that boots a sandbox of its own (its
 // capacity slot is already reserved): while live sandboxes, creates in
 // progress and the pool together exceed max_concurrent_sandboxes, it
 // discards pool sandboxes, the largest pool first, and at last cancels the
 // refill boots under way.
-func (m *Manager) shedWarm() {
-	p := m.pool
+func (p *warmPool) shed() {
 	if p == nil {
 		return
 	}
 	var victims []*sandbox
-	m.mu.Lock()
-	for over := m.liveLocked() + m.reserved + p.readyLocked() - m.cfg.MaxConcurrentSandboxes; over > 0; over-- {
-		var key warmKey
+	p.m.mu.Lock()
+	for over := p.overLocked(); over > 0; over-- {
+		var key poolplan.Key
 		found := false
 		for k, l := range p.ready {
-			if len(l) > 0 && (!found || len(l) > len(p.ready[key]) || len(l) == len(p.ready[key]) && compareKeys(k, key) < 0) {
+			if len(l) > 0 && (!found || len(l) > len(p.ready[key]) || len(l) == len(p.ready[key]) && poolplan.CompareKeys(k, key) < 0) {
 				key, found = k, true
 			}
 		}
@@ -463,20 +418,19 @@ func (m *Manager) shedWarm() {
 		close(w.taken)
 		victims = append(victims, w.sb)
 	}
-	m.mu.Unlock()
+	p.m.mu.Unlock()
 	for _, sb := range victims {
-		m.discardWarm(sb, poolEnd("room was needed for a create"))
+		p.discard(sb, poolEnd("room was needed for a create"))
 	}
 }
 
-// refillWarm is the refill loop: it plans the pool (planWarm), then
-// starts refill boots while a pool is short of its target and there is
-// room, up to p.parallel at once, until Close; it waits for them then.
-func (m *Manager) refillWarm() {
-	p := m.pool
+// refill is the refill loop: it plans the pool (replan), then starts
+// refill boots while a pool is short of its target and there is room, up
+// to p.parallel at once, until Close; it waits for them then.
+func (p *warmPool) refill() {
 	defer close(p.done)
 	defer p.boots.Wait()
-	tick := time.NewTicker(warmPlanEvery)
+	tick := time.NewTicker(poolplan.Every)
 	defer tick.Stop()
 	var retry <-chan time.Time
 	for {
@@ -488,9 +442,9 @@ func (m *Manager) refillWarm() {
 		case <-tick.C:
 		}
 		retry = nil
-		m.planWarm()
+		p.replan()
 		for {
-			ctx, boot, wait := m.nextWarm()
+			ctx, boot, wait := p.next()
 			if boot == nil {
 				if wait > 0 {
 					retry = time.After(wait)
@@ -500,39 +454,30 @@ func (m *Manager) refillWarm() {
 			p.boots.Add(1)
 			go func() {
 				defer p.boots.Done()
-				sb, err := m.bootWarm(ctx, boot.key)
+				sb, err := p.boot(ctx, boot.key)
 				cancelled := ctx.Err() != nil
 				boot.cancel()
-				m.addWarm(boot, sb, err, cancelled)
+				p.add(boot, sb, err, cancelled)
 			}()
 		}
 	}
 }
 
-// planWarm makes the plan anew: it looks up which of the images it may
+// replan makes the plan anew: it looks up which of the images it may
 // keep are built, sets the targets, and discards the sandboxes of pools
 // above theirs (demand fell).
-func (m *Manager) planWarm() {
-	p := m.pool
-	var images []string
-	if p.auto {
-		m.mu.Lock()
-		if p.baseImage != "" {
-			images = append(images, p.baseImage)
-		}
-		for image := range p.demand {
-			images = append(images, image)
-		}
-		m.mu.Unlock()
-	}
+func (p *warmPool) replan() {
+	m := p.m
+	m.mu.Lock()
+	images := p.plan.Images()
+	m.mu.Unlock()
 	built := map[string]bool{}
 	for _, image := range images {
 		built[image] = m.images.Status(image).State == imageReady
 	}
 	var victims []*sandbox
 	m.mu.Lock()
-	p.built = built
-	p.targets = p.planLocked(p.now())
+	p.targets = p.plan.Targets(p.now(), built)
 	for k, l := range p.ready {
 		for len(l) > p.targets[k] {
 			w := l[len(l)-1]
@@ -544,40 +489,39 @@ func (m *Manager) planWarm() {
 	}
 	m.mu.Unlock()
 	for _, sb := range victims {
-		m.discardWarm(sb, poolEnd("demand for it fell"))
+		p.discard(sb, poolEnd("demand for it fell"))
 	}
 }
 
-// nextWarm picks the pool to refill next: the one furthest below its
-// target, when its image is not paused, there is room and fewer than
-// p.parallel refills are under way, and records its boot as under way;
-// ctx is the boot's, cancelled by boot.cancel. wait, when not 0, is when
-// to look again (a pool is short but has to wait: no room, paused, or
-// after failures).
-func (m *Manager) nextWarm() (ctx context.Context, boot *warmBoot, wait time.Duration) {
-	p := m.pool
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed || len(p.booting) >= p.parallel {
+// next picks the pool to refill next: the one furthest below its target,
+// when its image is not paused, there is room and fewer than p.parallel
+// refills are under way, and records its boot as under way; ctx is the
+// boot's, cancelled by boot.cancel. wait, when not 0, is when to look
+// again (a pool is short but has to wait: no room, paused, or after
+// failures).
+func (p *warmPool) next() (ctx context.Context, boot *warmBoot, wait time.Duration) {
+	p.m.mu.Lock()
+	defer p.m.mu.Unlock()
+	if p.m.closed || len(p.booting) >= p.parallel {
 		return nil, nil, 0
 	}
-	booting := map[warmKey]int{}
+	booting := map[poolplan.Key]int{}
 	for b := range p.booting {
 		booting[b.key]++
 	}
-	keys := make([]warmKey, 0, len(p.targets))
+	keys := make([]poolplan.Key, 0, len(p.targets))
 	for k := range p.targets {
 		keys = append(keys, k)
 	}
-	slices.SortFunc(keys, compareKeys)
-	var best warmKey
+	slices.SortFunc(keys, poolplan.CompareKeys)
+	var best poolplan.Key
 	bestShort := 0
 	for _, k := range keys {
 		short := p.targets[k] - len(p.ready[k]) - booting[k]
 		if short <= 0 {
 			continue
 		}
-		if p.paused[k.image] > 0 {
+		if p.paused[k.Image] > 0 {
 			wait = warmRoomPoll
 			continue
 		}
@@ -591,7 +535,7 @@ func (m *Manager) nextWarm() (ctx context.Context, boot *warmBoot, wait time.Dur
 	if hold := time.Until(p.holdUntil); hold > 0 {
 		return nil, nil, hold
 	}
-	if m.liveLocked()+m.reserved+p.readyLocked() >= m.cfg.MaxConcurrentSandboxes {
+	if !p.roomLocked() {
 		return nil, nil, warmRoomPoll
 	}
 	ctx, cancel := context.WithCancel(withBootPriority(context.Background(), bootForPool))
@@ -600,21 +544,22 @@ func (m *Manager) nextWarm() (ctx context.Context, boot *warmBoot, wait time.Dur
 	return ctx, boot, 0
 }
 
-// bootWarm boots one pool sandbox of key's image and shape.
-func (m *Manager) bootWarm(ctx context.Context, key warmKey) (*sandbox, error) {
-	img, release, err := m.ensureImage(ctx, key.image)
+// boot boots one pool sandbox of key's image and shape.
+func (p *warmPool) boot(ctx context.Context, key poolplan.Key) (*sandbox, error) {
+	m := p.m
+	img, release, err := m.ensureImage(ctx, key.Image)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
 	rec := &record{
 		ID:              uuid.NewString(),
-		Image:           key.image,
+		Image:           key.Image,
 		ImageID:         img.ID,
 		Runtime:         m.rts.Default().Name(),
-		CPUs:            key.shape.cpus,
-		MemoryMB:        key.shape.memoryMB,
-		Network:         key.shape.network,
+		CPUs:            key.Shape.CPUs,
+		MemoryMB:        key.Shape.MemoryMB,
+		Network:         key.Shape.Network,
 		IdleTimeoutSecs: m.cfg.DefaultIdleTimeoutSecs,
 		CreatedAt:       time.Now().UTC(),
 	}
@@ -623,11 +568,11 @@ func (m *Manager) bootWarm(ctx context.Context, key warmKey) (*sandbox, error) {
 		return nil, err
 	}
 	if err := sb.transition(Pooled); err != nil {
-		m.discardWarm(sb, poolEnd("could not join the pool"))
+		p.discard(sb, poolEnd("could not join the pool"))
 		return nil, err
 	}
 	if err := warmUp(ctx, sb); err != nil {
-		m.discardWarm(sb, poolEnd("its warm-up exec failed"))
+		p.discard(sb, poolEnd("its warm-up exec failed"))
 		return nil, err
 	}
 	return sb, nil
@@ -657,13 +602,13 @@ func warmUp(ctx context.Context, sb *sandbox) error {
 	return nil
 }
 
-// addWarm ends a refill boot: its sandbox, if any, joins the pool, unless
+// add ends a refill boot: its sandbox, if any, joins the pool, unless
 // the daemon is closing, the image was paused, the boot was cancelled to
 // make room, the room is gone or the pool is full; then it is discarded.
 // A failed boot that was not cancelled holds the refills back for a
 // backoff that doubles with each failure.
-func (m *Manager) addWarm(boot *warmBoot, sb *sandbox, err error, cancelled bool) {
-	p := m.pool
+func (p *warmPool) add(boot *warmBoot, sb *sandbox, err error, cancelled bool) {
+	m := p.m
 	defer p.wake()
 	defer close(boot.done)
 	m.mu.Lock()
@@ -678,24 +623,23 @@ func (m *Manager) addWarm(boot *warmBoot, sb *sandbox, err error, cancelled bool
 		return
 	}
 	p.backoff = 0
-	p.observeRefillLocked(time.Since(boot.started))
-	if m.closed || p.paused[boot.key.image] > 0 || len(p.ready[boot.key]) >= p.targets[boot.key] ||
-		m.liveLocked()+m.reserved+p.readyLocked() >= m.cfg.MaxConcurrentSandboxes {
+	p.plan.ObserveRefill(time.Since(boot.started))
+	if m.closed || p.paused[boot.key.Image] > 0 || len(p.ready[boot.key]) >= p.targets[boot.key] || !p.roomLocked() {
 		boot.discarded = sb
 		m.mu.Unlock()
-		m.discardWarm(sb, poolEnd("not needed any more"))
+		p.discard(sb, poolEnd("not needed any more"))
 		return
 	}
 	w := &warmSandbox{sb: sb, taken: make(chan struct{})}
 	p.ready[boot.key] = append(p.ready[boot.key], w)
 	m.mu.Unlock()
 	m.log.Debug("warm pool sandbox ready", "sandbox", sb.rec.ID, "pool", boot.key.String())
-	go m.watchWarm(boot.key, w)
+	go p.watch(boot.key, w)
 }
 
-// watchWarm discards a pool sandbox that ends while it waits, and has
-// the pool refilled.
-func (m *Manager) watchWarm(key warmKey, w *warmSandbox) {
+// watch discards a pool sandbox that ends while it waits, and has the
+// pool refilled.
+func (p *warmPool) watch(key poolplan.Key, w *warmSandbox) {
 	inst, ac := w.sb.conn()
 	select {
 	case <-w.taken:
@@ -703,41 +647,47 @@ func (m *Manager) watchWarm(key warmKey, w *warmSandbox) {
 	case <-inst.Done():
 	case <-ac.Done():
 	}
-	m.mu.Lock()
-	l := m.pool.ready[key]
+	p.m.mu.Lock()
+	l := p.ready[key]
 	i := slices.Index(l, w)
 	if i >= 0 {
-		m.pool.ready[key] = slices.Delete(l, i, i+1)
+		p.ready[key] = slices.Delete(l, i, i+1)
 		close(w.taken)
 	}
-	m.mu.Unlock()
+	p.m.mu.Unlock()
 	if i < 0 {
 		return // claimed or discarded meanwhile
 	}
 	end := endOf(inst, ac)
-	m.log.Warn("warm pool sandbox ended while waiting", "sandbox", w.sb.rec.ID, "pool", key.String(), "reason", end.Detail)
-	m.discardWarm(w.sb, end)
-	m.pool.wake()
+	p.m.log.Warn("warm pool sandbox ended while waiting", "sandbox", w.sb.rec.ID, "pool", key.String(), "reason", end.Detail)
+	p.discard(w.sb, end)
+	p.wake()
 }
 
-// pauseWarm empties image's pools and keeps them empty until the returned
+// pauseWarm is the pool's pause of image, for an image removal.
+func (m *Manager) pauseWarm(image string) (resume func()) { return m.pool.pause(image) }
+
+// refreshWarm is the pool's refresh of image, for an image pull.
+func (m *Manager) refreshWarm(image, imageID string) { m.pool.refresh(image, imageID) }
+
+// pause empties image's pools and keeps them empty until the returned
 // resume is called: an image removal calls it so that no pool sandbox
 // holds the image. It returns once the discarded sandboxes are gone.
-func (m *Manager) pauseWarm(image string) (resume func()) {
-	p := m.pool
+func (p *warmPool) pause(image string) (resume func()) {
 	if p == nil {
 		return func() {}
 	}
+	m := p.m
 	m.mu.Lock()
 	p.paused[image]++
 	var boots []*warmBoot
 	for boot := range p.booting {
-		if boot.key.image == image {
+		if boot.key.Image == image {
 			boot.cancel()
 			boots = append(boots, boot)
 		}
 	}
-	victims := m.dropReadyLocked(image, func(*sandbox) bool { return true })
+	victims := p.dropReadyLocked(image, func(*sandbox) bool { return true })
 	m.mu.Unlock()
 	for _, boot := range boots {
 		<-boot.done
@@ -746,7 +696,7 @@ func (m *Manager) pauseWarm(image string) (resume func()) {
 		}
 	}
 	for _, sb := range victims {
-		m.discardWarm(sb, poolEnd("its image is being removed"))
+		p.discard(sb, poolEnd("its image is being removed"))
 		<-sb.destroyed
 	}
 	return func() {
@@ -757,30 +707,28 @@ func (m *Manager) pauseWarm(image string) (resume func()) {
 	}
 }
 
-// refreshWarm discards image's pool sandboxes booted from another image
-// id than imageID (the image was pulled anew), so that creates get the
-// new one; the pool refills from it.
-func (m *Manager) refreshWarm(image, imageID string) {
-	p := m.pool
+// refresh discards image's pool sandboxes booted from another image id
+// than imageID (the image was pulled anew), so that creates get the new
+// one; the pool refills from it.
+func (p *warmPool) refresh(image, imageID string) {
 	if p == nil {
 		return
 	}
-	m.mu.Lock()
-	victims := m.dropReadyLocked(image, func(sb *sandbox) bool { return sb.rec.ImageID != imageID })
-	m.mu.Unlock()
+	p.m.mu.Lock()
+	victims := p.dropReadyLocked(image, func(sb *sandbox) bool { return sb.rec.ImageID != imageID })
+	p.m.mu.Unlock()
 	for _, sb := range victims {
-		m.discardWarm(sb, poolEnd("its image was updated"))
+		p.discard(sb, poolEnd("its image was updated"))
 	}
 	p.wake()
 }
 
 // dropReadyLocked takes image's ready sandboxes that match out of the
 // pool and returns them; m.mu must be held.
-func (m *Manager) dropReadyLocked(image string, match func(*sandbox) bool) []*sandbox {
+func (p *warmPool) dropReadyLocked(image string, match func(*sandbox) bool) []*sandbox {
 	var out []*sandbox
-	p := m.pool
 	for k, l := range p.ready {
-		if k.image != image {
+		if k.Image != image {
 			continue
 		}
 		p.ready[k] = slices.DeleteFunc(l, func(w *warmSandbox) bool {
@@ -795,40 +743,41 @@ func (m *Manager) dropReadyLocked(image string, match func(*sandbox) bool) []*sa
 	return out
 }
 
-// closeWarm stops the refill loop and discards every pool sandbox; Close
+// close stops the refill loop and discards every pool sandbox; Close
 // calls it after marking the manager closed, and waits for the teardowns.
-func (m *Manager) closeWarm() {
-	p := m.pool
+func (p *warmPool) close() {
 	if p == nil {
 		return
 	}
 	close(p.stop)
-	m.mu.Lock()
+	p.m.mu.Lock()
 	for boot := range p.booting {
 		boot.cancel()
 	}
-	m.mu.Unlock()
+	p.m.mu.Unlock()
 	<-p.done
-	m.mu.Lock()
+	p.m.mu.Lock()
 	var victims []*sandbox
 	for k := range p.ready {
-		victims = append(victims, m.dropReadyLocked(k.image, func(*sandbox) bool { return true })...)
+		victims = append(victims, p.dropReadyLocked(k.Image, func(*sandbox) bool { return true })...)
 	}
-	m.mu.Unlock()
+	p.m.mu.Unlock()
 	for _, sb := range victims {
-		m.discardWarm(sb, endShutdown)
+		p.discard(sb, endShutdown)
 	}
 }
 
 // WarmPool reports the warm pool of every image that has one planned, holds
 // sandboxes or was claimed from, sorted by image; nil without a pool.
-func (m *Manager) WarmPool() []WarmPoolStat {
-	p := m.pool
+func (m *Manager) WarmPool() []WarmPoolStat { return m.pool.stats() }
+
+// stats is WarmPool.
+func (p *warmPool) stats() []WarmPoolStat {
 	if p == nil {
 		return nil
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	p.m.mu.Lock()
+	defer p.m.mu.Unlock()
 	stats := map[string]*WarmPoolStat{}
 	stat := func(image string) *WarmPoolStat {
 		st := stats[image]
@@ -840,12 +789,12 @@ func (m *Manager) WarmPool() []WarmPoolStat {
 	}
 	for k, n := range p.targets {
 		if n > 0 {
-			stat(k.image).Target += n
+			stat(k.Image).Target += n
 		}
 	}
 	for k, l := range p.ready {
 		if len(l) > 0 {
-			stat(k.image).Ready += len(l)
+			stat(k.Image).Ready += len(l)
 		}
 	}
 	for image, counts := range p.counts {

@@ -11,6 +11,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/runtime"
 	"github.com/hutch-dev/hutch/internal/runtime/runtimetest"
+	"github.com/hutch-dev/hutch/internal/sandbox/poolplan"
 	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
@@ -65,7 +66,7 @@ func slowBoots(rt *runtimetest.Runtime, d time.Duration) (peak func() int32) {
 func burstOfDemand(m *Manager, clk *testClock) {
 	m.mu.Lock()
 	for range 50 {
-		m.pool.noteLocked("python", m.pool.shapeOf("python"), clk.Now())
+		m.pool.plan.Note("python", m.pool.plan.ShapeOf("python"), clk.Now())
 	}
 	m.mu.Unlock()
 	m.pool.wake()
@@ -98,7 +99,7 @@ func TestWarmPoolAutoFollowsDemand(t *testing.T) {
 	m, rt, _ := inprocess(t, func(c *config.Config) { c.WarmPoolAuto = true })
 	// Refills from now on take at least 200 ms: 50 creates at once read
 	// as 10/s, so covering one refill takes at least 5 sandboxes
-	// (poissonCover(2)).
+	// (poolplan.PoissonCover(2)).
 	slowBoots(rt, 200*time.Millisecond)
 	clk := useClock(m)
 	t.Cleanup(func() {
@@ -107,19 +108,19 @@ func TestWarmPoolAutoFollowsDemand(t *testing.T) {
 			defer m.mu.Unlock()
 			p := m.pool
 			t.Logf("pool: targets %v, refill %s, %d booting, backoff %s, hold until %s, stats %+v",
-				p.targets, p.refill, len(p.booting), p.backoff, p.holdUntil.Format(time.StampMilli), poolOfLocked(m))
+				p.targets, p.plan.RefillTime(), len(p.booting), p.backoff, p.holdUntil.Format(time.StampMilli), poolOfLocked(m))
 		}
 	})
 	testutil.Eventually(t, 30*time.Second, func() bool { return poolOf(m, "python").Ready == 1 }, "the base python sandbox is ready")
 	// The base sandbox booted fast: the refills measured are the slow ones.
 	m.mu.Lock()
-	m.pool.refill = 0
+	m.pool.plan.ForgetRefills()
 	m.mu.Unlock()
 
 	burstOfDemand(m, clk)
 	testutil.Eventually(t, 30*time.Second, func() bool {
 		st := poolOf(m, "python")
-		return st.Target >= poissonCover(2, warmMissOdds) && st.Ready == st.Target
+		return st.Target >= poolplan.PoissonCover(2, poolplan.MissOdds) && st.Ready == st.Target
 	}, "the pool grows to its target")
 	if st := poolOf(m, "python"); st.Target > m.cfg.WarmPoolMax {
 		t.Errorf("target %d over warm_pool_max %d", st.Target, m.cfg.WarmPoolMax)
@@ -128,7 +129,7 @@ func TestWarmPoolAutoFollowsDemand(t *testing.T) {
 		t.Errorf("pool sandboxes counted live: %d", m.Live())
 	}
 
-	clk.Add(warmRateWindow + time.Second)
+	clk.Add(poolplan.RateWindow + time.Second)
 	m.pool.wake()
 	testutil.Eventually(t, 30*time.Second, func() bool {
 		st := poolOf(m, "python")

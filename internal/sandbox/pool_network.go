@@ -25,22 +25,22 @@ import (
 // forwards a port that has become the daemon's own since it booted.
 var errGatewayChanged = errors.New("the pool sandbox's gateway forwards a port the daemon now protects")
 
-// warmNetworkFits reports whether a pool sandbox with a network can serve
-// a create with env: the runtime enforces egress policies, and the pool's
+// networkFits reports whether a pool sandbox with a network can serve a
+// create with env: the runtime enforces egress policies, and the pool's
 // gateway forwards what a boot for env would.
-func (m *Manager) warmNetworkFits(env []string) bool {
-	if _, err := m.networkService(); err != nil {
+func (p *warmPool) networkFits(env []string) bool {
+	if _, err := p.m.networkService(); err != nil {
 		return false
 	}
-	forward, _ := m.gatewayPorts(&record{Network: true})
-	return m.gatewayFits(forward, env)
+	forward, _ := p.m.gatewayPorts(&record{Network: true})
+	return gatewayFits(p.m, forward, env)
 }
 
 // gatewayFits reports whether a gateway forwarding forwarded is the one a
 // boot for env would set up: none of forwarded is the daemon's own port
 // (named after the sandbox booted), and every loopback port env names
 // that a boot would forward is.
-func (m *Manager) gatewayFits(forwarded []uint16, env []string) bool {
+func gatewayFits(m *Manager, forwarded []uint16, env []string) bool {
 	for _, p := range forwarded {
 		if m.isProtected(p) {
 			return false
@@ -58,9 +58,9 @@ func (m *Manager) gatewayFits(forwarded []uint16, env []string) bool {
 // env and egress policy (nil: none): env's loopback URLs of forwarded
 // ports point at its gateway, the others are reported unforwarded, and
 // the policy is in force before it returns. sb is not registered yet.
-func (m *Manager) claimNetwork(ctx context.Context, sb *sandbox, policy *api.EgressPolicy) error {
-	rec := &sb.rec
-	if !m.gatewayFits(rec.forwarded, rec.Env) {
+func (p *warmPool) claimNetwork(ctx context.Context, sb *sandbox, policy *api.EgressPolicy) error {
+	m, rec := p.m, &sb.rec
+	if !gatewayFits(m, rec.forwarded, rec.Env) {
 		return errGatewayChanged
 	}
 	pol, err := compileEgress(policy)

@@ -5,8 +5,6 @@ import (
 	"time"
 
 	"github.com/hutch-dev/hutch/api"
-	"github.com/hutch-dev/hutch/internal/config"
-	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/runtime"
 )
 
@@ -21,36 +19,57 @@ const minReapInterval = 250 * time.Millisecond
 // past the retention window, until Close. It runs every reapInterval, or
 // every half of the shortest idle timeout of a live sandbox when that is
 // shorter, so that a sandbox is reaped at most 1.5 idle timeouts after its
-// last activity. A create with a short idle timeout wakes it (wakeReaper)
-// to shorten the current sleep.
-func (m *Manager) reaper() {
-	defer close(m.reaperDone)
-	t := time.NewTimer(m.reapEvery())
+// last activity. A create with a short idle timeout wakes it (wake) to
+// shorten the current sleep. It works on the core's sandboxes, under
+// Manager.mu.
+type reaper struct {
+	m *Manager
+	// stop ends the loop, which closes done; soon wakes it to recompute
+	// its interval.
+	stop, done, soon chan struct{}
+}
+
+// newReaper is m's reaper, not yet running (run).
+func newReaper(m *Manager) *reaper {
+	return &reaper{m: m, stop: make(chan struct{}), done: make(chan struct{}), soon: make(chan struct{}, 1)}
+}
+
+// run is the reaper's loop, until close.
+func (r *reaper) run() {
+	defer close(r.done)
+	t := time.NewTimer(r.every())
 	defer t.Stop()
 	for {
 		select {
-		case <-m.stopReaper:
+		case <-r.stop:
 			return
-		case <-m.reapSoon:
+		case <-r.soon:
 		case now := <-t.C:
-			m.reap(now)
+			r.reap(now)
 		}
-		t.Reset(m.reapEvery())
+		t.Reset(r.every())
 	}
 }
 
-// wakeReaper makes the reaper recompute its interval now.
-func (m *Manager) wakeReaper() {
+// close ends the loop and waits for it.
+func (r *reaper) close() {
+	close(r.stop)
+	<-r.done
+}
+
+// wake makes the reaper recompute its interval now.
+func (r *reaper) wake() {
 	select {
-	case m.reapSoon <- struct{}{}:
+	case r.soon <- struct{}{}:
 	default:
 	}
 }
 
-// reapEvery is the reaper's current interval: reapInterval, or half the
+// every is the reaper's current interval: reapInterval, or half the
 // shortest idle timeout of a live sandbox, or the time until the next
 // lifetime or paused retention ends, whichever is shortest.
-func (m *Manager) reapEvery() time.Duration {
+func (r *reaper) every() time.Duration {
+	m := r.m
 	every := reapInterval
 	retention := time.Duration(m.cfg.PausedRetentionSecs) * time.Second
 	m.mu.Lock()
@@ -70,19 +89,6 @@ func (m *Manager) reapEvery() time.Duration {
 	return max(every, minReapInterval)
 }
 
-// idleTimeout resolves a create's idle_timeout_secs: 0 takes the default;
-// more than config.MaxIdleTimeoutSecs is S001.
-func (m *Manager) idleTimeout(secs uint64) (uint64, error) {
-	if secs == 0 {
-		return m.cfg.DefaultIdleTimeoutSecs, nil
-	}
-	if secs > config.MaxIdleTimeoutSecs {
-		return 0, errdefs.Malformed("idle_timeout_secs must be between 1 and %d (7 days), got %d", config.MaxIdleTimeoutSecs, secs).
-			WithFix(map[string]any{"idle_timeout_secs": config.MaxIdleTimeoutSecs}, "keep the sandbox busy, or create a new one later")
-	}
-	return secs, nil
-}
-
 // reap runs one pass of the reaper at time now. A running sandbox past
 // its lifetime, or paused longer than paused_retention_secs, is stopped
 // and listed as stopped (S004 with its end) for stopped_retention_secs,
@@ -93,7 +99,8 @@ func (m *Manager) idleTimeout(secs uint64) (uint64, error) {
 // its image against removal. A sandbox with execs in flight is spared
 // until its idle timeout plus max_exec_timeout_ms plus a minute, the
 // longest an exec could have run.
-func (m *Manager) reap(now time.Time) {
+func (r *reaper) reap(now time.Time) {
+	m := r.m
 	retention := time.Duration(m.cfg.StoppedRetentionSecs) * time.Second
 	pausedRetention := time.Duration(m.cfg.PausedRetentionSecs) * time.Second
 	maxExec := time.Duration(m.cfg.MaxExecTimeoutMs) * time.Millisecond
@@ -130,13 +137,13 @@ func (m *Manager) reap(now time.Time) {
 	}
 	m.mu.Unlock()
 	for _, sb := range expired {
-		m.forget(sb)
+		r.forget(sb)
 	}
 	for sb, end := range ends {
 		m.stopAsync(sb, end)
 	}
 	for _, sb := range idle {
-		if m.wroteOutput(sb) {
+		if wroteOutput(sb) {
 			sb.touch()
 			continue
 		}
@@ -153,14 +160,15 @@ func (m *Manager) reap(now time.Time) {
 		done := m.stopAsync(sb, endIdle)
 		m.destroying.Go(func() {
 			<-done
-			m.forget(sb)
+			r.forget(sb)
 		})
 	}
 }
 
 // forget drops a stopped sandbox (or its tombstone) from the manager and
 // the store; its teardown, if still running, goes on (Close waits for it).
-func (m *Manager) forget(sb *sandbox) {
+func (r *reaper) forget(sb *sandbox) {
+	m := r.m
 	m.mu.Lock()
 	if cur, ok := m.sandboxes[sb.rec.ID]; ok && cur.isStopped() {
 		delete(m.sandboxes, sb.rec.ID)
@@ -179,7 +187,7 @@ const outputCheckTimeout = 5 * time.Second
 // background server that logs stays alive while a silent `sleep infinity`
 // does not. Only a sandbox about to be reaped is asked; one whose agent
 // does not answer is reaped.
-func (m *Manager) wroteOutput(sb *sandbox) bool {
+func wroteOutput(sb *sandbox) bool {
 	c := sb.client()
 	if c == nil { // no agent connection (a unit test's sandbox, or a lost agent)
 		return false

@@ -5,7 +5,6 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -55,10 +54,10 @@ func testManager(t *testing.T, cfg config.Config) (*Manager, *recordingObserver)
 		log:       slog.New(slog.NewTextHandler(io.Discard, nil)),
 		store:     st,
 		sandboxes: map[string]*sandbox{},
-		reapSoon:  make(chan struct{}, 1),
 		obs:       obs,
 		rts:       runtime.Single(runtimetest.New(t)),
 	}
+	m.reaper = newReaper(m)
 	t.Cleanup(func() {
 		m.destroying.Wait()
 		st.close()
@@ -108,7 +107,7 @@ func TestReap(t *testing.T) {
 	}
 	m.sandboxes[expired].stoppedAt = now.Add(-11 * time.Minute)
 
-	m.reap(now)
+	m.reaper.reap(now)
 	m.destroying.Wait()
 
 	ctx := context.Background()
@@ -173,38 +172,10 @@ func TestReapEvery(t *testing.T) {
 			// A stopped sandbox's timeout does not count.
 			sb := addSandbox(t, m, "00000000-0000-4000-8000-000000000001", 1, time.Now(), 0)
 			sb.finish(endRequest, nil)
-			if got := m.reapEvery(); got != tt.want {
-				t.Errorf("reapEvery = %v, want %v", got, tt.want)
+			if got := m.reaper.every(); got != tt.want {
+				t.Errorf("every = %v, want %v", got, tt.want)
 			}
 		})
-	}
-}
-
-func TestIdleTimeout(t *testing.T) {
-	cfg := config.Default()
-	cfg.DefaultIdleTimeoutSecs = 42
-	m, _ := testManager(t, cfg)
-	tests := []struct {
-		in, want uint64
-		err      string
-	}{
-		{0, 42, ""},
-		{2, 2, ""},
-		{config.MaxIdleTimeoutSecs, config.MaxIdleTimeoutSecs, ""},
-		{config.MaxIdleTimeoutSecs + 1, 0, "idle_timeout_secs must be between 1 and 604800"},
-		{1 << 63, 0, "idle_timeout_secs must be between"},
-	}
-	for _, tt := range tests {
-		got, err := m.idleTimeout(tt.in)
-		if tt.err != "" {
-			if !errdefs.Is(err, errdefs.CodeMalformed) || err == nil || !strings.Contains(err.Error(), tt.err) {
-				t.Errorf("idleTimeout(%d) = %d, %v; want S001 %q", tt.in, got, err, tt.err)
-			}
-			continue
-		}
-		if err != nil || got != tt.want {
-			t.Errorf("idleTimeout(%d) = %d, %v; want %d", tt.in, got, err, tt.want)
-		}
 	}
 }
 
@@ -213,13 +184,13 @@ func TestWakeReaperNeverBlocks(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		for range 10 {
-			m.wakeReaper()
+			m.reaper.wake()
 		}
 		close(done)
 	}()
 	select {
 	case <-done:
 	case <-time.After(30 * time.Second):
-		t.Fatal("wakeReaper blocked without a reaper running")
+		t.Fatal("the reaper's wake blocked without a reaper running")
 	}
 }

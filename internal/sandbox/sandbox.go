@@ -12,6 +12,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/image"
 	"github.com/hutch-dev/hutch/internal/runtime"
 	"github.com/hutch-dev/hutch/internal/safetext"
+	"github.com/hutch-dev/hutch/internal/sandbox/spec"
 )
 
 // sandbox is the manager's live view of one sandbox.
@@ -81,7 +82,7 @@ func newSandbox(rec *record, inst runtime.Instance, ac *agentclient.Client, img 
 // baseEnv is the env every exec of a sandbox starts from: the image's
 // user's defaults, the image's env, then the create-time env.
 func baseEnv(user *image.User, img *image.Image, env []string) []string {
-	return MergeEnv(imageBaseEnv(user), img.Config.Env, env)
+	return spec.MergeEnv(imageBaseEnv(user), img.Config.Env, env)
 }
 
 // tombstone is a stopped sandbox known only from its record. A record

@@ -306,12 +306,6 @@ func (h handle) Pause() error {
 	return err
 }
 
-// eventsvc
-
-// ParseID checks that id is a sandbox id (a UUID, S001) and returns its
-// canonical form.
-func ParseID(id string) (string, error) { return parseID(id) }
-
 // metricsvc
 
 // Vitals are a sandbox's size and activity (sandbox::metrics).

@@ -8,6 +8,7 @@ import (
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/runtime"
+	"github.com/hutch-dev/hutch/internal/sandbox/spec"
 )
 
 // TestHandleEnv checks the core's side of sandbox::env::* (envsvc):
@@ -34,7 +35,7 @@ func TestHandleEnv(t *testing.T) {
 	if len(own) != 1 || own[0] != "FROM_CREATE=1" || len(effective) < 2 {
 		t.Errorf("env of a new sandbox: own %q, effective %q", own, effective)
 	}
-	if err := h.ChangeEnv(func(own []string) ([]string, error) { return MergeEnv(own, []string{"GREETING=hello"}), nil }); err != nil {
+	if err := h.ChangeEnv(func(own []string) ([]string, error) { return spec.MergeEnv(own, []string{"GREETING=hello"}), nil }); err != nil {
 		t.Fatal(err)
 	}
 	refused := errdefs.Malformed("no")

@@ -1,12 +1,9 @@
 package sandbox
 
 import (
-	"regexp"
-
 	"github.com/hutch-dev/hutch/api"
-	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/errdefs"
-	"github.com/hutch-dev/hutch/internal/safetext"
+	"github.com/hutch-dev/hutch/internal/sandbox/spec"
 )
 
 // terms are the parts of a create that rule a sandbox's life rather than
@@ -22,35 +19,24 @@ type terms struct {
 	metadata    map[string]string
 }
 
-// Bounds on metadata: enough for labels, too little to store data in.
-const (
-	maxMetadataPairs      = 64
-	maxMetadataKeyBytes   = 64
-	maxMetadataValueBytes = 512
-)
-
-// metadataKey is what a metadata key may be: a label, safe in a query
-// string, a log line and a terminal.
-var metadataKey = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:/-]*$`)
-
 // createTerms checks the life terms of a create: S001 names the field.
 func (m *Manager) createTerms(req api.CreateRequest) (terms, error) {
 	if len(req.Name) > 128 {
 		return terms{}, errdefs.Malformed("name is longer than 128 bytes")
 	}
-	idle, err := m.idleTimeout(req.IdleTimeoutSecs)
+	idle, err := spec.IdleTimeout(req.IdleTimeoutSecs, m.cfg.DefaultIdleTimeoutSecs)
 	if err != nil {
 		return terms{}, err
 	}
 	switch req.OnIdle {
 	case "", api.OnIdleStop, api.OnIdlePause:
 	default:
-		return terms{}, errdefs.Malformed("on_idle must be %q or %q, got %q", api.OnIdleStop, api.OnIdlePause, clip(req.OnIdle, 32))
+		return terms{}, errdefs.Malformed("on_idle must be %q or %q, got %q", api.OnIdleStop, api.OnIdlePause, spec.Clip(req.OnIdle, 32))
 	}
-	if err := checkLifetime(req.TimeoutSecs, true); err != nil {
+	if err := spec.CheckLifetime(req.TimeoutSecs, true); err != nil {
 		return terms{}, err
 	}
-	if err := checkMetadata("metadata", req.Metadata); err != nil {
+	if err := spec.CheckMetadata("metadata", req.Metadata); err != nil {
 		return terms{}, err
 	}
 	onIdle := req.OnIdle
@@ -65,38 +51,4 @@ func (m *Manager) createTerms(req api.CreateRequest) (terms, error) {
 func (t terms) apply(rec *record) {
 	rec.Name, rec.IdleTimeoutSecs, rec.OnIdle = t.name, t.idleSecs, t.onIdle
 	rec.AutoResume, rec.TimeoutSecs, rec.Metadata = t.autoResume, t.timeoutSecs, t.metadata
-}
-
-// checkLifetime checks a timeout_secs: at most config.MaxLifetimeSecs,
-// and 0 (no lifetime) only where optional says it may be.
-func checkLifetime(secs uint64, optional bool) error {
-	if secs == 0 && optional {
-		return nil
-	}
-	if secs == 0 || secs > config.MaxLifetimeSecs {
-		return errdefs.Malformed("timeout_secs must be between 1 and %d (30 days), got %d", config.MaxLifetimeSecs, secs).
-			WithFix(map[string]any{"timeout_secs": config.MaxLifetimeSecs}, "extend it later with sandbox::set_timeout")
-	}
-	return nil
-}
-
-// checkMetadata checks a metadata map (field names it in messages): at
-// most maxMetadataPairs pairs, keys that match metadataKey, values that
-// safetext finds safe, both within their bounds.
-func checkMetadata(field string, md map[string]string) error {
-	if len(md) > maxMetadataPairs {
-		return errdefs.Malformed("%s has %d keys; at most %d", field, len(md), maxMetadataPairs)
-	}
-	for k, v := range md {
-		if len(k) > maxMetadataKeyBytes || !metadataKey.MatchString(k) {
-			return errdefs.Malformed("%s key %q must be 1 to %d letters, digits and _ . : / - (starting with a letter or digit)", field, clip(k, 64), maxMetadataKeyBytes)
-		}
-		if len(v) > maxMetadataValueBytes {
-			return errdefs.Malformed("%s[%s] is longer than %d bytes", field, k, maxMetadataValueBytes)
-		}
-		if !safetext.Safe(v) {
-			return errdefs.Malformed("%s[%s] must be UTF-8 text without control or format characters", field, k)
-		}
-	}
-	return nil
 }

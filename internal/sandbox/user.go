@@ -8,6 +8,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/image"
 	"github.com/hutch-dev/hutch/internal/runtime"
+	"github.com/hutch-dev/hutch/internal/sandbox/spec"
 )
 
 // defaultPath is the PATH of an image whose config sets none, as
@@ -63,7 +64,7 @@ func (sb *sandbox) namedUser(user string) (*image.User, error) {
 	img.Config.User = user
 	u, err := img.ResolveUser()
 	if err != nil {
-		return nil, errdefs.Malformed("user %q: %v", clip(user, 64), err)
+		return nil, errdefs.Malformed("user %q: %v", spec.Clip(user, 64), err)
 	}
 	if u == nil {
 		u = &image.User{Home: "/root"} // root, named

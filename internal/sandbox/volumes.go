@@ -13,8 +13,10 @@ package sandbox
 import (
 	"context"
 	"fmt"
-	"github.com/hutch-dev/hutch/internal/auth"
 	"path"
+
+	"github.com/hutch-dev/hutch/internal/auth"
+	"github.com/hutch-dev/hutch/internal/sandbox/spec"
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/errdefs"
@@ -90,18 +92,18 @@ func validateMounts(mounts []api.VolumeMount) error {
 func checkMountPath(p string) error {
 	switch {
 	case p == "" || p[0] != '/':
-		return errdefs.New(errdefs.CodeVolumeMount, "volume path %q is not absolute", clip(p, 128))
+		return errdefs.New(errdefs.CodeVolumeMount, "volume path %q is not absolute", spec.Clip(p, 128))
 	case path.Clean(p) != p:
-		return errdefs.New(errdefs.CodeVolumeMount, "volume path %q is not clean; did you mean %q?", clip(p, 128), clip(path.Clean(p), 128)).
+		return errdefs.New(errdefs.CodeVolumeMount, "volume path %q is not clean; did you mean %q?", spec.Clip(p, 128), spec.Clip(path.Clean(p), 128)).
 			WithFix(map[string]any{"path": path.Clean(p)}, "")
 	case len(p) > 1024:
 		return errdefs.New(errdefs.CodeVolumeMount, "volume path is longer than 1024 bytes")
 	case runtime.ReservedPath(p):
-		return errdefs.New(errdefs.CodeVolumeMount, "volume path %s is, or is inside, a directory the sandbox's system uses (/, /proc, /dev, /sys, %s)", clip(p, 128), path.Dir(runtime.AgentPath))
+		return errdefs.New(errdefs.CodeVolumeMount, "volume path %s is, or is inside, a directory the sandbox's system uses (/, /proc, /dev, /sys, %s)", spec.Clip(p, 128), path.Dir(runtime.AgentPath))
 	}
 	for _, c := range p {
 		if c < ' ' || c == 0x7f {
-			return errdefs.New(errdefs.CodeVolumeMount, "volume path %q has a control character", clip(p, 128))
+			return errdefs.New(errdefs.CodeVolumeMount, "volume path %q has a control character", spec.Clip(p, 128))
 		}
 	}
 	return nil

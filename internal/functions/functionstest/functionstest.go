@@ -170,7 +170,6 @@ func DepsOf(sb functions.Sandboxes) functions.Deps {
 	d.Images, _ = sb.(functions.Images)
 	d.Metrics, _ = sb.(functions.SandboxMetrics)
 	d.Processes, _ = sb.(functions.Processes)
-	d.Lifecycle, _ = sb.(functions.Lifecycle)
 	d.Snapshots, _ = sb.(functions.Snapshots)
 	d.Ports, _ = sb.(functions.Ports)
 	return d

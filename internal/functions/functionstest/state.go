@@ -8,8 +8,6 @@ import (
 	"github.com/hutch-dev/hutch/internal/functions"
 )
 
-var _ functions.Lifecycle = (*Fake)(nil)
-
 // lifecycle answers a state call through StateFunc, or S002 by default.
 func lifecycle[Resp any](f *Fake, ctx context.Context, method string, req any) (Resp, error) {
 	return answer[Resp](f, f.StateFunc, ctx, method, req, errdefs.New(errdefs.CodeNotFound, "sandbox not found"))

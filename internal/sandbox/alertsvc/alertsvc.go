@@ -22,6 +22,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/runtime"
 	"github.com/hutch-dev/hutch/internal/sandbox"
+	"github.com/hutch-dev/hutch/internal/sandbox/spec"
 )
 
 // alertInterval is how often alerts are checked.
@@ -72,13 +73,13 @@ func New(sbs sandbox.Sandboxes, events Events, done <-chan struct{}, log *slog.L
 // CreateAlert adds an alert to a sandbox (sandbox::alert::create).
 func (s *Service) CreateAlert(ctx context.Context, req api.AlertCreateRequest) (api.AlertInfo, error) {
 	if !slices.Contains([]string{api.AlertCPU, api.AlertMemory, api.AlertPids, api.AlertDisk}, req.Metric) {
-		return api.AlertInfo{}, errdefs.Malformed("metric must be %s, %s, %s or %s, got %q", api.AlertCPU, api.AlertMemory, api.AlertPids, api.AlertDisk, sandbox.Clip(req.Metric, 32))
+		return api.AlertInfo{}, errdefs.Malformed("metric must be %s, %s, %s or %s, got %q", api.AlertCPU, api.AlertMemory, api.AlertPids, api.AlertDisk, spec.Clip(req.Metric, 32))
 	}
 	if req.Action == "" {
 		req.Action = api.AlertNotify
 	}
 	if !slices.Contains([]string{api.AlertNotify, api.AlertPause, api.AlertStop}, req.Action) {
-		return api.AlertInfo{}, errdefs.Malformed("action must be %s, %s or %s, got %q", api.AlertNotify, api.AlertPause, api.AlertStop, sandbox.Clip(req.Action, 32))
+		return api.AlertInfo{}, errdefs.Malformed("action must be %s, %s or %s, got %q", api.AlertNotify, api.AlertPause, api.AlertStop, spec.Clip(req.Action, 32))
 	}
 	if !(req.Threshold > 0) || req.Threshold > 1e12 {
 		return api.AlertInfo{}, errdefs.Malformed("threshold must be a positive number, got %v", req.Threshold)
@@ -134,7 +135,7 @@ func (s *Service) DeleteAlert(ctx context.Context, req api.AlertRequest) (api.Al
 	defer s.mu.Unlock()
 	a, ok := s.byID[req.AlertID]
 	if !ok || a.owner != auth.OwnerFrom(ctx) {
-		return api.AlertDeleteResponse{}, errdefs.Malformed("no alert %q", sandbox.Clip(req.AlertID, 64))
+		return api.AlertDeleteResponse{}, errdefs.Malformed("no alert %q", spec.Clip(req.AlertID, 64))
 	}
 	delete(s.byID, req.AlertID)
 	return api.AlertDeleteResponse{AlertID: req.AlertID, Deleted: true}, nil

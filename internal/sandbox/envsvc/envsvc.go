@@ -13,6 +13,7 @@ import (
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/sandbox"
+	"github.com/hutch-dev/hutch/internal/sandbox/spec"
 )
 
 // MaxBytes bounds a sandbox's own env layer.
@@ -36,7 +37,7 @@ func (s *Service) ListEnv(ctx context.Context, req api.EnvListRequest) (api.EnvR
 
 // GetEnv answers one variable of a sandbox's effective env (sandbox::env::get).
 func (s *Service) GetEnv(ctx context.Context, req api.EnvGetRequest) (api.EnvValue, error) {
-	if err := sandbox.ValidateEnvKeys([]string{req.Key}); err != nil {
+	if err := spec.ValidateEnvKeys([]string{req.Key}); err != nil {
 		return api.EnvValue{}, err
 	}
 	h, release, err := s.sbs.Acquire(ctx, req.SandboxID, sandbox.UseRecord)
@@ -59,10 +60,10 @@ func (s *Service) SetEnv(ctx context.Context, req api.EnvSetRequest) (api.EnvRes
 	if len(req.Env) == 0 {
 		return api.EnvResponse{}, errdefs.Malformed("env is empty: give KEY=VALUE entries (a list or an object)")
 	}
-	if err := sandbox.ValidateEnv("env", req.Env); err != nil {
+	if err := spec.ValidateEnv("env", req.Env); err != nil {
 		return api.EnvResponse{}, err
 	}
-	return s.change(ctx, req.SandboxID, func(layer []string) []string { return sandbox.MergeEnv(layer, req.Env) })
+	return s.change(ctx, req.SandboxID, func(layer []string) []string { return spec.MergeEnv(layer, req.Env) })
 }
 
 // DeleteEnv removes variables from a sandbox's own env (sandbox::env::delete);
@@ -71,7 +72,7 @@ func (s *Service) DeleteEnv(ctx context.Context, req api.EnvDeleteRequest) (api.
 	if len(req.Keys) == 0 {
 		return api.EnvResponse{}, errdefs.Malformed("keys is empty")
 	}
-	if err := sandbox.ValidateEnvKeys(req.Keys); err != nil {
+	if err := spec.ValidateEnvKeys(req.Keys); err != nil {
 		return api.EnvResponse{}, err
 	}
 	return s.change(ctx, req.SandboxID, func(layer []string) []string {

@@ -16,7 +16,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/events"
-	"github.com/hutch-dev/hutch/internal/sandbox"
+	"github.com/hutch-dev/hutch/internal/sandbox/spec"
 )
 
 // maxEventsPage bounds a list's answer.
@@ -58,19 +58,19 @@ func noLog() error {
 func (s *Service) filter(ctx context.Context, req api.EventsRequest) (events.Filter, error) {
 	f := events.Filter{Owner: auth.OwnerFrom(ctx), Type: req.Type}
 	if req.SandboxID != "" {
-		id, err := sandbox.ParseID(req.SandboxID)
+		id, err := spec.ParseID(req.SandboxID)
 		if err != nil {
 			return f, err
 		}
 		f.SandboxID = id
 	}
 	if len(req.Type) > 64 || !eventType.MatchString(req.Type) {
-		return f, errdefs.Malformed("type %q must be an event type or pattern (letters, digits, . _ - *)", sandbox.Clip(req.Type, 64))
+		return f, errdefs.Malformed("type %q must be an event type or pattern (letters, digits, . _ - *)", spec.Clip(req.Type, 64))
 	}
 	if req.Since != "" {
 		t, err := time.Parse(time.RFC3339, req.Since)
 		if err != nil {
-			return f, errdefs.Malformed("since %q is not an RFC 3339 time", sandbox.Clip(req.Since, 64))
+			return f, errdefs.Malformed("since %q is not an RFC 3339 time", spec.Clip(req.Since, 64))
 		}
 		f.Since = t
 	}
@@ -79,7 +79,7 @@ func (s *Service) filter(ctx context.Context, req api.EventsRequest) (events.Fil
 	} else if req.After != "" {
 		n, err := strconv.ParseUint(req.After, 10, 64)
 		if err != nil {
-			return f, errdefs.Malformed("after %q is not an event id", sandbox.Clip(req.After, 64))
+			return f, errdefs.Malformed("after %q is not an event id", spec.Clip(req.After, 64))
 		}
 		f.After = n
 	}
@@ -158,7 +158,7 @@ func (s *Service) StreamEvents(ctx context.Context, req api.EventsRequest, emit 
 // (sandbox::events::publish).
 func (s *Service) PublishEvent(ctx context.Context, req api.PublishRequest) (api.EventRecord, error) {
 	if !topicName.MatchString(req.Topic) {
-		return api.EventRecord{}, errdefs.Malformed("topic %q must be 1 to 64 lowercase letters, digits and . _ -", sandbox.Clip(req.Topic, 64))
+		return api.EventRecord{}, errdefs.Malformed("topic %q must be 1 to 64 lowercase letters, digits and . _ -", spec.Clip(req.Topic, 64))
 	}
 	if len(req.Data) > maxPublishedBytes {
 		return api.EventRecord{}, errdefs.Malformed("data is %d bytes; at most %d", len(req.Data), maxPublishedBytes)

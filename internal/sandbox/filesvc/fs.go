@@ -23,6 +23,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/safetext"
 	"github.com/hutch-dev/hutch/internal/sandbox"
+	"github.com/hutch-dev/hutch/internal/sandbox/spec"
 )
 
 // Service answers sandbox::fs::* (functions.FS).
@@ -69,11 +70,11 @@ func checkPath(field, p string) (string, error) {
 	case p == "":
 		return "", errdefs.New(errdefs.CodeFSInvalid, "%s is required (an absolute path inside the sandbox)", field)
 	case strings.IndexByte(p, 0) >= 0:
-		return "", errdefs.New(errdefs.CodeFSInvalid, "%s %q contains a NUL byte", field, sandbox.Clip(p, 64))
+		return "", errdefs.New(errdefs.CodeFSInvalid, "%s %q contains a NUL byte", field, spec.Clip(p, 64))
 	case len(p) > maxPathBytes:
 		return "", errdefs.New(errdefs.CodeFSInvalid, "%s is longer than %d bytes", field, maxPathBytes)
 	case !path.IsAbs(p):
-		return "", errdefs.New(errdefs.CodeFSInvalid, "%s %q must be an absolute path", field, sandbox.Clip(p, 64)).
+		return "", errdefs.New(errdefs.CodeFSInvalid, "%s %q must be an absolute path", field, spec.Clip(p, 64)).
 			WithFix(map[string]any{field: "/" + p}, "paths are absolute, inside the sandbox")
 	}
 	return path.Clean(p), nil
@@ -87,7 +88,7 @@ func parseMode(p string, m api.FileMode, def uint32) (uint32, error) {
 	s := strings.TrimPrefix(strings.TrimPrefix(string(m), "0o"), "0O")
 	v, err := strconv.ParseUint(s, 8, 32)
 	if err != nil || v > 0o7777 || s == "" {
-		return 0, errdefs.New(errdefs.CodeFSInvalid, "mode %q for %s is not an octal mode between 0000 and 7777 (e.g. \"0644\")", sandbox.Clip(string(m), 16), p)
+		return 0, errdefs.New(errdefs.CodeFSInvalid, "mode %q for %s is not an octal mode between 0000 and 7777 (e.g. \"0644\")", spec.Clip(string(m), 16), p)
 	}
 	return uint32(v), nil
 }
@@ -423,7 +424,7 @@ func (s *Service) Sed(ctx context.Context, req api.FsSedRequest) (api.FsSedRespo
 	}
 	switch {
 	case len(req.Files) > 0 && req.Path != "":
-		return api.FsSedResponse{}, errdefs.New(errdefs.CodeFSInvalid, "sed %s: give either files or path, not both", sandbox.Clip(req.Path, 256))
+		return api.FsSedResponse{}, errdefs.New(errdefs.CodeFSInvalid, "sed %s: give either files or path, not both", spec.Clip(req.Path, 256))
 	case len(req.Files) == 0 && req.Path == "":
 		return api.FsSedResponse{}, errdefs.New(errdefs.CodeFSInvalid, "sed: give files (a list of files) or path (a file or directory)")
 	case req.Pattern == "":

@@ -17,6 +17,7 @@ import (
 	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
 	"github.com/hutch-dev/hutch/internal/agentclient"
 	"github.com/hutch-dev/hutch/internal/sandbox"
+	"github.com/hutch-dev/hutch/internal/sandbox/spec"
 )
 
 // watchKinds are the event types a watch passes on.
@@ -59,7 +60,7 @@ func (s *Service) WatchFiles(ctx context.Context, req api.FsWatchRequest, emit f
 		}
 		ev, ok := watchEvent(p, e)
 		if !ok {
-			return sb.Fail(ctx, op, &agentclient.ProtocolError{What: "a watch event that is not one: " + sandbox.Clip(e.String(), 128)})
+			return sb.Fail(ctx, op, &agentclient.ProtocolError{What: "a watch event that is not one: " + spec.Clip(e.String(), 128)})
 		}
 		sb.Touch()
 		if err := emit("change", ev); err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/gitcmd"
 	"github.com/hutch-dev/hutch/internal/sandbox"
+	"github.com/hutch-dev/hutch/internal/sandbox/spec"
 )
 
 // Service answers sandbox::git::* (functions.Git).
@@ -57,7 +58,7 @@ func (s *Service) begin(ctx context.Context, op string, t api.GitTarget) (*gitCa
 			return nil, nil, err
 		}
 	}
-	if err := sandbox.ValidateEnv("env", t.Env); err != nil {
+	if err := spec.ValidateEnv("env", t.Env); err != nil {
 		return nil, nil, err
 	}
 	sb, release, err := s.sbs.Acquire(ctx, t.SandboxID, sandbox.UseExec)
@@ -70,7 +71,7 @@ func (s *Service) begin(ctx context.Context, op string, t api.GitTarget) (*gitCa
 	}
 	if home := sb.Home(t.User); home != "" {
 		// git reads (and config --global writes) the user's own config.
-		g.env = sandbox.MergeEnv([]string{"HOME=" + home}, t.Env)
+		g.env = spec.MergeEnv([]string{"HOME=" + home}, t.Env)
 	}
 	g.deadline = time.Now().Add(time.Duration(g.timeoutMs) * time.Millisecond)
 	return g, release, nil
@@ -87,7 +88,7 @@ func (g *gitCall) run(c gitcmd.Cmd) (gitcmd.Result, error) {
 	if dir == "" {
 		dir = g.dir
 	}
-	resp, err := g.sb.Exec(g.ctx, sandbox.ExecCall{Argv: c.Argv(dir), Env: sandbox.MergeEnv(g.env, gitcmd.BaseEnv, c.Env), Workdir: "/",
+	resp, err := g.sb.Exec(g.ctx, sandbox.ExecCall{Argv: c.Argv(dir), Env: spec.MergeEnv(g.env, gitcmd.BaseEnv, c.Env), Workdir: "/",
 		Stdin: c.Stdin, TimeoutMs: uint64(left), User: g.user, MaxOutputBytes: int64(c.MaxOutput),
 		Op: "git " + g.op, Started: map[string]any{"command": "git", "git": g.op}})
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/sandbox"
+	"github.com/hutch-dev/hutch/internal/sandbox/spec"
 )
 
 // Package managers of sandbox::interpreter::install.
@@ -39,14 +40,14 @@ func (s *Service) Install(ctx context.Context, req api.InstallRequest, emit emit
 	case managerNpm:
 		name, index = npmPackage, s.indexes.Npm
 	default:
-		return api.ExecResponse{}, errdefs.Malformed("manager must be pip or npm, got %q", sandbox.Clip(req.Manager, 32))
+		return api.ExecResponse{}, errdefs.Malformed("manager must be pip or npm, got %q", spec.Clip(req.Manager, 32))
 	}
 	if len(req.Packages) == 0 || len(req.Packages) > maxPackages {
 		return api.ExecResponse{}, errdefs.Malformed("packages must name 1 to %d packages, got %d", maxPackages, len(req.Packages))
 	}
 	for _, p := range req.Packages {
 		if !name.MatchString(p) {
-			return api.ExecResponse{}, errdefs.Malformed("%q is not a %s package name (with an optional version)", sandbox.Clip(p, 64), req.Manager)
+			return api.ExecResponse{}, errdefs.Malformed("%q is not a %s package name (with an optional version)", spec.Clip(p, 64), req.Manager)
 		}
 	}
 	info, err := s.core.Get(ctx, api.GetRequest{SandboxID: req.SandboxID})

@@ -32,6 +32,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/interp"
 	"github.com/hutch-dev/hutch/internal/safetext"
 	"github.com/hutch-dev/hutch/internal/sandbox"
+	"github.com/hutch-dev/hutch/internal/sandbox/spec"
 )
 
 // Core is what the service needs of the core: a live sandbox (Acquire),
@@ -207,12 +208,12 @@ func (s *Service) newContext(ctx context.Context, sb sandbox.Handle, req api.Con
 	}
 	k, ok := interp.KernelOf(req.Language)
 	if !ok {
-		return nil, errdefs.Malformed("language must be one of %v, got %q", interp.Languages, sandbox.Clip(req.Language, 32))
+		return nil, errdefs.Malformed("language must be one of %v, got %q", interp.Languages, spec.Clip(req.Language, 32))
 	}
-	if err := sandbox.ValidateEnv("env", req.Env); err != nil {
+	if err := spec.ValidateEnv("env", req.Env); err != nil {
 		return nil, err
 	}
-	if err := sandbox.ValidateWorkdir(req.Cwd); err != nil {
+	if err := spec.ValidateWorkdir(req.Cwd); err != nil {
 		return nil, err
 	}
 	c := &interpContext{id: uuid.NewString(), language: req.Language, cwd: req.Cwd, env: req.Env, kernel: k, isDefault: isDefault,
@@ -295,7 +296,7 @@ func (s *Service) findContext(ctx context.Context, id string) (sandbox.Handle, *
 		}
 	}
 	s.mu.Unlock()
-	notFound := errdefs.New(errdefs.CodeNoContext, "no interpreter context %q", sandbox.Clip(id, 64)).
+	notFound := errdefs.New(errdefs.CodeNoContext, "no interpreter context %q", spec.Clip(id, 64)).
 		WithFix(nil, "sandbox::interpreter::context::list shows a sandbox's contexts")
 	if owner == "" {
 		return nil, nil, nil, notFound

@@ -27,6 +27,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/sandbox"
+	"github.com/hutch-dev/hutch/internal/sandbox/spec"
 )
 
 // Limits of sandbox networks.
@@ -237,7 +238,7 @@ func (s *Service) info(n *network) api.NetworkInfo {
 // checkName checks a network's name.
 func checkName(name string) error {
 	if !networkName.MatchString(name) {
-		return errdefs.Malformed("network name %q must be 1 to 63 lowercase letters, digits and '-' (a DNS label)", sandbox.Clip(name, 80))
+		return errdefs.Malformed("network name %q must be 1 to 63 lowercase letters, digits and '-' (a DNS label)", spec.Clip(name, 80))
 	}
 	return nil
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/previewhost"
 	"github.com/hutch-dev/hutch/internal/sandbox"
+	"github.com/hutch-dev/hutch/internal/sandbox/spec"
 )
 
 // maxExposedPorts bounds the ports one sandbox exposes.
@@ -131,7 +132,7 @@ func (s *Service) ExposePort(ctx context.Context, req api.PortExposeRequest) (ap
 	}
 	for _, o := range req.CORS {
 		if u, err := url.Parse(o); o != "*" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "") {
-			return api.PortInfo{}, errdefs.Malformed("cors origin %q must be scheme://host[:port], or *", sandbox.Clip(o, 64))
+			return api.PortInfo{}, errdefs.Malformed("cors origin %q must be scheme://host[:port], or *", spec.Clip(o, 64))
 		}
 	}
 	// Any state but ended, as the sandbox's record: a paused sandbox's

@@ -26,6 +26,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/agentclient"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/sandbox"
+	"github.com/hutch-dev/hutch/internal/sandbox/spec"
 )
 
 // Core is the core as the service sees it: its sandboxes, and the start
@@ -92,14 +93,14 @@ type emitFunc = func(event string, data any) error
 
 // StartProcess starts a background process and answers its pid at once.
 func (s *Service) StartProcess(ctx context.Context, req api.ProcessStartRequest) (api.ProcessStartResponse, error) {
-	argv, err := sandbox.CommandArgv(req.Cmd, req.Args, req.Argv)
+	argv, err := spec.CommandArgv(req.Cmd, req.Args, req.Argv)
 	if err != nil {
 		return api.ProcessStartResponse{}, err
 	}
-	if err := sandbox.ValidateEnv("env", req.Env); err != nil {
+	if err := spec.ValidateEnv("env", req.Env); err != nil {
 		return api.ProcessStartResponse{}, err
 	}
-	if err := sandbox.ValidateWorkdir(req.Workdir); err != nil {
+	if err := spec.ValidateWorkdir(req.Workdir); err != nil {
 		return api.ProcessStartResponse{}, err
 	}
 	if req.Pty != nil && (req.Pty.Cols == 0 || req.Pty.Rows == 0) {

@@ -31,6 +31,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/runtime"
 	"github.com/hutch-dev/hutch/internal/runtime/runtimetest"
 	"github.com/hutch-dev/hutch/internal/sandbox"
+	"github.com/hutch-dev/hutch/internal/sandbox/spec"
 )
 
 // Sandboxes is a fake sandbox.Sandboxes. The zero value has no sandboxes.
@@ -180,7 +181,7 @@ func (h handle) Fail(ctx context.Context, op string, err error) error {
 func (h handle) Env() (own, effective []string) {
 	h.s.mu.Lock()
 	defer h.s.mu.Unlock()
-	return h.sb.Own, sandbox.MergeEnv(h.sb.Image, h.sb.Own)
+	return h.sb.Own, spec.MergeEnv(h.sb.Image, h.sb.Own)
 }
 
 func (h handle) ChangeEnv(change func(own []string) ([]string, error)) error {
@@ -306,7 +307,7 @@ func (h handle) Stop(end runtime.End) {
 // no image to resolve one in).
 func (h handle) ExecRequest(c sandbox.ExecCall) (*agentv1.ExecRequest, error) {
 	_, env := h.Env()
-	return &agentv1.ExecRequest{Argv: c.Argv, Env: sandbox.MergeEnv(env, c.Env), Workdir: c.Workdir, Stdin: c.Stdin,
+	return &agentv1.ExecRequest{Argv: c.Argv, Env: spec.MergeEnv(env, c.Env), Workdir: c.Workdir, Stdin: c.Stdin,
 		TimeoutMs: int64(c.TimeoutMs)}, nil
 }
 
@@ -356,7 +357,7 @@ func isClosed(c chan struct{}) bool {
 // BeginExec begins a streamed exec as the core does (an exec slot, the
 // exec.started event), without the core's checks and tracing.
 func (s *Sandboxes) BeginExec(ctx context.Context, req api.ExecRequest) (sandbox.BegunExec, error) {
-	argv, err := sandbox.CommandArgv(req.Cmd, req.Args, req.Argv)
+	argv, err := spec.CommandArgv(req.Cmd, req.Args, req.Argv)
 	if err != nil {
 		return sandbox.BegunExec{}, err
 	}

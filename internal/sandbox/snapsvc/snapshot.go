@@ -15,6 +15,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/safetext"
 	"github.com/hutch-dev/hutch/internal/sandbox"
+	"github.com/hutch-dev/hutch/internal/sandbox/spec"
 )
 
 // Snapshots and forks. A snapshot is a checkpoint of a running sandbox
@@ -126,7 +127,7 @@ func (s *Service) keepSnapshot(rec *snapshotRecord, tmp string) error {
 // unknown or another owner's.
 func (s *Service) snapshot(ctx context.Context, id string) (*snapshotRecord, error) {
 	if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
-		return nil, errdefs.Malformed("snapshot_id %q is not a UUID", sandbox.Clip(id, 64))
+		return nil, errdefs.Malformed("snapshot_id %q is not a UUID", spec.Clip(id, 64))
 	}
 	var rec snapshotRecord
 	found, err := s.snapshots.Get(id, &rec)

@@ -14,6 +14,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/sandbox"
+	"github.com/hutch-dev/hutch/internal/sandbox/spec"
 )
 
 // Templates: named starting points, per owner, kept in the store. A
@@ -60,7 +61,7 @@ func (s *Service) allTemplates() ([]*templateRecord, []string, error) {
 // allowlist and caps; from_sandbox captures that sandbox's writable layer.
 func (s *Service) CreateTemplate(ctx context.Context, req api.TemplateCreateRequest) (api.TemplateInfo, error) {
 	if !templateName.MatchString(req.Name) {
-		return api.TemplateInfo{}, errdefs.Malformed("template name %q must be 1 to 64 lowercase letters, digits and . _ - (starting with a letter or digit)", sandbox.Clip(req.Name, 64))
+		return api.TemplateInfo{}, errdefs.Malformed("template name %q must be 1 to 64 lowercase letters, digits and . _ - (starting with a letter or digit)", spec.Clip(req.Name, 64))
 	}
 	owner := auth.OwnerFrom(ctx)
 	if _, err := s.template(ctx, req.Name); err == nil {
@@ -111,7 +112,7 @@ func (s *Service) CreateTemplate(ctx context.Context, req api.TemplateCreateRequ
 // sameImage sets d's image to image, or fails when d names another.
 func sameImage(d *api.TemplateDefaults, image string) error {
 	if d.Image != "" && d.Image != image {
-		return errdefs.Malformed("the template's sandboxes run image %s, from where it was taken; image %q is another", image, sandbox.Clip(d.Image, 64))
+		return errdefs.Malformed("the template's sandboxes run image %s, from where it was taken; image %q is another", image, spec.Clip(d.Image, 64))
 	}
 	d.Image = image
 	return nil
@@ -168,7 +169,7 @@ func (s *Service) template(ctx context.Context, name string) (*templateRecord, e
 		return nil, err
 	}
 	if !found {
-		return nil, errdefs.New(errdefs.CodeNoTemplate, "template not found: %s", sandbox.Clip(name, 64))
+		return nil, errdefs.New(errdefs.CodeNoTemplate, "template not found: %s", spec.Clip(name, 64))
 	}
 	return &rec, nil
 }
@@ -181,7 +182,7 @@ func (s *Service) templateSource(ctx context.Context, req *api.CreateRequest) (*
 		return nil, err
 	}
 	if req.Image != "" && req.Image != rec.Defaults.Image && (rec.Layer != "" || rec.Defaults.SnapshotID != "") {
-		return nil, errdefs.Malformed("template %s starts from files of image %s; image %q is another", rec.Name, rec.Defaults.Image, sandbox.Clip(req.Image, 64))
+		return nil, errdefs.Malformed("template %s starts from files of image %s; image %q is another", rec.Name, rec.Defaults.Image, spec.Clip(req.Image, 64))
 	}
 	rec.Defaults.Apply(req)
 	if rec.Layer == "" {

@@ -1,4 +1,4 @@
-package sandbox
+package spec
 
 import (
 	"reflect"
@@ -66,21 +66,21 @@ func TestMergeEnv(t *testing.T) {
 }
 
 func TestParseID(t *testing.T) {
-	if _, err := parseID("6f1c1b7e-2a55-4c1e-9d0e-0d5b6b7f8a90"); err != nil {
+	if _, err := ParseID("6f1c1b7e-2a55-4c1e-9d0e-0d5b6b7f8a90"); err != nil {
 		t.Fatal(err)
 	}
 	for _, bad := range []string{"", "abc", "6f1c1b7e2a554c1e9d0e0d5b6b7f8a90", "{6f1c1b7e-2a55-4c1e-9d0e-0d5b6b7f8a90}"} {
-		if _, err := parseID(bad); !errdefs.Is(err, errdefs.CodeMalformed) {
-			t.Errorf("parseID(%q) = %v, want S001", bad, err)
+		if _, err := ParseID(bad); !errdefs.Is(err, errdefs.CodeMalformed) {
+			t.Errorf("ParseID(%q) = %v, want S001", bad, err)
 		}
 	}
 }
 
 func TestDecodeStdin(t *testing.T) {
-	if b, err := decodeStdin("aGk="); err != nil || string(b) != "hi" {
+	if b, err := DecodeStdin("aGk="); err != nil || string(b) != "hi" {
 		t.Fatalf("got %q, %v", b, err)
 	}
-	if _, err := decodeStdin("not base64!"); !errdefs.Is(err, errdefs.CodeMalformed) {
+	if _, err := DecodeStdin("not base64!"); !errdefs.Is(err, errdefs.CodeMalformed) {
 		t.Fatalf("err = %v, want S001", err)
 	}
 }

@@ -1,4 +1,8 @@
-package sandbox
+// Package spec checks the requests of sandbox functions where the check
+// needs no state of the core: ids, env, commands, workdirs, stdin, life
+// terms and metadata. Each failure is S001 naming the field. The core
+// (internal/sandbox) and the services beside it call it alike.
+package spec
 
 import (
 	"encoding/base64"
@@ -14,14 +18,14 @@ import (
 	"github.com/hutch-dev/hutch/internal/errdefs"
 )
 
-// parseID checks that id is a UUID and returns its canonical form.
-func parseID(id string) (string, error) {
+// ParseID checks that id is a UUID and returns its canonical form.
+func ParseID(id string) (string, error) {
 	if id == "" {
 		return "", errdefs.Malformed("sandbox_id is required")
 	}
 	u, err := uuid.Parse(id)
 	if err != nil || len(id) != 36 {
-		return "", errdefs.Malformed("sandbox_id %q is not a UUID", clip(id, 64))
+		return "", errdefs.Malformed("sandbox_id %q is not a UUID", Clip(id, 64))
 	}
 	return u.String(), nil
 }
@@ -34,10 +38,10 @@ func ValidateEnv(field string, env []string) error {
 	for i, kv := range env {
 		k, _, ok := strings.Cut(kv, "=")
 		if !ok {
-			return errdefs.Malformed("%s[%d] %q is not KEY=VALUE", field, i, clip(kv, 64))
+			return errdefs.Malformed("%s[%d] %q is not KEY=VALUE", field, i, Clip(kv, 64))
 		}
 		if !envName.MatchString(k) {
-			return errdefs.Malformed("%s[%d]: %q is not a valid variable name (letters, digits and _, not starting with a digit)", field, i, clip(k, 64))
+			return errdefs.Malformed("%s[%d]: %q is not a valid variable name (letters, digits and _, not starting with a digit)", field, i, Clip(k, 64))
 		}
 		if strings.IndexByte(kv, 0) >= 0 {
 			return errdefs.Malformed("%s[%d]: %s contains a NUL byte", field, i, k)
@@ -50,7 +54,7 @@ func ValidateEnv(field string, env []string) error {
 func ValidateEnvKeys(keys []string) error {
 	for i, k := range keys {
 		if !envName.MatchString(k) {
-			return errdefs.Malformed("keys[%d]: %q is not a valid variable name (letters, digits and _, not starting with a digit)", i, clip(k, 64))
+			return errdefs.Malformed("keys[%d]: %q is not a valid variable name (letters, digits and _, not starting with a digit)", i, Clip(k, 64))
 		}
 	}
 	return nil
@@ -93,12 +97,12 @@ func CommandArgv(cmd string, args, argv []string) ([]string, error) {
 	}
 	if strings.IndexFunc(cmd, unicode.IsSpace) >= 0 {
 		if len(args) > 0 {
-			return nil, errdefs.Malformed("cmd %q contains whitespace and args is set: put the program alone in cmd and every argument in args", clip(cmd, 64)).
+			return nil, errdefs.Malformed("cmd %q contains whitespace and args is set: put the program alone in cmd and every argument in args", Clip(cmd, 64)).
 				WithFix(map[string]any{"argv": append(strings.Fields(cmd), args...)}, "or pass the whole command line as argv")
 		}
 		words, err := shellquote.Split(cmd)
 		if err != nil {
-			return nil, errdefs.Malformed("cmd %q cannot be split into words: %v", clip(cmd, 64), err)
+			return nil, errdefs.Malformed("cmd %q cannot be split into words: %v", Clip(cmd, 64), err)
 		}
 		if len(words) == 0 {
 			return nil, errdefs.Malformed("cmd is required")
@@ -108,8 +112,8 @@ func CommandArgv(cmd string, args, argv []string) ([]string, error) {
 	return append([]string{cmd}, args...), nil
 }
 
-// decodeStdin decodes the base64 stdin field; "" means no input.
-func decodeStdin(s string) ([]byte, error) {
+// DecodeStdin decodes the base64 stdin field; "" means no input.
+func DecodeStdin(s string) ([]byte, error) {
 	if s == "" {
 		return nil, nil
 	}
@@ -126,7 +130,7 @@ func ValidateWorkdir(dir string) error {
 		return nil
 	}
 	if !path.IsAbs(dir) {
-		return errdefs.Malformed("workdir %q must be an absolute path", clip(dir, 64))
+		return errdefs.Malformed("workdir %q must be an absolute path", Clip(dir, 64))
 	}
 	if strings.IndexByte(dir, 0) >= 0 {
 		return errdefs.Malformed("workdir contains a NUL byte")
@@ -135,10 +139,7 @@ func ValidateWorkdir(dir string) error {
 }
 
 // Clip shortens s for quoting in an error message.
-func Clip(s string, n int) string { return clip(s, n) }
-
-// clip shortens s for quoting in an error message.
-func clip(s string, n int) string {
+func Clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
