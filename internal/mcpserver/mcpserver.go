@@ -1,8 +1,15 @@
 // Package mcpserver is hutch's MCP server: tools an agent calls to run
 // code and commands in a sandbox, move files and manage sandboxes, built
-// with the official Go SDK (schemas inferred from the Go types below).
-// Every tool is a call of hutch's function table through a Backend: the
-// table itself in the daemon (/mcp), the HTTP API in `hutch mcp` (stdio).
+// with the official Go SDK. Every tool is a call of hutch's function
+// table through a Backend: the table itself in the daemon (/mcp), the
+// HTTP API in `hutch mcp` (stdio). The default set is written here
+// (tools.go, git.go: schemas inferred from the Go types); every other
+// tool is generated from a function the table offers as one
+// (generated.go), its input the function's request schema.
+//
+// A session lists the tools of its set (Options.Tools: all, default, or
+// areas), each with its annotations (read-only, destructive, idempotent,
+// open world).
 //
 // A session has a default sandbox, created on the first tool call that
 // needs one and names none, and stopped when the session ends, so an agent
@@ -22,6 +29,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/envelope"
+	"github.com/hutch-dev/hutch/internal/errdefs"
 )
 
 // Backend calls functions of hutch's table for one owner.
@@ -31,6 +40,9 @@ type Backend interface {
 	// Stream runs streaming function id with req, handing each event to
 	// on, and decodes its final value into out.
 	Stream(ctx context.Context, id string, req any, on func(event string, data json.RawMessage) error, out any) error
+	// Functions describes the table's functions (engine::functions::list),
+	// whose MCP tools the server offers.
+	Functions(ctx context.Context) ([]api.FunctionInfo, error)
 }
 
 // Options configure a server.
@@ -43,7 +55,10 @@ type Options struct {
 	// BaseURL is the daemon's URL as the agent's user reaches it, which
 	// preview URLs begin with.
 	BaseURL string
-	Logger  *slog.Logger
+	// Tools is the tool set offered (api.ParseToolSet): "all", or
+	// "default" and areas, comma separated; "" is "default".
+	Tools  string
+	Logger *slog.Logger
 }
 
 // Instructions tell the agent how to use the tools.
@@ -66,14 +81,44 @@ type session struct {
 }
 
 // New returns a server whose tools call b, for one session; stop stops
-// its default sandbox: call it once the session is over.
-func New(b Backend, opts Options) (srv *mcp.Server, stop func()) {
-	return newServer(b, opts, false)
+// its default sandbox: call it once the session is over. An unknown tool
+// set is S001.
+func New(ctx context.Context, b Backend, opts Options) (srv *mcp.Server, stop func(), err error) {
+	set, err := toolSet(opts.Tools)
+	if err != nil {
+		return nil, nil, err
+	}
+	fns, err := b.Functions(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing the daemon's functions: %w", toolError(err))
+	}
+	generated, err := functionTools(fns)
+	if err != nil {
+		return nil, nil, err
+	}
+	srv, stop = newServer(b, opts, set, generated, false)
+	return srv, stop, nil
 }
 
-// newServer is New; with stopAtEnd, the default sandbox is stopped when
-// the session that initialized the server ends.
-func newServer(b Backend, opts Options, stopAtEnd bool) (srv *mcp.Server, stop func()) {
+// CheckTools checks a tool set (Options.Tools): an unknown one is S001.
+func CheckTools(spec string) error {
+	_, err := toolSet(spec)
+	return err
+}
+
+// toolSet reads a tool set; an unknown one is S001.
+func toolSet(spec string) (api.ToolSet, error) {
+	set, err := api.ParseToolSet(spec)
+	if err != nil {
+		return set, errdefs.Malformed("%v", err)
+	}
+	return set, nil
+}
+
+// newServer is New over the tools of set, the written ones and those
+// generated; with stopAtEnd, the default sandbox is stopped when the
+// session that initialized the server ends.
+func newServer(b Backend, opts Options, set api.ToolSet, generated []functionTool, stopAtEnd bool) (srv *mcp.Server, stop func()) {
 	if opts.DefaultImage == "" {
 		opts.DefaultImage = "python"
 	}
@@ -91,7 +136,12 @@ func newServer(b Backend, opts Options, stopAtEnd bool) (srv *mcp.Server, stop f
 		}
 	}
 	srv = mcp.NewServer(&mcp.Implementation{Name: "hutch", Title: "hutch sandboxes", Version: opts.Version}, so)
-	s.register(srv)
+	s.register(adder{srv: srv, set: set})
+	for _, ft := range generated {
+		if set.Has(ft.tool.Area, ft.tool.Default) {
+			srv.AddTool(ft.mcpTool(), s.handler(ft))
+		}
+	}
 	return srv, s.stopDefault
 }
 
@@ -136,7 +186,12 @@ func (s *session) sandbox(ctx context.Context, id string) (string, error) {
 func toolError(err error) error {
 	var env *api.ErrorEnvelope
 	if !errors.As(err, &env) {
-		return err
+		var coded *errdefs.Error
+		if !errors.As(err, &coded) {
+			return err
+		}
+		e := envelope.From(err)
+		env = &e
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %s", env.Code, env.Message)
@@ -155,3 +210,22 @@ func text(format string, args ...any) *mcp.TextContent {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// hints are a tool's annotations, every hint set.
+func hints(readOnly, destructive, idempotent, openWorld bool) *mcp.ToolAnnotations {
+	return &mcp.ToolAnnotations{ReadOnlyHint: readOnly, DestructiveHint: ptr(destructive), IdempotentHint: idempotent, OpenWorldHint: ptr(openWorld)}
+}
+
+// adder adds the written tools of a set to a server.
+type adder struct {
+	srv *mcp.Server
+	set api.ToolSet
+}
+
+// addTool adds a written tool of area (all are in the default set) when
+// the set has it.
+func addTool[In, Out any](a adder, area string, t *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) {
+	if a.set.Has(area, true) {
+		mcp.AddTool(a.srv, t, h)
+	}
+}
