@@ -197,7 +197,9 @@ func (s *session) handler(ft functionTool) mcp.ToolHandler {
 		case ft.streams:
 			p := progress{call: call}
 			err = s.b.Stream(ctx, ft.fn, json.RawMessage(payload), func(event string, data json.RawMessage) error {
-				p.send(ctx, eventText(event, data))
+				if event != api.EventStreamOpen {
+					p.send(ctx, eventText(event, data))
+				}
 				return nil
 			}, &out)
 		default:
@@ -211,7 +213,8 @@ func (s *session) handler(ft functionTool) mcp.ToolHandler {
 }
 
 // collect runs a stream that does not end by itself until it gave count
-// events or wait passed, sending each as progress.
+// events (its open event is none) or wait passed, sending each as
+// progress.
 func (s *session) collect(ctx context.Context, call *mcp.CallToolRequest, fn string, payload []byte, count int, wait time.Duration) (collected, error) {
 	res := collected{Events: []collectedEvent{}}
 	wctx, cancel := context.WithTimeout(ctx, wait)
@@ -219,6 +222,9 @@ func (s *session) collect(ctx context.Context, call *mcp.CallToolRequest, fn str
 	p := progress{call: call}
 	var ignored json.RawMessage
 	err := s.b.Stream(wctx, fn, json.RawMessage(payload), func(event string, data json.RawMessage) error {
+		if event == api.EventStreamOpen {
+			return nil // the stream's start, not one of its events
+		}
 		res.Events = append(res.Events, collectedEvent{Type: event, Data: data})
 		p.send(ctx, eventText(event, data))
 		if len(res.Events) >= count {

@@ -64,6 +64,7 @@ type Options struct {
 // Instructions tell the agent how to use the tools.
 const Instructions = `hutch runs code in isolated sandboxes (gVisor). Tools act on a sandbox: give sandbox_id, or leave it out to use this session's default sandbox, created on first use (image python unless sandbox_create made another the default) and stopped when the session ends.
 Run Python with run_code (state persists between calls: variables, imports); run shell commands with run_command. Files: file_read, file_write, file_list, file_search, file_edit.
+The tools listed are this session's set; more, by area (sandboxes: pause, resume, renew; env; processes; snapshots; templates; events; metrics; alerts; networks; volumes; jobs; ...), come with hutch mcp --tools all or /mcp?tools=all.
 Errors carry an S-code and a fix: S002 unknown sandbox (create one or omit sandbox_id), S004 sandbox stopped (create another), S005 paused (sandbox_resume), S100 image not allowed (use one from sandbox_create's list), S200 timeout (raise timeout_ms or run in the background), S211 no such file, S240 unknown context, S241 context died (the interpreter exited: run_code starts a fresh one after context restart), S400 capacity (stop a sandbox).`
 
 // schemas keeps the tools' schemas, inferred once for every server.

@@ -453,6 +453,9 @@ func TestStreamingTools(t *testing.T) {
 				}
 			}
 		case api.FnEventsStream:
+			if err := on(api.EventStreamOpen, json.RawMessage(`{"after":"0"}`)); err != nil {
+				return err
+			}
 			for i := range 3 {
 				if err := on("sandbox.created", json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))); err != nil {
 					return err
