@@ -166,7 +166,16 @@ describe('MCP tools of every area against the daemon', () => {
   })
 
   test('snapshots, templates, ports, events, metrics (with progress), alerts', { timeout: BOOT_TIMEOUT_MS }, async () => {
-    assert.ok(Array.isArray((await call(client, 'snapshot_list')).snapshots))
+    // A snapshot, listed, restored into a new sandbox that has the
+    // file written before it, then deleted.
+    await call(client, 'file_write', { path: '/tmp/before-snapshot.txt', content: 'kept' })
+    const snap = await call(client, 'sandbox_snapshot')
+    assert.ok((await call(client, 'snapshot_list')).snapshots.some((s) => s.snapshot_id === snap.snapshot_id))
+    const restored = (await call(client, 'sandbox_create', { snapshot_id: snap.snapshot_id })).sandbox_id
+    assert.notEqual(restored, id)
+    assert.equal(texts(await client.callTool({ name: 'file_read', arguments: { sandbox_id: restored, path: '/tmp/before-snapshot.txt' } })), 'kept')
+    await call(client, 'sandbox_stop', { sandbox_id: restored })
+    await call(client, 'snapshot_delete', { snapshot_id: snap.snapshot_id })
 
     const name = 'mcp-' + stamp
     await call(client, 'template_create', { name, image: 'python', memory_mb: 256 })

@@ -8,6 +8,7 @@ package mcpserver
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -74,7 +75,7 @@ func functionTools(fns []api.FunctionInfo) ([]functionTool, error) {
 		if d := slices.Index(api.ToolAreas, a.tool.Area) - slices.Index(api.ToolAreas, b.tool.Area); d != 0 {
 			return d
 		}
-		return compareStrings(a.tool.Name, b.tool.Name)
+		return cmp.Compare(a.tool.Name, b.tool.Name)
 	})
 	for i := 1; i < len(out); i++ {
 		if out[i].tool.Name == out[i-1].tool.Name {
@@ -82,16 +83,6 @@ func functionTools(fns []api.FunctionInfo) ([]functionTool, error) {
 		}
 	}
 	return out, nil
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // makeSandboxOptional drops sandbox_id from the required properties,
