@@ -23,7 +23,7 @@ func (a *app) mcpCmd() *cobra.Command {
 	cmd.Flags().StringVar(&tools, "tools", api.ToolSetDefault, "the tools offered: all, or default and areas, comma separated ("+strings.Join(api.ToolAreas, ", ")+")")
 	cmd.RunE = action(func(cmd *cobra.Command, _ []string) error {
 		if err := mcpserver.CheckTools(tools); err != nil {
-			return err
+			return usagef("--tools: %v", err)
 		}
 		c := a.client()
 		// Like `hutch run`: no daemon at a loopback HUTCH_URL starts one.
