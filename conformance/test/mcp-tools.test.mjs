@@ -217,6 +217,17 @@ describe('MCP tools of every area against the daemon', () => {
 
     const vol = 'mcp-' + stamp
     assert.equal((await call(client, 'volume_create', { name: vol, size_mb: 16 })).name, vol)
+    // A sandbox mounts it; what it writes is there for the next one.
+    const mounts = [{ name: vol, path: '/data' }]
+    const writer = (await call(client, 'sandbox_create', { volumes: mounts })).sandbox_id
+    await call(client, 'file_write', { sandbox_id: writer, path: '/data/note.txt', content: 'on the volume' })
+    const inUse = await client.callTool({ name: 'volume_delete', arguments: { name: vol } })
+    assert.equal(inUse.isError, true)
+    assert.match(texts(inUse), /^S262: /)
+    await call(client, 'sandbox_stop', { sandbox_id: writer })
+    const reader = (await call(client, 'sandbox_create', { volumes: mounts })).sandbox_id
+    assert.equal(texts(await client.callTool({ name: 'file_read', arguments: { sandbox_id: reader, path: '/data/note.txt' } })), 'on the volume')
+    await call(client, 'sandbox_stop', { sandbox_id: reader })
     assert.equal((await call(client, 'volume_get', { name: vol })).name, vol)
     await call(client, 'volume_delete', { name: vol })
     const missing = await client.callTool({ name: 'volume_get', arguments: { name: vol } })

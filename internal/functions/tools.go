@@ -8,8 +8,9 @@ import "github.com/hutch-dev/hutch/api"
 // it as the function's Tool. A function missing from the table (its
 // dependency absent) has no tool.
 //
-// The default set (Default) is the tools internal/mcpserver writes itself
-// (run_code, run_command, file_*, git_*, ...); these are chosen by area.
+// None is in the default set (Default), which is the tools
+// internal/mcpserver writes itself (run_code, run_command, file_*, git_*,
+// ...): agents choose these by area.
 
 // the hints of the four kinds of tool.
 var (
@@ -28,53 +29,45 @@ func openWorld(t api.Tool) api.Tool { t.OpenWorld = true; return t }
 
 func collect(t api.Tool, n int) api.Tool { t.Collect = n; return t }
 
-const (
-	aSandboxes   = api.ToolAreaSandboxes
-	aInterpreter = api.ToolAreaInterpreter
-	aProcesses   = api.ToolAreaProcesses
-	aFiles       = api.ToolAreaFiles
-	aGit         = api.ToolAreaGit
-)
-
 var tools = map[string]api.Tool{
 	// sandboxes
-	api.FnGet:        tool(reads, aSandboxes, "sandbox_get", "Describe one sandbox: image, state (running, paused, stopped and why), cpus, memory, age, lifetime."),
-	api.FnPause:      tool(sets, aSandboxes, "sandbox_pause", "Pause a sandbox: depth freeze (default) keeps it in memory and stops its CPU use; depth hibernate writes it to disk and frees its memory. Tools answer S005 until sandbox_resume."),
-	api.FnResume:     tool(sets, aSandboxes, "sandbox_resume", "Resume a paused or hibernated sandbox: its processes go on where they were."),
-	api.FnSetTimeout: tool(sets, aSandboxes, "sandbox_set_timeout", "Renew a sandbox's lifetime: it is stopped timeout_secs from now, whatever its activity. Call again to extend it."),
+	api.FnGet:        tool(reads, api.ToolAreaSandboxes, "sandbox_get", "Describe one sandbox: image, state (running, paused, stopped and why), cpus, memory, age, lifetime."),
+	api.FnPause:      tool(sets, api.ToolAreaSandboxes, "sandbox_pause", "Pause a sandbox: depth freeze (default) keeps it in memory and stops its CPU use; depth hibernate writes it to disk and frees its memory. Tools answer S005 until sandbox_resume."),
+	api.FnResume:     tool(sets, api.ToolAreaSandboxes, "sandbox_resume", "Resume a paused or hibernated sandbox: its processes go on where they were."),
+	api.FnSetTimeout: tool(sets, api.ToolAreaSandboxes, "sandbox_set_timeout", "Renew a sandbox's lifetime: it is stopped timeout_secs from now, whatever its activity. Call again to extend it."),
 
 	// interpreter
-	api.FnContextCreate:  tool(changes, aInterpreter, "context_create", "Start a separate interpreter context (language python, javascript or bash; cwd, env) with its own variables; pass its context_id to run_code."),
-	api.FnContextList:    tool(reads, aInterpreter, "context_list", "List a sandbox's interpreter contexts: id, language, state."),
-	api.FnContextRestart: tool(destroys, aInterpreter, "context_restart", "Restart a context's interpreter afresh: its variables and imports are lost."),
-	api.FnContextDelete:  tool(destroys, aInterpreter, "context_delete", "Stop an interpreter context and forget it."),
-	api.FnInterrupt:      tool(changes, aInterpreter, "code_interrupt", "Interrupt the code running in a context (like Ctrl-C); the context keeps its state."),
-	api.FnInstall:        openWorld(tool(changes, aInterpreter, "package_install", "Install packages (manager pip or npm, packages [...]) into a sandbox created with network: true; the installer's output comes as progress, then its exit code.")),
+	api.FnContextCreate:  tool(changes, api.ToolAreaInterpreter, "context_create", "Start a separate interpreter context (language python, javascript or bash; cwd, env) with its own variables; pass its context_id to run_code."),
+	api.FnContextList:    tool(reads, api.ToolAreaInterpreter, "context_list", "List a sandbox's interpreter contexts: id, language, state."),
+	api.FnContextRestart: tool(destroys, api.ToolAreaInterpreter, "context_restart", "Restart a context's interpreter afresh: its variables and imports are lost."),
+	api.FnContextDelete:  tool(destroys, api.ToolAreaInterpreter, "context_delete", "Stop an interpreter context and forget it."),
+	api.FnInterrupt:      tool(changes, api.ToolAreaInterpreter, "code_interrupt", "Interrupt the code running in a context (like Ctrl-C); the context keeps its state."),
+	api.FnInstall:        openWorld(tool(changes, api.ToolAreaInterpreter, "package_install", "Install packages (manager pip or npm, packages [...]) into a sandbox created with network: true; the installer's output comes as progress, then its exit code.")),
 
 	// processes
-	api.FnProcessStart:  tool(changes, aProcesses, "process_start", "Start a background process (argv, or cmd and args; workdir, env, user; stdin: true keeps its stdin open for process_stdin; tag labels it) and return its pid at once."),
-	api.FnProcessList:   tool(reads, aProcesses, "process_list", "List every process of a sandbox: pid, parent, user, command, state, cpu %, memory; hutch's are marked with their tag."),
-	api.FnProcessGet:    tool(reads, aProcesses, "process_get", "Describe a process hutch started: running or its exit code, and its output so far."),
-	api.FnProcessStdin:  tool(changes, aProcesses, "process_stdin", "Write data to the stdin of a process started with stdin: true (base64 for bytes); close: true closes it (EOF)."),
-	api.FnProcessWait:   tool(reads, aProcesses, "process_wait", "Wait until a process exits or timeout_ms passes; answers its state and exit code."),
-	api.FnProcessSignal: tool(destroys, aProcesses, "process_signal", "Send a signal (TERM by default; INT, HUP, KILL, ...) to a process and its group."),
+	api.FnProcessStart:  tool(changes, api.ToolAreaProcesses, "process_start", "Start a background process (argv, or cmd and args; workdir, env, user; stdin: true keeps its stdin open for process_stdin; tag labels it) and return its pid at once."),
+	api.FnProcessList:   tool(reads, api.ToolAreaProcesses, "process_list", "List every process of a sandbox: pid, parent, user, command, state, cpu %, memory; hutch's are marked with their tag."),
+	api.FnProcessGet:    tool(reads, api.ToolAreaProcesses, "process_get", "Describe a process hutch started: running or its exit code, and its output so far."),
+	api.FnProcessStdin:  tool(changes, api.ToolAreaProcesses, "process_stdin", "Write data to the stdin of a process started with stdin: true (base64 for bytes); close: true closes it (EOF)."),
+	api.FnProcessWait:   tool(reads, api.ToolAreaProcesses, "process_wait", "Wait until a process exits or timeout_ms passes; answers its state and exit code."),
+	api.FnProcessSignal: tool(destroys, api.ToolAreaProcesses, "process_signal", "Send a signal (TERM by default; INT, HUP, KILL, ...) to a process and its group."),
 
 	// files
-	api.FnFsStat:  tool(reads, aFiles, "file_stat", "Describe a path: type, size, mode, owner, modification time, a symlink's target."),
-	api.FnFsMkdir: tool(sets, aFiles, "file_mkdir", "Make a directory (parents: true makes missing parents)."),
-	api.FnFsRm:    tool(destroys, aFiles, "file_remove", "Remove a file, or a directory with recursive: true."),
-	api.FnFsMv:    tool(changes, aFiles, "file_move", "Move or rename a path (src, dst); overwrite: true replaces what is at dst."),
-	api.FnFsChmod: tool(sets, aFiles, "file_chmod", "Change a path's permissions (mode such as \"755\"; uid, gid; recursive)."),
+	api.FnFsStat:  tool(reads, api.ToolAreaFiles, "file_stat", "Describe a path: type, size, mode, owner, modification time, a symlink's target."),
+	api.FnFsMkdir: tool(sets, api.ToolAreaFiles, "file_mkdir", "Make a directory (parents: true makes missing parents)."),
+	api.FnFsRm:    tool(destroys, api.ToolAreaFiles, "file_remove", "Remove a file, or a directory with recursive: true."),
+	api.FnFsMv:    tool(changes, api.ToolAreaFiles, "file_move", "Move or rename a path (src, dst); overwrite: true replaces what is at dst."),
+	api.FnFsChmod: tool(sets, api.ToolAreaFiles, "file_chmod", "Change a path's permissions (mode such as \"755\"; uid, gid; recursive)."),
 
 	// git
-	api.FnGitInit:     tool(sets, aGit, "git_init", "Create a git repository at path (initial_branch, bare)."),
-	api.FnGitBranch:   tool(changes, aGit, "git_branch", "List branches with their upstream and ahead/behind; name creates a branch (delete: true deletes it)."),
-	api.FnGitCheckout: tool(changes, aGit, "git_checkout", "Switch to a branch, tag or commit (ref), or create a branch (create: true, start_point)."),
-	api.FnGitReset:    tool(destroys, aGit, "git_reset", "Move the current branch to ref (mode soft, mixed or hard: hard discards changes), or unstage paths."),
-	api.FnGitRestore:  tool(destroys, aGit, "git_restore", "Discard changes of paths in the work tree, or unstage them (staged: true), from source."),
-	api.FnGitRemote:   tool(changes, aGit, "git_remote", "List remotes; name with url adds one, remove: true removes it."),
-	api.FnGitConfig:   tool(changes, aGit, "git_config", "Get, set, unset or list git config (user.name, user.email, ...), local or global."),
-	api.FnGitFetch:    openWorld(tool(sets, aGit, "git_fetch", "Fetch from a remote (origin by default) with credentials for this call only; answers the status.")),
+	api.FnGitInit:     tool(sets, api.ToolAreaGit, "git_init", "Create a git repository at path (initial_branch, bare)."),
+	api.FnGitBranch:   tool(changes, api.ToolAreaGit, "git_branch", "List branches with their upstream and ahead/behind; name creates a branch (delete: true deletes it)."),
+	api.FnGitCheckout: tool(changes, api.ToolAreaGit, "git_checkout", "Switch to a branch, tag or commit (ref), or create a branch (create: true, start_point)."),
+	api.FnGitReset:    tool(destroys, api.ToolAreaGit, "git_reset", "Move the current branch to ref (mode soft, mixed or hard: hard discards changes), or unstage paths."),
+	api.FnGitRestore:  tool(destroys, api.ToolAreaGit, "git_restore", "Discard changes of paths in the work tree, or unstage them (staged: true), from source."),
+	api.FnGitRemote:   tool(changes, api.ToolAreaGit, "git_remote", "List remotes; name with url adds one, remove: true removes it."),
+	api.FnGitConfig:   tool(changes, api.ToolAreaGit, "git_config", "Get, set, unset or list git config (user.name, user.email, ...), local or global."),
+	api.FnGitFetch:    openWorld(tool(sets, api.ToolAreaGit, "git_fetch", "Fetch from a remote (origin by default) with credentials for this call only; answers the status.")),
 
 	// env
 	api.FnEnvList:   tool(reads, api.ToolAreaEnv, "env_list", "A sandbox's environment: the variables set on it and the effective environment commands start with."),

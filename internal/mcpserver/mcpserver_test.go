@@ -419,11 +419,14 @@ func TestGeneratedTools(t *testing.T) {
 	if last := f.lastCall(); last != api.FnPause+` {"depth":"hibernate","sandbox_id":"sb-9"}` {
 		t.Errorf("sandbox_pause called %s", last)
 	}
-	// sandbox_create restores a snapshot: no image of its own.
-	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "sandbox_create", Arguments: map[string]any{"snapshot_id": "snap-1"}}); err != nil || res.IsError {
+	// sandbox_create restores a snapshot (no image of its own) and mounts
+	// volumes.
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "sandbox_create", Arguments: map[string]any{"snapshot_id": "snap-1",
+		"volumes": []map[string]any{{"name": "v", "path": "/data"}}}}); err != nil || res.IsError {
 		t.Fatalf("sandbox_create: %+v %v", res, err)
 	}
-	if last := f.lastCall(); !strings.HasPrefix(last, api.FnCreate+" ") || !strings.Contains(last, `"snapshot_id":"snap-1"`) || strings.Contains(last, `"image"`) {
+	if last := f.lastCall(); !strings.HasPrefix(last, api.FnCreate+" ") || !strings.Contains(last, `"snapshot_id":"snap-1"`) || strings.Contains(last, `"image"`) ||
+		!strings.Contains(last, `"volumes":[{"name":"v","path":"/data"}]`) {
 		t.Errorf("sandbox_create called %s", last)
 	}
 	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "alert_list"}); err != nil || res.IsError {

@@ -26,12 +26,13 @@ type sandboxArg struct {
 const sandboxArgDoc = "the sandbox; omit for this session's default sandbox"
 
 type createIn struct {
-	Image       string `json:"image,omitempty" jsonschema:"catalog image: python (default), node, python-data, or the operator's own"`
-	Network     bool   `json:"network,omitempty" jsonschema:"give the sandbox outbound network access"`
-	Template    string `json:"template,omitempty" jsonschema:"start from this template's defaults"`
-	Runtime     string `json:"runtime,omitempty" jsonschema:"isolation runtime: gvisor or microvm (the daemon's default when omitted)"`
-	SnapshotID  string `json:"snapshot_id,omitempty" jsonschema:"restore this snapshot (snapshot_list): the sandbox goes on from its memory, processes and files"`
-	MakeDefault bool   `json:"make_default,omitempty" jsonschema:"use it as this session's default sandbox from now on"`
+	Image       string            `json:"image,omitempty" jsonschema:"catalog image: python (default), node, python-data, or the operator's own"`
+	Network     bool              `json:"network,omitempty" jsonschema:"give the sandbox outbound network access"`
+	Template    string            `json:"template,omitempty" jsonschema:"start from this template's defaults"`
+	Runtime     string            `json:"runtime,omitempty" jsonschema:"isolation runtime: gvisor or microvm (the daemon's default when omitted)"`
+	SnapshotID  string            `json:"snapshot_id,omitempty" jsonschema:"restore this snapshot (snapshot_list): the sandbox goes on from its memory, processes and files"`
+	Volumes     []api.VolumeMount `json:"volumes,omitempty" jsonschema:"named volumes (volume_create) to mount: name, path, read_only"`
+	MakeDefault bool              `json:"make_default,omitempty" jsonschema:"use it as this session's default sandbox from now on"`
 }
 
 type runCodeIn struct {
@@ -134,7 +135,7 @@ func (s *session) registerSandboxes(a adder) {
 				in.Image = s.opts.DefaultImage
 			}
 			var out api.CreateResponse
-			if err := s.b.Call(ctx, api.FnCreate, api.CreateRequest{Image: in.Image, Network: in.Network, Template: in.Template, Runtime: in.Runtime, SnapshotID: in.SnapshotID, Name: "mcp"}, &out); err != nil {
+			if err := s.b.Call(ctx, api.FnCreate, api.CreateRequest{Image: in.Image, Network: in.Network, Template: in.Template, Runtime: in.Runtime, SnapshotID: in.SnapshotID, Volumes: in.Volumes, Name: "mcp"}, &out); err != nil {
 				return nil, out, toolError(err)
 			}
 			if in.MakeDefault {
