@@ -129,6 +129,7 @@ describe('MCP tools of every area against the daemon', () => {
   })
 
   test('sandboxes, exec, interpreter, processes, files, git, env', { timeout: BOOT_TIMEOUT_MS }, async () => {
+    assert.ok((await call(client, 'image_list')).images.some((i) => i.name === 'python'))
     assert.equal((await call(client, 'sandbox_get')).sandbox_id, id)
     const renewed = await call(client, 'sandbox_set_timeout', { timeout_secs: 600 })
     assert.ok(Date.parse(renewed.expires_at) > Date.now())

@@ -31,10 +31,11 @@ func collect(t api.Tool, n int) api.Tool { t.Collect = n; return t }
 
 var tools = map[string]api.Tool{
 	// sandboxes
-	api.FnGet:        tool(reads, api.ToolAreaSandboxes, "sandbox_get", "Describe one sandbox: image, state (running, paused, stopped and why), cpus, memory, age, lifetime."),
-	api.FnPause:      tool(sets, api.ToolAreaSandboxes, "sandbox_pause", "Pause a sandbox: depth freeze (default) keeps it in memory and stops its CPU use; depth hibernate writes it to disk and frees its memory. Tools answer S005 until sandbox_resume."),
-	api.FnResume:     tool(sets, api.ToolAreaSandboxes, "sandbox_resume", "Resume a paused or hibernated sandbox: its processes go on where they were."),
-	api.FnSetTimeout: tool(sets, api.ToolAreaSandboxes, "sandbox_set_timeout", "Renew a sandbox's lifetime: it is stopped timeout_secs from now, whatever its activity. Call again to extend it."),
+	api.FnCatalogList: tool(reads, api.ToolAreaSandboxes, "image_list", "The catalog's images (presets and the operator's own, with their source) and the isolation runtimes of this host: sandbox_create takes an image's name and a runtime (S100 when the operator does not allow that image)."),
+	api.FnGet:         tool(reads, api.ToolAreaSandboxes, "sandbox_get", "Describe one sandbox: image, state (running, paused, stopped and why), cpus, memory, age, lifetime."),
+	api.FnPause:       tool(sets, api.ToolAreaSandboxes, "sandbox_pause", "Pause a sandbox: depth freeze (default) keeps it in memory and stops its CPU use; depth hibernate writes it to disk and frees its memory. Tools answer S005 until sandbox_resume."),
+	api.FnResume:      tool(sets, api.ToolAreaSandboxes, "sandbox_resume", "Resume a paused or hibernated sandbox: its processes go on where they were."),
+	api.FnSetTimeout:  tool(sets, api.ToolAreaSandboxes, "sandbox_set_timeout", "Renew a sandbox's lifetime: it is stopped timeout_secs from now, whatever its activity. Call again to extend it."),
 
 	// interpreter
 	api.FnContextCreate:  tool(changes, api.ToolAreaInterpreter, "context_create", "Start a separate interpreter context (language python, javascript or bash; cwd, env) with its own variables; pass its context_id to run_code."),
