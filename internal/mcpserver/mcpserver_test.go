@@ -318,6 +318,10 @@ func TestToolSets(t *testing.T) {
 			t.Errorf("all lacks %s", ft.tool.Name)
 		}
 	}
+	// No generated tool takes the name of a written one.
+	if len(all) != len(defaultTools)+len(generated) {
+		t.Errorf("all has %d tools, not the %d written and %d generated", len(all), len(defaultTools), len(generated))
+	}
 	for _, area := range api.ToolAreas {
 		got := names(listTools(t, f, area))
 		if len(got) == 0 {
