@@ -15,6 +15,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/webguard"
 )
 
@@ -78,6 +79,9 @@ type Config struct {
 	// MCPDefaultImage is the image of an MCP session's default sandbox
 	// (python when empty).
 	MCPDefaultImage string `yaml:"mcp_default_image"`
+	// MCPTools is the tool set of an MCP session at /mcp that chooses
+	// none (?tools=): "all", or "default" and areas, comma separated.
+	MCPTools string `yaml:"mcp_tools"`
 	// JobsMaxRunning bounds the queued jobs running at once, every
 	// owner's; MaxQueuedJobsPerOwner one owner's queued and running jobs;
 	// JobsMaxKept the jobs kept (DATA_DIR/jobs.db), the oldest ended
@@ -330,6 +334,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MCPDefaultImage != "" && !c.inCatalog(c.MCPDefaultImage) {
 		bad("mcp_default_image %s", notInCatalog)
+	}
+	if _, err := api.ParseToolSet(c.MCPTools); err != nil {
+		bad("mcp_tools: %v", err)
 	}
 	for name, caps := range c.PerImageCaps {
 		if caps.MaxCPUs == 0 && caps.MaxMemoryMB == 0 {

@@ -57,6 +57,12 @@ func TestParse(t *testing.T) {
 		{name: "unknown key in worker block", yaml: "workers:\n- name: iii-sandbox\n  config:\n    bogus: 1\n", wantErr: `line 4: unknown key "bogus"`},
 		{name: "not a mapping", yaml: "- a\n- b\n", wantErr: "must be a mapping"},
 		{name: "timeouts inconsistent", yaml: "default_exec_timeout_ms: 600000\n", wantErr: "default_exec_timeout_ms must be between"},
+		{name: "unknown MCP tool set", yaml: "mcp_tools: default,bogus\n", wantErr: `mcp_tools: unknown tool set "bogus"`},
+		{name: "MCP tool areas", yaml: "mcp_tools: default,env,volumes\n", check: func(t *testing.T, c Config) {
+			if c.MCPTools != "default,env,volumes" {
+				t.Errorf("mcp_tools = %q", c.MCPTools)
+			}
+		}},
 		{name: "crash watchdog on by default", yaml: "", check: func(t *testing.T, c Config) {
 			if !c.CrashWatchdog {
 				t.Error("crash_watchdog is off by default")

@@ -375,7 +375,10 @@ func (d *daemon) startManager(ctx context.Context) error {
 func (d *daemon) startTransports(ctx context.Context) error {
 	cfg, log, table, mgr := d.cfg, d.log, d.table, d.mgr
 	read, write, idle := cfg.HTTPTimeouts()
-	mcpHandler := mcpserver.HTTPHandler(table, mcpserver.Options{DefaultImage: cfg.MCPDefaultImage, Logger: log})
+	mcpHandler, err := mcpserver.HTTPHandler(table, mcpserver.Options{DefaultImage: cfg.MCPDefaultImage, Tools: cfg.MCPTools, Logger: log})
+	if err != nil {
+		return fmt.Errorf("mcp_tools: %w", err)
+	}
 	e2b, err := e2bTransport(cfg, d.opts.DataDir, table, d.guard, write, log)
 	if err != nil {
 		return err

@@ -51,6 +51,12 @@ func (f Function) Info() api.FunctionInfo {
 	if f.Streams {
 		info.Metadata = map[string]any{"streams": true}
 	}
+	if f.Tool != nil {
+		if info.Metadata == nil {
+			info.Metadata = map[string]any{}
+		}
+		info.Metadata[api.MetadataTool] = *f.Tool
+	}
 	return info
 }
 

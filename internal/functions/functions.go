@@ -81,7 +81,9 @@ type Function struct {
 	// (Params.Body); GivesBody that its result may give its bytes as one
 	// (Params.StreamBody).
 	TakesBody, GivesBody bool
-	Handler              Handler
+	// Tool offers it to agents as an MCP tool (tools.go), or is nil.
+	Tool    *api.Tool
+	Handler Handler
 	// typed runs the function on an already typed request (Invoke).
 	typed func(ctx context.Context, req any) (any, error)
 }

@@ -91,6 +91,9 @@ func register[Req any](t *Table, f Function, observed string, typed func(context
 	f.Request = reflect.TypeFor[Req]()
 	_, f.TakesBody = any(new(Req)).(api.BodyTaker)
 	_, f.GivesBody = any(new(Req)).(api.BodyGiver)
+	if tool, ok := tools[id]; ok {
+		f.Tool = &tool
+	}
 	f.Handler = func(ctx context.Context, payload json.RawMessage, p Params) (any, error) {
 		var req Req
 		if err := Decode(payload, &req); err != nil {

@@ -23,7 +23,7 @@ func (b Table) ctx(ctx context.Context) context.Context { return auth.WithOwner(
 
 // Call runs function id.
 func (b Table) Call(ctx context.Context, id string, req, out any) error {
-	res, err := functions.Call[any](b.ctx(ctx), b.T, id, req)
+	res, err := b.call(ctx, id, req)
 	if err != nil {
 		return envelopeError(err)
 	}
@@ -32,7 +32,7 @@ func (b Table) Call(ctx context.Context, id string, req, out any) error {
 
 // Stream runs streaming function id.
 func (b Table) Stream(ctx context.Context, id string, req any, on func(event string, data json.RawMessage) error, out any) error {
-	res, err := functions.Call[any](b.ctx(ctx), b.T, id, req)
+	res, err := b.call(ctx, id, req)
 	if err != nil {
 		return envelopeError(err)
 	}
@@ -57,6 +57,30 @@ func (b Table) Stream(ctx context.Context, id string, req any, on func(event str
 			return err
 		}
 	}
+}
+
+// call runs function id on a typed request, or on a JSON payload (a
+// generated tool's), decoded strictly as any transport's.
+func (b Table) call(ctx context.Context, id string, req any) (any, error) {
+	if payload, ok := req.(json.RawMessage); ok {
+		return b.T.Call(b.ctx(ctx), id, payload, functions.Params{})
+	}
+	return functions.Call[any](b.ctx(ctx), b.T, id, req)
+}
+
+// Functions describes the table's functions.
+func (b Table) Functions(context.Context) ([]api.FunctionInfo, error) {
+	return describe(b.T), nil
+}
+
+// describe describes t's functions.
+func describe(t *functions.Table) []api.FunctionInfo {
+	fns := t.Functions()
+	out := make([]api.FunctionInfo, 0, len(fns))
+	for _, f := range fns {
+		out = append(out, f.Info())
+	}
+	return out
 }
 
 // recode turns a function's result into out, as a client would decode it.
@@ -84,4 +108,10 @@ func (b Client) Call(ctx context.Context, id string, req, out any) error {
 // Stream runs streaming function id.
 func (b Client) Stream(ctx context.Context, id string, req any, on func(event string, data json.RawMessage) error, out any) error {
 	return b.C.CallStream(ctx, id, req, on, out)
+}
+
+// Functions describes the daemon's functions.
+func (b Client) Functions(ctx context.Context) ([]api.FunctionInfo, error) {
+	res, err := b.C.Functions(ctx)
+	return res.Functions, err
 }

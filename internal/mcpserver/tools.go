@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -21,12 +22,17 @@ type sandboxArg struct {
 	SandboxID string `json:"sandbox_id,omitempty" jsonschema:"the sandbox; omit for this session's default sandbox"`
 }
 
+// sandboxArgDoc is sandbox_id's description, in every tool's schema.
+const sandboxArgDoc = "the sandbox; omit for this session's default sandbox"
+
 type createIn struct {
-	Image       string `json:"image,omitempty" jsonschema:"catalog image: python (default), node, python-data, or the operator's own"`
-	Network     bool   `json:"network,omitempty" jsonschema:"give the sandbox outbound network access"`
-	Template    string `json:"template,omitempty" jsonschema:"start from this template's defaults"`
-	Runtime     string `json:"runtime,omitempty" jsonschema:"isolation runtime: gvisor or microvm (the daemon's default when omitted)"`
-	MakeDefault bool   `json:"make_default,omitempty" jsonschema:"use it as this session's default sandbox from now on"`
+	Image       string            `json:"image,omitempty" jsonschema:"catalog image: python (default), node, python-data, or the operator's own"`
+	Network     bool              `json:"network,omitempty" jsonschema:"give the sandbox outbound network access"`
+	Template    string            `json:"template,omitempty" jsonschema:"start from this template's defaults"`
+	Runtime     string            `json:"runtime,omitempty" jsonschema:"isolation runtime: gvisor or microvm (the daemon's default when omitted)"`
+	SnapshotID  string            `json:"snapshot_id,omitempty" jsonschema:"restore this snapshot (snapshot_list): the sandbox goes on from its memory, processes and files"`
+	Volumes     []api.VolumeMount `json:"volumes,omitempty" jsonschema:"named volumes (volume_create) to mount: name, path, read_only"`
+	MakeDefault bool              `json:"make_default,omitempty" jsonschema:"use it as this session's default sandbox from now on"`
 }
 
 type runCodeIn struct {
@@ -102,40 +108,39 @@ type forkIn struct {
 
 type noInput struct{}
 
-// register adds every tool to srv, area by area.
-func (s *session) register(srv *mcp.Server) {
-	s.registerSandboxes(srv)
-	s.registerExec(srv)
-	s.registerFiles(srv)
-	s.registerPorts(srv)
-	s.registerSnapshots(srv)
-	s.registerGit(srv)
+// register adds the written tools of a's set, area by area.
+func (s *session) register(a adder) {
+	s.registerSandboxes(a)
+	s.registerExec(a)
+	s.registerFiles(a)
+	s.registerPorts(a)
+	s.registerSnapshots(a)
+	s.registerGit(a)
 }
 
 // annotations are the hints of a tool that only reads, of one that
-// destroys, and of one that changes without destroying.
+// destroys, and of one that changes without destroying, none of which
+// reaches outside hutch.
 func annotations() (readOnly, destructive, changes *mcp.ToolAnnotations) {
-	return &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true},
-		&mcp.ToolAnnotations{DestructiveHint: ptr(true)},
-		&mcp.ToolAnnotations{DestructiveHint: ptr(false)}
+	return hints(true, false, true, false), hints(false, true, true, false), hints(false, false, false, false)
 }
 
 // registerSandboxes adds the tools that create, list and stop sandboxes.
-func (s *session) registerSandboxes(srv *mcp.Server) {
+func (s *session) registerSandboxes(a adder) {
 	readOnly, destructive, changes := annotations()
 
-	mcp.AddTool(srv, &mcp.Tool{Name: "sandbox_create", Description: "Create a sandbox and return its id. Tools use this session's default sandbox when sandbox_id is omitted; make_default makes this one that default.", Annotations: changes},
+	addTool(a, api.ToolAreaSandboxes, &mcp.Tool{Name: "sandbox_create", Description: "Create a sandbox and return its id (snapshot_id: restore a snapshot). Tools use this session's default sandbox when sandbox_id is omitted; make_default makes this one that default.", Annotations: changes},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in createIn) (*mcp.CallToolResult, api.CreateResponse, error) {
-			if in.Image == "" {
+			if in.Image == "" && in.SnapshotID == "" {
 				in.Image = s.opts.DefaultImage
 			}
 			var out api.CreateResponse
-			if err := s.b.Call(ctx, api.FnCreate, api.CreateRequest{Image: in.Image, Network: in.Network, Template: in.Template, Runtime: in.Runtime, Name: "mcp"}, &out); err != nil {
+			if err := s.b.Call(ctx, api.FnCreate, api.CreateRequest{Image: in.Image, Network: in.Network, Template: in.Template, Runtime: in.Runtime, SnapshotID: in.SnapshotID, Volumes: in.Volumes, Name: "mcp"}, &out); err != nil {
 				return nil, out, toolError(err)
 			}
 			if in.MakeDefault {
 				s.mu.Lock()
-				s.defaultImage = in.Image
+				s.defaultImage = cmp.Or(out.Image, in.Image)
 				if s.defaultID == "" {
 					s.defaultID = out.SandboxID
 				}
@@ -143,12 +148,12 @@ func (s *session) registerSandboxes(srv *mcp.Server) {
 			}
 			return nil, out, nil
 		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "sandbox_list", Description: "List your sandboxes: id, image, state.", Annotations: readOnly},
+	addTool(a, api.ToolAreaSandboxes, &mcp.Tool{Name: "sandbox_list", Description: "List your sandboxes: id, image, state.", Annotations: readOnly},
 		func(ctx context.Context, _ *mcp.CallToolRequest, _ noInput) (*mcp.CallToolResult, api.ListResponse, error) {
 			var out api.ListResponse
 			return nil, out, toolError(s.b.Call(ctx, api.FnList, api.ListRequest{}, &out))
 		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "sandbox_stop", Description: "Stop a sandbox for good: its processes and files are gone.", Annotations: destructive},
+	addTool(a, api.ToolAreaSandboxes, &mcp.Tool{Name: "sandbox_stop", Description: "Stop a sandbox for good: its processes and files are gone.", Annotations: destructive},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in sandboxArg) (*mcp.CallToolResult, api.StopResponse, error) {
 			id, err := s.sandbox(ctx, in.SandboxID)
 			if err != nil {
@@ -169,14 +174,14 @@ func (s *session) registerSandboxes(srv *mcp.Server) {
 
 // registerExec adds the tools that run code and commands and follow
 // background processes.
-func (s *session) registerExec(srv *mcp.Server) {
+func (s *session) registerExec(a adder) {
 	readOnly, destructive, changes := annotations()
 
-	mcp.AddTool(srv, &mcp.Tool{Name: "run_code", Description: "Run code in a persistent interpreter (python by default; javascript, bash): variables, imports and the working directory persist between calls. Returns what it printed, the value of a last bare expression (as text, and images such as matplotlib figures as images), or the error with its traceback. On S241 the interpreter died: call again and it starts afresh.", Annotations: changes},
+	addTool(a, api.ToolAreaInterpreter, &mcp.Tool{Name: "run_code", Description: "Run code in a persistent interpreter (python by default; javascript, bash): variables, imports and the working directory persist between calls. Returns what it printed, the value of a last bare expression (as text, and images such as matplotlib figures as images), or the error with its traceback. On S241 the interpreter died: call again and it starts afresh.", Annotations: changes},
 		s.runCode)
-	mcp.AddTool(srv, &mcp.Tool{Name: "run_command", Description: "Run a shell command (sh -c) and return its exit code and output; its output is sent as progress notifications while it runs. background: start it and return its pid at once.", Annotations: changes},
+	addTool(a, api.ToolAreaExec, &mcp.Tool{Name: "run_command", Description: "Run a shell command (sh -c) and return its exit code and output; its output is sent as progress notifications while it runs. background: start it and return its pid at once.", Annotations: changes},
 		s.runCommand)
-	mcp.AddTool(srv, &mcp.Tool{Name: "process_output", Description: "What a background process has written so far, and whether it still runs.", Annotations: readOnly},
+	addTool(a, api.ToolAreaProcesses, &mcp.Tool{Name: "process_output", Description: "What a background process has written so far, and whether it still runs.", Annotations: readOnly},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in pidIn) (*mcp.CallToolResult, api.ProcessOutputResponse, error) {
 			id, err := s.sandbox(ctx, in.SandboxID)
 			if err != nil {
@@ -185,7 +190,7 @@ func (s *session) registerExec(srv *mcp.Server) {
 			var out api.ProcessOutputResponse
 			return nil, out, toolError(s.b.Call(ctx, api.FnProcessOutput, api.ProcessOutputRequest{SandboxID: id, Pid: in.Pid}, &out))
 		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "process_kill", Description: "Kill a background process (and its group).", Annotations: destructive},
+	addTool(a, api.ToolAreaProcesses, &mcp.Tool{Name: "process_kill", Description: "Kill a background process (and its group).", Annotations: destructive},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in pidIn) (*mcp.CallToolResult, api.ProcessSignalResponse, error) {
 			id, err := s.sandbox(ctx, in.SandboxID)
 			if err != nil {
@@ -197,10 +202,10 @@ func (s *session) registerExec(srv *mcp.Server) {
 }
 
 // registerFiles adds the tools that read, write, search and edit files.
-func (s *session) registerFiles(srv *mcp.Server) {
+func (s *session) registerFiles(a adder) {
 	readOnly, _, changes := annotations()
 
-	mcp.AddTool(srv, &mcp.Tool{Name: "file_read", Description: "Read a file (up to 1 MiB): its text, or base64 when it is not UTF-8.", Annotations: readOnly},
+	addTool(a, api.ToolAreaFiles, &mcp.Tool{Name: "file_read", Description: "Read a file (up to 1 MiB): its text, or base64 when it is not UTF-8.", Annotations: readOnly},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in pathIn) (*mcp.CallToolResult, api.FsReadResponse, error) {
 			id, err := s.sandbox(ctx, in.SandboxID)
 			if err != nil {
@@ -215,7 +220,7 @@ func (s *session) registerFiles(srv *mcp.Server) {
 			}
 			return nil, out, nil
 		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "file_write", Description: "Write a file (making missing parent directories); replaces it when it exists.", Annotations: changes},
+	addTool(a, api.ToolAreaFiles, &mcp.Tool{Name: "file_write", Description: "Write a file (making missing parent directories); replaces it when it exists.", Annotations: changes},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in writeIn) (*mcp.CallToolResult, api.FsWriteResponse, error) {
 			id, err := s.sandbox(ctx, in.SandboxID)
 			if err != nil {
@@ -228,7 +233,7 @@ func (s *session) registerFiles(srv *mcp.Server) {
 			var out api.FsWriteResponse
 			return nil, out, toolError(s.b.Call(ctx, api.FnFsWrite, req, &out))
 		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "file_list", Description: "List a directory: names, types, sizes.", Annotations: readOnly},
+	addTool(a, api.ToolAreaFiles, &mcp.Tool{Name: "file_list", Description: "List a directory: names, types, sizes.", Annotations: readOnly},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in pathIn) (*mcp.CallToolResult, api.FsLsResponse, error) {
 			id, err := s.sandbox(ctx, in.SandboxID)
 			if err != nil {
@@ -237,7 +242,7 @@ func (s *session) registerFiles(srv *mcp.Server) {
 			var out api.FsLsResponse
 			return nil, out, toolError(s.b.Call(ctx, api.FnFsLs, api.FsLsRequest{SandboxID: id, Path: in.Path}, &out))
 		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "file_search", Description: "Search files for a regular expression: matching lines with their paths and line numbers.", Annotations: readOnly},
+	addTool(a, api.ToolAreaFiles, &mcp.Tool{Name: "file_search", Description: "Search files for a regular expression: matching lines with their paths and line numbers.", Annotations: readOnly},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in searchIn) (*mcp.CallToolResult, api.FsGrepResponse, error) {
 			id, err := s.sandbox(ctx, in.SandboxID)
 			if err != nil {
@@ -246,7 +251,7 @@ func (s *session) registerFiles(srv *mcp.Server) {
 			var out api.FsGrepResponse
 			return nil, out, toolError(s.b.Call(ctx, api.FnFsGrep, api.FsGrepRequest{SandboxID: id, Path: in.Path, Pattern: in.Pattern, IgnoreCase: in.IgnoreCase}, &out))
 		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "file_edit", Description: "Edit a file in place, sed-style: replace every match of find (literal unless regex) with replace; returns how many were replaced.", Annotations: changes},
+	addTool(a, api.ToolAreaFiles, &mcp.Tool{Name: "file_edit", Description: "Edit a file in place, sed-style: replace every match of find (literal unless regex) with replace; returns how many were replaced.", Annotations: changes},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in editIn) (*mcp.CallToolResult, api.FsSedResponse, error) {
 			id, err := s.sandbox(ctx, in.SandboxID)
 			if err != nil {
@@ -256,7 +261,7 @@ func (s *session) registerFiles(srv *mcp.Server) {
 			return nil, out, toolError(s.b.Call(ctx, api.FnFsSed, api.FsSedRequest{SandboxID: id, Files: []string{in.Path}, Pattern: in.Find,
 				Replacement: in.Replace, Regex: &in.Regex, FirstOnly: in.First}, &out))
 		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "file_upload_url", Description: "Download a URL into a file of the sandbox (the sandbox fetches it, so it needs network: true: sandbox_create with network). To write content you have, use file_write (base64 for binary).", Annotations: changes},
+	addTool(a, api.ToolAreaFiles, &mcp.Tool{Name: "file_upload_url", Description: "Download a URL into a file of the sandbox (the sandbox fetches it, so it needs network: true: sandbox_create with network). To write content you have, use file_write (base64 for binary).", Annotations: hints(false, false, false, true)},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in uploadURLIn) (*mcp.CallToolResult, commandResult, error) {
 			if u, err := url.Parse(in.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 				return nil, commandResult{}, fmt.Errorf("S001: url %q must be an http or https URL", in.URL)
@@ -278,10 +283,10 @@ func (s *session) registerFiles(srv *mcp.Server) {
 }
 
 // registerPorts adds the tool that exposes a port.
-func (s *session) registerPorts(srv *mcp.Server) {
+func (s *session) registerPorts(a adder) {
 	_, _, changes := annotations()
 
-	mcp.AddTool(srv, &mcp.Tool{Name: "expose_port", Description: "Make a server listening in the sandbox reachable: returns its preview URL (open it in a browser, or fetch it). Start the server first with run_command background: true.", Annotations: changes},
+	addTool(a, api.ToolAreaPorts, &mcp.Tool{Name: "expose_port", Description: "Make a server listening in the sandbox reachable: returns its preview URL (open it in a browser, or fetch it). Start the server first with run_command background: true.", Annotations: changes},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in exposeIn) (*mcp.CallToolResult, api.PortInfo, error) {
 			id, err := s.sandbox(ctx, in.SandboxID)
 			if err != nil {
@@ -300,10 +305,10 @@ func (s *session) registerPorts(srv *mcp.Server) {
 }
 
 // registerSnapshots adds the tools that snapshot and fork a sandbox.
-func (s *session) registerSnapshots(srv *mcp.Server) {
+func (s *session) registerSnapshots(a adder) {
 	_, _, changes := annotations()
 
-	mcp.AddTool(srv, &mcp.Tool{Name: "sandbox_snapshot", Description: "Snapshot a running sandbox (memory, processes and files); create a sandbox from it with sandbox_fork-like copies later.", Annotations: changes},
+	addTool(a, api.ToolAreaSnapshots, &mcp.Tool{Name: "sandbox_snapshot", Description: "Snapshot a running sandbox (memory, processes and files); it goes on running. Restore it later with sandbox_create snapshot_id.", Annotations: changes},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in sandboxArg) (*mcp.CallToolResult, api.SnapshotInfo, error) {
 			id, err := s.sandbox(ctx, in.SandboxID)
 			if err != nil {
@@ -312,7 +317,7 @@ func (s *session) registerSnapshots(srv *mcp.Server) {
 			var out api.SnapshotInfo
 			return nil, out, toolError(s.b.Call(ctx, api.FnSnapshotCreate, api.SnapshotCreateRequest{SandboxID: id}, &out))
 		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "sandbox_fork", Description: "Make running copies of a sandbox: each continues from the same memory and files, then diverges. Returns their ids.", Annotations: changes},
+	addTool(a, api.ToolAreaSnapshots, &mcp.Tool{Name: "sandbox_fork", Description: "Make running copies of a sandbox: each continues from the same memory and files, then diverges. Returns their ids.", Annotations: changes},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in forkIn) (*mcp.CallToolResult, api.ForkResponse, error) {
 			id, err := s.sandbox(ctx, in.SandboxID)
 			if err != nil {
@@ -328,7 +333,7 @@ func (s *session) registerSnapshots(srv *mcp.Server) {
 
 // runCode is the run_code tool: the cell's output as text, its value as
 // text and images, its error as a tool error with the traceback.
-func (s *session) runCode(ctx context.Context, _ *mcp.CallToolRequest, in runCodeIn) (*mcp.CallToolResult, api.CellResult, error) {
+func (s *session) runCode(ctx context.Context, call *mcp.CallToolRequest, in runCodeIn) (*mcp.CallToolResult, api.CellResult, error) {
 	req := api.RunCodeRequest{ContextID: in.ContextID, Language: in.Language, Code: in.Code, TimeoutMs: in.TimeoutMs}
 	if in.ContextID == "" || in.SandboxID != "" {
 		id, err := s.sandbox(ctx, in.SandboxID)
@@ -339,10 +344,12 @@ func (s *session) runCode(ctx context.Context, _ *mcp.CallToolRequest, in runCod
 	}
 	var output strings.Builder
 	var res api.CellResult
+	p := progress{call: call}
 	err := s.b.Stream(ctx, api.FnRunCode, req, func(event string, data json.RawMessage) error {
 		var c api.OutputChunk
 		if json.Unmarshal(data, &c) == nil && !c.Base64 {
 			output.WriteString(c.Data)
+			p.send(ctx, c.Data)
 		}
 		return nil
 	}, &res)
@@ -424,8 +431,7 @@ func (s *session) runCommand(ctx context.Context, call *mcp.CallToolRequest, in 
 		return nil, commandResult{Pid: st.Pid}, nil
 	}
 	var stdout, stderr strings.Builder
-	token := call.Params.GetProgressToken()
-	n := 0
+	p := progress{call: call}
 	var res api.ExecResponse
 	err = s.b.Stream(ctx, api.FnExecStream, api.ExecRequest{SandboxID: id, Argv: argv, Workdir: in.Workdir, TimeoutMs: in.TimeoutMs},
 		func(event string, data json.RawMessage) error {
@@ -433,10 +439,7 @@ func (s *session) runCommand(ctx context.Context, call *mcp.CallToolRequest, in 
 			if (event != api.EventStdout && event != api.EventStderr) || json.Unmarshal(data, &c) != nil {
 				return nil
 			}
-			if c.Base64 {
-				b, _ := base64.StdEncoding.DecodeString(c.Data)
-				c.Data = strings.ToValidUTF8(string(b), "\uFFFD")
-			}
+			c.Data = chunkText(c)
 			w := &stdout
 			if event == api.EventStderr {
 				w = &stderr
@@ -444,10 +447,7 @@ func (s *session) runCommand(ctx context.Context, call *mcp.CallToolRequest, in 
 			if w.Len() < maxCommandOutput {
 				w.WriteString(c.Data[:min(len(c.Data), maxCommandOutput-w.Len())])
 			}
-			if token != nil {
-				n++
-				_ = call.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(n), Message: c.Data})
-			}
+			p.send(ctx, c.Data)
 			return nil
 		}, &res)
 	if err != nil {
