@@ -421,7 +421,7 @@ type BegunExec struct {
 }
 
 // BeginExec begins an exec whose output a service streams (procsvc's
-// sandbox::exec_stream): traced, checked and given an exec slot as Exec
+// sandbox::exec::stream): traced, checked and given an exec slot as Exec
 // is, its exec.started event emitted. A failed begin has ended its trace.
 func (m *Manager) BeginExec(ctx context.Context, req api.ExecRequest) (BegunExec, error) {
 	ctx, done := m.traceExec(ctx, req)
