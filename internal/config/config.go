@@ -134,7 +134,7 @@ type Config struct {
 	// but empty warm_pool ({}) turns that off (pool.go).
 	WarmPool map[string]int `yaml:"warm_pool,omitempty"`
 	// WarmPoolAuto sizes the pools of the images warm_pool does not name
-	// from the recent creates (sandbox/pool.go); WarmPoolMax bounds each
+	// from the recent creates (sandbox/poolplan); WarmPoolMax bounds each
 	// such image's pool and WarmPoolMemoryMB the host memory of all of
 	// them together.
 	WarmPoolAuto     bool `yaml:"warm_pool_auto"`

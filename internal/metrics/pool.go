@@ -5,7 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/hutch-dev/hutch/internal/sandbox"
+	"github.com/hutch-dev/hutch/internal/sandbox/warmpool"
 )
 
 // The warm pool's metrics, read from the manager at every scrape:
@@ -28,13 +28,13 @@ var (
 
 // poolCollector reads the warm pool's state at scrape time.
 type poolCollector struct {
-	stats func() []sandbox.WarmPoolStat
+	stats func() []warmpool.Stat
 }
 
 // WatchWarmPool exports the warm pool that stats reports
 // (sandbox.Manager.WarmPool). Call it once; an image without a pool
 // exports nothing.
-func (m *Metrics) WatchWarmPool(stats func() []sandbox.WarmPoolStat) {
+func (m *Metrics) WatchWarmPool(stats func() []warmpool.Stat) {
 	m.reg.MustRegister(poolCollector{stats: stats})
 }
 

@@ -4,16 +4,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hutch-dev/hutch/internal/sandbox"
+	"github.com/hutch-dev/hutch/internal/sandbox/warmpool"
 )
 
 func TestWarmPoolMetrics(t *testing.T) {
-	stats := []sandbox.WarmPoolStat{
+	stats := []warmpool.Stat{
 		{Image: "node", Target: 1, Ready: 0, Claims: map[string]uint64{"hit": 0, "empty": 0, "shape": 0}},
 		{Image: "python", Target: 2, Ready: 1, Claims: map[string]uint64{"hit": 3, "empty": 1, "shape": 0}},
 	}
 	m := New(Sources{})
-	m.WatchWarmPool(func() []sandbox.WarmPoolStat { return stats })
+	m.WatchWarmPool(func() []warmpool.Stat { return stats })
 
 	out := scrape(t, m)
 	for _, want := range []string{

@@ -24,12 +24,6 @@ var (
 	endAgentGone = runtime.End{Cause: runtime.CauseAgent, Detail: "the sandbox agent went away"}
 )
 
-// poolEnd is the end of a warm pool sandbox the manager discards: nobody
-// ever sees it, the log does.
-func poolEnd(detail string) runtime.End {
-	return runtime.End{Cause: runtime.CauseRequest, Detail: detail}
-}
-
 // endOf is why a sandbox with instance inst and agent connection ac
 // ended: the agent protocol broken from inside the sandbox, else what its
 // runtime knows, else that its agent went away.

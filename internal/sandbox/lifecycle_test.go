@@ -18,6 +18,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/runtime"
 	"github.com/hutch-dev/hutch/internal/runtime/runtimetest"
+	"github.com/hutch-dev/hutch/internal/sandbox/warmpool"
 	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
@@ -238,7 +239,7 @@ func TestWarmPoolClaimRefillShed(t *testing.T) {
 	if _, mem := rt.Instance(id).Limits(); mem != 256 {
 		t.Errorf("claimed sandbox has %d MiB, want 256", mem)
 	}
-	if st := m.WarmPool()[0]; st.Claims[warmHit] != 1 {
+	if st := m.WarmPool()[0]; st.Claims[warmpool.Hit] != 1 {
 		t.Errorf("claims = %v, want one hit", st.Claims)
 	}
 	if out, err := m.Exec(context.Background(), api.ExecRequest{SandboxID: id, Argv: []string{"true"}}); err != nil || !out.Success {

@@ -31,6 +31,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/safetext"
 	"github.com/hutch-dev/hutch/internal/sandbox/slots"
 	"github.com/hutch-dev/hutch/internal/sandbox/spec"
+	"github.com/hutch-dev/hutch/internal/sandbox/warmpool"
 	"github.com/hutch-dev/hutch/internal/volumes"
 )
 
@@ -102,8 +103,8 @@ type Manager struct {
 	reaper *reaper
 	obs    Observer
 	events *events.Log
-	// pool is the warm pool (pool.go); nil without one.
-	pool *warmPool
+	// pool is the warm pool (package warmpool, pool.go); nil without one.
+	pool *warmpool.Pool[*sandbox]
 	// boots bounds the boots under way (boots.go).
 	boots *slots.Slots
 	// checkpoints is the checkpoint directory (checkpoint.go); originOf
@@ -121,7 +122,7 @@ type Manager struct {
 	// onStop are the services' hooks on a stop (service.go).
 	onStop stopHooks
 
-	// mu guards the fields below, and the warm pool's maps.
+	// mu guards the fields below, and the warm pool's maps and plan.
 	//
 	// The lock order of the core, stated here once: first a sandbox's
 	// operation locks, each held across one kind of change to it (op:
@@ -194,7 +195,7 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 		return nil, err
 	}
 	go m.reaper.run()
-	m.pool.start()
+	m.pool.Start()
 	return m, nil
 }
 
@@ -300,12 +301,12 @@ func (m *Manager) create(ctx context.Context, req api.CreateRequest, from *Origi
 		return api.CreateResponse{}, errdefs.New(errdefs.CodeMalformed, "a sandbox restored from a snapshot keeps its cpus (%d), memory_mb (%d) and network (%v)", from.CPUs, from.MemoryMB, from.Network)
 	}
 	if from == nil && rt == m.rts.Default() {
-		if sb := m.pool.claim(ctx, req, cpus, mem, t); sb != nil {
+		if sb := (warmCore{m}).claim(ctx, req, cpus, mem, t); sb != nil {
 			reserved = false // register takes the reservation over
 			return m.register(sb)
 		}
 	}
-	m.pool.shed()
+	m.pool.Shed()
 	img, release, err := m.ensureImage(ctx, req.Image)
 	if err != nil {
 		return api.CreateResponse{}, err
@@ -348,12 +349,12 @@ func (m *Manager) create(ctx context.Context, req api.CreateRequest, from *Origi
 // Running and its record is stored. On failure the sandbox is torn down.
 func (m *Manager) admit(sb *sandbox) error {
 	if err := sb.admitted(); err != nil {
-		m.destroy(sb, poolEnd("could not be admitted"))
+		m.destroy(sb, warmpool.End("could not be admitted"))
 		return fmt.Errorf("admitting sandbox %s: %w", sb.rec.ID, err)
 	}
 	rec := sb.snapshotRecord()
 	if err := m.store.put(&rec); err != nil {
-		m.destroy(sb, poolEnd("could not be recorded"))
+		m.destroy(sb, warmpool.End("could not be recorded"))
 		return fmt.Errorf("recording sandbox %s: %w", sb.rec.ID, err)
 	}
 	return nil
@@ -731,7 +732,7 @@ func (m *Manager) Close(ctx context.Context) error {
 	}
 	m.mu.Unlock()
 	m.reaper.close()
-	m.pool.close()
+	m.pool.Close(endShutdown)
 	for _, sb := range sbs {
 		m.stopAsync(sb, endShutdown)
 	}

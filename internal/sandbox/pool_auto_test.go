@@ -12,6 +12,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/runtime"
 	"github.com/hutch-dev/hutch/internal/runtime/runtimetest"
 	"github.com/hutch-dev/hutch/internal/sandbox/poolplan"
+	"github.com/hutch-dev/hutch/internal/sandbox/warmpool"
 	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
@@ -36,9 +37,7 @@ func (c *testClock) Add(d time.Duration) {
 // useClock makes m's pool plan on a test clock.
 func useClock(m *Manager) *testClock {
 	clk := &testClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-	m.mu.Lock()
-	m.pool.now = clk.Now
-	m.mu.Unlock()
+	m.pool.SetClock(clk.Now)
 	return clk
 }
 
@@ -65,30 +64,22 @@ func slowBoots(rt *runtimetest.Runtime, d time.Duration) (peak func() int32) {
 // now, and wakes it.
 func burstOfDemand(m *Manager, clk *testClock) {
 	m.mu.Lock()
+	plan := m.pool.Plan()
 	for range 50 {
-		m.pool.plan.Note("python", m.pool.plan.ShapeOf("python"), clk.Now())
+		plan.Note("python", plan.ShapeOf("python"), clk.Now())
 	}
 	m.mu.Unlock()
-	m.pool.wake()
-}
-
-// poolOfLocked lists how many sandboxes each pool holds; m.mu is held.
-func poolOfLocked(m *Manager) map[string]int {
-	out := map[string]int{}
-	for k, l := range m.pool.ready {
-		out[k.String()] = len(l)
-	}
-	return out
+	m.pool.Wake()
 }
 
 // poolOf returns the pool stat of image (zero when it has none).
-func poolOf(m *Manager, image string) WarmPoolStat {
+func poolOf(m *Manager, image string) warmpool.Stat {
 	for _, st := range m.WarmPool() {
 		if st.Image == image {
 			return st
 		}
 	}
-	return WarmPoolStat{}
+	return warmpool.Stat{}
 }
 
 // TestWarmPoolAutoFollowsDemand: with no warm_pool, the pool keeps one
@@ -104,17 +95,13 @@ func TestWarmPoolAutoFollowsDemand(t *testing.T) {
 	clk := useClock(m)
 	t.Cleanup(func() {
 		if t.Failed() {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			p := m.pool
-			t.Logf("pool: targets %v, refill %s, %d booting, backoff %s, hold until %s, stats %+v",
-				p.targets, p.plan.RefillTime(), len(p.booting), p.backoff, p.holdUntil.Format(time.StampMilli), poolOfLocked(m))
+			t.Logf("pool: %s", m.pool.Describe())
 		}
 	})
 	testutil.Eventually(t, 30*time.Second, func() bool { return poolOf(m, "python").Ready == 1 }, "the base python sandbox is ready")
 	// The base sandbox booted fast: the refills measured are the slow ones.
 	m.mu.Lock()
-	m.pool.plan.ForgetRefills()
+	m.pool.Plan().ForgetRefills()
 	m.mu.Unlock()
 
 	burstOfDemand(m, clk)
@@ -130,7 +117,7 @@ func TestWarmPoolAutoFollowsDemand(t *testing.T) {
 	}
 
 	clk.Add(poolplan.RateWindow + time.Second)
-	m.pool.wake()
+	m.pool.Wake()
 	testutil.Eventually(t, 30*time.Second, func() bool {
 		st := poolOf(m, "python")
 		return st.Target == 1 && st.Ready == 1 && rt.Running() == 1
@@ -154,7 +141,7 @@ func TestWarmPoolAutoShapes(t *testing.T) {
 	testutil.Eventually(t, 30*time.Second, func() bool { return poolOf(m, "python").Ready == 1 }, "the base python sandbox is ready")
 	big := api.CreateRequest{Image: "python", CPUs: 2, MemoryMB: 1024}
 	create(t, m, big)
-	if st := poolOf(m, "python"); st.Claims[warmMisfit] != 1 {
+	if st := poolOf(m, "python"); st.Claims[warmpool.Misfit] != 1 {
 		t.Fatalf("claims = %v, want one create of an unpooled shape", st.Claims)
 	}
 	testutil.Eventually(t, 30*time.Second, func() bool { return poolOf(m, "python").Ready == 2 }, "the new shape's pool fills")
@@ -162,7 +149,7 @@ func TestWarmPoolAutoShapes(t *testing.T) {
 	if cpus, mem := rt.Instance(id).Limits(); cpus != 2 || mem != 1024 {
 		t.Errorf("second large create got %d cpus %d MiB, want 2 and 1024", cpus, mem)
 	}
-	if st := poolOf(m, "python"); st.Claims[warmHit] != 1 {
+	if st := poolOf(m, "python"); st.Claims[warmpool.Hit] != 1 {
 		t.Errorf("claims = %v, want the second large create served by the pool", st.Claims)
 	}
 	testutil.Eventually(t, 30*time.Second, func() bool { return poolOf(m, "python").Ready == 2 }, "the pools refill")
@@ -170,7 +157,7 @@ func TestWarmPoolAutoShapes(t *testing.T) {
 	if cpus, mem := rt.Instance(small).Limits(); cpus != 1 || mem != 768 {
 		t.Errorf("a create between the shapes got %d cpus %d MiB, want 1 and 768", cpus, mem)
 	}
-	if st := poolOf(m, "python"); st.Claims[warmHit] != 2 {
+	if st := poolOf(m, "python"); st.Claims[warmpool.Hit] != 2 {
 		t.Errorf("claims = %v, want the in-between create served by the larger shape", st.Claims)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/netplumb"
 	"github.com/hutch-dev/hutch/internal/runtime"
+	"github.com/hutch-dev/hutch/internal/sandbox/warmpool"
 	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
@@ -121,7 +122,7 @@ func TestWarmPoolNetworkClaim(t *testing.T) {
 	}
 	testutil.Eventually(t, 30*time.Second, func() bool { return poolOf(m, "python").Ready == 1 }, "the base python sandbox is ready")
 	create(t, m, api.CreateRequest{Image: "python", Network: true})
-	if st := poolOf(m, "python"); st.Claims[warmMisfit] != 1 {
+	if st := poolOf(m, "python"); st.Claims[warmpool.Misfit] != 1 {
 		t.Fatalf("claims = %v, want the first network create booted", st.Claims)
 	}
 	testutil.Eventually(t, 30*time.Second, func() bool { return poolOf(m, "python").Ready >= 2 }, "the network pool fills")
@@ -159,7 +160,7 @@ func TestWarmPoolNetworkClaim(t *testing.T) {
 	if e, _ := fw.egressOf(id); spec.Network == nil || !e.Restricted {
 		t.Errorf("cold boot after a failed claim: spec network %+v, attached with egress %+v; want the create's policy", spec.Network, e)
 	}
-	if st := poolOf(m, "python"); st.Claims[warmHit] != 1 || st.Claims[warmMisfit] != 2 {
+	if st := poolOf(m, "python"); st.Claims[warmpool.Hit] != 1 || st.Claims[warmpool.Misfit] != 2 {
 		t.Errorf("claims = %v, want 1 hit and 2 misfits", st.Claims)
 	}
 	testutil.Eventually(t, 30*time.Second, func() bool {

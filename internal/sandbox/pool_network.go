@@ -28,12 +28,12 @@ var errGatewayChanged = errors.New("the pool sandbox's gateway forwards a port t
 // networkFits reports whether a pool sandbox with a network can serve a
 // create with env: the runtime enforces egress policies, and the pool's
 // gateway forwards what a boot for env would.
-func (p *warmPool) networkFits(env []string) bool {
-	if _, err := p.m.networkService(); err != nil {
+func (c warmCore) networkFits(env []string) bool {
+	if _, err := c.m.networkService(); err != nil {
 		return false
 	}
-	forward, _ := p.m.gatewayPorts(&record{Network: true})
-	return gatewayFits(p.m, forward, env)
+	forward, _ := c.m.gatewayPorts(&record{Network: true})
+	return gatewayFits(c.m, forward, env)
 }
 
 // gatewayFits reports whether a gateway forwarding forwarded is the one a
@@ -58,8 +58,8 @@ func gatewayFits(m *Manager, forwarded []uint16, env []string) bool {
 // env and egress policy (nil: none): env's loopback URLs of forwarded
 // ports point at its gateway, the others are reported unforwarded, and
 // the policy is in force before it returns. sb is not registered yet.
-func (p *warmPool) claimNetwork(ctx context.Context, sb *sandbox, policy *api.EgressPolicy) error {
-	m, rec := p.m, &sb.rec
+func (c warmCore) claimNetwork(ctx context.Context, sb *sandbox, policy *api.EgressPolicy) error {
+	m, rec := c.m, &sb.rec
 	if !gatewayFits(m, rec.forwarded, rec.Env) {
 		return errGatewayChanged
 	}

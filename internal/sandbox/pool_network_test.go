@@ -4,42 +4,7 @@ import (
 	"testing"
 
 	"github.com/hutch-dev/hutch/internal/config"
-	"github.com/hutch-dev/hutch/internal/sandbox/poolplan"
 )
-
-var (
-	pyDefault = poolplan.Key{Image: "python", Shape: poolplan.Shape{CPUs: 1, MemoryMB: 512}}
-	pyNetwork = poolplan.Key{Image: "python", Shape: poolplan.Shape{CPUs: 1, MemoryMB: 512, Network: true}}
-)
-
-// TestWarmShapeNetwork: a network sandbox serves only network creates,
-// and a sandbox without one only creates without.
-func TestWarmShapeNetwork(t *testing.T) {
-	tests := []struct {
-		name string
-		pool poolplan.Key
-		want poolplan.Shape
-		fits bool
-	}{
-		{"network from network", pyNetwork, pyNetwork.Shape, true},
-		{"smaller network create", pyNetwork, poolplan.Shape{CPUs: 1, MemoryMB: 256, Network: true}, true},
-		{"network from loopback", pyDefault, pyNetwork.Shape, false},
-		{"loopback from network", pyNetwork, pyDefault.Shape, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			m := &Manager{cfg: config.Default()}
-			m.pool = newWarmPool(m)
-			w := &warmSandbox{taken: make(chan struct{})}
-			m.pool.ready[tt.pool] = []*warmSandbox{w}
-			m.pool.targets = map[poolplan.Key]int{tt.pool: 1}
-			got, _, fits := m.pool.take("python", tt.want)
-			if fits != tt.fits || (got == w) != tt.fits {
-				t.Errorf("take %+v from %s: took %v, fits %v; want %v", tt.want, tt.pool, got != nil, fits, tt.fits)
-			}
-		})
-	}
-}
 
 // TestGatewayFits: a pool sandbox's gateway serves a create whose env
 // names only ports it forwards or that a boot would not forward either,

@@ -1,6 +1,6 @@
 // Package poolplan sizes the warm pool by demand: pure arithmetic over
 // the recent creates, the measured refill time, the images built and a
-// clock, which the core's pool (internal/sandbox, pool.go) asks for its
+// clock, which the warm pool (package warmpool) asks for its
 // targets. warm_pool pins the size of the images it names; every other
 // image's pool follows its recent creates while warm_pool_auto is on:
 //
