@@ -11,6 +11,7 @@ import (
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/config"
+	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/events"
 	"github.com/hutch-dev/hutch/internal/sandbox/egress"
 )
@@ -136,9 +137,8 @@ func TestDeniedNamesAreRecorded(t *testing.T) {
 // attached (S302) and a teardown or a reconcile has nothing to do.
 func TestWithoutService(t *testing.T) {
 	n := NewNet(NetOptions{})
-	if _, err := n.Attach(context.Background(), "a", nil, nil); err == nil {
-		t.Fatal("attached without a network service")
-	}
+	_, err := n.Attach(context.Background(), "a", nil, nil)
+	wantCode(t, err, errdefs.CodeUnsupported)
 	n.Detach("a")
 	if err := n.Reconcile(context.Background()); err != nil {
 		t.Fatal(err)
