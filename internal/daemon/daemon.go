@@ -78,6 +78,8 @@ type daemon struct {
 	resolver  *dnsgate.Server
 	rts       *runtime.Set
 	net       *netsvc.Service
+	// sbnet is the sandboxes' networking over net (networksvc.Net).
+	sbnet *networksvc.Net
 
 	// cleanShutdown tells the watchdog that every sandbox was stopped:
 	// true until the manager exists (a start that fails before has none).
@@ -291,11 +293,12 @@ func (d *daemon) startManager(ctx context.Context) error {
 	// The snapshot service is built over the manager, whose creates ask
 	// it what a template or a snapshot_id starts from.
 	var snaps *snapsvc.Service
+	d.sbnet = networksvc.NewNet(networksvc.NetOptions{Service: d.net, Config: cfg, Events: d.evlog, Logger: d.log})
 	mgr, err := sandbox.New(ctx, sandbox.Options{
 		Volumes:   d.vols,
 		Config:    cfg,
 		Runtimes:  d.rts,
-		Network:   d.net,
+		Network:   d.sbnet,
 		Images:    d.images,
 		AgentPath: d.agentPath,
 		StateDir:  d.opts.DataDir,
@@ -310,32 +313,33 @@ func (d *daemon) startManager(ctx context.Context) error {
 		return err
 	}
 	d.mgr = mgr
+	d.sbnet.Bind(mgr)
 	d.cleanShutdown = false
 	d.undo.Push("closing the sandbox manager", func(ctx context.Context) error {
 		err := mgr.Close(ctx)
+		d.sbnet.Wait()
 		d.cleanShutdown = err == nil
 		return err
 	})
 	if snaps, err = snapsvc.New(mgr, snapsvc.Options{Dir: sandbox.CheckpointDir(d.opts.DataDir), StorageMB: cfg.SnapshotStorageMB, Logger: d.log}); err != nil {
 		return err
 	}
-	d.resolver.SetDirectory(mgr.Resolver())
+	d.resolver.SetDirectory(d.sbnet)
 	d.jobRunner, err = jobs.Open(filepath.Join(d.opts.DataDir, "jobs.db"), mgr, jobs.Options{MaxRunning: cfg.JobsMaxRunning, MaxRunningPerOwner: cfg.JobsMaxRunningPerOwner,
 		MaxQueuedPerOwner: cfg.MaxQueuedJobsPerOwner, MaxKept: cfg.JobsMaxKept, Events: d.evlog, Logger: d.log})
 	if err != nil {
 		return err
 	}
 	d.undo.Push("closing the job runner", func(context.Context) error { return d.jobRunner.Close() })
-	mgr.ProtectPorts(listenPorts(d.ln.Addr().String(), d.opts.EngineListen)...)
+	d.sbnet.ProtectPorts(listenPorts(d.ln.Addr().String(), d.opts.EngineListen)...)
 	// A host URL names the port the listener got (--listen :0 too).
 	d.ports = portsvc.New(mgr, portsvc.Options{PreviewDomain: cfg.PreviewDomain, ListenPort: d.ln.Addr().(*net.TCPAddr).Port})
 	mgr.OnStop(d.ports.Forget)
-	nets, err := networksvc.New(mgr, d.log)
+	nets, err := networksvc.New(mgr, d.sbnet, d.log)
 	if err != nil {
 		return err
 	}
 	mgr.OnStop(nets.Leave)
-	mgr.SetNetworks(nets)
 	procs := procsvc.New(mgr, procsvc.Limits{MaxProcesses: cfg.MaxProcessesPerSandbox, MaxPtys: cfg.MaxPtysPerSandbox,
 		RingBytes: cfg.ProcessOutputBytes, MaxWaitMs: cfg.MaxExecTimeoutMs})
 	// The interpreter runs its kernels through the process functions; it
@@ -373,7 +377,7 @@ func (d *daemon) startManager(ctx context.Context) error {
 // startTransports builds the HTTP API (with MCP, E2B and the console on
 // it), starts the engine WebSocket and the profiler.
 func (d *daemon) startTransports(ctx context.Context) error {
-	cfg, log, table, mgr := d.cfg, d.log, d.table, d.mgr
+	cfg, log, table := d.cfg, d.log, d.table
 	read, write, idle := cfg.HTTPTimeouts()
 	mcpHandler, err := mcpserver.HTTPHandler(table, mcpserver.Options{DefaultImage: cfg.MCPDefaultImage, Tools: cfg.MCPTools, Logger: log})
 	if err != nil {
@@ -395,12 +399,12 @@ func (d *daemon) startTransports(ctx context.Context) error {
 		ChannelBufferPerOwnerBytes: cfg.ChannelBufferPerOwnerMB << 20,
 	}, d.serveErr)
 	d.undo.Push("stopping the engine WebSocket", d.eng.shutdown)
-	mgr.ProtectPorts(listenPorts(d.eng.addr())...)
+	d.sbnet.ProtectPorts(listenPorts(d.eng.addr())...)
 	if d.prof, err = startProfiler(d.opts.PprofListen, d.serveErr); err != nil {
 		return err
 	}
 	d.held.Push("stopping the profiler", func(context.Context) error { return d.prof.close() })
-	mgr.ProtectPorts(listenPorts(d.prof.addr())...)
+	d.sbnet.ProtectPorts(listenPorts(d.prof.addr())...)
 	return nil
 }
 

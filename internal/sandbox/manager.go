@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -69,9 +68,9 @@ type Options struct {
 	AgentCallTimeout time.Duration
 	// Volumes keeps the owners' volumes (volumes.go); nil is none.
 	Volumes *volumes.Store
-	// Network is the daemon's network service (network.go); nil refuses
-	// network: true.
-	Network NetworkService
+	// Network is the sandboxes' networking (network.go, networksvc.Net);
+	// nil refuses network: true.
+	Network SandboxNetwork
 	// OriginOf resolves a create's template and snapshot_id (snapsvc):
 	// it applies them to req and says what the sandbox starts from (nil:
 	// its image). Nil refuses both with S302.
@@ -82,15 +81,13 @@ type Options struct {
 type Manager struct {
 	cfg         config.Config
 	rts         *runtime.Set
-	netsvc      NetworkService // nil: none (network.go)
+	net         SandboxNetwork // nil: none (network.go)
 	images      Images
 	agent       string
 	log         *slog.Logger
 	store       *store
 	bootTimeout time.Duration
 	callTimeout time.Duration
-	// protected are the daemon's own ports, never forwarded (network.go).
-	protected protectedPorts
 
 	// destroying tracks background teardowns, so Close can wait for them.
 	destroying tracker
@@ -111,12 +108,6 @@ type Manager struct {
 	// is Options.OriginOf.
 	checkpoints string
 	originOf    func(context.Context, *api.CreateRequest) (*Origin, error)
-	// nets are the sandbox networks (SetNetworks); nil for none.
-	nets atomic.Pointer[Networks]
-	// denialsOnce starts the watcher of egress refusals (egress.go).
-	denialsOnce sync.Once
-	// denied counts the names the resolver refused (denials.go).
-	deniedNames deniedNames
 	// vols keeps the volumes (volumes.go); nil without them.
 	vols *volumes.Store
 	// onStop are the services' hooks on a stop (service.go).
@@ -174,7 +165,7 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 		callTimeout: opts.AgentCallTimeout,
 		cfg:         opts.Config,
 		rts:         opts.Runtimes,
-		netsvc:      opts.Network,
+		net:         opts.Network,
 		images:      opts.Images,
 		agent:       opts.AgentPath,
 		log:         opts.Logger,
@@ -237,7 +228,10 @@ func (m *Manager) reconcile(ctx context.Context) error {
 			m.log.Info("destroyed leftover sandboxes", "runtime", rt.Name(), "count", len(destroyed), "ids", destroyed)
 		}
 	}
-	return m.reconcileNetworks(ctx)
+	if m.net != nil {
+		return m.net.Reconcile(ctx)
+	}
+	return nil
 }
 
 // Create boots a sandbox, or restores one from a snapshot, after applying
@@ -431,9 +425,7 @@ func (m *Manager) bootSandbox(ctx context.Context, rec *record, img *image.Image
 		// The caller went away: nobody will ever learn this sandbox's id.
 		return nil, err
 	}
-	sb := newSandbox(rec, inst, ac, img, user, m.cfg.MaxConcurrentExecPerSandbox)
-	sb.egress.Store(mustCompileEgress(rec.Egress))
-	return sb, nil
+	return newSandbox(rec, inst, ac, img, user, m.cfg.MaxConcurrentExecPerSandbox), nil
 }
 
 // specOf is the runtime spec of rec's sandbox, on network nw (nil: none).

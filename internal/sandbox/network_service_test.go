@@ -11,8 +11,9 @@ import (
 	"github.com/hutch-dev/hutch/internal/runtime"
 )
 
-// TestNetworkServiceLifecycle: the manager, not the runtime, owns a
-// sandbox's network: it attaches it before the runtime starts (the spec
+// TestNetworkServiceLifecycle: the manager, not the runtime, has a
+// sandbox's network made (Options.Network): it attaches it before the
+// runtime starts (the spec
 // carries the attachment), detaches it after the runtime destroyed the
 // sandbox, and after a failed start; without a network service, network:
 // true and sandbox networks are refused with S302.
@@ -22,7 +23,7 @@ func TestNetworkServiceLifecycle(t *testing.T) {
 		m, _, _ := inprocess(t, nil)
 		_, err := m.Create(ctx, api.CreateRequest{Image: "python", Network: true})
 		wantCode(t, err, errdefs.CodeUnsupported)
-		_, err = m.Network() // what networksvc asks before it makes a network
+		_, err = m.networkService() // what a network create asks
 		wantCode(t, err, errdefs.CodeUnsupported)
 	})
 

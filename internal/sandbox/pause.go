@@ -316,9 +316,9 @@ func (m *Manager) wake(ctx context.Context, sb *sandbox) error {
 		m.detachNetwork(&rec)
 		return err
 	}
-	if n := m.networks(); n != nil {
+	if m.net != nil {
 		// Its network is new: its peers are given again.
-		n.Renewed(ctx, sb.rec.ID)
+		m.net.Renewed(ctx, sb.rec.ID)
 	}
 	return os.RemoveAll(dir)
 }

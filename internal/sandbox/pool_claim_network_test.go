@@ -13,15 +13,17 @@ import (
 	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/netplumb"
 	"github.com/hutch-dev/hutch/internal/runtime"
+	"github.com/hutch-dev/hutch/internal/sandbox/egress"
 	"github.com/hutch-dev/hutch/internal/sandbox/warmpool"
 	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
-// fakeNetwork is a network service that records the policies it is
-// given and fails SetEgress on demand: a fake, because the real one
-// (netsvc) needs root and nftables, and its failures cannot be caused at
-// will (the integration tests run the real one). Its attachments name no
-// namespace; the in-process runtime joins none.
+// fakeNetwork is the sandboxes' networking: it records the policies
+// (their firewall rules) it is given and fails SetEgress on demand: a
+// fake, because the real one (networksvc over netsvc) needs root and
+// nftables, and its failures cannot be caused at will (the integration
+// tests run the real one). Its attachments name no namespace; the
+// in-process runtime joins none. Its gateway forwards nothing.
 type fakeNetwork struct {
 	mu sync.Mutex
 	// attached are the policies sandboxes were attached with, set those
@@ -30,16 +32,24 @@ type fakeNetwork struct {
 	attached map[string]netplumb.Egress
 	set      map[string][]netplumb.Egress
 	failing  bool
+	// protected is the daemon's own port (0: none).
+	protected uint16
 }
 
-var _ NetworkService = (*fakeNetwork)(nil)
+var _ SandboxNetwork = (*fakeNetwork)(nil)
 
-func (f *fakeNetwork) Attach(_ context.Context, id string, _ []uint16, e netplumb.Egress) (*runtime.NetworkAttachment, error) {
+func (f *fakeNetwork) Attach(_ context.Context, id string, _ []uint16, pol *egress.Policy) (*runtime.NetworkAttachment, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.attached[id] = e
+	f.attached[id] = pol.Firewall()
 	return f.attachmentLocked(id), nil
 }
+
+func (f *fakeNetwork) Gateway(string, string, []string) (forward, refused []uint16) { return nil, nil }
+func (f *fakeNetwork) Protected(port uint16) bool                                   { return port != 0 && port == f.protected }
+func (f *fakeNetwork) UseGateway(_ string, env []string, _ []uint16) []string       { return env }
+func (f *fakeNetwork) HostURL(id, u string) string                                  { return u + "#via-" + id }
+func (f *fakeNetwork) Renewed(context.Context, string)                              {}
 
 func (f *fakeNetwork) attachmentLocked(id string) *runtime.NetworkAttachment {
 	if _, ok := f.attached[id]; !ok {
@@ -62,35 +72,22 @@ func (f *fakeNetwork) egressOf(id string) (netplumb.Egress, bool) {
 	return e, ok
 }
 
-func (f *fakeNetwork) Detach(_ context.Context, id string) error {
+func (f *fakeNetwork) Detach(id string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.attached, id)
-	return nil
 }
 
-func (f *fakeNetwork) Reconcile(context.Context, func(string) bool) ([]string, error) {
-	return nil, nil
-}
+func (f *fakeNetwork) Reconcile(context.Context) error { return nil }
 
-func (f *fakeNetwork) SetEgress(_ context.Context, id string, e netplumb.Egress) error {
+func (f *fakeNetwork) SetEgress(_ context.Context, id string, pol *egress.Policy) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.failing {
 		return errors.New("nft: injected failure")
 	}
-	f.set[id] = append(f.set[id], e)
+	f.set[id] = append(f.set[id], pol.Firewall())
 	return nil
-}
-
-func (f *fakeNetwork) Learn(context.Context, string, []netip.Addr, uint16, time.Duration) error {
-	return nil
-}
-
-func (f *fakeNetwork) SetPeers(context.Context, [][2]string) error { return nil }
-
-func (f *fakeNetwork) Denied(context.Context) (map[string]uint64, error) {
-	return map[string]uint64{}, nil
 }
 
 // TestWarmPoolNetworkClaim: a network create gives the network shape a

@@ -19,6 +19,7 @@ import (
 	"slices"
 
 	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/sandbox/egress"
 )
 
 // errGatewayChanged is the claim failure of a pool sandbox whose gateway
@@ -46,7 +47,7 @@ func gatewayFits(m *Manager, forwarded []uint16, env []string) bool {
 			return false
 		}
 	}
-	for _, p := range loopbackPorts(env) {
+	for _, p := range egress.LoopbackPorts(env) {
 		if m.cfg.Forwardable(int(p)) && !m.isProtected(p) && !slices.Contains(forwarded, p) {
 			return false
 		}
@@ -63,7 +64,7 @@ func (c warmCore) claimNetwork(ctx context.Context, sb *sandbox, policy *api.Egr
 	if !gatewayFits(m, rec.forwarded, rec.Env) {
 		return errGatewayChanged
 	}
-	pol, err := compileEgress(policy)
+	pol, err := egress.Compile(policy)
 	if err != nil {
 		return err
 	}
@@ -71,7 +72,7 @@ func (c warmCore) claimNetwork(ctx context.Context, sb *sandbox, policy *api.Egr
 		return err
 	}
 	rec.unforwarded = nil
-	for _, p := range sortedSet(loopbackPorts(rec.Env)) {
+	for _, p := range egress.SortedSet(egress.LoopbackPorts(rec.Env)) {
 		if !slices.Contains(rec.forwarded, p) {
 			rec.unforwarded = append(rec.unforwarded, p)
 		}

@@ -33,10 +33,7 @@ func TestGatewayFits(t *testing.T) {
 			if tt.cfg != nil {
 				tt.cfg(&cfg)
 			}
-			m := &Manager{cfg: cfg}
-			if tt.protect != 0 {
-				m.ProtectPorts(tt.protect)
-			}
+			m := &Manager{cfg: cfg, net: &fakeNetwork{protected: tt.protect}}
 			if got := gatewayFits(m, tt.forwarded, tt.env); got != tt.want {
 				t.Errorf("gatewayFits(%v, %q) = %v, want %v", tt.forwarded, tt.env, got, tt.want)
 			}

@@ -35,9 +35,7 @@ type sandbox struct {
 	outputSeen atomic.Int64
 	// op serializes pause and resume (pause.go).
 	op sync.Mutex
-	// egress is its compiled egress policy (nil: none), which egressMu
-	// serializes changes of (egress.go).
-	egress   atomic.Pointer[egressPolicy]
+	// egressMu serializes changes of its egress policy (applyEgress).
 	egressMu sync.Mutex
 
 	// mu guards the fields below (the lock order: Manager.mu in manager.go).

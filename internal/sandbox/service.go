@@ -11,7 +11,6 @@ package sandbox
 import (
 	"context"
 	"encoding/json"
-	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -21,6 +20,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/agentclient"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/runtime"
+	"github.com/hutch-dev/hutch/internal/sandbox/egress"
 )
 
 // Sandboxes is the core as a service sees it.
@@ -110,7 +110,7 @@ type Handle interface {
 	Egress() *api.EgressPolicy
 	// SetEgress makes p (empty: none) its egress policy, as
 	// sandbox::network::update does: its firewall rules rewritten and its
-	// resolver's names replaced (applyEgress). p was checked (CheckEgress).
+	// resolver's names replaced (applyEgress). p was checked (egress.Check).
 	SetEgress(ctx context.Context, p *api.EgressPolicy) error
 	// procsvc: background processes.
 
@@ -357,41 +357,21 @@ func (m *Manager) stopped(id string) {
 
 // networksvc: the sandbox networks and egress policies.
 
-func (h handle) Network() bool             { return h.sb.rec.Network }
-func (h handle) Name() string              { return h.sb.rec.Name }
-func (h handle) Egress() *api.EgressPolicy { return h.sb.egress.Load().policy() }
+func (h handle) Network() bool { return h.sb.rec.Network }
+func (h handle) Name() string  { return h.sb.rec.Name }
+
+func (h handle) Egress() *api.EgressPolicy {
+	h.sb.mu.Lock()
+	defer h.sb.mu.Unlock()
+	return h.sb.rec.Egress
+}
 
 func (h handle) SetEgress(ctx context.Context, p *api.EgressPolicy) error {
-	pol, err := compileEgress(p)
+	pol, err := egress.Compile(p)
 	if err != nil {
 		return err
 	}
 	return h.m.applyEgress(ctx, h.sb, pol)
-}
-
-// Network is the daemon's network service; S302 without one.
-func (m *Manager) Network() (NetworkService, error) { return m.networkService() }
-
-// Networks is what the core asks the sandbox networks (networksvc).
-type Networks interface {
-	// Peers are the addresses of the peers of sandbox id on its
-	// networks that name names (hutch's resolver).
-	Peers(id, name string) []netip.Addr
-	// Renewed gives the firewall sandbox id's peers again, once its
-	// network was made anew (a hibernated sandbox resumed).
-	Renewed(ctx context.Context, id string)
-}
-
-// SetNetworks hands the core the sandbox networks; the daemon calls it
-// before the first create.
-func (m *Manager) SetNetworks(n Networks) { m.nets.Store(&n) }
-
-// networks is what SetNetworks handed; nil for none.
-func (m *Manager) networks() Networks {
-	if n := m.nets.Load(); n != nil {
-		return *n
-	}
-	return nil
 }
 
 // procsvc: background processes.
@@ -443,10 +423,10 @@ func (h handle) ProcessFail(ctx context.Context, op string, pid int, err error) 
 }
 
 func (h handle) HostURL(u string) string {
-	if nw := h.m.attachment(h.sb); u != "" && nw != nil && nw.Gateway.IsValid() {
-		return strings.TrimPrefix(rewriteLocalhost([]string{"I=" + u}, nw.Gateway, loopbackPorts([]string{"I=" + u}))[0], "I=")
+	if h.m.net == nil || !h.sb.rec.Network {
+		return u
 	}
-	return u
+	return h.m.net.HostURL(h.sb.rec.ID, u)
 }
 
 // OnTeardown has f called with the id of each sandbox whose teardown is

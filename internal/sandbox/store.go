@@ -22,7 +22,7 @@ type record struct {
 	CPUs     uint32 `json:"cpus"`
 	MemoryMB uint32 `json:"memory_mb"`
 	Network  bool   `json:"network"`
-	// Egress is its egress policy (egress.go); nil is none.
+	// Egress is its egress policy (internal/sandbox/egress); nil is none.
 	Egress          *api.EgressPolicy `json:"egress,omitempty"`
 	IdleTimeoutSecs uint64            `json:"idle_timeout_secs"`
 	Env             []string          `json:"env,omitempty"`
@@ -42,7 +42,8 @@ type record struct {
 	StoppedAt  time.Time     `json:"stopped_at,omitzero"`
 
 	// unforwarded are the loopback ports its create-time env named that
-	// are not forwarded (network.go); answered by the create, not persisted.
+	// are not forwarded (SandboxNetwork.Gateway); answered by the create,
+	// not persisted.
 	unforwarded []uint16
 	// forwarded are the ports its gateway forwards, which a wake from
 	// hibernation forwards again; not persisted.

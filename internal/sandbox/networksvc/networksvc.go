@@ -9,7 +9,10 @@
 // of sandboxes that share a network, replaced whole on every change;
 // members may run in different runtimes. sandbox::network::update
 // replaces a running sandbox's egress policy through Handle.SetEgress.
-// It reaches a sandbox only through sandbox.Sandboxes.
+// It reaches a sandbox only through sandbox.Sandboxes. Net (net.go) is
+// the networking of each sandbox created with network: true, which the
+// core asks at its boots, wakes and teardowns (sandbox.SandboxNetwork),
+// and the directory of hutch's resolver.
 package networksvc
 
 import (
@@ -27,6 +30,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/sandbox"
+	"github.com/hutch-dev/hutch/internal/sandbox/egress"
 	"github.com/hutch-dev/hutch/internal/sandbox/spec"
 )
 
@@ -43,8 +47,6 @@ var networkName = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$`)
 // Core is what the service needs of the core (a *sandbox.Manager).
 type Core interface {
 	sandbox.Sandboxes
-	// Network is the daemon's network service, or S302.
-	Network() (sandbox.NetworkService, error)
 	// Records is the store's bucket name, where the networks are kept.
 	Records(name string) (sandbox.Records, error)
 }
@@ -63,10 +65,11 @@ type network struct {
 	members map[string]string
 }
 
-// Service answers sandbox::network::* (functions.Networks); the core asks
-// it for a sandbox's peers (sandbox.Networks).
+// Service answers sandbox::network::* (functions.Networks); its Net asks
+// it for a sandbox's peers.
 type Service struct {
 	core Core
+	net  *Net
 	// recs keeps the networks' records (the store's bucket "networks").
 	recs sandbox.Records
 	log  *slog.Logger
@@ -77,10 +80,9 @@ type Service struct {
 	sync sync.Mutex
 }
 
-var _ sandbox.Networks = (*Service)(nil)
-
-// New is the network service over core, with the networks of its store.
-func New(core Core, log *slog.Logger) (*Service, error) {
+// New is the network service over core and net, with the networks of
+// its store; net asks it for peers from then on.
+func New(core Core, net *Net, log *slog.Logger) (*Service, error) {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -88,7 +90,7 @@ func New(core Core, log *slog.Logger) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{core: core, recs: recs, log: log, byKey: map[string]*network{}}
+	s := &Service{core: core, net: net, recs: recs, log: log, byKey: map[string]*network{}}
 	all, _, err := sandbox.AllRecords(recs, func(r *record) string { return r.Key })
 	if err != nil {
 		return nil, err
@@ -96,6 +98,7 @@ func New(core Core, log *slog.Logger) (*Service, error) {
 	for _, r := range all {
 		s.byKey[r.Key] = &network{rec: *r, members: map[string]string{}}
 	}
+	net.nets.Store(s)
 	return s, nil
 }
 
@@ -163,14 +166,7 @@ func (s *Service) Peers(id, name string) []netip.Addr {
 }
 
 // addr is sandbox id's network address; invalid without one.
-func (s *Service) addr(id string) netip.Addr {
-	if svc, err := s.core.Network(); err == nil {
-		if nw := svc.Attachment(id); nw != nil {
-			return nw.Addr
-		}
-	}
-	return netip.Addr{}
-}
+func (s *Service) addr(id string) netip.Addr { return s.net.addr(id) }
 
 // Leave takes a stopping sandbox off its networks.
 func (s *Service) Leave(id string) {
@@ -212,7 +208,7 @@ func (s *Service) Renewed(ctx context.Context, id string) {
 // syncPeers hands the network service the pairs of sandboxes that share
 // a network, whatever runtime each runs in.
 func (s *Service) syncPeers(ctx context.Context) error {
-	svc, err := s.core.Network()
+	svc, err := s.net.service()
 	if err != nil {
 		return err
 	}
@@ -248,7 +244,7 @@ func (s *Service) CreateNetwork(ctx context.Context, req api.NetworkCreateReques
 	if err := checkName(req.Name); err != nil {
 		return api.NetworkInfo{}, err
 	}
-	if _, err := s.core.Network(); err != nil {
+	if _, err := s.net.service(); err != nil {
 		return api.NetworkInfo{}, err
 	}
 	owner := auth.OwnerFrom(ctx)
@@ -390,7 +386,7 @@ func (s *Service) networked(ctx context.Context, id string) (sandbox.Handle, fun
 // UpdateNetwork replaces a running sandbox's egress policy
 // (sandbox::network::update); empty lists lift it.
 func (s *Service) UpdateNetwork(ctx context.Context, req api.NetworkUpdateRequest) (api.SandboxNetwork, error) {
-	if err := sandbox.CheckEgress(&req.EgressPolicy); err != nil {
+	if err := egress.Check(&req.EgressPolicy); err != nil {
 		return api.SandboxNetwork{}, err
 	}
 	h, release, err := s.networked(ctx, req.SandboxID)
@@ -414,7 +410,7 @@ func (s *Service) sandboxNetwork(ctx context.Context, h sandbox.Handle) api.Sand
 	if a := s.addr(id); a.IsValid() {
 		out.Address = a.String()
 	}
-	if fw, err := s.core.Network(); err == nil {
+	if fw, err := s.net.service(); err == nil {
 		if denied, err := fw.Denied(ctx); err == nil {
 			out.EgressDenied = denied[id]
 		}

@@ -26,14 +26,16 @@ type core struct {
 	bucket *sandboxtest.Records
 }
 
-func (c core) Network() (sandbox.NetworkService, error) {
-	if c.net == nil {
-		return nil, errdefs.New(errdefs.CodeUnsupported, "no network service")
-	}
-	return c.net, nil
-}
-
 func (c core) Records(string) (sandbox.Records, error) { return c.bucket, nil }
+
+// newService is the service over c, and a Net over c.net (nil: none).
+func newService(c core) (*Service, error) {
+	n := NewNet(NetOptions{})
+	if c.net != nil {
+		n = NewNet(NetOptions{Service: c.net})
+	}
+	return New(c, n, nil)
+}
 
 // fakeNet is a network service: each sandbox's address is given by the
 // test; it records the peers it was handed.
@@ -45,17 +47,24 @@ type fakeNet struct {
 	denied map[string]uint64
 }
 
-var _ sandbox.NetworkService = (*fakeNet)(nil)
+var _ NetworkService = (*fakeNet)(nil)
 
-func (f *fakeNet) Attach(context.Context, string, []uint16, netplumb.Egress) (*runtime.NetworkAttachment, error) {
-	return nil, fmt.Errorf("not in this test")
+// Attach gives sandbox id the address 10.0.1.n, n the attachments so far.
+func (f *fakeNet) Attach(_ context.Context, id string, _ []uint16, e netplumb.Egress) (*runtime.NetworkAttachment, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.addrs == nil {
+		f.addrs = map[string]netip.Addr{}
+	}
+	f.addrs[id] = netip.AddrFrom4([4]byte{10, 0, 1, byte(len(f.addrs) + 1)})
+	return &runtime.NetworkAttachment{Addr: f.addrs[id]}, nil
 }
 
 func (f *fakeNet) Attachment(id string) *runtime.NetworkAttachment {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if a, ok := f.addrs[id]; ok {
-		return &runtime.NetworkAttachment{Addr: a}
+		return &runtime.NetworkAttachment{Addr: a, Gateway: netip.AddrFrom4([4]byte{10, 0, 0, 254})}
 	}
 	return nil
 }
@@ -114,7 +123,7 @@ func wantCode(t *testing.T, err error, code errdefs.Code) {
 // TestWithoutNetworkService: without the daemon's network service no
 // network is made (S302).
 func TestWithoutNetworkService(t *testing.T) {
-	s, err := New(core{Sandboxes: &sandboxtest.Sandboxes{}, bucket: &sandboxtest.Records{}}, nil)
+	s, err := newService(core{Sandboxes: &sandboxtest.Sandboxes{}, bucket: &sandboxtest.Records{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +137,7 @@ func TestWithoutNetworkService(t *testing.T) {
 // takes a sandbox off its networks; a network with members is not deleted.
 func TestNetworks(t *testing.T) {
 	sbs, net, bucket := &sandboxtest.Sandboxes{}, &fakeNet{}, &sandboxtest.Records{}
-	s, err := New(core{sbs, net, bucket}, nil)
+	s, err := newService(core{sbs, net, bucket})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +238,7 @@ func TestNetworks(t *testing.T) {
 	wantCode(t, err, errdefs.CodeStopped)
 
 	// The networks are the store's: a new service has them, without members.
-	again, err := New(core{sbs, net, bucket}, nil)
+	again, err := newService(core{sbs, net, bucket})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +250,7 @@ func TestNetworks(t *testing.T) {
 	}
 	_, err = s.DeleteNetwork(alice, api.NetworkRequest{Name: "app"})
 	wantCode(t, err, errdefs.CodeNoNetwork)
-	if again, _ = New(core{sbs, net, bucket}, nil); again != nil {
+	if again, _ = newService(core{sbs, net, bucket}); again != nil {
 		if list, _ := again.ListNetworks(alice, api.NetworkListRequest{}); len(list.Networks) != 0 {
 			t.Errorf("a deleted network is back after a restart: %+v", list)
 		}
@@ -253,7 +262,7 @@ func TestNetworks(t *testing.T) {
 // not count twice).
 func TestNetworkLimits(t *testing.T) {
 	sbs, net := &sandboxtest.Sandboxes{}, &fakeNet{}
-	s, err := New(core{sbs, net, &sandboxtest.Records{}}, nil)
+	s, err := newService(core{sbs, net, &sandboxtest.Records{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +297,7 @@ func TestNetworkLimits(t *testing.T) {
 // networks, address, policy and refused packets; an empty policy lifts it.
 func TestUpdateNetwork(t *testing.T) {
 	sbs, net := &sandboxtest.Sandboxes{}, &fakeNet{}
-	s, err := New(core{sbs, net, &sandboxtest.Records{}}, nil)
+	s, err := newService(core{sbs, net, &sandboxtest.Records{}})
 	if err != nil {
 		t.Fatal(err)
 	}

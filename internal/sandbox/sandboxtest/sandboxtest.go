@@ -31,6 +31,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/runtime"
 	"github.com/hutch-dev/hutch/internal/runtime/runtimetest"
 	"github.com/hutch-dev/hutch/internal/sandbox"
+	"github.com/hutch-dev/hutch/internal/sandbox/egress"
 	"github.com/hutch-dev/hutch/internal/sandbox/spec"
 )
 
@@ -391,7 +392,7 @@ func (h handle) Egress() *api.EgressPolicy {
 
 // SetEgress checks p as the core does and keeps it (nil for an empty one).
 func (h handle) SetEgress(_ context.Context, p *api.EgressPolicy) error {
-	if err := sandbox.CheckEgress(p); err != nil {
+	if err := egress.Check(p); err != nil {
 		return err
 	}
 	h.s.mu.Lock()

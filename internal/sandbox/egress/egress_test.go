@@ -1,4 +1,4 @@
-package sandbox
+package egress
 
 import (
 	"slices"
@@ -7,8 +7,8 @@ import (
 	"github.com/hutch-dev/hutch/api"
 )
 
-func TestCompileEgress(t *testing.T) {
-	pol, err := compileEgress(&api.EgressPolicy{
+func TestCompile(t *testing.T) {
+	pol, err := Compile(&api.EgressPolicy{
 		AllowOut: []string{"10.0.0.0/8", "1.2.3.4:443", "PyPI.org", "*.github.com:443", "files.pythonhosted.org."},
 		DenyOut:  []string{"evil.pypi.org", "10.9.0.0/16"},
 	})
@@ -30,34 +30,34 @@ func TestCompileEgress(t *testing.T) {
 		{"files.pythonhosted.org", false, []uint16{0}},
 		{"example.com", true, nil},
 	} {
-		v := pol.check(tc.name)
+		v := pol.Verdict(tc.name)
 		if v.Refuse != tc.refuse || !slices.Equal(v.Ports, tc.ports) {
 			t.Errorf("check(%s) = %+v, want refuse %v ports %v", tc.name, v, tc.refuse, tc.ports)
 		}
 	}
-	denyOnly, err := compileEgress(&api.EgressPolicy{DenyOut: []string{"*.example.com"}})
+	denyOnly, err := Compile(&api.EgressPolicy{DenyOut: []string{"*.example.com"}})
 	if err != nil || denyOnly.addrs.Restricted {
 		t.Fatalf("deny only: %+v, %v", denyOnly, err)
 	}
-	if v := denyOnly.check("pypi.org"); v.Refuse || len(v.Ports) > 0 {
+	if v := denyOnly.Verdict("pypi.org"); v.Refuse || len(v.Ports) > 0 {
 		t.Errorf("deny only lets every other name through without learning: %+v", v)
 	}
-	if v := denyOnly.check("a.example.com"); !v.Refuse {
+	if v := denyOnly.Verdict("a.example.com"); !v.Refuse {
 		t.Errorf("deny only refuses what it names: %+v", v)
 	}
-	if p, err := compileEgress(&api.EgressPolicy{}); p != nil || err != nil {
+	if p, err := Compile(&api.EgressPolicy{}); p != nil || err != nil {
 		t.Errorf("empty policy: %+v, %v", p, err)
 	}
 	for _, bad := range []string{"256.1.1.1", "fd00::/8", "::1", "-bad-.example", "example.com:0", "example.com:70000", "a b", "*.", "", "x..y"} {
-		if _, err := compileEgress(&api.EgressPolicy{AllowOut: []string{bad}}); err == nil {
-			t.Errorf("compileEgress accepted %q", bad)
+		if _, err := Compile(&api.EgressPolicy{AllowOut: []string{bad}}); err == nil {
+			t.Errorf("Compile accepted %q", bad)
 		}
 	}
-	many := make([]string, maxEgressRules+1)
+	many := make([]string, maxRules+1)
 	for i := range many {
 		many[i] = "example.com"
 	}
-	if _, err := compileEgress(&api.EgressPolicy{DenyOut: many}); err == nil {
-		t.Error("a policy past maxEgressRules was accepted")
+	if _, err := Compile(&api.EgressPolicy{DenyOut: many}); err == nil {
+		t.Error("a policy past maxRules was accepted")
 	}
 }

@@ -1,13 +1,9 @@
-package sandbox
+package egress
 
 import (
-	"io"
-	"log/slog"
 	"net/netip"
 	"slices"
 	"testing"
-
-	"github.com/hutch-dev/hutch/internal/config"
 )
 
 func TestRewriteLocalhost(t *testing.T) {
@@ -33,12 +29,12 @@ func TestRewriteLocalhost(t *testing.T) {
 		{"empty value", "EMPTY=", "EMPTY=", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := rewriteLocalhost([]string{tc.in}, gw, tc.wantPorts)
+			got := RewriteLocalhost([]string{tc.in}, gw, tc.wantPorts)
 			if got[0] != tc.want {
 				t.Errorf("rewrite(%q) = %q, want %q", tc.in, got[0], tc.want)
 			}
-			if ports := loopbackPorts([]string{tc.in}); !slices.Equal(ports, tc.wantPorts) {
-				t.Errorf("loopbackPorts(%q) = %v, want %v", tc.in, ports, tc.wantPorts)
+			if ports := LoopbackPorts([]string{tc.in}); !slices.Equal(ports, tc.wantPorts) {
+				t.Errorf("LoopbackPorts(%q) = %v, want %v", tc.in, ports, tc.wantPorts)
 			}
 		})
 	}
@@ -48,37 +44,8 @@ func TestRewriteLocalhost(t *testing.T) {
 // pointing at localhost.
 func TestRewriteOnlyForwarded(t *testing.T) {
 	gw := netip.MustParseAddr("10.200.0.1")
-	got := rewriteLocalhost([]string{"A=http://localhost:8080/,http://127.0.0.1:5432/"}, gw, []uint16{5432})
+	got := RewriteLocalhost([]string{"A=http://localhost:8080/,http://127.0.0.1:5432/"}, gw, []uint16{5432})
 	if want := "A=http://localhost:8080/,http://10.200.0.1:5432/"; got[0] != want {
 		t.Fatalf("rewrite = %q, want %q", got[0], want)
-	}
-}
-
-func TestGatewayPorts(t *testing.T) {
-	env := []string{"A=http://localhost:8080/", "B=http://127.0.0.1:3111/", "C=ws://localhost:49134", "D=http://127.0.0.1:8080/x", "E=plain", "F=postgres://localhost:5432/db"}
-	for _, tc := range []struct {
-		name             string
-		tokens           map[string]string
-		forwardable      []int
-		network          bool
-		want, wantRefuse []uint16
-	}{
-		{"one user: named and configured ports, never the daemon's", nil, nil, true, []uint16{5432, 8080, 9000}, []uint16{3111, 49134}},
-		{"one user with forwardable_ports: only those", nil, []int{5432}, true, []uint16{5432, 9000}, []uint16{3111, 8080, 49134}},
-		{"owners: only forwardable_ports and gateway_ports", map[string]string{"alice": "a"}, []int{5432, 3111}, true, []uint16{5432, 9000}, []uint16{3111, 8080, 49134}},
-		{"owners without forwardable_ports: gateway_ports", map[string]string{"alice": "a"}, nil, true, []uint16{9000}, []uint16{3111, 5432, 8080, 49134}},
-		{"no network: nothing", nil, nil, false, nil, nil},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			cfg := config.Default()
-			cfg.GatewayPorts = []int{9000}
-			cfg.APITokens, cfg.ForwardablePorts = tc.tokens, tc.forwardable
-			m := &Manager{cfg: cfg, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-			m.ProtectPorts(3111, 49134)
-			got, refused := m.gatewayPorts(&record{ID: "x", Network: tc.network, Env: env})
-			if !slices.Equal(got, tc.want) || !slices.Equal(refused, tc.wantRefuse) {
-				t.Fatalf("gatewayPorts = %v, refused %v; want %v, refused %v", got, refused, tc.want, tc.wantRefuse)
-			}
-		})
 	}
 }
