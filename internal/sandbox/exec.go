@@ -10,6 +10,7 @@ import (
 	"github.com/hutch-dev/hutch/api"
 	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
 	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/sandbox/agenterr"
 	"github.com/hutch-dev/hutch/internal/sandbox/spec"
 )
 
@@ -29,7 +30,7 @@ func (m *Manager) Exec(ctx context.Context, req api.ExecRequest) (result api.Exe
 	resp, err := sb.client().Exec(ctx, areq)
 	elapsed := time.Since(start)
 	if err != nil {
-		if refused := spawnRefused(sb.rec.ID, err); refused != nil {
+		if refused := agenterr.SpawnRefused(sb.rec.ID, err); refused != nil {
 			return api.ExecResponse{}, refused
 		}
 		return api.ExecResponse{}, m.agentFailure(ctx, sb, "the exec", err)

@@ -21,6 +21,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/agentclient"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/runtime"
+	"github.com/hutch-dev/hutch/internal/sandbox/agenterr"
 )
 
 // Sandboxes is the core as a service sees it.
@@ -81,7 +82,7 @@ type Handle interface {
 	AsUser(ctx context.Context, user string) (context.Context, error)
 	// Touch counts activity for the reaper (a transfer's progress).
 	Touch()
-	// FsFail maps the failure of an agent filesystem call for op (fsError):
+	// FsFail maps the failure of an agent filesystem call for op (agenterr.Fs):
 	// the agent's FsError is its S-code, a failed upload source or a
 	// stalled transfer S218, anything else goes through Fail.
 	FsFail(ctx context.Context, op string, err error) error
@@ -125,10 +126,6 @@ type Handle interface {
 	NotRunning() error
 	// interpsvc
 
-	// ProcessFail maps the failure of an agent call on its process pid for
-	// op as the process functions do (processError): a gone process, one
-	// that exited, a refused spawn; anything else goes through Fail.
-	ProcessFail(ctx context.Context, op string, pid int, err error) error
 	// HostURL is u, a URL on the host's loopback (a package index), as
 	// the sandbox reaches it: through its gateway; unchanged without a
 	// network.
@@ -230,7 +227,7 @@ func (h handle) Exec(ctx context.Context, c ExecCall) (*agentv1.ExecResponse, er
 	resp, err := sb.client().Exec(ctx, areq)
 	out := api.ExecResponse{DurationMs: uint64(time.Since(start).Milliseconds()), TimeoutMs: c.TimeoutMs}
 	if err != nil {
-		if refused := spawnRefused(sb.rec.ID, err); refused != nil {
+		if refused := agenterr.SpawnRefused(sb.rec.ID, err); refused != nil {
 			err = refused
 		} else {
 			err = m.agentFailure(ctx, sb, c.Op, err)
@@ -279,7 +276,7 @@ func (h handle) Home(user string) string {
 
 func (h handle) PathMissing(ctx context.Context, path string) bool {
 	_, err := h.sb.client().Stat(ctx, &agentv1.FsStatRequest{Path: path})
-	fe := FsDetail(err)
+	fe := agenterr.FsDetail(err)
 	return fe != nil && fe.GetKind() == agentv1.FsErrorKind_FS_ERROR_KIND_NOT_FOUND
 }
 
@@ -290,7 +287,7 @@ func (h handle) AsUser(ctx context.Context, user string) (context.Context, error
 }
 
 func (h handle) FsFail(ctx context.Context, op string, err error) error {
-	return h.m.fsError(ctx, h.sb, op, err)
+	return agenterr.Fs(ctx, op, err, func() error { return h.Fail(ctx, op, err) })
 }
 
 func (h handle) State() State {
@@ -437,10 +434,6 @@ func (m *Manager) BeginExec(ctx context.Context, req api.ExecRequest) (BegunExec
 }
 
 // interpsvc
-
-func (h handle) ProcessFail(ctx context.Context, op string, pid int, err error) error {
-	return h.m.processError(ctx, h.sb, op, pid, err)
-}
 
 func (h handle) HostURL(u string) string {
 	if nw := h.m.attachment(h.sb); u != "" && nw != nil && nw.Gateway.IsValid() {
