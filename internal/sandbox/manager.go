@@ -386,7 +386,7 @@ func (m *Manager) register(sb *sandbox) (api.CreateResponse, error) {
 // it returns is Booting, not yet recorded. On any failure, and when the
 // daemon shuts down meanwhile, it leaves nothing behind.
 func (m *Manager) bootSandbox(ctx context.Context, rec *record, img *image.Image, from *Origin) (_ *sandbox, err error) {
-	user, err := resolveUser(img)
+	user, err := spec.ImageUser(img)
 	if err != nil {
 		return nil, err
 	}
@@ -489,7 +489,7 @@ func (m *Manager) bootError(ctx context.Context, err error) error {
 func (m *Manager) connect(ctx context.Context, inst runtime.Instance, user *image.User) (*agentclient.Client, error) {
 	ac, err := agentclient.Dial(inst.Conn(), agentclient.Options{
 		MaxOutputBytes: m.cfg.MaxOutputBytes,
-		FsUser:         fsUser(user),
+		FsUser:         spec.FsUser(user),
 		CallTimeout:    m.callTimeout,
 	})
 	if err != nil {

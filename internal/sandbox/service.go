@@ -22,6 +22,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/runtime"
 	"github.com/hutch-dev/hutch/internal/sandbox/agenterr"
+	"github.com/hutch-dev/hutch/internal/sandbox/spec"
 )
 
 // Sandboxes is the core as a service sees it.
@@ -283,7 +284,14 @@ func (h handle) PathMissing(ctx context.Context, path string) bool {
 func (h handle) Touch() { h.sb.touch() }
 
 func (h handle) AsUser(ctx context.Context, user string) (context.Context, error) {
-	return fsAs(ctx, h.sb, user)
+	if user == "" {
+		return ctx, nil
+	}
+	u, err := spec.NamedUser(h.sb.image, user)
+	if err != nil {
+		return nil, err
+	}
+	return agentclient.WithFsUser(ctx, spec.FsUser(u)), nil
 }
 
 func (h handle) FsFail(ctx context.Context, op string, err error) error {
