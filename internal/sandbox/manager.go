@@ -118,8 +118,8 @@ type Manager struct {
 	deniedNames deniedNames
 	// vols keeps the volumes (volumes.go); nil without them.
 	vols *volumes.Store
-	// onStop are the services' hooks on a stop (service.go).
-	onStop stopHooks
+	// hooks are the services' hooks on a stop and a teardown (service.go).
+	hooks
 
 	// mu guards the fields below, and the warm pool's maps.
 	//
@@ -143,9 +143,6 @@ type Manager struct {
 	closed bool
 	// imgUse keeps images from being removed under creates (images.go).
 	imgUse imageUse
-	// onTeardown are called, without a lock, with each id bury buries
-	// (OnTeardown).
-	onTeardown []func(id string)
 }
 
 var _ interface {
@@ -654,11 +651,8 @@ func (m *Manager) bury(sb *sandbox) {
 	if m.sandboxes[rec.ID] == sb {
 		m.sandboxes[rec.ID] = tombstone(&rec)
 	}
-	hooks := m.onTeardown
 	m.mu.Unlock()
-	for _, f := range hooks {
-		f(rec.ID)
-	}
+	m.tornDown(rec.ID)
 }
 
 // watch ends a running sandbox whose runtime exits on its own (out of

@@ -333,29 +333,46 @@ func (h handle) Vitals() Vitals {
 
 // portsvc, networksvc: what a service keeps about a sandbox ends with it.
 
-// stopHooks are the functions OnStop registered.
-type stopHooks struct {
+// hooks are the services' hooks on the two moments of a sandbox's end;
+// the Manager embeds them, and the daemon registers its services' before
+// the first create.
+type hooks struct {
 	mu sync.Mutex
-	// fns is guarded by mu.
-	fns []func(id string)
+	// stop and teardown are guarded by mu.
+	stop, teardown []func(id string)
 }
 
 // OnStop has the core call f with the id of every sandbox that stops, as
 // it stops (before its teardown): a service (portsvc, networksvc) drops
-// what it keeps about the sandbox. The daemon registers its services'
-// before the first create.
-func (m *Manager) OnStop(f func(id string)) {
-	m.onStop.mu.Lock()
-	defer m.onStop.mu.Unlock()
-	m.onStop.fns = append(m.onStop.fns, f)
+// what it keeps about the sandbox.
+func (h *hooks) OnStop(f func(id string)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.stop = append(h.stop, f)
+}
+
+// OnTeardown has f called with the id of each sandbox whose teardown is
+// over: its live state is gone, only a tombstone of its record is left,
+// so a service drops what it kept of it (interpsvc's contexts).
+func (h *hooks) OnTeardown(f func(id string)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.teardown = append(h.teardown, f)
 }
 
 // stopped tells the OnStop functions that sandbox id stopped.
-func (m *Manager) stopped(id string) {
-	m.onStop.mu.Lock()
-	fns := m.onStop.fns
-	m.onStop.mu.Unlock()
-	for _, f := range fns {
+func (h *hooks) stopped(id string) { h.tell(&h.stop, id) }
+
+// tornDown tells the OnTeardown functions that sandbox id's teardown is
+// over.
+func (h *hooks) tornDown(id string) { h.tell(&h.teardown, id) }
+
+// tell calls each of fns with id, without the lock.
+func (h *hooks) tell(fns *[]func(id string), id string) {
+	h.mu.Lock()
+	list := *fns
+	h.mu.Unlock()
+	for _, f := range list {
 		f(id)
 	}
 }
@@ -448,15 +465,6 @@ func (h handle) HostURL(u string) string {
 		return strings.TrimPrefix(rewriteLocalhost([]string{"I=" + u}, nw.Gateway, loopbackPorts([]string{"I=" + u}))[0], "I=")
 	}
 	return u
-}
-
-// OnTeardown has f called with the id of each sandbox whose teardown is
-// over: its live state is gone, only a tombstone of its record is left,
-// so a service drops what it kept of it (interpsvc's contexts).
-func (m *Manager) OnTeardown(f func(id string)) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.onTeardown = append(m.onTeardown, f)
 }
 
 // snapsvc: copies of a sandbox, and the records of a service.
