@@ -18,7 +18,7 @@ import (
 // a normal result with TimedOut set and the output captured so far; the
 // function table turns it into S200 for the contract's callers.
 func (m *Manager) Exec(ctx context.Context, req api.ExecRequest) (result api.ExecResponse, err error) {
-	ctx, done := m.traceExec(ctx, req)
+	ctx, done := m.trace.exec(ctx, req)
 	defer func() { done(result, err) }()
 	sb, release, areq, err := m.prepareExec(ctx, req)
 	if err != nil {

@@ -100,7 +100,8 @@ type Manager struct {
 	shut     context.CancelFunc
 	// reaper is the idle reaper (reaper.go).
 	reaper *reaper
-	obs    Observer
+	// trace traces and measures creates, boots and execs (observe.go).
+	trace  tracer
 	events *events.Log
 	// pool is the warm pool (pool.go); nil without one.
 	pool *warmPool
@@ -177,12 +178,12 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 		store:       st,
 		bootTimeout: opts.BootTimeout,
 		sandboxes:   map[string]*sandbox{},
-		obs:         opts.Observer,
 		events:      opts.Events,
 		checkpoints: CheckpointDir(opts.StateDir),
 		originOf:    opts.OriginOf,
 		vols:        opts.Volumes,
 	}
+	m.trace = tracer{obs: opts.Observer, emit: m.emit}
 	m.boots = slots.New(bootSlotsOf(opts.Config), int(bootPriorities))
 	m.pool, m.reaper = newWarmPool(m), newReaper(m)
 	if err := errors.Join(m.reconcile(ctx), m.clearHibernated()); err != nil {
@@ -241,7 +242,7 @@ func (m *Manager) reconcile(ctx context.Context) error {
 // the contract's order: capacity, catalog and allowlist, per-image caps,
 // env, image cache, boot.
 func (m *Manager) Create(ctx context.Context, req api.CreateRequest) (resp api.CreateResponse, err error) {
-	ctx, done := m.traceCreate(ctx, req)
+	ctx, done := m.trace.create(ctx, req)
 	defer func() { done(resp, err) }()
 	var from *Origin
 	if req.Template != "" || req.SnapshotID != "" {
@@ -329,7 +330,9 @@ func (m *Manager) create(ctx context.Context, req api.CreateRequest, from *Origi
 	if err := m.acquireMounts(rec); err != nil {
 		return api.CreateResponse{}, err
 	}
-	sb, err := m.traceBoot(ctx, rec, img, from)
+	bootCtx, booted := m.trace.boot(ctx, rec)
+	sb, err := m.bootSandbox(bootCtx, rec, img, from)
+	booted(err)
 	if err != nil {
 		m.releaseMounts(rec.ID)
 		return api.CreateResponse{}, err
@@ -594,7 +597,7 @@ func (m *Manager) stop(sb *sandbox, end runtime.End, d *death) bool {
 		m.log.Debug("unclaimed sandbox discarded", "sandbox", sb.rec.ID, "image", sb.rec.Image, "reason", end.Detail)
 	} else {
 		m.log.Info("sandbox stopping", "sandbox", sb.rec.ID, "cause", end.Cause, "reason", end.Detail)
-		m.observer().Stopped(string(end.Cause))
+		m.trace.observer().Stopped(string(end.Cause))
 		m.emitFor(sb, api.EventSandboxStopped, map[string]any{"cause": end.Cause, "reason": end.Detail})
 		rec := sb.snapshotRecord()
 		if err := m.store.put(&rec); err != nil {

@@ -222,7 +222,7 @@ func (h handle) Exec(ctx context.Context, c ExecCall) (*agentv1.ExecResponse, er
 	if c.MaxOutputBytes > 0 && c.MaxOutputBytes < areq.MaxOutputBytes {
 		areq.MaxOutputBytes = c.MaxOutputBytes
 	}
-	ctx, done := m.traceExec(ctx, api.ExecRequest{SandboxID: sb.rec.ID})
+	ctx, done := m.trace.exec(ctx, api.ExecRequest{SandboxID: sb.rec.ID})
 	m.emitFor(sb, api.EventExecStarted, c.Started)
 	start := time.Now()
 	resp, err := sb.client().Exec(ctx, areq)
@@ -446,7 +446,7 @@ type BegunExec struct {
 // sandbox::exec_stream): traced, checked and given an exec slot as Exec
 // is, its exec.started event emitted. A failed begin has ended its trace.
 func (m *Manager) BeginExec(ctx context.Context, req api.ExecRequest) (BegunExec, error) {
-	ctx, done := m.traceExec(ctx, req)
+	ctx, done := m.trace.exec(ctx, req)
 	sb, release, areq, err := m.prepareExec(ctx, req)
 	if err != nil {
 		done(api.ExecResponse{}, err)
