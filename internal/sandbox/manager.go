@@ -186,7 +186,7 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 	m.trace = tracer{obs: opts.Observer, emit: m.emit}
 	m.boots = slots.New(bootSlotsOf(opts.Config), int(bootPriorities))
 	m.pool, m.reaper = newWarmPool(m), newReaper(m)
-	if err := errors.Join(m.reconcile(ctx), m.clearHibernated()); err != nil {
+	if err := errors.Join(m.reconcile(ctx), clearHibernated(m.checkpoints)); err != nil {
 		shut()
 		st.close()
 		return nil, err

@@ -477,8 +477,6 @@ func (h handle) Copy() (api.CreateRequest, Origin) {
 	return req, Origin{Runtime: rec.Runtime, ImageID: rec.ImageID, CPUs: rec.CPUs, MemoryMB: rec.MemoryMB, Network: rec.Network}
 }
 
-func (h handle) Checkpoint(dir string) error    { return h.m.checkpoint(h.sb, dir) }
-func (h handle) CaptureLayer(file string) error { return h.m.captureLayer(h.sb, file) }
 
 // Records is one bucket of the core's store in which a service keeps
 // records of its own (snapsvc: snapshots, templates), as JSON by key.
