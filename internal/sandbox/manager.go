@@ -551,7 +551,7 @@ func (m *Manager) unreserve(owner string) {
 // allowed checks that name is in the catalog and the allowlist (S100:
 // spec.Allowed).
 func (m *Manager) allowed(name string) error {
-	return spec.Allowed(name, m.catalog(), m.cfg.ImageAllowlist)
+	return spec.Allowed(name, catalog(m.images), m.cfg.ImageAllowlist)
 }
 
 // limits resolves a create's cpus and memory (spec.Limits).
@@ -706,8 +706,8 @@ func (m *Manager) Get(ctx context.Context, req api.GetRequest) (api.SandboxInfo,
 
 // ImageStatus reports the cache state of a catalog image.
 func (m *Manager) ImageStatus(_ context.Context, req api.ImageStatusRequest) (api.ImageStatus, error) {
-	if !slices.Contains(m.catalog(), req.Name) {
-		return api.ImageStatus{}, errdefs.New(errdefs.CodeImageNotAllowed, "image %q is not in the catalog; known images: %s", spec.Clip(req.Name, 128), strings.Join(m.catalog(), ", "))
+	if !slices.Contains(catalog(m.images), req.Name) {
+		return api.ImageStatus{}, errdefs.New(errdefs.CodeImageNotAllowed, "image %q is not in the catalog; known images: %s", spec.Clip(req.Name, 128), strings.Join(catalog(m.images), ", "))
 	}
 	return m.images.Status(req.Name), nil
 }

@@ -246,7 +246,9 @@ func (h handle) Exec(ctx context.Context, c ExecCall) (*agentv1.ExecResponse, er
 }
 
 func (h handle) ExecTimeout(ms uint64) uint64 { return h.m.execTimeout(ms) }
-func (h handle) Fix(command string) string    { return h.m.withFix(command) }
+func (h handle) Fix(command string) string {
+	return withFix(h.m.images, h.m.cfg.ImageAllowlist, command)
+}
 
 // Workdir is the image's working directory, or the home directory when
 // that is / (npm, which installs there, does not install into /).
@@ -476,7 +478,6 @@ func (h handle) Copy() (api.CreateRequest, Origin) {
 		TimeoutSecs: rec.TimeoutSecs, Metadata: rec.Metadata}
 	return req, Origin{Runtime: rec.Runtime, ImageID: rec.ImageID, CPUs: rec.CPUs, MemoryMB: rec.MemoryMB, Network: rec.Network}
 }
-
 
 // Records is one bucket of the core's store in which a service keeps
 // records of its own (snapsvc: snapshots, templates), as JSON by key.
