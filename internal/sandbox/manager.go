@@ -117,8 +117,8 @@ type Manager struct {
 	denialsOnce sync.Once
 	// denied counts the names the resolver refused (denials.go).
 	deniedNames deniedNames
-	// vols keeps the volumes (volumes.go); nil without them.
-	vols *volumes.Store
+	// vols mounts creates' volumes (volumes.go).
+	vols mounter
 	// hooks are the services' hooks on a stop and a teardown (service.go).
 	hooks
 
@@ -181,7 +181,7 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 		events:      opts.Events,
 		checkpoints: CheckpointDir(opts.StateDir),
 		originOf:    opts.OriginOf,
-		vols:        opts.Volumes,
+		vols:        mounter{opts.Volumes},
 	}
 	m.trace = tracer{obs: opts.Observer, emit: m.emit}
 	m.boots = slots.New(bootSlotsOf(opts.Config), int(bootPriorities))
@@ -287,7 +287,7 @@ func (m *Manager) create(ctx context.Context, req api.CreateRequest, from *Origi
 	if err := m.checkEgress(&req); err != nil {
 		return api.CreateResponse{}, err
 	}
-	if err := m.checkMounts(ctx, req, from); err != nil {
+	if err := m.vols.check(ctx, req, from); err != nil {
 		return api.CreateResponse{}, err
 	}
 	t, err := m.createTerms(req)
@@ -327,14 +327,14 @@ func (m *Manager) create(ctx context.Context, req api.CreateRequest, from *Origi
 		CreatedAt: time.Now().UTC(),
 	}
 	t.apply(rec)
-	if err := m.acquireMounts(rec); err != nil {
+	if err := m.vols.acquire(rec); err != nil {
 		return api.CreateResponse{}, err
 	}
 	bootCtx, booted := m.trace.boot(ctx, rec)
 	sb, err := m.bootSandbox(bootCtx, rec, img, from)
 	booted(err)
 	if err != nil {
-		m.releaseMounts(rec.ID)
+		m.vols.release(rec.ID)
 		return api.CreateResponse{}, err
 	}
 	if err := m.admit(sb); err != nil {
@@ -628,7 +628,7 @@ func (m *Manager) teardown(sb *sandbox) {
 	}()
 	defer os.RemoveAll(m.hibernateDir(sb.rec.ID))
 	// After the instance is destroyed, before the teardown is over.
-	defer m.releaseMounts(sb.rec.ID)
+	defer m.vols.release(sb.rec.ID)
 	inst, ac := sb.conn()
 	if ac != nil {
 		ac.Close()
