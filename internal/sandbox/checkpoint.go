@@ -71,7 +71,7 @@ func (m *Manager) CheckRequest(req api.CreateRequest) error {
 	if err := spec.ValidateEnv("env", req.Env); err != nil {
 		return err
 	}
-	_, err := m.createTerms(req)
+	_, err := createTerms(req, m.cfg.DefaultIdleTimeoutSecs)
 	return err
 }
 

@@ -73,14 +73,14 @@ func (m *Manager) prepareExec(ctx context.Context, req api.ExecRequest) (*sandbo
 	if err := spec.ValidateWorkdir(req.Workdir); err != nil {
 		return nil, nil, nil, err
 	}
-	if err := m.checkExecTimeout(req.TimeoutMs); err != nil {
+	if err := checkExecTimeout(req.TimeoutMs, m.cfg.MaxExecTimeoutMs); err != nil {
 		return nil, nil, nil, err
 	}
 	sb, release, err := m.acquire(ctx, req.SandboxID, UseExec)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	areq, err := m.agentExec(sb, argv, req.Env, req.Workdir, stdin, m.execTimeout(req.TimeoutMs), "")
+	areq, err := sb.execRequest(argv, req.Env, req.Workdir, stdin, execTimeout(req.TimeoutMs, m.cfg.DefaultExecTimeoutMs, m.cfg.MaxExecTimeoutMs), "")
 	if err != nil {
 		release()
 		return nil, nil, nil, err
@@ -89,10 +89,10 @@ func (m *Manager) prepareExec(ctx context.Context, req api.ExecRequest) (*sandbo
 	return sb, release, areq, nil
 }
 
-// checkExecTimeout refuses an exec's timeout_ms over max_exec_timeout_ms
-// (S001 naming the cap) rather than cutting the exec short at the cap.
-func (m *Manager) checkExecTimeout(ms uint64) error {
-	limit := m.cfg.MaxExecTimeoutMs
+// checkExecTimeout refuses an exec's timeout_ms over limit,
+// max_exec_timeout_ms (S001 naming the cap), rather than cutting the exec
+// short at the cap.
+func checkExecTimeout(ms, limit uint64) error {
 	if ms <= limit {
 		return nil
 	}
@@ -106,11 +106,10 @@ func msDuration(ms uint64) time.Duration {
 	return time.Duration(min(ms, uint64(math.MaxInt64/int64(time.Millisecond)))) * time.Millisecond
 }
 
-// agentExec is the agent's request for a command of sandbox sb: the
-// sandbox's env and workdir under the request's, its user or the one
-// named, and the timeout bounded by the daemon's maximum (0: none for a
-// background process).
-func (m *Manager) agentExec(sb *sandbox, argv []string, env api.Env, workdir string, stdin []byte, timeoutMs uint64, user string) (*agentv1.ExecRequest, error) {
+// execRequest is the agent's request for a command of sb: the sandbox's
+// env and workdir under the request's, its user or the one named, and the
+// timeout given (0: none, for a background process).
+func (sb *sandbox) execRequest(argv []string, env api.Env, workdir string, stdin []byte, timeoutMs uint64, user string) (*agentv1.ExecRequest, error) {
 	if workdir == "" {
 		workdir = sb.image.Config.WorkingDir
 	}
@@ -132,11 +131,11 @@ func (m *Manager) agentExec(sb *sandbox, argv []string, env api.Env, workdir str
 	return areq, nil
 }
 
-// execTimeout is an exec's timeout: the request's or the default, at most
-// the maximum.
-func (m *Manager) execTimeout(ms uint64) uint64 {
+// execTimeout is an exec's timeout: the request's ms or the default def,
+// at most maxMs.
+func execTimeout(ms, def, maxMs uint64) uint64 {
 	if ms == 0 {
-		ms = m.cfg.DefaultExecTimeoutMs
+		ms = def
 	}
-	return min(ms, m.cfg.MaxExecTimeoutMs)
+	return min(ms, maxMs)
 }

@@ -273,7 +273,7 @@ func (m *Manager) create(ctx context.Context, req api.CreateRequest, from *Origi
 	if err := m.allowed(req.Image); err != nil {
 		return api.CreateResponse{}, err
 	}
-	rt, err := m.runtimeFor(req, from)
+	rt, err := runtimeFor(m.rts, req, from)
 	if err != nil {
 		return api.CreateResponse{}, err
 	}
@@ -290,7 +290,7 @@ func (m *Manager) create(ctx context.Context, req api.CreateRequest, from *Origi
 	if err := m.vols.check(ctx, req, from); err != nil {
 		return api.CreateResponse{}, err
 	}
-	t, err := m.createTerms(req)
+	t, err := createTerms(req, m.cfg.DefaultIdleTimeoutSecs)
 	if err != nil {
 		return api.CreateResponse{}, err
 	}

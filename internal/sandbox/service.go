@@ -245,7 +245,9 @@ func (h handle) Exec(ctx context.Context, c ExecCall) (*agentv1.ExecResponse, er
 	return resp, nil
 }
 
-func (h handle) ExecTimeout(ms uint64) uint64 { return h.m.execTimeout(ms) }
+func (h handle) ExecTimeout(ms uint64) uint64 {
+	return execTimeout(ms, h.m.cfg.DefaultExecTimeoutMs, h.m.cfg.MaxExecTimeoutMs)
+}
 func (h handle) Fix(command string) string {
 	return withFix(h.m.images, h.m.cfg.ImageAllowlist, command)
 }
@@ -421,7 +423,7 @@ func (m *Manager) networks() Networks {
 // procsvc: background processes.
 
 func (h handle) ExecRequest(c ExecCall) (*agentv1.ExecRequest, error) {
-	return h.m.agentExec(h.sb, c.Argv, c.Env, c.Workdir, c.Stdin, c.TimeoutMs, c.User)
+	return h.sb.execRequest(c.Argv, c.Env, c.Workdir, c.Stdin, c.TimeoutMs, c.User)
 }
 
 func (h handle) Ended() <-chan struct{} { return h.sb.destroyed }
