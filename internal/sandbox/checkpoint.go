@@ -97,7 +97,7 @@ func (h handle) Checkpoint(dir string) error {
 	case st == Paused && sb.isHibernated():
 		err = linkFiles(m.hibernateDir(sb.rec.ID), dir)
 	case st == Paused:
-		err = m.checkpointFrozen(ctx, sb, dir)
+		err = h.checkpointFrozen(ctx, dir)
 	default:
 		err = checkpointRunning(ctx, sb, m.abilitiesOf(sb), dir)
 	}
@@ -125,7 +125,8 @@ func checkpointRunning(ctx context.Context, sb *sandbox, ab runtime.Abilities, d
 
 // checkpointFrozen checkpoints a frozen sb: runsc checkpoints a running
 // sandbox, so it is thawed for that moment and frozen again after.
-func (m *Manager) checkpointFrozen(ctx context.Context, sb *sandbox, dir string) error {
+func (h handle) checkpointFrozen(ctx context.Context, dir string) error {
+	m, sb := h.m, h.sb
 	p, err := m.pauser(sb)
 	if err != nil {
 		return err

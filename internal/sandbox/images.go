@@ -81,7 +81,7 @@ func (b ImageBook) ImagesInUse(owner string, all bool) map[string]int {
 // pool sandboxes of an older copy of it.
 func (b ImageBook) ImagePulled(ctx context.Context, name string, img *image.Image, start time.Time) {
 	m := b.m
-	m.emitInstalled(ctx, img, start)
+	emitInstalled(ctx, m.emit, img, start)
 	m.refreshWarm(name, img.ID)
 }
 
@@ -165,7 +165,7 @@ func (m *Manager) ensureImage(ctx context.Context, name string) (img *image.Imag
 			return nil, nil, err
 		}
 		if missing {
-			m.emitInstalled(ctx, img, start)
+			emitInstalled(ctx, m.emit, img, start)
 		}
 		m.mu.Lock()
 		if m.imgUse.removing[img.ID] {
@@ -202,13 +202,13 @@ func (sb *sandbox) isDestroyed() bool {
 	}
 }
 
-// emitInstalled records that img was built or pulled for the caller, the
-// wait having begun at start.
-func (m *Manager) emitInstalled(ctx context.Context, img *image.Image, start time.Time) {
+// emitInstalled records with emit that img was built or pulled for the
+// caller, the wait having begun at start.
+func emitInstalled(ctx context.Context, emit func(typ, owner, id string, data any), img *image.Image, start time.Time) {
 	typ := api.EventImagePulled
 	if img.Kind == image.KindPreset {
 		typ = api.EventImageBuilt
 	}
-	m.emit(typ, auth.OwnerFrom(ctx), "", map[string]any{"image": img.Name, "id": img.ID, "size_bytes": img.SizeBytes,
+	emit(typ, auth.OwnerFrom(ctx), "", map[string]any{"image": img.Name, "id": img.ID, "size_bytes": img.SizeBytes,
 		"duration_ms": time.Since(start).Milliseconds()})
 }

@@ -518,7 +518,7 @@ func (m *Manager) reserve(owner string) error {
 		return errdefs.New(errdefs.CodeCapacity, "capacity reached: %d sandboxes are live (max_concurrent_sandboxes=%d)", live, m.cfg.MaxConcurrentSandboxes).
 			WithFix(nil, "stop a sandbox, or raise max_concurrent_sandboxes")
 	}
-	if err := m.ownerRoomLocked(owner); err != nil {
+	if err := m.owners.roomLocked(owner, m.cfg.MaxSandboxesPerOwner, m.sandboxes); err != nil {
 		return err
 	}
 	m.reserved++
