@@ -33,7 +33,7 @@ func (m *Manager) Exec(ctx context.Context, req api.ExecRequest) (result api.Exe
 		if refused := agenterr.SpawnRefused(sb.rec.ID, err); refused != nil {
 			return api.ExecResponse{}, refused
 		}
-		return api.ExecResponse{}, m.agentFailure(ctx, sb, "the exec", err)
+		return api.ExecResponse{}, handle{m: m, sb: sb}.Fail(ctx, "the exec", err)
 	}
 	m.log.Debug("exec", "sandbox", sb.rec.ID, "argv0", areq.Argv[0], "total_us", elapsed.Microseconds(),
 		"agent_us", resp.DurationUs, "spawn_us", resp.SpawnUs, "exit", resp.ExitCode)

@@ -47,7 +47,7 @@ type Handle interface {
 	// Emit records an event of type typ about the sandbox.
 	Emit(typ string, data any)
 	// Fail is the one failure policy of a call to its agent for op that
-	// failed with err (agentFailure): the error to answer, after ending
+	// failed with err (failure.go): the error to answer, after ending
 	// the sandbox when the agent cannot be trusted.
 	Fail(ctx context.Context, op string, err error) error
 	// Env is its own env layer (the create's env and sandbox::env::*)
@@ -188,9 +188,6 @@ type handle struct {
 func (h handle) ID() string                 { return h.sb.rec.ID }
 func (h handle) Agent() *agentclient.Client { return h.sb.client() }
 func (h handle) Emit(typ string, data any)  { h.m.emitFor(h.sb, typ, data) }
-func (h handle) Fail(ctx context.Context, op string, err error) error {
-	return h.m.agentFailure(ctx, h.sb, op, err)
-}
 
 func (h handle) Env() (own, effective []string) {
 	return h.sb.snapshotRecord().Env, h.sb.env()
@@ -231,7 +228,7 @@ func (h handle) Exec(ctx context.Context, c ExecCall) (*agentv1.ExecResponse, er
 		if refused := agenterr.SpawnRefused(sb.rec.ID, err); refused != nil {
 			err = refused
 		} else {
-			err = m.agentFailure(ctx, sb, c.Op, err)
+			err = h.Fail(ctx, c.Op, err)
 		}
 		done(out, err)
 		return nil, err
