@@ -350,7 +350,7 @@ func (d *daemon) startManager(ctx context.Context) error {
 	d.table = functions.New(functions.Deps{
 		Sandboxes:   mgr,
 		Files:       filesvc.New(mgr),
-		Images:      imagesvc.New(d.images, mgr, d.rts, imagesvc.Policy{Allowlist: cfg.ImageAllowlist, IsAdmin: cfg.IsAdmin}),
+		Images:      imagesvc.New(d.images, mgr.ImageBook(), d.rts, imagesvc.Policy{Allowlist: cfg.ImageAllowlist, IsAdmin: cfg.IsAdmin}),
 		Metrics:     metricsvc.New(mgr, metricsvc.Limits{WritableLayerMB: cfg.WritableLayerMB, Pids: cfg.PidsLimit}),
 		Processes:   procs,
 		Snapshots:   snaps,

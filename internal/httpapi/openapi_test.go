@@ -105,7 +105,7 @@ func fullDeps() functions.Deps {
 	return functions.Deps{
 		Sandboxes:   m,
 		Files:       filesvc.New(m),
-		Images:      imagesvc.New(nil, m, nil, imagesvc.Policy{}),
+		Images:      imagesvc.New(nil, m.ImageBook(), nil, imagesvc.Policy{}),
 		Metrics:     metricsvc.New(m, metricsvc.Limits{}),
 		Processes:   procsvc.New(m, procsvc.Limits{}),
 		Snapshots:   (*snapsvc.Service)(nil),

@@ -71,15 +71,15 @@ func (m *Manager) CheckRequest(req api.CreateRequest) error {
 	if err := spec.ValidateEnv("env", req.Env); err != nil {
 		return err
 	}
-	_, err := m.createTerms(req)
+	_, err := createTerms(req, m.cfg.DefaultIdleTimeoutSecs)
 	return err
 }
 
-// checkpoint writes a checkpoint of sb into dir; sb stays as it was. A
-// running sandbox is checkpointed and goes on running; a frozen one is
-// thawed for the checkpoint and frozen again; a hibernated one already is
-// a checkpoint, which is linked. S302 when the runtime cannot.
-func (m *Manager) checkpoint(sb *sandbox, dir string) error {
+// Checkpoint implements Handle: a running sandbox is checkpointed and
+// goes on running; a frozen one is thawed for the checkpoint and frozen
+// again; a hibernated one already is a checkpoint, which is linked.
+func (h handle) Checkpoint(dir string) error {
+	m, sb := h.m, h.sb
 	if err := refuseCheckpoint(sb, "snapshotted or forked"); err != nil {
 		return err
 	}
@@ -97,9 +97,9 @@ func (m *Manager) checkpoint(sb *sandbox, dir string) error {
 	case st == Paused && sb.isHibernated():
 		err = linkFiles(m.hibernateDir(sb.rec.ID), dir)
 	case st == Paused:
-		err = m.checkpointFrozen(ctx, sb, dir)
+		err = h.checkpointFrozen(ctx, dir)
 	default:
-		err = m.checkpointRunning(ctx, sb, dir)
+		err = checkpointRunning(ctx, sb, m.abilitiesOf(sb), dir)
 	}
 	if err != nil {
 		if errdefs.CodeOf(err) != errdefs.CodeInternal {
@@ -112,11 +112,12 @@ func (m *Manager) checkpoint(sb *sandbox, dir string) error {
 	return nil
 }
 
-// checkpointRunning checkpoints a running sb into dir, leaving it running.
-func (m *Manager) checkpointRunning(ctx context.Context, sb *sandbox, dir string) error {
+// checkpointRunning checkpoints a running sb, whose runtime has the
+// abilities ab, into dir, leaving it running.
+func checkpointRunning(ctx context.Context, sb *sandbox, ab runtime.Abilities, dir string) error {
 	inst, _ := sb.conn()
 	c, ok := inst.(runtime.Checkpointer)
-	if !ok || !m.abilitiesOf(sb).Checkpoint {
+	if !ok || !ab.Checkpoint {
 		return unsupported(sb.rec.Runtime, "checkpoint sandboxes")
 	}
 	return c.Checkpoint(ctx, dir, true)
@@ -124,7 +125,8 @@ func (m *Manager) checkpointRunning(ctx context.Context, sb *sandbox, dir string
 
 // checkpointFrozen checkpoints a frozen sb: runsc checkpoints a running
 // sandbox, so it is thawed for that moment and frozen again after.
-func (m *Manager) checkpointFrozen(ctx context.Context, sb *sandbox, dir string) error {
+func (h handle) checkpointFrozen(ctx context.Context, dir string) error {
+	m, sb := h.m, h.sb
 	p, err := m.pauser(sb)
 	if err != nil {
 		return err
@@ -132,7 +134,7 @@ func (m *Manager) checkpointFrozen(ctx context.Context, sb *sandbox, dir string)
 	if err := p.Resume(ctx); err != nil {
 		return err
 	}
-	err = m.checkpointRunning(ctx, sb, dir)
+	err = checkpointRunning(ctx, sb, m.abilitiesOf(sb), dir)
 	if perr := p.Pause(ctx); perr != nil {
 		<-m.stopAsync(sb, endResumeFailed(fmt.Errorf("freezing it again after a checkpoint: %w", perr)))
 		return errors.Join(err, perr)
@@ -158,9 +160,9 @@ func linkFiles(from, to string) error {
 	return nil
 }
 
-// captureLayer writes sb's writable layer into file: S302 when its
-// runtime cannot.
-func (m *Manager) captureLayer(sb *sandbox, file string) error {
+// CaptureLayer implements Handle.
+func (h handle) CaptureLayer(file string) error {
+	sb := h.sb
 	inst, _ := sb.conn()
 	lc, ok := inst.(runtime.LayerCapturer)
 	if !ok {
@@ -169,16 +171,16 @@ func (m *Manager) captureLayer(sb *sandbox, file string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), checkpointTimeout)
 	defer cancel()
 	if err := lc.CaptureLayer(ctx, file); err != nil {
-		m.log.Error("capturing a layer", "sandbox", sb.rec.ID, "err", err)
+		h.m.log.Error("capturing a layer", "sandbox", sb.rec.ID, "err", err)
 		return errdefs.New(errdefs.CodeInternal, "capturing the files of sandbox %s failed", sb.rec.ID)
 	}
 	return nil
 }
 
-// clearHibernated removes, at start, the checkpoints of sandboxes that
-// hibernated under an earlier daemon: none of them lives on.
-func (m *Manager) clearHibernated() error {
-	entries, err := os.ReadDir(m.checkpoints)
+// clearHibernated removes, at start, the checkpoints in dir of sandboxes
+// that hibernated under an earlier daemon: none of them lives on.
+func clearHibernated(dir string) error {
+	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -187,7 +189,7 @@ func (m *Manager) clearHibernated() error {
 	}
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), HibernatedPrefix) {
-			if err := os.RemoveAll(filepath.Join(m.checkpoints, e.Name())); err != nil {
+			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
 				return err
 			}
 		}

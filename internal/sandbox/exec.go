@@ -10,6 +10,7 @@ import (
 	"github.com/hutch-dev/hutch/api"
 	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
 	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/sandbox/agenterr"
 	"github.com/hutch-dev/hutch/internal/sandbox/spec"
 )
 
@@ -17,7 +18,7 @@ import (
 // a normal result with TimedOut set and the output captured so far; the
 // function table turns it into S200 for the contract's callers.
 func (m *Manager) Exec(ctx context.Context, req api.ExecRequest) (result api.ExecResponse, err error) {
-	ctx, done := m.traceExec(ctx, req)
+	ctx, done := m.trace.exec(ctx, req)
 	defer func() { done(result, err) }()
 	sb, release, areq, err := m.prepareExec(ctx, req)
 	if err != nil {
@@ -29,10 +30,10 @@ func (m *Manager) Exec(ctx context.Context, req api.ExecRequest) (result api.Exe
 	resp, err := sb.client().Exec(ctx, areq)
 	elapsed := time.Since(start)
 	if err != nil {
-		if refused := spawnRefused(sb.rec.ID, err); refused != nil {
+		if refused := agenterr.SpawnRefused(sb.rec.ID, err); refused != nil {
 			return api.ExecResponse{}, refused
 		}
-		return api.ExecResponse{}, m.agentFailure(ctx, sb, "the exec", err)
+		return api.ExecResponse{}, handle{m: m, sb: sb}.Fail(ctx, "the exec", err)
 	}
 	m.log.Debug("exec", "sandbox", sb.rec.ID, "argv0", areq.Argv[0], "total_us", elapsed.Microseconds(),
 		"agent_us", resp.DurationUs, "spawn_us", resp.SpawnUs, "exit", resp.ExitCode)
@@ -72,14 +73,14 @@ func (m *Manager) prepareExec(ctx context.Context, req api.ExecRequest) (*sandbo
 	if err := spec.ValidateWorkdir(req.Workdir); err != nil {
 		return nil, nil, nil, err
 	}
-	if err := m.checkExecTimeout(req.TimeoutMs); err != nil {
+	if err := checkExecTimeout(req.TimeoutMs, m.cfg.MaxExecTimeoutMs); err != nil {
 		return nil, nil, nil, err
 	}
 	sb, release, err := m.acquire(ctx, req.SandboxID, UseExec)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	areq, err := m.agentExec(sb, argv, req.Env, req.Workdir, stdin, m.execTimeout(req.TimeoutMs), "")
+	areq, err := sb.execRequest(argv, req.Env, req.Workdir, stdin, execTimeout(req.TimeoutMs, m.cfg.DefaultExecTimeoutMs, m.cfg.MaxExecTimeoutMs), "")
 	if err != nil {
 		release()
 		return nil, nil, nil, err
@@ -88,10 +89,10 @@ func (m *Manager) prepareExec(ctx context.Context, req api.ExecRequest) (*sandbo
 	return sb, release, areq, nil
 }
 
-// checkExecTimeout refuses an exec's timeout_ms over max_exec_timeout_ms
-// (S001 naming the cap) rather than cutting the exec short at the cap.
-func (m *Manager) checkExecTimeout(ms uint64) error {
-	limit := m.cfg.MaxExecTimeoutMs
+// checkExecTimeout refuses an exec's timeout_ms over limit,
+// max_exec_timeout_ms (S001 naming the cap), rather than cutting the exec
+// short at the cap.
+func checkExecTimeout(ms, limit uint64) error {
 	if ms <= limit {
 		return nil
 	}
@@ -105,11 +106,10 @@ func msDuration(ms uint64) time.Duration {
 	return time.Duration(min(ms, uint64(math.MaxInt64/int64(time.Millisecond)))) * time.Millisecond
 }
 
-// agentExec is the agent's request for a command of sandbox sb: the
-// sandbox's env and workdir under the request's, its user or the one
-// named, and the timeout bounded by the daemon's maximum (0: none for a
-// background process).
-func (m *Manager) agentExec(sb *sandbox, argv []string, env api.Env, workdir string, stdin []byte, timeoutMs uint64, user string) (*agentv1.ExecRequest, error) {
+// execRequest is the agent's request for a command of sb: the sandbox's
+// env and workdir under the request's, its user or the one named, and the
+// timeout given (0: none, for a background process).
+func (sb *sandbox) execRequest(argv []string, env api.Env, workdir string, stdin []byte, timeoutMs uint64, user string) (*agentv1.ExecRequest, error) {
 	if workdir == "" {
 		workdir = sb.image.Config.WorkingDir
 	}
@@ -131,11 +131,11 @@ func (m *Manager) agentExec(sb *sandbox, argv []string, env api.Env, workdir str
 	return areq, nil
 }
 
-// execTimeout is an exec's timeout: the request's or the default, at most
-// the maximum.
-func (m *Manager) execTimeout(ms uint64) uint64 {
+// execTimeout is an exec's timeout: the request's ms or the default def,
+// at most maxMs.
+func execTimeout(ms, def, maxMs uint64) uint64 {
 	if ms == 0 {
-		ms = m.cfg.DefaultExecTimeoutMs
+		ms = def
 	}
-	return min(ms, m.cfg.MaxExecTimeoutMs)
+	return min(ms, maxMs)
 }

@@ -14,14 +14,16 @@ import (
 // stream breaks), so that it can say why.
 const endGrace = 2 * time.Second
 
-// agentFailure is the one failure policy of a call to sb's agent for op
-// ("the exec", "fs::ls") that failed with err, once the caller has mapped
-// the agent's well-formed answers (an FsError, a refused spawn): the caller
-// went away (its context's error), or the sandbox ended under the call
-// (S004 with its end), or it was paused under the call, whose deadline
-// passed meanwhile (S005), or else the agent broke a deadline, a size limit or
-// the protocol. Then the sandbox cannot be trusted and is ended (S004).
-func (m *Manager) agentFailure(ctx context.Context, sb *sandbox, op string, err error) error {
+// Fail is the one failure policy (Handle.Fail) of a call to the sandbox's
+// agent for op ("the exec", "fs::ls") that failed with err, once the
+// caller has mapped the agent's well-formed answers (an FsError, a refused
+// spawn): the caller went away (its context's error), or the sandbox ended
+// under the call (S004 with its end), or it was paused under the call,
+// whose deadline passed meanwhile (S005), or else the agent broke a
+// deadline, a size limit or the protocol. Then the sandbox cannot be
+// trusted and is ended (S004).
+func (h handle) Fail(ctx context.Context, op string, err error) error {
+	m, sb := h.m, h.sb
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}

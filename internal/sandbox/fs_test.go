@@ -62,7 +62,7 @@ func TestFsErrorMapping(t *testing.T) {
 			if ctx == nil {
 				ctx = context.Background()
 			}
-			err := m.fsError(ctx, stopped, "op", tc.err)
+			err := handle{m: m, sb: stopped}.FsFail(ctx, "op", tc.err)
 			if tc.ctx != nil {
 				if !errors.Is(err, context.Canceled) {
 					t.Fatalf("got %v, want the context's error", err)

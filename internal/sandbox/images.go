@@ -2,9 +2,9 @@ package sandbox
 
 // The core's side of images: a create's image (ensureImage), the allowlist
 // (withFix, allowed), and the bookkeeping that keeps an image from being
-// removed under a sandbox. imagesvc answers sandbox::catalog::list and
-// hutch::image::{list,pull,rm} through ImagesInUse, ImagePulled and
-// ImageRemoval.
+// removed under a sandbox (ImageBook). imagesvc answers
+// sandbox::catalog::list and hutch::image::{list,pull,rm} through its
+// ImageBook.
 
 import (
 	"context"
@@ -28,9 +28,9 @@ type imageUse struct {
 	removing map[string]bool
 }
 
-// catalog lists the image names the daemon knows, presets first.
-func (m *Manager) catalog() []string {
-	entries := m.images.Catalog()
+// catalog lists the image names of imgs, presets first.
+func catalog(imgs Images) []string {
+	entries := imgs.Catalog()
 	names := make([]string, len(entries))
 	for i, e := range entries {
 		names[i] = e.Name
@@ -39,11 +39,11 @@ func (m *Manager) catalog() []string {
 }
 
 // withFix is the hint of S242 for a command the sandbox's image lacks: the
-// images the caller may create that have it.
-func (m *Manager) withFix(command string) string {
+// images of imgs the caller may create (allowlist) that have it.
+func withFix(imgs Images, allowlist []string, command string) string {
 	var names []string
-	for _, n := range m.images.With(command) {
-		if slices.Contains(m.cfg.ImageAllowlist, n) {
+	for _, n := range imgs.With(command) {
+		if slices.Contains(allowlist, n) {
 			names = append(names, n)
 		}
 	}
@@ -53,9 +53,18 @@ func (m *Manager) withFix(command string) string {
 	return "use an image with " + command + " (" + strings.Join(names, ", ") + "), or install it"
 }
 
+// ImageBook is the core's book of what uses images, for the image
+// service (imagesvc's Core): the live sandboxes of each image, the pulls,
+// and the guard of a removal.
+type ImageBook struct{ m *Manager }
+
+// ImageBook is the book of the images m's sandboxes use.
+func (m *Manager) ImageBook() ImageBook { return ImageBook{m} }
+
 // ImagesInUse counts the live sandboxes of each image name: owner's, or
 // every owner's with all.
-func (m *Manager) ImagesInUse(owner string, all bool) map[string]int {
+func (b ImageBook) ImagesInUse(owner string, all bool) map[string]int {
+	m := b.m
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	inUse := map[string]int{}
@@ -70,8 +79,9 @@ func (m *Manager) ImagesInUse(owner string, all bool) map[string]int {
 // ImagePulled records that img, catalog image name, was built or pulled
 // for ctx's owner, the wait having begun at start, and discards the warm
 // pool sandboxes of an older copy of it.
-func (m *Manager) ImagePulled(ctx context.Context, name string, img *image.Image, start time.Time) {
-	m.emitInstalled(ctx, img, start)
+func (b ImageBook) ImagePulled(ctx context.Context, name string, img *image.Image, start time.Time) {
+	m := b.m
+	emitInstalled(ctx, m.emit, img, start)
 	m.refreshWarm(name, img.ID)
 }
 
@@ -80,13 +90,14 @@ func (m *Manager) ImagePulled(ctx context.Context, name string, img *image.Image
 // the image's cache lock, right before it deletes: guard refuses (S111)
 // while a sandbox runs the image or is being created from it, and from
 // then on creates see the removal and back off, until done.
-func (m *Manager) ImageRemoval(name, owner string) (guard func(id string) error, done func()) {
+func (b ImageBook) ImageRemoval(name, owner string) (guard func(id string) error, done func()) {
+	m := b.m
 	resume := m.pauseWarm(name)
 	var marked string
 	guard = func(id string) error {
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		if err := m.imageInUseLocked(name, id, owner); err != nil {
+		if err := b.inUseLocked(name, id, owner); err != nil {
 			return err
 		}
 		if m.imgUse.removing == nil {
@@ -107,11 +118,12 @@ func (m *Manager) ImageRemoval(name, owner string) (guard func(id string) error,
 	return guard, done
 }
 
-// imageInUseLocked refuses (S111) the removal of image name (cache id) for
+// inUseLocked refuses (S111) the removal of image name (cache id) for
 // owner while sandboxes run it or are being created from it. The message
 // counts them; only owner's own sandbox ids are named, never another
-// owner's. m.mu must be held.
-func (m *Manager) imageInUseLocked(name, id, owner string) error {
+// owner's. Manager.mu must be held.
+func (b ImageBook) inUseLocked(name, id, owner string) error {
+	m := b.m
 	running, own := 0, []string{}
 	for _, sb := range m.sandboxes {
 		if sb.rec.ImageID != id || sb.isDestroyed() {
@@ -153,7 +165,7 @@ func (m *Manager) ensureImage(ctx context.Context, name string) (img *image.Imag
 			return nil, nil, err
 		}
 		if missing {
-			m.emitInstalled(ctx, img, start)
+			emitInstalled(ctx, m.emit, img, start)
 		}
 		m.mu.Lock()
 		if m.imgUse.removing[img.ID] {
@@ -190,13 +202,13 @@ func (sb *sandbox) isDestroyed() bool {
 	}
 }
 
-// emitInstalled records that img was built or pulled for the caller, the
-// wait having begun at start.
-func (m *Manager) emitInstalled(ctx context.Context, img *image.Image, start time.Time) {
+// emitInstalled records with emit that img was built or pulled for the
+// caller, the wait having begun at start.
+func emitInstalled(ctx context.Context, emit func(typ, owner, id string, data any), img *image.Image, start time.Time) {
 	typ := api.EventImagePulled
 	if img.Kind == image.KindPreset {
 		typ = api.EventImageBuilt
 	}
-	m.emit(typ, auth.OwnerFrom(ctx), "", map[string]any{"image": img.Name, "id": img.ID, "size_bytes": img.SizeBytes,
+	emit(typ, auth.OwnerFrom(ctx), "", map[string]any{"image": img.Name, "id": img.ID, "size_bytes": img.SizeBytes,
 		"duration_ms": time.Since(start).Milliseconds()})
 }

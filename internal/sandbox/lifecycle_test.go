@@ -145,7 +145,7 @@ func TestFsFailureEndsItsSandbox(t *testing.T) {
 			m, rt, _ := inprocess(t, nil)
 			id := create(t, m, api.CreateRequest{Image: "python"})
 			sb, _ := m.lookup(context.Background(), id)
-			err := m.fsError(context.Background(), sb, "fs::ls", agentErr)
+			err := handle{m: m, sb: sb}.FsFail(context.Background(), "fs::ls", agentErr)
 			wantCode(t, err, errdefs.CodeStopped)
 			stoppedWith(t, m, id, "agent_failure", "")
 			testutil.Eventually(t, 30*time.Second, func() bool { return rt.Instance(id).Destroyed() }, "the instance is destroyed")

@@ -98,7 +98,8 @@ type Manager struct {
 	shut     context.CancelFunc
 	// reaper is the idle reaper (reaper.go).
 	reaper *reaper
-	obs    Observer
+	// trace traces and measures creates, boots and execs (observe.go).
+	trace  tracer
 	events *events.Log
 	// pool is the warm pool (package warmpool, pool.go); nil without one.
 	pool *warmpool.Pool[*sandbox]
@@ -108,10 +109,10 @@ type Manager struct {
 	// is Options.OriginOf.
 	checkpoints string
 	originOf    func(context.Context, *api.CreateRequest) (*Origin, error)
-	// vols keeps the volumes (volumes.go); nil without them.
-	vols *volumes.Store
-	// onStop are the services' hooks on a stop (service.go).
-	onStop stopHooks
+	// vols mounts creates' volumes (volumes.go).
+	vols mounter
+	// hooks are the services' hooks on a stop and a teardown (service.go).
+	hooks
 
 	// mu guards the fields below, and the warm pool's maps and plan.
 	//
@@ -135,9 +136,6 @@ type Manager struct {
 	closed bool
 	// imgUse keeps images from being removed under creates (images.go).
 	imgUse imageUse
-	// onTeardown are called, without a lock, with each id bury buries
-	// (OnTeardown).
-	onTeardown []func(id string)
 }
 
 var _ interface {
@@ -172,15 +170,15 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 		store:       st,
 		bootTimeout: opts.BootTimeout,
 		sandboxes:   map[string]*sandbox{},
-		obs:         opts.Observer,
 		events:      opts.Events,
 		checkpoints: CheckpointDir(opts.StateDir),
 		originOf:    opts.OriginOf,
-		vols:        opts.Volumes,
+		vols:        mounter{opts.Volumes},
 	}
+	m.trace = tracer{obs: opts.Observer, emit: m.emit}
 	m.boots = slots.New(bootSlotsOf(opts.Config), int(bootPriorities))
 	m.pool, m.reaper = newWarmPool(m), newReaper(m)
-	if err := errors.Join(m.reconcile(ctx), m.clearHibernated()); err != nil {
+	if err := errors.Join(m.reconcile(ctx), clearHibernated(m.checkpoints)); err != nil {
 		shut()
 		st.close()
 		return nil, err
@@ -239,7 +237,7 @@ func (m *Manager) reconcile(ctx context.Context) error {
 // the contract's order: capacity, catalog and allowlist, per-image caps,
 // env, image cache, boot.
 func (m *Manager) Create(ctx context.Context, req api.CreateRequest) (resp api.CreateResponse, err error) {
-	ctx, done := m.traceCreate(ctx, req)
+	ctx, done := m.trace.create(ctx, req)
 	defer func() { done(resp, err) }()
 	var from *Origin
 	if req.Template != "" || req.SnapshotID != "" {
@@ -270,7 +268,7 @@ func (m *Manager) create(ctx context.Context, req api.CreateRequest, from *Origi
 	if err := m.allowed(req.Image); err != nil {
 		return api.CreateResponse{}, err
 	}
-	rt, err := m.runtimeFor(req, from)
+	rt, err := runtimeFor(m.rts, req, from)
 	if err != nil {
 		return api.CreateResponse{}, err
 	}
@@ -284,10 +282,10 @@ func (m *Manager) create(ctx context.Context, req api.CreateRequest, from *Origi
 	if err := m.checkEgress(&req); err != nil {
 		return api.CreateResponse{}, err
 	}
-	if err := m.checkMounts(ctx, req, from); err != nil {
+	if err := m.vols.check(ctx, req, from); err != nil {
 		return api.CreateResponse{}, err
 	}
-	t, err := m.createTerms(req)
+	t, err := createTerms(req, m.cfg.DefaultIdleTimeoutSecs)
 	if err != nil {
 		return api.CreateResponse{}, err
 	}
@@ -324,12 +322,14 @@ func (m *Manager) create(ctx context.Context, req api.CreateRequest, from *Origi
 		CreatedAt: time.Now().UTC(),
 	}
 	t.apply(rec)
-	if err := m.acquireMounts(rec); err != nil {
+	if err := m.vols.acquire(rec); err != nil {
 		return api.CreateResponse{}, err
 	}
-	sb, err := m.traceBoot(ctx, rec, img, from)
+	bootCtx, booted := m.trace.boot(ctx, rec)
+	sb, err := m.bootSandbox(bootCtx, rec, img, from)
+	booted(err)
 	if err != nil {
-		m.releaseMounts(rec.ID)
+		m.vols.release(rec.ID)
 		return api.CreateResponse{}, err
 	}
 	if err := m.admit(sb); err != nil {
@@ -381,7 +381,7 @@ func (m *Manager) register(sb *sandbox) (api.CreateResponse, error) {
 // it returns is Booting, not yet recorded. On any failure, and when the
 // daemon shuts down meanwhile, it leaves nothing behind.
 func (m *Manager) bootSandbox(ctx context.Context, rec *record, img *image.Image, from *Origin) (_ *sandbox, err error) {
-	user, err := resolveUser(img)
+	user, err := spec.ImageUser(img)
 	if err != nil {
 		return nil, err
 	}
@@ -482,7 +482,7 @@ func (m *Manager) bootError(ctx context.Context, err error) error {
 func (m *Manager) connect(ctx context.Context, inst runtime.Instance, user *image.User) (*agentclient.Client, error) {
 	ac, err := agentclient.Dial(inst.Conn(), agentclient.Options{
 		MaxOutputBytes: m.cfg.MaxOutputBytes,
-		FsUser:         fsUser(user),
+		FsUser:         spec.FsUser(user),
 		CallTimeout:    m.callTimeout,
 	})
 	if err != nil {
@@ -511,7 +511,7 @@ func (m *Manager) reserve(owner string) error {
 		return errdefs.New(errdefs.CodeCapacity, "capacity reached: %d sandboxes are live (max_concurrent_sandboxes=%d)", live, m.cfg.MaxConcurrentSandboxes).
 			WithFix(nil, "stop a sandbox, or raise max_concurrent_sandboxes")
 	}
-	if err := m.ownerRoomLocked(owner); err != nil {
+	if err := m.owners.roomLocked(owner, m.cfg.MaxSandboxesPerOwner, m.sandboxes); err != nil {
 		return err
 	}
 	m.reserved++
@@ -544,7 +544,7 @@ func (m *Manager) unreserve(owner string) {
 // allowed checks that name is in the catalog and the allowlist (S100:
 // spec.Allowed).
 func (m *Manager) allowed(name string) error {
-	return spec.Allowed(name, m.catalog(), m.cfg.ImageAllowlist)
+	return spec.Allowed(name, catalog(m.images), m.cfg.ImageAllowlist)
 }
 
 // limits resolves a create's cpus and memory (spec.Limits).
@@ -590,7 +590,7 @@ func (m *Manager) stop(sb *sandbox, end runtime.End, d *death) bool {
 		m.log.Debug("unclaimed sandbox discarded", "sandbox", sb.rec.ID, "image", sb.rec.Image, "reason", end.Detail)
 	} else {
 		m.log.Info("sandbox stopping", "sandbox", sb.rec.ID, "cause", end.Cause, "reason", end.Detail)
-		m.observer().Stopped(string(end.Cause))
+		m.trace.observer().Stopped(string(end.Cause))
 		m.emitFor(sb, api.EventSandboxStopped, map[string]any{"cause": end.Cause, "reason": end.Detail})
 		rec := sb.snapshotRecord()
 		if err := m.store.put(&rec); err != nil {
@@ -621,7 +621,7 @@ func (m *Manager) teardown(sb *sandbox) {
 	}()
 	defer os.RemoveAll(m.hibernateDir(sb.rec.ID))
 	// After the instance is destroyed, before the teardown is over.
-	defer m.releaseMounts(sb.rec.ID)
+	defer m.vols.release(sb.rec.ID)
 	inst, ac := sb.conn()
 	if ac != nil {
 		ac.Close()
@@ -647,11 +647,8 @@ func (m *Manager) bury(sb *sandbox) {
 	if m.sandboxes[rec.ID] == sb {
 		m.sandboxes[rec.ID] = tombstone(&rec)
 	}
-	hooks := m.onTeardown
 	m.mu.Unlock()
-	for _, f := range hooks {
-		f(rec.ID)
-	}
+	m.tornDown(rec.ID)
 }
 
 // watch ends a running sandbox whose runtime exits on its own (out of
@@ -702,8 +699,8 @@ func (m *Manager) Get(ctx context.Context, req api.GetRequest) (api.SandboxInfo,
 
 // ImageStatus reports the cache state of a catalog image.
 func (m *Manager) ImageStatus(_ context.Context, req api.ImageStatusRequest) (api.ImageStatus, error) {
-	if !slices.Contains(m.catalog(), req.Name) {
-		return api.ImageStatus{}, errdefs.New(errdefs.CodeImageNotAllowed, "image %q is not in the catalog; known images: %s", spec.Clip(req.Name, 128), strings.Join(m.catalog(), ", "))
+	if !slices.Contains(catalog(m.images), req.Name) {
+		return api.ImageStatus{}, errdefs.New(errdefs.CodeImageNotAllowed, "image %q is not in the catalog; known images: %s", spec.Clip(req.Name, 128), strings.Join(catalog(m.images), ", "))
 	}
 	return m.images.Status(req.Name), nil
 }

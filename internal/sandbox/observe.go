@@ -12,7 +12,6 @@ import (
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/errdefs"
-	"github.com/hutch-dev/hutch/internal/image"
 	"github.com/hutch-dev/hutch/internal/sandbox/spec"
 )
 
@@ -32,16 +31,16 @@ type Observer interface {
 	Stopped(cause string)
 }
 
-// nopObserver is the Observer of a manager without metrics.
+// nopObserver is the Observer of a core without metrics.
 type nopObserver struct{}
 
 func (nopObserver) CreateDone(string, time.Duration) {}
 func (nopObserver) ExecDone(string, time.Duration)   {}
 func (nopObserver) Stopped(string)                   {}
 
-// tracer makes the manager's spans. It follows the global tracer provider,
+// spans makes the core's spans. It follows the global tracer provider,
 // a no-op unless the daemon installed one (internal/telemetry).
-var tracer = otel.Tracer("github.com/hutch-dev/hutch/internal/sandbox")
+var spans = otel.Tracer("github.com/hutch-dev/hutch/internal/sandbox")
 
 // Span attribute keys.
 const (
@@ -50,24 +49,35 @@ const (
 	attrCode      = attribute.Key("hutch.error_code")
 )
 
-// observer returns m's Observer, never nil.
-func (m *Manager) observer() Observer {
-	if m.obs == nil {
-		return nopObserver{}
-	}
-	return m.obs
+// tracer traces and measures the core's creates, boots and execs: spans
+// (spans), measurements (its Observer) and an exec's exec.finished event.
+// Its zero value traces, measures and records nothing.
+type tracer struct {
+	// obs receives the measurements; nil discards them.
+	obs Observer
+	// emit records an event of typ about sandbox id for owner; nil
+	// records none.
+	emit func(typ, owner, id string, data any)
 }
 
-// traceCreate starts the span and clock of a create. The returned func
-// ends both; it takes the create's result.
-func (m *Manager) traceCreate(ctx context.Context, req api.CreateRequest) (context.Context, func(api.CreateResponse, error)) {
+// observer is t's Observer, never nil.
+func (t tracer) observer() Observer {
+	if t.obs == nil {
+		return nopObserver{}
+	}
+	return t.obs
+}
+
+// create starts the span and clock of a create. The returned func ends
+// both; it takes the create's result.
+func (t tracer) create(ctx context.Context, req api.CreateRequest) (context.Context, func(api.CreateResponse, error)) {
 	start := time.Now()
-	ctx, span := tracer.Start(ctx, "sandbox.create", trace.WithAttributes(
+	ctx, span := spans.Start(ctx, "sandbox.create", trace.WithAttributes(
 		attrImage.String(spec.Clip(req.Image, 128)),
 		attribute.Bool("hutch.network", req.Network),
 	))
 	return ctx, func(resp api.CreateResponse, err error) {
-		m.observer().CreateDone(errdefs.Result(err), time.Since(start))
+		t.observer().CreateDone(errdefs.Result(err), time.Since(start))
 		if resp.SandboxID != "" {
 			span.SetAttributes(attrSandboxID.String(resp.SandboxID))
 		}
@@ -75,25 +85,24 @@ func (m *Manager) traceCreate(ctx context.Context, req api.CreateRequest) (conte
 	}
 }
 
-// traceBoot is bootSandbox inside a "sandbox.boot" span: runtime start,
-// agent connection and the record, after the image is ready.
-func (m *Manager) traceBoot(ctx context.Context, rec *record, img *image.Image, from *Origin) (*sandbox, error) {
-	ctx, span := tracer.Start(ctx, "sandbox.boot", trace.WithAttributes(
+// boot starts the "sandbox.boot" span of rec's boot (runtime start, agent
+// connection and the record, after the image is ready); the returned
+// func ends it with the boot's error.
+func (tracer) boot(ctx context.Context, rec *record) (context.Context, func(error)) {
+	ctx, span := spans.Start(ctx, "sandbox.boot", trace.WithAttributes(
 		attrSandboxID.String(rec.ID),
 		attribute.String("hutch.runtime", rec.Runtime),
 		attribute.Int64("hutch.cpus", int64(rec.CPUs)),
 		attribute.Int64("hutch.memory_mb", int64(rec.MemoryMB)),
 	))
-	sb, err := m.bootSandbox(ctx, rec, img, from)
-	endSpan(span, err)
-	return sb, err
+	return ctx, func(err error) { endSpan(span, err) }
 }
 
-// traceExec starts the span and clock of an exec. The returned func ends
+// exec starts the span and clock of an exec. The returned func ends
 // both; it takes the exec's result.
-func (m *Manager) traceExec(ctx context.Context, req api.ExecRequest) (context.Context, func(api.ExecResponse, error)) {
+func (t tracer) exec(ctx context.Context, req api.ExecRequest) (context.Context, func(api.ExecResponse, error)) {
 	start := time.Now()
-	ctx, span := tracer.Start(ctx, "sandbox.exec", trace.WithAttributes(attrSandboxID.String(spec.Clip(req.SandboxID, 64))))
+	ctx, span := spans.Start(ctx, "sandbox.exec", trace.WithAttributes(attrSandboxID.String(spec.Clip(req.SandboxID, 64))))
 	return ctx, func(resp api.ExecResponse, err error) {
 		result := errdefs.Result(err)
 		if err == nil {
@@ -108,9 +117,9 @@ func (m *Manager) traceExec(ctx context.Context, req api.ExecRequest) (context.C
 				span.SetAttributes(attribute.Int("hutch.exit_code", *resp.ExitCode))
 			}
 		}
-		m.observer().ExecDone(result, time.Since(start))
-		if err == nil || errdefs.Is(err, errdefs.CodeExecTimeout) {
-			m.emit(api.EventExecFinished, auth.OwnerFrom(ctx), req.SandboxID, map[string]any{
+		t.observer().ExecDone(result, time.Since(start))
+		if t.emit != nil && (err == nil || errdefs.Is(err, errdefs.CodeExecTimeout)) {
+			t.emit(api.EventExecFinished, auth.OwnerFrom(ctx), req.SandboxID, map[string]any{
 				"exit_code": resp.ExitCode, "timed_out": resp.TimedOut || err != nil,
 				"oom_killed": resp.OOMKilled, "duration_ms": resp.DurationMs})
 		}

@@ -106,7 +106,7 @@ func TestTraceExecResults(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m, obs := testManager(t, config.Default())
-			_, done := m.traceExec(context.Background(), api.ExecRequest{SandboxID: "x"})
+			_, done := m.trace.exec(context.Background(), api.ExecRequest{SandboxID: "x"})
 			done(tt.resp, tt.err)
 			if got := obs.list(); len(got) != 1 || got[0] != tt.result {
 				t.Errorf("observer got %v, want %s", got, tt.result)

@@ -39,15 +39,15 @@ func dec(counts map[string]int, key string) {
 	}
 }
 
-// ownerRoomLocked refuses (S400) a create of owner that would pass
-// max_sandboxes_per_owner. m.mu must be held.
-func (m *Manager) ownerRoomLocked(owner string) error {
-	limit := m.cfg.MaxSandboxesPerOwner
+// roomLocked refuses (S400) a create of owner that would pass limit,
+// max_sandboxes_per_owner, counting its live sandboxes among sandboxes
+// (the Manager's). Manager.mu must be held.
+func (u *ownerUse) roomLocked(owner string, limit int, sandboxes map[string]*sandbox) error {
 	if limit == 0 {
 		return nil
 	}
-	n := m.owners.creating[owner]
-	for _, sb := range m.sandboxes {
+	n := u.creating[owner]
+	for _, sb := range sandboxes {
 		if sb.rec.Owner == owner && !sb.isStopped() {
 			n++
 		}

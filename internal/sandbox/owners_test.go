@@ -61,7 +61,7 @@ func as(owner string) context.Context { return auth.WithOwner(context.Background
 // it marks the removal, which creates back off from, until done.
 func TestImageRemovalGuard(t *testing.T) {
 	m, _ := ownersManager(t, config.Default())
-	guard, done := m.ImageRemoval("python", "alice")
+	guard, done := m.ImageBook().ImageRemoval("python", "alice")
 	e := errdefs.As(guard(fakeImageID))
 	if e == nil || e.Code != errdefs.CodeImageInUse || !strings.Contains(e.Message, "in use by 2 sandboxes (yours: "+aliceBox+")") || strings.Contains(e.Message, bobBox) {
 		t.Fatalf("alice's remove of a used image: %v", e)
@@ -77,7 +77,7 @@ func TestImageRemovalGuard(t *testing.T) {
 	m.mu.Lock()
 	m.imgUse.creating = inc(m.imgUse.creating, fakeImageID)
 	m.mu.Unlock()
-	guard, done = m.ImageRemoval("python", "alice")
+	guard, done = m.ImageBook().ImageRemoval("python", "alice")
 	if err := guard(fakeImageID); !errdefs.Is(err, errdefs.CodeImageInUse) || !strings.Contains(err.Error(), "in use by 1 sandboxes being created") {
 		t.Fatalf("remove during a create: %v", err)
 	}
@@ -86,7 +86,7 @@ func TestImageRemovalGuard(t *testing.T) {
 	dec(m.imgUse.creating, fakeImageID)
 	m.mu.Unlock()
 
-	guard, done = m.ImageRemoval("python", "alice")
+	guard, done = m.ImageBook().ImageRemoval("python", "alice")
 	if err := guard(fakeImageID); err != nil {
 		t.Fatalf("alice's remove of an unused image: %v", err)
 	}
@@ -106,14 +106,14 @@ func TestImageRemovalGuard(t *testing.T) {
 
 func TestImagesInUseCountsOwnSandboxes(t *testing.T) {
 	m, _ := ownersManager(t, config.Default())
-	if got := m.ImagesInUse("bob", false); got["python"] != 1 {
+	if got := m.ImageBook().ImagesInUse("bob", false); got["python"] != 1 {
 		t.Errorf("bob's images in use: %v", got)
 	}
-	if got := m.ImagesInUse("alice", true); got["python"] != 2 {
+	if got := m.ImageBook().ImagesInUse("alice", true); got["python"] != 2 {
 		t.Errorf("every owner's images in use: %v", got)
 	}
 	m.destroy(m.sandboxes[bobBox], endRequest)
-	if got := m.ImagesInUse("alice", true); got["python"] != 1 {
+	if got := m.ImageBook().ImagesInUse("alice", true); got["python"] != 1 {
 		t.Errorf("after bob's stop: %v", got)
 	}
 }

@@ -54,7 +54,7 @@ func testManager(t *testing.T, cfg config.Config) (*Manager, *recordingObserver)
 		log:       slog.New(slog.NewTextHandler(io.Discard, nil)),
 		store:     st,
 		sandboxes: map[string]*sandbox{},
-		obs:       obs,
+		trace:     tracer{obs: obs},
 		rts:       runtime.Single(runtimetest.New(t)),
 	}
 	m.reaper = newReaper(m)

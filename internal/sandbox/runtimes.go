@@ -15,10 +15,10 @@ import (
 // started from a snapshot starts in the snapshot's runtime. The warm pool
 // holds sandboxes of the default runtime only.
 
-// runtimeFor is the runtime a create of req (from origin from, or nil)
-// starts in: S001 for a name no runtime has, S302 for a runtime this host
+// runtimeFor is the runtime of rts a create of req (from origin from, or
+// nil) starts in: S001 for a name no runtime has, S302 for a runtime this host
 // cannot run or that cannot start from that origin.
-func (m *Manager) runtimeFor(req api.CreateRequest, from *Origin) (runtime.Runtime, error) {
+func runtimeFor(rts *runtime.Set, req api.CreateRequest, from *Origin) (runtime.Runtime, error) {
 	name := req.Runtime
 	if from != nil && from.Runtime != "" {
 		if name != "" && name != from.Runtime {
@@ -27,14 +27,14 @@ func (m *Manager) runtimeFor(req api.CreateRequest, from *Origin) (runtime.Runti
 		}
 		name = from.Runtime
 	}
-	rt, err := m.rts.Get(name)
+	rt, err := rts.Get(name)
 	switch {
 	case errors.Is(err, runtime.ErrUnknownRuntime):
 		return nil, errdefs.New(errdefs.CodeMalformed, "%s", err.Error())
 	case err != nil:
 		return nil, errdefs.New(errdefs.CodeUnsupported, "%s", err.Error())
 	}
-	ab := m.rts.Abilities(rt.Name())
+	ab := rts.Abilities(rt.Name())
 	switch {
 	case from != nil && from.Checkpoint != "" && !ab.Checkpoint:
 		return nil, unsupported(rt.Name(), "restore sandboxes from snapshots")

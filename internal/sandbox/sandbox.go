@@ -80,7 +80,7 @@ func newSandbox(rec *record, inst runtime.Instance, ac *agentclient.Client, img 
 // baseEnv is the env every exec of a sandbox starts from: the image's
 // user's defaults, the image's env, then the create-time env.
 func baseEnv(user *image.User, img *image.Image, env []string) []string {
-	return spec.MergeEnv(imageBaseEnv(user), img.Config.Env, env)
+	return spec.MergeEnv(spec.BaseEnv(user), img.Config.Env, env)
 }
 
 // tombstone is a stopped sandbox known only from its record. A record

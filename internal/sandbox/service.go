@@ -20,7 +20,9 @@ import (
 	"github.com/hutch-dev/hutch/internal/agentclient"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/runtime"
+	"github.com/hutch-dev/hutch/internal/sandbox/agenterr"
 	"github.com/hutch-dev/hutch/internal/sandbox/egress"
+	"github.com/hutch-dev/hutch/internal/sandbox/spec"
 )
 
 // Sandboxes is the core as a service sees it.
@@ -45,7 +47,7 @@ type Handle interface {
 	// Emit records an event of type typ about the sandbox.
 	Emit(typ string, data any)
 	// Fail is the one failure policy of a call to its agent for op that
-	// failed with err (agentFailure): the error to answer, after ending
+	// failed with err (failure.go): the error to answer, after ending
 	// the sandbox when the agent cannot be trusted.
 	Fail(ctx context.Context, op string, err error) error
 	// Env is its own env layer (the create's env and sandbox::env::*)
@@ -81,7 +83,7 @@ type Handle interface {
 	AsUser(ctx context.Context, user string) (context.Context, error)
 	// Touch counts activity for the reaper (a transfer's progress).
 	Touch()
-	// FsFail maps the failure of an agent filesystem call for op (fsError):
+	// FsFail maps the failure of an agent filesystem call for op (agenterr.Fs):
 	// the agent's FsError is its S-code, a failed upload source or a
 	// stalled transfer S218, anything else goes through Fail.
 	FsFail(ctx context.Context, op string, err error) error
@@ -125,10 +127,6 @@ type Handle interface {
 	NotRunning() error
 	// interpsvc
 
-	// ProcessFail maps the failure of an agent call on its process pid for
-	// op as the process functions do (processError): a gone process, one
-	// that exited, a refused spawn; anything else goes through Fail.
-	ProcessFail(ctx context.Context, op string, pid int, err error) error
 	// HostURL is u, a URL on the host's loopback (a package index), as
 	// the sandbox reaches it: through its gateway; unchanged without a
 	// network.
@@ -190,9 +188,6 @@ type handle struct {
 func (h handle) ID() string                 { return h.sb.rec.ID }
 func (h handle) Agent() *agentclient.Client { return h.sb.client() }
 func (h handle) Emit(typ string, data any)  { h.m.emitFor(h.sb, typ, data) }
-func (h handle) Fail(ctx context.Context, op string, err error) error {
-	return h.m.agentFailure(ctx, h.sb, op, err)
-}
 
 func (h handle) Env() (own, effective []string) {
 	return h.sb.snapshotRecord().Env, h.sb.env()
@@ -224,16 +219,16 @@ func (h handle) Exec(ctx context.Context, c ExecCall) (*agentv1.ExecResponse, er
 	if c.MaxOutputBytes > 0 && c.MaxOutputBytes < areq.MaxOutputBytes {
 		areq.MaxOutputBytes = c.MaxOutputBytes
 	}
-	ctx, done := m.traceExec(ctx, api.ExecRequest{SandboxID: sb.rec.ID})
+	ctx, done := m.trace.exec(ctx, api.ExecRequest{SandboxID: sb.rec.ID})
 	m.emitFor(sb, api.EventExecStarted, c.Started)
 	start := time.Now()
 	resp, err := sb.client().Exec(ctx, areq)
 	out := api.ExecResponse{DurationMs: uint64(time.Since(start).Milliseconds()), TimeoutMs: c.TimeoutMs}
 	if err != nil {
-		if refused := spawnRefused(sb.rec.ID, err); refused != nil {
+		if refused := agenterr.SpawnRefused(sb.rec.ID, err); refused != nil {
 			err = refused
 		} else {
-			err = m.agentFailure(ctx, sb, c.Op, err)
+			err = h.Fail(ctx, c.Op, err)
 		}
 		done(out, err)
 		return nil, err
@@ -247,8 +242,12 @@ func (h handle) Exec(ctx context.Context, c ExecCall) (*agentv1.ExecResponse, er
 	return resp, nil
 }
 
-func (h handle) ExecTimeout(ms uint64) uint64 { return h.m.execTimeout(ms) }
-func (h handle) Fix(command string) string    { return h.m.withFix(command) }
+func (h handle) ExecTimeout(ms uint64) uint64 {
+	return execTimeout(ms, h.m.cfg.DefaultExecTimeoutMs, h.m.cfg.MaxExecTimeoutMs)
+}
+func (h handle) Fix(command string) string {
+	return withFix(h.m.images, h.m.cfg.ImageAllowlist, command)
+}
 
 // Workdir is the image's working directory, or the home directory when
 // that is / (npm, which installs there, does not install into /).
@@ -279,18 +278,25 @@ func (h handle) Home(user string) string {
 
 func (h handle) PathMissing(ctx context.Context, path string) bool {
 	_, err := h.sb.client().Stat(ctx, &agentv1.FsStatRequest{Path: path})
-	fe := FsDetail(err)
+	fe := agenterr.FsDetail(err)
 	return fe != nil && fe.GetKind() == agentv1.FsErrorKind_FS_ERROR_KIND_NOT_FOUND
 }
 
 func (h handle) Touch() { h.sb.touch() }
 
 func (h handle) AsUser(ctx context.Context, user string) (context.Context, error) {
-	return fsAs(ctx, h.sb, user)
+	if user == "" {
+		return ctx, nil
+	}
+	u, err := spec.NamedUser(h.sb.image, user)
+	if err != nil {
+		return nil, err
+	}
+	return agentclient.WithFsUser(ctx, spec.FsUser(u)), nil
 }
 
 func (h handle) FsFail(ctx context.Context, op string, err error) error {
-	return h.m.fsError(ctx, h.sb, op, err)
+	return agenterr.Fs(ctx, op, err, func() error { return h.Fail(ctx, op, err) })
 }
 
 func (h handle) State() State {
@@ -328,29 +334,46 @@ func (h handle) Vitals() Vitals {
 
 // portsvc, networksvc: what a service keeps about a sandbox ends with it.
 
-// stopHooks are the functions OnStop registered.
-type stopHooks struct {
+// hooks are the services' hooks on the two moments of a sandbox's end;
+// the Manager embeds them, and the daemon registers its services' before
+// the first create.
+type hooks struct {
 	mu sync.Mutex
-	// fns is guarded by mu.
-	fns []func(id string)
+	// stop and teardown are guarded by mu.
+	stop, teardown []func(id string)
 }
 
 // OnStop has the core call f with the id of every sandbox that stops, as
 // it stops (before its teardown): a service (portsvc, networksvc) drops
-// what it keeps about the sandbox. The daemon registers its services'
-// before the first create.
-func (m *Manager) OnStop(f func(id string)) {
-	m.onStop.mu.Lock()
-	defer m.onStop.mu.Unlock()
-	m.onStop.fns = append(m.onStop.fns, f)
+// what it keeps about the sandbox.
+func (h *hooks) OnStop(f func(id string)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.stop = append(h.stop, f)
+}
+
+// OnTeardown has f called with the id of each sandbox whose teardown is
+// over: its live state is gone, only a tombstone of its record is left,
+// so a service drops what it kept of it (interpsvc's contexts).
+func (h *hooks) OnTeardown(f func(id string)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.teardown = append(h.teardown, f)
 }
 
 // stopped tells the OnStop functions that sandbox id stopped.
-func (m *Manager) stopped(id string) {
-	m.onStop.mu.Lock()
-	fns := m.onStop.fns
-	m.onStop.mu.Unlock()
-	for _, f := range fns {
+func (h *hooks) stopped(id string) { h.tell(&h.stop, id) }
+
+// tornDown tells the OnTeardown functions that sandbox id's teardown is
+// over.
+func (h *hooks) tornDown(id string) { h.tell(&h.teardown, id) }
+
+// tell calls each of fns with id, without the lock.
+func (h *hooks) tell(fns *[]func(id string), id string) {
+	h.mu.Lock()
+	list := *fns
+	h.mu.Unlock()
+	for _, f := range list {
 		f(id)
 	}
 }
@@ -377,7 +400,7 @@ func (h handle) SetEgress(ctx context.Context, p *api.EgressPolicy) error {
 // procsvc: background processes.
 
 func (h handle) ExecRequest(c ExecCall) (*agentv1.ExecRequest, error) {
-	return h.m.agentExec(h.sb, c.Argv, c.Env, c.Workdir, c.Stdin, c.TimeoutMs, c.User)
+	return h.sb.execRequest(c.Argv, c.Env, c.Workdir, c.Stdin, c.TimeoutMs, c.User)
 }
 
 func (h handle) Ended() <-chan struct{} { return h.sb.destroyed }
@@ -404,7 +427,7 @@ type BegunExec struct {
 // sandbox::exec::stream): traced, checked and given an exec slot as Exec
 // is, its exec.started event emitted. A failed begin has ended its trace.
 func (m *Manager) BeginExec(ctx context.Context, req api.ExecRequest) (BegunExec, error) {
-	ctx, done := m.traceExec(ctx, req)
+	ctx, done := m.trace.exec(ctx, req)
 	sb, release, areq, err := m.prepareExec(ctx, req)
 	if err != nil {
 		done(api.ExecResponse{}, err)
@@ -418,24 +441,11 @@ func (m *Manager) BeginExec(ctx context.Context, req api.ExecRequest) (BegunExec
 
 // interpsvc
 
-func (h handle) ProcessFail(ctx context.Context, op string, pid int, err error) error {
-	return h.m.processError(ctx, h.sb, op, pid, err)
-}
-
 func (h handle) HostURL(u string) string {
 	if h.m.net == nil || !h.sb.rec.Network {
 		return u
 	}
 	return h.m.net.HostURL(h.sb.rec.ID, u)
-}
-
-// OnTeardown has f called with the id of each sandbox whose teardown is
-// over: its live state is gone, only a tombstone of its record is left,
-// so a service drops what it kept of it (interpsvc's contexts).
-func (m *Manager) OnTeardown(f func(id string)) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.onTeardown = append(m.onTeardown, f)
 }
 
 // snapsvc: copies of a sandbox, and the records of a service.
@@ -447,9 +457,6 @@ func (h handle) Copy() (api.CreateRequest, Origin) {
 		TimeoutSecs: rec.TimeoutSecs, Metadata: rec.Metadata}
 	return req, Origin{Runtime: rec.Runtime, ImageID: rec.ImageID, CPUs: rec.CPUs, MemoryMB: rec.MemoryMB, Network: rec.Network}
 }
-
-func (h handle) Checkpoint(dir string) error    { return h.m.checkpoint(h.sb, dir) }
-func (h handle) CaptureLayer(file string) error { return h.m.captureLayer(h.sb, file) }
 
 // Records is one bucket of the core's store in which a service keeps
 // records of its own (snapsvc: snapshots, templates), as JSON by key.

@@ -6,16 +6,13 @@ import (
 	"testing"
 
 	"github.com/hutch-dev/hutch/api"
-	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
-	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/netplumb"
 )
 
 // What the core offers interpsvc: HostURL asks the sandboxes' networking
 // (networksvc.Net.HostURL) how a sandbox with a network reaches the
-// host's loopback, ProcessFail maps a process call's
-// failure as the process functions do, OnTeardown tells a service the
-// sandboxes the core tore down.
+// host's loopback, OnTeardown tells a service the sandboxes the core tore
+// down.
 
 func TestHandleHostURL(t *testing.T) {
 	ctx := context.Background()
@@ -36,26 +33,6 @@ func TestHandleHostURL(t *testing.T) {
 			t.Errorf("network %v: HostURL(%q) = %q, want %q", network, local, got, want)
 		}
 		release()
-	}
-}
-
-func TestHandleProcessFail(t *testing.T) {
-	ctx := context.Background()
-	m, _, _ := inprocess(t, nil)
-	id := create(t, m, api.CreateRequest{Image: "python"})
-	h, release, err := m.Acquire(ctx, id, UseCall)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer release()
-	events, err := h.Agent().Attach(ctx, &agentv1.AttachRequest{Pid: 999999})
-	if err == nil {
-		_, err = events.Recv()
-		events.Close()
-	}
-	wantCode(t, h.ProcessFail(ctx, "following a process", 999999, err), errdefs.CodeProcessNotFound)
-	if st := h.State(); st != Running {
-		t.Errorf("a process that is not there ended the sandbox: %s", st)
 	}
 }
 

@@ -19,12 +19,13 @@ type terms struct {
 	metadata    map[string]string
 }
 
-// createTerms checks the life terms of a create: S001 names the field.
-func (m *Manager) createTerms(req api.CreateRequest) (terms, error) {
+// createTerms checks the life terms of a create, whose idle timeout is
+// defaultIdleSecs when it names none: S001 names the field.
+func createTerms(req api.CreateRequest, defaultIdleSecs uint64) (terms, error) {
 	if len(req.Name) > 128 {
 		return terms{}, errdefs.Malformed("name is longer than 128 bytes")
 	}
-	idle, err := spec.IdleTimeout(req.IdleTimeoutSecs, m.cfg.DefaultIdleTimeoutSecs)
+	idle, err := spec.IdleTimeout(req.IdleTimeoutSecs, defaultIdleSecs)
 	if err != nil {
 		return terms{}, err
 	}

@@ -27,25 +27,23 @@ import (
 // maxMounts bounds the volumes of one sandbox.
 const maxMounts = 16
 
-// volumeStore is the store, or S266 when the daemon has none.
-func (m *Manager) volumeStore() (*volumes.Store, error) {
-	if m.vols == nil {
-		return nil, volumes.NoStore()
-	}
-	return m.vols, nil
+// mounter mounts creates' volumes from the daemon's volume store.
+type mounter struct {
+	// store is nil when the daemon has none.
+	store *volumes.Store
 }
 
-// checkMounts checks a create's volumes before anything happens: names,
+// check checks a create's volumes before anything happens: names,
 // paths (absolute, clean, not reserved, none inside another), that a
 // sandbox restored from a checkpoint has none (S265), and that they exist
-// (S260; the acquire, just before the boot, has the last word).
-func (m *Manager) checkMounts(ctx context.Context, req api.CreateRequest, from *Origin) error {
+// (S260; the acquire, just before the boot, has the last word); it is
+// S266 when the daemon has no volume store.
+func (v mounter) check(ctx context.Context, req api.CreateRequest, from *Origin) error {
 	if len(req.Volumes) == 0 {
 		return nil
 	}
-	s, err := m.volumeStore()
-	if err != nil {
-		return err
+	if v.store == nil {
+		return volumes.NoStore()
 	}
 	if from != nil && from.Checkpoint != "" {
 		return errdefs.New(errdefs.CodeVolumeRefused, "a sandbox restored from a snapshot cannot mount volumes").
@@ -54,7 +52,7 @@ func (m *Manager) checkMounts(ctx context.Context, req api.CreateRequest, from *
 	if err := validateMounts(req.Volumes); err != nil {
 		return err
 	}
-	return s.Check(auth.OwnerFrom(ctx), volumeNames(req.Volumes))
+	return v.store.Check(auth.OwnerFrom(ctx), volumeNames(req.Volumes))
 }
 
 // volumeNames are the names of mounts, in order.
@@ -66,7 +64,7 @@ func volumeNames(mounts []api.VolumeMount) []string {
 	return names
 }
 
-// validateMounts is checkMounts' check of names and paths.
+// validateMounts is mounter.check's check of names and paths.
 func validateMounts(mounts []api.VolumeMount) error {
 	if len(mounts) > maxMounts {
 		return errdefs.New(errdefs.CodeVolumeMount, "a sandbox mounts at most %d volumes, got %d", maxMounts, len(mounts))
@@ -114,13 +112,13 @@ func within(p, dir string) bool {
 	return p == dir || len(p) > len(dir) && p[:len(dir)] == dir && p[len(dir)] == '/'
 }
 
-// acquireMounts mounts rec's volumes for it and sets the bind mounts its
+// acquire mounts rec's volumes for it and sets the bind mounts its
 // runtime spec carries; the teardown of its sandbox releases them.
-func (m *Manager) acquireMounts(rec *record) error {
+func (v mounter) acquire(rec *record) error {
 	if len(rec.Volumes) == 0 {
 		return nil
 	}
-	uses, err := m.vols.Acquire(rec.Owner, rec.ID, volumeNames(rec.Volumes))
+	uses, err := v.store.Acquire(rec.Owner, rec.ID, volumeNames(rec.Volumes))
 	if err != nil {
 		return err
 	}
@@ -131,10 +129,10 @@ func (m *Manager) acquireMounts(rec *record) error {
 	return nil
 }
 
-// releaseMounts gives back what acquireMounts took for sandbox id.
-func (m *Manager) releaseMounts(id string) {
-	if m.vols != nil {
-		m.vols.Release(id)
+// release gives back what acquire took for sandbox id.
+func (v mounter) release(id string) {
+	if v.store != nil {
+		v.store.Release(id)
 	}
 }
 

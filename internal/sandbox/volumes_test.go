@@ -69,7 +69,7 @@ func withVolumes(t *testing.T, m *Manager) *volumestest.Disks {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.vols = s
+	m.vols = mounter{s}
 	return disks
 }
 
@@ -81,10 +81,10 @@ func TestVolumesInProcess(t *testing.T) {
 	m, rt, _ := inprocess(t, nil)
 	disks := withVolumes(t, m)
 	alice, bob := as("alice"), as("bob")
-	if _, err := volumesvc.New(m.vols).CreateVolume(alice, api.VolumeCreateRequest{Name: "data"}); err != nil {
+	if _, err := volumesvc.New(m.vols.store).CreateVolume(alice, api.VolumeCreateRequest{Name: "data"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := volumesvc.New(m.vols).CreateVolume(alice, api.VolumeCreateRequest{Name: "ref", SizeMB: 8}); err != nil {
+	if _, err := volumesvc.New(m.vols.store).CreateVolume(alice, api.VolumeCreateRequest{Name: "ref", SizeMB: 8}); err != nil {
 		t.Fatal(err)
 	}
 	mounts := []api.VolumeMount{{Name: "data", Path: "/data"}, {Name: "ref", Path: "/ref", ReadOnly: true}}
@@ -116,13 +116,13 @@ func TestVolumesInProcess(t *testing.T) {
 	if err != nil || !slices.Equal(info.Volumes, mounts) {
 		t.Fatalf("sandbox info volumes = %+v, %v", info.Volumes, err)
 	}
-	vol, err := volumesvc.New(m.vols).GetVolume(alice, api.VolumeRequest{Name: "data"})
+	vol, err := volumesvc.New(m.vols.store).GetVolume(alice, api.VolumeRequest{Name: "data"})
 	if err != nil || !slices.Equal(vol.SandboxIDs, []string{id}) || vol.UsedBytes == 0 {
 		t.Fatalf("volume = %+v, %v", vol, err)
 	}
-	_, err = volumesvc.New(m.vols).GetVolume(bob, api.VolumeRequest{Name: "data"})
+	_, err = volumesvc.New(m.vols.store).GetVolume(bob, api.VolumeRequest{Name: "data"})
 	wantCode(t, err, errdefs.CodeNoVolume)
-	_, err = volumesvc.New(m.vols).DeleteVolume(alice, api.VolumeRequest{Name: "data"})
+	_, err = volumesvc.New(m.vols.store).DeleteVolume(alice, api.VolumeRequest{Name: "data"})
 	wantCode(t, err, errdefs.CodeVolumeInUse)
 
 	// Neither a snapshot nor a fork: no checkpoint of it is written.
@@ -142,10 +142,10 @@ func TestVolumesInProcess(t *testing.T) {
 	if disks.Mounts() != 0 {
 		t.Fatalf("%d mounts after the stop", disks.Mounts())
 	}
-	if _, err := volumesvc.New(m.vols).DeleteVolume(alice, api.VolumeRequest{Name: "data"}); err != nil {
+	if _, err := volumesvc.New(m.vols.store).DeleteVolume(alice, api.VolumeRequest{Name: "data"}); err != nil {
 		t.Fatalf("delete after the stop: %v", err)
 	}
-	list, err := volumesvc.New(m.vols).ListVolumes(alice, api.VolumeListRequest{})
+	list, err := volumesvc.New(m.vols.store).ListVolumes(alice, api.VolumeListRequest{})
 	if err != nil || len(list.Volumes) != 1 || list.Volumes[0].Name != "ref" {
 		t.Fatalf("list = %+v, %v", list, err)
 	}
@@ -157,7 +157,7 @@ func TestVolumesReleasedOnFailedBoot(t *testing.T) {
 	m, rt, _ := inprocess(t, nil)
 	disks := withVolumes(t, m)
 	alice := as("alice")
-	if _, err := volumesvc.New(m.vols).CreateVolume(alice, api.VolumeCreateRequest{Name: "data"}); err != nil {
+	if _, err := volumesvc.New(m.vols.store).CreateVolume(alice, api.VolumeCreateRequest{Name: "data"}); err != nil {
 		t.Fatal(err)
 	}
 	rt.BeforeStart(func(context.Context, runtime.Spec) error { return errors.New("boom") })
@@ -167,7 +167,7 @@ func TestVolumesReleasedOnFailedBoot(t *testing.T) {
 	if disks.Mounts() != 0 {
 		t.Fatalf("%d mounts after a failed boot", disks.Mounts())
 	}
-	if _, err := volumesvc.New(m.vols).DeleteVolume(alice, api.VolumeRequest{Name: "data"}); err != nil {
+	if _, err := volumesvc.New(m.vols.store).DeleteVolume(alice, api.VolumeRequest{Name: "data"}); err != nil {
 		t.Fatalf("a failed boot holds the volume: %v", err)
 	}
 }
@@ -175,7 +175,7 @@ func TestVolumesReleasedOnFailedBoot(t *testing.T) {
 // TestNoVolumeStore: a manager without a store answers S266.
 func TestNoVolumeStore(t *testing.T) {
 	m, _, _ := inprocess(t, nil)
-	_, err := volumesvc.New(m.vols).CreateVolume(as("alice"), api.VolumeCreateRequest{Name: "data"})
+	_, err := volumesvc.New(m.vols.store).CreateVolume(as("alice"), api.VolumeCreateRequest{Name: "data"})
 	wantCode(t, err, errdefs.CodeNoVolumes)
 	_, err = m.Create(as("alice"), api.CreateRequest{Image: "python", Volumes: []api.VolumeMount{{Name: "data", Path: "/data"}}})
 	wantCode(t, err, errdefs.CodeNoVolumes)

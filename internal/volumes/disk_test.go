@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -71,9 +72,9 @@ func TestExt4Disks(t *testing.T) {
 	if err := d.Unmount(mnt); err != nil {
 		t.Fatalf("unmounting twice: %v", err)
 	}
-	if left := LoopDevices(dir); len(left) != 0 {
-		t.Fatalf("loop devices left: %v", left)
-	}
+	// The kernel detaches an autoclear loop device once its last user
+	// is gone, in its own time after the unmount returns.
+	testutil.Eventually(t, 30*time.Second, func() bool { return len(LoopDevices(dir)) == 0 }, "the volume's loop device is released")
 	// The data is kept: mounted again, the file is there.
 	if err := d.Mount(file, mnt); err != nil {
 		t.Fatal(err)
@@ -84,7 +85,5 @@ func TestExt4Disks(t *testing.T) {
 	if err := d.Unmount(mnt); err != nil {
 		t.Fatal(err)
 	}
-	if left := LoopDevices(dir); len(left) != 0 {
-		t.Fatalf("loop devices left: %v", left)
-	}
+	testutil.Eventually(t, 30*time.Second, func() bool { return len(LoopDevices(dir)) == 0 }, "the volume's loop device is released again")
 }

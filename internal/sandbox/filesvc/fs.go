@@ -23,6 +23,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/safetext"
 	"github.com/hutch-dev/hutch/internal/sandbox"
+	"github.com/hutch-dev/hutch/internal/sandbox/agenterr"
 	"github.com/hutch-dev/hutch/internal/sandbox/spec"
 )
 
@@ -277,7 +278,7 @@ func (d *download) Read(p []byte) (int, error) {
 	d.sb.Touch()
 	if err != nil && err != io.EOF {
 		var na *agentclient.NoAnswerError
-		if fe := sandbox.FsDetail(err); fe != nil || d.ctx.Err() != nil || errors.Is(err, agentclient.ErrClosed) || errors.As(err, &na) {
+		if fe := agenterr.FsDetail(err); fe != nil || d.ctx.Err() != nil || errors.Is(err, agentclient.ErrClosed) || errors.As(err, &na) {
 			return n, d.sb.FsFail(d.ctx, d.op, err)
 		}
 		return n, errdefs.New(errdefs.CodeFSStreamAborted, "%s aborted: %s", d.op, safetext.Line(err.Error(), safetext.MaxLine))
@@ -453,7 +454,7 @@ func (s *Service) Sed(ctx context.Context, req api.FsSedRequest) (api.FsSedRespo
 	for _, r := range resp.GetResults() {
 		res := api.FsSedResult{Path: strings.ToValidUTF8(r.GetPath(), "\uFFFD"), Replacements: r.GetReplacements(), Success: r.GetError() == nil}
 		if r.GetError() != nil {
-			e := sandbox.FsFault(r.GetError())
+			e := agenterr.FsFault(r.GetError())
 			res.Replacements, res.Error, res.Code = 0, e.Message, string(e.Code)
 		}
 		out.TotalReplacements += res.Replacements

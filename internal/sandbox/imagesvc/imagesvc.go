@@ -27,7 +27,7 @@ type Store interface {
 	Remove(ctx context.Context, name string, guard func(id string) error) (bool, error)
 }
 
-// Core is what the service needs of the sandbox core (sandbox.Manager).
+// Core is what the service needs of the sandbox core (sandbox.ImageBook).
 type Core interface {
 	// ImagesInUse counts the live sandboxes of each image name: owner's,
 	// or every owner's with all.

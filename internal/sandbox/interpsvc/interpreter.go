@@ -32,6 +32,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/interp"
 	"github.com/hutch-dev/hutch/internal/safetext"
 	"github.com/hutch-dev/hutch/internal/sandbox"
+	"github.com/hutch-dev/hutch/internal/sandbox/procsvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/spec"
 )
 
@@ -253,7 +254,7 @@ func (s *Service) startKernel(ctx context.Context, sb sandbox.Handle, c *interpC
 	program := c.kernel.Interpreter[0]
 	st, err := s.procs.StartProcess(ctx, api.ProcessStartRequest{SandboxID: sb.ID(), Argv: c.kernel.Argv(kernelDir), Env: env, Workdir: c.cwd,
 		Stdin: true, Tag: contextTag + c.id})
-	if errors.Is(err, sandbox.ErrCannotStart) {
+	if errors.Is(err, procsvc.ErrCannotStart) {
 		return errdefs.New(errdefs.CodeNoInterpreter, "sandbox %s (image %s) has no %s for %s contexts", sb.ID(), s.image(ctx, sb.ID()), program, c.language).
 			WithFix(nil, sb.Fix(program))
 	}
@@ -517,7 +518,7 @@ func (s *Service) RunCode(ctx context.Context, req api.RunCodeRequest, emit emit
 	// The output is followed before the cell is sent: nothing is missed.
 	events, err := sb.Agent().Attach(context.WithoutCancel(ctx), &agentv1.AttachRequest{Pid: int32(pid), StdoutOffset: offsets[0], StderrOffset: offsets[1]})
 	if err != nil {
-		return api.CellResult{}, sb.ProcessFail(ctx, "following a context", pid, err)
+		return api.CellResult{}, procsvc.Fail(ctx, sb, "following a context", pid, err)
 	}
 	line := c.kernel.Request(id, req.Code)
 	if _, err := s.procs.WriteStdin(ctx, api.ProcessStdinRequest{SandboxID: sb.ID(), Pid: pid, Data: string(line)}); err != nil {
@@ -675,7 +676,7 @@ func (r *cellRun) read(ctx context.Context) (api.CellResult, error) {
 				if g.err == io.EOF {
 					return api.CellResult{}, markDead(r.c, "its interpreter exited")
 				}
-				return api.CellResult{}, r.sb.ProcessFail(context.Background(), "following a context", r.pid, g.err)
+				return api.CellResult{}, procsvc.Fail(context.Background(), r.sb, "following a context", r.pid, g.err)
 			}
 			res, end, err := r.take(g.ev)
 			if end {
@@ -704,7 +705,7 @@ func (r *cellRun) take(ev *agentv1.ProcessEvent) (api.CellResult, bool, error) {
 	if x := ev.GetExited(); x != nil {
 		why := "its interpreter exited with status " + strconv.Itoa(int(x.GetExitCode()))
 		if x.GetSignal() > 0 {
-			why = "its interpreter was killed by " + sandbox.SignalName(x.GetSignal())
+			why = "its interpreter was killed by " + procsvc.SignalName(x.GetSignal())
 		}
 		return api.CellResult{}, true, markDead(r.c, why)
 	}
@@ -788,7 +789,7 @@ func (r *cellRun) out(event string, offset, dropped int64, data []byte) error {
 		return nil
 	}
 	chunk := api.OutputChunk{Offset: offset, Dropped: dropped}
-	chunk.Data, chunk.Base64 = sandbox.TextOrBase64(data)
+	chunk.Data, chunk.Base64 = procsvc.TextOrBase64(data)
 	if err := r.emit(event, chunk); err != nil {
 		r.detached = true // the caller went away: the read goes on
 		r.interrupt()

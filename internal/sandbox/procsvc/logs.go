@@ -103,7 +103,7 @@ func (s *Service) StreamLogs(ctx context.Context, req api.LogsRequest, emit emit
 func (s *Service) taggedProcesses(ctx context.Context, sb sandbox.Handle, tag string, skip map[int]bool) ([]api.ProcessInfo, error) {
 	ps, err := sb.Agent().List(ctx)
 	if err != nil {
-		return nil, processError(ctx, sb, "listing processes", 0, err)
+		return nil, Fail(ctx, sb, "listing processes", 0, err)
 	}
 	b := s.book(sb)
 	var out []api.ProcessInfo

@@ -6,7 +6,6 @@ import (
 
 	"github.com/hutch-dev/hutch/api"
 	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
-	"github.com/hutch-dev/hutch/internal/sandbox"
 )
 
 // procBook is what the service knows of the processes hutch started in a
@@ -149,7 +148,7 @@ func (b *procBook) describe(p *agentv1.ProcessInfo) api.ProcessInfo {
 			info.ExitCode = &code
 		}
 		if sig := x.GetSignal(); sig > 0 {
-			info.Signal = sandbox.SignalName(sig)
+			info.Signal = SignalName(sig)
 		}
 		end := time.Unix(0, p.GetStartUnixNs()).Add(time.Duration(x.GetDurationUs()) * time.Microsecond)
 		info.EndedAt = end.UTC().Format(time.RFC3339Nano)

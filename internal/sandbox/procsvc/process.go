@@ -134,19 +134,19 @@ func (s *Service) StartProcess(ctx context.Context, req api.ProcessStartRequest)
 	events, err := sb.Agent().Start(ctx, sreq)
 	if err != nil {
 		unreserve()
-		return api.ProcessStartResponse{}, processError(ctx, sb, "starting a process", 0, err)
+		return api.ProcessStartResponse{}, Fail(ctx, sb, "starting a process", 0, err)
 	}
 	defer events.Close() // detached: the process lives on
 	ev, err := events.Recv()
 	if err != nil {
 		unreserve()
-		return api.ProcessStartResponse{}, processError(ctx, sb, "starting a process", 0, err)
+		return api.ProcessStartResponse{}, Fail(ctx, sb, "starting a process", 0, err)
 	}
 	if ev.GetStarted() == nil {
 		// A command that cannot be run: its reason is on stderr.
 		unreserve()
 		e := errdefs.New(errdefs.CodeMalformed, "cannot start %s: %s", argv[0], strings.TrimSpace(string(ev.GetOutput().GetData())))
-		e.Err = sandbox.ErrCannotStart
+		e.Err = ErrCannotStart
 		return api.ProcessStartResponse{}, e
 	}
 	pid := int(ev.GetStarted().GetPid())
@@ -194,14 +194,14 @@ func (s *Service) GetProcess(ctx context.Context, req api.ProcessRequest) (api.P
 func (s *Service) processInfo(ctx context.Context, sb sandbox.Handle, pid int) (api.ProcessInfo, error) {
 	ps, err := sb.Agent().List(ctx)
 	if err != nil {
-		return api.ProcessInfo{}, processError(ctx, sb, "listing processes", pid, err)
+		return api.ProcessInfo{}, Fail(ctx, sb, "listing processes", pid, err)
 	}
 	for _, p := range ps {
 		if int(p.GetPid()) == pid {
 			return s.book(sb).describe(p), nil
 		}
 	}
-	return api.ProcessInfo{}, sandbox.UnknownProcess(sb.ID(), pid)
+	return api.ProcessInfo{}, UnknownProcess(sb.ID(), pid)
 }
 
 // ListProcesses lists every process of the sandbox as the sandbox sees
@@ -224,7 +224,7 @@ func (s *Service) ListProcesses(ctx context.Context, req api.ProcessListRequest)
 	ps, err := c.Ps(ctx)
 	<-listed
 	if err = cmp.Or(err, listErr); err != nil {
-		return api.ProcessListResponse{}, processError(ctx, sb, "listing processes", 0, err)
+		return api.ProcessListResponse{}, Fail(ctx, sb, "listing processes", 0, err)
 	}
 	started := make(map[int]bool, len(mine))
 	for _, p := range mine {
@@ -277,7 +277,7 @@ func (s *Service) ProcessOutput(ctx context.Context, req api.ProcessOutputReques
 		// read, until both streams reach the ends the listing saw.
 		events, err := sb.Agent().Attach(ctx, &agentv1.AttachRequest{Pid: int32(req.Pid), StdoutOffset: out.Stdout.Offset, StderrOffset: out.Stderr.Offset})
 		if err != nil {
-			return api.ProcessOutputResponse{}, processError(ctx, sb, "reading output", req.Pid, err)
+			return api.ProcessOutputResponse{}, Fail(ctx, sb, "reading output", req.Pid, err)
 		}
 		defer events.Close()
 		var bufs [2][]byte
@@ -286,7 +286,7 @@ func (s *Service) ProcessOutput(ctx context.Context, req api.ProcessOutputReques
 		for next := [2]int64{out.Stdout.Offset, out.Stderr.Offset}; next[0] < ends[0] || next[1] < ends[1]; {
 			ev, err := events.Recv()
 			if err != nil {
-				return api.ProcessOutputResponse{}, processError(ctx, sb, "reading output", req.Pid, err)
+				return api.ProcessOutputResponse{}, Fail(ctx, sb, "reading output", req.Pid, err)
 			}
 			o := ev.GetOutput()
 			if o == nil {
@@ -295,7 +295,7 @@ func (s *Service) ProcessOutput(ctx context.Context, req api.ProcessOutputReques
 				}
 				continue
 			}
-			s := sandbox.StreamIndex(o.GetStream())
+			s := StreamIndex(o.GetStream())
 			if len(bufs[s]) == 0 {
 				chunks[s].Offset, chunks[s].Dropped = o.GetOffset(), o.GetDropped()
 			}
@@ -306,7 +306,7 @@ func (s *Service) ProcessOutput(ctx context.Context, req api.ProcessOutputReques
 			}
 		}
 		for s, c := range chunks {
-			c.Data, c.Base64 = sandbox.TextOrBase64(bufs[s])
+			c.Data, c.Base64 = TextOrBase64(bufs[s])
 		}
 	}
 	if out.Process, err = s.processInfo(ctx, sb, req.Pid); err != nil {
@@ -329,11 +329,11 @@ func (s *Service) FollowProcess(ctx context.Context, req api.ProcessOutputReques
 	defer release()
 	events, err := sb.Agent().Attach(ctx, &agentv1.AttachRequest{Pid: int32(req.Pid), StdoutOffset: req.StdoutOffset, StderrOffset: req.StderrOffset})
 	if err != nil {
-		return api.ProcessInfo{}, processError(ctx, sb, "following output", req.Pid, err)
+		return api.ProcessInfo{}, Fail(ctx, sb, "following output", req.Pid, err)
 	}
 	defer events.Close()
 	if _, err := relay(events, emit, sb.Touch); err != nil {
-		return api.ProcessInfo{}, processError(ctx, sb, "following output", req.Pid, err)
+		return api.ProcessInfo{}, Fail(ctx, sb, "following output", req.Pid, err)
 	}
 	info, err := s.processInfo(ctx, sb, req.Pid)
 	if err != nil {
@@ -358,9 +358,9 @@ func relay(events *agentclient.Events, emit emitFunc, activity func()) (*agentv1
 		case ev.GetOutput() != nil:
 			o := ev.GetOutput()
 			c := api.OutputChunk{Offset: o.GetOffset(), Dropped: o.GetDropped()}
-			c.Data, c.Base64 = sandbox.TextOrBase64(o.GetData())
+			c.Data, c.Base64 = TextOrBase64(o.GetData())
 			name := api.EventStdout
-			if sandbox.StreamIndex(o.GetStream()) == 1 {
+			if StreamIndex(o.GetStream()) == 1 {
 				name = api.EventStderr
 			}
 			err = emit(name, c)
@@ -386,7 +386,7 @@ func (s *Service) ExecStream(ctx context.Context, req api.ExecRequest, emit emit
 	start := time.Now()
 	events, err := sb.Agent().Start(ctx, &agentv1.StartRequest{Exec: areq, Tied: true, Lossless: true, RingBytes: s.lim.RingBytes})
 	if err != nil {
-		return api.ExecResponse{}, processError(ctx, sb, "the exec", 0, err)
+		return api.ExecResponse{}, Fail(ctx, sb, "the exec", 0, err)
 	}
 	defer events.Close()
 	exited, err := relay(events, emit, sb.Touch)
@@ -394,7 +394,7 @@ func (s *Service) ExecStream(ctx context.Context, req api.ExecRequest, emit emit
 		if ctx.Err() != nil || errors.Is(err, context.Canceled) {
 			return api.ExecResponse{}, err
 		}
-		return api.ExecResponse{}, processError(ctx, sb, "the exec", 0, err)
+		return api.ExecResponse{}, Fail(ctx, sb, "the exec", 0, err)
 	}
 	out := api.ExecResponse{TimedOut: exited.GetTimedOut(), OOMKilled: exited.GetOomKilled(), DurationMs: uint64(time.Since(start).Milliseconds()), TimeoutMs: uint64(areq.TimeoutMs)}
 	if !exited.GetTimedOut() {
@@ -424,12 +424,12 @@ func (s *Service) WriteStdin(ctx context.Context, req api.ProcessStdinRequest) (
 	c := sb.Agent()
 	if len(data) > 0 {
 		if err := c.WriteStdin(ctx, int32(req.Pid), data); err != nil {
-			return api.ProcessStdinResponse{}, processError(ctx, sb, "writing stdin", req.Pid, err)
+			return api.ProcessStdinResponse{}, Fail(ctx, sb, "writing stdin", req.Pid, err)
 		}
 	}
 	if req.Close {
 		if err := c.CloseStdin(ctx, int32(req.Pid)); err != nil {
-			return api.ProcessStdinResponse{}, processError(ctx, sb, "closing stdin", req.Pid, err)
+			return api.ProcessStdinResponse{}, Fail(ctx, sb, "closing stdin", req.Pid, err)
 		}
 	}
 	return api.ProcessStdinResponse{Written: len(data)}, nil
@@ -459,7 +459,7 @@ func (s *Service) signal(ctx context.Context, id string, pid int, sig syscall.Si
 	}
 	defer release()
 	if err := sb.Agent().Signal(ctx, int32(pid), sig); err != nil {
-		return api.ProcessSignalResponse{}, processError(ctx, sb, "signalling", pid, err)
+		return api.ProcessSignalResponse{}, Fail(ctx, sb, "signalling", pid, err)
 	}
 	return api.ProcessSignalResponse{Pid: pid, Signal: name}, nil
 }
@@ -474,7 +474,7 @@ func parseSignal(s string) (syscall.Signal, string, error) {
 		if n <= 0 || n > 64 {
 			return 0, "", errdefs.Malformed("signal %d is not a signal (1 to 64)", n)
 		}
-		return syscall.Signal(n), sandbox.SignalName(int32(n)), nil
+		return syscall.Signal(n), SignalName(int32(n)), nil
 	}
 	name := strings.ToUpper(strings.TrimPrefix(strings.ToUpper(s), "SIG"))
 	if sig := unix.SignalNum("SIG" + name); sig != 0 {
@@ -498,7 +498,7 @@ func (s *Service) WaitProcess(ctx context.Context, req api.ProcessWaitRequest) (
 	wctx, cancel := context.WithTimeout(ctx, time.Duration(wait)*time.Millisecond)
 	defer cancel()
 	if _, err := sb.Agent().Wait(wctx, int32(req.Pid)); err != nil && wctx.Err() == nil {
-		return api.ProcessInfo{}, processError(ctx, sb, "waiting", req.Pid, err)
+		return api.ProcessInfo{}, Fail(ctx, sb, "waiting", req.Pid, err)
 	}
 	return s.processInfo(ctx, sb, req.Pid)
 }
@@ -514,13 +514,7 @@ func (s *Service) ResizeProcess(ctx context.Context, req api.ProcessResizeReques
 	}
 	defer release()
 	if err := sb.Agent().Resize(ctx, int32(req.Pid), uint32(req.Rows), uint32(req.Cols)); err != nil {
-		return api.ProcessResizeResponse{}, processError(ctx, sb, "resizing", req.Pid, err)
+		return api.ProcessResizeResponse{}, Fail(ctx, sb, "resizing", req.Pid, err)
 	}
 	return api.ProcessResizeResponse{Pid: req.Pid}, nil
-}
-
-// processError is the core's mapping (sandbox.ProcessError) of a failed
-// process call for op on process pid of h's sandbox.
-func processError(ctx context.Context, h sandbox.Handle, op string, pid int, err error) error {
-	return sandbox.ProcessError(ctx, h.ID(), op, pid, err, func() error { return h.Fail(ctx, op, err) })
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hutch-dev/hutch/api"
+	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
 	"github.com/hutch-dev/hutch/internal/agent"
 	"github.com/hutch-dev/hutch/internal/agent/agenttest"
 	"github.com/hutch-dev/hutch/internal/agentclient"
@@ -326,4 +327,33 @@ func TestBookEndsWithItsSandbox(t *testing.T) {
 		defer m.mu.Unlock()
 		return m.books[sb.ID] == nil && m.books[other.ID] != nil
 	}, "the stopped sandbox's book is forgotten, the other's kept")
+}
+
+// TestFailMapsAProcessRefusal: the agent's refusal for a process that is
+// not there is S230 and leaves the sandbox running; an agent that broke
+// goes through the failure policy (Handle.Fail), which ends it.
+func TestFailMapsAProcessRefusal(t *testing.T) {
+	_, sbs, sb, ctx := withAgent(t)
+	h, release, err := sbs.Acquire(ctx, sb.ID, sandbox.UseCall)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	events, err := h.Agent().Attach(ctx, &agentv1.AttachRequest{Pid: 999999})
+	if err == nil {
+		_, err = events.Recv()
+		events.Close()
+	}
+	if got := code(Fail(ctx, h, "following a process", 999999, err)); got != errdefs.CodeProcessNotFound {
+		t.Fatalf("a process that is not there: %s, want %s", got, errdefs.CodeProcessNotFound)
+	}
+	if st := h.State(); st != sandbox.Running {
+		t.Fatalf("a process that is not there ended the sandbox: %s", st)
+	}
+	if got := code(Fail(ctx, h, "following a process", 1, errors.New("garbage"))); got != errdefs.CodeStopped {
+		t.Fatalf("an agent that broke: %s, want %s", got, errdefs.CodeStopped)
+	}
+	if f := sbs.Snapshot(sb).Failures; len(f) != 1 || f[0] != "following a process" {
+		t.Fatalf("failures %v, want the one that went through Fail", f)
+	}
 }

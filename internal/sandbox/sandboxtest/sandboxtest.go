@@ -31,6 +31,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/runtime"
 	"github.com/hutch-dev/hutch/internal/runtime/runtimetest"
 	"github.com/hutch-dev/hutch/internal/sandbox"
+	"github.com/hutch-dev/hutch/internal/sandbox/agenterr"
 	"github.com/hutch-dev/hutch/internal/sandbox/egress"
 	"github.com/hutch-dev/hutch/internal/sandbox/spec"
 )
@@ -242,9 +243,9 @@ func (h handle) AsUser(ctx context.Context, user string) (context.Context, error
 
 func (h handle) Touch() {}
 
-// FsFail is the core's mapping (sandbox.FsError) over the fake's Fail.
+// FsFail is the core's mapping (agenterr.Fs) over the fake's Fail.
 func (h handle) FsFail(ctx context.Context, op string, err error) error {
-	return sandbox.FsError(ctx, op, err, func() error { return h.Fail(ctx, op, err) })
+	return agenterr.Fs(ctx, op, err, func() error { return h.Fail(ctx, op, err) })
 }
 
 // Sandbox returns the fake sandbox of id, or nil.
@@ -480,11 +481,6 @@ func (r *Records) Each(fn func(key string, value []byte) error) error {
 }
 
 // interpsvc
-
-// ProcessFail is Fail: the fake does not map the agent's process errors.
-func (h handle) ProcessFail(ctx context.Context, op string, _ int, err error) error {
-	return h.Fail(ctx, op, err)
-}
 
 // HostURL is u: the fake's sandboxes have no network.
 func (h handle) HostURL(u string) string { return u }

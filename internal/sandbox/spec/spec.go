@@ -1,6 +1,7 @@
 // Package spec checks the requests of sandbox functions where the check
 // needs no state of the core: ids, env, commands, workdirs, stdin, life
-// terms and metadata. Each failure is S001 naming the field. The core
+// terms and metadata (each failure is S001 naming the field); and it
+// resolves the user a sandbox runs as over its image (user.go). The core
 // (internal/sandbox) and the services beside it call it alike.
 package spec
 

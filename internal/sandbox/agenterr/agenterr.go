@@ -1,13 +1,15 @@
-package sandbox
-
-// The agent's filesystem errors, mapped in one place (fsError, which
-// services reach as Handle.FsFail): its FsError becomes an S-code, and its
-// failures go to the one failure policy (agentFailure).
+// Package agenterr maps the agent's refusals to hutch's S-codes, for the
+// core and its services alike: a filesystem call's FsError (S210–S219),
+// a failed upload source or a stalled transfer (S218), a spawn the
+// sandbox has no room for (S400). It is pure: what is not one of those
+// goes to the caller's failure policy (sandbox.Handle.Fail).
+package agenterr
 
 import (
 	"context"
 	"errors"
 
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
@@ -54,19 +56,13 @@ func FsDetail(err error) *agentv1.FsError {
 	return nil
 }
 
-// fsError maps the failure of an agent filesystem call on sb: the agent's
+// Fs maps the failure of an agent filesystem call for op: the agent's
 // FsError becomes its S-code (S210–S219); an upload whose source failed or
-// a stalled transfer is S218; anything else goes to the one failure policy
-// (agentFailure): the caller's context error, S004 for a sandbox that
-// ended under the call, or S004 for one ended because its agent broke a
-// deadline, a size limit or the protocol.
-func (m *Manager) fsError(ctx context.Context, sb *sandbox, op string, err error) error {
-	return FsError(ctx, op, err, func() error { return m.agentFailure(ctx, sb, op, err) })
-}
-
-// FsError is fsError whose last step, the failure policy, is fail
-// (sandboxtest's fake calls its own).
-func FsError(ctx context.Context, op string, err error, fail func() error) error {
+// a stalled transfer is S218; the caller's context error is itself;
+// anything else is fail's answer, the failure policy (Handle.Fail: S004
+// for a sandbox that ended under the call, or for one ended because its
+// agent broke a deadline, a size limit or the protocol).
+func Fs(ctx context.Context, op string, err error, fail func() error) error {
 	if fe := FsDetail(err); fe != nil {
 		return FsFault(fe)
 	}
@@ -81,4 +77,18 @@ func FsError(ctx context.Context, op string, err error, fail func() error) error
 		return errdefs.New(errdefs.CodeFSStreamAborted, "%s aborted: %v", op, err)
 	}
 	return fail()
+}
+
+// SpawnRefused turns the agent's refusal to start a process for want of
+// resources into S400, or returns nil for any other error. Inside the
+// sandbox id, fork or clone failed with EAGAIN or ENOMEM: its task limit
+// (RLIMIT_NPROC, derived from pids_limit) or its memory is used up, by a
+// fork bomb say. The agent answered, so the sandbox is sound and stays up;
+// the caller may retry once processes have ended.
+func SpawnRefused(id string, err error) error {
+	if status.Code(err) != codes.ResourceExhausted {
+		return nil
+	}
+	return errdefs.New(errdefs.CodeCapacity, "sandbox %s cannot start another process: %s (its process or memory limit is used up)", id, status.Convert(err).Message()).
+		WithFix(nil, "wait for processes in the sandbox to end, kill some, or stop the sandbox")
 }

@@ -1,4 +1,4 @@
-package sandbox
+package agenterr
 
 import (
 	"errors"
@@ -25,9 +25,9 @@ func TestSpawnRefused(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := spawnRefused("id", tt.err)
+			err := SpawnRefused("id", tt.err)
 			if (err != nil) != tt.want {
-				t.Fatalf("spawnRefused(%v) = %v", tt.err, err)
+				t.Fatalf("SpawnRefused(%v) = %v", tt.err, err)
 			}
 			if tt.want && (!errdefs.Is(err, errdefs.CodeCapacity) || !strings.Contains(err.Error(), "resource temporarily unavailable")) {
 				t.Errorf("got %v, want S400 with the agent's reason", err)

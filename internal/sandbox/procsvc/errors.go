@@ -1,4 +1,8 @@
-package sandbox
+package procsvc
+
+// The agent's background processes as the service and the interpreter
+// (interpsvc, which runs its kernels through this service) read them: the
+// S-codes of its refusals and the shapes of its output.
 
 import (
 	"context"
@@ -16,12 +20,9 @@ import (
 	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/safetext"
+	"github.com/hutch-dev/hutch/internal/sandbox"
+	"github.com/hutch-dev/hutch/internal/sandbox/agenterr"
 )
-
-// The agent's background processes as the core and its services read
-// them: the S-codes of its refusals and the shapes of its output. The
-// processes service (procsvc) answers sandbox::process::*; the
-// interpreter (interpsvc) runs its kernels through it.
 
 // ErrCannotStart is the cause of a start the agent refused: the command
 // is not found or not executable.
@@ -33,12 +34,14 @@ func UnknownProcess(id string, pid int) error {
 		WithFix(nil, "sandbox::process::list shows the sandbox's processes")
 }
 
-// ProcessError turns the agent's refusal of a process call for op on
-// process pid of sandbox id into its S-code (the agent's message is the
-// sandbox's and goes in clipped text); any other failure goes to fail,
-// the failure policy (Handle.Fail).
-func ProcessError(ctx context.Context, id, op string, pid int, err error, fail func() error) error {
-	if refused := spawnRefused(id, err); refused != nil {
+// Fail maps the failure of an agent call for op on process pid of h's
+// sandbox: the agent's refusal becomes its S-code (its message is the
+// sandbox's and goes in clipped text): a gone process, one that exited,
+// a refused spawn; any other failure goes through h.Fail, the failure
+// policy.
+func Fail(ctx context.Context, h sandbox.Handle, op string, pid int, err error) error {
+	id := h.ID()
+	if refused := agenterr.SpawnRefused(id, err); refused != nil {
 		return refused
 	}
 	st, ok := status.FromError(unwrapStatus(err))
@@ -66,12 +69,7 @@ func ProcessError(ctx context.Context, id, op string, pid int, err error, fail f
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	return fail()
-}
-
-// processError is ProcessError for sb under the core's failure policy.
-func (m *Manager) processError(ctx context.Context, sb *sandbox, op string, pid int, err error) error {
-	return ProcessError(ctx, sb.rec.ID, op, pid, err, func() error { return m.agentFailure(ctx, sb, op, err) })
+	return h.Fail(ctx, op, err)
 }
 
 // unwrapStatus finds the gRPC status error inside err's chain.
@@ -107,7 +105,3 @@ func TextOrBase64(b []byte) (string, bool) {
 	}
 	return base64.StdEncoding.EncodeToString(b), true
 }
-
-// emitFunc sends one event of a process stream: api.EventStart,
-// EventStdout, EventStderr or EventExit with its data.
-type emitFunc = func(event string, data any) error
