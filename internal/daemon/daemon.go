@@ -340,8 +340,7 @@ func (d *daemon) startManager(ctx context.Context) error {
 		return err
 	}
 	mgr.OnStop(nets.Leave)
-	procs := procsvc.New(mgr, procsvc.Limits{MaxProcesses: cfg.MaxProcessesPerSandbox, MaxPtys: cfg.MaxPtysPerSandbox,
-		RingBytes: cfg.ProcessOutputBytes, MaxWaitMs: cfg.MaxExecTimeoutMs})
+	procs := procsvc.New(mgr, procsvc.LimitsOf(cfg))
 	// The interpreter runs its kernels through the process functions; it
 	// forgets a sandbox's contexts once the core has torn it down.
 	interp := interpsvc.New(mgr, procs, cfg, mgr.Done())

@@ -23,32 +23,11 @@ import (
 	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/functions"
-	"github.com/hutch-dev/hutch/internal/image"
-	"github.com/hutch-dev/hutch/internal/runtime"
-	"github.com/hutch-dev/hutch/internal/runtime/runtimetest"
 	"github.com/hutch-dev/hutch/internal/sandbox"
 	"github.com/hutch-dev/hutch/internal/sandbox/filesvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/procsvc"
+	"github.com/hutch-dev/hutch/internal/sandbox/sandboxtest"
 )
-
-// readyImages is an image store whose every image is ready: one empty
-// directory serves as every rootfs (an in-process agent uses the host's).
-type readyImages struct{ rootfs string }
-
-func (s readyImages) Ensure(_ context.Context, name string, _ bool) (*image.Image, error) {
-	return &image.Image{Name: name, ID: "id-" + name, Rootfs: s.rootfs}, nil
-}
-func (s readyImages) Status(name string) api.ImageStatus {
-	return api.ImageStatus{Name: name, State: "ready"}
-}
-func (s readyImages) Catalog() []image.Entry { return []image.Entry{{Name: "python"}} }
-func (s readyImages) With(string) []string   { return nil }
-func (s readyImages) Pull(ctx context.Context, name string) (*image.Image, error) {
-	return s.Ensure(ctx, name, true)
-}
-func (s readyImages) Remove(context.Context, string, func(string) error) (bool, error) {
-	return false, nil
-}
 
 // env is one test's envd: its server, a sandbox of owner "alice", and
 // clients for it in a codec.
@@ -68,26 +47,8 @@ func newEnv(t *testing.T) *env {
 	t.Helper()
 	cfg := config.Default()
 	cfg.WarmPoolAuto = false
-	mgr, err := sandbox.New(context.Background(), sandbox.Options{
-		Config:           cfg,
-		Runtimes:         runtime.Single(runtimetest.New(t)),
-		Images:           readyImages{rootfs: t.TempDir()},
-		StateDir:         t.TempDir(),
-		Logger:           slog.New(slog.NewTextHandler(io.Discard, nil)),
-		AgentCallTimeout: 10 * time.Second,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := mgr.Close(ctx); err != nil {
-			t.Errorf("closing the manager: %v", err)
-		}
-	})
-	procs := procsvc.New(mgr, procsvc.Limits{MaxProcesses: cfg.MaxProcessesPerSandbox, MaxPtys: cfg.MaxPtysPerSandbox,
-		RingBytes: cfg.ProcessOutputBytes, MaxWaitMs: cfg.MaxExecTimeoutMs})
+	mgr := sandboxtest.NewManager(t, sandbox.Options{Config: cfg})
+	procs := procsvc.New(mgr, procsvc.LimitsOf(cfg))
 	table := functions.New(functions.Deps{Sandboxes: mgr, Files: filesvc.New(mgr), Processes: procs})
 	h := New(table, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

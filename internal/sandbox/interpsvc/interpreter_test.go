@@ -29,8 +29,7 @@ func withCore(t *testing.T) (*Service, *sandbox.Manager, string) {
 	cfg := config.Default()
 	cfg.WarmPoolAuto = false
 	m := sandboxtest.NewManager(t, sandbox.Options{Config: cfg})
-	procs := procsvc.New(m, procsvc.Limits{MaxProcesses: cfg.MaxProcessesPerSandbox, MaxPtys: cfg.MaxPtysPerSandbox,
-		RingBytes: cfg.ProcessOutputBytes, MaxWaitMs: cfg.MaxExecTimeoutMs})
+	procs := procsvc.New(m, procsvc.LimitsOf(cfg))
 	s := New(m, procs, cfg, m.Done())
 	m.OnTeardown(s.Forget)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -24,6 +24,7 @@ import (
 	"github.com/hutch-dev/hutch/api"
 	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
 	"github.com/hutch-dev/hutch/internal/agentclient"
+	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/sandbox"
 	"github.com/hutch-dev/hutch/internal/sandbox/spec"
@@ -46,6 +47,12 @@ type Limits struct {
 	RingBytes int64
 	// MaxWaitMs bounds a wait (max_exec_timeout_ms).
 	MaxWaitMs uint64
+}
+
+// LimitsOf is the daemon's limits for processes, from its config.
+func LimitsOf(cfg config.Config) Limits {
+	return Limits{MaxProcesses: cfg.MaxProcessesPerSandbox, MaxPtys: cfg.MaxPtysPerSandbox,
+		RingBytes: cfg.ProcessOutputBytes, MaxWaitMs: cfg.MaxExecTimeoutMs}
 }
 
 // Service answers sandbox::process::*, its logs and the streamed exec
