@@ -28,6 +28,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/image"
 	"github.com/hutch-dev/hutch/internal/runtime"
 	"github.com/hutch-dev/hutch/internal/safetext"
+	"github.com/hutch-dev/hutch/internal/sandbox/egress"
 	"github.com/hutch-dev/hutch/internal/sandbox/slots"
 	"github.com/hutch-dev/hutch/internal/sandbox/spec"
 	"github.com/hutch-dev/hutch/internal/sandbox/warmpool"
@@ -135,7 +136,7 @@ type Manager struct {
 	closed bool
 	// imgUse keeps images from being removed under creates (images.go).
 	imgUse imageUse
-	// onTeardown are called, without a lock, with each id bury buries
+	// onTeardown are called, without a lock, with each id teardown buries
 	// (OnTeardown).
 	onTeardown []func(id string)
 }
@@ -263,8 +264,11 @@ func (m *Manager) create(ctx context.Context, req api.CreateRequest, from *Origi
 	defer m.creating.Done()
 	reserved := true
 	defer func() {
-		if reserved {
-			m.unreserve(owner)
+		if reserved { // the create failed: its slot is given back
+			m.mu.Lock()
+			m.reserved--
+			m.owners.release(owner)
+			m.mu.Unlock()
 		}
 	}()
 	if err := m.allowed(req.Image); err != nil {
@@ -281,7 +285,7 @@ func (m *Manager) create(ctx context.Context, req api.CreateRequest, from *Origi
 	if err := spec.ValidateEnv("env", req.Env); err != nil {
 		return api.CreateResponse{}, err
 	}
-	if err := m.checkEgress(&req); err != nil {
+	if err := checkNetwork(&req, m.net); err != nil {
 		return api.CreateResponse{}, err
 	}
 	if err := m.checkMounts(ctx, req, from); err != nil {
@@ -398,29 +402,22 @@ func (m *Manager) bootSandbox(ctx context.Context, rec *record, img *image.Image
 	defer stop()
 	var undo cleanup.Stack
 	defer undo.RunUnless(ctx, &err)
-	ports, refused := m.gatewayPorts(rec)
-	rec.unforwarded, rec.forwarded = refused, ports
+	if rec.Network && m.net != nil {
+		rec.forwarded, rec.unforwarded = m.net.Gateway(rec.ID, rec.Owner, rec.Env)
+	}
 	rt := m.runtimeOf(rec)
 	art, err := runtime.Prepare(bootCtx, rt, runtime.ImageRef{ID: img.ID, Rootfs: img.Rootfs})
 	if err != nil {
 		return nil, errdefs.Wrap(errdefs.CodeBootFailed, err, "preparing image "+rec.Image)
 	}
-	nw, err := m.attachNetwork(bootCtx, rec, ports)
+	inst, ac, err := m.start(bootCtx, &undo, rt, rec, art, from, user)
 	if err != nil {
 		return nil, m.bootError(ctx, err)
 	}
-	undo.Push("tearing down the network", func(context.Context) error { m.detachNetwork(rec); return nil })
-	inst, err := m.launch(bootCtx, rt, m.specOf(rec, art, nw), from)
-	if err != nil {
-		return nil, m.bootError(ctx, err)
+	if rec.Network {
+		// Its loopback URLs of forwarded ports point at its gateway.
+		rec.Env = m.net.UseGateway(rec.ID, rec.Env, rec.forwarded)
 	}
-	undo.Push("destroying the runtime instance", inst.Destroy)
-	m.useGateway(rec, ports)
-	ac, err := m.connect(bootCtx, inst, user)
-	if err != nil {
-		return nil, m.bootError(ctx, err)
-	}
-	undo.Push("closing the agent connection", func(context.Context) error { return ac.Close() })
 	if err := ctx.Err(); err != nil {
 		// The caller went away: nobody will ever learn this sandbox's id.
 		return nil, err
@@ -428,9 +425,23 @@ func (m *Manager) bootSandbox(ctx context.Context, rec *record, img *image.Image
 	return newSandbox(rec, inst, ac, img, user, m.cfg.MaxConcurrentExecPerSandbox), nil
 }
 
-// specOf is the runtime spec of rec's sandbox, on network nw (nil: none).
-func (m *Manager) specOf(rec *record, art runtime.Artifact, nw *runtime.NetworkAttachment) runtime.Spec {
-	return runtime.Spec{
+// start attaches rec's network (its gateway forwarding rec.forwarded;
+// none without network: true), starts its runtime instance on art from
+// from (nil: nothing) and connects to its agent as user, pushing the undo
+// of each step on undo. A boot and a wake both take this path.
+func (m *Manager) start(ctx context.Context, undo *cleanup.Stack, rt runtime.Runtime, rec *record, art runtime.Artifact, from *Origin, user *image.User) (runtime.Instance, *agentclient.Client, error) {
+	var nw *runtime.NetworkAttachment
+	if rec.Network {
+		if m.net == nil {
+			return nil, nil, NoNetwork()
+		}
+		var err error
+		if nw, err = m.net.Attach(ctx, rec.ID, rec.forwarded, egress.MustCompile(rec.Egress)); err != nil {
+			return nil, nil, err
+		}
+		undo.Push("tearing down the network", func(context.Context) error { m.net.Detach(rec.ID); return nil })
+	}
+	spec := runtime.Spec{
 		ID:              rec.ID,
 		Image:           art,
 		AgentPath:       m.agent,
@@ -442,11 +453,22 @@ func (m *Manager) specOf(rec *record, art runtime.Artifact, nw *runtime.NetworkA
 		Hostname:        "hutch-" + rec.ID[:8],
 		Mounts:          rec.mounts,
 	}
+	inst, err := launch(ctx, rt, spec, from)
+	if err != nil {
+		return nil, nil, err
+	}
+	undo.Push("destroying the runtime instance", inst.Destroy)
+	ac, err := m.connect(ctx, inst, user)
+	if err != nil {
+		return nil, nil, err
+	}
+	undo.Push("closing the agent connection", func(context.Context) error { return ac.Close() })
+	return inst, ac, nil
 }
 
 // launch starts spec's sandbox: boots it (with a captured layer), or
 // restores it from a checkpoint.
-func (m *Manager) launch(ctx context.Context, rt runtime.Runtime, spec runtime.Spec, from *Origin) (runtime.Instance, error) {
+func launch(ctx context.Context, rt runtime.Runtime, spec runtime.Spec, from *Origin) (runtime.Instance, error) {
 	if from == nil || from.Checkpoint == "" {
 		if from != nil {
 			spec.UpperLayer = from.Layer
@@ -533,14 +555,6 @@ func (m *Manager) liveLocked() int {
 	return n
 }
 
-// unreserve gives back the slot of a create of owner that failed.
-func (m *Manager) unreserve(owner string) {
-	m.mu.Lock()
-	m.reserved--
-	m.owners.release(owner)
-	m.mu.Unlock()
-}
-
 // allowed checks that name is in the catalog and the allowlist (S100:
 // spec.Allowed).
 func (m *Manager) allowed(name string) error {
@@ -613,7 +627,22 @@ func (m *Manager) destroy(sb *sandbox, end runtime.End) {
 // in the manager.
 func (m *Manager) teardown(sb *sandbox) {
 	defer close(sb.destroyed)
-	defer m.bury(sb)
+	defer func() {
+		// Only a tombstone of its record is left, so that for
+		// stopped_retention_secs the manager holds no agent session,
+		// runtime instance or buffers of it (calls in flight keep sb
+		// until they end); then the OnTeardown hooks are told.
+		rec := sb.snapshotRecord()
+		m.mu.Lock()
+		if m.sandboxes[rec.ID] == sb {
+			m.sandboxes[rec.ID] = tombstone(&rec)
+		}
+		hooks := m.onTeardown
+		m.mu.Unlock()
+		for _, f := range hooks {
+			f(rec.ID)
+		}
+	}()
 	defer func() {
 		if err := sb.transition(Stopped); err != nil {
 			m.log.Error("tearing down sandbox", "sandbox", sb.rec.ID, "err", err)
@@ -634,23 +663,8 @@ func (m *Manager) teardown(sb *sandbox) {
 	if err := inst.Destroy(ctx); err != nil {
 		m.log.Error("destroying sandbox", "sandbox", sb.rec.ID, "err", err)
 	}
-	m.detachNetwork(&sb.rec)
-}
-
-// bury replaces stopped sb in the manager by a tombstone of its record, so
-// that for stopped_retention_secs the manager holds no agent session,
-// runtime instance or buffers of it; calls in flight keep sb until they end.
-// Then the OnTeardown hooks are told.
-func (m *Manager) bury(sb *sandbox) {
-	rec := sb.snapshotRecord()
-	m.mu.Lock()
-	if m.sandboxes[rec.ID] == sb {
-		m.sandboxes[rec.ID] = tombstone(&rec)
-	}
-	hooks := m.onTeardown
-	m.mu.Unlock()
-	for _, f := range hooks {
-		f(rec.ID)
+	if sb.rec.Network && m.net != nil {
+		m.net.Detach(sb.rec.ID)
 	}
 }
 

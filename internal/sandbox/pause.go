@@ -9,6 +9,7 @@ import (
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/agentclient"
+	"github.com/hutch-dev/hutch/internal/cleanup"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/runtime"
 	"github.com/hutch-dev/hutch/internal/sandbox/spec"
@@ -276,7 +277,9 @@ func (m *Manager) hibernate(sb *sandbox) (changed bool, err error) {
 	if err := inst.Destroy(ctx); err != nil {
 		m.log.Error("destroying a hibernated sandbox's instance", "sandbox", sb.rec.ID, "err", err)
 	}
-	m.detachNetwork(&sb.rec)
+	if sb.rec.Network && m.net != nil {
+		m.net.Detach(sb.rec.ID)
+	}
 	if err := sb.markPaused(true); err != nil {
 		return false, stoppedError(sb.rec.ID, sb.endNow())
 	}
@@ -293,27 +296,15 @@ func (m *Manager) wake(ctx context.Context, sb *sandbox) error {
 	if err != nil {
 		return err
 	}
-	dir := m.hibernateDir(sb.rec.ID)
+	var undo cleanup.Stack
 	rec := sb.snapshotRecord()
-	nw, err := m.attachNetwork(ctx, &rec, rec.forwarded)
-	if err != nil {
-		return err
+	dir := m.hibernateDir(sb.rec.ID)
+	inst, ac, err := m.start(ctx, &undo, rt, &rec, art, &Origin{Checkpoint: dir}, sb.user)
+	if err == nil {
+		_, _, err = sb.replace(inst, ac)
 	}
-	inst, err := m.launch(ctx, rt, m.specOf(&rec, art, nw), &Origin{Checkpoint: dir})
 	if err != nil {
-		m.detachNetwork(&rec)
-		return err
-	}
-	ac, err := m.connect(ctx, inst, sb.user)
-	if err != nil {
-		_ = inst.Destroy(ctx)
-		m.detachNetwork(&rec)
-		return err
-	}
-	if _, _, err := sb.replace(inst, ac); err != nil {
-		ac.Close()
-		_ = inst.Destroy(ctx)
-		m.detachNetwork(&rec)
+		_ = undo.Run(ctx)
 		return err
 	}
 	if m.net != nil {
