@@ -389,11 +389,22 @@ func (m *Manager) bootSandbox(ctx context.Context, rec *record, img *image.Image
 	if err != nil {
 		return nil, err
 	}
+	// failed is the error of a boot that failed with err: the caller's own
+	// context error when it went away, S301 when the daemon shut down.
+	failed := func(err error) error {
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case m.shutdown.Err() != nil:
+			return errdefs.ShuttingDown()
+		}
+		return err
+	}
 	// A slot of the boot's priority (priorityOf); it is released once the
 	// agent answered or the boot failed.
 	release, err := m.boots.Acquire(ctx, int(priorityOf(ctx)), m.shutdown.Done())
 	if err != nil {
-		return nil, m.bootError(ctx, err)
+		return nil, failed(err)
 	}
 	defer release()
 	bootCtx, cancel := context.WithTimeout(ctx, m.bootTimeout)
@@ -412,7 +423,7 @@ func (m *Manager) bootSandbox(ctx context.Context, rec *record, img *image.Image
 	}
 	inst, ac, err := m.start(bootCtx, &undo, rt, rec, art, from, user)
 	if err != nil {
-		return nil, m.bootError(ctx, err)
+		return nil, failed(err)
 	}
 	if rec.Network {
 		// Its loopback URLs of forwarded ports point at its gateway.
@@ -484,18 +495,6 @@ func launch(ctx context.Context, rt runtime.Runtime, spec runtime.Spec, from *Or
 		return nil, errdefs.Wrap(errdefs.CodeBootFailed, err, "restoring sandbox "+spec.ID)
 	}
 	return inst, nil
-}
-
-// bootError is the error of a boot that failed with err: the caller's own
-// context error when it went away, S301 when the daemon shut down, else err.
-func (m *Manager) bootError(ctx context.Context, err error) error {
-	switch {
-	case ctx.Err() != nil:
-		return ctx.Err()
-	case m.shutdown.Err() != nil:
-		return errdefs.ShuttingDown()
-	}
-	return err
 }
 
 // connect dials the agent of inst and waits until it answers (S300 with
