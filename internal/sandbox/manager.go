@@ -347,12 +347,12 @@ func (m *Manager) create(ctx context.Context, req api.CreateRequest, from *Origi
 // Running and its record is stored. On failure the sandbox is torn down.
 func (m *Manager) admit(sb *sandbox) error {
 	if err := sb.admitted(); err != nil {
-		m.destroy(sb, warmpool.End("could not be admitted"))
+		<-m.stopAsync(sb, warmpool.End("could not be admitted"))
 		return fmt.Errorf("admitting sandbox %s: %w", sb.rec.ID, err)
 	}
 	rec := sb.snapshotRecord()
 	if err := m.store.put(&rec); err != nil {
-		m.destroy(sb, warmpool.End("could not be recorded"))
+		<-m.stopAsync(sb, warmpool.End("could not be recorded"))
 		return fmt.Errorf("recording sandbox %s: %w", sb.rec.ID, err)
 	}
 	return nil
@@ -367,7 +367,7 @@ func (m *Manager) register(sb *sandbox) (api.CreateResponse, error) {
 	m.owners.release(rec.Owner)
 	if m.closed {
 		m.mu.Unlock()
-		m.destroy(sb, endShutdown)
+		<-m.stopAsync(sb, endShutdown)
 		return api.CreateResponse{}, errdefs.ShuttingDown()
 	}
 	m.sandboxes[rec.ID] = sb
@@ -614,11 +614,6 @@ func (m *Manager) stop(sb *sandbox, end runtime.End, d *death) bool {
 	// Torn down in the background; Close waits for it.
 	m.destroying.Go(func() { m.teardown(sb) })
 	return true
-}
-
-// destroy is stopAsync that waits.
-func (m *Manager) destroy(sb *sandbox, end runtime.End) {
-	<-m.stopAsync(sb, end)
 }
 
 // teardown closes the agent connection and destroys the runtime instance
