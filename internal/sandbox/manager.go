@@ -136,7 +136,7 @@ type Manager struct {
 	closed bool
 	// imgUse keeps images from being removed under creates (images.go).
 	imgUse imageUse
-	// onTeardown are called, without a lock, with each id teardown buries
+	// onTeardown are called, without a lock, with each id bury buries
 	// (OnTeardown).
 	onTeardown []func(id string)
 }
