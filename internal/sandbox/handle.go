@@ -54,9 +54,12 @@ func (m *Manager) acquire(ctx context.Context, id string, u Use) (sb *sandbox, r
 		}
 		return sb, func() {}, nil
 	}
-	if resumed, err := m.autoResume(sb, st); err != nil {
-		return nil, nil, err
-	} else if resumed {
+	if sb.rec.AutoResume && (st == Paused || st == Pausing || st == Resuming) {
+		// Created with auto_resume: thawed for the call (after a pause
+		// or resume under way).
+		if _, err := m.thaw(sb); err != nil {
+			return nil, nil, err
+		}
 		st, end = sb.current()
 	}
 	if st != Running {

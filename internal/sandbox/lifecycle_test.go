@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -9,8 +10,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/agentclient"
@@ -329,8 +328,7 @@ func TestRecordWithoutStopCauseLoads(t *testing.T) {
 	}
 	const id = "00000000-0000-4000-8000-000000000001"
 	old := `{"id":"` + id + `","image":"python","image_id":"x","runtime":"gvisor","cpus":1,"memory_mb":512,"network":false,"idle_timeout_secs":300,"created_at":"2026-01-01T00:00:00Z","stopped":true,"stop_reason":"idle timeout","stopped_at":"` + time.Now().UTC().Format(time.RFC3339) + `"}`
-	err = st.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketSandboxes).Put([]byte(id), []byte(old)) })
-	if err != nil {
+	if err := st.sandboxes.Put(id, json.RawMessage(old)); err != nil {
 		t.Fatal(err)
 	}
 	st.close()

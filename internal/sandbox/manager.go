@@ -28,6 +28,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/image"
 	"github.com/hutch-dev/hutch/internal/runtime"
 	"github.com/hutch-dev/hutch/internal/safetext"
+	"github.com/hutch-dev/hutch/internal/sandbox/egress"
 	"github.com/hutch-dev/hutch/internal/sandbox/slots"
 	"github.com/hutch-dev/hutch/internal/sandbox/spec"
 	"github.com/hutch-dev/hutch/internal/sandbox/warmpool"
@@ -261,8 +262,11 @@ func (m *Manager) create(ctx context.Context, req api.CreateRequest, from *Origi
 	defer m.creating.Done()
 	reserved := true
 	defer func() {
-		if reserved {
-			m.unreserve(owner)
+		if reserved { // the create failed: its slot is given back
+			m.mu.Lock()
+			m.reserved--
+			m.owners.release(owner)
+			m.mu.Unlock()
 		}
 	}()
 	if err := m.allowed(req.Image); err != nil {
@@ -279,7 +283,7 @@ func (m *Manager) create(ctx context.Context, req api.CreateRequest, from *Origi
 	if err := spec.ValidateEnv("env", req.Env); err != nil {
 		return api.CreateResponse{}, err
 	}
-	if err := m.checkEgress(&req); err != nil {
+	if err := checkNetwork(&req, m.net); err != nil {
 		return api.CreateResponse{}, err
 	}
 	if err := m.vols.check(ctx, req, from); err != nil {
@@ -343,12 +347,12 @@ func (m *Manager) create(ctx context.Context, req api.CreateRequest, from *Origi
 // Running and its record is stored. On failure the sandbox is torn down.
 func (m *Manager) admit(sb *sandbox) error {
 	if err := sb.admitted(); err != nil {
-		m.destroy(sb, warmpool.End("could not be admitted"))
+		<-m.stopAsync(sb, warmpool.End("could not be admitted"))
 		return fmt.Errorf("admitting sandbox %s: %w", sb.rec.ID, err)
 	}
 	rec := sb.snapshotRecord()
 	if err := m.store.put(&rec); err != nil {
-		m.destroy(sb, warmpool.End("could not be recorded"))
+		<-m.stopAsync(sb, warmpool.End("could not be recorded"))
 		return fmt.Errorf("recording sandbox %s: %w", sb.rec.ID, err)
 	}
 	return nil
@@ -363,7 +367,7 @@ func (m *Manager) register(sb *sandbox) (api.CreateResponse, error) {
 	m.owners.release(rec.Owner)
 	if m.closed {
 		m.mu.Unlock()
-		m.destroy(sb, endShutdown)
+		<-m.stopAsync(sb, endShutdown)
 		return api.CreateResponse{}, errdefs.ShuttingDown()
 	}
 	m.sandboxes[rec.ID] = sb
@@ -385,11 +389,22 @@ func (m *Manager) bootSandbox(ctx context.Context, rec *record, img *image.Image
 	if err != nil {
 		return nil, err
 	}
+	// failed is the error of a boot that failed with err: the caller's own
+	// context error when it went away, S301 when the daemon shut down.
+	failed := func(err error) error {
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case m.shutdown.Err() != nil:
+			return errdefs.ShuttingDown()
+		}
+		return err
+	}
 	// A slot of the boot's priority (priorityOf); it is released once the
 	// agent answered or the boot failed.
 	release, err := m.boots.Acquire(ctx, int(priorityOf(ctx)), m.shutdown.Done())
 	if err != nil {
-		return nil, m.bootError(ctx, err)
+		return nil, failed(err)
 	}
 	defer release()
 	bootCtx, cancel := context.WithTimeout(ctx, m.bootTimeout)
@@ -398,29 +413,22 @@ func (m *Manager) bootSandbox(ctx context.Context, rec *record, img *image.Image
 	defer stop()
 	var undo cleanup.Stack
 	defer undo.RunUnless(ctx, &err)
-	ports, refused := m.gatewayPorts(rec)
-	rec.unforwarded, rec.forwarded = refused, ports
+	if rec.Network && m.net != nil {
+		rec.forwarded, rec.unforwarded = m.net.Gateway(rec.ID, rec.Owner, rec.Env)
+	}
 	rt := m.runtimeOf(rec)
 	art, err := runtime.Prepare(bootCtx, rt, runtime.ImageRef{ID: img.ID, Rootfs: img.Rootfs})
 	if err != nil {
 		return nil, errdefs.Wrap(errdefs.CodeBootFailed, err, "preparing image "+rec.Image)
 	}
-	nw, err := m.attachNetwork(bootCtx, rec, ports)
+	inst, ac, err := m.start(bootCtx, &undo, rt, rec, art, from, user)
 	if err != nil {
-		return nil, m.bootError(ctx, err)
+		return nil, failed(err)
 	}
-	undo.Push("tearing down the network", func(context.Context) error { m.detachNetwork(rec); return nil })
-	inst, err := m.launch(bootCtx, rt, m.specOf(rec, art, nw), from)
-	if err != nil {
-		return nil, m.bootError(ctx, err)
+	if rec.Network {
+		// Its loopback URLs of forwarded ports point at its gateway.
+		rec.Env = m.net.UseGateway(rec.ID, rec.Env, rec.forwarded)
 	}
-	undo.Push("destroying the runtime instance", inst.Destroy)
-	m.useGateway(rec, ports)
-	ac, err := m.connect(bootCtx, inst, user)
-	if err != nil {
-		return nil, m.bootError(ctx, err)
-	}
-	undo.Push("closing the agent connection", func(context.Context) error { return ac.Close() })
 	if err := ctx.Err(); err != nil {
 		// The caller went away: nobody will ever learn this sandbox's id.
 		return nil, err
@@ -428,9 +436,23 @@ func (m *Manager) bootSandbox(ctx context.Context, rec *record, img *image.Image
 	return newSandbox(rec, inst, ac, img, user, m.cfg.MaxConcurrentExecPerSandbox), nil
 }
 
-// specOf is the runtime spec of rec's sandbox, on network nw (nil: none).
-func (m *Manager) specOf(rec *record, art runtime.Artifact, nw *runtime.NetworkAttachment) runtime.Spec {
-	return runtime.Spec{
+// start attaches rec's network (its gateway forwarding rec.forwarded;
+// none without network: true), starts its runtime instance on art from
+// from (nil: nothing) and connects to its agent as user, pushing the undo
+// of each step on undo. A boot and a wake both take this path.
+func (m *Manager) start(ctx context.Context, undo *cleanup.Stack, rt runtime.Runtime, rec *record, art runtime.Artifact, from *Origin, user *image.User) (runtime.Instance, *agentclient.Client, error) {
+	var nw *runtime.NetworkAttachment
+	if rec.Network {
+		if m.net == nil {
+			return nil, nil, NoNetwork()
+		}
+		var err error
+		if nw, err = m.net.Attach(ctx, rec.ID, rec.forwarded, egress.MustCompile(rec.Egress)); err != nil {
+			return nil, nil, err
+		}
+		undo.Push("tearing down the network", func(context.Context) error { m.net.Detach(rec.ID); return nil })
+	}
+	spec := runtime.Spec{
 		ID:              rec.ID,
 		Image:           art,
 		AgentPath:       m.agent,
@@ -442,11 +464,22 @@ func (m *Manager) specOf(rec *record, art runtime.Artifact, nw *runtime.NetworkA
 		Hostname:        "hutch-" + rec.ID[:8],
 		Mounts:          rec.mounts,
 	}
+	inst, err := launch(ctx, rt, spec, from)
+	if err != nil {
+		return nil, nil, err
+	}
+	undo.Push("destroying the runtime instance", inst.Destroy)
+	ac, err := m.connect(ctx, inst, user)
+	if err != nil {
+		return nil, nil, err
+	}
+	undo.Push("closing the agent connection", func(context.Context) error { return ac.Close() })
+	return inst, ac, nil
 }
 
 // launch starts spec's sandbox: boots it (with a captured layer), or
 // restores it from a checkpoint.
-func (m *Manager) launch(ctx context.Context, rt runtime.Runtime, spec runtime.Spec, from *Origin) (runtime.Instance, error) {
+func launch(ctx context.Context, rt runtime.Runtime, spec runtime.Spec, from *Origin) (runtime.Instance, error) {
 	if from == nil || from.Checkpoint == "" {
 		if from != nil {
 			spec.UpperLayer = from.Layer
@@ -462,18 +495,6 @@ func (m *Manager) launch(ctx context.Context, rt runtime.Runtime, spec runtime.S
 		return nil, errdefs.Wrap(errdefs.CodeBootFailed, err, "restoring sandbox "+spec.ID)
 	}
 	return inst, nil
-}
-
-// bootError is the error of a boot that failed with err: the caller's own
-// context error when it went away, S301 when the daemon shut down, else err.
-func (m *Manager) bootError(ctx context.Context, err error) error {
-	switch {
-	case ctx.Err() != nil:
-		return ctx.Err()
-	case m.shutdown.Err() != nil:
-		return errdefs.ShuttingDown()
-	}
-	return err
 }
 
 // connect dials the agent of inst and waits until it answers (S300 with
@@ -531,14 +552,6 @@ func (m *Manager) liveLocked() int {
 		}
 	}
 	return n
-}
-
-// unreserve gives back the slot of a create of owner that failed.
-func (m *Manager) unreserve(owner string) {
-	m.mu.Lock()
-	m.reserved--
-	m.owners.release(owner)
-	m.mu.Unlock()
 }
 
 // allowed checks that name is in the catalog and the allowlist (S100:
@@ -603,17 +616,24 @@ func (m *Manager) stop(sb *sandbox, end runtime.End, d *death) bool {
 	return true
 }
 
-// destroy is stopAsync that waits.
-func (m *Manager) destroy(sb *sandbox, end runtime.End) {
-	<-m.stopAsync(sb, end)
-}
-
 // teardown closes the agent connection and destroys the runtime instance
 // of a Stopping sb, moves it to Stopped and leaves only a tombstone of it
 // in the manager.
 func (m *Manager) teardown(sb *sandbox) {
 	defer close(sb.destroyed)
-	defer m.bury(sb)
+	defer func() {
+		// Only a tombstone of its record is left, so that for
+		// stopped_retention_secs the manager holds no agent session,
+		// runtime instance or buffers of it (calls in flight keep sb
+		// until they end); then the OnTeardown hooks are told.
+		rec := sb.snapshotRecord()
+		m.mu.Lock()
+		if m.sandboxes[rec.ID] == sb {
+			m.sandboxes[rec.ID] = tombstone(&rec)
+		}
+		m.mu.Unlock()
+		m.tornDown(rec.ID)
+	}()
 	defer func() {
 		if err := sb.transition(Stopped); err != nil {
 			m.log.Error("tearing down sandbox", "sandbox", sb.rec.ID, "err", err)
@@ -634,21 +654,9 @@ func (m *Manager) teardown(sb *sandbox) {
 	if err := inst.Destroy(ctx); err != nil {
 		m.log.Error("destroying sandbox", "sandbox", sb.rec.ID, "err", err)
 	}
-	m.detachNetwork(&sb.rec)
-}
-
-// bury replaces stopped sb in the manager by a tombstone of its record, so
-// that for stopped_retention_secs the manager holds no agent session,
-// runtime instance or buffers of it; calls in flight keep sb until they end.
-// Then the OnTeardown hooks are told.
-func (m *Manager) bury(sb *sandbox) {
-	rec := sb.snapshotRecord()
-	m.mu.Lock()
-	if m.sandboxes[rec.ID] == sb {
-		m.sandboxes[rec.ID] = tombstone(&rec)
+	if sb.rec.Network && m.net != nil {
+		m.net.Detach(sb.rec.ID)
 	}
-	m.mu.Unlock()
-	m.tornDown(rec.ID)
 }
 
 // watch ends a running sandbox whose runtime exits on its own (out of

@@ -57,67 +57,16 @@ func NoNetwork() error {
 	return errdefs.New(errdefs.CodeUnsupported, "this daemon has no network service: network: true, egress policies and sandbox networks are unavailable")
 }
 
-// networkService is the sandboxes' networking; S302 without one.
-func (m *Manager) networkService() (SandboxNetwork, error) {
-	if m.net == nil {
-		return nil, NoNetwork()
-	}
-	return m.net, nil
-}
-
-// attachNetwork makes the network of rec's sandbox, whose gateway
-// forwards ports, before its runtime starts it; nil without network: true.
-func (m *Manager) attachNetwork(ctx context.Context, rec *record, ports []uint16) (*runtime.NetworkAttachment, error) {
-	if !rec.Network {
-		return nil, nil
-	}
-	svc, err := m.networkService()
-	if err != nil {
-		return nil, err
-	}
-	return svc.Attach(ctx, rec.ID, ports, egress.MustCompile(rec.Egress))
-}
-
-// detachNetwork tears down the network of rec's sandbox, once its runtime
-// instance is destroyed.
-func (m *Manager) detachNetwork(rec *record) {
-	if rec.Network && m.net != nil {
-		m.net.Detach(rec.ID)
-	}
-}
-
-// isProtected reports whether port is one of the daemon's own.
-func (m *Manager) isProtected(port uint16) bool { return m.net != nil && m.net.Protected(port) }
-
-// gatewayPorts decides which host loopback ports sandbox rec reaches at
-// its gateway, and which its env names that are not forwarded
-// (SandboxNetwork.Gateway); none without network: true.
-func (m *Manager) gatewayPorts(rec *record) (forward, refused []uint16) {
-	if !rec.Network || m.net == nil {
-		return nil, nil
-	}
-	return m.net.Gateway(rec.ID, rec.Owner, rec.Env)
-}
-
-// useGateway points the loopback URLs of rec's env whose ports are
-// forwarded at its sandbox's gateway, once the sandbox has a network.
-func (m *Manager) useGateway(rec *record, ports []uint16) {
-	if rec.Network && m.net != nil {
-		rec.Env = m.net.UseGateway(rec.ID, rec.Env, ports)
-	}
-}
-
 // applyEgress makes pol (nil: none) sb's egress policy and records it.
 // sandbox::network::update (Handle.SetEgress) and a claim from the warm
 // pool (pool_network.go) both take this path.
 func (m *Manager) applyEgress(ctx context.Context, sb *sandbox, pol *egress.Policy) error {
-	svc, err := m.networkService()
-	if err != nil {
-		return err
+	if m.net == nil {
+		return NoNetwork()
 	}
 	sb.egressMu.Lock()
 	defer sb.egressMu.Unlock()
-	if err := svc.SetEgress(ctx, sb.rec.ID, pol); err != nil {
+	if err := m.net.SetEgress(ctx, sb.rec.ID, pol); err != nil {
 		return err
 	}
 	sb.mu.Lock()
@@ -126,23 +75,22 @@ func (m *Manager) applyEgress(ctx context.Context, sb *sandbox, pol *egress.Poli
 	return nil
 }
 
-// checkEgress checks a create's network and egress policy: both need the
-// network service (every runtime joins its networks), and a policy
+// checkNetwork checks a create's network and egress policy: both need a
+// network service (net; every runtime joins its networks), and a policy
 // implies a network.
-func (m *Manager) checkEgress(req *api.CreateRequest) error {
+func checkNetwork(req *api.CreateRequest, net SandboxNetwork) error {
 	if req.Egress.Empty() {
 		req.Egress = nil
-		if req.Network {
-			_, err := m.networkService()
-			return err
+		if req.Network && net == nil {
+			return NoNetwork()
 		}
 		return nil
 	}
 	if err := egress.Check(req.Egress); err != nil {
 		return err
 	}
-	if _, err := m.networkService(); err != nil {
-		return err
+	if net == nil {
+		return NoNetwork()
 	}
 	req.Network = true
 	return nil

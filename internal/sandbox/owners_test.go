@@ -72,7 +72,7 @@ func TestImageRemovalGuard(t *testing.T) {
 	done()
 
 	for _, id := range []string{aliceBox, bobBox} {
-		m.destroy(m.sandboxes[id], endRequest)
+		<-m.stopAsync(m.sandboxes[id], endRequest)
 	}
 	m.mu.Lock()
 	m.imgUse.creating = inc(m.imgUse.creating, fakeImageID)
@@ -112,7 +112,7 @@ func TestImagesInUseCountsOwnSandboxes(t *testing.T) {
 	if got := m.ImageBook().ImagesInUse("alice", true); got["python"] != 2 {
 		t.Errorf("every owner's images in use: %v", got)
 	}
-	m.destroy(m.sandboxes[bobBox], endRequest)
+	<-m.stopAsync(m.sandboxes[bobBox], endRequest)
 	if got := m.ImageBook().ImagesInUse("alice", true); got["python"] != 1 {
 		t.Errorf("after bob's stop: %v", got)
 	}
@@ -136,7 +136,7 @@ func TestMaxSandboxesPerOwner(t *testing.T) {
 		t.Fatalf("reservations left: %d, %v", m.reserved, m.owners.creating)
 	}
 	// A stopped sandbox frees its owner's slot.
-	m.destroy(m.sandboxes[bobBox], endRequest)
+	<-m.stopAsync(m.sandboxes[bobBox], endRequest)
 	if err := m.reserve("bob"); err != nil {
 		t.Fatalf("bob after his stop: %v", err)
 	}

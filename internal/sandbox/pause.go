@@ -3,8 +3,6 @@ package sandbox
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/hutch-dev/hutch/api"
@@ -37,7 +35,7 @@ func (m *Manager) Pause(ctx context.Context, req api.PauseRequest) (api.StateRes
 	switch req.Depth {
 	case "", api.PauseFreeze:
 	case api.PauseHibernate:
-		pause = m.hibernate
+		pause = hibernation{m}.hibernate
 	default:
 		return api.StateResponse{}, errdefs.Malformed("depth must be %q or %q, got %q", api.PauseFreeze, api.PauseHibernate, spec.Clip(req.Depth, 32))
 	}
@@ -137,7 +135,7 @@ func (m *Manager) thaw(sb *sandbox) (changed bool, err error) {
 	defer cancel()
 	start := time.Now()
 	if sb.isHibernated() {
-		err = m.wake(ctx, sb)
+		err = hibernation{m}.wake(ctx, sb)
 	} else {
 		err = m.unfreeze(ctx, sb)
 	}
@@ -153,16 +151,6 @@ func (m *Manager) thaw(sb *sandbox) (changed bool, err error) {
 	m.emitFor(sb, api.EventSandboxResumed, nil)
 	m.reaper.wake()
 	return true, nil
-}
-
-// autoResume thaws sb for a call when it is paused (or being paused or
-// resumed) and was created with auto_resume; it reports whether it did.
-func (m *Manager) autoResume(sb *sandbox, st State) (bool, error) {
-	if !sb.rec.AutoResume || (st != Paused && st != Pausing && st != Resuming) {
-		return false, nil
-	}
-	_, err := m.thaw(sb) // waits for a pause or resume under way
-	return err == nil, err
 }
 
 // SetTimeout moves a sandbox's absolute lifetime: it ends timeout_secs
@@ -224,108 +212,6 @@ func (m *Manager) unfreeze(ctx context.Context, sb *sandbox) error {
 	default:
 		return nil
 	}
-}
-
-// hibernate moves a running (or frozen) sb to Paused with its memory,
-// processes and writable layer written to disk and its instance gone; a
-// failed checkpoint leaves it as it was.
-func (m *Manager) hibernate(sb *sandbox) (changed bool, err error) {
-	if err := refuseCheckpoint(sb, "hibernated"); err != nil {
-		return false, err
-	}
-	sb.op.Lock()
-	defer sb.op.Unlock()
-	st, end := sb.current()
-	switch {
-	case st == Paused && sb.isHibernated():
-		return false, nil
-	case st != Running && st != Paused:
-		return false, notRunning(sb.rec.ID, st, end)
-	}
-	inst, ac := sb.conn()
-	c, ok := inst.(runtime.Checkpointer)
-	if !ok || !m.abilitiesOf(sb).Checkpoint {
-		return false, unsupported(sb.rec.Runtime, "hibernate sandboxes")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), checkpointTimeout)
-	defer cancel()
-	if st == Paused { // frozen: runsc checkpoints a running sandbox
-		if err := m.unfreeze(ctx, sb); err != nil {
-			return false, err
-		}
-	}
-	if err := sb.beginCheckpoint(); err != nil {
-		return false, stoppedError(sb.rec.ID, sb.endNow())
-	}
-	dir := m.hibernateDir(sb.rec.ID)
-	start := time.Now()
-	err = os.MkdirAll(dir, 0o700)
-	if err == nil {
-		err = c.Checkpoint(ctx, dir, false)
-	}
-	if err != nil {
-		os.RemoveAll(dir)
-		m.log.Error("hibernating sandbox", "sandbox", sb.rec.ID, "err", err)
-		if sb.transition(Running) != nil || instEnded(inst) {
-			<-m.stopAsync(sb, endResumeFailed(err))
-			return false, stoppedError(sb.rec.ID, sb.endNow())
-		}
-		return false, errdefs.New(errdefs.CodeInternal, "hibernating sandbox %s failed; it is still running", sb.rec.ID)
-	}
-	ac.Close()
-	if err := inst.Destroy(ctx); err != nil {
-		m.log.Error("destroying a hibernated sandbox's instance", "sandbox", sb.rec.ID, "err", err)
-	}
-	m.detachNetwork(&sb.rec)
-	if err := sb.markPaused(true); err != nil {
-		return false, stoppedError(sb.rec.ID, sb.endNow())
-	}
-	m.log.Info("sandbox paused", "sandbox", sb.rec.ID, "depth", api.PauseHibernate, "ms", time.Since(start).Milliseconds())
-	m.emitFor(sb, api.EventSandboxPaused, map[string]any{"depth": api.PauseHibernate})
-	return true, nil
-}
-
-// wake restores a hibernated sb from its checkpoint under its own id and
-// hands it the new instance and agent connection.
-func (m *Manager) wake(ctx context.Context, sb *sandbox) error {
-	rt := m.runtimeOf(&sb.rec)
-	art, err := runtime.Prepare(ctx, rt, runtime.ImageRef{ID: sb.image.ID, Rootfs: sb.image.Rootfs})
-	if err != nil {
-		return err
-	}
-	dir := m.hibernateDir(sb.rec.ID)
-	rec := sb.snapshotRecord()
-	nw, err := m.attachNetwork(ctx, &rec, rec.forwarded)
-	if err != nil {
-		return err
-	}
-	inst, err := m.launch(ctx, rt, m.specOf(&rec, art, nw), &Origin{Checkpoint: dir})
-	if err != nil {
-		m.detachNetwork(&rec)
-		return err
-	}
-	ac, err := m.connect(ctx, inst, sb.user)
-	if err != nil {
-		_ = inst.Destroy(ctx)
-		m.detachNetwork(&rec)
-		return err
-	}
-	if _, _, err := sb.replace(inst, ac); err != nil {
-		ac.Close()
-		_ = inst.Destroy(ctx)
-		m.detachNetwork(&rec)
-		return err
-	}
-	if m.net != nil {
-		// Its network is new: its peers are given again.
-		m.net.Renewed(ctx, sb.rec.ID)
-	}
-	return os.RemoveAll(dir)
-}
-
-// hibernateDir is where sandbox id's checkpoint is kept while it hibernates.
-func (m *Manager) hibernateDir(id string) string {
-	return filepath.Join(m.checkpoints, HibernatedPrefix+id)
 }
 
 // instEnded reports whether inst has ended.

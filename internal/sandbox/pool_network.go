@@ -30,25 +30,25 @@ var errGatewayChanged = errors.New("the pool sandbox's gateway forwards a port t
 // create with env: the runtime enforces egress policies, and the pool's
 // gateway forwards what a boot for env would.
 func (c warmCore) networkFits(env []string) bool {
-	if _, err := c.m.networkService(); err != nil {
+	if c.m.net == nil {
 		return false
 	}
-	forward, _ := c.m.gatewayPorts(&record{Network: true})
+	forward, _ := c.m.net.Gateway("", "", nil)
 	return gatewayFits(c.m, forward, env)
 }
 
 // gatewayFits reports whether a gateway forwarding forwarded is the one a
 // boot for env would set up: none of forwarded is the daemon's own port
 // (named after the sandbox booted), and every loopback port env names
-// that a boot would forward is.
+// that a boot would forward is. The pool has a network service.
 func gatewayFits(m *Manager, forwarded []uint16, env []string) bool {
 	for _, p := range forwarded {
-		if m.isProtected(p) {
+		if m.net.Protected(p) {
 			return false
 		}
 	}
 	for _, p := range egress.LoopbackPorts(env) {
-		if m.cfg.Forwardable(int(p)) && !m.isProtected(p) && !slices.Contains(forwarded, p) {
+		if m.cfg.Forwardable(int(p)) && !m.net.Protected(p) && !slices.Contains(forwarded, p) {
 			return false
 		}
 	}
@@ -80,6 +80,6 @@ func (c warmCore) claimNetwork(ctx context.Context, sb *sandbox, policy *api.Egr
 	if len(rec.unforwarded) > 0 {
 		m.log.Info("not forwarding ports named in a sandbox's env", "sandbox", rec.ID, "owner", rec.Owner, "ports", rec.unforwarded)
 	}
-	m.useGateway(rec, rec.forwarded)
+	rec.Env = m.net.UseGateway(rec.ID, rec.Env, rec.forwarded)
 	return nil
 }

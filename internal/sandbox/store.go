@@ -1,14 +1,11 @@
 package sandbox
 
 import (
-	"encoding/json"
-	"fmt"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/runtime"
+	"github.com/hutch-dev/hutch/internal/sandbox/records"
 )
 
 // record is the persisted metadata of one sandbox.
@@ -53,111 +50,34 @@ type record struct {
 	mounts []runtime.Mount
 }
 
-var (
-	bucketSandboxes = []byte("sandboxes")
-	bucketNetworks  = []byte("networks")
-)
-
 // store persists sandbox records, and the records of services in buckets
-// of their own (Records), in a bbolt file.
+// of their own (Records), in a bbolt file (package records).
 type store struct {
-	db *bolt.DB
+	db        *records.DB
+	sandboxes records.Bucket
 }
 
 // openStore opens (creating) the metadata database at path.
 func openStore(path string) (*store, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
+	db, err := records.Open(path, "sandboxes", "networks")
 	if err != nil {
-		return nil, fmt.Errorf("opening metadata store %s: %w", path, err)
+		return nil, err
 	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketSandboxes, bucketNetworks} {
-			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("initialising metadata store: %w", err)
-	}
-	return &store{db: db}, nil
+	return &store{db: db, sandboxes: db.In("sandboxes")}, nil
 }
 
 // put writes rec, replacing any record with its id.
-func (s *store) put(rec *record) error { return s.putIn(bucketSandboxes, rec.ID, rec) }
+func (s *store) put(rec *record) error { return s.sandboxes.Put(rec.ID, rec) }
 
 // remove deletes the record of id, if any.
-func (s *store) remove(id string) error { return s.removeIn(bucketSandboxes, id) }
+func (s *store) remove(id string) error { return s.sandboxes.Remove(id) }
 
 // all returns every record; unreadable ones are reported by id.
 func (s *store) all() ([]*record, []string, error) {
-	return allIn(s, bucketSandboxes, func(r *record) string { return r.ID })
-}
-
-// putIn writes v as JSON under id in bucket.
-func (s *store) putIn(bucket []byte, id string, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	return s.db.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucket).Put([]byte(id), b)
-	})
-}
-
-// removeIn deletes id from bucket, if it is there.
-func (s *store) removeIn(bucket []byte, id string) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucket).Delete([]byte(id))
-	})
-}
-
-// allIn decodes every value of bucket; those that do not decode, or whose
-// idOf is not their key, are reported by key.
-func allIn[T any](s *store, bucket []byte, idOf func(*T) string) ([]*T, []string, error) {
-	return AllRecords(storeBucket{s, bucket}, idOf)
+	return AllRecords(s.sandboxes, func(r *record) string { return r.ID })
 }
 
 // bucket is s's bucket name as Records, made if it is new.
-func (s *store) bucket(name string) (storeBucket, error) {
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		_, err := tx.CreateBucketIfNotExists([]byte(name))
-		return err
-	})
-	if err != nil {
-		return storeBucket{}, fmt.Errorf("opening the %s records: %w", name, err)
-	}
-	return storeBucket{s, []byte(name)}, nil
-}
-
-// storeBucket is one bucket of s as Records.
-type storeBucket struct {
-	s    *store
-	name []byte
-}
-
-func (b storeBucket) Put(key string, v any) error { return b.s.putIn(b.name, key, v) }
-func (b storeBucket) Remove(key string) error     { return b.s.removeIn(b.name, key) }
-
-func (b storeBucket) Get(key string, v any) (bool, error) {
-	found := false
-	err := b.s.db.View(func(tx *bolt.Tx) error {
-		raw := tx.Bucket(b.name).Get([]byte(key))
-		if raw == nil {
-			return nil
-		}
-		found = true
-		return json.Unmarshal(raw, v)
-	})
-	return found, err
-}
-
-func (b storeBucket) Each(fn func(key string, value []byte) error) error {
-	return b.s.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(b.name).ForEach(func(k, v []byte) error { return fn(string(k), v) })
-	})
-}
+func (s *store) bucket(name string) (records.Bucket, error) { return s.db.Bucket(name) }
 
 func (s *store) close() error { return s.db.Close() }
