@@ -31,6 +31,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/sandbox/egress"
 	"github.com/hutch-dev/hutch/internal/sandbox/slots"
 	"github.com/hutch-dev/hutch/internal/sandbox/spec"
+	"github.com/hutch-dev/hutch/internal/sandbox/tracing"
 	"github.com/hutch-dev/hutch/internal/sandbox/warmpool"
 	"github.com/hutch-dev/hutch/internal/volumes"
 )
@@ -238,7 +239,7 @@ func (m *Manager) reconcile(ctx context.Context) error {
 // the contract's order: capacity, catalog and allowlist, per-image caps,
 // env, image cache, boot.
 func (m *Manager) Create(ctx context.Context, req api.CreateRequest) (resp api.CreateResponse, err error) {
-	ctx, done := m.trace.create(ctx, req)
+	ctx, done := tracing.Create(ctx, m.trace.obs, req)
 	defer func() { done(resp, err) }()
 	var from *Origin
 	if req.Template != "" || req.SnapshotID != "" {
@@ -329,7 +330,7 @@ func (m *Manager) create(ctx context.Context, req api.CreateRequest, from *Origi
 	if err := m.vols.acquire(rec); err != nil {
 		return api.CreateResponse{}, err
 	}
-	bootCtx, booted := m.trace.boot(ctx, rec)
+	bootCtx, booted := tracing.Boot(ctx, rec.ID, rec.Runtime, rec.CPUs, rec.MemoryMB)
 	sb, err := m.bootSandbox(bootCtx, rec, img, from)
 	booted(err)
 	if err != nil {
@@ -603,7 +604,7 @@ func (m *Manager) stop(sb *sandbox, end runtime.End, d *death) bool {
 		m.log.Debug("unclaimed sandbox discarded", "sandbox", sb.rec.ID, "image", sb.rec.Image, "reason", end.Detail)
 	} else {
 		m.log.Info("sandbox stopping", "sandbox", sb.rec.ID, "cause", end.Cause, "reason", end.Detail)
-		m.trace.observer().Stopped(string(end.Cause))
+		tracing.Or(m.trace.obs).Stopped(string(end.Cause))
 		m.emitFor(sb, api.EventSandboxStopped, map[string]any{"cause": end.Cause, "reason": end.Detail})
 		rec := sb.snapshotRecord()
 		if err := m.store.put(&rec); err != nil {

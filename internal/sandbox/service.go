@@ -23,6 +23,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/sandbox/agenterr"
 	"github.com/hutch-dev/hutch/internal/sandbox/egress"
 	"github.com/hutch-dev/hutch/internal/sandbox/spec"
+	"github.com/hutch-dev/hutch/internal/sandbox/tracing"
 )
 
 // Sandboxes is the core as a service sees it.
@@ -219,7 +220,7 @@ func (h handle) Exec(ctx context.Context, c ExecCall) (*agentv1.ExecResponse, er
 	if c.MaxOutputBytes > 0 && c.MaxOutputBytes < areq.MaxOutputBytes {
 		areq.MaxOutputBytes = c.MaxOutputBytes
 	}
-	ctx, done := m.trace.exec(ctx, api.ExecRequest{SandboxID: sb.rec.ID})
+	ctx, done := tracing.Exec(ctx, m.trace.obs, m.trace.emit, api.ExecRequest{SandboxID: sb.rec.ID})
 	m.emitFor(sb, api.EventExecStarted, c.Started)
 	start := time.Now()
 	resp, err := sb.client().Exec(ctx, areq)
@@ -427,7 +428,7 @@ type BegunExec struct {
 // sandbox::exec::stream): traced, checked and given an exec slot as Exec
 // is, its exec.started event emitted. A failed begin has ended its trace.
 func (m *Manager) BeginExec(ctx context.Context, req api.ExecRequest) (BegunExec, error) {
-	ctx, done := m.trace.exec(ctx, req)
+	ctx, done := tracing.Exec(ctx, m.trace.obs, m.trace.emit, req)
 	sb, release, areq, err := m.prepareExec(ctx, req)
 	if err != nil {
 		done(api.ExecResponse{}, err)
