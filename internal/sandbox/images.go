@@ -28,16 +28,6 @@ type imageUse struct {
 	removing map[string]bool
 }
 
-// catalog lists the image names of imgs, presets first.
-func catalog(imgs Images) []string {
-	entries := imgs.Catalog()
-	names := make([]string, len(entries))
-	for i, e := range entries {
-		names[i] = e.Name
-	}
-	return names
-}
-
 // withFix is the hint of S242 for a command the sandbox's image lacks: the
 // images of imgs the caller may create (allowlist) that have it.
 func withFix(imgs Images, allowlist []string, command string) string {

@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -558,7 +557,7 @@ func (m *Manager) liveLocked() int {
 // allowed checks that name is in the catalog and the allowlist (S100:
 // spec.Allowed).
 func (m *Manager) allowed(name string) error {
-	return spec.Allowed(name, catalog(m.images), m.cfg.ImageAllowlist)
+	return spec.Allowed(name, image.Names(m.images.Catalog()), m.cfg.ImageAllowlist)
 }
 
 // limits resolves a create's cpus and memory (spec.Limits).
@@ -704,14 +703,6 @@ func (m *Manager) Get(ctx context.Context, req api.GetRequest) (api.SandboxInfo,
 		return api.SandboxInfo{}, err
 	}
 	return sb.info(m.cfg.MaxConcurrentExecPerSandbox), nil
-}
-
-// ImageStatus reports the cache state of a catalog image.
-func (m *Manager) ImageStatus(_ context.Context, req api.ImageStatusRequest) (api.ImageStatus, error) {
-	if !slices.Contains(catalog(m.images), req.Name) {
-		return api.ImageStatus{}, errdefs.New(errdefs.CodeImageNotAllowed, "image %q is not in the catalog; known images: %s", spec.Clip(req.Name, 128), strings.Join(catalog(m.images), ", "))
-	}
-	return m.images.Status(req.Name), nil
 }
 
 // Close stops every sandbox, ends the creates in flight and waits for

@@ -9,6 +9,7 @@ package imagesvc
 import (
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/hutch-dev/hutch/api"
@@ -16,6 +17,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/image"
 	"github.com/hutch-dev/hutch/internal/runtime"
+	"github.com/hutch-dev/hutch/internal/sandbox/spec"
 )
 
 // Store is what the service needs of the image store (image.Store).
@@ -79,6 +81,16 @@ func (s *Service) Catalog(context.Context, api.CatalogRequest) (api.CatalogRespo
 	}
 	out.Runtimes = s.rts.Infos()
 	return out, nil
+}
+
+// ImageStatus is hutch::image::status: the cache state of a catalog
+// image (S100 for a name not in the catalog).
+func (s *Service) ImageStatus(_ context.Context, req api.ImageStatusRequest) (api.ImageStatus, error) {
+	names := image.Names(s.store.Catalog())
+	if !slices.Contains(names, req.Name) {
+		return api.ImageStatus{}, errdefs.New(errdefs.CodeImageNotAllowed, "image %q is not in the catalog; known images: %s", spec.Clip(req.Name, 128), strings.Join(names, ", "))
+	}
+	return s.store.Status(req.Name), nil
 }
 
 // ImageList is hutch::image::list: the catalog with each image's cache state,

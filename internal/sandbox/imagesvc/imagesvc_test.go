@@ -3,6 +3,7 @@ package imagesvc
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -168,5 +169,21 @@ func TestCatalog(t *testing.T) {
 	if err != nil || len(cat.Images) != 2 || cat.Images[0] != (api.CatalogImage{Name: "python", OCIRef: "debian+python3", Kind: "preset"}) ||
 		cat.Images[1].Name != "node" || len(cat.Runtimes) != 1 || cat.Runtimes[0].Name != "gvisor" {
 		t.Errorf("catalog: %+v, %v", cat, err)
+	}
+}
+
+// TestImageStatus: a catalog image's cache state, for any owner; a name
+// outside the catalog is S100 naming the catalog.
+func TestImageStatus(t *testing.T) {
+	s, _, _ := service(owners())
+	for name, want := range map[string]string{"python": "ready", "node": "missing"} {
+		st, err := s.ImageStatus(as("bob"), api.ImageStatusRequest{Name: name})
+		if err != nil || st.Name != name || st.State != want {
+			t.Errorf("status of %s: %+v, %v, want %s", name, st, err, want)
+		}
+	}
+	_, err := s.ImageStatus(as("bob"), api.ImageStatusRequest{Name: "ruby"})
+	if !errdefs.Is(err, errdefs.CodeImageNotAllowed) || err.Error() == "" || !strings.Contains(err.Error(), `image "ruby" is not in the catalog; known images: python, node`) {
+		t.Fatalf("status of ruby: %v, want S100 listing the catalog", err)
 	}
 }
