@@ -124,11 +124,14 @@ func (sb *sandbox) execRequest(argv []string, env api.Env, workdir string, stdin
 	if len(env) > 0 {
 		areq.Env = spec.MergeEnv(areq.Env, env)
 	}
-	u, err := sb.namedUser(user)
-	if err != nil {
-		return nil, err
+	u := sb.user
+	if user != "" {
+		var err error
+		if u, err = spec.NamedUser(sb.image, user); err != nil {
+			return nil, err
+		}
 	}
-	applyUser(areq, u)
+	spec.ApplyUser(areq, u)
 	return areq, nil
 }
 

@@ -1,7 +1,6 @@
 package sandbox
 
-// The core's side of images: a create's image (ensureImage), the allowlist
-// (withFix, allowed), and the bookkeeping that keeps an image from being
+// The core's side of images: a create's image (ensureImage) and the bookkeeping that keeps an image from being
 // removed under a sandbox (ImageBook). imagesvc answers
 // sandbox::catalog::list and hutch::image::{list,pull,rm} through its
 // ImageBook.
@@ -26,21 +25,6 @@ import (
 type imageUse struct {
 	creating map[string]int
 	removing map[string]bool
-}
-
-// withFix is the hint of S242 for a command the sandbox's image lacks: the
-// images of imgs the caller may create (allowlist) that have it.
-func withFix(imgs Images, allowlist []string, command string) string {
-	var names []string
-	for _, n := range imgs.With(command) {
-		if slices.Contains(allowlist, n) {
-			names = append(names, n)
-		}
-	}
-	if len(names) == 0 {
-		return "install " + command + " in the sandbox (no image this daemon allows has it)"
-	}
-	return "use an image with " + command + " (" + strings.Join(names, ", ") + "), or install it"
 }
 
 // ImageBook is the core's book of what uses images, for the image

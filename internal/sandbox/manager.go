@@ -269,14 +269,14 @@ func (m *Manager) create(ctx context.Context, req api.CreateRequest, from *Origi
 			m.mu.Unlock()
 		}
 	}()
-	if err := m.allowed(req.Image); err != nil {
+	if err := spec.Allowed(req.Image, image.Names(m.images.Catalog()), m.cfg.ImageAllowlist); err != nil {
 		return api.CreateResponse{}, err
 	}
 	rt, err := runtimeFor(m.rts, req, from)
 	if err != nil {
 		return api.CreateResponse{}, err
 	}
-	cpus, mem, err := m.limits(req)
+	cpus, mem, err := spec.Limits(m.cfg, req)
 	if err != nil {
 		return api.CreateResponse{}, err
 	}
@@ -542,6 +542,14 @@ func (m *Manager) reserve(owner string) error {
 	return nil
 }
 
+// Live is the number of live (not stopped) sandboxes of every owner, for
+// the daemon's gauges.
+func (m *Manager) Live() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.liveLocked()
+}
+
 // liveLocked counts the live sandboxes (warm pool ones are not in
 // m.sandboxes); m.mu must be held, and each sandbox's is taken.
 func (m *Manager) liveLocked() int {
@@ -552,17 +560,6 @@ func (m *Manager) liveLocked() int {
 		}
 	}
 	return n
-}
-
-// allowed checks that name is in the catalog and the allowlist (S100:
-// spec.Allowed).
-func (m *Manager) allowed(name string) error {
-	return spec.Allowed(name, image.Names(m.images.Catalog()), m.cfg.ImageAllowlist)
-}
-
-// limits resolves a create's cpus and memory (spec.Limits).
-func (m *Manager) limits(req api.CreateRequest) (cpus, mem uint32, err error) {
-	return spec.Limits(m.cfg, req)
 }
 
 // Stop stops a sandbox; stopping a stopped one is not an error. With Wait

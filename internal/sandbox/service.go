@@ -247,7 +247,7 @@ func (h handle) ExecTimeout(ms uint64) uint64 {
 	return execTimeout(ms, h.m.cfg.DefaultExecTimeoutMs, h.m.cfg.MaxExecTimeoutMs)
 }
 func (h handle) Fix(command string) string {
-	return withFix(h.m.images, h.m.cfg.ImageAllowlist, command)
+	return spec.WithFix(h.m.images.With(command), h.m.cfg.ImageAllowlist, command)
 }
 
 // Workdir is the image's working directory, or the home directory when
@@ -305,8 +305,25 @@ func (h handle) State() State {
 	return st
 }
 
-func (h handle) Stats() (runtime.Stats, error) { return h.m.stats(h.sb) }
-func (h handle) Stop(end runtime.End)          { h.m.stopAsync(h.sb, end) }
+func (h handle) Stop(end runtime.End) { h.m.stopAsync(h.sb, end) }
+
+// Stats reads the sandbox's resource use from its instance.
+func (h handle) Stats() (runtime.Stats, error) {
+	sb := h.sb
+	inst, _ := sb.conn()
+	sr, ok := inst.(runtime.StatsReader)
+	if !ok {
+		return runtime.Stats{}, errdefs.New(errdefs.CodeInternal, "the %s runtime does not report resource use", sb.rec.Runtime)
+	}
+	st, err := sr.Stats()
+	if err != nil {
+		if st, end := sb.current(); st != Running {
+			return runtime.Stats{}, notRunning(sb.rec.ID, st, end)
+		}
+		return runtime.Stats{}, errdefs.Wrap(errdefs.CodeInternal, err, "reading resource use of sandbox "+sb.rec.ID)
+	}
+	return st, nil
+}
 
 func (h handle) Pause() error {
 	_, err := h.m.freeze(h.sb)
