@@ -64,14 +64,14 @@ func (c *core) ImagesInUse(owner string, all bool) map[string]int {
 func (c *core) ImagePulled(_ context.Context, name string, img *image.Image, _ time.Time) {
 	c.pulled = append(c.pulled, name+"@"+img.ID)
 }
-func (c *core) ImageRemoval(name, owner string) (func(id string) error, func()) {
+func (c *core) ImageRemoval(name, owner string) (func(id string) (int, []string, int), func()) {
 	c.removals++
-	return func(id string) error {
+	return func(id string) (int, []string, int) {
 			c.guarded = append(c.guarded, owner+":"+name+"@"+id)
 			if c.busy {
-				return errdefs.New(errdefs.CodeImageInUse, "image %s is in use by 2 sandboxes", name)
+				return 2, []string{"sb-" + owner}, 0
 			}
-			return nil
+			return 0, []string{}, 0
 		}, func() {
 			c.done++
 		}
@@ -185,5 +185,27 @@ func TestImageStatus(t *testing.T) {
 	_, err := s.ImageStatus(as("bob"), api.ImageStatusRequest{Name: "ruby"})
 	if !errdefs.Is(err, errdefs.CodeImageNotAllowed) || err.Error() == "" || !strings.Contains(err.Error(), `image "ruby" is not in the catalog; known images: python, node`) {
 		t.Fatalf("status of ruby: %v, want S100 listing the catalog", err)
+	}
+}
+
+// TestInUse: a removal is refused (S111) while sandboxes run the image or
+// are being created from it, counting them and naming only the remover's
+// own.
+func TestInUse(t *testing.T) {
+	if err := inUse("python", 0, []string{}, 0); err != nil {
+		t.Fatalf("unused: %v", err)
+	}
+	e := errdefs.As(inUse("python", 2, []string{"sb-a"}, 0))
+	if e == nil || e.Code != errdefs.CodeImageInUse || e.Message != "image python is in use by 2 sandboxes (yours: sb-a)" {
+		t.Fatalf("running: %v", e)
+	}
+	if ids, _ := e.Fix["sandbox_ids"].([]string); !slices.Equal(ids, []string{"sb-a"}) {
+		t.Fatalf("fix sandbox_ids = %v, want the remover's", e.Fix["sandbox_ids"])
+	}
+	if err := inUse("python", 1, []string{}, 3); err == nil || !strings.Contains(err.Error(), "image python is in use by 1 sandboxes and 3 sandboxes being created") {
+		t.Fatalf("running and creating: %v", err)
+	}
+	if err := inUse("python", 0, []string{}, 1); !errdefs.Is(err, errdefs.CodeImageInUse) || !strings.Contains(err.Error(), "in use by 1 sandboxes being created") {
+		t.Fatalf("creating: %v", err)
 	}
 }
