@@ -1,8 +1,9 @@
 package sandbox
 
-// The core's side of images: a create's image (ensureImage) and the bookkeeping that keeps an image from being
-// removed under a sandbox (ImageBook). imagesvc answers
-// sandbox::catalog::list and hutch::image::{list,pull,rm} through its
+// The core's side of images: a create's image (ensureImage) and the
+// bookkeeping that keeps an image from being removed under a sandbox
+// (ImageBook). imagesvc answers sandbox::catalog::list and
+// hutch::image::{status,list,pull,rm}, asking the core through its
 // ImageBook.
 
 import (

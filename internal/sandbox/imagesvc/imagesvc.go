@@ -1,6 +1,6 @@
 // Package imagesvc is the image service: sandbox::catalog::list and
-// hutch::image::{list,pull,rm} over the daemon's image store. Pulling and
-// removing are operator actions (S110). What only the core knows — which
+// hutch::image::{status,list,pull,rm} over the daemon's image store.
+// Pulling and removing are operator actions (S110). What only the core knows — which
 // live sandboxes run an image, its warm pools, the guard that keeps an
 // image from being removed under a sandbox — it asks of the core (Core);
 // a create's own image stays the core's.
