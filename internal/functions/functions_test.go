@@ -34,9 +34,6 @@ func (f *fakeSandboxes) List(context.Context, api.ListRequest) (api.ListResponse
 func (f *fakeSandboxes) Get(context.Context, api.GetRequest) (api.SandboxInfo, error) {
 	return api.SandboxInfo{}, nil
 }
-func (f *fakeSandboxes) ImageStatus(context.Context, api.ImageStatusRequest) (api.ImageStatus, error) {
-	return api.ImageStatus{}, nil
-}
 func (f *fakeSandboxes) Pause(_ context.Context, r api.PauseRequest) (api.StateResponse, error) {
 	return api.StateResponse{SandboxID: r.SandboxID, State: "paused", Changed: true}, nil
 }

@@ -90,10 +90,6 @@ func (f *runFake) Get(context.Context, api.GetRequest) (api.SandboxInfo, error) 
 	return api.SandboxInfo{}, nil
 }
 
-func (f *runFake) ImageStatus(context.Context, api.ImageStatusRequest) (api.ImageStatus, error) {
-	return api.ImageStatus{}, nil
-}
-
 func TestRunLanguages(t *testing.T) {
 	tests := []struct {
 		lang, wantArgv string

@@ -46,6 +46,15 @@ func (s *Store) addCustom(images map[string]string) error {
 	return nil
 }
 
+// Names are the image names of entries, in their order.
+func Names(entries []Entry) []string {
+	names := make([]string, len(entries))
+	for i, e := range entries {
+		names[i] = e.Name
+	}
+	return names
+}
+
 // Catalog lists the images the store knows: the presets in their order,
 // then the custom images sorted by name. It is the daemon's one catalog.
 func (s *Store) Catalog() []Entry {

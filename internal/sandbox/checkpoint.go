@@ -12,6 +12,7 @@ import (
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/image"
 	"github.com/hutch-dev/hutch/internal/runtime"
 	"github.com/hutch-dev/hutch/internal/sandbox/spec"
 )
@@ -62,10 +63,10 @@ func (m *Manager) CreateFrom(ctx context.Context, req api.CreateRequest, from *O
 // boots: catalog and allowlist, caps, env, life terms (a template's
 // defaults).
 func (m *Manager) CheckRequest(req api.CreateRequest) error {
-	if err := m.allowed(req.Image); err != nil {
+	if err := spec.Allowed(req.Image, image.Names(m.images.Catalog()), m.cfg.ImageAllowlist); err != nil {
 		return err
 	}
-	if _, _, err := m.limits(req); err != nil {
+	if _, _, err := spec.Limits(m.cfg, req); err != nil {
 		return err
 	}
 	if err := spec.ValidateEnv("env", req.Env); err != nil {

@@ -12,13 +12,14 @@ import (
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/sandbox/agenterr"
 	"github.com/hutch-dev/hutch/internal/sandbox/spec"
+	"github.com/hutch-dev/hutch/internal/sandbox/tracing"
 )
 
 // Exec runs one command in a sandbox and returns its output. A timeout is
 // a normal result with TimedOut set and the output captured so far; the
 // function table turns it into S200 for the contract's callers.
 func (m *Manager) Exec(ctx context.Context, req api.ExecRequest) (result api.ExecResponse, err error) {
-	ctx, done := m.trace.exec(ctx, req)
+	ctx, done := tracing.Exec(ctx, m.trace.obs, m.trace.emit, req)
 	defer func() { done(result, err) }()
 	sb, release, areq, err := m.prepareExec(ctx, req)
 	if err != nil {
@@ -123,11 +124,14 @@ func (sb *sandbox) execRequest(argv []string, env api.Env, workdir string, stdin
 	if len(env) > 0 {
 		areq.Env = spec.MergeEnv(areq.Env, env)
 	}
-	u, err := sb.namedUser(user)
-	if err != nil {
-		return nil, err
+	u := sb.user
+	if user != "" {
+		var err error
+		if u, err = spec.NamedUser(sb.image, user); err != nil {
+			return nil, err
+		}
 	}
-	applyUser(areq, u)
+	spec.ApplyUser(areq, u)
 	return areq, nil
 }
 

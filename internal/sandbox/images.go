@@ -1,17 +1,15 @@
 package sandbox
 
-// The core's side of images: a create's image (ensureImage), the allowlist
-// (withFix, allowed), and the bookkeeping that keeps an image from being
-// removed under a sandbox (ImageBook). imagesvc answers
-// sandbox::catalog::list and hutch::image::{list,pull,rm} through its
+// The core's side of images: a create's image (ensureImage) and the
+// bookkeeping that keeps an image from being removed under a sandbox
+// (ImageBook). imagesvc answers sandbox::catalog::list and
+// hutch::image::{status,list,pull,rm}, asking the core through its
 // ImageBook.
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/hutch-dev/hutch/api"
@@ -26,31 +24,6 @@ import (
 type imageUse struct {
 	creating map[string]int
 	removing map[string]bool
-}
-
-// catalog lists the image names of imgs, presets first.
-func catalog(imgs Images) []string {
-	entries := imgs.Catalog()
-	names := make([]string, len(entries))
-	for i, e := range entries {
-		names[i] = e.Name
-	}
-	return names
-}
-
-// withFix is the hint of S242 for a command the sandbox's image lacks: the
-// images of imgs the caller may create (allowlist) that have it.
-func withFix(imgs Images, allowlist []string, command string) string {
-	var names []string
-	for _, n := range imgs.With(command) {
-		if slices.Contains(allowlist, n) {
-			names = append(names, n)
-		}
-	}
-	if len(names) == 0 {
-		return "install " + command + " in the sandbox (no image this daemon allows has it)"
-	}
-	return "use an image with " + command + " (" + strings.Join(names, ", ") + "), or install it"
 }
 
 // ImageBook is the core's book of what uses images, for the image
@@ -86,26 +59,27 @@ func (b ImageBook) ImagePulled(ctx context.Context, name string, img *image.Imag
 }
 
 // ImageRemoval readies the removal of image name for owner: it empties
-// the image's warm pools until done. The image store calls guard holding
-// the image's cache lock, right before it deletes: guard refuses (S111)
-// while a sandbox runs the image or is being created from it, and from
-// then on creates see the removal and back off, until done.
-func (b ImageBook) ImageRemoval(name, owner string) (guard func(id string) error, done func()) {
+// the image's warm pools until done. The image store's guard calls guard
+// holding the image's cache lock, right before it deletes: guard counts
+// the live sandboxes of image id (cache id; own: owner's sandbox ids,
+// sorted) and its creates, and when there are none marks the removal, and
+// from then on creates see it and back off, until done.
+func (b ImageBook) ImageRemoval(name, owner string) (guard func(id string) (running int, own []string, creating int), done func()) {
 	m := b.m
 	resume := m.pauseWarm(name)
 	var marked string
-	guard = func(id string) error {
+	guard = func(id string) (running int, own []string, creating int) {
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		if err := b.inUseLocked(name, id, owner); err != nil {
-			return err
+		if running, own, creating = b.inUseLocked(id, owner); running > 0 || creating > 0 {
+			return running, own, creating
 		}
 		if m.imgUse.removing == nil {
 			m.imgUse.removing = map[string]bool{}
 		}
 		m.imgUse.removing[id] = true
 		marked = id
-		return nil
+		return 0, own, 0
 	}
 	done = func() {
 		if marked != "" {
@@ -118,13 +92,11 @@ func (b ImageBook) ImageRemoval(name, owner string) (guard func(id string) error
 	return guard, done
 }
 
-// inUseLocked refuses (S111) the removal of image name (cache id) for
-// owner while sandboxes run it or are being created from it. The message
-// counts them; only owner's own sandbox ids are named, never another
-// owner's. Manager.mu must be held.
-func (b ImageBook) inUseLocked(name, id, owner string) error {
+// inUseLocked counts the live sandboxes of image id (own: owner's
+// sandbox ids, sorted) and its creates. Manager.mu must be held.
+func (b ImageBook) inUseLocked(id, owner string) (running int, own []string, creating int) {
 	m := b.m
-	running, own := 0, []string{}
+	own = []string{}
 	for _, sb := range m.sandboxes {
 		if sb.rec.ImageID != id || sb.isDestroyed() {
 			continue
@@ -134,24 +106,8 @@ func (b ImageBook) inUseLocked(name, id, owner string) error {
 			own = append(own, sb.rec.ID)
 		}
 	}
-	creating := m.imgUse.creating[id]
-	if running == 0 && creating == 0 {
-		return nil
-	}
 	slices.Sort(own)
-	var what []string
-	if running > 0 {
-		w := fmt.Sprintf("%d sandboxes", running)
-		if len(own) > 0 {
-			w += " (yours: " + strings.Join(own, ", ") + ")"
-		}
-		what = append(what, w)
-	}
-	if creating > 0 {
-		what = append(what, fmt.Sprintf("%d sandboxes being created", creating))
-	}
-	return errdefs.New(errdefs.CodeImageInUse, "image %s is in use by %s", name, strings.Join(what, " and ")).
-		WithFix(map[string]any{"sandbox_ids": own}, "stop the sandboxes that use it (hutch stop ID), then remove it")
+	return running, own, m.imgUse.creating[id]
 }
 
 // ensureImage gets a create's image (S101/S102 from the store) and holds

@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -31,6 +30,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/sandbox/egress"
 	"github.com/hutch-dev/hutch/internal/sandbox/slots"
 	"github.com/hutch-dev/hutch/internal/sandbox/spec"
+	"github.com/hutch-dev/hutch/internal/sandbox/tracing"
 	"github.com/hutch-dev/hutch/internal/sandbox/warmpool"
 	"github.com/hutch-dev/hutch/internal/volumes"
 )
@@ -238,7 +238,7 @@ func (m *Manager) reconcile(ctx context.Context) error {
 // the contract's order: capacity, catalog and allowlist, per-image caps,
 // env, image cache, boot.
 func (m *Manager) Create(ctx context.Context, req api.CreateRequest) (resp api.CreateResponse, err error) {
-	ctx, done := m.trace.create(ctx, req)
+	ctx, done := tracing.Create(ctx, m.trace.obs, req)
 	defer func() { done(resp, err) }()
 	var from *Origin
 	if req.Template != "" || req.SnapshotID != "" {
@@ -269,14 +269,14 @@ func (m *Manager) create(ctx context.Context, req api.CreateRequest, from *Origi
 			m.mu.Unlock()
 		}
 	}()
-	if err := m.allowed(req.Image); err != nil {
+	if err := spec.Allowed(req.Image, image.Names(m.images.Catalog()), m.cfg.ImageAllowlist); err != nil {
 		return api.CreateResponse{}, err
 	}
 	rt, err := runtimeFor(m.rts, req, from)
 	if err != nil {
 		return api.CreateResponse{}, err
 	}
-	cpus, mem, err := m.limits(req)
+	cpus, mem, err := spec.Limits(m.cfg, req)
 	if err != nil {
 		return api.CreateResponse{}, err
 	}
@@ -329,7 +329,7 @@ func (m *Manager) create(ctx context.Context, req api.CreateRequest, from *Origi
 	if err := m.vols.acquire(rec); err != nil {
 		return api.CreateResponse{}, err
 	}
-	bootCtx, booted := m.trace.boot(ctx, rec)
+	bootCtx, booted := tracing.Boot(ctx, rec.ID, rec.Runtime, rec.CPUs, rec.MemoryMB)
 	sb, err := m.bootSandbox(bootCtx, rec, img, from)
 	booted(err)
 	if err != nil {
@@ -542,6 +542,14 @@ func (m *Manager) reserve(owner string) error {
 	return nil
 }
 
+// Live is the number of live (not stopped) sandboxes of every owner, for
+// the daemon's gauges.
+func (m *Manager) Live() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.liveLocked()
+}
+
 // liveLocked counts the live sandboxes (warm pool ones are not in
 // m.sandboxes); m.mu must be held, and each sandbox's is taken.
 func (m *Manager) liveLocked() int {
@@ -552,17 +560,6 @@ func (m *Manager) liveLocked() int {
 		}
 	}
 	return n
-}
-
-// allowed checks that name is in the catalog and the allowlist (S100:
-// spec.Allowed).
-func (m *Manager) allowed(name string) error {
-	return spec.Allowed(name, catalog(m.images), m.cfg.ImageAllowlist)
-}
-
-// limits resolves a create's cpus and memory (spec.Limits).
-func (m *Manager) limits(req api.CreateRequest) (cpus, mem uint32, err error) {
-	return spec.Limits(m.cfg, req)
 }
 
 // Stop stops a sandbox; stopping a stopped one is not an error. With Wait
@@ -603,7 +600,7 @@ func (m *Manager) stop(sb *sandbox, end runtime.End, d *death) bool {
 		m.log.Debug("unclaimed sandbox discarded", "sandbox", sb.rec.ID, "image", sb.rec.Image, "reason", end.Detail)
 	} else {
 		m.log.Info("sandbox stopping", "sandbox", sb.rec.ID, "cause", end.Cause, "reason", end.Detail)
-		m.trace.observer().Stopped(string(end.Cause))
+		tracing.Or(m.trace.obs).Stopped(string(end.Cause))
 		m.emitFor(sb, api.EventSandboxStopped, map[string]any{"cause": end.Cause, "reason": end.Detail})
 		rec := sb.snapshotRecord()
 		if err := m.store.put(&rec); err != nil {
@@ -703,14 +700,6 @@ func (m *Manager) Get(ctx context.Context, req api.GetRequest) (api.SandboxInfo,
 		return api.SandboxInfo{}, err
 	}
 	return sb.info(m.cfg.MaxConcurrentExecPerSandbox), nil
-}
-
-// ImageStatus reports the cache state of a catalog image.
-func (m *Manager) ImageStatus(_ context.Context, req api.ImageStatusRequest) (api.ImageStatus, error) {
-	if !slices.Contains(catalog(m.images), req.Name) {
-		return api.ImageStatus{}, errdefs.New(errdefs.CodeImageNotAllowed, "image %q is not in the catalog; known images: %s", spec.Clip(req.Name, 128), strings.Join(catalog(m.images), ", "))
-	}
-	return m.images.Status(req.Name), nil
 }
 
 // Close stops every sandbox, ends the creates in flight and waits for

@@ -14,6 +14,7 @@ import (
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/sandbox/tracing"
 )
 
 var (
@@ -106,7 +107,7 @@ func TestTraceExecResults(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m, obs := testManager(t, config.Default())
-			_, done := m.trace.exec(context.Background(), api.ExecRequest{SandboxID: "x"})
+			_, done := tracing.Exec(context.Background(), m.trace.obs, m.trace.emit, api.ExecRequest{SandboxID: "x"})
 			done(tt.resp, tt.err)
 			if got := obs.list(); len(got) != 1 || got[0] != tt.result {
 				t.Errorf("observer got %v, want %s", got, tt.result)

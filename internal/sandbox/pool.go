@@ -33,6 +33,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/image"
 	"github.com/hutch-dev/hutch/internal/runtime"
 	"github.com/hutch-dev/hutch/internal/sandbox/poolplan"
+	"github.com/hutch-dev/hutch/internal/sandbox/spec"
 	"github.com/hutch-dev/hutch/internal/sandbox/warmpool"
 )
 
@@ -142,7 +143,7 @@ func warmUp(ctx context.Context, sb *sandbox) error {
 		Workdir:   sb.image.Config.WorkingDir,
 		TimeoutMs: warmUpTimeout.Milliseconds(),
 	}
-	applyUser(areq, sb.user)
+	spec.ApplyUser(areq, sb.user)
 	// The exit status does not matter: in an image without true the
 	// spawn path has run all the same.
 	if _, err := sb.client().Exec(ctx, areq); err != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/sandbox/agenterr"
 	"github.com/hutch-dev/hutch/internal/sandbox/egress"
 	"github.com/hutch-dev/hutch/internal/sandbox/spec"
+	"github.com/hutch-dev/hutch/internal/sandbox/tracing"
 )
 
 // Sandboxes is the core as a service sees it.
@@ -219,7 +220,7 @@ func (h handle) Exec(ctx context.Context, c ExecCall) (*agentv1.ExecResponse, er
 	if c.MaxOutputBytes > 0 && c.MaxOutputBytes < areq.MaxOutputBytes {
 		areq.MaxOutputBytes = c.MaxOutputBytes
 	}
-	ctx, done := m.trace.exec(ctx, api.ExecRequest{SandboxID: sb.rec.ID})
+	ctx, done := tracing.Exec(ctx, m.trace.obs, m.trace.emit, api.ExecRequest{SandboxID: sb.rec.ID})
 	m.emitFor(sb, api.EventExecStarted, c.Started)
 	start := time.Now()
 	resp, err := sb.client().Exec(ctx, areq)
@@ -246,7 +247,7 @@ func (h handle) ExecTimeout(ms uint64) uint64 {
 	return execTimeout(ms, h.m.cfg.DefaultExecTimeoutMs, h.m.cfg.MaxExecTimeoutMs)
 }
 func (h handle) Fix(command string) string {
-	return withFix(h.m.images, h.m.cfg.ImageAllowlist, command)
+	return spec.WithFix(h.m.images.With(command), h.m.cfg.ImageAllowlist, command)
 }
 
 // Workdir is the image's working directory, or the home directory when
@@ -304,8 +305,25 @@ func (h handle) State() State {
 	return st
 }
 
-func (h handle) Stats() (runtime.Stats, error) { return h.m.stats(h.sb) }
-func (h handle) Stop(end runtime.End)          { h.m.stopAsync(h.sb, end) }
+func (h handle) Stop(end runtime.End) { h.m.stopAsync(h.sb, end) }
+
+// Stats reads the sandbox's resource use from its instance.
+func (h handle) Stats() (runtime.Stats, error) {
+	sb := h.sb
+	inst, _ := sb.conn()
+	sr, ok := inst.(runtime.StatsReader)
+	if !ok {
+		return runtime.Stats{}, errdefs.New(errdefs.CodeInternal, "the %s runtime does not report resource use", sb.rec.Runtime)
+	}
+	st, err := sr.Stats()
+	if err != nil {
+		if st, end := sb.current(); st != Running {
+			return runtime.Stats{}, notRunning(sb.rec.ID, st, end)
+		}
+		return runtime.Stats{}, errdefs.Wrap(errdefs.CodeInternal, err, "reading resource use of sandbox "+sb.rec.ID)
+	}
+	return st, nil
+}
 
 func (h handle) Pause() error {
 	_, err := h.m.freeze(h.sb)
@@ -427,7 +445,7 @@ type BegunExec struct {
 // sandbox::exec::stream): traced, checked and given an exec slot as Exec
 // is, its exec.started event emitted. A failed begin has ended its trace.
 func (m *Manager) BeginExec(ctx context.Context, req api.ExecRequest) (BegunExec, error) {
-	ctx, done := m.trace.exec(ctx, req)
+	ctx, done := tracing.Exec(ctx, m.trace.obs, m.trace.emit, req)
 	sb, release, areq, err := m.prepareExec(ctx, req)
 	if err != nil {
 		done(api.ExecResponse{}, err)

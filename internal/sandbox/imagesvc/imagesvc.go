@@ -1,6 +1,6 @@
 // Package imagesvc is the image service: sandbox::catalog::list and
-// hutch::image::{list,pull,rm} over the daemon's image store. Pulling and
-// removing are operator actions (S110). What only the core knows — which
+// hutch::image::{status,list,pull,rm} over the daemon's image store.
+// Pulling and removing are operator actions (S110). What only the core knows — which
 // live sandboxes run an image, its warm pools, the guard that keeps an
 // image from being removed under a sandbox — it asks of the core (Core);
 // a create's own image stays the core's.
@@ -8,7 +8,9 @@ package imagesvc
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/hutch-dev/hutch/api"
@@ -16,6 +18,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/image"
 	"github.com/hutch-dev/hutch/internal/runtime"
+	"github.com/hutch-dev/hutch/internal/sandbox/spec"
 )
 
 // Store is what the service needs of the image store (image.Store).
@@ -35,9 +38,11 @@ type Core interface {
 	// ImagePulled records the pull of img (catalog image name) for ctx's
 	// owner, begun at start, and refreshes its warm pools.
 	ImagePulled(ctx context.Context, name string, img *image.Image, start time.Time)
-	// ImageRemoval readies the removal of image name for owner: guard is
-	// the store's (S111 while a sandbox uses the image); done ends it.
-	ImageRemoval(name, owner string) (guard func(id string) error, done func())
+	// ImageRemoval readies the removal of image name for owner; done ends
+	// it. guard counts what uses the image (cache id) — live sandboxes,
+	// own: owner's ids, and creates — and marks the removal when nothing
+	// does.
+	ImageRemoval(name, owner string) (guard func(id string) (running int, own []string, creating int), done func())
 }
 
 // Runtimes describes the daemon's runtimes (runtime.Set).
@@ -79,6 +84,16 @@ func (s *Service) Catalog(context.Context, api.CatalogRequest) (api.CatalogRespo
 	}
 	out.Runtimes = s.rts.Infos()
 	return out, nil
+}
+
+// ImageStatus is hutch::image::status: the cache state of a catalog
+// image (S100 for a name not in the catalog).
+func (s *Service) ImageStatus(_ context.Context, req api.ImageStatusRequest) (api.ImageStatus, error) {
+	names := image.Names(s.store.Catalog())
+	if !slices.Contains(names, req.Name) {
+		return api.ImageStatus{}, errdefs.New(errdefs.CodeImageNotAllowed, "image %q is not in the catalog; known images: %s", spec.Clip(req.Name, 128), strings.Join(names, ", "))
+	}
+	return s.store.Status(req.Name), nil
 }
 
 // ImageList is hutch::image::list: the catalog with each image's cache state,
@@ -133,7 +148,10 @@ func (s *Service) ImageRemove(ctx context.Context, req api.ImageRemoveRequest) (
 	}
 	guard, done := s.core.ImageRemoval(req.Name, auth.OwnerFrom(ctx))
 	defer done()
-	removed, err := s.store.Remove(ctx, req.Name, guard)
+	removed, err := s.store.Remove(ctx, req.Name, func(id string) error {
+		running, own, creating := guard(id)
+		return inUse(req.Name, running, own, creating)
+	})
 	if err != nil {
 		return api.ImageRemoveResponse{}, err
 	}
@@ -153,4 +171,27 @@ func (s *Service) operatorOnly(ctx context.Context, action string) error {
 	}
 	return errdefs.New(errdefs.CodeOperatorOnly, "only an operator may %s cached images: they are shared by every owner's sandboxes", action).
 		WithFix(nil, "ask the operator, or have your owner added to admin_owners in the daemon's config")
+}
+
+// inUse refuses (S111) the removal of image name while running sandboxes
+// run it or creating ones are being created from it. The message counts
+// them; only the remover's own sandbox ids (own) are named, never another
+// owner's.
+func inUse(name string, running int, own []string, creating int) error {
+	if running == 0 && creating == 0 {
+		return nil
+	}
+	var what []string
+	if running > 0 {
+		w := fmt.Sprintf("%d sandboxes", running)
+		if len(own) > 0 {
+			w += " (yours: " + strings.Join(own, ", ") + ")"
+		}
+		what = append(what, w)
+	}
+	if creating > 0 {
+		what = append(what, fmt.Sprintf("%d sandboxes being created", creating))
+	}
+	return errdefs.New(errdefs.CodeImageInUse, "image %s is in use by %s", name, strings.Join(what, " and ")).
+		WithFix(map[string]any{"sandbox_ids": own}, "stop the sandboxes that use it (hutch stop ID), then remove it")
 }

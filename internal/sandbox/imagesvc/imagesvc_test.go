@@ -3,6 +3,7 @@ package imagesvc
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -63,14 +64,14 @@ func (c *core) ImagesInUse(owner string, all bool) map[string]int {
 func (c *core) ImagePulled(_ context.Context, name string, img *image.Image, _ time.Time) {
 	c.pulled = append(c.pulled, name+"@"+img.ID)
 }
-func (c *core) ImageRemoval(name, owner string) (func(id string) error, func()) {
+func (c *core) ImageRemoval(name, owner string) (func(id string) (int, []string, int), func()) {
 	c.removals++
-	return func(id string) error {
+	return func(id string) (int, []string, int) {
 			c.guarded = append(c.guarded, owner+":"+name+"@"+id)
 			if c.busy {
-				return errdefs.New(errdefs.CodeImageInUse, "image %s is in use by 2 sandboxes", name)
+				return 2, []string{"sb-" + owner}, 0
 			}
-			return nil
+			return 0, []string{}, 0
 		}, func() {
 			c.done++
 		}
@@ -168,5 +169,43 @@ func TestCatalog(t *testing.T) {
 	if err != nil || len(cat.Images) != 2 || cat.Images[0] != (api.CatalogImage{Name: "python", OCIRef: "debian+python3", Kind: "preset"}) ||
 		cat.Images[1].Name != "node" || len(cat.Runtimes) != 1 || cat.Runtimes[0].Name != "gvisor" {
 		t.Errorf("catalog: %+v, %v", cat, err)
+	}
+}
+
+// TestImageStatus: a catalog image's cache state, for any owner; a name
+// outside the catalog is S100 naming the catalog.
+func TestImageStatus(t *testing.T) {
+	s, _, _ := service(owners())
+	for name, want := range map[string]string{"python": "ready", "node": "missing"} {
+		st, err := s.ImageStatus(as("bob"), api.ImageStatusRequest{Name: name})
+		if err != nil || st.Name != name || st.State != want {
+			t.Errorf("status of %s: %+v, %v, want %s", name, st, err, want)
+		}
+	}
+	_, err := s.ImageStatus(as("bob"), api.ImageStatusRequest{Name: "ruby"})
+	if !errdefs.Is(err, errdefs.CodeImageNotAllowed) || err.Error() == "" || !strings.Contains(err.Error(), `image "ruby" is not in the catalog; known images: python, node`) {
+		t.Fatalf("status of ruby: %v, want S100 listing the catalog", err)
+	}
+}
+
+// TestInUse: a removal is refused (S111) while sandboxes run the image or
+// are being created from it, counting them and naming only the remover's
+// own.
+func TestInUse(t *testing.T) {
+	if err := inUse("python", 0, []string{}, 0); err != nil {
+		t.Fatalf("unused: %v", err)
+	}
+	e := errdefs.As(inUse("python", 2, []string{"sb-a"}, 0))
+	if e == nil || e.Code != errdefs.CodeImageInUse || e.Message != "image python is in use by 2 sandboxes (yours: sb-a)" {
+		t.Fatalf("running: %v", e)
+	}
+	if ids, _ := e.Fix["sandbox_ids"].([]string); !slices.Equal(ids, []string{"sb-a"}) {
+		t.Fatalf("fix sandbox_ids = %v, want the remover's", e.Fix["sandbox_ids"])
+	}
+	if err := inUse("python", 1, []string{}, 3); err == nil || !strings.Contains(err.Error(), "image python is in use by 1 sandboxes and 3 sandboxes being created") {
+		t.Fatalf("running and creating: %v", err)
+	}
+	if err := inUse("python", 0, []string{}, 1); !errdefs.Is(err, errdefs.CodeImageInUse) || !strings.Contains(err.Error(), "in use by 1 sandboxes being created") {
+		t.Fatalf("creating: %v", err)
 	}
 }

@@ -32,3 +32,18 @@ func Allowed(name string, catalog, allowlist []string) error {
 	}
 	return errdefs.New(errdefs.CodeImageNotAllowed, "image %q is not allowed%s; allowed images: %s", Clip(name, 128), hint, list)
 }
+
+// WithFix is the hint of S242 for a command the sandbox's image lacks:
+// the images with it (with) that the caller may create (allowlist).
+func WithFix(with, allowlist []string, command string) string {
+	var names []string
+	for _, n := range with {
+		if slices.Contains(allowlist, n) {
+			names = append(names, n)
+		}
+	}
+	if len(names) == 0 {
+		return "install " + command + " in the sandbox (no image this daemon allows has it)"
+	}
+	return "use an image with " + command + " (" + strings.Join(names, ", ") + "), or install it"
+}

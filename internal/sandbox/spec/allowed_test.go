@@ -30,3 +30,14 @@ func TestAllowed(t *testing.T) {
 		t.Errorf("no image: %v, want S001", err)
 	}
 }
+
+// TestWithFix: S242's hint names the allowed images that have the
+// command, or says to install it when none is allowed.
+func TestWithFix(t *testing.T) {
+	if got, want := WithFix([]string{"node", "python", "go"}, []string{"go", "node"}, "npm"), "use an image with npm (node, go), or install it"; got != want {
+		t.Errorf("WithFix = %q, want %q", got, want)
+	}
+	if got, want := WithFix([]string{"node"}, []string{"python"}, "npm"), "install npm in the sandbox (no image this daemon allows has it)"; got != want {
+		t.Errorf("WithFix = %q, want %q", got, want)
+	}
+}

@@ -60,3 +60,11 @@ func FsUser(u *image.User) *agentv1.FsUser {
 	}
 	return &agentv1.FsUser{UID: u.UID, GID: u.GID, Groups: u.Groups}
 }
+
+// ApplyUser makes areq run as u; nil keeps the agent's identity (root).
+func ApplyUser(areq *agentv1.ExecRequest, u *image.User) {
+	if u == nil {
+		return
+	}
+	areq.SetUser, areq.Uid, areq.Gid, areq.Groups = true, u.UID, u.GID, u.Groups
+}
