@@ -33,9 +33,9 @@ func (c reapCore) Sandboxes() []idle.Sandbox[*sandbox] {
 }
 
 func (c reapCore) Stop(sb *sandbox, end runtime.End) <-chan struct{} { return c.m.stopAsync(sb, end) }
-func (c reapCore) CanPause(sb *sandbox) bool                        { return c.m.abilitiesOf(sb).Pause }
-func (c reapCore) Touch(sb *sandbox)                                { sb.touch() }
-func (c reapCore) Go(f func())                                      { c.m.destroying.Go(f) }
+func (c reapCore) CanPause(sb *sandbox) bool                         { return c.m.abilitiesOf(sb).Pause }
+func (c reapCore) Touch(sb *sandbox)                                 { sb.touch() }
+func (c reapCore) Go(f func())                                       { c.m.destroying.Go(f) }
 
 func (c reapCore) Pause(sb *sandbox) error {
 	_, err := c.m.freeze(sb)
