@@ -9,16 +9,13 @@ import (
 	"github.com/hutch-dev/hutch/internal/safetext"
 )
 
-// The ends the manager gives sandboxes itself; the others come from the
-// runtime (Instance.Exit) or the agent (agentEnd).
+// The ends the manager gives sandboxes itself (the idle reaper's are
+// package idle's); the others come from the runtime (Instance.Exit) or
+// the agent (agentEnd).
 var (
 	endRequest  = runtime.End{Cause: runtime.CauseRequest, Detail: "stopped by request"}
-	endIdle     = runtime.End{Cause: runtime.CauseIdle, Detail: "idle timeout"}
-	endLifetime = runtime.End{Cause: runtime.CauseLifetime, Detail: "its lifetime (timeout_secs) ran out"}
-	// endPausedTooLong ends a sandbox paused past paused_retention_secs.
-	endPausedTooLong = runtime.End{Cause: runtime.CauseIdle, Detail: "paused longer than paused_retention_secs"}
-	endShutdown      = runtime.End{Cause: runtime.CauseShutdown, Detail: "daemon shut down"}
-	endRestart       = runtime.End{Cause: runtime.CauseRestart, Detail: "daemon restarted; the sandbox was destroyed"}
+	endShutdown = runtime.End{Cause: runtime.CauseShutdown, Detail: "daemon shut down"}
+	endRestart  = runtime.End{Cause: runtime.CauseRestart, Detail: "daemon restarted; the sandbox was destroyed"}
 	// endAgentGone is the end of a sandbox whose agent stream closed while
 	// its runtime knows nothing of an end.
 	endAgentGone = runtime.End{Cause: runtime.CauseAgent, Detail: "the sandbox agent went away"}

@@ -28,6 +28,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/runtime"
 	"github.com/hutch-dev/hutch/internal/safetext"
 	"github.com/hutch-dev/hutch/internal/sandbox/egress"
+	"github.com/hutch-dev/hutch/internal/sandbox/idle"
 	"github.com/hutch-dev/hutch/internal/sandbox/slots"
 	"github.com/hutch-dev/hutch/internal/sandbox/spec"
 	"github.com/hutch-dev/hutch/internal/sandbox/tracing"
@@ -97,8 +98,8 @@ type Manager struct {
 	creating sync.WaitGroup
 	shutdown context.Context
 	shut     context.CancelFunc
-	// reaper is the idle reaper (reaper.go).
-	reaper *reaper
+	// reaper is the idle reaper (package idle, reaper.go).
+	reaper *idle.Reaper[*sandbox]
 	// trace traces and measures creates, boots and execs (observe.go).
 	trace  tracer
 	events *events.Log
@@ -184,7 +185,7 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 		st.close()
 		return nil, err
 	}
-	go m.reaper.run()
+	go m.reaper.Run()
 	m.pool.Start()
 	return m, nil
 }
@@ -373,7 +374,7 @@ func (m *Manager) register(sb *sandbox) (api.CreateResponse, error) {
 	m.sandboxes[rec.ID] = sb
 	m.mu.Unlock()
 	go m.watch(sb)
-	m.reaper.wake()
+	m.reaper.Wake()
 	m.log.Info("sandbox created", "sandbox", rec.ID, "image", rec.Image, "cpus", rec.CPUs, "memory_mb", rec.MemoryMB)
 	m.emitFor(sb, api.EventSandboxCreated, map[string]any{"image": rec.Image, "cpus": rec.CPUs, "memory_mb": rec.MemoryMB, "network": rec.Network})
 	// Its agent answered and it is listed: it takes commands from now on.
@@ -717,7 +718,7 @@ func (m *Manager) Close(ctx context.Context) error {
 		sbs = append(sbs, sb)
 	}
 	m.mu.Unlock()
-	m.reaper.close()
+	m.reaper.Close()
 	m.pool.Close(endShutdown)
 	for _, sb := range sbs {
 		m.stopAsync(sb, endShutdown)

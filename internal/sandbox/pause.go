@@ -149,7 +149,7 @@ func (m *Manager) thaw(sb *sandbox) (changed bool, err error) {
 	}
 	m.log.Info("sandbox resumed", "sandbox", sb.rec.ID, "ms", time.Since(start).Milliseconds())
 	m.emitFor(sb, api.EventSandboxResumed, nil)
-	m.reaper.wake()
+	m.reaper.Wake()
 	return true, nil
 }
 
@@ -171,7 +171,7 @@ func (m *Manager) SetTimeout(ctx context.Context, req api.SetTimeoutRequest) (ap
 	if err := m.store.put(&rec); err != nil {
 		m.log.Error("recording a sandbox's lifetime", "sandbox", sb.rec.ID, "err", err)
 	}
-	m.reaper.wake()
+	m.reaper.Wake()
 	return api.SetTimeoutResponse{SandboxID: sb.rec.ID, ExpiresAt: at.Format(time.RFC3339)}, nil
 }
 

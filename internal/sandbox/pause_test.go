@@ -8,6 +8,7 @@ import (
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/sandbox/idle"
 	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
@@ -117,10 +118,10 @@ func TestAutoResume(t *testing.T) {
 func TestOnIdlePause(t *testing.T) {
 	m, _, _ := inprocess(t, nil)
 	id := create(t, m, api.CreateRequest{Image: "python", IdleTimeoutSecs: 1, OnIdle: api.OnIdlePause})
-	m.reaper.reap(time.Now().Add(2 * time.Second))
+	m.reaper.Reap(time.Now().Add(2 * time.Second))
 	testutil.Eventually(t, 30*time.Second, func() bool { return state(t, m, id).State == "paused" }, "the idle sandbox is paused")
 	// Paused, it is not idle: later passes leave it paused.
-	m.reaper.reap(time.Now().Add(time.Hour))
+	m.reaper.Reap(time.Now().Add(time.Hour))
 	if info := state(t, m, id); info.State != "paused" {
 		t.Errorf("a paused sandbox was reaped as idle: %+v", info)
 	}
@@ -132,12 +133,12 @@ func TestPausedRetention(t *testing.T) {
 	if _, err := m.Pause(context.Background(), api.PauseRequest{SandboxID: id}); err != nil {
 		t.Fatal(err)
 	}
-	m.reaper.reap(time.Now().Add(30 * time.Second))
+	m.reaper.Reap(time.Now().Add(30 * time.Second))
 	if info := state(t, m, id); info.State != "paused" {
 		t.Fatalf("paused for half its retention, the sandbox is %s", info.State)
 	}
-	m.reaper.reap(time.Now().Add(61 * time.Second))
-	stoppedWith(t, m, id, "idle", endPausedTooLong.Detail)
+	m.reaper.Reap(time.Now().Add(61 * time.Second))
+	stoppedWith(t, m, id, "idle", idle.EndPausedTooLong.Detail)
 }
 
 func TestLifetime(t *testing.T) {
@@ -160,11 +161,11 @@ func TestLifetime(t *testing.T) {
 	if err != nil || at.Before(time.Now().Add(3500*time.Second)) {
 		t.Errorf("set_timeout answered expires_at %q (%v); want an hour from now", resp.ExpiresAt, err)
 	}
-	m.reaper.reap(time.Now().Add(120 * time.Second))
+	m.reaper.Reap(time.Now().Add(120 * time.Second))
 	if info := state(t, m, id); info.Stopped {
 		t.Fatalf("a renewed sandbox ended at its old lifetime: %+v", info)
 	}
-	m.reaper.reap(time.Now().Add(3601 * time.Second))
+	m.reaper.Reap(time.Now().Add(3601 * time.Second))
 	stoppedWith(t, m, id, "lifetime", "")
 
 	_, err = m.SetTimeout(ctx, api.SetTimeoutRequest{SandboxID: id, TimeoutSecs: 0})

@@ -61,7 +61,7 @@ func TestProcessOutputIsActivity(t *testing.T) {
 	// Each pass looks at a time past both idle timeouts: only new output
 	// since the last pass keeps a sandbox.
 	pass := func() {
-		m.reaper.reap(time.Now().Add(2 * time.Minute))
+		m.reaper.Reap(time.Now().Add(2 * time.Minute))
 		m.destroying.Wait()
 	}
 

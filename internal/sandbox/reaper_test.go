@@ -16,10 +16,10 @@ import (
 	"github.com/hutch-dev/hutch/internal/runtime/runtimetest"
 )
 
-// The reaper's decisions depend on wall-clock times that integration tests
-// can only sample (integration/lifecycle_test.go reaps real sandboxes);
-// these tests drive reap with chosen times over sandboxes that have no
-// runtime instance, which teardown treats as already gone.
+// The reaper's decisions are package idle's (tested there on a fake);
+// TestReap drives one pass with a chosen time through the manager's
+// adapter, over sandboxes that have no runtime instance, which teardown
+// treats as already gone.
 
 // recordingObserver is an Observer that remembers what it was told.
 type recordingObserver struct {
@@ -107,7 +107,7 @@ func TestReap(t *testing.T) {
 	}
 	m.sandboxes[expired].stoppedAt = now.Add(-11 * time.Minute)
 
-	m.reaper.reap(now)
+	m.reaper.Reap(now)
 	m.destroying.Wait()
 
 	ctx := context.Background()
@@ -149,48 +149,5 @@ func TestReap(t *testing.T) {
 	got := obs.list()
 	if len(got) != 2 || got[0] != "stopped:idle" || got[1] != "stopped:idle" {
 		t.Errorf("observer got %v, want two idle stops", got)
-	}
-}
-
-func TestReapEvery(t *testing.T) {
-	tests := []struct {
-		name  string
-		idles []uint64 // idle timeouts of live sandboxes
-		want  time.Duration
-	}{
-		{"no sandboxes", nil, reapInterval},
-		{"long timeouts", []uint64{300, 60}, reapInterval},
-		{"2 s timeout", []uint64{300, 2}, time.Second},
-		{"1 s timeout", []uint64{1}, 500 * time.Millisecond},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			m, _ := testManager(t, config.Default())
-			for i, idle := range tt.idles {
-				addSandbox(t, m, "00000000-0000-4000-8000-00000000000"+string(rune('a'+i)), idle, time.Now(), 0)
-			}
-			// A stopped sandbox's timeout does not count.
-			sb := addSandbox(t, m, "00000000-0000-4000-8000-000000000001", 1, time.Now(), 0)
-			sb.finish(endRequest, nil)
-			if got := m.reaper.every(); got != tt.want {
-				t.Errorf("every = %v, want %v", got, tt.want)
-			}
-		})
-	}
-}
-
-func TestWakeReaperNeverBlocks(t *testing.T) {
-	m, _ := testManager(t, config.Default())
-	done := make(chan struct{})
-	go func() {
-		for range 10 {
-			m.reaper.wake()
-		}
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the reaper's wake blocked without a reaper running")
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hutch-dev/hutch/api"
@@ -30,9 +29,6 @@ type sandbox struct {
 	slots chan struct{}
 	// destroyed is closed once teardown has finished.
 	destroyed chan struct{}
-	// outputSeen is the output its processes had written at the reaper's
-	// last look (wroteOutput).
-	outputSeen atomic.Int64
 	// op serializes pause and resume (pause.go).
 	op sync.Mutex
 	// egressMu serializes changes of its egress policy (applyEgress).
