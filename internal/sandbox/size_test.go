@@ -13,17 +13,13 @@ import (
 
 // The core's size (issue 34, item 1): internal/sandbox keeps what must
 // share the manager's lock; services live in packages beside it
-// (internal/sandbox/<name>svc) and reach it through Sandboxes and Handle.
-// The targets are under 4,000 non-test lines and under 60 methods on
-// Manager; until they are met, this test is a ratchet: it logs the
-// numbers and fails when either grows past its cap below, which a move
-// out of the core lowers (set it to the new count in the same commit).
+// (internal/sandbox/<name>svc) and reach it through Sandboxes and Handle,
+// and the logic that only needs a narrow interface of the core is in
+// packages of its own (warmpool, idle, tracing, egress, spec, ...). The
+// core stays under 4,000 non-test lines and under 60 methods on Manager.
 const (
-	coreLinesTarget   = 4000
-	coreMethodsTarget = 60
-
-	coreLinesCap   = 9305
-	coreMethodsCap = 208
+	coreLinesMax   = 4000
+	coreMethodsMax = 60
 )
 
 // TestCoreSize measures the package's non-test lines (the files go build
@@ -56,13 +52,13 @@ func TestCoreSize(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("internal/sandbox: %d non-test lines (target < %d, cap %d); Manager: %d methods, %d exported (target < %d, cap %d)",
-		lines, coreLinesTarget, coreLinesCap, methods, exported, coreMethodsTarget, coreMethodsCap)
-	if lines > coreLinesCap {
-		t.Errorf("internal/sandbox has %d non-test lines, more than its cap %d: put a service in its own package (internal/sandbox/<name>svc) behind Handle", lines, coreLinesCap)
+	t.Logf("internal/sandbox: %d non-test lines (under %d); Manager: %d methods, %d exported (under %d)",
+		lines, coreLinesMax, methods, exported, coreMethodsMax)
+	if lines >= coreLinesMax {
+		t.Errorf("internal/sandbox has %d non-test lines, not under %d: put a service in its own package (internal/sandbox/<name>svc) behind Handle", lines, coreLinesMax)
 	}
-	if methods > coreMethodsCap {
-		t.Errorf("Manager has %d methods, more than its cap %d: put a service in its own package behind Handle", methods, coreMethodsCap)
+	if methods >= coreMethodsMax {
+		t.Errorf("Manager has %d methods, not under %d: put a service in its own package behind Handle", methods, coreMethodsMax)
 	}
 }
 
