@@ -418,7 +418,7 @@ func (s *Service) Interrupt(ctx context.Context, req api.ContextRequest) (api.In
 		if err := s.interruptKernel(ctx, sb.ID(), pid); err != nil {
 			return api.InterruptResponse{}, err
 		}
-		s.repeatInterrupt(sb.ID(), c, pid, cell)
+		s.repeatInterrupt(context.WithoutCancel(ctx), sb.ID(), c, pid, cell)
 	}
 	return api.InterruptResponse{ContextID: c.id, Running: busy}, nil
 }
@@ -431,8 +431,8 @@ const (
 )
 
 // repeatInterrupt sends SIGINT again, in the background, while cell is
-// still the one running, a few seconds at most.
-func (s *Service) repeatInterrupt(sbID string, c *interpContext, pid int, cell uint64) {
+// still the one running, a few seconds at most, for ctx's owner.
+func (s *Service) repeatInterrupt(ctx context.Context, sbID string, c *interpContext, pid int, cell uint64) {
 	c.mu.Lock()
 	if c.interrupting {
 		c.mu.Unlock()
@@ -455,7 +455,7 @@ func (s *Service) repeatInterrupt(sbID string, c *interpContext, pid int, cell u
 			c.mu.Lock()
 			still := c.busy && c.nextID == cell && c.pid == pid
 			c.mu.Unlock()
-			if !still || s.interruptKernel(context.Background(), sbID, pid) != nil {
+			if !still || s.interruptKernel(ctx, sbID, pid) != nil {
 				return
 			}
 		}
@@ -529,7 +529,7 @@ func (s *Service) RunCode(ctx context.Context, req api.RunCodeRequest, emit emit
 		return api.CellResult{}, err
 	}
 
-	cell := &cellRun{s: s, sb: sb, c: c, id: id, pid: pid, emit: emit, events: events, got: make(chan recvd, 1),
+	cell := &cellRun{s: s, bg: context.WithoutCancel(ctx), sb: sb, c: c, id: id, pid: pid, emit: emit, events: events, got: make(chan recvd, 1),
 		split: interp.NewSplitter(c.nonce, maxResultBytes), errSplit: interp.NewSplitter(c.nonce, 64),
 		timer: time.NewTimer(time.Duration(sb.ExecTimeout(req.TimeoutMs)) * time.Millisecond)}
 	res, err := cell.read(ctx)
@@ -610,7 +610,11 @@ func markDead(c *interpContext, why string) error {
 
 // cellRun reads one cell's output and result.
 type cellRun struct {
-	s     *Service
+	s *Service
+	// bg is the caller's context without its cancellation: the calls a
+	// cell makes after its caller went away (interrupt, kill) act for the
+	// same owner.
+	bg    context.Context
 	sb    sandbox.Handle
 	c     *interpContext
 	id    uint64
@@ -664,7 +668,7 @@ func (r *cellRun) read(ctx context.Context) (api.CellResult, error) {
 		case <-r.timer.C:
 			if r.interrupted {
 				r.ended = true
-				_ = r.s.killKernel(context.Background(), r.sb.ID(), r.c)
+				_ = r.s.killKernel(r.bg, r.sb.ID(), r.c)
 				return api.CellResult{}, markDead(r.c, "killed: it did not stop within "+interruptGrace.String()+" of an interrupt")
 			}
 			r.timedOut = true
@@ -676,7 +680,7 @@ func (r *cellRun) read(ctx context.Context) (api.CellResult, error) {
 				if g.err == io.EOF {
 					return api.CellResult{}, markDead(r.c, "its interpreter exited")
 				}
-				return api.CellResult{}, procsvc.Fail(context.Background(), r.sb, "following a context", r.pid, g.err)
+				return api.CellResult{}, procsvc.Fail(r.bg, r.sb, "following a context", r.pid, g.err)
 			}
 			res, end, err := r.take(g.ev)
 			if end {
@@ -694,7 +698,7 @@ func (r *cellRun) interrupt() {
 		return
 	}
 	r.interrupted = true
-	_ = r.s.interruptKernel(context.Background(), r.sb.ID(), r.pid)
+	_ = r.s.interruptKernel(r.bg, r.sb.ID(), r.pid)
 	r.timer.Stop()
 	r.timer = time.NewTimer(interruptGrace)
 }
@@ -779,7 +783,7 @@ func (r *cellRun) takeStderr(offset, dropped int64, data []byte) (api.CellResult
 // broken kills a kernel that broke the protocol and reports its context
 // dead.
 func (r *cellRun) broken(why string) error {
-	_ = r.s.killKernel(context.Background(), r.sb.ID(), r.c)
+	_ = r.s.killKernel(r.bg, r.sb.ID(), r.c)
 	return markDead(r.c, why)
 }
 

@@ -147,6 +147,36 @@ func TestInterpreterInterruptsAndRestarts(t *testing.T) {
 	wantCode(t, err, errdefs.CodeNoContext)
 }
 
+// TestTimeoutInterruptsForItsOwner: the interrupt a timed-out cell gets
+// acts for the sandbox's owner (a call with no owner is refused S002 for
+// an owned sandbox, and the kernel would spin on); the context lives on.
+func TestTimeoutInterruptsForItsOwner(t *testing.T) {
+	s, m, _ := withCore(t)
+	alice := as("alice")
+	created, err := m.Create(alice, api.CreateRequest{Image: "python"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.CreateContext(alice, api.ContextCreateRequest{SandboxID: created.SandboxID, Language: "python"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(code string, timeoutMs uint64) api.CellResult {
+		t.Helper()
+		res, err := s.RunCode(alice, api.RunCodeRequest{ContextID: info.ContextID, Code: code, TimeoutMs: timeoutMs}, func(string, any) error { return nil })
+		if err != nil {
+			t.Fatalf("cell %q: %v", code, err)
+		}
+		return res
+	}
+	if res := run("while True: pass", 300); !res.TimedOut || res.Error == nil || res.Error.Name != "KeyboardInterrupt" {
+		t.Fatalf("an endless loop of alice's: %+v", res)
+	}
+	if res := run("1 + 1", 0); res.Data["text/plain"] != "2" {
+		t.Fatalf("the next cell: %+v", res)
+	}
+}
+
 func TestInterpreterRefusals(t *testing.T) {
 	m, _, id := withCore(t)
 	ctx := context.Background()
