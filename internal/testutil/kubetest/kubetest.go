@@ -149,20 +149,26 @@ type ControlPlane struct {
 // Start starts etcd, kube-apiserver, kube-controller-manager and
 // kube-scheduler, in that order, each once the one before it answers, and
 // returns when the apiserver reports itself ready. It fails t if any of
-// them does not start; the components' logs are in t's output then.
+// them does not start; the components' logs are in t's output when t
+// fails.
 func Start(t testing.TB) *ControlPlane {
 	t.Helper()
 	bin := RequiresControlPlane(t)
 	cp := &ControlPlane{BinDir: bin, Dir: t.TempDir()}
 	t.Cleanup(cp.stop)
-	if err := cp.start(t); err != nil {
-		cp.logTails(t)
+	// Cleanups run in reverse: the logs are read before the stop.
+	t.Cleanup(func() {
+		if t.Failed() {
+			cp.logTails(t)
+		}
+	})
+	if err := cp.start(); err != nil {
 		t.Fatalf("starting the control plane: %v", err)
 	}
 	return cp
 }
 
-func (cp *ControlPlane) start(t testing.TB) error {
+func (cp *ControlPlane) start() error {
 	pkiDir := filepath.Join(cp.Dir, "pki")
 	if err := os.Mkdir(pkiDir, 0o700); err != nil {
 		return err
@@ -222,6 +228,10 @@ func (cp *ControlPlane) start(t testing.TB) error {
 	if err := cp.run("kube-apiserver",
 		"--etcd-servers="+etcdURL,
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port="+strconv.Itoa(apiPort),
+		// The endpoint reconciler refuses a loopback address: nothing
+		// keeps the kubernetes Service's endpoints (no Pod reaches the
+		// apiserver through it here).
+		"--endpoint-reconciler-type=none",
 		"--tls-cert-file="+serving.CertFile, "--tls-private-key-file="+serving.KeyFile,
 		"--client-ca-file="+cp.CAFile,
 		"--kubelet-client-certificate="+kubeletClient.CertFile, "--kubelet-client-key="+kubeletClient.KeyFile,
