@@ -22,7 +22,7 @@ GO_SOURCES := $(shell find . -name '*.go' -not -path './node_modules/*' 2>/dev/n
 # The web console's files, embedded in the daemon (internal/console).
 CONSOLE_FILES := $(shell find internal/console/web -type f 2>/dev/null)
 
-.PHONY: all build deps deps-microvm demo test unit integration conformance bench lint proto clean console-vendor bench-console
+.PHONY: all build deps deps-packages deps-microvm kube-deps demo test unit integration conformance bench lint proto clean console-vendor bench-console
 
 all: build
 
@@ -64,8 +64,51 @@ $(RUNSC_STAMP):
 	$(RM_RUNSC_BUILD)
 	@rm -f $(BIN)/.runsc-*; touch $@
 
-# Installs the Debian packages that are missing (needs root).
-deps:
+# The Kubernetes control plane the cluster tests run (issue 35: 5):
+# kube-apiserver, kube-controller-manager, kube-scheduler and kubectl from
+# k8s.io/kubernetes, and etcd from go.etcd.io/etcd/server/v3, at the versions
+# pinned in deps/kube/go.mod and deps/kube/etcd/go.mod (modules of their own:
+# hutch's go.mod does not pull k8s.io/kubernetes). Built once per machine
+# into a directory named by both versions (the first time: 12 minutes on 2
+# cores with the modules already downloaded, 4 GB of Go build cache, 377 MB
+# of binaries), reused afterwards: the build writes
+# a temporary directory and renames it when complete, so an interrupted build
+# is never taken as done. HUTCH_KUBE_CACHE chooses where; by default
+# /var/cache/hutch for root, else $$XDG_CACHE_HOME/hutch (~/.cache/hutch).
+# internal/testutil/kubetest finds the binaries by the same rule.
+KUBE_MOD := $(CURDIR)/deps/kube
+KUBE_VERSION := $(shell awk '$$1 == "k8s.io/kubernetes" {print $$2}' $(KUBE_MOD)/go.mod)
+ETCD_VERSION := $(shell awk '$$1 == "go.etcd.io/etcd/server/v3" {print $$2}' $(KUBE_MOD)/etcd/go.mod)
+KUBE_CACHE := $(or $(HUTCH_KUBE_CACHE),$(if $(filter 0,$(shell id -u)),/var/cache/hutch,$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/hutch))
+KUBE_DIR := $(KUBE_CACHE)/kube-$(KUBE_VERSION)-etcd-$(ETCD_VERSION)
+KUBE_CMDS := kube-apiserver kube-controller-manager kube-scheduler kubectl
+# The version the Kubernetes binaries print, as the release's own build
+# stamps it (hack/lib/version.sh); no build date or commit: the build stays
+# reproducible.
+KUBE_MAJOR := $(patsubst v%,%,$(word 1,$(subst ., ,$(KUBE_VERSION))))
+KUBE_MINOR := $(word 2,$(subst ., ,$(KUBE_VERSION)))
+KUBE_LDFLAGS := $(foreach p,k8s.io/client-go/pkg/version k8s.io/component-base/version,\
+	-X $(p).gitVersion=$(KUBE_VERSION) -X $(p).gitMajor=$(KUBE_MAJOR) -X $(p).gitMinor=$(KUBE_MINOR))
+
+kube-deps: $(KUBE_DIR)
+
+$(KUBE_DIR):
+	@test -n "$(KUBE_VERSION)" -a -n "$(ETCD_VERSION)" || { echo "kube-deps: no version pinned in $(KUBE_MOD)/go.mod or etcd/go.mod"; exit 1; }
+	@echo "building Kubernetes $(KUBE_VERSION) and etcd $(ETCD_VERSION) into $@ (the first time on a machine: 12-20 minutes)"
+	mkdir -p $(KUBE_CACHE)
+	tmp=$$(mktemp -d $(KUBE_CACHE)/.build-kube-XXXXXX) && trap 'rm -rf "$$tmp"' EXIT && \
+	mkdir "$$tmp/bin" && \
+	(cd $(KUBE_MOD) && CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w $(KUBE_LDFLAGS)' -o "$$tmp/bin/" \
+		$(addprefix k8s.io/kubernetes/cmd/,$(KUBE_CMDS))) && \
+	(cd $(KUBE_MOD)/etcd && CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o "$$tmp/bin/etcd" go.etcd.io/etcd/server/v3) && \
+	chmod 755 "$$tmp" && mv -T "$$tmp" $@
+
+# Installs the Debian packages that are missing (needs root), and builds the
+# Kubernetes control plane the cluster tests run (kube-deps). The demo needs
+# only the packages (deps-packages): its first run stays a few minutes.
+deps: deps-packages kube-deps
+
+deps-packages:
 	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done; \
 		for c in $(APT_COMMANDS); do command -v $${c%%:*} >/dev/null 2>&1 || echo $${c#*:}; done); \
 	if [ -n "$$missing" ]; then \
@@ -75,14 +118,14 @@ deps:
 
 # The microVM runtime's host packages (see MICROVM_APT_PACKAGES); deps
 # installs them too.
-deps-microvm: deps
+deps-microvm: deps-packages
 
 # First sandbox: builds everything, builds the python image, runs code, and
 # names the web console of the daemon that ran it (docs/usage/console.md): the
 # one at $HUTCH_URL read as the CLI reads it (http:// when it names no
 # scheme, no trailing slash), else at the client's default URL.
 DEFAULT_URL := $(shell sed -n 's/^const DefaultURL = "\(.*\)"$$/\1/p' client/client.go)
-demo: deps build
+demo: deps-packages build
 	$(BIN)/hutch run python -- python3 -c 'print("hello from a gVisor sandbox:", 2+2)'
 	@url=$${HUTCH_URL:-$(DEFAULT_URL)}; case $$url in *://*) ;; *) url=http://$$url ;; esac; \
 		url=$$(printf '%s' "$$url" | sed 's|/*$$||'); echo "console: open $$url/ui/ in a browser"
