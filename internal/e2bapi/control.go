@@ -77,7 +77,8 @@ func (tr *Transport) serve(h controlFunc) http.Handler {
 		}
 		switch {
 		case err != nil:
-			if status, msg := errorStatus(err); status >= http.StatusInternalServerError {
+			// issue 40: a 501 is a route hutch documents it does not serve, not a failure.
+			if status, msg := errorStatus(err); status >= http.StatusInternalServerError && status != http.StatusNotImplemented {
 				tr.opts.Logger.Error("e2b api call failed", "method", r.Method, "path", r.URL.Path, "status", status, "error", msg)
 			}
 			writeError(w, err)

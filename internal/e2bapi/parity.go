@@ -386,10 +386,32 @@ func (tr *Transport) templateTags(ctx context.Context, id string) (answer, error
 	return answer{http.StatusOK, []templateTag{{Tag: defaultTag, BuildID: buildID(ctx, t), CreatedAt: t.CreatedAt}}}, nil
 }
 
+// The metadata keys a create through E2B's API may pick hutch's runtime
+// and shape with (a template's own runtime, cpus and memory_mb apply
+// otherwise); they stay in the sandbox's metadata.
+const (
+	MetadataRuntime  = "hutch.runtime"
+	MetadataCPUs     = "hutch.cpus"
+	MetadataMemoryMB = "hutch.memory_mb"
+)
+
 // parityCreate completes a create's request with what this file maps: a
-// templateID naming one of the caller's snapshots starts from it, and
-// volumeMounts mount the caller's volumes.
+// templateID naming one of the caller's snapshots starts from it,
+// volumeMounts mount the caller's volumes, and the hutch.* metadata
+// pick the runtime and shape.
 func (tr *Transport) parityCreate(ctx context.Context, in newSandbox, req *api.CreateRequest) error {
+	req.Runtime = in.Metadata[MetadataRuntime]
+	for key, field := range map[string]*uint32{MetadataCPUs: &req.CPUs, MetadataMemoryMB: &req.MemoryMB} {
+		v, ok := in.Metadata[key]
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseUint(v, 10, 32)
+		if err != nil || n == 0 {
+			return errdefs.Malformed("metadata %s must be a positive whole number, got %q", key, safetext.Clip(v, 32))
+		}
+		*field = uint32(n)
+	}
 	if req.Template == "" {
 		if s, ok := tr.snapshotNamed(ctx, in.TemplateID); ok {
 			req.Image, req.SnapshotID = "", s.SnapshotID
