@@ -18,7 +18,7 @@ const (
 // sandbox::interpreter::context::create.
 type ContextCreateRequest struct {
 	SandboxID string `json:"sandbox_id"`
-	// Language is python (the default), javascript or bash.
+	// Language is python (the default), javascript, typescript or bash.
 	Language string `json:"language,omitempty"`
 	// Cwd is where the interpreter starts (the image's working directory
 	// by default); Env is added to the sandbox's environment.

@@ -39,7 +39,14 @@ const (
 	Python     = "python"
 	JavaScript = "javascript"
 	Bash       = "bash"
+	// TypeScript runs in the JavaScript kernel, each cell transpiled by
+	// what the image carries (issue 40): node's own type stripping, or the
+	// typescript package (npm's or Debian's node-typescript).
+	TypeScript = "typescript"
 )
+
+// TypeScriptEnv tells the JavaScript kernel its cells are TypeScript.
+const TypeScriptEnv = "HUTCH_INTERP_TYPESCRIPT"
 
 // NonceEnv carries a context's nonce to its kernel.
 const NonceEnv = "HUTCH_INTERP_NONCE"
@@ -70,6 +77,9 @@ func KernelOf(language string) (Kernel, bool) {
 	case JavaScript:
 		return Kernel{Language: JavaScript, Interpreter: []string{"node"}, File: "hutch-kernel.js", Source: nodeKernel,
 			Request: jsonRequest}, true
+	case TypeScript:
+		return Kernel{Language: TypeScript, Interpreter: []string{"node"}, File: "hutch-kernel.js", Source: nodeKernel,
+			Env: []string{TypeScriptEnv + "=1"}, Request: jsonRequest}, true
 	case Bash:
 		return Kernel{Language: Bash, Interpreter: []string{"bash", "--noprofile", "--norc"}, File: "hutch-kernel.sh", Source: bashKernel,
 			Request: bashRequest}, true
@@ -86,7 +96,7 @@ func (k Kernel) Argv(dir string) []string {
 }
 
 // Languages lists the languages, for messages.
-var Languages = []string{Python, JavaScript, Bash}
+var Languages = []string{Python, JavaScript, Bash, TypeScript}
 
 func jsonRequest(id uint64, code string) []byte {
 	b, _ := json.Marshal(struct {

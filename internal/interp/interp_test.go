@@ -67,6 +67,12 @@ func lookPath(t *testing.T, program string) string {
 // each cell's output and result.
 func run(t *testing.T, language string, cells ...string) ([]string, []Result) {
 	t.Helper()
+	return runWith(t, language, nil, cells...)
+}
+
+// runWith is run with env added to the kernel's environment.
+func runWith(t *testing.T, language string, env []string, cells ...string) ([]string, []Result) {
+	t.Helper()
 	k, _ := KernelOf(language)
 	dir := t.TempDir()
 	if err := os.WriteFile(k.Path(dir), []byte(k.Source), 0o644); err != nil {
@@ -75,7 +81,7 @@ func run(t *testing.T, language string, cells ...string) ([]string, []Result) {
 	argv := k.Argv(dir)
 	cmd := exec.Command(lookPath(t, argv[0]), argv[1:]...)
 	cmd.Args[0] = argv[0]
-	cmd.Env = append([]string{NonceEnv + "=n0nce", "PATH=" + kernelPATH}, k.Env...)
+	cmd.Env = append(append([]string{NonceEnv + "=n0nce", "PATH=" + kernelPATH}, k.Env...), env...)
 	var in bytes.Buffer
 	for i, c := range cells {
 		in.Write(k.Request(uint64(i+1), c))
@@ -187,11 +193,46 @@ func TestKernelsIgnoreTheCallersPATH(t *testing.T) {
 	t.Setenv("PATH", decoy+string(filepath.ListSeparator)+os.Getenv("PATH"))
 	for _, lang := range Languages {
 		t.Run(lang, func(t *testing.T) {
-			code := map[string]string{Python: "6 * 7", JavaScript: "6 * 7", Bash: "echo 42"}[lang]
-			outs, rs := run(t, lang, code)
+			code := map[string]string{Python: "6 * 7", JavaScript: "6 * 7", Bash: "echo 42", TypeScript: "6 * 7"}[lang]
+			outs, rs := runWith(t, lang, []string{"NODE_PATH=" + fakeTypeScript(t)}, code)
 			if rs[0].Status != "ok" || (rs[0].Data["text/plain"] != "42" && outs[0] != "42\n") {
 				t.Errorf("%s: output %q result %+v", lang, outs[0], rs[0])
 			}
 		})
+	}
+}
+
+// fakeTypeScript is a node_modules directory whose typescript package
+// strips ": number" annotations: the kernel's use of the package, without
+// the real one.
+func fakeTypeScript(t *testing.T) string {
+	dir := filepath.Join(t.TempDir(), "node_modules")
+	pkg := filepath.Join(dir, "typescript")
+	if err := os.MkdirAll(pkg, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src := `exports.ScriptTarget = { ES2022: 9 }; exports.ModuleKind = { CommonJS: 1 }
+exports.transpileModule = (code, opts) => {
+  if (opts.compilerOptions.target !== 9) throw new Error('target')
+  return { outputText: code.replace(/: number/g, '') }
+}
+`
+	if err := os.WriteFile(filepath.Join(pkg, "index.js"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestTypeScriptKernel(t *testing.T) {
+	outs, rs := runWith(t, TypeScript, []string{"NODE_PATH=" + fakeTypeScript(t)},
+		"const x: number = await Promise.resolve(41)", "console.log('hi'); x + 1")
+	if rs[0].Status != "ok" || outs[1] != "hi\n" || rs[1].Data["text/plain"] != "42" {
+		t.Errorf("results %+v, outputs %q", rs, outs)
+	}
+	// Without a transpiler (this host's node has no type stripping, or
+	// strips the annotation itself), a cell says what is missing.
+	_, rs = run(t, TypeScript, "const y: number = 1; y")
+	if r := rs[0]; !(r.Status == "ok" && r.Data["text/plain"] == "1") && (r.Error == nil || r.Error.Name != "TypeScriptUnavailable") {
+		t.Errorf("without typescript: %+v", r)
 	}
 }

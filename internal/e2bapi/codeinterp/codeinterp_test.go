@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -133,7 +134,7 @@ func TestExecuteRefuses(t *testing.T) {
 	srv, f := serve(t)
 	for _, tc := range []struct{ name, body string }{
 		{"env_vars", `{"code":"x","env_vars":{"A":"1"}}`},
-		{"typescript", `{"code":"x","language":"ts"}`},
+		{"r", `{"code":"x","language":"r"}`},
 		{"a context of another sandbox", `{"code":"x","context_id":"c9"}`},
 		{"not JSON", `{`},
 	} {
@@ -145,6 +146,15 @@ func TestExecuteRefuses(t *testing.T) {
 	}
 	if len(f.ran) != 0 {
 		t.Fatalf("ran %v", f.ran)
+	}
+}
+
+func TestUnsupportedLanguageIsNotFound(t *testing.T) {
+	srv, _ := serve(t)
+	res := do(t, srv, "POST", "/contexts", `{"language":"r"}`)
+	b, _ := io.ReadAll(res.Body)
+	if res.StatusCode != 404 || !strings.Contains(string(b), `language \"r\": hutch's code interpreter has no kernel for it`) {
+		t.Fatalf("%d %s", res.StatusCode, b)
 	}
 }
 

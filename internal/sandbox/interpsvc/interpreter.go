@@ -241,7 +241,7 @@ func (s *Service) startKernel(ctx context.Context, sb sandbox.Handle, c *interpC
 	nonce := make([]byte, 16)
 	_, _ = rand.Read(nonce) // crypto/rand.Read never fails
 	env := append(append(api.Env{}, c.env...), c.kernel.Env...)
-	if c.language == interp.JavaScript {
+	if c.language == interp.JavaScript || c.language == interp.TypeScript { // issue 40: typescript too
 		// What sandbox::interpreter::install put there.
 		env = append(env, "NODE_PATH="+sb.Workdir()+"/node_modules")
 	}
