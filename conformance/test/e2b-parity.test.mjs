@@ -5,7 +5,9 @@
 import { after, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
-import { Sandbox, Template, Volume } from 'e2b'
+import { readFile } from 'node:fs/promises'
+import { Sandbox as CodeInterpreter } from '@e2b/code-interpreter'
+import { NotFoundError, Sandbox, Template, Volume } from 'e2b'
 import { BOOT_TIMEOUT_MS, killE2B, startDaemon } from '../lib.mjs'
 
 const run = randomUUID().slice(0, 8)
@@ -155,5 +157,84 @@ describe('E2B templates and shapes on an open daemon', () => {
     assert.equal(await Sandbox.deleteSnapshot(name, conn), true)
     assert.equal(await Template.exists(name, conn), false)
     assert.equal(await Sandbox.deleteSnapshot(name, conn), false)
+  })
+})
+
+// envd's 0.6 surface and the interpreter's languages, on the suite's daemon.
+describe('E2B envd 0.6 and the interpreter languages', () => {
+  // envd calls the E2B SDK does not wrap (/envs, /metrics, /init).
+  const envd = (sb, method, path, body) => fetch(process.env.E2B_SANDBOX_URL + path, {
+    method,
+    headers: { 'E2b-Sandbox-Id': sb.sandboxId, 'E2b-Sandbox-Port': '49983', 'X-Access-Token': sb.envdAccessToken, 'content-type': 'application/json' },
+    body: body && JSON.stringify(body)
+  })
+
+  test('entry owner, group, permissions, symlink target; commands with envs, cwd, user; kill; /envs, /metrics, /init', opts, async () => {
+    const sb = await create('base', { envs: { FROM_CREATE: 'c' } })
+    await sb.files.write('/tmp/d/f.txt', 'x')
+    await sb.commands.run('ln -s f.txt /tmp/d/link && chown nobody:nogroup /tmp/d/f.txt')
+    const link = await sb.files.getInfo('/tmp/d/link')
+    assert.equal(link.type, 'symlink')
+    assert.equal(link.symlinkTarget, 'f.txt')
+    assert.equal(link.permissions, 'Lrwxrwxrwx')
+    const me = (await sb.commands.run('id -un; id -gn')).stdout.trim().split('\n')
+    assert.deepEqual([link.owner, link.group], me)
+    const listed = await sb.files.list('/tmp/d')
+    const f = listed.find((e) => e.name === 'f.txt')
+    assert.deepEqual([f.owner, f.group, f.permissions, f.symlinkTarget], ['nobody', 'nogroup', '-rw-r--r--', undefined])
+
+    const ran = await sb.commands.run('echo "$A $FROM_CREATE"; pwd; id -un', { envs: { A: 'per-command' }, cwd: '/tmp/d', user: 'nobody' })
+    assert.equal(ran.stdout, 'per-command c\n/tmp/d\nnobody\n')
+    const bg = await sb.commands.run('sleep 600', { background: true })
+    assert.equal(await sb.commands.kill(bg.pid), true)
+    await assert.rejects(bg.wait(), (err) => err.exitCode !== 0)
+    assert.equal(await sb.commands.kill(bg.pid), false)
+
+    assert.equal((await envd(sb, 'POST', '/init', { envVars: { FROM_INIT: 'i' } })).status, 204)
+    const envs = await (await envd(sb, 'GET', '/envs')).json()
+    assert.equal(envs.FROM_CREATE, 'c')
+    assert.equal(envs.FROM_INIT, 'i')
+    assert.equal((await sb.commands.run('echo $FROM_INIT')).stdout, 'i\n')
+    const refused = await envd(sb, 'POST', '/init', { defaultUser: 'nobody' })
+    assert.equal(refused.status, 400)
+    const m = await (await envd(sb, 'GET', '/metrics')).json()
+    assert.equal(m.cpu_count, 1)
+    assert.equal(m.mem_total, 512 * 1024 * 1024)
+    assert.ok(m.mem_used > 0 && m.ts > 0, JSON.stringify(m))
+    await sb.kill()
+  })
+
+  test('typescript with the typescript package the image carries, bash, and languages without a kernel', opts, async () => {
+    const sbx = await CodeInterpreter.create('node', { metadata: { run }, requestTimeoutMs: BOOT_TIMEOUT_MS })
+    const ts = await sbx.createCodeContext({ language: 'ts' })
+    assert.equal(ts.language, 'typescript')
+    const missing = await sbx.runCode('const a: number = 1; a', { context: ts })
+    assert.equal(missing.error?.name, 'TypeScriptUnavailable')
+    // npm's package, put where `npm install -g typescript` does.
+    const pkg = new URL('../node_modules/typescript/', import.meta.url)
+    const dir = '/usr/local/lib/node_modules/typescript'
+    await sbx.files.write([
+      { path: `${dir}/package.json`, data: await readFile(new URL('package.json', pkg), 'utf8') },
+      { path: `${dir}/lib/typescript.js`, data: await readFile(new URL('lib/typescript.js', pkg), 'utf8') }])
+    const ctx = await sbx.createCodeContext({ language: 'typescript' })
+    await sbx.runCode('interface P { n: number }\nconst p: P = { n: 41 }', { context: ctx })
+    const ex = await sbx.runCode('const add = (a: number, b: number): number => a + b\nconsole.log("typed"); add(p.n, 1)', { context: ctx })
+    assert.equal(ex.error, undefined)
+    assert.equal(ex.text, '42')
+    assert.equal(ex.logs.stdout.join(''), 'typed\n')
+    assert.equal((await sbx.runCode('const s: string = await Promise.resolve("later"); s', { language: 'ts' })).text, "'later'")
+
+    const sh = await sbx.createCodeContext({ language: 'bash' })
+    await sbx.runCode('cd /tmp; X=5', { context: sh })
+    const out = await sbx.runCode('echo "$PWD $X"', { context: sh })
+    assert.equal(out.logs.stdout.join(''), '/tmp 5\n')
+
+    await assert.rejects(sbx.createCodeContext({ language: 'r' }), (err) => err instanceof NotFoundError && /language \\"r\\": hutch's code interpreter has no kernel for it/.test(err.message))
+    await sbx.kill()
+
+    // An image without node has no runtime for typescript: the same error class, saying so.
+    const py = await CodeInterpreter.create('base', { metadata: { run }, requestTimeoutMs: BOOT_TIMEOUT_MS })
+    await assert.rejects(py.createCodeContext({ language: 'typescript' }), (err) => err instanceof NotFoundError && /has no node for typescript contexts/.test(err.message))
+    await py.kill()
   })
 })

@@ -214,7 +214,7 @@ func writeError(w http.ResponseWriter, err error) {
 	env := envelope.From(err)
 	status := envelope.HTTPStatus(err)
 	var le *languageError
-	if errors.As(err, &le) {
+	if errors.As(err, &le) || errdefs.Is(err, errdefs.CodeNoInterpreter) { // no kernel, or no runtime for it in the image
 		status = http.StatusNotFound
 	}
 	writeJSON(w, status, map[string]string{"name": env.Code, "value": env.Message, "traceback": ""})
