@@ -77,6 +77,9 @@ type RunCodeRequest struct {
 	// TimeoutMs interrupts the cell after this long (the daemon's exec
 	// default and maximum apply).
 	TimeoutMs uint64 `json:"timeout_ms,omitempty"`
+	// Env are variables set for this cell only: the context's own are
+	// back once it ends (issue 40).
+	Env Env `json:"env,omitempty"`
 }
 
 // CellError is what a cell raised.

@@ -23,6 +23,7 @@ import (
 	"path"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 //go:embed kernel.py
@@ -64,8 +65,10 @@ type Kernel struct {
 	Source string
 	// Env is added to the context's environment.
 	Env []string
-	// Request encodes cell id with code as one line of the kernel's stdin.
-	Request func(id uint64, code string) []byte
+	// Request encodes cell id with code, and the variables env
+	// ("KEY=VALUE") set for that cell only, as one line of the kernel's
+	// stdin.
+	Request func(id uint64, code string, env []string) []byte
 }
 
 // KernelOf returns the kernel of language, false for an unknown one.
@@ -98,16 +101,27 @@ func (k Kernel) Argv(dir string) []string {
 // Languages lists the languages, for messages.
 var Languages = []string{Python, JavaScript, Bash, TypeScript}
 
-func jsonRequest(id uint64, code string) []byte {
+func jsonRequest(id uint64, code string, env []string) []byte {
+	vars := map[string]string{}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		vars[k] = v
+	}
 	b, _ := json.Marshal(struct {
-		ID   uint64 `json:"id"`
-		Code string `json:"code"`
-	}{id, code}) // a struct of a number and a string always encodes
+		ID   uint64            `json:"id"`
+		Code string            `json:"code"`
+		Env  map[string]string `json:"env,omitempty"`
+	}{id, code, vars}) // numbers and strings always encode
 	return append(b, '\n')
 }
 
-func bashRequest(id uint64, code string) []byte {
-	return []byte(strconv.FormatUint(id, 10) + " " + base64.StdEncoding.EncodeToString([]byte(code)) + "\n")
+// bashRequest is "ID BASE64(code)", then " BASE64(KEY=VALUE)" per variable.
+func bashRequest(id uint64, code string, env []string) []byte {
+	line := strconv.FormatUint(id, 10) + " " + base64.StdEncoding.EncodeToString([]byte(code))
+	for _, kv := range env {
+		line += " " + base64.StdEncoding.EncodeToString([]byte(kv))
+	}
+	return []byte(line + "\n")
 }
 
 // Result is a kernel's answer to one cell.

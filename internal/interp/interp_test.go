@@ -2,10 +2,12 @@ package interp
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -78,15 +80,33 @@ func runWith(t *testing.T, language string, env []string, cells ...string) ([]st
 	if err := os.WriteFile(k.Path(dir), []byte(k.Source), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	var in bytes.Buffer
+	for i, c := range cells {
+		in.Write(k.Request(uint64(i+1), c, nil))
+	}
+	return runKernel(t, k, dir, env, in.Bytes(), len(cells))
+}
+
+// runRaw runs language's kernel on the request lines in, of n cells.
+func runRaw(t *testing.T, language string, in []byte, n int) ([]string, []Result) {
+	t.Helper()
+	k, _ := KernelOf(language)
+	dir := t.TempDir()
+	if err := os.WriteFile(k.Path(dir), []byte(k.Source), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return runKernel(t, k, dir, nil, in, n)
+}
+
+// runKernel runs k from dir with env added on the request lines in, and
+// returns the outputs and results of its cells.
+func runKernel(t *testing.T, k Kernel, dir string, env []string, in []byte, cells int) ([]string, []Result) {
+	t.Helper()
 	argv := k.Argv(dir)
 	cmd := exec.Command(lookPath(t, argv[0]), argv[1:]...)
 	cmd.Args[0] = argv[0]
 	cmd.Env = append(append([]string{NonceEnv + "=n0nce", "PATH=" + kernelPATH}, k.Env...), env...)
-	var in bytes.Buffer
-	for i, c := range cells {
-		in.Write(k.Request(uint64(i+1), c))
-	}
-	cmd.Stdin = &in
+	cmd.Stdin = bytes.NewReader(in)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +120,7 @@ func runWith(t *testing.T, language string, env []string, cells ...string) ([]st
 	s := NewSplitter("n0nce", 1<<20)
 	var out bytes.Buffer
 	buf := make([]byte, 7) // small reads: results span chunks
-	for len(results) < len(cells) {
+	for len(results) < cells {
 		n, err := stdout.Read(buf)
 		if n > 0 {
 			o, line, serr := s.Write(buf[:n])
@@ -234,5 +254,33 @@ func TestTypeScriptKernel(t *testing.T) {
 	_, rs = run(t, TypeScript, "const y: number = 1; y")
 	if r := rs[0]; !(r.Status == "ok" && r.Data["text/plain"] == "1") && (r.Error == nil || r.Error.Name != "TypeScriptUnavailable") {
 		t.Errorf("without typescript: %+v", r)
+	}
+}
+
+// TestCellEnv: a cell's own variables are set for it and gone after,
+// the context's own value back, in every kernel.
+func TestCellEnv(t *testing.T) {
+	for lang, cells := range map[string][3]string{
+		Python:     {"import os; os.environ['K'] = 'context'", "os.environ['K'] + os.environ['ONLY']", "os.environ['K'] + str('ONLY' in os.environ)"},
+		JavaScript: {"process.env.K = 'context'", "process.env.K + process.env.ONLY", "process.env.K + ('ONLY' in process.env)"},
+		Bash:       {"export K=context", "echo \"$K$ONLY\"", "echo \"$K${ONLY-unset}\""},
+	} {
+		t.Run(lang, func(t *testing.T) {
+			k, _ := KernelOf(lang)
+			var in bytes.Buffer
+			in.Write(k.Request(1, cells[0], nil))
+			in.Write(k.Request(2, cells[1], []string{"K=cell", "ONLY=x y"}))
+			in.Write(k.Request(3, cells[2], nil))
+			outs, rs := runRaw(t, lang, in.Bytes(), 3)
+			got := []string{strings.TrimSpace(outs[1]) + fmt.Sprint(rs[1].Data["text/plain"]), strings.TrimSpace(outs[2]) + fmt.Sprint(rs[2].Data["text/plain"])}
+			want := map[string][]string{
+				Python:     {"'cellx y'", "'contextFalse'"},
+				JavaScript: {"'cellx y'", "'contextfalse'"},
+				Bash:       {"cellx y<nil>", "contextunset<nil>"},
+			}[lang]
+			if !slices.Equal(got, want) {
+				t.Errorf("got %q, want %q (results %+v)", got, want, rs)
+			}
+		})
 	}
 }

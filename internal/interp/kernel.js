@@ -116,7 +116,15 @@ async function next () {
   try { req = JSON.parse(line) } catch { busy = false; return next() }
   count++
   const msg = { id: req.id, execution_count: count }
+  // The cell's own variables, then the context's back once it ends.
+  const cellEnv = req.env && typeof req.env === 'object' ? req.env : {}
+  const saved = Object.keys(cellEnv).map((k) => [k, process.env[k]])
+  for (const [k, v] of Object.entries(cellEnv)) process.env[k] = String(v)
   const [err, value] = await run(String(req.code))
+  for (const [k, v] of saved) {
+    if (v === undefined) delete process.env[k]
+    else process.env[k] = v
+  }
   if (err) {
     msg.status = 'error'
     msg.error = failure(err)

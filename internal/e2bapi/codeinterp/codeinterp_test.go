@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -133,7 +134,6 @@ func TestExecute(t *testing.T) {
 func TestExecuteRefuses(t *testing.T) {
 	srv, f := serve(t)
 	for _, tc := range []struct{ name, body string }{
-		{"env_vars", `{"code":"x","env_vars":{"A":"1"}}`},
 		{"r", `{"code":"x","language":"r"}`},
 		{"a context of another sandbox", `{"code":"x","context_id":"c9"}`},
 		{"not JSON", `{`},
@@ -146,6 +146,16 @@ func TestExecuteRefuses(t *testing.T) {
 	}
 	if len(f.ran) != 0 {
 		t.Fatalf("ran %v", f.ran)
+	}
+}
+
+func TestExecuteEnvVars(t *testing.T) {
+	srv, f := serve(t)
+	if res := do(t, srv, "POST", "/execute", `{"code":"x","env_vars":{"B":"2","A":"1"}}`); res.StatusCode != 200 {
+		t.Fatalf("status %d", res.StatusCode)
+	}
+	if len(f.ran) != 1 || !slices.Equal(f.ran[0].Env, []string{"A=1", "B=2"}) {
+		t.Fatalf("ran %+v", f.ran)
 	}
 }
 
