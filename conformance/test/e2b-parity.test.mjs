@@ -204,7 +204,7 @@ describe('E2B envd 0.6 and the interpreter languages', () => {
     await sb.kill()
   })
 
-  test('typescript with the typescript package the image carries, bash, and languages without a kernel', opts, async () => {
+  test('typescript with the typescript package the image carries, bash, per-run envs and timeouts, languages without a kernel', opts, async () => {
     const sbx = await CodeInterpreter.create('node', { metadata: { run }, requestTimeoutMs: BOOT_TIMEOUT_MS })
     const ts = await sbx.createCodeContext({ language: 'ts' })
     assert.equal(ts.language, 'typescript')
@@ -223,6 +223,9 @@ describe('E2B envd 0.6 and the interpreter languages', () => {
     assert.equal(ex.text, '42')
     assert.equal(ex.logs.stdout.join(''), 'typed\n')
     assert.equal((await sbx.runCode('const s: string = await Promise.resolve("later"); s', { language: 'ts' })).text, "'later'")
+    // A run's envs are its own.
+    assert.equal((await sbx.runCode('process.env.RUN_ONLY', { context: ctx, envs: { RUN_ONLY: 'yes' } })).text, "'yes'")
+    assert.equal((await sbx.runCode('process.env.RUN_ONLY', { context: ctx })).text, undefined)
 
     const sh = await sbx.createCodeContext({ language: 'bash' })
     await sbx.runCode('cd /tmp; X=5', { context: sh })
@@ -234,6 +237,11 @@ describe('E2B envd 0.6 and the interpreter languages', () => {
 
     // An image without node has no runtime for typescript: the same error class, saying so.
     const py = await CodeInterpreter.create('base', { metadata: { run }, requestTimeoutMs: BOOT_TIMEOUT_MS })
+    assert.equal((await py.runCode('import os; os.environ.get("E")', { envs: { E: 'per-run' } })).text, "'per-run'")
+    assert.equal((await py.runCode('os.environ.get("E")')).text, undefined)
+    // A run past its timeoutMs is interrupted: the context takes the next.
+    await assert.rejects(py.runCode('while True: pass', { timeoutMs: 1000 }))
+    assert.equal((await py.runCode('6 * 7')).text, '42')
     await assert.rejects(py.createCodeContext({ language: 'typescript' }), (err) => err instanceof NotFoundError && /has no node for typescript contexts/.test(err.message))
     await py.kill()
   })
