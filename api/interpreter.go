@@ -18,7 +18,7 @@ const (
 // sandbox::interpreter::context::create.
 type ContextCreateRequest struct {
 	SandboxID string `json:"sandbox_id"`
-	// Language is python (the default), javascript or bash.
+	// Language is python (the default), javascript, typescript or bash.
 	Language string `json:"language,omitempty"`
 	// Cwd is where the interpreter starts (the image's working directory
 	// by default); Env is added to the sandbox's environment.
@@ -77,6 +77,9 @@ type RunCodeRequest struct {
 	// TimeoutMs interrupts the cell after this long (the daemon's exec
 	// default and maximum apply).
 	TimeoutMs uint64 `json:"timeout_ms,omitempty"`
+	// Env are variables set for this cell only: the context's own are
+	// back once it ends (issue 40).
+	Env Env `json:"env,omitempty"`
 }
 
 // CellError is what a cell raised.

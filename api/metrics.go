@@ -49,3 +49,12 @@ type MetricsStreamRequest struct {
 }
 
 func (r *MetricsStreamRequest) SandboxIDField() *string { return &r.SandboxID }
+
+// CPUPercent is the sandbox's average CPU use since it started, in
+// percent of its CPUs (issue 40: envd's /metrics).
+func (m MetricsResponse) CPUPercent() float64 {
+	if m.AgeSecs == 0 || m.CPUs == 0 {
+		return 0
+	}
+	return 100 * m.CPUSeconds / float64(m.AgeSecs) / float64(m.CPUs)
+}

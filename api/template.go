@@ -28,6 +28,8 @@ type TemplateDefaults struct {
 	Metadata        map[string]string `json:"metadata,omitempty"`
 	// SnapshotID makes every sandbox of the template a restore of it.
 	SnapshotID string `json:"snapshot_id,omitempty"`
+	// Runtime is the isolation runtime its sandboxes start in (issue 40).
+	Runtime string `json:"runtime,omitempty"`
 }
 
 // Apply fills the fields req leaves empty with d's; env and metadata are
@@ -69,13 +71,16 @@ func (d TemplateDefaults) Apply(req *CreateRequest) {
 	if req.SnapshotID == "" {
 		req.SnapshotID = d.SnapshotID
 	}
+	if req.Runtime == "" { // issue 40
+		req.Runtime = d.Runtime
+	}
 }
 
 // DefaultsOf is what of req a template can hold.
 func DefaultsOf(req CreateRequest) TemplateDefaults {
 	return TemplateDefaults{Image: req.Image, CPUs: req.CPUs, MemoryMB: req.MemoryMB, Network: req.Network,
 		IdleTimeoutSecs: req.IdleTimeoutSecs, Env: req.Env, TimeoutSecs: req.TimeoutSecs, OnIdle: req.OnIdle,
-		AutoResume: req.AutoResume, Metadata: req.Metadata, SnapshotID: req.SnapshotID}
+		AutoResume: req.AutoResume, Metadata: req.Metadata, SnapshotID: req.SnapshotID, Runtime: req.Runtime}
 }
 
 // TemplateCreateRequest is the payload of sandbox::template::create.

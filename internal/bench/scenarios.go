@@ -45,6 +45,7 @@ const (
 	NameCreateSteady   = "create-steady"
 	NameE2BExecTrue    = "e2b-exec-true"
 	NameE2BCreate      = "e2b-create"
+	NameE2BForkExec    = "e2b-fork-exec" // issue 40
 	// The runtime scenarios measure in each runtime of Options.Runtimes;
 	// their results are named <scenario>/<runtime>.
 	NameRuntimeReady  = "runtime-ready"
@@ -112,6 +113,7 @@ var Scenarios = []Scenario{
 	{Name: NameSnapshot, Title: "snapshot of an idle sandbox", run: snapshotLatency},
 	{Name: NameRestoreExec, Title: "restore from a snapshot → first exec", run: restoreExec},
 	{Name: NameForkExec, Title: "fork ×10 → every first exec", run: forkExec},
+	{Name: NameE2BForkExec, Title: "E2B sandbox.fork() → commands.run('true') in the copy", run: e2bForkExec}, // issue 40
 	{Name: NameHibernated, Title: "host memory per hibernated sandbox (PSS)", run: hibernatedMemory},
 	{Name: NameIdleMemory, Title: "host memory per idle sandbox (PSS)", run: idleMemory, baselines: []baseline{dockerIdleMemory}},
 	{Name: NameIdleCapacity, Title: "idle sandboxes held (creates under 1 s)", run: idleCapacity},

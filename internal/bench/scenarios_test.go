@@ -225,7 +225,7 @@ func TestRun(t *testing.T) {
 	noFs := []string{NameEvents, NameInterpCell, NameContextCreate, NamePreview, NamePreviewRate, NameVolumeWrite, NameFsSmall, NameFsStream, NameStreamLatency, NamePtyEcho, NameStreamRate, NameProcessList, NamePauseResume, NameSnapshot, NameRestoreExec, NameForkExec, NameHibernated}
 	// The runtime scenarios run in the daemon's default runtime, which the
 	// fake does not name.
-	skipped := []string{NamePoolCreateExec, NameCreateSteady, NameE2BCreate, NameExecTrueWS, NameExecPythonWS, NameE2BExecTrue, NameIdleMemory, NameIdleCapacity,
+	skipped := []string{NamePoolCreateExec, NameCreateSteady, NameE2BCreate, NameExecTrueWS, NameExecPythonWS, NameE2BExecTrue, NameE2BForkExec, NameIdleMemory, NameIdleCapacity,
 		NameRuntimeMemory + "/" + defaultRuntimeName}
 	tests := []struct {
 		name        string

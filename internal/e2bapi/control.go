@@ -42,6 +42,7 @@ func (tr *Transport) routes() {
 	} {
 		tr.control.Handle(pattern, tr.serve(h))
 	}
+	tr.parityRoutes() // issue 40: fork, snapshots, volumes, template tags and aliases (parity.go)
 }
 
 // serve adapts a controlFunc: the owner, the body (bounded), the
@@ -76,7 +77,8 @@ func (tr *Transport) serve(h controlFunc) http.Handler {
 		}
 		switch {
 		case err != nil:
-			if status, msg := errorStatus(err); status >= http.StatusInternalServerError {
+			// issue 40: a 501 is a route hutch documents it does not serve, not a failure.
+			if status, msg := errorStatus(err); status >= http.StatusInternalServerError && status != http.StatusNotImplemented {
 				tr.opts.Logger.Error("e2b api call failed", "method", r.Method, "path", r.URL.Path, "status", status, "error", msg)
 			}
 			writeError(w, err)
@@ -110,6 +112,9 @@ func (tr *Transport) create(ctx context.Context, r *http.Request, body []byte) (
 	}
 	image, template := tr.resolveTemplate(ctx, in.TemplateID)
 	req, err := createRequest(in, image, template)
+	if err == nil {
+		err = tr.parityCreate(ctx, in, &req) // issue 40: snapshots and volumeMounts
+	}
 	if err != nil {
 		return answer{}, err
 	}
@@ -181,7 +186,7 @@ func (tr *Transport) list(ctx context.Context, r *http.Request, _ []byte) (answe
 
 // pageOf is a list answer whose next token goes in X-Next-Token.
 type pageOf struct {
-	items []listedSandbox
+	items any // issue 40: sandboxes or snapshots
 	next  string
 }
 

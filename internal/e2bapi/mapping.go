@@ -42,9 +42,6 @@ func createRequest(in newSandbox, image, template string) (api.CreateRequest, er
 		}
 		req.Env = append(req.Env, k+"="+in.EnvVars[k])
 	}
-	if len(in.VolumeMounts) > 0 {
-		return api.CreateRequest{}, errdefs.Malformed("volumeMounts are not supported by hutch's E2B API; use hutch's volumes (POST /v1/sandboxes with volumes)")
-	}
 	var timeout uint64
 	if in.Timeout != nil {
 		if *in.Timeout == 0 {

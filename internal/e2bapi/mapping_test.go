@@ -1,7 +1,6 @@
 package e2bapi
 
 import (
-	"encoding/json"
 	"net/url"
 	"reflect"
 	"testing"
@@ -30,7 +29,6 @@ func TestCreateRequest(t *testing.T) {
 			api.CreateRequest{Image: "python", Network: true, Egress: &api.EgressPolicy{AllowOut: []string{"pypi.org"}}}, false},
 		{"zero timeout", newSandbox{Timeout: u64(0)}, api.CreateRequest{}, true},
 		{"bad env name", newSandbox{EnvVars: map[string]string{"A=B": "1"}}, api.CreateRequest{}, true},
-		{"volumes", newSandbox{VolumeMounts: []json.RawMessage{[]byte(`{}`)}}, api.CreateRequest{}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := createRequest(tc.in, "python", "")

@@ -5,7 +5,6 @@ package e2bapi
 // ignored, as E2B's own API does with what an older server lacks.
 
 import (
-	"encoding/json"
 	"strconv"
 	"time"
 )
@@ -31,7 +30,13 @@ type newSandbox struct {
 	AutoResume          *struct {
 		Enabled bool `json:"enabled"`
 	} `json:"autoResume"`
-	VolumeMounts []json.RawMessage `json:"volumeMounts"`
+	VolumeMounts []volumeMount `json:"volumeMounts"` // issue 40: mapped in parity.go
+}
+
+// volumeMount is SandboxVolumeMount: a volume (by id, hutch's name) at a path.
+type volumeMount struct {
+	Name string `json:"name"`
+	Path string `json:"path"`
 }
 
 // networkConfig is a sandbox's network block.

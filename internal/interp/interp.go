@@ -23,6 +23,7 @@ import (
 	"path"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 //go:embed kernel.py
@@ -39,7 +40,14 @@ const (
 	Python     = "python"
 	JavaScript = "javascript"
 	Bash       = "bash"
+	// TypeScript runs in the JavaScript kernel, each cell transpiled by
+	// what the image carries (issue 40): node's own type stripping, or the
+	// typescript package (npm's or Debian's node-typescript).
+	TypeScript = "typescript"
 )
+
+// TypeScriptEnv tells the JavaScript kernel its cells are TypeScript.
+const TypeScriptEnv = "HUTCH_INTERP_TYPESCRIPT"
 
 // NonceEnv carries a context's nonce to its kernel.
 const NonceEnv = "HUTCH_INTERP_NONCE"
@@ -57,8 +65,10 @@ type Kernel struct {
 	Source string
 	// Env is added to the context's environment.
 	Env []string
-	// Request encodes cell id with code as one line of the kernel's stdin.
-	Request func(id uint64, code string) []byte
+	// Request encodes cell id with code, and the variables env
+	// ("KEY=VALUE") set for that cell only, as one line of the kernel's
+	// stdin.
+	Request func(id uint64, code string, env []string) []byte
 }
 
 // KernelOf returns the kernel of language, false for an unknown one.
@@ -70,6 +80,9 @@ func KernelOf(language string) (Kernel, bool) {
 	case JavaScript:
 		return Kernel{Language: JavaScript, Interpreter: []string{"node"}, File: "hutch-kernel.js", Source: nodeKernel,
 			Request: jsonRequest}, true
+	case TypeScript:
+		return Kernel{Language: TypeScript, Interpreter: []string{"node"}, File: "hutch-kernel.js", Source: nodeKernel,
+			Env: []string{TypeScriptEnv + "=1"}, Request: jsonRequest}, true
 	case Bash:
 		return Kernel{Language: Bash, Interpreter: []string{"bash", "--noprofile", "--norc"}, File: "hutch-kernel.sh", Source: bashKernel,
 			Request: bashRequest}, true
@@ -86,18 +99,29 @@ func (k Kernel) Argv(dir string) []string {
 }
 
 // Languages lists the languages, for messages.
-var Languages = []string{Python, JavaScript, Bash}
+var Languages = []string{Python, JavaScript, Bash, TypeScript}
 
-func jsonRequest(id uint64, code string) []byte {
+func jsonRequest(id uint64, code string, env []string) []byte {
+	vars := map[string]string{}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		vars[k] = v
+	}
 	b, _ := json.Marshal(struct {
-		ID   uint64 `json:"id"`
-		Code string `json:"code"`
-	}{id, code}) // a struct of a number and a string always encodes
+		ID   uint64            `json:"id"`
+		Code string            `json:"code"`
+		Env  map[string]string `json:"env,omitempty"`
+	}{id, code, vars}) // numbers and strings always encode
 	return append(b, '\n')
 }
 
-func bashRequest(id uint64, code string) []byte {
-	return []byte(strconv.FormatUint(id, 10) + " " + base64.StdEncoding.EncodeToString([]byte(code)) + "\n")
+// bashRequest is "ID BASE64(code)", then " BASE64(KEY=VALUE)" per variable.
+func bashRequest(id uint64, code string, env []string) []byte {
+	line := strconv.FormatUint(id, 10) + " " + base64.StdEncoding.EncodeToString([]byte(code))
+	for _, kv := range env {
+		line += " " + base64.StdEncoding.EncodeToString([]byte(kv))
+	}
+	return []byte(line + "\n")
 }
 
 // Result is a kernel's answer to one cell.

@@ -2,10 +2,12 @@ package interp
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -67,20 +69,44 @@ func lookPath(t *testing.T, program string) string {
 // each cell's output and result.
 func run(t *testing.T, language string, cells ...string) ([]string, []Result) {
 	t.Helper()
+	return runWith(t, language, nil, cells...)
+}
+
+// runWith is run with env added to the kernel's environment.
+func runWith(t *testing.T, language string, env []string, cells ...string) ([]string, []Result) {
+	t.Helper()
 	k, _ := KernelOf(language)
 	dir := t.TempDir()
 	if err := os.WriteFile(k.Path(dir), []byte(k.Source), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	var in bytes.Buffer
+	for i, c := range cells {
+		in.Write(k.Request(uint64(i+1), c, nil))
+	}
+	return runKernel(t, k, dir, env, in.Bytes(), len(cells))
+}
+
+// runRaw runs language's kernel on the request lines in, of n cells.
+func runRaw(t *testing.T, language string, in []byte, n int) ([]string, []Result) {
+	t.Helper()
+	k, _ := KernelOf(language)
+	dir := t.TempDir()
+	if err := os.WriteFile(k.Path(dir), []byte(k.Source), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return runKernel(t, k, dir, nil, in, n)
+}
+
+// runKernel runs k from dir with env added on the request lines in, and
+// returns the outputs and results of its cells.
+func runKernel(t *testing.T, k Kernel, dir string, env []string, in []byte, cells int) ([]string, []Result) {
+	t.Helper()
 	argv := k.Argv(dir)
 	cmd := exec.Command(lookPath(t, argv[0]), argv[1:]...)
 	cmd.Args[0] = argv[0]
-	cmd.Env = append([]string{NonceEnv + "=n0nce", "PATH=" + kernelPATH}, k.Env...)
-	var in bytes.Buffer
-	for i, c := range cells {
-		in.Write(k.Request(uint64(i+1), c))
-	}
-	cmd.Stdin = &in
+	cmd.Env = append(append([]string{NonceEnv + "=n0nce", "PATH=" + kernelPATH}, k.Env...), env...)
+	cmd.Stdin = bytes.NewReader(in)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +120,7 @@ func run(t *testing.T, language string, cells ...string) ([]string, []Result) {
 	s := NewSplitter("n0nce", 1<<20)
 	var out bytes.Buffer
 	buf := make([]byte, 7) // small reads: results span chunks
-	for len(results) < len(cells) {
+	for len(results) < cells {
 		n, err := stdout.Read(buf)
 		if n > 0 {
 			o, line, serr := s.Write(buf[:n])
@@ -187,10 +213,73 @@ func TestKernelsIgnoreTheCallersPATH(t *testing.T) {
 	t.Setenv("PATH", decoy+string(filepath.ListSeparator)+os.Getenv("PATH"))
 	for _, lang := range Languages {
 		t.Run(lang, func(t *testing.T) {
-			code := map[string]string{Python: "6 * 7", JavaScript: "6 * 7", Bash: "echo 42"}[lang]
-			outs, rs := run(t, lang, code)
+			code := map[string]string{Python: "6 * 7", JavaScript: "6 * 7", Bash: "echo 42", TypeScript: "6 * 7"}[lang]
+			outs, rs := runWith(t, lang, []string{"NODE_PATH=" + fakeTypeScript(t)}, code)
 			if rs[0].Status != "ok" || (rs[0].Data["text/plain"] != "42" && outs[0] != "42\n") {
 				t.Errorf("%s: output %q result %+v", lang, outs[0], rs[0])
+			}
+		})
+	}
+}
+
+// fakeTypeScript is a node_modules directory whose typescript package
+// strips ": number" annotations: the kernel's use of the package, without
+// the real one.
+func fakeTypeScript(t *testing.T) string {
+	dir := filepath.Join(t.TempDir(), "node_modules")
+	pkg := filepath.Join(dir, "typescript")
+	if err := os.MkdirAll(pkg, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src := `exports.ScriptTarget = { ES2022: 9 }; exports.ModuleKind = { CommonJS: 1 }
+exports.transpileModule = (code, opts) => {
+  if (opts.compilerOptions.target !== 9) throw new Error('target')
+  return { outputText: code.replace(/: number/g, '') }
+}
+`
+	if err := os.WriteFile(filepath.Join(pkg, "index.js"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestTypeScriptKernel(t *testing.T) {
+	outs, rs := runWith(t, TypeScript, []string{"NODE_PATH=" + fakeTypeScript(t)},
+		"const x: number = await Promise.resolve(41)", "console.log('hi'); x + 1")
+	if rs[0].Status != "ok" || outs[1] != "hi\n" || rs[1].Data["text/plain"] != "42" {
+		t.Errorf("results %+v, outputs %q", rs, outs)
+	}
+	// Without a transpiler (this host's node has no type stripping, or
+	// strips the annotation itself), a cell says what is missing.
+	_, rs = run(t, TypeScript, "const y: number = 1; y")
+	if r := rs[0]; !(r.Status == "ok" && r.Data["text/plain"] == "1") && (r.Error == nil || r.Error.Name != "TypeScriptUnavailable") {
+		t.Errorf("without typescript: %+v", r)
+	}
+}
+
+// TestCellEnv: a cell's own variables are set for it and gone after,
+// the context's own value back, in every kernel.
+func TestCellEnv(t *testing.T) {
+	for lang, cells := range map[string][3]string{
+		Python:     {"import os; os.environ['K'] = 'context'", "os.environ['K'] + os.environ['ONLY']", "os.environ['K'] + str('ONLY' in os.environ)"},
+		JavaScript: {"process.env.K = 'context'", "process.env.K + process.env.ONLY", "process.env.K + ('ONLY' in process.env)"},
+		Bash:       {"export K=context", "echo \"$K$ONLY\"", "echo \"$K${ONLY-unset}\""},
+	} {
+		t.Run(lang, func(t *testing.T) {
+			k, _ := KernelOf(lang)
+			var in bytes.Buffer
+			in.Write(k.Request(1, cells[0], nil))
+			in.Write(k.Request(2, cells[1], []string{"K=cell", "ONLY=x y"}))
+			in.Write(k.Request(3, cells[2], nil))
+			outs, rs := runRaw(t, lang, in.Bytes(), 3)
+			got := []string{strings.TrimSpace(outs[1]) + fmt.Sprint(rs[1].Data["text/plain"]), strings.TrimSpace(outs[2]) + fmt.Sprint(rs[2].Data["text/plain"])}
+			want := map[string][]string{
+				Python:     {"'cellx y'", "'contextFalse'"},
+				JavaScript: {"'cellx y'", "'contextfalse'"},
+				Bash:       {"cellx y<nil>", "contextunset<nil>"},
+			}[lang]
+			if !slices.Equal(got, want) {
+				t.Errorf("got %q, want %q (results %+v)", got, want, rs)
 			}
 		})
 	}

@@ -15,6 +15,10 @@ const { PassThrough } = require('stream')
 
 const mark = '\x1e' + (process.env.HUTCH_INTERP_NONCE || '') + ' '
 delete process.env.HUTCH_INTERP_NONCE
+// A TypeScript context transpiles each cell with what the image carries.
+const typescript = process.env.HUTCH_INTERP_TYPESCRIPT === '1'
+delete process.env.HUTCH_INTERP_TYPESCRIPT
+const transpile = typescript ? findTranspiler() : (code) => code
 const server = repl.start({ input: new PassThrough(), output: new PassThrough(), terminal: false, prompt: '' })
 // The REPL's own console writes to its output; cells print to stdout.
 server.context.console = console
@@ -31,7 +35,35 @@ function settle (outcome) {
   if (p) p(outcome)
 }
 
+// findTranspiler is node's own type stripping (node 22.13 and later), or
+// the typescript package: the context's node_modules (NODE_PATH), npm's
+// global one, or Debian's node-typescript. null when there is none.
+function findTranspiler () {
+  const mod = require('module')
+  if (typeof mod.stripTypeScriptTypes === 'function') return (code) => mod.stripTypeScriptTypes(code, { mode: 'transform' })
+  const places = ['typescript', '/usr/local/lib/node_modules/typescript', '/usr/lib/node_modules/typescript',
+    '/usr/share/nodejs/typescript', '/usr/lib/nodejs/typescript']
+  for (const place of places) {
+    let ts
+    try { ts = require(place) } catch { continue }
+    const compilerOptions = { target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.CommonJS }
+    return (code) => ts.transpileModule(code, { compilerOptions, reportDiagnostics: false }).outputText
+  }
+  return null
+}
+
 function run (code) {
+  if (!transpile) {
+    const err = new Error('this image has no TypeScript transpiler: install the typescript package ' +
+      '(npm install -g typescript, or Debian\'s node-typescript), or use node 22.13 or later')
+    err.name = 'TypeScriptUnavailable'
+    return Promise.resolve([err, undefined])
+  }
+  try {
+    code = transpile(code)
+  } catch (err) {
+    return Promise.resolve([err, undefined])
+  }
   let script
   try {
     script = new vm.Script(code, { filename: '<cell>' })
@@ -84,7 +116,15 @@ async function next () {
   try { req = JSON.parse(line) } catch { busy = false; return next() }
   count++
   const msg = { id: req.id, execution_count: count }
+  // The cell's own variables, then the context's back once it ends.
+  const cellEnv = req.env && typeof req.env === 'object' ? req.env : {}
+  const saved = Object.keys(cellEnv).map((k) => [k, process.env[k]])
+  for (const [k, v] of Object.entries(cellEnv)) process.env[k] = String(v)
   const [err, value] = await run(String(req.code))
+  for (const [k, v] of saved) {
+    if (v === undefined) delete process.env[k]
+    else process.env[k] = v
+  }
   if (err) {
     msg.status = 'error'
     msg.error = failure(err)

@@ -88,8 +88,12 @@ while True:
     try:
         req = json.loads(raw)
         cell_id, code = req["id"], req["code"]
+        cell_env = {str(k): str(v) for k, v in (req.get("env") or {}).items()}
     except Exception:
         continue
+    # The cell's own variables, then the context's back once it ends.
+    saved = {k: os.environ.get(k) for k in cell_env}
+    os.environ.update(cell_env)
     count += 1
     msg = {"id": cell_id, "execution_count": count}
     try:
@@ -109,6 +113,11 @@ while True:
         running = False
         msg["status"] = "error"
         msg["error"] = failure(e)
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
     try:
         msg["display"] = figures()
     except Exception as e:

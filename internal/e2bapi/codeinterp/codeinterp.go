@@ -4,6 +4,7 @@
 //
 //	POST   /execute                {code, context_id?, language?, env_vars?} → NDJSON lines (execute.go)
 //	POST   /contexts               {language, cwd} → {id, language, cwd}
+//	                               (python, javascript, typescript, bash; another is 404)
 //	GET    /contexts               [{id, language, cwd}]
 //	DELETE /contexts/{id}          204
 //	POST   /contexts/{id}/restart  204
@@ -17,6 +18,7 @@ package codeinterp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -87,9 +89,23 @@ func language(l string) (string, error) {
 		return interp.JavaScript, nil
 	case "bash", "sh":
 		return interp.Bash, nil
+	case "ts", "typescript": // issue 40
+		return interp.TypeScript, nil
 	}
-	return "", errdefs.Malformed("language %q is not one of hutch's interpreters (python, javascript, bash); typescript, r and java are not supported", safetext.Clip(l, 64))
+	return "", unsupportedLanguage(l)
 }
+
+// unsupportedLanguage is the answer for a language hutch has no kernel
+// of (r, java, ...): 404, the one status whose body E2B's SDK shows
+// (a NotFoundError with it), as a kernel that is not there.
+func unsupportedLanguage(l string) error {
+	return &languageError{errdefs.Malformed("language %q: hutch's code interpreter has no kernel for it (it runs python, javascript, typescript and bash, each where the image carries the runtime)", safetext.Clip(l, 64))}
+}
+
+// languageError is a language with no kernel; its status is 404.
+type languageError struct{ error }
+
+func (e *languageError) Unwrap() error { return e.error }
 
 // decode reads r's JSON body (bounded) into v.
 func decode(w http.ResponseWriter, r *http.Request, v any) error {
@@ -196,7 +212,12 @@ func (s *server) answer(w http.ResponseWriter, status int, v any, err error) {
 // JSON body {name, value, traceback} that the SDK shows as the message.
 func writeError(w http.ResponseWriter, err error) {
 	env := envelope.From(err)
-	writeJSON(w, envelope.HTTPStatus(err), map[string]string{"name": env.Code, "value": env.Message, "traceback": ""})
+	status := envelope.HTTPStatus(err)
+	var le *languageError
+	if errors.As(err, &le) || errdefs.Is(err, errdefs.CodeNoInterpreter) { // no kernel, or no runtime for it in the image
+		status = http.StatusNotFound
+	}
+	writeJSON(w, status, map[string]string{"name": env.Code, "value": env.Message, "traceback": ""})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -8,8 +8,10 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -132,8 +134,7 @@ func TestExecute(t *testing.T) {
 func TestExecuteRefuses(t *testing.T) {
 	srv, f := serve(t)
 	for _, tc := range []struct{ name, body string }{
-		{"env_vars", `{"code":"x","env_vars":{"A":"1"}}`},
-		{"typescript", `{"code":"x","language":"ts"}`},
+		{"r", `{"code":"x","language":"r"}`},
 		{"a context of another sandbox", `{"code":"x","context_id":"c9"}`},
 		{"not JSON", `{`},
 	} {
@@ -145,6 +146,25 @@ func TestExecuteRefuses(t *testing.T) {
 	}
 	if len(f.ran) != 0 {
 		t.Fatalf("ran %v", f.ran)
+	}
+}
+
+func TestExecuteEnvVars(t *testing.T) {
+	srv, f := serve(t)
+	if res := do(t, srv, "POST", "/execute", `{"code":"x","env_vars":{"B":"2","A":"1"}}`); res.StatusCode != 200 {
+		t.Fatalf("status %d", res.StatusCode)
+	}
+	if len(f.ran) != 1 || !slices.Equal(f.ran[0].Env, []string{"A=1", "B=2"}) {
+		t.Fatalf("ran %+v", f.ran)
+	}
+}
+
+func TestUnsupportedLanguageIsNotFound(t *testing.T) {
+	srv, _ := serve(t)
+	res := do(t, srv, "POST", "/contexts", `{"language":"r"}`)
+	b, _ := io.ReadAll(res.Body)
+	if res.StatusCode != 404 || !strings.Contains(string(b), `language \"r\": hutch's code interpreter has no kernel for it`) {
+		t.Fatalf("%d %s", res.StatusCode, b)
 	}
 }
 

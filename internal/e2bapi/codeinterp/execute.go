@@ -1,7 +1,7 @@
 package codeinterp
 
-// POST /execute: a cell, streamed as NDJSON lines as E2B's SDK reads
-// them. Each line is written as the cell makes it and flushed; a client
+// POST /execute: a cell, with its env_vars set for it alone, streamed as
+// NDJSON lines as E2B's SDK reads them. Each line is written as the cell makes it and flushed; a client
 // that does not take a line within WriteTimeout is cut off, and one that
 // goes away ends the call (the cell is interrupted). The stream holds at
 // most one event ahead of the client (functions.Stream), so nothing
@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"math"
 	"net/http"
 	"slices"
@@ -97,10 +98,10 @@ func (s *server) execute(w http.ResponseWriter, r *http.Request) {
 // runRequest maps /execute's body onto sandbox::interpreter::run, after
 // checking that the sandbox exists and has the context named.
 func (s *server) runRequest(r *http.Request, in executeRequest) (api.RunCodeRequest, error) {
-	if len(in.EnvVars) > 0 {
-		return api.RunCodeRequest{}, errdefs.Malformed("env_vars per execution are not supported by hutch: give envs when creating the sandbox or the context")
-	}
 	req := api.RunCodeRequest{SandboxID: sandboxOf(r), ContextID: in.ContextID, Code: in.Code, TimeoutMs: math.MaxUint64}
+	for _, k := range slices.Sorted(maps.Keys(in.EnvVars)) { // for this cell only
+		req.Env = append(req.Env, k+"="+in.EnvVars[k])
+	}
 	if in.ContextID == "" {
 		lang, err := language(in.Language)
 		if err != nil {

@@ -46,6 +46,10 @@ func New(t *functions.Table, log *slog.Logger) http.Handler {
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	mux.HandleFunc("GET /files", s.download)
 	mux.HandleFunc("POST /files", s.upload)
+	// issue 40: envd 0.6's state routes (state.go)
+	mux.HandleFunc("GET /envs", s.envs)
+	mux.HandleFunc("GET /metrics", s.metrics)
+	mux.HandleFunc("POST /init", s.initEnvd)
 	return withDeadlines(mux)
 }
 

@@ -35,7 +35,7 @@ func (s *filesystemService) Stat(ctx context.Context, req *connect.Request[pb.St
 	if err != nil {
 		return nil, err
 	}
-	e, err := s.stat(ctx, sc, resolve(sc, req.Msg.GetPath()))
+	e, err := s.statOwned(ctx, sc, resolve(sc, req.Msg.GetPath()))
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +57,7 @@ func (s *filesystemService) MakeDir(ctx context.Context, req *connect.Request[pb
 	if !made.Created {
 		return nil, connect.NewError(connect.CodeAlreadyExists, errorf("%s exists already", p))
 	}
-	e, err := s.stat(ctx, sc, p)
+	e, err := s.statOwned(ctx, sc, p)
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +75,7 @@ func (s *filesystemService) Move(ctx context.Context, req *connect.Request[pb.Mo
 	if _, err := call[api.FsMvResponse](ctx, s.t, api.FnFsMv, mv); err != nil {
 		return nil, err
 	}
-	e, err := s.stat(ctx, sc, dst)
+	e, err := s.statOwned(ctx, sc, dst)
 	if err != nil {
 		return nil, err
 	}
@@ -131,6 +131,7 @@ func (s *filesystemService) ListDir(ctx context.Context, req *connect.Request[pb
 		}
 		level = next
 	}
+	s.fillOwnership(ctx, sc, resolve(sc, req.Msg.GetPath()), depth, out.Entries)
 	return connect.NewResponse(out), nil
 }
 
@@ -143,8 +144,18 @@ func (s *filesystemService) stat(ctx context.Context, sc scope, p string) (*pb.E
 	return entryInfo(p, e), nil
 }
 
+// statOwned is stat with the owner, group and symlink target.
+func (s *filesystemService) statOwned(ctx context.Context, sc scope, p string) (*pb.EntryInfo, error) {
+	e, err := s.stat(ctx, sc, p)
+	if err == nil {
+		s.fillOwnership(ctx, sc, p, 0, []*pb.EntryInfo{e})
+	}
+	return e, err
+}
+
 // entryInfo is envd's description of the entry e at path p. hutch's
-// entries carry no owner, group or symlink target: those stay empty.
+// entries carry no owner, group or symlink target: fillOwnership adds
+// them.
 func entryInfo(p string, e api.FsEntry) *pb.EntryInfo {
 	perm, _ := strconv.ParseUint(e.Mode, 8, 32)
 	mode := fs.FileMode(perm & 0o777)

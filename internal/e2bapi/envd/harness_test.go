@@ -24,6 +24,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/functions"
 	"github.com/hutch-dev/hutch/internal/sandbox"
+	"github.com/hutch-dev/hutch/internal/sandbox/envsvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/filesvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/procsvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/sandboxtest"
@@ -49,7 +50,7 @@ func newEnv(t *testing.T) *env {
 	cfg.WarmPoolAuto = false
 	mgr := sandboxtest.NewManager(t, sandbox.Options{Config: cfg})
 	procs := procsvc.New(mgr, procsvc.LimitsOf(cfg))
-	table := functions.New(functions.Deps{Sandboxes: mgr, Files: filesvc.New(mgr), Processes: procs})
+	table := functions.New(functions.Deps{Sandboxes: mgr, Files: filesvc.New(mgr), Processes: procs, Environment: envsvc.New(mgr)})
 	h := New(table, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		o := r.Header.Get("X-Owner")

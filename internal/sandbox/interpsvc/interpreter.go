@@ -20,6 +20,7 @@ import (
 	"io"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -241,7 +242,7 @@ func (s *Service) startKernel(ctx context.Context, sb sandbox.Handle, c *interpC
 	nonce := make([]byte, 16)
 	_, _ = rand.Read(nonce) // crypto/rand.Read never fails
 	env := append(append(api.Env{}, c.env...), c.kernel.Env...)
-	if c.language == interp.JavaScript {
+	if c.language == interp.JavaScript || c.language == interp.TypeScript { // issue 40: typescript too
 		// What sandbox::interpreter::install put there.
 		env = append(env, "NODE_PATH="+sb.Workdir()+"/node_modules")
 	}
@@ -481,6 +482,13 @@ func (s *Service) RunCode(ctx context.Context, req api.RunCodeRequest, emit emit
 	if len(req.Code) > maxCodeBytes {
 		return api.CellResult{}, errdefs.Malformed("code is %d bytes; at most %d", len(req.Code), maxCodeBytes)
 	}
+	// issue 40: a cell's own variables, bounded with its code.
+	if err := spec.ValidateEnv("env", req.Env); err != nil {
+		return api.CellResult{}, err
+	}
+	if n := len(strings.Join(req.Env, "")); n > maxCodeBytes {
+		return api.CellResult{}, errdefs.Malformed("env is %d bytes; at most %d", n, maxCodeBytes)
+	}
 	sb, c, release, err := s.cellContext(ctx, req)
 	if err != nil {
 		return api.CellResult{}, err
@@ -520,7 +528,7 @@ func (s *Service) RunCode(ctx context.Context, req api.RunCodeRequest, emit emit
 	if err != nil {
 		return api.CellResult{}, procsvc.Fail(ctx, sb, "following a context", pid, err)
 	}
-	line := c.kernel.Request(id, req.Code)
+	line := c.kernel.Request(id, req.Code, req.Env) // issue 40: per-cell env
 	if _, err := s.procs.WriteStdin(ctx, api.ProcessStdinRequest{SandboxID: sb.ID(), Pid: pid, Data: string(line)}); err != nil {
 		events.Close()
 		if errdefs.Is(err, errdefs.CodeProcessExited) || errdefs.Is(err, errdefs.CodeNoStdin) {
