@@ -5,15 +5,19 @@ package e2bapi
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/functions"
+	"github.com/hutch-dev/hutch/internal/safetext"
 )
 
 // answer is a route's result: a status and a body (nil for none).
@@ -31,16 +35,44 @@ func (tr *Transport) routes() {
 		"POST /sandboxes":                 tr.create,
 		"GET /v2/sandboxes":               tr.list,
 		"GET /sandboxes":                  tr.list,
-		"GET /sandboxes/{id}":             tr.get,
-		"DELETE /sandboxes/{id}":          tr.kill,
-		"POST /sandboxes/{id}/timeout":    tr.setTimeout,
-		"POST /sandboxes/{id}/pause":      tr.pause,
-		"POST /v2/sandboxes/{id}/connect": tr.connect,
-		"POST /sandboxes/{id}/connect":    tr.connect,
-		"POST /sandboxes/{id}/resume":     tr.connect,
-		"GET /sandboxes/{id}/metrics":     tr.metrics,
+		"GET /sandboxes/{id}":             held(tr.get),
+		"DELETE /sandboxes/{id}":          held(tr.kill),
+		"POST /sandboxes/{id}/timeout":    held(tr.setTimeout),
+		"POST /sandboxes/{id}/pause":      held(tr.pause),
+		"POST /v2/sandboxes/{id}/connect": held(tr.connect),
+		"POST /sandboxes/{id}/connect":    held(tr.connect),
+		"POST /sandboxes/{id}/resume":     held(tr.connect),
+		"GET /sandboxes/{id}/metrics":     held(tr.metrics),
 	} {
 		tr.control.Handle(pattern, tr.serve(h))
+	}
+	// Any other path under E2B's API is E2B's too: a route hutch lacks is
+	// a 404 in E2B's shape, never hutch's own envelope, which the SDK
+	// shows as "[object Object]". Routes added elsewhere are more specific
+	// and win.
+	for _, prefix := range e2bPrefixes {
+		tr.control.Handle(prefix, tr.serve(noRoute))
+	}
+}
+
+// e2bPrefixes are the subtrees of E2B's API (spec/openapi.yml); hutch's
+// own API is under /v1.
+var e2bPrefixes = []string{"/sandboxes/", "/v2/", "/v3/", "/templates/", "/snapshots/", "/volumes/", "/volumecontent/", "/teams/"}
+
+// noRoute answers a path of E2B's API that hutch does not serve.
+func noRoute(_ context.Context, r *http.Request, _ []byte) (answer, error) {
+	return answer{}, fail(http.StatusNotFound, fmt.Sprintf("%s %s is not part of hutch's E2B API", r.Method, safetext.Clip(r.URL.Path, 200)))
+}
+
+// held checks that the route's {id} can name a sandbox: an id hutch
+// would never give (not a UUID) is not found, as E2B answers any id it
+// does not hold, rather than malformed.
+func held(h controlFunc) controlFunc {
+	return func(ctx context.Context, r *http.Request, body []byte) (answer, error) {
+		if id := r.PathValue("id"); uuid.Validate(id) != nil || len(id) != 36 {
+			return answer{}, fail(http.StatusNotFound, fmt.Sprintf("sandbox %q not found", safetext.Clip(id, maxIDBytes)))
+		}
+		return h(ctx, r, body)
 	}
 }
 

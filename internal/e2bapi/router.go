@@ -24,10 +24,11 @@ package e2bapi
 // (tokens.go); without one, a request is 401 and reaches nothing.
 
 import (
-	"github.com/hutch-dev/hutch/internal/functions"
 	"net/http"
 	"slices"
 	"strconv"
+
+	"github.com/hutch-dev/hutch/internal/functions"
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/auth"

@@ -1,0 +1,93 @@
+// E2B's behaviour where the stock `e2b` SDK's own tests look (issue 43):
+// unknown ids are not found, errors in E2B's {code, message} shape, one
+// working directory for commands and files, files as envd handles them,
+// listing as E2B lists. run.sh points the SDK at the daemon. Nothing here
+// waits for a duration: each step waits for what the one before produced.
+import { after, before, describe, test } from 'node:test'
+import assert from 'node:assert/strict'
+import { randomUUID } from 'node:crypto'
+import { NotFoundError, Sandbox, TimeoutError } from 'e2b'
+import { BOOT_TIMEOUT_MS } from '../lib.mjs'
+
+const API = process.env.E2B_API_URL
+const KEY = process.env.E2B_API_KEY
+const run = randomUUID()
+const opts = { timeout: BOOT_TIMEOUT_MS }
+
+let sbx
+before(async () => { sbx = await Sandbox.create('base', { metadata: { run, role: 'shared' }, timeoutMs: 600_000 }) }, opts)
+after(async () => { await sbx?.kill() })
+
+// api calls E2B's control plane with the test's key and answers the
+// status and the decoded body.
+async function api (method, path) {
+  const res = await fetch(API + path, { method, headers: { 'X-API-KEY': KEY } })
+  const text = await res.text()
+  return { status: res.status, body: text ? JSON.parse(text) : undefined }
+}
+
+describe('E2B ids and errors', () => {
+  test('an id hutch does not hold is not found, in E2B shape (2)', async () => {
+    assert.equal(await Sandbox.kill('nonexistingsandbox'), false)
+    await assert.rejects(Sandbox.getInfo('nonexistingsandbox'), NotFoundError)
+    await assert.rejects(Sandbox.connect('nonexistingsandbox'), NotFoundError)
+    for (const [method, path] of [['DELETE', '/sandboxes/nonexisting'], ['GET', '/sandboxes/nonexisting'],
+      ['POST', '/sandboxes/nonexisting/pause'], ['POST', '/v2/sandboxes/nonexisting/connect'],
+      ['GET', `/sandboxes/${randomUUID()}`]]) {
+      const { status, body } = await api(method, path)
+      assert.equal(status, 404, `${method} ${path}`)
+      assert.equal(body.code, 404)
+      assert.equal(typeof body.message, 'string')
+    }
+  })
+
+  test('a route hutch lacks answers E2B errors, not its own envelope (7)', async () => {
+    const { status, body } = await api('GET', `/sandboxes/${sbx.sandboxId}/no-such-route`)
+    assert.equal(status, 404)
+    assert.equal(body.code, 404)
+    assert.match(body.message, /no-such-route/)
+  })
+
+  test('a sandbox killed during commands.run ends the stream as killed (7)', opts, async () => {
+    const victim = await Sandbox.create('base', { metadata: { run, role: 'victim' } })
+    const cmd = await victim.commands.run('sleep 600', { background: true })
+    await victim.kill()
+    const err = await cmd.wait().catch((e) => e)
+    assert.ok(err instanceof TimeoutError, `${err}`)
+    assert.match(err.message, /sandbox was killed or reached its end of life/)
+  })
+})
+
+describe('E2B working directory (1)', () => {
+  test('commands and relative file paths start in the same home', async () => {
+    const home = (await sbx.commands.run('echo -n $HOME')).stdout
+    assert.equal((await sbx.commands.run('pwd')).stdout, `${home}\n`)
+    await sbx.commands.run('echo from-shell > made-by-shell.txt')
+    assert.equal(await sbx.files.read('made-by-shell.txt'), 'from-shell\n')
+    await sbx.files.write('made-by-files.txt', 'from-files')
+    assert.equal((await sbx.commands.run('cat made-by-files.txt')).stdout, 'from-files')
+    assert.equal((await sbx.files.getInfo('made-by-files.txt')).path, `${home}/made-by-files.txt`)
+  })
+})
+
+describe('E2B files as envd handles them (6)', () => {
+  test('removing a missing path succeeds', async () => {
+    await sbx.files.remove('/tmp/never-there-' + run)
+  })
+
+  test('writing over a file is a WRITE of that file; temp names never show', async () => {
+    const dir = '/tmp/watch-' + run
+    await sbx.files.write(`${dir}/f.txt`, 'one')
+    const names = []
+    let wrote
+    const seen = new Promise((resolve) => { wrote = resolve })
+    const handle = await sbx.files.watchDir(dir, (ev) => {
+      names.push(ev.name)
+      if (ev.type === 'write' && ev.name === 'f.txt') wrote()
+    })
+    await sbx.files.write(`${dir}/f.txt`, 'two')
+    await seen
+    await handle.stop()
+    assert.deepEqual(names.filter((n) => n !== 'f.txt'), [])
+  })
+})
