@@ -91,3 +91,43 @@ describe('E2B files as envd handles them (6)', () => {
     assert.deepEqual(names.filter((n) => n !== 'f.txt'), [])
   })
 })
+
+describe('E2B listing (3)', () => {
+  test('newest first, order, startedAfter/Before, template, pages; one templateID everywhere', opts, async () => {
+    const md = { run, case: 'list' }
+    // One after the other: their creation order is the test's.
+    const made = []
+    for (const template of ['base', 'code-interpreter-v1', 'base']) {
+      made.push(await Sandbox.create(template, { metadata: md }))
+    }
+    const ids = made.map((s) => s.sandboxId)
+    const list = async (o) => (await Sandbox.list({ ...o, query: { metadata: md, ...o?.query } }).nextItems())
+    assert.deepEqual((await list()).map((s) => s.sandboxId), [...ids].reverse())
+    assert.deepEqual((await list({ order: 'asc' })).map((s) => s.sandboxId), ids)
+
+    const pages = Sandbox.list({ query: { metadata: md }, limit: 1 })
+    const paged = []
+    while (pages.hasNext) paged.push(...(await pages.nextItems()).map((s) => s.sandboxId))
+    assert.deepEqual(paged, [...ids].reverse())
+
+    const listed = await list({ order: 'asc' })
+    assert.deepEqual(listed.map((s) => s.templateId), ['base', 'code-interpreter-v1', 'base'])
+    assert.equal((await Sandbox.getInfo(ids[1])).templateId, 'code-interpreter-v1')
+    assert.deepEqual((await Sandbox.getInfo(ids[1])).metadata, md)
+    assert.deepEqual((await list({ query: { template: 'code-interpreter-v1' } })).map((s) => s.sandboxId), [ids[1]])
+
+    // Answers are in milliseconds, hutch's instants finer: 1 ms past the
+    // first one's start is after it and, a create later, before the next.
+    const after = await list({ order: 'asc', query: { startedAfter: new Date(listed[0].startedAt.getTime() + 1) } })
+    assert.deepEqual(after.map((s) => s.sandboxId), ids.slice(1))
+    const q = new URLSearchParams({ metadata: new URLSearchParams(md).toString(), startedBefore: listed[2].startedAt.toISOString(), order: 'asc' })
+    const { status, body } = await api('GET', `/v2/sandboxes?${q}`)
+    assert.equal(status, 200)
+    assert.deepEqual(body.map((s) => s.sandboxID), ids.slice(0, 2))
+
+    await made[0].pause()
+    assert.deepEqual((await list({ query: { state: ['paused'] } })).map((s) => s.sandboxId), [ids[0]])
+    assert.deepEqual((await list({ query: { state: ['running'] } })).map((s) => s.sandboxId), [ids[2], ids[1]])
+    await Promise.all(ids.map((id) => Sandbox.kill(id)))
+  })
+})

@@ -292,7 +292,7 @@ func (tr *Transport) connect(ctx context.Context, r *http.Request, body []byte) 
 			return answer{}, err
 		}
 	}
-	return answer{status, tr.sandboxAnswer(ctx, r, s.SandboxID, s.Image)}, nil
+	return answer{status, tr.sandboxAnswer(ctx, r, s.SandboxID, listed(s).TemplateID)}, nil
 }
 
 func (tr *Transport) metrics(ctx context.Context, r *http.Request, _ []byte) (answer, error) {

@@ -32,10 +32,23 @@ func stateOf(hutch string) string {
 	return ""
 }
 
+// templateKey is the metadata key that keeps the E2B template id a
+// sandbox was created from, so that getInfo and list answer the id create
+// did (several ids may name one image) and list filters by it. E2B's
+// answers leave it out of the metadata; hutch's own API shows it.
+const templateKey = "e2b.templateID"
+
 // createRequest maps a create body onto sandbox::create; image or
 // template is the templateID's (resolved by the caller).
 func createRequest(in newSandbox, image, template string) (api.CreateRequest, error) {
 	req := api.CreateRequest{Image: image, Template: template, Metadata: in.Metadata}
+	if in.TemplateID != "" {
+		req.Metadata = maps.Clone(in.Metadata)
+		if req.Metadata == nil {
+			req.Metadata = map[string]string{}
+		}
+		req.Metadata[templateKey] = in.TemplateID
+	}
 	for _, k := range slices.Sorted(maps.Keys(in.EnvVars)) {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
 			return api.CreateRequest{}, errdefs.Malformed("envVars: %q is not a variable name", safetext.Clip(k, 64))
@@ -77,15 +90,20 @@ func listed(s api.SandboxInfo) listedSandbox {
 	if t, err := time.Parse(time.RFC3339Nano, s.ExpiresAt); err == nil {
 		end = t
 	}
-	md := s.Metadata
+	md := maps.Clone(s.Metadata)
 	if md == nil {
 		md = map[string]string{}
+	}
+	templateID := s.Image
+	if t, ok := md[templateKey]; ok {
+		templateID = t
+		delete(md, templateKey)
 	}
 	var alias string
 	if s.Name != nil {
 		alias = *s.Name
 	}
-	return listedSandbox{SandboxID: s.SandboxID, TemplateID: s.Image, Alias: alias, ClientID: clientID,
+	return listedSandbox{SandboxID: s.SandboxID, TemplateID: templateID, Alias: alias, ClientID: clientID,
 		StartedAt: rfc3339(started), EndAt: rfc3339(end), State: stateOf(s.State), CPUCount: s.CPUs,
 		MemoryMB: s.MemoryMB, EnvdVersion: EnvdVersion, Metadata: md}
 }
@@ -135,6 +153,20 @@ func listRequest(q url.Values) (api.ListRequest, error) {
 			req.Metadata[k] = v[0]
 		}
 	}
+	if t := q.Get("template"); t != "" {
+		if req.Metadata == nil {
+			req.Metadata = map[string]string{}
+		}
+		req.Metadata[templateKey] = t
+	}
+	switch q.Get("order") {
+	case "", "desc":
+		req.NewestFirst = true
+	case "asc":
+	default:
+		return req, errdefs.Malformed("order must be asc or desc, got %q", safetext.Clip(q.Get("order"), 64))
+	}
+	req.CreatedAfter, req.CreatedBefore = q.Get("startedAfter"), q.Get("startedBefore")
 	limit, err := atoiOr(q.Get("limit"), defaultListLimit)
 	if err != nil || limit < 1 || limit > maxListLimit {
 		return req, errdefs.Malformed("limit must be between 1 and %d", maxListLimit)
