@@ -131,3 +131,33 @@ describe('E2B listing (3)', () => {
     await Promise.all(ids.map((id) => Sandbox.kill(id)))
   })
 })
+
+describe('E2B lifetimes (4)', () => {
+  test('connect with a timeout only ever extends the end', opts, async () => {
+    const s = await Sandbox.create('base', { metadata: { run, case: 'life' }, timeoutMs: 600_000 })
+    const end = (await Sandbox.getInfo(s.sandboxId)).endAt
+    await Sandbox.connect(s.sandboxId, { timeoutMs: 60_000 })
+    assert.equal((await Sandbox.getInfo(s.sandboxId)).endAt.getTime(), end.getTime())
+    await Sandbox.connect(s.sandboxId, { timeoutMs: 3_600_000 })
+    assert.ok((await Sandbox.getInfo(s.sandboxId)).endAt > end)
+    await s.kill()
+  })
+})
+
+describe('E2B metrics by range (5)', () => {
+  test('getMetrics answers the samples kept in a range, none before the sandbox', async () => {
+    const before = new Date()
+    const all = await sbx.getMetrics()
+    assert.ok(all.length >= 1, 'reading metrics takes a sample')
+    for (const m of all) {
+      assert.equal(m.cpuCount, 1)
+      assert.ok(m.memTotal > 0 && m.cpuUsedPct >= 0 && m.cpuUsedPct <= 100, JSON.stringify(m))
+    }
+    const now = new Date()
+    const ranged = await sbx.getMetrics({ start: new Date(before.getTime() - 1000), end: now })
+    assert.ok(ranged.length >= 1)
+    for (const m of ranged) assert.ok(m.timestamp >= new Date(before.getTime() - 2000) && m.timestamp <= new Date(now.getTime() + 1000), `${m.timestamp}`)
+    const old = await sbx.getMetrics({ start: new Date(before.getTime() - 3_600_000), end: new Date(before.getTime() - 1_800_000) })
+    assert.deepEqual(old, [])
+  })
+})

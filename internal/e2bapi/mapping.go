@@ -175,12 +175,10 @@ func listRequest(q url.Values) (api.ListRequest, error) {
 	return req, nil
 }
 
-// metrics is the E2B metric of a hutch sample taken at t.
-func metrics(m api.MetricsResponse, t time.Time) metric {
-	pct := 0.0
-	if m.AgeSecs > 0 && m.CPUs > 0 {
-		pct = 100 * m.CPUSeconds / float64(m.AgeSecs) / float64(m.CPUs)
-	}
-	return metric{Timestamp: rfc3339(t), TimestampUnix: t.Unix(), CPUCount: m.CPUs, CPUUsedPct: pct,
-		MemUsed: m.MemoryBytes, MemTotal: m.MemoryLimitBytes, DiskUsed: m.DiskBytes, DiskTotal: m.DiskLimitBytes}
+// metrics is the E2B metric of sample sm of a sandbox whose limits m
+// gives.
+func metrics(m api.MetricsResponse, sm api.MetricsSample) metric {
+	t, _ := time.Parse(time.RFC3339Nano, sm.Time)
+	return metric{Timestamp: rfc3339(t), TimestampUnix: t.Unix(), CPUCount: m.CPUs, CPUUsedPct: sm.CPUPercent,
+		MemUsed: sm.MemoryBytes, MemTotal: m.MemoryLimitBytes, DiskUsed: sm.DiskBytes, DiskTotal: m.DiskLimitBytes}
 }

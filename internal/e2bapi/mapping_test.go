@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/hutch-dev/hutch/api"
 )
@@ -83,5 +84,18 @@ func TestStateOf(t *testing.T) {
 		if got := stateOf(hutch); got != want {
 			t.Errorf("stateOf(%s) = %q, want %q", hutch, got, want)
 		}
+	}
+}
+
+func TestConnectOnlyExtends(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := api.SandboxInfo{ExpiresAt: now.Add(10 * time.Minute).Format(time.RFC3339Nano)}
+	for secs, want := range map[uint64]bool{60: false, 600: false, 601: true, 1 << 62: true} {
+		if got := extends(s, secs, now); got != want {
+			t.Errorf("extends(%d s) = %v, want %v", secs, got, want)
+		}
+	}
+	if extends(api.SandboxInfo{}, 60, now) {
+		t.Error("a sandbox without an end was given one")
 	}
 }
