@@ -161,3 +161,26 @@ describe('E2B metrics by range (5)', () => {
     assert.deepEqual(old, [])
   })
 })
+
+describe('E2B signed file URLs (9)', () => {
+  test('downloadUrl and uploadUrl work as the SDK builds them; signatures are checked and expire', async () => {
+    await sbx.files.write('signed.txt', 'signed content')
+    const res = await fetch(await sbx.downloadUrl('signed.txt'))
+    assert.equal(res.status, 200)
+    assert.equal(await res.text(), 'signed content')
+    const expiring = await fetch(await sbx.downloadUrl('signed.txt', { useSignatureExpiration: 60 }))
+    assert.equal(await expiring.text(), 'signed content')
+
+    const form = new FormData()
+    form.append('file', new Blob(['uploaded']), 'uploaded.txt')
+    const up = await fetch(await sbx.uploadUrl('uploaded.txt'), { method: 'POST', body: form })
+    assert.equal(up.status, 200)
+    assert.equal(await sbx.files.read('uploaded.txt'), 'uploaded')
+
+    const url = new URL(await sbx.downloadUrl('signed.txt'))
+    url.searchParams.set('path', 'made-by-files.txt') // signed for another file
+    assert.equal((await fetch(url)).status, 401)
+    const expired = await fetch(await sbx.downloadUrl('signed.txt', { useSignatureExpiration: -60 }))
+    assert.equal(expired.status, 401)
+  })
+})
