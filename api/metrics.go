@@ -3,6 +3,29 @@ package api
 // MetricsRequest is the payload of sandbox::metrics (hutch extension).
 type MetricsRequest struct {
 	SandboxID string `json:"sandbox_id"`
+	// Start and End (RFC 3339), when either is set, ask for the samples
+	// kept of the sandbox between them (MetricsResponse.Samples). hutch
+	// takes a sample whenever a sandbox's metrics are read, at most one
+	// per MetricsSampleSecs, and keeps the last MaxMetricsSamples.
+	Start string `json:"start,omitempty"`
+	End   string `json:"end,omitempty"`
+}
+
+// The sampling of metrics histories (MetricsRequest.Start).
+const (
+	MetricsSampleSecs = 5
+	MaxMetricsSamples = 360
+)
+
+// MetricsSample is one sample of a sandbox's resource use.
+type MetricsSample struct {
+	// Time is when it was taken (RFC 3339).
+	Time string `json:"time"`
+	// CPUPercent is the CPU used since the sample before (since the
+	// start for the first), in percent of the sandbox's CPUs.
+	CPUPercent  float64 `json:"cpu_percent"`
+	MemoryBytes uint64  `json:"memory_bytes"`
+	DiskBytes   uint64  `json:"disk_bytes"`
 }
 
 // MetricsResponse is a live sandbox's resource use, read from its cgroups
@@ -31,6 +54,9 @@ type MetricsResponse struct {
 	DiskLimitBytes uint64 `json:"disk_limit_bytes"`
 	// ExecInFlight is the number of execs running now.
 	ExecInFlight int `json:"exec_in_flight"`
+	// Samples are the samples between the request's Start and End,
+	// oldest first (only when it gives either).
+	Samples []MetricsSample `json:"samples,omitempty"`
 }
 
 // FnMetricsStream streams a sandbox's metrics document (hutch extension).

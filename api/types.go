@@ -203,6 +203,13 @@ type ListRequest struct {
 	// NextToken continues a listing where an earlier answer's NextToken
 	// left off.
 	NextToken string `json:"next_token,omitempty"`
+	// NewestFirst lists the newest sandboxes first (oldest first when
+	// unset).
+	NewestFirst bool `json:"newest_first,omitempty"`
+	// CreatedAfter and CreatedBefore keep the sandboxes created after,
+	// and before, these instants (RFC 3339).
+	CreatedAfter  string `json:"created_after,omitempty"`
+	CreatedBefore string `json:"created_before,omitempty"`
 }
 
 // ListResponse is the result of sandbox::list.

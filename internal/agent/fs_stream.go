@@ -22,6 +22,9 @@ const (
 	defaultFileMode = 0o644
 	// maxSymlinkHops bounds the symlinks followed to a write's target.
 	maxSymlinkHops = 40
+	// tempPrefix begins the names of atomicFile's temporary files, which
+	// watches never show (fs_watch.go).
+	tempPrefix = ".hutch-tmp-"
 )
 
 // writeTarget resolves the file a write of p goes to: p itself, or, when p
@@ -75,7 +78,7 @@ func createAtomic(target string, mode *uint32, existing fs.FileInfo) (*atomicFil
 	if mode != nil {
 		a.mode = *mode & 0o7777
 	}
-	f, err := os.CreateTemp(filepath.Dir(target), ".hutch-tmp-*")
+	f, err := os.CreateTemp(filepath.Dir(target), tempPrefix+"*")
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -200,6 +201,14 @@ func (w *watcher) decode(b []byte) []*agentv1.FsWatchEvent {
 			p = filepath.Join(dir, name)
 		}
 		isDir := raw.Mask&unix.IN_ISDIR != 0
+		if isTemp(name) {
+			// A write's temporary file is not shown; its rename onto
+			// the target is that file's write (below).
+			if raw.Mask&unix.IN_MOVED_FROM != 0 && len(w.moved) < 1024 {
+				w.moved[raw.Cookie] = p
+			}
+			continue
+		}
 		switch m := raw.Mask; {
 		case m&(unix.IN_DELETE_SELF|unix.IN_MOVE_SELF) != 0:
 			if raw.Wd == w.root {
@@ -224,7 +233,9 @@ func (w *watcher) decode(b []byte) []*agentv1.FsWatchEvent {
 		case m&unix.IN_MOVED_TO != 0:
 			old, paired := w.moved[raw.Cookie]
 			delete(w.moved, raw.Cookie)
-			if paired {
+			if paired && isTemp(filepath.Base(old)) {
+				out = append(out, &agentv1.FsWatchEvent{Type: "write", Path: p, IsDir: isDir})
+			} else if paired {
 				out = pairRename(out, old, p, isDir)
 			} else {
 				out = append(out, &agentv1.FsWatchEvent{Type: "create", Path: p, IsDir: isDir})
@@ -241,6 +252,9 @@ func (w *watcher) decode(b []byte) []*agentv1.FsWatchEvent {
 	}
 	return out
 }
+
+// isTemp reports whether name is one of atomicFile's temporary files.
+func isTemp(name string) bool { return strings.HasPrefix(name, tempPrefix) }
 
 // movedMarker tags the remove of an IN_MOVED_FROM until its IN_MOVED_TO,
 // in the same read, makes it the rename's.

@@ -98,6 +98,40 @@ func TestWatcher(t *testing.T) {
 	expect(t, got, "create "+p("sub/c.txt"), "remove "+p("b.txt"))
 }
 
+// TestWatcherAtomicWrite: a write's temporary file never shows, and its
+// rename onto the target is the target's write.
+func TestWatcherAtomicWrite(t *testing.T) {
+	dir := t.TempDir()
+	got := newTestWatcher(t, dir, false)
+	target := filepath.Join(dir, "f.txt")
+	for _, content := range []string{"one", "two"} {
+		fi, _ := os.Lstat(target)
+		a, err := createAtomic(target, nil, fi)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.Write([]byte(content)); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.commit(); err != nil {
+			t.Fatal(err)
+		}
+		expect(t, got, "write "+target)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "last"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Everything before the last file's create was f.txt's.
+	for s := range got {
+		if s == "create "+filepath.Join(dir, "last") {
+			return
+		}
+		if s != "write "+target {
+			t.Errorf("event %q of a write of f.txt", s)
+		}
+	}
+}
+
 func TestWatcherRootRemoved(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "w")
 	if err := os.Mkdir(dir, 0o755); err != nil {

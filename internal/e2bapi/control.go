@@ -5,15 +5,20 @@ package e2bapi
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/functions"
+	"github.com/hutch-dev/hutch/internal/safetext"
 )
 
 // answer is a route's result: a status and a body (nil for none).
@@ -31,18 +36,46 @@ func (tr *Transport) routes() {
 		"POST /sandboxes":                 tr.create,
 		"GET /v2/sandboxes":               tr.list,
 		"GET /sandboxes":                  tr.list,
-		"GET /sandboxes/{id}":             tr.get,
-		"DELETE /sandboxes/{id}":          tr.kill,
-		"POST /sandboxes/{id}/timeout":    tr.setTimeout,
-		"POST /sandboxes/{id}/pause":      tr.pause,
-		"POST /v2/sandboxes/{id}/connect": tr.connect,
-		"POST /sandboxes/{id}/connect":    tr.connect,
-		"POST /sandboxes/{id}/resume":     tr.connect,
-		"GET /sandboxes/{id}/metrics":     tr.metrics,
+		"GET /sandboxes/{id}":             held(tr.get),
+		"DELETE /sandboxes/{id}":          held(tr.kill),
+		"POST /sandboxes/{id}/timeout":    held(tr.setTimeout),
+		"POST /sandboxes/{id}/pause":      held(tr.pause),
+		"POST /v2/sandboxes/{id}/connect": held(tr.connect),
+		"POST /sandboxes/{id}/connect":    held(tr.connect),
+		"POST /sandboxes/{id}/resume":     held(tr.connect),
+		"GET /sandboxes/{id}/metrics":     held(tr.metrics),
 	} {
 		tr.control.Handle(pattern, tr.serve(h))
 	}
 	tr.parityRoutes() // issue 40: fork, snapshots, volumes, template tags and aliases (parity.go)
+	// Any other path under E2B's API is E2B's too: a route hutch lacks is
+	// a 404 in E2B's shape, never hutch's own envelope, which the SDK
+	// shows as "[object Object]". Routes added elsewhere are more specific
+	// and win.
+	for _, prefix := range e2bPrefixes {
+		tr.control.Handle(prefix, tr.serve(noRoute))
+	}
+}
+
+// e2bPrefixes are the subtrees of E2B's API (spec/openapi.yml); hutch's
+// own API is under /v1.
+var e2bPrefixes = []string{"/sandboxes/", "/v2/", "/v3/", "/templates/", "/snapshots/", "/volumes/", "/volumecontent/", "/teams/"}
+
+// noRoute answers a path of E2B's API that hutch does not serve.
+func noRoute(_ context.Context, r *http.Request, _ []byte) (answer, error) {
+	return answer{}, fail(http.StatusNotFound, fmt.Sprintf("%s %s is not part of hutch's E2B API", r.Method, safetext.Clip(r.URL.Path, 200)))
+}
+
+// held checks that the route's {id} can name a sandbox: an id hutch
+// would never give (not a UUID) is not found, as E2B answers any id it
+// does not hold, rather than malformed.
+func held(h controlFunc) controlFunc {
+	return func(ctx context.Context, r *http.Request, body []byte) (answer, error) {
+		if id := r.PathValue("id"); uuid.Validate(id) != nil || len(id) != 36 {
+			return answer{}, fail(http.StatusNotFound, fmt.Sprintf("sandbox %q not found", safetext.Clip(id, maxIDBytes)))
+		}
+		return h(ctx, r, body)
+	}
 }
 
 // serve adapts a controlFunc: the owner, the body (bounded), the
@@ -239,7 +272,8 @@ func (tr *Transport) pause(ctx context.Context, r *http.Request, _ []byte) (answ
 }
 
 // connect resumes a paused sandbox (201) or finds a running one (200),
-// then moves its end when the body gives a timeout.
+// then moves its end when the body gives a timeout that ends it later:
+// as E2B's, connect never shortens a sandbox's life.
 func (tr *Transport) connect(ctx context.Context, r *http.Request, body []byte) (answer, error) {
 	var in timeoutBody
 	if err := decode(body, &in); err != nil {
@@ -259,26 +293,55 @@ func (tr *Transport) connect(ctx context.Context, r *http.Request, body []byte) 
 			status = http.StatusCreated
 		}
 	}
-	if in.Timeout != nil && *in.Timeout > 0 {
+	if in.Timeout != nil && *in.Timeout > 0 && extends(s, *in.Timeout, time.Now()) {
 		if _, err := functions.Call[api.SetTimeoutResponse](ctx, tr.t, api.FnSetTimeout,
 			api.SetTimeoutRequest{SandboxID: s.SandboxID, TimeoutSecs: *in.Timeout}); err != nil {
 			return answer{}, err
 		}
 	}
-	return answer{status, tr.sandboxAnswer(ctx, r, s.SandboxID, s.Image)}, nil
+	return answer{status, tr.sandboxAnswer(ctx, r, s.SandboxID, listed(s).TemplateID)}, nil
 }
 
+// extends reports whether a timeout of secs from now ends s later than
+// its current end; a sandbox without an end has the longest life already.
+func extends(s api.SandboxInfo, secs uint64, now time.Time) bool {
+	end, err := time.Parse(time.RFC3339Nano, s.ExpiresAt)
+	const maxSecs = 100 * 365 * 24 * 3600 // no Duration overflow
+	return err == nil && now.Add(time.Duration(min(secs, maxSecs))*time.Second).After(end)
+}
+
+// metrics answers the samples between the query's start and end (Unix
+// seconds, the end's whole second included; from the sandbox's creation
+// to now by default). Reading them takes a sample of a running sandbox.
 func (tr *Transport) metrics(ctx context.Context, r *http.Request, _ []byte) (answer, error) {
-	if _, err := tr.info(ctx, r); err != nil {
-		return answer{}, err
-	}
-	m, err := functions.Call[api.MetricsResponse](ctx, tr.t, api.FnMetrics, api.MetricsRequest{SandboxID: r.PathValue("id")})
-	if errdefs.Is(err, errdefs.CodePaused) {
-		// A paused sandbox has no live sample: E2B answers none.
-		return answer{http.StatusOK, []metric{}}, nil
-	}
+	s, err := tr.info(ctx, r)
 	if err != nil {
 		return answer{}, err
 	}
-	return answer{http.StatusOK, []metric{metrics(m, time.Now())}}, nil
+	req := api.MetricsRequest{SandboxID: s.SandboxID, Start: s.CreatedAt}
+	for _, f := range []struct {
+		name  string
+		v     *string
+		shift time.Duration
+	}{{"start", &req.Start, 0}, {"end", &req.End, time.Second - 1}} {
+		if raw := r.URL.Query().Get(f.name); raw != "" {
+			sec, err := strconv.ParseInt(raw, 10, 64)
+			if err != nil || sec < 0 || sec > 1<<40 {
+				return answer{}, errdefs.Malformed("%s must be Unix seconds, got %q", f.name, safetext.Clip(raw, 32))
+			}
+			*f.v = rfc3339(time.Unix(sec, 0).Add(f.shift))
+		}
+	}
+	m, err := functions.Call[api.MetricsResponse](ctx, tr.t, api.FnMetrics, req)
+	if err != nil {
+		return answer{}, err
+	}
+	if m.CPUs == 0 { // paused: only its samples
+		m.CPUs, m.MemoryLimitBytes = s.CPUs, uint64(s.MemoryMB)<<20
+	}
+	out := make([]metric, 0, len(m.Samples))
+	for _, sm := range m.Samples {
+		out = append(out, metrics(m, sm))
+	}
+	return answer{http.StatusOK, out}, nil
 }

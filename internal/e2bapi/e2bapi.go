@@ -116,6 +116,12 @@ func (tr *Transport) Wrap(next http.Handler) http.Handler {
 		if tr.inSandbox(w, r, next) {
 			return
 		}
+		if isSignedFiles(r) {
+			if tr.guarded(w, r, tr.opts.Guard.Check) {
+				tr.signedByURL(w, r)
+			}
+			return
+		}
 		if _, pattern := tr.control.Handler(r); pattern == "" {
 			next.ServeHTTP(w, r)
 			return

@@ -32,10 +32,23 @@ func stateOf(hutch string) string {
 	return ""
 }
 
+// templateKey is the metadata key that keeps the E2B template id a
+// sandbox was created from, so that getInfo and list answer the id create
+// did (several ids may name one image) and list filters by it. E2B's
+// answers leave it out of the metadata; hutch's own API shows it.
+const templateKey = "e2b.templateID"
+
 // createRequest maps a create body onto sandbox::create; image or
 // template is the templateID's (resolved by the caller).
 func createRequest(in newSandbox, image, template string) (api.CreateRequest, error) {
 	req := api.CreateRequest{Image: image, Template: template, Metadata: in.Metadata}
+	if in.TemplateID != "" {
+		req.Metadata = maps.Clone(in.Metadata)
+		if req.Metadata == nil {
+			req.Metadata = map[string]string{}
+		}
+		req.Metadata[templateKey] = in.TemplateID
+	}
 	for _, k := range slices.Sorted(maps.Keys(in.EnvVars)) {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
 			return api.CreateRequest{}, errdefs.Malformed("envVars: %q is not a variable name", safetext.Clip(k, 64))
@@ -74,15 +87,20 @@ func listed(s api.SandboxInfo) listedSandbox {
 	if t, err := time.Parse(time.RFC3339Nano, s.ExpiresAt); err == nil {
 		end = t
 	}
-	md := s.Metadata
+	md := maps.Clone(s.Metadata)
 	if md == nil {
 		md = map[string]string{}
+	}
+	templateID := s.Image
+	if t, ok := md[templateKey]; ok {
+		templateID = t
+		delete(md, templateKey)
 	}
 	var alias string
 	if s.Name != nil {
 		alias = *s.Name
 	}
-	return listedSandbox{SandboxID: s.SandboxID, TemplateID: s.Image, Alias: alias, ClientID: clientID,
+	return listedSandbox{SandboxID: s.SandboxID, TemplateID: templateID, Alias: alias, ClientID: clientID,
 		StartedAt: rfc3339(started), EndAt: rfc3339(end), State: stateOf(s.State), CPUCount: s.CPUs,
 		MemoryMB: s.MemoryMB, EnvdVersion: EnvdVersion, Metadata: md}
 }
@@ -132,6 +150,20 @@ func listRequest(q url.Values) (api.ListRequest, error) {
 			req.Metadata[k] = v[0]
 		}
 	}
+	if t := q.Get("template"); t != "" {
+		if req.Metadata == nil {
+			req.Metadata = map[string]string{}
+		}
+		req.Metadata[templateKey] = t
+	}
+	switch q.Get("order") {
+	case "", "desc":
+		req.NewestFirst = true
+	case "asc":
+	default:
+		return req, errdefs.Malformed("order must be asc or desc, got %q", safetext.Clip(q.Get("order"), 64))
+	}
+	req.CreatedAfter, req.CreatedBefore = q.Get("startedAfter"), q.Get("startedBefore")
 	limit, err := atoiOr(q.Get("limit"), defaultListLimit)
 	if err != nil || limit < 1 || limit > maxListLimit {
 		return req, errdefs.Malformed("limit must be between 1 and %d", maxListLimit)
@@ -140,12 +172,10 @@ func listRequest(q url.Values) (api.ListRequest, error) {
 	return req, nil
 }
 
-// metrics is the E2B metric of a hutch sample taken at t.
-func metrics(m api.MetricsResponse, t time.Time) metric {
-	pct := 0.0
-	if m.AgeSecs > 0 && m.CPUs > 0 {
-		pct = 100 * m.CPUSeconds / float64(m.AgeSecs) / float64(m.CPUs)
-	}
-	return metric{Timestamp: rfc3339(t), TimestampUnix: t.Unix(), CPUCount: m.CPUs, CPUUsedPct: pct,
-		MemUsed: m.MemoryBytes, MemTotal: m.MemoryLimitBytes, DiskUsed: m.DiskBytes, DiskTotal: m.DiskLimitBytes}
+// metrics is the E2B metric of sample sm of a sandbox whose limits m
+// gives.
+func metrics(m api.MetricsResponse, sm api.MetricsSample) metric {
+	t, _ := time.Parse(time.RFC3339Nano, sm.Time)
+	return metric{Timestamp: rfc3339(t), TimestampUnix: t.Unix(), CPUCount: m.CPUs, CPUUsedPct: sm.CPUPercent,
+		MemUsed: sm.MemoryBytes, MemTotal: m.MemoryLimitBytes, DiskUsed: sm.DiskBytes, DiskTotal: m.DiskLimitBytes}
 }

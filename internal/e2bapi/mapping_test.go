@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/hutch-dev/hutch/api"
 )
@@ -18,12 +19,12 @@ func TestCreateRequest(t *testing.T) {
 		want    api.CreateRequest
 		wantErr bool
 	}{
-		{"timeout is the lifetime, env sorted", newSandbox{Timeout: u64(300), EnvVars: map[string]string{"B": "2", "A": "1"}, Metadata: map[string]string{"k": "v"}},
-			api.CreateRequest{Image: "python", TimeoutSecs: 300, Env: api.Env{"A=1", "B=2"}, Metadata: map[string]string{"k": "v"}}, false},
-		{"autoPause pauses when idle", newSandbox{Timeout: u64(60), AutoPause: true, AutoResume: &struct {
+		{"timeout is the lifetime, env sorted", newSandbox{TemplateID: "base", Timeout: u64(300), EnvVars: map[string]string{"B": "2", "A": "1"}, Metadata: map[string]string{"k": "v"}},
+			api.CreateRequest{Image: "python", TimeoutSecs: 300, Env: api.Env{"A=1", "B=2"}, Metadata: map[string]string{"k": "v", templateKey: "base"}}, false},
+		{"autoPause pauses when idle", newSandbox{TemplateID: "base", Timeout: u64(60), AutoPause: true, AutoResume: &struct {
 			Enabled bool `json:"enabled"`
 		}{true}},
-			api.CreateRequest{Image: "python", IdleTimeoutSecs: 60, OnIdle: api.OnIdlePause, AutoResume: true}, false},
+			api.CreateRequest{Image: "python", IdleTimeoutSecs: 60, OnIdle: api.OnIdlePause, AutoResume: true, Metadata: map[string]string{templateKey: "base"}}, false},
 		{"internet", newSandbox{AllowInternetAccess: yes()}, api.CreateRequest{Image: "python", Network: true}, false},
 		{"egress", newSandbox{Network: &networkConfig{AllowOut: []string{"pypi.org"}}},
 			api.CreateRequest{Image: "python", Network: true, Egress: &api.EgressPolicy{AllowOut: []string{"pypi.org"}}}, false},
@@ -48,11 +49,14 @@ func TestListRequest(t *testing.T) {
 		want    api.ListRequest
 		wantErr bool
 	}{
-		{"", api.ListRequest{State: []string{"running", "resuming", "paused", "pausing"}, Limit: defaultListLimit}, false},
-		{"state=paused&limit=2&nextToken=abc", api.ListRequest{State: []string{"paused", "pausing"}, Limit: 2, NextToken: "abc"}, false},
-		{"state=running,paused", api.ListRequest{State: []string{"running", "resuming", "paused", "pausing"}, Limit: defaultListLimit}, false},
+		{"", api.ListRequest{State: []string{"running", "resuming", "paused", "pausing"}, Limit: defaultListLimit, NewestFirst: true}, false},
+		{"state=paused&limit=2&nextToken=abc", api.ListRequest{State: []string{"paused", "pausing"}, Limit: 2, NextToken: "abc", NewestFirst: true}, false},
+		{"state=running,paused&order=asc", api.ListRequest{State: []string{"running", "resuming", "paused", "pausing"}, Limit: defaultListLimit}, false},
+		{"order=desc&template=base&startedAfter=2026-01-02T03:04:05Z&startedBefore=2026-01-03T00:00:00Z", api.ListRequest{State: []string{"running", "resuming", "paused", "pausing"},
+			Metadata: map[string]string{templateKey: "base"}, Limit: defaultListLimit, NewestFirst: true, CreatedAfter: "2026-01-02T03:04:05Z", CreatedBefore: "2026-01-03T00:00:00Z"}, false},
+		{"order=up", api.ListRequest{}, true},
 		{"metadata=" + url.QueryEscape("a=1&b=x%26y"), api.ListRequest{State: []string{"running", "resuming", "paused", "pausing"},
-			Metadata: map[string]string{"a": "1", "b": "x&y"}, Limit: defaultListLimit}, false},
+			Metadata: map[string]string{"a": "1", "b": "x&y"}, Limit: defaultListLimit, NewestFirst: true}, false},
 		{"state=stopped", api.ListRequest{}, true},
 		{"limit=0", api.ListRequest{}, true},
 		{"limit=101", api.ListRequest{}, true},
@@ -78,5 +82,18 @@ func TestStateOf(t *testing.T) {
 		if got := stateOf(hutch); got != want {
 			t.Errorf("stateOf(%s) = %q, want %q", hutch, got, want)
 		}
+	}
+}
+
+func TestConnectOnlyExtends(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := api.SandboxInfo{ExpiresAt: now.Add(10 * time.Minute).Format(time.RFC3339Nano)}
+	for secs, want := range map[uint64]bool{60: false, 600: false, 601: true, 1 << 62: true} {
+		if got := extends(s, secs, now); got != want {
+			t.Errorf("extends(%d s) = %v, want %v", secs, got, want)
+		}
+	}
+	if extends(api.SandboxInfo{}, 60, now) {
+		t.Error("a sandbox without an end was given one")
 	}
 }

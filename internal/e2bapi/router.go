@@ -130,7 +130,8 @@ func (tr *Transport) serveSandbox(w http.ResponseWriter, r *http.Request, id str
 }
 
 // sandboxOwner is the owner of the first of r's token headers that the
-// kinds allow and that is valid for sandbox id.
+// kinds allow and that is valid for sandbox id, or, for a /files request
+// of envd without one, of its URL's signature.
 func (tr *Transport) sandboxOwner(r *http.Request, id string, kinds []string) (string, error) {
 	for _, k := range kinds {
 		token := r.Header.Get(tokenHeader[k])
@@ -140,6 +141,9 @@ func (tr *Transport) sandboxOwner(r *http.Request, id string, kinds []string) (s
 		if owner, err := tr.opts.Signer.Owner(token, id, k); err == nil && tr.admitted(owner) {
 			return owner, nil
 		}
+	}
+	if slices.Contains(kinds, kindEnvd) && isSignedFiles(r) && r.Header.Get(tokenHeader[kindEnvd]) == "" {
+		return tr.signedOwner(r, id) // signed.go
 	}
 	return "", fail(http.StatusUnauthorized, "missing, invalid or revoked sandbox access token (X-Access-Token: the envdAccessToken of this sandbox's create or connect)")
 }

@@ -10,7 +10,7 @@ import (
 )
 
 // List returns the caller's sandboxes, live and recently stopped, oldest
-// first: those req's filter keeps, a page at a time when it has a limit.
+// (or newest) first: those req's filter keeps, a page at a time when it has a limit.
 func (m *Manager) List(ctx context.Context, req api.ListRequest) (api.ListResponse, error) {
 	keep, err := spec.ListFilter(req, stateNames[:])
 	if err != nil {
@@ -24,12 +24,12 @@ func (m *Manager) List(ctx context.Context, req api.ListRequest) (api.ListRespon
 	m.mu.Lock()
 	sbs := make([]*sandbox, 0, len(m.sandboxes))
 	for _, sb := range m.sandboxes {
-		if sb.rec.Owner == owner && (after == nil || after.Less(keyOf(sb))) {
+		if sb.rec.Owner == owner && (after == nil || after.Precedes(keyOf(sb), req.NewestFirst)) {
 			sbs = append(sbs, sb)
 		}
 	}
 	m.mu.Unlock()
-	sort.Slice(sbs, func(i, j int) bool { return keyOf(sbs[i]).Less(keyOf(sbs[j])) })
+	sort.Slice(sbs, func(i, j int) bool { return keyOf(sbs[i]).Precedes(keyOf(sbs[j]), req.NewestFirst) })
 	out := api.ListResponse{Sandboxes: []api.SandboxInfo{}}
 	for i, sb := range sbs {
 		info := sb.info(m.cfg.MaxConcurrentExecPerSandbox)

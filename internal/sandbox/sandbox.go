@@ -363,7 +363,7 @@ func (sb *sandbox) info(execCap int) api.SandboxInfo {
 		Volumes:         r.Volumes,
 		Runtime:         r.Runtime,
 		IdleTimeoutSecs: r.IdleTimeoutSecs,
-		CreatedAt:       r.CreatedAt.Format(time.RFC3339),
+		CreatedAt:       r.CreatedAt.Format(time.RFC3339Nano),
 	}
 }
 

@@ -58,6 +58,7 @@ type server struct {
 	t        *functions.Table
 	log      *slog.Logger
 	watchers *watchers
+	homes    homes
 }
 
 // scope is the sandbox and user a request acts on.

@@ -97,5 +97,16 @@ func httpStatus(c connect.Code) int {
 	return http.StatusInternalServerError
 }
 
+// abortIfGone cuts the connection of a stream whose sandbox stopped or
+// paused under it (err is the stream's), as E2B's proxy drops the
+// connections of a sandbox that goes: the SDK, seeing the connection
+// terminated, asks /health (502 now) and reports the sandbox killed or at
+// its end of life, instead of a timeout to be raised.
+func abortIfGone(err error) {
+	if errdefs.Is(err, errdefs.CodeStopped) || errdefs.Is(err, errdefs.CodePaused) {
+		panic(http.ErrAbortHandler)
+	}
+}
+
 // errorf is fmt.Errorf, for messages of Connect errors.
 func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }

@@ -41,7 +41,7 @@ func (s *server) download(w http.ResponseWriter, r *http.Request) {
 		s.fileError(w, err)
 		return
 	}
-	p := resolve(sc, r.URL.Query().Get("path"))
+	p := s.resolve(r.Context(), sc, r.URL.Query().Get("path"))
 	st, err := stream(r.Context(), s.t, api.FnFsDownload, api.FsDownloadRequest{SandboxID: sc.sandbox, User: sc.user, Path: p})
 	if err != nil {
 		s.fileError(w, err)
@@ -177,7 +177,7 @@ func (s *server) uploadOne(r *http.Request, sc scope, p string, body io.Reader) 
 	if p == "" {
 		return writtenEntry{}, invalid("no path: give ?path= or a file name")
 	}
-	p = resolve(sc, p)
+	p = s.resolve(r.Context(), sc, p)
 	if _, err := functions.Invoke(r.Context(), s.t, api.FnFsWrite, api.FsWriteRequest{SandboxID: sc.sandbox, User: sc.user, Path: p, Parents: true, Body: body}); err != nil {
 		return writtenEntry{}, connectError(err)
 	}

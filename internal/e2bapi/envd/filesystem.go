@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"path"
 	"strconv"
-	"strings"
 	"time"
 
 	"connectrpc.com/connect"
@@ -16,6 +15,8 @@ import (
 	"github.com/hutch-dev/hutch/api"
 	pb "github.com/hutch-dev/hutch/api/e2b/envd/filesystem"
 	"github.com/hutch-dev/hutch/api/e2b/envd/filesystem/filesystemconnect"
+	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/functions"
 )
 
 // Bounds of ListDir.
@@ -35,7 +36,7 @@ func (s *filesystemService) Stat(ctx context.Context, req *connect.Request[pb.St
 	if err != nil {
 		return nil, err
 	}
-	e, err := s.statOwned(ctx, sc, resolve(sc, req.Msg.GetPath()))
+	e, err := s.statOwned(ctx, sc, s.resolve(ctx, sc, req.Msg.GetPath()))
 	if err != nil {
 		return nil, err
 	}
@@ -49,7 +50,7 @@ func (s *filesystemService) MakeDir(ctx context.Context, req *connect.Request[pb
 	if err != nil {
 		return nil, err
 	}
-	p := resolve(sc, req.Msg.GetPath())
+	p := s.resolve(ctx, sc, req.Msg.GetPath())
 	made, err := call[api.FsMkdirResponse](ctx, s.t, api.FnFsMkdir, api.FsMkdirRequest{SandboxID: sc.sandbox, User: sc.user, Path: p, Parents: true})
 	if err != nil {
 		return nil, err
@@ -70,8 +71,8 @@ func (s *filesystemService) Move(ctx context.Context, req *connect.Request[pb.Mo
 	if err != nil {
 		return nil, err
 	}
-	dst := resolve(sc, req.Msg.GetDestination())
-	mv := api.FsMvRequest{SandboxID: sc.sandbox, User: sc.user, Src: resolve(sc, req.Msg.GetSource()), Dst: dst, Overwrite: true}
+	dst := s.resolve(ctx, sc, req.Msg.GetDestination())
+	mv := api.FsMvRequest{SandboxID: sc.sandbox, User: sc.user, Src: s.resolve(ctx, sc, req.Msg.GetSource()), Dst: dst, Overwrite: true}
 	if _, err := call[api.FsMvResponse](ctx, s.t, api.FnFsMv, mv); err != nil {
 		return nil, err
 	}
@@ -82,15 +83,17 @@ func (s *filesystemService) Move(ctx context.Context, req *connect.Request[pb.Mo
 	return connect.NewResponse(&pb.MoveResponse{Entry: e}), nil
 }
 
-// Remove removes a file, or a directory with what it holds.
+// Remove removes a file, or a directory with what it holds; a path that
+// is not there is removed already, as envd has it.
 func (s *filesystemService) Remove(ctx context.Context, req *connect.Request[pb.RemoveRequest]) (*connect.Response[pb.RemoveResponse], error) {
 	sc, err := scopeOf(req.Header(), "")
 	if err != nil {
 		return nil, err
 	}
-	rm := api.FsRmRequest{SandboxID: sc.sandbox, User: sc.user, Path: resolve(sc, req.Msg.GetPath()), Recursive: true}
-	if _, err := call[api.FsRmResponse](ctx, s.t, api.FnFsRm, rm); err != nil {
-		return nil, err
+	rm := api.FsRmRequest{SandboxID: sc.sandbox, User: sc.user, Path: s.resolve(ctx, sc, req.Msg.GetPath()), Recursive: true}
+	_, err = functions.Call[api.FsRmResponse](ctx, s.t, api.FnFsRm, rm)
+	if err != nil && !errdefs.Is(err, errdefs.CodeFSNotFound) {
+		return nil, connectError(err)
 	}
 	return connect.NewResponse(&pb.RemoveResponse{}), nil
 }
@@ -107,7 +110,8 @@ func (s *filesystemService) ListDir(ctx context.Context, req *connect.Request[pb
 		return nil, invalid("depth %d is more than %d", depth, maxListDepth)
 	}
 	out := &pb.ListDirResponse{}
-	level := []string{resolve(sc, req.Msg.GetPath())}
+	root := s.resolve(ctx, sc, req.Msg.GetPath())
+	level := []string{root}
 	for d := uint32(0); d < depth && len(level) > 0; d++ {
 		var next []string
 		for _, dir := range level {
@@ -131,7 +135,7 @@ func (s *filesystemService) ListDir(ctx context.Context, req *connect.Request[pb
 		}
 		level = next
 	}
-	s.fillOwnership(ctx, sc, resolve(sc, req.Msg.GetPath()), depth, out.Entries)
+	s.fillOwnership(ctx, sc, root, depth, out.Entries)
 	return connect.NewResponse(out), nil
 }
 
@@ -175,24 +179,4 @@ func entryInfo(p string, e api.FsEntry) *pb.EntryInfo {
 		Permissions:  mode.String(),
 		ModifiedTime: timestamppb.New(time.Unix(e.Mtime, 0)),
 	}
-}
-
-// resolve makes p absolute: a relative path is under the user's home, as
-// envd has it (/root for root or no user, /home/NAME otherwise).
-func resolve(sc scope, p string) string {
-	if p == "" || path.IsAbs(p) {
-		return p
-	}
-	return path.Join(home(sc.user), p)
-}
-
-// home is the home directory resolve assumes for user.
-func home(user string) string {
-	if user == "" || user == "root" {
-		return "/root"
-	}
-	if _, err := strconv.Atoi(user); err == nil || strings.ContainsAny(user, ":/") {
-		return "/" // a uid, whose home is unknown
-	}
-	return path.Join("/home", path.Base(user))
 }

@@ -38,7 +38,7 @@ func (s *processService) Start(ctx context.Context, req *connect.Request[pb.Star
 	if err != nil {
 		return err
 	}
-	start, err := startRequest(ctx, sc, req.Msg)
+	start, err := startRequest(ctx, sc, req.Msg, s.resolve(ctx, sc, cwdOf(req.Msg)))
 	if err != nil {
 		return err
 	}
@@ -67,9 +67,18 @@ func (s *processService) Connect(ctx context.Context, req *connect.Request[pb.Co
 	return s.follow(ctx, req.Header(), follow, info.Pty, send)
 }
 
-// startRequest is hutch's start of an E2B start request. An unset stdin
-// is an open one, as envd has it.
-func startRequest(ctx context.Context, sc scope, m *pb.StartRequest) (api.ProcessStartRequest, error) {
+// cwdOf is the directory a start request runs in before resolving: its
+// cwd, or the user's home ("." under it), as envd starts commands.
+func cwdOf(m *pb.StartRequest) string {
+	if cwd := m.GetProcess().GetCwd(); cwd != "" {
+		return cwd
+	}
+	return "."
+}
+
+// startRequest is hutch's start of an E2B start request, run in workdir.
+// An unset stdin is an open one, as envd has it.
+func startRequest(ctx context.Context, sc scope, m *pb.StartRequest, workdir string) (api.ProcessStartRequest, error) {
 	cfg := m.GetProcess()
 	if cfg.GetCmd() == "" {
 		return api.ProcessStartRequest{}, invalid("process.cmd is required")
@@ -78,7 +87,7 @@ func startRequest(ctx context.Context, sc scope, m *pb.StartRequest) (api.Proces
 		SandboxID: sc.sandbox,
 		User:      sc.user,
 		Argv:      append([]string{cfg.GetCmd()}, cfg.GetArgs()...),
-		Workdir:   resolve(sc, cfg.GetCwd()),
+		Workdir:   workdir,
 		Tag:       m.GetTag(),
 		Stdin:     m.Stdin == nil || m.GetStdin(),
 	}
@@ -127,6 +136,7 @@ func (s *processService) follow(ctx context.Context, h http.Header, req api.Proc
 			err = sendData(ev, pty, send)
 		}
 		if err != nil {
+			abortIfGone(err)
 			return connectError(err)
 		}
 	}

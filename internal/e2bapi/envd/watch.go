@@ -36,7 +36,7 @@ func (s *filesystemService) openWatch(ctx context.Context, h http.Header, p stri
 	if err != nil {
 		return nil, err
 	}
-	dir := resolve(sc, p)
+	dir := s.resolve(ctx, sc, p)
 	st, err := stream(ctx, s.t, api.FnFsWatch, api.FsWatchRequest{SandboxID: sc.sandbox, Path: dir, Recursive: recursive, User: sc.user})
 	if err != nil {
 		return nil, err
@@ -125,6 +125,7 @@ func (s *filesystemService) WatchDir(ctx context.Context, req *connect.Request[p
 			}
 		}
 		if err != nil {
+			abortIfGone(err)
 			return connectError(err)
 		}
 	}

@@ -27,9 +27,23 @@ func ListFilter(req api.ListRequest, states []string) (func(api.SandboxInfo) boo
 	if err := CheckMetadata("metadata", req.Metadata); err != nil {
 		return nil, err
 	}
+	after, err := instant("created_after", req.CreatedAfter)
+	if err != nil {
+		return nil, err
+	}
+	before, err := instant("created_before", req.CreatedBefore)
+	if err != nil {
+		return nil, err
+	}
 	return func(info api.SandboxInfo) bool {
 		if len(req.State) > 0 && !slices.Contains(req.State, info.State) {
 			return false
+		}
+		if !after.IsZero() || !before.IsZero() {
+			created, err := time.Parse(time.RFC3339Nano, info.CreatedAt)
+			if err != nil || (!after.IsZero() && !created.After(after)) || (!before.IsZero() && !created.Before(before)) {
+				return false
+			}
 		}
 		for k, v := range req.Metadata {
 			if got, ok := info.Metadata[k]; !ok || got != v {
@@ -38,6 +52,18 @@ func ListFilter(req api.ListRequest, states []string) (func(api.SandboxInfo) boo
 		}
 		return true
 	}, nil
+}
+
+// instant reads an RFC 3339 filter; "" is none (the zero time).
+func instant(field, v string) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return t, errdefs.Malformed("%s %q is not an RFC 3339 time", field, Clip(v, 64))
+	}
+	return t, nil
 }
 
 // PageKey orders a listing: by creation, then id.
@@ -52,6 +78,15 @@ func (k PageKey) Less(o PageKey) bool {
 		return k.Created.Before(o.Created)
 	}
 	return k.ID < o.ID
+}
+
+// Precedes reports whether k comes before o in a listing, newest first
+// or oldest first.
+func (k PageKey) Precedes(o PageKey, newestFirst bool) bool {
+	if newestFirst {
+		return o.Less(k)
+	}
+	return k.Less(o)
 }
 
 // Token is k as a list's next_token: opaque to callers.

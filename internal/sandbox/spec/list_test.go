@@ -35,10 +35,33 @@ func TestListFilter(t *testing.T) {
 		"limit":    {Limit: maxListLimit + 1},
 		"negative": {Limit: -1},
 		"metadata": {Metadata: map[string]string{"-": "v"}},
+		"after":    {CreatedAfter: "yesterday"},
+		"before":   {CreatedBefore: "2026-13-01T00:00:00Z"},
 	} {
 		if _, err := ListFilter(req, states); !errdefs.Is(err, errdefs.CodeMalformed) {
 			t.Errorf("%s: %v, want S001", name, err)
 		}
+	}
+}
+
+// TestListCreatedBetween: created_after and created_before keep the
+// sandboxes created strictly between them.
+func TestListCreatedBetween(t *testing.T) {
+	keep, err := ListFilter(api.ListRequest{CreatedAfter: "2026-01-01T00:00:00Z", CreatedBefore: "2026-01-02T00:00:00.5Z"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for created, want := range map[string]bool{
+		"2026-01-01T00:00:00Z": false, "2026-01-01T00:00:00.001Z": true, "2026-01-02T00:00:00.4Z": true,
+		"2026-01-02T00:00:00.5Z": false, "": false,
+	} {
+		if got := keep(api.SandboxInfo{CreatedAt: created}); got != want {
+			t.Errorf("created %q: keep = %v, want %v", created, got, want)
+		}
+	}
+	a, b := PageKey{Created: time.Unix(1, 0), ID: "a"}, PageKey{Created: time.Unix(2, 0), ID: "b"}
+	if !a.Precedes(b, false) || b.Precedes(a, false) || !b.Precedes(a, true) || a.Precedes(b, true) {
+		t.Error("Precedes: oldest first unless newest first")
 	}
 }
 

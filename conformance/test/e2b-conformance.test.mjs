@@ -1,0 +1,186 @@
+// E2B's behaviour where the stock `e2b` SDK's own tests look (issue 43):
+// unknown ids are not found, errors in E2B's {code, message} shape, one
+// working directory for commands and files, files as envd handles them,
+// listing as E2B lists. run.sh points the SDK at the daemon. Nothing here
+// waits for a duration: each step waits for what the one before produced.
+import { after, before, describe, test } from 'node:test'
+import assert from 'node:assert/strict'
+import { randomUUID } from 'node:crypto'
+import { NotFoundError, Sandbox, TimeoutError } from 'e2b'
+import { BOOT_TIMEOUT_MS } from '../lib.mjs'
+
+const API = process.env.E2B_API_URL
+const KEY = process.env.E2B_API_KEY
+const run = randomUUID()
+const opts = { timeout: BOOT_TIMEOUT_MS }
+
+let sbx
+before(async () => { sbx = await Sandbox.create('base', { metadata: { run, role: 'shared' }, timeoutMs: 600_000 }) }, opts)
+after(async () => { await sbx?.kill() })
+
+// api calls E2B's control plane with the test's key and answers the
+// status and the decoded body.
+async function api (method, path) {
+  const res = await fetch(API + path, { method, headers: { 'X-API-KEY': KEY } })
+  const text = await res.text()
+  return { status: res.status, body: text ? JSON.parse(text) : undefined }
+}
+
+describe('E2B ids and errors', () => {
+  test('an id hutch does not hold is not found, in E2B shape (2)', async () => {
+    assert.equal(await Sandbox.kill('nonexistingsandbox'), false)
+    await assert.rejects(Sandbox.getInfo('nonexistingsandbox'), NotFoundError)
+    await assert.rejects(Sandbox.connect('nonexistingsandbox'), NotFoundError)
+    for (const [method, path] of [['DELETE', '/sandboxes/nonexisting'], ['GET', '/sandboxes/nonexisting'],
+      ['POST', '/sandboxes/nonexisting/pause'], ['POST', '/v2/sandboxes/nonexisting/connect'],
+      ['GET', `/sandboxes/${randomUUID()}`]]) {
+      const { status, body } = await api(method, path)
+      assert.equal(status, 404, `${method} ${path}`)
+      assert.equal(body.code, 404)
+      assert.equal(typeof body.message, 'string')
+    }
+  })
+
+  test('a route hutch lacks answers E2B errors, not its own envelope (7)', async () => {
+    const { status, body } = await api('GET', `/sandboxes/${sbx.sandboxId}/no-such-route`)
+    assert.equal(status, 404)
+    assert.equal(body.code, 404)
+    assert.match(body.message, /no-such-route/)
+  })
+
+  test('a sandbox killed during commands.run ends the stream as killed (7)', opts, async () => {
+    const victim = await Sandbox.create('base', { metadata: { run, role: 'victim' } })
+    const cmd = await victim.commands.run('sleep 600', { background: true })
+    await victim.kill()
+    const err = await cmd.wait().catch((e) => e)
+    assert.ok(err instanceof TimeoutError, `${err}`)
+    assert.match(err.message, /sandbox was killed or reached its end of life/)
+  })
+})
+
+describe('E2B working directory (1)', () => {
+  test('commands and relative file paths start in the same home', async () => {
+    const home = (await sbx.commands.run('echo -n $HOME')).stdout
+    assert.equal((await sbx.commands.run('pwd')).stdout, `${home}\n`)
+    await sbx.commands.run('echo from-shell > made-by-shell.txt')
+    assert.equal(await sbx.files.read('made-by-shell.txt'), 'from-shell\n')
+    await sbx.files.write('made-by-files.txt', 'from-files')
+    assert.equal((await sbx.commands.run('cat made-by-files.txt')).stdout, 'from-files')
+    assert.equal((await sbx.files.getInfo('made-by-files.txt')).path, `${home}/made-by-files.txt`)
+  })
+})
+
+describe('E2B files as envd handles them (6)', () => {
+  test('removing a missing path succeeds', async () => {
+    await sbx.files.remove('/tmp/never-there-' + run)
+  })
+
+  test('writing over a file is a WRITE of that file; temp names never show', async () => {
+    const dir = '/tmp/watch-' + run
+    await sbx.files.write(`${dir}/f.txt`, 'one')
+    const names = []
+    let wrote
+    const seen = new Promise((resolve) => { wrote = resolve })
+    const handle = await sbx.files.watchDir(dir, (ev) => {
+      names.push(ev.name)
+      if (ev.type === 'write' && ev.name === 'f.txt') wrote()
+    })
+    await sbx.files.write(`${dir}/f.txt`, 'two')
+    await seen
+    await handle.stop()
+    assert.deepEqual(names.filter((n) => n !== 'f.txt'), [])
+  })
+})
+
+describe('E2B listing (3)', () => {
+  test('newest first, order, startedAfter/Before, template, pages; one templateID everywhere', opts, async () => {
+    const md = { run, case: 'list' }
+    // One after the other: their creation order is the test's.
+    const made = []
+    for (const template of ['base', 'code-interpreter-v1', 'base']) {
+      made.push(await Sandbox.create(template, { metadata: md }))
+    }
+    const ids = made.map((s) => s.sandboxId)
+    const list = async (o) => (await Sandbox.list({ ...o, query: { metadata: md, ...o?.query } }).nextItems())
+    assert.deepEqual((await list()).map((s) => s.sandboxId), [...ids].reverse())
+    assert.deepEqual((await list({ order: 'asc' })).map((s) => s.sandboxId), ids)
+
+    const pages = Sandbox.list({ query: { metadata: md }, limit: 1 })
+    const paged = []
+    while (pages.hasNext) paged.push(...(await pages.nextItems()).map((s) => s.sandboxId))
+    assert.deepEqual(paged, [...ids].reverse())
+
+    const listed = await list({ order: 'asc' })
+    assert.deepEqual(listed.map((s) => s.templateId), ['base', 'code-interpreter-v1', 'base'])
+    assert.equal((await Sandbox.getInfo(ids[1])).templateId, 'code-interpreter-v1')
+    assert.deepEqual((await Sandbox.getInfo(ids[1])).metadata, md)
+    assert.deepEqual((await list({ query: { template: 'code-interpreter-v1' } })).map((s) => s.sandboxId), [ids[1]])
+
+    // Answers are in milliseconds, hutch's instants finer: 1 ms past the
+    // first one's start is after it and, a create later, before the next.
+    const after = await list({ order: 'asc', query: { startedAfter: new Date(listed[0].startedAt.getTime() + 1) } })
+    assert.deepEqual(after.map((s) => s.sandboxId), ids.slice(1))
+    const q = new URLSearchParams({ metadata: new URLSearchParams(md).toString(), startedBefore: listed[2].startedAt.toISOString(), order: 'asc' })
+    const { status, body } = await api('GET', `/v2/sandboxes?${q}`)
+    assert.equal(status, 200)
+    assert.deepEqual(body.map((s) => s.sandboxID), ids.slice(0, 2))
+
+    await made[0].pause()
+    assert.deepEqual((await list({ query: { state: ['paused'] } })).map((s) => s.sandboxId), [ids[0]])
+    assert.deepEqual((await list({ query: { state: ['running'] } })).map((s) => s.sandboxId), [ids[2], ids[1]])
+    await Promise.all(ids.map((id) => Sandbox.kill(id)))
+  })
+})
+
+describe('E2B lifetimes (4)', () => {
+  test('connect with a timeout only ever extends the end', opts, async () => {
+    const s = await Sandbox.create('base', { metadata: { run, case: 'life' }, timeoutMs: 600_000 })
+    const end = (await Sandbox.getInfo(s.sandboxId)).endAt
+    await Sandbox.connect(s.sandboxId, { timeoutMs: 60_000 })
+    assert.equal((await Sandbox.getInfo(s.sandboxId)).endAt.getTime(), end.getTime())
+    await Sandbox.connect(s.sandboxId, { timeoutMs: 3_600_000 })
+    assert.ok((await Sandbox.getInfo(s.sandboxId)).endAt > end)
+    await s.kill()
+  })
+})
+
+describe('E2B metrics by range (5)', () => {
+  test('getMetrics answers the samples kept in a range, none before the sandbox', async () => {
+    const before = new Date()
+    const all = await sbx.getMetrics()
+    assert.ok(all.length >= 1, 'reading metrics takes a sample')
+    for (const m of all) {
+      assert.equal(m.cpuCount, 1)
+      assert.ok(m.memTotal > 0 && m.cpuUsedPct >= 0 && m.cpuUsedPct <= 100, JSON.stringify(m))
+    }
+    const now = new Date()
+    const ranged = await sbx.getMetrics({ start: new Date(before.getTime() - 1000), end: now })
+    assert.ok(ranged.length >= 1)
+    for (const m of ranged) assert.ok(m.timestamp >= new Date(before.getTime() - 2000) && m.timestamp <= new Date(now.getTime() + 1000), `${m.timestamp}`)
+    const old = await sbx.getMetrics({ start: new Date(before.getTime() - 3_600_000), end: new Date(before.getTime() - 1_800_000) })
+    assert.deepEqual(old, [])
+  })
+})
+
+describe('E2B signed file URLs (9)', () => {
+  test('downloadUrl and uploadUrl work as the SDK builds them; signatures are checked and expire', async () => {
+    await sbx.files.write('signed.txt', 'signed content')
+    const res = await fetch(await sbx.downloadUrl('signed.txt'))
+    assert.equal(res.status, 200)
+    assert.equal(await res.text(), 'signed content')
+    const expiring = await fetch(await sbx.downloadUrl('signed.txt', { useSignatureExpiration: 60 }))
+    assert.equal(await expiring.text(), 'signed content')
+
+    const form = new FormData()
+    form.append('file', new Blob(['uploaded']), 'uploaded.txt')
+    const up = await fetch(await sbx.uploadUrl('uploaded.txt'), { method: 'POST', body: form })
+    assert.equal(up.status, 200)
+    assert.equal(await sbx.files.read('uploaded.txt'), 'uploaded')
+
+    const url = new URL(await sbx.downloadUrl('signed.txt'))
+    url.searchParams.set('path', 'made-by-files.txt') // signed for another file
+    assert.equal((await fetch(url)).status, 401)
+    const expired = await fetch(await sbx.downloadUrl('signed.txt', { useSignatureExpiration: -60 }))
+    assert.equal(expired.status, 401)
+  })
+})
