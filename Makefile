@@ -186,3 +186,26 @@ lint:
 clean:
 	$(RM_RUNSC_BUILD)
 	rm -rf $(BIN)
+
+# issue 38: fuzzing. `make fuzz` runs every native fuzz target for FUZZTIME
+# each (a campaign; `make test` already runs each on its committed corpus,
+# testdata/fuzz/). FUZZ=pkg:Target,... narrows the list. New inputs the
+# fuzzer keeps go to Go's cache; a failure writes its input to the
+# package's testdata/fuzz/ (commit it with the fix). Execs per target are
+# printed at the end (docs/reliability.md).
+FUZZTIME ?= 3m
+FUZZ_TARGETS := internal/tarfs:FuzzExtract internal/image:FuzzUnpackLayers internal/functions:FuzzPayloads \
+	internal/engineapi:FuzzFrames internal/e2bapi/envd:FuzzConnect internal/agentclient:FuzzAgentFrames \
+	internal/previewhost:FuzzParse internal/gitcmd:FuzzParsers internal/dnsgate:FuzzServeDNS internal/config:FuzzParse
+FUZZ ?= $(FUZZ_TARGETS)
+.PHONY: fuzz
+fuzz:
+	@set -e; mkdir -p $(BIN)/fuzz; : > $(BIN)/fuzz/summary; \
+	for t in $(subst $(comma), ,$(FUZZ)); do \
+		pkg=$${t%%:*}; fn=$${t##*:}; log=$(BIN)/fuzz/$$(echo $$pkg | tr / _)-$$fn.log; \
+		echo "fuzz $$pkg $$fn for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 100x -parallel 1 ./$$pkg > $$log 2>&1 \
+			|| { tail -30 $$log; exit 1; }; \
+		echo "$$pkg $$fn $$(grep -o 'execs: [0-9]*' $$log | tail -1 | cut -d' ' -f2) execs, $$(grep -o 'total: [0-9]*' $$log | tail -1 | cut -d' ' -f2) corpus" >> $(BIN)/fuzz/summary; \
+	done; cat $(BIN)/fuzz/summary
+comma := ,

@@ -223,6 +223,8 @@ type Config struct {
 	MaxVolumesPerOwner  int    `yaml:"max_volumes_per_owner"`
 	// E2B configures the E2B-compatible API (e2b.go).
 	E2B E2B `yaml:"e2b"`
+	// issue 38: per-owner quotas (quota.go).
+	Quota Quota `yaml:"quota"`
 }
 
 // Default returns the configuration used when no file is given.
@@ -354,6 +356,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, err)
 	}
 	errs = append(errs, c.validateClients()...)
+	errs = append(errs, c.validateQuota()...) // issue 38
 	if c.MaxImageUnpackedMB < 64 || c.MaxImageUnpackedMB > 1<<20 {
 		bad("max_image_unpacked_mb must be between 64 and 1048576, got %d", c.MaxImageUnpackedMB)
 	}

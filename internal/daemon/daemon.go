@@ -29,6 +29,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/mcpserver"
 	"github.com/hutch-dev/hutch/internal/metrics"
 	"github.com/hutch-dev/hutch/internal/netsvc"
+	"github.com/hutch-dev/hutch/internal/quota"
 	"github.com/hutch-dev/hutch/internal/runtime"
 	"github.com/hutch-dev/hutch/internal/sandbox"
 	"github.com/hutch-dev/hutch/internal/sandbox/alertsvc"
@@ -346,7 +347,7 @@ func (d *daemon) startManager(ctx context.Context) error {
 	interp := interpsvc.New(mgr, procs, cfg, mgr.Done())
 	mgr.OnTeardown(interp.Forget)
 	evs := eventsvc.New(mgr, d.evlog)
-	d.table = functions.New(functions.Deps{
+	deps := functions.Deps{
 		Sandboxes:   mgr,
 		Files:       filesvc.New(mgr),
 		Images:      imagesvc.New(d.images, mgr.ImageBook(), d.rts, imagesvc.Policy{Allowlist: cfg.ImageAllowlist, IsAdmin: cfg.IsAdmin}),
@@ -364,7 +365,9 @@ func (d *daemon) startManager(ctx context.Context) error {
 		Volumes:     volumesvc.New(d.vols),
 		Git:         gitsvc.New(mgr, cfg.MaxOutputBytes, d.log),
 		Observer:    obs.metrics,
-	})
+	}
+	deps.Quota = quota.New(&d.cfg, deps) // issue 38: per-owner quotas
+	d.table = functions.New(deps)
 	obs.attach(mgr.Live, d.images.CacheBytes)
 	obs.metrics.SetDaemon(metrics.Daemon{Runtimes: runtimeMetrics(d.rts), Capacity: cfg.MaxConcurrentSandboxes})
 	obs.metrics.WatchWarmPool(mgr.WarmPool)

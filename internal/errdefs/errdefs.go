@@ -81,6 +81,7 @@ const (
 	CodeShuttingDown    Code = "S301" // the daemon is shutting down (hutch's own)
 	CodeUnsupported     Code = "S302" // the runtime lacks the ability asked for (hutch's own)
 	CodeCapacity        Code = "S400" // capacity or per-image cap exceeded
+	CodeQuota           Code = "S401" // issue 38: an owner's quota reached (hutch's own)
 	CodeInternal        Code = "S500" // a bug or host failure outside the contract
 )
 
@@ -158,6 +159,7 @@ var codeInfo = map[Code]struct {
 	CodeShuttingDown:    {ClassTransient, KindUnavailable, true},
 	CodeUnsupported:     {ClassPlatform, KindPrecondition, false},
 	CodeCapacity:        {ClassConfig, KindCapacity, false},
+	CodeQuota:           {ClassConfig, KindCapacity, false}, // issue 38
 	CodeInternal:        {ClassInternal, KindInternal, false},
 }
 
@@ -175,6 +177,7 @@ func Codes() []Code {
 		CodeNoVolume, CodeVolumeExists, CodeVolumeInUse, CodeVolumeInvalid, CodeVolumeMount, CodeVolumeRefused, CodeNoVolumes,
 		CodeGitNotRepo, CodeGitAuth, CodeGitNoRemote, CodeGitConflict, CodeGitNothing, CodeGitFailed,
 		CodeBootFailed, CodeShuttingDown, CodeUnsupported, CodeCapacity, CodeInternal,
+		CodeQuota, // issue 38
 	}
 }
 

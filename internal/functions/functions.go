@@ -59,6 +59,8 @@ type Deps struct {
 	Git         Git
 	// Observer, when set, is told the outcome of every call.
 	Observer Observer
+	// issue 38: Quota, when set, admits every call (quota.go).
+	Quota Quota
 }
 
 // Handler runs one function on a JSON payload, with the fields a
@@ -124,6 +126,7 @@ func New(deps Deps) *Table {
 	registerVolumes(t)
 	registerGit(t)
 	registerDescribe(t)
+	registerQuota(t) // issue 38
 	return t
 }
 

@@ -88,6 +88,7 @@ func addStream[Req, Resp any](t *Table, id, desc string, fn func(context.Context
 // request it refuses is reported under observed.
 func register[Req any](t *Table, f Function, observed string, typed func(context.Context, Req) (any, error)) {
 	id := f.ID
+	typed = admitted(t, id, typed) // issue 38: quotas
 	f.Request = reflect.TypeFor[Req]()
 	_, f.TakesBody = any(new(Req)).(api.BodyTaker)
 	_, f.GivesBody = any(new(Req)).(api.BodyGiver)

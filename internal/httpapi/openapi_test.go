@@ -14,6 +14,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/functions"
 	"github.com/hutch-dev/hutch/internal/jobs"
+	"github.com/hutch-dev/hutch/internal/quota"
 	"github.com/hutch-dev/hutch/internal/sandbox"
 	"github.com/hutch-dev/hutch/internal/sandbox/alertsvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/envsvc"
@@ -119,6 +120,7 @@ func fullDeps() functions.Deps {
 		Environment: envsvc.New(m),
 		Volumes:     volumesvc.New(nil),
 		Git:         gitsvc.New(m, 0, nil),
+		Quota:       quota.New(&config.Config{}, functions.Deps{}), // issue 38
 	}
 }
 

@@ -44,11 +44,17 @@ func (stubStates) SetTimeout(context.Context, api.SetTimeoutRequest) (api.SetTim
 	panic("functionstest: a stub was called")
 }
 
+// stubQuota admits every call (issue 38).
+type stubQuota struct{ functions.Quota }
+
+func (stubQuota) Admit(context.Context, string, any) (func(), error) { return func() {}, nil }
+
 // StubDeps are dependencies of every slot of functions.Deps that a stub
 // implements (the Observer none).
 func StubDeps() functions.Deps {
 	stubs := []any{stubSandboxes{}, stubFS{}, stubImages{}, stubMetrics{}, stubProcesses{}, stubSnapshots{}, stubEvents{},
-		stubWebhooks{}, stubAlerts{}, stubJobs{}, stubInterpreter{}, stubPorts{}, stubNetworks{}, stubEnv{}, stubVolumes{}, stubGit{}, stubStates{}}
+		stubWebhooks{}, stubAlerts{}, stubJobs{}, stubInterpreter{}, stubPorts{}, stubNetworks{}, stubEnv{}, stubVolumes{}, stubGit{}, stubStates{},
+		stubQuota{}} // issue 38
 	var d functions.Deps
 	v := reflect.ValueOf(&d).Elem()
 	for i := range v.NumField() {

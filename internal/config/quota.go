@@ -1,0 +1,58 @@
+package config
+
+import "fmt"
+
+// Quota is the quota block (issue 38): what one owner may hold at once.
+// Default applies to every owner that Owners does not name; an entry of
+// Owners replaces it whole for that owner. A zero field sets no limit.
+type Quota struct {
+	Default QuotaLimits            `yaml:"default"`
+	Owners  map[string]QuotaLimits `yaml:"owners"`
+}
+
+// QuotaLimits are one owner's limits; 0 means no limit.
+type QuotaLimits struct {
+	// Sandboxes, CPUs and MemoryMB bound the live sandboxes and the cpus
+	// and memory they were given.
+	Sandboxes int    `yaml:"sandboxes" json:"sandboxes"`
+	CPUs      int    `yaml:"cpus" json:"cpus"`
+	MemoryMB  uint64 `yaml:"memory_mb" json:"memory_mb"`
+	// Snapshots and SnapshotMB bound the snapshots kept and their bytes.
+	Snapshots  int    `yaml:"snapshots" json:"snapshots"`
+	SnapshotMB uint64 `yaml:"snapshot_mb" json:"snapshot_mb"`
+	// Templates bounds the templates made.
+	Templates int `yaml:"templates" json:"templates"`
+	// Volumes and VolumeMB bound the volumes and their sizes.
+	Volumes  int    `yaml:"volumes" json:"volumes"`
+	VolumeMB uint64 `yaml:"volume_mb" json:"volume_mb"`
+	// Ports bounds the ports exposed across the owner's sandboxes.
+	Ports int `yaml:"ports" json:"ports"`
+	// Jobs bounds the jobs queued or running.
+	Jobs int `yaml:"jobs" json:"jobs"`
+}
+
+// QuotaOf returns owner's limits.
+func (c *Config) QuotaOf(owner string) QuotaLimits {
+	if l, ok := c.Quota.Owners[owner]; ok {
+		return l
+	}
+	return c.Quota.Default
+}
+
+// validateQuota checks the quota block: no negative limit.
+func (c *Config) validateQuota() []error {
+	var errs []error
+	check := func(key string, l QuotaLimits) {
+		for name, v := range map[string]int{"sandboxes": l.Sandboxes, "cpus": l.CPUs, "snapshots": l.Snapshots,
+			"templates": l.Templates, "volumes": l.Volumes, "ports": l.Ports, "jobs": l.Jobs} {
+			if v < 0 {
+				errs = append(errs, fmt.Errorf("%s.%s must be 0 (no limit) or more, got %d", key, name, v))
+			}
+		}
+	}
+	check("quota.default", c.Quota.Default)
+	for owner, l := range c.Quota.Owners {
+		check("quota.owners."+owner, l)
+	}
+	return errs
+}
