@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/hutch-dev/hutch/api"
@@ -15,7 +16,7 @@ func TestMetrics(t *testing.T) {
 	srv := functionstest.NewServer(t, &functionstest.Fake{}, httpapi.Options{})
 	c := client.New(srv.URL, "")
 	got, err := c.Metrics(context.Background(), functionstest.DefaultID)
-	if err != nil || got != functionstest.FakeMetrics {
+	if err != nil || !reflect.DeepEqual(got, functionstest.FakeMetrics) {
 		t.Fatalf("Metrics = %+v, %v; want %+v", got, err, functionstest.FakeMetrics)
 	}
 	var env *api.ErrorEnvelope
