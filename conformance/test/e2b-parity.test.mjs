@@ -82,6 +82,7 @@ describe('E2B parity', () => {
     const [writer, reader] = await Promise.all([
       create('base', { volumeMounts: { '/data': vol } }),
       create('base', { volumeMounts: { '/mnt/v': name } })])
+    assert.deepEqual((await writer.getInfo()).volumeMounts, [{ name, path: '/data' }])
     await writer.files.write('/data/hello.txt', 'from the writer')
     assert.equal(await reader.files.read('/mnt/v/hello.txt'), 'from the writer')
     await reader.files.write('/mnt/v/back.txt', 'from the reader')

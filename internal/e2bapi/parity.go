@@ -397,6 +397,15 @@ const (
 	MetadataMemoryMB = "hutch.memory_mb"
 )
 
+// volumeMountsOf are a sandbox's volumes as E2B's volumeMounts.
+func volumeMountsOf(vs []api.VolumeMount) []volumeMount {
+	out := make([]volumeMount, 0, len(vs))
+	for _, v := range vs {
+		out = append(out, volumeMount{Name: v.Name, Path: v.Path})
+	}
+	return out
+}
+
 // parityCreate completes a create's request with what this file maps: a
 // templateID naming one of the caller's snapshots (and neither an
 // e2b.templates entry nor one of their templates) starts from it,
