@@ -21,8 +21,8 @@ const opts = { timeoutMs: BOOT_TIMEOUT_MS }
 const create = (template = 'base', o = {}) =>
   Sandbox.create(template, { metadata: { run }, timeoutMs: 600_000, requestTimeoutMs: BOOT_TIMEOUT_MS, ...o })
 
-// counterOf reads the counter file of sb.
-const counterOf = async (sb) => Number((await sb.commands.run('cat /tmp/counter')).stdout.trim())
+// counterOf reads the counter file of sb: 0 before its first write.
+const counterOf = async (sb) => Number((await sb.commands.run('cat /tmp/counter 2>/dev/null || echo 0')).stdout.trim())
 
 // growing resolves once sb's counter is past from.
 async function growing (sb, from) {
