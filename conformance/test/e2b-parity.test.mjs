@@ -21,8 +21,8 @@ const opts = { timeoutMs: BOOT_TIMEOUT_MS }
 const create = (template = 'base', o = {}) =>
   Sandbox.create(template, { metadata: { run }, timeoutMs: 600_000, requestTimeoutMs: BOOT_TIMEOUT_MS, ...o })
 
-// counterOf reads the counter file of sb.
-const counterOf = async (sb) => Number((await sb.commands.run('cat /tmp/counter')).stdout.trim())
+// counterOf reads the counter file of sb: 0 before its first write.
+const counterOf = async (sb) => Number((await sb.commands.run('cat /tmp/counter 2>/dev/null || echo 0')).stdout.trim())
 
 // growing resolves once sb's counter is past from.
 async function growing (sb, from) {
@@ -82,6 +82,7 @@ describe('E2B parity', () => {
     const [writer, reader] = await Promise.all([
       create('base', { volumeMounts: { '/data': vol } }),
       create('base', { volumeMounts: { '/mnt/v': name } })])
+    assert.deepEqual((await writer.getInfo()).volumeMounts, [{ name, path: '/data' }])
     await writer.files.write('/data/hello.txt', 'from the writer')
     assert.equal(await reader.files.read('/mnt/v/hello.txt'), 'from the writer')
     await reader.files.write('/mnt/v/back.txt', 'from the reader')

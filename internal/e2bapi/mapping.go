@@ -115,6 +115,7 @@ func detail(s api.SandboxInfo, envdToken, domain string) sandboxDetail {
 	if !s.Egress.Empty() {
 		d.Network = &networkConfig{AllowOut: s.Egress.AllowOut, DenyOut: s.Egress.DenyOut}
 	}
+	d.VolumeMounts = volumeMountsOf(s.Volumes) // issue 40 (parity.go)
 	return d
 }
 

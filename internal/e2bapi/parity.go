@@ -117,6 +117,8 @@ func (tr *Transport) fork(ctx context.Context, r *http.Request, body []byte) (an
 		if in.Timeout != nil && *in.Timeout > 0 {
 			if _, err := functions.Call[api.SetTimeoutResponse](ctx, tr.t, api.FnSetTimeout,
 				api.SetTimeoutRequest{SandboxID: id, TimeoutSecs: *in.Timeout}); err != nil {
+				// A copy the caller gets no id of is not left running.
+				_, _ = functions.Call[api.StopResponse](context.WithoutCancel(ctx), tr.t, api.FnStop, api.StopRequest{SandboxID: id})
 				status, msg := errorStatus(err)
 				out = append(out, forkResult{Error: &errorBody{Code: status, Message: msg}})
 				continue
@@ -395,8 +397,18 @@ const (
 	MetadataMemoryMB = "hutch.memory_mb"
 )
 
+// volumeMountsOf are a sandbox's volumes as E2B's volumeMounts.
+func volumeMountsOf(vs []api.VolumeMount) []volumeMount {
+	out := make([]volumeMount, 0, len(vs))
+	for _, v := range vs {
+		out = append(out, volumeMount{Name: v.Name, Path: v.Path})
+	}
+	return out
+}
+
 // parityCreate completes a create's request with what this file maps: a
-// templateID naming one of the caller's snapshots starts from it,
+// templateID naming one of the caller's snapshots (and neither an
+// e2b.templates entry nor one of their templates) starts from it,
 // volumeMounts mount the caller's volumes, and the hutch.* metadata
 // pick the runtime and shape.
 func (tr *Transport) parityCreate(ctx context.Context, in newSandbox, req *api.CreateRequest) error {
@@ -412,7 +424,7 @@ func (tr *Transport) parityCreate(ctx context.Context, in newSandbox, req *api.C
 		}
 		*field = uint32(n)
 	}
-	if req.Template == "" {
+	if _, mapped := tr.opts.Templates[in.TemplateID]; !mapped && req.Template == "" {
 		if s, ok := tr.snapshotNamed(ctx, in.TemplateID); ok {
 			req.Image, req.SnapshotID = "", s.SnapshotID
 		}

@@ -106,3 +106,27 @@ func TestVolumeContentToken(t *testing.T) {
 		}
 	}
 }
+
+// TestForkTimeoutFailure: a copy whose timeout cannot be set is stopped
+// and reported as that fork's error; the other is answered.
+func TestForkTimeoutFailure(t *testing.T) {
+	fake, _ := parityFake()
+	state := fake.StateFunc
+	fake.StateFunc = func(ctx context.Context, method string, req any) (any, error) {
+		if st, ok := req.(api.SetTimeoutRequest); ok && st.SandboxID == "f2" {
+			return nil, errdefs.Malformed("no")
+		}
+		return state(ctx, method, req)
+	}
+	srv, _ := serve(t, fake, keyed(Options{}))
+	res, body := do(t, srv, "POST", "/sandboxes/"+sbID+"/fork", key(aliceKey), `{"count":2,"timeout":60}`)
+	var out []forkResult
+	if res.StatusCode != 201 || json.Unmarshal([]byte(body), &out) != nil || len(out) != 2 ||
+		out[0].Sandbox == nil || out[0].Sandbox.SandboxID != "f1" || out[1].Error == nil || out[1].Error.Code != 400 {
+		t.Fatalf("%d %s", res.StatusCode, body)
+	}
+	stops := fake.CallsOf("Stop")
+	if len(stops) != 1 || stops[0].Req.(api.StopRequest).SandboxID != "f2" {
+		t.Fatalf("stops %+v", stops)
+	}
+}

@@ -85,6 +85,7 @@ type sandboxDetail struct {
 	AllowInternetAccess bool           `json:"allowInternetAccess"`
 	Network             *networkConfig `json:"network,omitempty"`
 	Lifecycle           lifecycle      `json:"lifecycle"`
+	VolumeMounts        []volumeMount  `json:"volumeMounts"` // issue 40
 }
 
 // lifecycle is what happens to a sandbox at its timeout.
