@@ -184,3 +184,12 @@ describe('E2B signed file URLs (9)', () => {
     assert.equal(expired.status, 401)
   })
 })
+
+describe("E2B's base template (8)", () => {
+  test('runs commands as user 1000 in /home/user, with curl, git and pip', async () => {
+    const r = await sbx.commands.run('echo "$(id -un) $(id -u) $HOME $(pwd)"; touch ~/mine; command -v curl git pip sudo')
+    assert.equal(r.stdout, 'user 1000 /home/user /home/user\n/usr/bin/curl\n/usr/bin/git\n/usr/bin/pip\n/usr/bin/sudo\n')
+    assert.equal((await sbx.files.getInfo('mine')).path, '/home/user/mine')
+    assert.equal((await sbx.commands.run('id -un', { user: 'root' })).stdout, 'root\n')
+  })
+})
