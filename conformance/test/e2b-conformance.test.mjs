@@ -142,6 +142,23 @@ describe('E2B lifetimes (4)', () => {
     assert.ok((await Sandbox.getInfo(s.sandboxId)).endAt > end)
     await s.kill()
   })
+
+  test("onTimeout 'pause' counts from creation: a sandbox in steady use pauses at its end", opts, async () => {
+    const s = await Sandbox.create('base', { metadata: { run, case: 'pause-at-end' }, timeoutMs: 3_000, lifecycle: { onTimeout: 'pause' } })
+    assert.equal((await Sandbox.getInfo(s.sandboxId)).lifecycle?.onTimeout, 'pause')
+    // Busy until it is paused: each round is activity, which an idle
+    // timeout would count; a bound keeps a failure from hanging.
+    const bound = Date.now() + 120_000
+    let state = 'running'
+    while (state === 'running' && Date.now() < bound) {
+      await s.commands.run('true').catch(() => {})
+      state = (await Sandbox.getInfo(s.sandboxId)).state
+    }
+    assert.equal(state, 'paused')
+    const again = await Sandbox.connect(s.sandboxId, { timeoutMs: 600_000 })
+    assert.equal((await again.commands.run('echo back')).stdout, 'back\n')
+    await again.kill()
+  })
 })
 
 describe('E2B metrics by range (5)', () => {
