@@ -59,8 +59,9 @@ type CreateRequest struct {
 	// long after its create (or its last sandbox::set_timeout or resume),
 	// whatever its activity. 0 is none: only the idle timeout applies.
 	TimeoutSecs uint64 `json:"timeout_secs,omitempty"`
-	// OnIdle is what the idle reaper does with it: OnIdleStop (the
-	// default) or OnIdlePause.
+	// OnIdle is what the idle reaper does with it, at its idle timeout
+	// and at the end of its lifetime (TimeoutSecs): OnIdleStop (the
+	// default) or OnIdlePause. A resume starts a new lifetime.
 	OnIdle string `json:"on_idle,omitempty"`
 	// AutoResume makes a paused sandbox resume itself on the next call
 	// that needs it running, instead of answering S005.

@@ -39,6 +39,7 @@ workers:
       image_allowlist:
         - python
         - node
+        - e2b-base # issue 43: E2B's base template
       default_idle_timeout_secs: 300
       max_concurrent_sandboxes: 32
       default_cpus: 1

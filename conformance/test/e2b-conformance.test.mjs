@@ -142,6 +142,23 @@ describe('E2B lifetimes (4)', () => {
     assert.ok((await Sandbox.getInfo(s.sandboxId)).endAt > end)
     await s.kill()
   })
+
+  test("onTimeout 'pause' counts from creation: a sandbox in steady use pauses at its end", opts, async () => {
+    const s = await Sandbox.create('base', { metadata: { run, case: 'pause-at-end' }, timeoutMs: 3_000, lifecycle: { onTimeout: 'pause' } })
+    assert.equal((await Sandbox.getInfo(s.sandboxId)).lifecycle?.onTimeout, 'pause')
+    // Busy until it is paused: each round is activity, which an idle
+    // timeout would count; a bound keeps a failure from hanging.
+    const bound = Date.now() + 120_000
+    let state = 'running'
+    while (state === 'running' && Date.now() < bound) {
+      await s.commands.run('true').catch(() => {})
+      state = (await Sandbox.getInfo(s.sandboxId)).state
+    }
+    assert.equal(state, 'paused')
+    const again = await Sandbox.connect(s.sandboxId, { timeoutMs: 600_000 })
+    assert.equal((await again.commands.run('echo back')).stdout, 'back\n')
+    await again.kill()
+  })
 })
 
 describe('E2B metrics by range (5)', () => {
@@ -182,5 +199,14 @@ describe('E2B signed file URLs (9)', () => {
     assert.equal((await fetch(url)).status, 401)
     const expired = await fetch(await sbx.downloadUrl('signed.txt', { useSignatureExpiration: -60 }))
     assert.equal(expired.status, 401)
+  })
+})
+
+describe("E2B's base template (8)", () => {
+  test('runs commands as user 1000 in /home/user, with curl, git and pip', async () => {
+    const r = await sbx.commands.run('echo "$(id -un) $(id -u) $HOME $(pwd)"; touch ~/mine; command -v curl git pip sudo')
+    assert.equal(r.stdout, 'user 1000 /home/user /home/user\n/usr/bin/curl\n/usr/bin/git\n/usr/bin/pip\n/usr/bin/sudo\n')
+    assert.equal((await sbx.files.getInfo('mine')).path, '/home/user/mine')
+    assert.equal((await sbx.commands.run('id -un', { user: 'root' })).stdout, 'root\n')
   })
 })

@@ -19,12 +19,14 @@ import (
 	"github.com/hutch-dev/hutch/internal/webguard"
 )
 
-// Presets are the built-in catalog images.
-var Presets = []string{"python", "node", "python-data"}
+// Presets are the built-in catalog images (e2b-base: issue 43, E2B's
+// base template).
+var Presets = []string{"python", "node", "python-data", "e2b-base"}
 
 // DefaultAllowed are the presets image_allowlist allows by default: not
-// python-data, which is large and built on first use.
-var DefaultAllowed = []string{"python", "node"}
+// python-data, which is large and built on first use; e2b-base, E2B's
+// default template, so that the stock E2B SDK works as it comes.
+var DefaultAllowed = []string{"python", "node", "e2b-base"}
 
 // ImageCaps are per-image hard caps on a create request.
 type ImageCaps struct {

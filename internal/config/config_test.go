@@ -14,7 +14,7 @@ func TestParse(t *testing.T) {
 		wantErr string
 	}{
 		{name: "empty file gives defaults", yaml: "", check: func(t *testing.T, c Config) {
-			if !c.AutoInstall || c.MaxConcurrentSandboxes != 32 || len(c.ImageAllowlist) != 2 {
+			if !c.AutoInstall || c.MaxConcurrentSandboxes != 32 || len(c.ImageAllowlist) != len(DefaultAllowed) {
 				t.Errorf("defaults not applied: %+v", c)
 			}
 		}},

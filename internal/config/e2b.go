@@ -30,10 +30,11 @@ const E2BKeyForm = "e2b_ and at least 32 lower-case hex digits (e.g. e2b_$(opens
 // IsE2BKey reports whether key has the form of e2b.api_keys' keys.
 func IsE2BKey(key string) bool { return e2bKey.MatchString(key) }
 
-// defaultE2B is the E2B block's default: E2B's two stock templates are
-// the python preset.
+// defaultE2B is the E2B block's default: E2B's base template is the
+// e2b-base preset, made as E2B's (a user "user", sudo, curl, git, pip);
+// its code interpreter's is the python preset.
 func defaultE2B() E2B {
-	return E2B{Templates: map[string]string{"base": "python", "code-interpreter-v1": "python"}}
+	return E2B{Templates: map[string]string{"base": "e2b-base", "code-interpreter-v1": "python"}}
 }
 
 // validateE2B checks the e2b block.

@@ -26,7 +26,7 @@ func TestE2B(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if cfg.E2B.Templates["base"] != "python" && !strings.Contains(tc.yaml, "templates") {
+				if cfg.E2B.Templates["base"] != "e2b-base" && !strings.Contains(tc.yaml, "templates") {
 					t.Fatalf("templates %v", cfg.E2B.Templates)
 				}
 				return

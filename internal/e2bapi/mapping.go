@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/safetext"
 )
@@ -62,12 +63,16 @@ func createRequest(in newSandbox, image, template string) (api.CreateRequest, er
 		}
 		timeout = *in.Timeout
 	}
+	// E2B counts a sandbox's life from its create (or its last
+	// setTimeout or resume), never its idleness: the timeout is hutch's
+	// lifetime, and the idle timeout the longest there is. With autoPause
+	// the end of the lifetime pauses it (on_idle applies to both).
+	req.TimeoutSecs = timeout
+	if timeout > 0 {
+		req.IdleTimeoutSecs = config.MaxIdleTimeoutSecs
+	}
 	if in.AutoPause {
-		// At its timeout of inactivity the sandbox pauses, as E2B's
-		// autoPause; hutch's absolute lifetime would stop it instead.
-		req.OnIdle, req.IdleTimeoutSecs = api.OnIdlePause, timeout
-	} else {
-		req.TimeoutSecs = timeout
+		req.OnIdle = api.OnIdlePause
 	}
 	req.AutoResume = in.AutoResume != nil && in.AutoResume.Enabled
 	if in.AllowInternetAccess != nil {

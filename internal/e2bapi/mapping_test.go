@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/config"
 )
 
 func u64(v uint64) *uint64 { return &v }
@@ -20,11 +21,11 @@ func TestCreateRequest(t *testing.T) {
 		wantErr bool
 	}{
 		{"timeout is the lifetime, env sorted", newSandbox{TemplateID: "base", Timeout: u64(300), EnvVars: map[string]string{"B": "2", "A": "1"}, Metadata: map[string]string{"k": "v"}},
-			api.CreateRequest{Image: "python", TimeoutSecs: 300, Env: api.Env{"A=1", "B=2"}, Metadata: map[string]string{"k": "v", templateKey: "base"}}, false},
-		{"autoPause pauses when idle", newSandbox{TemplateID: "base", Timeout: u64(60), AutoPause: true, AutoResume: &struct {
+			api.CreateRequest{Image: "python", TimeoutSecs: 300, IdleTimeoutSecs: config.MaxIdleTimeoutSecs, Env: api.Env{"A=1", "B=2"}, Metadata: map[string]string{"k": "v", templateKey: "base"}}, false},
+		{"autoPause pauses at the end of the lifetime", newSandbox{TemplateID: "base", Timeout: u64(60), AutoPause: true, AutoResume: &struct {
 			Enabled bool `json:"enabled"`
 		}{true}},
-			api.CreateRequest{Image: "python", IdleTimeoutSecs: 60, OnIdle: api.OnIdlePause, AutoResume: true, Metadata: map[string]string{templateKey: "base"}}, false},
+			api.CreateRequest{Image: "python", TimeoutSecs: 60, IdleTimeoutSecs: config.MaxIdleTimeoutSecs, OnIdle: api.OnIdlePause, AutoResume: true, Metadata: map[string]string{templateKey: "base"}}, false},
 		{"internet", newSandbox{AllowInternetAccess: yes()}, api.CreateRequest{Image: "python", Network: true}, false},
 		{"egress", newSandbox{Network: &networkConfig{AllowOut: []string{"pypi.org"}}},
 			api.CreateRequest{Image: "python", Network: true, Egress: &api.EgressPolicy{AllowOut: []string{"pypi.org"}}}, false},

@@ -30,10 +30,10 @@ func TestWith(t *testing.T) {
 		return os.Symlink("python3.11", filepath.Join(bin, "python3"))
 	})
 	want := map[string][]string{
-		"python3": {"python", "python-data"},
+		"python3": {"python", "python-data", "e2b-base"},
 		"node":    {"node"},
-		"bash":    {"python", "node", "python-data"},
-		"pip":     {"python-data"},
+		"bash":    {"python", "node", "python-data", "e2b-base"},
+		"pip":     {"python-data", "e2b-base"},
 		"npm":     {"node"},
 		"ruby":    nil,
 		"../sh":   nil,
@@ -43,15 +43,16 @@ func TestWith(t *testing.T) {
 			t.Errorf("before any build, With(%q) = %v, want %v", cmd, got, names)
 		}
 	}
-	for _, name := range []string{"node", "python-data"} {
+	for _, name := range []string{"node", "python-data", "e2b-base"} {
 		if _, err := s.Ensure(context.Background(), name, true); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// Built: node's link leads nowhere in the image; python-data's pip
-	// is not executable; the python preset is still judged by its recipe.
+	// Built: node's link leads nowhere in the image; python-data's and
+	// e2b-base's pip is not executable; the python preset is still judged
+	// by its recipe.
 	want = map[string][]string{
-		"python3": {"python", "python-data"},
+		"python3": {"python", "python-data", "e2b-base"},
 		"node":    nil,
 		"pip":     nil,
 		"bash":    {"python"},

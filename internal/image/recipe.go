@@ -19,6 +19,10 @@ const builderVersion = "1"
 var presetPackages = []struct {
 	name     string
 	packages []string
+	// customize are shell commands run on the built tree ("$1"), and
+	// config the image configuration when not defaultConfig's.
+	customize []string
+	config    *Config
 }{
 	// ca-certificates (~3 MB with openssl): without it Python's ssl module
 	// and Debian's nodejs trust no CA, so every HTTPS request fails.
@@ -26,13 +30,29 @@ var presetPackages = []struct {
 	// (seed 001 runs `python --version`). git (with the perl it needs,
 	// about 80 MB) serves sandbox::git::* in every preset; its ssh client
 	// is not included (a Recommends), so remotes are http(s), git or local.
-	{"python", []string{"python3", "python-is-python3", "ca-certificates", "git"}},
+	{"python", []string{"python3", "python-is-python3", "ca-certificates", "git"}, nil, nil},
 	// npm installs packages (sandbox::interpreter::install).
-	{"node", []string{"nodejs", "npm", "ca-certificates", "git"}},
+	{"node", []string{"nodejs", "npm", "ca-certificates", "git"}, nil, nil},
 	// For data work with the interpreter: numpy, pandas and matplotlib
 	// (the Agg backend needs no display; the kernel sets MPLBACKEND).
-	{"python-data", []string{"python3", "python-is-python3", "ca-certificates", "python3-numpy", "python3-pandas", "python3-matplotlib", "python3-pip", "git"}},
+	{"python-data", []string{"python3", "python-is-python3", "ca-certificates", "python3-numpy", "python3-pandas", "python3-matplotlib", "python3-pip", "git"}, nil, nil},
+	// issue 43: E2B's `base` template as E2B ships it: commands run as
+	// `user` (uid 1000, home /home/user, passwordless sudo), with curl,
+	// git and pip, which installs into the user's site (Debian's
+	// "externally managed" marker removed, as E2B's image has none).
+	{E2BBase, []string{"python3", "python-is-python3", "python3-pip", "ca-certificates", "git", "curl", "sudo"}, []string{
+		`chroot "$1" useradd --create-home --uid 1000 --user-group --shell /bin/bash user`,
+		`echo 'user ALL=(ALL:ALL) NOPASSWD: ALL' > "$1/etc/sudoers.d/user" && chmod 0440 "$1/etc/sudoers.d/user"`,
+		`rm -f "$1"/usr/lib/python3*/EXTERNALLY-MANAGED`,
+	}, &Config{
+		Env:        []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8", "HOME=/home/user"},
+		WorkingDir: "/home/user",
+		User:       "user",
+	}},
 }
+
+// E2BBase is the preset behind E2B's `base` template (e2b.templates).
+const E2BBase = "e2b-base"
 
 // mergedUsrHooks is mmdebstrap's hook directory that sets up merged /usr
 // with symlinks. Without it, apt satisfies init-system-helpers' dependency
@@ -77,6 +97,9 @@ type recipe struct {
 	HookDirs []string `json:"hook_dirs"`
 	DpkgOpts []string `json:"dpkg_opts"`
 	Config   Config   `json:"config"`
+	// Customize are mmdebstrap customize hooks (absent from the JSON,
+	// and so from the ID, of a recipe without).
+	Customize []string `json:"customize,omitempty"`
 }
 
 // presetRecipe returns the recipe of a preset with the given packages.
@@ -124,6 +147,9 @@ func (r recipe) mmdebstrapArgs(dst, mirror string) []string {
 	}
 	for _, o := range r.DpkgOpts {
 		args = append(args, "--dpkgopt="+o)
+	}
+	for _, c := range r.Customize {
+		args = append(args, "--customize-hook="+c)
 	}
 	return append(args, r.Suite, dst, mirror)
 }

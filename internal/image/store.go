@@ -110,6 +110,10 @@ func NewStore(opts Options) (*Store, error) {
 	}
 	for _, p := range presetPackages {
 		r := presetRecipe(opts.Suite, p.packages)
+		r.Customize = p.customize
+		if p.config != nil {
+			r.Config = *p.config
+		}
 		s.names = append(s.names, p.name)
 		s.presets[p.name] = preset{recipe: r, id: r.id(), ref: r.ref()}
 	}

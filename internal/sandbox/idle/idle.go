@@ -173,7 +173,7 @@ func (r *Reaper[S]) Every(now time.Time) time.Duration {
 // exec could have run.
 func (r *Reaper[S]) Reap(now time.Time) {
 	all := r.core.Sandboxes()
-	var idle, expired []Sandbox[S]
+	var idle, expired, expiredPause []Sandbox[S]
 	ends := map[S]runtime.End{}
 	for _, sb := range all {
 		if sb.Stopped {
@@ -189,7 +189,11 @@ func (r *Reaper[S]) Reap(now time.Time) {
 			continue
 		}
 		if !sb.ExpiresAt.IsZero() && !now.Before(sb.ExpiresAt) {
-			ends[sb.S] = EndLifetime
+			if sb.OnIdle == api.OnIdlePause && r.core.CanPause(sb.S) {
+				expiredPause = append(expiredPause, sb) // its resume starts a new lifetime
+			} else {
+				ends[sb.S] = EndLifetime
+			}
 			continue
 		}
 		limit := time.Duration(sb.IdleTimeoutSecs) * time.Second
@@ -208,6 +212,10 @@ func (r *Reaper[S]) Reap(now time.Time) {
 	for s, end := range ends {
 		r.core.Stop(s, end)
 	}
+	for _, sb := range expiredPause {
+		r.log.Info("pausing a sandbox at the end of its lifetime", "sandbox", sb.ID)
+		r.pause(sb)
+	}
 	for _, sb := range idle {
 		if r.wroteOutput(sb.S) {
 			r.core.Touch(sb.S)
@@ -216,11 +224,7 @@ func (r *Reaper[S]) Reap(now time.Time) {
 		r.log.Info("reaping idle sandbox", "sandbox", sb.ID, "idle_timeout_secs", sb.IdleTimeoutSecs,
 			"idle_secs", int64(now.Sub(sb.IdleSince).Seconds()), "exec_in_flight", sb.Execs, "on_idle", sb.OnIdle)
 		if sb.OnIdle == api.OnIdlePause && r.core.CanPause(sb.S) {
-			r.core.Go(func() {
-				if err := r.core.Pause(sb.S); err != nil {
-					r.log.Warn("pausing an idle sandbox", "sandbox", sb.ID, "err", err)
-				}
-			})
+			r.pause(sb)
 			continue
 		}
 		done := r.core.Stop(sb.S, EndIdle)
@@ -229,6 +233,16 @@ func (r *Reaper[S]) Reap(now time.Time) {
 			r.forget(sb)
 		})
 	}
+}
+
+// pause pauses sb in the background; a failure is logged, and the next
+// pass tries again.
+func (r *Reaper[S]) pause(sb Sandbox[S]) {
+	r.core.Go(func() {
+		if err := r.core.Pause(sb.S); err != nil {
+			r.log.Warn("pausing a sandbox", "sandbox", sb.ID, "err", err)
+		}
+	})
 }
 
 // forget drops a stopped sandbox (or its tombstone) from the core and

@@ -169,6 +169,14 @@ func TestOnIdle(t *testing.T) {
 			t.Errorf("paused %v, stopped %v; want a pause only", f.paused, f.stopped)
 		}
 	})
+	t.Run("pause at the end of its lifetime", func(t *testing.T) {
+		busy := Sandbox[string]{ID: "b", Running: true, IdleTimeoutSecs: 3600, IdleSince: now, ExpiresAt: now.Add(-time.Second), OnIdle: api.OnIdlePause}
+		f := newFake(busy)
+		newReaper(f).Reap(now)
+		if !slices.Equal(f.paused, []string{"b"}) || len(f.stopped) != 0 {
+			t.Errorf("paused %v, stopped %v; want a pause only", f.paused, f.stopped)
+		}
+	})
 	t.Run("runtime cannot pause", func(t *testing.T) {
 		f := newFake(idle)
 		f.noPause = true
