@@ -41,6 +41,9 @@ var validOwner = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`)
 // It is safe for concurrent use.
 type Tokens struct {
 	entries []entry
+	// local is the owner of token-less requests on the local socket
+	// (WithLocalOwner), "" for none.
+	local string
 }
 
 type entry struct {
@@ -112,15 +115,24 @@ func (t *Tokens) Owners() []string {
 // Owner returns the owner whose token r carries in its Authorization
 // header ("Bearer <token>", scheme case-insensitive) or, for a WebSocket
 // upgrade without that header, in its bearer subprotocol (websocket.go).
+// A TLS client certificate the listener verified names the owner by its
+// common name instead (peer.go); a request on the local socket without a
+// token acts for the local owner when one is set (WithLocalOwner).
 // With authentication off it returns "" and no error. Otherwise a missing
 // or non-bearer header is ErrMissing and an unknown token ErrInvalid.
 func (t *Tokens) Owner(r *http.Request) (string, error) {
 	if !t.Enabled() {
 		return "", nil
 	}
+	if owner, ok, err := certOwner(r); ok {
+		return owner, err
+	}
 	tok, ok := bearer(r.Header.Get("Authorization"))
 	if !ok && r.Header.Get("Authorization") == "" {
 		tok, ok = protocolToken(r)
+		if !ok && t.local != "" && OnLocalSocket(r.Context()) {
+			return t.local, nil
+		}
 	}
 	if !ok {
 		return "", ErrMissing

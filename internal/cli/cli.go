@@ -87,7 +87,7 @@ type app struct {
 }
 
 func (a *app) client() *client.Client {
-	return client.New(a.getenv("HUTCH_URL"), a.getenv("HUTCH_TOKEN"))
+	return client.Env(a.getenv)
 }
 
 // dataDir is $HUTCH_DATA_DIR, else the daemon's default.
