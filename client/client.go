@@ -39,7 +39,7 @@ const DefaultURL = "http://127.0.0.1:3111"
 
 // Client talks to one hutch daemon.
 type Client struct {
-	base  string // without a trailing slash
+	base string // without a trailing slash
 	// shown is the daemon's address as messages name it, when not base
 	// (a Unix socket's).
 	shown string
