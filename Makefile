@@ -40,11 +40,11 @@ $(shell test -x $(BIN)/runsc || rm -f $(BIN)/.runsc-*)
 build: $(BIN)/hutch $(BIN)/hutch-agent $(RUNSC_STAMP)
 
 $(BIN)/hutch: $(GO_SOURCES) $(CONSOLE_FILES)
-	CGO_ENABLED=0 $(GO) build -o $@ ./cmd/hutch
+	CGO_ENABLED=0 $(GO) build -ldflags='-X github.com/hutch-dev/hutch/internal/cli.Version=$(HUTCH_VERSION)' -o $@ ./cmd/hutch
 
 # The agent runs inside sandboxes: static, no cgo.
 $(BIN)/hutch-agent: $(GO_SOURCES)
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $@ ./cmd/hutch-agent
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w -X main.version=$(HUTCH_VERSION)' -o $@ ./cmd/hutch-agent
 
 # runsc is compiled from the gVisor Go module pinned in go.mod (tool directive),
 # with its seccomp filters precompiled as gVisor's own builds have them (about
@@ -126,6 +126,7 @@ deps-microvm: deps-packages
 # scheme, no trailing slash), else at the client's default URL.
 DEFAULT_URL := $(shell sed -n 's/^const DefaultURL = "\(.*\)"$$/\1/p' client/client.go)
 demo: deps-packages build
+	$(BIN)/hutch doctor
 	$(BIN)/hutch run python -- python3 -c 'print("hello from a gVisor sandbox:", 2+2)'
 	@url=$${HUTCH_URL:-$(DEFAULT_URL)}; case $$url in *://*) ;; *) url=http://$$url ;; esac; \
 		url=$$(printf '%s' "$$url" | sed 's|/*$$||'); echo "console: open $$url/ui/ in a browser"
@@ -186,3 +187,7 @@ lint:
 clean:
 	$(RM_RUNSC_BUILD)
 	rm -rf $(BIN)
+
+# issue 41: operations. HUTCH_VERSION is stamped into hutch (`hutch version`,
+# /healthz) and hutch-agent: the commit, and whether the tree had changes.
+HUTCH_VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)

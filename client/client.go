@@ -326,3 +326,9 @@ func (c *Client) OpenAPI(ctx context.Context) (map[string]any, error) {
 	var out map[string]any
 	return out, c.do(ctx, http.MethodGet, "/openapi.json", nil, &out)
 }
+
+// HealthInfo decodes the daemon's /healthz answer (status, version, auth,
+// runtimes) into out.
+func (c *Client) HealthInfo(ctx context.Context, out any) error {
+	return c.do(ctx, http.MethodGet, "/healthz", nil, out)
+}

@@ -127,8 +127,12 @@ func TestOpsTLSAndSocket(t *testing.T) {
 	if _, err := client.NewUnix(sock, "").List(ctx); err != nil {
 		t.Errorf("list over the socket without a token: %v", err)
 	}
-	if got := client.Env(func(k string) string { return map[string]string{"HUTCH_SOCKET": sock}[k] }).URL(); got != "unix://"+sock {
-		t.Errorf("client.Env with the socket present and no HUTCH_URL uses %s", got)
+	// The CLI uses the socket when HUTCH_URL is unset.
+	hutch, _ := binaries(t)
+	cmd := exec.Command(hutch, "version")
+	cmd.Env = append(os.Environ(), "HUTCH_URL=", "HUTCH_SOCKET="+sock)
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "daemon:  hutch ") || !strings.Contains(string(out), " at unix://"+sock) {
+		t.Errorf("hutch version over the socket: %v\n%s", err, out)
 	}
 
 	// Rotation: a connection opened before keeps working, new ones get

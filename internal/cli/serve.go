@@ -55,6 +55,7 @@ func (a *app) serveCmd() *cobra.Command {
 				return usagef("--pprof: %v", err)
 			}
 		}
+		opts.Version = buildVersion()
 		opts.Logger = slog.New(slog.NewJSONHandler(a.stderr, &slog.HandlerOptions{Level: lvl}))
 		return action(func(*cobra.Command, []string) error {
 			return daemon.Run(cmd.Context(), opts)

@@ -404,7 +404,7 @@ func (d *daemon) startTransports(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d.srv = httpapi.NewServer(table, httpapi.Options{Logger: log, Auth: d.tokens, Runtimes: d.rts.Infos(), Metrics: d.obs.handler(), MCP: mcpHandler, Ports: previewPorts{d.ports}, PreviewDomain: cfg.PreviewDomain, Guard: d.guard,
+	d.srv = httpapi.NewServer(table, httpapi.Options{Logger: log, Version: d.opts.Version, Auth: d.tokens, Runtimes: d.rts.Infos(), Metrics: d.obs.handler(), MCP: mcpHandler, Ports: previewPorts{d.ports}, PreviewDomain: cfg.PreviewDomain, Guard: d.guard,
 		Console: console.Handler(), Front: e2b.Wrap, ReadTimeout: read, WriteTimeout: write, IdleTimeout: idle})
 	d.srv.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
 	d.srv.ConnContext = auth.ConnContext

@@ -45,4 +45,6 @@ type Options struct {
 	// InsecurePlaintext lets a daemon without tls listen off loopback
 	// (--insecure-plaintext; plaintext.go).
 	InsecurePlaintext bool
+	// Version is the daemon's version and build, which /healthz says.
+	Version string
 }
