@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http"
 )
@@ -35,9 +36,32 @@ func (t *Tokens) WithLocalOwner(owner string) *Tokens {
 	if t == nil {
 		return nil
 	}
-	c := *t
-	c.local = owner
-	return &c
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return &Tokens{entries: t.entries, local: owner}
+}
+
+// localOwner is the owner of token-less requests on the local socket.
+func (t *Tokens) localOwner() string {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.local
+}
+
+// Replace makes t check n's tokens and local owner from now on (a config
+// reload); requests under way keep the owner they got. Authentication
+// cannot be turned on or off this way: both must be enabled.
+func (t *Tokens) Replace(n *Tokens) error {
+	if !t.Enabled() || !n.Enabled() {
+		return errors.New("turning api_tokens on or off needs a restart")
+	}
+	n.mu.RLock()
+	entries, local := n.entries, n.local
+	n.mu.RUnlock()
+	t.mu.Lock()
+	t.entries, t.local = entries, local
+	t.mu.Unlock()
+	return nil
 }
 
 // certOwner is the owner named by the common name of r's TLS client

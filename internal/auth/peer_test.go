@@ -101,3 +101,28 @@ func TestConnContext(t *testing.T) {
 		t.Error("a TCP connection is marked as on the local socket")
 	}
 }
+
+// TestReplace: a reload's tokens take over; turning auth on or off is
+// refused.
+func TestReplace(t *testing.T) {
+	toks, _ := New(map[string]string{"alice": aliceTok})
+	next, _ := New(map[string]string{"bob": bobTok})
+	if err := toks.Replace(next.WithLocalOwner("bob")); err != nil {
+		t.Fatal(err)
+	}
+	r := httptest.NewRequest("GET", "/", nil)
+	r.Header.Set("Authorization", "Bearer "+aliceTok)
+	if _, err := toks.Owner(r); !errors.Is(err, ErrInvalid) {
+		t.Errorf("alice's old token after the reload: %v, want ErrInvalid", err)
+	}
+	r.Header.Set("Authorization", "Bearer "+bobTok)
+	if o, err := toks.Owner(r); o != "bob" || err != nil {
+		t.Errorf("bob's new token: %q, %v", o, err)
+	}
+	if err := toks.Replace(nil); err == nil {
+		t.Error("turning auth off live was accepted")
+	}
+	if err := (*Tokens)(nil).Replace(next); err == nil {
+		t.Error("turning auth on live was accepted")
+	}
+}

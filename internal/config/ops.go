@@ -1,6 +1,10 @@
 package config
 
-import "fmt"
+import (
+	"fmt"
+	"reflect"
+	"strings"
+)
 
 // TLS is the tls block: the certificate and key that the HTTP API and the
 // engine WebSocket serve, and the CAs whose client certificates map to
@@ -37,4 +41,22 @@ func (c *Config) validateOps() []error {
 		}
 	}
 	return errs
+}
+
+// ChangedKeys lists the top-level keys whose values differ between a and
+// b, in the order Config declares them.
+func ChangedKeys(a, b Config) []string {
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	var keys []string
+	for i := range va.NumField() {
+		f := va.Type().Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		if !reflect.DeepEqual(va.Field(i).Interface(), vb.Field(i).Interface()) {
+			keys = append(keys, name)
+		}
+	}
+	return keys
 }

@@ -37,3 +37,17 @@ func TestOpsKeys(t *testing.T) {
 		})
 	}
 }
+
+func TestChangedKeys(t *testing.T) {
+	a := Default()
+	b := Default()
+	if got := ChangedKeys(a, b); len(got) != 0 {
+		t.Fatalf("equal configs differ in %v", got)
+	}
+	b.APITokens = map[string]string{"alice": "alice-0123456789abcdef"}
+	b.TLS.Cert = "/c.pem"
+	b.MaxConcurrentSandboxes = 3
+	if got := strings.Join(ChangedKeys(a, b), ","); got != "max_concurrent_sandboxes,api_tokens,tls" {
+		t.Fatalf("ChangedKeys = %s", got)
+	}
+}

@@ -71,6 +71,8 @@ type daemon struct {
 	engLn  net.Listener // the engine listener, nil without --engine-listen
 	sockLn net.Listener // the local socket, nil without --socket
 	certs  *certs       // the TLS files, nil without tls
+	// reloads applies SIGHUP and `hutch admin reload` (reload.go).
+	reloads reloader
 
 	obs       *observability
 	tokens    *auth.Tokens
@@ -408,6 +410,7 @@ func (d *daemon) startTransports(ctx context.Context) error {
 		Console: console.Handler(), Front: e2b.Wrap, ReadTimeout: read, WriteTimeout: write, IdleTimeout: idle})
 	d.srv.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
 	d.srv.ConnContext = auth.ConnContext
+	d.srv.Handler = d.adminRoutes(d.srv.Handler)
 	d.ln = d.withTLS(netutil.LimitListener(d.ln, cfg.MaxConnections))
 	if d.sockLn != nil {
 		d.sockLn = netutil.LimitListener(d.sockLn, cfg.MaxConnections)
