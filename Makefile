@@ -191,3 +191,6 @@ clean:
 # issue 41: operations. HUTCH_VERSION is stamped into hutch (`hutch version`,
 # /healthz) and hutch-agent: the commit, and whether the tree had changes.
 HUTCH_VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# promtool (Debian's prometheus package) checks deploy/prometheus's rules in
+# deploy/deploy_test.go.
+APT_PACKAGES += prometheus

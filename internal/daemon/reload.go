@@ -31,9 +31,11 @@ type reloader struct {
 }
 
 // watchReloads reloads on SIGHUP until ctx ends, and, with tls, reloads
-// the certificate when its files change.
+// the certificate when its files change. It also exports the data dir's
+// disk metrics.
 func (d *daemon) watchReloads(ctx context.Context) {
 	d.reloads.current = d.cfg
+	d.registerDiskMetrics()
 	if d.certs != nil {
 		go d.certs.watch(ctx)
 	}
