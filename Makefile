@@ -194,3 +194,20 @@ HUTCH_VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || ech
 # promtool (Debian's prometheus package) checks deploy/prometheus's rules in
 # deploy/deploy_test.go.
 APT_PACKAGES += prometheus
+# The Debian package (packaging/, docs/operations.md): DEB_VERSION must
+# start with a digit and grow from one package to the next.
+DEB_VERSION ?= 0.0.0~git$(shell date -u +%Y%m%d%H%M%S)
+DEB := $(BIN)/hutch_$(DEB_VERSION)_amd64.deb
+.PHONY: deb install test-package
+deb: build
+	packaging/build-deb.sh $(BIN) $(DEB_VERSION) $(DEB)
+# Installs what the package holds onto this system (DESTDIR for a staging
+# root) and, onto / itself, makes the group and data dir and starts the
+# unit where systemd runs.
+install: build
+	packaging/stage.sh $(BIN) $(DESTDIR)/
+	@if [ -z "$(DESTDIR)" ]; then packaging/debian/postinst configure; fi
+# The package test (deploy/package_test.go): builds two packages and
+# installs, upgrades, removes and purges them in a fresh Debian root.
+test-package: build
+	HUTCH_REQUIRE_INTEGRATION=1 $(GO) test -count=1 -timeout 20m -run TestPackage -v ./deploy/
