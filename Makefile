@@ -40,11 +40,11 @@ $(shell test -x $(BIN)/runsc || rm -f $(BIN)/.runsc-*)
 build: $(BIN)/hutch $(BIN)/hutch-agent $(RUNSC_STAMP)
 
 $(BIN)/hutch: $(GO_SOURCES) $(CONSOLE_FILES)
-	CGO_ENABLED=0 $(GO) build -o $@ ./cmd/hutch
+	CGO_ENABLED=0 $(GO) build -ldflags='-X github.com/hutch-dev/hutch/internal/cli.Version=$(HUTCH_VERSION)' -o $@ ./cmd/hutch
 
 # The agent runs inside sandboxes: static, no cgo.
 $(BIN)/hutch-agent: $(GO_SOURCES)
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $@ ./cmd/hutch-agent
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w -X main.version=$(HUTCH_VERSION)' -o $@ ./cmd/hutch-agent
 
 # runsc is compiled from the gVisor Go module pinned in go.mod (tool directive),
 # with its seccomp filters precompiled as gVisor's own builds have them (about
@@ -126,6 +126,7 @@ deps-microvm: deps-packages
 # scheme, no trailing slash), else at the client's default URL.
 DEFAULT_URL := $(shell sed -n 's/^const DefaultURL = "\(.*\)"$$/\1/p' client/client.go)
 demo: deps-packages build
+	$(BIN)/hutch doctor
 	$(BIN)/hutch run python -- python3 -c 'print("hello from a gVisor sandbox:", 2+2)'
 	@url=$${HUTCH_URL:-$(DEFAULT_URL)}; case $$url in *://*) ;; *) url=http://$$url ;; esac; \
 		url=$$(printf '%s' "$$url" | sed 's|/*$$||'); echo "console: open $$url/ui/ in a browser"
@@ -209,3 +210,26 @@ fuzz:
 		echo "$$pkg $$fn $$(grep -o 'execs: [0-9]*' $$log | tail -1 | cut -d' ' -f2) execs, $$(grep -o 'total: [0-9]*' $$log | tail -1 | cut -d' ' -f2) corpus" >> $(BIN)/fuzz/summary; \
 	done; cat $(BIN)/fuzz/summary
 comma := ,
+# issue 41: operations. HUTCH_VERSION is stamped into hutch (`hutch version`,
+# /healthz) and hutch-agent: the commit, and whether the tree had changes.
+HUTCH_VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# promtool (Debian's prometheus package) checks deploy/prometheus's rules in
+# deploy/deploy_test.go.
+APT_PACKAGES += prometheus
+# The Debian package (packaging/, docs/operations.md): DEB_VERSION must
+# start with a digit and grow from one package to the next.
+DEB_VERSION ?= 0.0.0~git$(shell date -u +%Y%m%d%H%M%S)
+DEB := $(BIN)/hutch_$(DEB_VERSION)_amd64.deb
+.PHONY: deb install test-package
+deb: build
+	packaging/build-deb.sh $(BIN) $(DEB_VERSION) $(DEB)
+# Installs what the package holds onto this system (DESTDIR for a staging
+# root) and, onto / itself, makes the group and data dir and starts the
+# unit where systemd runs.
+install: build
+	packaging/stage.sh $(BIN) $(DESTDIR)/
+	@if [ -z "$(DESTDIR)" ]; then packaging/debian/postinst configure; fi
+# The package test (deploy/package_test.go): builds two packages and
+# installs, upgrades, removes and purges them in a fresh Debian root.
+test-package: build
+	HUTCH_REQUIRE_INTEGRATION=1 $(GO) test -count=1 -timeout 20m -run TestPackage -v ./deploy/

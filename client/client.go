@@ -39,7 +39,10 @@ const DefaultURL = "http://127.0.0.1:3111"
 
 // Client talks to one hutch daemon.
 type Client struct {
-	base  string // without a trailing slash
+	base string // without a trailing slash
+	// shown is the daemon's address as messages name it, when not base
+	// (a Unix socket's).
+	shown string
 	auth  string // "Bearer <token>", or ""
 	httpc *http.Client
 	// maxDownload bounds downloads (WithMaxDownload); <= 0: no bound.
@@ -63,9 +66,10 @@ func New(baseURL, token string) *Client {
 	return c
 }
 
-// FromEnv returns a client of the daemon at $HUTCH_URL (default DefaultURL)
+// FromEnv returns the client the environment names (see Env): the daemon
+// at $HUTCH_URL, else the local socket when it exists, else DefaultURL,
 // with the token $HUTCH_TOKEN.
-func FromEnv() *Client { return New(os.Getenv("HUTCH_URL"), os.Getenv("HUTCH_TOKEN")) }
+func FromEnv() *Client { return Env(os.Getenv) }
 
 // newTransport is tuned for many small calls to one host: a deep idle pool
 // and no overall timeout (an exec may run for minutes; callers bound calls
@@ -80,7 +84,12 @@ func newTransport() *http.Transport {
 }
 
 // URL returns the daemon's base URL.
-func (c *Client) URL() string { return c.base }
+func (c *Client) URL() string {
+	if c.shown != "" {
+		return c.shown
+	}
+	return c.base
+}
 
 // Create runs sandbox::create.
 func (c *Client) Create(ctx context.Context, req api.CreateRequest) (api.CreateResponse, error) {
@@ -227,9 +236,9 @@ func (c *Client) sendAccepting(ctx context.Context, method, path string, body io
 	resp, err := c.httpc.Do(req)
 	if err != nil {
 		if ctx.Err() == nil && isDialError(err) {
-			return nil, &unreachableError{url: c.base, err: err}
+			return nil, &unreachableError{url: c.URL(), err: err}
 		}
-		return nil, fmt.Errorf("%s %s: %w", method, c.base+path, err)
+		return nil, fmt.Errorf("%s %s: %w", method, c.URL()+path, err)
 	}
 	if resp.StatusCode/100 != 2 {
 		defer closeBody(resp)
@@ -316,4 +325,10 @@ func (c *Client) Function(ctx context.Context, id string) (api.FunctionInfo, err
 func (c *Client) OpenAPI(ctx context.Context) (map[string]any, error) {
 	var out map[string]any
 	return out, c.do(ctx, http.MethodGet, "/openapi.json", nil, &out)
+}
+
+// HealthInfo decodes the daemon's /healthz answer (status, version, auth,
+// runtimes) into out.
+func (c *Client) HealthInfo(ctx context.Context, out any) error {
+	return c.do(ctx, http.MethodGet, "/healthz", nil, out)
 }

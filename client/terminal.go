@@ -181,7 +181,7 @@ func (c *Client) dialWebSocket(ctx context.Context, path, what string) (*websock
 			return nil, decodeError(resp)
 		}
 		if ctx.Err() == nil && isDialError(err) {
-			return nil, &unreachableError{url: c.base, err: err}
+			return nil, &unreachableError{url: c.URL(), err: err}
 		}
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}

@@ -14,6 +14,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -30,6 +31,11 @@ var version = "dev"
 func main() { os.Exit(run()) }
 
 func run() int {
+	// issue 41: `hutch doctor` and `hutch version` ask the agent's version.
+	if len(os.Args) == 2 && os.Args[1] == "--version" {
+		fmt.Println("hutch-agent", version)
+		return 0
+	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 
 	var conn io.ReadWriteCloser

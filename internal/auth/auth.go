@@ -19,6 +19,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // MinTokenBytes is the shortest token accepted in the configuration.
@@ -40,7 +41,13 @@ var validOwner = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`)
 // authentication is off: every request acts for the anonymous owner "".
 // It is safe for concurrent use.
 type Tokens struct {
+	// mu guards entries and local, which Replace changes (a config
+	// reload).
+	mu      sync.RWMutex
 	entries []entry
+	// local is the owner of token-less requests on the local socket
+	// (WithLocalOwner), "" for none.
+	local string
 }
 
 type entry struct {
@@ -95,13 +102,22 @@ func NewNamed(key string, tokens map[string]string) (*Tokens, error) {
 }
 
 // Enabled reports whether requests must carry a token.
-func (t *Tokens) Enabled() bool { return t != nil && len(t.entries) > 0 }
+func (t *Tokens) Enabled() bool {
+	if t == nil {
+		return false
+	}
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return len(t.entries) > 0
+}
 
 // Owners lists the configured owners, sorted.
 func (t *Tokens) Owners() []string {
 	if t == nil {
 		return nil
 	}
+	t.mu.RLock()
+	defer t.mu.RUnlock()
 	out := make([]string, len(t.entries))
 	for i, e := range t.entries {
 		out[i] = e.owner
@@ -112,15 +128,26 @@ func (t *Tokens) Owners() []string {
 // Owner returns the owner whose token r carries in its Authorization
 // header ("Bearer <token>", scheme case-insensitive) or, for a WebSocket
 // upgrade without that header, in its bearer subprotocol (websocket.go).
+// A TLS client certificate the listener verified names the owner by its
+// common name instead (peer.go); a request on the local socket without a
+// token acts for the local owner when one is set (WithLocalOwner).
 // With authentication off it returns "" and no error. Otherwise a missing
 // or non-bearer header is ErrMissing and an unknown token ErrInvalid.
 func (t *Tokens) Owner(r *http.Request) (string, error) {
 	if !t.Enabled() {
 		return "", nil
 	}
+	if owner, ok, err := certOwner(r); ok {
+		return owner, err
+	}
 	tok, ok := bearer(r.Header.Get("Authorization"))
 	if !ok && r.Header.Get("Authorization") == "" {
 		tok, ok = protocolToken(r)
+		if !ok && OnLocalSocket(r.Context()) {
+			if local := t.localOwner(); local != "" {
+				return local, nil
+			}
+		}
 	}
 	if !ok {
 		return "", ErrMissing
@@ -140,6 +167,8 @@ func (t *Tokens) Lookup(tok string) (string, error) {
 // lookup finds the owner of tok, comparing against every entry.
 func (t *Tokens) lookup(tok string) (string, error) {
 	d := sha256.Sum256([]byte(tok))
+	t.mu.RLock()
+	defer t.mu.RUnlock()
 	owner, found := "", 0
 	for _, e := range t.entries {
 		if subtle.ConstantTimeCompare(d[:], e.digest[:]) == 1 {

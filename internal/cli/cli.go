@@ -87,7 +87,7 @@ type app struct {
 }
 
 func (a *app) client() *client.Client {
-	return client.New(a.getenv("HUTCH_URL"), a.getenv("HUTCH_TOKEN"))
+	return client.Env(a.getenv)
 }
 
 // dataDir is $HUTCH_DATA_DIR, else the daemon's default.
@@ -120,6 +120,7 @@ func (a *app) rootCmd() *cobra.Command {
 	root.SetErr(a.stderr)
 	root.AddCommand(a.quotaCmd()) // issue 38
 	root.AddCommand(a.serveCmd(), a.runCmd(), a.createCmd(), a.execCmd(), a.shellCmd(), a.psCmd(), a.logsCmd(), a.killCmd(), a.attachCmd(), a.listCmd(), a.stopCmd(), a.pauseCmd(), a.resumeCmd(), a.setTimeoutCmd(), a.snapshotCmd(), a.templateCmd(), a.forkCmd(), a.eventsCmd(), a.alertCmd(), a.webhookCmd(), a.jobCmd(), a.runCodeCmd(), a.replCmd(), a.contextCmd(), a.installCmd(), a.mcpCmd(), a.functionsCmd(), a.exposeCmd(), a.portsCmd(), a.unexposeCmd(), a.portForwardCmd(), a.networkCmd(), a.envCmd(), a.volumeCmd(), a.gitCmd(), a.benchCmd(), a.triggerCmd(), a.fsCmd(), a.uploadCmd(), a.downloadCmd(), a.catalogCmd(), a.imageCmd(), a.watchdogCmd())
+	root.AddCommand(a.opsCmds()...) // issue 41: doctor, version, admin, man
 	a.resolveSandboxArgs(root)
 	return root
 }

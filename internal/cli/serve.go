@@ -39,6 +39,11 @@ func (a *app) serveCmd() *cobra.Command {
 	fl.StringVar(&level, "log-level", "info", "debug, info, warn or error")
 	fl.BoolVar(&opts.InsecureNoAuth, strings.TrimPrefix(daemon.InsecureNoAuthFlag, "--"), false,
 		"allow a --listen or --engine-listen address off loopback without api_tokens (anyone who reaches it runs code on this host)")
+	// issue 41: the local socket and plaintext off loopback.
+	fl.StringVar(&opts.Socket, "socket", "", `also serve the HTTP API on this Unix socket, mode 0660 (the package's unit uses `+daemon.DefaultSocket+`; "" disables it)`)
+	fl.StringVar(&opts.SocketGroup, "socket-group", daemon.DefaultSocketGroup, "the group whose members may use --socket")
+	fl.BoolVar(&opts.InsecurePlaintext, strings.TrimPrefix(daemon.InsecurePlaintextFlag, "--"), false,
+		"allow a --listen or --engine-listen address off loopback without tls (tokens and code cross the network in the clear)")
 	fl.StringVar(&opts.PprofListen, "pprof", "", `serve net/http/pprof on this loopback address (e.g. 127.0.0.1:6060; "" disables it)`)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		var lvl slog.Level
@@ -50,6 +55,7 @@ func (a *app) serveCmd() *cobra.Command {
 				return usagef("--pprof: %v", err)
 			}
 		}
+		opts.Version = buildVersion()
 		opts.Logger = slog.New(slog.NewJSONHandler(a.stderr, &slog.HandlerOptions{Level: lvl}))
 		return action(func(*cobra.Command, []string) error {
 			return daemon.Run(cmd.Context(), opts)

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hutch-dev/hutch/client"
+	"github.com/hutch-dev/hutch/internal/daemon"
 	"github.com/hutch-dev/hutch/internal/functions/functionstest"
 )
 
@@ -34,5 +36,13 @@ func TestServeRefusesExposedListen(t *testing.T) {
 				t.Fatalf("exit %d, stderr %q; want a failure that names --insecure-no-auth: %v", code, stderr, tc.exposed)
 			}
 		})
+	}
+}
+
+// TestDefaultSocket: the CLI's client looks for the socket where the
+// package's daemon makes it (issue 41).
+func TestDefaultSocket(t *testing.T) {
+	if client.DefaultSocket != daemon.DefaultSocket {
+		t.Errorf("client.DefaultSocket %s, daemon.DefaultSocket %s", client.DefaultSocket, daemon.DefaultSocket)
 	}
 }

@@ -227,6 +227,11 @@ type Config struct {
 	E2B E2B `yaml:"e2b"`
 	// issue 38: per-owner quotas (quota.go).
 	Quota Quota `yaml:"quota"`
+
+	// issue 41: operations (ops.go): TLS on the TCP listeners, and who a
+	// request on the local Unix socket acts for.
+	TLS              TLS    `yaml:"tls"`
+	LocalSocketOwner string `yaml:"local_socket_owner"`
 }
 
 // Default returns the configuration used when no file is given.
@@ -359,6 +364,7 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, c.validateClients()...)
 	errs = append(errs, c.validateQuota()...) // issue 38
+	errs = append(errs, c.validateOps()...) // issue 41
 	if c.MaxImageUnpackedMB < 64 || c.MaxImageUnpackedMB > 1<<20 {
 		bad("max_image_unpacked_mb must be between 64 and 1048576, got %d", c.MaxImageUnpackedMB)
 	}

@@ -68,8 +68,12 @@ type daemon struct {
 	// the ordered shutdown (waitAndShutdown) takes over.
 	undo cleanup.Stack
 
-	ln    net.Listener // the API listener
-	engLn net.Listener // the engine listener, nil without --engine-listen
+	ln     net.Listener // the API listener
+	engLn  net.Listener // the engine listener, nil without --engine-listen
+	sockLn net.Listener // the local socket, nil without --socket
+	certs  *certs       // the TLS files, nil without tls
+	// reloads applies SIGHUP and `hutch admin reload` (reload.go).
+	reloads reloader
 
 	obs       *observability
 	tokens    *auth.Tokens
@@ -131,6 +135,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 		}
 	}
 	d.undo.Release()
+	d.watchReloads(ctx)
 	d.serve()
 	return d.waitAndShutdown(ctx)
 }
@@ -165,6 +170,9 @@ func configure(opts Options) (*daemon, error) {
 	if err := checkExposure(opts, cfg); err != nil {
 		return nil, err
 	}
+	if err := checkPlaintext(opts, cfg); err != nil {
+		return nil, err
+	}
 	guard, err := webGuard(cfg, opts.Listen, opts.EngineListen)
 	if err != nil {
 		return nil, err
@@ -192,6 +200,17 @@ func (d *daemon) bindListeners(context.Context) error {
 		}
 		d.held.Push("closing the engine listener", func(context.Context) error { return ignoreNetClosed(d.engLn.Close()) })
 	}
+	if d.opts.Socket != "" {
+		if d.sockLn, err = listenSocket(d.opts.Socket, d.opts.SocketGroup, d.log); err != nil {
+			return err
+		}
+		d.held.Push("closing the local socket", func(context.Context) error { return ignoreNetClosed(d.sockLn.Close()) })
+	}
+	if d.cfg.TLS.Enabled() {
+		if d.certs, err = loadCerts(d.cfg.TLS, d.log); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -211,6 +230,7 @@ func (d *daemon) prepareHost(ctx context.Context) error {
 	if d.tokens, err = auth.New(d.cfg.APITokens); err != nil {
 		return err
 	}
+	d.tokens = d.tokens.WithLocalOwner(d.cfg.LocalSocketOwner)
 	agentPath, err := runtime.FindBinary(d.opts.AgentPath, "hutch-agent")
 	if errors.Is(err, runtime.ErrBinaryNotFound) {
 		err = fmt.Errorf("%w (build it with `make build`, or pass --agent-path)", err)
@@ -334,7 +354,7 @@ func (d *daemon) startManager(ctx context.Context) error {
 	d.undo.Push("closing the job runner", func(context.Context) error { return d.jobRunner.Close() })
 	d.sbnet.ProtectPorts(listenPorts(d.ln.Addr().String(), d.opts.EngineListen)...)
 	// A host URL names the port the listener got (--listen :0 too).
-	d.ports = portsvc.New(mgr, portsvc.Options{PreviewDomain: cfg.PreviewDomain, ListenPort: d.ln.Addr().(*net.TCPAddr).Port})
+	d.ports = portsvc.New(mgr, portsvc.Options{PreviewDomain: cfg.PreviewDomain, ListenPort: d.ln.Addr().(*net.TCPAddr).Port, TLS: d.certs != nil})
 	mgr.OnStop(d.ports.Forget)
 	nets, err := networksvc.New(mgr, d.sbnet, d.log)
 	if err != nil {
@@ -389,12 +409,17 @@ func (d *daemon) startTransports(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d.srv = httpapi.NewServer(table, httpapi.Options{Logger: log, Auth: d.tokens, Runtimes: d.rts.Infos(), Metrics: d.obs.handler(), MCP: mcpHandler, Ports: previewPorts{d.ports}, PreviewDomain: cfg.PreviewDomain, Guard: d.guard,
+	d.srv = httpapi.NewServer(table, httpapi.Options{Logger: log, Version: d.opts.Version, Auth: d.tokens, Runtimes: d.rts.Infos(), Metrics: d.obs.handler(), MCP: mcpHandler, Ports: previewPorts{d.ports}, PreviewDomain: cfg.PreviewDomain, Guard: d.guard,
 		Console: console.Handler(), Front: e2b.Wrap, ReadTimeout: read, WriteTimeout: write, IdleTimeout: idle})
 	d.srv.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
-	d.ln = netutil.LimitListener(d.ln, cfg.MaxConnections)
-	d.serveErr = make(chan error, 2)
-	d.eng = startEngine(d.engLn, cfg.MaxConnections, table, engineapi.Options{Logger: log, Auth: d.tokens, Guard: d.guard,
+	d.srv.ConnContext = auth.ConnContext
+	d.srv.Handler = d.adminRoutes(d.srv.Handler)
+	d.ln = d.withTLS(netutil.LimitListener(d.ln, cfg.MaxConnections))
+	if d.sockLn != nil {
+		d.sockLn = netutil.LimitListener(d.sockLn, cfg.MaxConnections)
+	}
+	d.serveErr = make(chan error, 3)
+	d.eng = startEngine(d.engLn, d.withTLS, cfg.MaxConnections, table, engineapi.Options{Logger: log, Auth: d.tokens, Guard: d.guard,
 		ReadTimeout: read, WriteTimeout: write, IdleTimeout: idle,
 		SessionsPerOwner:           cfg.EngineSessionsPerOwner,
 		ChannelBufferBytes:         cfg.ChannelBufferMB << 20,
@@ -413,7 +438,10 @@ func (d *daemon) startTransports(ctx context.Context) error {
 // serve starts serving the HTTP API and says so.
 func (d *daemon) serve() {
 	go func() { d.serveErr <- d.srv.Serve(d.ln) }()
-	d.log.Info("hutch serving", "listen", d.ln.Addr().String(), "engine_listen", d.eng.addr(), "data_dir", d.opts.DataDir,
+	if d.sockLn != nil {
+		go func() { d.serveErr <- d.srv.Serve(d.sockLn) }()
+	}
+	d.log.Info("hutch serving", "listen", d.ln.Addr().String(), "engine_listen", d.eng.addr(), "socket", d.opts.Socket, "tls", d.certs != nil, "data_dir", d.opts.DataDir,
 		"runtimes", d.rts.Names(), "default_runtime", d.cfg.DefaultRuntime, "agent", d.agentPath, "image_cache", d.cacheDir, "pprof", d.prof.addr())
 	if d.opts.Ready != nil {
 		d.opts.Ready(d.ln.Addr().String())

@@ -18,13 +18,13 @@ type engine struct {
 }
 
 // startEngine serves the engine WebSocket over table on ln (nil disables
-// it), at most maxConns connections at once; a serving error is sent to
-// errc.
-func startEngine(ln net.Listener, maxConns int, table *functions.Table, opts engineapi.Options, errc chan<- error) engine {
+// it), at most maxConns connections at once, through wrap (TLS); a
+// serving error is sent to errc.
+func startEngine(ln net.Listener, wrap func(net.Listener) net.Listener, maxConns int, table *functions.Table, opts engineapi.Options, errc chan<- error) engine {
 	if ln == nil {
 		return engine{}
 	}
-	e := engine{srv: engineapi.New(table, opts), ln: netutil.LimitListener(ln, maxConns)}
+	e := engine{srv: engineapi.New(table, opts), ln: wrap(netutil.LimitListener(ln, maxConns))}
 	go func() { errc <- e.srv.Serve(e.ln) }()
 	return e
 }

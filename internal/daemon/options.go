@@ -36,4 +36,15 @@ type Options struct {
 	InsecureNoAuth bool
 	// Ready, when set, is called with the bound HTTP address once serving.
 	Ready func(httpAddr string)
+
+	// issue 41: the local socket and plaintext off loopback.
+	// Socket, when set, is a Unix socket the HTTP API is served on too
+	// (--socket; socket.go), of group SocketGroup, mode 0660.
+	Socket      string
+	SocketGroup string
+	// InsecurePlaintext lets a daemon without tls listen off loopback
+	// (--insecure-plaintext; plaintext.go).
+	InsecurePlaintext bool
+	// Version is the daemon's version and build, which /healthz says.
+	Version string
 }

@@ -54,6 +54,9 @@ type Options struct {
 	// ListenPort is the port of hutch's HTTP listener, which a port's
 	// host URL names (none for 80).
 	ListenPort int
+	// TLS says the listener serves https (config tls), which a host URL
+	// names, its default port 443.
+	TLS bool
 }
 
 // Service answers sandbox::port::* (functions.Ports) and finds the port
@@ -99,7 +102,11 @@ func (s *Service) hostURL(id string, p *exposedPort) string {
 		return ""
 	}
 	u := url.URL{Scheme: "http", Host: previewhost.Name(s.opts.PreviewDomain, p.port, id), Path: "/"}
-	if s.opts.ListenPort != 0 && s.opts.ListenPort != 80 {
+	defaultPort := 80
+	if s.opts.TLS {
+		u.Scheme, defaultPort = "https", 443
+	}
+	if s.opts.ListenPort != 0 && s.opts.ListenPort != defaultPort {
 		u.Host += ":" + strconv.Itoa(s.opts.ListenPort)
 	}
 	if p.public {

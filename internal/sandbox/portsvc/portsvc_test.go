@@ -25,19 +25,24 @@ func TestPortInfoURLs(t *testing.T) {
 		name      string
 		domain    string
 		listen    int
+		tls       bool
 		p         exposedPort
 		url, host string
 	}{
-		{"no domain", "", 3111, exposedPort{port: 8000}, "/v1/sandboxes/" + id + "/ports/8000/", ""},
-		{"owner's", "preview.example.com", 3111, exposedPort{port: 8000},
+		{"no domain", "", 3111, false, exposedPort{port: 8000}, "/v1/sandboxes/" + id + "/ports/8000/", ""},
+		{"owner's", "preview.example.com", 3111, false, exposedPort{port: 8000},
 			"/v1/sandboxes/" + id + "/ports/8000/", "http://8000-" + id + ".preview.example.com:3111/"},
-		{"public", "localhost", 3111, exposedPort{port: 5173, public: true, token: token},
+		{"public", "localhost", 3111, false, exposedPort{port: 5173, public: true, token: token},
 			"/p/" + token + "/", "http://5173-" + id + ".localhost:3111/?hutch_preview_token=" + token},
-		{"listening on 80", "preview.example.com", 80, exposedPort{port: 8000},
+		{"listening on 80", "preview.example.com", 80, false, exposedPort{port: 8000},
 			"/v1/sandboxes/" + id + "/ports/8000/", "http://8000-" + id + ".preview.example.com/"},
+		{"tls", "preview.example.com", 3111, true, exposedPort{port: 8000},
+			"/v1/sandboxes/" + id + "/ports/8000/", "https://8000-" + id + ".preview.example.com:3111/"},
+		{"tls on 443", "preview.example.com", 443, true, exposedPort{port: 8000},
+			"/v1/sandboxes/" + id + "/ports/8000/", "https://8000-" + id + ".preview.example.com/"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := New(nil, Options{PreviewDomain: tc.domain, ListenPort: tc.listen})
+			s := New(nil, Options{PreviewDomain: tc.domain, ListenPort: tc.listen, TLS: tc.tls})
 			info := s.portInfo(id, &tc.p)
 			if info.URL != tc.url || info.HostURL != tc.host {
 				t.Errorf("urls %q %q, want %q %q", info.URL, info.HostURL, tc.url, tc.host)
