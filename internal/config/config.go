@@ -223,8 +223,11 @@ type Config struct {
 	MaxVolumesPerOwner  int    `yaml:"max_volumes_per_owner"`
 	// E2B configures the E2B-compatible API (e2b.go).
 	E2B E2B `yaml:"e2b"`
-	// issue 38: per-owner quotas (quota.go).
-	Quota Quota `yaml:"quota"`
+	// issue 38: per-owner quotas (quota.go), and the daemon-wide budget
+	// of request bodies in flight, in all and per owner.
+	Quota                       Quota `yaml:"quota"`
+	RequestBodyBudgetMB         int64 `yaml:"request_body_budget_mb"`
+	RequestBodyBudgetPerOwnerMB int64 `yaml:"request_body_budget_per_owner_mb"`
 }
 
 // Default returns the configuration used when no file is given.
@@ -276,6 +279,9 @@ func Default() Config {
 		WarmPoolMax:                 DefaultWarmPoolMax,
 		WarmPoolMemoryMB:            DefaultWarmPoolMemoryMB,
 		E2B:                         defaultE2B(),
+		// issue 38
+		RequestBodyBudgetMB:         256,
+		RequestBodyBudgetPerOwnerMB: 64,
 	}
 }
 

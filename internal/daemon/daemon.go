@@ -390,7 +390,8 @@ func (d *daemon) startTransports(ctx context.Context) error {
 		return err
 	}
 	d.srv = httpapi.NewServer(table, httpapi.Options{Logger: log, Auth: d.tokens, Runtimes: d.rts.Infos(), Metrics: d.obs.handler(), MCP: mcpHandler, Ports: previewPorts{d.ports}, PreviewDomain: cfg.PreviewDomain, Guard: d.guard,
-		Console: console.Handler(), Front: e2b.Wrap, ReadTimeout: read, WriteTimeout: write, IdleTimeout: idle})
+		Console: console.Handler(), Front: e2b.Wrap, ReadTimeout: read, WriteTimeout: write, IdleTimeout: idle,
+		BodyBudget: httpapi.NewBodyBudget(cfg.RequestBodyBudgetMB<<20, cfg.RequestBodyBudgetPerOwnerMB<<20)}) // issue 38
 	d.srv.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
 	d.ln = netutil.LimitListener(d.ln, cfg.MaxConnections)
 	d.serveErr = make(chan error, 2)
