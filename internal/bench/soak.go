@@ -7,7 +7,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -62,8 +61,10 @@ type SoakReport struct {
 	LeftSandboxes int `json:"left_sandboxes"`
 }
 
-// soakCounter collects one window's operations and errors.
+// soakCounter collects one window's operations and errors. What ends
+// after the soak's context (cut off by its end) is not counted.
 type soakCounter struct {
+	ctx      context.Context
 	mu       sync.Mutex
 	ops      int64
 	errs     map[string]int64
@@ -71,6 +72,9 @@ type soakCounter struct {
 }
 
 func (c *soakCounter) done(err error, expectFail bool) {
+	if c.ctx.Err() != nil {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.ops++
@@ -79,7 +83,7 @@ func (c *soakCounter) done(err error, expectFail bool) {
 		c.expected++
 	case expectFail:
 		c.errs["unexpected success"]++
-	case err != nil && !errors.Is(err, context.Canceled):
+	case err != nil:
 		c.errs[string(errdefs.CodeOf(err))]++
 	}
 }
@@ -100,7 +104,7 @@ func Soak(ctx context.Context, owners []*client.Client, opts SoakOptions) (SoakR
 	}
 	ctx, cancel := context.WithTimeout(ctx, opts.Duration)
 	defer cancel()
-	cnt := &soakCounter{errs: map[string]int64{}}
+	cnt := &soakCounter{ctx: ctx, errs: map[string]int64{}}
 	var wg sync.WaitGroup
 	for _, c := range owners {
 		wg.Go(func() { soakWorker(ctx, c, opts.Image, cnt) })
@@ -115,6 +119,9 @@ func Soak(ctx context.Context, owners []*client.Client, opts SoakOptions) (SoakR
 			done = true
 		}
 		ops, errs, exp := cnt.take()
+		if done && ops == 0 {
+			break // the soak ended on a window's boundary
+		}
 		w := SoakWindow{Ops: ops, Errors: errs, Expected: exp}
 		readProc(opts.DaemonPID, &w)
 		w.Goroutines = goroutines(context.WithoutCancel(ctx), owners[0])
