@@ -155,6 +155,7 @@ func TestClientCoversEveryRoute(t *testing.T) {
 		func() error { _, err := c.ListVolumes(ctx); return err },
 		func() error { _, err := c.GetVolume(ctx, "v"); return err },
 		func() error { _, err := c.DeleteVolume(ctx, "v"); return err },
+		func() error { _, err := c.Quota(ctx); return err }, // issue 38
 		func() error { _, err := c.ConnectNetwork(ctx, "n", id); return err },
 		func() error { _, err := c.DisconnectNetwork(ctx, "n", id); return err },
 		func() error {

@@ -55,7 +55,14 @@ func (a *app) benchCmd() *cobra.Command {
 	fl.StringVar(&opts.E2BKey, "e2b-key", "", "X-API-KEY of the E2B scenarios (default $E2B_API_KEY; a daemon without api_tokens and e2b.api_keys, like --private's, takes any)")
 	fl.StringSliceVar(&opts.Runtimes, "runtimes", nil, "isolation runtimes the runtime scenarios measure in, each in turn, compared with the first (default: the daemon's default runtime; one the daemon lacks is skipped)")
 	fl.StringVar(&jsonOut, "json-out", "bench-results.json", `write the results as JSON to this file ("" skips it)`)
+	// issue 38: the soak.
+	var soak soakFlags
+	fl.DurationVar(&soak.duration, "soak", 0, "instead of the scenarios, run a mix of every kind of operation from several owners for this long (with --private: 3 owners of its own daemon) and report per --soak-window: ops, errors by S-code, daemon RSS, goroutines, fds")
+	fl.DurationVar(&soak.window, "soak-window", 5*time.Minute, "length of each window of --soak")
 	cmd.RunE = action(func(cmd *cobra.Command, _ []string) error {
+		if soak.duration > 0 {
+			return a.runSoak(cmd.Context(), soak, opts.Image, opts.ImageCache, private, jsonOut)
+		}
 		if cmd.Flags().Changed("runtimes") && !cmd.Flags().Changed("scenarios") {
 			scenarios = strings.Join(bench.RuntimeNames(), ",")
 		}

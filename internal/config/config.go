@@ -225,8 +225,11 @@ type Config struct {
 	MaxVolumesPerOwner  int    `yaml:"max_volumes_per_owner"`
 	// E2B configures the E2B-compatible API (e2b.go).
 	E2B E2B `yaml:"e2b"`
-	// issue 38: per-owner quotas (quota.go).
-	Quota Quota `yaml:"quota"`
+	// issue 38: per-owner quotas (quota.go), and the daemon-wide budget
+	// of request bodies in flight, in all and per owner.
+	Quota                       Quota `yaml:"quota"`
+	RequestBodyBudgetMB         int64 `yaml:"request_body_budget_mb"`
+	RequestBodyBudgetPerOwnerMB int64 `yaml:"request_body_budget_per_owner_mb"`
 
 	// issue 41: operations (ops.go): TLS on the TCP listeners, and who a
 	// request on the local Unix socket acts for.
@@ -283,6 +286,9 @@ func Default() Config {
 		WarmPoolMax:                 DefaultWarmPoolMax,
 		WarmPoolMemoryMB:            DefaultWarmPoolMemoryMB,
 		E2B:                         defaultE2B(),
+		// issue 38
+		RequestBodyBudgetMB:         256,
+		RequestBodyBudgetPerOwnerMB: 64,
 	}
 }
 
@@ -364,7 +370,7 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, c.validateClients()...)
 	errs = append(errs, c.validateQuota()...) // issue 38
-	errs = append(errs, c.validateOps()...) // issue 41
+	errs = append(errs, c.validateOps()...)   // issue 41
 	if c.MaxImageUnpackedMB < 64 || c.MaxImageUnpackedMB > 1<<20 {
 		bad("max_image_unpacked_mb must be between 64 and 1048576, got %d", c.MaxImageUnpackedMB)
 	}

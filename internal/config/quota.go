@@ -39,7 +39,8 @@ func (c *Config) QuotaOf(owner string) QuotaLimits {
 	return c.Quota.Default
 }
 
-// validateQuota checks the quota block: no negative limit.
+// validateQuota checks the quota block (no negative limit) and the body
+// budget.
 func (c *Config) validateQuota() []error {
 	var errs []error
 	check := func(key string, l QuotaLimits) {
@@ -49,6 +50,12 @@ func (c *Config) validateQuota() []error {
 				errs = append(errs, fmt.Errorf("%s.%s must be 0 (no limit) or more, got %d", key, name, v))
 			}
 		}
+	}
+	if c.RequestBodyBudgetMB < 16 || c.RequestBodyBudgetMB > 1<<20 {
+		errs = append(errs, fmt.Errorf("request_body_budget_mb must be between 16 (the largest body) and 1048576, got %d", c.RequestBodyBudgetMB))
+	}
+	if c.RequestBodyBudgetPerOwnerMB < 16 || c.RequestBodyBudgetPerOwnerMB > c.RequestBodyBudgetMB {
+		errs = append(errs, fmt.Errorf("request_body_budget_per_owner_mb must be between 16 (the largest body) and request_body_budget_mb (%d), got %d", c.RequestBodyBudgetMB, c.RequestBodyBudgetPerOwnerMB))
 	}
 	check("quota.default", c.Quota.Default)
 	for owner, l := range c.Quota.Owners {

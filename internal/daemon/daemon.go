@@ -19,6 +19,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/cleanup"
 	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/console"
+	"github.com/hutch-dev/hutch/internal/datadir"
 	"github.com/hutch-dev/hutch/internal/dnsgate"
 	"github.com/hutch-dev/hutch/internal/engineapi"
 	"github.com/hutch-dev/hutch/internal/events"
@@ -222,6 +223,12 @@ func (d *daemon) prepareHost(ctx context.Context) error {
 		return err
 	}
 	d.held.Push("unlocking the data dir", func(context.Context) error { unlock(); return nil })
+	// issue 38: the data dir's format, migrated from an older release's.
+	if from, err := datadir.Open(d.opts.DataDir, lockFileName); err != nil {
+		return err
+	} else if from != datadir.Current {
+		d.log.Info("migrated the data dir", "dir", d.opts.DataDir, "from_format", from, "to_format", datadir.Current)
+	}
 	warnDiskBudget(d.log, d.opts.DataDir, d.cfg)
 	if d.obs, err = startObservability(ctx, d.log); err != nil {
 		return err
@@ -410,7 +417,8 @@ func (d *daemon) startTransports(ctx context.Context) error {
 		return err
 	}
 	d.srv = httpapi.NewServer(table, httpapi.Options{Logger: log, Version: d.opts.Version, Auth: d.tokens, Runtimes: d.rts.Infos(), Metrics: d.obs.handler(), MCP: mcpHandler, Ports: previewPorts{d.ports}, PreviewDomain: cfg.PreviewDomain, Guard: d.guard,
-		Console: console.Handler(), Front: e2b.Wrap, ReadTimeout: read, WriteTimeout: write, IdleTimeout: idle})
+		Console: console.Handler(), Front: e2b.Wrap, ReadTimeout: read, WriteTimeout: write, IdleTimeout: idle,
+		BodyBudget: httpapi.NewBodyBudget(cfg.RequestBodyBudgetMB<<20, cfg.RequestBodyBudgetPerOwnerMB<<20)}) // issue 38
 	d.srv.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
 	d.srv.ConnContext = auth.ConnContext
 	d.srv.Handler = d.adminRoutes(d.srv.Handler)

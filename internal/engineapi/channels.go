@@ -56,7 +56,7 @@ type frame struct {
 type channel struct {
 	id                string
 	owner             string
-	budget            *budget
+	budget            *channelBudget
 	readKey, writeKey string
 	frames            chan frame
 	// aborted is closed when the stream is cut off; err says why.
@@ -195,7 +195,7 @@ func (c *channel) release(dir string) {
 
 // channels is the registry of open channels.
 type channels struct {
-	budget *budget
+	budget *channelBudget
 
 	mu sync.Mutex
 	// The fields below are guarded by mu.
@@ -203,7 +203,7 @@ type channels struct {
 	closed bool
 }
 
-func newChannels(b *budget) *channels { return &channels{budget: b, m: map[string]*channel{}} }
+func newChannels(b *channelBudget) *channels { return &channels{budget: b, m: map[string]*channel{}} }
 
 func newKey() string {
 	b := make([]byte, 24)

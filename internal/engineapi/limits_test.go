@@ -109,9 +109,7 @@ func TestChannelBudget(t *testing.T) {
 	_, err = fill("carol")
 	bound("carol once alice's channel is gone", err, "channel_buffer_per_owner_mb")
 	cs.closeAll()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.used != 0 || len(b.owners) != 0 {
-		t.Fatalf("closed channels still hold %d bytes (%v)", b.used, b.owners)
+	if used := b.b.Used(); used != 0 {
+		t.Fatalf("closed channels still hold %d bytes", used)
 	}
 }

@@ -101,6 +101,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
@@ -112,6 +113,7 @@ import (
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/auth"
+	"github.com/hutch-dev/hutch/internal/budget"
 	"github.com/hutch-dev/hutch/internal/envelope"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/functions"
@@ -135,6 +137,10 @@ type Options struct {
 	// MaxBodyBytes limits request bodies; 0 means DefaultMaxBodyBytes.
 	// A larger body is S001.
 	MaxBodyBytes int64
+	// issue 38: BodyBudget, when set, bounds the bodies of all requests in
+	// flight, in all and per owner (NewBodyBudget); past it a request is
+	// S400.
+	BodyBudget *budget.Budget
 	// Auth, when enabled, maps the bearer token every route but /healthz
 	// needs to the owner the request acts for (auth.go).
 	Auth *auth.Tokens
@@ -197,7 +203,7 @@ func New(table *functions.Table, opts Options) http.Handler {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	s := &server{table: table, log: opts.Logger, maxBody: opts.MaxBodyBytes, version: opts.Version, runtimes: opts.Runtimes,
+	s := &server{table: table, log: opts.Logger, maxBody: opts.MaxBodyBytes, bodies: opts.BodyBudget, version: opts.Version, runtimes: opts.Runtimes,
 		auth: opts.Auth, metrics: opts.Metrics, mcp: opts.MCP, ports: opts.Ports, previewDomain: opts.PreviewDomain, guard: opts.Guard,
 		readTimeout: opts.ReadTimeout, writeTimeout: opts.WriteTimeout}
 	mux := http.NewServeMux()
@@ -299,6 +305,7 @@ type server struct {
 	table   *functions.Table
 	log     *slog.Logger
 	maxBody int64
+	bodies  *budget.Budget // issue 38
 	version string
 	// runtimes are Options.Runtimes, for /healthz.
 	runtimes []runtime.Info
@@ -442,7 +449,8 @@ func (s *server) serve(w http.ResponseWriter, r *http.Request, h handlerFunc, pu
 	}
 	in := getBuffer()
 	defer putBuffer(in)
-	body, err := s.readBody(w, r, in)
+	body, release, err := s.readBody(w, r, in)
+	defer release()
 	if err != nil {
 		return s.writeError(w, err)
 	}
@@ -465,25 +473,36 @@ func (s *server) serve(w http.ResponseWriter, r *http.Request, h handlerFunc, pu
 // absent body is nil. buf grows with the bytes that arrive, never with the
 // length a client declares. A route that streams its body reads it itself,
 // through a progressReader, and gets nil.
-func (s *server) readBody(w http.ResponseWriter, r *http.Request, buf *bytes.Buffer) ([]byte, error) {
+// Its bytes count against the body budget (Options.BodyBudget) until
+// release, which is always set.
+func (s *server) readBody(w http.ResponseWriter, r *http.Request, buf *bytes.Buffer) (body []byte, release func(), err error) {
+	release = func() {}
 	if r.Body == nil || r.Body == http.NoBody {
-		return nil, nil
+		return nil, release, nil
 	}
 	if streamed(r) {
 		r.Body = s.progressBody(w, r.Body)
-		return nil, nil
+		return nil, release, nil
 	}
 	if r.ContentLength > s.maxBody {
-		return nil, tooLarge(s.maxBody)
+		return nil, release, tooLarge(s.maxBody)
 	}
-	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, s.maxBody)); err != nil {
+	var src io.Reader = http.MaxBytesReader(w, r.Body, s.maxBody)
+	if s.bodies != nil { // issue 38: the daemon-wide body budget
+		br := &budgetReader{r: src, b: s.bodies, owner: auth.OwnerFrom(r.Context())}
+		src, release = br, br.release
+	}
+	if _, err := buf.ReadFrom(src); err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return nil, tooLarge(s.maxBody)
+			return nil, release, tooLarge(s.maxBody)
 		}
-		return nil, errdefs.Malformed("reading request body: %v", err)
+		if errdefs.As(err).Code == errdefs.CodeCapacity {
+			return nil, release, err
+		}
+		return nil, release, errdefs.Malformed("reading request body: %v", err)
 	}
-	return buf.Bytes(), nil
+	return buf.Bytes(), release, nil
 }
 
 func tooLarge(limit int64) error {

@@ -181,6 +181,11 @@ class Hutch:
         """The caller's events (sandbox_id, type, since, after, limit)."""
         return self.request("GET", "/v1/events" + _query(query))["events"]
 
+    # issue 38
+    def quota(self) -> Dict[str, Any]:
+        """The caller's use against its quota: {owner, items: [{name, used, limit, key}]}."""
+        return self.request("GET", "/v1/quota")
+
 
 class Sandbox:
     """One sandbox; a context manager that stops it at the end."""

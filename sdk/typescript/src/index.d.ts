@@ -155,6 +155,8 @@ export class Hutch {
   connect (sandboxId: string): Promise<Sandbox>
   list (): Promise<SandboxInfo[]>
   events (params?: { sandbox_id?: string, type?: string, since?: string, after?: string, limit?: number }): Promise<Array<Record<string, any>>>
+  /** The caller's use against its quota (issue 38). */
+  quota (): Promise<{ owner: string, items: Array<{ name: string, used: number, limit: number, key: string }> }>
 }
 
 /** Symbol.asyncDispose, or the name Node gives it where it has none. */

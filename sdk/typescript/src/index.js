@@ -110,6 +110,11 @@ export class Hutch {
   async events (params = {}) {
     return (await this.request('GET', '/v1/events' + query(params))).events
   }
+
+  /** The caller's use against its quota (issue 38): {owner, items: [{name, used, limit, key}]}. */
+  async quota () {
+    return this.request('GET', '/v1/quota')
+  }
 }
 
 /** The events of a streaming call, from its NDJSON lines. Leaving the
