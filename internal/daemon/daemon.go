@@ -20,6 +20,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/console"
 	"github.com/hutch-dev/hutch/internal/dnsgate"
+	"github.com/hutch-dev/hutch/internal/egressproxy"
 	"github.com/hutch-dev/hutch/internal/engineapi"
 	"github.com/hutch-dev/hutch/internal/events"
 	"github.com/hutch-dev/hutch/internal/functions"
@@ -80,6 +81,8 @@ type daemon struct {
 	net       *netsvc.Service
 	// sbnet is the sandboxes' networking over net (networksvc.Net).
 	sbnet *networksvc.Net
+	// issue 37: proxy is the egress proxy (egress.go).
+	proxy *egressproxy.Proxy
 
 	// cleanShutdown tells the watchdog that every sandbox was stopped:
 	// true until the manager exists (a start that fails before has none).
@@ -293,7 +296,11 @@ func (d *daemon) startManager(ctx context.Context) error {
 	// The snapshot service is built over the manager, whose creates ask
 	// it what a template or a snapshot_id starts from.
 	var snaps *snapsvc.Service
-	d.sbnet = networksvc.NewNet(networksvc.NetOptions{Service: d.net, Config: cfg, Events: d.evlog, Logger: d.log})
+	if err := d.startEgressProxy(); err != nil { // issue 37
+		return err
+	}
+	d.sbnet = networksvc.NewNet(networksvc.NetOptions{Service: d.net, Config: cfg, Events: d.evlog, Logger: d.log, Proxy: d.proxy.Addr()})
+	d.proxy.SetDirectory(d.sbnet) // issue 37
 	mgr, err := sandbox.New(ctx, sandbox.Options{
 		Volumes:   d.vols,
 		Config:    cfg,
@@ -340,6 +347,7 @@ func (d *daemon) startManager(ctx context.Context) error {
 		return err
 	}
 	mgr.OnStop(nets.Leave)
+	mgr.OnStop(d.proxy.Forget) // issue 37
 	procs := procsvc.New(mgr, procsvc.LimitsOf(cfg))
 	// The interpreter runs its kernels through the process functions; it
 	// forgets a sandbox's contexts once the core has torn it down.

@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"net/netip"
 	"slices"
 	"testing"
 
@@ -59,5 +60,54 @@ func TestCompile(t *testing.T) {
 	}
 	if _, err := Compile(&api.EgressPolicy{DenyOut: many}); err == nil {
 		t.Error("a policy past maxRules was accepted")
+	}
+}
+
+func TestProxyDecisions(t *testing.T) {
+	pol, err := Compile(&api.EgressPolicy{
+		AllowOut: []string{"allowed.test", "*.api.test:8443", "10.1.0.0/16"},
+		DenyOut:  []string{"denied.allowed.test", "bad.api.test", "10.1.9.0/24:443"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pol.ProxyPorts(); !slices.Equal(got, []uint16{80, 443, 8443}) {
+		t.Errorf("proxy ports %v", got)
+	}
+	for _, tc := range []struct {
+		name       string
+		port       uint16
+		allow, cid bool
+		rule       string
+	}{
+		{"Allowed.test.", 443, true, false, "allow_out allowed.test"},
+		{"x.api.test", 8443, true, false, "allow_out *.api.test:8443"},
+		{"x.api.test", 443, false, true, ""},
+		{"bad.api.test", 8443, false, false, "deny_out bad.api.test"},
+		{"other.test", 80, false, true, ""},
+	} {
+		d := pol.AdmitName(tc.name, tc.port)
+		if d.Allow != tc.allow || d.ByAddress != tc.cid || d.Rule != tc.rule {
+			t.Errorf("AdmitName(%s, %d) = %+v", tc.name, tc.port, d)
+		}
+	}
+	for _, tc := range []struct {
+		addr  string
+		port  uint16
+		allow bool
+	}{{"10.1.2.3", 443, true}, {"10.1.9.3", 443, false}, {"10.1.9.3", 80, true}, {"10.2.0.1", 80, false}} {
+		if d := pol.AdmitAddr(netip.MustParseAddr(tc.addr), tc.port); d.Allow != tc.allow {
+			t.Errorf("AdmitAddr(%s, %d) = %+v", tc.addr, tc.port, d)
+		}
+	}
+	deny, _ := Compile(&api.EgressPolicy{DenyOut: []string{"*.bad.test"}})
+	if d := deny.AdmitName("x.bad.test", 443); d.Allow {
+		t.Error("a deny-only policy admitted a denied name")
+	}
+	if d := deny.AdmitName("good.test", 443); !d.Allow {
+		t.Error("a deny-only policy refused another name")
+	}
+	if plain, _ := Compile(&api.EgressPolicy{AllowOut: []string{"10.0.0.0/8"}}); plain.Named() || plain.ProxyPorts() != nil {
+		t.Error("a policy without names goes through the proxy")
 	}
 }
