@@ -45,6 +45,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/sandbox/procsvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/snapsvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/volumesvc"
+	"github.com/hutch-dev/hutch/internal/secrets"
 	"github.com/hutch-dev/hutch/internal/volumes"
 	"github.com/hutch-dev/hutch/internal/webguard"
 	"github.com/hutch-dev/hutch/internal/webhooks"
@@ -81,8 +82,10 @@ type daemon struct {
 	net       *netsvc.Service
 	// sbnet is the sandboxes' networking over net (networksvc.Net).
 	sbnet *networksvc.Net
-	// issue 37: proxy is the egress proxy (egress.go).
-	proxy *egressproxy.Proxy
+	// issue 37: proxy is the egress proxy, secrets the owners' secrets
+	// (egress.go).
+	proxy   *egressproxy.Proxy
+	secrets *secrets.Store
 
 	// cleanShutdown tells the watchdog that every sandbox was stopped:
 	// true until the manager exists (a start that fails before has none).
@@ -299,7 +302,7 @@ func (d *daemon) startManager(ctx context.Context) error {
 	if err := d.startEgressProxy(); err != nil { // issue 37
 		return err
 	}
-	d.sbnet = networksvc.NewNet(networksvc.NetOptions{Service: d.net, Config: cfg, Events: d.evlog, Logger: d.log, Proxy: d.proxy.Addr()})
+	d.sbnet = networksvc.NewNet(networksvc.NetOptions{Service: d.net, Config: cfg, Events: d.evlog, Logger: d.log, Proxy: d.proxy.Addr(), Decisions: d.proxy.Recent})
 	d.proxy.SetDirectory(d.sbnet) // issue 37
 	mgr, err := sandbox.New(ctx, sandbox.Options{
 		Volumes:   d.vols,
@@ -372,6 +375,10 @@ func (d *daemon) startManager(ctx context.Context) error {
 		Volumes:     volumesvc.New(d.vols),
 		Git:         gitsvc.New(mgr, cfg.MaxOutputBytes, d.log),
 		Observer:    obs.metrics,
+
+		// issue 37
+		Secrets:   d.secrets,
+		EgressLog: nets,
 	})
 	obs.attach(mgr.Live, d.images.CacheBytes)
 	obs.metrics.SetDaemon(metrics.Daemon{Runtimes: runtimeMetrics(d.rts), Capacity: cfg.MaxConcurrentSandboxes})

@@ -20,19 +20,7 @@ const (
 
 // Decision is one decision of the proxy, as GET
 // /v1/sandboxes/{id}/egress lists it.
-type Decision struct {
-	Time time.Time `json:"time"`
-	// Kind is what was decided on: "sni" (a TLS ClientHello's server
-	// name), "host" (an HTTP request's Host) or "address" (a connection
-	// without a name).
-	Kind    string `json:"kind"`
-	Name    string `json:"name,omitempty"`
-	Address string `json:"address,omitempty"`
-	Port    uint16 `json:"port"`
-	Allowed bool   `json:"allowed"`
-	// Rule is the policy entry (or the closed range) that decided.
-	Rule string `json:"rule,omitempty"`
-}
+type Decision = api.EgressDecision
 
 // audit keeps recent decisions and records refusals as events.
 type audit struct {
@@ -54,6 +42,7 @@ func newAudit(log *events.Log) *audit { return &audit{log: log, by: map[string]*
 // record keeps d, a decision about sb, and records it as an event when it
 // is a refusal and sb's budget allows.
 func (a *audit) record(sb Sandbox, d Decision) {
+	d.Time = time.Now().UTC().Format(time.RFC3339Nano)
 	a.mu.Lock()
 	t := a.by[sb.ID]
 	if t == nil {
@@ -64,17 +53,24 @@ func (a *audit) record(sb Sandbox, d Decision) {
 	if len(t.decisions) > keptDecisions {
 		t.decisions = slices.Delete(t.decisions, 0, len(t.decisions)-keptDecisions)
 	}
-	if d.Allowed {
+	if d.Allowed && len(d.Secrets) == 0 {
 		a.mu.Unlock()
 		return
 	}
-	emit, suppressed := t.budget(d.Time)
+	emit, suppressed := t.budget(time.Now())
 	a.mu.Unlock()
-	if emit {
+	if !emit {
+		return
+	}
+	if !d.Allowed {
 		a.emit(sb, api.EventEgressDenied, struct {
 			Decision
 			Suppressed int `json:"suppressed,omitempty"`
 		}{d, suppressed})
+		return
+	}
+	for _, name := range d.Secrets {
+		a.emit(sb, api.EventEgressSecretUsed, map[string]any{"secret": name, "host": d.Name, "port": d.Port, "suppressed": suppressed})
 	}
 }
 

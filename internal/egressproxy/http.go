@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strings"
 	"sync"
 	"time"
 
@@ -78,7 +79,8 @@ func (h *httpSide) close() {
 
 // transparent makes a request that came without a proxy's absolute URL
 // (every one: the sandbox does not know of the proxy) absolute, toward
-// its Host on the port the sandbox connected to, and proxies it.
+// its Host on the port the sandbox connected to, and proxies it. Over a
+// terminated TLS connection, the Host must be the SNI's name.
 func (h *httpSide) transparent(w http.ResponseWriter, r *http.Request) {
 	c, _ := r.Context().Value(connKey{}).(*conn)
 	if c == nil || r.Host == "" {
@@ -90,20 +92,47 @@ func (h *httpSide) transparent(w http.ResponseWriter, r *http.Request) {
 		host = hh
 	}
 	r.URL.Scheme = "http"
+	if c.sni != "" {
+		if !strings.EqualFold(strings.TrimSuffix(host, "."), c.sni) {
+			http.Error(w, "hutch egress proxy: the Host is not the TLS server name", http.StatusMisdirectedRequest)
+			return
+		}
+		r.URL.Scheme = "https"
+	}
 	r.URL.Host = net.JoinHostPort(host, portString(c.dst.Port()))
 	h.proxy.ServeHTTP(w, r)
 }
 
-// decide admits or refuses one request by its Host.
+// decide admits or refuses one request by its Host; over a terminated
+// TLS connection, it applies the host's transform.
 func (h *httpSide) decide(r *http.Request, ctx *goproxy.ProxyCtx) (*http.Request, *http.Response) {
 	c, _ := r.Context().Value(connKey{}).(*conn)
 	if c == nil {
 		return r, goproxy.NewResponse(r, goproxy.ContentTypeText, http.StatusForbidden, "hutch egress proxy: not a sandbox's connection\n")
 	}
-	addrs, err := h.p.route(c.sb, "host", r.URL.Hostname(), c.dst)
+	kind := "host"
+	if c.sni != "" {
+		kind = "sni"
+	}
+	addrs, d, err := h.p.route(c.sb, kind, r.URL.Hostname(), c.dst)
 	if err != nil {
 		return r, goproxy.NewResponse(r, goproxy.ContentTypeText, http.StatusForbidden, err.Error()+"\n")
 	}
+	if t := c.sb.Policy.TransformFor(r.URL.Hostname()); t != nil && c.sni != "" {
+		used, err := t.Apply(r.Header, func(name string) (string, bool) {
+			if h.p.opts.Secrets == nil {
+				return "", false
+			}
+			return h.p.opts.Secrets.Value(c.sb.Owner, name)
+		})
+		if err != nil {
+			d.Allowed, d.Rule = false, "transform: "+err.Error()
+			h.p.audit.record(c.sb, d)
+			return r, goproxy.NewResponse(r, goproxy.ContentTypeText, http.StatusBadGateway, "hutch egress proxy: "+err.Error()+"\n")
+		}
+		d.Secrets = used
+	}
+	h.p.audit.record(c.sb, d)
 	return r.WithContext(context.WithValue(r.Context(), routeKey{}, addrs)), nil
 }
 

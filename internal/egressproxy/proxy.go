@@ -74,6 +74,16 @@ type Options struct {
 	// Events records egress.denied; nil records nothing.
 	Events *events.Log
 	Logger *slog.Logger
+	// CA signs the certificates shown for the hosts of transforms; nil
+	// turns transforms off (their hosts are only filtered).
+	CA *CA
+	// Secrets gives an owner's secret to the transforms.
+	Secrets Secrets
+}
+
+// Secrets gives owners' secrets (internal/secrets).
+type Secrets interface {
+	Value(owner, name string) (string, bool)
 }
 
 // Proxy is the egress proxy.
@@ -154,6 +164,8 @@ type conn struct {
 	r   io.Reader // what was read ahead, then the rest
 	sb  Sandbox
 	dst netip.AddrPort // where the sandbox was going
+	// sni is the name whose TLS the proxy terminated; "" for plain HTTP.
+	sni string
 }
 
 func (c *conn) Read(b []byte) (int, error) { return c.r.Read(b) }
@@ -199,14 +211,15 @@ func (p *Proxy) handle(nc net.Conn) {
 
 // route decides on a connection of sb to host (a name, an address, or ""
 // for none: then dst's address) on dst's port, and returns the addresses
-// to connect to. kind says where host came from ("sni", "host").
-func (p *Proxy) route(sb Sandbox, kind, host string, dst netip.AddrPort) ([]netip.AddrPort, error) {
+// to connect to and the decision, which the caller records. kind says
+// where host came from ("sni", "host"). A refusal is recorded here.
+func (p *Proxy) route(sb Sandbox, kind, host string, dst netip.AddrPort) ([]netip.AddrPort, Decision, error) {
 	port := dst.Port()
-	d := Decision{Time: time.Now().UTC(), Kind: kind, Name: host, Port: port}
-	refuse := func(rule string) ([]netip.AddrPort, error) {
+	d := Decision{Kind: kind, Name: host, Port: port}
+	refuse := func(rule string) ([]netip.AddrPort, Decision, error) {
 		d.Rule = rule
 		p.audit.record(sb, d)
-		return nil, &refusal{d}
+		return nil, d, &refusal{d}
 	}
 	lit, err := netip.ParseAddr(host)
 	if host == "" || err == nil {
@@ -222,8 +235,7 @@ func (p *Proxy) route(sb Sandbox, kind, host string, dst netip.AddrPort) ([]neti
 			return refuse(closed)
 		}
 		d.Allowed, d.Rule = true, v.Rule
-		p.audit.record(sb, d)
-		return []netip.AddrPort{netip.AddrPortFrom(lit, port)}, nil
+		return []netip.AddrPort{netip.AddrPortFrom(lit, port)}, d, nil
 	}
 	v := sb.Policy.AdmitName(host, port)
 	if !v.Allow && !v.ByAddress {
@@ -253,8 +265,7 @@ func (p *Proxy) route(sb Sandbox, kind, host string, dst netip.AddrPort) ([]neti
 		return refuse(d.Rule)
 	}
 	d.Allowed, d.Rule, d.Address = true, v.Rule, out[0].Addr().String()
-	p.audit.record(sb, d)
-	return out, nil
+	return out, d, nil
 }
 
 // refusal is a connection the policy refused.

@@ -1,6 +1,7 @@
 package egressproxy
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -53,16 +54,23 @@ func serverName(c *conn) (string, []byte, error) {
 // admitted, joins it to the name's server as it is: the proxy never sees
 // inside.
 func (p *Proxy) tunnelTLS(c *conn) {
-	defer c.Close()
 	name, hello, err := serverName(c)
 	if err != nil {
+		c.Close()
 		return
 	}
 	_ = c.SetReadDeadline(time.Time{})
-	addrs, err := p.route(c.sb, "sni", name, c.dst)
+	addrs, d, err := p.route(c.sb, "sni", name, c.dst)
 	if err != nil {
-		return // a TLS client sees the connection closed
+		c.Close() // a TLS client sees the connection closed
+		return
 	}
+	if name != "" && p.opts.CA != nil && c.sb.Policy.TransformFor(name) != nil {
+		p.terminate(c, name, hello)
+		return
+	}
+	p.audit.record(c.sb, d)
+	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
 	up, err := dial(ctx, addrs)
 	cancel()
@@ -74,6 +82,28 @@ func (p *Proxy) tunnelTLS(c *conn) {
 		return
 	}
 	splice(c, up)
+}
+
+// terminate serves a TLS connection to name, whose requests a transform
+// changes, with a certificate of the daemon's CA, and hands the requests
+// to the HTTP side, which decides on each and sends it on over TLS
+// verified against the host's roots.
+func (p *Proxy) terminate(c *conn, name string, hello []byte) {
+	replay := &conn{Conn: c.Conn, r: io.MultiReader(bytes.NewReader(hello), c.r)}
+	ts := tls.Server(replay, &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		NextProtos: []string{"http/1.1"},
+		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+			return p.opts.CA.leaf(name)
+		},
+	})
+	_ = c.SetDeadline(time.Now().Add(helloTimeout))
+	if err := ts.HandshakeContext(context.Background()); err != nil {
+		c.Close()
+		return
+	}
+	_ = c.SetDeadline(time.Time{})
+	p.http.push(&conn{Conn: ts, r: ts, sb: c.sb, dst: c.dst, sni: name})
 }
 
 // splice copies a to b and b to a until both ends are done.

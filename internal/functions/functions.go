@@ -59,6 +59,9 @@ type Deps struct {
 	Git         Git
 	// Observer, when set, is told the outcome of every call.
 	Observer Observer
+	// issue 37: owners' secrets and the egress proxy's decisions.
+	Secrets   Secrets
+	EgressLog EgressLog
 }
 
 // Handler runs one function on a JSON payload, with the fields a
@@ -123,6 +126,7 @@ func New(deps Deps) *Table {
 	registerEnv(t)
 	registerVolumes(t)
 	registerGit(t)
+	registerSecrets(t) // issue 37
 	registerDescribe(t)
 	return t
 }

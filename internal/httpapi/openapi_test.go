@@ -28,6 +28,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/sandbox/procsvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/snapsvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/volumesvc"
+	"github.com/hutch-dev/hutch/internal/secrets"
 )
 
 // TestEveryRouteIsDocumented: every route of the table carries its
@@ -119,6 +120,9 @@ func fullDeps() functions.Deps {
 		Environment: envsvc.New(m),
 		Volumes:     volumesvc.New(nil),
 		Git:         gitsvc.New(m, 0, nil),
+		// issue 37
+		Secrets:   (*secrets.Store)(nil),
+		EgressLog: n,
 	}
 }
 

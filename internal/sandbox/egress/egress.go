@@ -51,6 +51,7 @@ type Policy struct {
 	addrs      netplumb.Egress
 	allowNames []nameRule
 	denyNames  []nameRule
+	transforms []Transform
 }
 
 // Compile checks p and compiles it (S001); nil for no policy.
@@ -62,6 +63,10 @@ func Compile(p *api.EgressPolicy) (*Policy, error) {
 		return nil, errdefs.Malformed("an egress policy has at most %d entries, not %d", maxRules, n)
 	}
 	out := &Policy{source: *p, addrs: netplumb.Egress{Restricted: len(p.AllowOut) > 0}}
+	var err error
+	if out.transforms, err = compileTransforms(p.Transforms); err != nil {
+		return nil, err
+	}
 	for _, list := range []struct {
 		field   string
 		entries []string

@@ -30,9 +30,10 @@ type Decision struct {
 	Rule      string
 }
 
-// Named reports whether p has name rules: then the proxy decides.
+// Named reports whether p has name rules or transforms: then the proxy
+// decides.
 func (p *Policy) Named() bool {
-	return p != nil && len(p.allowNames)+len(p.denyNames) > 0
+	return p != nil && len(p.allowNames)+len(p.denyNames)+len(p.transforms) > 0
 }
 
 // ProxyPorts are the TCP ports whose connections go through the proxy

@@ -84,6 +84,8 @@ type NetOptions struct {
 	// proxy ports are led there. Invalid: names are decided by the
 	// resolver alone.
 	Proxy netip.AddrPort
+	// Decisions lists the proxy's recent decisions about a sandbox.
+	Decisions func(id string) []api.EgressDecision
 }
 
 // Net is the sandboxes' networking (sandbox.SandboxNetwork) and the
@@ -91,6 +93,7 @@ type NetOptions struct {
 type Net struct {
 	fw     NetworkService
 	proxy  netip.AddrPort
+	recent func(id string) []api.EgressDecision
 	cfg    config.Config
 	events *events.Log
 	log    *slog.Logger
@@ -126,7 +129,7 @@ func NewNet(opts NetOptions) *Net {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Net{fw: opts.Service, proxy: opts.Proxy, cfg: opts.Config, events: opts.Events, log: opts.Logger, policies: map[string]*egress.Policy{}}
+	return &Net{fw: opts.Service, proxy: opts.Proxy, recent: opts.Decisions, cfg: opts.Config, events: opts.Events, log: opts.Logger, policies: map[string]*egress.Policy{}}
 }
 
 // Bind hands n the core; the daemon calls it once the core is made,
@@ -289,7 +292,26 @@ func (n *Net) UseGateway(id string, env []string, ports []uint16) []string {
 		return env
 	}
 	n.log.Info("sandbox network", "sandbox", id, "gateway", nw.Gateway.String(), "gateway_ports", ports)
-	return egress.RewriteLocalhost(env, nw.Gateway, ports)
+	return withCAEnv(egress.RewriteLocalhost(env, nw.Gateway, ports), nw.CACert)
+}
+
+// caEnv are the variables that point TLS clients at the CA bundle a
+// runtime installs hutch's egress CA in (issue 37): OpenSSL and Python,
+// requests, node.
+var caEnv = []string{"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS"}
+
+// withCAEnv is env with caEnv set to the system bundle where env does not
+// set them, when the sandbox has an egress CA.
+func withCAEnv(env []string, caCert string) []string {
+	if caCert == "" {
+		return env
+	}
+	for _, k := range caEnv {
+		if !slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, k+"=") }) {
+			env = append(env, k+"=/etc/ssl/certs/ca-certificates.crt")
+		}
+	}
+	return env
 }
 
 // HostURL is u, a URL on the host's loopback, as sandbox id reaches it:
