@@ -42,6 +42,7 @@ func (tr *Transport) routes() {
 	} {
 		tr.control.Handle(pattern, tr.serve(h))
 	}
+	tr.networkRoutes() // issue 37
 }
 
 // serve adapts a controlFunc: the owner, the body (bounded), the

@@ -153,7 +153,7 @@ func (s *Store) saveLocked() error {
 // checkName checks a secret's name (S001).
 func checkName(name string) error {
 	if !egress.SecretName.MatchString(name) {
-		return errdefs.Malformed("secret name %q must be 1 to 128 letters, digits and '_', not starting with a digit", spec.Clip(name, 80))
+		return errdefs.Malformed("secret name %q must be 1 to 128 letters, digits, '_', '-' and '.', starting with a letter or '_'", spec.Clip(name, 80))
 	}
 	return nil
 }

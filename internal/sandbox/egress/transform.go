@@ -28,10 +28,10 @@ const (
 )
 
 // SecretName matches a secret's name.
-var SecretName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+var SecretName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]{0,127}$`)
 
 // secretRef matches a secret in a header template.
-var secretRef = regexp.MustCompile(`\{\{\s*secret\.([A-Za-z_][A-Za-z0-9_]{0,127})\s*\}\}`)
+var secretRef = regexp.MustCompile(`\{\{\s*secret\.([A-Za-z_][A-Za-z0-9_.-]{0,127})\s*\}\}`)
 
 // Transform is what the proxy writes into a request toward one host.
 type Transform struct {
