@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/hutch-dev/hutch/api"
 )
 
 // maxSecretInput bounds a secret read from stdin.
@@ -51,4 +53,28 @@ func (a *app) secretCmd() *cobra.Command {
 	})
 	cmd.AddCommand(set, ls, rm)
 	return cmd
+}
+
+// transformFlag is --transform HOST:HEADER=VALUE (repeatable): a header
+// the egress proxy writes into the sandbox's HTTPS requests to HOST;
+// headers of one host gather in one transform.
+type transformFlag struct{ list *[]api.EgressTransform }
+
+func (f transformFlag) String() string { return "" }
+func (f transformFlag) Type() string   { return "stringArray" }
+
+func (f transformFlag) Set(s string) error {
+	host, header, ok := strings.Cut(s, ":")
+	name, value, ok2 := strings.Cut(header, "=")
+	if !ok || !ok2 || host == "" || name == "" {
+		return errors.New(`want HOST:HEADER=VALUE, e.g. 'api.openai.com:Authorization=Bearer {{secret.OPENAI_KEY}}'`)
+	}
+	for i := range *f.list {
+		if t := &(*f.list)[i]; t.Host == host {
+			t.Headers[name] = value
+			return nil
+		}
+	}
+	*f.list = append(*f.list, api.EgressTransform{Host: host, Headers: map[string]string{name: value}})
+	return nil
 }
