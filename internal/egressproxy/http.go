@@ -48,10 +48,11 @@ func newHTTPSide(p *Proxy) *httpSide {
 		ResponseHeaderTimeout:  5 * time.Minute,
 		MaxResponseHeaderBytes: 1 << 20,
 	}
-	h.proxy.NonproxyHandler = http.HandlerFunc(h.transparent)
 	h.proxy.OnRequest().DoFunc(h.decide)
 	h.srv = &http.Server{
-		Handler:           h.proxy,
+		// Every request goes through transparent first: goproxy's own
+		// CONNECT and absolute-URL paths are never reached as they are.
+		Handler:           http.HandlerFunc(h.transparent),
 		ReadHeaderTimeout: helloTimeout,
 		MaxHeaderBytes:    1 << 20,
 		ErrorLog:          slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
@@ -77,14 +78,21 @@ func (h *httpSide) close() {
 	_ = h.srv.Close()
 }
 
-// transparent makes a request that came without a proxy's absolute URL
-// (every one: the sandbox does not know of the proxy) absolute, toward
-// its Host on the port the sandbox connected to, and proxies it. Over a
-// terminated TLS connection, the Host must be the SNI's name.
+// transparent makes a request in origin form (the sandbox does not know
+// of the proxy) absolute, toward its Host on the port the sandbox
+// connected to, and has goproxy serve it; a CONNECT or an absolute-form
+// request is refused. Over a terminated TLS connection, the Host must be
+// the SNI's name.
 func (h *httpSide) transparent(w http.ResponseWriter, r *http.Request) {
 	c, _ := r.Context().Value(connKey{}).(*conn)
-	if c == nil || r.Host == "" {
+	switch {
+	case c == nil || r.Host == "":
 		http.Error(w, "hutch egress proxy: a request without a Host", http.StatusBadRequest)
+		return
+	case r.Method == http.MethodConnect || r.URL.IsAbs() || r.URL.Host != "":
+		// A proxy's request forms: the sandbox talks to servers, not to
+		// a proxy it does not know of.
+		http.Error(w, "hutch egress proxy: no CONNECT or absolute-form request", http.StatusBadRequest)
 		return
 	}
 	host := r.Host

@@ -1,13 +1,19 @@
 package egressproxy
 
 import (
+	"bufio"
 	"crypto/tls"
+	"io"
+	"log/slog"
 	"net"
+	"net/http"
+	"net/netip"
 	"testing"
 	"time"
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/events"
+	"github.com/hutch-dev/hutch/internal/sandbox/egress"
 )
 
 // TestServerName: crypto/tls reads a real client's SNI, and the bytes it
@@ -63,5 +69,49 @@ func TestAuditBudget(t *testing.T) {
 	a.forget("s")
 	if got := a.recent("s"); len(got) != 0 {
 		t.Errorf("forgotten sandbox has %d decisions", len(got))
+	}
+}
+
+// TestHTTPForms: a sandbox's CONNECT and absolute-form requests are
+// refused before goproxy sees them, and a denied Host gets 403 naming the
+// rule, all on one kept-alive connection.
+func TestHTTPForms(t *testing.T) {
+	p := &Proxy{log: slog.New(slog.DiscardHandler), audit: newAudit(nil)}
+	p.http = newHTTPSide(p)
+	defer p.http.close()
+	pol, err := egress.Compile(&api.EgressPolicy{AllowOut: []string{"allowed.test"}, DenyOut: []string{"denied.test"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, server := net.Pipe()
+	defer client.Close()
+	p.http.push(&conn{Conn: server, r: server, sb: Sandbox{ID: "s", Policy: pol}, dst: netip.MustParseAddrPort("192.0.2.1:80")})
+	br := bufio.NewReader(client)
+	for _, tc := range []struct {
+		req  string
+		code int
+	}{
+		{"CONNECT evil.test:443 HTTP/1.1\r\nHost: evil.test:443\r\n\r\n", 400},
+		{"GET http://evil.test/ HTTP/1.1\r\nHost: allowed.test\r\n\r\n", 400},
+		{"GET / HTTP/1.1\r\nHost: denied.test\r\n\r\n", 403},
+		{"GET / HTTP/1.1\r\nHost: 192.0.2.1\r\n\r\n", 403},
+	} {
+		_ = client.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := client.Write([]byte(tc.req)); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.req, err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.code {
+			t.Errorf("%q: %d, want %d", tc.req, resp.StatusCode, tc.code)
+		}
+	}
+	got := p.Recent("s")
+	if len(got) != 2 || got[0].Rule != "deny_out denied.test" || got[1].Kind != "address" || got[1].Allowed {
+		t.Errorf("decisions: %+v", got)
 	}
 }
