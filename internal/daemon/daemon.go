@@ -303,7 +303,7 @@ func (d *daemon) startManager(ctx context.Context) error {
 		return err
 	}
 	d.sbnet = networksvc.NewNet(networksvc.NetOptions{Service: d.net, Config: cfg, Events: d.evlog, Logger: d.log, Proxy: d.proxy.Addr(), Decisions: d.proxy.Recent})
-	d.proxy.SetDirectory(d.sbnet)                // issue 37
+	d.proxy.SetDirectory(d.sbnet)               // issue 37
 	d.sbnet.ProtectPorts(d.proxy.Addr().Port()) // issue 37: never a gateway port
 	mgr, err := sandbox.New(ctx, sandbox.Options{
 		Volumes:   d.vols,
