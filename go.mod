@@ -5,6 +5,7 @@ go 1.26.8
 tool gvisor.dev/gvisor/runsc
 
 require (
+	github.com/elazarl/goproxy v1.9.3
 	github.com/google/uuid v1.6.0
 	github.com/hashicorp/yamux v0.1.2
 	github.com/kballard/go-shellquote v0.0.0-20180428030007-95032a82bc51

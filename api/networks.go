@@ -34,10 +34,26 @@ const EventEgressDenied = "egress.denied"
 type EgressPolicy struct {
 	AllowOut []string `json:"allow_out,omitempty"`
 	DenyOut  []string `json:"deny_out,omitempty"`
+	// Transforms (issue 37) set headers of the HTTPS requests toward a
+	// host, with owner secrets ("{{secret.NAME}}") the sandbox never sees.
+	Transforms []EgressTransform `json:"transforms,omitempty"`
+}
+
+// EgressTransform sets or replaces headers on the sandbox's HTTPS
+// requests to Host (a name or "*.domain"): hutch's egress proxy
+// terminates TLS for that host only (with the daemon's CA, which the
+// sandbox trusts) and writes each header, "{{secret.NAME}}" replaced by
+// the owner's secret NAME; the placeholder SecretPlaceholder(NAME) in
+// any header of such a request is replaced too.
+type EgressTransform struct {
+	Host    string            `json:"host"`
+	Headers map[string]string `json:"headers"`
 }
 
 // Empty reports whether the policy restricts nothing.
-func (p *EgressPolicy) Empty() bool { return p == nil || len(p.AllowOut)+len(p.DenyOut) == 0 }
+func (p *EgressPolicy) Empty() bool {
+	return p == nil || len(p.AllowOut)+len(p.DenyOut)+len(p.Transforms) == 0
+}
 
 // unmarshalNetwork reads a create request's "network": a boolean, or an
 // egress policy object (which implies true).

@@ -225,6 +225,11 @@ func TestClientCoversEveryRoute(t *testing.T) {
 			}
 			return err
 		},
+		// issue 37
+		func() error { _, err := c.SetSecret(ctx, "K", "v"); return err },
+		func() error { _, err := c.ListSecrets(ctx); return err },
+		func() error { _, err := c.DeleteSecret(ctx, "K"); return err },
+		func() error { _, err := c.EgressLog(ctx, id); return err },
 	}
 	for _, call := range calls {
 		_ = call() // the stand-in's answers are not the daemon's; only the request counts

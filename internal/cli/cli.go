@@ -121,6 +121,7 @@ func (a *app) rootCmd() *cobra.Command {
 	root.AddCommand(a.quotaCmd()) // issue 38
 	root.AddCommand(a.serveCmd(), a.runCmd(), a.createCmd(), a.execCmd(), a.shellCmd(), a.psCmd(), a.logsCmd(), a.killCmd(), a.attachCmd(), a.listCmd(), a.stopCmd(), a.pauseCmd(), a.resumeCmd(), a.setTimeoutCmd(), a.snapshotCmd(), a.templateCmd(), a.forkCmd(), a.eventsCmd(), a.alertCmd(), a.webhookCmd(), a.jobCmd(), a.runCodeCmd(), a.replCmd(), a.contextCmd(), a.installCmd(), a.mcpCmd(), a.functionsCmd(), a.exposeCmd(), a.portsCmd(), a.unexposeCmd(), a.portForwardCmd(), a.networkCmd(), a.envCmd(), a.volumeCmd(), a.gitCmd(), a.benchCmd(), a.triggerCmd(), a.fsCmd(), a.uploadCmd(), a.downloadCmd(), a.catalogCmd(), a.imageCmd(), a.watchdogCmd())
 	root.AddCommand(a.opsCmds()...) // issue 41: doctor, version, admin, man
+	root.AddCommand(a.secretCmd())  // issue 37
 	a.resolveSandboxArgs(root)
 	return root
 }

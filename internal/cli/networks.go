@@ -64,8 +64,10 @@ func (a *app) networkCmd() *cobra.Command {
 	return cmd
 }
 
-// egressFlags registers --allow-out and --deny-out into p.
+// egressFlags registers --allow-out, --deny-out and --transform into p.
 func egressFlags(cmd *cobra.Command, p *api.EgressPolicy) {
 	cmd.Flags().StringArrayVar(&p.AllowOut, "allow-out", nil, "reach only this outside (repeatable): IPv4 address or CIDR, host name or *.domain, each with an optional :port")
 	cmd.Flags().StringArrayVar(&p.DenyOut, "deny-out", nil, "never reach this outside (repeatable; same forms as --allow-out; wins over it)")
+	// issue 37
+	cmd.Flags().Var(transformFlag{&p.Transforms}, "transform", "write a header into the sandbox's HTTPS requests to a host, `RULE` being HOST:HEADER=VALUE with {{secret.NAME}} for an owner secret (repeatable; see hutch secret)")
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/console"
 	"github.com/hutch-dev/hutch/internal/datadir"
 	"github.com/hutch-dev/hutch/internal/dnsgate"
+	"github.com/hutch-dev/hutch/internal/egressproxy"
 	"github.com/hutch-dev/hutch/internal/engineapi"
 	"github.com/hutch-dev/hutch/internal/events"
 	"github.com/hutch-dev/hutch/internal/functions"
@@ -46,6 +47,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/sandbox/procsvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/snapsvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/volumesvc"
+	"github.com/hutch-dev/hutch/internal/secrets"
 	"github.com/hutch-dev/hutch/internal/volumes"
 	"github.com/hutch-dev/hutch/internal/webguard"
 	"github.com/hutch-dev/hutch/internal/webhooks"
@@ -86,6 +88,10 @@ type daemon struct {
 	net       *netsvc.Service
 	// sbnet is the sandboxes' networking over net (networksvc.Net).
 	sbnet *networksvc.Net
+	// issue 37: proxy is the egress proxy, secrets the owners' secrets
+	// (egress.go).
+	proxy   *egressproxy.Proxy
+	secrets *secrets.Store
 
 	// cleanShutdown tells the watchdog that every sandbox was stopped:
 	// true until the manager exists (a start that fails before has none).
@@ -321,7 +327,12 @@ func (d *daemon) startManager(ctx context.Context) error {
 	// The snapshot service is built over the manager, whose creates ask
 	// it what a template or a snapshot_id starts from.
 	var snaps *snapsvc.Service
-	d.sbnet = networksvc.NewNet(networksvc.NetOptions{Service: d.net, Config: cfg, Events: d.evlog, Logger: d.log})
+	if err := d.startEgressProxy(); err != nil { // issue 37
+		return err
+	}
+	d.sbnet = networksvc.NewNet(networksvc.NetOptions{Service: d.net, Config: cfg, Events: d.evlog, Logger: d.log, Proxy: d.proxy.Addr(), Decisions: d.proxy.Recent})
+	d.proxy.SetDirectory(d.sbnet)               // issue 37
+	d.sbnet.ProtectPorts(d.proxy.Addr().Port()) // issue 37: never a gateway port
 	mgr, err := sandbox.New(ctx, sandbox.Options{
 		Volumes:   d.vols,
 		Config:    cfg,
@@ -368,6 +379,7 @@ func (d *daemon) startManager(ctx context.Context) error {
 		return err
 	}
 	mgr.OnStop(nets.Leave)
+	mgr.OnStop(d.proxy.Forget) // issue 37
 	procs := procsvc.New(mgr, procsvc.LimitsOf(cfg))
 	// The interpreter runs its kernels through the process functions; it
 	// forgets a sandbox's contexts once the core has torn it down.
@@ -392,6 +404,10 @@ func (d *daemon) startManager(ctx context.Context) error {
 		Volumes:     volumesvc.New(d.vols),
 		Git:         gitsvc.New(mgr, cfg.MaxOutputBytes, d.log),
 		Observer:    obs.metrics,
+
+		// issue 37
+		Secrets:   d.secrets,
+		EgressLog: nets,
 	}
 	deps.Quota = quota.New(&d.cfg, deps) // issue 38: per-owner quotas
 	d.table = functions.New(deps)

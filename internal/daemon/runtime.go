@@ -97,6 +97,7 @@ func networkOptions(cfg config.Config, dataDir, dns string) netsvc.Options {
 		Pool:                 cfg.NetworkPool,
 		BlockPrivateNetworks: cfg.BlockPrivateNetworks,
 		DNS:                  dns,
+		CACert:               egressCAFile(dataDir), // issue 37
 	}
 }
 

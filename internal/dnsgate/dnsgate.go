@@ -193,6 +193,30 @@ func (s *Server) ServeDNS(w dns.ResponseWriter, q *dns.Msg) {
 	_ = w.WriteMsg(ans)
 }
 
+// Lookup resolves name's IPv4 addresses through the resolver's upstream
+// nameservers, as a sandbox would: hutch's egress proxy connects to the
+// name a connection carries, not to the address the sandbox picked.
+func (s *Server) Lookup(name string) ([]netip.Addr, error) {
+	q := new(dns.Msg)
+	q.SetQuestion(dns.Fqdn(name), dns.TypeA)
+	q.RecursionDesired = true
+	ans, err := s.forward(q, "udp")
+	if err == nil && ans.Truncated {
+		ans, err = s.forward(q, "tcp")
+	}
+	if err != nil {
+		return nil, err
+	}
+	if ans.Rcode != dns.RcodeSuccess {
+		return nil, fmt.Errorf("%s: %s", name, dns.RcodeToString[ans.Rcode])
+	}
+	addrs, _ := aRecords(ans)
+	if len(addrs) == 0 {
+		return nil, fmt.Errorf("%s has no IPv4 address", name)
+	}
+	return addrs, nil
+}
+
 // answerPeer answers q with addrs (A records; no other type).
 func (s *Server) answerPeer(w dns.ResponseWriter, q *dns.Msg, addrs []netip.Addr) {
 	m := new(dns.Msg)
@@ -211,6 +235,18 @@ func (s *Server) answerPeer(w dns.ResponseWriter, q *dns.Msg, addrs []netip.Addr
 
 // learn hands the A records of ans to the firewall for their TTL.
 func (s *Server) learn(c Client, ans *dns.Msg, ports []uint16) error {
+	addrs, ttl := aRecords(ans)
+	if len(addrs) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return c.Learn(ctx, addrs, ports, max(ttl, minLearnTTL))
+}
+
+// aRecords returns the addresses of ans's A records and their least TTL
+// (maxLearnTTL without any).
+func aRecords(ans *dns.Msg) ([]netip.Addr, time.Duration) {
 	var addrs []netip.Addr
 	ttl := maxLearnTTL
 	for _, rr := range ans.Answer {
@@ -221,12 +257,7 @@ func (s *Server) learn(c Client, ans *dns.Msg, ports []uint16) error {
 			}
 		}
 	}
-	if len(addrs) == 0 {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	return c.Learn(ctx, addrs, ports, max(ttl, minLearnTTL))
+	return addrs, ttl
 }
 
 // enter takes a forwarding slot for src; false when none is free.

@@ -47,7 +47,8 @@ func (tr *Transport) routes() {
 	} {
 		tr.control.Handle(pattern, tr.serve(h))
 	}
-	tr.parityRoutes() // issue 40: fork, snapshots, volumes, template tags and aliases (parity.go)
+	tr.networkRoutes() // issue 37
+	tr.parityRoutes()  // issue 40: fork, snapshots, volumes, template tags and aliases (parity.go)
 	// Any other path under E2B's API is E2B's too: a route hutch lacks is
 	// a 404 in E2B's shape, never hutch's own envelope, which the SDK
 	// shows as "[object Object]". Routes added elsewhere are more specific

@@ -78,9 +78,13 @@ func createRequest(in newSandbox, image, template string) (api.CreateRequest, er
 	if in.AllowInternetAccess != nil {
 		req.Network = *in.AllowInternetAccess
 	}
-	if in.Network != nil && len(in.Network.AllowOut)+len(in.Network.DenyOut) > 0 {
+	egress, err := in.Network.egress() // issue 37: rules, and what hutch refuses
+	if err != nil {
+		return api.CreateRequest{}, err
+	}
+	if egress != nil {
 		req.Network = true
-		req.Egress = &api.EgressPolicy{AllowOut: in.Network.AllowOut, DenyOut: in.Network.DenyOut}
+		req.Egress = egress
 	}
 	return req, nil
 }

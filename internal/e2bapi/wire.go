@@ -5,6 +5,7 @@ package e2bapi
 // ignored, as E2B's own API does with what an older server lacks.
 
 import (
+	"encoding/json"
 	"strconv"
 	"time"
 )
@@ -43,6 +44,12 @@ type volumeMount struct {
 type networkConfig struct {
 	AllowOut []string `json:"allowOut,omitempty"`
 	DenyOut  []string `json:"denyOut,omitempty"`
+	// issue 37: the rest of E2B's block (network.go).
+	Rules              map[string][]networkRule `json:"rules,omitempty"`
+	AllowPublicTraffic *bool                    `json:"allowPublicTraffic,omitempty"`
+	MaskRequestHost    string                   `json:"maskRequestHost,omitempty"`
+	HTTPSPorts         []int                    `json:"httpsPorts,omitempty"`
+	EgressProxy        json.RawMessage          `json:"egressProxy,omitempty"`
 }
 
 // timeoutBody is the body of /timeout and /connect.

@@ -77,6 +77,7 @@ const (
 	CodeGitConflict     Code = "S273" // git: a merge or rebase stopped on conflicts (hutch's own)
 	CodeGitNothing      Code = "S274" // git: nothing to commit (hutch's own)
 	CodeGitFailed       Code = "S275" // git refused or failed otherwise (hutch's own)
+	CodeNoSecret        Code = "S280" // issue 37: no secret of that name (hutch's own)
 	CodeBootFailed      Code = "S300" // runtime could not start the sandbox
 	CodeShuttingDown    Code = "S301" // the daemon is shutting down (hutch's own)
 	CodeUnsupported     Code = "S302" // the runtime lacks the ability asked for (hutch's own)
@@ -151,6 +152,7 @@ var codeInfo = map[Code]struct {
 	CodeGitConflict:     {ClassExecution, KindConflict, false},
 	CodeGitNothing:      {ClassValidation, KindConflict, false},
 	CodeGitFailed:       {ClassExecution, KindConflict, false},
+	CodeNoSecret:        {ClassValidation, KindNotFound, false}, // issue 37
 	CodeProcessLimit:    {ClassExecution, KindCapacity, false},
 	CodeNoContext:       {ClassValidation, KindNotFound, false},
 	CodeContextDead:     {ClassExecution, KindConflict, false},
@@ -176,6 +178,7 @@ func Codes() []Code {
 		CodeNoNetwork, CodeNetworkInUse, CodeNotNetworked,
 		CodeNoVolume, CodeVolumeExists, CodeVolumeInUse, CodeVolumeInvalid, CodeVolumeMount, CodeVolumeRefused, CodeNoVolumes,
 		CodeGitNotRepo, CodeGitAuth, CodeGitNoRemote, CodeGitConflict, CodeGitNothing, CodeGitFailed,
+		CodeNoSecret, // issue 37
 		CodeBootFailed, CodeShuttingDown, CodeUnsupported, CodeCapacity, CodeInternal,
 		CodeQuota, // issue 38
 	}

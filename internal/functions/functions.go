@@ -61,6 +61,9 @@ type Deps struct {
 	Observer Observer
 	// issue 38: Quota, when set, admits every call (quota.go).
 	Quota Quota
+	// issue 37: owners' secrets and the egress proxy's decisions.
+	Secrets   Secrets
+	EgressLog EgressLog
 }
 
 // Handler runs one function on a JSON payload, with the fields a
@@ -125,6 +128,7 @@ func New(deps Deps) *Table {
 	registerEnv(t)
 	registerVolumes(t)
 	registerGit(t)
+	registerSecrets(t) // issue 37
 	registerDescribe(t)
 	registerQuota(t) // issue 38
 	return t

@@ -112,6 +112,11 @@ var tools = map[string]api.Tool{
 	api.FnNetworkConnect:    tool(sets, api.ToolAreaNetworks, "network_connect", "Put a running sandbox created with network: true on a network."),
 	api.FnNetworkDisconnect: tool(destroys, api.ToolAreaNetworks, "network_disconnect", "Take a sandbox off a network."),
 	api.FnNetworkUpdate:     tool(sets, api.ToolAreaNetworks, "network_set_egress", "Replace a sandbox's egress policy: allow_out and deny_out lists of hosts, CIDRs or host:port; empty lists lift it."),
+	// issue 37: secrets and the egress log
+	api.FnSecretSet:    tool(sets, api.ToolAreaNetworks, "secret_set", "Store a secret (name, value) for egress transforms: {host, headers: {Authorization: \"Bearer {{secret.NAME}}\"}} writes it into a sandbox's HTTPS requests to host; the sandbox never sees it."),
+	api.FnSecretList:   tool(reads, api.ToolAreaNetworks, "secret_list", "List your secrets: names and placeholders, never values."),
+	api.FnSecretDelete: tool(destroys, api.ToolAreaNetworks, "secret_delete", "Delete a secret."),
+	api.FnEgressLog:    tool(reads, api.ToolAreaNetworks, "egress_log", "The egress proxy's recent decisions about a sandbox: name (SNI or Host), port, allowed or refused and by which rule."),
 
 	// volumes
 	api.FnVolumeCreate: tool(sets, api.ToolAreaVolumes, "volume_create", "Create a named volume (size_mb) that outlives sandboxes; mount it with sandbox_create volumes."),

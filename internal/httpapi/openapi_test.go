@@ -29,6 +29,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/sandbox/procsvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/snapsvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/volumesvc"
+	"github.com/hutch-dev/hutch/internal/secrets"
 )
 
 // TestEveryRouteIsDocumented: every route of the table carries its
@@ -121,6 +122,9 @@ func fullDeps() functions.Deps {
 		Volumes:     volumesvc.New(nil),
 		Git:         gitsvc.New(m, 0, nil),
 		Quota:       quota.New(&config.Config{}, functions.Deps{}), // issue 38
+		// issue 37
+		Secrets:   (*secrets.Store)(nil),
+		EgressLog: n,
 	}
 }
 

@@ -53,6 +53,12 @@ type Egress struct {
 	Restricted bool
 	Allow      []Rule
 	Deny       []Rule
+	// Proxy, when valid, is hutch's egress proxy (an address of the
+	// host's loopback): the sandbox's new TCP connections to ProxyPorts,
+	// except to the pool, are led to it, and its UDP to port 443 (QUIC)
+	// is refused, so that clients fall back to TCP.
+	Proxy      netip.AddrPort
+	ProxyPorts []uint16
 }
 
 // Object names of a sandbox's egress part.
@@ -61,6 +67,7 @@ const (
 	peersSet     = "peers"         // host veth . host veth pairs that reach each other
 	egressPrefix = "egress_"       // + id: the sandbox's egress chain
 	deniedPrefix = "eg_denied_"    // + id: its counter of rejected packets
+	proxyPrefix  = "proxy_"        // + id: the sandbox's redirects to the egress proxy (nat)
 )
 
 // egressSets are the suffixes of a sandbox's egress sets and their types.
@@ -75,6 +82,7 @@ var egressSets = []struct{ kind, def string }{
 
 func egressChain(id string) string     { return egressPrefix + id }
 func egressSet(kind, id string) string { return "eg_" + kind + "_" + id }
+func proxyChain(id string) string      { return proxyPrefix + id }
 func deniedCounter(id string) string   { return deniedPrefix + id }
 func sandboxNote(id string) string     { return fmt.Sprintf("comment %q", "hutch sandbox "+id) }
 func portSuffix(ports bool) string     { return map[bool]string{true: "p"}[ports] }
@@ -93,6 +101,7 @@ func (t *nft) egressDeclare(s *script, id string) {
 	}
 	s.add("add counter inet %s %s { %s ; }", t.table, deniedCounter(id), note)
 	s.add("add chain inet %s %s { %s ; }", t.table, egressChain(id), note)
+	s.add("add chain inet %s %s { %s ; }", t.table, proxyChain(id), note)
 }
 
 // egressFill (re)writes the rules and static sets of sandbox id's egress
@@ -100,6 +109,7 @@ func (t *nft) egressDeclare(s *script, id string) {
 func (t *nft) egressFill(s *script, id string, e Egress) {
 	chain := egressChain(id)
 	s.add("flush chain inet %s %s", t.table, chain)
+	t.proxyFill(s, id, e)
 	for _, set := range egressSets {
 		s.add("flush set inet %s %s", t.table, egressSet(set.kind, id))
 	}
@@ -111,11 +121,14 @@ func (t *nft) egressFill(s *script, id string, e Egress) {
 			s.add("add element inet %s %s { %s }", t.table, egressSet(kind, id), setElements(rules))
 		}
 	}
+	counter := "counter name " + deniedCounter(id)
+	reject := counter + " reject with icmpx admin-prohibited"
+	if e.Proxy.IsValid() {
+		rule("udp dport 443 %s", reject)
+	}
 	if !e.Restricted && len(e.Deny) == 0 {
 		return
 	}
-	counter := "counter name " + deniedCounter(id)
-	reject := counter + " reject with icmpx admin-prohibited"
 	rule("ct state established,related return")
 	for _, ports := range []bool{false, true} {
 		deny, allow := byPort(e.Deny, ports), byPort(e.Allow, ports)
@@ -132,6 +145,25 @@ func (t *nft) egressFill(s *script, id string, e Egress) {
 		rule("meta l4proto { tcp, udp } ip daddr . th dport @%s return", egressSet(kind+"p", id))
 	}
 	rule("%s", reject)
+}
+
+// proxyFill (re)writes sandbox id's redirects to the egress proxy: its
+// new TCP connections to e.ProxyPorts, but to the pool (its peers and
+// gateway), are DNATed to e.Proxy, which reads their original destination
+// from conntrack. Connections already made keep their way.
+func (t *nft) proxyFill(s *script, id string, e Egress) {
+	chain := proxyChain(id)
+	s.add("add chain inet %s %s { %s ; }", t.table, chain, sandboxNote(id))
+	s.add("flush chain inet %s %s", t.table, chain)
+	if !e.Proxy.IsValid() || len(e.ProxyPorts) == 0 {
+		return
+	}
+	ports := make([]string, len(e.ProxyPorts))
+	for i, p := range e.ProxyPorts {
+		ports[i] = fmt.Sprint(p)
+	}
+	s.add("add rule inet %s %s ip daddr != %s tcp dport { %s } ct state new dnat ip to %s",
+		t.table, chain, t.pool, strings.Join(ports, ", "), e.Proxy)
 }
 
 // byPort returns the rules with a port (ports) or without, without

@@ -64,6 +64,23 @@ const (
 // and input takes only replies and the gateway's forwarded ports.
 var privateRanges = []string{"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "192.0.0.0/24", "168.63.129.16/32"}
 
+// ClosedRanges are the destinations the forward path closes to sandboxes
+// with a pool and block_private_networks: the pool, link-local addresses
+// and, if blockPrivate, privateRanges. hutch's egress proxy, which
+// connects from the host, refuses them too.
+func ClosedRanges(pool netip.Prefix, blockPrivate bool) []netip.Prefix {
+	out := []netip.Prefix{netip.MustParsePrefix("169.254.0.0/16")}
+	if pool.IsValid() {
+		out = append(out, pool)
+	}
+	if blockPrivate {
+		for _, r := range privateRanges {
+			out = append(out, netip.MustParsePrefix(r))
+		}
+	}
+	return out
+}
+
 // nft applies and lists the rules of one table.
 type nft struct {
 	bin     string // nft binary
@@ -152,6 +169,7 @@ func (t *nft) addScript(l *Lease, dns netip.AddrPort, e Egress) string {
 			t.table, chain, l.Gateway, dns, note)
 	}
 	t.egressDeclare(&s, l.ID)
+	s.add("add rule inet %s %s jump %s %s", t.table, chain, proxyChain(l.ID), note)
 	t.egressFill(&s, l.ID, e)
 	s.add("add element inet %s %s { %q . %s %s }", t.table, setSources, l.HostIf, l.Addr, note)
 	s.add("add element inet %s %s { %q %s }", t.table, setIfaces, l.HostIf, note)
@@ -183,7 +201,7 @@ func (t *nft) deleteScript(st *tableState, id, hostIf string) string {
 			s.add("delete element inet %s %s { %q . %s }", t.table, setSources, src[0], src[1])
 		}
 	}
-	for _, chain := range []string{sandboxChain(id), egressChain(id)} {
+	for _, chain := range []string{sandboxChain(id), egressChain(id), proxyChain(id)} {
 		if slices.Contains(st.chains, chain) {
 			s.add("flush chain inet %s %s", t.table, chain)
 			s.add("delete chain inet %s %s", t.table, chain)
@@ -233,7 +251,7 @@ type tableState struct {
 // stateOf is what a registered lease l put in the table.
 func stateOf(l *Lease, peers [][2]string) *tableState {
 	return &tableState{
-		chains: []string{sandboxChain(l.ID), egressChain(l.ID)}, sets: egressObjects(l.ID), counters: []string{deniedCounter(l.ID)},
+		chains: []string{sandboxChain(l.ID), egressChain(l.ID), proxyChain(l.ID)}, sets: egressObjects(l.ID), counters: []string{deniedCounter(l.ID)},
 		ifaces: []string{l.HostIf}, dnat: []string{l.HostIf}, egress: []string{l.HostIf}, peers: peers,
 		sources: [][2]string{{l.HostIf, l.Addr.String()}},
 	}
@@ -246,6 +264,8 @@ func (st *tableState) ids() []string {
 		if id, ok := strings.CutPrefix(c, sandboxPrefix); ok {
 			ids = append(ids, id)
 		} else if id, ok := strings.CutPrefix(c, egressPrefix); ok {
+			ids = append(ids, id)
+		} else if id, ok := strings.CutPrefix(c, proxyPrefix); ok {
 			ids = append(ids, id)
 		}
 	}

@@ -44,13 +44,17 @@ type Options struct {
 	// DNS is hutch's resolver for sandboxes (host:port on the host's
 	// loopback): their only nameserver, behind the DNS gate.
 	DNS string `json:",omitempty"`
+	// CACert is hutch's egress CA (a PEM file), which sandboxes trust
+	// (issue 37); "" for none.
+	CACert string `json:",omitempty"`
 }
 
 // Service plumbs the networks of a daemon's sandboxes. It is safe for
 // concurrent use.
 type Service struct {
-	dir string
-	net *netplumb.Network
+	dir    string
+	caCert string
+	net    *netplumb.Network
 
 	mu sync.Mutex
 	// attached maps sandbox ids to their attachment; guarded by mu.
@@ -88,7 +92,7 @@ func New(opts Options) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Service{dir: opts.Dir, net: n, attached: map[string]*runtime.NetworkAttachment{}}, nil
+	return &Service{dir: opts.Dir, caCert: opts.CACert, net: n, attached: map[string]*runtime.NetworkAttachment{}}, nil
 }
 
 // Table is the name of the service's nftables table (family inet).
@@ -129,6 +133,7 @@ func (s *Service) Attach(ctx context.Context, id string, ports []uint16, e netpl
 		Bits:       lease.Subnet.Bits(),
 		ResolvConf: resolv,
 		Nameserver: lease.Gateway, // resolvConf: the gateway is hutch's resolver
+		CACert:     s.caCert,
 	}
 	s.mu.Lock()
 	s.attached[id] = a

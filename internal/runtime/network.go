@@ -23,4 +23,8 @@ type NetworkAttachment struct {
 	// should see (read-only); Nameserver is its nameserver, zero if none.
 	ResolvConf string
 	Nameserver netip.Addr
+	// CACert (issue 37) is a host file holding hutch's egress CA (PEM),
+	// which the sandbox should trust: the runtime adds it to the image's
+	// CA bundle where it can; "" for none.
+	CACert string `json:",omitempty"`
 }

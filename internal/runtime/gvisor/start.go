@@ -102,6 +102,7 @@ func (r *Runtime) start(ctx context.Context, spec runtime.Spec, checkpoint strin
 
 	oci := ociSpec(spec)
 	withNetwork(oci, spec.Network, dir)
+	withEgressCA(oci, spec.Network, dir) // issue 37
 	withMounts(oci, spec.Mounts)
 	b, err := json.MarshalIndent(oci, "", "  ")
 	if err != nil {

@@ -3,7 +3,9 @@
 // firewall as they are; its names go to hutch's resolver
 // (internal/dnsgate), which answers only the names the policy admits and
 // has the firewall allow their answers for their TTL. With allow_out,
-// everything else is refused; deny_out wins. The loopback URLs of a
+// everything else is refused; deny_out wins. While a policy has name
+// rules or transforms, web ports are decided by name at hutch's egress
+// proxy instead (proxy.go, transform.go). The loopback URLs of a
 // sandbox's env name the host ports its gateway forwards (gateway.go).
 // The core compiles a create's policy and passes it through; networksvc
 // applies it.
@@ -51,6 +53,7 @@ type Policy struct {
 	addrs      netplumb.Egress
 	allowNames []nameRule
 	denyNames  []nameRule
+	transforms []Transform
 }
 
 // Compile checks p and compiles it (S001); nil for no policy.
@@ -62,6 +65,10 @@ func Compile(p *api.EgressPolicy) (*Policy, error) {
 		return nil, errdefs.Malformed("an egress policy has at most %d entries, not %d", maxRules, n)
 	}
 	out := &Policy{source: *p, addrs: netplumb.Egress{Restricted: len(p.AllowOut) > 0}}
+	var err error
+	if out.transforms, err = compileTransforms(p.Transforms); err != nil {
+		return nil, err
+	}
 	for _, list := range []struct {
 		field   string
 		entries []string

@@ -23,6 +23,7 @@ import (
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/dnsgate"
+	"github.com/hutch-dev/hutch/internal/egressproxy"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/events"
 	"github.com/hutch-dev/hutch/internal/netplumb"
@@ -78,12 +79,21 @@ type NetOptions struct {
 	// Events records egress.denied; nil records nothing.
 	Events *events.Log
 	Logger *slog.Logger
+	// Proxy is hutch's egress proxy (internal/egressproxy): while a
+	// sandbox's policy has name rules, its connections to the policy's
+	// proxy ports are led there. Invalid: names are decided by the
+	// resolver alone.
+	Proxy netip.AddrPort
+	// Decisions lists the proxy's recent decisions about a sandbox.
+	Decisions func(id string) []api.EgressDecision
 }
 
 // Net is the sandboxes' networking (sandbox.SandboxNetwork) and the
 // directory of hutch's resolver (dnsgate.Directory).
 type Net struct {
 	fw     NetworkService
+	proxy  netip.AddrPort
+	recent func(id string) []api.EgressDecision
 	cfg    config.Config
 	events *events.Log
 	log    *slog.Logger
@@ -111,6 +121,7 @@ type Net struct {
 var (
 	_ sandbox.SandboxNetwork = (*Net)(nil)
 	_ dnsgate.Directory      = (*Net)(nil)
+	_ egressproxy.Directory  = (*Net)(nil)
 )
 
 // NewNet is the sandboxes' networking over opts.Service.
@@ -118,7 +129,7 @@ func NewNet(opts NetOptions) *Net {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Net{fw: opts.Service, cfg: opts.Config, events: opts.Events, log: opts.Logger, policies: map[string]*egress.Policy{}}
+	return &Net{fw: opts.Service, proxy: opts.Proxy, recent: opts.Decisions, cfg: opts.Config, events: opts.Events, log: opts.Logger, policies: map[string]*egress.Policy{}}
 }
 
 // Bind hands n the core; the daemon calls it once the core is made,
@@ -142,7 +153,7 @@ func (n *Net) Attach(ctx context.Context, id string, ports []uint16, pol *egress
 	if err != nil {
 		return nil, err
 	}
-	nw, err := fw.Attach(ctx, id, ports, pol.Firewall())
+	nw, err := fw.Attach(ctx, id, ports, n.firewall(pol))
 	if err != nil {
 		return nil, errdefs.Wrap(errdefs.CodeBootFailed, err, "setting up the network of sandbox "+id)
 	}
@@ -281,7 +292,26 @@ func (n *Net) UseGateway(id string, env []string, ports []uint16) []string {
 		return env
 	}
 	n.log.Info("sandbox network", "sandbox", id, "gateway", nw.Gateway.String(), "gateway_ports", ports)
-	return egress.RewriteLocalhost(env, nw.Gateway, ports)
+	return withCAEnv(egress.RewriteLocalhost(env, nw.Gateway, ports), nw.CACert)
+}
+
+// caEnv are the variables that point TLS clients at the CA bundle a
+// runtime installs hutch's egress CA in (issue 37): OpenSSL and Python,
+// requests, node.
+var caEnv = []string{"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS"}
+
+// withCAEnv is env with caEnv set to the system bundle where env does not
+// set them, when the sandbox has an egress CA.
+func withCAEnv(env []string, caCert string) []string {
+	if caCert == "" {
+		return env
+	}
+	for _, k := range caEnv {
+		if !slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, k+"=") }) {
+			env = append(env, k+"=/etc/ssl/certs/ca-certificates.crt")
+		}
+	}
+	return env
 }
 
 // HostURL is u, a URL on the host's loopback, as sandbox id reaches it:
@@ -301,7 +331,7 @@ func (n *Net) SetEgress(ctx context.Context, id string, pol *egress.Policy) erro
 	if err != nil {
 		return err
 	}
-	if err := fw.SetEgress(ctx, id, pol.Firewall()); err != nil {
+	if err := fw.SetEgress(ctx, id, n.firewall(pol)); err != nil {
 		return errdefs.Wrap(errdefs.CodeInternal, err, "changing the egress policy")
 	}
 	n.mu.Lock()
@@ -309,6 +339,16 @@ func (n *Net) SetEgress(ctx context.Context, id string, pol *egress.Policy) erro
 	n.mu.Unlock()
 	n.watchDenials(pol)
 	return nil
+}
+
+// firewall is pol in the firewall's terms: with name rules and a proxy,
+// the ports the proxy decides on are led to it.
+func (n *Net) firewall(pol *egress.Policy) netplumb.Egress {
+	e := pol.Firewall()
+	if n.proxy.IsValid() && pol.Named() {
+		e.Proxy, e.ProxyPorts = n.proxy, pol.ProxyPorts()
+	}
+	return e
 }
 
 // policy is sandbox id's egress policy in force; nil for none.
@@ -321,9 +361,28 @@ func (n *Net) policy(id string) *egress.Policy {
 // Client finds the running sandbox whose address is src (hutch's
 // resolver).
 func (n *Net) Client(src netip.Addr) (dnsgate.Client, bool) {
+	id, owner, ok := n.find(src)
+	if !ok {
+		return nil, false
+	}
+	return client{n: n, id: id, owner: owner}, true
+}
+
+// Sandbox finds the running sandbox whose address is src, with its
+// policy in force (hutch's egress proxy).
+func (n *Net) Sandbox(src netip.Addr) (egressproxy.Sandbox, bool) {
+	id, owner, ok := n.find(src)
+	if !ok {
+		return egressproxy.Sandbox{}, false
+	}
+	return egressproxy.Sandbox{ID: id, Owner: owner, Policy: n.policy(id)}, true
+}
+
+// find is the id and owner of the running sandbox whose address is src.
+func (n *Net) find(src netip.Addr) (id, owner string, ok bool) {
 	core := n.core.Load()
 	if core == nil {
-		return nil, false
+		return "", "", false
 	}
 	n.mu.Lock()
 	ids := make([]string, 0, len(n.policies))
@@ -336,10 +395,10 @@ func (n *Net) Client(src netip.Addr) (dnsgate.Client, bool) {
 			continue
 		}
 		if owner, ok := (*core).Running(id); ok {
-			return client{n: n, id: id, owner: owner}, true
+			return id, owner, true
 		}
 	}
-	return nil, false
+	return "", "", false
 }
 
 // client is one sandbox, for the resolver.

@@ -417,3 +417,18 @@ func (s *Service) sandboxNetwork(ctx context.Context, h sandbox.Handle) api.Sand
 	}
 	return out
 }
+
+// EgressLog lists the egress proxy's recent decisions about the caller's
+// sandbox (sandbox::network::egress; issue 37).
+func (s *Service) EgressLog(ctx context.Context, req api.EgressLogRequest) (api.EgressLogResponse, error) {
+	h, release, err := s.networked(ctx, req.SandboxID)
+	if err != nil {
+		return api.EgressLogResponse{}, err
+	}
+	defer release()
+	out := api.EgressLogResponse{SandboxID: h.ID(), Decisions: []api.EgressDecision{}}
+	if s.net.recent != nil {
+		out.Decisions = append(out.Decisions, s.net.recent(h.ID())...)
+	}
+	return out, nil
+}

@@ -117,6 +117,7 @@ class Hutch:
         self.token = token if token is not None else os.environ.get("HUTCH_TOKEN", "")
         self.timeout = timeout
         self.networks = Networks(self)
+        self.secrets = Secrets(self)
         self.volumes = Volumes(self)
 
     # The wire.
@@ -555,6 +556,28 @@ class Network:
         if deny_out is not None:
             body["deny_out"] = deny_out
         return self._sb.client.request("POST", self._sb._path("/network"), body)
+
+
+class Secrets:
+    """The caller's secrets, which egress transforms write into sandboxes'
+    HTTPS requests ({{secret.NAME}}); a value is never answered."""
+
+    def __init__(self, client: Hutch):
+        self._c = client
+
+    def set(self, name: str, value: str) -> Dict[str, Any]:
+        return self._c.request("POST", "/v1/secrets", {"name": name, "value": value})
+
+    def list(self) -> List[Dict[str, Any]]:
+        """Each secret: name, placeholder, created_at, updated_at."""
+        return self._c.request("GET", "/v1/secrets")["secrets"] or []
+
+    def delete(self, name: str) -> Dict[str, Any]:
+        return self._c.request("DELETE", "/v1/secrets/" + _q(name))
+
+    def egress_log(self, sandbox_id: str) -> List[Dict[str, Any]]:
+        """The egress proxy's recent decisions about a sandbox."""
+        return self._c.request("GET", "/v1/sandboxes/" + _q(sandbox_id) + "/egress")["decisions"] or []
 
 
 class Networks:

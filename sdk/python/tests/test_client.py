@@ -286,6 +286,18 @@ class NetworkTest(unittest.TestCase):
     def setUpClass(cls):
         cls.hutch = Hutch()
 
+    def test_secrets(self):
+        value = "sk-" + os.urandom(8).hex()
+        info = self.hutch.secrets.set("SDK_PY_KEY", value)
+        self.assertEqual(info["placeholder"], "hutch-secret-placeholder-SDK_PY_KEY")
+        listed = self.hutch.secrets.list()
+        self.assertIn("SDK_PY_KEY", [s["name"] for s in listed])
+        self.assertNotIn(value, repr(listed))
+        self.hutch.secrets.delete("SDK_PY_KEY")
+        with self.assertRaises(HutchError) as e:
+            self.hutch.secrets.delete("SDK_PY_KEY")
+        self.assertEqual(e.exception.code, "S280")
+
     def test_egress_policy(self):
         with self.hutch.create("python", network={"deny_out": ["denied.example.test"]}) as sb:
             self.assertEqual(sb.info()["egress"], {"deny_out": ["denied.example.test"]})

@@ -65,6 +65,8 @@ export class EventStream<R = any, Ev = StreamEvent> implements AsyncIterable<Ev>
 export interface EgressPolicy {
   allow_out?: string[]
   deny_out?: string[]
+  /** Headers written into the sandbox's HTTPS requests to host, {{secret.NAME}} for a secret. */
+  transforms?: { host: string, headers: Record<string, string> }[]
 }
 
 /** A volume mounted at create. */
@@ -145,6 +147,7 @@ export class Hutch {
   url: string
   token: string
   networks: Networks
+  secrets: Secrets
   volumes: Volumes
   fetch (method: string, path: string, options?: { body?: unknown, raw?: BodyInit, accept?: string, contentType?: string, signal?: AbortSignal }): Promise<Response>
   request<T = any> (method: string, path: string, body?: unknown): Promise<T>
@@ -327,6 +330,32 @@ export class Networks {
   delete (name: string): Promise<NetworkInfo>
   connect (name: string, sandbox: Sandbox | string): Promise<NetworkInfo>
   disconnect (name: string, sandbox: Sandbox | string): Promise<NetworkInfo>
+}
+
+export interface SecretInfo {
+  name: string
+  /** What a sandbox holds in the secret's place (in its env, say). */
+  placeholder: string
+  created_at: string
+  updated_at: string
+}
+
+export interface EgressDecision {
+  time: string
+  kind: 'sni' | 'host' | 'address'
+  name?: string
+  address?: string
+  port: number
+  allowed: boolean
+  rule?: string
+  secrets?: string[]
+}
+
+export class Secrets {
+  set (name: string, value: string): Promise<SecretInfo>
+  list (): Promise<SecretInfo[]>
+  delete (name: string): Promise<SecretInfo>
+  egressLog (sandbox: Sandbox | string): Promise<EgressDecision[]>
 }
 
 export interface VolumeInfo {

@@ -50,6 +50,7 @@ export class Hutch {
     this.url = (url ?? process.env.HUTCH_URL ?? DEFAULT_URL).replace(/\/+$/, '')
     this.token = token ?? process.env.HUTCH_TOKEN ?? ''
     this.networks = new Networks(this)
+    this.secrets = new Secrets(this)
     this.volumes = new Volumes(this)
   }
 
@@ -434,6 +435,17 @@ class Networks {
   /** Put a sandbox (or a sandbox id) on the network; the network after. */
   connect (name, sb) { return this.client.request('POST', `/v1/networks/${q(name)}/members`, { sandbox_id: sandboxId(sb) }) }
   disconnect (name, sb) { return this.client.request('DELETE', `/v1/networks/${q(name)}/members/${q(sandboxId(sb))}`) }
+}
+
+/** The caller's secrets, which egress transforms write into sandboxes'
+ *  HTTPS requests ({{secret.NAME}}); a value is never answered. */
+class Secrets {
+  constructor (client) { this.client = client }
+  set (name, value) { return this.client.request('POST', '/v1/secrets', { name, value }) }
+  async list () { return (await this.client.request('GET', '/v1/secrets')).secrets ?? [] }
+  delete (name) { return this.client.request('DELETE', `/v1/secrets/${q(name)}`) }
+  /** The egress proxy's recent decisions about a sandbox (or its id). */
+  async egressLog (sb) { return (await this.client.request('GET', `/v1/sandboxes/${q(sandboxId(sb))}/egress`)).decisions ?? [] }
 }
 
 /** The caller's volumes: named file systems of a fixed size that outlive

@@ -285,6 +285,23 @@ describe('networks', () => {
     await assert.rejects(sb.network.update({ deny_out: ['example.test'] }), (e) => e instanceof HutchError && e.code === 'S252')
   })
 
+  test('secrets: set, list without values, delete; an egress log', async () => {
+    const value = `sk-${randomBytes(8).toString('hex')}`
+    const info = await hutch.secrets.set('SDK_TS_KEY', value)
+    assert.equal(info.placeholder, 'hutch-secret-placeholder-SDK_TS_KEY')
+    const list = await hutch.secrets.list()
+    assert.ok(list.some((s) => s.name === 'SDK_TS_KEY'))
+    assert.ok(!JSON.stringify(list).includes(value))
+    await hutch.secrets.delete('SDK_TS_KEY')
+    await assert.rejects(hutch.secrets.delete('SDK_TS_KEY'), (e) => e instanceof HutchError && e.code === 'S280')
+    const box = await hutch.create('python', { network: { allow_out: ['example.test'] } })
+    try {
+      assert.deepEqual(await hutch.secrets.egressLog(box), [])
+    } finally {
+      await box.stop()
+    }
+  })
+
   test('sandbox networks: create, connect, resolve, disconnect, delete', async () => {
     const name = 'sdk-ts-net'
     await hutch.networks.delete(name).catch((e) => assert.equal(e.code, 'S250'))

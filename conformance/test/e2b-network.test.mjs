@@ -1,0 +1,67 @@
+// E2B's egress surface through the stock `e2b` SDK (issue 37): secrets
+// (create, list without values, getInfo, update, destroy), a create's
+// network block with allowOut and header-transform rules naming a secret
+// by Secret.fill, updateNetwork on a running sandbox, and the parts hutch
+// does not support refused with the reason, not silently taken.
+import { after, describe, test } from 'node:test'
+import assert from 'node:assert/strict'
+import { randomUUID } from 'node:crypto'
+import { Sandbox, Secret } from 'e2b'
+import { BOOT_TIMEOUT_MS, killE2B } from '../lib.mjs'
+
+after(() => killE2B(Sandbox))
+
+const opts = { timeoutMs: BOOT_TIMEOUT_MS }
+
+describe('E2B network and secrets', () => {
+  test('secrets: create, list, getInfo, update, destroy; values never answered', opts, async () => {
+    const name = `key-${randomUUID().slice(0, 8)}`
+    const value = `sk-${randomUUID()}`
+    const created = await Secret.create(name, value)
+    assert.equal(created.name, name)
+    assert.ok(created.secretId)
+    const listed = await Secret.list().nextItems()
+    assert.ok(listed.some((s) => s.name === name))
+    assert.ok(!JSON.stringify(listed).includes(value), 'a listing carries no value')
+    assert.equal((await Secret.getInfo(created.secretId)).name, name)
+    assert.equal((await Secret.update(name, `${value}-2`)).name, name)
+    assert.equal(await Secret.exists(name), true)
+    assert.equal(await Secret.destroy(created.secretId), true)
+    assert.equal(await Secret.destroy(created.secretId), false)
+    assert.equal(await Secret.exists(name), false)
+  })
+
+  test('network on create with rules, updateNetwork, unsupported fields refused', opts, async () => {
+    await Secret.create('openai-key', `sk-${randomUUID()}`)
+    try {
+      const sbx = await Sandbox.create('base', {
+        requestTimeoutMs: BOOT_TIMEOUT_MS,
+        network: {
+          allowOut: ['api.example.test'],
+          rules: { 'api.example.test': [{ transform: { headers: { Authorization: `Bearer ${Secret.fill('openai-key')}` } } }] },
+        },
+      })
+      const info = await Sandbox.getInfo(sbx.sandboxId)
+      assert.deepEqual(info.network?.allowOut, ['api.example.test'])
+      // The sandbox trusts hutch's egress CA through the usual variables,
+      // and holds no secret.
+      const env = await sbx.commands.run('env')
+      assert.match(env.stdout, /SSL_CERT_FILE=/)
+      assert.match(env.stdout, /NODE_EXTRA_CA_CERTS=/)
+      assert.doesNotMatch(env.stdout, /sk-/)
+
+      await sbx.updateNetwork({ allowOut: ['other.example.test'], denyOut: ['10.0.0.0/8'] })
+      assert.deepEqual((await Sandbox.getInfo(sbx.sandboxId)).network?.allowOut, ['other.example.test'])
+      await assert.rejects(sbx.updateNetwork({ egressProxy: { address: 'proxy.example.test:1080' } }), /egressProxy/)
+      await assert.rejects(
+        Sandbox.create('base', { requestTimeoutMs: BOOT_TIMEOUT_MS, network: { maskRequestHost: 'x.example.test' } }),
+        /maskRequestHost/)
+      await assert.rejects(
+        Sandbox.create('base', { requestTimeoutMs: BOOT_TIMEOUT_MS, network: { allowPublicTraffic: false } }),
+        /allowPublicTraffic/)
+      await sbx.kill()
+    } finally {
+      await Secret.destroy('openai-key')
+    }
+  })
+})

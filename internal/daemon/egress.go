@@ -1,0 +1,56 @@
+package daemon
+
+import (
+	"context"
+	"net/netip"
+	"path/filepath"
+
+	"github.com/hutch-dev/hutch/internal/egressproxy"
+	"github.com/hutch-dev/hutch/internal/netplumb"
+	"github.com/hutch-dev/hutch/internal/secrets"
+)
+
+// startEgressProxy opens the owners' secrets and the daemon's egress CA
+// and starts hutch's egress proxy (issue 37), which decides by name on
+// the connections of sandboxes whose policy has name rules or transforms;
+// it resolves names as their resolver does, reaches nothing the firewall
+// closes to sandboxes, and writes secrets into the requests of
+// transforms.
+func (d *daemon) startEgressProxy() error {
+	var err error
+	if d.secrets, err = secrets.Open(filepath.Join(d.opts.DataDir, "secrets")); err != nil {
+		return err
+	}
+	ca, err := egressproxy.LoadCA(filepath.Dir(egressCAFile(d.opts.DataDir)))
+	if err != nil {
+		return err
+	}
+	var pool netip.Prefix
+	if d.cfg.NetworkPool != "" {
+		p, err := netip.ParsePrefix(d.cfg.NetworkPool)
+		if err != nil {
+			return err
+		}
+		pool = p
+	}
+	p, err := egressproxy.Listen("127.0.0.1", egressproxy.Options{
+		Resolver: d.resolver,
+		Closed:   netplumb.ClosedRanges(pool, d.cfg.BlockPrivateNetworks),
+		Events:   d.evlog,
+		Logger:   d.log,
+		CA:       ca,
+		Secrets:  d.secrets,
+	})
+	if err != nil {
+		return err
+	}
+	d.proxy = p
+	d.held.Push("stopping the egress proxy", func(context.Context) error { return p.Close() })
+	return nil
+}
+
+// egressCAFile is the egress CA's certificate in dataDir, which the
+// sandboxes' network service has runtimes install.
+func egressCAFile(dataDir string) string {
+	return filepath.Join(dataDir, "egress-ca", egressproxy.CACertFile)
+}

@@ -1,0 +1,131 @@
+package egressproxy
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"time"
+)
+
+// errHelloRead ends the handshake once the ClientHello is read.
+var errHelloRead = errors.New("client hello read")
+
+// recorder is a connection's read side that keeps what it reads (at most
+// maxHello bytes) and refuses to write: crypto/tls parses the ClientHello
+// from it, and the bytes are replayed upstream.
+type recorder struct {
+	net.Conn
+	r    io.Reader
+	seen []byte
+}
+
+func (r *recorder) Read(b []byte) (int, error) {
+	if len(r.seen) >= maxHello {
+		return 0, errors.New("client hello too large")
+	}
+	b = b[:min(len(b), maxHello-len(r.seen))]
+	n, err := r.r.Read(b)
+	r.seen = append(r.seen, b[:n]...)
+	return n, err
+}
+
+func (r *recorder) Write([]byte) (int, error) { return 0, errHelloRead }
+
+// serverName reads c's ClientHello with crypto/tls and returns its SNI
+// ("" without one) and the bytes read.
+func serverName(c *conn) (string, []byte, error) {
+	rec := &recorder{Conn: c.Conn, r: c.r}
+	var name string
+	var got bool
+	err := tls.Server(rec, &tls.Config{GetConfigForClient: func(h *tls.ClientHelloInfo) (*tls.Config, error) {
+		name, got = h.ServerName, true
+		return nil, errHelloRead
+	}}).HandshakeContext(context.Background())
+	if !got {
+		return "", nil, err
+	}
+	return name, rec.seen, nil
+}
+
+// tunnelTLS decides on a TLS connection by its SNI and, if it is
+// admitted, joins it to the name's server as it is: the proxy never sees
+// inside.
+func (p *Proxy) tunnelTLS(c *conn) {
+	name, hello, err := serverName(c)
+	if err != nil {
+		c.Close()
+		return
+	}
+	_ = c.SetReadDeadline(time.Time{})
+	addrs, d, err := p.route(c.sb, "sni", name, c.dst)
+	if err != nil {
+		c.Close() // a TLS client sees the connection closed
+		return
+	}
+	if name != "" && p.opts.CA != nil && c.sb.Policy.TransformFor(name) != nil {
+		p.terminate(c, name, hello)
+		return
+	}
+	p.audit.record(c.sb, d)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
+	up, err := dial(ctx, addrs)
+	cancel()
+	if err != nil {
+		return
+	}
+	defer up.Close()
+	if _, err := up.Write(hello); err != nil {
+		return
+	}
+	splice(c, up)
+}
+
+// terminate serves a TLS connection to name, whose requests a transform
+// changes, with a certificate of the daemon's CA, and hands the requests
+// to the HTTP side, which decides on each and sends it on over TLS
+// verified against the host's roots.
+func (p *Proxy) terminate(c *conn, name string, hello []byte) {
+	replay := &conn{Conn: c.Conn, r: io.MultiReader(bytes.NewReader(hello), c.r)}
+	ts := tls.Server(replay, &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		NextProtos: []string{"http/1.1"},
+		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+			return p.opts.CA.leaf(name)
+		},
+	})
+	_ = c.SetDeadline(time.Now().Add(helloTimeout))
+	if err := ts.HandshakeContext(context.Background()); err != nil {
+		c.Close()
+		return
+	}
+	_ = c.SetDeadline(time.Time{})
+	p.http.push(&conn{Conn: ts, r: ts, sb: c.sb, dst: c.dst, sni: name})
+}
+
+// splice copies a to b and b to a until both ends are done.
+func splice(a io.ReadWriter, b net.Conn) {
+	done := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(b, a)
+		closeWrite(b)
+		close(done)
+	}()
+	_, _ = io.Copy(a, b)
+	if w, ok := a.(net.Conn); ok {
+		closeWrite(w)
+	}
+	<-done
+}
+
+// closeWrite half-closes c when it can, else closes it.
+func closeWrite(c net.Conn) {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+		return
+	}
+	_ = c.Close()
+}
