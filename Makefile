@@ -229,7 +229,8 @@ deb: build
 install: build
 	packaging/stage.sh $(BIN) $(DESTDIR)/
 	@if [ -z "$(DESTDIR)" ]; then packaging/debian/postinst configure; fi
-# The package test (deploy/package_test.go): builds two packages and
+# The package test (deploy/package_test.go, -tags package; CI runs it after
+# make test): builds two packages and
 # installs, upgrades, removes and purges them in a fresh Debian root.
 test-package: build
-	HUTCH_REQUIRE_INTEGRATION=1 $(GO) test -count=1 -timeout 20m -run TestPackage -v ./deploy/
+	HUTCH_REQUIRE_INTEGRATION=1 $(GO) test -tags package -count=1 -timeout 30m -run TestPackage -v ./deploy/
