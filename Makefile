@@ -136,6 +136,7 @@ demo: deps-packages build
 test: deps build
 	$(GO) test -count=1 -timeout 40m ./...
 	$(MAKE) --no-print-directory conformance
+	$(MAKE) --no-print-directory test-package
 
 # The seeds' code samples with the real iii-sdk from npm (pinned in
 # conformance/package-lock.json), against a daemon that run.sh starts.
@@ -229,7 +230,7 @@ deb: build
 install: build
 	packaging/stage.sh $(BIN) $(DESTDIR)/
 	@if [ -z "$(DESTDIR)" ]; then packaging/debian/postinst configure; fi
-# The package test (deploy/package_test.go, -tags package; CI runs it after
+# The package test (deploy/package_test.go, -tags package; the last part of
 # make test): builds two packages and
 # installs, upgrades, removes and purges them in a fresh Debian root.
 test-package: build
