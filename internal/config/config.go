@@ -228,6 +228,10 @@ type Config struct {
 	Quota                       Quota `yaml:"quota"`
 	RequestBodyBudgetMB         int64 `yaml:"request_body_budget_mb"`
 	RequestBodyBudgetPerOwnerMB int64 `yaml:"request_body_budget_per_owner_mb"`
+	// issue 38: the engine invocations running across all sessions, in
+	// all and per owner.
+	EngineMaxInvocations         int `yaml:"engine_max_invocations"`
+	EngineMaxInvocationsPerOwner int `yaml:"engine_max_invocations_per_owner"`
 }
 
 // Default returns the configuration used when no file is given.
@@ -280,8 +284,10 @@ func Default() Config {
 		WarmPoolMemoryMB:            DefaultWarmPoolMemoryMB,
 		E2B:                         defaultE2B(),
 		// issue 38
-		RequestBodyBudgetMB:         256,
-		RequestBodyBudgetPerOwnerMB: 64,
+		RequestBodyBudgetMB:          256,
+		RequestBodyBudgetPerOwnerMB:  64,
+		EngineMaxInvocations:         4096,
+		EngineMaxInvocationsPerOwner: 1024,
 	}
 }
 

@@ -21,9 +21,11 @@ const (
 func newInvocationBudget(total, perOwner int) *budget.Budget {
 	return budget.New(int64(total), int64(perOwner),
 		func() error {
-			return fmt.Errorf("this owner has %d engine invocations running (max_invocations_per_owner)", perOwner)
+			return fmt.Errorf("this owner has %d engine invocations running (engine_max_invocations_per_owner)", perOwner)
 		},
-		func() error { return fmt.Errorf("the engine has %d invocations running (max_invocations)", total) })
+		func() error {
+			return fmt.Errorf("the engine has %d invocations running (engine_max_invocations)", total)
+		})
 }
 
 // acquire takes a slot of the connection and one of the budget for the

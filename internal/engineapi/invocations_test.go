@@ -15,7 +15,7 @@ import (
 
 // TestInvocationBudget: alice runs her share of invocations over two
 // sessions (each under its own MaxInFlight); her next one is refused with
-// too_many_invocations naming max_invocations_per_owner, while bob's runs.
+// too_many_invocations naming engine_max_invocations_per_owner, while bob's runs.
 // Once hers end, she can invoke again.
 func TestInvocationBudget(t *testing.T) {
 	const alice, bob = "alice-token-0123456789", "bob-token-0123456789xx"
@@ -49,8 +49,8 @@ func TestInvocationBudget(t *testing.T) {
 	// of alice's share.
 	m := a2.call("4", api.FnExec, slow)
 	e, _ := m["error"].(map[string]any)
-	if msg, _ := e["message"].(string); e["code"] != "too_many_invocations" || !strings.Contains(msg, "max_invocations_per_owner") {
-		t.Fatalf("alice's fourth invocation = %v, want too_many_invocations naming max_invocations_per_owner", m)
+	if msg, _ := e["message"].(string); e["code"] != "too_many_invocations" || !strings.Contains(msg, "engine_max_invocations_per_owner") {
+		t.Fatalf("alice's fourth invocation = %v, want too_many_invocations naming engine_max_invocations_per_owner", m)
 	}
 	if m := b.call("5", api.FnExec, quick); m["error"] != nil {
 		t.Fatalf("bob's invocation beside alice's = %v", m)
