@@ -235,6 +235,10 @@ type Config struct {
 	// request on the local Unix socket acts for.
 	TLS              TLS    `yaml:"tls"`
 	LocalSocketOwner string `yaml:"local_socket_owner"`
+	// issue 38: the engine invocations running across all sessions, in
+	// all and per owner.
+	EngineMaxInvocations         int `yaml:"engine_max_invocations"`
+	EngineMaxInvocationsPerOwner int `yaml:"engine_max_invocations_per_owner"`
 }
 
 // Default returns the configuration used when no file is given.
@@ -287,8 +291,10 @@ func Default() Config {
 		WarmPoolMemoryMB:            DefaultWarmPoolMemoryMB,
 		E2B:                         defaultE2B(),
 		// issue 38
-		RequestBodyBudgetMB:         256,
-		RequestBodyBudgetPerOwnerMB: 64,
+		RequestBodyBudgetMB:          256,
+		RequestBodyBudgetPerOwnerMB:  64,
+		EngineMaxInvocations:         4096,
+		EngineMaxInvocationsPerOwner: 1024,
 	}
 }
 

@@ -39,8 +39,8 @@ func (c *Config) QuotaOf(owner string) QuotaLimits {
 	return c.Quota.Default
 }
 
-// validateQuota checks the quota block (no negative limit) and the body
-// budget.
+// validateQuota checks the quota block (no negative limit), the body
+// budget and the engine's invocation budget.
 func (c *Config) validateQuota() []error {
 	var errs []error
 	check := func(key string, l QuotaLimits) {
@@ -56,6 +56,12 @@ func (c *Config) validateQuota() []error {
 	}
 	if c.RequestBodyBudgetPerOwnerMB < 16 || c.RequestBodyBudgetPerOwnerMB > c.RequestBodyBudgetMB {
 		errs = append(errs, fmt.Errorf("request_body_budget_per_owner_mb must be between 16 (the largest body) and request_body_budget_mb (%d), got %d", c.RequestBodyBudgetMB, c.RequestBodyBudgetPerOwnerMB))
+	}
+	if c.EngineMaxInvocations < 1 || c.EngineMaxInvocations > 1<<20 {
+		errs = append(errs, fmt.Errorf("engine_max_invocations must be between 1 and 1048576, got %d", c.EngineMaxInvocations))
+	}
+	if c.EngineMaxInvocationsPerOwner < 1 || c.EngineMaxInvocationsPerOwner > c.EngineMaxInvocations {
+		errs = append(errs, fmt.Errorf("engine_max_invocations_per_owner must be between 1 and engine_max_invocations (%d), got %d", c.EngineMaxInvocations, c.EngineMaxInvocationsPerOwner))
 	}
 	check("quota.default", c.Quota.Default)
 	for owner, l := range c.Quota.Owners {

@@ -448,6 +448,8 @@ func (d *daemon) startTransports(ctx context.Context) error {
 		SessionsPerOwner:           cfg.EngineSessionsPerOwner,
 		ChannelBufferBytes:         cfg.ChannelBufferMB << 20,
 		ChannelBufferPerOwnerBytes: cfg.ChannelBufferPerOwnerMB << 20,
+		// issue 38
+		MaxInvocations: cfg.EngineMaxInvocations, MaxInvocationsPerOwner: cfg.EngineMaxInvocationsPerOwner,
 	}, d.serveErr)
 	d.undo.Push("stopping the engine WebSocket", d.eng.shutdown)
 	d.sbnet.ProtectPorts(listenPorts(d.eng.addr())...)

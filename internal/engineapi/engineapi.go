@@ -46,6 +46,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/hutch-dev/hutch/internal/auth"
+	"github.com/hutch-dev/hutch/internal/budget"
 	"github.com/hutch-dev/hutch/internal/functions"
 	"github.com/hutch-dev/hutch/internal/webguard"
 )
@@ -84,6 +85,10 @@ type Options struct {
 	// MaxInFlight limits the invocations running for one connection; one
 	// more is answered with too_many_invocations. 0 means DefaultMaxInFlight.
 	MaxInFlight int
+	// issue 38: MaxInvocations and MaxInvocationsPerOwner limit the
+	// invocations running across all sessions, in all and for one owner;
+	// one more is too_many_invocations. 0 means the defaults.
+	MaxInvocations, MaxInvocationsPerOwner int
 	// WriteTimeout bounds the sending of one message; a client that does
 	// not read for that long is disconnected. 0 means DefaultWriteTimeout.
 	WriteTimeout time.Duration
@@ -115,6 +120,8 @@ type Server struct {
 	guarded  http.Handler // mux behind Options.Guard
 	workers  *workers
 	channels *channels
+	// invocations is the budget of invocations running (issue 38).
+	invocations *budget.Budget
 
 	// ctx is the base of every session and of fire-and-forget invocations;
 	// Shutdown cancels it.
@@ -141,6 +148,8 @@ func New(table *functions.Table, opts Options) *Server {
 	}
 	opts.MaxMessageBytes = positiveOr(opts.MaxMessageBytes, DefaultMaxMessageBytes)
 	opts.MaxInFlight = positiveOr(opts.MaxInFlight, DefaultMaxInFlight)
+	opts.MaxInvocations = positiveOr(opts.MaxInvocations, DefaultMaxInvocations)                         // issue 38
+	opts.MaxInvocationsPerOwner = positiveOr(opts.MaxInvocationsPerOwner, DefaultMaxInvocationsPerOwner) // issue 38
 	opts.WriteTimeout = positiveOr(opts.WriteTimeout, DefaultWriteTimeout)
 	opts.PingInterval = positiveOr(opts.PingInterval, DefaultPingInterval)
 	opts.SessionsPerOwner = positiveOr(opts.SessionsPerOwner, DefaultSessionsPerOwner)
@@ -158,6 +167,7 @@ func New(table *functions.Table, opts Options) *Server {
 		sessions: map[string]int{},
 		live:     map[*session]string{},
 	}
+	s.invocations = newInvocationBudget(opts.MaxInvocations, opts.MaxInvocationsPerOwner) // issue 38
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("/{$}", s.authorized(s.serveSession))
 	s.mux.HandleFunc("/otel", s.authorized(s.serveTelemetry))

@@ -56,9 +56,15 @@ type wsClient struct {
 // dial opens a session and reads its workerregistered greeting.
 func dial(t *testing.T, url string) *wsClient {
 	t.Helper()
+	return dialWith(t, url, nil)
+}
+
+// dialWith is dial with opts (a bearer token's header).
+func dialWith(t *testing.T, url string, opts *websocket.DialOptions) *wsClient {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	c, _, err := websocket.Dial(ctx, url, nil)
+	c, _, err := websocket.Dial(ctx, url, opts)
 	if err != nil {
 		t.Fatalf("dial %s: %v", url, err)
 	}

@@ -307,10 +307,7 @@ func (sess *session) invoke(m inbound) {
 	case m.Action != nil && !void:
 		fail(codeInvalidMessage, fmt.Sprintf("unknown action type %q (hutch takes void)", clip(m.Action.Type, 32)))
 	default:
-		select {
-		case sess.slots <- struct{}{}:
-		default:
-			fail(codeTooManyInvocations, fmt.Sprintf("%d invocations are already running on this connection", cap(sess.slots)))
+		if !sess.acquire(fail) { // issue 38: and the daemon's invocation budget
 			return
 		}
 		if void {
@@ -320,7 +317,7 @@ func (sess *session) invoke(m inbound) {
 		sess.calls.Add(1)
 		go func() {
 			defer sess.calls.Done()
-			defer func() { <-sess.slots }()
+			defer sess.release()
 			res := sess.call(sess.ctx, m)
 			res.InvocationID = id
 			sess.send(res)
@@ -333,13 +330,13 @@ func (sess *session) invoke(m inbound) {
 // shuts down.
 func (sess *session) runVoid(m inbound) {
 	if !sess.s.track() {
-		<-sess.slots
+		sess.release()
 		return
 	}
 	log := sess.logger()
 	go func() {
 		defer sess.s.active.Done()
-		defer func() { <-sess.slots }()
+		defer sess.release()
 		res := sess.call(sess.base, m)
 		if res.Error != nil {
 			log.Info("engine void invocation failed", "function", clip(m.FunctionID, 128), "code", res.Error.Code, "message", clip(res.Error.Message, 512))

@@ -1,0 +1,67 @@
+package engineapi
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/coder/websocket"
+
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/auth"
+	"github.com/hutch-dev/hutch/internal/functions/functionstest"
+)
+
+// TestInvocationBudget: alice runs her share of invocations over two
+// sessions (each under its own MaxInFlight); her next one is refused with
+// too_many_invocations naming engine_max_invocations_per_owner, while bob's runs.
+// Once hers end, she can invoke again.
+func TestInvocationBudget(t *testing.T) {
+	const alice, bob = "alice-token-0123456789", "bob-token-0123456789xx"
+	tokens, err := auth.New(map[string]string{"alice": alice, "bob": bob})
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := make(chan struct{})
+	fake := &functionstest.Fake{ExecFunc: func(ctx context.Context, r api.ExecRequest) (api.ExecResponse, error) {
+		if r.Cmd == "quick" {
+			return api.ExecResponse{}, nil
+		}
+		select {
+		case <-block:
+		case <-ctx.Done():
+		}
+		return api.ExecResponse{}, ctx.Err()
+	}}
+	_, url := testServer(t, fake, Options{Auth: tokens, MaxInFlight: 2, MaxInvocations: 8, MaxInvocationsPerOwner: 3})
+	as := func(tok string) *wsClient {
+		return dialWith(t, url, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + tok}}})
+	}
+	a1, a2, b := as(alice), as(alice), as(bob)
+	slow := map[string]any{"sandbox_id": functionstest.DefaultID, "cmd": "sleep"}
+	quick := map[string]any{"sandbox_id": functionstest.DefaultID, "cmd": "quick"}
+	a1.invoke("1", api.FnExec, slow)
+	a1.invoke("2", api.FnExec, slow)
+	a1.alive() // a session reads in order: 1 and 2 hold their share now
+	a2.invoke("3", api.FnExec, slow)
+	// Ordered after 3 on its connection: refused once 3 holds the last
+	// of alice's share.
+	m := a2.call("4", api.FnExec, slow)
+	e, _ := m["error"].(map[string]any)
+	if msg, _ := e["message"].(string); e["code"] != "too_many_invocations" || !strings.Contains(msg, "engine_max_invocations_per_owner") {
+		t.Fatalf("alice's fourth invocation = %v, want too_many_invocations naming engine_max_invocations_per_owner", m)
+	}
+	if m := b.call("5", api.FnExec, quick); m["error"] != nil {
+		t.Fatalf("bob's invocation beside alice's = %v", m)
+	}
+	close(block)
+	for _, want := range []*wsClient{a1, a1, a2} {
+		if m := want.recv(); m["type"] != "invocationresult" {
+			t.Fatalf("an answer of alice's = %v", m)
+		}
+	}
+	if m := a2.call("6", api.FnExec, quick); m["error"] != nil {
+		t.Fatalf("alice's invocation once hers ended = %v", m)
+	}
+}
