@@ -124,6 +124,8 @@ func New(deps Deps) *Table {
 	registerVolumes(t)
 	registerGit(t)
 	registerDescribe(t)
+	// issue 39: sandbox::template::build
+	registerTemplateBuild(t)
 	return t
 }
 

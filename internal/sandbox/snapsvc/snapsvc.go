@@ -146,7 +146,7 @@ func (s *Service) recover() error {
 	if err != nil {
 		return err
 	}
-	kept := map[string]bool{}
+	kept := map[string]bool{buildDir: true} // issue 39: the build cache (build.go)
 	for _, r := range recs {
 		if _, err := os.Stat(s.path(r.ID)); errors.Is(err, fs.ErrNotExist) {
 			s.log.Warn("forgetting a snapshot whose files are gone", "snapshot", r.ID)

@@ -38,6 +38,9 @@ type templateRecord struct {
 	Layer      string    `json:"layer,omitempty"`
 	LayerBytes int64     `json:"layer_bytes,omitempty"`
 	CreatedAt  time.Time `json:"created_at"`
+	// Built is set on a template built from a Dockerfile (build.go): its
+	// layers are shared with the build cache, not its own.
+	Built *builtInfo `json:"built,omitempty"`
 }
 
 // templateKey is a template's key in the store: names are per owner.
@@ -229,7 +232,14 @@ func (s *Service) DeleteTemplate(ctx context.Context, req api.TemplateRequest) (
 	if err := s.templates.Remove(rec.key()); err != nil {
 		return api.TemplateDeleteResponse{}, err
 	}
-	if rec.Layer != "" {
+	if rec.Built != nil {
+		if rec.Built.Snapshot != "" {
+			s.mu.Unlock()
+			s.dropSnapshot(ctx, rec.Built.Snapshot)
+			s.mu.Lock()
+		}
+		s.gcLayers()
+	} else if rec.Layer != "" {
 		if err := os.Remove(s.path(rec.Layer)); err != nil {
 			s.log.Error("removing a template's layer", "template", rec.Name, "err", err)
 		}
