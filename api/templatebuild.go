@@ -40,7 +40,6 @@ type TemplateBuildRequest struct {
 	NoCache bool `json:"no_cache,omitempty"`
 }
 
-
 // TemplateBuildEvent is one event of a build's stream ("log" events):
 // a step begun (Step, Line, Instruction, Cached), or a line of its output.
 type TemplateBuildEvent struct {
