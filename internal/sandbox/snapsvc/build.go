@@ -96,6 +96,8 @@ type build struct {
 	stepNo  int
 	boxes   []string
 	lastOut []string
+	// layers are every stage's layers, which the template keeps.
+	layers []string
 }
 
 // BuildTemplate builds a template from a Dockerfile (sandbox::template::build),
@@ -353,11 +355,12 @@ func (b *build) copyFrom(ss *stageState, step templatebuild.Step, ev api.Templat
 // fsStep runs a step that changes files: a cache hit takes its layer,
 // a miss runs do in the stage's sandbox and captures the layer.
 func (b *build) fsStep(ss *stageState, step templatebuild.Step, ev api.TemplateBuildEvent, inputs []string, do func(box string) error) error {
-	key := templatebuild.Key(ss.key, append([]string{step.Text, strings.Join(ss.env, "\x00"), ss.workdir, ss.user}, inputs...)...)
+	key := templatebuild.Key(ss.key, append([]string{step.Text, strings.Join(ss.vars, "\x00"), ss.workdir, ss.user}, inputs...)...)
 	if !b.req.NoCache {
 		if e, ok := b.s.cached(key); ok && (ss.imageID == "" || ss.imageID == e.ImageID) {
 			ss.key, ss.layer, ss.imageID = key, e.Layer, e.ImageID
 			ss.layers = append(ss.layers, e.Layer)
+			b.layers = append(b.layers, e.Layer)
 			if ss.box != "" { // the sandbox no longer matches the layers
 				b.stopBox(ss)
 			}
@@ -392,6 +395,7 @@ func (b *build) fsStep(ss *stageState, step templatebuild.Step, ev api.TemplateB
 	}
 	ss.key, ss.layer = key, sha
 	ss.layers = append(ss.layers, sha)
+	b.layers = append(b.layers, sha)
 	return nil
 }
 
@@ -448,7 +452,11 @@ func (b *build) exec(box string, ss *stageState, argv []string, user, workdir st
 		return err
 	}
 	defer release()
-	areq, err := h.ExecRequest(sandbox.ExecCall{Argv: argv, Env: ss.env, Workdir: workdir, User: user, TimeoutMs: stepTimeoutMs})
+	if user, err = b.resolveUser(h, user); err != nil {
+		return err
+	}
+	// A RUN sees the stage's ARGs and ENVs in its environment.
+	areq, err := h.ExecRequest(sandbox.ExecCall{Argv: argv, Env: ss.vars, Workdir: workdir, User: user, TimeoutMs: stepTimeoutMs})
 	if err != nil {
 		return err
 	}
@@ -503,6 +511,67 @@ func (b *build) exec(box string, ss *stageState, argv []string, user, workdir st
 			return nil
 		}
 	}
+}
+
+// resolveUser is user (a USER's value) as uid:gid, looked up in the
+// sandbox's own account files (an earlier RUN may have added it; the
+// image's are not enough). A numeric or empty user is as given.
+func (b *build) resolveUser(h sandbox.Handle, user string) (string, error) {
+	name, group, _ := strings.Cut(user, ":")
+	if user == "" || (isNumeric(name) && (group == "" || isNumeric(group))) {
+		return user, nil
+	}
+	id := func(flag, who string) (string, error) {
+		areq, err := h.ExecRequest(sandbox.ExecCall{Argv: []string{"id", flag, who}, User: "0", TimeoutMs: 10_000})
+		if err != nil {
+			return "", err
+		}
+		resp, err := h.Agent().Exec(b.ctx, areq)
+		if err != nil {
+			return "", h.Fail(b.ctx, "resolving a USER", err)
+		}
+		out := strings.TrimSpace(string(resp.GetStdout()))
+		if resp.GetExitCode() != 0 || !isNumeric(out) {
+			return "", errdefs.Malformed("USER %s: no such user in the image", spec.Clip(who, 64))
+		}
+		return out, nil
+	}
+	uid, err := id("-u", name)
+	if err != nil {
+		return "", err
+	}
+	gid := group
+	if group == "" {
+		gid, err = id("-g", name)
+	} else if !isNumeric(group) {
+		gid, err = b.groupID(h, group)
+	}
+	if err != nil {
+		return "", err
+	}
+	return uid + ":" + gid, nil
+}
+
+// groupID is a group's gid in the sandbox.
+func (b *build) groupID(h sandbox.Handle, group string) (string, error) {
+	areq, err := h.ExecRequest(sandbox.ExecCall{Argv: []string{"getent", "group", group}, User: "0", TimeoutMs: 10_000})
+	if err != nil {
+		return "", err
+	}
+	resp, err := h.Agent().Exec(b.ctx, areq)
+	if err != nil {
+		return "", h.Fail(b.ctx, "resolving a USER's group", err)
+	}
+	f := strings.Split(strings.TrimSpace(string(resp.GetStdout())), ":")
+	if resp.GetExitCode() != 0 || len(f) < 3 || !isNumeric(f[2]) {
+		return "", errdefs.Malformed("USER ...:%s: no such group in the image", spec.Clip(group, 64))
+	}
+	return f[2], nil
+}
+
+func isNumeric(s string) bool {
+	_, err := strconv.ParseUint(s, 10, 32)
+	return err == nil
 }
 
 // outputLine emits one line of a step's output and keeps the last ones.
@@ -590,7 +659,7 @@ func (b *build) finish(ss *stageState, old *templateRecord) (*templateRecord, er
 	s := b.s
 	rec := &templateRecord{Name: b.req.Name, Owner: auth.OwnerFrom(b.ctx), CreatedAt: time.Now().UTC(), ImageID: ss.imageID,
 		Defaults: api.TemplateDefaults{Image: ss.image, CPUs: b.req.CPUs, MemoryMB: b.req.MemoryMB, Network: b.req.Network, Env: api.Env(ss.env)},
-		Built:    &builtInfo{Layers: ss.layers, Workdir: ss.workdir, User: ss.user, StartCmd: startCmd(ss, b.req.StartCmd)}}
+		Built:    &builtInfo{Layers: b.layers, Workdir: ss.workdir, User: ss.user, StartCmd: startCmd(ss, b.req.StartCmd)}}
 	if ss.layer != "" {
 		rec.Layer = filepath.Join(buildDir, "layers", ss.layer+".tar")
 		if fi, err := os.Stat(s.path(rec.Layer)); err == nil {

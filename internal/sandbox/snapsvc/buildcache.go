@@ -160,7 +160,13 @@ func (b *build) snapshotRunning(ss *stageState, rec *templateRecord) error {
 	if err != nil {
 		return err
 	}
-	areq, err := h.ExecRequest(sandbox.ExecCall{Argv: rec.Built.StartCmd, Env: ss.env, Workdir: ss.workdir, User: ss.user})
+	user, err := b.resolveUser(h, ss.user)
+	if err != nil {
+		release()
+		return err
+	}
+	rec.Built.User = user
+	areq, err := h.ExecRequest(sandbox.ExecCall{Argv: rec.Built.StartCmd, Env: ss.env, Workdir: ss.workdir, User: user})
 	if err != nil {
 		release()
 		return err
@@ -259,7 +265,7 @@ func (b *build) readyOnce(ctx context.Context, box string, ss *stageState, pid i
 		c.Close()
 		return true, nil
 	case b.req.ReadyCmd != "":
-		areq, err := h.ExecRequest(sandbox.ExecCall{Argv: []string{"/bin/sh", "-c", b.req.ReadyCmd}, Env: ss.env, Workdir: ss.workdir, User: ss.user, TimeoutMs: 10_000})
+		areq, err := h.ExecRequest(sandbox.ExecCall{Argv: []string{"/bin/sh", "-c", b.req.ReadyCmd}, Env: ss.env, Workdir: ss.workdir, TimeoutMs: 10_000})
 		if err != nil {
 			return false, err
 		}

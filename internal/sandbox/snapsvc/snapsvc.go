@@ -86,15 +86,21 @@ func New(core Core, o Options) (*Service, error) {
 // req and says what the sandbox starts from: a template's layer, a
 // snapshot's checkpoint, or nil for its image (sandbox.Options.OriginOf).
 func (s *Service) Origin(ctx context.Context, req *api.CreateRequest) (from *sandbox.Origin, err error) {
+	var builtSnap string
 	if req.Template != "" {
-		if from, err = s.templateSource(ctx, req); err != nil {
+		if from, builtSnap, err = s.templateSource(ctx, req); err != nil {
 			return nil, err
 		}
 	}
 	if req.SnapshotID != "" {
+		layer := ""
+		if from != nil && req.SnapshotID == builtSnap {
+			layer = from.Layer // issue 39: the built template's snapshot booted on its layer
+		}
 		if from, err = s.snapshotSource(ctx, req); err != nil {
 			return nil, err
 		}
+		from.Layer = layer
 	}
 	return from, nil
 }
