@@ -9,6 +9,15 @@ import "io"
 // FnTemplateBuild is the function id of a template build (a stream).
 const FnTemplateBuild = "sandbox::template::build"
 
+// Events of a template build (issue 39), about no sandbox: a build's
+// start, each step it ran or took from the cache, its end or failure.
+const (
+	EventTemplateBuildStarted = "template.build.started"
+	EventTemplateBuildStep    = "template.build.step"
+	EventTemplateBuildDone    = "template.build.done"
+	EventTemplateBuildFailed  = "template.build.failed"
+)
+
 // TemplateBuildRequest is the payload of sandbox::template::build.
 type TemplateBuildRequest struct {
 	// Name is the template's; a rebuild replaces the caller's built

@@ -70,6 +70,10 @@ func TestTemplateBuild(t *testing.T) {
 		t.Errorf("the build's progress:\n%s", log)
 	}
 	layersDir := filepath.Join(d.dataDir, "snapshots", "build", "layers")
+	if status, body := d.raw("GET", "/v1/events?type=template.build.*", "", ""); status != 200 ||
+		!strings.Contains(body, `"template.build.started"`) || !strings.Contains(body, `"template.build.step"`) || !strings.Contains(body, `"template.build.done"`) {
+		t.Errorf("the build's events: %d %s", status, body)
+	}
 
 	t.Run("a sandbox of the template has the app running", func(t *testing.T) {
 		before := time.Now().Unix()

@@ -123,7 +123,28 @@ func (s *Service) BuildTemplate(ctx context.Context, req api.TemplateBuildReques
 	if err != nil {
 		return api.TemplateBuildResponse{}, err
 	}
-	b := &build{s: s, ctx: ctx, req: req, bctx: bctx, emit: emit, names: map[string]int{}, args: req.BuildArgs}
+	owner := auth.OwnerFrom(ctx)
+	s.event(owner, api.EventTemplateBuildStarted, map[string]any{"template": req.Name})
+	logged := func(ev api.TemplateBuildEvent) error {
+		if ev.Phase == "step" {
+			s.event(owner, api.EventTemplateBuildStep, map[string]any{"template": req.Name, "step": ev.Step, "steps": ev.Steps,
+				"line": ev.Line, "instruction": ev.Instruction, "cached": ev.Cached})
+		}
+		return emit(ev)
+	}
+	b := &build{s: s, ctx: ctx, req: req, bctx: bctx, emit: logged, names: map[string]int{}, args: req.BuildArgs}
+	resp, err := b.run(plan, old, start)
+	if err != nil {
+		s.event(owner, api.EventTemplateBuildFailed, map[string]any{"template": req.Name, "step": b.stepNo, "error": errdefs.As(err).Message})
+		return resp, err
+	}
+	s.event(owner, api.EventTemplateBuildDone, map[string]any{"template": req.Name, "steps": resp.Steps, "cached_steps": resp.CachedSteps, "duration_ms": resp.DurationMs})
+	return resp, nil
+}
+
+// run runs the build's stages and records its template.
+func (b *build) run(plan *templatebuild.Plan, old *templateRecord, start time.Time) (api.TemplateBuildResponse, error) {
+	req := b.req
 	last := len(plan.Stages) - 1
 	if req.Target != "" {
 		i, ok := b.stageIndex(plan, req.Target)
@@ -155,7 +176,7 @@ func (s *Service) BuildTemplate(ctx context.Context, req api.TemplateBuildReques
 	if err != nil {
 		return api.TemplateBuildResponse{}, err
 	}
-	_ = emit(api.TemplateBuildEvent{Phase: "done", Steps: b.steps, Step: b.steps})
+	_ = b.emit(api.TemplateBuildEvent{Phase: "done", Steps: b.steps, Step: b.steps})
 	return api.TemplateBuildResponse{Template: rec.info(), Steps: b.steps, CachedSteps: b.cached, DurationMs: uint64(time.Since(start).Milliseconds())}, nil
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/hutch-dev/hutch/api"
 	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
 	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/events"
 	"github.com/hutch-dev/hutch/internal/sandbox"
 )
 
@@ -283,4 +284,16 @@ func (s *Service) dropSnapshot(ctx context.Context, id string) {
 	if _, err := s.DeleteSnapshot(ctx, api.SnapshotRequest{SnapshotID: id}); err != nil && !errdefs.Is(err, errdefs.CodeNoSnapshot) {
 		s.log.Error("removing a template's snapshot", "snapshot", id, "err", err)
 	}
+}
+
+// event records a template build's event for owner (about no sandbox).
+func (s *Service) event(owner, typ string, data map[string]any) {
+	if s.events == nil {
+		return
+	}
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return
+	}
+	s.events.Append(events.Event{Type: typ, Owner: owner, Data: raw})
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/events"
 	"github.com/hutch-dev/hutch/internal/sandbox"
 )
 
@@ -47,6 +48,11 @@ type Options struct {
 	// all owners' together (snapshot_storage_mb).
 	StorageMB uint64
 	Logger    *slog.Logger
+	// Events, when set, records a template build's template.build.*
+	// events (issue 39).
+	Events interface {
+		Append(events.Event) events.Event
+	}
 }
 
 // Service answers the snapshot, template and fork functions
@@ -58,6 +64,9 @@ type Service struct {
 	dir       string
 	storageMB uint64
 	log       *slog.Logger
+	events    interface {
+		Append(events.Event) events.Event
+	}
 	// mu serializes the quota's check with the record that uses the room.
 	mu sync.Mutex
 }
@@ -68,7 +77,7 @@ func New(core Core, o Options) (*Service, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	s := &Service{core: core, dir: o.Dir, storageMB: o.StorageMB, log: o.Logger}
+	s := &Service{core: core, dir: o.Dir, storageMB: o.StorageMB, log: o.Logger, events: o.Events}
 	var err error
 	if s.snapshots, err = core.Records("snapshots"); err != nil {
 		return nil, err
