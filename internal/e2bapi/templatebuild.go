@@ -40,6 +40,7 @@ const (
 	kindUpload         = "template-upload"
 	maxUploadBytes     = 256 << 20
 	maxUploadsPerOwner = 64
+	maxUploadedBytes   = 512 << 20 // an owner's uploads together
 	maxBuildLogLines   = 10_000
 	maxBuildSteps      = 500
 )
@@ -176,11 +177,17 @@ func (tr *Transport) upload(w http.ResponseWriter, r *http.Request) {
 	if tb.files[owner] == nil {
 		tb.files[owner] = map[string][]byte{}
 	}
-	if len(tb.files[owner]) >= maxUploadsPerOwner {
-		for k := range tb.files[owner] { // forget one: uploads are a cache
-			delete(tb.files[owner], k)
+	// Uploads are a cache: others are forgotten to make room.
+	used := int64(len(data))
+	for _, f := range tb.files[owner] {
+		used += int64(len(f))
+	}
+	for k, f := range tb.files[owner] {
+		if len(tb.files[owner]) < maxUploadsPerOwner && used <= maxUploadedBytes {
 			break
 		}
+		used -= int64(len(f))
+		delete(tb.files[owner], k)
 	}
 	tb.files[owner][hash] = data
 	tb.mu.Unlock()

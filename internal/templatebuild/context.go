@@ -272,7 +272,7 @@ func (c *Context) Plan(sources []string, dest string, o CopyOptions) (*Copy, err
 		}
 		e := it.e
 		if o.Unpack && e.Typeflag == tar.TypeReg {
-			if ok, err := unpackInto(e.Data, path.Join(dest, "."), put); err != nil {
+			if ok, err := unpackInto(e.Data, path.Join(dest, "."), DefaultMaxContextBytes, put); err != nil {
 				return nil, errdefs.Malformed("ADD %s: %v", e.Name, err)
 			} else if ok {
 				continue
@@ -291,8 +291,9 @@ func (c *Context) Plan(sources []string, dest string, o CopyOptions) (*Copy, err
 }
 
 // unpackInto writes the entries of data, when it is a tar (gzip or plain),
-// under dir through put; false when data is not a tar.
-func unpackInto(data []byte, dir string, put func(string, *tar.Header, []byte) error) (bool, error) {
+// under dir through put, at most maxBytes of content (a gzip bomb stops
+// there); false when data is not a tar.
+func unpackInto(data []byte, dir string, maxBytes int64, put func(string, *tar.Header, []byte) error) (bool, error) {
 	tr, err := tarReader(bytes.NewReader(data))
 	if err != nil {
 		return false, nil
@@ -316,6 +317,9 @@ func unpackInto(data []byte, dir string, put func(string, *tar.Header, []byte) e
 		}
 		if name == "." || (h.Typeflag != tar.TypeReg && h.Typeflag != tar.TypeDir && h.Typeflag != tar.TypeSymlink) {
 			continue
+		}
+		if maxBytes -= h.Size; maxBytes < 0 {
+			return true, fmt.Errorf("the archive unpacks to more than %d MiB", DefaultMaxContextBytes>>20)
 		}
 		body, err := io.ReadAll(io.LimitReader(tr, h.Size))
 		if err != nil {

@@ -128,3 +128,18 @@ func TestContextIgnoreGlobAndDigest(t *testing.T) {
 		t.Errorf("an oversized context: %v", err)
 	}
 }
+
+func TestAddUnpacksALocalTar(t *testing.T) {
+	inner := contextTar(t, "lib/", "", "lib/a.txt", "A")
+	c, err := LoadContext(bytes.NewReader(contextTar(t, "vendor.tar", string(inner), "plain.txt", "P")), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := c.Plan([]string{"vendor.tar", "plain.txt"}, "/opt/", CopyOptions{Unpack: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(names(t, cp.Tar), ","); got != "opt/lib,opt/lib/a.txt,opt/plain.txt" {
+		t.Errorf("ADD vendor.tar plain.txt /opt/ wrote %s", got)
+	}
+}
