@@ -282,6 +282,13 @@ func dockerfileOf(image string, steps []e2bStep, files map[string][]byte) (strin
 		bad := func(why string) error {
 			return errdefs.Malformed("template step %d (%s): %s", i+1, spec.Clip(st.Type, 16), why)
 		}
+		// Words written unquoted (a path, a user, an ENV key) stay on their line.
+		for j, a := range st.Args {
+			quoted := (st.Type == "RUN" && j == 0) || (st.Type == "COPY" && j < 2) || (st.Type == "ENV" && j%2 == 1)
+			if !quoted && strings.ContainsAny(a, "\n\r \t") {
+				return "", nil, bad(fmt.Sprintf("argument %q is not one word", spec.Clip(a, 32)))
+			}
+		}
 		switch st.Type {
 		case "RUN":
 			if len(st.Args) == 0 {
