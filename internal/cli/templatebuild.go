@@ -1,12 +1,11 @@
 package cli
 
 import (
-	"archive/tar"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/tarfs"
 )
 
 // maxCLIContextBytes bounds the build context the CLI sends.
@@ -106,59 +106,28 @@ func (a *app) buildProgress(ev api.TemplateBuildEvent) {
 	}
 }
 
-// tarDir is a tar of dir's files, directories and symlinks, at most
-// maxCLIContextBytes of content.
+// tarDir is a tar of dir (tarfs.Pack), at most maxCLIContextBytes.
 func tarDir(dir string) ([]byte, error) {
 	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	var total int64
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+	w := &cappedWriter{w: &buf, left: maxCLIContextBytes}
+	if _, err := tarfs.Pack(w, dir, tarfs.PackOptions{}); err != nil {
+		if w.left < 0 {
+			return nil, fmt.Errorf("the build context %s holds more than %d MiB", dir, maxCLIContextBytes>>20)
 		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil || rel == "." {
-			return err
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
-		link := ""
-		if fi.Mode()&fs.ModeSymlink != 0 {
-			if link, err = os.Readlink(p); err != nil {
-				return err
-			}
-		} else if !fi.Mode().IsRegular() && !fi.IsDir() {
-			return nil
-		}
-		h, err := tar.FileInfoHeader(fi, link)
-		if err != nil {
-			return err
-		}
-		h.Name, h.Uname, h.Gname = filepath.ToSlash(rel), "", ""
-		if err := tw.WriteHeader(h); err != nil {
-			return err
-		}
-		if !fi.Mode().IsRegular() {
-			return nil
-		}
-		if total += fi.Size(); total > maxCLIContextBytes {
-			return fmt.Errorf("the build context %s holds more than %d MiB", dir, maxCLIContextBytes>>20)
-		}
-		f, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		_, err = io.Copy(tw, f)
-		return err
-	})
-	if err == nil {
-		err = tw.Close()
-	}
-	if err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// cappedWriter fails a write past its bound.
+type cappedWriter struct {
+	w    io.Writer
+	left int64
+}
+
+func (c *cappedWriter) Write(p []byte) (int, error) {
+	if c.left -= int64(len(p)); c.left < 0 {
+		return 0, errors.New("too large")
+	}
+	return c.w.Write(p)
 }
