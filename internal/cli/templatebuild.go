@@ -100,6 +100,10 @@ func (a *app) buildProgress(ev api.TemplateBuildEvent) {
 	case "output":
 		fmt.Fprintf(a.stderr, "    %s\n", ev.Output)
 	case "start":
+		if ev.Cached {
+			fmt.Fprintf(a.stderr, "start command unchanged: its snapshot is kept (cached)\n")
+			return
+		}
 		fmt.Fprintf(a.stderr, "starting: %s\n", ev.Output)
 	case "snapshot":
 		fmt.Fprintln(a.stderr, "ready: snapshotting it running")

@@ -434,6 +434,9 @@ func buildLine(e api.TemplateBuildEvent) string {
 		}
 		return line
 	case "start":
+		if e.Cached {
+			return "start command unchanged: its snapshot is kept (cached)"
+		}
 		return "starting: " + e.Output
 	case "snapshot":
 		return "ready: snapshotting it running"

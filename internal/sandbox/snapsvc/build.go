@@ -56,8 +56,10 @@ type builtInfo struct {
 	Workdir  string   `json:"workdir,omitempty"`
 	User     string   `json:"user,omitempty"`
 	// Snapshot is the snapshot of its start command running, which the
-	// template owns.
+	// template owns; StartKey is what it was taken of (a rebuild that
+	// comes to the same key keeps it).
 	Snapshot string `json:"snapshot,omitempty"`
+	StartKey string `json:"start_key,omitempty"`
 }
 
 // cacheEntry is one step's cached result.
@@ -687,7 +689,15 @@ func (b *build) finish(ss *stageState, old *templateRecord) (*templateRecord, er
 			rec.LayerBytes = fi.Size()
 		}
 	}
-	if len(rec.Built.StartCmd) > 0 {
+	rec.Built.StartKey = templatebuild.Key(ss.layer, append([]string{ss.image, ss.imageID, ss.workdir, ss.user, strings.Join(ss.env, "\x00"),
+		b.req.ReadyCmd, fmt.Sprint(b.req.ReadyPort, b.req.CPUs, b.req.MemoryMB, b.req.Network)}, rec.Built.StartCmd...)...)
+	switch {
+	case len(rec.Built.StartCmd) == 0:
+	case old != nil && old.Built != nil && old.Built.Snapshot != "" && old.Built.StartKey == rec.Built.StartKey && !b.req.NoCache && b.s.hasSnapshot(b.ctx, old.Built.Snapshot):
+		// The same files and start command: its snapshot serves again.
+		rec.Built.Snapshot, rec.Built.User, rec.Defaults.SnapshotID = old.Built.Snapshot, old.Built.User, old.Built.Snapshot
+		_ = b.emit(api.TemplateBuildEvent{Step: b.steps, Steps: b.steps, Phase: "start", Cached: true, Output: strings.Join(rec.Built.StartCmd, " ")})
+	default:
 		if err := b.snapshotRunning(ss, rec); err != nil {
 			return nil, err
 		}

@@ -297,3 +297,9 @@ func (s *Service) event(owner, typ string, data map[string]any) {
 	}
 	s.events.Append(events.Event{Type: typ, Owner: owner, Data: raw})
 }
+
+// hasSnapshot says the caller's snapshot id is there.
+func (s *Service) hasSnapshot(ctx context.Context, id string) bool {
+	_, err := s.snapshot(ctx, id)
+	return err == nil
+}
