@@ -9,7 +9,7 @@ import assert from 'node:assert/strict'
 import { mkdtempSync, mkdirSync, writeFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { BuildError, Sandbox, Template, waitForFile } from 'e2b'
+import { BuildError, Sandbox, Template } from 'e2b'
 import { BOOT_TIMEOUT_MS, killE2B } from '../lib.mjs'
 
 const dir = mkdtempSync(join(tmpdir(), 'hutch-e2b-template-'))
@@ -32,7 +32,9 @@ describe('E2B Template SDK', () => {
       .setWorkdir('/srv')
       .runCmd('echo "$GREETING" > /srv/greeting.txt && useradd -m runner')
       .setUser('runner')
-      .setStartCmd('sh -c "date +%s > /tmp/started && exec python3 -m http.server 8080 --directory /srv"', waitForFile('/tmp/started'))
+      // Ready once the server accepts connections (the image has no ss).
+      .setStartCmd(`sh -c "python3 -c 'import uuid; print(uuid.uuid4())' > /tmp/started && exec python3 -m http.server 8080 --directory /srv"`,
+        `python3 -c "import socket; socket.create_connection(('127.0.0.1', 8080), 1)"`)
     const logs = []
     const built = await Template.build(template, name, {
       cpuCount: 1,
@@ -44,13 +46,17 @@ describe('E2B Template SDK', () => {
     assert.ok(logs.some((l) => l.includes('RUN')), logs.join('\n'))
     assert.ok(logs.some((l) => l.startsWith('starting:')), logs.join('\n'))
 
-    const before = Math.floor(Date.now() / 1000)
     const sbx = await Sandbox.create(name, { requestTimeoutMs: BOOT_TIMEOUT_MS })
     const files = await sbx.commands.run('cat /srv/greeting.txt /srv/app/index.html /tmp/started')
     const [greeting, index, started] = files.stdout.trim().split('\n')
     assert.equal(greeting, 'hello there')
     assert.equal(index, 'from the template')
-    assert.ok(Number(started) <= before, `the server started at ${started}, the sandbox was created at ${before}`)
+    // The start command wrote a random token once, at the build: another
+    // sandbox of the template has the same one.
+    const other = await Sandbox.create(name, { requestTimeoutMs: BOOT_TIMEOUT_MS })
+    assert.equal((await other.commands.run('cat /tmp/started')).stdout.trim(), started)
+    assert.ok(started.length >= 32, started)
+    await other.kill()
     const page = await sbx.commands.run(`python3 -c "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:8080/app/index.html').read().decode(), end='')"`)
     assert.equal(page.stdout, 'from the template\n')
     await sbx.kill()
