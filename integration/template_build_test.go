@@ -7,8 +7,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -36,7 +36,7 @@ COPY --chown=web:web app/ /srv/
 COPY --from=gen /greeting.txt /srv/greeting.txt
 USER web
 ENV PORT=8080
-CMD sh -c "date +%s > /srv/started.txt && exec python3 -m http.server $PORT --bind 127.0.0.1"
+CMD sh -c "python3 -c 'import uuid; print(uuid.uuid4())' > /srv/started.txt && exec python3 -m http.server $PORT --bind 127.0.0.1"
 `
 
 func TestTemplateBuild(t *testing.T) {
@@ -76,7 +76,6 @@ func TestTemplateBuild(t *testing.T) {
 	}
 
 	t.Run("a sandbox of the template has the app running", func(t *testing.T) {
-		before := time.Now().Unix()
 		id := d.create(api.CreateRequest{Template: "web"})
 		if r := d.exec(id, "sh", "-c", "cat /srv/greeting.txt; ls /srv; stat -c %U /srv/index.html"); r.Stdout != "hi from stage one\ngreeting.txt\nindex.html\nstarted.txt\nweb\n" {
 			t.Errorf("the template's files and user: %q %q", r.Stdout, r.Stderr)
@@ -91,9 +90,22 @@ func TestTemplateBuild(t *testing.T) {
 			status, body = httpGet(t, url+"started.txt")
 			return status == 200
 		})
-		started, err := strconv.ParseInt(strings.TrimSpace(body), 10, 64)
-		if status != 200 || err != nil || started > before {
-			t.Fatalf("the server's start: %d %q (the sandbox was created at %d)", status, body, before)
+		// The start command wrote a random token once, at the build (the
+		// ready port answers after it): another sandbox of the template
+		// has the same one.
+		before := diskUse(d.dataDir)
+		other := d.create(api.CreateRequest{Template: "web"})
+		if info, err := d.c.GetTemplate(ctx, "web"); err != nil {
+			t.Errorf("template get: %v", err)
+		} else {
+			grew := diskUse(d.dataDir) - before
+			plain := diskUse(d.dataDir)
+			d.create(api.CreateRequest{Image: "python"})
+			t.Logf("disk use of the data dir grew %d KiB for another sandbox of the template (its layer is %d KiB), %d KiB for a sandbox of its image",
+				grew>>10, info.LayerBytes>>10, (diskUse(d.dataDir)-plain)>>10)
+		}
+		if r := d.exec(other, "cat", "/srv/started.txt"); status != 200 || len(body) < 32 || r.Stdout != body {
+			t.Fatalf("the server's start token: %d %q, another sandbox's %q", status, body, r.Stdout)
 		}
 		if status, body := httpGet(t, url+"index.html"); status != 200 || body != "v1\n" {
 			t.Errorf("index.html: %d %q", status, body)
@@ -161,6 +173,21 @@ func httpGet(t *testing.T, url string) (int, string) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	return resp.StatusCode, string(b)
+}
+
+// diskUse is the bytes of disk the files under dir take (allocated
+// blocks: a sparse file counts what it holds).
+func diskUse(dir string) int64 {
+	var n int64
+	filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {
+		if err == nil {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+				n += st.Blocks * 512
+			}
+		}
+		return nil
+	})
+	return n
 }
 
 // countFiles counts the entries of dir.
