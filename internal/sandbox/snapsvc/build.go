@@ -135,6 +135,17 @@ func (s *Service) BuildTemplate(ctx context.Context, req api.TemplateBuildReques
 		return emit(ev)
 	}
 	b := &build{s: s, ctx: ctx, req: req, bctx: bctx, emit: logged, names: map[string]int{}, args: req.BuildArgs}
+	s.buildMu.Lock()
+	if s.builds == nil {
+		s.builds = map[*build]struct{}{}
+	}
+	s.builds[b] = struct{}{}
+	s.buildMu.Unlock()
+	defer func() {
+		s.buildMu.Lock()
+		delete(s.builds, b)
+		s.buildMu.Unlock()
+	}()
 	resp, err := b.run(plan, old, start)
 	if err != nil {
 		s.event(owner, api.EventTemplateBuildFailed, map[string]any{"template": req.Name, "step": b.stepNo, "error": errdefs.As(err).Message})
@@ -379,18 +390,13 @@ func (b *build) copyFrom(ss *stageState, step templatebuild.Step, ev api.Templat
 // a miss runs do in the stage's sandbox and captures the layer.
 func (b *build) fsStep(ss *stageState, step templatebuild.Step, ev api.TemplateBuildEvent, inputs []string, do func(box string) error) error {
 	key := templatebuild.Key(ss.key, append([]string{step.Text, strings.Join(ss.vars, "\x00"), ss.workdir, ss.user}, inputs...)...)
-	if !b.req.NoCache {
-		if e, ok := b.s.cached(key); ok && (ss.imageID == "" || ss.imageID == e.ImageID) {
-			ss.key, ss.layer, ss.imageID = key, e.Layer, e.ImageID
-			ss.layers = append(ss.layers, e.Layer)
-			b.layers = append(b.layers, e.Layer)
-			if ss.box != "" { // the sandbox no longer matches the layers
-				b.stopBox(ss)
-			}
-			ev.Cached = true
-			b.cached++
-			return b.emit(ev)
+	if !b.req.NoCache && b.takeCached(ss, key) {
+		if ss.box != "" { // the sandbox no longer matches the layers
+			b.stopBox(ss)
 		}
+		ev.Cached = true
+		b.cached++
+		return b.emit(ev)
 	}
 	if err := b.emit(ev); err != nil {
 		return err
@@ -409,6 +415,10 @@ func (b *build) fsStep(ss *stageState, step templatebuild.Step, ev api.TemplateB
 		}
 		return errdefs.New(errdefs.CodeMalformed, "%s", msg)
 	}
+	// Captured and counted as the build's under buildMu: gcLayers never
+	// sees the layer unkept.
+	b.s.buildMu.Lock()
+	defer b.s.buildMu.Unlock()
 	sha, err := b.s.captureStep(b.ctx, ss.box)
 	if err != nil {
 		return err
@@ -420,6 +430,22 @@ func (b *build) fsStep(ss *stageState, step templatebuild.Step, ev api.TemplateB
 	ss.layers = append(ss.layers, sha)
 	b.layers = append(b.layers, sha)
 	return nil
+}
+
+// takeCached takes key's cached layer for the stage, when there is one
+// of its image, counting it as the build's (under buildMu, so that
+// gcLayers does not remove it meanwhile).
+func (b *build) takeCached(ss *stageState, key string) bool {
+	b.s.buildMu.Lock()
+	defer b.s.buildMu.Unlock()
+	e, ok := b.s.cached(key)
+	if !ok || (ss.imageID != "" && ss.imageID != e.ImageID) {
+		return false
+	}
+	ss.key, ss.layer, ss.imageID = key, e.Layer, e.ImageID
+	ss.layers = append(ss.layers, e.Layer)
+	b.layers = append(b.layers, e.Layer)
+	return true
 }
 
 // ensureBox boots the stage's sandbox on its image and layer, if it has

@@ -114,15 +114,22 @@ func isSHA(s string) bool {
 	return err == nil
 }
 
-// gcLayers removes the layers no template keeps, and the cache keys that
-// lead to them.
+// gcLayers removes the layers no template and no build in progress
+// keeps, and the cache keys that lead to them.
 func (s *Service) gcLayers() {
 	tmpls, _, err := s.allTemplates()
 	if err != nil {
 		s.log.Error("collecting build layers", "err", err)
 		return
 	}
+	s.buildMu.Lock()
+	defer s.buildMu.Unlock()
 	kept := map[string]bool{}
+	for b := range s.builds {
+		for _, l := range b.layers {
+			kept[l] = true
+		}
+	}
 	for _, r := range tmpls {
 		if r.Built != nil {
 			for _, l := range r.Built.Layers {

@@ -69,6 +69,10 @@ type Service struct {
 	}
 	// mu serializes the quota's check with the record that uses the room.
 	mu sync.Mutex
+	// buildMu guards builds, the template builds in progress, whose
+	// layers no template keeps yet (issue 39: gcLayers spares them).
+	buildMu sync.Mutex
+	builds  map[*build]struct{}
 }
 
 // New is the snapshot service over core. It settles the checkpoint
