@@ -1,7 +1,5 @@
 package api
 
-import "io"
-
 // Template builds (issue 39): a template built from a Dockerfile and its
 // build context, each step a cached layer, its start command booted once
 // and snapshotted running.
@@ -25,10 +23,8 @@ type TemplateBuildRequest struct {
 	Name string `json:"name"`
 	// Dockerfile is the Dockerfile's text.
 	Dockerfile string `json:"dockerfile"`
-	// Context is the build context as a tar (or tar.gz), base64 in JSON;
-	// Body, set by a caller in the daemon, carries it as a stream instead.
-	Context []byte    `json:"context,omitempty"`
-	Body    io.Reader `json:"-"`
+	// Context is the build context as a tar (or tar.gz), base64 in JSON.
+	Context []byte `json:"context,omitempty"`
 	// BuildArgs set the Dockerfile's ARGs.
 	BuildArgs map[string]string `json:"build_args,omitempty"`
 	// Target is the stage to build (default the last).

@@ -117,8 +117,8 @@ func (s *Service) BuildTemplate(ctx context.Context, req api.TemplateBuildReques
 	if err != nil {
 		return api.TemplateBuildResponse{}, err
 	}
-	body := req.Body
-	if body == nil && len(req.Context) > 0 {
+	var body io.Reader
+	if len(req.Context) > 0 {
 		body = bytes.NewReader(req.Context)
 	}
 	bctx, err := templatebuild.LoadContext(body, templatebuild.DefaultMaxContextBytes)
