@@ -206,6 +206,7 @@ func (a *app) snapshotCmd() *cobra.Command {
 		return nil
 	})
 	cmd.AddCommand(create, ls, rm)
+	cmd.AddCommand(a.templateBuildCmd()) // issue 39: hutch template build
 	return cmd
 }
 
@@ -289,5 +290,6 @@ func (a *app) templateCmd() *cobra.Command {
 		return nil
 	})
 	cmd.AddCommand(create, ls, rm)
+	cmd.AddCommand(a.templateBuildCmd()) // issue 39: hutch template build
 	return cmd
 }

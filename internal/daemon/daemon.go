@@ -360,7 +360,8 @@ func (d *daemon) startManager(ctx context.Context) error {
 		d.cleanShutdown = err == nil
 		return err
 	})
-	if snaps, err = snapsvc.New(mgr, snapsvc.Options{Dir: sandbox.CheckpointDir(d.opts.DataDir), StorageMB: cfg.SnapshotStorageMB, Logger: d.log}); err != nil {
+	if snaps, err = snapsvc.New(mgr, snapsvc.Options{Dir: sandbox.CheckpointDir(d.opts.DataDir), StorageMB: cfg.SnapshotStorageMB, Logger: d.log,
+		Events: d.evlog /* issue 39: template.build.* */}); err != nil {
 		return err
 	}
 	d.resolver.SetDirectory(d.sbnet)

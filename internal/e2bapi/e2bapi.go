@@ -93,6 +93,7 @@ func New(table *functions.Table, opts Options) *Transport {
 	tr := &Transport{t: table, opts: opts, control: http.NewServeMux(),
 		interp: codeinterp.New(table, codeinterp.Options{Logger: opts.Logger, WriteTimeout: opts.WriteTimeout})}
 	tr.routes()
+	tr.templateBuildRoutes() // issue 39: E2B's Template SDK build routes (templatebuild.go)
 	return tr
 }
 

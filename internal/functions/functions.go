@@ -131,6 +131,8 @@ func New(deps Deps) *Table {
 	registerSecrets(t) // issue 37
 	registerDescribe(t)
 	registerQuota(t) // issue 38
+	// issue 39: sandbox::template::build
+	registerTemplateBuild(t)
 	return t
 }
 

@@ -479,12 +479,12 @@ func (m *Manager) start(ctx context.Context, undo *cleanup.Stack, rt runtime.Run
 }
 
 // launch starts spec's sandbox: boots it (with a captured layer), or
-// restores it from a checkpoint.
+// restores it from a checkpoint (of a sandbox booted with that layer).
 func launch(ctx context.Context, rt runtime.Runtime, spec runtime.Spec, from *Origin) (runtime.Instance, error) {
+	if from != nil { // a restore names the layer its checkpoint booted with
+		spec.UpperLayer = from.Layer
+	}
 	if from == nil || from.Checkpoint == "" {
-		if from != nil {
-			spec.UpperLayer = from.Layer
-		}
 		return rt.Start(ctx, spec)
 	}
 	r, ok := rt.(runtime.Restorer)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/events"
 	"github.com/hutch-dev/hutch/internal/sandbox"
 )
 
@@ -47,6 +48,11 @@ type Options struct {
 	// all owners' together (snapshot_storage_mb).
 	StorageMB uint64
 	Logger    *slog.Logger
+	// Events, when set, records a template build's template.build.*
+	// events (issue 39).
+	Events interface {
+		Append(events.Event) events.Event
+	}
 }
 
 // Service answers the snapshot, template and fork functions
@@ -58,8 +64,15 @@ type Service struct {
 	dir       string
 	storageMB uint64
 	log       *slog.Logger
+	events    interface {
+		Append(events.Event) events.Event
+	}
 	// mu serializes the quota's check with the record that uses the room.
 	mu sync.Mutex
+	// buildMu guards builds, the template builds in progress, whose
+	// layers no template keeps yet (issue 39: gcLayers spares them).
+	buildMu sync.Mutex
+	builds  map[*build]struct{}
 }
 
 // New is the snapshot service over core. It settles the checkpoint
@@ -68,7 +81,7 @@ func New(core Core, o Options) (*Service, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	s := &Service{core: core, dir: o.Dir, storageMB: o.StorageMB, log: o.Logger}
+	s := &Service{core: core, dir: o.Dir, storageMB: o.StorageMB, log: o.Logger, events: o.Events}
 	var err error
 	if s.snapshots, err = core.Records("snapshots"); err != nil {
 		return nil, err
@@ -86,15 +99,21 @@ func New(core Core, o Options) (*Service, error) {
 // req and says what the sandbox starts from: a template's layer, a
 // snapshot's checkpoint, or nil for its image (sandbox.Options.OriginOf).
 func (s *Service) Origin(ctx context.Context, req *api.CreateRequest) (from *sandbox.Origin, err error) {
+	var builtSnap string
 	if req.Template != "" {
-		if from, err = s.templateSource(ctx, req); err != nil {
+		if from, builtSnap, err = s.templateSource(ctx, req); err != nil {
 			return nil, err
 		}
 	}
 	if req.SnapshotID != "" {
+		layer := ""
+		if from != nil && req.SnapshotID == builtSnap {
+			layer = from.Layer // issue 39: the built template's snapshot booted on its layer
+		}
 		if from, err = s.snapshotSource(ctx, req); err != nil {
 			return nil, err
 		}
+		from.Layer = layer
 	}
 	return from, nil
 }
@@ -146,7 +165,7 @@ func (s *Service) recover() error {
 	if err != nil {
 		return err
 	}
-	kept := map[string]bool{}
+	kept := map[string]bool{buildDir: true} // issue 39: the build cache (build.go)
 	for _, r := range recs {
 		if _, err := os.Stat(s.path(r.ID)); errors.Is(err, fs.ErrNotExist) {
 			s.log.Warn("forgetting a snapshot whose files are gone", "snapshot", r.ID)

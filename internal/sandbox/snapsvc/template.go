@@ -38,6 +38,9 @@ type templateRecord struct {
 	Layer      string    `json:"layer,omitempty"`
 	LayerBytes int64     `json:"layer_bytes,omitempty"`
 	CreatedAt  time.Time `json:"created_at"`
+	// Built is set on a template built from a Dockerfile (build.go): its
+	// layers are shared with the build cache, not its own.
+	Built *builtInfo `json:"built,omitempty"`
 }
 
 // templateKey is a template's key in the store: names are per owner.
@@ -175,20 +178,25 @@ func (s *Service) template(ctx context.Context, name string) (*templateRecord, e
 }
 
 // templateSource applies a create's template to req and returns the
-// layer its sandbox boots with, if the template has one.
-func (s *Service) templateSource(ctx context.Context, req *api.CreateRequest) (*sandbox.Origin, error) {
+// layer its sandbox boots with, if the template has one, and the snapshot
+// of a built template's start command, taken of a sandbox of that layer.
+func (s *Service) templateSource(ctx context.Context, req *api.CreateRequest) (*sandbox.Origin, string, error) {
 	rec, err := s.template(ctx, req.Template)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if req.Image != "" && req.Image != rec.Defaults.Image && (rec.Layer != "" || rec.Defaults.SnapshotID != "") {
-		return nil, errdefs.Malformed("template %s starts from files of image %s; image %q is another", rec.Name, rec.Defaults.Image, spec.Clip(req.Image, 64))
+		return nil, "", errdefs.Malformed("template %s starts from files of image %s; image %q is another", rec.Name, rec.Defaults.Image, spec.Clip(req.Image, 64))
 	}
 	rec.Defaults.Apply(req)
-	if rec.Layer == "" {
-		return nil, nil
+	var built string
+	if rec.Built != nil {
+		built = rec.Built.Snapshot
 	}
-	return &sandbox.Origin{Layer: s.path(rec.Layer), ImageID: rec.ImageID}, nil
+	if rec.Layer == "" {
+		return nil, built, nil
+	}
+	return &sandbox.Origin{Layer: s.path(rec.Layer), ImageID: rec.ImageID}, built, nil
 }
 
 // ListTemplates lists the caller's templates by name.
@@ -229,7 +237,14 @@ func (s *Service) DeleteTemplate(ctx context.Context, req api.TemplateRequest) (
 	if err := s.templates.Remove(rec.key()); err != nil {
 		return api.TemplateDeleteResponse{}, err
 	}
-	if rec.Layer != "" {
+	if rec.Built != nil {
+		if rec.Built.Snapshot != "" {
+			s.mu.Unlock()
+			s.dropSnapshot(ctx, rec.Built.Snapshot)
+			s.mu.Lock()
+		}
+		s.gcLayers()
+	} else if rec.Layer != "" {
 		if err := os.Remove(s.path(rec.Layer)); err != nil {
 			s.log.Error("removing a template's layer", "template", rec.Name, "err", err)
 		}
