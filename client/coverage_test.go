@@ -225,6 +225,11 @@ func TestClientCoversEveryRoute(t *testing.T) {
 			}
 			return err
 		},
+		// issue 39
+		func() error {
+			_, err := c.BuildTemplate(ctx, api.TemplateBuildRequest{}, func(api.TemplateBuildEvent) error { return nil })
+			return err
+		},
 		// issue 37
 		func() error { _, err := c.SetSecret(ctx, "K", "v"); return err },
 		func() error { _, err := c.ListSecrets(ctx); return err },

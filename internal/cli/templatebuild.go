@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -69,15 +68,10 @@ func (a *app) templateBuildCmd() *cobra.Command {
 				req.BuildArgs[k] = v
 			}
 		}
-		var out api.TemplateBuildResponse
-		err = a.client().CallStream(cmd.Context(), api.FnTemplateBuild, req, func(_ string, data json.RawMessage) error {
-			var ev api.TemplateBuildEvent
-			if json.Unmarshal(data, &ev) != nil {
-				return nil
-			}
+		out, err := a.client().BuildTemplate(cmd.Context(), req, func(ev api.TemplateBuildEvent) error {
 			a.buildProgress(ev)
 			return nil
-		}, &out)
+		})
 		if err != nil {
 			return err
 		}
