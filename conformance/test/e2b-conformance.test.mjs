@@ -107,8 +107,13 @@ describe('E2B listing (3)', () => {
 
     const pages = Sandbox.list({ query: { metadata: md }, limit: 1 })
     const paged = []
-    while (pages.hasNext) paged.push(...(await pages.nextItems()).map((s) => s.sandboxId))
+    let fetched = 0
+    while (pages.hasNext) {
+      paged.push(...(await pages.nextItems()).map((s) => s.sandboxId))
+      fetched++
+    }
     assert.deepEqual(paged, [...ids].reverse())
+    assert.equal(fetched, 3, 'the last page has no next token')
 
     const listed = await list({ order: 'asc' })
     assert.deepEqual(listed.map((s) => s.templateId), ['base', 'code-interpreter-v1', 'base'])
