@@ -152,11 +152,13 @@ describe('E2B lifetimes (4)', () => {
     const s = await Sandbox.create('base', { metadata: { run, case: 'pause-at-end' }, timeoutMs: 3_000, lifecycle: { onTimeout: 'pause' } })
     assert.equal((await Sandbox.getInfo(s.sandboxId)).lifecycle?.onTimeout, 'pause')
     // Busy until it is paused: each round is activity, which an idle
-    // timeout would count; a bound keeps a failure from hanging.
+    // timeout would count; a bound keeps a failure from hanging. (A
+    // command caught by the pause is frozen with it: its timeoutMs ends
+    // the wait.)
     const bound = Date.now() + 120_000
     let state = 'running'
     while (state === 'running' && Date.now() < bound) {
-      await s.commands.run('true').catch(() => {})
+      await s.commands.run('true', { timeoutMs: 5_000 }).catch(() => {})
       state = (await Sandbox.getInfo(s.sandboxId)).state
     }
     assert.equal(state, 'paused')
