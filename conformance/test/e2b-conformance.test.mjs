@@ -107,8 +107,13 @@ describe('E2B listing (3)', () => {
 
     const pages = Sandbox.list({ query: { metadata: md }, limit: 1 })
     const paged = []
-    while (pages.hasNext) paged.push(...(await pages.nextItems()).map((s) => s.sandboxId))
+    let fetched = 0
+    while (pages.hasNext) {
+      paged.push(...(await pages.nextItems()).map((s) => s.sandboxId))
+      fetched++
+    }
     assert.deepEqual(paged, [...ids].reverse())
+    assert.equal(fetched, 3, 'the last page has no next token')
 
     const listed = await list({ order: 'asc' })
     assert.deepEqual(listed.map((s) => s.templateId), ['base', 'code-interpreter-v1', 'base'])
@@ -147,11 +152,13 @@ describe('E2B lifetimes (4)', () => {
     const s = await Sandbox.create('base', { metadata: { run, case: 'pause-at-end' }, timeoutMs: 3_000, lifecycle: { onTimeout: 'pause' } })
     assert.equal((await Sandbox.getInfo(s.sandboxId)).lifecycle?.onTimeout, 'pause')
     // Busy until it is paused: each round is activity, which an idle
-    // timeout would count; a bound keeps a failure from hanging.
+    // timeout would count; a bound keeps a failure from hanging. (A
+    // command caught by the pause is frozen with it: its timeoutMs ends
+    // the wait.)
     const bound = Date.now() + 120_000
     let state = 'running'
     while (state === 'running' && Date.now() < bound) {
-      await s.commands.run('true').catch(() => {})
+      await s.commands.run('true', { timeoutMs: 5_000 }).catch(() => {})
       state = (await Sandbox.getInfo(s.sandboxId)).state
     }
     assert.equal(state, 'paused')

@@ -45,7 +45,7 @@ func (tr *Transport) signedOwner(r *http.Request, id string) (string, error) {
 	if exp != "" {
 		until, err := strconv.ParseInt(exp, 10, 64)
 		if err != nil || time.Now().Unix() > until {
-			return "", fail(http.StatusUnauthorized, "the signed URL has expired (signature_expiration)")
+			return "", fail(http.StatusUnauthorized, "signature is already expired") // envd's words
 		}
 	}
 	op := "read"

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"slices"
 	"sort"
 
 	"github.com/hutch-dev/hutch/api"
@@ -9,8 +10,8 @@ import (
 	"github.com/hutch-dev/hutch/internal/sandbox/spec"
 )
 
-// List returns the caller's sandboxes, live and recently stopped, oldest
-// (or newest) first: those req's filter keeps, a page at a time when it has a limit.
+// List returns the caller's sandboxes, live and recently stopped, oldest (or
+// newest) first, that req's filter keeps: a page with a limit, and a next token when more follow.
 func (m *Manager) List(ctx context.Context, req api.ListRequest) (api.ListResponse, error) {
 	keep, err := spec.ListFilter(req, stateNames[:])
 	if err != nil {
@@ -37,7 +38,7 @@ func (m *Manager) List(ctx context.Context, req api.ListRequest) (api.ListRespon
 			continue
 		}
 		out.Sandboxes = append(out.Sandboxes, info)
-		if req.Limit > 0 && len(out.Sandboxes) == req.Limit && i < len(sbs)-1 {
+		if req.Limit > 0 && len(out.Sandboxes) == req.Limit && slices.ContainsFunc(sbs[i+1:], func(sb *sandbox) bool { return keep(sb.info(m.cfg.MaxConcurrentExecPerSandbox)) }) {
 			out.NextToken = keyOf(sb).Token()
 			break
 		}
