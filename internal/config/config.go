@@ -223,6 +223,8 @@ type Config struct {
 	MaxVolumesPerOwner  int    `yaml:"max_volumes_per_owner"`
 	// E2B configures the E2B-compatible API (e2b.go).
 	E2B E2B `yaml:"e2b"`
+	// issue 35: Cluster is the cluster node's block (cluster.go).
+	Cluster Cluster `yaml:"cluster"`
 }
 
 // Default returns the configuration used when no file is given.
@@ -274,6 +276,8 @@ func Default() Config {
 		WarmPoolMax:                 DefaultWarmPoolMax,
 		WarmPoolMemoryMB:            DefaultWarmPoolMemoryMB,
 		E2B:                         defaultE2B(),
+		// issue 35: the cluster node's block.
+		Cluster: defaultCluster(),
 	}
 }
 
@@ -354,6 +358,8 @@ func (c *Config) Validate() error {
 		errs = append(errs, err)
 	}
 	errs = append(errs, c.validateClients()...)
+	// issue 35: the cluster node's block.
+	errs = append(errs, c.validateCluster()...)
 	if c.MaxImageUnpackedMB < 64 || c.MaxImageUnpackedMB > 1<<20 {
 		bad("max_image_unpacked_mb must be between 64 and 1048576, got %d", c.MaxImageUnpackedMB)
 	}

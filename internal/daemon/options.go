@@ -36,4 +36,7 @@ type Options struct {
 	InsecureNoAuth bool
 	// Ready, when set, is called with the bound HTTP address once serving.
 	Ready func(httpAddr string)
+	// issue 35: Kubeconfig, when set, joins a Kubernetes cluster as a
+	// node (--kubeconfig; cluster.go).
+	Kubeconfig string
 }
