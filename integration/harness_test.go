@@ -42,6 +42,8 @@ type daemon struct {
 	engineURL string
 	// token is the bearer token of c, when the daemon has api_tokens.
 	token string
+	// issue 35: args are more flags of hutch serve (--kubeconfig).
+	args []string
 }
 
 // binaries builds hutch and hutch-agent once per test process.
@@ -110,6 +112,7 @@ func (d *daemon) start() {
 	d.cmd = exec.Command(hutch, "serve", "--config", d.cfgPath, "--listen", "127.0.0.1:0",
 		"--engine-listen", "127.0.0.1:0", "--data-dir", d.dataDir,
 		"--runsc-path", testutil.RunscPath(), "--agent-path", agent)
+	d.cmd.Args = append(d.cmd.Args, d.args...) // issue 35
 	// A test binary killed by its timeout (or by hand) takes its daemons
 	// along: they stop their sandboxes as on any SIGTERM.
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}

@@ -82,7 +82,7 @@ func (p *provider) NotifyPods(_ context.Context, f func(*corev1.Pod)) {
 
 // checkPod says what of spec hutch cannot do, "" when it can run it: one
 // container, no init or ephemeral containers, no privilege, no host
-// namespaces, no hostPath, no probes, a runtime class the node offers.
+// namespaces, no hostPath, no probes, no volume mounts.
 func (p *provider) checkPod(k *corev1.Pod) (reason, msg string) {
 	s := k.Spec
 	switch {
@@ -111,10 +111,25 @@ func (p *provider) checkPod(k *corev1.Pod) (reason, msg string) {
 	case c.Image == "":
 		return ReasonUnsupported, "the container has no image"
 	}
-	if rc := s.RuntimeClassName; rc != nil && !p.offers(*rc) {
-		return ReasonRuntimeClass, fmt.Sprintf("runtime class %q: this node offers %s", *rc, strings.Join(p.o.Runtimes, ", "))
-	}
 	return "", ""
+}
+
+// runtimeOf is the hutch runtime of k's runtime class: the
+// RuntimeClass's handler, which must be a runtime the node offers; ""
+// for none (the daemon's default).
+func (p *provider) runtimeOf(ctx context.Context, k *corev1.Pod) (string, string) {
+	rc := k.Spec.RuntimeClassName
+	if rc == nil || *rc == "" {
+		return "", ""
+	}
+	cls, err := p.client.NodeV1().RuntimeClasses().Get(ctx, *rc, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Sprintf("runtime class %q: %v", *rc, err)
+	}
+	if !p.offers(cls.Handler) {
+		return "", fmt.Sprintf("runtime class %q has handler %q; this node offers %s", *rc, cls.Handler, strings.Join(p.o.Runtimes, ", "))
+	}
+	return cls.Handler, ""
 }
 
 func (p *provider) offers(rt string) bool {
@@ -126,15 +141,12 @@ func (p *provider) offers(rt string) bool {
 	return false
 }
 
-// createRequest is the sandbox a Pod asks for.
+// createRequest is the sandbox a Pod asks for (its runtime aside).
 func createRequest(k *corev1.Pod) api.CreateRequest {
 	c := k.Spec.Containers[0]
 	req := api.CreateRequest{
 		Image:    c.Image,
 		Metadata: map[string]string{MetaPod: key(k.Namespace, k.Name), MetaUID: string(k.UID)},
-	}
-	if k.Spec.RuntimeClassName != nil {
-		req.Runtime = *k.Spec.RuntimeClassName
 	}
 	for _, rl := range []corev1.ResourceList{c.Resources.Requests, c.Resources.Limits} {
 		if q, ok := rl[corev1.ResourceCPU]; ok {
@@ -192,7 +204,14 @@ func (p *provider) CreatePod(ctx context.Context, k *corev1.Pod) error {
 // run creates the Pod's sandbox, starts its main process and waits for
 // its end.
 func (p *provider) run(ctx context.Context, ko string, k *corev1.Pod) {
-	created, err := functions.Call[api.CreateResponse](ctx, p.o.Table, api.FnCreate, createRequest(k))
+	rt, bad := p.runtimeOf(ctx, k)
+	if bad != "" {
+		p.fail(ko, ReasonRuntimeClass, bad, nil)
+		return
+	}
+	req := createRequest(k)
+	req.Runtime = rt
+	created, err := functions.Call[api.CreateResponse](ctx, p.o.Table, api.FnCreate, req)
 	if err != nil {
 		p.fail(ko, ReasonCreateFailed, err.Error(), nil)
 		return
@@ -288,7 +307,8 @@ func (p *provider) exited(ko string, code int, reason string) {
 	})
 }
 
-// fail ends the Pod as Failed with reason and msg.
+// fail ends the Pod as Failed with reason (never empty) and msg; a Pod
+// that ended already keeps its end.
 func (p *provider) fail(ko, reason, msg string, code *int32) {
 	p.update(ko, func(pd *pod) {
 		c := int32(-1)
@@ -296,7 +316,6 @@ func (p *provider) fail(ko, reason, msg string, code *int32) {
 			c = *code
 		}
 		terminate(pd.pod, c, reason, msg)
-		pd.pod.Status.Phase = corev1.PodFailed
 	})
 }
 
