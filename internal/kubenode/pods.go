@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -106,7 +107,7 @@ func (p *provider) checkPod(k *corev1.Pod) (reason, msg string) {
 		return ReasonUnsupported, "privileged containers are not supported on a hutch node"
 	case c.LivenessProbe != nil || c.ReadinessProbe != nil || c.StartupProbe != nil:
 		return ReasonUnsupported, "probes are not run on a hutch node (Ready is the sandbox's agent answering)"
-	case len(c.VolumeMounts) > 0:
+	case slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return !isTokenVolume(s.Volumes, m.Name) }):
 		return ReasonUnsupported, "volume mounts are not supported on a hutch node"
 	case c.Image == "":
 		return ReasonUnsupported, "the container has no image"
@@ -130,6 +131,18 @@ func (p *provider) runtimeOf(ctx context.Context, k *corev1.Pod) (string, string
 		return "", fmt.Sprintf("runtime class %q has handler %q; this node offers %s", *rc, cls.Handler, strings.Join(p.o.Runtimes, ", "))
 	}
 	return cls.Handler, ""
+}
+
+// isTokenVolume says volume name is the service account token the
+// apiserver adds to every Pod (kube-api-access-*): a hutch node does not
+// mount it, and does not refuse the Pod for it.
+func isTokenVolume(vols []corev1.Volume, name string) bool {
+	for _, v := range vols {
+		if v.Name == name {
+			return v.Projected != nil && strings.HasPrefix(name, "kube-api-access-")
+		}
+	}
+	return false
 }
 
 func (p *provider) offers(rt string) bool {

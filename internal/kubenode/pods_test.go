@@ -37,6 +37,14 @@ func TestCheckPod(t *testing.T) {
 		{"privileged", func(k *corev1.Pod) {
 			k.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: &yes}
 		}, "privileged"},
+		{"token volume", func(k *corev1.Pod) {
+			k.Spec.Volumes = []corev1.Volume{{Name: "kube-api-access-x", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{}}}}
+			k.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "kube-api-access-x", MountPath: "/var/run/secrets"}}
+		}, ""},
+		{"volume mount", func(k *corev1.Pod) {
+			k.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+			k.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
+		}, "volume mounts"},
 		{"probe", func(k *corev1.Pod) { k.Spec.Containers[0].LivenessProbe = &corev1.Probe{} }, "probes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
