@@ -149,25 +149,30 @@ func TestCluster(t *testing.T) {
 	})
 
 	t.Run("logs follow", func(t *testing.T) {
-		// A tick written after the stream opened shows it follows.
+		// Ticks written after what the logs held when the stream opened
+		// show it follows.
 		lctx, lcancel := context.WithTimeout(ctx, time.Minute)
 		defer lcancel()
+		held, err := kc.CoreV1().Pods(clusterNS).GetLogs(pods[2], &corev1.PodLogOptions{}).DoRaw(lctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := -1
+		for line := range strings.Lines(string(held)) {
+			fmt.Sscanf(line, "tick %d", &last)
+		}
+		if last < 0 || !strings.HasPrefix(string(held), "started\n") {
+			t.Fatalf("logs without -f: %q", held)
+		}
 		rc, err := kc.CoreV1().Pods(clusterNS).GetLogs(pods[2], &corev1.PodLogOptions{Follow: true}).Stream(lctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer rc.Close()
-		first := -1
 		sc := bufio.NewScanner(rc)
 		for sc.Scan() {
 			var n int
-			if _, err := fmt.Sscanf(sc.Text(), "tick %d", &n); err != nil {
-				continue
-			}
-			if first < 0 {
-				first = n
-			}
-			if n >= first+2 {
+			if _, err := fmt.Sscanf(sc.Text(), "tick %d", &n); err == nil && n >= last+2 {
 				return
 			}
 		}
