@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -27,7 +28,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/tools/remotecommand"
+	"k8s.io/client-go/transport/spdy"
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/kubenode"
@@ -179,6 +182,40 @@ func TestCluster(t *testing.T) {
 		t.Fatalf("logs -f ended before following two more ticks: %v", sc.Err())
 	})
 
+	t.Run("port-forward", func(t *testing.T) {
+		p := clusterPod("web", "")
+		p.Spec.Containers[0].Command = []string{"python3", "-m", "http.server", "8080"}
+		p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 8080}}
+		if _, err := kc.CoreV1().Pods(clusterNS).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		testutil.EventuallyNil(t, 3*time.Minute, func() error {
+			got, err := kc.CoreV1().Pods(clusterNS).Get(ctx, "web", metav1.GetOptions{})
+			if err == nil && !podReady(got) {
+				err = fmt.Errorf("pod web is %s", got.Status.Phase)
+			}
+			return err
+		}, "Pod web Ready")
+		// A first connection refused would end the forward (client-go
+		// stops on a stream's error): the server listens first.
+		testutil.EventuallyNil(t, time.Minute, func() error {
+			return execPod(ctx, cp, "web", []string{"python3", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8080/')"}, nil, io.Discard, nil)
+		}, "the Pod's web server listening")
+		local := portForward(t, cp, "web", 8080)
+		testutil.EventuallyNil(t, time.Minute, func() error {
+			resp, err := http.Get("http://" + local + "/")
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+			if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "Directory listing") {
+				return fmt.Errorf("%s: %.200s", resp.Status, body)
+			}
+			return nil
+		}, "the Pod's web server through kubectl port-forward's path")
+	})
+
 	t.Run("exit ends the pod", func(t *testing.T) {
 		p := clusterPod("exits", "echo bye; exit 3")
 		if _, err := kc.CoreV1().Pods(clusterNS).Create(ctx, p, metav1.CreateOptions{}); err != nil {
@@ -264,7 +301,15 @@ func TestCluster(t *testing.T) {
 		// them), so none survives to be re-adopted and the node reports
 		// each of its Pods failed with SandboxLost.
 		victim := 1
-		had := podsOn(t, ctx, kc, names[victim])
+		var had []string
+		for _, name := range podsOn(t, ctx, kc, names[victim]) {
+			if p, err := kc.CoreV1().Pods(clusterNS).Get(ctx, name, metav1.GetOptions{}); err == nil && p.Status.Phase == corev1.PodRunning {
+				had = append(had, name)
+			}
+		}
+		if len(had) == 0 {
+			t.Fatalf("no Pod running on %s", names[victim])
+		}
 		daemons[victim].kill9()
 		daemons[victim].start()
 		for _, name := range had {
@@ -437,6 +482,37 @@ func execPod(ctx context.Context, cp *kubetest.ControlPlane, name string, argv [
 	ectx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	return exec.StreamWithContext(ectx, opts)
+}
+
+// portForward forwards a local port to port of Pod name through the
+// apiserver and the node's kubelet API, as kubectl port-forward does, for
+// the rest of the test; it returns the local address.
+func portForward(t *testing.T, cp *kubetest.ControlPlane, name string, port int) string {
+	t.Helper()
+	transport, upgrader, err := spdy.RoundTripperFor(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := cp.Client.CoreV1().RESTClient().Post().Resource("pods").Namespace(clusterNS).Name(name).SubResource("portforward").URL()
+	dialer := spdy.NewDialer(upgrader, &http.Client{Transport: transport}, "POST", url)
+	stop, ready := make(chan struct{}), make(chan struct{})
+	fw, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"}, []string{"0:" + strconv.Itoa(port)}, stop, ready, io.Discard, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- fw.ForwardPorts() }()
+	t.Cleanup(func() { close(stop); <-errc })
+	select {
+	case <-ready:
+	case err := <-errc:
+		t.Fatalf("port-forward: %v", err)
+	}
+	ports, err := fw.GetPorts()
+	if err != nil || len(ports) != 1 {
+		t.Fatalf("port-forward's ports: %v %v", ports, err)
+	}
+	return "127.0.0.1:" + strconv.Itoa(int(ports[0].Local))
 }
 
 // sizeQueue gives its sizes, then blocks until the exec ends.

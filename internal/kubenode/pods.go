@@ -42,8 +42,6 @@ const (
 // mainTag tags a Pod's main process among the sandbox's processes.
 const mainTag = "k8s-main"
 
-// waitSlice is how long one sandbox::process::wait call waits.
-const waitSlice = 30 * time.Second
 
 // pod is one Pod the node runs.
 type pod struct {
@@ -278,18 +276,15 @@ func (p *provider) run(ctx context.Context, ko string, k *corev1.Pod) {
 	if pid == 0 {
 		return // runs until the Pod is deleted or the sandbox stops
 	}
-	for ctx.Err() == nil {
-		info, err := functions.Call[api.ProcessInfo](ctx, p.o.Table, api.FnProcessWait,
-			api.ProcessWaitRequest{SandboxID: created.SandboxID, Pid: pid, TimeoutMs: uint64(waitSlice.Milliseconds())})
-		if err != nil {
-			return // the sandbox stopped: sandboxStopped reports it
-		}
-		if info.State == api.ProcessExited && info.ExitCode != nil {
-			p.exited(ko, *info.ExitCode, "")
-			p.stopSandbox(created.SandboxID)
-			return
-		}
+	// The output is followed (and dropped) to the process's exit: a
+	// follow has no deadline, unlike sandbox::process::wait, whose
+	// timeout racing the agent's was taken for an agent failure.
+	info, err := p.copyOutput(ctx, api.ProcessOutputRequest{SandboxID: created.SandboxID, Pid: pid, Follow: true}, nil, nil)
+	if err != nil || info.ExitCode == nil {
+		return // deleted, or the sandbox stopped: sandboxStopped reports it
 	}
+	p.exited(ko, *info.ExitCode, "")
+	p.stopSandbox(created.SandboxID)
 }
 
 // adopt takes over the running sandbox of a Pod an earlier daemon of this

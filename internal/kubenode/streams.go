@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	vkerrdefs "github.com/virtual-kubelet/virtual-kubelet/errdefs"
@@ -48,7 +49,7 @@ func (p *provider) RunInContainer(ctx context.Context, ns, name, _ string, cmd [
 	defer func() {
 		// The caller went away: the process goes too.
 		if ctx.Err() != nil {
-			kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), waitSlice)
+			kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 			defer cancel()
 			_, _ = functions.Call[api.ProcessSignalResponse](kctx, p.o.Table, api.FnProcessKill, api.ProcessRequest{SandboxID: id, Pid: pid})
 		}
