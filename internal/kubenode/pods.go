@@ -42,7 +42,6 @@ const (
 // mainTag tags a Pod's main process among the sandbox's processes.
 const mainTag = "k8s-main"
 
-
 // pod is one Pod the node runs.
 type pod struct {
 	pod     *corev1.Pod // its spec and the status hutch reports
