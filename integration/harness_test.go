@@ -42,7 +42,7 @@ type daemon struct {
 	engineURL string
 	// token is the bearer token of c, when the daemon has api_tokens.
 	token string
-	// serveArgs are more flags of hutch serve (issue 41).
+	// serveArgs are more flags of hutch serve (--socket, --kubeconfig, ...).
 	serveArgs []string
 }
 

@@ -45,6 +45,8 @@ func (a *app) serveCmd() *cobra.Command {
 	fl.BoolVar(&opts.InsecurePlaintext, strings.TrimPrefix(daemon.InsecurePlaintextFlag, "--"), false,
 		"allow a --listen or --engine-listen address off loopback without tls (tokens and code cross the network in the clear)")
 	fl.StringVar(&opts.PprofListen, "pprof", "", `serve net/http/pprof on this loopback address (e.g. 127.0.0.1:6060; "" disables it)`)
+	// issue 35: join a Kubernetes cluster as a node.
+	fl.StringVar(&opts.Kubeconfig, "kubeconfig", "", "join the Kubernetes cluster of this kubeconfig as a node (docs/cluster.md); the cluster: block of --config configures it")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		var lvl slog.Level
 		if err := lvl.UnmarshalText([]byte(level)); err != nil {

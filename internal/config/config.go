@@ -239,6 +239,8 @@ type Config struct {
 	// all and per owner.
 	EngineMaxInvocations         int `yaml:"engine_max_invocations"`
 	EngineMaxInvocationsPerOwner int `yaml:"engine_max_invocations_per_owner"`
+	// issue 35: Cluster is the cluster node's block (cluster.go).
+	Cluster Cluster `yaml:"cluster"`
 }
 
 // Default returns the configuration used when no file is given.
@@ -295,6 +297,8 @@ func Default() Config {
 		RequestBodyBudgetPerOwnerMB:  64,
 		EngineMaxInvocations:         4096,
 		EngineMaxInvocationsPerOwner: 1024,
+		// issue 35: the cluster node's block.
+		Cluster: defaultCluster(),
 	}
 }
 
@@ -377,6 +381,8 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.validateClients()...)
 	errs = append(errs, c.validateQuota()...) // issue 38
 	errs = append(errs, c.validateOps()...)   // issue 41
+	// issue 35: the cluster node's block.
+	errs = append(errs, c.validateCluster()...)
 	if c.MaxImageUnpackedMB < 64 || c.MaxImageUnpackedMB > 1<<20 {
 		bad("max_image_unpacked_mb must be between 64 and 1048576, got %d", c.MaxImageUnpackedMB)
 	}

@@ -136,6 +136,8 @@ func Run(ctx context.Context, opts Options) (err error) {
 		d.openStores,
 		d.startManager,
 		d.startTransports,
+		// issue 35: join a cluster with --kubeconfig.
+		d.startCluster,
 	} {
 		if err := step(ctx); err != nil {
 			return err

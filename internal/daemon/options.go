@@ -47,4 +47,7 @@ type Options struct {
 	InsecurePlaintext bool
 	// Version is the daemon's version and build, which /healthz says.
 	Version string
+	// issue 35: Kubeconfig, when set, joins a Kubernetes cluster as a
+	// node (--kubeconfig; cluster.go).
+	Kubeconfig string
 }

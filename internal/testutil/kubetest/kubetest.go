@@ -144,6 +144,23 @@ type ControlPlane struct {
 	CAFile, CAKeyFile string
 
 	procs []*proc
+	pki   *pki
+	t     testing.TB
+}
+
+// NodeMonitorGrace is the controller-manager's --node-monitor-grace-period:
+// a node whose Lease is older is marked NotReady.
+const NodeMonitorGrace = 20 * time.Second
+
+// ServingCert issues a serving certificate of the cluster's CA for name
+// (a node's kubelet API) with ips, and returns its files.
+func (cp *ControlPlane) ServingCert(name string, ips ...net.IP) (certFile, keyFile string) {
+	cp.t.Helper()
+	kp, err := cp.pki.serving(name, []string{name}, ips)
+	if err != nil {
+		cp.t.Fatalf("issuing a serving certificate for %s: %v", name, err)
+	}
+	return kp.CertFile, kp.KeyFile
 }
 
 // Start starts etcd, kube-apiserver, kube-controller-manager and
@@ -155,6 +172,7 @@ func Start(t testing.TB) *ControlPlane {
 	t.Helper()
 	bin := RequiresControlPlane(t)
 	cp := &ControlPlane{BinDir: bin, Dir: t.TempDir()}
+	cp.t = t
 	t.Cleanup(cp.stop)
 	// Cleanups run in reverse: the logs are read before the stop.
 	t.Cleanup(func() {
@@ -177,6 +195,7 @@ func (cp *ControlPlane) start() error {
 	if err != nil {
 		return err
 	}
+	cp.pki = ca
 	cp.CAFile, cp.CAKeyFile = ca.caFile(), filepath.Join(pkiDir, "ca.key")
 	serviceIP, _, err := net.ParseCIDR(ServiceCIDR)
 	if err != nil {
@@ -239,6 +258,9 @@ func (cp *ControlPlane) start() error {
 		"--service-account-key-file="+saPub, "--service-account-signing-key-file="+saKey,
 		"--service-cluster-ip-range="+ServiceCIDR,
 		"--authorization-mode=Node,RBAC",
+		// Nodes' kubelet APIs (hutch's) serve certificates of the CA.
+		"--kubelet-certificate-authority="+cp.CAFile,
+		"--kubelet-preferred-address-types=InternalIP",
 	); err != nil {
 		return err
 	}
@@ -288,6 +310,9 @@ func (cp *ControlPlane) start() error {
 		"--root-ca-file="+cp.CAFile,
 		"--cluster-signing-cert-file="+cp.CAFile, "--cluster-signing-key-file="+cp.CAKeyFile,
 		"--service-cluster-ip-range="+ServiceCIDR,
+		// A node that stops renewing its Lease is NotReady within
+		// about NodeMonitorGrace (the default, 50s, is long for a test).
+		"--node-monitor-period=1s", "--node-monitor-grace-period="+NodeMonitorGrace.String(),
 	); err != nil {
 		return err
 	}
