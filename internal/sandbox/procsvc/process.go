@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/hutch-dev/hutch/api"
 	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
@@ -504,10 +506,20 @@ func (s *Service) WaitProcess(ctx context.Context, req api.ProcessWaitRequest) (
 	}
 	wctx, cancel := context.WithTimeout(ctx, time.Duration(wait)*time.Millisecond)
 	defer cancel()
-	if _, err := sb.Agent().Wait(wctx, int32(req.Pid)); err != nil && wctx.Err() == nil {
+	if _, err := sb.Agent().Wait(wctx, int32(req.Pid)); err != nil && !waitTimedOut(wctx, err) {
 		return api.ProcessInfo{}, Fail(ctx, sb, "waiting", req.Pid, err)
 	}
 	return s.processInfo(ctx, sb, req.Pid)
+}
+
+// waitTimedOut says err ended a wait at the wait's own deadline: the
+// context's timer, or the agent's side of the same deadline, which gRPC
+// carries to it and which may answer DeadlineExceeded before the timer
+// here fires. Neither is the agent failing; a call it never answers is
+// (agentclient.NoAnswerError).
+func waitTimedOut(wctx context.Context, err error) bool {
+	var noAnswer *agentclient.NoAnswerError
+	return wctx.Err() != nil || (status.Code(err) == codes.DeadlineExceeded && !errors.As(err, &noAnswer))
 }
 
 // ResizeProcess sets the size of a process's terminal.
