@@ -169,16 +169,22 @@ console-vendor:
 	cd internal/console && npm ci --ignore-scripts --no-audit --no-fund && npm run vendor
 
 # Regenerates the protobuf code: the agent's, and the E2B envd services'
-# (api/e2b). The checked-in files were made with Debian's protoc 3.21.12
-# (protobuf-compiler), protoc-gen-go v1.36.11, protoc-gen-go-grpc v1.6.2 and
-# protoc-gen-connect-go v1.21.1 (connectrpc.com/connect/cmd/protoc-gen-connect-go;
-# go install …@version).
+# (api/e2b). issue 40: buf compiles the protos (no protoc needed) and runs the
+# plugins at the versions of go.mod's runtime libraries; go run fetches and
+# caches each, so regeneration is reproducible.
+BUF = github.com/bufbuild/buf/cmd/buf@v1.75.0
+PROTOC_GEN_GO = google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
+PROTOC_GEN_GO_GRPC = google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2
+PROTOC_GEN_CONNECT_GO = connectrpc.com/connect/cmd/protoc-gen-connect-go@v1.21.1
+PROTO_GO = {"local":["$(GO)","run","$(PROTOC_GEN_GO)"],"out":".","opt":"paths=source_relative"}
+PROTO_GRPC = {"local":["$(GO)","run","$(PROTOC_GEN_GO_GRPC)"],"out":".","opt":"paths=source_relative"}
+PROTO_CONNECT = {"local":["$(GO)","run","$(PROTOC_GEN_CONNECT_GO)"],"out":".","opt":"paths=source_relative"}
+
 proto:
-	protoc --go_out=. --go_opt=paths=source_relative \
-		--go-grpc_out=. --go-grpc_opt=paths=source_relative api/agent/v1/*.proto
-	protoc --go_out=. --go_opt=paths=source_relative \
-		--connect-go_out=. --connect-go_opt=paths=source_relative \
-		api/e2b/envd/process/process.proto api/e2b/envd/filesystem/filesystem.proto
+	$(GO) run $(BUF) generate --template '{"version":"v2","plugins":[$(PROTO_GO),$(PROTO_GRPC)]}' \
+		--path api/agent/v1 .
+	$(GO) run $(BUF) generate --template '{"version":"v2","plugins":[$(PROTO_GO),$(PROTO_CONNECT)]}' \
+		--path api/e2b/envd/process --path api/e2b/envd/filesystem .
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi

@@ -45,6 +45,9 @@ type FsEntry struct {
 	// Mtime is the modification time in Unix seconds.
 	Mtime     int64 `json:"mtime"`
 	IsSymlink bool  `json:"is_symlink"`
+	// Metadata is the entry's user metadata (issue 40), set by a write's
+	// Metadata; kept as user.e2b.* extended attributes.
+	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
 // FsLsRequest is the payload of sandbox::fs::ls.
@@ -103,6 +106,10 @@ type FsWriteRequest struct {
 	// engine's channel given as content): written as it arrives, the file
 	// appears once it has been read to its end.
 	Body io.Reader `json:"-"`
+	// Metadata is user metadata set on the written file (issue 40):
+	// at most 64 keys of printable ASCII, 16 KiB in all (E2B's file
+	// metadata).
+	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
 // FsWriteResponse is the result of sandbox::fs::write and of a streamed
@@ -265,6 +272,8 @@ type FsUploadRequest struct {
 	Path      string   `json:"path"`
 	Mode      FileMode `json:"mode,omitempty"`
 	Parents   bool     `json:"parents,omitempty"`
+	// Metadata as FsWriteRequest.Metadata (issue 40).
+	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
 // FsDownloadRequest opens a streamed download (GET

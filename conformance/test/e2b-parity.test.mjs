@@ -1,7 +1,8 @@
 // The 2026 routes of the stock `e2b` SDK (2.51.0) against hutch: fork,
 // snapshots and a create from one, volumes mounted through volumeMounts,
-// template aliases and tags, envd's /envs, /metrics and /init, and the
-// documented errors of what hutch does not serve (issue 40).
+// template aliases and tags, envd's /envs, /metrics and /init, its file
+// metadata and watch entries (0.6.2 to 0.6.4), volumes' content API, and
+// the documented errors of what hutch does not serve (issue 40).
 import { after, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
@@ -71,7 +72,7 @@ describe('E2B parity', () => {
     await sb.kill()
   })
 
-  test('volume: create, mount in two sandboxes, read back; content API is 501', opts, async () => {
+  test('volume: create, write through volumecontent, mount in two sandboxes, read back through both', opts, async () => {
     const name = `vol-${run}`
     const vol = await Volume.create(name)
     volumes.push(vol.volumeId)
@@ -79,18 +80,36 @@ describe('E2B parity', () => {
     assert.ok((await Volume.list()).some((v) => v.volumeId === vol.volumeId))
     assert.equal((await Volume.getInfo(vol.volumeId)).name, name)
 
+    // The content API, with the volume's token and no sandbox.
+    const o = { apiUrl: process.env.E2B_API_URL }
+    const content = await Volume.connect(vol.volumeId, o)
+    const dir = await content.makeDir('/seed/deep', { ...o, force: true })
+    assert.equal(dir.type, 'directory')
+    const w = await content.writeFile('/seed/hi.txt', 'from the host', { ...o, mode: 0o640 })
+    assert.deepEqual([w.name, w.type, w.size, w.mode], ['hi.txt', 'file', 13, 0o640])
+    assert.ok(w.mtime instanceof Date && !isNaN(w.mtime), String(w.mtime))
+    await assert.rejects(content.writeFile('/seed/hi.txt', 'again', o), /409/)
+    await assert.rejects(content.readFile('/nope', o), (err) => err.name === 'VolumePathNotFoundError')
+
     const [writer, reader] = await Promise.all([
       create('base', { volumeMounts: { '/data': vol } }),
       create('base', { volumeMounts: { '/mnt/v': name } })])
     assert.deepEqual((await writer.getInfo()).volumeMounts, [{ name, path: '/data' }])
+    assert.equal(await reader.files.read('/mnt/v/seed/hi.txt'), 'from the host')
+    assert.equal((await reader.commands.run('stat -c %a /mnt/v/seed/hi.txt')).stdout, '640\n')
     await writer.files.write('/data/hello.txt', 'from the writer')
     assert.equal(await reader.files.read('/mnt/v/hello.txt'), 'from the writer')
     await reader.files.write('/mnt/v/back.txt', 'from the reader')
     assert.equal(await writer.files.read('/data/back.txt'), 'from the reader')
 
-    // The content API checks the volume's token, then says why it is not served.
-    const content = await Volume.connect(vol.volumeId, { apiUrl: process.env.E2B_API_URL })
-    await assert.rejects(content.list('/', { apiUrl: process.env.E2B_API_URL }), /501: volume content is not served outside a sandbox/)
+    // What the sandboxes wrote, through the content API.
+    assert.equal(await content.readFile('/hello.txt', o), 'from the writer')
+    assert.deepEqual((await content.list('/', o)).map((e) => e.name).filter((n) => n !== 'lost+found').sort(), ['back.txt', 'hello.txt', 'seed'])
+    assert.deepEqual((await content.list('/seed', { ...o, depth: 2 })).map((e) => e.path), ['/seed/deep', '/seed/hi.txt'])
+    assert.equal((await content.updateMetadata('/seed/hi.txt', { mode: 0o600 }, o)).mode, 0o600)
+    await content.remove('/seed', o)
+    assert.equal(await content.exists('/seed', o), false)
+    assert.equal(await writer.files.exists('/data/seed'), false)
     // In use, it is not destroyed; once its sandboxes have stopped
     // (kill answers before the stop ends), it is.
     await assert.rejects(Volume.destroy(vol.volumeId), /409: S262/)
@@ -202,6 +221,41 @@ describe('E2B envd 0.6 and the interpreter languages', () => {
     assert.equal(m.cpu_count, 1)
     assert.equal(m.mem_total, 512 * 1024 * 1024)
     assert.ok(m.mem_used > 0 && m.ts > 0, JSON.stringify(m))
+    await sb.kill()
+  })
+
+  test('envd 0.6.4: file metadata written, read by getInfo, list and watch events with includeEntry and allowNetworkMounts', opts, async () => {
+    const sb = await create()
+    const info = await Sandbox.getInfo(sb.sandboxId)
+    assert.equal(info.envdVersion, '0.6.4')
+    const md = { author: 'alice', 'build-id': '42' }
+    const w = await sb.files.write('/tmp/m/a.txt', 'hi', { metadata: md })
+    assert.deepEqual(w.metadata, md)
+    assert.deepEqual((await sb.files.getInfo('/tmp/m/a.txt')).metadata, md)
+    await sb.files.write('/tmp/m/plain.txt', 'no metadata')
+    const listed = await sb.files.list('/tmp/m')
+    assert.deepEqual(listed.map((e) => [e.name, e.metadata]), [['a.txt', md], ['plain.txt', undefined]])
+    // A rewrite replaces the file, and with it its metadata.
+    await sb.files.write('/tmp/m/a.txt', 'again', { metadata: { author: 'bob' } })
+    assert.deepEqual((await sb.files.getInfo('/tmp/m/a.txt')).metadata, { author: 'bob' })
+    // Past the agent's bounds (64 keys): refused, nothing written.
+    const many = Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`k${i}`, 'v']))
+    await assert.rejects(sb.files.write('/tmp/m/many.txt', 'x', { metadata: many }), /65 metadata keys, at most 64/)
+    assert.equal(await sb.files.exists('/tmp/m/many.txt'), false)
+
+    const events = []
+    let seen
+    const done = new Promise((resolve) => { seen = resolve })
+    const handle = await sb.files.watchDir('/tmp/m', (ev) => {
+      events.push(ev)
+      if (ev.name === 'b.txt' && ev.entry) seen()
+    }, { includeEntry: true, allowNetworkMounts: true })
+    await sb.files.write('/tmp/m/b.txt', 'b', { metadata: { tag: 'watched' } })
+    await done
+    const ev = events.find((e) => e.name === 'b.txt' && e.entry)
+    assert.equal(ev.entry.path, '/tmp/m/b.txt')
+    assert.deepEqual(ev.entry.metadata, { tag: 'watched' })
+    await handle.stop()
     await sb.kill()
   })
 

@@ -117,29 +117,7 @@ func asStatus(ctx context.Context, op, path string, err error) error {
 }
 
 // errnoKind classifies a system error.
-func errnoKind(err error) agentv1.FsErrorKind {
-	var errno syscall.Errno
-	if !errors.As(err, &errno) {
-		return kindIO
-	}
-	switch errno {
-	case syscall.ENOENT:
-		return kindNotFound
-	case syscall.ENOTDIR, syscall.EISDIR:
-		return kindWrongType
-	case syscall.EEXIST:
-		return kindExists
-	case syscall.ENOTEMPTY:
-		return kindNotEmpty
-	case syscall.EACCES, syscall.EPERM, syscall.EROFS, syscall.ETXTBSY:
-		return kindPermission
-	case syscall.EXDEV, syscall.EOPNOTSUPP, syscall.ENOSYS:
-		return kindUnsupported
-	case syscall.EINVAL, syscall.ENAMETOOLONG, syscall.ELOOP:
-		return kindInvalid
-	}
-	return kindIO
-}
+func errnoKind(err error) agentv1.FsErrorKind { return agentv1.ErrnoKind(err) }
 
 // cleanPath checks that p is an absolute path without NUL bytes and returns
 // it cleaned. field names it in the message.
@@ -201,7 +179,9 @@ func (s *fsServer) Ls(ctx context.Context, req *agentv1.FsLsRequest) (*agentv1.F
 		if err != nil {
 			continue // removed since the listing
 		}
-		resp.Entries = append(resp.Entries, entryOf(d.Name(), fi))
+		e := entryOf(d.Name(), fi)
+		e.Metadata = readMetadata(filepath.Join(p, d.Name()))
+		resp.Entries = append(resp.Entries, e)
 	}
 	sort.Slice(resp.Entries, func(i, j int) bool { return resp.Entries[i].Name < resp.Entries[j].Name })
 	return resp, nil
@@ -217,7 +197,9 @@ func (s *fsServer) Stat(ctx context.Context, req *agentv1.FsStatRequest) (*agent
 	if err != nil {
 		return nil, asStatus(ctx, "stat", p, err)
 	}
-	return entryOf(filepath.Base(p), fi), nil
+	e := entryOf(filepath.Base(p), fi)
+	e.Metadata = readMetadata(p)
+	return e, nil
 }
 
 // Mkdir creates a directory with exactly the requested mode (the umask

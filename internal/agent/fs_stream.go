@@ -64,6 +64,8 @@ type atomicFile struct {
 	mode   uint32
 	// owner is the existing target's owner, kept by the new file.
 	owner *syscall.Stat_t
+	// metadata is set on the new file as its user metadata (issue 40).
+	metadata map[string]string
 }
 
 // createAtomic starts the replacement of target. mode nil keeps the mode
@@ -100,6 +102,9 @@ func (a *atomicFile) commit() error {
 		}
 		// After chown, which clears setuid and setgid.
 		if err := syscall.Fchmod(int(a.f.Fd()), a.mode); err != nil {
+			return err
+		}
+		if err := setMetadata(int(a.f.Fd()), a.metadata); err != nil {
 			return err
 		}
 		if err := a.f.Sync(); err != nil {
@@ -196,9 +201,20 @@ func (s *fsServer) Upload(stream agentv1.Fs_UploadServer) error {
 	if err != nil {
 		return asStatus(ctx, "write", h.GetPath(), err)
 	}
+	if err := checkMetadata(p, h.GetMetadata()); err != nil {
+		return asStatus(ctx, "write", p, err)
+	}
 	w, target, err := openWrite("write", p, h.Mode, h.GetParents())
 	if err != nil {
 		return asStatus(ctx, "write", p, err)
+	}
+	if len(h.GetMetadata()) > 0 {
+		a, ok := w.(*atomicFile)
+		if !ok {
+			w.abort()
+			return fault(kindUnsupported, p, "write %s: a device keeps no metadata", p).status()
+		}
+		a.metadata = h.GetMetadata()
 	}
 	n, err := receive(stream, w, first, p)
 	if err != nil {

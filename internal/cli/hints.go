@@ -34,6 +34,8 @@ var cliCommands = map[string]string{
 	api.FnProcessLogs: "logs", api.FnProcessStdin: "attach", api.FnProcessWait: "attach",
 	api.FnProcessSignal: "kill", api.FnProcessKill: "kill",
 	api.FnFsUnpack: "upload", api.FnFsPack: "download",
+	// issue 40: a volume's files
+	api.FnVolumeFsList: "volume files", api.FnVolumeFsRead: "volume cat", api.FnVolumeFsWrite: "volume put",
 }
 
 // functionID matches a function id in prose.

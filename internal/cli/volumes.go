@@ -52,6 +52,7 @@ func (a *app) volumeCmd() *cobra.Command {
 		return nil
 	})
 	cmd.AddCommand(create, ls, get, rm)
+	cmd.AddCommand(a.volumeFilesCmds()...) // issue 40: files, cat, put
 	return cmd
 }
 

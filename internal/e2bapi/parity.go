@@ -72,8 +72,6 @@ func (tr *Transport) parityControl() map[string]controlFunc {
 const (
 	tagsUnsupported = "hutch templates have one build and one tag, \"default\": assigning or removing tags is not supported; " +
 		"create another template (hutch template create) for another version"
-	contentUnsupported = "volume content is not served outside a sandbox by hutch: mount the volume " +
-		"(Sandbox.create({volumeMounts: {'/data': volume}})) and use sandbox.files"
 )
 
 // unsupported answers 501 with why: the SDK raises its error class with
@@ -280,14 +278,15 @@ var volumeContentPaths = []string{
 }
 
 // volumeContent checks the volume's token (401 without a valid one, as
-// E2B answers), then answers why hutch does not serve the content API.
+// E2B answers), then serves the route for the volume's owner.
 func (tr *Transport) volumeContent(w http.ResponseWriter, r *http.Request) {
 	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if owner, err := tr.opts.Signer.Owner(token, r.PathValue("id"), kindVolume); !ok || err != nil || !tr.admitted(owner) {
+	owner, err := tr.opts.Signer.Owner(token, r.PathValue("id"), kindVolume)
+	if !ok || err != nil || !tr.admitted(owner) {
 		writeError(w, fail(http.StatusUnauthorized, "missing or invalid volume token (Authorization: Bearer, the token of the volume's create or get)"))
 		return
 	}
-	writeError(w, fail(http.StatusNotImplemented, contentUnsupported))
+	tr.serveVolumeContent(auth.WithOwner(r.Context(), owner), w, r) // issue 40: volumecontent.go
 }
 
 // templateAnswer is E2B's TemplateWithBuilds of a hutch template: one

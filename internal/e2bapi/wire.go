@@ -10,11 +10,13 @@ import (
 	"time"
 )
 
-// EnvdVersion is the envd version reported for every sandbox: 0.5.7 opens
-// the SDK's gates that hutch's envd serves (closeStdin, octet-stream
-// uploads, user-less calls); the 0.6.x gates (file metadata, watch entry
-// info, network mounts) stay shut, so the SDK explains what is missing.
-const EnvdVersion = "0.5.7"
+// EnvdVersion is the envd version reported for every sandbox: 0.6.4 opens
+// each of the SDK's gates, all of which hutch's envd serves (closeStdin,
+// octet-stream uploads, user-less calls; 0.6.2's file metadata, kept as
+// user.e2b.* extended attributes; 0.6.3's entries in watch events; 0.6.4's
+// watches on network mounts, which hutch does not refuse: a volume is a
+// host directory whose changes inside the sandbox a watch sees).
+const EnvdVersion = "0.6.4"
 
 // clientID is the clientID of every answer (E2B's cluster node id).
 const clientID = "hutch"

@@ -84,7 +84,7 @@ func (t *Table) write(ctx context.Context, req api.FsWriteRequest) (api.FsWriteR
 	if req.Content != nil || req.ContentB64 != nil {
 		return api.FsWriteResponse{}, errdefs.Malformed("give exactly one of content and content_b64, not both")
 	}
-	return fs.Upload(ctx, api.FsUploadRequest{SandboxID: req.SandboxID, User: req.User, Path: req.Path, Mode: req.Mode, Parents: req.Parents}, req.Body)
+	return fs.Upload(ctx, api.FsUploadRequest{SandboxID: req.SandboxID, User: req.User, Path: req.Path, Mode: req.Mode, Parents: req.Parents, Metadata: req.Metadata}, req.Body)
 }
 
 // Content is the result of a function whose bytes a transport takes as a

@@ -24,4 +24,5 @@ func registerVolumes(t *Table) {
 	add(t, api.FnVolumeList, "List your volumes", v.ListVolumes)
 	add(t, api.FnVolumeGet, "Describe a volume: size, bytes used and available, the live sandboxes that mount it", v.GetVolume)
 	add(t, api.FnVolumeDelete, "Delete a volume and its data; refused while a live sandbox mounts it", v.DeleteVolume)
+	registerVolumeContent(t) // issue 40: sandbox::volume::fs::*
 }

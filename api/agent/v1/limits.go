@@ -88,3 +88,16 @@ const (
 	MaxPsCommand   = 4096
 	MaxPsUserBytes = 256
 )
+
+// issue 40: file metadata (E2B envd 0.6.2), kept as extended attributes.
+
+// FsMetadataXattrPrefix is the extended attribute namespace of a file's
+// user metadata: key k is the attribute FsMetadataXattrPrefix+k.
+const FsMetadataXattrPrefix = "user.e2b."
+
+// MaxFsMetadataKeys bounds the metadata keys of one file, written or read;
+// MaxFsMetadataBytes bounds their keys and values together.
+const (
+	MaxFsMetadataKeys  = 64
+	MaxFsMetadataBytes = 16 << 10
+)

@@ -31,6 +31,8 @@ type writtenEntry struct {
 	Name string `json:"name"`
 	Type string `json:"type"`
 	Path string `json:"path"`
+	// Metadata is the metadata the upload set (issue 40).
+	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
 // download is GET /files?path=P&username=U: the file's bytes, gzipped
@@ -178,10 +180,33 @@ func (s *server) uploadOne(r *http.Request, sc scope, p string, body io.Reader) 
 		return writtenEntry{}, invalid("no path: give ?path= or a file name")
 	}
 	p = s.resolve(r.Context(), sc, p)
-	if _, err := functions.Invoke(r.Context(), s.t, api.FnFsWrite, api.FsWriteRequest{SandboxID: sc.sandbox, User: sc.user, Path: p, Parents: true, Body: body}); err != nil {
+	md := uploadMetadata(r.Header)
+	if _, err := functions.Invoke(r.Context(), s.t, api.FnFsWrite, api.FsWriteRequest{SandboxID: sc.sandbox, User: sc.user, Path: p, Parents: true, Body: body, Metadata: md}); err != nil {
 		return writtenEntry{}, connectError(err)
 	}
-	return writtenEntry{Name: path.Base(p), Type: "file", Path: p}, nil
+	return writtenEntry{Name: path.Base(p), Type: "file", Path: p, Metadata: md}, nil
+}
+
+// metadataHeader is the prefix of the request headers that carry an
+// upload's file metadata (envd 0.6.2), one header a key.
+const metadataHeader = "X-Metadata-"
+
+// uploadMetadata is the file metadata of an upload's headers, nil when
+// none. HTTP header names are case-insensitive, so keys are lower case;
+// the agent checks the keys and values against its limits.
+func uploadMetadata(h http.Header) map[string]string {
+	var md map[string]string
+	for name, values := range h {
+		key, ok := strings.CutPrefix(http.CanonicalHeaderKey(name), metadataHeader)
+		if !ok || len(values) == 0 {
+			continue
+		}
+		if md == nil {
+			md = make(map[string]string)
+		}
+		md[strings.ToLower(key)] = values[0]
+	}
+	return md
 }
 
 // fileError answers err as envd's {code, message} with its HTTP status.

@@ -178,5 +178,6 @@ func entryInfo(p string, e api.FsEntry) *pb.EntryInfo {
 		Mode:         uint32(perm & 0o777),
 		Permissions:  mode.String(),
 		ModifiedTime: timestamppb.New(time.Unix(e.Mtime, 0)),
+		Metadata:     e.Metadata,
 	}
 }

@@ -115,6 +115,7 @@ func entry(e *agentv1.FsEntry) api.FsEntry {
 		Mode:      modeString(e.GetMode()),
 		Mtime:     e.GetMtime(),
 		IsSymlink: e.GetIsSymlink(),
+		Metadata:  e.GetMetadata(),
 	}
 }
 
@@ -193,7 +194,7 @@ func (s *Service) WriteFile(ctx context.Context, req api.FsWriteRequest) (api.Fs
 		return api.FsWriteResponse{}, errdefs.Malformed("give exactly one of content (text) and content_b64 (base64 bytes)").
 			WithFix(map[string]any{"content": ""}, "an empty file is content \"\"")
 	}
-	return s.Upload(ctx, api.FsUploadRequest{SandboxID: req.SandboxID, User: req.User, Path: req.Path, Mode: req.Mode, Parents: req.Parents}, bytes.NewReader(data))
+	return s.Upload(ctx, api.FsUploadRequest{SandboxID: req.SandboxID, User: req.User, Path: req.Path, Mode: req.Mode, Parents: req.Parents, Metadata: req.Metadata}, bytes.NewReader(data))
 }
 
 // Upload writes body to a file of the sandbox as a stream of chunks, never
@@ -218,7 +219,7 @@ func (s *Service) Upload(ctx context.Context, req api.FsUploadRequest, body io.R
 	if err != nil {
 		return api.FsWriteResponse{}, err
 	}
-	resp, err := sb.Agent().Upload(callCtx, &agentv1.FsUploadHeader{Path: p, Mode: mode, Parents: req.Parents}, body, sb.Touch)
+	resp, err := sb.Agent().Upload(callCtx, &agentv1.FsUploadHeader{Path: p, Mode: mode, Parents: req.Parents, Metadata: req.Metadata}, body, sb.Touch)
 	if err != nil {
 		err = sb.FsFail(ctx, "write of "+p, err)
 		if errdefs.Is(err, errdefs.CodeFSNotFound) && !req.Parents {

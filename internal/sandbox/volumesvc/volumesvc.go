@@ -6,6 +6,8 @@ package volumesvc
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/hutch-dev/hutch/api"
@@ -87,6 +89,7 @@ func volumeInfo(i volumes.Info) api.VolumeInfo {
 		CreatedAt:      i.CreatedAt.UTC().Format(time.RFC3339),
 		UsedBytes:      i.UsedBytes,
 		AvailableBytes: i.AvailableBytes,
-		SandboxIDs:     i.Users,
+		// Not the content calls that hold it for a moment (issue 40).
+		SandboxIDs: slices.DeleteFunc(slices.Clone(i.Users), func(u string) bool { return strings.HasPrefix(u, contentUser) }),
 	}
 }
