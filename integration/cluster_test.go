@@ -25,6 +25,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -167,7 +168,20 @@ func TestCluster(t *testing.T) {
 		if last < 0 || !strings.HasPrefix(string(held), "started\n") {
 			t.Fatalf("logs without -f: %q", held)
 		}
-		rc, err := kc.CoreV1().Pods(clusterNS).GetLogs(pods[2], &corev1.PodLogOptions{Follow: true}).Stream(lctx)
+		// --tail: the last two lines held.
+		tail, err := kc.CoreV1().Pods(clusterNS).GetLogs(pods[2], &corev1.PodLogOptions{TailLines: ptrTo(int64(2))}).DoRaw(lctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var a, b int
+		if n, _ := fmt.Sscanf(string(tail), "tick %d\ntick %d\n", &a, &b); n != 2 || b != a+1 || a < last-1 || strings.Count(string(tail), "\n") != 2 {
+			t.Fatalf("logs --tail=2 after tick %d: %q", last, tail)
+		}
+		// --since is refused (400): the output carries no times.
+		if _, err := kc.CoreV1().Pods(clusterNS).GetLogs(pods[2], &corev1.PodLogOptions{SinceSeconds: ptrTo(int64(10))}).DoRaw(lctx); !apierrors.IsBadRequest(err) {
+			t.Fatalf("logs --since: %v, want a refusal", err)
+		}
+		rc, err := kc.CoreV1().Pods(clusterNS).GetLogs(pods[2], &corev1.PodLogOptions{Follow: true, TailLines: ptrTo(int64(1))}).Stream(lctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -186,6 +200,8 @@ func TestCluster(t *testing.T) {
 		p := clusterPod("web", "")
 		p.Spec.Containers[0].Command = []string{"python3", "-m", "http.server", "8080"}
 		p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 8080}}
+		// A Pod that asks for a network has its sandbox's address as its IP.
+		p.Annotations = map[string]string{kubenode.AnnotationNetwork: "true"}
 		if _, err := kc.CoreV1().Pods(clusterNS).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -201,6 +217,21 @@ func TestCluster(t *testing.T) {
 		testutil.EventuallyNil(t, time.Minute, func() error {
 			return execPod(ctx, cp, "web", []string{"python3", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8080/')"}, nil, io.Discard, nil)
 		}, "the Pod's web server listening")
+		web, err := kc.CoreV1().Pods(clusterNS).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var own bytes.Buffer
+		// The address the sandbox sends from (a UDP connect sends nothing).
+		if err := execPod(ctx, cp, "web", []string{"python3", "-c", `import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.connect(("192.0.2.1", 9)); print(s.getsockname()[0])`}, nil, &own, nil); err != nil {
+			t.Fatal(err)
+		}
+		if ip := web.Status.PodIP; ip == "" || ip != strings.TrimSpace(own.String()) || len(web.Status.PodIPs) != 1 {
+			t.Errorf("Pod IP %q (%v), the sandbox's own address %q", ip, web.Status.PodIPs, own.String())
+		}
+		if offline, err := kc.CoreV1().Pods(clusterNS).Get(ctx, pods[0], metav1.GetOptions{}); err != nil || offline.Status.PodIP != "" {
+			t.Errorf("a Pod without a network: IP %q (%v)", offline.Status.PodIP, err)
+		}
 		local := portForward(t, cp, "web", 8080)
 		testutil.EventuallyNil(t, time.Minute, func() error {
 			resp, err := http.Get("http://" + local + "/")

@@ -30,6 +30,7 @@ func (d *daemon) startCluster(ctx context.Context) error {
 			}
 			return d.ports.Dial(ctx, t)
 		},
+		Addr:   d.sbnet.Addr,
 		Events: d.evlog,
 		Logger: d.log,
 	})

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	goruntime "runtime"
 	"strconv"
@@ -64,6 +65,9 @@ type Options struct {
 	// Dial connects to an exposed port of a sandbox (the preview path),
 	// for port-forward; nil refuses port-forward.
 	Dial func(ctx context.Context, sandboxID string, port int) (net.Conn, error)
+	// Addr is a sandbox's network address (invalid without a network):
+	// the Pod IP; nil reports none.
+	Addr func(sandboxID string) netip.Addr
 	// Events is the daemon's event log (sandbox.lost).
 	Events *events.Log
 	Logger *slog.Logger

@@ -29,6 +29,12 @@ const (
 	MetaUID = "k8s.uid"
 )
 
+// AnnotationNetwork "true" gives a Pod's sandbox hutch's sandbox
+// networking (outbound access, the daemon's egress rules); its address is
+// the Pod IP. Without it the sandbox is offline, hutch's default, and the
+// Pod has no IP.
+const AnnotationNetwork = "hutch.dev/network"
+
 // Reasons of a Pod's status hutch sets.
 const (
 	ReasonUnsupported    = "Unsupported"
@@ -157,6 +163,7 @@ func createRequest(k *corev1.Pod) api.CreateRequest {
 	req := api.CreateRequest{
 		Image:    c.Image,
 		Metadata: map[string]string{MetaPod: key(k.Namespace, k.Name), MetaUID: string(k.UID)},
+		Network:  k.Annotations[AnnotationNetwork] == "true",
 	}
 	for _, rl := range []corev1.ResourceList{c.Resources.Requests, c.Resources.Limits} {
 		if q, ok := rl[corev1.ResourceCPU]; ok {
@@ -262,6 +269,7 @@ func (p *provider) run(ctx context.Context, ko string, k *corev1.Pod) {
 		now := metav1.Now()
 		s := &pd.pod.Status
 		s.Phase = corev1.PodRunning
+		p.setPodIP(s, created.SandboxID)
 		s.Conditions = append(s.Conditions,
 			corev1.PodCondition{Type: corev1.PodInitialized, Status: corev1.ConditionTrue, LastTransitionTime: now},
 			corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
@@ -304,7 +312,19 @@ func (p *provider) adopt(ctx context.Context, ko string, k *corev1.Pod) {
 	}
 	p.mu.Unlock()
 	p.log.Info("re-adopted a Pod's sandbox", "pod", ko, "sandbox", id)
-	p.update(ko, func(*pod) {})
+	p.update(ko, func(pd *pod) { p.setPodIP(&pd.pod.Status, id) })
+}
+
+// setPodIP sets s's Pod IP to sandbox id's network address, where it has
+// one.
+func (p *provider) setPodIP(s *corev1.PodStatus, id string) {
+	if p.o.Addr == nil {
+		return
+	}
+	if a := p.o.Addr(id); a.IsValid() {
+		s.PodIP = a.String()
+		s.PodIPs = []corev1.PodIP{{IP: s.PodIP}}
+	}
 }
 
 // exited ends the Pod with its main process's code: Succeeded for 0.

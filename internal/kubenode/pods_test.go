@@ -120,3 +120,13 @@ func TestParseTaint(t *testing.T) {
 		}
 	}
 }
+
+func TestCreateRequestNetwork(t *testing.T) {
+	if createRequest(testPod(nil)).Network {
+		t.Error("a Pod without the annotation got a network")
+	}
+	k := testPod(func(k *corev1.Pod) { k.Annotations = map[string]string{AnnotationNetwork: "true"} })
+	if !createRequest(k).Network {
+		t.Errorf("a Pod with %s=true got no network", AnnotationNetwork)
+	}
+}

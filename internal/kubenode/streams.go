@@ -157,10 +157,15 @@ func chunkBytes(c api.OutputChunk) ([]byte, error) {
 	return b, nil
 }
 
-// GetContainerLogs is the output of the Pod's main process, followed
-// until it exits with opts.Follow. LimitBytes is honoured; tail and since
-// are not (the whole output the sandbox holds is sent).
+// GetContainerLogs is the output of the Pod's main process (stdout, then
+// stderr), followed until it exits with opts.Follow. LimitBytes and Tail
+// (the last lines of what the sandbox holds, then the follow from there)
+// are honoured; since and timestamps are refused: the output carries no
+// times.
 func (p *provider) GetContainerLogs(ctx context.Context, ns, name, _ string, opts vkapi.ContainerLogOpts) (io.ReadCloser, error) {
+	if opts.SinceSeconds > 0 || !opts.SinceTime.IsZero() || opts.Timestamps {
+		return nil, vkerrdefs.InvalidInput("--since, --since-time and --timestamps are not supported on a hutch node: a sandbox's output carries no times")
+	}
 	id, pid, err := p.sandboxOf(ns, name)
 	if err != nil {
 		return nil, err
@@ -176,15 +181,24 @@ func (p *provider) GetContainerLogs(ctx context.Context, ns, name, _ string, opt
 		if opts.LimitBytes > 0 {
 			w = &limitWriter{w: pw, left: opts.LimitBytes, cancel: cancel}
 		}
-		req := api.ProcessOutputRequest{SandboxID: id, Pid: pid, Follow: opts.Follow}
-		if !opts.Follow {
+		req := api.ProcessOutputRequest{SandboxID: id, Pid: pid}
+		if !opts.Follow || opts.Tail > 0 {
 			out, err := functions.Call[api.ProcessOutputResponse](ctx, p.o.Table, api.FnProcessOutput, req)
+			var stdout, stderr []byte
 			if err == nil {
-				err = writeChunks(w, out.Stdout, out.Stderr)
+				stdout, stderr, err = chunksBytes(out.Stdout, out.Stderr)
 			}
-			pw.CloseWithError(err)
-			return
+			if err == nil {
+				_, err = w.Write(lastLines(append(stdout, stderr...), opts.Tail))
+			}
+			if err != nil || !opts.Follow {
+				pw.CloseWithError(err)
+				return
+			}
+			req.StdoutOffset = out.Stdout.Offset + int64(len(stdout))
+			req.StderrOffset = out.Stderr.Offset + int64(len(stderr))
 		}
+		req.Follow = true
 		_, err := p.copyOutput(ctx, req, w, w)
 		if errors.Is(err, context.Canceled) {
 			err = nil
@@ -194,17 +208,34 @@ func (p *provider) GetContainerLogs(ctx context.Context, ns, name, _ string, opt
 	return readCloser{pr, func() { cancel(); pr.Close() }}, nil
 }
 
-func writeChunks(w io.Writer, chunks ...api.OutputChunk) error {
-	for _, c := range chunks {
-		b, err := chunkBytes(c)
-		if err != nil {
-			return err
-		}
-		if _, err := w.Write(b); err != nil {
-			return err
+// chunksBytes is the bytes of a process's stdout and stderr chunks.
+func chunksBytes(stdout, stderr api.OutputChunk) ([]byte, []byte, error) {
+	out, err := chunkBytes(stdout)
+	if err != nil {
+		return nil, nil, err
+	}
+	errb, err := chunkBytes(stderr)
+	return out, errb, err
+}
+
+// lastLines is the last n lines of b (a final line without its newline
+// counts); all of b for n <= 0.
+func lastLines(b []byte, n int) []byte {
+	if n <= 0 {
+		return b
+	}
+	end := len(b)
+	if end > 0 && b[end-1] == '\n' {
+		end--
+	}
+	for i := end - 1; i >= 0; i-- {
+		if b[i] == '\n' {
+			if n--; n == 0 {
+				return b[i+1:]
+			}
 		}
 	}
-	return nil
+	return b
 }
 
 type eofReader struct{}

@@ -211,8 +211,8 @@ func (n *Net) attachment(id string) *runtime.NetworkAttachment {
 	return n.fw.Attachment(id)
 }
 
-// addr is sandbox id's network address; invalid without one.
-func (n *Net) addr(id string) netip.Addr {
+// Addr is sandbox id's network address; invalid without one.
+func (n *Net) Addr(id string) netip.Addr {
 	if nw := n.attachment(id); nw != nil {
 		return nw.Addr
 	}
@@ -391,7 +391,7 @@ func (n *Net) find(src netip.Addr) (id, owner string, ok bool) {
 	}
 	n.mu.Unlock()
 	for _, id := range ids {
-		if n.addr(id) != src {
+		if n.Addr(id) != src {
 			continue
 		}
 		if owner, ok := (*core).Running(id); ok {

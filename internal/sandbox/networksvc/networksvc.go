@@ -166,7 +166,7 @@ func (s *Service) Peers(id, name string) []netip.Addr {
 }
 
 // addr is sandbox id's network address; invalid without one.
-func (s *Service) addr(id string) netip.Addr { return s.net.addr(id) }
+func (s *Service) addr(id string) netip.Addr { return s.net.Addr(id) }
 
 // Leave takes a stopping sandbox off its networks.
 func (s *Service) Leave(id string) {
