@@ -133,6 +133,10 @@ func (p *Proxy) Close() error {
 // Recent lists sandbox id's recent decisions, oldest first.
 func (p *Proxy) Recent(id string) []Decision { return p.audit.recent(id) }
 
+// Denied is the number of connections and requests refused so far whose
+// destination was named as kind (one of DeniedKinds), for the metrics.
+func (p *Proxy) Denied(kind string) uint64 { return p.audit.deniedOf(kind) }
+
 // Forget drops what the proxy keeps of sandbox id.
 func (p *Proxy) Forget(id string) { p.audit.forget(id) }
 
