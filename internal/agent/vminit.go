@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -8,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/hutch-dev/hutch/internal/agent/vmspec"
 )
 
 // This file holds the parts of the microVM init (vminit_linux.go) that
@@ -122,4 +125,29 @@ func findNetIf(netDir string) (string, error) {
 		}
 	}
 	return "", nil
+}
+
+// trustEgressCA appends the egress CA the host put in the initramfs at
+// caFile (issue 37), if any, to the image's CA bundle under root
+// (vmspec.TrustedBundle) when that is a regular file, in the sandbox's
+// writable layer (the image's disk is not changed). An image without such
+// a bundle is left alone: its TLS to the hosts of transforms fails rather
+// than trusting anything else.
+func trustEgressCA(caFile, root string) error {
+	ca, err := os.ReadFile(caFile)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	bundle := filepath.Join(root, vmspec.TrustedBundle)
+	if fi, err := os.Lstat(bundle); err != nil || !fi.Mode().IsRegular() {
+		return nil
+	}
+	base, err := os.ReadFile(bundle)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(bundle, append(append(bytes.TrimRight(base, "\n"), '\n'), ca...), 0o644)
 }

@@ -79,6 +79,9 @@ func VMInit(log *slog.Logger) (io.ReadWriteCloser, error) {
 	if err := mountRoot(params[vmspec.KeyWritableDisk] == "1", vmspec.WritableMB(params)); err != nil {
 		return nil, err
 	}
+	if err := trustEgressCA(vmspec.EgressCAPath, vmNewRoot); err != nil {
+		log.Warn("adding hutch's egress CA to the image's CA bundle", "err", err)
+	}
 	// The initramfs stays in memory under the new root: drop its big files
 	// (the running agent keeps its own pages).
 	_ = os.Remove(vmspec.InitPath)

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/hutch-dev/hutch/internal/agent/vmspec"
 )
 
 // writeTree writes files (path → content) under dir.
@@ -109,5 +111,54 @@ func TestWaitFor(t *testing.T) {
 	boom := errors.New("boom")
 	if _, err := waitFor("thing", time.Minute, func() (string, error) { return "", boom }); !errors.Is(err, boom) {
 		t.Errorf("waitFor of a failing find = %v, want %v", err, boom)
+	}
+}
+
+// TestTrustEgressCA: the initramfs's CA is appended to a regular bundle
+// (on a line of its own), never through a symlink, and nothing happens
+// without a CA.
+func TestTrustEgressCA(t *testing.T) {
+	dir := t.TempDir()
+	root := filepath.Join(dir, "root")
+	bundle := filepath.Join(root, vmspec.TrustedBundle)
+	if err := os.MkdirAll(filepath.Dir(bundle), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	caFile := filepath.Join(dir, "egress-ca.pem")
+	if err := trustEgressCA(caFile, root); err != nil {
+		t.Fatalf("without a CA: %v", err)
+	}
+	if _, err := os.Stat(bundle); !os.IsNotExist(err) {
+		t.Fatalf("without a CA, a bundle was made: %v", err)
+	}
+	const ca = "-----BEGIN CERTIFICATE-----\nhutch\n-----END CERTIFICATE-----\n"
+	if err := os.WriteFile(caFile, []byte(ca), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A symlinked bundle is left alone (and so is what it points at).
+	target := filepath.Join(dir, "elsewhere")
+	if err := os.WriteFile(target, []byte("other"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, bundle); err != nil {
+		t.Fatal(err)
+	}
+	if err := trustEgressCA(caFile, root); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(target); string(b) != "other" {
+		t.Errorf("through a symlink: %q", b)
+	}
+	if err := os.Remove(bundle); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bundle, []byte("IMAGE CA"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := trustEgressCA(caFile, root); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(bundle); string(b) != "IMAGE CA\n"+ca {
+		t.Errorf("bundle = %q", b)
 	}
 }

@@ -2,8 +2,11 @@ package daemon
 
 import (
 	"context"
+
 	"net/netip"
 	"path/filepath"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hutch-dev/hutch/internal/egressproxy"
 	"github.com/hutch-dev/hutch/internal/netplumb"
@@ -15,7 +18,7 @@ import (
 // the connections of sandboxes whose policy has name rules or transforms;
 // it resolves names as their resolver does, reaches nothing the firewall
 // closes to sandboxes, and writes secrets into the requests of
-// transforms.
+// transforms. It exports hutch_egress_denied_total{kind}, the refusals.
 func (d *daemon) startEgressProxy() error {
 	var err error
 	if d.secrets, err = secrets.Open(filepath.Join(d.opts.DataDir, "secrets")); err != nil {
@@ -45,6 +48,13 @@ func (d *daemon) startEgressProxy() error {
 		return err
 	}
 	d.proxy = p
+	for _, kind := range egressproxy.DeniedKinds {
+		d.obs.metrics.Registry().MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        "hutch_egress_denied_total",
+			Help:        "Connections and requests of sandboxes the egress proxy refused, by what named the destination (sni, host, address).",
+			ConstLabels: prometheus.Labels{"kind": kind},
+		}, func() float64 { return float64(p.Denied(kind)) }))
+	}
 	d.held.Push("stopping the egress proxy", func(context.Context) error { return p.Close() })
 	return nil
 }

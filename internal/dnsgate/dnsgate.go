@@ -195,8 +195,9 @@ func (s *Server) ServeDNS(w dns.ResponseWriter, q *dns.Msg) {
 
 // Lookup resolves name's IPv4 addresses through the resolver's upstream
 // nameservers, as a sandbox would: hutch's egress proxy connects to the
-// name a connection carries, not to the address the sandbox picked.
-func (s *Server) Lookup(name string) ([]netip.Addr, error) {
+// name a connection carries, not to the address the sandbox picked. ttl
+// is the answer's least A record TTL, for the caller's cache.
+func (s *Server) Lookup(name string) (addrs []netip.Addr, ttl time.Duration, err error) {
 	q := new(dns.Msg)
 	q.SetQuestion(dns.Fqdn(name), dns.TypeA)
 	q.RecursionDesired = true
@@ -205,16 +206,16 @@ func (s *Server) Lookup(name string) ([]netip.Addr, error) {
 		ans, err = s.forward(q, "tcp")
 	}
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if ans.Rcode != dns.RcodeSuccess {
-		return nil, fmt.Errorf("%s: %s", name, dns.RcodeToString[ans.Rcode])
+		return nil, 0, fmt.Errorf("%s: %s", name, dns.RcodeToString[ans.Rcode])
 	}
-	addrs, _ := aRecords(ans)
+	addrs, ttl = aRecords(ans)
 	if len(addrs) == 0 {
-		return nil, fmt.Errorf("%s has no IPv4 address", name)
+		return nil, 0, fmt.Errorf("%s has no IPv4 address", name)
 	}
-	return addrs, nil
+	return addrs, ttl, nil
 }
 
 // answerPeer answers q with addrs (A records; no other type).

@@ -27,7 +27,14 @@ type audit struct {
 	log *events.Log
 	mu  sync.Mutex
 	by  map[string]*trail // guarded by mu
+	// denied counts refusals by Decision.Kind since the start, suppressed
+	// events' included. Guarded by mu.
+	denied map[string]uint64
 }
+
+// DeniedKinds are the kinds of refusals Denied counts: what named the
+// destination (a TLS SNI, an HTTP Host, or only an address).
+var DeniedKinds = []string{"sni", "host", "address"}
 
 // trail is one sandbox's recent decisions and event budget.
 type trail struct {
@@ -37,7 +44,9 @@ type trail struct {
 	suppressed int
 }
 
-func newAudit(log *events.Log) *audit { return &audit{log: log, by: map[string]*trail{}} }
+func newAudit(log *events.Log) *audit {
+	return &audit{log: log, by: map[string]*trail{}, denied: map[string]uint64{}}
+}
 
 // record keeps d, a decision about sb, and records it as an event when it
 // is a refusal and sb's budget allows.
@@ -52,6 +61,9 @@ func (a *audit) record(sb Sandbox, d Decision) {
 	t.decisions = append(t.decisions, d)
 	if len(t.decisions) > keptDecisions {
 		t.decisions = slices.Delete(t.decisions, 0, len(t.decisions)-keptDecisions)
+	}
+	if !d.Allowed {
+		a.denied[d.Kind]++
 	}
 	if d.Allowed && len(d.Secrets) == 0 {
 		a.mu.Unlock()
@@ -115,4 +127,11 @@ func (a *audit) forget(id string) {
 	a.mu.Lock()
 	delete(a.by, id)
 	a.mu.Unlock()
+}
+
+// deniedOf is the number of refusals of kind so far.
+func (a *audit) deniedOf(kind string) uint64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.denied[kind]
 }

@@ -59,9 +59,9 @@ type Directory interface {
 }
 
 // Resolver resolves a name as the sandboxes' resolver does
-// (dnsgate.Server.Lookup).
+// (dnsgate.Server.Lookup), with the answer's TTL.
 type Resolver interface {
-	Lookup(name string) ([]netip.Addr, error)
+	Lookup(name string) ([]netip.Addr, time.Duration, error)
 }
 
 // Options configure a Proxy.
@@ -95,6 +95,7 @@ type Proxy struct {
 	addr  netip.AddrPort
 	http  *httpSide
 	audit *audit
+	dns   *lookupCache
 	slots chan struct{}
 	wg    sync.WaitGroup
 }
@@ -110,7 +111,7 @@ func Listen(host string, opts Options) (*Proxy, error) {
 		return nil, fmt.Errorf("egress proxy: %w", err)
 	}
 	p := &Proxy{opts: opts, log: opts.Logger, ln: ln, addr: netip.MustParseAddrPort(ln.Addr().String()),
-		audit: newAudit(opts.Events), slots: make(chan struct{}, maxConns)}
+		audit: newAudit(opts.Events), dns: newLookupCache(opts.Resolver), slots: make(chan struct{}, maxConns)}
 	p.http = newHTTPSide(p)
 	p.wg.Go(p.serve)
 	return p, nil
@@ -132,6 +133,10 @@ func (p *Proxy) Close() error {
 
 // Recent lists sandbox id's recent decisions, oldest first.
 func (p *Proxy) Recent(id string) []Decision { return p.audit.recent(id) }
+
+// Denied is the number of connections and requests refused so far whose
+// destination was named as kind (one of DeniedKinds), for the metrics.
+func (p *Proxy) Denied(kind string) uint64 { return p.audit.deniedOf(kind) }
 
 // Forget drops what the proxy keeps of sandbox id.
 func (p *Proxy) Forget(id string) { p.audit.forget(id) }
@@ -241,7 +246,7 @@ func (p *Proxy) route(sb Sandbox, kind, host string, dst netip.AddrPort) ([]neti
 	if !v.Allow && !v.ByAddress {
 		return refuse(v.Rule)
 	}
-	addrs, err := p.opts.Resolver.Lookup(host)
+	addrs, err := p.dns.lookup(host)
 	if err != nil {
 		return refuse("unresolvable")
 	}

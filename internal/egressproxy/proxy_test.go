@@ -66,6 +66,9 @@ func TestAuditBudget(t *testing.T) {
 	if got := a.recent("s"); len(got) != keptDecisions {
 		t.Errorf("kept %d decisions", len(got))
 	}
+	if n := a.deniedOf("host"); n != 0 {
+		t.Errorf("allowed decisions counted as refusals: %d", n)
+	}
 	a.forget("s")
 	if got := a.recent("s"); len(got) != 0 {
 		t.Errorf("forgotten sandbox has %d decisions", len(got))
@@ -113,5 +116,11 @@ func TestHTTPForms(t *testing.T) {
 	got := p.Recent("s")
 	if len(got) != 2 || got[0].Rule != "deny_out denied.test" || got[1].Kind != "address" || got[1].Allowed {
 		t.Errorf("decisions: %+v", got)
+	}
+	// Both refusals are counted for the metrics, by kind.
+	for kind, want := range map[string]uint64{"host": 1, "address": 1, "sni": 0} {
+		if n := p.Denied(kind); n != want {
+			t.Errorf("Denied(%q) = %d, want %d", kind, n, want)
+		}
 	}
 }

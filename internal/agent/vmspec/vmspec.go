@@ -55,6 +55,13 @@ const (
 	// ModulesDir holds the kernel modules the init loads, in the order of
 	// their file names (each starts with a two-digit position).
 	ModulesDir = "/lib/modules/hutch"
+	// EgressCAPath (issue 37) is hutch's egress CA (PEM) in the initramfs
+	// of a sandbox whose network attachment names one; the init appends it
+	// to the image's TrustedBundle.
+	EgressCAPath = "/egress-ca.pem"
+	// TrustedBundle is where Debian-like images keep their trusted CAs,
+	// which OpenSSL, Python, curl and git read (relative to the root).
+	TrustedBundle = "etc/ssl/certs/ca-certificates.crt"
 )
 
 // Params parses a kernel command line into its key=value words; a word

@@ -22,13 +22,18 @@ const initramfsFormat = "hutch-initramfs-1"
 type initramfsInputs struct {
 	agent   string   // hutch-agent binary, becomes /init
 	modules []string // kernel module files, loaded in this order
+	ca      string   // hutch's egress CA (PEM) or "": vmspec.EgressCAPath
 }
 
 // key is the hash of the inputs' contents: the cached initramfs's name.
 func (in initramfsInputs) key() (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\n", initramfsFormat)
-	for _, p := range append([]string{in.agent}, in.modules...) {
+	files := append([]string{in.agent}, in.modules...)
+	if in.ca != "" {
+		files = append(files, in.ca)
+	}
+	for _, p := range files {
 		f, err := os.Open(p)
 		if err != nil {
 			return "", err
@@ -45,7 +50,8 @@ func (in initramfsInputs) key() (string, error) {
 
 // buildInitramfs returns the initramfs of in from cacheDir, writing it
 // there first if it is not yet: an uncompressed newc cpio whose /init is
-// the agent, with the modules in vmspec.ModulesDir.
+// the agent, with the modules in vmspec.ModulesDir and the egress CA, if
+// any, at vmspec.EgressCAPath.
 func buildInitramfs(cacheDir string, in initramfsInputs) (string, error) {
 	key, err := in.key()
 	if err != nil {
@@ -89,6 +95,13 @@ func writeInitramfs(w io.Writer, in initramfsInputs) error {
 			return fmt.Errorf("reading kernel module: %w", err)
 		}
 		c.file(path.Join(modDir, fmt.Sprintf("%02d-%s", i, filepath.Base(m))), 0o644, b)
+	}
+	if in.ca != "" {
+		ca, err := os.ReadFile(in.ca)
+		if err != nil {
+			return fmt.Errorf("reading the egress CA: %w", err)
+		}
+		c.file(strings.TrimPrefix(vmspec.EgressCAPath, "/"), 0o644, ca)
 	}
 	return c.close()
 }

@@ -1,6 +1,7 @@
 package microvm
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -85,7 +86,7 @@ func checkSpec(spec runtime.Spec) error {
 // start does Start's work, pushing an undo step for each piece.
 func (r *Runtime) start(ctx context.Context, spec runtime.Spec, undo *cleanup.Stack) (*instance, error) {
 	id := spec.ID
-	initrd, err := r.initramfsFor(spec.AgentPath)
+	initrd, err := r.initramfsFor(spec.AgentPath, egressCA(spec.Network))
 	if err != nil {
 		return nil, err
 	}
@@ -190,15 +191,25 @@ func tapFD(tap *os.File) int {
 	return 3
 }
 
-// agentKey names an agent binary's version: its path, size and mtime.
+// agentKey names the version of an agent binary (path, size and mtime)
+// and of the egress CA the initramfs carries (issue 37), if any.
 type agentKey struct {
+	path  string
+	size  int64
+	mtime time.Time
+	ca    fileVersion
+}
+
+// fileVersion is a file's path, size and mtime.
+type fileVersion struct {
 	path  string
 	size  int64
 	mtime time.Time
 }
 
-// initramfsFor returns the initramfs for agent, building it on first use.
-func (r *Runtime) initramfsFor(agent string) (string, error) {
+// initramfsFor returns the initramfs for agent and ca (hutch's egress CA,
+// a PEM file, or ""), building it on first use.
+func (r *Runtime) initramfsFor(agent, ca string) (string, error) {
 	abs, err := filepath.Abs(agent)
 	if err != nil {
 		return "", err
@@ -208,12 +219,19 @@ func (r *Runtime) initramfsFor(agent string) (string, error) {
 		return "", fmt.Errorf("agent: %w", err)
 	}
 	key := agentKey{path: abs, size: fi.Size(), mtime: fi.ModTime()}
+	if ca != "" {
+		ci, err := os.Stat(ca)
+		if err != nil {
+			return "", fmt.Errorf("egress CA: %w", err)
+		}
+		key.ca = fileVersion{path: ca, size: ci.Size(), mtime: ci.ModTime()}
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if p, ok := r.initramfs[key]; ok {
 		return p, nil
 	}
-	p, err := buildInitramfs(r.initramfsDir(), initramfsInputs{agent: abs, modules: r.kernel.modules})
+	p, err := buildInitramfs(r.initramfsDir(), initramfsInputs{agent: abs, modules: r.kernel.modules, ca: ca})
 	if err != nil {
 		return "", err
 	}
@@ -265,4 +283,19 @@ func mkdirs(dirs ...string) error {
 		}
 	}
 	return nil
+}
+
+// egressCA is the file of hutch's egress CA that a sandbox attached by nw
+// trusts (issue 37), or "" when there is none or it holds no certificate:
+// such a sandbox's TLS to the hosts of transforms fails rather than
+// trusting anything else, as under gVisor.
+func egressCA(nw *runtime.NetworkAttachment) string {
+	if nw == nil || nw.CACert == "" {
+		return ""
+	}
+	b, err := os.ReadFile(nw.CACert)
+	if err != nil || !bytes.Contains(b, []byte("-----BEGIN CERTIFICATE-----")) {
+		return ""
+	}
+	return nw.CACert
 }

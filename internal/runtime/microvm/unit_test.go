@@ -16,6 +16,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hutch-dev/hutch/internal/agent/vmspec"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/runtime"
 )
@@ -215,6 +216,45 @@ func TestInitramfs(t *testing.T) {
 	if p2, err := buildInitramfs(cache, in); err != nil || p2 == p1 {
 		t.Errorf("a new agent: %s, %v; want a new initramfs", p2, err)
 	}
+	// The egress CA (issue 37) is a file of its own, in a new initramfs.
+	ca := filepath.Join(dir, "egress-ca.pem")
+	if err := os.WriteFile(ca, []byte("-----BEGIN CERTIFICATE-----\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in.ca = ca
+	p3, err := buildInitramfs(cache, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err = os.ReadFile(p3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName = map[string]cpioEntry{}
+	for _, e := range readNewc(t, b) {
+		byName[e.name] = e
+	}
+	if e := byName[strings.TrimPrefix(vmspec.EgressCAPath, "/")]; e.data != "-----BEGIN CERTIFICATE-----\n" {
+		t.Errorf("egress CA = %+v", e)
+	}
+}
+
+func TestEgressCA(t *testing.T) {
+	dir := t.TempDir()
+	good, bad := filepath.Join(dir, "good.pem"), filepath.Join(dir, "bad.pem")
+	if err := os.WriteFile(good, []byte("-----BEGIN CERTIFICATE-----\nx\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte("not a certificate"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for nw, want := range map[*runtime.NetworkAttachment]string{
+		nil: "", {}: "", {CACert: good}: good, {CACert: bad}: "", {CACert: filepath.Join(dir, "none")}: "",
+	} {
+		if got := egressCA(nw); got != want {
+			t.Errorf("egressCA(%+v) = %q, want %q", nw, got, want)
+		}
+	}
 }
 
 func TestCheckSpec(t *testing.T) {
@@ -389,11 +429,11 @@ func TestInitramfsFor(t *testing.T) {
 	if err := os.WriteFile(agent, []byte("agent"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	p, err := r.initramfsFor(agent)
+	p, err := r.initramfsFor(agent, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again, err := r.initramfsFor(agent); err != nil || again != p {
+	if again, err := r.initramfsFor(agent, ""); err != nil || again != p {
 		t.Errorf("second initramfsFor = %s, %v; want %s", again, err, p)
 	}
 	if _, err := os.Stat(stale); !os.IsNotExist(err) {
