@@ -19,7 +19,7 @@ import (
 // the template and the volume, starts sandboxes from the snapshot and
 // the template that hold what their source wrote, mounts the volume with
 // its file, and lists the sandbox that ran as stopped. A non-empty dir
-// is refused.
+// is refused; a backup without --volumes brings the volume back empty.
 func TestOpsBackupRestore(t *testing.T) {
 	d := startDaemon(t, baseConfig(""))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -83,6 +83,16 @@ func TestOpsBackupRestore(t *testing.T) {
 	}
 	if _, errOut, code := d.cli("", "admin", "restore", file, "--data-dir", busy); code == 0 || !strings.Contains(errOut, "not empty") {
 		t.Errorf("restore onto a non-empty dir: exit %d, %q", code, errOut)
+	}
+
+	// Without --volumes, the volume comes back empty.
+	bare := filepath.Join(t.TempDir(), "bare.backup")
+	if out, errOut, code := d.cli("", "admin", "backup", bare); code != 0 {
+		t.Fatalf("hutch admin backup: exit %d\n%s%s", code, out, errOut)
+	}
+	if out, errOut, code := d.cli("", "admin", "restore", bare, "--data-dir", filepath.Join(t.TempDir(), "bare")); code != 0 ||
+		!strings.Contains(out, "volumes restored empty (the backup was made without --volumes): bk") {
+		t.Errorf("restore of a backup without --volumes: exit %d\n%s%s", code, out, errOut)
 	}
 
 	d.terminate() // one daemon at a time on this host's sandboxes

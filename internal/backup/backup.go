@@ -178,8 +178,17 @@ type Summary struct {
 	// daemon that opens the dir lists them as stopped.
 	Stopped int
 	// VolumesWithoutData are the volumes whose disks the archive does not
-	// hold (a backup without --volumes); the daemon forgets them.
-	VolumesWithoutData []string
+	// hold (a backup without --volumes), which the daemon would forget:
+	// the caller makes them anew, empty, at DiskPath (MakeEmptyDisk).
+	VolumesWithoutData []Volume
+}
+
+// Volume is a volume of a restored dir.
+type Volume struct {
+	Name   string `json:"name"`
+	SizeMB uint64 `json:"size_mb"`
+	// DiskPath is where its disk goes.
+	DiskPath string `json:"-"`
 }
 
 // Restore unpacks the archive r into dir, which must be missing or
@@ -311,17 +320,20 @@ func count(dir string, sum *Summary) error {
 	}
 	var vols struct {
 		Volumes []struct {
-			ID    string `json:"id"`
-			Owner string `json:"owner"`
-			Name  string `json:"name"`
+			ID string `json:"id"`
+			Volume
 		} `json:"volumes"`
 	}
 	if err := json.Unmarshal(raw, &vols); err != nil {
 		return fmt.Errorf("reading the restored volume records: %w", err)
 	}
 	for _, v := range vols.Volumes {
-		if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(disksDir), v.ID+".ext4")); err != nil {
-			sum.VolumesWithoutData = append(sum.VolumesWithoutData, v.Name)
+		v.DiskPath = filepath.Join(dir, filepath.FromSlash(disksDir), v.ID+".ext4")
+		if v.ID == "" || strings.ContainsAny(v.ID, `/\`) || v.ID == ".." {
+			return fmt.Errorf("the restored volume records hold a bad id %q", v.ID)
+		}
+		if _, err := os.Stat(v.DiskPath); err != nil {
+			sum.VolumesWithoutData = append(sum.VolumesWithoutData, v.Volume)
 			continue
 		}
 		sum.Volumes++

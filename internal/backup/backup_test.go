@@ -71,7 +71,7 @@ func TestRoundTrip(t *testing.T) {
 			}
 		}
 		_, err = os.Stat(filepath.Join(dst, "volumes/disks/v1.ext4"))
-		if vols != (err == nil) || (vols && sum.Volumes != 1) || (!vols && strings.Join(sum.VolumesWithoutData, ",") != "data") {
+		if vols != (err == nil) || (vols && sum.Volumes != 1) || (!vols && (len(sum.VolumesWithoutData) != 1 || sum.VolumesWithoutData[0].Name != "data")) {
 			t.Errorf("volumes %v: disk %v, summary %+v", vols, err, sum)
 		}
 	}

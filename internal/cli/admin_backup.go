@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hutch-dev/hutch/internal/backup"
+	"github.com/hutch-dev/hutch/internal/volumes"
 )
 
 func (a *app) adminBackupCmd() *cobra.Command {
@@ -61,7 +62,8 @@ func (a *app) adminRestoreCmd() *cobra.Command {
 missing or empty; then start hutch serve --data-dir DIR. Every snapshot,
 template and volume comes back; sandboxes that ran at backup time come back
 stopped. An archive of a newer data dir format, or a truncated one, is
-refused and nothing is left in DIR.`,
+refused and nothing is left in DIR. Volumes of a backup made without
+--volumes come back empty.`,
 		Args: cobra.ExactArgs(1),
 		RunE: action(func(cmd *cobra.Command, args []string) error {
 			if dataDir == "" {
@@ -80,8 +82,18 @@ refused and nothing is left in DIR.`,
 			if sum.Stopped > 0 {
 				fmt.Fprintf(a.stdout, "%d sandboxes that were running at backup time come back stopped\n", sum.Stopped)
 			}
-			if len(sum.VolumesWithoutData) > 0 {
-				fmt.Fprintf(a.stdout, "volumes without data in the backup (made without --volumes), not restored: %s\n", strings.Join(sum.VolumesWithoutData, ", "))
+			var empty []string
+			for _, v := range sum.VolumesWithoutData {
+				if err := os.MkdirAll(filepath.Dir(v.DiskPath), 0o700); err != nil {
+					return err
+				}
+				if err := volumes.MakeEmptyDisk(v.DiskPath, v.SizeMB); err != nil {
+					return fmt.Errorf("making volume %s anew: %w", v.Name, err)
+				}
+				empty = append(empty, v.Name)
+			}
+			if len(empty) > 0 {
+				fmt.Fprintf(a.stdout, "volumes restored empty (the backup was made without --volumes): %s\n", strings.Join(empty, ", "))
 			}
 			return nil
 		}),
