@@ -25,7 +25,7 @@ func TestOpsBackupRestore(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 
-	if _, err := d.c.CreateVolume(ctx, "bk", 0); err != nil {
+	if _, err := d.c.CreateVolume(ctx, "bk", 16); err != nil {
 		t.Fatal(err)
 	}
 	w := d.create(api.CreateRequest{Image: "python", Volumes: []api.VolumeMount{{Name: "bk", Path: "/data"}}})

@@ -6,6 +6,7 @@ package daemon
 import (
 	"io"
 	"net/http"
+	"time"
 
 	"github.com/hutch-dev/hutch/client"
 	"github.com/hutch-dev/hutch/internal/backup"
@@ -30,6 +31,11 @@ func (d *daemon) serveBackup(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "the metadata store cannot be copied", http.StatusInternalServerError)
 		return
 	}
+	// The archive takes as long as the data dir takes to read: the
+	// server's write timeout, which bounds a whole answer, is lifted (an
+	// operator's call; the store's read transaction ends before the
+	// first byte is sent, so a slow reader holds nothing but its files).
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
 	w.Header().Set("Content-Type", "application/gzip")
 	err = backup.Write(w, backup.Source{DataDir: d.opts.DataDir, DB: db.WriteDB, Volumes: r.URL.Query().Get("volumes") == "1"})
 	if err != nil {
