@@ -12,10 +12,11 @@ import (
 func (a *app) adminCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "admin",
-		Short: "Operator commands: reload the config",
+		Short: "Operator commands: reload the config, back up and restore",
 		Args:  cobra.NoArgs,
 	}
 	cmd.AddCommand(a.adminReloadCmd())
+	cmd.AddCommand(a.adminBackupCmd(), a.adminRestoreCmd()) // issue 41: 5
 	return cmd
 }
 

@@ -138,7 +138,7 @@ func (d *daemon) reloadWebhooks(old, next []config.Webhook) {
 // admin_owners with api_tokens) reloads and answers a api.ReloadResult.
 func (d *daemon) adminRoutes(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != ReloadPath {
+		if r.URL.Path != ReloadPath && r.URL.Path != BackupPath { // issue 41: 5
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -168,7 +168,11 @@ func (d *daemon) adminRoutes(next http.Handler) http.Handler {
 		admin := d.reloads.current.IsAdmin(owner)
 		d.reloads.mu.Unlock()
 		if !admin {
-			fail(errdefs.New(errdefs.CodeOperatorOnly, "reloading the config is an operator action: owner %q is not in admin_owners", owner))
+			fail(errdefs.New(errdefs.CodeOperatorOnly, "%s is an operator action: owner %q is not in admin_owners", r.URL.Path, owner))
+			return
+		}
+		if r.URL.Path == BackupPath { // issue 41: 5
+			d.serveBackup(w, r)
 			return
 		}
 		res, err := d.reload()

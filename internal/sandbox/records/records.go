@@ -6,6 +6,7 @@ package records
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -98,4 +99,15 @@ func (b Bucket) Each(fn func(key string, value []byte) error) error {
 	return b.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(b.name).ForEach(func(k, v []byte) error { return fn(string(k), v) })
 	})
+}
+
+// WriteDB writes a consistent copy of the whole file (every bucket) to w,
+// in one read transaction (issue 41: hutch admin backup).
+func (b Bucket) WriteDB(w io.Writer) (int64, error) {
+	var n int64
+	err := b.db.View(func(tx *bolt.Tx) (err error) {
+		n, err = tx.WriteTo(w)
+		return err
+	})
+	return n, err
 }
