@@ -76,13 +76,27 @@ func TestCrashAtEveryFailpoint(t *testing.T) {
 	d := startDaemon(t, baseConfig("crash_watchdog: false\nvolume_default_size_mb: 64\n"))
 	d.bin = fp
 	ctx := context.Background()
-	checked := map[string]bool{} // snapshots, templates and volumes found whole
+	// A snapshot, a template and a volume made whole before the crashes:
+	// every restart must list exactly these, and they work at the end.
+	src := d.create(api.CreateRequest{Image: "python"})
+	d.setup(src, "sh", "-c", "echo kept > /var/kept")
+	snap, err := d.c.CreateSnapshot(ctx, src, "whole")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.c.CreateTemplate(ctx, api.TemplateCreateRequest{Name: "whole", FromSandbox: src}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.c.CreateVolume(ctx, "whole", 0); err != nil {
+		t.Fatal(err)
+	}
+	whole := []string{"snapshot " + snap.SnapshotID, "template whole", "volume whole"}
 	for i, p := range crashPoints {
 		d.terminate()
 		d.env = []string{failpoint.Env + "=" + p.name}
 		d.start()
 		if i > 0 {
-			checkAfterCrash(t, d, crashPoints[i-1].name, checked)
+			checkAfterCrash(t, d, crashPoints[i-1].name, whole, false)
 		}
 		sb := ""
 		if p.needsSandbox {
@@ -105,15 +119,17 @@ func TestCrashAtEveryFailpoint(t *testing.T) {
 	}
 	d.env = nil
 	d.start()
-	checkAfterCrash(t, d, crashPoints[len(crashPoints)-1].name, checked)
-	t.Logf("%d crash points, 1 run each; whole after them: %v", len(crashPoints), checked)
+	checkAfterCrash(t, d, crashPoints[len(crashPoints)-1].name, whole, true)
+	t.Logf("%d crash points, 1 run each; %v listed and whole after them", len(crashPoints), whole)
 }
 
 // checkAfterCrash checks a daemon started after a crash at point: every
-// sandbox answers or is stopped by the restart with an event; every
-// snapshot, template and volume listed works and no files of an unlisted
-// one are left; nothing of the crashed daemon leaks; no store was repaired.
-func checkAfterCrash(t *testing.T, d *daemon, point string, checked map[string]bool) {
+// sandbox answers or is stopped by the restart with an event; the
+// snapshots, templates and volumes listed are exactly want (the half-made
+// one of the crash is not) and, with use, each makes a sandbox that works;
+// no files of an unlisted one are left; nothing of the crashed daemon
+// leaks; no store was repaired.
+func checkAfterCrash(t *testing.T, d *daemon, point string, want []string, use bool) {
 	t.Helper()
 	ctx := context.Background()
 	assertNoLeftovers(t, d.dataDir, d.ids...)
@@ -149,14 +165,15 @@ func checkAfterCrash(t *testing.T, d *daemon, point string, checked map[string]b
 		t.Fatal(err)
 	}
 	keep := map[string]bool{"build": true}
+	var listed []string
 	for _, s := range snaps.Snapshots {
 		keep[s.SnapshotID] = true
-		if !checked["snapshot "+s.SnapshotID] {
+		listed = append(listed, "snapshot "+s.SnapshotID)
+		if use {
 			id := d.create(api.CreateRequest{SnapshotID: s.SnapshotID})
-			if r := d.exec(id, "echo", "ok"); r.Stdout != "ok\n" {
+			if r := d.exec(id, "cat", "/var/kept"); r.Stdout != "kept\n" {
 				t.Errorf("after %s: a sandbox from snapshot %s: %+v", point, s.SnapshotID, r)
 			}
-			checked["snapshot "+s.SnapshotID] = true
 		}
 	}
 	tmpls, err := d.c.ListTemplates(ctx)
@@ -164,12 +181,12 @@ func checkAfterCrash(t *testing.T, d *daemon, point string, checked map[string]b
 		t.Fatal(err)
 	}
 	for _, tm := range tmpls.Templates {
-		if !checked["template "+tm.Name] {
+		listed = append(listed, "template "+tm.Name)
+		if use {
 			id := d.create(api.CreateRequest{Template: tm.Name})
-			if r := d.exec(id, "echo", "ok"); r.Stdout != "ok\n" {
+			if r := d.exec(id, "cat", "/var/kept"); r.Stdout != "kept\n" {
 				t.Errorf("after %s: a sandbox from template %s: %+v", point, tm.Name, r)
 			}
-			checked["template "+tm.Name] = true
 		}
 	}
 	entries, _ := os.ReadDir(filepath.Join(d.dataDir, "snapshots"))
@@ -190,7 +207,8 @@ func checkAfterCrash(t *testing.T, d *daemon, point string, checked map[string]b
 		t.Fatal(err)
 	}
 	for _, v := range vols.Volumes {
-		if !checked["volume "+v.Name] {
+		listed = append(listed, "volume "+v.Name)
+		if use {
 			id := d.create(api.CreateRequest{Image: "python", Volumes: []api.VolumeMount{{Name: v.Name, Path: "/mnt/v"}}})
 			if r := d.exec(id, "sh", "-c", "echo ok > /mnt/v/f && cat /mnt/v/f"); r.Stdout != "ok\n" {
 				t.Errorf("after %s: volume %s in a sandbox: %+v", point, v.Name, r)
@@ -198,8 +216,10 @@ func checkAfterCrash(t *testing.T, d *daemon, point string, checked map[string]b
 			if _, err := d.c.Stop(ctx, id, true); err != nil {
 				t.Fatal(err)
 			}
-			checked["volume "+v.Name] = true
 		}
+	}
+	if !slices.Equal(listed, want) {
+		t.Errorf("after %s: listed %v, want %v", point, listed, want)
 	}
 	disks, _ := os.ReadDir(filepath.Join(d.dataDir, "volumes", "disks"))
 	if len(disks) != len(vols.Volumes) {
