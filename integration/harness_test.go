@@ -44,6 +44,10 @@ type daemon struct {
 	token string
 	// serveArgs are more flags of hutch serve (--socket, --kubeconfig, ...).
 	serveArgs []string
+	// issue 38: bin overrides the hutch binary when set; env is added to
+	// the daemon's environment.
+	bin string
+	env []string
 }
 
 // binaries builds hutch and hutch-agent once per test process.
@@ -109,10 +113,14 @@ func (d *daemon) start() {
 	if d.agentPath != "" {
 		agent = d.agentPath
 	}
+	if d.bin != "" { // issue 38
+		hutch = d.bin
+	}
 	d.cmd = exec.Command(hutch, "serve", "--config", d.cfgPath, "--listen", "127.0.0.1:0",
 		"--engine-listen", "127.0.0.1:0", "--data-dir", d.dataDir,
 		"--runsc-path", testutil.RunscPath(), "--agent-path", agent)
 	d.cmd.Args = append(d.cmd.Args, d.serveArgs...)
+	d.cmd.Env = append(os.Environ(), d.env...) // issue 38
 	// A test binary killed by its timeout (or by hand) takes its daemons
 	// along: they stop their sandboxes as on any SIGTERM.
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}

@@ -15,6 +15,7 @@ import (
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/cleanup"
 	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/failpoint"
 	"github.com/hutch-dev/hutch/internal/runtime"
 )
 
@@ -68,6 +69,7 @@ func (h hibernation) hibernate(sb *sandbox) (changed bool, err error) {
 		}
 		return false, errdefs.New(errdefs.CodeInternal, "hibernating sandbox %s failed; it is still running", sb.rec.ID)
 	}
+	failpoint.Hit("hibernate.after-checkpoint")
 	ac.Close()
 	if err := inst.Destroy(ctx); err != nil {
 		m.log.Error("destroying a hibernated sandbox's instance", "sandbox", sb.rec.ID, "err", err)

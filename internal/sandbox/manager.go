@@ -24,6 +24,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/events"
+	"github.com/hutch-dev/hutch/internal/failpoint"
 	"github.com/hutch-dev/hutch/internal/image"
 	"github.com/hutch-dev/hutch/internal/runtime"
 	"github.com/hutch-dev/hutch/internal/safetext"
@@ -216,6 +217,7 @@ func (m *Manager) reconcile(ctx context.Context) error {
 				return fmt.Errorf("marking sandbox %s stopped: %w", r.ID, err)
 			}
 			m.log.Info("sandbox from an earlier daemon destroyed", "sandbox", r.ID)
+			m.emit(api.EventSandboxStopped, r.Owner, r.ID, map[string]any{"cause": endRestart.Cause, "reason": endRestart.Detail})
 		}
 		m.sandboxes[r.ID] = tombstone(r)
 	}
@@ -333,6 +335,7 @@ func (m *Manager) create(ctx context.Context, req api.CreateRequest, from *Origi
 	bootCtx, booted := tracing.Boot(ctx, rec.ID, rec.Runtime, rec.CPUs, rec.MemoryMB)
 	sb, err := m.bootSandbox(bootCtx, rec, img, from)
 	booted(err)
+	failpoint.Hit("create.after-boot")
 	if err != nil {
 		m.vols.release(rec.ID)
 		return api.CreateResponse{}, err
@@ -603,6 +606,7 @@ func (m *Manager) stop(sb *sandbox, end runtime.End, d *death) bool {
 		m.log.Info("sandbox stopping", "sandbox", sb.rec.ID, "cause", end.Cause, "reason", end.Detail)
 		tracing.Or(m.trace.obs).Stopped(string(end.Cause))
 		m.emitFor(sb, api.EventSandboxStopped, map[string]any{"cause": end.Cause, "reason": end.Detail})
+		failpoint.Hit("stop.after-event")
 		rec := sb.snapshotRecord()
 		if err := m.store.put(&rec); err != nil {
 			m.log.Error("recording sandbox stop", "sandbox", rec.ID, "err", err)

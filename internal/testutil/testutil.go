@@ -127,9 +127,16 @@ var (
 // binaries are removed by Main when the package's tests end.
 func BuildBinary(t testing.TB, pkg string) string {
 	t.Helper()
+	return BuildBinaryTags(t, pkg, "")
+}
+
+// BuildBinaryTags is BuildBinary with build tags (comma-separated, "" for
+// none), built once per package and tags.
+func BuildBinaryTags(t testing.TB, pkg, tags string) string {
+	t.Helper()
 	buildMu.Lock()
 	defer buildMu.Unlock()
-	if p, ok := built[pkg]; ok {
+	if p, ok := built[pkg+" "+tags]; ok {
 		return p
 	}
 	dir, err := os.MkdirTemp("", "hutch-test-bin-")
@@ -137,13 +144,13 @@ func BuildBinary(t testing.TB, pkg string) string {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, filepath.Base(pkg))
-	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd := exec.Command("go", "build", "-tags", tags, "-o", out, pkg)
 	cmd.Dir = RepoRoot()
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("building %s: %v\n%s", pkg, err, b)
 	}
-	built[pkg] = out
+	built[pkg+" "+tags] = out
 	return out
 }
 

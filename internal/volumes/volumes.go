@@ -34,6 +34,7 @@ import (
 
 	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/failpoint"
 )
 
 // Disks makes, mounts and measures the file systems of volumes.
@@ -308,6 +309,7 @@ func (s *Store) Create(owner, name string, sizeMB uint64) (Info, error) {
 		return Info{}, err
 	}
 	err = s.disks.Make(s.diskOf(v), sizeMB)
+	failpoint.Hit("volume.create.after-disk")
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err == nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/failpoint"
 	"github.com/hutch-dev/hutch/internal/safetext"
 	"github.com/hutch-dev/hutch/internal/sandbox"
 	"github.com/hutch-dev/hutch/internal/sandbox/spec"
@@ -87,6 +88,7 @@ func (s *Service) CreateSnapshot(ctx context.Context, req api.SnapshotCreateRequ
 		return api.SnapshotInfo{}, err
 	}
 	defer os.RemoveAll(tmp) // gone once renamed
+	failpoint.Hit("snapshot.write.after-checkpoint")
 	size, err := dirSize(tmp)
 	if err != nil {
 		return api.SnapshotInfo{}, fmt.Errorf("measuring a snapshot: %w", err)
@@ -116,6 +118,7 @@ func (s *Service) keepSnapshot(rec *snapshotRecord, tmp string) error {
 	if err := os.Rename(tmp, dir); err != nil {
 		return fmt.Errorf("keeping a snapshot: %w", err)
 	}
+	failpoint.Hit("snapshot.write.after-rename")
 	if err := s.snapshots.Put(rec.ID, rec); err != nil {
 		os.RemoveAll(dir)
 		return fmt.Errorf("recording a snapshot: %w", err)
@@ -227,6 +230,7 @@ func (s *Service) Fork(ctx context.Context, req api.ForkRequest) (api.ForkRespon
 	defer os.RemoveAll(tmp)
 	copyReq, from := h.Copy()
 	from.Checkpoint = tmp
+	failpoint.Hit("fork.after-checkpoint")
 	ids := make([]string, req.Count)
 	g, gctx := errgroup.WithContext(ctx)
 	for i := range ids {

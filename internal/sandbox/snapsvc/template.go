@@ -13,6 +13,7 @@ import (
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/failpoint"
 	"github.com/hutch-dev/hutch/internal/sandbox"
 	"github.com/hutch-dev/hutch/internal/sandbox/spec"
 )
@@ -157,6 +158,7 @@ func (s *Service) captureLayer(src sandbox.Handle, rec *templateRecord) error {
 	if err := os.Rename(file, s.path(rec.Layer)); err != nil {
 		return err
 	}
+	failpoint.Hit("template.capture.after-rename")
 	if err := s.templates.Put(rec.key(), rec); err != nil {
 		os.Remove(s.path(rec.Layer))
 		return err

@@ -1,0 +1,4 @@
+package failpoint
+
+// Env names the environment variable that arms a point in a failpoints build.
+const Env = "HUTCH_FAILPOINT"
