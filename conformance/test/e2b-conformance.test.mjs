@@ -216,4 +216,8 @@ describe("E2B's base template (8)", () => {
     assert.equal((await sbx.files.getInfo('mine')).path, '/home/user/mine')
     assert.equal((await sbx.commands.run('id -un', { user: 'root' })).stdout, 'root\n')
   })
+
+  test("user's passwordless sudo makes root", async () => {
+    assert.equal((await sbx.commands.run('sudo id -u', { user: 'user' })).stdout, '0\n')
+  })
 })
