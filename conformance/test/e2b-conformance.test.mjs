@@ -217,7 +217,10 @@ describe("E2B's base template (8)", () => {
     assert.equal((await sbx.commands.run('id -un', { user: 'root' })).stdout, 'root\n')
   })
 
-  test("user's passwordless sudo makes root", async () => {
+  test("user's passwordless sudo makes root, with no more than root's capabilities", async () => {
     assert.equal((await sbx.commands.run('sudo id -u', { user: 'user' })).stdout, '0\n')
+    // CAP_SYS_RESOURCE (bit 24) is the agent's alone (docs/security.md)
+    const eff = (await sbx.commands.run("sudo sh -c 'grep CapEff /proc/self/status'", { user: 'user' })).stdout
+    assert.equal(BigInt('0x' + eff.split(/\s+/)[1]) & (1n << 24n), 0n, eff)
   })
 })
