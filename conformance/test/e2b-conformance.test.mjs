@@ -169,6 +169,17 @@ describe('E2B lifetimes (4)', () => {
 })
 
 describe('E2B metrics by range (5)', () => {
+  test('a range has samples nobody read: the daemon samples every 5 s', async () => {
+    let got = []
+    for (let i = 0; i < 30 && got.length === 0; i++) {
+      if (i > 0) await new Promise((resolve) => setTimeout(resolve, 1000)) // a poll, not a synchronization
+      const end = new Date(Date.now() - 1000) // before this read's own sample
+      got = await sbx.getMetrics({ start: new Date(end.getTime() - 3_600_000), end })
+    }
+    assert.ok(got.length >= 1, 'no sample taken without a read')
+    assert.equal(got[0].cpuCount, 1)
+  })
+
   test('getMetrics answers the samples kept in a range, none before the sandbox', async () => {
     const before = new Date()
     const all = await sbx.getMetrics()
