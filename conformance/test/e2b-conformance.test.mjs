@@ -170,12 +170,11 @@ describe('E2B lifetimes (4)', () => {
 
 describe('E2B metrics by range (5)', () => {
   test('a range has samples nobody read: the daemon samples every 5 s', async () => {
-    let got = []
-    for (let i = 0; i < 30 && got.length === 0; i++) {
-      if (i > 0) await new Promise((resolve) => setTimeout(resolve, 1000)) // a poll, not a synchronization
-      const end = new Date(Date.now() - 1000) // before this read's own sample
-      got = await sbx.getMetrics({ start: new Date(end.getTime() - 3_600_000), end })
-    }
+    // The first 10 s of the sandbox: a read's own sample comes later.
+    const start = (await sbx.getInfo()).startedAt
+    const end = new Date(start.getTime() + 10_000)
+    while (Date.now() < end.getTime() + 1000) await new Promise((resolve) => setTimeout(resolve, 500)) // the range to pass
+    const got = await sbx.getMetrics({ start, end })
     assert.ok(got.length >= 1, 'no sample taken without a read')
     assert.equal(got[0].cpuCount, 1)
   })
