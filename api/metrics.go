@@ -5,8 +5,9 @@ type MetricsRequest struct {
 	SandboxID string `json:"sandbox_id"`
 	// Start and End (RFC 3339), when either is set, ask for the samples
 	// kept of the sandbox between them (MetricsResponse.Samples). hutch
-	// takes a sample whenever a sandbox's metrics are read, at most one
-	// per MetricsSampleSecs, and keeps the last MaxMetricsSamples.
+	// samples every live sandbox each MetricsSampleSecs, and whenever its
+	// metrics are read, at most one per period, and keeps the last
+	// MaxMetricsSamples.
 	Start string `json:"start,omitempty"`
 	End   string `json:"end,omitempty"`
 }

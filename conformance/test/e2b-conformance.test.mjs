@@ -169,6 +169,16 @@ describe('E2B lifetimes (4)', () => {
 })
 
 describe('E2B metrics by range (5)', () => {
+  test('a range has samples nobody read: the daemon samples every 5 s', async () => {
+    // The first 10 s of the sandbox: a read's own sample comes later.
+    const start = (await sbx.getInfo()).startedAt
+    const end = new Date(start.getTime() + 10_000)
+    while (Date.now() < end.getTime() + 1000) await new Promise((resolve) => setTimeout(resolve, 500)) // the range to pass
+    const got = await sbx.getMetrics({ start, end })
+    assert.ok(got.length >= 1, 'no sample taken without a read')
+    assert.equal(got[0].cpuCount, 1)
+  })
+
   test('getMetrics answers the samples kept in a range, none before the sandbox', async () => {
     const before = new Date()
     const all = await sbx.getMetrics()
@@ -215,5 +225,12 @@ describe("E2B's base template (8)", () => {
     assert.equal(r.stdout, 'user 1000 /home/user /home/user\n/usr/bin/curl\n/usr/bin/git\n/usr/bin/pip\n/usr/bin/sudo\n')
     assert.equal((await sbx.files.getInfo('mine')).path, '/home/user/mine')
     assert.equal((await sbx.commands.run('id -un', { user: 'root' })).stdout, 'root\n')
+  })
+
+  test("user's passwordless sudo makes root, with no more than root's capabilities", async () => {
+    assert.equal((await sbx.commands.run('sudo id -u', { user: 'user' })).stdout, '0\n')
+    // CAP_SYS_RESOURCE (bit 24) is the agent's alone (docs/security.md)
+    const eff = (await sbx.commands.run("sudo sh -c 'grep CapEff /proc/self/status'", { user: 'user' })).stdout
+    assert.equal(BigInt('0x' + eff.split(/\s+/)[1]) & (1n << 24n), 0n, eff)
   })
 })

@@ -23,6 +23,9 @@ describe('E2B code interpreter', () => {
     assert.equal(ex.text, '42')
     assert.equal(ex.results[0].isMainResult, true)
     assert.equal(ex.error, undefined)
+    // issue 43: 8, code-interpreter-v1 runs as E2B's does: as user, in its home
+    assert.equal((await sbx.runCode('import os; (os.getuid(), os.getcwd())')).text, "(1000, '/home/user')")
+    assert.equal((await sbx.commands.run('id -un; pwd')).stdout, 'user\n/home/user\n')
 
     const failed = await sbx.runCode('def f():\n    return 1 / 0\nf()')
     assert.equal(failed.error.name, 'ZeroDivisionError')

@@ -32,9 +32,9 @@ func IsE2BKey(key string) bool { return e2bKey.MatchString(key) }
 
 // defaultE2B is the E2B block's default: E2B's base template is the
 // e2b-base preset, made as E2B's (a user "user", sudo, curl, git, pip);
-// its code interpreter's is the python preset.
+// so is its code interpreter's (python3 is all the kernel needs).
 func defaultE2B() E2B {
-	return E2B{Templates: map[string]string{"base": "e2b-base", "code-interpreter-v1": "python"}}
+	return E2B{Templates: map[string]string{"base": "e2b-base", "code-interpreter-v1": "e2b-base"}}
 }
 
 // validateE2B checks the e2b block.

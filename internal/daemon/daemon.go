@@ -389,11 +389,14 @@ func (d *daemon) startManager(ctx context.Context) error {
 	interp := interpsvc.New(mgr, procs, cfg, mgr.Done())
 	mgr.OnTeardown(interp.Forget)
 	evs := eventsvc.New(mgr, d.evlog)
+	// issue 43: 5, metrics ranges have a sample every period without reads
+	metricSvc := metricsvc.New(mgr, metricsvc.Limits{WritableLayerMB: cfg.WritableLayerMB, Pids: cfg.PidsLimit})
+	go metricSvc.Sample(mgr.Done(), api.MetricsSampleSecs*time.Second, mgr.LiveOwners)
 	deps := functions.Deps{
 		Sandboxes:   mgr,
 		Files:       filesvc.New(mgr),
 		Images:      imagesvc.New(d.images, mgr.ImageBook(), d.rts, imagesvc.Policy{Allowlist: cfg.ImageAllowlist, IsAdmin: cfg.IsAdmin}),
-		Metrics:     metricsvc.New(mgr, metricsvc.Limits{WritableLayerMB: cfg.WritableLayerMB, Pids: cfg.PidsLimit}),
+		Metrics:     metricSvc,
 		Processes:   procs,
 		Snapshots:   snaps,
 		Events:      evs,

@@ -10,6 +10,8 @@ package sandbox
 
 import (
 	"context"
+	"maps"
+	"slices"
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/errdefs"
@@ -107,4 +109,18 @@ func (m *Manager) Running(id string) (owner string, ok bool) {
 		return "", false
 	}
 	return sb.rec.Owner, true
+}
+
+// LiveOwners is Running's owner of every sandbox, by id (issue 43: 5).
+func (m *Manager) LiveOwners() map[string]string {
+	m.mu.Lock()
+	ids := slices.Collect(maps.Keys(m.sandboxes))
+	m.mu.Unlock()
+	out := map[string]string{}
+	for _, id := range ids {
+		if owner, ok := m.Running(id); ok {
+			out[id] = owner
+		}
+	}
+	return out
 }

@@ -173,7 +173,11 @@ func (r *Runtime) globalFlags(spec runtime.Spec, dir string) []string {
 	if spec.UpperLayer != "" {
 		args = append(args, "--allow-rootfs-tar-annotation")
 	}
-	return append(args, networkFlag(spec), overlayFlag(spec, dir))
+	// --allow-suid: a setuid binary (sudo, su, ping) raises its ids as on
+	// Linux; runsc ignores the bits by default. A sandbox's processes may
+	// run as root anyway, and root there holds no more than the bounding
+	// set (issue 43: 8).
+	return append(args, "--allow-suid", networkFlag(spec), overlayFlag(spec, dir))
 }
 
 // bootError is the S300 error of a failed "runsc run". Its message has

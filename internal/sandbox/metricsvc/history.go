@@ -1,8 +1,8 @@
 package metricsvc
 
-// Metrics histories: each read of a sandbox's metrics is also a sample,
-// kept per sandbox (one per api.MetricsSampleSecs, the last
-// api.MaxMetricsSamples), so that a caller can ask for the samples of a
+// Metrics histories: each read of a sandbox's metrics, the sampler's
+// (sampler.go) included, is also a sample, kept per sandbox (one per
+// api.MetricsSampleSecs, the last api.MaxMetricsSamples), so that a caller can ask for the samples of a
 // time range, as E2B's metrics API answers.
 
 import (
