@@ -124,14 +124,16 @@ func (s *Service) StartStream(ctx context.Context, req api.ProcessStartRequest, 
 	}
 	defer st.release()
 	defer st.events.Close() // detached: the process lives on
-	go watchProcess(st.sb, st.book, st.pid)
-	if err := emit(api.EventStart, api.ProcessStartResponse{Pid: st.pid}); err != nil {
-		return api.ProcessInfo{}, err
+	var exited *agentv1.Exited
+	if err = emit(api.EventStart, api.ProcessStartResponse{Pid: st.pid}); err == nil {
+		exited, err = relay(st.events, emit, st.sb.Touch)
 	}
-	exited, err := relay(st.events, emit, st.sb.Touch)
 	if err != nil {
+		// The stream ends before the process: it is waited for apart.
+		go watchProcess(st.sb, st.book, st.pid)
 		return api.ProcessInfo{}, Fail(ctx, st.sb, "following output", st.pid, err)
 	}
+	processExited(st.sb, st.book, st.pid, exited)
 	info := st.book.describe(&agentv1.ProcessInfo{Pid: int32(st.pid), Argv: st.argv, StartUnixNs: st.started.GetStartUnixNs(),
 		Pty: req.Pty != nil, Exited: exited, StdoutEnd: exited.GetStdoutEnd(), StderrEnd: exited.GetStderrEnd()})
 	return info, emit(api.EventExit, info)
@@ -242,11 +244,19 @@ func watchProcess(sb sandbox.Handle, b *procBook, pid int) {
 		}
 	}()
 	exited, err := sb.Agent().Wait(ctx, int32(pid))
-	b.exited(pid)
-	if err == nil {
-		sb.Emit(api.EventProcessExited, map[string]any{"pid": pid, "exit_code": exited.GetExitCode(), "signal": exited.GetSignal(),
-			"oom_killed": exited.GetOomKilled(), "duration_ms": exited.GetDurationUs() / 1000})
+	if err != nil {
+		b.exited(pid)
+		return
 	}
+	processExited(sb, b, pid, exited)
+}
+
+// processExited frees background process pid's place in the book and
+// tells sb's subscribers how it ended.
+func processExited(sb sandbox.Handle, b *procBook, pid int, exited *agentv1.Exited) {
+	b.exited(pid)
+	sb.Emit(api.EventProcessExited, map[string]any{"pid": pid, "exit_code": exited.GetExitCode(), "signal": exited.GetSignal(),
+		"oom_killed": exited.GetOomKilled(), "duration_ms": exited.GetDurationUs() / 1000})
 }
 
 // GetProcess describes a process hutch started.
