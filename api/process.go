@@ -21,6 +21,9 @@ const (
 	// FnProcessLogs streams the combined output of a sandbox's background
 	// processes (hutch extension).
 	FnProcessLogs = "sandbox::process::logs"
+	// FnProcessStartStream starts a background process and streams its
+	// output until it exits (issue 40: start and follow in one call).
+	FnProcessStartStream = "sandbox::process::start::stream"
 )
 
 // LoginShell is the argv of the login shell /etc/passwd gives the

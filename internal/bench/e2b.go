@@ -95,8 +95,8 @@ func e2bExecTrue(ctx context.Context, e *env) (Result, error) {
 func e2bExecNote(e2b, rest, added, starts Stats) string {
 	return fmt.Sprintf("E2B − REST: p50 %s ms (%s vs %s), p90 %s ms (%s vs %s); median of the per-round differences %s ms. "+
 		"Both run /bin/bash -l -c true in one sandbox (bash -l costs both the same), in rounds whose order rotates. "+
-		"hutch's envd serves commands.run as a background process: sandbox::process::start, answered with the pid "+
-		"(the start event, p50 %s ms after the call), then sandbox::process::output followed to the end, over a Connect stream "+
+		"hutch's envd serves commands.run as a background process started and followed in one agent call "+
+		"(sandbox::process::start::stream: the start event with the pid, p50 %s ms after the call, then its output to the end), over a Connect stream "+
 		"(JSON codec, HTTP/1.1); the REST exec is one sandbox::exec call",
 		signedMs(e2b.P50-rest.P50), fmtMs(e2b.P50), fmtMs(rest.P50), signedMs(e2b.P90-rest.P90), fmtMs(e2b.P90), fmtMs(rest.P90),
 		signedMs(added.P50), fmtMs(starts.P50))

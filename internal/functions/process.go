@@ -21,6 +21,8 @@ type Processes interface {
 	WaitProcess(ctx context.Context, req api.ProcessWaitRequest) (api.ProcessInfo, error)
 	ResizeProcess(ctx context.Context, req api.ProcessResizeRequest) (api.ProcessResizeResponse, error)
 	ExecStream(ctx context.Context, req api.ExecRequest, emit func(event string, data any) error) (api.ExecResponse, error)
+	// issue 40: start and follow in one call.
+	StartStream(ctx context.Context, req api.ProcessStartRequest, emit func(event string, data any) error) (api.ProcessInfo, error)
 }
 
 // registerProcesses adds sandbox::process::* and the streamed exec, when
@@ -49,6 +51,11 @@ func registerProcesses(t *Table) {
 				return struct{}{}, l.StreamLogs(ctx, req, e.emitData)
 			})
 	}
+	// issue 40: start and follow in one call.
+	addStream(t, api.FnProcessStartStream, "Start a background process that outlives its caller and stream its output until it exits: start, stdout, stderr and exit events (hutch extension)",
+		func(ctx context.Context, req api.ProcessStartRequest, e Emitter) (api.ProcessInfo, error) {
+			return p.StartStream(ctx, req, e.emitData)
+		})
 }
 
 // ProcessLogs is the combined output of a sandbox's background processes

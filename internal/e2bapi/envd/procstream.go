@@ -42,13 +42,22 @@ func (s *processService) Start(ctx context.Context, req *connect.Request[pb.Star
 	if err != nil {
 		return err
 	}
-	started, err := call[api.ProcessStartResponse](ctx, s.t, api.FnProcessStart, start)
+	// One agent call starts the process and streams it (issue 40).
+	st, err := stream(ctx, s.t, api.FnProcessStartStream, start)
 	if err != nil {
 		return err
 	}
+	defer st.Close()
+	first, err := st.Expect(ctx, api.EventStart)
+	if err != nil {
+		return connectError(err)
+	}
+	begun, ok := first.Data.(api.ProcessStartResponse)
+	if !ok {
+		return connectError(errdefs.New(errdefs.CodeInternal, "a process's start event carried a %T", first.Data))
+	}
 	send := func(ev *pb.ProcessEvent) error { return out.Send(&pb.StartResponse{Event: ev}) }
-	follow := api.ProcessOutputRequest{SandboxID: sc.sandbox, Pid: started.Pid, Follow: true}
-	return s.follow(ctx, req.Header(), follow, start.Pty != nil, send)
+	return s.relay(ctx, req.Header(), st, begun.Pid, start.Pty != nil, send)
 }
 
 // Connect streams a running process from its output's current end.
@@ -116,7 +125,14 @@ func (s *processService) follow(ctx context.Context, h http.Header, req api.Proc
 		return err
 	}
 	defer st.Close()
-	start := &pb.ProcessEvent_Start{Start: &pb.ProcessEvent_StartEvent{Pid: uint32(req.Pid)}}
+	return s.relay(ctx, h, st, req.Pid, pty, send)
+}
+
+// relay sends the start event of process pid, then st's output as data
+// events (pty ones for a terminal), a keepalive whenever nothing else was
+// sent for the client's interval, and its end.
+func (s *processService) relay(ctx context.Context, h http.Header, st *functions.Stream, pid int, pty bool, send func(*pb.ProcessEvent) error) error {
+	start := &pb.ProcessEvent_Start{Start: &pb.ProcessEvent_StartEvent{Pid: uint32(pid)}}
 	if err := send(&pb.ProcessEvent{Event: start}); err != nil {
 		return err
 	}

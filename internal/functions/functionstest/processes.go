@@ -99,3 +99,15 @@ func (f *Fake) WaitProcess(ctx context.Context, req api.ProcessWaitRequest) (api
 func (f *Fake) ResizeProcess(ctx context.Context, req api.ProcessResizeRequest) (api.ProcessResizeResponse, error) {
 	return process[api.ProcessResizeResponse](f, ctx, "ResizeProcess", req)
 }
+
+// StartStream answers through ProcessFunc with the emit function as the
+// request's companion: ProcessFunc gets a StartStreamCall (issue 40).
+func (f *Fake) StartStream(ctx context.Context, req api.ProcessStartRequest, emit func(string, any) error) (api.ProcessInfo, error) {
+	return process[api.ProcessInfo](f, ctx, "StartStream", StartStreamCall{Req: req, Emit: emit})
+}
+
+// StartStreamCall is the request StartStream hands to ProcessFunc.
+type StartStreamCall struct {
+	Req  api.ProcessStartRequest
+	Emit func(string, any) error
+}

@@ -102,30 +102,92 @@ type emitFunc = func(event string, data any) error
 
 // StartProcess starts a background process and answers its pid at once.
 func (s *Service) StartProcess(ctx context.Context, req api.ProcessStartRequest) (api.ProcessStartResponse, error) {
-	argv, err := spec.CommandArgv(req.Cmd, req.Args, req.Argv)
+	st, err := s.start(ctx, req)
 	if err != nil {
 		return api.ProcessStartResponse{}, err
 	}
+	defer st.release()
+	defer st.events.Close() // detached: the process lives on
+	go watchProcess(st.sb, st.book, st.pid)
+	return api.ProcessStartResponse{Pid: st.pid}, nil
+}
+
+// StartStream starts a background process and streams it on the agent
+// stream that started it (start, stdout, stderr, then exit with its
+// ProcessInfo): sandbox::process::start followed by
+// sandbox::process::output with follow, in one agent call. The process
+// outlives the stream.
+func (s *Service) StartStream(ctx context.Context, req api.ProcessStartRequest, emit emitFunc) (api.ProcessInfo, error) {
+	st, err := s.start(ctx, req)
+	if err != nil {
+		return api.ProcessInfo{}, err
+	}
+	defer st.release()
+	defer st.events.Close() // detached: the process lives on
+	var exited *agentv1.Exited
+	if err = emit(api.EventStart, api.ProcessStartResponse{Pid: st.pid}); err == nil {
+		exited, err = relay(st.events, emit, st.sb.Touch)
+	}
+	if err != nil {
+		// The stream ends before the process: it is waited for apart.
+		go watchProcess(st.sb, st.book, st.pid)
+		return api.ProcessInfo{}, Fail(ctx, st.sb, "following output", st.pid, err)
+	}
+	processExited(st.sb, st.book, st.pid, exited)
+	info := st.book.describe(&agentv1.ProcessInfo{Pid: int32(st.pid), Argv: st.argv, StartUnixNs: st.started.GetStartUnixNs(),
+		Pty: req.Pty != nil, Exited: exited, StdoutEnd: exited.GetStdoutEnd(), StderrEnd: exited.GetStderrEnd()})
+	return info, emit(api.EventExit, info)
+}
+
+// started is a background process just started, on the agent stream
+// that started it.
+type started struct {
+	sb      sandbox.Handle
+	release func()
+	book    *procBook
+	events  *agentclient.Events
+	pid     int
+	argv    []string
+	started *agentv1.Started
+}
+
+// start starts the background process req asks for and reads its start;
+// the caller closes the stream and releases the sandbox.
+func (s *Service) start(ctx context.Context, req api.ProcessStartRequest) (*started, error) {
+	argv, err := spec.CommandArgv(req.Cmd, req.Args, req.Argv)
+	if err != nil {
+		return nil, err
+	}
 	if err := spec.ValidateEnv("env", req.Env); err != nil {
-		return api.ProcessStartResponse{}, err
+		return nil, err
 	}
 	if err := spec.ValidateWorkdir(req.Workdir); err != nil {
-		return api.ProcessStartResponse{}, err
+		return nil, err
 	}
 	if req.Pty != nil && (req.Pty.Cols == 0 || req.Pty.Rows == 0) {
-		return api.ProcessStartResponse{}, errdefs.Malformed("pty needs cols and rows above 0, got %dx%d", req.Pty.Cols, req.Pty.Rows)
+		return nil, errdefs.Malformed("pty needs cols and rows above 0, got %dx%d", req.Pty.Cols, req.Pty.Rows)
 	}
 	if len(req.Tag) > maxTagBytes {
-		return api.ProcessStartResponse{}, errdefs.Malformed("tag is %d bytes, more than %d", len(req.Tag), maxTagBytes)
+		return nil, errdefs.Malformed("tag is %d bytes, more than %d", len(req.Tag), maxTagBytes)
 	}
 	sb, release, err := s.sbs.Acquire(ctx, req.SandboxID, sandbox.UseCall)
 	if err != nil {
-		return api.ProcessStartResponse{}, err
+		return nil, err
 	}
-	defer release()
+	st, err := s.startIn(ctx, sb, argv, req)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	st.release = release
+	return st, nil
+}
+
+// startIn starts argv as req asks in sb, held by the caller.
+func (s *Service) startIn(ctx context.Context, sb sandbox.Handle, argv []string, req api.ProcessStartRequest) (*started, error) {
 	areq, err := sb.ExecRequest(sandbox.ExecCall{Argv: argv, Env: req.Env, Workdir: req.Workdir, TimeoutMs: req.TimeoutMs, User: req.User})
 	if err != nil {
-		return api.ProcessStartResponse{}, err
+		return nil, err
 	}
 	sreq := &agentv1.StartRequest{Exec: areq, OpenStdin: req.Stdin, RingBytes: s.lim.RingBytes}
 	if req.Pty != nil {
@@ -135,7 +197,7 @@ func (s *Service) StartProcess(ctx context.Context, req api.ProcessStartRequest)
 	b := s.book(sb)
 	ok, unreserve := b.reserve(req.Pty != nil, s.lim.MaxProcesses, s.lim.MaxPtys)
 	if !ok {
-		return api.ProcessStartResponse{}, errdefs.New(errdefs.CodeProcessLimit,
+		return nil, errdefs.New(errdefs.CodeProcessLimit,
 			"sandbox %s runs %d background processes (max_processes_per_sandbox) or %d terminals (max_ptys_per_sandbox) already",
 			sb.ID(), s.lim.MaxProcesses, s.lim.MaxPtys).
 			WithFix(nil, "wait for a process to end, or kill one")
@@ -143,26 +205,26 @@ func (s *Service) StartProcess(ctx context.Context, req api.ProcessStartRequest)
 	events, err := sb.Agent().Start(ctx, sreq)
 	if err != nil {
 		unreserve()
-		return api.ProcessStartResponse{}, Fail(ctx, sb, "starting a process", 0, err)
+		return nil, Fail(ctx, sb, "starting a process", 0, err)
 	}
-	defer events.Close() // detached: the process lives on
 	ev, err := events.Recv()
 	if err != nil {
+		events.Close()
 		unreserve()
-		return api.ProcessStartResponse{}, Fail(ctx, sb, "starting a process", 0, err)
+		return nil, Fail(ctx, sb, "starting a process", 0, err)
 	}
 	if ev.GetStarted() == nil {
 		// A command that cannot be run: its reason is on stderr.
+		events.Close()
 		unreserve()
 		e := errdefs.New(errdefs.CodeMalformed, "cannot start %s: %s", argv[0], strings.TrimSpace(string(ev.GetOutput().GetData())))
 		e.Err = ErrCannotStart
-		return api.ProcessStartResponse{}, e
+		return nil, e
 	}
 	pid := int(ev.GetStarted().GetPid())
 	b.add(procEntry{pid: pid, tag: req.Tag, pty: req.Pty != nil}, unreserve)
 	sb.Emit(api.EventProcessStarted, map[string]any{"pid": pid, "command": argv[0], "tag": req.Tag, "pty": req.Pty != nil})
-	go watchProcess(sb, b, pid)
-	return api.ProcessStartResponse{Pid: pid}, nil
+	return &started{sb: sb, book: b, events: events, pid: pid, argv: argv, started: ev.GetStarted()}, nil
 }
 
 // maxTagBytes bounds a process's tag.
@@ -182,11 +244,19 @@ func watchProcess(sb sandbox.Handle, b *procBook, pid int) {
 		}
 	}()
 	exited, err := sb.Agent().Wait(ctx, int32(pid))
-	b.exited(pid)
-	if err == nil {
-		sb.Emit(api.EventProcessExited, map[string]any{"pid": pid, "exit_code": exited.GetExitCode(), "signal": exited.GetSignal(),
-			"oom_killed": exited.GetOomKilled(), "duration_ms": exited.GetDurationUs() / 1000})
+	if err != nil {
+		b.exited(pid)
+		return
 	}
+	processExited(sb, b, pid, exited)
+}
+
+// processExited frees background process pid's place in the book and
+// tells sb's subscribers how it ended.
+func processExited(sb sandbox.Handle, b *procBook, pid int, exited *agentv1.Exited) {
+	b.exited(pid)
+	sb.Emit(api.EventProcessExited, map[string]any{"pid": pid, "exit_code": exited.GetExitCode(), "signal": exited.GetSignal(),
+		"oom_killed": exited.GetOomKilled(), "duration_ms": exited.GetDurationUs() / 1000})
 }
 
 // GetProcess describes a process hutch started.
