@@ -180,6 +180,9 @@ func (b *build) run(plan *templatebuild.Plan, old *templateRecord, start time.Ti
 			}
 		}
 	}
+	if err := b.checkFroms(plan, last, meta); err != nil {
+		return api.TemplateBuildResponse{}, err
+	}
 	for i := 0; i <= last; i++ {
 		if err := b.runStage(plan, i, meta); err != nil {
 			return api.TemplateBuildResponse{}, err
@@ -191,6 +194,30 @@ func (b *build) run(plan *templatebuild.Plan, old *templateRecord, start time.Ti
 	}
 	_ = b.emit(api.TemplateBuildEvent{Phase: "done", Steps: b.steps, Step: b.steps})
 	return api.TemplateBuildResponse{Template: rec.info(), Steps: b.steps, CachedSteps: b.cached, DurationMs: uint64(time.Since(start).Milliseconds())}, nil
+}
+
+// checkFroms refuses, before any step runs, a FROM whose base is not an
+// earlier stage and that a create could not boot: an image outside the
+// catalog and image_allowlist (an OCI reference is admitted when
+// image_allowlist lists it), with the FROM's line.
+func (b *build) checkFroms(plan *templatebuild.Plan, last int, meta templatebuild.Vars) error {
+	for i := 0; i <= last; i++ {
+		st := plan.Stages[i]
+		from, err := templatebuild.ExpandWord(st.From, meta)
+		if err != nil {
+			return errdefs.Malformed("Dockerfile line %d: FROM %s: %v", st.Line, spec.Clip(st.From, 64), err)
+		}
+		if j, ok := b.stageIndex(plan, from); (ok && j < i) || from == "scratch" {
+			continue // an earlier stage; scratch is refused where it runs
+		}
+		err = b.s.core.CheckRequest(api.CreateRequest{Image: from, Network: b.req.Network, CPUs: b.req.CPUs, MemoryMB: b.req.MemoryMB})
+		if err != nil {
+			e := *errdefs.As(err)
+			e.Message = fmt.Sprintf("Dockerfile line %d: FROM %s: %s", st.Line, spec.Clip(from, 128), e.Message)
+			return &e
+		}
+	}
+	return nil
 }
 
 // stageIndex finds a stage by name or index.
