@@ -49,4 +49,37 @@ func TestTemplateBuildFromReference(t *testing.T) {
 	if r := d.exec(id, "cat", "/srv/built", "/srv/marker"); r.Stdout != "built on hello\ncustom image\n" {
 		t.Errorf("a sandbox of the template: %q %q", r.Stdout, r.Stderr)
 	}
+
+	// A build in progress is cancelled by name (issue 39: 4): it fails
+	// with the cancel's error and a second cancel finds none.
+	steps := make(chan string, 16)
+	done := make(chan error, 1)
+	go func() {
+		_, err := d.c.BuildTemplate(ctx, api.TemplateBuildRequest{Name: "slow", Dockerfile: "FROM " + ref + "\nRUN sleep 600\n"},
+			func(ev api.TemplateBuildEvent) error {
+				if ev.Instruction != "" {
+					select {
+					case steps <- ev.Instruction:
+					default:
+					}
+				}
+				return nil
+			})
+		done <- err
+		close(steps)
+	}()
+	for ins := range steps {
+		if strings.HasPrefix(ins, "RUN") {
+			break
+		}
+	}
+	if status, body := d.raw("DELETE", "/v1/templates/build/slow", "", ""); status != 200 || !strings.Contains(body, `"cancelled":1`) {
+		t.Fatalf("cancel: %d %s", status, body)
+	}
+	if env := wantCode(t, <-done, "S001"); !strings.Contains(env.Message, "cancelled") {
+		t.Errorf("the cancelled build: %s", env.Message)
+	}
+	if status, body := d.raw("DELETE", "/v1/templates/build/slow", "", ""); status != 404 || !strings.Contains(body, "S007") {
+		t.Errorf("a cancel with no build: %d %s", status, body)
+	}
 }

@@ -87,6 +87,8 @@ type stageState struct {
 type build struct {
 	s       *Service
 	ctx     context.Context
+	cancel  context.CancelCauseFunc // with errBuildCancelled by CancelTemplateBuild
+	owner   string
 	req     api.TemplateBuildRequest
 	bctx    *templatebuild.Context
 	emit    func(api.TemplateBuildEvent) error
@@ -134,7 +136,9 @@ func (s *Service) BuildTemplate(ctx context.Context, req api.TemplateBuildReques
 		}
 		return emit(ev)
 	}
-	b := &build{s: s, ctx: ctx, req: req, bctx: bctx, emit: logged, names: map[string]int{}, args: req.BuildArgs}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	b := &build{s: s, ctx: ctx, cancel: cancel, owner: owner, req: req, bctx: bctx, emit: logged, names: map[string]int{}, args: req.BuildArgs}
 	s.buildMu.Lock()
 	if s.builds == nil {
 		s.builds = map[*build]struct{}{}
@@ -147,12 +151,39 @@ func (s *Service) BuildTemplate(ctx context.Context, req api.TemplateBuildReques
 		s.buildMu.Unlock()
 	}()
 	resp, err := b.run(plan, old, start)
+	if cause := context.Cause(ctx); err != nil && errors.Is(cause, errBuildCancelled) {
+		err = cause
+	}
 	if err != nil {
 		s.event(owner, api.EventTemplateBuildFailed, map[string]any{"template": req.Name, "step": b.stepNo, "error": errdefs.As(err).Message})
 		return resp, err
 	}
 	s.event(owner, api.EventTemplateBuildDone, map[string]any{"template": req.Name, "steps": resp.Steps, "cached_steps": resp.CachedSteps, "duration_ms": resp.DurationMs})
 	return resp, nil
+}
+
+// errBuildCancelled ends a build that CancelTemplateBuild cancelled.
+var errBuildCancelled = errdefs.Malformed("the build was cancelled (sandbox::template::build::cancel)")
+
+// CancelTemplateBuild cancels the caller's builds of req.Name in progress
+// (sandbox::template::build::cancel): each stops at its running step, its
+// build sandboxes are stopped and it answers errBuildCancelled; the
+// layers of the steps it finished stay cached. S007 when there is none.
+func (s *Service) CancelTemplateBuild(ctx context.Context, req api.TemplateBuildCancelRequest) (api.TemplateBuildCancelResponse, error) {
+	owner := auth.OwnerFrom(ctx)
+	n := 0
+	s.buildMu.Lock()
+	for b := range s.builds {
+		if b.owner == owner && b.req.Name == req.Name {
+			b.cancel(errBuildCancelled)
+			n++
+		}
+	}
+	s.buildMu.Unlock()
+	if n == 0 {
+		return api.TemplateBuildCancelResponse{}, errdefs.New(errdefs.CodeNoTemplate, "no build of template %s in progress", spec.Clip(req.Name, 64))
+	}
+	return api.TemplateBuildCancelResponse{Name: req.Name, Cancelled: n}, nil
 }
 
 // run runs the build's stages and records its template.
