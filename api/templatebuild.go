@@ -67,3 +67,22 @@ type TemplateBuildResponse struct {
 	CachedSteps int          `json:"cached_steps"`
 	DurationMs  uint64       `json:"duration_ms"`
 }
+
+// FnTemplateBuildCancel is the function id that cancels the caller's
+// build of a template in progress (issue 39: 4).
+const FnTemplateBuildCancel = "sandbox::template::build::cancel"
+
+// TemplateBuildCancelRequest names the template whose build to cancel.
+type TemplateBuildCancelRequest struct {
+	Name string `json:"name"`
+}
+
+// TemplateBuildCancelResponse says which builds were cancelled: the
+// caller's builds of that name in progress (S007 when there is none).
+type TemplateBuildCancelResponse struct {
+	Name      string `json:"name"`
+	Cancelled int    `json:"cancelled"`
+}
+
+// NameField takes the template's name from the URL.
+func (r *TemplateBuildCancelRequest) NameField() *string { return &r.Name }

@@ -266,7 +266,7 @@ func (d *daemon) bootRuntimes(context.Context) error {
 		d.cacheDir = filepath.Join(d.opts.DataDir, "images")
 	}
 	var err error
-	d.images, err = image.NewStore(image.Options{CacheDir: d.cacheDir, Logger: d.log, CustomImages: d.cfg.CustomImages,
+	d.images, err = image.NewStore(image.Options{CacheDir: d.cacheDir, Logger: d.log, CustomImages: d.cfg.CatalogImages(), // issue 39: allowlisted references too
 		MaxUnpackedBytes: int64(d.cfg.MaxImageUnpackedMB) << 20})
 	if err != nil {
 		return err

@@ -261,6 +261,8 @@ func (s *server) routes() []route {
 	routes = append(routes, s.secretRoutes()...) // issue 37
 	// issue 39: template builds, their log as SSE
 	routes = append(routes, s.fnRoute("POST", "/v1/templates/build", routeDoc{fn: api.FnTemplateBuild, body: true, stream: true}))
+	// issue 39: a build's cancel
+	routes = append(routes, s.fnRoute("DELETE", "/v1/templates/build/{name}", routeDoc{fn: api.FnTemplateBuildCancel}, nameParam))
 	routes = append(routes,
 		route{"POST", "/mcp", s.serveMCP, false, routeDoc{summary: "MCP's streamable HTTP transport: a JSON-RPC message", raw: "text/event-stream", rawBody: "application/json"}},
 		route{"GET", "/mcp", s.serveMCP, false, routeDoc{summary: "MCP's streamable HTTP transport: the session's event stream", raw: "text/event-stream"}},

@@ -87,6 +87,8 @@ type stageState struct {
 type build struct {
 	s       *Service
 	ctx     context.Context
+	cancel  context.CancelCauseFunc // with errBuildCancelled by CancelTemplateBuild
+	owner   string
 	req     api.TemplateBuildRequest
 	bctx    *templatebuild.Context
 	emit    func(api.TemplateBuildEvent) error
@@ -134,7 +136,9 @@ func (s *Service) BuildTemplate(ctx context.Context, req api.TemplateBuildReques
 		}
 		return emit(ev)
 	}
-	b := &build{s: s, ctx: ctx, req: req, bctx: bctx, emit: logged, names: map[string]int{}, args: req.BuildArgs}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	b := &build{s: s, ctx: ctx, cancel: cancel, owner: owner, req: req, bctx: bctx, emit: logged, names: map[string]int{}, args: req.BuildArgs}
 	s.buildMu.Lock()
 	if s.builds == nil {
 		s.builds = map[*build]struct{}{}
@@ -147,12 +151,39 @@ func (s *Service) BuildTemplate(ctx context.Context, req api.TemplateBuildReques
 		s.buildMu.Unlock()
 	}()
 	resp, err := b.run(plan, old, start)
+	if cause := context.Cause(ctx); err != nil && errors.Is(cause, errBuildCancelled) {
+		err = cause
+	}
 	if err != nil {
 		s.event(owner, api.EventTemplateBuildFailed, map[string]any{"template": req.Name, "step": b.stepNo, "error": errdefs.As(err).Message})
 		return resp, err
 	}
 	s.event(owner, api.EventTemplateBuildDone, map[string]any{"template": req.Name, "steps": resp.Steps, "cached_steps": resp.CachedSteps, "duration_ms": resp.DurationMs})
 	return resp, nil
+}
+
+// errBuildCancelled ends a build that CancelTemplateBuild cancelled.
+var errBuildCancelled = errdefs.Malformed("the build was cancelled (sandbox::template::build::cancel)")
+
+// CancelTemplateBuild cancels the caller's builds of req.Name in progress
+// (sandbox::template::build::cancel): each stops at its running step, its
+// build sandboxes are stopped and it answers errBuildCancelled; the
+// layers of the steps it finished stay cached. S007 when there is none.
+func (s *Service) CancelTemplateBuild(ctx context.Context, req api.TemplateBuildCancelRequest) (api.TemplateBuildCancelResponse, error) {
+	owner := auth.OwnerFrom(ctx)
+	n := 0
+	s.buildMu.Lock()
+	for b := range s.builds {
+		if b.owner == owner && b.req.Name == req.Name {
+			b.cancel(errBuildCancelled)
+			n++
+		}
+	}
+	s.buildMu.Unlock()
+	if n == 0 {
+		return api.TemplateBuildCancelResponse{}, errdefs.New(errdefs.CodeNoTemplate, "no build of template %s in progress", spec.Clip(req.Name, 64))
+	}
+	return api.TemplateBuildCancelResponse{Name: req.Name, Cancelled: n}, nil
 }
 
 // run runs the build's stages and records its template.
@@ -180,6 +211,9 @@ func (b *build) run(plan *templatebuild.Plan, old *templateRecord, start time.Ti
 			}
 		}
 	}
+	if err := b.checkFroms(plan, last, meta); err != nil {
+		return api.TemplateBuildResponse{}, err
+	}
 	for i := 0; i <= last; i++ {
 		if err := b.runStage(plan, i, meta); err != nil {
 			return api.TemplateBuildResponse{}, err
@@ -191,6 +225,30 @@ func (b *build) run(plan *templatebuild.Plan, old *templateRecord, start time.Ti
 	}
 	_ = b.emit(api.TemplateBuildEvent{Phase: "done", Steps: b.steps, Step: b.steps})
 	return api.TemplateBuildResponse{Template: rec.info(), Steps: b.steps, CachedSteps: b.cached, DurationMs: uint64(time.Since(start).Milliseconds())}, nil
+}
+
+// checkFroms refuses, before any step runs, a FROM whose base is not an
+// earlier stage and that a create could not boot: an image outside the
+// catalog and image_allowlist (an OCI reference is admitted when
+// image_allowlist lists it), with the FROM's line.
+func (b *build) checkFroms(plan *templatebuild.Plan, last int, meta templatebuild.Vars) error {
+	for i := 0; i <= last; i++ {
+		st := plan.Stages[i]
+		from, err := templatebuild.ExpandWord(st.From, meta)
+		if err != nil {
+			return errdefs.Malformed("Dockerfile line %d: FROM %s: %v", st.Line, spec.Clip(st.From, 64), err)
+		}
+		if j, ok := b.stageIndex(plan, from); (ok && j < i) || from == "scratch" {
+			continue // an earlier stage; scratch is refused where it runs
+		}
+		err = b.s.core.CheckRequest(api.CreateRequest{Image: from, Network: b.req.Network, CPUs: b.req.CPUs, MemoryMB: b.req.MemoryMB})
+		if err != nil {
+			e := *errdefs.As(err)
+			e.Message = fmt.Sprintf("Dockerfile line %d: FROM %s: %s", st.Line, spec.Clip(from, 128), e.Message)
+			return &e
+		}
+	}
+	return nil
 }
 
 // stageIndex finds a stage by name or index.

@@ -28,7 +28,7 @@ func Allowed(name string, catalog, allowlist []string) error {
 	}
 	hint := ""
 	if strings.ContainsAny(name, "/:@") {
-		hint = " (image is a catalog name, not an OCI reference; register references under custom_images)"
+		hint = " (image is a catalog name, not an OCI reference; register references under custom_images, or list the reference itself in image_allowlist)"
 	}
 	return errdefs.New(errdefs.CodeImageNotAllowed, "image %q is not allowed%s; allowed images: %s", Clip(name, 128), hint, list)
 }
