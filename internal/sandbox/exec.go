@@ -2,14 +2,11 @@ package sandbox
 
 import (
 	"context"
-	"fmt"
-	"math"
 	"strings"
 	"time"
 
 	"github.com/hutch-dev/hutch/api"
 	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
-	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/sandbox/agenterr"
 	"github.com/hutch-dev/hutch/internal/sandbox/spec"
 	"github.com/hutch-dev/hutch/internal/sandbox/tracing"
@@ -74,37 +71,20 @@ func (m *Manager) prepareExec(ctx context.Context, req api.ExecRequest) (*sandbo
 	if err := spec.ValidateWorkdir(req.Workdir); err != nil {
 		return nil, nil, nil, err
 	}
-	if err := checkExecTimeout(req.TimeoutMs, m.cfg.MaxExecTimeoutMs); err != nil {
+	if err := spec.CheckExecTimeout(req.TimeoutMs, m.cfg.MaxExecTimeoutMs); err != nil {
 		return nil, nil, nil, err
 	}
 	sb, release, err := m.acquire(ctx, req.SandboxID, UseExec)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	areq, err := sb.execRequest(argv, req.Env, req.Workdir, stdin, execTimeout(req.TimeoutMs, m.cfg.DefaultExecTimeoutMs, m.cfg.MaxExecTimeoutMs), "")
+	areq, err := sb.execRequest(argv, req.Env, req.Workdir, stdin, spec.ExecTimeout(req.TimeoutMs, m.cfg.DefaultExecTimeoutMs, m.cfg.MaxExecTimeoutMs), "")
 	if err != nil {
 		release()
 		return nil, nil, nil, err
 	}
 	m.emitFor(sb, api.EventExecStarted, map[string]any{"command": argv[0]})
 	return sb, release, areq, nil
-}
-
-// checkExecTimeout refuses an exec's timeout_ms over limit,
-// max_exec_timeout_ms (S001 naming the cap), rather than cutting the exec
-// short at the cap.
-func checkExecTimeout(ms, limit uint64) error {
-	if ms <= limit {
-		return nil
-	}
-	return errdefs.Malformed("timeout_ms %d (%s) is over this daemon's max_exec_timeout_ms, %d (%s)",
-		ms, msDuration(ms), limit, msDuration(limit)).
-		WithFix(map[string]any{"timeout_ms": limit}, fmt.Sprintf("ask for at most %s (raise max_exec_timeout_ms in the daemon's config for more), or run the command as a background process", msDuration(limit)))
-}
-
-// msDuration writes ms milliseconds as a duration ("2s", "5m0s").
-func msDuration(ms uint64) time.Duration {
-	return time.Duration(min(ms, uint64(math.MaxInt64/int64(time.Millisecond)))) * time.Millisecond
 }
 
 // execRequest is the agent's request for a command of sb: the sandbox's
@@ -133,13 +113,4 @@ func (sb *sandbox) execRequest(argv []string, env api.Env, workdir string, stdin
 	}
 	spec.ApplyUser(areq, u)
 	return areq, nil
-}
-
-// execTimeout is an exec's timeout: the request's ms or the default def,
-// at most maxMs.
-func execTimeout(ms, def, maxMs uint64) uint64 {
-	if ms == 0 {
-		ms = def
-	}
-	return min(ms, maxMs)
 }

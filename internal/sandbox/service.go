@@ -244,7 +244,7 @@ func (h handle) Exec(ctx context.Context, c ExecCall) (*agentv1.ExecResponse, er
 }
 
 func (h handle) ExecTimeout(ms uint64) uint64 {
-	return execTimeout(ms, h.m.cfg.DefaultExecTimeoutMs, h.m.cfg.MaxExecTimeoutMs)
+	return spec.ExecTimeout(ms, h.m.cfg.DefaultExecTimeoutMs, h.m.cfg.MaxExecTimeoutMs)
 }
 func (h handle) Fix(command string) string {
 	return spec.WithFix(h.m.images.With(command), h.m.cfg.ImageAllowlist, command)
