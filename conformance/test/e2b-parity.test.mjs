@@ -91,16 +91,18 @@ describe('E2B parity', () => {
     await assert.rejects(content.writeFile('/seed/hi.txt', 'again', o), /409/)
     await assert.rejects(content.readFile('/nope', o), (err) => err.name === 'VolumePathNotFoundError')
 
+    // E2B's base template runs as `user`; the volume's files are root's.
+    const root = { user: 'root' }
     const [writer, reader] = await Promise.all([
       create('base', { volumeMounts: { '/data': vol } }),
       create('base', { volumeMounts: { '/mnt/v': name } })])
     assert.deepEqual((await writer.getInfo()).volumeMounts, [{ name, path: '/data' }])
-    assert.equal(await reader.files.read('/mnt/v/seed/hi.txt'), 'from the host')
-    assert.equal((await reader.commands.run('stat -c %a /mnt/v/seed/hi.txt')).stdout, '640\n')
-    await writer.files.write('/data/hello.txt', 'from the writer')
-    assert.equal(await reader.files.read('/mnt/v/hello.txt'), 'from the writer')
-    await reader.files.write('/mnt/v/back.txt', 'from the reader')
-    assert.equal(await writer.files.read('/data/back.txt'), 'from the reader')
+    assert.equal(await reader.files.read('/mnt/v/seed/hi.txt', root), 'from the host')
+    assert.equal((await reader.commands.run('stat -c %a /mnt/v/seed/hi.txt', root)).stdout, '640\n')
+    await writer.files.write('/data/hello.txt', 'from the writer', root)
+    assert.equal(await reader.files.read('/mnt/v/hello.txt', root), 'from the writer')
+    await reader.files.write('/mnt/v/back.txt', 'from the reader', root)
+    assert.equal(await writer.files.read('/data/back.txt', root), 'from the reader')
 
     // What the sandboxes wrote, through the content API.
     assert.equal(await content.readFile('/hello.txt', o), 'from the writer')
@@ -109,7 +111,7 @@ describe('E2B parity', () => {
     assert.equal((await content.updateMetadata('/seed/hi.txt', { mode: 0o600 }, o)).mode, 0o600)
     await content.remove('/seed', o)
     assert.equal(await content.exists('/seed', o), false)
-    assert.equal(await writer.files.exists('/data/seed'), false)
+    assert.equal(await writer.files.exists('/data/seed', root), false)
     // In use, it is not destroyed; once its sandboxes have stopped
     // (kill answers before the stop ends), it is.
     await assert.rejects(Volume.destroy(vol.volumeId), /409: S262/)
@@ -192,7 +194,7 @@ describe('E2B envd 0.6 and the interpreter languages', () => {
   test('entry owner, group, permissions, symlink target; commands with envs, cwd, user; kill; /envs, /metrics, /init', opts, async () => {
     const sb = await create('base', { envs: { FROM_CREATE: 'c' } })
     await sb.files.write('/tmp/d/f.txt', 'x')
-    await sb.commands.run('ln -s f.txt /tmp/d/link && chown nobody:nogroup /tmp/d/f.txt')
+    await sb.commands.run('ln -s f.txt /tmp/d/link && sudo chown nobody:nogroup /tmp/d/f.txt')
     const link = await sb.files.getInfo('/tmp/d/link')
     assert.equal(link.type, 'symlink')
     assert.equal(link.symlinkTarget, 'f.txt')
