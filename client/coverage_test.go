@@ -226,6 +226,7 @@ func TestClientCoversEveryRoute(t *testing.T) {
 			return err
 		},
 		// issue 39
+		func() error { _, err := c.CancelTemplateBuild(ctx, "t"); return err },
 		func() error {
 			_, err := c.BuildTemplate(ctx, api.TemplateBuildRequest{}, func(api.TemplateBuildEvent) error { return nil })
 			return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 
 	"github.com/hutch-dev/hutch/api"
 )
@@ -22,4 +23,12 @@ func (c *Client) BuildTemplate(ctx context.Context, req api.TemplateBuildRequest
 		return on(ev)
 	}, &out)
 	return out, err
+}
+
+// CancelTemplateBuild runs sandbox::template::build::cancel (DELETE
+// /v1/templates/build/{name}): the caller's builds of that template in
+// progress stop at their running step (S007 when none runs).
+func (c *Client) CancelTemplateBuild(ctx context.Context, name string) (api.TemplateBuildCancelResponse, error) {
+	var out api.TemplateBuildCancelResponse
+	return out, c.do(ctx, http.MethodDelete, "/v1/templates/build/"+url.PathEscape(name), nil, &out)
 }
