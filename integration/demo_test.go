@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -16,10 +17,14 @@ import (
 func TestDemoNamesItsDaemon(t *testing.T) {
 	d := startDaemon(t, baseConfig(""))
 	testutil.RequiresBinary(t, "make")
-	hutch, _ := binaries(t)
+	hutch, agent := binaries(t)
 	hostPort := strings.TrimPrefix(d.url, "http://")
 	cmd := exec.Command("make", "-s", "-C", testutil.RepoRoot(), "-o", "deps", "-o", "build", "demo", "BIN="+filepath.Dir(hutch))
-	cmd.Env = append(cmd.Environ(), "HUTCH_URL="+hostPort+"/")
+	// The test's binaries are built apart: hutch doctor, which make demo
+	// runs first, finds the agent and runsc on PATH as it would next to
+	// hutch after make build.
+	path := filepath.Dir(agent) + string(os.PathListSeparator) + filepath.Dir(testutil.RunscPath()) + string(os.PathListSeparator) + os.Getenv("PATH")
+	cmd.Env = append(cmd.Environ(), "HUTCH_URL="+hostPort+"/", "PATH="+path)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("make demo: %v\n%s", err, out)

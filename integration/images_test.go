@@ -57,8 +57,14 @@ func TestCustomImageEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []api.CatalogImage{{Name: "app", OCIRef: ref, Kind: "custom"}}
-	if len(cat.Images) != 4 || cat.Images[0].Name != "python" || cat.Images[1].Name != "node" || cat.Images[2].Name != "python-data" || cat.Images[3] != want[0] {
+	presets := []string{"python", "node", "python-data", "e2b-base"}
+	if len(cat.Images) != len(presets)+1 || cat.Images[len(presets)] != want[0] {
 		t.Fatalf("catalog = %+v", cat.Images)
+	}
+	for i, name := range presets {
+		if cat.Images[i].Name != name || cat.Images[i].Kind != "preset" {
+			t.Fatalf("catalog = %+v", cat.Images)
+		}
 	}
 	if out, _, code := d.cli("", "catalog"); code != 0 || !strings.Contains(out, "app") || !strings.Contains(out, ref) {
 		t.Fatalf("hutch catalog: code %d\n%s", code, out)
