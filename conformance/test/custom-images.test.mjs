@@ -71,7 +71,7 @@ describe('Custom images', () => {
   test('the config is accepted and the catalog lists the custom images', async () => {
     const { images } = await iii.trigger({ function_id: 'sandbox::catalog::list', payload: {} })
     assert.deepEqual(images.map((i) => [i.name, i.kind]),
-      [['python', 'preset'], ['node', 'preset'], ['python-data', 'preset'], ['gpu-worker', 'custom'], ['my-app', 'custom']])
+      [['python', 'preset'], ['node', 'preset'], ['python-data', 'preset'], ['e2b-base', 'preset'], ['gpu-worker', 'custom'], ['my-app', 'custom']])
     assert.equal(images.find((i) => i.name === 'my-app').oci_ref, 'ghcr.io/acme/my-app:1.2.3')
   })
 

@@ -79,7 +79,9 @@ describe('MCP tool sets', () => {
     }
     assert.deepEqual([...union].sort(), all, 'the areas together are all the tools')
     assert.deepEqual(await toolNames(await overHTTP('?tools=env,volumes')),
-      ['env_delete', 'env_get', 'env_list', 'env_set', 'volume_create', 'volume_delete', 'volume_get', 'volume_list'])
+      ['env_delete', 'env_get', 'env_list', 'env_set', 'volume_create', 'volume_delete',
+        'volume_fs_list', 'volume_fs_mkdir', 'volume_fs_read', 'volume_fs_remove', 'volume_fs_set', 'volume_fs_stat', 'volume_fs_write',
+        'volume_get', 'volume_list'])
 
     const res = await fetch(HUTCH_URL + '/mcp?tools=everything', {
       method: 'POST',

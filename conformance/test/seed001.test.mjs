@@ -94,8 +94,9 @@ describe('Catalog', () => {
       '# list bootable image names (e.g. python, node)',
       "hutch trigger sandbox::catalog::list | jq -r '.images[].name'",
     ])
-    // The presets (python-data is listed but not allowed by default).
-    assert.equal(names, 'python\nnode\npython-data\n')
+    // The presets (python-data is listed but not allowed by default;
+    // e2b-base is E2B's base template, issue 43).
+    assert.equal(names, 'python\nnode\npython-data\ne2b-base\n')
   })
 })
 

@@ -119,7 +119,7 @@ func writeFile(path string, b []byte) error {
 		return fmt.Errorf("secrets: %w", err)
 	}
 	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err == nil {
+	if _, err = tmp.Write(b); err == nil {
 		err = tmp.Sync()
 	}
 	if cerr := tmp.Close(); err == nil {

@@ -44,7 +44,7 @@ type homes struct {
 // time, then remembered; guessed (/root, /home/NAME) when the sandbox
 // cannot tell.
 func (s *server) home(ctx context.Context, sc scope) string {
-	key := homeKey{sc.sandbox, sc.user}
+	key := homeKey(sc)
 	s.homes.mu.Lock()
 	h, ok := s.homes.m[key]
 	s.homes.mu.Unlock()
