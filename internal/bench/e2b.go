@@ -41,11 +41,7 @@ func e2bExecTrue(ctx context.Context, e *env) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	defer func() {
-		if err := x.killAndWait(ctx, e.c, sb.ID); err != nil {
-			e.stops.fail(err)
-		}
-	}()
+	defer x.killOffClock(ctx, e, sb.ID)
 	viaE2B := func(argv []string) func() (time.Duration, time.Duration, error) {
 		return func() (time.Duration, time.Duration, error) {
 			started, d, err := x.run(ctx, sb, argv)

@@ -212,3 +212,11 @@ func notFound(err error) bool {
 func e2bCreateBody(image string) map[string]any {
 	return map[string]any{"templateID": image, "timeout": 300, "secure": true, "allow_internet_access": false, "autoPause": false}
 }
+
+// killOffClock kills a scenario's sandbox and waits for its end, after the
+// scenario's rounds; a failure counts among the run's failed stops.
+func (x *e2bClient) killOffClock(ctx context.Context, e *env, id string) {
+	if err := x.killAndWait(ctx, e.c, id); err != nil {
+		e.stops.fail(err)
+	}
+}

@@ -24,11 +24,7 @@ func e2bForkExec(ctx context.Context, e *env) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	defer func() {
-		if err := x.killAndWait(ctx, e.c, sb.ID); err != nil {
-			e.stops.fail(err)
-		}
-	}()
+	defer x.killOffClock(ctx, e, sb.ID)
 	viaE2B := func() (time.Duration, error) {
 		start := time.Now()
 		var forks []struct {
