@@ -65,6 +65,12 @@ type PtySize struct {
 	Rows uint16 `json:"rows"`
 }
 
+// WorkdirHome as a workdir of an exec or process, alone or before "/sub",
+// is the home directory of the user the command runs as: its entry in the
+// sandbox's /etc/passwd when the command starts, else its env's HOME
+// (issue 40).
+const WorkdirHome = "~"
+
 // ProcessStartRequest is the payload of sandbox::process::start. Cmd,
 // Args, Argv, Env and Workdir are as in ExecRequest.
 type ProcessStartRequest struct {

@@ -154,7 +154,9 @@ type ExecRequest struct {
 	Stdin     string `json:"stdin,omitempty"`
 	Env       Env    `json:"env,omitempty"`
 	TimeoutMs uint64 `json:"timeout_ms,omitempty"`
-	Workdir   string `json:"workdir,omitempty"`
+	// Workdir is an absolute path, or WorkdirHome ("~", "~/sub"); ""
+	// is the image's.
+	Workdir string `json:"workdir,omitempty"`
 }
 
 // ExecResponse is the result of sandbox::exec.

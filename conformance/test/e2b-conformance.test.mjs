@@ -67,6 +67,10 @@ describe('E2B working directory (1)', () => {
     await sbx.files.write('made-by-files.txt', 'from-files')
     assert.equal((await sbx.commands.run('cat made-by-files.txt')).stdout, 'from-files')
     assert.equal((await sbx.files.getInfo('made-by-files.txt')).path, `${home}/made-by-files.txt`)
+    // issue 40: a relative cwd is under the home too, and another user's home is its own
+    await sbx.files.makeDir('sub')
+    assert.equal((await sbx.commands.run('pwd', { cwd: 'sub' })).stdout, `${home}/sub\n`)
+    assert.equal((await sbx.commands.run('pwd', { user: 'root' })).stdout, '/root\n')
   })
 })
 

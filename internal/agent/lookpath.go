@@ -81,12 +81,20 @@ func checkExecutable(file string) *lookupError {
 
 // pathOf is the value of the last PATH in env, or defaultPath.
 func pathOf(env []string) string {
-	for i := len(env) - 1; i >= 0; i-- {
-		if v, ok := strings.CutPrefix(env[i], "PATH="); ok {
-			return v
-		}
+	if v, ok := envValue(env, "PATH"); ok {
+		return v
 	}
 	return defaultPath
+}
+
+// envValue is the value of key's last entry in env ("KEY=value").
+func envValue(env []string, key string) (string, bool) {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], key+"="); ok {
+			return v, true
+		}
+	}
+	return "", false
 }
 
 // errnoText is the bare system error text of err ("permission denied"),

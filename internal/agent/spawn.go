@@ -67,6 +67,10 @@ func checkExec(req *agentv1.ExecRequest) (string, error) {
 	if dir == "" {
 		dir = "/"
 	}
+	dir, ok := homeDir(req, dir)
+	if !ok {
+		return "", fmt.Errorf("workdir %s: the user's home directory is unknown", req.GetWorkdir())
+	}
 	if !filepath.IsAbs(dir) || strings.IndexByte(dir, 0) >= 0 {
 		return "", fmt.Errorf("workdir %q is not an absolute path", dir)
 	}

@@ -1,10 +1,11 @@
 package envd
 
 // Home directories. envd starts commands, and resolves relative paths, in
-// the home directory of the user a request acts as; hutch's agent starts
-// commands in the image's working directory. So that commands and files
-// agree, as E2B's do, the transport asks the sandbox once per user what
-// that home is (its passwd entry, else its HOME) and remembers it.
+// the home directory of the user a request acts as. Commands start in it
+// through hutch's "~" workdir (the agent reads the user's passwd entry,
+// else HOME, as it starts them). So that files agree, the transport asks
+// the sandbox once per user where "~" is, with pwd run there, and
+// remembers it.
 
 import (
 	"context"
@@ -27,8 +28,9 @@ const (
 	maxHomeBytes = 4096
 )
 
-// homeScript prints the home directory of the user running it.
-const homeScript = `h=$(getent passwd "$(id -u)" 2>/dev/null | cut -d: -f6); [ -n "$h" ] || h=$HOME; printf %s "$h"`
+// homeArgv prints the directory it runs in: started in "~", the home of
+// the user running it, as commands get it.
+var homeArgv = []string{"/bin/sh", "-c", "pwd"}
 
 // homeKey names a user of a sandbox.
 type homeKey struct{ sandbox, user string }
@@ -64,11 +66,11 @@ func (s *server) home(ctx context.Context, sc scope) string {
 	return h
 }
 
-// askHome runs homeScript as sc's user and reads its answer, which must
-// be a clean absolute path (the sandbox's answer is untrusted).
+// askHome runs homeArgv as sc's user in "~" and reads its answer, which
+// must be a clean absolute path (the sandbox's answer is untrusted).
 func (s *server) askHome(ctx context.Context, sc scope) (string, error) {
 	started, err := call[api.ProcessStartResponse](ctx, s.t, api.FnProcessStart, api.ProcessStartRequest{
-		SandboxID: sc.sandbox, User: sc.user, Argv: []string{"/bin/sh", "-c", homeScript}, Workdir: "/", TimeoutMs: homeTimeoutMs})
+		SandboxID: sc.sandbox, User: sc.user, Argv: homeArgv, Workdir: api.WorkdirHome, TimeoutMs: homeTimeoutMs})
 	if err != nil {
 		return "", err
 	}
@@ -82,7 +84,7 @@ func (s *server) askHome(ctx context.Context, sc scope) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	h := out.Stdout.Data
+	h := strings.TrimSuffix(out.Stdout.Data, "\n")
 	if out.Stdout.Base64 || len(h) > maxHomeBytes || !path.IsAbs(h) || path.Clean(h) != h || strings.ContainsRune(h, 0) {
 		return "", invalid("the sandbox's home is not a clean absolute path")
 	}

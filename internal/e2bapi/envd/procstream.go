@@ -12,6 +12,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"connectrpc.com/connect"
@@ -38,7 +39,7 @@ func (s *processService) Start(ctx context.Context, req *connect.Request[pb.Star
 	if err != nil {
 		return err
 	}
-	start, err := startRequest(ctx, sc, req.Msg, s.resolve(ctx, sc, cwdOf(req.Msg)))
+	start, err := startRequest(ctx, sc, req.Msg, cwdOf(req.Msg))
 	if err != nil {
 		return err
 	}
@@ -76,13 +77,19 @@ func (s *processService) Connect(ctx context.Context, req *connect.Request[pb.Co
 	return s.follow(ctx, req.Header(), follow, info.Pty, send)
 }
 
-// cwdOf is the directory a start request runs in before resolving: its
-// cwd, or the user's home ("." under it), as envd starts commands.
+// cwdOf is the directory a start request runs in: its cwd, a relative
+// one under the user's home, or that home, as envd starts commands. The
+// agent finds the home of the user the process runs as when it starts it
+// (api.WorkdirHome), so no call asks it first.
 func cwdOf(m *pb.StartRequest) string {
-	if cwd := m.GetProcess().GetCwd(); cwd != "" {
+	switch cwd := m.GetProcess().GetCwd(); {
+	case cwd == "":
+		return api.WorkdirHome
+	case strings.HasPrefix(cwd, "/"):
 		return cwd
+	default:
+		return api.WorkdirHome + "/" + cwd
 	}
-	return "."
 }
 
 // startRequest is hutch's start of an E2B start request, run in workdir.

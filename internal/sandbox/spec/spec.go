@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/kballard/go-shellquote"
 
+	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 )
 
@@ -125,13 +126,14 @@ func DecodeStdin(s string) ([]byte, error) {
 	return b, nil
 }
 
-// ValidateWorkdir checks that a workdir is absolute and clean enough.
+// ValidateWorkdir checks that a workdir is absolute and clean enough; "~"
+// alone or before "/sub" is the home of the command's user (api.WorkdirHome).
 func ValidateWorkdir(dir string) error {
 	if dir == "" {
 		return nil
 	}
-	if !path.IsAbs(dir) {
-		return errdefs.Malformed("workdir %q must be an absolute path", Clip(dir, 64))
+	if !path.IsAbs(dir) && dir != api.WorkdirHome && !strings.HasPrefix(dir, api.WorkdirHome+"/") {
+		return errdefs.Malformed("workdir %q must be an absolute path or start with ~/", Clip(dir, 64))
 	}
 	if strings.IndexByte(dir, 0) >= 0 {
 		return errdefs.Malformed("workdir contains a NUL byte")

@@ -84,3 +84,17 @@ func TestDecodeStdin(t *testing.T) {
 		t.Fatalf("err = %v, want S001", err)
 	}
 }
+
+// issue 40: "~" and "~/sub" are the home of the command's user.
+func TestValidateWorkdir(t *testing.T) {
+	for _, ok := range []string{"", "/", "/srv/app", "~", "~/", "~/a/../b"} {
+		if err := ValidateWorkdir(ok); err != nil {
+			t.Errorf("ValidateWorkdir(%q) = %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"rel", "~user", "./x", "/a\x00b", "~/\x00"} {
+		if err := ValidateWorkdir(bad); !errdefs.Is(err, errdefs.CodeMalformed) {
+			t.Errorf("ValidateWorkdir(%q) = %v, want S001", bad, err)
+		}
+	}
+}
