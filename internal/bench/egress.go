@@ -60,8 +60,9 @@ type EgressFigures struct {
 	// Ratio its p50 over the direct one's.
 	AddedMs map[string]float64 `json:"p50_added_ms,omitempty"`
 	Ratio   map[string]float64 `json:"p50_ratio,omitempty"`
-	// DaemonCPUMs is the daemon's CPU time per request on each path, and
-	// ProxyCPUMs the part the proxy adds (minus the direct path's).
+	// DaemonCPUMs is the daemon's CPU time per request (per download in
+	// egress-download) on each path, and ProxyCPUMs the part the proxy
+	// adds (minus the direct path's).
 	DaemonCPUMs map[string]float64 `json:"daemon_cpu_ms_per_request,omitempty"`
 	ProxyCPUMs  map[string]float64 `json:"proxy_cpu_ms_per_request,omitempty"`
 	// MiBPerSec is each path's download rate (the p50 download), and
@@ -237,7 +238,8 @@ print(total, int((time.perf_counter() - t) * 1e9))
 
 // egressDownload times the download of StreamBytes over plain HTTP
 // through the proxy (by Host), over HTTPS through it (by SNI, tunnelled)
-// and directly, and samples the daemon's RSS meanwhile.
+// and over both directly, with the daemon's CPU time per download, and
+// samples the daemon's RSS meanwhile.
 func egressDownload(ctx context.Context, e *env) (Result, error) {
 	ed, err := e.egressDaemon()
 	if err != nil {
@@ -253,9 +255,11 @@ func egressDownload(ctx context.Context, e *env) (Result, error) {
 		{pathByName, "http", "HTTP through the proxy, by Host"},
 		{pathByName, "https", "HTTPS through the proxy, by SNI (tunnelled)"},
 		{pathDirect, "http", "HTTP direct (CIDR-only policy, no proxy)"},
+		{pathDirect, "https", "HTTPS direct (CIDR-only policy, no proxy)"},
 	}
 	runs := max(1, min(e.opts.Runs, 3))
 	samples := make([][]time.Duration, len(ways))
+	ticks := make([]uint64, len(ways))
 	var rss rssPeak
 	err = e.withEgressSandbox(ctx, ed, pathByName.policy(t), func(id string) error {
 		rss.start(ed.PID)
@@ -266,8 +270,12 @@ func egressDownload(ctx context.Context, e *env) (Result, error) {
 				if _, err := ed.Client.UpdateNetwork(ctx, id, w.path.policy(t)); err != nil {
 					return err
 				}
+				before, ok := readStat(ed.PID)
 				res, err := e.execOn(ctx, ed.Client, id, "python3", "-c", downloadScript, w.scheme, t.Addr, EgressName,
 					strconv.FormatInt(e.opts.StreamBytes, 10), string(t.CAPEM))
+				if after, ok2 := readStat(ed.PID); ok && ok2 {
+					ticks[i] += after.ticks - before.ticks
+				}
 				if err != nil {
 					return fmt.Errorf("%s: %w", w.title, err)
 				}
@@ -289,19 +297,21 @@ func egressDownload(ctx context.Context, e *env) (Result, error) {
 		return Result{}, err
 	}
 	growth := rss.growthMiB()
-	fig := &EgressFigures{MiBPerSec: map[string]float64{}, RSSGrowthMiB: &growth}
+	fig := &EgressFigures{MiBPerSec: map[string]float64{}, RSSGrowthMiB: &growth, DaemonCPUMs: map[string]float64{}}
 	var res Result
 	var rates []string
 	for i, w := range ways {
 		st := Summarize(samples[i])
 		rate := float64(e.opts.StreamBytes) / (1 << 20) / st.P50.Seconds()
-		fig.MiBPerSec[w.path.name+"-"+w.scheme] = rate
-		rates = append(rates, fmt.Sprintf("%s %.0f MiB/s", w.title, rate))
+		key := w.path.name + "-" + w.scheme
+		fig.MiBPerSec[key] = rate
+		fig.DaemonCPUMs[key] = float64(ticks[i]) * float64(time.Second/clockTicks) / float64(time.Millisecond) / float64(runs)
+		rates = append(rates, fmt.Sprintf("%s %.0f MiB/s (daemon CPU %.0f ms per download)", w.title, rate, fig.DaemonCPUMs[key]))
 		if i == 0 {
 			res = Result{Latency: &st, Egress: fig}
 			continue
 		}
-		res.Baselines = append(res.Baselines, Result{Name: w.path.name + "-" + w.scheme, Title: w.title, Latency: &st})
+		res.Baselines = append(res.Baselines, Result{Name: key, Title: w.title, Latency: &st})
 	}
 	res.Note = fmt.Sprintf("%s from a server in a network namespace to python in the sandbox, %d runs per way, interleaved; p50 rates: %s; daemon RSS growth during the downloads %.1f MiB",
 		sizeText(e.opts.StreamBytes), runs, strings.Join(rates, ", "), growth)

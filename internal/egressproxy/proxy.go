@@ -42,6 +42,8 @@ const (
 	maxHello = 64 << 10
 	// dialTimeout bounds one connection to an upstream address.
 	dialTimeout = 10 * time.Second
+	// firstRead is the buffer of a connection's first read.
+	firstRead = 4 << 10
 	// maxConns bounds the connections in flight, all sandboxes together.
 	maxConns = 4096
 )
@@ -201,7 +203,8 @@ func (p *Proxy) handle(nc net.Conn) {
 		return
 	}
 	_ = nc.SetReadDeadline(time.Now().Add(helloTimeout))
-	br := bufio.NewReaderSize(nc, 1)
+	// A ClientHello (or a request's head) usually arrives whole: one read.
+	br := bufio.NewReaderSize(nc, firstRead)
 	first, err := br.Peek(1)
 	if err != nil {
 		nc.Close()
