@@ -136,6 +136,27 @@ for probe in sys.argv[1:]:
         print("ERR", type(e).__name__, str(e).replace("\n", " "))
 `
 
+// requestsScript GETs, with python's requests and without verifying
+// certificates, each "URL [HOST]" argument after the first (the address
+// denied.test is pinned to), printing the body or "ERR [status]".
+const requestsScript = `
+import sys, requests
+from urllib3.util import connection
+addr = sys.argv[1]
+resolve = connection.create_connection
+def pinned(address, *args, **kw):
+    host, port = address
+    return resolve((addr if host == "denied.test" else host, port), *args, **kw)
+connection.create_connection = pinned
+for arg in sys.argv[2:]:
+    url, _, host = arg.partition(" ")
+    try:
+        r = requests.get(url, headers={"Host": host} if host else {}, verify=False, timeout=5)
+        print(r.text if r.ok else "ERR %d" % r.status_code)
+    except Exception as e:
+        print("ERR", type(e).__name__)
+`
+
 // probe runs probeScript in sandbox id, one result per probe.
 func (d *daemon) probe(id string, probes ...string) []string {
 	d.t.Helper()
@@ -220,6 +241,34 @@ func TestEgressProxy(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(r.Stdout), "\n")
 	if len(lines) != 3 || lines[0] != "host=allowed.test sni=allowed.test auth=" || lines[1] != "host=allowed.test sni= auth=" || !strings.HasPrefix(lines[2], "ERR") {
 		t.Errorf("node fetch: %+v", r)
+	}
+
+	// curl and python's requests (the e2b-base image), by name, by a
+	// denied name pinned to the address, by Host and by IP literal.
+	tools := d.create(api.CreateRequest{Image: "e2b-base", Egress: &api.EgressPolicy{AllowOut: []string{"*.test"}, DenyOut: []string{"denied.test"}}})
+	cases := []struct{ url, host, want string }{
+		{"https://allowed.test/", "", "host=allowed.test sni=allowed.test auth="},
+		{"http://allowed.test/", "", "host=allowed.test sni= auth="},
+		{"https://denied.test/", "", "ERR"}, // denied by SNI
+		{"http://allowed.test/", "denied.test", "ERR 403"},
+		{"http://" + a + "/", "", "ERR 403"},
+		{"https://" + a + "/", "", "ERR"}, // no SNI
+	}
+	script := "c() { code=$(curl -sk -m 5 -o /tmp/body -w '%{http_code}' --resolve denied.test:443:" + a +
+		" ${2:+-H \"Host: $2\"} \"$1\"); [ \"$code\" = 200 ] && cat /tmp/body && echo || echo \"ERR $code\"; }\n"
+	pyArgs := []string{"python3", "-W", "ignore", "-c", requestsScript, a}
+	for _, c := range cases {
+		script += fmt.Sprintf("c %q %q\n", c.url, c.host)
+		pyArgs = append(pyArgs, c.url+" "+c.host)
+	}
+	curlOut := strings.Split(strings.TrimSpace(d.exec(tools, "sh", "-c", script).Stdout), "\n")
+	pyOut := strings.Split(strings.TrimSpace(d.exec(tools, pyArgs...).Stdout), "\n")
+	for i, c := range cases {
+		for client, out := range map[string][]string{"curl": curlOut, "requests": pyOut} {
+			if i >= len(out) || !strings.HasPrefix(out[i], c.want) || (c.want == "ERR" && strings.Contains(out[i], "403")) {
+				t.Errorf("%s %s (Host %q): got %q, want %q…", client, c.url, c.host, out, c.want)
+			}
+		}
 	}
 
 	// The refusals are events: by Host, by SNI, by address.
@@ -372,6 +421,15 @@ func TestEgressSecrets(t *testing.T) {
 	r = d.exec(node, "node", "-e", `fetch("https://api.test/").then(r => r.text()).then(console.log, e => console.log("ERR", e.cause ? e.cause.code : e.message))`)
 	if got := strings.TrimSpace(r.Stdout); got != "auth="+sum("Bearer "+secret)+" key="+sum("") {
 		t.Errorf("node fetch through the transform: %+v", r)
+	}
+
+	// curl and python's requests trust the CA too (the bundle, and
+	// REQUESTS_CA_BUNDLE), and the placeholder is swapped for both.
+	tools := d.create(api.CreateRequest{Image: "e2b-base", Egress: policy, Env: api.Env{"OPENAI_API_KEY=" + placeholder}})
+	r = d.exec(tools, "sh", "-c", `curl -sS -m 10 -H "X-Key: $OPENAI_API_KEY" https://api.test/; echo; `+
+		`python3 -c 'import os, requests; print(requests.get("https://api.test/", headers={"X-Key": os.environ["OPENAI_API_KEY"]}, timeout=10).text)'`)
+	if got, want := strings.TrimSpace(r.Stdout), "auth="+sum("Bearer "+secret)+" key="+sum(secret); got != want+"\n"+want {
+		t.Errorf("curl and requests through the transform: %+v", r)
 	}
 
 	// An unknown secret fails the request; the log says why, not the value.

@@ -84,6 +84,9 @@ type Options struct {
 	SlowCreate time.Duration
 	// Progress, when not nil, receives one line per scenario as it starts.
 	Progress io.Writer
+	// issue 37: Egress is the daemon and server of the egress scenarios
+	// (egress.go); nil skips them.
+	Egress *EgressDaemon
 }
 
 // Validate explains what is wrong with o.
@@ -190,6 +193,9 @@ type Result struct {
 	// VsRuntime its figures over the run's first runtime's.
 	Runtime   *RuntimeRef   `json:"runtime,omitempty"`
 	VsRuntime *RuntimeRatio `json:"vs_runtime,omitempty"`
+	// issue 37: Egress has the egress scenarios' added times, ratios,
+	// CPU per request, rates and RSS growth.
+	Egress *EgressFigures `json:"egress,omitempty"`
 }
 
 // FloorPairs are the execs of true timed in rounds with the spawn floor

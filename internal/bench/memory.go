@@ -70,27 +70,37 @@ func processes() (map[int]process, error) {
 		if err != nil {
 			continue
 		}
-		stat, err := os.ReadFile(filepath.Join("/proc", de.Name(), "stat"))
-		if err != nil {
+		p, ok := readStat(pid)
+		if !ok {
 			continue // gone meanwhile
 		}
-		// The fields after the command name, which may hold anything,
-		// start after its last ')': state, ppid, ..., then utime, stime,
-		// cutime and cstime (fields 14 to 17 of proc(5)).
-		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-		if len(f) < 15 {
-			continue
-		}
-		ppid, _ := strconv.Atoi(f[1])
-		var t [4]uint64
-		for i, v := range f[11:15] {
-			t[i], _ = strconv.ParseUint(v, 10, 64)
-		}
 		cmd, _ := os.ReadFile(filepath.Join("/proc", de.Name(), "cmdline"))
-		out[pid] = process{ppid: ppid, cmdline: string(bytes.ReplaceAll(cmd, []byte{0}, []byte{' '})),
-			ticks: t[0] + t[1], childTicks: t[2] + t[3]}
+		p.cmdline = string(bytes.ReplaceAll(cmd, []byte{0}, []byte{' '}))
+		out[pid] = p
 	}
 	return out, nil
+}
+
+// readStat reads process pid's parent and CPU times from /proc (not its
+// command line); false when it cannot.
+func readStat(pid int) (process, bool) {
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return process{}, false
+	}
+	// The fields after the command name, which may hold anything,
+	// start after its last ')': state, ppid, ..., then utime, stime,
+	// cutime and cstime (fields 14 to 17 of proc(5)).
+	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	if len(f) < 15 {
+		return process{}, false
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	var t [4]uint64
+	for i, v := range f[11:15] {
+		t[i], _ = strconv.ParseUint(v, 10, 64)
+	}
+	return process{ppid: ppid, ticks: t[0] + t[1], childTicks: t[2] + t[3]}, true
 }
 
 // treePSS sums, for each key, the PSS of the processes whose command line

@@ -117,6 +117,9 @@ var Scenarios = []Scenario{
 	{Name: NameHibernated, Title: "host memory per hibernated sandbox (PSS)", run: hibernatedMemory},
 	{Name: NameIdleMemory, Title: "host memory per idle sandbox (PSS)", run: idleMemory, baselines: []baseline{dockerIdleMemory}},
 	{Name: NameIdleCapacity, Title: "idle sandboxes held (creates under 1 s)", run: idleCapacity},
+	// issue 37: the egress proxy, on a daemon of its own (egress.go).
+	{Name: NameEgressHTTPS, Title: "HTTPS request through the egress proxy, by SNI (new connection each)", run: egressHTTPS},
+	{Name: NameEgressDownload, Title: "download through the egress proxy, by Host", run: egressDownload},
 	{Name: NameRuntimeReady, Title: "create→first exec (cold)", inRuntime: runtimeReady},
 	{Name: NameRuntimeExec, Title: "exec true (HTTP)", inRuntime: runtimeExecTrue},
 	{Name: NameRuntimeMemory, Title: "host memory per idle sandbox (PSS)", inRuntime: runtimeIdleMemory},

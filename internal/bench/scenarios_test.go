@@ -226,6 +226,7 @@ func TestRun(t *testing.T) {
 	// The runtime scenarios run in the daemon's default runtime, which the
 	// fake does not name.
 	skipped := []string{NamePoolCreateExec, NameCreateSteady, NameE2BCreate, NameExecTrueWS, NameExecPythonWS, NameE2BExecTrue, NameE2BForkExec, NameIdleMemory, NameIdleCapacity,
+		NameEgressHTTPS, NameEgressDownload, // issue 37: no egress daemon
 		NameRuntimeMemory + "/" + defaultRuntimeName}
 	tests := []struct {
 		name        string

@@ -59,7 +59,7 @@ func (a *app) benchCmd() *cobra.Command {
 	var soak soakFlags
 	fl.DurationVar(&soak.duration, "soak", 0, "instead of the scenarios, run a mix of every kind of operation from several owners for this long (with --private: 3 owners of its own daemon) and report per --soak-window: ops, errors by S-code, daemon RSS, goroutines, fds")
 	fl.DurationVar(&soak.window, "soak-window", 5*time.Minute, "length of each window of --soak")
-	cmd.RunE = action(func(cmd *cobra.Command, _ []string) error {
+	cmd.RunE = action(func(cmd *cobra.Command, _ []string) (err error) {
 		if soak.duration > 0 {
 			return a.runSoak(cmd.Context(), soak, opts.Image, opts.ImageCache, private, jsonOut)
 		}
@@ -85,6 +85,15 @@ func (a *app) benchCmd() *cobra.Command {
 		c := a.client()
 		if !cmd.Flags().Changed("engine-url") {
 			opts.EngineURL = engineURLFor(c.URL())
+		}
+		// issue 37: the egress scenarios run on a daemon of their own.
+		if bench.NeedsEgressDaemon(sel) {
+			var stop func() error
+			opts.Egress, stop = a.startEgress(cmd.Context(), opts.ImageCache)
+			defer func() { err = errors.Join(err, stop()) }()
+			if opts.Egress != nil && bench.EgressOnly(sel) {
+				return a.runBench(cmd.Context(), opts.Egress.Client, opts, sel, jsonOut)
+			}
 		}
 		if private {
 			d, err := startPrivateDaemon(cmd.Context(), privateConfig(opts.ImageCache, opts.Image, opts.MaxIdle), a.stderr)

@@ -58,6 +58,12 @@ func privatePoolConfig(imageCache string, maxIdle int) string {
 // startPrivateDaemon starts `hutch serve` (this very binary) with config
 // cfg and waits until it serves.
 func startPrivateDaemon(ctx context.Context, cfg string, log io.Writer) (*privateDaemon, error) {
+	return startPrivateDaemonEnv(ctx, cfg, nil, log)
+}
+
+// startPrivateDaemonEnv is startPrivateDaemon with env added to the
+// daemon's environment (issue 37).
+func startPrivateDaemonEnv(ctx context.Context, cfg string, env []string, log io.Writer) (*privateDaemon, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("finding the hutch binary: %w", err)
@@ -84,6 +90,9 @@ func startPrivateDaemon(ctx context.Context, cfg string, log io.Writer) (*privat
 		logFile.Close()
 		os.RemoveAll(dir)
 		return nil, err
+	}
+	if env != nil {
+		d.cmd.Env = append(os.Environ(), env...)
 	}
 	// Keep terminal signals for the bench, which stops the daemon itself.
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

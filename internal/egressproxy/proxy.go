@@ -42,6 +42,8 @@ const (
 	maxHello = 64 << 10
 	// dialTimeout bounds one connection to an upstream address.
 	dialTimeout = 10 * time.Second
+	// firstRead is the buffer of a connection's first read.
+	firstRead = 4 << 10
 	// maxConns bounds the connections in flight, all sandboxes together.
 	maxConns = 4096
 )
@@ -96,6 +98,7 @@ type Proxy struct {
 	http  *httpSide
 	audit *audit
 	dns   *lookupCache
+	hosts *hostAddrs
 	slots chan struct{}
 	wg    sync.WaitGroup
 }
@@ -111,7 +114,7 @@ func Listen(host string, opts Options) (*Proxy, error) {
 		return nil, fmt.Errorf("egress proxy: %w", err)
 	}
 	p := &Proxy{opts: opts, log: opts.Logger, ln: ln, addr: netip.MustParseAddrPort(ln.Addr().String()),
-		audit: newAudit(opts.Events), dns: newLookupCache(opts.Resolver), slots: make(chan struct{}, maxConns)}
+		audit: newAudit(opts.Events), dns: newLookupCache(opts.Resolver), hosts: newHostAddrs(), slots: make(chan struct{}, maxConns)}
 	p.http = newHTTPSide(p)
 	p.wg.Go(p.serve)
 	return p, nil
@@ -127,6 +130,7 @@ func (p *Proxy) Addr() netip.AddrPort { return p.addr }
 func (p *Proxy) Close() error {
 	err := p.ln.Close()
 	p.http.close()
+	p.hosts.close()
 	p.wg.Wait()
 	return err
 }
@@ -199,7 +203,8 @@ func (p *Proxy) handle(nc net.Conn) {
 		return
 	}
 	_ = nc.SetReadDeadline(time.Now().Add(helloTimeout))
-	br := bufio.NewReaderSize(nc, 1)
+	// A ClientHello (or a request's head) usually arrives whole: one read.
+	br := bufio.NewReaderSize(nc, firstRead)
 	first, err := br.Peek(1)
 	if err != nil {
 		nc.Close()
@@ -295,26 +300,10 @@ func (p *Proxy) closed(a netip.Addr) string {
 			return "closed range " + pfx.String()
 		}
 	}
-	if hostAddr(a) {
+	if p.hosts.has(a) {
 		return "the host's own address"
 	}
 	return ""
-}
-
-// hostAddr reports whether a is one of the host's addresses.
-func hostAddr(a netip.Addr) bool {
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		return true
-	}
-	for _, ia := range addrs {
-		if n, ok := ia.(*net.IPNet); ok {
-			if h, ok := netip.AddrFromSlice(n.IP); ok && h.Unmap() == a {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // dial connects to the first of addrs that answers.

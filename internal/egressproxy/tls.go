@@ -1,6 +1,7 @@
 package egressproxy
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
@@ -78,10 +79,25 @@ func (p *Proxy) tunnelTLS(c *conn) {
 		return
 	}
 	defer up.Close()
+	// The sandbox's bytes read ahead and not yet replayed go first; then
+	// the two sockets are joined as they are (splice(2) between TCP
+	// sockets, no copy through the proxy).
+	var from io.Reader = c
+	if br, ok := c.r.(*bufio.Reader); ok {
+		rest, _ := br.Peek(br.Buffered())
+		hello = append(hello, rest...)
+		from = c.Conn
+	}
 	if _, err := up.Write(hello); err != nil {
 		return
 	}
-	splice(c, up)
+	splice(readWriter{from, c.Conn}, up)
+}
+
+// readWriter is a connection's read and write sides, apart.
+type readWriter struct {
+	io.Reader
+	io.Writer
 }
 
 // terminate serves a TLS connection to name, whose requests a transform
@@ -93,6 +109,9 @@ func (p *Proxy) terminate(c *conn, name string, hello []byte) {
 	ts := tls.Server(replay, &tls.Config{
 		MinVersion: tls.VersionTLS12,
 		NextProtos: []string{"http/1.1"},
+		// Tickets of a config made for one connection could never be
+		// used: not sending them saves an encryption and a write.
+		SessionTicketsDisabled: true,
 		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 			return p.opts.CA.leaf(name)
 		},
@@ -106,16 +125,17 @@ func (p *Proxy) terminate(c *conn, name string, hello []byte) {
 	p.http.push(&conn{Conn: ts, r: ts, sb: c.sb, dst: c.dst, sni: name})
 }
 
-// splice copies a to b and b to a until both ends are done.
-func splice(a io.ReadWriter, b net.Conn) {
+// splice copies a to b and b to a until both ends are done. Between two
+// *net.TCPConn, io.Copy is splice(2): the bytes stay in the kernel.
+func splice(a readWriter, b net.Conn) {
 	done := make(chan struct{})
 	go func() {
-		_, _ = io.Copy(b, a)
+		_, _ = io.Copy(b, a.Reader)
 		closeWrite(b)
 		close(done)
 	}()
-	_, _ = io.Copy(a, b)
-	if w, ok := a.(net.Conn); ok {
+	_, _ = io.Copy(a.Writer, b)
+	if w, ok := a.Writer.(net.Conn); ok {
 		closeWrite(w)
 	}
 	<-done

@@ -22,7 +22,7 @@ func TestCatalogOrder(t *testing.T) {
 	want := []string{
 		"python/preset/debian:bookworm+ca-certificates+git+python-is-python3+python3", "node/preset/debian:bookworm+ca-certificates+git+nodejs+npm",
 		"python-data/preset/debian:bookworm+ca-certificates+git+python-is-python3+python3+python3-matplotlib+python3-numpy+python3-pandas+python3-pip",
-		"e2b-base/preset/debian:bookworm+ca-certificates+curl+git+python-is-python3+python3+python3-pip+sudo",
+		"e2b-base/preset/debian:bookworm+ca-certificates+curl+git+python-is-python3+python3+python3-pip+python3-requests+sudo",
 		"alpha/custom/oci-layout:/srv/alpha:v1", "mid/custom/docker-archive:/srv/mid.tar", "zeta/custom/example.com/z:1",
 	}
 	if !slices.Equal(got, want) {

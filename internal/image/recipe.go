@@ -40,7 +40,8 @@ var presetPackages = []struct {
 	// `user` (uid 1000, home /home/user, passwordless sudo), with curl,
 	// git and pip, which installs into the user's site (Debian's
 	// "externally managed" marker removed, as E2B's image has none).
-	{E2BBase, []string{"python3", "python-is-python3", "python3-pip", "ca-certificates", "git", "curl", "sudo"}, []string{
+	// issue 37: python3-requests, the HTTP client the egress tests run.
+	{E2BBase, []string{"python3", "python-is-python3", "python3-pip", "python3-requests", "ca-certificates", "git", "curl", "sudo"}, []string{
 		`chroot "$1" useradd --create-home --uid 1000 --user-group --shell /bin/bash user`,
 		`echo 'user ALL=(ALL:ALL) NOPASSWD: ALL' > "$1/etc/sudoers.d/user" && chmod 0440 "$1/etc/sudoers.d/user"`,
 		`rm -f "$1"/usr/lib/python3*/EXTERNALLY-MANAGED`,
