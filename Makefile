@@ -75,7 +75,7 @@ $(RUNSC_STAMP):
 # a temporary directory and renames it when complete, so an interrupted build
 # is never taken as done. HUTCH_KUBE_CACHE chooses where; by default
 # /var/cache/hutch for root, else $$XDG_CACHE_HOME/hutch (~/.cache/hutch).
-# internal/testutil/kubetest finds the binaries by the same rule.
+# internal/kubecp (the tests' kubetest, hutch bench --cluster) finds the binaries by the same rule.
 KUBE_MOD := $(CURDIR)/deps/kube
 KUBE_VERSION := $(shell awk '$$1 == "k8s.io/kubernetes" {print $$2}' $(KUBE_MOD)/go.mod)
 ETCD_VERSION := $(shell awk '$$1 == "go.etcd.io/etcd/server/v3" {print $$2}' $(KUBE_MOD)/etcd/go.mod)

@@ -2,9 +2,9 @@ package integration
 
 // issue 35: a real control plane (etcd, kube-apiserver,
 // kube-controller-manager, kube-scheduler from make kube-deps) and three
-// hutch daemons joined to it as nodes. The daemons share the host's
-// network namespace: each has its own data dir, API address and kubelet
-// API port on 127.0.0.1 (the apiserver listens on loopback).
+// hutch daemons joined to it as nodes, each in a network namespace of its
+// own with its own address and data dir (cluster_netns_test.go); the
+// apiserver listens on the host's end of their bridge.
 
 import (
 	"bufio"
@@ -54,7 +54,8 @@ const clusterNS = "default"
 func TestCluster(t *testing.T) {
 	testutil.RequiresIntegration(t)
 	binaries(t) // built before the clock of any wait starts
-	cp := kubetest.Start(t)
+	nodes := clusterNetwork(t, clusterNodes)
+	cp := kubetest.StartAt(t, net.ParseIP(clusterHost))
 	kc := cp.Client
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
@@ -65,13 +66,13 @@ func TestCluster(t *testing.T) {
 		}
 	}
 
-	// Three daemons, each a node with its own kubelet API port and
-	// serving certificate.
+	// Three daemons, each a node with its own address and serving
+	// certificate.
 	daemons := make([]*daemon, clusterNodes)
 	names := make([]string, clusterNodes)
 	for i := range daemons {
 		names[i] = "hutch-test-" + strconv.Itoa(i)
-		daemons[i] = startClusterDaemon(t, cp, names[i])
+		daemons[i] = startClusterDaemon(t, cp, names[i], nodes[i])
 	}
 	testutil.EventuallyNil(t, 2*time.Minute, func() error { return nodesReady(ctx, kc, names, true) }, "the three hutch Nodes Ready")
 	node, err := kc.CoreV1().Nodes().Get(ctx, names[0], metav1.GetOptions{})
@@ -352,46 +353,44 @@ func TestCluster(t *testing.T) {
 	})
 }
 
-// startClusterDaemon starts a daemon joined to cp as node name.
-func startClusterDaemon(t *testing.T, cp *kubetest.ControlPlane, name string) *daemon {
+// startClusterDaemon starts a daemon joined to cp as node name, in the
+// network namespace of node; its API and kubelet API listen on node's
+// address.
+func startClusterDaemon(t *testing.T, cp *kubetest.ControlPlane, name string, node clusterNode) *daemon {
 	t.Helper()
-	cert, key := cp.ServingCert(name, net.IPv4(127, 0, 0, 1))
-	port := freePort(t)
+	cert, key := cp.ServingCert(name, node.ip)
 	cfg := baseConfig(fmt.Sprintf(`cluster:
   node_name: %s
-  node_ip: 127.0.0.1
-  kubelet_listen: 127.0.0.1:%d
+  node_ip: %s
+  kubelet_listen: %s
   tls_cert_file: %s
   tls_key_file: %s
   client_ca_file: %s
   lost_grace_secs: %d
-`, name, port, cert, key, cp.CAFile, int(lostGrace.Seconds())))
+`, name, node.ip, net.JoinHostPort(node.ip.String(), "10250"), cert, key, cp.CAFile, int(lostGrace.Seconds())))
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "config.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	d := &daemon{t: t, dataDir: filepath.Join(dir, "data"), cfgPath: cfgPath, serveArgs: []string{"--kubeconfig", cp.Kubeconfig}}
+	// The API listens on the test's bridge, which only the host and the
+	// test's namespaces reach: without tokens or TLS.
+	listen := net.JoinHostPort(node.ip.String(), "0")
+	d := &daemon{t: t, dataDir: filepath.Join(dir, "data"), cfgPath: cfgPath, netns: node.netns,
+		serveArgs: []string{"--kubeconfig", cp.Kubeconfig, "--listen", listen, "--engine-listen", listen, "--insecure-no-auth", "--insecure-plaintext"}}
 	d.start()
 	t.Cleanup(func() {
 		d.terminate()
 		assertNoLeftovers(t, d.dataDir)
+		var left []string
+		if !testutil.Poll(30*time.Second, func() bool { left = netnsLeftovers(node.netns); return len(left) == 0 }) {
+			t.Errorf("%s left in its namespace:\n  %s", name, strings.Join(left, "\n  "))
+		}
 		if t.Failed() {
 			t.Logf("%s daemon log:\n%s", name, d.log)
 		}
 	})
 	return d
-}
-
-// freePort is a loopback port that was free a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // checkNode checks what a hutch Node says of itself.

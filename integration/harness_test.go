@@ -48,6 +48,9 @@ type daemon struct {
 	// the daemon's environment.
 	bin string
 	env []string
+	// issue 35: netns, when set, is the network namespace (of
+	// /run/netns) the daemon runs in, entered through nsenter.
+	netns string
 }
 
 // binaries builds hutch and hutch-agent once per test process.
@@ -121,6 +124,14 @@ func (d *daemon) start() {
 		"--runsc-path", testutil.RunscPath(), "--agent-path", agent)
 	d.cmd.Args = append(d.cmd.Args, d.serveArgs...)
 	d.cmd.Env = append(os.Environ(), d.env...) // issue 38
+	// issue 35: nsenter execs the daemon, which keeps its pid.
+	if d.netns != "" {
+		nsenter, err := exec.LookPath("nsenter")
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.cmd.Path, d.cmd.Args = nsenter, append([]string{"nsenter", "--net=/run/netns/" + d.netns, "--"}, d.cmd.Args...)
+	}
 	// A test binary killed by its timeout (or by hand) takes its daemons
 	// along: they stop their sandboxes as on any SIGTERM.
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}

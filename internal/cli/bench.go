@@ -14,6 +14,7 @@ import (
 
 	"github.com/hutch-dev/hutch/client"
 	"github.com/hutch-dev/hutch/internal/bench"
+	"github.com/hutch-dev/hutch/internal/kubecp"
 )
 
 func (a *app) benchCmd() *cobra.Command {
@@ -59,6 +60,11 @@ func (a *app) benchCmd() *cobra.Command {
 	var soak soakFlags
 	fl.DurationVar(&soak.duration, "soak", 0, "instead of the scenarios, run a mix of every kind of operation from several owners for this long (with --private: 3 owners of its own daemon) and report per --soak-window: ops, errors by S-code, daemon RSS, goroutines, fds")
 	fl.DurationVar(&soak.window, "soak-window", 5*time.Minute, "length of each window of --soak")
+	// issue 35: the cluster node's targets.
+	var cluster clusterFlags
+	fl.BoolVar(&cluster.on, "cluster", false, "instead of the scenarios, start a control plane (make kube-deps's binaries, from --kube-bin) and three daemons joined to it as nodes on loopback, and measure Pod created → Ready (cold and from a warm pool) against one daemon's create → first exec, --cluster-pods Pods at once, a killed node's Pods deleted, and the control plane's RSS")
+	fl.IntVar(&cluster.pods, "cluster-pods", 100, "Pods created at once by --cluster")
+	fl.StringVar(&cluster.kubeBin, "kube-bin", "", "the control plane's binaries for --cluster (default: make kube-deps's cache directory)")
 	cmd.RunE = action(func(cmd *cobra.Command, _ []string) (err error) {
 		if soak.duration > 0 {
 			return a.runSoak(cmd.Context(), soak, opts.Image, opts.ImageCache, private, jsonOut)
@@ -81,6 +87,14 @@ func (a *app) benchCmd() *cobra.Command {
 			opts.ImageCache = a.defaultImageCache()
 		}
 		opts.RunscPath = runscNextToSelf()
+		if cluster.on { // issue 35
+			if cluster.kubeBin == "" {
+				if cluster.kubeBin, err = kubecp.BinDir(); err != nil {
+					return err
+				}
+			}
+			return a.runClusterBench(cmd.Context(), cluster, opts, jsonOut)
+		}
 		opts.Token = a.getenv("HUTCH_TOKEN")
 		c := a.client()
 		if !cmd.Flags().Changed("engine-url") {
@@ -128,19 +142,28 @@ func (a *app) runBench(ctx context.Context, c *client.Client, opts bench.Options
 	if err := rep.WriteMarkdown(a.stdout); err != nil {
 		return err
 	}
-	if jsonOut != "" {
-		b, err := json.MarshalIndent(rep, "", "  ")
-		if err != nil {
-			return fmt.Errorf("encoding results: %w", err)
-		}
-		if err := os.WriteFile(jsonOut, append(b, '\n'), 0o644); err != nil {
-			return fmt.Errorf("writing results: %w", err)
-		}
-		fmt.Fprintf(a.stderr, "bench: results written to %s\n", jsonOut)
+	if err := a.writeResults(rep, jsonOut); err != nil {
+		return err
 	}
 	if rep.Failed() {
 		return fmt.Errorf("some scenarios failed (listed under Failed)")
 	}
+	return nil
+}
+
+// writeResults writes rep as JSON to jsonOut, unless that is "".
+func (a *app) writeResults(rep any, jsonOut string) error {
+	if jsonOut == "" {
+		return nil
+	}
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding results: %w", err)
+	}
+	if err := os.WriteFile(jsonOut, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("writing results: %w", err)
+	}
+	fmt.Fprintf(a.stderr, "bench: results written to %s\n", jsonOut)
 	return nil
 }
 

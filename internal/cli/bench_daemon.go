@@ -34,6 +34,9 @@ type privateDaemon struct {
 	cmd     *exec.Cmd
 	dir     string
 	logPath string
+	// args are hutch's arguments; env is added to its environment.
+	args []string
+	env  []string
 	// url and engineURL are where it serves.
 	url, engineURL string
 	exited         chan error
@@ -56,50 +59,61 @@ func privatePoolConfig(imageCache string, maxIdle int) string {
 }
 
 // startPrivateDaemon starts `hutch serve` (this very binary) with config
-// cfg and waits until it serves.
-func startPrivateDaemon(ctx context.Context, cfg string, log io.Writer) (*privateDaemon, error) {
-	return startPrivateDaemonEnv(ctx, cfg, nil, log)
+// cfg and more flags extra, and waits until it serves.
+func startPrivateDaemon(ctx context.Context, cfg string, log io.Writer, extra ...string) (*privateDaemon, error) {
+	return startPrivateDaemonEnv(ctx, cfg, nil, log, extra...)
 }
 
 // startPrivateDaemonEnv is startPrivateDaemon with env added to the
 // daemon's environment (issue 37).
-func startPrivateDaemonEnv(ctx context.Context, cfg string, env []string, log io.Writer) (*privateDaemon, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("finding the hutch binary: %w", err)
-	}
+func startPrivateDaemonEnv(ctx context.Context, cfg string, env []string, log io.Writer, extra ...string) (*privateDaemon, error) {
 	dir, err := os.MkdirTemp("", "hutch-bench-")
 	if err != nil {
 		return nil, err
 	}
-	d := &privateDaemon{dir: dir, logPath: filepath.Join(dir, "daemon.log"), exited: make(chan error, 1)}
+	d := &privateDaemon{dir: dir, logPath: filepath.Join(dir, "daemon.log"), env: env}
 	cfgPath := filepath.Join(dir, "config.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	logFile, err := os.Create(d.logPath)
-	if err != nil {
-		os.RemoveAll(dir)
+	d.args = append([]string{"serve", "--config", cfgPath, "--listen", "127.0.0.1:0", "--engine-listen", "127.0.0.1:0",
+		"--data-dir", filepath.Join(dir, "data")}, extra...)
+	if err := d.launch(ctx, log); err != nil {
 		return nil, err
 	}
-	d.cmd = exec.Command(self, "serve", "--config", cfgPath, "--listen", "127.0.0.1:0", "--engine-listen", "127.0.0.1:0",
-		"--data-dir", filepath.Join(dir, "data"))
+	return d, nil
+}
+
+// launch starts the daemon's process, the first time or again after a
+// kill, and waits until it serves; on an error its directory is gone.
+func (d *privateDaemon) launch(ctx context.Context, log io.Writer) error {
+	self, err := os.Executable()
+	if err != nil {
+		os.RemoveAll(d.dir)
+		return fmt.Errorf("finding the hutch binary: %w", err)
+	}
+	logFile, err := os.OpenFile(d.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		os.RemoveAll(d.dir)
+		return err
+	}
+	d.cmd, d.exited = exec.Command(self, d.args...), make(chan error, 1)
 	stderr, err := d.cmd.StderrPipe()
 	if err != nil {
 		logFile.Close()
-		os.RemoveAll(dir)
-		return nil, err
+		os.RemoveAll(d.dir)
+		return err
 	}
-	if env != nil {
-		d.cmd.Env = append(os.Environ(), env...)
+	if d.env != nil {
+		d.cmd.Env = append(os.Environ(), d.env...)
 	}
 	// Keep terminal signals for the bench, which stops the daemon itself.
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := d.cmd.Start(); err != nil {
 		logFile.Close()
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("starting hutch serve: %w", err)
+		os.RemoveAll(d.dir)
+		return fmt.Errorf("starting hutch serve: %w", err)
 	}
 	serving := make(chan [2]string, 1)
 	logged := make(chan struct{})
@@ -129,17 +143,27 @@ func startPrivateDaemonEnv(ctx context.Context, cfg string, env []string, log io
 	select {
 	case addrs := <-serving:
 		d.url, d.engineURL = "http://"+addrs[0], "ws://"+addrs[1]
-		return d, nil
+		return nil
 	case err := <-d.exited:
 		err = fmt.Errorf("the private daemon exited: %v\n%s", err, tail(d.logPath, 20))
-		os.RemoveAll(dir)
-		return nil, err
+		os.RemoveAll(d.dir)
+		return err
 	case <-time.After(privateStartTimeout):
 		err = fmt.Errorf("the private daemon did not serve within %s\n%s", privateStartTimeout, tail(d.logPath, 20))
 	case <-ctx.Done():
 		err = ctx.Err()
 	}
-	return nil, errors.Join(err, d.stop())
+	return errors.Join(err, d.stop())
+}
+
+// kill kills the daemon as kill -9 does, leaving its directory for a
+// launch again.
+func (d *privateDaemon) kill() error {
+	if err := d.cmd.Process.Kill(); err != nil {
+		return err
+	}
+	<-d.exited
+	return nil
 }
 
 // stop shuts the daemon down (it stops its sandboxes) and removes its

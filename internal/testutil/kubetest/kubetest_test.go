@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hutch-dev/hutch/internal/kubecp"
 	"github.com/hutch-dev/hutch/internal/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -68,6 +69,9 @@ func TestVersions(t *testing.T) {
 	}
 	if !strings.HasPrefix(kube, "v1.") || !strings.HasPrefix(etcd, "v3.") {
 		t.Fatalf("Versions() = %s, %s; want a Kubernetes v1 and an etcd v3", kube, etcd)
+	}
+	if kube != kubecp.KubeVersion || etcd != kubecp.EtcdVersion {
+		t.Errorf("deps/kube pins %s and %s; kubecp names %s and %s", kube, etcd, kubecp.KubeVersion, kubecp.EtcdVersion)
 	}
 	dir := RequiresControlPlane(t)
 	if !strings.Contains(dir, "kube-"+kube+"-etcd-"+etcd) {
