@@ -107,6 +107,9 @@ type daemon struct {
 	jobRunner *jobs.Runner
 	table     *functions.Table
 
+	// issue 41: 4, quota takes the reloaded quota block.
+	quota *quota.Service
+
 	srv  *http.Server
 	eng  engine
 	prof profiler
@@ -415,7 +418,8 @@ func (d *daemon) startManager(ctx context.Context) error {
 		Secrets:   d.secrets,
 		EgressLog: nets,
 	}
-	deps.Quota = quota.New(&d.cfg, deps) // issue 38: per-owner quotas
+	d.quota = quota.New(&d.cfg, deps) // issue 38: per-owner quotas
+	deps.Quota = d.quota
 	d.table = functions.New(deps)
 	obs.attach(mgr.Live, d.images.CacheBytes)
 	obs.metrics.SetDaemon(metrics.Daemon{Runtimes: runtimeMetrics(d.rts), Capacity: cfg.MaxConcurrentSandboxes})
