@@ -398,7 +398,7 @@ func (d *daemon) startManager(ctx context.Context) error {
 	deps := functions.Deps{
 		Sandboxes:   mgr,
 		Files:       filesvc.New(mgr),
-		Images:      imagesvc.New(d.images, mgr.ImageBook(), d.rts, imagesvc.Policy{Allowlist: cfg.ImageAllowlist, IsAdmin: cfg.IsAdmin}),
+		Images:      imagesvc.New(d.images, mgr.ImageBook(), d.rts, imagesvc.Policy{IsAdmin: cfg.IsAdmin}),
 		Metrics:     metricSvc,
 		Processes:   procs,
 		Snapshots:   snaps,

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -83,6 +84,7 @@ type Options struct {
 // Manager owns every sandbox of one daemon.
 type Manager struct {
 	cfg         config.Config
+	allowlist   atomic.Pointer[[]string] // image_allowlist in force (issue 41: 4)
 	rts         *runtime.Set
 	net         SandboxNetwork // nil: none (network.go)
 	images      Images
@@ -179,6 +181,7 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 		vols:        mounter{opts.Volumes},
 	}
 	m.trace = tracer{obs: opts.Observer, emit: m.emit}
+	m.ImageBook().SetImageAllowlist(opts.Config.ImageAllowlist)
 	m.boots = slots.New(bootSlotsOf(opts.Config), int(bootPriorities))
 	m.pool, m.reaper = newWarmPool(m), newReaper(m)
 	if err := errors.Join(m.reconcile(ctx), clearHibernated(m.checkpoints)); err != nil {
@@ -272,7 +275,7 @@ func (m *Manager) create(ctx context.Context, req api.CreateRequest, from *Origi
 			m.mu.Unlock()
 		}
 	}()
-	if err := spec.Allowed(req.Image, image.Names(m.images.Catalog()), m.cfg.ImageAllowlist); err != nil {
+	if err := spec.Allowed(req.Image, image.Names(m.images.Catalog()), m.ImageBook().ImageAllowlist()); err != nil {
 		return api.CreateResponse{}, err
 	}
 	rt, err := runtimeFor(m.rts, req, from)
