@@ -38,8 +38,14 @@ func (m *Manager) ImageBook() ImageBook { return ImageBook{m} }
 // that follow (a config reload; issue 41: 4).
 func (b ImageBook) SetImageAllowlist(list []string) { b.m.allowlist.Store(&list) }
 
-// ImageAllowlist is image_allowlist as in force.
-func (b ImageBook) ImageAllowlist() []string { return *b.m.allowlist.Load() }
+// ImageAllowlist is image_allowlist as in force: the config's until a
+// reload sets one.
+func (b ImageBook) ImageAllowlist() []string {
+	if l := b.m.allowlist.Load(); l != nil {
+		return *l
+	}
+	return b.m.cfg.ImageAllowlist
+}
 
 // ImagesInUse counts the live sandboxes of each image name: owner's, or
 // every owner's with all.

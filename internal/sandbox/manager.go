@@ -181,7 +181,6 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 		vols:        mounter{opts.Volumes},
 	}
 	m.trace = tracer{obs: opts.Observer, emit: m.emit}
-	m.ImageBook().SetImageAllowlist(opts.Config.ImageAllowlist)
 	m.boots = slots.New(bootSlotsOf(opts.Config), int(bootPriorities))
 	m.pool, m.reaper = newWarmPool(m), newReaper(m)
 	if err := errors.Join(m.reconcile(ctx), clearHibernated(m.checkpoints)); err != nil {
