@@ -223,6 +223,8 @@ HUTCH_VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || ech
 # promtool (Debian's prometheus package) checks deploy/prometheus's rules in
 # deploy/deploy_test.go.
 APT_PACKAGES += prometheus
+# issue 41: systemd-nspawn boots the package test's root under systemd.
+APT_PACKAGES += systemd-container
 # The Debian package (packaging/, docs/operations.md): DEB_VERSION must
 # start with a digit and grow from one package to the next.
 DEB_VERSION ?= 0.0.0~git$(shell date -u +%Y%m%d%H%M%S)

@@ -21,14 +21,16 @@ import (
 // mmdebstrap (so the host is untouched), installs the first (the group,
 // the data dir, the conffile), upgrades to the second keeping the data dir
 // and a local edit of the config, removes it (the data dir and config
-// stay) and purges it (nothing of hutch is left). The root has no systemd
-// running, so the maintainer scripts skip the unit (see
-// docs/operations.md, "The package test").
+// stay) and purges it (nothing of hutch is left), with no systemd running
+// (the maintainer scripts skip the unit). Then it boots the same root
+// under systemd (testBooted) and does it again with the unit running
+// sandboxes (see docs/operations.md, "The package test").
 func TestPackage(t *testing.T) {
 	testutil.RequiresIntegration(t)
 	testutil.RequiresRoot(t)
 	mmdebstrap := testutil.RequiresBinary(t, "mmdebstrap")
 	testutil.RequiresBinary(t, "dpkg-deb")
+	nspawn := testutil.RequiresBinary(t, "systemd-nspawn")
 	repo := testutil.RepoRoot()
 	bin := filepath.Join(repo, "bin")
 	for _, b := range []string{"hutch", "hutch-agent", "runsc"} {
@@ -45,7 +47,7 @@ func TestPackage(t *testing.T) {
 		}
 	}
 	root := filepath.Join(work, "root")
-	if out, err := exec.Command(mmdebstrap, "--variant=apt", "--include=nftables,iproute2,adduser,ca-certificates",
+	if out, err := exec.Command(mmdebstrap, "--variant=apt", "--include=nftables,iproute2,adduser,ca-certificates,systemd,systemd-sysv,dbus,procps",
 		"bookworm", root).CombinedOutput(); err != nil {
 		t.Fatalf("mmdebstrap: %v\n%s", err, out)
 	}
@@ -129,4 +131,5 @@ func TestPackage(t *testing.T) {
 	if out, err := exec.Command("chroot", root, "getent", "group", "hutch").CombinedOutput(); err == nil {
 		t.Errorf("purge left the group hutch: %s", out)
 	}
+	testBooted(t, nspawn, root, debs)
 }

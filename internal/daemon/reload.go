@@ -56,7 +56,8 @@ func (d *daemon) watchReloads(ctx context.Context) {
 }
 
 // reload reads the config file again and applies what can change live:
-// api_tokens and local_socket_owner (while api_tokens stays set), tls
+// api_tokens and local_socket_owner (while api_tokens stays set), the
+// owners' limits (quota), image_allowlist, tls
 // (its files are read again on every reload, so a rotated certificate is
 // taken up even when the paths did not change) and webhooks. Every other
 // changed key is reported by name and keeps its old value. A file that
@@ -89,6 +90,12 @@ func (d *daemon) reload() (api.ReloadResult, error) {
 		case "webhooks":
 			d.reloadWebhooks(cur.Webhooks, next.Webhooks)
 			cur.Webhooks, ok = next.Webhooks, true
+		case "quota": // issue 41: 4
+			d.quota.SetQuota(next.Quota)
+			cur.Quota, ok = next.Quota, true
+		case "image_allowlist": // issue 41: 4
+			d.mgr.ImageBook().SetImageAllowlist(next.ImageAllowlist)
+			cur.ImageAllowlist, ok = next.ImageAllowlist, true
 		case "tls":
 			if ok = d.certs != nil && next.TLS.Enabled(); ok {
 				cur.TLS = next.TLS

@@ -14,6 +14,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/auth"
@@ -29,6 +30,10 @@ type Service struct {
 
 	mu     sync.Mutex
 	owners map[string]*owner // guarded by mu
+
+	// limits is the quota block in force: cfg's, until a reload swaps in
+	// another (SetQuota; issue 41: 4).
+	limits atomic.Pointer[config.Quota]
 }
 
 var _ functions.Quota = (*Service)(nil)
@@ -71,8 +76,17 @@ func (u *use) add(v use, sign int) {
 // New returns the quotas of cfg over the services of deps (those the
 // table is built on; a nil service counts nothing).
 func New(cfg *config.Config, deps functions.Deps) *Service {
-	return &Service{cfg: cfg, deps: deps, owners: map[string]*owner{}}
+	s := &Service{cfg: cfg, deps: deps, owners: map[string]*owner{}}
+	s.SetQuota(cfg.Quota)
+	return s
 }
+
+// SetQuota puts q in force for the admissions and usages that follow (a
+// config reload; issue 41: 4). Calls already admitted keep their count.
+func (s *Service) SetQuota(q config.Quota) { s.limits.Store(&q) }
+
+// limitsOf is owner's limits under the quota block in force.
+func (s *Service) limitsOf(owner string) config.QuotaLimits { return s.limits.Load().Of(owner) }
 
 func (s *Service) owner(name string) *owner {
 	s.mu.Lock()
@@ -108,7 +122,7 @@ var items = []item{
 
 // key is the config key of limit name for owner.
 func (s *Service) key(owner, name string) string {
-	if _, ok := s.cfg.Quota.Owners[owner]; ok {
+	if _, ok := s.limits.Load().Owners[owner]; ok {
 		return "quota.owners." + owner + "." + name
 	}
 	return "quota.default." + name
@@ -125,7 +139,7 @@ func (s *Service) Usage(ctx context.Context, _ api.QuotaRequest) (api.QuotaRespo
 	o.mu.Lock()
 	held.add(o.pending, 1)
 	o.mu.Unlock()
-	limits := s.cfg.QuotaOf(name)
+	limits := s.limitsOf(name)
 	resp := api.QuotaResponse{Owner: name, Items: make([]api.QuotaItem, 0, len(items))}
 	for _, it := range items {
 		resp.Items = append(resp.Items, api.QuotaItem{Name: it.name, Used: it.used(held), Limit: it.limit(limits), Key: s.key(name, it.name)})
@@ -138,7 +152,7 @@ func (s *Service) Usage(ctx context.Context, _ api.QuotaRequest) (api.QuotaRespo
 // until done is called (when the call has returned).
 func (s *Service) Admit(ctx context.Context, id string, req any) (done func(), err error) {
 	name := auth.OwnerFrom(ctx)
-	limits := s.cfg.QuotaOf(name)
+	limits := s.limitsOf(name)
 	if limits == (config.QuotaLimits{}) {
 		return func() {}, nil
 	}

@@ -63,7 +63,7 @@ func (m *Manager) CreateFrom(ctx context.Context, req api.CreateRequest, from *O
 // boots: catalog and allowlist, caps, env, life terms (a template's
 // defaults).
 func (m *Manager) CheckRequest(req api.CreateRequest) error {
-	if err := spec.Allowed(req.Image, image.Names(m.images.Catalog()), m.cfg.ImageAllowlist); err != nil {
+	if err := spec.Allowed(req.Image, image.Names(m.images.Catalog()), m.ImageBook().ImageAllowlist()); err != nil {
 		return err
 	}
 	if _, _, err := spec.Limits(m.cfg, req); err != nil {

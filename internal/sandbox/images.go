@@ -34,6 +34,19 @@ type ImageBook struct{ m *Manager }
 // ImageBook is the book of the images m's sandboxes use.
 func (m *Manager) ImageBook() ImageBook { return ImageBook{m} }
 
+// SetImageAllowlist puts image_allowlist list in force for the creates
+// that follow (a config reload; issue 41: 4).
+func (b ImageBook) SetImageAllowlist(list []string) { b.m.allowlist.Store(&list) }
+
+// ImageAllowlist is image_allowlist as in force: the config's until a
+// reload sets one.
+func (b ImageBook) ImageAllowlist() []string {
+	if l := b.m.allowlist.Load(); l != nil {
+		return *l
+	}
+	return b.m.cfg.ImageAllowlist
+}
+
 // ImagesInUse counts the live sandboxes of each image name: owner's, or
 // every owner's with all.
 func (b ImageBook) ImagesInUse(owner string, all bool) map[string]int {

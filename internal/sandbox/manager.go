@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -83,6 +84,7 @@ type Options struct {
 // Manager owns every sandbox of one daemon.
 type Manager struct {
 	cfg         config.Config
+	allowlist   atomic.Pointer[[]string] // image_allowlist in force (issue 41: 4)
 	rts         *runtime.Set
 	net         SandboxNetwork // nil: none (network.go)
 	images      Images
@@ -272,7 +274,7 @@ func (m *Manager) create(ctx context.Context, req api.CreateRequest, from *Origi
 			m.mu.Unlock()
 		}
 	}()
-	if err := spec.Allowed(req.Image, image.Names(m.images.Catalog()), m.cfg.ImageAllowlist); err != nil {
+	if err := spec.Allowed(req.Image, image.Names(m.images.Catalog()), m.ImageBook().ImageAllowlist()); err != nil {
 		return api.CreateResponse{}, err
 	}
 	rt, err := runtimeFor(m.rts, req, from)

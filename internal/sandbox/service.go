@@ -247,7 +247,7 @@ func (h handle) ExecTimeout(ms uint64) uint64 {
 	return spec.ExecTimeout(ms, h.m.cfg.DefaultExecTimeoutMs, h.m.cfg.MaxExecTimeoutMs)
 }
 func (h handle) Fix(command string) string {
-	return spec.WithFix(h.m.images.With(command), h.m.cfg.ImageAllowlist, command)
+	return spec.WithFix(h.m.images.With(command), h.m.ImageBook().ImageAllowlist(), command)
 }
 
 // Workdir is the image's working directory, or the home directory when

@@ -35,6 +35,9 @@ type Core interface {
 	// ImagesInUse counts the live sandboxes of each image name: owner's,
 	// or every owner's with all.
 	ImagesInUse(owner string, all bool) map[string]int
+	// ImageAllowlist is image_allowlist as in force: the images a create
+	// may boot.
+	ImageAllowlist() []string
 	// ImagePulled records the pull of img (catalog image name) for ctx's
 	// owner, begun at start, and refreshes its warm pools.
 	ImagePulled(ctx context.Context, name string, img *image.Image, start time.Time)
@@ -52,8 +55,6 @@ type Runtimes interface {
 
 // Policy is the daemon's config as the service sees it.
 type Policy struct {
-	// Allowlist is image_allowlist: the images a create may boot.
-	Allowlist []string
 	// IsAdmin says whether an owner may do operator actions
 	// (config.Config.IsAdmin).
 	IsAdmin func(owner string) bool
@@ -107,7 +108,7 @@ func (s *Service) ImageList(ctx context.Context, _ api.ImageListRequest) (api.Im
 		st := s.store.Status(e.Name)
 		out.Images[i] = api.ImageInfo{
 			Name: e.Name, Kind: e.Kind, OCIRef: e.Ref,
-			Allowed: slices.Contains(s.policy.Allowlist, e.Name),
+			Allowed: slices.Contains(s.core.ImageAllowlist(), e.Name),
 			State:   st.State, ID: st.ID, SizeBytes: st.SizeBytes,
 			InUse: inUse[e.Name],
 		}

@@ -52,6 +52,8 @@ type core struct {
 	guarded        []string
 }
 
+func (c *core) ImageAllowlist() []string { return []string{"python"} }
+
 func (c *core) ImagesInUse(owner string, all bool) map[string]int {
 	if all {
 		return map[string]int{"python": 2}
@@ -84,7 +86,7 @@ func (r runtimes) Infos() []runtime.Info { return r }
 // service is the image service for alice (an admin) and bob.
 func service(cfg config.Config) (*Service, *store, *core) {
 	st, c := &store{}, &core{busy: true}
-	return New(st, c, runtimes{{Name: "gvisor", Available: true, Default: true}}, Policy{Allowlist: []string{"python"}, IsAdmin: cfg.IsAdmin}), st, c
+	return New(st, c, runtimes{{Name: "gvisor", Available: true, Default: true}}, Policy{IsAdmin: cfg.IsAdmin}), st, c
 }
 
 func owners() config.Config {

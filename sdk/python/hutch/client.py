@@ -2,8 +2,12 @@
 sandbox; streams are iterators of events."""
 
 import base64
+import http.client
 import json
 import os
+import socket
+import ssl
+import stat
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -13,6 +17,9 @@ from typing import Any, Dict, Iterator, List, Optional
 from .ws import OP_CLOSE, OP_TEXT, WebSocket
 
 DEFAULT_URL = "http://127.0.0.1:3111"
+# The daemon's local Unix socket as the package installs it: used when no
+# URL is given ($HUTCH_URL) and it exists.
+DEFAULT_SOCKET = "/run/hutch/hutch.sock"
 
 # The most bytes Files.download yields unless its max_bytes says otherwise:
 # what comes from a sandbox is untrusted, its size included.
@@ -109,13 +116,67 @@ class _Stream:
             self._response.close()
 
 
-class Hutch:
-    """A connection to a hutch daemon."""
+class _UnixConnection(http.client.HTTPConnection):
+    """HTTP over a Unix socket: the host of the URL is only its Host header."""
 
-    def __init__(self, url: Optional[str] = None, token: Optional[str] = None, timeout: float = 300):
-        self.url = (url or os.environ.get("HUTCH_URL") or DEFAULT_URL).rstrip("/")
-        self.token = token if token is not None else os.environ.get("HUTCH_TOKEN", "")
+    def __init__(self, path: str, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._path = path
+
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(self.timeout)
+        self.sock.connect(self._path)
+
+
+class _UnixHandler(urllib.request.HTTPHandler):
+    def __init__(self, path: str):
+        super().__init__()
+        self._path = path
+
+    def http_open(self, req):
+        return self.do_open(lambda host, **kw: _UnixConnection(self._path, host, **kw), req)
+
+
+def _is_socket(path: str) -> bool:
+    try:
+        return stat.S_ISSOCK(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+class Hutch:
+    """A connection to a hutch daemon.
+
+    url is the daemon's ($HUTCH_URL); "unix:///path" is its local socket.
+    With neither, the socket at $HUTCH_SOCKET (default DEFAULT_SOCKET) is
+    used when it exists, else DEFAULT_URL. ca_cert ($HUTCH_CA_CERT) is a
+    PEM file of the CAs an https URL's certificate must chain to;
+    client_cert and client_key ($HUTCH_CLIENT_CERT, $HUTCH_CLIENT_KEY) a
+    client certificate to present."""
+
+    def __init__(self, url: Optional[str] = None, token: Optional[str] = None, timeout: float = 300,
+                 ca_cert: Optional[str] = None, client_cert: Optional[str] = None, client_key: Optional[str] = None):
+        env = os.environ.get
+        url = url or env("HUTCH_URL")
+        if not url:
+            sock = env("HUTCH_SOCKET") or DEFAULT_SOCKET
+            url = "unix://" + sock if _is_socket(sock) else DEFAULT_URL
+        self.socket_path = url[len("unix://"):] if url.startswith("unix://") else None
+        # Over the socket the URL's host is only the Host header.
+        self.url = "http://localhost" if self.socket_path else url.rstrip("/")
+        self.token = token if token is not None else env("HUTCH_TOKEN", "")
         self.timeout = timeout
+        self.ssl_context = None
+        ca_cert, client_cert = ca_cert or env("HUTCH_CA_CERT"), client_cert or env("HUTCH_CLIENT_CERT")
+        if ca_cert or client_cert:
+            self.ssl_context = ssl.create_default_context(cafile=ca_cert or None)
+            if client_cert:
+                self.ssl_context.load_cert_chain(client_cert, client_key or env("HUTCH_CLIENT_KEY") or None)
+        if self.socket_path:
+            self._opener = urllib.request.build_opener(_UnixHandler(self.socket_path))
+        else:
+            self._opener = urllib.request.build_opener(urllib.request.HTTPSHandler(context=self.ssl_context))
         self.networks = Networks(self)
         self.secrets = Secrets(self)
         self.volumes = Volumes(self)
@@ -134,7 +195,7 @@ class Hutch:
         if self.token:
             req.add_header("Authorization", "Bearer " + self.token)
         try:
-            return urllib.request.urlopen(req, timeout=self.timeout if timeout is _CLIENT_TIMEOUT else timeout)
+            return self._opener.open(req, timeout=self.timeout if timeout is _CLIENT_TIMEOUT else timeout)
         except urllib.error.HTTPError as e:
             try:
                 envelope = json.loads(e.read()).get("error") or {}
@@ -258,7 +319,7 @@ class Sandbox:
         params = [("cols", cols), ("rows", rows)] + [("cmd", c) for c in (cmd or [])]
         url = self.client.url.replace("http", "ws", 1) + self._path("/pty?" + urllib.parse.urlencode(params))
         headers = {"Authorization": "Bearer " + self.client.token} if self.client.token else {}
-        return Terminal(WebSocket(url, headers))
+        return Terminal(WebSocket(url, headers, ssl_context=self.client.ssl_context, unix_path=self.client.socket_path))
 
     def logs(self, follow: bool = False, tag: str = "") -> _Stream:
         """Its background processes' output as log events."""

@@ -17,13 +17,22 @@ class WebSocketError(Exception):
 
 
 class WebSocket:
-    def __init__(self, url: str, headers: Optional[dict] = None, timeout: float = 30):
+    def __init__(self, url: str, headers: Optional[dict] = None, timeout: float = 30,
+                 ssl_context: Optional[ssl.SSLContext] = None, unix_path: Optional[str] = None):
+        """unix_path connects to that Unix socket instead of the URL's
+        host; ssl_context checks a wss URL's certificate (the system's
+        CAs by default)."""
         u = urllib.parse.urlsplit(url)
         secure = u.scheme in ("wss", "https")
         port = u.port or (443 if secure else 80)
-        sock = socket.create_connection((u.hostname, port), timeout=timeout)
+        if unix_path:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.settimeout(timeout)
+            sock.connect(unix_path)
+        else:
+            sock = socket.create_connection((u.hostname, port), timeout=timeout)
         if secure:
-            sock = ssl.create_default_context().wrap_socket(sock, server_hostname=u.hostname)
+            sock = (ssl_context or ssl.create_default_context()).wrap_socket(sock, server_hostname=u.hostname)
         key = base64.b64encode(os.urandom(16)).decode()
         path = (u.path or "/") + ("?" + u.query if u.query else "")
         lines = [f"GET {path} HTTP/1.1", f"Host: {u.netloc}", "Upgrade: websocket", "Connection: Upgrade",

@@ -142,10 +142,17 @@ export interface CellResult {
 }
 
 /** A connection to a hutch daemon ($HUTCH_URL, $HUTCH_TOKEN by default). */
+/** The daemon's local Unix socket as the package installs it. */
+export const DEFAULT_SOCKET: string
+
 export class Hutch {
-  constructor (options?: { url?: string, token?: string })
+  /** url: the daemon's ($HUTCH_URL; "unix:///path" for its socket); caCert: a PEM file of CAs
+   *  to trust ($HUTCH_CA_CERT); clientCert, clientKey: a client certificate ($HUTCH_CLIENT_CERT, $HUTCH_CLIENT_KEY). */
+  constructor (options?: { url?: string, token?: string, caCert?: string, clientCert?: string, clientKey?: string })
   url: string
   token: string
+  /** The Unix socket the client speaks over, if any. */
+  socketPath?: string
   networks: Networks
   secrets: Secrets
   volumes: Volumes

@@ -1,7 +1,43 @@
 // @hutch/sdk: a client of the hutch sandbox service. No dependencies:
 // Node's fetch (and WebSocket, for terminals). Types: index.d.ts.
 
+import { readFileSync, statSync } from 'node:fs'
+import http from 'node:http'
+import https from 'node:https'
+import { Readable } from 'node:stream'
+
 const DEFAULT_URL = 'http://127.0.0.1:3111'
+// The daemon's local Unix socket as the package installs it: used when no
+// URL is given ($HUTCH_URL) and it exists.
+export const DEFAULT_SOCKET = '/run/hutch/hutch.sock'
+
+function isSocket (path) {
+  try { return statSync(path).isSocket() } catch { return false }
+}
+
+// nodeFetch is fetch over node:http(s), for what the global fetch cannot
+// be told: a CA to trust, a client certificate, a Unix socket. It answers
+// a standard Response.
+function nodeFetch (url, { method, headers, body, signal }, agentOptions) {
+  return new Promise((resolve, reject) => {
+    const u = new URL(url)
+    const mod = u.protocol === 'https:' ? https : http
+    const req = mod.request(u, { method, headers, signal, ...agentOptions }, (res) => {
+      const h = new Headers()
+      for (const [k, v] of Object.entries(res.headers)) {
+        for (const one of [v].flat()) if (one !== undefined) h.append(k, one)
+      }
+      const empty = method === 'HEAD' || res.statusCode === 204 || res.statusCode === 304
+      if (empty) res.resume()
+      resolve(new Response(empty ? null : Readable.toWeb(res), { status: res.statusCode, statusText: res.statusMessage, headers: h }))
+    })
+    req.on('error', reject)
+    if (body === undefined || body === null) req.end()
+    else if (typeof body.getReader === 'function') Readable.fromWeb(body).on('error', reject).pipe(req)
+    else if (typeof body.arrayBuffer === 'function') body.arrayBuffer().then((b) => req.end(Buffer.from(b)), reject)
+    else req.end(body)
+  })
+}
 
 // Symbol.asyncDispose (Node 20), or the name Node gives it.
 export const asyncDispose = Symbol.asyncDispose ?? Symbol.for('nodejs.asyncDispose')
@@ -44,11 +80,38 @@ function query (params) {
   return '?' + new URLSearchParams(kept.map(([k, v]) => [k, v === true ? 'true' : String(v)])).toString()
 }
 
-/** A connection to a hutch daemon. */
+/** A connection to a hutch daemon: at url ($HUTCH_URL; "unix:///path" is
+ *  its local socket), else the socket at $HUTCH_SOCKET (default
+ *  DEFAULT_SOCKET) when it exists, else DEFAULT_URL. caCert
+ *  ($HUTCH_CA_CERT) is a PEM file of the CAs an https URL's certificate
+ *  must chain to; clientCert and clientKey ($HUTCH_CLIENT_CERT,
+ *  $HUTCH_CLIENT_KEY) a client certificate to present. */
 export class Hutch {
-  constructor ({ url, token } = {}) {
-    this.url = (url ?? process.env.HUTCH_URL ?? DEFAULT_URL).replace(/\/+$/, '')
-    this.token = token ?? process.env.HUTCH_TOKEN ?? ''
+  constructor ({ url, token, caCert, clientCert, clientKey } = {}) {
+    const env = process.env
+    url = url || env.HUTCH_URL
+    if (!url) {
+      const sock = env.HUTCH_SOCKET || DEFAULT_SOCKET
+      url = isSocket(sock) ? 'unix://' + sock : DEFAULT_URL
+    }
+    this.socketPath = url.startsWith('unix://') ? url.slice('unix://'.length) : undefined
+    // Over the socket the URL's host is only the Host header.
+    this.url = this.socketPath ? 'http://localhost' : url.replace(/\/+$/, '')
+    this.token = token ?? env.HUTCH_TOKEN ?? ''
+    caCert ||= env.HUTCH_CA_CERT
+    clientCert ||= env.HUTCH_CLIENT_CERT
+    clientKey ||= env.HUTCH_CLIENT_KEY
+    // Options of node:http(s) when the global fetch will not do.
+    this.agentOptions = undefined
+    if (this.socketPath || caCert || clientCert) {
+      this.agentOptions = {}
+      if (this.socketPath) this.agentOptions.socketPath = this.socketPath
+      if (caCert) this.agentOptions.ca = readFileSync(caCert)
+      if (clientCert) {
+        this.agentOptions.cert = readFileSync(clientCert)
+        this.agentOptions.key = readFileSync(clientKey || clientCert)
+      }
+    }
     this.networks = new Networks(this)
     this.secrets = new Secrets(this)
     this.volumes = new Volumes(this)
@@ -62,7 +125,7 @@ export class Hutch {
     if (payload !== undefined) headers['content-type'] = contentType
     const init = { method, headers, body: payload, signal }
     if (payload && typeof payload.getReader === 'function') init.duplex = 'half'
-    const res = await fetch(this.url + path, init)
+    const res = this.agentOptions ? await nodeFetch(this.url + path, init, this.agentOptions) : await fetch(this.url + path, init)
     if (!res.ok) {
       let envelope
       try { envelope = (await res.json()).error } catch { envelope = undefined }
@@ -226,6 +289,7 @@ export class Sandbox {
    *  WebSocket: Node 22, or 20 with --experimental-websocket). */
   pty ({ cols = 80, rows = 24, cmd, cwd } = {}) {
     if (typeof WebSocket === 'undefined') throw new Error('no WebSocket in this Node (22+, or 20 with --experimental-websocket)')
+    if (this.client.agentOptions) throw new Error('terminals need the daemon at an http(s) URL the system trusts: the global WebSocket takes no CA or socket')
     const url = this.client.url.replace(/^http/, 'ws') + this.path('/pty' + query({ cols, rows, cmd, cwd }))
     return new Terminal(new WebSocket(url))
   }
