@@ -4,16 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/bench"
 	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
@@ -97,11 +96,11 @@ func TestTemplateBuild(t *testing.T) {
 		// Its files are shared, not copied: each more sandbox of the
 		// template adds at most 1 MiB to the data dir (its bundle, and its
 		// own writable layer with what the start command wrote).
-		before := diskUse(t, d.dataDir)
+		before := bench.DataDirBytes(d.dataDir)
 		other := d.create(api.CreateRequest{Template: "web"})
-		mid := diskUse(t, d.dataDir)
+		mid := bench.DataDirBytes(d.dataDir)
 		d.create(api.CreateRequest{Template: "web"})
-		after := diskUse(t, d.dataDir)
+		after := bench.DataDirBytes(d.dataDir)
 		if info, err := d.c.GetTemplate(ctx, "web"); err != nil {
 			t.Errorf("template get: %v", err)
 		} else {
@@ -193,54 +192,6 @@ func httpGet(t *testing.T, url string) (int, string) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	return resp.StatusCode, string(b)
-}
-
-// diskUse is the bytes of disk the files under dir take, by allocated
-// blocks (a sparse file counts what it holds), each file once: the mounts
-// under it (a sandbox's root, the image) are not walked, and the files a
-// process keeps open after unlinking them there (runsc's writable-layer
-// file) are counted.
-func diskUse(t *testing.T, dir string) int64 {
-	t.Helper()
-	mounts := map[string]bool{}
-	if b, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
-				mounts[f[4]] = true
-			}
-		}
-	}
-	seen := map[[2]uint64]bool{}
-	var n int64
-	count := func(st *syscall.Stat_t) {
-		if k := [2]uint64{st.Dev, st.Ino}; !seen[k] {
-			seen[k] = true
-			n += st.Blocks * 512
-		}
-	}
-	filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
-		if err != nil {
-			return nil
-		}
-		if mounts[p] {
-			return filepath.SkipDir
-		}
-		var st syscall.Stat_t
-		if syscall.Lstat(p, &st) == nil {
-			count(&st)
-		}
-		return nil
-	})
-	fds, _ := filepath.Glob("/proc/[0-9]*/fd/*")
-	for _, fd := range fds {
-		if target, err := os.Readlink(fd); err == nil && strings.HasPrefix(target, dir+"/") && strings.HasSuffix(target, " (deleted)") {
-			var st syscall.Stat_t
-			if syscall.Stat(fd, &st) == nil {
-				count(&st)
-			}
-		}
-	}
-	return n
 }
 
 // countFiles counts the entries of dir.

@@ -117,6 +117,10 @@ var Scenarios = []Scenario{
 	{Name: NameHibernated, Title: "host memory per hibernated sandbox (PSS)", run: hibernatedMemory},
 	{Name: NameIdleMemory, Title: "host memory per idle sandbox (PSS)", run: idleMemory, baselines: []baseline{dockerIdleMemory}},
 	{Name: NameIdleCapacity, Title: "idle sandboxes held (creates under 1 s)", run: idleCapacity},
+	// issue 39: templates (templates.go).
+	{Name: NameTemplateRebuild, Title: "rebuild of an unchanged 10-step Dockerfile", run: templateRebuild},
+	{Name: NameTemplateHTTP, Title: "create from a template with a running server → first 200 (preview URL)", run: templateCreateHTTP},
+	{Name: NameTemplateDisk, Title: "disk per more sandbox of a template", run: templateDisk},
 	{Name: NameRuntimeReady, Title: "create→first exec (cold)", inRuntime: runtimeReady},
 	{Name: NameRuntimeExec, Title: "exec true (HTTP)", inRuntime: runtimeExecTrue},
 	{Name: NameRuntimeMemory, Title: "host memory per idle sandbox (PSS)", inRuntime: runtimeIdleMemory},
