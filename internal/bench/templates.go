@@ -58,7 +58,7 @@ CMD python3 -m http.server 8000 --bind 127.0.0.1
 // buildBenchTemplate builds dockerfile as the benchmark's template and
 // returns the build's answer; an error unless it built.
 func (e *env) buildBenchTemplate(ctx context.Context, dockerfile string, readyPort uint16) (api.TemplateBuildResponse, error) {
-	return e.c.BuildTemplate(ctx, api.TemplateBuildRequest{Name: benchTemplate, Dockerfile: fmt.Sprintf(dockerfile, e.opts.Image), ReadyPort: readyPort}, nil)
+	return e.c.BuildTemplate(ctx, api.TemplateBuildRequest{Name: benchTemplate, Dockerfile: fmt.Sprintf(dockerfile, e.opts.Image), ReadyPort: readyPort}, func(api.TemplateBuildEvent) error { return nil })
 }
 
 // dropBenchTemplate deletes the benchmark's template (after its sandboxes
