@@ -84,6 +84,9 @@ type stageState struct {
 	// tree, when set, is the layer's shared tree its sandbox boots on
 	// (the start command's; trees.go), not the layer's tar.
 	tree string
+	// start marks the start command's sandbox, which has the template's
+	// network, not the RUN steps' egress policy.
+	start bool
 }
 
 // build is one build in progress.
@@ -517,6 +520,9 @@ func (b *build) ensureBox(ss *stageState) error {
 	}
 	req := api.CreateRequest{Image: ss.image, Network: b.req.Network, CPUs: b.req.CPUs, MemoryMB: b.req.MemoryMB,
 		TimeoutSecs: buildSandboxSecs, Metadata: map[string]string{"hutch.template.build": b.req.Name}}
+	if !ss.start && !b.req.Egress.Empty() {
+		req.Network, req.Egress = true, b.req.Egress
+	}
 	var from *sandbox.Origin
 	if ss.layer != "" {
 		from = &sandbox.Origin{Layer: b.s.layerPath(ss.layer), ImageID: ss.imageID}

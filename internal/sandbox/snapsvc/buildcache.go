@@ -161,7 +161,7 @@ func (s *Service) gcLayers() {
 // It boots on the layer's tree, as the template's sandboxes do (trees.go).
 func (b *build) snapshotRunning(ss *stageState, rec *templateRecord, tree string) error {
 	_ = b.emit(api.TemplateBuildEvent{Step: b.steps, Steps: b.steps, Phase: "start", Output: strings.Join(rec.Built.StartCmd, " ")})
-	run := &stageState{image: ss.image, imageID: ss.imageID, layer: ss.layer, tree: tree}
+	run := &stageState{image: ss.image, imageID: ss.imageID, layer: ss.layer, tree: tree, start: true}
 	if err := b.ensureBox(run); err != nil {
 		return err
 	}

@@ -42,6 +42,9 @@ type created struct {
 }
 
 func (c *fakeCore) CreateFrom(_ context.Context, req api.CreateRequest, from *sandbox.Origin) (api.CreateResponse, error) {
+	if from == nil { // a boot of the image (a build's first step)
+		from = &sandbox.Origin{}
+	}
 	entries, _ := os.ReadDir(from.Checkpoint)
 	var names []string
 	for _, e := range entries {
