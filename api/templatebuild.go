@@ -43,6 +43,10 @@ type TemplateBuildRequest struct {
 	ReadyTimeoutSecs uint64 `json:"ready_timeout_secs,omitempty"`
 	// NoCache runs every step again.
 	NoCache bool `json:"no_cache,omitempty"`
+	// Egress is the egress policy of the build's RUN steps, which then
+	// have a network (the template's sandboxes have one only with
+	// Network).
+	Egress *EgressPolicy `json:"egress,omitempty"`
 }
 
 // TemplateBuildEvent is one event of a build's stream ("log" events):

@@ -259,7 +259,7 @@ func TestSnapshotsForksAndHibernation(t *testing.T) {
 		if list, err := d.c.ListTemplates(ctx); err != nil || len(list.Templates) != 2 {
 			t.Errorf("templates after the refused ones: %+v %v", list, err)
 		}
-		layers, _ := filepath.Glob(filepath.Join(d.dataDir, "snapshots", "layer-*"))
+		layers, _ := filepath.Glob(filepath.Join(d.dataDir, "snapshots", "layer-*.tar"))
 		if len(layers) != 1 {
 			t.Fatalf("layer files %v, want one", layers)
 		}
@@ -268,6 +268,29 @@ func TestSnapshotsForksAndHibernation(t *testing.T) {
 		}
 		if _, err := os.Stat(layers[0]); !os.IsNotExist(err) {
 			t.Errorf("a deleted template's layer: %v", err)
+		}
+
+		// Issue 39: a sandbox of a template runs on the template's shared
+		// tree. Hibernated, it wakes on it again (its template deleted
+		// meanwhile, the tree stays while used); made a template itself,
+		// that template has both's files and removals.
+		d.setup(fromTemplate, "sh", "-c", "echo more > /opt/app/more && rm /opt/app/main.py")
+		if _, err := d.c.Pause(ctx, fromTemplate, api.PauseHibernate); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.c.Resume(ctx, fromTemplate); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.c.CreateTemplate(ctx, api.TemplateCreateRequest{Name: "app2", FromSandbox: fromTemplate}); err != nil {
+			t.Fatal(err)
+		}
+		second := d.create(api.CreateRequest{Template: "app2"})
+		r = d.exec(second, "sh", "-c", "cat /opt/app/more /root/note; test -e /opt/app/main.py || echo gone; test -e /etc/hostname || echo gone")
+		if r.Stdout != "more\nkept\ngone\ngone\n" {
+			t.Errorf("a sandbox of a template of a template's sandbox sees %q %q", r.Stdout, r.Stderr)
+		}
+		if _, err := d.c.DeleteTemplate(ctx, "app2"); err != nil {
+			t.Fatal(err)
 		}
 	})
 

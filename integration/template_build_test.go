@@ -8,11 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/bench"
 	"github.com/hutch-dev/hutch/internal/testutil"
 )
 
@@ -30,7 +30,7 @@ ARG GREETING
 RUN echo "$GREETING from stage one" > /greeting.txt
 
 FROM python
-RUN useradd -m web && chown web /srv
+RUN useradd -m web && chown web /srv && head -c 4194304 /dev/urandom > /opt/blob
 WORKDIR /srv
 COPY --chown=web:web app/ /srv/
 COPY --from=gen /greeting.txt /srv/greeting.txt
@@ -93,16 +93,25 @@ func TestTemplateBuild(t *testing.T) {
 		// The start command wrote a random token once, at the build (the
 		// ready port answers after it): another sandbox of the template
 		// has the same one.
-		before := diskUse(d.dataDir)
+		// Its files are shared, not copied: each more sandbox of the
+		// template adds at most 1 MiB to the data dir (its bundle, and its
+		// own writable layer with what the start command wrote).
+		before := bench.DataDirBytes(d.dataDir)
 		other := d.create(api.CreateRequest{Template: "web"})
+		mid := bench.DataDirBytes(d.dataDir)
+		d.create(api.CreateRequest{Template: "web"})
+		after := bench.DataDirBytes(d.dataDir)
 		if info, err := d.c.GetTemplate(ctx, "web"); err != nil {
 			t.Errorf("template get: %v", err)
 		} else {
-			grew := diskUse(d.dataDir) - before
-			plain := diskUse(d.dataDir)
-			d.create(api.CreateRequest{Image: "python"})
-			t.Logf("disk use of the data dir grew %d KiB for another sandbox of the template (its layer is %d KiB), %d KiB for a sandbox of its image",
-				grew>>10, info.LayerBytes>>10, (diskUse(d.dataDir)-plain)>>10)
+			t.Logf("the data dir grew %d KiB, then %d KiB, for two more sandboxes of the template (its layer is %d KiB)",
+				(mid-before)>>10, (after-mid)>>10, info.LayerBytes>>10)
+			if info.LayerBytes < 4<<20 {
+				t.Errorf("the layer has %d KiB: too little for a copy of it to show", info.LayerBytes>>10)
+			}
+			if mid-before > 1<<20 || after-mid > 1<<20 {
+				t.Errorf("another sandbox of the template took %d KiB, then %d KiB, of disk: its files are not shared", (mid-before)>>10, (after-mid)>>10)
+			}
 		}
 		if r := d.exec(other, "cat", "/srv/started.txt"); status != 200 || len(body) < 32 || r.Stdout != body {
 			t.Fatalf("the server's start token: %d %q, another sandbox's %q", status, body, r.Stdout)
@@ -154,11 +163,21 @@ func TestTemplateBuild(t *testing.T) {
 		if n := countFiles(layersDir); n == 0 {
 			t.Fatalf("no layers in %s", layersDir)
 		}
+		// Its sandboxes end first: a tree stays while a sandbox's root is
+		// mounted on it.
+		for _, id := range d.ids {
+			if _, err := d.c.Stop(ctx, id, true); err != nil {
+				t.Fatal(err)
+			}
+		}
 		if _, err := d.c.DeleteTemplate(ctx, "web"); err != nil {
 			t.Fatal(err)
 		}
 		if n := countFiles(layersDir); n != 0 {
 			t.Errorf("%d layers left after the delete", n)
+		}
+		if n := countFiles(filepath.Join(d.dataDir, "snapshots", "build", "trees")); n != 0 {
+			t.Errorf("%d layer trees left after the delete", n)
 		}
 	})
 }
@@ -173,21 +192,6 @@ func httpGet(t *testing.T, url string) (int, string) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	return resp.StatusCode, string(b)
-}
-
-// diskUse is the bytes of disk the files under dir take (allocated
-// blocks: a sparse file counts what it holds).
-func diskUse(dir string) int64 {
-	var n int64
-	filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {
-		if err == nil {
-			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-				n += st.Blocks * 512
-			}
-		}
-		return nil
-	})
-	return n
 }
 
 // countFiles counts the entries of dir.

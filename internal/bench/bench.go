@@ -82,6 +82,9 @@ type Options struct {
 	// longer; 0 means DefaultSlowCreate. Tests raise it: how fast a busy
 	// machine creates is the benchmark's question, not theirs.
 	SlowCreate time.Duration
+	// DataDir is the daemon's data directory, on this host, whose growth
+	// the template-disk scenario measures; "" skips it (issue 39).
+	DataDir string
 	// Progress, when not nil, receives one line per scenario as it starts.
 	Progress io.Writer
 	// issue 37: Egress is the daemon and server of the egress scenarios

@@ -120,6 +120,10 @@ var Scenarios = []Scenario{
 	// issue 37: the egress proxy, on a daemon of its own (egress.go).
 	{Name: NameEgressHTTPS, Title: "HTTPS request through the egress proxy, by SNI (new connection each)", run: egressHTTPS},
 	{Name: NameEgressDownload, Title: "download through the egress proxy, by Host", run: egressDownload},
+	// issue 39: templates (templates.go).
+	{Name: NameTemplateRebuild, Title: "rebuild of an unchanged 10-step Dockerfile", run: templateRebuild},
+	{Name: NameTemplateHTTP, Title: "create from a template with a running server → first 200 (preview URL)", run: templateCreateHTTP},
+	{Name: NameTemplateDisk, Title: "disk per more sandbox of a template", run: templateDisk},
 	{Name: NameRuntimeReady, Title: "create→first exec (cold)", inRuntime: runtimeReady},
 	{Name: NameRuntimeExec, Title: "exec true (HTTP)", inRuntime: runtimeExecTrue},
 	{Name: NameRuntimeMemory, Title: "host memory per idle sandbox (PSS)", inRuntime: runtimeIdleMemory},

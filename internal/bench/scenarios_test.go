@@ -222,12 +222,13 @@ func TestRun(t *testing.T) {
 	// no warm pool), no engine WebSocket and no processes of its
 	// sandboxes; Docker and runsc are not given, so every baseline is
 	// skipped.
-	noFs := []string{NameEvents, NameInterpCell, NameContextCreate, NamePreview, NamePreviewRate, NameVolumeWrite, NameFsSmall, NameFsStream, NameStreamLatency, NamePtyEcho, NameStreamRate, NameProcessList, NamePauseResume, NameSnapshot, NameRestoreExec, NameForkExec, NameHibernated}
+	noFs := []string{NameEvents, NameInterpCell, NameContextCreate, NamePreview, NamePreviewRate, NameVolumeWrite, NameFsSmall, NameFsStream, NameStreamLatency, NamePtyEcho, NameStreamRate, NameProcessList, NamePauseResume, NameSnapshot, NameRestoreExec, NameForkExec, NameHibernated,
+		NameTemplateRebuild, NameTemplateHTTP} // no template functions (issue 39)
 	// The runtime scenarios run in the daemon's default runtime, which the
 	// fake does not name.
 	skipped := []string{NamePoolCreateExec, NameCreateSteady, NameE2BCreate, NameExecTrueWS, NameExecPythonWS, NameE2BExecTrue, NameE2BForkExec, NameIdleMemory, NameIdleCapacity,
 		NameEgressHTTPS, NameEgressDownload, // issue 37: no egress daemon
-		NameRuntimeMemory + "/" + defaultRuntimeName}
+		NameTemplateDisk, NameRuntimeMemory + "/" + defaultRuntimeName}
 	tests := []struct {
 		name        string
 		scenarios   []string

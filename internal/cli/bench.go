@@ -52,6 +52,7 @@ func (a *app) benchCmd() *cobra.Command {
 	fl.StringVar(&opts.EngineURL, "engine-url", "", `engine WebSocket of the daemon (default: ws://127.0.0.1:49134 for the default daemon; "" skips)`)
 	fl.StringVar(&opts.DockerSocket, "docker", "/var/run/docker.sock", `Docker Engine socket of the baseline ("" skips Docker)`)
 	fl.StringVar(&opts.ImageCache, "image-cache", "", "the daemon's image cache, whose root filesystem Docker imports (default: $HUTCH_DATA_DIR/images)")
+	fl.StringVar(&opts.DataDir, "data-dir", "", "the daemon's data directory, on this host, whose growth template-disk measures (default: $HUTCH_DATA_DIR)")
 	fl.BoolVar(&private, "private", false, "start a daemon of its own for the run, and stop it after")
 	fl.StringVar(&opts.E2BKey, "e2b-key", "", "X-API-KEY of the E2B scenarios (default $E2B_API_KEY; a daemon without api_tokens and e2b.api_keys, like --private's, takes any)")
 	fl.StringSliceVar(&opts.Runtimes, "runtimes", nil, "isolation runtimes the runtime scenarios measure in, each in turn, compared with the first (default: the daemon's default runtime; one the daemon lacks is skipped)")
@@ -85,6 +86,9 @@ func (a *app) benchCmd() *cobra.Command {
 		}
 		if opts.ImageCache == "" {
 			opts.ImageCache = a.defaultImageCache()
+		}
+		if opts.DataDir == "" { // issue 39: template-disk
+			opts.DataDir = a.dataDir()
 		}
 		opts.RunscPath = runscNextToSelf()
 		if cluster.on { // issue 35
@@ -122,6 +126,7 @@ func (a *app) benchCmd() *cobra.Command {
 				opts.PoolDaemon = client.New(pd.url, "")
 			}
 			c, opts.EngineURL, opts.Token = client.New(d.url, ""), d.engineURL, ""
+			opts.DataDir = filepath.Join(d.dir, "data") // issue 39
 			err = a.runBench(cmd.Context(), c, opts, sel, jsonOut)
 			if pd != nil {
 				err = errors.Join(err, pd.stop())

@@ -40,6 +40,8 @@ func (a *app) templateBuildCmd() *cobra.Command {
 	fl.StringVar(&req.ReadyCmd, "ready-cmd", "", "the start command is ready when this exits 0")
 	fl.Uint16Var(&req.ReadyPort, "ready-port", 0, "the start command is ready when this port accepts a connection")
 	fl.BoolVar(&req.NoCache, "no-cache", false, "run every step again")
+	var egress api.EgressPolicy
+	egressFlags(cmd, &egress) // the RUN steps' policy
 	cmd.RunE = action(func(cmd *cobra.Command, pos []string) error {
 		if req.Name == "" {
 			return fmt.Errorf("--name is required")
@@ -53,6 +55,9 @@ func (a *app) templateBuildCmd() *cobra.Command {
 			return err
 		}
 		req.Dockerfile = string(df)
+		if !egress.Empty() {
+			req.Egress = &egress
+		}
 		if req.Context, err = tarDir(dir); err != nil {
 			return err
 		}

@@ -48,6 +48,8 @@ type Spec struct {
 	Hostname string
 	// UpperLayer, when set, is a writable layer a LayerCapturer captured
 	// (a tar file): the sandbox's root filesystem starts with its changes.
+	// A directory instead is that layer unpacked (layertree.Unpack), which
+	// the sandbox shares read-only under its own writable layer (issue 39).
 	UpperLayer string
 	// Mounts are host directories the sandbox sees at paths of its own
 	// (bind mounts), in order.

@@ -1,11 +1,14 @@
 package gvisor
 
 import (
+	"archive/tar"
 	"context"
 	"fmt"
 	"io"
+	"os"
 
 	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
+	"github.com/hutch-dev/hutch/internal/layertree"
 	"github.com/hutch-dev/hutch/internal/runtime"
 )
 
@@ -22,11 +25,43 @@ const upperTarAnnotation = "dev.gvisor.tar.rootfs.upper"
 // CaptureLayer writes the sandbox's writable layer to path as a tar file
 // (runsc tar rootfs-upper): gVisor serializes its own overlay, so nothing
 // of the sandbox's files is unpacked on the host.
+// A sandbox on a shared layer tree (layer.go) has only its own changes
+// there: the layer written is the tree's files, then its own.
 func (i *instance) CaptureLayer(ctx context.Context, path string) error {
-	if _, err := i.rt.runscOutput(ctx, i.id, "tar", "rootfs-upper", "--file", path, i.id); err != nil {
+	upper := path
+	if i.tree != "" {
+		upper = path + ".upper"
+		defer os.Remove(upper)
+	}
+	if _, err := i.rt.runscOutput(ctx, i.id, "tar", "rootfs-upper", "--file", upper, i.id); err != nil {
 		return fmt.Errorf("capturing the writable layer of sandbox %s: %w", i.id, err)
 	}
-	return nil
+	if i.tree == "" {
+		return nil
+	}
+	return withTree(path, i.tree, upper)
+}
+
+// withTree writes to path the layer tree's files, then the layer tar file
+// upper's entries (the tar's end after both).
+func withTree(path, tree, upper string) error {
+	out, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	in, err := os.Open(upper)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	if err := layertree.Write(tar.NewWriter(out), tree); err != nil {
+		return fmt.Errorf("writing the template's files of a layer: %w", err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		return err
+	}
+	return out.Close()
 }
 
 // Checkpoint saves the sandbox's memory, processes and writable layer into
@@ -40,7 +75,7 @@ func (i *instance) Checkpoint(ctx context.Context, dir string, leaveRunning bool
 	if _, err := i.rt.runscOutput(ctx, i.id, append(args, i.id)...); err != nil {
 		return fmt.Errorf("checkpointing sandbox %s: %w", i.id, err)
 	}
-	return nil
+	return saveLayerNote(dir, i.tree)
 }
 
 // Restore starts sandbox spec.ID from the checkpoint in dir, as Start

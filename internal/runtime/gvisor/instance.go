@@ -45,6 +45,8 @@ type instance struct {
 	// filestore is the Sentry's descriptor of the writable-layer file
 	// (disk.go), once found; guarded by mu.
 	filestore string
+	// tree is the shared layer tree it booted on (layer.go), "" for none.
+	tree string
 }
 
 func newInstance(r *Runtime, spec runtime.Spec, flags []string, p *stdio, stderr *runtime.TailBuffer, stderrDone <-chan struct{}) *instance {
@@ -56,6 +58,7 @@ func newInstance(r *Runtime, spec runtime.Spec, flags []string, p *stdio, stderr
 		stderr:   stderr,
 		stderrR:  p.stderr,
 		done:     make(chan struct{}),
+		tree:     layerTree(spec),
 	}
 	i.conn = &conn{inst: i, r: p.stdout, w: p.stdin, src: p.stdout}
 	go i.watchStderr(stderrDone)

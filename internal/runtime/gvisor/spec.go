@@ -62,8 +62,8 @@ func ociSpec(spec runtime.Spec) *specs.Spec {
 	// the bounding set (root's permitted set is their union).
 	agentCaps := append(append([]string(nil), defaultCaps...), agentOnlyCaps...)
 	var annotations map[string]string
-	if spec.UpperLayer != "" {
-		annotations = map[string]string{upperTarAnnotation: spec.UpperLayer}
+	if tar := layerTar(spec); tar != "" {
+		annotations = map[string]string{upperTarAnnotation: tar}
 	}
 	return &specs.Spec{
 		Version:     specs.Version,

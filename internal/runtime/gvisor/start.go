@@ -45,6 +45,13 @@ func (r *Runtime) launch(ctx context.Context, spec runtime.Spec, checkpoint stri
 	var undo cleanup.Stack
 	defer undo.RunUnless(ctx, &retErr)
 	undo.Push("releasing the sandbox id", func(context.Context) error { r.forget(id); return nil })
+	if checkpoint != "" && spec.UpperLayer == "" { // issue 39: the tree it booted on
+		tree, err := layerNote(checkpoint)
+		if err != nil {
+			return nil, errdefs.Wrap(errdefs.CodeBootFailed, err, "restoring sandbox "+id)
+		}
+		spec.UpperLayer = tree
+	}
 	inst, err := r.start(ctx, spec, checkpoint, &undo)
 	if err != nil {
 		var e *errdefs.Error
@@ -95,6 +102,11 @@ func (r *Runtime) start(ctx context.Context, spec runtime.Spec, checkpoint strin
 	mnt := filepath.Join(dir, "rootfs")
 	if err := os.Mkdir(mnt, 0o755); err != nil {
 		return nil, fmt.Errorf("creating rootfs mount point: %w", err)
+	}
+	if tree := layerTree(spec); tree != "" { // issue 39: a shared layer (layer.go)
+		if rootfs, err = mountBase(tree, rootfs, dir); err != nil {
+			return nil, err
+		}
 	}
 	if err := mountRootfs(rootfs, dir, mnt, spec.Mounts); err != nil {
 		return nil, err
@@ -170,7 +182,7 @@ func (r *Runtime) globalFlags(spec runtime.Spec, dir string) []string {
 	if r.settings.Platform == PlatformSystrap && r.settings.SystrapFastPath == FastPathOff {
 		args = append(args, "--systrap-disable-fast-path")
 	}
-	if spec.UpperLayer != "" {
+	if layerTar(spec) != "" {
 		args = append(args, "--allow-rootfs-tar-annotation")
 	}
 	// --allow-suid: a setuid binary (sudo, su, ping) raises its ids as on

@@ -81,6 +81,12 @@ type stageState struct {
 	entryShell     bool
 	layers         []string
 	box            string // the running build sandbox; "" for none
+	// tree, when set, is the layer's shared tree its sandbox boots on
+	// (the start command's; trees.go), not the layer's tar.
+	tree string
+	// start marks the start command's sandbox, which has the template's
+	// network, not the RUN steps' egress policy.
+	start bool
 }
 
 // build is one build in progress.
@@ -514,9 +520,15 @@ func (b *build) ensureBox(ss *stageState) error {
 	}
 	req := api.CreateRequest{Image: ss.image, Network: b.req.Network, CPUs: b.req.CPUs, MemoryMB: b.req.MemoryMB,
 		TimeoutSecs: buildSandboxSecs, Metadata: map[string]string{"hutch.template.build": b.req.Name}}
+	if !ss.start && !b.req.Egress.Empty() {
+		req.Network, req.Egress = true, b.req.Egress
+	}
 	var from *sandbox.Origin
 	if ss.layer != "" {
 		from = &sandbox.Origin{Layer: b.s.layerPath(ss.layer), ImageID: ss.imageID}
+		if ss.tree != "" {
+			from.Layer = ss.tree
+		}
 	}
 	resp, err := b.s.core.CreateFrom(b.ctx, req, from)
 	if err != nil {
@@ -773,7 +785,9 @@ func (b *build) finish(ss *stageState, old *templateRecord) (*templateRecord, er
 			rec.LayerBytes = fi.Size()
 		}
 	}
-	rec.Built.StartKey = templatebuild.Key(ss.layer, append([]string{ss.image, ss.imageID, ss.workdir, ss.user, strings.Join(ss.env, "\x00"),
+	// "shared-tree": a snapshot of a sandbox on the layer's tar (before
+	// trees.go) is not reused, its restore would not match.
+	rec.Built.StartKey = templatebuild.Key(ss.layer, append([]string{"shared-tree", ss.image, ss.imageID, ss.workdir, ss.user, strings.Join(ss.env, "\x00"),
 		b.req.ReadyCmd, fmt.Sprint(b.req.ReadyPort, b.req.CPUs, b.req.MemoryMB, b.req.Network)}, rec.Built.StartCmd...)...)
 	switch {
 	case len(rec.Built.StartCmd) == 0:
@@ -782,7 +796,14 @@ func (b *build) finish(ss *stageState, old *templateRecord) (*templateRecord, er
 		rec.Built.Snapshot, rec.Built.User, rec.Defaults.SnapshotID = old.Built.Snapshot, old.Built.User, old.Built.Snapshot
 		_ = b.emit(api.TemplateBuildEvent{Step: b.steps, Steps: b.steps, Phase: "start", Cached: true, Output: strings.Join(rec.Built.StartCmd, " ")})
 	default:
-		if err := b.snapshotRunning(ss, rec); err != nil {
+		var tree string
+		if rec.Layer != "" {
+			var err error
+			if tree, err = s.ensureTree(rec.Layer); err != nil {
+				return nil, err
+			}
+		}
+		if err := b.snapshotRunning(ss, rec, tree); err != nil {
 			return nil, err
 		}
 	}

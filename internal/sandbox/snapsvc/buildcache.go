@@ -145,6 +145,7 @@ func (s *Service) gcLayers() {
 			}
 		}
 	}
+	s.gcTrees(kept)
 	keys, _ := os.ReadDir(s.path(filepath.Join(buildDir, "keys")))
 	for _, e := range keys {
 		key := strings.TrimSuffix(e.Name(), ".json")
@@ -157,9 +158,10 @@ func (s *Service) gcLayers() {
 // snapshotRunning boots the template's files, starts its start command,
 // waits for its ready check and snapshots it running: the template's
 // sandboxes restore that snapshot.
-func (b *build) snapshotRunning(ss *stageState, rec *templateRecord) error {
+// It boots on the layer's tree, as the template's sandboxes do (trees.go).
+func (b *build) snapshotRunning(ss *stageState, rec *templateRecord, tree string) error {
 	_ = b.emit(api.TemplateBuildEvent{Step: b.steps, Steps: b.steps, Phase: "start", Output: strings.Join(rec.Built.StartCmd, " ")})
-	run := &stageState{image: ss.image, imageID: ss.imageID, layer: ss.layer}
+	run := &stageState{image: ss.image, imageID: ss.imageID, layer: ss.layer, tree: tree, start: true}
 	if err := b.ensureBox(run); err != nil {
 		return err
 	}

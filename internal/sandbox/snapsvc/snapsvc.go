@@ -186,8 +186,10 @@ func (s *Service) recover() error {
 	for _, r := range tmpls {
 		if r.Layer != "" {
 			kept[r.Layer] = true
+			kept[treeOf(r.Layer)] = true // issue 39: its tree (trees.go)
 		}
 	}
+	used := s.treesInUse()
 	entries, err := os.ReadDir(s.dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -196,7 +198,7 @@ func (s *Service) recover() error {
 		return err
 	}
 	for _, e := range entries {
-		if kept[e.Name()] || strings.HasPrefix(e.Name(), sandbox.HibernatedPrefix) {
+		if kept[e.Name()] || strings.HasPrefix(e.Name(), sandbox.HibernatedPrefix) || used[s.path(e.Name())] {
 			continue
 		}
 		if err := os.RemoveAll(s.path(e.Name())); err != nil {

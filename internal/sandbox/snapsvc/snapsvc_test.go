@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -41,6 +42,9 @@ type created struct {
 }
 
 func (c *fakeCore) CreateFrom(_ context.Context, req api.CreateRequest, from *sandbox.Origin) (api.CreateResponse, error) {
+	if from == nil { // a boot of the image (a build's first step)
+		from = &sandbox.Origin{}
+	}
 	entries, _ := os.ReadDir(from.Checkpoint)
 	var names []string
 	for _, e := range entries {
@@ -299,9 +303,10 @@ func TestTemplateLayers(t *testing.T) {
 	if info.Image != "python" || info.FromSandbox != sb.ID || info.LayerBytes != 700<<10 {
 		t.Errorf("template %+v", info)
 	}
+	// The layer (an empty tar) and its tree (trees.go).
 	layers := entries(t, dir)
-	if len(layers) != 1 {
-		t.Fatalf("the checkpoint directory holds %v, want one layer", layers)
+	if len(layers) != 2 || !strings.HasSuffix(layers[0], ".tar") || layers[1] != strings.TrimSuffix(layers[0], ".tar")+".tree" {
+		t.Fatalf("the checkpoint directory holds %v, want one layer and its tree", layers)
 	}
 	_, err = s.CreateTemplate(alice, api.TemplateCreateRequest{Name: "again", FromSandbox: sb.ID})
 	wantCode(t, err, errdefs.CodeCapacity) // 1.4 MiB > 1 MiB
@@ -314,7 +319,7 @@ func TestTemplateLayers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *from != (sandbox.Origin{Layer: filepath.Join(dir, layers[0]), ImageID: "id-python"}) || req.Image != "python" {
+	if *from != (sandbox.Origin{Layer: filepath.Join(dir, layers[1]), ImageID: "id-python"}) || req.Image != "python" {
 		t.Errorf("origin %+v, request %+v", *from, req)
 	}
 	req = api.CreateRequest{Template: "app", Image: "node"}

@@ -163,6 +163,11 @@ func (s *Service) captureLayer(src sandbox.Handle, rec *templateRecord) error {
 		os.Remove(s.path(rec.Layer))
 		return err
 	}
+	// Its first sandbox need not wait for the tree (templateSource
+	// unpacks it when missing).
+	if _, err := s.ensureTree(rec.Layer); err != nil {
+		s.log.Warn("unpacking a template's layer", "template", rec.Name, "err", err)
+	}
 	return nil
 }
 
@@ -198,7 +203,12 @@ func (s *Service) templateSource(ctx context.Context, req *api.CreateRequest) (*
 	if rec.Layer == "" {
 		return nil, built, nil
 	}
-	return &sandbox.Origin{Layer: s.path(rec.Layer), ImageID: rec.ImageID}, built, nil
+	tree, err := s.ensureTree(rec.Layer) // issue 39: shared, not copied (trees.go)
+	if err != nil {
+		s.log.Error("unpacking a template's layer", "template", rec.Name, "err", err)
+		return nil, "", errdefs.New(errdefs.CodeInternal, "preparing the files of template %s failed", rec.Name)
+	}
+	return &sandbox.Origin{Layer: tree, ImageID: rec.ImageID}, built, nil
 }
 
 // ListTemplates lists the caller's templates by name.
@@ -250,6 +260,7 @@ func (s *Service) DeleteTemplate(ctx context.Context, req api.TemplateRequest) (
 		if err := os.Remove(s.path(rec.Layer)); err != nil {
 			s.log.Error("removing a template's layer", "template", rec.Name, "err", err)
 		}
+		s.dropTree(rec.Layer, s.treesInUse())
 	}
 	return api.TemplateDeleteResponse{Name: rec.Name, Deleted: true}, nil
 }
