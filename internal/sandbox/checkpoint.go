@@ -72,7 +72,7 @@ func (m *Manager) CheckRequest(req api.CreateRequest) error {
 	if err := spec.ValidateEnv("env", req.Env); err != nil {
 		return err
 	}
-	_, err := createTerms(req, m.cfg.DefaultIdleTimeoutSecs)
+	_, err := spec.CreateTerms(req, m.cfg.DefaultIdleTimeoutSecs)
 	return err
 }
 
