@@ -166,6 +166,33 @@ describe('E2B lifetimes (4)', () => {
     assert.equal((await again.commands.run('echo back')).stdout, 'back\n')
     await again.kill()
   })
+  // A files-only pause keeps what was written and drops the processes:
+  // the connect boots the sandbox again on its files.
+  async function keptFilesOnly (s, marker) {
+    assert.equal((await Sandbox.getInfo(s.sandboxId)).state, 'paused')
+    const again = await Sandbox.connect(s.sandboxId, { timeoutMs: 600_000 })
+    assert.equal(await again.files.read('kept.txt'), marker)
+    assert.deepEqual((await again.commands.list()).filter((p) => [p.cmd, ...p.args].join(' ').includes('sleep 600')), [])
+    await again.kill()
+  }
+
+  test('pause({ keepMemory: false }) keeps the files only; connect boots it on them', opts, async () => {
+    const s = await Sandbox.create('base', { metadata: { run, case: 'pause-files' } })
+    await s.files.write('kept.txt', 'files only')
+    await s.commands.run('sleep 600', { background: true })
+    assert.equal((await s.commands.list()).filter((p) => [p.cmd, ...p.args].join(' ').includes('sleep 600')).length, 1)
+    assert.equal(await s.pause({ keepMemory: false }), true)
+    await keptFilesOnly(s, 'files only')
+  })
+
+  test("onTimeout { action: 'pause', keepMemory: false } pauses to the files at the end", opts, async () => {
+    const s = await Sandbox.create('base', { metadata: { run, case: 'pause-files-at-end' }, timeoutMs: 5_000, lifecycle: { onTimeout: { action: 'pause', keepMemory: false } } })
+    await s.files.write('kept.txt', 'at the end')
+    await s.commands.run('sleep 600', { background: true })
+    const bound = Date.now() + 120_000
+    while ((await Sandbox.getInfo(s.sandboxId)).state === 'running' && Date.now() < bound) await new Promise((resolve) => setTimeout(resolve, 500))
+    await keptFilesOnly(s, 'at the end')
+  })
 })
 
 describe('E2B metrics by range (5)', () => {

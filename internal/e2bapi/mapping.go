@@ -73,6 +73,9 @@ func createRequest(in newSandbox, image, template string) (api.CreateRequest, er
 	}
 	if in.AutoPause {
 		req.OnIdle = api.OnIdlePause
+		if in.AutoPauseMemory != nil && !*in.AutoPauseMemory {
+			req.OnIdle = api.OnIdlePauseFiles
+		}
 	}
 	req.AutoResume = in.AutoResume != nil && in.AutoResume.Enabled
 	if in.AllowInternetAccess != nil {
@@ -118,7 +121,7 @@ func listed(s api.SandboxInfo) listedSandbox {
 func detail(s api.SandboxInfo, envdToken, domain string) sandboxDetail {
 	d := sandboxDetail{listedSandbox: listed(s), EnvdAccessToken: envdToken, Domain: domain,
 		AllowInternetAccess: s.Network, Lifecycle: lifecycle{OnTimeout: "kill", AutoResume: s.AutoResume}}
-	if s.OnIdle == api.OnIdlePause {
+	if s.OnIdle == api.OnIdlePause || s.OnIdle == api.OnIdlePauseFiles {
 		d.Lifecycle.OnTimeout = "pause"
 	}
 	if !s.Egress.Empty() {

@@ -26,6 +26,8 @@ func TestCreateRequest(t *testing.T) {
 			Enabled bool `json:"enabled"`
 		}{true}},
 			api.CreateRequest{Image: "python", TimeoutSecs: 60, IdleTimeoutSecs: config.MaxIdleTimeoutSecs, OnIdle: api.OnIdlePause, AutoResume: true, Metadata: map[string]string{templateKey: "base"}}, false},
+		{"autoPauseMemory false pauses to the files only", newSandbox{TemplateID: "base", Timeout: u64(60), AutoPause: true, AutoPauseMemory: new(false)},
+			api.CreateRequest{Image: "python", TimeoutSecs: 60, IdleTimeoutSecs: config.MaxIdleTimeoutSecs, OnIdle: api.OnIdlePauseFiles, Metadata: map[string]string{templateKey: "base"}}, false},
 		{"internet", newSandbox{AllowInternetAccess: yes()}, api.CreateRequest{Image: "python", Network: true}, false},
 		{"egress", newSandbox{Network: &networkConfig{AllowOut: []string{"pypi.org"}}},
 			api.CreateRequest{Image: "python", Network: true, Egress: &api.EgressPolicy{AllowOut: []string{"pypi.org"}}}, false},

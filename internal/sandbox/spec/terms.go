@@ -92,9 +92,9 @@ func CreateTerms(req api.CreateRequest, defaultIdleSecs uint64) (Terms, error) {
 		return Terms{}, err
 	}
 	switch req.OnIdle {
-	case "", api.OnIdleStop, api.OnIdlePause:
+	case "", api.OnIdleStop, api.OnIdlePause, api.OnIdlePauseFiles:
 	default:
-		return Terms{}, errdefs.Malformed("on_idle must be %q or %q, got %q", api.OnIdleStop, api.OnIdlePause, Clip(req.OnIdle, 32))
+		return Terms{}, errdefs.Malformed("on_idle must be %q, %q or %q, got %q", api.OnIdleStop, api.OnIdlePause, api.OnIdlePauseFiles, Clip(req.OnIdle, 32))
 	}
 	if err := CheckLifetime(req.TimeoutSecs, true); err != nil {
 		return Terms{}, err
