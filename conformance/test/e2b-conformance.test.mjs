@@ -90,6 +90,22 @@ describe('E2B files as envd handles them (6)', () => {
     await handle.stop()
     assert.deepEqual(names.filter((n) => n !== 'f.txt'), [])
   })
+
+  test("a symlink's target is the path it resolves to", async () => {
+    await sbx.files.write('target.txt', 'x')
+    await sbx.commands.run('ln -sf target.txt link.txt && ln -sf link.txt link2.txt && ln -sf nowhere dangling.txt')
+    assert.equal((await sbx.files.getInfo('link2.txt')).symlinkTarget, '/home/user/target.txt')
+    assert.equal((await sbx.files.getInfo('dangling.txt')).symlinkTarget, '/home/user/dangling.txt')
+  })
+
+  test('list walks depth first, by name, up to its depth', async () => {
+    const dir = 'walk-' + run
+    for (const d of ['b', 'a/y', 'a/x']) await sbx.files.makeDir(`${dir}/${d}`)
+    await sbx.files.write(`${dir}/c.txt`, 'c')
+    const rel = (entries) => entries.map((e) => e.path.slice(`/home/user/${dir}/`.length))
+    assert.deepEqual(rel(await sbx.files.list(dir)), ['a', 'b', 'c.txt'])
+    assert.deepEqual(rel(await sbx.files.list(dir, { depth: 2 })), ['a', 'a/x', 'a/y', 'b', 'c.txt'])
+  })
 })
 
 describe('E2B listing (3)', () => {
