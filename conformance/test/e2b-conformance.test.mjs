@@ -182,6 +182,16 @@ describe('E2B lifetimes (4)', () => {
     assert.equal((await again.commands.run('echo back')).stdout, 'back\n')
     await again.kill()
   })
+  test('a command in flight when the end pauses the sandbox ends as E2B reports it, not at its own timeout', opts, async () => {
+    const s = await Sandbox.create('base', { metadata: { run, case: 'stream-at-end' }, timeoutMs: 4_000, lifecycle: { onTimeout: 'pause' } })
+    // Its own timeout is longer than the test's: only the pause can end it.
+    const err = await s.commands.run('sleep 3600', { timeoutMs: 3_600_000 }).catch((e) => e)
+    assert.ok(err instanceof TimeoutError, `${err}`)
+    assert.match(err.message, /sandbox was killed or reached its end of life/)
+    assert.equal((await Sandbox.getInfo(s.sandboxId)).state, 'paused')
+    await Sandbox.kill(s.sandboxId)
+  })
+
   // A files-only pause keeps what was written and drops the processes:
   // the connect boots the sandbox again on its files.
   async function keptFilesOnly (s, marker) {

@@ -17,10 +17,11 @@ import (
 )
 
 // E2B's states of a sandbox, and hutch's states under each (stopping
-// and stopped sandboxes are gone to E2B).
+// and stopped sandboxes are gone to E2B). A checkpointing sandbox is
+// being paused to disk or snapshotted, which E2B does paused.
 var e2bStates = map[string][]string{
 	"running": {"running", "resuming"},
-	"paused":  {"paused", "pausing"},
+	"paused":  {"paused", "pausing", "checkpointing"},
 }
 
 // stateOf is the E2B state of a hutch state; "" is gone.
