@@ -91,6 +91,18 @@ describe('E2B files as envd handles them (6)', () => {
     assert.deepEqual(names.filter((n) => n !== 'f.txt'), [])
   })
 
+  test("user writes where only root may, as envd (root) writes for the user", async () => {
+    const file = `/w-${run}/a/f.txt`
+    const info = await sbx.files.write(file, 'mine')
+    assert.equal(info.path, file)
+    assert.equal(await sbx.files.read(file), 'mine')
+    for (const p of [file, `/w-${run}/a`, `/w-${run}`]) {
+      const e = await sbx.files.getInfo(p)
+      assert.deepEqual([e.owner, e.group], ['user', 'user'], p)
+    }
+    assert.equal((await sbx.files.getInfo('/')).owner, 'root')
+  })
+
   test("a symlink's target is the path it resolves to", async () => {
     await sbx.files.write('target.txt', 'x')
     await sbx.commands.run('ln -sf target.txt link.txt && ln -sf link.txt link2.txt && ln -sf nowhere dangling.txt')
