@@ -28,6 +28,7 @@ git_dir=${E2B_GIT_DIR:-/work/.mirror/e2b-dev+E2B/repo}
 sdk=${SDK_DIR:-/var/tmp/hutch-e2b-sdk}
 hutch=${HUTCH_BIN:-$root/bin/hutch}
 out=${OUT:-$(mktemp -d /tmp/hutch-e2b-sdk-out.XXXXXX)}
+mkdir -p "$out"
 mocked=(tests/sandbox/egressProxy.test.ts tests/sandbox/iam.test.ts tests/sandbox/lifecycleRequest.test.ts tests/sandbox/networkTransform.test.ts)
 
 js=$sdk/packages/js-sdk
