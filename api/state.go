@@ -19,12 +19,16 @@ const (
 	// layer to disk and ends its host processes: it holds no memory while
 	// paused, and a resume restores it.
 	PauseHibernate = "hibernate"
+	// PauseFiles keeps the sandbox's files (its writable layer) and drops
+	// its memory and processes: a resume boots it again on its files, as
+	// E2B's filesystem-only pause (keepMemory: false) does.
+	PauseFiles = "files"
 )
 
 // PauseRequest is the payload of sandbox::pause.
 type PauseRequest struct {
 	SandboxID string `json:"sandbox_id"`
-	// Depth is PauseFreeze (the default) or PauseHibernate.
+	// Depth is PauseFreeze (the default), PauseHibernate or PauseFiles.
 	Depth string `json:"depth,omitempty"`
 }
 

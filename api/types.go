@@ -61,7 +61,8 @@ type CreateRequest struct {
 	TimeoutSecs uint64 `json:"timeout_secs,omitempty"`
 	// OnIdle is what the idle reaper does with it, at its idle timeout
 	// and at the end of its lifetime (TimeoutSecs): OnIdleStop (the
-	// default) or OnIdlePause. A resume starts a new lifetime.
+	// default), OnIdlePause (a freeze) or OnIdlePauseFiles (a pause of
+	// depth PauseFiles). A resume starts a new lifetime.
 	OnIdle string `json:"on_idle,omitempty"`
 	// AutoResume makes a paused sandbox resume itself on the next call
 	// that needs it running, instead of answering S005.
@@ -129,6 +130,8 @@ func (r CreateRequest) MarshalJSON() ([]byte, error) {
 const (
 	OnIdleStop  = "stop"
 	OnIdlePause = "pause"
+	// OnIdlePauseFiles pauses it keeping only its files (PauseFiles).
+	OnIdlePauseFiles = "pause_files"
 )
 
 // CreateResponse is the result of sandbox::create.

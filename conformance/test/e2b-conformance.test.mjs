@@ -94,6 +94,34 @@ describe('E2B files as envd handles them (6)', () => {
     await handle.stop()
     assert.deepEqual(names.filter((n) => n !== 'f.txt'), [])
   })
+
+  test("user writes where only root may, as envd (root) writes for the user", async () => {
+    const file = `/w-${run}/a/f.txt`
+    const info = await sbx.files.write(file, 'mine')
+    assert.equal(info.path, file)
+    assert.equal(await sbx.files.read(file), 'mine')
+    for (const p of [file, `/w-${run}/a`, `/w-${run}`]) {
+      const e = await sbx.files.getInfo(p)
+      assert.deepEqual([e.owner, e.group], ['user', 'user'], p)
+    }
+    assert.equal((await sbx.files.getInfo('/')).owner, 'root')
+  })
+
+  test("a symlink's target is the path it resolves to", async () => {
+    await sbx.files.write('target.txt', 'x')
+    await sbx.commands.run('ln -sf target.txt link.txt && ln -sf link.txt link2.txt && ln -sf nowhere dangling.txt')
+    assert.equal((await sbx.files.getInfo('link2.txt')).symlinkTarget, '/home/user/target.txt')
+    assert.equal((await sbx.files.getInfo('dangling.txt')).symlinkTarget, '/home/user/dangling.txt')
+  })
+
+  test('list walks depth first, by name, up to its depth', async () => {
+    const dir = 'walk-' + run
+    for (const d of ['b', 'a/y', 'a/x']) await sbx.files.makeDir(`${dir}/${d}`)
+    await sbx.files.write(`${dir}/c.txt`, 'c')
+    const rel = (entries) => entries.map((e) => e.path.slice(`/home/user/${dir}/`.length))
+    assert.deepEqual(rel(await sbx.files.list(dir)), ['a', 'b', 'c.txt'])
+    assert.deepEqual(rel(await sbx.files.list(dir, { depth: 2 })), ['a', 'a/x', 'a/y', 'b', 'c.txt'])
+  })
 })
 
 describe('E2B listing (3)', () => {
@@ -169,6 +197,43 @@ describe('E2B lifetimes (4)', () => {
     const again = await Sandbox.connect(s.sandboxId, { timeoutMs: 600_000 })
     assert.equal((await again.commands.run('echo back')).stdout, 'back\n')
     await again.kill()
+  })
+  test('a command in flight when the end pauses the sandbox ends as E2B reports it, not at its own timeout', opts, async () => {
+    const s = await Sandbox.create('base', { metadata: { run, case: 'stream-at-end' }, timeoutMs: 4_000, lifecycle: { onTimeout: 'pause' } })
+    // Its own timeout is longer than the test's: only the pause can end it.
+    const err = await s.commands.run('sleep 3600', { timeoutMs: 3_600_000 }).catch((e) => e)
+    assert.ok(err instanceof TimeoutError, `${err}`)
+    assert.match(err.message, /sandbox was killed or reached its end of life/)
+    assert.equal((await Sandbox.getInfo(s.sandboxId)).state, 'paused')
+    await Sandbox.kill(s.sandboxId)
+  })
+
+  // A files-only pause keeps what was written and drops the processes:
+  // the connect boots the sandbox again on its files.
+  async function keptFilesOnly (s, marker) {
+    assert.equal((await Sandbox.getInfo(s.sandboxId)).state, 'paused')
+    const again = await Sandbox.connect(s.sandboxId, { timeoutMs: 600_000 })
+    assert.equal(await again.files.read('kept.txt'), marker)
+    assert.deepEqual((await again.commands.list()).filter((p) => [p.cmd, ...p.args].join(' ').includes('sleep 600')), [])
+    await again.kill()
+  }
+
+  test('pause({ keepMemory: false }) keeps the files only; connect boots it on them', opts, async () => {
+    const s = await Sandbox.create('base', { metadata: { run, case: 'pause-files' } })
+    await s.files.write('kept.txt', 'files only')
+    await s.commands.run('sleep 600', { background: true })
+    assert.equal((await s.commands.list()).filter((p) => [p.cmd, ...p.args].join(' ').includes('sleep 600')).length, 1)
+    assert.equal(await s.pause({ keepMemory: false }), true)
+    await keptFilesOnly(s, 'files only')
+  })
+
+  test("onTimeout { action: 'pause', keepMemory: false } pauses to the files at the end", opts, async () => {
+    const s = await Sandbox.create('base', { metadata: { run, case: 'pause-files-at-end' }, timeoutMs: 5_000, lifecycle: { onTimeout: { action: 'pause', keepMemory: false } } })
+    await s.files.write('kept.txt', 'at the end')
+    await s.commands.run('sleep 600', { background: true })
+    const bound = Date.now() + 120_000
+    while ((await Sandbox.getInfo(s.sandboxId)).state === 'running' && Date.now() < bound) await new Promise((resolve) => setTimeout(resolve, 500))
+    await keptFilesOnly(s, 'at the end')
   })
 })
 

@@ -97,17 +97,21 @@ func parsePairs(flag string, pairs []string) (map[string]string, error) {
 }
 
 func (a *app) pauseCmd() *cobra.Command {
-	var hibernate bool
+	var hibernate, files bool
 	cmd := &cobra.Command{
 		Use:   "pause ID",
 		Short: "Pause a sandbox: it stops using CPU and keeps its memory (or with --hibernate, is written to disk) until `hutch resume`",
 		Args:  cobra.ExactArgs(1),
 	}
 	cmd.Flags().BoolVar(&hibernate, "hibernate", false, "write its memory, processes and files to disk and end its host processes")
+	cmd.Flags().BoolVar(&files, "files-only", false, "keep only its files and end its processes; its resume boots it again on them")
+	cmd.MarkFlagsMutuallyExclusive("hibernate", "files-only")
 	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
 		depth := api.PauseFreeze
 		if hibernate {
 			depth = api.PauseHibernate
+		} else if files {
+			depth = api.PauseFiles
 		}
 		if _, err := a.client().Pause(cmd.Context(), args[0], depth); err != nil {
 			return err

@@ -264,8 +264,16 @@ func (tr *Transport) setTimeout(ctx context.Context, r *http.Request, body []byt
 	return answer{status: http.StatusNoContent}, err
 }
 
-func (tr *Transport) pause(ctx context.Context, r *http.Request, _ []byte) (answer, error) {
-	res, err := functions.Call[api.StateResponse](ctx, tr.t, api.FnPause, api.PauseRequest{SandboxID: r.PathValue("id")})
+func (tr *Transport) pause(ctx context.Context, r *http.Request, body []byte) (answer, error) {
+	var in pauseBody
+	if err := decode(body, &in); err != nil {
+		return answer{}, err
+	}
+	req := api.PauseRequest{SandboxID: r.PathValue("id")}
+	if in.Memory != nil && !*in.Memory {
+		req.Depth = api.PauseFiles
+	}
+	res, err := functions.Call[api.StateResponse](ctx, tr.t, api.FnPause, req)
 	if err == nil && !res.Changed {
 		err = fail(http.StatusConflict, "sandbox "+res.SandboxID+" is already paused")
 	}

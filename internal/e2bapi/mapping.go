@@ -17,10 +17,11 @@ import (
 )
 
 // E2B's states of a sandbox, and hutch's states under each (stopping
-// and stopped sandboxes are gone to E2B).
+// and stopped sandboxes are gone to E2B). A checkpointing sandbox is
+// being paused to disk or snapshotted, which E2B does paused.
 var e2bStates = map[string][]string{
 	"running": {"running", "resuming"},
-	"paused":  {"paused", "pausing"},
+	"paused":  {"paused", "pausing", "checkpointing"},
 }
 
 // stateOf is the E2B state of a hutch state; "" is gone.
@@ -73,6 +74,9 @@ func createRequest(in newSandbox, image, template string) (api.CreateRequest, er
 	}
 	if in.AutoPause {
 		req.OnIdle = api.OnIdlePause
+		if in.AutoPauseMemory != nil && !*in.AutoPauseMemory {
+			req.OnIdle = api.OnIdlePauseFiles
+		}
 	}
 	req.AutoResume = in.AutoResume != nil && in.AutoResume.Enabled
 	if in.AllowInternetAccess != nil {
@@ -118,7 +122,7 @@ func listed(s api.SandboxInfo) listedSandbox {
 func detail(s api.SandboxInfo, envdToken, domain string) sandboxDetail {
 	d := sandboxDetail{listedSandbox: listed(s), EnvdAccessToken: envdToken, Domain: domain,
 		AllowInternetAccess: s.Network, Lifecycle: lifecycle{OnTimeout: "kill", AutoResume: s.AutoResume}}
-	if s.OnIdle == api.OnIdlePause {
+	if s.OnIdle == api.OnIdlePause || s.OnIdle == api.OnIdlePauseFiles {
 		d.Lifecycle.OnTimeout = "pause"
 	}
 	if !s.Egress.Empty() {

@@ -26,6 +26,8 @@ func TestCreateRequest(t *testing.T) {
 			Enabled bool `json:"enabled"`
 		}{true}},
 			api.CreateRequest{Image: "python", TimeoutSecs: 60, IdleTimeoutSecs: config.MaxIdleTimeoutSecs, OnIdle: api.OnIdlePause, AutoResume: true, Metadata: map[string]string{templateKey: "base"}}, false},
+		{"autoPauseMemory false pauses to the files only", newSandbox{TemplateID: "base", Timeout: u64(60), AutoPause: true, AutoPauseMemory: new(false)},
+			api.CreateRequest{Image: "python", TimeoutSecs: 60, IdleTimeoutSecs: config.MaxIdleTimeoutSecs, OnIdle: api.OnIdlePauseFiles, Metadata: map[string]string{templateKey: "base"}}, false},
 		{"internet", newSandbox{AllowInternetAccess: yes()}, api.CreateRequest{Image: "python", Network: true}, false},
 		{"egress", newSandbox{Network: &networkConfig{AllowOut: []string{"pypi.org"}}},
 			api.CreateRequest{Image: "python", Network: true, Egress: &api.EgressPolicy{AllowOut: []string{"pypi.org"}}}, false},
@@ -50,13 +52,13 @@ func TestListRequest(t *testing.T) {
 		want    api.ListRequest
 		wantErr bool
 	}{
-		{"", api.ListRequest{State: []string{"running", "resuming", "paused", "pausing"}, Limit: defaultListLimit, NewestFirst: true}, false},
-		{"state=paused&limit=2&nextToken=abc", api.ListRequest{State: []string{"paused", "pausing"}, Limit: 2, NextToken: "abc", NewestFirst: true}, false},
-		{"state=running,paused&order=asc", api.ListRequest{State: []string{"running", "resuming", "paused", "pausing"}, Limit: defaultListLimit}, false},
-		{"order=desc&template=base&startedAfter=2026-01-02T03:04:05Z&startedBefore=2026-01-03T00:00:00Z", api.ListRequest{State: []string{"running", "resuming", "paused", "pausing"},
+		{"", api.ListRequest{State: []string{"running", "resuming", "paused", "pausing", "checkpointing"}, Limit: defaultListLimit, NewestFirst: true}, false},
+		{"state=paused&limit=2&nextToken=abc", api.ListRequest{State: []string{"paused", "pausing", "checkpointing"}, Limit: 2, NextToken: "abc", NewestFirst: true}, false},
+		{"state=running,paused&order=asc", api.ListRequest{State: []string{"running", "resuming", "paused", "pausing", "checkpointing"}, Limit: defaultListLimit}, false},
+		{"order=desc&template=base&startedAfter=2026-01-02T03:04:05Z&startedBefore=2026-01-03T00:00:00Z", api.ListRequest{State: []string{"running", "resuming", "paused", "pausing", "checkpointing"},
 			Metadata: map[string]string{templateKey: "base"}, Limit: defaultListLimit, NewestFirst: true, CreatedAfter: "2026-01-02T03:04:05Z", CreatedBefore: "2026-01-03T00:00:00Z"}, false},
 		{"order=up", api.ListRequest{}, true},
-		{"metadata=" + url.QueryEscape("a=1&b=x%26y"), api.ListRequest{State: []string{"running", "resuming", "paused", "pausing"},
+		{"metadata=" + url.QueryEscape("a=1&b=x%26y"), api.ListRequest{State: []string{"running", "resuming", "paused", "pausing", "checkpointing"},
 			Metadata: map[string]string{"a": "1", "b": "x&y"}, Limit: defaultListLimit, NewestFirst: true}, false},
 		{"state=stopped", api.ListRequest{}, true},
 		{"limit=0", api.ListRequest{}, true},

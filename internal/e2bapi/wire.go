@@ -30,7 +30,9 @@ type newSandbox struct {
 	AllowInternetAccess *bool             `json:"allow_internet_access"`
 	Network             *networkConfig    `json:"network"`
 	AutoPause           bool              `json:"autoPause"`
-	AutoResume          *struct {
+	// AutoPauseMemory false makes the end's pause keep the files only.
+	AutoPauseMemory *bool `json:"autoPauseMemory"`
+	AutoResume      *struct {
 		Enabled bool `json:"enabled"`
 	} `json:"autoResume"`
 	VolumeMounts []volumeMount `json:"volumeMounts"` // issue 40: mapped in parity.go
@@ -57,6 +59,12 @@ type networkConfig struct {
 // timeoutBody is the body of /timeout and /connect.
 type timeoutBody struct {
 	Timeout *uint64 `json:"timeout"`
+}
+
+// pauseBody is the body of POST /sandboxes/{id}/pause: memory false keeps
+// the sandbox's files only (api.PauseFiles).
+type pauseBody struct {
+	Memory *bool `json:"memory"`
 }
 
 // sandboxAnswer is the answer of create and connect.

@@ -33,7 +33,7 @@ var tools = map[string]api.Tool{
 	// sandboxes
 	api.FnCatalogList: tool(reads, api.ToolAreaSandboxes, "image_list", "The catalog's images (presets and the operator's own, with their source) and the isolation runtimes of this host: sandbox_create takes an image's name and a runtime (S100 when the operator does not allow that image)."),
 	api.FnGet:         tool(reads, api.ToolAreaSandboxes, "sandbox_get", "Describe one sandbox: image, state (running, paused, stopped and why), cpus, memory, age, lifetime."),
-	api.FnPause:       tool(sets, api.ToolAreaSandboxes, "sandbox_pause", "Pause a sandbox: depth freeze (default) keeps it in memory and stops its CPU use; depth hibernate writes it to disk and frees its memory. Tools answer S005 until sandbox_resume."),
+	api.FnPause:       tool(sets, api.ToolAreaSandboxes, "sandbox_pause", "Pause a sandbox: depth freeze (default) keeps it in memory and stops its CPU use; depth hibernate writes it to disk and frees its memory; depth files keeps only its files, and its resume boots it again on them. Tools answer S005 until sandbox_resume."),
 	api.FnResume:      tool(sets, api.ToolAreaSandboxes, "sandbox_resume", "Resume a paused or hibernated sandbox: its processes go on where they were."),
 	api.FnSetTimeout:  tool(sets, api.ToolAreaSandboxes, "sandbox_set_timeout", "Renew a sandbox's lifetime: it is stopped timeout_secs from now, whatever its activity. Call again to extend it."),
 

@@ -72,7 +72,7 @@ func (m *Manager) CheckRequest(req api.CreateRequest) error {
 	if err := spec.ValidateEnv("env", req.Env); err != nil {
 		return err
 	}
-	_, err := createTerms(req, m.cfg.DefaultIdleTimeoutSecs)
+	_, err := spec.CreateTerms(req, m.cfg.DefaultIdleTimeoutSecs)
 	return err
 }
 
@@ -95,6 +95,8 @@ func (h handle) Checkpoint(dir string) error {
 	start := time.Now()
 	var err error
 	switch {
+	case sb.pauseDepth() == api.PauseFiles:
+		err = errdefs.New(errdefs.CodePaused, "sandbox %s kept only its files when it paused; resume it first", sb.rec.ID)
 	case st == Paused && sb.isHibernated():
 		err = linkFiles(m.hibernateDir(sb.rec.ID), dir)
 	case st == Paused:

@@ -29,8 +29,8 @@ func (h handle) Fail(ctx context.Context, op string, err error) error {
 	}
 	inst, ac := sb.conn()
 	select {
-	case <-instDone(sb):
-		m.stopAsync(sb, endOf(inst, ac))
+	case <-instDone(sb): // as the watcher: not the end of a paused one
+		m.stop(sb, endOf(inst, ac), &death{inst, ac})
 	case <-sb.destroyed:
 	case <-time.After(endGrace):
 	}

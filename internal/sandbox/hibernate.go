@@ -3,8 +3,9 @@ package sandbox
 // Hibernation, the deep pause: a hibernated sandbox's memory, processes
 // and writable layer are a checkpoint on disk (Manager.hibernateDir) and
 // its runtime instance and network are gone; a resume wakes it from the
-// checkpoint under its own id. sandbox.op serializes it with the other
-// pauses and resumes (pause.go).
+// checkpoint under its own id. A files-only pause (api.PauseFiles) keeps
+// just its writable layer there, and a resume boots it on that layer.
+// sandbox.op serializes it with the other pauses and resumes (pause.go).
 
 import (
 	"context"
@@ -19,12 +20,19 @@ import (
 	"github.com/hutch-dev/hutch/internal/runtime"
 )
 
-// hibernation hibernates and wakes the sandboxes of m.
-type hibernation struct{ m *Manager }
+// hibernation hibernates and wakes the sandboxes of m; with files, it
+// keeps their writable layers only.
+type hibernation struct {
+	m     *Manager
+	files bool
+}
+
+// layerFile names a files-only pause's layer in its directory.
+const layerFile = "layer.tar"
 
 // hibernate moves a running (or frozen) sb to Paused with its memory,
-// processes and writable layer written to disk and its instance gone; a
-// failed checkpoint leaves it as it was.
+// processes and writable layer (or its layer alone) written to disk and
+// its instance gone; a failed checkpoint leaves it as it was.
 func (h hibernation) hibernate(sb *sandbox) (changed bool, err error) {
 	m := h.m
 	if err := refuseCheckpoint(sb, "hibernated"); err != nil {
@@ -35,13 +43,16 @@ func (h hibernation) hibernate(sb *sandbox) (changed bool, err error) {
 	st, end := sb.current()
 	switch {
 	case st == Paused && sb.isHibernated():
-		return false, nil
+		return false, nil // at either depth, as a freeze of a frozen one
 	case st != Running && st != Paused:
 		return false, notRunning(sb.rec.ID, st, end)
 	}
 	inst, ac := sb.conn()
 	c, ok := inst.(runtime.Checkpointer)
-	if !ok || !m.abilitiesOf(sb).Checkpoint {
+	lc, lok := inst.(runtime.LayerCapturer)
+	if h.files && (!lok || !m.abilitiesOf(sb).Layer) {
+		return false, unsupported(sb.rec.Runtime, "pause sandboxes keeping only their files")
+	} else if !h.files && (!ok || !m.abilitiesOf(sb).Checkpoint) {
 		return false, unsupported(sb.rec.Runtime, "hibernate sandboxes")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), checkpointTimeout)
@@ -56,8 +67,10 @@ func (h hibernation) hibernate(sb *sandbox) (changed bool, err error) {
 	}
 	dir := m.hibernateDir(sb.rec.ID)
 	start := time.Now()
-	err = os.MkdirAll(dir, 0o700)
-	if err == nil {
+	depth := api.PauseHibernate
+	if err = os.MkdirAll(dir, 0o700); err == nil && h.files {
+		depth, err = api.PauseFiles, lc.CaptureLayer(ctx, filepath.Join(dir, layerFile))
+	} else if err == nil {
 		err = c.Checkpoint(ctx, dir, false)
 	}
 	if err != nil {
@@ -77,16 +90,17 @@ func (h hibernation) hibernate(sb *sandbox) (changed bool, err error) {
 	if sb.rec.Network && m.net != nil {
 		m.net.Detach(sb.rec.ID)
 	}
-	if err := sb.markPaused(true); err != nil {
+	if err := sb.markPaused(depth); err != nil {
 		return false, stoppedError(sb.rec.ID, sb.endNow())
 	}
-	m.log.Info("sandbox paused", "sandbox", sb.rec.ID, "depth", api.PauseHibernate, "ms", time.Since(start).Milliseconds())
-	m.emitFor(sb, api.EventSandboxPaused, map[string]any{"depth": api.PauseHibernate})
+	m.log.Info("sandbox paused", "sandbox", sb.rec.ID, "depth", depth, "ms", time.Since(start).Milliseconds())
+	m.emitFor(sb, api.EventSandboxPaused, map[string]any{"depth": depth})
 	return true, nil
 }
 
-// wake restores a hibernated sb from its checkpoint under its own id and
-// hands it the new instance and agent connection.
+// wake restores a hibernated sb from its checkpoint under its own id (or
+// boots it on its kept layer) and hands it the new instance and agent
+// connection.
 func (h hibernation) wake(ctx context.Context, sb *sandbox) error {
 	m := h.m
 	rt := m.runtimeOf(&sb.rec)
@@ -97,7 +111,11 @@ func (h hibernation) wake(ctx context.Context, sb *sandbox) error {
 	var undo cleanup.Stack
 	rec := sb.snapshotRecord()
 	dir := m.hibernateDir(sb.rec.ID)
-	inst, ac, err := m.start(ctx, &undo, rt, &rec, art, &Origin{Checkpoint: dir}, sb.user)
+	from := &Origin{Checkpoint: dir}
+	if sb.pauseDepth() == api.PauseFiles {
+		from = &Origin{Layer: filepath.Join(dir, layerFile)}
+	}
+	inst, ac, err := m.start(ctx, &undo, rt, &rec, art, from, sb.user)
 	if err == nil {
 		_, _, err = sb.replace(inst, ac)
 	}

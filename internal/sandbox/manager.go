@@ -294,7 +294,7 @@ func (m *Manager) create(ctx context.Context, req api.CreateRequest, from *Origi
 	if err := m.vols.check(ctx, req, from); err != nil {
 		return api.CreateResponse{}, err
 	}
-	t, err := createTerms(req, m.cfg.DefaultIdleTimeoutSecs)
+	t, err := spec.CreateTerms(req, m.cfg.DefaultIdleTimeoutSecs)
 	if err != nil {
 		return api.CreateResponse{}, err
 	}
@@ -330,7 +330,7 @@ func (m *Manager) create(ctx context.Context, req api.CreateRequest, from *Origi
 		Volumes:   req.Volumes,
 		CreatedAt: time.Now().UTC(),
 	}
-	t.apply(rec)
+	applyTerms(rec, t)
 	if err := m.vols.acquire(rec); err != nil {
 		return api.CreateResponse{}, err
 	}

@@ -34,10 +34,10 @@ func (m *Manager) Pause(ctx context.Context, req api.PauseRequest) (api.StateRes
 	pause := m.freeze
 	switch req.Depth {
 	case "", api.PauseFreeze:
-	case api.PauseHibernate:
-		pause = hibernation{m}.hibernate
+	case api.PauseHibernate, api.PauseFiles:
+		pause = hibernation{m, req.Depth == api.PauseFiles}.hibernate
 	default:
-		return api.StateResponse{}, errdefs.Malformed("depth must be %q or %q, got %q", api.PauseFreeze, api.PauseHibernate, spec.Clip(req.Depth, 32))
+		return api.StateResponse{}, errdefs.Malformed("depth must be %q, %q or %q, got %q", api.PauseFreeze, api.PauseHibernate, api.PauseFiles, spec.Clip(req.Depth, 32))
 	}
 	sb, err := m.lookup(ctx, req.SandboxID)
 	if err != nil {
@@ -87,7 +87,7 @@ func (m *Manager) freeze(sb *sandbox) (changed bool, err error) {
 	defer sb.op.Unlock()
 	if st, end := sb.current(); st == Paused {
 		if sb.isHibernated() {
-			return false, errdefs.New(errdefs.CodePaused, "sandbox %s is hibernated; resume it first", sb.rec.ID)
+			return false, errdefs.New(errdefs.CodePaused, "sandbox %s is paused at depth %s; resume it first", sb.rec.ID, sb.pauseDepth())
 		}
 		return false, nil
 	} else if st != Running {
@@ -110,7 +110,7 @@ func (m *Manager) freeze(sb *sandbox) (changed bool, err error) {
 		m.log.Error("pausing sandbox", "sandbox", sb.rec.ID, "err", err)
 		return false, errdefs.New(errdefs.CodeInternal, "pausing sandbox %s failed; it is still running", sb.rec.ID)
 	}
-	if err := sb.markPaused(false); err != nil {
+	if err := sb.markPaused(api.PauseFreeze); err != nil {
 		return false, stoppedError(sb.rec.ID, sb.endNow())
 	}
 	m.log.Info("sandbox paused", "sandbox", sb.rec.ID, "depth", api.PauseFreeze, "ms", time.Since(start).Milliseconds())
@@ -135,7 +135,7 @@ func (m *Manager) thaw(sb *sandbox) (changed bool, err error) {
 	defer cancel()
 	start := time.Now()
 	if sb.isHibernated() {
-		err = hibernation{m}.wake(ctx, sb)
+		err = hibernation{m: m}.wake(ctx, sb)
 	} else {
 		err = m.unfreeze(ctx, sb)
 	}
@@ -176,20 +176,18 @@ func (m *Manager) SetTimeout(ctx context.Context, req api.SetTimeoutRequest) (ap
 }
 
 // pausedDuring reports whether a call to sb's agent that failed with err
-// failed because sb was frozen under it: its deadline passed while sb was
-// paused, or sb is paused now. Such a call is not the agent's failure.
+// failed because sb was paused under it: sb is paused (or pausing) now,
+// which may end its agent session, or the call's deadline passed while
+// sb was frozen. Such a call is not the agent's failure.
 func (sb *sandbox) pausedDuring(err error) bool {
-	var na *agentclient.NoAnswerError
-	if !errors.As(err, &na) {
-		return false
-	}
 	sb.mu.Lock()
 	defer sb.mu.Unlock()
 	if sb.state.quiesced() {
 		return true
 	}
+	var na *agentclient.NoAnswerError
 	// The call began about na.After ago (a second of slack for the rest).
-	return !sb.lastPause.IsZero() && time.Since(sb.lastPause) <= na.After+time.Second
+	return errors.As(err, &na) && !sb.lastPause.IsZero() && time.Since(sb.lastPause) <= na.After+time.Second
 }
 
 // unsupported is S302: the runtime named cannot do what.

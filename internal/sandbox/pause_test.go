@@ -294,3 +294,26 @@ func TestCallThatOutlivesAFreezeIsNotAnAgentFailure(t *testing.T) {
 		t.Errorf("exec after the resume: %v", err)
 	}
 }
+
+// A files-only pause needs a runtime that captures writable layers: the
+// in-process one does not, so the pause is S302 and changes nothing, and
+// an on_idle pause_files sandbox ends at its lifetime's end instead.
+func TestPauseFilesNeedsLayers(t *testing.T) {
+	m, _, _ := inprocess(t, nil)
+	ctx := context.Background()
+	id := create(t, m, api.CreateRequest{Image: "python"})
+	_, err := m.Pause(ctx, api.PauseRequest{SandboxID: id, Depth: api.PauseFiles})
+	wantCode(t, err, errdefs.CodeUnsupported)
+	if info := state(t, m, id); info.State != "running" || info.PauseDepth != "" {
+		t.Fatalf("a refused files-only pause left %+v", info)
+	}
+	if err := exec(m, id); err != nil {
+		t.Fatalf("exec after a refused pause: %v", err)
+	}
+	ends := create(t, m, api.CreateRequest{Image: "python", TimeoutSecs: 1, OnIdle: api.OnIdlePauseFiles})
+	if info := state(t, m, ends); info.OnIdle != api.OnIdlePauseFiles {
+		t.Fatalf("on_idle = %q", info.OnIdle)
+	}
+	m.reaper.Reap(time.Now().Add(2 * time.Second))
+	testutil.Eventually(t, 30*time.Second, func() bool { return state(t, m, ends).Stopped }, "the sandbox that cannot pause to its files ends")
+}

@@ -54,7 +54,7 @@ func newWarmPool(m *Manager) *warmpool.Pool[*sandbox] {
 // The sandbox it returns is recorded as the caller's, with req's name,
 // env, limits, egress policy and life terms, and still has to be
 // registered.
-func (c warmCore) claim(ctx context.Context, req api.CreateRequest, cpus, mem uint32, t terms) *sandbox {
+func (c warmCore) claim(ctx context.Context, req api.CreateRequest, cpus, mem uint32, t spec.Terms) *sandbox {
 	m := c.m
 	// Volumes are mounted at boot: no pool sandbox has them. A network
 	// is pooled (pool_network.go) when the claim can give it the create's
@@ -66,7 +66,7 @@ func (c warmCore) claim(ctx context.Context, req api.CreateRequest, cpus, mem ui
 		rec := &sb.rec
 		rec.Owner, rec.Env = auth.OwnerFrom(ctx), req.Env
 		rec.CPUs, rec.MemoryMB = cpus, mem
-		t.apply(rec)
+		applyTerms(rec, t)
 		rec.CreatedAt = time.Now().UTC()
 		if rec.Network {
 			if err := c.claimNetwork(ctx, sb, req.Egress); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/runtime"
 	"github.com/hutch-dev/hutch/internal/sandbox/idle"
 )
@@ -33,12 +34,21 @@ func (c reapCore) Sandboxes() []idle.Sandbox[*sandbox] {
 }
 
 func (c reapCore) Stop(sb *sandbox, end runtime.End) <-chan struct{} { return c.m.stopAsync(sb, end) }
-func (c reapCore) CanPause(sb *sandbox) bool                         { return c.m.abilitiesOf(sb).Pause }
-func (c reapCore) Touch(sb *sandbox)                                 { sb.touch() }
-func (c reapCore) Go(f func())                                       { c.m.destroying.Go(f) }
+func (c reapCore) CanPause(sb *sandbox) bool {
+	if sb.snapshotRecord().OnIdle == api.OnIdlePauseFiles {
+		return c.m.abilitiesOf(sb).Layer
+	}
+	return c.m.abilitiesOf(sb).Pause
+}
+func (c reapCore) Touch(sb *sandbox) { sb.touch() }
+func (c reapCore) Go(f func())       { c.m.destroying.Go(f) }
 
 func (c reapCore) Pause(sb *sandbox) error {
-	_, err := c.m.freeze(sb)
+	pause := c.m.freeze
+	if sb.snapshotRecord().OnIdle == api.OnIdlePauseFiles {
+		pause = hibernation{c.m, true}.hibernate
+	}
+	_, err := pause(sb)
 	return err
 }
 

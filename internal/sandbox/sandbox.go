@@ -49,10 +49,10 @@ type sandbox struct {
 	changed      chan struct{}
 	lastActivity time.Time
 	// pausedAt is when it was last paused, while it is paused; lastPause
-	// when a pause last began, kept after the resume. hibernated says the
-	// pause wrote it to disk and its instance is gone.
+	// when a pause last began, kept after the resume. depth is the
+	// paused one's api.Pause* depth.
 	pausedAt, lastPause time.Time
-	hibernated          bool
+	depth               string
 	// expiresAt is the end of its absolute lifetime; zero is none.
 	expiresAt time.Time
 }
@@ -231,23 +231,29 @@ func (sb *sandbox) beginCheckpoint() error {
 	return nil
 }
 
-// markPaused moves a pausing or checkpointing sb to Paused, hibernated or
-// frozen.
-func (sb *sandbox) markPaused(hibernated bool) error {
+// markPaused moves a pausing or checkpointing sb to Paused at depth.
+func (sb *sandbox) markPaused(depth string) error {
 	sb.mu.Lock()
 	defer sb.mu.Unlock()
 	if err := sb.transitionLocked(Paused); err != nil {
 		return err
 	}
-	sb.pausedAt, sb.hibernated = time.Now(), hibernated
+	sb.pausedAt, sb.depth = time.Now(), depth
 	return nil
 }
 
-// isHibernated reports whether sb's pause wrote it to disk.
+// isHibernated reports whether sb's pause wrote it to disk (memory and
+// files, or files only) and its instance is gone.
 func (sb *sandbox) isHibernated() bool {
+	d := sb.pauseDepth()
+	return d == api.PauseHibernate || d == api.PauseFiles
+}
+
+// pauseDepth is the depth of sb's pause; "" when it is not paused.
+func (sb *sandbox) pauseDepth() string {
 	sb.mu.Lock()
 	defer sb.mu.Unlock()
-	return sb.hibernated
+	return sb.depth
 }
 
 // endPause moves a resuming sb to Running. Its idle time and its
@@ -258,7 +264,7 @@ func (sb *sandbox) endPause() error {
 	if err := sb.transitionLocked(Running); err != nil {
 		return err
 	}
-	sb.pausedAt, sb.hibernated = time.Time{}, false
+	sb.pausedAt, sb.depth = time.Time{}, ""
 	sb.lastActivity = time.Now()
 	sb.startLifetimeLocked()
 	return nil
@@ -332,10 +338,7 @@ func (sb *sandbox) info(execCap int) api.SandboxInfo {
 	st, pausedAt, expiresAt := sb.lifeTimes()
 	depth := ""
 	if st == Paused {
-		depth = api.PauseFreeze
-		if sb.isHibernated() {
-			depth = api.PauseHibernate
-		}
+		depth = sb.pauseDepth()
 	}
 	return api.SandboxInfo{
 		State:           st.String(),

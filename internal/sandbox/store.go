@@ -25,7 +25,7 @@ type record struct {
 	Env             []string          `json:"env,omitempty"`
 	CreatedAt       time.Time         `json:"created_at"`
 	// OnIdle, AutoResume, TimeoutSecs and Metadata are the create's life
-	// terms (terms.go).
+	// terms (spec.CreateTerms).
 	OnIdle      string            `json:"on_idle,omitempty"`
 	AutoResume  bool              `json:"auto_resume,omitempty"`
 	TimeoutSecs uint64            `json:"timeout_secs,omitempty"`

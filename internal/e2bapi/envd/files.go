@@ -174,14 +174,15 @@ func partNames(part *multipart.Part) (name, filename string) {
 	return params["name"], params["filename"]
 }
 
-// uploadOne streams body into file p, creating its missing parents.
+// uploadOne streams body into file p, creating its missing parents, as
+// envd writes for the user (writeAsUser).
 func (s *server) uploadOne(r *http.Request, sc scope, p string, body io.Reader) (writtenEntry, error) {
 	if p == "" {
 		return writtenEntry{}, invalid("no path: give ?path= or a file name")
 	}
 	p = s.resolve(r.Context(), sc, p)
 	md := uploadMetadata(r.Header)
-	if _, err := functions.Invoke(r.Context(), s.t, api.FnFsWrite, api.FsWriteRequest{SandboxID: sc.sandbox, User: sc.user, Path: p, Parents: true, Body: body, Metadata: md}); err != nil {
+	if err := s.writeAsUser(r.Context(), sc, api.FsWriteRequest{SandboxID: sc.sandbox, User: sc.user, Path: p, Parents: true, Body: body, Metadata: md}); err != nil {
 		return writtenEntry{}, connectError(err)
 	}
 	return writtenEntry{Name: path.Base(p), Type: "file", Path: p, Metadata: md}, nil

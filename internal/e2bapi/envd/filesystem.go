@@ -6,7 +6,9 @@ import (
 	"context"
 	"io/fs"
 	"path"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"connectrpc.com/connect"
@@ -99,7 +101,9 @@ func (s *filesystemService) Remove(ctx context.Context, req *connect.Request[pb.
 }
 
 // ListDir lists a directory and, up to depth levels (1 by default), the
-// directories below it, breadth first; symlinks are not followed.
+// directories below it, as envd walks them: depth first, each directory's
+// entries by name, each directory followed by what it holds; symlinks
+// below the root are not followed.
 func (s *filesystemService) ListDir(ctx context.Context, req *connect.Request[pb.ListDirRequest]) (*connect.Response[pb.ListDirResponse], error) {
 	sc, err := scopeOf(req.Header(), "")
 	if err != nil {
@@ -111,32 +115,35 @@ func (s *filesystemService) ListDir(ctx context.Context, req *connect.Request[pb
 	}
 	out := &pb.ListDirResponse{}
 	root := s.resolve(ctx, sc, req.Msg.GetPath())
-	level := []string{root}
-	for d := uint32(0); d < depth && len(level) > 0; d++ {
-		var next []string
-		for _, dir := range level {
-			ls, err := call[api.FsLsResponse](ctx, s.t, api.FnFsLs, api.FsLsRequest{SandboxID: sc.sandbox, User: sc.user, Path: dir})
-			if err != nil {
-				if d > 0 {
-					continue // a directory that went, or that the user may not read
-				}
-				return nil, err
-			}
-			if len(out.Entries)+len(ls.Entries) > maxListEntries {
-				return nil, connect.NewError(connect.CodeResourceExhausted, errorf("more than %d entries: list less deep", maxListEntries))
-			}
-			for _, e := range ls.Entries {
-				p := path.Join(dir, e.Name)
-				out.Entries = append(out.Entries, entryInfo(p, e))
-				if e.IsDir && !e.IsSymlink {
-					next = append(next, p)
-				}
-			}
-		}
-		level = next
+	if err := s.walk(ctx, sc, root, depth, out); err != nil {
+		return nil, err
 	}
 	s.fillOwnership(ctx, sc, root, depth, out.Entries)
 	return connect.NewResponse(out), nil
+}
+
+// walk appends to out the entries of dir and, depth-1 levels down, of the
+// directories in it, depth first. Below the root, a directory that went
+// or that the user may not read lists nothing.
+func (s *filesystemService) walk(ctx context.Context, sc scope, dir string, depth uint32, out *pb.ListDirResponse) error {
+	ls, err := call[api.FsLsResponse](ctx, s.t, api.FnFsLs, api.FsLsRequest{SandboxID: sc.sandbox, User: sc.user, Path: dir})
+	if err != nil {
+		return err
+	}
+	if len(out.Entries)+len(ls.Entries) > maxListEntries {
+		return connect.NewError(connect.CodeResourceExhausted, errorf("more than %d entries: list less deep", maxListEntries))
+	}
+	slices.SortFunc(ls.Entries, func(a, b api.FsEntry) int { return strings.Compare(a.Name, b.Name) })
+	for _, e := range ls.Entries {
+		p := path.Join(dir, e.Name)
+		out.Entries = append(out.Entries, entryInfo(p, e))
+		if depth > 1 && e.IsDir && !e.IsSymlink {
+			if err := s.walk(ctx, sc, p, depth-1, out); connect.CodeOf(err) == connect.CodeResourceExhausted {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // stat is the entry of path p.

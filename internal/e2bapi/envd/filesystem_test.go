@@ -175,6 +175,25 @@ func TestFilesystemService(t *testing.T) {
 			if got := names(3); !slices.Equal(got, want) {
 				t.Errorf("depth 3: %v, want %v", got, want)
 			}
+			// envd's order: depth first, by name, a directory before what it holds.
+			if err := os.WriteFile(filepath.Join(dir, "z.txt"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			ls, err := fc.ListDir(ctx, connect.NewRequest(&pb.ListDirRequest{Path: dir, Depth: 3}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var order []string
+			for _, en := range ls.Msg.GetEntries() {
+				rel, _ := filepath.Rel(dir, en.GetPath())
+				order = append(order, rel)
+			}
+			if want := []string{"a", "a/b", "a/b/f.txt", "a/b/link", "z.txt"}; !slices.Equal(order, want) {
+				t.Errorf("order: %v, want %v", order, want)
+			}
+			if err := os.Remove(filepath.Join(dir, "z.txt")); err != nil {
+				t.Fatal(err)
+			}
 
 			dst := filepath.Join(dir, "moved.txt")
 			mv, err := fc.Move(ctx, connect.NewRequest(&pb.MoveRequest{Source: filepath.Join(sub, "f.txt"), Destination: dst}))

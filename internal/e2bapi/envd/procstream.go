@@ -135,20 +135,28 @@ func (s *processService) follow(ctx context.Context, h http.Header, req api.Proc
 	return s.relay(ctx, h, st, req.Pid, pty, send)
 }
 
+// pausePoll is how often a silent stream asks whether its sandbox was
+// paused (a freeze leaves the agent's stream open and silent).
+const pausePoll = 2 * time.Second
+
 // relay sends the start event of process pid, then st's output as data
 // events (pty ones for a terminal), a keepalive whenever nothing else was
-// sent for the client's interval, and its end.
+// sent for the client's interval, and its end. A stream whose sandbox is
+// paused under it (by a call or at the end of its lifetime) is cut, as
+// E2B's are.
 func (s *processService) relay(ctx context.Context, h http.Header, st *functions.Stream, pid int, pty bool, send func(*pb.ProcessEvent) error) error {
 	start := &pb.ProcessEvent_Start{Start: &pb.ProcessEvent_StartEvent{Pid: uint32(pid)}}
 	if err := send(&pb.ProcessEvent{Event: start}); err != nil {
 		return err
 	}
-	keepalive := keepaliveOf(h)
+	keepalive, sent := keepaliveOf(h), time.Now()
 	for {
-		ev, err := nextOrIdle(ctx, st, keepalive)
+		ev, err := nextOrIdle(ctx, st, min(keepalive, pausePoll))
 		switch {
 		case errors.Is(err, errIdle):
-			err = send(&pb.ProcessEvent{Event: &pb.ProcessEvent_Keepalive{Keepalive: &pb.ProcessEvent_KeepAlive{}}})
+			if err = s.notPaused(ctx, h); err == nil && time.Since(sent) >= keepalive {
+				err, sent = send(&pb.ProcessEvent{Event: &pb.ProcessEvent_Keepalive{Keepalive: &pb.ProcessEvent_KeepAlive{}}}), time.Now()
+			}
 		case errors.Is(err, io.EOF):
 			end, ok := st.Result().(api.ProcessInfo)
 			if !ok {
@@ -156,13 +164,28 @@ func (s *processService) relay(ctx context.Context, h http.Header, st *functions
 			}
 			return send(&pb.ProcessEvent{Event: &pb.ProcessEvent_End{End: endEvent(end)}})
 		case err == nil:
-			err = sendData(ev, pty, send)
+			err, sent = sendData(ev, pty, send), time.Now()
 		}
 		if err != nil {
 			abortIfGone(err)
 			return connectError(err)
 		}
 	}
+}
+
+// notPaused is S005 when the sandbox of a stream's request (h) is paused
+// or pausing; nil otherwise, or when it cannot be asked (the stream's own
+// error then tells).
+func (s *processService) notPaused(ctx context.Context, h http.Header) error {
+	sc, err := scopeOf(h, "")
+	if err != nil {
+		return nil
+	}
+	info, err := functions.Call[api.SandboxInfo](ctx, s.t, api.FnGet, api.GetRequest{SandboxID: sc.sandbox})
+	if err == nil && (info.State == "paused" || info.State == "pausing") {
+		return errdefs.New(errdefs.CodePaused, "sandbox %s was paused", sc.sandbox)
+	}
+	return nil
 }
 
 // sendData sends an stdout or stderr event of the output stream.

@@ -69,7 +69,15 @@ func TestEntryOwnership(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink("f", filepath.Join(dir, "link")); err != nil {
+	// As envd's, a target is the path the link resolves to in the end
+	// (link → link2 → f), or the link's own path when it does not resolve.
+	for name, target := range map[string]string{"link2": "f", "link": "link2", "dangling": "nope"} {
+		if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	real, err := filepath.EvalSymlinks(filepath.Join(dir, "f"))
+	if err != nil {
 		t.Fatal(err)
 	}
 	fs := e.fs(nil)
@@ -77,16 +85,17 @@ func TestEntryOwnership(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if en := st.Msg.GetEntry(); en.GetOwner() != me.Username || en.GetGroup() != group.Name || en.GetSymlinkTarget() != "f" {
-		t.Fatalf("stat: owner %q group %q target %q, want %q %q f", en.GetOwner(), en.GetGroup(), en.GetSymlinkTarget(), me.Username, group.Name)
+	if en := st.Msg.GetEntry(); en.GetOwner() != me.Username || en.GetGroup() != group.Name || en.GetSymlinkTarget() != real {
+		t.Fatalf("stat: owner %q group %q target %q, want %q %q %q", en.GetOwner(), en.GetGroup(), en.GetSymlinkTarget(), me.Username, group.Name, real)
 	}
 	ls, err := fs.ListDir(testCtx(t), connect.NewRequest(&pb.ListDirRequest{Path: dir, Depth: 1}))
 	if err != nil {
 		t.Fatal(err)
 	}
+	want := map[string]string{"f": "", "link": real, "link2": real, "dangling": filepath.Join(dir, "dangling")}
 	for _, en := range ls.Msg.GetEntries() {
-		if en.GetOwner() != me.Username || en.GetGroup() != group.Name || (en.GetName() == "f") != (en.SymlinkTarget == nil) {
-			t.Errorf("list: %s owner %q group %q target %v", en.GetName(), en.GetOwner(), en.GetGroup(), en.SymlinkTarget)
+		if en.GetOwner() != me.Username || en.GetGroup() != group.Name || en.GetSymlinkTarget() != want[en.GetName()] {
+			t.Errorf("list: %s owner %q group %q target %q, want %q", en.GetName(), en.GetOwner(), en.GetGroup(), en.GetSymlinkTarget(), want[en.GetName()])
 		}
 	}
 }

@@ -56,6 +56,12 @@ type Sandbox[S any] struct {
 	OnIdle string
 }
 
+// pauses reports whether sb's on_idle pauses it (at any depth) rather
+// than stopping it.
+func (sb Sandbox[S]) pauses() bool {
+	return sb.OnIdle == api.OnIdlePause || sb.OnIdle == api.OnIdlePauseFiles
+}
+
 // Core is what the reaper asks of its owner.
 type Core[S any] interface {
 	// Sandboxes lists every sandbox the core holds, live or stopped.
@@ -63,9 +69,10 @@ type Core[S any] interface {
 	// Stop ends s with end (the first end wins) and tears it down in the
 	// background; the channel closes when the teardown is over.
 	Stop(s S, end runtime.End) <-chan struct{}
-	// CanPause reports whether s's runtime can pause.
+	// CanPause reports whether s's runtime can pause it as its on_idle
+	// says.
 	CanPause(s S) bool
-	// Pause pauses s.
+	// Pause pauses s as its on_idle says.
 	Pause(s S) error
 	// Forget drops s, stopped, from the core and its store.
 	Forget(s S) error
@@ -189,7 +196,7 @@ func (r *Reaper[S]) Reap(now time.Time) {
 			continue
 		}
 		if !sb.ExpiresAt.IsZero() && !now.Before(sb.ExpiresAt) {
-			if sb.OnIdle == api.OnIdlePause && r.core.CanPause(sb.S) {
+			if sb.pauses() && r.core.CanPause(sb.S) {
 				expiredPause = append(expiredPause, sb) // its resume starts a new lifetime
 			} else {
 				ends[sb.S] = EndLifetime
@@ -223,7 +230,7 @@ func (r *Reaper[S]) Reap(now time.Time) {
 		}
 		r.log.Info("reaping idle sandbox", "sandbox", sb.ID, "idle_timeout_secs", sb.IdleTimeoutSecs,
 			"idle_secs", int64(now.Sub(sb.IdleSince).Seconds()), "exec_in_flight", sb.Execs, "on_idle", sb.OnIdle)
-		if sb.OnIdle == api.OnIdlePause && r.core.CanPause(sb.S) {
+		if sb.pauses() && r.core.CanPause(sb.S) {
 			r.pause(sb)
 			continue
 		}

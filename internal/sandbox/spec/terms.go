@@ -3,6 +3,7 @@ package spec
 import (
 	"regexp"
 
+	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/safetext"
@@ -64,4 +65,47 @@ func CheckMetadata(field string, md map[string]string) error {
 		}
 	}
 	return nil
+}
+
+// Terms are the parts of a create that rule a sandbox's life rather than
+// its resources: its name, idle timeout and what idleness does, its
+// absolute lifetime, auto-resume and metadata. A create checks them once
+// and both of its paths (a boot, a warm pool claim) write them into the
+// sandbox's record.
+type Terms struct {
+	Name        string
+	IdleSecs    uint64
+	OnIdle      string
+	AutoResume  bool
+	TimeoutSecs uint64
+	Metadata    map[string]string
+}
+
+// CreateTerms checks the life terms of a create, whose idle timeout is
+// defaultIdleSecs when it names none: S001 names the field.
+func CreateTerms(req api.CreateRequest, defaultIdleSecs uint64) (Terms, error) {
+	if len(req.Name) > 128 {
+		return Terms{}, errdefs.Malformed("name is longer than 128 bytes")
+	}
+	idle, err := IdleTimeout(req.IdleTimeoutSecs, defaultIdleSecs)
+	if err != nil {
+		return Terms{}, err
+	}
+	switch req.OnIdle {
+	case "", api.OnIdleStop, api.OnIdlePause, api.OnIdlePauseFiles:
+	default:
+		return Terms{}, errdefs.Malformed("on_idle must be %q, %q or %q, got %q", api.OnIdleStop, api.OnIdlePause, api.OnIdlePauseFiles, Clip(req.OnIdle, 32))
+	}
+	if err := CheckLifetime(req.TimeoutSecs, true); err != nil {
+		return Terms{}, err
+	}
+	if err := CheckMetadata("metadata", req.Metadata); err != nil {
+		return Terms{}, err
+	}
+	onIdle := req.OnIdle
+	if onIdle == "" {
+		onIdle = api.OnIdleStop
+	}
+	return Terms{Name: req.Name, IdleSecs: idle, OnIdle: onIdle, AutoResume: req.AutoResume,
+		TimeoutSecs: req.TimeoutSecs, Metadata: req.Metadata}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 )
@@ -71,5 +72,17 @@ func TestCheckMetadata(t *testing.T) {
 		if err := CheckMetadata("metadata", md); !errdefs.Is(err, errdefs.CodeMalformed) || !strings.Contains(err.Error(), "metadata") {
 			t.Errorf("%s: %v, want S001 naming metadata", name, err)
 		}
+	}
+}
+
+func TestCreateTermsOnIdle(t *testing.T) {
+	for onIdle, want := range map[string]string{"": api.OnIdleStop, api.OnIdlePause: api.OnIdlePause, api.OnIdlePauseFiles: api.OnIdlePauseFiles} {
+		got, err := CreateTerms(api.CreateRequest{OnIdle: onIdle}, 60)
+		if err != nil || got.OnIdle != want || got.IdleSecs != 60 {
+			t.Errorf("on_idle %q: %+v, %v", onIdle, got, err)
+		}
+	}
+	if _, err := CreateTerms(api.CreateRequest{OnIdle: "hibernate"}, 60); !errdefs.Is(err, errdefs.CodeMalformed) {
+		t.Errorf("on_idle hibernate: %v; want S001", err)
 	}
 }
