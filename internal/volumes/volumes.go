@@ -505,6 +505,7 @@ func (s *Store) Acquire(owner, user string, names []string) ([]Use, error) {
 			s.releaseLocked(user)
 			return nil, fmt.Errorf("mounting volume %s: %w", v.rec.Name, err)
 		}
+		failpoint.Hit("volume.attach.after-mount")
 		v.users[user] = struct{}{}
 		uses = append(uses, Use{Name: v.rec.Name, Dir: s.mountOf(v)})
 	}
