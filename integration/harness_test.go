@@ -91,12 +91,23 @@ func startDaemonWithAgent(t *testing.T, cfg, agentPath string) *daemon {
 // for a caller that checked what its runtime needs.
 func launchDaemon(t *testing.T, cfg, agentPath string) *daemon {
 	t.Helper()
+	return launchDaemonAt(t, cfg, agentPath, "")
+}
+
+// launchDaemonAt is launchDaemon on data dir dataDir ("" for a new one
+// under the test's temporary dir; issue 38: the disk-full test's is on a
+// small file system).
+func launchDaemonAt(t *testing.T, cfg, agentPath, dataDir string) *daemon {
+	t.Helper()
 	dir := t.TempDir()
+	if dataDir == "" {
+		dataDir = filepath.Join(dir, "data")
+	}
 	cfgPath := filepath.Join(dir, "config.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	d := &daemon{t: t, dataDir: filepath.Join(dir, "data"), cfgPath: cfgPath, agentPath: agentPath}
+	d := &daemon{t: t, dataDir: dataDir, cfgPath: cfgPath, agentPath: agentPath}
 	d.start()
 	t.Cleanup(func() {
 		d.terminate()

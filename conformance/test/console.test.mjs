@@ -229,6 +229,15 @@ test('the console, driven in a browser as one of two owners', { timeout: BOOT_TI
       const text = document.querySelector('#daemon-summary')?.textContent ?? ''
       return text.includes('Runtime gvisor(systrap, default)') && text.includes('Sandbox capacity')
     }, WAIT)
+    // issue 38: 6: it shows the caller's use against each quota limit,
+    // as GET /v1/quota gives it.
+    const { items } = await call(aliceToken, 'GET', '/v1/quota')
+    const sandboxes = items.find((it) => it.name === 'sandboxes')
+    await page.waitForFunction((n, used) => {
+      const rows = document.querySelectorAll('#quota tbody tr')
+      const row = document.querySelector('#quota tr[data-limit="sandboxes"]')
+      return rows.length === n && row?.children[1]?.textContent === String(used) && row.textContent.includes('quota.default.sandboxes')
+    }, WAIT, items.length, sandboxes.used)
   })
 
   await t.test('says so for a sandbox id it does not know, or another owner\'s', async () => {

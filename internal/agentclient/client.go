@@ -135,8 +135,14 @@ type Client struct {
 // the sandbox's side ends the session (see Err).
 func Dial(conn io.ReadWriteCloser, opts Options) (*Client, error) {
 	opts = opts.withDefaults()
-	sess, err := yamux.Client(agentv1.CoalesceFrames(conn), agentv1.SessionConfig(opts.Logger))
+	life, end := context.WithCancelCause(context.Background())
+	guard := &pingGuard{ReadWriteCloser: conn, over: func() {
+		opts.Logger.Warn("the sandbox sent more yamux pings than allowed; ending its session", "max", MaxPings)
+		end(errTooManyPings)
+	}}
+	sess, err := yamux.Client(agentv1.CoalesceFrames(guard), agentv1.SessionConfig(opts.Logger))
 	if err != nil {
+		end(ErrClosed)
 		conn.Close()
 		return nil, fmt.Errorf("starting yamux session: %w", err)
 	}
@@ -170,10 +176,10 @@ func Dial(conn io.ReadWriteCloser, opts Options) (*Client, error) {
 		}),
 	)
 	if err != nil {
+		end(ErrClosed)
 		sess.Close()
 		return nil, fmt.Errorf("creating grpc client: %w", err)
 	}
-	life, end := context.WithCancelCause(context.Background())
 	c := &Client{
 		opts: opts,
 		sess: sess,

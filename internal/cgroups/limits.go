@@ -18,6 +18,8 @@ type Limits struct {
 	// CPUQuotaUs of every CPUPeriodUs is the CPU time the cgroup may use.
 	CPUQuotaUs  int64
 	CPUPeriodUs uint64
+	// Pids is the most tasks (processes and threads) of the cgroup.
+	Pids int64
 }
 
 // SetLimits changes the limits of the existing cgroup rel, the way runc and
@@ -36,6 +38,11 @@ func (l Layout) SetLimits(rel string, lim Limits) error {
 	if lim.CPUQuotaUs > 0 && lim.CPUPeriodUs > 0 {
 		if err := l.setCPU(rel, lim.CPUQuotaUs, lim.CPUPeriodUs); err != nil {
 			return fmt.Errorf("setting cpu limit of cgroup %s: %w", rel, err)
+		}
+	}
+	if lim.Pids > 0 {
+		if err := l.setPids(rel, lim.Pids); err != nil {
+			return fmt.Errorf("setting pids limit of cgroup %s: %w", rel, err)
 		}
 	}
 	return nil

@@ -29,6 +29,10 @@ type QuotaLimits struct {
 	Ports int `yaml:"ports" json:"ports"`
 	// Jobs bounds the jobs queued or running.
 	Jobs int `yaml:"jobs" json:"jobs"`
+	// Processes bounds the processes running across the owner's live
+	// sandboxes (every one the sandbox lists, but exited ones): an exec or
+	// a process start past it is refused.
+	Processes int `yaml:"processes" json:"processes"`
 }
 
 // QuotaOf returns owner's limits.
@@ -48,7 +52,7 @@ func (c *Config) validateQuota() []error {
 	var errs []error
 	check := func(key string, l QuotaLimits) {
 		for name, v := range map[string]int{"sandboxes": l.Sandboxes, "cpus": l.CPUs, "snapshots": l.Snapshots,
-			"templates": l.Templates, "volumes": l.Volumes, "ports": l.Ports, "jobs": l.Jobs} {
+			"templates": l.Templates, "volumes": l.Volumes, "ports": l.Ports, "jobs": l.Jobs, "processes": l.Processes} {
 			if v < 0 {
 				errs = append(errs, fmt.Errorf("%s.%s must be 0 (no limit) or more, got %d", key, name, v))
 			}

@@ -9,6 +9,8 @@ package errdefs
 import (
 	"errors"
 	"fmt"
+	"strings"
+	"syscall"
 )
 
 // Class is the category of an error; it decides transport mappings.
@@ -83,6 +85,7 @@ const (
 	CodeUnsupported     Code = "S302" // the runtime lacks the ability asked for (hutch's own)
 	CodeCapacity        Code = "S400" // capacity or per-image cap exceeded
 	CodeQuota           Code = "S401" // issue 38: an owner's quota reached (hutch's own)
+	CodeDiskFull        Code = "S402" // issue 38: the daemon's disk is full (hutch's own)
 	CodeInternal        Code = "S500" // a bug or host failure outside the contract
 )
 
@@ -161,7 +164,8 @@ var codeInfo = map[Code]struct {
 	CodeShuttingDown:    {ClassTransient, KindUnavailable, true},
 	CodeUnsupported:     {ClassPlatform, KindPrecondition, false},
 	CodeCapacity:        {ClassConfig, KindCapacity, false},
-	CodeQuota:           {ClassConfig, KindCapacity, false}, // issue 38
+	CodeQuota:           {ClassConfig, KindCapacity, false},     // issue 38
+	CodeDiskFull:        {ClassPlatform, KindUnavailable, true}, // issue 38
 	CodeInternal:        {ClassInternal, KindInternal, false},
 }
 
@@ -180,7 +184,7 @@ func Codes() []Code {
 		CodeGitNotRepo, CodeGitAuth, CodeGitNoRemote, CodeGitConflict, CodeGitNothing, CodeGitFailed,
 		CodeNoSecret, // issue 37
 		CodeBootFailed, CodeShuttingDown, CodeUnsupported, CodeCapacity, CodeInternal,
-		CodeQuota, // issue 38
+		CodeQuota, CodeDiskFull, // issue 38
 	}
 }
 
@@ -240,21 +244,55 @@ func (e *Error) WithFix(fix map[string]any, note string) *Error {
 // Malformed is S001: a request the caller must fix.
 func Malformed(format string, args ...any) *Error { return New(CodeMalformed, format, args...) }
 
+// Because sets e's underlying cause, kept out of its message (a runtime's
+// output, say), and returns e.
+func (e *Error) Because(err error) *Error {
+	e.Err = err
+	return e
+}
+
 // As returns the *Error in err's chain, or a CodeInternal error wrapping err.
 // When err wraps that *Error with context of its own ("recording sandbox X:
 // %w"), the result is a copy whose message is err's whole message, so the
-// outer context is never lost.
+// outer context is never lost. A host failure (S500, S300, S102) whose
+// cause is a full disk is S402 (DiskFull).
 func As(err error) *Error {
 	var e *Error
 	if !errors.As(err, &e) {
-		return &Error{Code: CodeInternal, Message: err.Error(), Err: err}
-	}
-	if msg := err.Error(); msg != e.Error() {
+		e = &Error{Code: CodeInternal, Message: err.Error(), Err: err}
+	} else if msg := err.Error(); msg != e.Error() {
 		c := *e
 		c.Message, c.Err = msg, err
-		return &c
+		e = &c
+	}
+	switch e.Code {
+	case CodeInternal, CodeBootFailed, CodeImagePull:
+		if diskFull(err) {
+			return DiskFull(e)
+		}
 	}
 	return e
+}
+
+// DiskFull is S402 for cause, a host failure for want of disk space.
+func DiskFull(cause error) *Error {
+	return (&Error{Code: CodeDiskFull, Message: "the daemon's disk is full: " + cause.Error(), Err: cause}).
+		WithFix(nil, "free space on the daemon's data dir (delete snapshots, templates, volumes or unused images), then retry")
+}
+
+// diskFull reports whether err, or an error in its chain, is ENOSPC or
+// EDQUOT, or says so in its text (a runtime's output carries no errno).
+func diskFull(err error) bool {
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return true
+	}
+	for ; err != nil; err = errors.Unwrap(err) {
+		msg := strings.ToLower(err.Error())
+		if strings.Contains(msg, syscall.ENOSPC.Error()) || strings.Contains(msg, syscall.EDQUOT.Error()) {
+			return true
+		}
+	}
+	return false
 }
 
 // CodeOf returns the S-code of err, CodeInternal when it has none.

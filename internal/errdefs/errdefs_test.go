@@ -3,6 +3,9 @@ package errdefs
 import (
 	"errors"
 	"fmt"
+	"os"
+	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -67,5 +70,33 @@ func TestCodesListsEveryCode(t *testing.T) {
 		if !seen[c] {
 			t.Errorf("%s has a class but is not in Codes()", c)
 		}
+	}
+}
+
+// TestDiskFull: a host failure caused by a full disk is S402, by errno or
+// by a runtime's text; the cause's text stays out of a message that hid it;
+// other codes keep theirs (issue 38: 2).
+func TestDiskFull(t *testing.T) {
+	hidden := New(CodeInternal, "checkpointing failed").Because(errors.New("runsc: statefile: no space left on device"))
+	for _, err := range []error{
+		fmt.Errorf("writing config.json: %w", &os.PathError{Op: "write", Path: "f", Err: syscall.ENOSPC}),
+		Wrap(CodeBootFailed, syscall.ENOSPC, "starting"),
+		hidden,
+		fmt.Errorf("mkfs.ext4: No space left on device"),
+	} {
+		e := As(err)
+		if e.Code != CodeDiskFull || !e.Code.Retryable() || !strings.HasPrefix(e.Message, "the daemon's disk is full: ") {
+			t.Errorf("As(%v) = %s %q", err, e.Code, e.Message)
+		}
+	}
+	if e := As(hidden); strings.Contains(e.Message, "runsc") {
+		t.Errorf("the hidden cause reached the message: %q", e.Message)
+	}
+	fsErr := New(CodeFSIO, "write /var/big: no space left on device")
+	if c := CodeOf(fsErr); c != CodeFSIO {
+		t.Errorf("a sandbox's own ENOSPC: %s, want S216", c)
+	}
+	if c := CodeOf(errors.New("boom")); c != CodeInternal {
+		t.Errorf("a plain error: %s", c)
 	}
 }

@@ -408,8 +408,39 @@ func (l *Log) flush() {
 		return nil
 	})
 	if err != nil {
-		l.opts.Logger.Error("writing the event log", "err", err)
+		// A full disk, say (issue 38: 2): the events stay in memory and the
+		// next flush tries again. Only those still kept are queued again,
+		// so a long failure holds no more than the log's bounds.
+		l.opts.Logger.Error("writing the event log; will retry", "err", err, "events", len(batch))
+		l.requeue(batch, dropped, gone)
 	}
+}
+
+// requeue puts a failed flush's events and deletions back in front of
+// those added since, leaving out the events dropped meanwhile (never
+// written, so no deletion is needed either).
+func (l *Log) requeue(batch []Event, dropped []uint64, gone map[uint64]bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, id := range l.dropped {
+		gone[id] = true
+	}
+	unwritten := make(map[uint64]bool, len(batch))
+	var keep []Event
+	for _, e := range batch {
+		unwritten[e.ID] = true
+		if !gone[e.ID] {
+			keep = append(keep, e)
+		}
+	}
+	l.pending = append(keep, l.pending...)
+	var del []uint64
+	for _, id := range append(dropped, l.dropped...) {
+		if !unwritten[id] {
+			del = append(del, id)
+		}
+	}
+	l.dropped = del
 }
 
 func key(id uint64) []byte { return binary.BigEndian.AppendUint64(nil, id) }

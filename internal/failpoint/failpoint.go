@@ -3,6 +3,7 @@
 package failpoint
 
 import (
+	"io"
 	"os"
 	"syscall"
 )
@@ -21,3 +22,25 @@ func Hit(name string) {
 
 // Enabled reports whether this binary was built with failpoints.
 const Enabled = true
+
+// Reader returns r, or, when name is the armed point, r that kills this
+// process once its first bytes were read: a crash in the middle of a stream.
+func Reader(name string, r io.Reader) io.Reader {
+	if armed == "" || name != armed {
+		return r
+	}
+	return crashReader{r, name}
+}
+
+type crashReader struct {
+	io.Reader
+	name string
+}
+
+func (c crashReader) Read(p []byte) (int, error) {
+	n, err := c.Reader.Read(p)
+	if n > 0 {
+		Hit(c.name)
+	}
+	return n, err
+}

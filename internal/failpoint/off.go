@@ -7,8 +7,13 @@
 // $HUTCH_FAILPOINT. In every other build Hit does nothing and costs a call.
 package failpoint
 
+import "io"
+
 // Hit does nothing: this binary was built without failpoints.
 func Hit(string) {}
 
 // Enabled reports whether this binary was built with failpoints.
 const Enabled = false
+
+// Reader returns r: this binary was built without failpoints.
+func Reader(_ string, r io.Reader) io.Reader { return r }

@@ -29,6 +29,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/envelope"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/events"
+	"github.com/hutch-dev/hutch/internal/failpoint"
 )
 
 // Sandboxes is what jobs run on: the sandbox manager.
@@ -546,6 +547,7 @@ func (r *Runner) attempt(ctx context.Context, j *job) (*api.ExecResponse, string
 			return nil, "", err
 		}
 		id = created.SandboxID
+		failpoint.Hit("job.after-create")
 		r.mu.Lock()
 		j.rec.Info.SandboxID = id
 		r.mu.Unlock()

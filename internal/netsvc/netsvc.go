@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hutch-dev/hutch/internal/failpoint"
 	"github.com/hutch-dev/hutch/internal/netplumb"
 	"github.com/hutch-dev/hutch/internal/runtime"
 )
@@ -121,6 +122,7 @@ func (s *Service) Attach(ctx context.Context, id string, ports []uint16, e netpl
 	if err != nil {
 		return nil, fmt.Errorf("setting up the network: %w", err)
 	}
+	failpoint.Hit("network.after-setup")
 	resolv := filepath.Join(dir, resolvConfName)
 	if err := os.WriteFile(resolv, lease.ResolvConf, 0o644); err != nil {
 		_ = s.net.Teardown(ctx, id)

@@ -1,7 +1,7 @@
 // Package quota keeps each owner within the limits of the daemon's quota
 // block (issue 38): live sandboxes and their cpus and memory, snapshots
-// and their bytes, templates, volumes and their sizes, exposed ports and
-// queued jobs. The function table asks Admit before every call (see
+// and their bytes, templates, volumes and their sizes, exposed ports,
+// queued jobs and running processes. The function table asks Admit before every call (see
 // functions.Quota); a call that would pass a limit is refused with S401
 // naming the limit and its use. Use is counted from the services the
 // table itself calls (what the owner holds now) plus what admitted calls
@@ -51,6 +51,7 @@ type use struct {
 	snapshots, snapshotBytes     uint64
 	templates, volumes, volumeMB uint64
 	ports, jobs                  uint64
+	processes                    uint64
 }
 
 func (u *use) add(v use, sign int) {
@@ -71,6 +72,7 @@ func (u *use) add(v use, sign int) {
 	f(&u.volumeMB, v.volumeMB)
 	f(&u.ports, v.ports)
 	f(&u.jobs, v.jobs)
+	f(&u.processes, v.processes)
 }
 
 // New returns the quotas of cfg over the services of deps (those the
@@ -118,6 +120,7 @@ var items = []item{
 	{"volume_mb", func(u use) uint64 { return u.volumeMB }, func(l config.QuotaLimits) uint64 { return l.VolumeMB }},
 	{"ports", func(u use) uint64 { return u.ports }, func(l config.QuotaLimits) uint64 { return uint64(max(l.Ports, 0)) }},
 	{"jobs", func(u use) uint64 { return u.jobs }, func(l config.QuotaLimits) uint64 { return uint64(max(l.Jobs, 0)) }},
+	{"processes", func(u use) uint64 { return u.processes }, func(l config.QuotaLimits) uint64 { return uint64(max(l.Processes, 0)) }},
 }
 
 // key is the config key of limit name for owner.
@@ -200,6 +203,15 @@ func (s *Service) adds(ctx context.Context, req any) (use, error) {
 	}
 	switch r := req.(type) {
 	case api.CreateRequest:
+		if r.Template != "" && s.deps.Snapshots != nil && (r.CPUs == 0 || r.MemoryMB == 0) {
+			// A create from a template takes the template's shape for what
+			// the request leaves out.
+			tm, err := s.deps.Snapshots.GetTemplate(ctx, api.TemplateRequest{Name: r.Template})
+			if err != nil {
+				return use{}, err
+			}
+			return sandbox(cmpOr(r.CPUs, tm.CPUs), cmpOr(r.MemoryMB, tm.MemoryMB), 1), nil
+		}
 		return sandbox(r.CPUs, r.MemoryMB, 1), nil
 	case api.RunRequest:
 		return sandbox(0, 0, 1), nil
@@ -219,6 +231,8 @@ func (s *Service) adds(ctx context.Context, req any) (use, error) {
 		return use{ports: 1}, nil
 	case api.JobSubmitRequest:
 		return use{jobs: 1}, nil
+	case api.ExecRequest, api.ProcessStartRequest:
+		return use{processes: 1}, nil
 	}
 	return use{}, nil
 }
@@ -247,7 +261,7 @@ func (s *Service) held(ctx context.Context, l config.QuotaLimits, all bool) (use
 		return false
 	}
 	var live []api.SandboxInfo
-	if s.deps.Sandboxes != nil && want(uint64(l.Sandboxes), uint64(l.CPUs), l.MemoryMB, uint64(l.Ports)) {
+	if s.deps.Sandboxes != nil && want(uint64(l.Sandboxes), uint64(l.CPUs), l.MemoryMB, uint64(l.Ports), uint64(l.Processes)) {
 		list, err := s.deps.Sandboxes.List(ctx, api.ListRequest{})
 		if err != nil {
 			return u, fmt.Errorf("counting sandboxes for the quota: %w", err)
@@ -296,6 +310,19 @@ func (s *Service) held(ctx context.Context, l config.QuotaLimits, all bool) (use
 				continue // the sandbox ended meanwhile
 			}
 			u.ports += uint64(len(list.Ports))
+		}
+	}
+	if s.deps.Processes != nil && want(uint64(l.Processes)) {
+		for _, sb := range live {
+			list, err := s.deps.Processes.ListProcesses(ctx, api.ProcessListRequest{SandboxID: sb.SandboxID})
+			if err != nil {
+				continue // the sandbox ended meanwhile
+			}
+			for _, p := range list.Processes {
+				if p.State != "Z" {
+					u.processes++
+				}
+			}
 		}
 	}
 	if s.deps.Jobs != nil && want(uint64(l.Jobs)) {

@@ -109,7 +109,7 @@ func (h handle) Checkpoint(dir string) error {
 			return err
 		}
 		m.log.Error("checkpointing", "sandbox", sb.rec.ID, "err", err)
-		return errdefs.New(errdefs.CodeInternal, "checkpointing sandbox %s failed", sb.rec.ID)
+		return errdefs.New(errdefs.CodeInternal, "checkpointing sandbox %s failed", sb.rec.ID).Because(err)
 	}
 	m.log.Debug("checkpoint written", "sandbox", sb.rec.ID, "ms", time.Since(start).Milliseconds())
 	return nil
@@ -175,7 +175,7 @@ func (h handle) CaptureLayer(file string) error {
 	defer cancel()
 	if err := lc.CaptureLayer(ctx, file); err != nil {
 		h.m.log.Error("capturing a layer", "sandbox", sb.rec.ID, "err", err)
-		return errdefs.New(errdefs.CodeInternal, "capturing the files of sandbox %s failed", sb.rec.ID)
+		return errdefs.New(errdefs.CodeInternal, "capturing the files of sandbox %s failed", sb.rec.ID).Because(err)
 	}
 	return nil
 }

@@ -497,6 +497,7 @@ func launch(ctx context.Context, rt runtime.Runtime, spec runtime.Spec, from *Or
 		return nil, unsupported(rt.Name(), "restore sandboxes from checkpoints")
 	}
 	inst, err := r.Restore(ctx, spec, from.Checkpoint)
+	failpoint.Hit("restore.after-restore")
 	if err != nil {
 		return nil, errdefs.Wrap(errdefs.CodeBootFailed, err, "restoring sandbox "+spec.ID)
 	}

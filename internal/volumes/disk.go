@@ -15,7 +15,7 @@ import (
 // loopControl is the kernel's loop device allocator.
 const loopControl = "/dev/loop-control"
 
-// ext4Disks makes each volume an ext4 file system in a sparse file and
+// ext4Disks makes each volume an ext4 file system in an allocated file and
 // mounts it through a loop device that frees itself once unmounted
 // (LO_FLAGS_AUTOCLEAR), so no loop device outlives its mount.
 type ext4Disks struct{}
@@ -33,7 +33,7 @@ func (ext4Disks) Check() error {
 	return nil
 }
 
-// Make creates file sparse, formats it as ext4 with no blocks reserved
+// Make creates file with its whole size allocated, formats it as ext4 with no blocks reserved
 // for root (size_mb is what every user may write), and leaves its root
 // directory empty (no lost+found) and writable by every user of the
 // sandboxes.
@@ -47,17 +47,21 @@ func (ext4Disks) Make(file string, sizeMB uint64) (err error) {
 			os.Remove(file)
 		}
 	}()
-	err = f.Truncate(int64(sizeMB) << 20)
+	// Allocated, not sparse (issue 38: 2): a volume's writes never need
+	// more of the host's disk, so a full host disk fails the create (ENOSPC,
+	// S402), not a write into the volume later (the loop device would lose it).
+	err = unix.Fallocate(int(f.Fd()), 0, 0, int64(sizeMB)<<20)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		return err
 	}
+	// No discard: it would punch the allocation back out of the file.
 	// 4 KiB blocks: a file system of smaller ones does not mount on the
 	// loop device's 4 KiB sectors.
 	out, err := exec.Command("mkfs.ext4", "-q", "-F", "-m", "0", "-b", "4096",
-		"-E", "lazy_itable_init=1,lazy_journal_init=1,root_owner=0:0", file).CombinedOutput()
+		"-E", "lazy_itable_init=1,lazy_journal_init=1,root_owner=0:0,nodiscard", file).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("mkfs.ext4: %v: %s", err, strings.TrimSpace(string(out)))
 	}
@@ -81,7 +85,8 @@ func (ext4Disks) Make(file string, sizeMB uint64) (err error) {
 }
 
 // Mount attaches file to a free loop device and mounts it on dir
-// (nosuid, nodev; discard gives deleted blocks back to the host).
+// (nosuid, nodev; no discard, so deleted blocks stay the volume's and a
+// write never needs the host's disk again).
 func (ext4Disks) Mount(file, dir string) error {
 	f, err := os.OpenFile(file, os.O_RDWR, 0)
 	if err != nil {
@@ -99,7 +104,7 @@ func (ext4Disks) Mount(file, dir string) error {
 	// mount as its only user, so unmounting frees it (autoclear). A failed
 	// mount frees it here.
 	defer dev.Close()
-	if err := unix.Mount(dev.Name(), dir, "ext4", unix.MS_NOSUID|unix.MS_NODEV, "discard"); err != nil {
+	if err := unix.Mount(dev.Name(), dir, "ext4", unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
 		return fmt.Errorf("mounting %s (%s) on %s: %w", file, dev.Name(), dir, err)
 	}
 	return nil

@@ -1,5 +1,5 @@
-// Package volumes keeps the owners' named volumes: one sparse file per
-// volume holding an ext4 file system of the volume's size, so the size is
+// Package volumes keeps the owners' named volumes: one allocated file per
+// volume (a full host disk fails its create, never a write into it) holding an ext4 file system of the volume's size, so the size is
 // a real limit (ENOSPC past it), loop-mounted under the daemon's data dir
 // while a sandbox uses it. Records are kept in a JSON file beside the
 // disks; a volume's data outlives every sandbox and daemon restarts.
@@ -505,6 +505,7 @@ func (s *Store) Acquire(owner, user string, names []string) ([]Use, error) {
 			s.releaseLocked(user)
 			return nil, fmt.Errorf("mounting volume %s: %w", v.rec.Name, err)
 		}
+		failpoint.Hit("volume.attach.after-mount")
 		v.users[user] = struct{}{}
 		uses = append(uses, Use{Name: v.rec.Name, Dir: s.mountOf(v)})
 	}

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -104,8 +106,46 @@ func TestBootExecStop(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(r.sandboxDir(spec.ID), rwDiskName)); err != nil {
 		t.Errorf("no writable disk: %v", err)
 	}
+	// QEMU runs in a host cgroup with the VM's limits (issue 38: 5).
+	checkQEMUCgroup(t, r, inst.(*instance).cmd.Process.Pid, spec)
 	if err := inst.Destroy(ctx); err != nil {
 		t.Fatalf("Destroy: %v", err)
 	}
 	assertVMGone(t, r, spec.ID)
+	if r.cg.Exists(cgroupRel(spec.ID)) {
+		t.Errorf("QEMU's cgroup %s is left after Destroy", cgroupRel(spec.ID))
+	}
+}
+
+// checkQEMUCgroup checks that QEMU (pid) is in cgroup hutch/<id> of every
+// controller, with memory (guest plus overhead, no swap), cpu and pids
+// limits.
+func checkQEMUCgroup(t *testing.T, r *Runtime, pid int, spec runtime.Spec) {
+	t.Helper()
+	rel := cgroupRel(spec.ID)
+	read := func(ctrl, v1, v2 string) string {
+		name := v1
+		if r.cg.V2 {
+			name = v2
+		}
+		b, err := os.ReadFile(filepath.Join(r.cg.Path(ctrl, rel), name))
+		if err != nil {
+			t.Errorf("cgroup %s: %v", rel, err)
+		}
+		return strings.TrimSpace(string(b))
+	}
+	mem := strconv.Itoa(int(spec.MemoryMB+qemuOverheadMB) << 20)
+	want := map[string][2]string{
+		"memory": {read("memory", "memory.limit_in_bytes", "memory.max"), mem},
+		"cpu":    {read("cpu", "cpu.cfs_quota_us", "cpu.max"), map[bool]string{false: "100000", true: "100000 100000"}[r.cg.V2]},
+		"pids":   {read("pids", "pids.max", "pids.max"), strconv.Itoa(qemuTasks + 1)},
+	}
+	for ctrl, gw := range want {
+		if gw[0] != gw[1] {
+			t.Errorf("QEMU's %s limit: %q, want %q", ctrl, gw[0], gw[1])
+		}
+		if procs := read(ctrl, "cgroup.procs", "cgroup.procs"); !slices.Contains(strings.Fields(procs), strconv.Itoa(pid)) {
+			t.Errorf("QEMU (%d) is not in its %s cgroup: %q", pid, ctrl, procs)
+		}
+	}
 }

@@ -84,7 +84,7 @@ func (i *instance) Exit() runtime.End {
 func (i *instance) StderrTail() string { return i.console.String() }
 
 // Destroy kills QEMU (the VM holds nothing that must be saved: its
-// writable layer is discarded) and removes the
+// writable layer is discarded), removes its cgroup and then the
 // sandbox's directory, the last thing: whatever fails is left for
 // Reconcile to find by that directory. It is idempotent.
 func (i *instance) Destroy(ctx context.Context) error {
@@ -96,6 +96,10 @@ func (i *instance) Destroy(ctx context.Context) error {
 		if err := i.kill(ctx); err != nil {
 			// QEMU may still run: keep its directory (and pid file), by
 			// which Reconcile finds and kills it later.
+			i.destroyErr = err
+			return
+		}
+		if err := i.rt.cg.Remove(ctx, cgroupRel(i.id)); err != nil {
 			i.destroyErr = err
 			return
 		}

@@ -32,6 +32,7 @@ import (
 	"regexp"
 	"sync"
 
+	"github.com/hutch-dev/hutch/internal/cgroups"
 	"github.com/hutch-dev/hutch/internal/runtime"
 )
 
@@ -62,6 +63,7 @@ type Runtime struct {
 	kernel   guestKernel
 	stateDir string // absolute
 	log      *slog.Logger
+	cg       cgroups.Layout // issue 38: QEMU's cgroups (cgroup.go)
 
 	// prepareMu serializes the building of image disks.
 	prepareMu sync.Mutex
@@ -115,6 +117,10 @@ func newRuntime(opts runtime.Options, log *slog.Logger) (*Runtime, error) {
 	} else {
 		log.Info("microvm runtime runs under KVM", "why", why, "kernel", kernel.version)
 	}
+	cg, err := cgroups.Detect(cgroups.DefaultRoot)
+	if err != nil {
+		return nil, fmt.Errorf("microvm runtime: %w", err)
+	}
 	var tscKHz uint64
 	if accel == AccelTCG {
 		if cpuinfo, err := os.ReadFile("/proc/cpuinfo"); err == nil {
@@ -128,6 +134,7 @@ func newRuntime(opts runtime.Options, log *slog.Logger) (*Runtime, error) {
 		kernel:    kernel,
 		stateDir:  stateDir,
 		log:       log,
+		cg:        cg,
 		live:      map[string]*instance{},
 		initramfs: map[agentKey]string{},
 	}

@@ -85,6 +85,9 @@ func (r *Runtime) removeLeftover(ctx context.Context, id string) error {
 			}
 		}
 	}
+	if err := r.cg.Remove(ctx, cgroupRel(id)); err != nil {
+		return err
+	}
 	return os.RemoveAll(dir)
 }
 

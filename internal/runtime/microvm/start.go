@@ -124,6 +124,14 @@ func (r *Runtime) start(ctx context.Context, spec runtime.Spec, undo *cleanup.St
 			pidsMax: uint64(max(spec.PidsLimit, 0)), tscKHz: r.tscKHz, net: gnet,
 		}),
 	})
+	rel := cgroupRel(id)
+	if err := r.cg.Create(rel); err != nil {
+		return nil, err
+	}
+	undo.Push("removing the cgroup", func(ctx context.Context) error { return r.cg.Remove(ctx, rel) })
+	if err := r.cg.SetLimits(rel, qemuLimits(spec)); err != nil {
+		return nil, err
+	}
 	console := runtime.NewTailBuffer(consoleTailSize)
 	cmd := exec.Command(r.qemu, args...)
 	// QEMU runs in the sandbox's directory and binds its socket there by
@@ -141,6 +149,9 @@ func (r *Runtime) start(ctx context.Context, spec runtime.Spec, undo *cleanup.St
 	}
 	inst := newInstance(r, id, dir, cmd, console)
 	undo.Push("stopping qemu", func(ctx context.Context) error { return inst.kill(ctx) })
+	if err := r.cg.Join(rel, cmd.Process.Pid); err != nil {
+		return nil, err
+	}
 	if err := os.WriteFile(filepath.Join(dir, pidFileName), []byte(strconv.Itoa(cmd.Process.Pid)), 0o600); err != nil {
 		return nil, fmt.Errorf("writing the pid file: %w", err)
 	}

@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/hutch-dev/hutch/internal/agent/vmspec"
+	"github.com/hutch-dev/hutch/internal/cgroups"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/runtime"
 )
@@ -292,7 +293,7 @@ func TestCheckSpec(t *testing.T) {
 // TestReconcileLeftovers: a crashed daemon's sandbox directories go, and
 // the process a pid file names is killed only if it is that sandbox's.
 func TestReconcileLeftovers(t *testing.T) {
-	r := &Runtime{stateDir: t.TempDir(), live: map[string]*instance{}}
+	r := &Runtime{stateDir: t.TempDir(), live: map[string]*instance{}, cg: cgroups.Layout{Root: t.TempDir()}}
 	if err := mkdirs(r.sandboxesDir()); err != nil {
 		t.Fatal(err)
 	}

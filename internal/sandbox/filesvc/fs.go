@@ -21,6 +21,7 @@ import (
 	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
 	"github.com/hutch-dev/hutch/internal/agentclient"
 	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/failpoint"
 	"github.com/hutch-dev/hutch/internal/safetext"
 	"github.com/hutch-dev/hutch/internal/sandbox"
 	"github.com/hutch-dev/hutch/internal/sandbox/agenterr"
@@ -219,6 +220,7 @@ func (s *Service) Upload(ctx context.Context, req api.FsUploadRequest, body io.R
 	if err != nil {
 		return api.FsWriteResponse{}, err
 	}
+	body = failpoint.Reader("upload.mid-stream", body)
 	resp, err := sb.Agent().Upload(callCtx, &agentv1.FsUploadHeader{Path: p, Mode: mode, Parents: req.Parents, Metadata: req.Metadata}, body, sb.Touch)
 	if err != nil {
 		err = sb.FsFail(ctx, "write of "+p, err)

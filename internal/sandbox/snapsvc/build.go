@@ -30,6 +30,7 @@ import (
 	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
 	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/failpoint"
 	"github.com/hutch-dev/hutch/internal/safetext"
 	"github.com/hutch-dev/hutch/internal/sandbox"
 	"github.com/hutch-dev/hutch/internal/sandbox/spec"
@@ -807,6 +808,7 @@ func (b *build) finish(ss *stageState, old *templateRecord) (*templateRecord, er
 			return nil, err
 		}
 	}
+	failpoint.Hit("template.build.before-record")
 	s.mu.Lock()
 	err := s.templates.Put(rec.key(), rec)
 	s.mu.Unlock()

@@ -1,6 +1,7 @@
 // The daemon: version (/healthz), the Prometheus metrics it exposes
 // (/metrics: live sandboxes, warm pool, image cache, creates, stops,
-// errors) and its image catalog.
+// errors), its image catalog, and the caller's use against its quota
+// (/v1/quota, issue 38).
 import { api, request, every } from '../api.js'
 import { h, replace, bytes } from '../dom.js'
 
@@ -32,7 +33,9 @@ export async function render (root, _params, signal) {
   const summary = h('dl', { class: 'kv', id: 'daemon-summary' })
   const body = h('tbody')
   const catalog = h('tbody')
+  const quota = h('tbody')
   replace(root, h('h1', null, 'Daemon'), h('div', { class: 'panel' }, summary),
+    h('h2', null, 'Your quota'), h('table', { id: 'quota' }, h('thead', null, h('tr', null, h('th', null, 'Limit'), h('th', { class: 'num' }, 'Used'), h('th', { class: 'num' }, 'Of'), h('th', null, 'Config key'))), quota),
     h('h2', null, 'Catalog'), h('table', null, h('thead', null, h('tr', null, h('th', null, 'Image'), h('th', null, 'Kind'), h('th', null, 'Source'))), catalog),
     h('h2', null, 'Metrics'), h('table', { id: 'metrics' }, h('thead', null, h('tr', null, h('th', null, 'Metric'), h('th', null, 'Labels'), h('th', { class: 'num' }, 'Value'))), body))
 
@@ -41,6 +44,9 @@ export async function render (root, _params, signal) {
 
   every(5000, signal, async () => {
     const health = await api('GET', '/healthz', undefined, { signal })
+    const q = await api('GET', '/v1/quota', undefined, { signal })
+    replace(quota, q.items.map((it) => h('tr', { 'data-limit': it.name }, h('td', null, it.name), h('td', { class: 'num' }, String(it.used)),
+      h('td', { class: 'num' }, it.limit ? String(it.limit) : 'no limit'), h('td', { class: 'mono' }, it.key))))
     let metrics = []
     let note = null
     try {
