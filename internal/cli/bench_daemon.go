@@ -37,7 +37,13 @@ type privateDaemon struct {
 	// url and engineURL are where it serves.
 	url, engineURL string
 	exited         chan error
+	// beforeRemove, when set, runs once the daemon exited, before its
+	// directory is removed (the soak's leak scan).
+	beforeRemove func()
 }
+
+// dataDir is the daemon's data dir.
+func (d *privateDaemon) dataDir() string { return filepath.Join(d.dir, "data") }
 
 // privateConfig is the private daemon's config: the given image cache, a
 // warm pool of the image of a pinned size (so that creates of another
@@ -78,7 +84,7 @@ func startPrivateDaemon(ctx context.Context, cfg string, log io.Writer) (*privat
 		return nil, err
 	}
 	d.cmd = exec.Command(self, "serve", "--config", cfgPath, "--listen", "127.0.0.1:0", "--engine-listen", "127.0.0.1:0",
-		"--data-dir", filepath.Join(dir, "data"))
+		"--data-dir", d.dataDir())
 	stderr, err := d.cmd.StderrPipe()
 	if err != nil {
 		logFile.Close()
@@ -136,7 +142,12 @@ func startPrivateDaemon(ctx context.Context, cfg string, log io.Writer) (*privat
 // stop shuts the daemon down (it stops its sandboxes) and removes its
 // directory.
 func (d *privateDaemon) stop() error {
-	defer os.RemoveAll(d.dir)
+	defer func() {
+		if d.beforeRemove != nil {
+			d.beforeRemove()
+		}
+		os.RemoveAll(d.dir)
+	}()
 	_ = d.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case err := <-d.exited:
