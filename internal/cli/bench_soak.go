@@ -25,6 +25,9 @@ var soakOwners = []struct{ name, token, e2bKey string }{
 	{"soak-c", "soak-c-0123456789abcdef", "e2b_50a0000000000000000000000000000c"},
 }
 
+// soakEventsPerOwner bounds the private daemon's event log per owner.
+const soakEventsPerOwner = 1000
+
 // runSoak runs the soak against the daemon at $HUTCH_URL (one owner, the
 // E2B key of $E2B_API_KEY), or with private against a daemon of its own
 // with three owners, whose data dir it scans for leaks after stopping it;
@@ -37,7 +40,12 @@ func (a *app) runSoak(ctx context.Context, f soakFlags, image, imageCache string
 		if imageCache == "" {
 			imageCache = a.defaultImageCache()
 		}
-		cfg := privateConfig(imageCache, image, 16) + "api_tokens:\n"
+		// The event log keeps up to 25,000 events per owner by default,
+		// which the soak's owners fill in more than an hour: memory that
+		// grows by design until then. A bound of soakEventsPerOwner is
+		// reached in the first window, so that the slopes after it measure
+		// what is not bounded.
+		cfg := privateConfig(imageCache, image, 16) + fmt.Sprintf("events_max_count_per_owner: %d\n", soakEventsPerOwner) + "api_tokens:\n"
 		keys := "e2b:\n  api_keys:\n"
 		owners = nil
 		for _, o := range soakOwners {
