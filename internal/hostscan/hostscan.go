@@ -52,14 +52,24 @@ func Leftovers(dataDir string, ids []string) []string {
 		found = append(found, "cgroup: "+cg)
 	}
 	if dataDir != "" {
-		for _, id := range ids {
-			dirs, _ := filepath.Glob(filepath.Join(dataDir, "*", "*", id))
-			for _, d := range dirs {
+		want := idSet(ids)
+		dirs, _ := filepath.Glob(filepath.Join(dataDir, "*", "*", "*"))
+		for _, d := range dirs {
+			if want[filepath.Base(d)] {
 				found = append(found, "directory: "+d)
 			}
 		}
 	}
 	return found
+}
+
+// idSet is ids as a set.
+func idSet(ids []string) map[string]bool {
+	set := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		set[id] = true
+	}
+	return set
 }
 
 // SandboxDirs lists the sandbox directories in the runtimes' state
@@ -157,13 +167,19 @@ func mountLines(dataDir string, ids []string) []string {
 	return found
 }
 
-// cgroups lists the cgroups of ids, in every controller.
+// cgroups lists the cgroups of ids, in every controller: one listing of
+// the hutch cgroups, not one per id (a soak knows thousands, and a slow
+// scan would miss the short-lived sandboxes it looks for).
 func cgroups(ids []string) []string {
+	want := idSet(ids)
 	var found []string
-	for _, id := range ids {
-		cgs, _ := filepath.Glob("/sys/fs/cgroup/*/hutch/" + id)
-		more, _ := filepath.Glob("/sys/fs/cgroup/*/*/hutch/" + id)
-		found = append(found, append(cgs, more...)...)
+	for _, pattern := range []string{"/sys/fs/cgroup/*/hutch/*", "/sys/fs/cgroup/*/*/hutch/*"} {
+		cgs, _ := filepath.Glob(pattern)
+		for _, cg := range cgs {
+			if want[filepath.Base(cg)] {
+				found = append(found, cg)
+			}
+		}
 	}
 	return found
 }
