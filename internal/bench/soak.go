@@ -330,14 +330,14 @@ func pause(ctx context.Context, d time.Duration) {
 	}
 }
 
-// soakWorker runs rounds of the mix until ctx ends; odd rounds create
-// cold (network: true, which the warm pool never holds), even ones from
-// the pool.
+// soakWorker runs rounds of the mix until ctx ends; even rounds create
+// from the pool, odd ones cold.
 func soakWorker(ctx context.Context, o SoakOwner, image string, cnt *soakCounter) {
 	x := newE2BClientKey(o.Client, o.E2BKey)
 	defer x.close()
+	var defaultMem uint32
 	for round := 0; ctx.Err() == nil; round++ {
-		soakRound(ctx, o, x, image, round%2 == 1, cnt)
+		soakRound(ctx, o, x, image, round%2 == 1, &defaultMem, cnt)
 		soakE2B(ctx, o.Client, x, image, cnt)
 	}
 }
@@ -348,11 +348,20 @@ func soakWorker(ctx context.Context, o SoakOwner, image string, cnt *soakCounter
 // (a path out of the sandbox's files), a snapshot taken and deleted, a
 // fork that answers an exec, a preview server reached through its
 // preview URL, stop.
-func soakRound(ctx context.Context, o SoakOwner, x *e2bClient, image string, cold bool, cnt *soakCounter) {
+//
+// A cold create asks for network: true and 1 MiB more memory than the
+// default (*defaultMem, learned from the first create): the pool holds only
+// sandboxes of the default shape (it would serve network: true, attaching
+// a network at the claim), so it boots, and makes a netns, a veth and nft
+// rules.
+func soakRound(ctx context.Context, o SoakOwner, x *e2bClient, image string, cold bool, defaultMem *uint32, cnt *soakCounter) {
 	c := o.Client
 	req, kind := api.CreateRequest{Image: image}, "create pool"
 	if cold {
 		req.Network, kind = true, "create cold"
+		if *defaultMem > 0 {
+			req.MemoryMB = *defaultMem + 1
+		}
 	}
 	var id string
 	err := cnt.do(ctx, kind, false, func(ctx context.Context) error {
@@ -364,6 +373,11 @@ func soakRound(ctx context.Context, o SoakOwner, x *e2bClient, image string, col
 	if err != nil {
 		pause(ctx, time.Second) // do not spin on a refusing daemon
 		return
+	}
+	if *defaultMem == 0 && !cold {
+		if info, err := c.Get(ctx, id); err == nil {
+			*defaultMem = info.MemoryMB
+		}
 	}
 	bg := context.WithoutCancel(ctx)
 	defer cnt.do(bg, "stop", false, func(ctx context.Context) error { _, err := c.Stop(ctx, id, true); return err })
