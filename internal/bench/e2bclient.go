@@ -56,9 +56,13 @@ type e2bSandbox struct {
 // the key of o (or openE2BKey). Its connections stay open between calls,
 // as the SDK's do; close them with close.
 func newE2BClient(c *client.Client, o Options) *e2bClient {
+	return newE2BClientKey(c, o.E2BKey)
+}
+
+// newE2BClientKey is newE2BClient with the key given (openE2BKey if "").
+func newE2BClientKey(c *client.Client, key string) *e2bClient {
 	base := strings.TrimSuffix(c.URL(), "/")
 	hc := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
-	key := o.E2BKey
 	if key == "" {
 		key = openE2BKey
 	}

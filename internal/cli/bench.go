@@ -59,7 +59,7 @@ func (a *app) benchCmd() *cobra.Command {
 	fl.StringVar(&jsonOut, "json-out", "bench-results.json", `write the results as JSON to this file ("" skips it)`)
 	// issue 38: the soak.
 	var soak soakFlags
-	fl.DurationVar(&soak.duration, "soak", 0, "instead of the scenarios, run a mix of every kind of operation from several owners for this long (with --private: 3 owners of its own daemon) and report per --soak-window: ops, errors by S-code, daemon RSS, goroutines, fds")
+	fl.DurationVar(&soak.duration, "soak", 0, "instead of the scenarios, run a mix of every kind of operation from several owners for this long (with --private: 3 owners of its own daemon) and report per --soak-window: ops, errors by S-code, daemon RSS, goroutines, fds, host objects; at the end slopes and the leak scan")
 	fl.DurationVar(&soak.window, "soak-window", 5*time.Minute, "length of each window of --soak")
 	// issue 35: the cluster node's targets.
 	var cluster clusterFlags

@@ -40,7 +40,13 @@ type privateDaemon struct {
 	// url and engineURL are where it serves.
 	url, engineURL string
 	exited         chan error
+	// beforeRemove, when set, runs once the daemon exited, before its
+	// directory is removed (the soak's leak scan).
+	beforeRemove func()
 }
+
+// dataDir is the daemon's data dir.
+func (d *privateDaemon) dataDir() string { return filepath.Join(d.dir, "data") }
 
 // privateConfig is the private daemon's config: the given image cache, a
 // warm pool of the image of a pinned size (so that creates of another
@@ -78,7 +84,7 @@ func startPrivateDaemonEnv(ctx context.Context, cfg string, env []string, log io
 		return nil, err
 	}
 	d.args = append([]string{"serve", "--config", cfgPath, "--listen", "127.0.0.1:0", "--engine-listen", "127.0.0.1:0",
-		"--data-dir", filepath.Join(dir, "data")}, extra...)
+		"--data-dir", d.dataDir()}, extra...)
 	if err := d.launch(ctx, log); err != nil {
 		return nil, err
 	}
@@ -169,7 +175,12 @@ func (d *privateDaemon) kill() error {
 // stop shuts the daemon down (it stops its sandboxes) and removes its
 // directory.
 func (d *privateDaemon) stop() error {
-	defer os.RemoveAll(d.dir)
+	defer func() {
+		if d.beforeRemove != nil {
+			d.beforeRemove()
+		}
+		os.RemoveAll(d.dir)
+	}()
 	_ = d.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case err := <-d.exited:

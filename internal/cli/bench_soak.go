@@ -17,36 +17,60 @@ import (
 // soakFlags are the soak's flags.
 type soakFlags struct{ duration, window time.Duration }
 
-// soakOwners are the owners of the private daemon's soak, with tokens.
-var soakOwners = map[string]string{"soak-a": "soak-a-0123456789abcdef", "soak-b": "soak-b-0123456789abcdef", "soak-c": "soak-c-0123456789abcdef"}
+// soakOwners are the owners of the private daemon's soak, with their
+// API tokens and E2B keys.
+var soakOwners = []struct{ name, token, e2bKey string }{
+	{"soak-a", "soak-a-0123456789abcdef", "e2b_50a0000000000000000000000000000a"},
+	{"soak-b", "soak-b-0123456789abcdef", "e2b_50a0000000000000000000000000000b"},
+	{"soak-c", "soak-c-0123456789abcdef", "e2b_50a0000000000000000000000000000c"},
+}
 
-// runSoak runs the soak against the daemon at $HUTCH_URL (one owner), or
-// with private against a daemon of its own with three owners, and prints
-// and writes its report.
+// soakEventsPerOwner bounds the private daemon's event log per owner.
+const soakEventsPerOwner = 1000
+
+// runSoak runs the soak against the daemon at $HUTCH_URL (one owner, the
+// E2B key of $E2B_API_KEY), or with private against a daemon of its own
+// with three owners, whose data dir it scans for leaks after stopping it;
+// it prints and writes its report.
 func (a *app) runSoak(ctx context.Context, f soakFlags, image, imageCache string, private bool, jsonOut string) error {
 	opts := bench.SoakOptions{Duration: f.duration, Window: f.window, Image: image, Progress: a.stderr}
-	owners := []*client.Client{a.client()}
+	owners := []bench.SoakOwner{{Client: a.client(), Token: a.getenv("HUTCH_TOKEN"), E2BKey: a.getenv("E2B_API_KEY")}}
 	var d *privateDaemon
 	if private {
 		if imageCache == "" {
 			imageCache = a.defaultImageCache()
 		}
-		cfg := privateConfig(imageCache, image, 16) + "api_tokens:\n"
+		// The event log keeps up to 25,000 events per owner by default,
+		// which the soak's owners fill in more than an hour: memory that
+		// grows by design until then. A bound of soakEventsPerOwner is
+		// reached in the first window, so that the slopes after it measure
+		// what is not bounded.
+		cfg := privateConfig(imageCache, image, 16) + fmt.Sprintf("events_max_count_per_owner: %d\n", soakEventsPerOwner) + "api_tokens:\n"
+		keys := "e2b:\n  api_keys:\n"
 		owners = nil
-		for owner, tok := range soakOwners {
-			cfg += fmt.Sprintf("  %s: %s\n", owner, tok)
+		for _, o := range soakOwners {
+			cfg += fmt.Sprintf("  %s: %s\n", o.name, o.token)
+			keys += fmt.Sprintf("    %s: %s\n", o.name, o.e2bKey)
+			owners = append(owners, bench.SoakOwner{Token: o.token, E2BKey: o.e2bKey})
 		}
 		var err error
-		if d, err = startPrivateDaemon(ctx, cfg, a.stderr); err != nil {
+		if d, err = startPrivateDaemon(ctx, cfg+keys, a.stderr); err != nil {
 			return err
 		}
-		for _, tok := range soakOwners {
-			owners = append(owners, client.New(d.url, tok))
+		for i := range owners {
+			owners[i].Client = client.New(d.url, owners[i].Token)
 		}
 		opts.DaemonPID = d.cmd.Process.Pid
+		opts.DataDir = d.dataDir()
 	}
 	rep, err := bench.Soak(ctx, owners, opts)
 	if d != nil {
+		// The leak scan: once the daemon stopped (and its sandboxes with
+		// it), nothing of its data dir or of the soak's sandboxes remains.
+		d.beforeRemove = func() {
+			rep.Leaks = append(rep.Leaks, bench.SoakLeakScan(d.dataDir(), rep.IDs)...)
+			rep.LeakScan = fmt.Sprintf("host objects of the daemon's data dir and of the %d sandboxes it had, after it stopped", len(rep.IDs))
+		}
 		err = errors.Join(err, d.stop())
 	}
 	if err != nil {
@@ -61,6 +85,9 @@ func (a *app) runSoak(ctx context.Context, f soakFlags, image, imageCache string
 		if err := os.WriteFile(jsonOut, append(b, '\n'), 0o644); err != nil {
 			return fmt.Errorf("writing results: %w", err)
 		}
+	}
+	if len(rep.Leaks) > 0 {
+		return fmt.Errorf("the leak scan found %d host objects left after the soak", len(rep.Leaks))
 	}
 	return nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/errdefs"
+	"github.com/hutch-dev/hutch/internal/storefmt"
 	"github.com/hutch-dev/hutch/internal/webhooks"
 )
 
@@ -71,16 +72,32 @@ func (w *webhookAdmin) read() ([]addedWebhook, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the webhooks: %w", err)
 	}
-	var hooks []addedWebhook
-	if err := json.Unmarshal(b, &hooks); err != nil {
+	var doc webhooksDoc
+	if storefmt.IsArray(b) {
+		err = json.Unmarshal(b, &doc.Webhooks)
+	} else if err = json.Unmarshal(b, &doc); err == nil {
+		err = storefmt.JSON("the webhooks "+w.path, doc.Format, webhooksFormat)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("reading the webhooks %s: %w", w.path, err)
 	}
-	return hooks, nil
+	return doc.Webhooks, nil
+}
+
+// webhooksFormat is the format of webhooks.json (storefmt): 0, before
+// formats, was a bare list; 1 is {"format": 1, "webhooks": [...]}. A file
+// of format 0 is read as it is and written in format 1.
+const webhooksFormat = 1
+
+// webhooksDoc is webhooks.json.
+type webhooksDoc struct {
+	Format   int            `json:"format"`
+	Webhooks []addedWebhook `json:"webhooks"`
 }
 
 // write replaces the file with hooks, atomically.
 func (w *webhookAdmin) write(hooks []addedWebhook) error {
-	b, err := json.MarshalIndent(hooks, "", "  ")
+	b, err := json.MarshalIndent(webhooksDoc{Format: webhooksFormat, Webhooks: hooks}, "", "  ")
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,12 @@
 //	0  the releases before formats were versioned: no "format" file.
 //	1  the same stores (events.db, jobs.db, webhooks.json, the sandbox,
 //	   snapshot and volume directories), now with the "format" file.
+//	2  each store carries its own format (internal/storefmt): the bbolt
+//	   files hutch.db, events.db and jobs.db in their bucket "format", the
+//	   JSON files volumes/volumes.json, webhooks.json and
+//	   secrets/secrets.json in their field "format". Each store checks
+//	   and migrates its own at its open; a daemon of format 1 would not,
+//	   so it refuses the dir.
 package datadir
 
 import (
@@ -22,7 +28,7 @@ import (
 )
 
 // Current is the format this daemon writes.
-const Current = 1
+const Current = 2
 
 // FormatFile is the name of the file that holds a dir's format.
 const FormatFile = "format"
@@ -31,6 +37,9 @@ const FormatFile = "format"
 var migrations = []func(dir string) error{
 	// 0 → 1: the stores are unchanged; the dir gets its format file
 	// (written by Open after the last step).
+	func(string) error { return nil },
+	// 1 → 2: each store migrates itself from its format 0 (no version) at
+	// its open, which follows; the dir's format tells older daemons.
 	func(string) error { return nil },
 }
 

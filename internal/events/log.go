@@ -23,6 +23,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/hutch-dev/hutch/internal/storefmt"
 )
 
 // Event is one thing that happened.
@@ -96,6 +98,13 @@ var bucket = []byte("events")
 // ids go on increasing when every event kept was dropped.
 var metaBucket, lastKey = []byte("meta"), []byte("last")
 
+// migrations are the event log's format migrations (storefmt).
+var migrations = []storefmt.Migration{
+	// 0 → 1: the events and meta buckets are unchanged; the log gets its
+	// version.
+	func(*bolt.Tx) error { return nil },
+}
+
 // Log is the event log.
 type Log struct {
 	opts Options
@@ -141,6 +150,9 @@ func Open(file string, opts Options) (*Log, error) {
 	l := &Log{opts: opts, db: db, nextID: 1, owners: map[string]*queue{}, subs: map[*Subscription]struct{}{}, backlogs: map[string]int{},
 		stop: make(chan struct{}), done: make(chan struct{})}
 	err = db.Update(func(tx *bolt.Tx) error {
+		if _, err := storefmt.Bolt(tx, "the event log "+file, migrations); err != nil {
+			return err
+		}
 		b, err := tx.CreateBucketIfNotExists(bucket)
 		if err != nil {
 			return err

@@ -9,11 +9,18 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/storefmt"
 )
 
 // bucketJobs holds every kept job by its sequence number (8 bytes, big
 // endian: submission order).
 var bucketJobs = []byte("jobs")
+
+// migrations are the job store's format migrations (storefmt).
+var migrations = []storefmt.Migration{
+	// 0 → 1: the jobs bucket is unchanged; the store gets its version.
+	func(*bolt.Tx) error { return nil },
+}
 
 // record is a job as it is stored: its description and what only the
 // runner reads.
@@ -36,6 +43,9 @@ func openStore(path string) (*store, error) {
 		return nil, fmt.Errorf("opening the job store %s: %w", path, err)
 	}
 	if err := db.Update(func(tx *bolt.Tx) error {
+		if _, err := storefmt.Bolt(tx, "job store "+path, migrations); err != nil {
+			return err
+		}
 		_, err := tx.CreateBucketIfNotExists(bucketJobs)
 		return err
 	}); err != nil {

@@ -25,6 +25,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/sandbox/egress"
 	"github.com/hutch-dev/hutch/internal/sandbox/spec"
+	"github.com/hutch-dev/hutch/internal/storefmt"
 )
 
 // Limits of secrets.
@@ -79,8 +80,8 @@ func Open(dir string) (*Store, error) {
 		return nil, fmt.Errorf("secrets: %w", err)
 	}
 	if len(b) > 0 {
-		var list []*entry
-		if err := json.Unmarshal(b, &list); err != nil {
+		list, err := readStore(b)
+		if err != nil {
 			return nil, fmt.Errorf("secrets: reading %s: %w", storeFile, err)
 		}
 		for _, e := range list {
@@ -88,6 +89,29 @@ func Open(dir string) (*Store, error) {
 		}
 	}
 	return s, nil
+}
+
+// storeFormat is the format of secrets.json (storefmt): 0, before
+// formats, was a bare list of entries; 1 is {"format": 1, "secrets": [...]}.
+// A file of format 0 is read as it is and written in format 1.
+const storeFormat = 1
+
+// storeDoc is secrets.json.
+type storeDoc struct {
+	Format  int      `json:"format"`
+	Secrets []*entry `json:"secrets"`
+}
+
+// readStore decodes secrets.json in any format up to storeFormat.
+func readStore(b []byte) ([]*entry, error) {
+	var doc storeDoc
+	if storefmt.IsArray(b) {
+		return doc.Secrets, json.Unmarshal(b, &doc.Secrets)
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return nil, err
+	}
+	return doc.Secrets, storefmt.JSON(storeFile, doc.Format, storeFormat)
 }
 
 // loadKey reads the daemon's 32-byte key, or makes it.
@@ -143,7 +167,7 @@ func (s *Store) saveLocked() error {
 		list = append(list, e)
 	}
 	sort.Slice(list, func(i, j int) bool { return key2(list[i].Owner, list[i].Name) < key2(list[j].Owner, list[j].Name) })
-	b, err := json.Marshal(list)
+	b, err := json.Marshal(storeDoc{Format: storeFormat, Secrets: list})
 	if err != nil {
 		return err
 	}

@@ -35,6 +35,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/failpoint"
+	"github.com/hutch-dev/hutch/internal/storefmt"
 )
 
 // Disks makes, mounts and measures the file systems of volumes.
@@ -155,6 +156,17 @@ func (s *Store) recordsPath() string      { return filepath.Join(s.opts.Dir, "vo
 func (s *Store) diskOf(v *volume) string  { return filepath.Join(s.disksDir(), v.rec.ID+".ext4") }
 func (s *Store) mountOf(v *volume) string { return filepath.Join(s.mntDir(), v.rec.ID) }
 
+// recordsFormat is the format of volumes.json (storefmt): 0, before
+// formats, had no "format" field and the same "volumes"; 1 has the field.
+// A file of format 0 is read as it is and written in format 1.
+const recordsFormat = 1
+
+// recordsFile is volumes.json.
+type recordsFile struct {
+	Format  int      `json:"format"`
+	Volumes []record `json:"volumes"`
+}
+
 // load reads volumes.json; a missing file is no volumes.
 func (s *Store) load() ([]record, error) {
 	b, err := os.ReadFile(s.recordsPath())
@@ -164,11 +176,12 @@ func (s *Store) load() ([]record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading volume records: %w", err)
 	}
-	var file struct {
-		Volumes []record `json:"volumes"`
-	}
+	var file recordsFile
 	if err := json.Unmarshal(b, &file); err != nil {
 		return nil, fmt.Errorf("reading volume records %s: %w", s.recordsPath(), err)
+	}
+	if err := storefmt.JSON("volume records "+s.recordsPath(), file.Format, recordsFormat); err != nil {
+		return nil, err
 	}
 	return file.Volumes, nil
 }
@@ -214,10 +227,7 @@ func (s *Store) recover(recs []record) error {
 // saveLocked writes the records of every volume made (s.mu held, or
 // before the store is shared).
 func (s *Store) saveLocked() error {
-	var file struct {
-		Volumes []record `json:"volumes"`
-	}
-	file.Volumes = []record{}
+	file := recordsFile{Format: recordsFormat, Volumes: []record{}}
 	for _, v := range s.vols {
 		if !v.creating {
 			file.Volumes = append(file.Volumes, v.rec)

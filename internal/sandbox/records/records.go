@@ -10,19 +10,31 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/hutch-dev/hutch/internal/storefmt"
 )
 
 // DB is one bbolt file of buckets.
 type DB struct{ db *bolt.DB }
 
+// migrations are the metadata store's format migrations (storefmt).
+var migrations = []storefmt.Migration{
+	// 0 → 1: the buckets are unchanged; the store gets its version.
+	func(*bolt.Tx) error { return nil },
+}
+
 // Open opens (creating) the metadata database at path, with buckets made
-// if they are new.
+// if they are new. A store of an older format is migrated; one of a newer
+// format is refused (storefmt).
 func Open(path string, buckets ...string) (*DB, error) {
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
 	if err != nil {
 		return nil, fmt.Errorf("opening metadata store %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
+		if _, err := storefmt.Bolt(tx, "metadata store "+path, migrations); err != nil {
+			return err
+		}
 		for _, b := range buckets {
 			if _, err := tx.CreateBucketIfNotExists([]byte(b)); err != nil {
 				return err
