@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -144,6 +145,19 @@ func (a *app) runBench(ctx context.Context, c *client.Client, opts bench.Options
 	if err != nil {
 		return err
 	}
+	return a.reportBench(rep, jsonOut, "some scenarios failed (listed under Failed)")
+}
+
+// benchReport is a report of the bench: its Markdown, and whether a
+// measurement failed.
+type benchReport interface {
+	WriteMarkdown(w io.Writer) error
+	Failed() bool
+}
+
+// reportBench prints rep, writes it as JSON to jsonOut, and is the error
+// failed when rep has a failure.
+func (a *app) reportBench(rep benchReport, jsonOut, failed string) error {
 	if err := rep.WriteMarkdown(a.stdout); err != nil {
 		return err
 	}
@@ -151,7 +165,7 @@ func (a *app) runBench(ctx context.Context, c *client.Client, opts bench.Options
 		return err
 	}
 	if rep.Failed() {
-		return fmt.Errorf("some scenarios failed (listed under Failed)")
+		return errors.New(failed)
 	}
 	return nil
 }

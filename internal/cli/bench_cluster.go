@@ -98,16 +98,7 @@ func (a *app) runClusterBench(ctx context.Context, f clusterFlags, opts bench.Op
 	if err != nil {
 		return err
 	}
-	if err := rep.WriteMarkdown(a.stdout); err != nil {
-		return err
-	}
-	if err := a.writeResults(rep, jsonOut); err != nil {
-		return err
-	}
-	if rep.Failed() {
-		return errors.New("a measurement failed or a target was missed (see the targets)")
-	}
-	return nil
+	return a.reportBench(rep, jsonOut, "a measurement failed or a target was missed (see the targets)")
 }
 
 // clusterNodeConfig is node name's config: the private daemon's with room
