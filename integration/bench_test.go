@@ -28,6 +28,7 @@ func TestBenchScenarios(t *testing.T) {
 		StreamBytes: 8 << 20, MaxIdle: 4, EngineURL: d.engineURL, RunscPath: testutil.RunscPath(),
 		ImageCache: testutil.ImageCacheDir(), SlowCreate: 10 * time.Minute,
 		Bursts: []int{3}, SteadyRate: 4, SteadyDuration: time.Second,
+		DataDir: d.dataDir, Egress: startEgressDaemon(t),
 	}
 	rep, md := runBench(t, d, opts, bench.Scenarios)
 	for _, res := range rep.Results {
@@ -104,6 +105,19 @@ func TestBenchScenarios(t *testing.T) {
 	if !testutil.Poll(2*time.Minute, func() bool { ids = runscSandboxIDs(d.dataDir); return len(ids) <= 2 }) {
 		t.Errorf("sandboxes left after the bench: %v", ids)
 	}
+}
+
+// startEgressDaemon starts the egress scenarios' target and a daemon of
+// their own, as `hutch bench` does (internal/cli/bench_egress.go).
+func startEgressDaemon(t *testing.T) *bench.EgressDaemon {
+	t.Helper()
+	tg, err := bench.StartEgressTarget()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tg.Close() })
+	d := launchDaemonEnv(t, baseConfig(tg.DaemonConfig()), "", "", tg.DaemonEnv())
+	return &bench.EgressDaemon{Client: d.c, PID: d.cmd.Process.Pid, Target: tg}
 }
 
 // runBench runs scenarios against d and logs the report; it returns the

@@ -261,9 +261,15 @@ func checkAfterCrash(t *testing.T, d *daemon, point string, want []string, use b
 	entries, _ := os.ReadDir(filepath.Join(d.dataDir, "snapshots"))
 	layers := 0
 	for _, e := range entries {
-		switch {
-		case strings.HasPrefix(e.Name(), "layer-"):
+		switch name := e.Name(); {
+		case strings.HasPrefix(name, "layer-") && strings.HasSuffix(name, ".tar"):
 			layers++
+		case strings.HasPrefix(name, "layer-") && strings.HasSuffix(name, ".tree"):
+			// A layer's shared tree (internal/sandbox/snapsvc/trees.go)
+			// goes with its layer.
+			if _, err := os.Stat(filepath.Join(d.dataDir, "snapshots", strings.TrimSuffix(name, ".tree")+".tar")); err != nil {
+				t.Errorf("after %s: layer tree %s left without its layer", point, name)
+			}
 		case !keep[e.Name()]:
 			t.Errorf("after %s: snapshot files %s left that no snapshot lists", point, e.Name())
 		}

@@ -99,6 +99,13 @@ func launchDaemon(t *testing.T, cfg, agentPath string) *daemon {
 // small file system).
 func launchDaemonAt(t *testing.T, cfg, agentPath, dataDir string) *daemon {
 	t.Helper()
+	return launchDaemonEnv(t, cfg, agentPath, dataDir, nil)
+}
+
+// launchDaemonEnv is launchDaemonAt with env added to the daemon's
+// environment.
+func launchDaemonEnv(t *testing.T, cfg, agentPath, dataDir string, env []string) *daemon {
+	t.Helper()
 	dir := t.TempDir()
 	if dataDir == "" {
 		dataDir = filepath.Join(dir, "data")
@@ -107,7 +114,7 @@ func launchDaemonAt(t *testing.T, cfg, agentPath, dataDir string) *daemon {
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	d := &daemon{t: t, dataDir: dataDir, cfgPath: cfgPath, agentPath: agentPath}
+	d := &daemon{t: t, dataDir: dataDir, cfgPath: cfgPath, agentPath: agentPath, env: env}
 	d.start()
 	t.Cleanup(func() {
 		d.terminate()

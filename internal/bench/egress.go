@@ -33,6 +33,19 @@ type EgressDaemon struct {
 	Target *EgressTarget
 }
 
+// DaemonConfig is the config of the egress scenarios' daemon (beside
+// its image cache and pool settings): the target's resolver for the sandboxes' names, and
+// private ranges open (the target is on one).
+func (t *EgressTarget) DaemonConfig() string {
+	return fmt.Sprintf("block_private_networks: false\nsandbox_nameservers: [%q]\n", t.Resolver)
+}
+
+// DaemonEnv is the environment of the egress scenarios' daemon: it
+// trusts the target's certificate.
+func (t *EgressTarget) DaemonEnv() []string {
+	return []string{"SSL_CERT_FILE=" + t.Roots}
+}
+
 // EgressOnly reports whether every one of scenarios is an egress one
 // (then the run needs no other daemon).
 func EgressOnly(scenarios []Scenario) bool {
