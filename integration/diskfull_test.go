@@ -83,6 +83,10 @@ func TestDiskFull(t *testing.T) {
 	full("a template", err)
 	_, err = d.c.CreateVolume(ctx, "full", 0)
 	full("a volume", err)
+	_, err = d.c.Fork(ctx, sb, 1)
+	full("a fork", err)
+	_, err = d.c.BuildTemplate(ctx, api.TemplateBuildRequest{Name: "full", Dockerfile: "FROM python\nRUN true\n"}, nil)
+	full("a template build", err)
 	// An upload fills the sandbox's writable layer, a file in the data dir:
 	// the sandbox sees ENOSPC, as at its own writable_layer_mb, and the
 	// upload is S216 saying so.
