@@ -257,9 +257,13 @@ describe('E2B metrics by range (5)', () => {
       assert.ok(m.memTotal > 0 && m.cpuUsedPct >= 0 && m.cpuUsedPct <= 100, JSON.stringify(m))
     }
     const now = new Date()
-    const ranged = await sbx.getMetrics({ start: new Date(before.getTime() - 1000), end: now })
+    // A read takes no sample when the last one is less than a sampling
+    // period (5 s) old: the range reaches back one period before this
+    // test's first read, and one second more (the query is in seconds).
+    const start = new Date(before.getTime() - 6000)
+    const ranged = await sbx.getMetrics({ start, end: now })
     assert.ok(ranged.length >= 1)
-    for (const m of ranged) assert.ok(m.timestamp >= new Date(before.getTime() - 2000) && m.timestamp <= new Date(now.getTime() + 1000), `${m.timestamp}`)
+    for (const m of ranged) assert.ok(m.timestamp >= new Date(start.getTime() - 1000) && m.timestamp <= new Date(now.getTime() + 1000), `${m.timestamp}`)
     const old = await sbx.getMetrics({ start: new Date(before.getTime() - 3_600_000), end: new Date(before.getTime() - 1_800_000) })
     assert.deepEqual(old, [])
   })
