@@ -55,7 +55,8 @@ func runDocBlock(t *testing.T, marker string, env ...string) {
 // not is refused; a client certificate acts for its owner without a token;
 // the local socket, mode 0660, serves the local owner without a token; a
 // certificate replaced on disk reaches new connections while one opened
-// before keeps working.
+// before keeps working. The TypeScript SDK's terminals work over TLS and
+// over the socket (sdkTerminals).
 func TestOpsTLSAndSocket(t *testing.T) {
 	testutil.RequiresBinary(t, "openssl")
 	dir := t.TempDir()
@@ -134,6 +135,9 @@ func TestOpsTLSAndSocket(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "daemon:  hutch ") || !strings.Contains(string(out), " at unix://"+sock) {
 		t.Errorf("hutch version over the socket: %v\n%s", err, out)
 	}
+
+	// issue 41: the TypeScript SDK's terminals over TLS and the socket.
+	sdkTerminals(t, sock, "https://"+addr, pem("ca.crt"), aliceTok)
 
 	// Rotation: a connection opened before keeps working, new ones get
 	// the new certificate.

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"sync"
 	"syscall"
 
@@ -57,7 +58,9 @@ func (d *daemon) watchReloads(ctx context.Context) {
 
 // reload reads the config file again and applies what can change live:
 // api_tokens and local_socket_owner (while api_tokens stays set), the
-// owners' limits (quota), image_allowlist, tls
+// owners' limits (quota), image_allowlist, the warm pool's sizes
+// (warm_pool and warm_pool_auto with their bounds, when the daemon started
+// with a pool: the pools grow or drain to the new plan), tls
 // (its files are read again on every reload, so a rotated certificate is
 // taken up even when the paths did not change) and webhooks. Every other
 // changed key is reported by name and keeps its old value. A file that
@@ -100,12 +103,21 @@ func (d *daemon) reload() (api.ReloadResult, error) {
 			if ok = d.certs != nil && next.TLS.Enabled(); ok {
 				cur.TLS = next.TLS
 			}
+		case "warm_pool", "warm_pool_auto", "warm_pool_max", "warm_pool_memory_mb": // issue 41: 4
+			pool := *cur
+			pool.WarmPool, pool.WarmPoolAuto, pool.WarmPoolMax, pool.WarmPoolMemoryMB = next.WarmPool, next.WarmPoolAuto, next.WarmPoolMax, next.WarmPoolMemoryMB
+			if ok = d.mgr.SetWarmPool(pool); ok {
+				*cur = pool
+			}
 		}
 		if ok {
 			res.Applied = append(res.Applied, key)
 		} else {
 			res.RestartNeeded = append(res.RestartNeeded, key)
 		}
+	}
+	if slices.Contains(res.Applied, "image_allowlist") { // issue 41: 4: its first preset is the pool's base image
+		d.mgr.SetWarmPool(*cur)
 	}
 	if d.certs != nil {
 		if err := d.certs.reload(cur.TLS); err != nil {

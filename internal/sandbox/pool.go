@@ -30,6 +30,7 @@ import (
 	"github.com/hutch-dev/hutch/api"
 	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
 	"github.com/hutch-dev/hutch/internal/auth"
+	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/image"
 	"github.com/hutch-dev/hutch/internal/runtime"
 	"github.com/hutch-dev/hutch/internal/sandbox/poolplan"
@@ -232,3 +233,7 @@ func (m *Manager) refreshWarm(image, imageID string) {
 // WarmPool reports the warm pool of every image that has one planned, holds
 // sandboxes or was claimed from, sorted by image; nil without a pool.
 func (m *Manager) WarmPool() []warmpool.Stat { return m.pool.Stats() }
+
+// SetWarmPool resizes the warm pool live to cfg's warm_pool keys (issue
+// 41: 4); false when m runs without a pool, which only a restart adds.
+func (m *Manager) SetWarmPool(cfg config.Config) bool { return m.pool.Reconfigure(cfg) }

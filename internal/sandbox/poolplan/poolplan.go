@@ -112,7 +112,8 @@ func compareBool(a, b bool) int {
 
 // Plan is the pool's sizing: the sizes warm_pool pins, the demand of the
 // other images and the refill times measured. It is not safe for
-// concurrent use: its owner's lock guards it.
+// concurrent use: its owner's lock guards it. Its zero value keeps no
+// sandbox.
 type Plan struct {
 	// Fixed at New: the sizes warm_pool pins (0 included), whether the
 	// other images are sized by demand, warm_pool_max, the budget in
@@ -157,6 +158,29 @@ func New(cfg config.Config) *Plan {
 	}
 	if pinned == 0 && (!p.auto || p.budget == 0) {
 		return nil
+	}
+	return p
+}
+
+// Renew is the plan of cfg after a config reload (issue 41: 4): New's,
+// taking over old's refill times and the demand of the images cfg still
+// sizes by demand. It is never nil: a cfg that keeps no sandbox gets a
+// plan that keeps none, and the pool drains to it.
+func Renew(old *Plan, cfg config.Config) *Plan {
+	p := New(cfg)
+	if p == nil {
+		return &Plan{}
+	}
+	if old == nil {
+		return p
+	}
+	p.refill = old.refill
+	if p.auto {
+		for image, shapes := range old.demand {
+			if !p.isPinned(image) {
+				p.demand[image] = shapes
+			}
+		}
 	}
 	return p
 }

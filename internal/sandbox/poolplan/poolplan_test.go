@@ -292,3 +292,31 @@ func TestPoissonCover(t *testing.T) {
 		}
 	}
 }
+
+// TestRenew: a reload's plan takes the new sizes, keeps the refill times
+// and the demand of images still sized by demand (not of one now
+// pinned), and a config that keeps nothing gets a plan that keeps nothing.
+func TestRenew(t *testing.T) {
+	c := newPlan(t, 2*time.Second, nil)
+	c.create("node", nodeSmall.Shape, 0)
+	c.create("ruby", Shape{CPUs: 1, MemoryMB: 256}, 0)
+	node := c.plan(0)[nodeSmall]
+	cfg := config.Default()
+	cfg.WarmPool = map[string]int{"python": 3, "ruby": 0}
+	p := Renew(c.p, cfg)
+	if p.RefillTime() != 2*time.Second {
+		t.Errorf("refill time %s after a renew, want 2s kept", p.RefillTime())
+	}
+	got := p.Targets(c.t0, c.built)
+	want := map[Key]int{pyDefault: 3, nodeSmall: node}
+	if !maps.Equal(got, want) {
+		t.Errorf("targets after a renew = %v, want %v (python pinned at 3, node's demand kept, ruby pinned at 0)", got, want)
+	}
+	off := Renew(p, config.Config{WarmPool: map[string]int{}})
+	if off == nil || len(off.Targets(c.t0, c.built)) != 0 || off.Covers("python") {
+		t.Errorf("renew to no pool = %+v, want a plan that keeps nothing", off)
+	}
+	if Renew(nil, cfg) == nil {
+		t.Error("renew of no plan = nil")
+	}
+}

@@ -201,6 +201,22 @@ func (p *Pool[S]) SetClock(now func() time.Time) {
 // Plan is the pool's plan, guarded by the shared lock (tests).
 func (p *Pool[S]) Plan() *poolplan.Plan { return p.plan }
 
+// Reconfigure sizes the pool to cfg's warm_pool keys live (a config
+// reload, issue 41: 4): the next plan fills the pools that grew, and
+// discards the ready sandboxes of those that shrank (a boot under way for
+// one is discarded when it ends). False for a nil pool: only a restart
+// adds a pool to a daemon that started without one.
+func (p *Pool[S]) Reconfigure(cfg config.Config) bool {
+	if p == nil {
+		return false
+	}
+	p.mu.Lock()
+	p.plan = poolplan.Renew(p.plan, cfg)
+	p.mu.Unlock()
+	p.Wake()
+	return true
+}
+
 // Wake makes the refill loop look at the pool now.
 func (p *Pool[S]) Wake() {
 	select {
@@ -231,7 +247,13 @@ func (p *Pool[S]) Start() {
 // any other error counts the claim as empty (adopt tore the sandbox down
 // itself). The create counts toward its shape's demand either way.
 func (p *Pool[S]) Claim(ctx context.Context, image string, want poolplan.Shape, fits func() bool, adopt func(S) error) (s S, ok bool) {
-	if p == nil || !p.plan.Covers(image) {
+	if p == nil {
+		return s, false
+	}
+	p.mu.Lock()
+	covers := p.plan.Covers(image)
+	p.mu.Unlock()
+	if !covers {
 		return s, false
 	}
 	if !fits() {

@@ -542,3 +542,35 @@ func TestStats(t *testing.T) {
 		t.Errorf("python %+v, want target 3 (2 pinned, 1 large), 1 ready, 1 hit and 1 empty", st[1])
 	}
 }
+
+// TestReconfigure: a reload that grows the pool fills it, one that shrinks
+// it discards the extra ready sandboxes, one that turns it off empties it;
+// a nil pool cannot be reconfigured.
+func TestReconfigure(t *testing.T) {
+	c := newFakeCore()
+	p := newPool(t, pinned(1), c, 2)
+	start(t, p)
+	testutil.Eventually(t, 10*time.Second, func() bool { return statOf(p, "python").Ready == 1 }, "the pool fills to 1")
+	if !p.Reconfigure(pinned(3)) {
+		t.Fatal("Reconfigure of a pool = false")
+	}
+	testutil.Eventually(t, 10*time.Second, func() bool { return statOf(p, "python").Ready == 3 }, "the pool grows to 3")
+	p.Reconfigure(pinned(1))
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		st := statOf(p, "python")
+		return st.Ready == 1 && st.Target == 1 && len(c.discards()) == 2
+	}, "the pool shrinks to 1, discarding 2")
+	p.Reconfigure(config.Config{WarmPool: map[string]int{}})
+	testutil.Eventually(t, 10*time.Second, func() bool { return statOf(p, "python").Ready == 0 && len(c.discards()) == 3 },
+		"the pool turned off empties")
+	if _, ok := p.Claim(context.Background(), "python", pyDefault.Shape, yes, adoptAll); ok {
+		t.Error("a claim from a pool turned off hit")
+	}
+	if n := c.boots(); n != 3 {
+		t.Errorf("%d boots, want 3 (no refill past a shrink)", n)
+	}
+	var none *Pool[*fake]
+	if none.Reconfigure(pinned(1)) {
+		t.Error("Reconfigure of a nil pool = true")
+	}
+}

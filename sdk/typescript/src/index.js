@@ -1,10 +1,11 @@
-// @hutch/sdk: a client of the hutch sandbox service. No dependencies:
-// Node's fetch (and WebSocket, for terminals). Types: index.d.ts.
+// @hutch/sdk: a client of the hutch sandbox service: Node's fetch, and
+// the ws package for terminals. Types: index.d.ts.
 
 import { readFileSync, statSync } from 'node:fs'
 import http from 'node:http'
 import https from 'node:https'
 import { Readable } from 'node:stream'
+import WebSocket from 'ws'
 
 const DEFAULT_URL = 'http://127.0.0.1:3111'
 // The daemon's local Unix socket as the package installs it: used when no
@@ -285,13 +286,18 @@ export class Sandbox {
   metrics () { return this.client.request('GET', this.path('/metrics')) }
   logs ({ follow = false, tag } = {}) { return this.client.stream('GET', this.path('/logs' + query({ follow, tag }))) }
 
-  /** A terminal: a duplex over the PTY WebSocket (needs a global
-   *  WebSocket: Node 22, or 20 with --experimental-websocket). */
+  /** A terminal: a duplex over the PTY WebSocket, on the client's
+   *  transport (its CA and client certificate, or the Unix socket) and
+   *  token, by the ws package. */
   pty ({ cols = 80, rows = 24, cmd, cwd } = {}) {
-    if (typeof WebSocket === 'undefined') throw new Error('no WebSocket in this Node (22+, or 20 with --experimental-websocket)')
-    if (this.client.agentOptions) throw new Error('terminals need the daemon at an http(s) URL the system trusts: the global WebSocket takes no CA or socket')
-    const url = this.client.url.replace(/^http/, 'ws') + this.path('/pty' + query({ cols, rows, cmd, cwd }))
-    return new Terminal(new WebSocket(url))
+    const c = this.client
+    const path = this.path('/pty' + query({ cols, rows, cmd, cwd }))
+    // ws's form of a Unix socket: ws+unix://<socket>:<path>.
+    const url = c.socketPath ? `ws+unix://${c.socketPath}:${path}` : c.url.replace(/^http/, 'ws') + path
+    const tls = { ...c.agentOptions }
+    delete tls.socketPath
+    const headers = c.token ? { authorization: `Bearer ${c.token}` } : {}
+    return new Terminal(new WebSocket(url, { ...tls, headers }))
   }
 }
 

@@ -1,6 +1,7 @@
 // The SDK's transports without a daemon: https with a private CA (given,
 // or $HUTCH_CA_CERT) and the local Unix socket, each against a small
-// server of this test that answers GET /v1/sandboxes.
+// server of this test that answers GET /v1/sandboxes and, for terminals,
+// a WebSocket (ws's server) that echoes what it was asked and exits 7.
 import { after, before, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
@@ -9,7 +10,8 @@ import http from 'node:http'
 import https from 'node:https'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Hutch } from '../src/index.js'
+import { WebSocketServer } from 'ws'
+import { Hutch, Sandbox } from '../src/index.js'
 
 const dir = mkdtempSync(join(tmpdir(), 'hutch-sdk-ts-'))
 const openssl = (...args) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' })
@@ -19,6 +21,25 @@ const answer = (name) => (req, res) => {
 }
 const listen = (srv, ...args) => new Promise((resolve) => srv.listen(...args, resolve))
 const ids = async (h) => (await h.list()).map((s) => s.sandbox_id)
+
+// ptyEcho answers a terminal on srv: one binary frame naming the server,
+// the request's path and its Authorization header, then exit code 7.
+function ptyEcho (srv, name) {
+  new WebSocketServer({ server: srv }).on('connection', (ws, req) => {
+    ws.send(Buffer.from(`${name} ${req.url} ${req.headers.authorization ?? '-'}`))
+    ws.send(JSON.stringify({ type: 'exit', exit_code: 7 }))
+    ws.close()
+  })
+}
+
+// terminal runs a terminal of sandbox sb-1 on h: what it showed, its exit code.
+async function terminal (h) {
+  const term = new Sandbox(h, 'sb-1', 'python').pty({ cmd: 'sh' })
+  let shown = ''
+  term.ondata = (bytes) => { shown += new TextDecoder().decode(bytes) }
+  const code = await term.exited
+  return `${shown} exit ${code}`
+}
 
 describe('transports', () => {
   let tlsServer, unixServer, httpsUrl
@@ -36,6 +57,8 @@ describe('transports', () => {
     httpsUrl = `https://127.0.0.1:${tlsServer.address().port}`
     unixServer = http.createServer(answer('socket'))
     await listen(unixServer, sock)
+    ptyEcho(tlsServer, 'tls')
+    ptyEcho(unixServer, 'socket')
   })
 
   after(() => {
@@ -76,5 +99,14 @@ describe('transports', () => {
     } finally {
       process.env = { ...saved }
     }
+  })
+
+  test('terminals over https with a private CA, and over the Unix socket, with the token', async () => {
+    const pty = '/v1/sandboxes/sb-1/pty?cols=80&rows=24&cmd=sh'
+    assert.equal(await terminal(new Hutch({ url: httpsUrl, caCert: ca, token: 'tok-1' })), `tls ${pty} Bearer tok-1 exit 7`)
+    assert.equal(await terminal(new Hutch({ url: `unix://${sock}` })), `socket ${pty} - exit 7`)
+    // Without the CA the handshake fails: the terminal never opens.
+    const term = new Sandbox(new Hutch({ url: httpsUrl }), 'sb-1', 'python').pty()
+    await assert.rejects(term.opened)
   })
 })
