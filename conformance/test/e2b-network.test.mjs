@@ -56,7 +56,7 @@ describe('E2B network and secrets', () => {
       await assert.rejects(sbx.updateNetwork({ egressProxy: { address: 'proxy.example.test:1080' } }), /egressProxy/)
       await assert.rejects(
         Sandbox.create('base', { requestTimeoutMs: BOOT_TIMEOUT_MS, network: { maskRequestHost: 'not a host' } }),
-        /host header/)
+        /host_header/)
       await sbx.kill()
     } finally {
       await Secret.destroy('openai-key')
