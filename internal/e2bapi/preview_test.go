@@ -1,7 +1,6 @@
 package e2bapi
 
 import (
-	"net/http"
 	"reflect"
 	"testing"
 
@@ -52,20 +51,8 @@ func TestPreviewTrafficToken(t *testing.T) {
 				opts.Previews = privateSandbox{}
 			}
 			srv, passed := serve(t, owners("running"), opts)
-			req, _ := http.NewRequest("GET", srv.URL+"/x", nil)
-			for k, v := range tc.header {
-				req.Header.Set(k, v)
-			}
-			if tc.host != "" {
-				req.Host = tc.host
-			}
-			res, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res.Body.Close()
-			if res.StatusCode != tc.status {
-				t.Fatalf("status %d, want %d", res.StatusCode, tc.status)
+			if status := statusOf(t, srv, "GET", "/x", tc.host, tc.header); status != tc.status {
+				t.Fatalf("status %d, want %d", status, tc.status)
 			}
 			if tc.status != 418 {
 				return

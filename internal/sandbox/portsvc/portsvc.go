@@ -179,11 +179,7 @@ func (s *Service) ExposePort(ctx context.Context, req api.PortExposeRequest) (ap
 func (s *Service) add(ctx context.Context, id string, p *exposedPort) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	b := s.books[id]
-	if b == nil {
-		b = &book{owner: auth.OwnerFrom(ctx), byPort: map[int]*exposedPort{}}
-		s.books[id] = b
-	}
+	b := s.bookOf(ctx, id)
 	if _, ok := b.byPort[p.port]; !ok && len(b.byPort) >= maxExposedPorts {
 		return errdefs.New(errdefs.CodeCapacity, "sandbox %s exposes %d ports; unexpose one first", id, maxExposedPorts)
 	}

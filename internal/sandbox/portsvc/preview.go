@@ -35,13 +35,19 @@ func (s *Service) SetPreview(ctx context.Context, id string, o api.PreviewOption
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.bookOf(ctx, id).preview = o
+	return nil
+}
+
+// bookOf is the book of sandbox id, the caller's, made if it has none;
+// s.mu is held.
+func (s *Service) bookOf(ctx context.Context, id string) *book {
 	b := s.books[id]
 	if b == nil {
 		b = &book{owner: auth.OwnerFrom(ctx), byPort: map[int]*exposedPort{}}
 		s.books[id] = b
 	}
-	b.preview = o
-	return nil
+	return b
 }
 
 // Private reports whether sandbox id's ports are private: reached only
