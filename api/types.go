@@ -85,6 +85,8 @@ type CreateRequest struct {
 	// Runtime is the isolation runtime to start it in ("gvisor",
 	// "microvm"); empty is the daemon's default_runtime. A hutch addition.
 	Runtime string `json:"runtime,omitempty"`
+	// Preview are its preview terms (issue 37); nil is the defaults.
+	Preview *PreviewOptions `json:"preview,omitempty"`
 }
 
 // createRequestPlain is CreateRequest without its JSON methods.

@@ -6,15 +6,12 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
-	goruntime "runtime"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/vishvananda/netns"
-
 	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/vethns"
 )
 
 // privateTarget serves body on a private address in a network namespace
@@ -44,41 +41,13 @@ func privateTargetN(t *testing.T, n int, body string) string {
 // function that runs f inside it (a socket f opens stays there).
 func privateNetns(t *testing.T, n int) (target string, inside func(f func() error) error) {
 	t.Helper()
-	name := fmt.Sprintf("hpriv%d-%d", os.Getpid()%100000, n)
 	subnet := fmt.Sprintf("172.31.%d", os.Getpid()%250)
-	hostEnd, target := fmt.Sprintf("%s.%d", subnet, 4*n+1), fmt.Sprintf("%s.%d", subnet, 4*n+2)
-	ip := func(args ...string) {
-		t.Helper()
-		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-			t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
-		}
+	ns, err := vethns.Make(fmt.Sprintf("hpriv%d-%d", os.Getpid()%100000, n), fmt.Sprintf("%s.%d", subnet, 4*n+1), fmt.Sprintf("%s.%d", subnet, 4*n+2))
+	if err != nil {
+		t.Fatal(err)
 	}
-	ip("netns", "add", name)
-	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", name).Run() })
-	ip("link", "add", name, "type", "veth", "peer", "name", "eth0", "netns", name)
-	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", name).Run() })
-	ip("addr", "add", hostEnd+"/30", "dev", name)
-	ip("link", "set", name, "up")
-	ip("-n", name, "addr", "add", target+"/30", "dev", "eth0")
-	ip("-n", name, "link", "set", "eth0", "up")
-	return target, func(f func() error) error {
-		errc := make(chan error, 1)
-		go func() {
-			// Never unlocked: the thread ends with the goroutine.
-			goruntime.LockOSThread()
-			ns, err := netns.GetFromName(name)
-			if err == nil {
-				err = netns.Set(ns)
-				ns.Close()
-			}
-			if err != nil {
-				errc <- err
-				return
-			}
-			errc <- f()
-		}()
-		return <-errc
-	}
+	t.Cleanup(ns.Close)
+	return ns.Addr, ns.Inside
 }
 
 func TestNetworkBlocksPrivateRanges(t *testing.T) {

@@ -1,8 +1,9 @@
 // E2B's egress surface through the stock `e2b` SDK (issue 37): secrets
 // (create, list without values, getInfo, update, destroy), a create's
 // network block with allowOut and header-transform rules naming a secret
-// by Secret.fill, updateNetwork on a running sandbox, and the parts hutch
-// does not support refused with the reason, not silently taken.
+// by Secret.fill, updateNetwork on a running sandbox, the parts hutch
+// does not support refused with the reason, not silently taken; and
+// allowPublicTraffic false with maskRequestHost on a sandbox's port.
 import { after, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
@@ -54,14 +55,54 @@ describe('E2B network and secrets', () => {
       assert.deepEqual((await Sandbox.getInfo(sbx.sandboxId)).network?.allowOut, ['other.example.test'])
       await assert.rejects(sbx.updateNetwork({ egressProxy: { address: 'proxy.example.test:1080' } }), /egressProxy/)
       await assert.rejects(
-        Sandbox.create('base', { requestTimeoutMs: BOOT_TIMEOUT_MS, network: { maskRequestHost: 'x.example.test' } }),
-        /maskRequestHost/)
-      await assert.rejects(
-        Sandbox.create('base', { requestTimeoutMs: BOOT_TIMEOUT_MS, network: { allowPublicTraffic: false } }),
-        /allowPublicTraffic/)
+        Sandbox.create('base', { requestTimeoutMs: BOOT_TIMEOUT_MS, network: { maskRequestHost: 'not a host' } }),
+        /host_header/)
       await sbx.kill()
     } finally {
       await Secret.destroy('openai-key')
     }
+  })
+
+  // As E2B's own network tests: a request to a port of a sandbox created
+  // with allowPublicTraffic false is 403 without its trafficAccessToken and
+  // served with it; the server sees maskRequestHost's Host, ${PORT} filled.
+  // The request goes as the SDK's own do under E2B_SANDBOX_URL (this
+  // daemon has no wildcard DNS for getHost's names).
+  test('allowPublicTraffic false and maskRequestHost', opts, async () => {
+    const sbx = await Sandbox.create('base', {
+      requestTimeoutMs: BOOT_TIMEOUT_MS,
+      network: { allowPublicTraffic: false, maskRequestHost: 'custom-host.example.com:${PORT}' },
+    })
+    assert.ok(sbx.trafficAccessToken)
+    const port = 8080
+    await sbx.commands.run(`python3 -c "
+import http.server
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        with open('/tmp/headers.txt', 'w') as f:
+            for k, v in self.headers.items():
+                f.write(k + ': ' + v + chr(10))
+        self.send_response(200)
+        self.end_headers()
+    def log_message(self, *a): pass
+http.server.HTTPServer(('', ${port}), H).serve_forever()
+"`, { background: true })
+    const toPort = (token) => fetch(process.env.E2B_SANDBOX_URL, {
+      headers: { 'E2b-Sandbox-Id': sbx.sandboxId, 'E2b-Sandbox-Port': `${port}`, ...(token && { 'e2b-traffic-access-token': token }) },
+    })
+    // The server may still be starting: 502 until it listens.
+    let res
+    for (const deadline = Date.now() + 60_000; Date.now() < deadline;) {
+      res = await toPort(sbx.trafficAccessToken)
+      if (res.status !== 502) break
+      await new Promise((resolve) => setTimeout(resolve, 250))
+    }
+    assert.equal(res.status, 200)
+    assert.equal((await toPort()).status, 403)
+    assert.equal((await toPort(`${sbx.trafficAccessToken}x`)).status, 403)
+    const seen = await sbx.commands.run('cat /tmp/headers.txt')
+    assert.match(seen.stdout, new RegExp(`^Host: custom-host\\.example\\.com:${port}$`, 'm'))
+    assert.doesNotMatch(seen.stdout, /traffic-access-token/i)
+    await sbx.kill()
   })
 })

@@ -17,16 +17,15 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	goruntime "runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/miekg/dns"
-	"github.com/vishvananda/netns"
+
+	"github.com/hutch-dev/hutch/internal/vethns"
 )
 
 // EgressName is the name the egress target's resolver gives its server.
@@ -53,7 +52,7 @@ type EgressTarget struct {
 	keyed  atomic.Int64
 
 	dir     string
-	ns      string
+	ns      *vethns.NS
 	closers []func() error
 }
 
@@ -64,7 +63,7 @@ func StartEgressTarget() (_ *EgressTarget, err error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &EgressTarget{dir: dir, ns: fmt.Sprintf("hbeg%d", os.Getpid()%100000), Secret: rand.Text()}
+	t := &EgressTarget{dir: dir, Secret: rand.Text()}
 	defer func() {
 		if err != nil {
 			t.Close()
@@ -84,7 +83,7 @@ func StartEgressTarget() (_ *EgressTarget, err error) {
 		return nil, err
 	}
 	var web, tlsWeb net.Listener
-	err = t.inside(func() (err error) {
+	err = t.ns.Inside(func() (err error) {
 		if web, err = net.Listen("tcp4", t.Addr+":80"); err != nil {
 			return err
 		}
@@ -136,8 +135,9 @@ func (t *EgressTarget) Close() {
 	for _, c := range t.closers {
 		_ = c()
 	}
-	_ = exec.Command("ip", "link", "del", t.ns).Run()
-	_ = exec.Command("ip", "netns", "del", t.ns).Run()
+	if t.ns != nil {
+		t.ns.Close()
+	}
 	_ = os.RemoveAll(t.dir)
 }
 
@@ -145,39 +145,12 @@ func (t *EgressTarget) Close() {
 // addresses (a /30 of 172.30.0.0/16 picked by the process id).
 func (t *EgressTarget) makeNetns() error {
 	subnet := fmt.Sprintf("172.30.%d", os.Getpid()%250)
-	t.Addr = subnet + ".2"
-	for _, args := range [][]string{
-		{"netns", "add", t.ns},
-		{"link", "add", t.ns, "type", "veth", "peer", "name", "eth0", "netns", t.ns},
-		{"addr", "add", subnet + ".1/30", "dev", t.ns},
-		{"link", "set", t.ns, "up"},
-		{"-n", t.ns, "addr", "add", t.Addr + "/30", "dev", "eth0"},
-		{"-n", t.ns, "link", "set", "eth0", "up"},
-	} {
-		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-			return fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, out)
-		}
+	ns, err := vethns.Make(fmt.Sprintf("hbeg%d", os.Getpid()%100000), subnet+".1", subnet+".2")
+	if err != nil {
+		return err
 	}
+	t.ns, t.Addr = ns, ns.Addr
 	return nil
-}
-
-// inside runs f on a thread in the namespace (the thread ends with it).
-func (t *EgressTarget) inside(f func() error) error {
-	errc := make(chan error, 1)
-	go func() {
-		goruntime.LockOSThread() // never unlocked: the thread goes with the goroutine
-		ns, err := netns.GetFromName(t.ns)
-		if err == nil {
-			err = netns.Set(ns)
-			ns.Close()
-		}
-		if err != nil {
-			errc <- err
-			return
-		}
-		errc <- f()
-	}()
-	return <-errc
 }
 
 // startResolver serves EgressName's address over UDP and TCP on one port

@@ -26,6 +26,7 @@ type sandboxFlags struct {
 	egress       api.EgressPolicy
 	env          []string
 	runtime      string
+	preview      api.PreviewOptions // issue 37
 }
 
 func (f *sandboxFlags) register(cmd *cobra.Command) {
@@ -36,10 +37,11 @@ func (f *sandboxFlags) register(cmd *cobra.Command) {
 	fl.StringArrayVarP(&f.env, "env", "e", nil, "set KEY=VALUE in the sandbox (repeatable; entries without = are skipped)")
 	fl.StringVar(&f.runtime, "runtime", "", "isolation runtime: gvisor or microvm (the daemon's default_runtime when omitted; hutch catalog lists them)")
 	egressFlags(cmd, &f.egress)
+	previewFlags(cmd, &f.preview) // issue 37 (preview.go)
 }
 
 func (f *sandboxFlags) request(image string) api.CreateRequest {
-	req := api.CreateRequest{Image: image, CPUs: f.cpus, MemoryMB: f.memory, Network: f.network, Env: parseEnv(f.env), Runtime: f.runtime}
+	req := api.CreateRequest{Image: image, CPUs: f.cpus, MemoryMB: f.memory, Network: f.network, Env: parseEnv(f.env), Runtime: f.runtime, Preview: previewOf(f.preview)}
 	if !f.egress.Empty() {
 		req.Network, req.Egress = true, &f.egress
 	}

@@ -438,7 +438,7 @@ func (d *daemon) startTransports(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("mcp_tools: %w", err)
 	}
-	e2b, err := e2bTransport(cfg, d.opts.DataDir, table, d.guard, write, log)
+	e2b, err := e2bTransport(cfg, d.opts.DataDir, table, d.guard, d.ports, write, log)
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,7 @@ import (
 
 // e2bTransport is the E2B-compatible transport of cfg: its keys, the
 // token secret of dataDir, its templates, and envd over table.
-func e2bTransport(cfg config.Config, dataDir string, table *functions.Table, guard *webguard.Policy, write time.Duration, log *slog.Logger) (*e2bapi.Transport, error) {
+func e2bTransport(cfg config.Config, dataDir string, table *functions.Table, guard *webguard.Policy, previews e2bapi.Previews, write time.Duration, log *slog.Logger) (*e2bapi.Transport, error) {
 	keys, err := auth.NewNamed("e2b.api_keys", cfg.E2B.APIKeys)
 	if err != nil {
 		return nil, err
@@ -24,5 +24,5 @@ func e2bTransport(cfg config.Config, dataDir string, table *functions.Table, gua
 		return nil, err
 	}
 	return e2bapi.New(table, e2bapi.Options{Logger: log, Keys: keys, Open: !cfg.MultiOwner(), Signer: signer,
-		Envd: envd.New(table, log), Templates: cfg.E2B.Templates, PreviewDomain: cfg.PreviewDomain, Guard: guard, WriteTimeout: write}), nil
+		Envd: envd.New(table, log), Templates: cfg.E2B.Templates, PreviewDomain: cfg.PreviewDomain, Guard: guard, WriteTimeout: write, Previews: previews}), nil
 }

@@ -72,6 +72,9 @@ type Options struct {
 	Envd http.Handler
 	// WriteTimeout bounds writing an answer (and each line of a stream).
 	WriteTimeout time.Duration
+	// Previews says which sandboxes' ports are private (issue 37:
+	// allowPublicTraffic false; preview.go); nil: none.
+	Previews Previews
 }
 
 // maxBodyBytes bounds a control-plane request body.
@@ -109,7 +112,7 @@ func New(table *functions.Table, opts Options) *Transport {
 func (tr *Transport) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if previewhost.Under(r.Host, tr.opts.PreviewDomain) {
-			if !tr.byHost(w, r) {
+			if !tr.byHost(w, r, next) {
 				next.ServeHTTP(w, r)
 			}
 			return

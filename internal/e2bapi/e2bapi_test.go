@@ -82,6 +82,25 @@ func do(t *testing.T, srv *httptest.Server, method, path string, header map[stri
 
 func key(k string) map[string]string { return map[string]string{api.HeaderE2BAPIKey: k} }
 
+// statusOf is the status of method path to srv with Host host ("" for
+// srv's own) and headers header.
+func statusOf(t *testing.T, srv *httptest.Server, method, path, host string, header map[string]string) int {
+	t.Helper()
+	req, _ := http.NewRequest(method, srv.URL+path, nil)
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	if host != "" {
+		req.Host = host
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	return res.StatusCode
+}
+
 func TestControlPlaneAuth(t *testing.T) {
 	fake := owners("running")
 	srv, _ := serve(t, fake, keyed(Options{}))
@@ -246,20 +265,8 @@ func TestRouter(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv, passed := serve(t, owners(tc.state), keyed(Options{PreviewDomain: "e2b.example.com"}))
-			req, _ := http.NewRequest(tc.method, srv.URL+tc.path, nil)
-			for k, v := range tc.header {
-				req.Header.Set(k, v)
-			}
-			if tc.host != "" {
-				req.Host = tc.host
-			}
-			res, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res.Body.Close()
-			if res.StatusCode != tc.status {
-				t.Fatalf("status %d, want %d", res.StatusCode, tc.status)
+			if status := statusOf(t, srv, tc.method, tc.path, tc.host, tc.header); status != tc.status {
+				t.Fatalf("status %d, want %d", status, tc.status)
 			}
 			if tc.name == "another port goes to the preview proxy" {
 				r := (*passed)[0]

@@ -90,6 +90,7 @@ func createRequest(in newSandbox, image, template string) (api.CreateRequest, er
 		req.Network = true
 		req.Egress = egress
 	}
+	req.Preview = in.Network.preview() // issue 37: allowPublicTraffic, maskRequestHost (preview.go)
 	return req, nil
 }
 

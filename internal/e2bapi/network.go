@@ -5,8 +5,9 @@ package e2bapi
 // denyOut as they are, rules' header transforms as transforms with
 // "${e2b.secrets.NAME}" read as hutch's "{{secret.NAME}}"); /secrets onto
 // sandbox::secret::*. What hutch does not do (a SOCKS egress proxy,
-// private sandbox URLs, a masked request host, HTTPS sandbox ports)
-// answers 400 with the reason, never a silent accept.
+// HTTPS sandbox ports) answers 400 with the reason, never a silent
+// accept. allowPublicTraffic and maskRequestHost are preview terms
+// (preview.go), given on create only.
 
 import (
 	"context"
@@ -37,10 +38,6 @@ func (n *networkConfig) egress() (*api.EgressPolicy, error) {
 		return nil, nil
 	}
 	switch {
-	case n.AllowPublicTraffic != nil && !*n.AllowPublicTraffic:
-		return nil, errdefs.Malformed("network.allowPublicTraffic false is not supported by hutch: a sandbox's ports are reached only with the owner's token or a port's public token (sandbox::port::expose)")
-	case n.MaskRequestHost != "":
-		return nil, errdefs.Malformed("network.maskRequestHost is not supported by hutch")
 	case len(n.HTTPSPorts) > 0:
 		return nil, errdefs.Malformed("network.httpsPorts is not supported by hutch")
 	case n.EgressProxy != nil && string(n.EgressProxy) != "null":
@@ -98,6 +95,9 @@ func (tr *Transport) updateNetwork(ctx context.Context, r *http.Request, body []
 	var in networkUpdate
 	if err := decode(body, &in); err != nil {
 		return answer{}, err
+	}
+	if in.AllowPublicTraffic != nil || in.MaskRequestHost != "" {
+		return answer{}, errdefs.Malformed("network.allowPublicTraffic and network.maskRequestHost are given on create only")
 	}
 	p, err := in.egress()
 	if err != nil {

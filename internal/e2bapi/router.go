@@ -68,19 +68,24 @@ func (tr *Transport) inSandbox(w http.ResponseWriter, r *http.Request, next http
 		r.Header.Del(api.HeaderE2BSandboxPort)
 		r.Header.Set(api.HeaderSandboxID, id)
 		r.Header.Set(api.HeaderSandboxPort, strconv.Itoa(port))
-		next.ServeHTTP(w, r)
+		tr.preview(w, r, id, next) // issue 37: the traffic token, allowPublicTraffic (preview.go)
 	}
 	return true
 }
 
 // byHost serves r, whose Host is under the preview domain, when the host
-// names port 49983 or 49999 of a sandbox, and reports whether it did;
-// any other is the preview host route's. The E2B headers are not read:
-// the host alone names the sandbox.
-func (tr *Transport) byHost(w http.ResponseWriter, r *http.Request) bool {
+// names a port of a sandbox, and reports whether it did: port 49983 or
+// 49999 here, any other through preview (its traffic token) to the
+// preview host route (next). The E2B headers are not read: the host
+// alone names the sandbox.
+func (tr *Transport) byHost(w http.ResponseWriter, r *http.Request, next http.Handler) bool {
 	port, id, err := previewhost.Parse(r.Host, tr.opts.PreviewDomain)
-	if err != nil || (port != EnvdPort && port != InterpPort) {
+	if err != nil {
 		return false
+	}
+	if port != EnvdPort && port != InterpPort {
+		tr.preview(w, r.Clone(r.Context()), id, next) // issue 37 (preview.go)
+		return true
 	}
 	if tr.guarded(w, r, tr.opts.Guard.CheckOrigin) { // the host is the preview domain's
 		tr.servePort(w, r, id, port)

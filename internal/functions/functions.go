@@ -106,7 +106,7 @@ func New(deps Deps) *Table {
 	t := &Table{deps: deps, fns: map[string]Function{}}
 	sb := deps.Sandboxes
 	add(t, api.FnRun, "Run code in a new sandbox and stop it (create, write files, exec)", t.run)
-	add(t, api.FnCreate, "Create a sandbox from a catalog image", sb.Create)
+	add(t, api.FnCreate, "Create a sandbox from a catalog image", t.create) // issue 37: with its preview terms (preview.go)
 	registerExec(t)
 	add(t, api.FnStop, "Stop and remove a sandbox", sb.Stop)
 	add(t, api.FnList, "List sandboxes", sb.List)

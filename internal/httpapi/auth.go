@@ -15,6 +15,9 @@ import (
 // lookup and list by. A missing token is 401 "unauthorized", with a
 // WWW-Authenticate challenge; a token of no owner is 403 "forbidden".
 func (s *server) authenticate(w http.ResponseWriter, r *http.Request) (*http.Request, error) {
+	if r, ok := granted(r); ok { // issue 37: a transport in front admitted it (previewgrant.go)
+		return r, nil
+	}
 	if !s.auth.Enabled() {
 		return r, nil
 	}

@@ -75,7 +75,7 @@ func (s *server) hostPreview(w http.ResponseWriter, r *http.Request) (any, error
 	if err != nil {
 		return nil, err
 	}
-	return &previewAnswer{r: r, transport: s.previews.transport(acc), cors: acc.CORS, path: r.URL.Path, rawPath: r.URL.RawPath, csp: hostCSP, ownCookies: true, timeout: s.writeTimeout}, nil
+	return &previewAnswer{r: r, transport: s.previews.transport(acc), cors: acc.CORS, host: acc.Host, path: r.URL.Path, rawPath: r.URL.RawPath, csp: hostCSP, ownCookies: true, timeout: s.writeTimeout}, nil
 }
 
 // hostAccess finds the port a host route request reaches, and the request
@@ -107,7 +107,7 @@ func (s *server) hostAccess(w http.ResponseWriter, r *http.Request, id string, p
 	if err := s.guard.CheckOrigin(r); err != nil {
 		return nil, PortAccess{}, refused(err)
 	}
-	acc, err := s.ports.ReachPort(r.Context(), id, port)
+	acc, err := s.reachPort(r.Context(), id, port)
 	return r, acc, err
 }
 

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -381,4 +382,15 @@ func TestPathRoutesSendNoCookie(t *testing.T) {
 	if s := sawOf(t, hostRequest(h, "GET", hostOf("8000", id), "/x", cookie)); strings.Join(s.Cookies, "|") != "session=other-app; theme=dark" {
 		t.Errorf("host route: the server saw %q, want the page's own cookies", s.Cookies)
 	}
+}
+
+// ReachGranted is any port of alice's sandbox, its server seeing the
+// masked host.
+func (f *fakePorts) ReachGranted(ctx context.Context, sandbox string, port int) (httpapi.PortAccess, error) {
+	if sandbox != id || auth.OwnerFrom(ctx) != "alice" {
+		return httpapi.PortAccess{}, errdefs.New(errdefs.CodeNotFound, "sandbox not found: %s", sandbox)
+	}
+	acc := f.access(port)
+	acc.Host = "masked.test:" + strconv.Itoa(port)
+	return acc, nil
 }

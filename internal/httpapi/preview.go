@@ -49,6 +49,9 @@ type Ports interface {
 	ReachPort(ctx context.Context, id string, port int) (PortAccess, error)
 	// ReachPublic finds the public, unexpired port of token.
 	ReachPublic(ctx context.Context, token string) (PortAccess, error)
+	// ReachGranted is port of sandbox id, the caller's, exposed or not,
+	// for a request a grant admitted (previewhost.WithGrant).
+	ReachGranted(ctx context.Context, id string, port int) (PortAccess, error)
 }
 
 // PortAccess is a port a request may reach.
@@ -59,6 +62,9 @@ type PortAccess struct {
 	Port      int
 	// CORS are the origins whose pages the port answers.
 	CORS []string
+	// Host is the Host header the server sees ("" the request's own):
+	// the sandbox's preview host_header.
+	Host string
 	// Dial connects to the port through its sandbox's agent.
 	Dial func(ctx context.Context) (net.Conn, error)
 }
@@ -132,7 +138,7 @@ func (s *server) preview(r *http.Request, _ []byte) (any, error) {
 	if err != nil || port < 1 || port > 65535 {
 		return nil, errdefs.Malformed("port %q is not a TCP port", clipText(r.PathValue("port")))
 	}
-	acc, err := s.ports.ReachPort(r.Context(), r.PathValue("id"), port)
+	acc, err := s.reachPort(r.Context(), r.PathValue("id"), port)
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +148,7 @@ func (s *server) preview(r *http.Request, _ []byte) (any, error) {
 // pathAnswer proxies r, a request of a path route, to acc's port: the
 // path less the route's prefix, the answer an opaque origin.
 func (s *server) pathAnswer(r *http.Request, acc PortAccess) *previewAnswer {
-	return &previewAnswer{r: r, transport: s.previews.transport(acc), cors: acc.CORS, path: "/" + r.PathValue("rest"), csp: previewCSP, timeout: s.writeTimeout}
+	return &previewAnswer{r: r, transport: s.previews.transport(acc), cors: acc.CORS, host: acc.Host, path: "/" + r.PathValue("rest"), csp: previewCSP, timeout: s.writeTimeout}
 }
 
 // servePublicPreview serves the public route.
@@ -179,7 +185,9 @@ type previewAnswer struct {
 	// the host is the daemon's, whose cookies are every application's on
 	// it (browsers do not isolate cookies by port): none goes.
 	ownCookies bool
-	timeout    time.Duration
+	// host is the Host header the server sees ("" the request's).
+	host    string
+	timeout time.Duration
 }
 
 // corsAllows reports whether a port with cors answers pages of origin.
@@ -206,6 +214,9 @@ func (p *previewAnswer) stream(w http.ResponseWriter, _ io.Writer) int {
 			pr.Out.URL.Scheme, pr.Out.URL.Host = "http", "sandbox"
 			pr.Out.URL.Path, pr.Out.URL.RawPath = p.path, p.rawPath
 			pr.Out.Host = pr.In.Host
+			if p.host != "" {
+				pr.Out.Host = p.host
+			}
 			for _, h := range []string{"Authorization", api.HeaderSandboxID, api.HeaderSandboxPort, api.HeaderPreviewToken} {
 				pr.Out.Header.Del(h)
 			}

@@ -237,6 +237,8 @@ func (r *Runner) check(ctx context.Context, req *api.JobSubmitRequest) error {
 		return errdefs.Malformed("a job needs sandbox_id, or image, template or create for a sandbox of its own")
 	case req.Create != nil && (req.Image != "" || req.Template != ""):
 		return errdefs.Malformed("give image and template inside create, or without create, not both")
+	case req.Create != nil && req.Create.Preview != nil: // issue 37: the terms are sandbox::create's
+		return errdefs.Malformed("a job's sandbox takes no preview terms (create.preview): create the sandbox with sandbox::create and give its sandbox_id")
 	case req.Cmd == "" && len(req.Argv) == 0:
 		return errdefs.Malformed("a job needs cmd or argv")
 	case req.Cmd != "" && len(req.Argv) > 0:

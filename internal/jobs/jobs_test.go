@@ -261,6 +261,9 @@ func TestJobSubmitChecks(t *testing.T) {
 		"workdir":     {SandboxID: "sb", Cmd: "x", Workdir: "rel"},
 		"retries":     {SandboxID: "sb", Cmd: "x", MaxRetries: &eleven},
 		"create both": {Image: "python", Create: &api.CreateRequest{Image: "python"}, Cmd: "x"},
+
+		// issue 37: the preview terms are sandbox::create's.
+		"create with preview terms": {Create: &api.CreateRequest{Image: "python", Preview: &api.PreviewOptions{Private: true}}, Cmd: "x"},
 	} {
 		if _, err := r.Submit(ctx, req); !errdefs.Is(err, errdefs.CodeMalformed) {
 			t.Errorf("%s: %v", name, err)

@@ -44,6 +44,8 @@ type exposedPort struct {
 type book struct {
 	owner  string
 	byPort map[int]*exposedPort
+	// preview are the sandbox's preview terms (SetPreview).
+	preview api.PreviewOptions
 }
 
 // Options are where the service's URLs point.
@@ -150,6 +152,9 @@ func (s *Service) ExposePort(ctx context.Context, req api.PortExposeRequest) (ap
 	}
 	defer release()
 	id := h.ID()
+	if req.Public && s.private(id) {
+		return api.PortInfo{}, errdefs.Malformed("sandbox %s is private (its preview option private, or E2B's allowPublicTraffic false): its ports are reached with the owner's token only", id)
+	}
 	p := &exposedPort{port: req.Port, public: req.Public, cors: req.CORS}
 	if req.Public {
 		b := make([]byte, 24)
@@ -174,11 +179,7 @@ func (s *Service) ExposePort(ctx context.Context, req api.PortExposeRequest) (ap
 func (s *Service) add(ctx context.Context, id string, p *exposedPort) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	b := s.books[id]
-	if b == nil {
-		b = &book{owner: auth.OwnerFrom(ctx), byPort: map[int]*exposedPort{}}
-		s.books[id] = b
-	}
+	b := s.bookOf(ctx, id)
 	if _, ok := b.byPort[p.port]; !ok && len(b.byPort) >= maxExposedPorts {
 		return errdefs.New(errdefs.CodeCapacity, "sandbox %s exposes %d ports; unexpose one first", id, maxExposedPorts)
 	}
@@ -241,7 +242,9 @@ type Target struct {
 	SandboxID string
 	Port      int
 	CORS      []string
-	owner     string
+	// Host is the Host header its server sees ("" the request's own).
+	Host  string
+	owner string
 }
 
 // PortFor checks that the caller may reach port of sandbox id: the
@@ -254,15 +257,15 @@ func (s *Service) PortFor(ctx context.Context, id string, port int) (Target, err
 	}
 	s.mu.Lock()
 	p, ok := s.exposed(id, port)
-	owner := ""
+	t := Target{SandboxID: id, Port: port}
 	if ok {
-		owner = s.books[id].owner
+		t = s.target(id, s.books[id], p)
 	}
 	s.mu.Unlock()
 	if !ok {
 		return Target{}, notExposed(id, port)
 	}
-	return Target{SandboxID: id, Port: port, CORS: p.cors, owner: owner}, nil
+	return t, nil
 }
 
 // PublicPort finds the public port of token, unexpired; ok is false for
@@ -276,8 +279,8 @@ func (s *Service) PublicPort(token string) (Target, bool) {
 	defer s.mu.Unlock()
 	for id, b := range s.books {
 		for _, p := range b.byPort {
-			if p.public && subtle.ConstantTimeCompare([]byte(p.token), []byte(token)) == 1 && (p.expires.IsZero() || now.Before(p.expires)) {
-				return Target{SandboxID: id, Port: p.port, CORS: p.cors, owner: b.owner}, true
+			if p.public && !b.preview.Private && subtle.ConstantTimeCompare([]byte(p.token), []byte(token)) == 1 && (p.expires.IsZero() || now.Before(p.expires)) {
+				return s.target(id, b, p), true
 			}
 		}
 	}

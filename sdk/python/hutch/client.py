@@ -227,7 +227,8 @@ class Hutch:
         volumes, runtime...). runtime is "gvisor" or "microvm" (the
         daemon's default_runtime when left out). network is True for outbound networking, or an egress
         policy {"allow_out": [...], "deny_out": [...]}; volumes mount the
-        caller's volumes: [{"name", "path", "read_only"}]."""
+        caller's volumes: [{"name", "path", "read_only"}]; preview is its
+        ports' terms: {"host_header": "app.test:${PORT}", "private": True}."""
         res = self.request("POST", "/v1/sandboxes", dict(options, image=image))
         return Sandbox(self, res["sandbox_id"], res.get("image", image))
 

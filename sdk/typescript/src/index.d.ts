@@ -92,6 +92,14 @@ export interface CreateOptions {
   name?: string
   /** Isolation runtime: "gvisor" or "microvm"; the daemon's default_runtime when omitted. */
   runtime?: string
+  /** Its ports' preview terms (issue 37). */
+  preview?: PreviewOptions
+}
+
+/** A sandbox's preview terms: the Host its servers see (`${PORT}` the port reached), and whether its ports may never be public. */
+export interface PreviewOptions {
+  host_header?: string
+  private?: boolean
 }
 
 export interface ExecOptions {

@@ -1,0 +1,44 @@
+package functions
+
+// sandbox::create's preview terms (api.CreateRequest.Preview, issue 37),
+// given to the port service once the sandbox is made.
+
+import (
+	"context"
+
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/errdefs"
+)
+
+// PreviewTerms is the port service's part in a create's preview terms.
+type PreviewTerms interface {
+	// CheckPreview explains what is wrong with o (S001).
+	CheckPreview(o api.PreviewOptions) error
+	// SetPreview gives sandbox id, the caller's, the terms o.
+	SetPreview(ctx context.Context, id string, o api.PreviewOptions) error
+}
+
+// create is sandbox::create: the sandbox, then its preview terms; a
+// request whose terms are wrong makes nothing, and a sandbox that cannot
+// take them is stopped.
+func (t *Table) create(ctx context.Context, req api.CreateRequest) (api.CreateResponse, error) {
+	if req.Preview == nil {
+		return t.deps.Sandboxes.Create(ctx, req)
+	}
+	terms, ok := t.deps.Ports.(PreviewTerms)
+	if !ok {
+		return api.CreateResponse{}, errdefs.Malformed("preview: this daemon serves no previews")
+	}
+	if err := terms.CheckPreview(*req.Preview); err != nil {
+		return api.CreateResponse{}, err
+	}
+	res, err := t.deps.Sandboxes.Create(ctx, req)
+	if err != nil {
+		return res, err
+	}
+	if err := terms.SetPreview(ctx, res.SandboxID, *req.Preview); err != nil {
+		_, _ = t.deps.Sandboxes.Stop(context.WithoutCancel(ctx), api.StopRequest{SandboxID: res.SandboxID})
+		return api.CreateResponse{}, err
+	}
+	return res, nil
+}

@@ -1,0 +1,59 @@
+package functions
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/errdefs"
+)
+
+// fakeTerms is a port service that keeps the terms it is given, or
+// refuses them with err.
+type fakeTerms struct {
+	Ports
+	set map[string]api.PreviewOptions
+	err error
+}
+
+func (f *fakeTerms) CheckPreview(o api.PreviewOptions) error {
+	if o.HostHeader == "bad" {
+		return errdefs.Malformed("bad host_header")
+	}
+	return nil
+}
+
+func (f *fakeTerms) SetPreview(_ context.Context, id string, o api.PreviewOptions) error {
+	if f.err != nil {
+		return f.err
+	}
+	f.set[id] = o
+	return nil
+}
+
+// TestCreatePreview: sandbox::create gives its preview terms to the port
+// service once made; bad terms, or a daemon without previews, make
+// nothing.
+func TestCreatePreview(t *testing.T) {
+	ctx := context.Background()
+	terms := &api.PreviewOptions{HostHeader: "app.test:${PORT}", Private: true}
+	sb := &fakeSandboxes{}
+	ports := &fakeTerms{set: map[string]api.PreviewOptions{}}
+	tab := New(Deps{Sandboxes: sb, Ports: ports})
+	if _, err := Call[api.CreateResponse](ctx, tab, api.FnCreate, api.CreateRequest{Image: "python", Preview: terms}); err != nil || ports.set["id"] != *terms {
+		t.Fatalf("create: %v, terms %+v", err, ports.set)
+	}
+	sb.create = api.CreateRequest{}
+	if _, err := Call[api.CreateResponse](ctx, tab, api.FnCreate, api.CreateRequest{Image: "python", Preview: &api.PreviewOptions{HostHeader: "bad"}}); !errdefs.Is(err, errdefs.CodeMalformed) || sb.create.Image != "" {
+		t.Errorf("bad terms: %v, created %+v", err, sb.create)
+	}
+	ports.err = errors.New("gone")
+	if _, err := Call[api.CreateResponse](ctx, tab, api.FnCreate, api.CreateRequest{Image: "python", Preview: terms}); err == nil {
+		t.Error("terms the port service refused: no error")
+	}
+	bare := New(Deps{Sandboxes: &fakeSandboxes{}})
+	if _, err := Call[api.CreateResponse](ctx, bare, api.FnCreate, api.CreateRequest{Image: "python", Preview: terms}); !errdefs.Is(err, errdefs.CodeMalformed) {
+		t.Errorf("no previews: %v, want S001", err)
+	}
+}
