@@ -188,13 +188,9 @@ type CopyOptions struct {
 // a directory's content and every other file into the destination
 // directory. A source that matches nothing is S001.
 func (c *Context) Plan(sources []string, dest string, o CopyOptions) (*Copy, error) {
-	var mode int64 = -1
-	if o.Chmod != "" {
-		m, err := strconv.ParseUint(o.Chmod, 8, 32)
-		if err != nil || m > 0o7777 {
-			return nil, errdefs.Malformed("--chmod=%s: give an octal mode such as 755", clip(o.Chmod))
-		}
-		mode = int64(m)
+	mode, err := chmodOf(o.Chmod)
+	if err != nil {
+		return nil, err
 	}
 	type item struct {
 		e   *Entry
@@ -272,7 +268,7 @@ func (c *Context) Plan(sources []string, dest string, o CopyOptions) (*Copy, err
 		}
 		e := it.e
 		if o.Unpack && e.Typeflag == tar.TypeReg {
-			if ok, err := unpackInto(e.Data, path.Join(dest, "."), DefaultMaxContextBytes, put); err != nil {
+			if ok, err := unpackInto(bytes.NewReader(e.Data), path.Join(dest, "."), DefaultMaxContextBytes, put); err != nil {
 				return nil, errdefs.Malformed("ADD %s: %v", e.Name, err)
 			} else if ok {
 				continue
@@ -290,11 +286,11 @@ func (c *Context) Plan(sources []string, dest string, o CopyOptions) (*Copy, err
 	return out, nil
 }
 
-// unpackInto writes the entries of data, when it is a tar (gzip or plain),
+// unpackInto writes the entries of r, when it is a tar (gzip or plain),
 // under dir through put, at most maxBytes of content (a gzip bomb stops
-// there); false when data is not a tar.
-func unpackInto(data []byte, dir string, maxBytes int64, put func(string, *tar.Header, []byte) error) (bool, error) {
-	tr, err := tarReader(bytes.NewReader(data))
+// there); false when r is not a tar.
+func unpackInto(r io.Reader, dir string, maxBytes int64, put func(string, *tar.Header, []byte) error) (bool, error) {
+	tr, err := tarReader(r)
 	if err != nil {
 		return false, nil
 	}
@@ -330,4 +326,16 @@ func unpackInto(data []byte, dir string, maxBytes int64, put func(string, *tar.H
 			return true, err
 		}
 	}
+}
+
+// chmodOf is a --chmod value as a mode, -1 for none ("").
+func chmodOf(chmod string) (int64, error) {
+	if chmod == "" {
+		return -1, nil
+	}
+	m, err := strconv.ParseUint(chmod, 8, 32)
+	if err != nil || m > 0o7777 {
+		return 0, errdefs.Malformed("--chmod=%s: give an octal mode such as 755", clip(chmod))
+	}
+	return int64(m), nil
 }

@@ -4,10 +4,7 @@ import (
 	"archive/tar"
 	"io"
 	"path"
-	"strconv"
 	"strings"
-
-	"github.com/hutch-dev/hutch/internal/errdefs"
 )
 
 // Rebase copies the tar stream r of a sandbox's pack of a directory (a
@@ -16,13 +13,9 @@ import (
 // itself. chmod ("" for none) sets every entry's mode; the paths written
 // are appended to paths.
 func Rebase(r io.Reader, w io.Writer, target, only, chmod string, paths *[]string) error {
-	var mode int64 = -1
-	if chmod != "" {
-		m, err := strconv.ParseUint(chmod, 8, 32)
-		if err != nil || m > 0o7777 {
-			return errdefs.Malformed("--chmod=%s: give an octal mode such as 755", clip(chmod))
-		}
-		mode = int64(m)
+	mode, err := chmodOf(chmod)
+	if err != nil {
+		return err
 	}
 	tr, err := tarReader(r)
 	if err != nil {

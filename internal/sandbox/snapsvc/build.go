@@ -386,7 +386,7 @@ func (b *build) runStep(stage int, ss *stageState, step templatebuild.Step) erro
 		}
 		return b.copyContext(ss, step, ev, c.SourcePaths, c.DestPath, c.Chown, c.Chmod, false)
 	case *instructions.AddCommand:
-		return b.copyContext(ss, step, ev, c.SourcePaths, c.DestPath, c.Chown, c.Chmod, c.Unpack == nil || *c.Unpack)
+		return b.add(ss, step, ev, c)
 	}
 	return fail("%s is not supported", step.Cmd.Name())
 }
