@@ -124,3 +124,37 @@ func TestTemplateBuildAddURL(t *testing.T) {
 
 // isS001 says err is an S001 answer.
 func isS001(err error) bool { return err != nil && strings.Contains(err.Error(), "S001") }
+
+// TestTemplateBuildCopyFromGlob: COPY --from=stage with globs (issue
+// 39), as docker copies them: files matched into the destination
+// directory, matched directories' contents into it, one match to a file
+// name; a glob that matches nothing fails with its line.
+func TestTemplateBuildCopyFromGlob(t *testing.T) {
+	d := startDaemon(t, baseConfig(""))
+	ctx := context.Background()
+	dockerfile := `FROM python AS gen
+RUN mkdir -p /out/lib /out/lib2 && echo a > /out/a.js && echo b > /out/b.js && echo c > /out/c.css && echo x > /out/lib/x.js && echo y > /out/lib2/y.js
+FROM python
+COPY --from=gen /out/*.js /app/
+COPY --from=gen /out/lib* /libs/
+COPY --from=gen /out/c.* /single.css
+`
+	if _, err := d.c.BuildTemplate(ctx, api.TemplateBuildRequest{Name: "globs", Dockerfile: dockerfile}, func(api.TemplateBuildEvent) error { return nil }); err != nil {
+		t.Fatalf("build: %v", err)
+	}
+	id := d.create(api.CreateRequest{Template: "globs"})
+	want := "/app/a.js\n/app/b.js\n/libs/x.js\n/libs/y.js\n/single.css\nc\n"
+	if r := d.exec(id, "sh", "-c", "find /app /libs /single.css -type f | sort && cat /single.css"); r.Stdout != want {
+		t.Errorf("copied: %q %q, want %q", r.Stdout, r.Stderr, want)
+	}
+	_, err := d.c.BuildTemplate(ctx, api.TemplateBuildRequest{Name: "globs-bad", Dockerfile: "FROM python AS gen\nRUN true\nFROM python\nCOPY --from=gen /out/*.js /app/\n"}, func(api.TemplateBuildEvent) error { return nil })
+	if !isS001(err) || !strings.Contains(err.Error(), "line 4") || !strings.Contains(err.Error(), "matches nothing") {
+		t.Errorf("a glob matching nothing: %v", err)
+	}
+	if _, err := d.c.Stop(ctx, id, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.c.DeleteTemplate(ctx, "globs"); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -94,6 +94,16 @@ func LoadContext(r io.Reader, maxBytes int64) (*Context, error) {
 	if err := c.applyIgnore(); err != nil {
 		return nil, err
 	}
+	// A tar need not list its directories: those its entries imply are
+	// the context's too (a COPY of one, or a glob, finds them).
+	for n := range c.entries {
+		for d := path.Dir(n); d != "."; d = path.Dir(d) {
+			if _, ok := c.entries[d]; ok {
+				break
+			}
+			c.entries[d] = &Entry{Name: d, Typeflag: tar.TypeDir, Mode: 0o755}
+		}
+	}
 	for n := range c.entries {
 		c.names = append(c.names, n)
 	}
@@ -212,6 +222,9 @@ func (c *Context) Plan(sources []string, dest string, o CopyOptions) (*Copy, err
 					matched = append(matched, n)
 				}
 			}
+		}
+		if len(matched) == 0 && HasGlob(src) {
+			return nil, errdefs.Malformed("COPY source %q matches nothing in the build context (or .dockerignore excludes it)", clip(src))
 		}
 		if len(matched) == 0 {
 			return nil, errdefs.Malformed("COPY source %q: no such file in the build context (or .dockerignore excludes it)", clip(src))
