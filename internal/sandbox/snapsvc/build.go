@@ -109,6 +109,10 @@ type build struct {
 	lastOut []string
 	// layers are every stage's layers, which the template keeps.
 	layers []string
+	// log is the end of its log, start when it began (its template's
+	// last_build).
+	log   *buildLog
+	start time.Time
 }
 
 // BuildTemplate builds a template from a Dockerfile (sandbox::template::build),
@@ -136,7 +140,9 @@ func (s *Service) BuildTemplate(ctx context.Context, req api.TemplateBuildReques
 	}
 	owner := auth.OwnerFrom(ctx)
 	s.event(owner, api.EventTemplateBuildStarted, map[string]any{"template": req.Name})
+	blog := &buildLog{}
 	logged := func(ev api.TemplateBuildEvent) error {
+		blog.add(ev)
 		if ev.Phase == "step" {
 			s.event(owner, api.EventTemplateBuildStep, map[string]any{"template": req.Name, "step": ev.Step, "steps": ev.Steps,
 				"line": ev.Line, "instruction": ev.Instruction, "cached": ev.Cached})
@@ -145,7 +151,7 @@ func (s *Service) BuildTemplate(ctx context.Context, req api.TemplateBuildReques
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	b := &build{s: s, ctx: ctx, cancel: cancel, owner: owner, req: req, bctx: bctx, emit: logged, names: map[string]int{}, args: req.BuildArgs}
+	b := &build{s: s, ctx: ctx, cancel: cancel, owner: owner, req: req, bctx: bctx, emit: logged, names: map[string]int{}, args: req.BuildArgs, log: blog, start: start}
 	s.buildMu.Lock()
 	if s.builds == nil {
 		s.builds = map[*build]struct{}{}
@@ -162,6 +168,7 @@ func (s *Service) BuildTemplate(ctx context.Context, req api.TemplateBuildReques
 		err = cause
 	}
 	if err != nil {
+		s.keepFailedBuild(owner, req.Name, b.summary(start, err))
 		s.event(owner, api.EventTemplateBuildFailed, map[string]any{"template": req.Name, "step": b.stepNo, "error": errdefs.As(err).Message})
 		return resp, err
 	}
@@ -865,6 +872,7 @@ func (b *build) finish(ss *stageState, old *templateRecord) (*templateRecord, er
 			return nil, err
 		}
 	}
+	rec.LastBuild = b.summary(b.start, nil)
 	failpoint.Hit("template.build.before-record")
 	s.mu.Lock()
 	err := s.templates.Put(rec.key(), rec)
