@@ -9,8 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -29,12 +27,7 @@ import (
 func TestTemplateBuildAddURL(t *testing.T) {
 	addr, inside := privateNetns(t, 9)
 	caPEM, cert := testCertificate(t, "files.test")
-	bundle := filepath.Join(t.TempDir(), "roots.pem")
-	roots, _ := os.ReadFile("/etc/ssl/certs/ca-certificates.crt")
-	if err := os.WriteFile(bundle, append(roots, caPEM...), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("SSL_CERT_FILE", bundle) // the daemon verifies the server against it
+	trustTestCA(t, caPEM) // the daemon verifies the server against it
 	lastMod := time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)
 	var mu sync.Mutex
 	content := "v1\n"
