@@ -108,6 +108,26 @@ type TemplateInfo struct {
 	FromSandbox string `json:"from_sandbox,omitempty"`
 	LayerBytes  int64  `json:"layer_bytes,omitempty"`
 	CreatedAt   string `json:"created_at"`
+	// LastBuild is the last build of a template built from a Dockerfile
+	// (issue 39), failed ones included.
+	LastBuild *TemplateBuildSummary `json:"last_build,omitempty"`
+}
+
+// TemplateBuildSummary is a template's last build: how it ended, its
+// steps and layers, and the end of its log.
+type TemplateBuildSummary struct {
+	// Status is "succeeded" or "failed" (Error says why).
+	Status      string `json:"status"`
+	Error       string `json:"error,omitempty"`
+	Steps       int    `json:"steps"`
+	CachedSteps int    `json:"cached_steps"`
+	// Layers is the number of layers the template keeps.
+	Layers     int    `json:"layers"`
+	DurationMs uint64 `json:"duration_ms"`
+	FinishedAt string `json:"finished_at"`
+	// Log is the build's last lines (at most 100): its steps, as "line N:
+	// INSTRUCTION" with " (cached)" for a hit, and their output.
+	Log []string `json:"log"`
 }
 
 // TemplateListRequest is the payload of sandbox::template::list (no fields).

@@ -304,12 +304,7 @@ func newSecretTarget(t *testing.T) *secretTarget {
 	var inside func(func() error) error
 	st.addr, inside = privateNetns(t, 3)
 	caPEM, cert := testCertificate(t, "api.test", "other.test")
-	bundle := filepath.Join(t.TempDir(), "roots.pem")
-	roots, _ := os.ReadFile("/etc/ssl/certs/ca-certificates.crt")
-	if err := os.WriteFile(bundle, append(roots, caPEM...), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("SSL_CERT_FILE", bundle) // the daemon verifies upstreams against it
+	trustTestCA(t, caPEM) // the daemon verifies upstreams against it
 	var ln net.Listener
 	if err := inside(func() (err error) { ln, err = net.Listen("tcp4", st.addr+":443"); return err }); err != nil {
 		t.Fatal(err)
@@ -335,6 +330,18 @@ func (st *secretTarget) received(host string) string {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return st.got[host]
+}
+
+// trustTestCA makes the host's roots and caPEM the roots of the daemons
+// the test starts (SSL_CERT_FILE).
+func trustTestCA(t *testing.T, caPEM []byte) {
+	t.Helper()
+	bundle := filepath.Join(t.TempDir(), "roots.pem")
+	roots, _ := os.ReadFile("/etc/ssl/certs/ca-certificates.crt")
+	if err := os.WriteFile(bundle, append(roots, caPEM...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SSL_CERT_FILE", bundle)
 }
 
 // testCertificate makes a CA and a server certificate of it for names.

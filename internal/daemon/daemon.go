@@ -366,7 +366,7 @@ func (d *daemon) startManager(ctx context.Context) error {
 		return err
 	})
 	if snaps, err = snapsvc.New(mgr, snapsvc.Options{Dir: sandbox.CheckpointDir(d.opts.DataDir), StorageMB: cfg.SnapshotStorageMB, Logger: d.log,
-		Events: d.evlog /* issue 39: template.build.* */}); err != nil {
+		Events: d.evlog /* issue 39: template.build.* */, Dial: d.proxy.Dial /* issue 39: ADD of a URL */}); err != nil {
 		return err
 	}
 	d.resolver.SetDirectory(d.sbnet)

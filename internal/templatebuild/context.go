@@ -94,6 +94,16 @@ func LoadContext(r io.Reader, maxBytes int64) (*Context, error) {
 	if err := c.applyIgnore(); err != nil {
 		return nil, err
 	}
+	// A tar need not list its directories: those its entries imply are
+	// the context's too (a COPY of one, or a glob, finds them).
+	for n := range c.entries {
+		for d := path.Dir(n); d != "."; d = path.Dir(d) {
+			if _, ok := c.entries[d]; ok {
+				break
+			}
+			c.entries[d] = &Entry{Name: d, Typeflag: tar.TypeDir, Mode: 0o755}
+		}
+	}
 	for n := range c.entries {
 		c.names = append(c.names, n)
 	}
@@ -188,13 +198,9 @@ type CopyOptions struct {
 // a directory's content and every other file into the destination
 // directory. A source that matches nothing is S001.
 func (c *Context) Plan(sources []string, dest string, o CopyOptions) (*Copy, error) {
-	var mode int64 = -1
-	if o.Chmod != "" {
-		m, err := strconv.ParseUint(o.Chmod, 8, 32)
-		if err != nil || m > 0o7777 {
-			return nil, errdefs.Malformed("--chmod=%s: give an octal mode such as 755", clip(o.Chmod))
-		}
-		mode = int64(m)
+	mode, err := chmodOf(o.Chmod)
+	if err != nil {
+		return nil, err
 	}
 	type item struct {
 		e   *Entry
@@ -216,6 +222,9 @@ func (c *Context) Plan(sources []string, dest string, o CopyOptions) (*Copy, err
 					matched = append(matched, n)
 				}
 			}
+		}
+		if len(matched) == 0 && HasGlob(src) {
+			return nil, errdefs.Malformed("COPY source %q matches nothing in the build context (or .dockerignore excludes it)", clip(src))
 		}
 		if len(matched) == 0 {
 			return nil, errdefs.Malformed("COPY source %q: no such file in the build context (or .dockerignore excludes it)", clip(src))
@@ -272,7 +281,7 @@ func (c *Context) Plan(sources []string, dest string, o CopyOptions) (*Copy, err
 		}
 		e := it.e
 		if o.Unpack && e.Typeflag == tar.TypeReg {
-			if ok, err := unpackInto(e.Data, path.Join(dest, "."), DefaultMaxContextBytes, put); err != nil {
+			if ok, err := unpackInto(bytes.NewReader(e.Data), path.Join(dest, "."), DefaultMaxContextBytes, put); err != nil {
 				return nil, errdefs.Malformed("ADD %s: %v", e.Name, err)
 			} else if ok {
 				continue
@@ -290,11 +299,11 @@ func (c *Context) Plan(sources []string, dest string, o CopyOptions) (*Copy, err
 	return out, nil
 }
 
-// unpackInto writes the entries of data, when it is a tar (gzip or plain),
+// unpackInto writes the entries of r, when it is a tar (gzip or plain),
 // under dir through put, at most maxBytes of content (a gzip bomb stops
-// there); false when data is not a tar.
-func unpackInto(data []byte, dir string, maxBytes int64, put func(string, *tar.Header, []byte) error) (bool, error) {
-	tr, err := tarReader(bytes.NewReader(data))
+// there); false when r is not a tar.
+func unpackInto(r io.Reader, dir string, maxBytes int64, put func(string, *tar.Header, []byte) error) (bool, error) {
+	tr, err := tarReader(r)
 	if err != nil {
 		return false, nil
 	}
@@ -330,4 +339,16 @@ func unpackInto(data []byte, dir string, maxBytes int64, put func(string, *tar.H
 			return true, err
 		}
 	}
+}
+
+// chmodOf is a --chmod value as a mode, -1 for none ("").
+func chmodOf(chmod string) (int64, error) {
+	if chmod == "" {
+		return -1, nil
+	}
+	m, err := strconv.ParseUint(chmod, 8, 32)
+	if err != nil || m > 0o7777 {
+		return 0, errdefs.Malformed("--chmod=%s: give an octal mode such as 755", clip(chmod))
+	}
+	return int64(m), nil
 }

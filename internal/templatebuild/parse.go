@@ -131,25 +131,33 @@ func refuseCommand(c instructions.Command, line int) error {
 		if len(c.SourceContents) > 0 {
 			return bad("COPY of a here-document is not supported")
 		}
+		for _, src := range c.SourcePaths {
+			if IsURL(src) || isGit(src) {
+				return bad("COPY of a URL (%s): use ADD", clip(src))
+			}
+		}
 	case *instructions.AddCommand:
-		if c.Link || c.Checksum != "" || len(c.ExcludePatterns) > 0 || c.KeepGitDir != nil {
-			return bad("ADD --link, --checksum, --exclude and --keep-git-dir are not supported")
+		if c.Link || len(c.ExcludePatterns) > 0 || c.KeepGitDir != nil {
+			return bad("ADD --link, --exclude and --keep-git-dir are not supported")
 		}
 		if len(c.SourceContents) > 0 {
 			return bad("ADD of a here-document is not supported")
 		}
 		for _, src := range c.SourcePaths {
-			if isURL(src) {
-				return bad("ADD of a URL (%s) is not supported; fetch it with RUN in a build with network", clip(src))
+			if isGit(src) {
+				return bad("ADD of a git repository (%s) is not supported; clone it with RUN in a build with network", clip(src))
+			}
+		}
+		if c.Checksum != "" && !strings.Contains(c.Checksum, "$") {
+			if len(c.SourcePaths) != 1 || !IsURL(c.SourcePaths[0]) {
+				return bad("ADD --checksum takes one http or https URL as its source")
+			}
+			if _, _, err := ParseChecksum(c.Checksum); err != nil {
+				return bad("ADD %v", err)
 			}
 		}
 	}
 	return nil
-}
-
-// isURL says src is a remote source of ADD.
-func isURL(src string) bool {
-	return strings.HasPrefix(src, "http://") || strings.HasPrefix(src, "https://") || strings.HasPrefix(src, "git@")
 }
 
 // lineOf is a parser error's message with its line, when it has one.

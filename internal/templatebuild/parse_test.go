@@ -33,7 +33,11 @@ func TestParseRefusesWithLine(t *testing.T) {
 		{"FROM python\nONBUILD RUN true\n", "line 2: ONBUILD"},
 		{"FROM python\nSHELL [\"/bin/bash\", \"-c\"]\n", "line 2: SHELL"},
 		{"FROM python\n\nRUN --mount=type=cache,target=/c true\n", "line 3: RUN --mount"},
-		{"FROM python\nADD https://example.com/x /x\n", "line 2: ADD of a URL"},
+		{"FROM python\nADD https://github.com/o/r.git /x\n", "line 2: ADD of a git repository"},
+		{"FROM python\nCOPY https://example.com/x /x\n", "line 2: COPY of a URL"},
+		{"FROM python\nADD --checksum=sha256:00 https://example.com/x /x\n", "line 2: ADD --checksum=sha256:00: not a lowercase hex sha256 digest"},
+		{"FROM python\nADD --checksum=md5:00 https://example.com/x /x\n", "line 2: ADD --checksum=md5:00: give sha256:"},
+		{"FROM python\nADD --checksum=sha256:" + strings.Repeat("a", 64) + " local.txt /x\n", "line 2: ADD --checksum takes one http or https URL"},
 		{"FROM python\nFROBNICATE x\n", "line 2"},
 		{"RUN true\n", "line 1"},
 	} {
@@ -41,6 +45,16 @@ func TestParseRefusesWithLine(t *testing.T) {
 		if err == nil || !errdefs.Is(err, errdefs.CodeMalformed) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Parse(%q) = %v, want S001 with %q", tc.file, err, tc.want)
 		}
+	}
+}
+
+func TestParseAddURL(t *testing.T) {
+	p, err := Parse([]byte("FROM python\nADD --checksum=sha256:" + strings.Repeat("a", 64) + " https://example.com/x /x\nADD http://example.com/y local.txt /opt/\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := p.Stages[0].Steps[0].Cmd.(*instructions.AddCommand); c.Checksum == "" || !IsURL(c.SourcePaths[0]) {
+		t.Errorf("ADD --checksum: %+v", c)
 	}
 }
 

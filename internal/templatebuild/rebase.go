@@ -4,25 +4,20 @@ import (
 	"archive/tar"
 	"io"
 	"path"
-	"strconv"
+	"sort"
 	"strings"
 
 	"github.com/hutch-dev/hutch/internal/errdefs"
 )
 
 // Rebase copies the tar stream r of a sandbox's pack of a directory (a
-// COPY --from source) to w with its entries moved under target; with only
-// set, just the entry of that name (and what is under it) goes, to target
-// itself. chmod ("" for none) sets every entry's mode; the paths written
-// are appended to paths.
-func Rebase(r io.Reader, w io.Writer, target, only, chmod string, paths *[]string) error {
-	var mode int64 = -1
-	if chmod != "" {
-		m, err := strconv.ParseUint(chmod, 8, 32)
-		if err != nil || m > 0o7777 {
-			return errdefs.Malformed("--chmod=%s: give an octal mode such as 755", clip(chmod))
-		}
-		mode = int64(m)
+// COPY --from source) to w, each entry at the path place gives its path
+// in the pack (Under, Picked), or left out. chmod ("" for none) sets
+// every entry's mode; the paths written are appended to paths.
+func Rebase(r io.Reader, w io.Writer, place func(rel string) (string, bool), chmod string, paths *[]string) error {
+	mode, err := chmodOf(chmod)
+	if err != nil {
+		return err
 	}
 	tr, err := tarReader(r)
 	if err != nil {
@@ -41,13 +36,10 @@ func Rebase(r io.Reader, w io.Writer, target, only, chmod string, paths *[]strin
 		if !ok || rel == "." {
 			continue
 		}
-		if only != "" {
-			if rel != only && !strings.HasPrefix(rel, only+"/") {
-				continue
-			}
-			rel = strings.TrimPrefix(strings.TrimPrefix(rel, only), "/")
+		name, ok := place(rel)
+		if !ok {
+			continue
 		}
-		name := path.Join(target, rel)
 		if name == "/" || (h.Typeflag != tar.TypeReg && h.Typeflag != tar.TypeDir && h.Typeflag != tar.TypeSymlink) {
 			continue
 		}
@@ -63,4 +55,77 @@ func Rebase(r io.Reader, w io.Writer, target, only, chmod string, paths *[]strin
 		}
 		*paths = append(*paths, name)
 	}
+}
+
+// Under places every entry of a pack under target.
+func Under(target string) func(rel string) (string, bool) {
+	return func(rel string) (string, bool) { return path.Join(target, rel), true }
+}
+
+// Picked places the pack's entries named in targets (and what is under
+// them) at their targets, and leaves the others out.
+func Picked(targets map[string]string) func(rel string) (string, bool) {
+	return func(rel string) (string, bool) {
+		top, rest, _ := strings.Cut(rel, "/")
+		t, ok := targets[top]
+		if !ok {
+			return "", false
+		}
+		return path.Join(t, rest), true
+	}
+}
+
+// Match is a path a glob matched.
+type Match struct {
+	Path string
+	Dir  bool
+}
+
+// Bounds of a glob's expansion.
+const (
+	maxGlobMatches = 10_000
+	maxGlobLists   = 1_000
+)
+
+// HasGlob says p has a wildcard (*, ? or [).
+func HasGlob(p string) bool { return strings.ContainsAny(p, "*?[") }
+
+// Glob expands pattern (absolute) with ls, which lists a directory's
+// entries (Path their name), one path element at a time as buildkit
+// resolves a COPY source's wildcards (path.Match on each element; "*"
+// matches names starting with "." too). The matches are sorted; at most
+// 10,000 (S001 beyond).
+func Glob(pattern string, ls func(dir string) ([]Match, error)) ([]Match, error) {
+	elems := strings.Split(strings.Trim(path.Clean("/"+pattern), "/"), "/")
+	cur := []Match{{Path: "/", Dir: true}}
+	lists := 0
+	for _, el := range elems {
+		if _, err := path.Match(el, ""); err != nil {
+			return nil, errdefs.Malformed("the pattern %q: %v", clip(pattern), err)
+		}
+		var next []Match
+		for _, c := range cur {
+			if !c.Dir {
+				continue
+			}
+			if lists++; lists > maxGlobLists {
+				return nil, errdefs.Malformed("the pattern %q lists more than %d directories", clip(pattern), maxGlobLists)
+			}
+			entries, err := ls(c.Path)
+			if err != nil {
+				return nil, err
+			}
+			for _, e := range entries {
+				if ok, _ := path.Match(el, e.Path); ok {
+					next = append(next, Match{Path: path.Join(c.Path, e.Path), Dir: e.Dir})
+				}
+			}
+			if len(next) > maxGlobMatches {
+				return nil, errdefs.Malformed("the pattern %q matches more than %d paths", clip(pattern), maxGlobMatches)
+			}
+		}
+		cur = next
+	}
+	sort.Slice(cur, func(i, j int) bool { return cur[i].Path < cur[j].Path })
+	return cur, nil
 }

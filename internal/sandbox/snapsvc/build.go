@@ -109,6 +109,10 @@ type build struct {
 	lastOut []string
 	// layers are every stage's layers, which the template keeps.
 	layers []string
+	// log is the end of its log, start when it began (its template's
+	// last_build).
+	log   *buildLog
+	start time.Time
 }
 
 // BuildTemplate builds a template from a Dockerfile (sandbox::template::build),
@@ -136,7 +140,9 @@ func (s *Service) BuildTemplate(ctx context.Context, req api.TemplateBuildReques
 	}
 	owner := auth.OwnerFrom(ctx)
 	s.event(owner, api.EventTemplateBuildStarted, map[string]any{"template": req.Name})
+	blog := &buildLog{}
 	logged := func(ev api.TemplateBuildEvent) error {
+		blog.add(ev)
 		if ev.Phase == "step" {
 			s.event(owner, api.EventTemplateBuildStep, map[string]any{"template": req.Name, "step": ev.Step, "steps": ev.Steps,
 				"line": ev.Line, "instruction": ev.Instruction, "cached": ev.Cached})
@@ -145,7 +151,7 @@ func (s *Service) BuildTemplate(ctx context.Context, req api.TemplateBuildReques
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	b := &build{s: s, ctx: ctx, cancel: cancel, owner: owner, req: req, bctx: bctx, emit: logged, names: map[string]int{}, args: req.BuildArgs}
+	b := &build{s: s, ctx: ctx, cancel: cancel, owner: owner, req: req, bctx: bctx, emit: logged, names: map[string]int{}, args: req.BuildArgs, log: blog, start: start}
 	s.buildMu.Lock()
 	if s.builds == nil {
 		s.builds = map[*build]struct{}{}
@@ -162,6 +168,7 @@ func (s *Service) BuildTemplate(ctx context.Context, req api.TemplateBuildReques
 		err = cause
 	}
 	if err != nil {
+		s.keepFailedBuild(owner, req.Name, b.summary(start, err))
 		s.event(owner, api.EventTemplateBuildFailed, map[string]any{"template": req.Name, "step": b.stepNo, "error": errdefs.As(err).Message})
 		return resp, err
 	}
@@ -386,7 +393,7 @@ func (b *build) runStep(stage int, ss *stageState, step templatebuild.Step) erro
 		}
 		return b.copyContext(ss, step, ev, c.SourcePaths, c.DestPath, c.Chown, c.Chmod, false)
 	case *instructions.AddCommand:
-		return b.copyContext(ss, step, ev, c.SourcePaths, c.DestPath, c.Chown, c.Chmod, c.Unpack == nil || *c.Unpack)
+		return b.add(ss, step, ev, c)
 	}
 	return fail("%s is not supported", step.Cmd.Name())
 }
@@ -423,14 +430,12 @@ func (b *build) copyContext(ss *stageState, step templatebuild.Step, ev api.Temp
 	})
 }
 
-// copyFrom is a COPY --from an earlier stage: each source is packed in
-// that stage's sandbox and unpacked at the destination.
+// copyFrom is a COPY --from an earlier stage: each source (a path, or a
+// glob expanded in that stage's sandbox) is packed there and unpacked at
+// the destination. A glob that matches nothing is S001.
 func (b *build) copyFrom(ss *stageState, step templatebuild.Step, ev api.TemplateBuildEvent, c *instructions.CopyCommand) error {
 	j, ok := b.stageRef(c.From, len(b.stages)-1)
 	if !ok {
-		j = -1
-	}
-	if j < 0 {
 		return errdefs.Malformed("Dockerfile line %d: COPY --from=%s: no earlier stage of that name (images are not copied from)", step.Line, spec.Clip(c.From, 64))
 	}
 	src := b.stages[j]
@@ -440,14 +445,44 @@ func (b *build) copyFrom(ss *stageState, step templatebuild.Step, ev api.Templat
 			return err
 		}
 		for _, p := range c.SourcePaths {
-			if strings.ContainsAny(p, "*?[") {
-				return errdefs.Malformed("Dockerfile line %d: COPY --from with a glob (%s) is not supported", step.Line, spec.Clip(p, 64))
+			matches := []templatebuild.Match{{Path: b.abs(src, p)}}
+			probe := true // a path's type is found by packing it
+			if templatebuild.HasGlob(p) {
+				var err error
+				if matches, err = b.glob(src.box, b.abs(src, p)); err != nil {
+					return err
+				}
+				if len(matches) == 0 {
+					return errdefs.Malformed("Dockerfile line %d: COPY --from=%s: %s matches nothing in that stage", step.Line, spec.Clip(c.From, 64), spec.Clip(p, 128))
+				}
+				probe = false
 			}
-			if err := b.transfer(src.box, b.abs(src, p), box, dest, len(c.SourcePaths) > 1, c.Chown, c.Chmod); err != nil {
+			intoDir := len(c.SourcePaths) > 1 || len(matches) > 1
+			if err := b.transfer(src.box, matches, probe, box, dest, intoDir, c.Chown, c.Chmod); err != nil {
 				return err
 			}
 		}
 		return nil
+	})
+}
+
+// glob expands pattern in sandbox box.
+func (b *build) glob(box, pattern string) ([]templatebuild.Match, error) {
+	h, release, err := b.s.core.Acquire(b.ctx, box, sandbox.UseCall)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	return templatebuild.Glob(pattern, func(dir string) ([]templatebuild.Match, error) {
+		resp, err := h.Agent().Ls(b.ctx, &agentv1.FsLsRequest{Path: dir})
+		if err != nil {
+			return nil, h.FsFail(b.ctx, "a build's copy --from", err)
+		}
+		out := make([]templatebuild.Match, 0, len(resp.GetEntries()))
+		for _, e := range resp.GetEntries() {
+			out = append(out, templatebuild.Match{Path: e.GetName(), Dir: e.GetIsDir()})
+		}
+		return out, nil
 	})
 }
 
@@ -735,36 +770,65 @@ func (b *build) chown(box string, paths []string, owner string) error {
 	return nil
 }
 
-// transfer copies the file or directory src of sandbox from to dest of
-// sandbox to: a directory's content into dest, a file into dest when
-// intoDir or dest ends in "/", else to dest.
-func (b *build) transfer(from, src, to, dest string, intoDir bool, chown, chmod string) error {
+// transfer copies matches, paths of sandbox from, to dest of sandbox
+// to: a directory's content into dest; a file into dest (by its name)
+// when intoDir or dest ends in "/", else to dest. Files of one directory
+// go in one pack of it. With probe, a match not known as a directory is
+// packed as one first.
+func (b *build) transfer(from string, matches []templatebuild.Match, probe bool, to, dest string, intoDir bool, chown, chmod string) error {
 	h, release, err := b.s.core.Acquire(b.ctx, from, sandbox.UseCall)
 	if err != nil {
 		return err
 	}
 	defer release()
-	target, only := strings.TrimSuffix(dest, "/"), ""
-	_, rc, err := h.Agent().Pack(b.ctx, &agentv1.FsPackRequest{Path: src})
-	if err != nil && errdefs.Is(h.FsFail(b.ctx, "a build's copy --from", err), errdefs.CodeFSWrongType) {
-		// A file: its directory's pack, that one entry taken.
-		only = path.Base(src)
-		if intoDir || strings.HasSuffix(dest, "/") {
-			target = path.Join(dest, only)
-		}
-		_, rc, err = h.Agent().Pack(b.ctx, &agentv1.FsPackRequest{Path: path.Dir(src)})
+	dirTarget := strings.TrimSuffix(dest, "/")
+	if dirTarget == "" {
+		dirTarget = "/"
 	}
+	files := map[string]map[string]string{} // directory → file name → target
+	var dirs []string
+	for _, m := range matches {
+		if m.Dir || probe {
+			err := b.packInto(h, m.Path, templatebuild.Under(dirTarget), to, chown, chmod)
+			if err == nil || m.Dir || !errdefs.Is(err, errdefs.CodeFSWrongType) {
+				if err != nil {
+					return err
+				}
+				continue
+			}
+		}
+		target := dirTarget
+		if intoDir || strings.HasSuffix(dest, "/") {
+			target = path.Join(dest, path.Base(m.Path))
+		}
+		dir := path.Dir(m.Path)
+		if files[dir] == nil {
+			files[dir] = map[string]string{}
+			dirs = append(dirs, dir)
+		}
+		files[dir][path.Base(m.Path)] = target
+	}
+	for _, dir := range dirs {
+		if err := b.packInto(h, dir, templatebuild.Picked(files[dir]), to, chown, chmod); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// packInto packs dir of h's sandbox and unpacks its entries in sandbox
+// to where place puts them, then gives them to chown. A dir that is not
+// a directory is S212.
+func (b *build) packInto(h sandbox.Handle, dir string, place func(string) (string, bool), to, chown, chmod string) error {
+	_, rc, err := h.Agent().Pack(b.ctx, &agentv1.FsPackRequest{Path: dir})
 	if err != nil {
 		return h.FsFail(b.ctx, "a build's copy --from", err)
 	}
 	defer rc.Close()
-	if target == "" {
-		target = "/"
-	}
 	pr, pw := io.Pipe()
 	var paths []string
 	go func() {
-		pw.CloseWithError(templatebuild.Rebase(rc, pw, target, only, chmod, &paths))
+		pw.CloseWithError(templatebuild.Rebase(rc, pw, place, chmod, &paths))
 	}()
 	if err := b.put(to, pr, nil, ""); err != nil {
 		pr.CloseWithError(err)
@@ -808,6 +872,7 @@ func (b *build) finish(ss *stageState, old *templateRecord) (*templateRecord, er
 			return nil, err
 		}
 	}
+	rec.LastBuild = b.summary(b.start, nil)
 	failpoint.Hit("template.build.before-record")
 	s.mu.Lock()
 	err := s.templates.Put(rec.key(), rec)

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	"time"
 
 	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/egressproxy"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/events"
 	"github.com/hutch-dev/hutch/internal/sandbox"
@@ -53,6 +55,10 @@ type Options struct {
 	Events interface {
 		Append(events.Event) events.Event
 	}
+	// Dial, when set, makes the connections of a build's ADD of a URL
+	// under the build's egress policy (egressproxy.Proxy.Dial); without
+	// it, ADD of a URL is refused (issue 39).
+	Dial func(ctx context.Context, sb egressproxy.Sandbox, host string, port uint16) (net.Conn, error)
 }
 
 // Service answers the snapshot, template and fork functions
@@ -73,6 +79,7 @@ type Service struct {
 	// layers no template keeps yet (issue 39: gcLayers spares them).
 	buildMu sync.Mutex
 	builds  map[*build]struct{}
+	dial    func(ctx context.Context, sb egressproxy.Sandbox, host string, port uint16) (net.Conn, error)
 }
 
 // New is the snapshot service over core. It settles the checkpoint
@@ -81,7 +88,7 @@ func New(core Core, o Options) (*Service, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	s := &Service{core: core, dir: o.Dir, storageMB: o.StorageMB, log: o.Logger, events: o.Events}
+	s := &Service{core: core, dir: o.Dir, storageMB: o.StorageMB, log: o.Logger, events: o.Events, dial: o.Dial}
 	var err error
 	if s.snapshots, err = core.Records("snapshots"); err != nil {
 		return nil, err

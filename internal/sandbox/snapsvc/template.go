@@ -42,6 +42,8 @@ type templateRecord struct {
 	// Built is set on a template built from a Dockerfile (build.go): its
 	// layers are shared with the build cache, not its own.
 	Built *builtInfo `json:"built,omitempty"`
+	// LastBuild is its last build's summary (buildlog.go).
+	LastBuild *api.TemplateBuildSummary `json:"last_build,omitempty"`
 }
 
 // templateKey is a template's key in the store: names are per owner.
@@ -51,7 +53,7 @@ func (r *templateRecord) key() string { return templateKey(r.Owner, r.Name) }
 
 func (r *templateRecord) info() api.TemplateInfo {
 	return api.TemplateInfo{Name: r.Name, TemplateDefaults: r.Defaults, FromSandbox: r.FromSandbox,
-		LayerBytes: r.LayerBytes, CreatedAt: stamp(r.CreatedAt)}
+		LayerBytes: r.LayerBytes, CreatedAt: stamp(r.CreatedAt), LastBuild: r.LastBuild}
 }
 
 // allTemplates are every template's record; bad are the keys of those

@@ -1,5 +1,6 @@
 // Images and templates: the catalog's images with their cache state (a
-// pull or build shows its progress line), templates and snapshots.
+// pull or build shows its progress line), templates (a built one with its
+// layers and last build, its log's end behind a toggle) and snapshots.
 import { api, every, sleep } from '../api.js'
 import { h, replace, bytes, duration, stateBadge, button, flash } from '../dom.js'
 
@@ -14,7 +15,7 @@ export async function render (root, _params, signal) {
     h('h1', null, 'Images'),
     h('table', { id: 'images' }, th('Name', 'Kind', 'Source', 'State', 'Size', 'In use', 'Allowed', ''), imgBody),
     h('h2', null, 'Templates'),
-    h('table', { id: 'templates' }, th('Name', 'Image', 'From sandbox', 'Layer', 'Created', ''), tplBody),
+    h('table', { id: 'templates' }, th('Name', 'Image', 'From sandbox', 'Layer', 'Layers', 'Last build', 'Created', ''), tplBody),
     h('h2', null, 'Snapshots'),
     h('table', { id: 'snapshots' }, th('Snapshot', 'Sandbox', 'Size', 'Created', ''), snapBody))
 
@@ -52,11 +53,30 @@ export async function render (root, _params, signal) {
     await images()
   }
 
+  // opened are the templates whose build log is shown, kept across refreshes.
+  const opened = new Set()
+  // build is a template's last build (issue 39): its state, steps, cache
+  // hits and duration, and its log's last lines behind a toggle.
+  function build (t) {
+    const b = t.last_build
+    if (!b) return h('td', { class: 'muted' }, '–')
+    const log = h('details', { class: 'build-log', open: opened.has(t.name) || null },
+      h('summary', null, 'Log'),
+      h('pre', { class: 'output' }, b.log.join('\n')))
+    log.addEventListener('toggle', () => { log.open ? opened.add(t.name) : opened.delete(t.name) })
+    return h('td', { 'data-build': b.status },
+      stateBadge(b.status === 'succeeded' ? 'ready' : 'failed'),
+      h('div', { class: 'muted' }, `${b.steps} steps, ${b.cached_steps} cached, ${duration(b.duration_ms / 1000)}, ${b.finished_at}`),
+      b.error ? h('div', { class: 'mono' }, b.error) : null,
+      log)
+  }
+
   async function templates () {
     const res = await api('GET', '/v1/templates', undefined, { signal })
-    replace(tplBody, res.templates.map((t) => h('tr', null,
+    replace(tplBody, res.templates.map((t) => h('tr', { 'data-template': t.name },
       h('td', null, t.name), h('td', null, t.image ?? ''), h('td', { class: 'mono' }, t.from_sandbox ?? ''),
-      h('td', { class: 'num' }, t.layer_bytes ? bytes(t.layer_bytes) : '–'), h('td', null, t.created_at),
+      h('td', { class: 'num' }, t.layer_bytes ? bytes(t.layer_bytes) : '–'),
+      h('td', { class: 'num' }, t.last_build ? String(t.last_build.layers) : '–'), build(t), h('td', null, t.created_at),
       h('td', null, button('Delete', async () => { if (!confirm(`Delete template ${t.name}?`)) return; await api('DELETE', `/v1/templates/${encodeURIComponent(t.name)}`); await templates() }, { class: 'danger' })))))
   }
 
