@@ -165,11 +165,37 @@ func (p *proc) fill(s int, f *os.File) bool {
 			p.write(s, chunk[:n])
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) {
+			p.fillBuffered(s, f, chunk)
 			return true
 		}
 		if err != nil {
 			return false
 		}
+	}
+}
+
+// fillBuffered reads into ring s what f already holds once run cut the
+// reads short, never waiting: what the process wrote before it exited is
+// kept even when this drain was not scheduled within pipeGrace (a busy
+// machine). It reads at most cutReadMax, as a writer left behind may
+// keep the pipe full.
+func (p *proc) fillBuffered(s int, f *os.File, chunk []byte) {
+	_ = f.SetReadDeadline(time.Time{})
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return
+	}
+	for read := 0; read < cutReadMax; {
+		var n int
+		var rerr error
+		if err := rc.Read(func(fd uintptr) bool {
+			n, rerr = syscall.Read(int(fd), chunk)
+			return true // one read, ready or not
+		}); err != nil || rerr != nil || n <= 0 {
+			return
+		}
+		p.write(s, chunk[:n])
+		read += n
 	}
 }
 

@@ -3,7 +3,10 @@ package agent
 import (
 	"bytes"
 	"fmt"
+	"os"
+	"sync"
 	"testing"
+	"time"
 )
 
 // TestRing writes a known sequence in pieces of many sizes and checks
@@ -41,5 +44,31 @@ func TestRing(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCutKeepsWhatThePipeHolds: when run cuts the reads short (the
+// process exited and its drain was not scheduled within pipeGrace, as on
+// a busy machine), the bytes the pipe already holds still reach the ring;
+// the writer end stays open, as a child left behind would hold it.
+func TestCutKeepsWhatThePipeHolds(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	want := bytes.Repeat([]byte("0123456789"), 6000) // under a pipe's 64 KiB
+	if _, err := w.Write(want); err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{out: [2]ring{newRing(1 << 20), newRing(1 << 20)}, changed: make(chan struct{})}
+	p.cond = sync.NewCond(&p.mu)
+	_ = r.SetReadDeadline(time.Now()) // run's cut, before the drain's first read
+	if !p.fill(stdout, r) {
+		t.Fatal("fill did not see the cut")
+	}
+	if got, _ := p.out[stdout].read(0, len(want)+1); !bytes.Equal(got, want) {
+		t.Errorf("the ring holds %d of the %d bytes the pipe held at the cut", len(got), len(want))
 	}
 }

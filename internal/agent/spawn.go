@@ -31,6 +31,9 @@ const (
 	pipeGrace = 200 * time.Millisecond
 	// readChunk is the size of one read from an output pipe.
 	readChunk = 32 << 10
+	// cutReadMax bounds what is read of an output after the cut: a pipe's
+	// largest buffer (Linux's default fs.pipe-max-size).
+	cutReadMax = 1 << 20
 )
 
 // checkStart validates req and returns the directory to run it in.
