@@ -4,6 +4,7 @@
 // a line "\x1e" NONCE " " ID "\n" on stderr, then a result line on stdout:
 // "\x1e" NONCE " " JSON "\n", both after the cell's own output. SIGINT interrupts a running cell: a synchronous one
 // through vm's breakOnSigint, an awaiting one by abandoning its promise.
+// Once SIGINT is its own, it says so on stderr: "\x1e" NONCE " ready\n".
 // A cell with a top-level await runs through the REPL's own evaluation,
 // which rewrites it; any other runs as a script in the REPL's context.
 const fs = require('fs')
@@ -28,6 +29,8 @@ let pending = null
 server._domain.removeAllListeners('error')
 server._domain.on('error', (err) => settle([err, undefined]))
 process.on('SIGINT', () => settle([new Error('Interrupted'), undefined]))
+// Ready: a SIGINT from now on is the kernel's own (before, it would end it).
+fs.writeSync(2, mark + 'ready\n')
 
 function settle (outcome) {
   const p = pending

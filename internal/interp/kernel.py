@@ -2,7 +2,8 @@
 # ({"id", "code"}), in one namespace that outlives them, and answers each
 # with a line "\x1e" NONCE " " ID "\n" on stderr, then a result line on
 # stdout: "\x1e" NONCE " " JSON "\n", both after the cell's own output. The cell's stdin is /dev/null. SIGINT interrupts a
-# running cell (KeyboardInterrupt) and is ignored between cells.
+# running cell (KeyboardInterrupt) and is ignored between cells. Once SIGINT is its own, it says so on
+# stderr: "\x1e" NONCE " ready\n".
 import ast, base64, io, json, os, signal, sys, traceback
 
 # Run from a file, as hutch runs it: cells import from the working
@@ -23,6 +24,8 @@ def interrupt(signum, frame):
     if running:
         raise KeyboardInterrupt
 signal.signal(signal.SIGINT, interrupt)
+# Ready: a SIGINT from now on is the kernel's own (before, it would end it).
+os.write(2, MARK + b"ready\n")
 
 REPRS = (("text/html", "_repr_html_"), ("text/markdown", "_repr_markdown_"), ("image/svg+xml", "_repr_svg_"),
          ("image/png", "_repr_png_"), ("image/jpeg", "_repr_jpeg_"), ("application/json", "_repr_json_"),

@@ -4,7 +4,8 @@
 # outlive them, and answers each with a line "\x1e" NONCE " " ID "\n" on
 # stderr, then a result line on stdout: "\x1e" NONCE " " JSON "\n", both
 # after the cell's own output. Cells read
-# /dev/null. SIGINT interrupts a running cell.
+# /dev/null. SIGINT interrupts a running cell. Once SIGINT is its own, it
+# says so on stderr: "\x1e" NONCE " ready\n".
 exec 3<&0 0</dev/null
 __hutch_mark=$HUTCH_INTERP_NONCE
 unset HUTCH_INTERP_NONCE
@@ -14,6 +15,8 @@ __hutch_cell() {
 	eval "$1"
 }
 trap : INT
+# Ready: a SIGINT from now on is the kernel's own (before, it would end it).
+printf '\036%s ready\n' "$__hutch_mark" >&2
 while IFS=' ' read -r __hutch_id __hutch_code __hutch_env <&3; do
 	__hutch_count=$((__hutch_count + 1))
 	__hutch_restore=()

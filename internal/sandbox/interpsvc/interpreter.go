@@ -265,7 +265,60 @@ func (s *Service) startKernel(ctx context.Context, sb sandbox.Handle, c *interpC
 	c.mu.Lock()
 	c.pid, c.nonce, c.count, c.stdout, c.stderr, c.dead, c.busy = st.Pid, hex.EncodeToString(nonce), 0, 0, 0, "", false
 	c.mu.Unlock()
+	ready, err := awaitReady(ctx, sb, st.Pid, hex.EncodeToString(nonce))
+	if err != nil {
+		_ = s.killKernel(context.WithoutCancel(ctx), sb.ID(), c)
+		return err
+	}
+	c.mu.Lock()
+	c.stderr = ready
+	c.mu.Unlock()
 	return nil
+}
+
+// kernelReadyTimeout bounds a kernel's start, to its ready line.
+const kernelReadyTimeout = time.Minute
+
+// awaitReady waits for the ready line of the kernel of pid on stderr
+// (SIGINT is the kernel's own from then on: an interrupt before it would
+// end the kernel) and returns the stderr offset after it, where the first
+// cell's stderr begins. What the kernel writes on stderr before it (its
+// start's warnings) is dropped.
+func awaitReady(ctx context.Context, sb sandbox.Handle, pid int, nonce string) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, kernelReadyTimeout)
+	defer cancel()
+	events, err := sb.Agent().Attach(ctx, &agentv1.AttachRequest{Pid: int32(pid)})
+	if err != nil {
+		return 0, procsvc.Fail(ctx, sb, "starting a context", pid, err)
+	}
+	defer events.Close()
+	split := interp.NewSplitter(nonce, 64)
+	for {
+		ev, err := events.Recv()
+		if err != nil {
+			if ctx.Err() != nil {
+				return 0, errdefs.New(errdefs.CodeExecTimeout, "the interpreter did not start within %s", kernelReadyTimeout)
+			}
+			return 0, procsvc.Fail(ctx, sb, "starting a context", pid, err)
+		}
+		if x := ev.GetExited(); x != nil {
+			return 0, errdefs.New(errdefs.CodeContextDead, "the interpreter exited as it started (status %d)", x.GetExitCode())
+		}
+		o := ev.GetOutput()
+		if o == nil || o.GetStream() != agentv1.Stream_STREAM_STDERR {
+			continue
+		}
+		_, line, err := split.Write(o.GetData())
+		if err == nil && line != nil && string(line) != "ready" {
+			err = errors.New("its first line was not its ready line")
+		}
+		if err != nil {
+			return 0, errdefs.New(errdefs.CodeContextDead, "the interpreter broke its protocol as it started: %v", err)
+		}
+		if line != nil {
+			return o.GetOffset() + int64(len(o.GetData())-split.Rest()), nil
+		}
+	}
 }
 
 // writeFile writes data to the file at p of sb through its agent, as
@@ -699,14 +752,17 @@ func (r *cellRun) read(ctx context.Context) (api.CellResult, error) {
 	}
 }
 
-// interrupt sends SIGINT once and gives the cell interruptGrace to
-// answer.
+// interrupt sends SIGINT, again while the cell runs (a cell sent but not
+// yet read would miss the first one), and gives the cell interruptGrace
+// to answer.
 func (r *cellRun) interrupt() {
 	if r.interrupted {
 		return
 	}
 	r.interrupted = true
-	_ = r.s.interruptKernel(r.bg, r.sb.ID(), r.pid)
+	if r.s.interruptKernel(r.bg, r.sb.ID(), r.pid) == nil {
+		r.s.repeatInterrupt(r.bg, r.sb.ID(), r.c, r.pid, r.id)
+	}
 	r.timer.Stop()
 	r.timer = time.NewTimer(interruptGrace)
 }
