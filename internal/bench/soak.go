@@ -80,13 +80,18 @@ type SoakWindow struct {
 	ErrorSamples map[string]string `json:"error_samples,omitempty"`
 	Expected     int64             `json:"expected_errors"`
 	// Events is how many events the owners' event subscribers received.
-	Events     int64            `json:"events_received"`
-	RSSKiB     int64            `json:"rss_kib"`
-	FDs        int64            `json:"fds"`
-	Threads    int64            `json:"threads"`
-	Goroutines int64            `json:"goroutines"`
-	Live       int              `json:"live_sandboxes"`
-	Host       hostscan.Objects `json:"host_objects"`
+	Events     int64 `json:"events_received"`
+	RSSKiB     int64 `json:"rss_kib"`
+	FDs        int64 `json:"fds"`
+	Threads    int64 `json:"threads"`
+	Goroutines int64 `json:"goroutines"`
+	// HeapLiveKiB is the daemon's heap that its last GC found live
+	// (go_gc_heap_live_bytes; -1 when unread): what a leak grows, unlike
+	// RSS, which also holds garbage not yet collected, so follows the
+	// window's throughput.
+	HeapLiveKiB int64            `json:"heap_live_kib"`
+	Live        int              `json:"live_sandboxes"`
+	Host        hostscan.Objects `json:"host_objects"`
 }
 
 // SoakReport is the soak's result.
@@ -246,7 +251,7 @@ func Soak(ctx context.Context, owners []SoakOwner, opts SoakOptions) (SoakReport
 			break // the soak ended on a window's boundary
 		}
 		readProc(opts.DaemonPID, &w)
-		w.Goroutines = goroutines(bg, owners[0].Client)
+		w.Goroutines, w.HeapLiveKiB = daemonGauges(bg, owners[0].Client)
 		for _, o := range owners {
 			if l, err := o.Client.List(bg); err == nil {
 				w.Live += len(liveOf(l))
@@ -255,8 +260,8 @@ func Soak(ctx context.Context, owners []SoakOwner, opts SoakOptions) (SoakReport
 		w.Host = hostscan.Count(opts.DataDir, soakIDs(cnt, opts.DataDir))
 		rep.Windows = append(rep.Windows, w)
 		if opts.Progress != nil {
-			fmt.Fprintf(opts.Progress, "soak: window %d: %d ops, errors %v, %d expected, %d events, rss %d KiB, %d goroutines, %d fds, %d threads, %d live, host %+v\n",
-				len(rep.Windows), w.Ops, w.Errors, w.Expected, w.Events, w.RSSKiB, w.Goroutines, w.FDs, w.Threads, w.Live, w.Host)
+			fmt.Fprintf(opts.Progress, "soak: window %d: %d ops, errors %v, %d expected, %d events, rss %d KiB, heap live %d KiB, %d goroutines, %d fds, %d threads, %d live, host %+v\n",
+				len(rep.Windows), w.Ops, w.Errors, w.Expected, w.Events, w.RSSKiB, w.HeapLiveKiB, w.Goroutines, w.FDs, w.Threads, w.Live, w.Host)
 		}
 	}
 	wg.Wait()
@@ -578,17 +583,21 @@ func readProc(pid int, w *SoakWindow) {
 	}
 }
 
-// goroutines reads go_goroutines from the daemon's /metrics; -1 when it
-// cannot.
-func goroutines(ctx context.Context, c *client.Client) int64 {
+// daemonGauges reads go_goroutines and go_gc_heap_live_bytes (in KiB)
+// from the daemon's /metrics; -1 for one it cannot.
+func daemonGauges(ctx context.Context, c *client.Client) (goroutines, heapLiveKiB int64) {
+	goroutines, heapLiveKiB = -1, -1
 	text, err := c.Prometheus(ctx)
 	if err != nil {
-		return -1
+		return
 	}
 	if v, ok := metricValue(text, "go_goroutines"); ok {
-		return int64(v)
+		goroutines = int64(v)
 	}
-	return -1
+	if v, ok := metricValue(text, "go_gc_heap_live_bytes"); ok {
+		heapLiveKiB = int64(v) >> 10
+	}
+	return
 }
 
 // slopes fits a line to each figure over the windows after the first and
@@ -614,6 +623,7 @@ func slopes(ws []SoakWindow, window time.Duration) map[string]float64 {
 	}
 	return map[string]float64{
 		"rss_kib":        fit(func(w SoakWindow) int64 { return w.RSSKiB }),
+		"heap_live_kib":  fit(func(w SoakWindow) int64 { return w.HeapLiveKiB }),
 		"goroutines":     fit(func(w SoakWindow) int64 { return w.Goroutines }),
 		"fds":            fit(func(w SoakWindow) int64 { return w.FDs }),
 		"threads":        fit(func(w SoakWindow) int64 { return w.Threads }),

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/client"
 )
 
 func TestSoakCounterClassifies(t *testing.T) {
@@ -48,13 +51,27 @@ func TestSoakSlopes(t *testing.T) {
 		if i == 0 {
 			rss = 10
 		}
-		ws = append(ws, SoakWindow{RSSKiB: rss, Goroutines: 50})
+		ws = append(ws, SoakWindow{RSSKiB: rss, Goroutines: 50, HeapLiveKiB: 2000 - int64(i)})
 	}
 	s := slopes(ws, 15*time.Minute)
-	if s["rss_kib"] != 40 || s["goroutines"] != 0 {
-		t.Errorf("slopes %v, want rss_kib 40/h and goroutines 0", s)
+	if s["rss_kib"] != 40 || s["goroutines"] != 0 || s["heap_live_kib"] != -4 {
+		t.Errorf("slopes %v, want rss_kib 40/h, goroutines 0 and heap_live_kib -4/h", s)
 	}
 	if slopes(ws[:2], time.Minute) != nil {
 		t.Error("slopes of two windows")
+	}
+}
+
+func TestDaemonGauges(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "# TYPE go_goroutines gauge\ngo_goroutines 87\n# TYPE go_gc_heap_live_bytes gauge\ngo_gc_heap_live_bytes 1.572864e+07\n")
+	}))
+	defer srv.Close()
+	if g, h := daemonGauges(context.Background(), client.New(srv.URL, "")); g != 87 || h != 15360 {
+		t.Errorf("goroutines %d, heap live %d KiB; want 87 and 15360", g, h)
+	}
+	srv.Close()
+	if g, h := daemonGauges(context.Background(), client.New(srv.URL, "")); g != -1 || h != -1 {
+		t.Errorf("unread gauges: %d, %d; want -1, -1", g, h)
 	}
 }

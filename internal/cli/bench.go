@@ -62,6 +62,7 @@ func (a *app) benchCmd() *cobra.Command {
 	var soak soakFlags
 	fl.DurationVar(&soak.duration, "soak", 0, "instead of the scenarios, run a mix of every kind of operation from several owners for this long (with --private: 3 owners of its own daemon) and report per --soak-window: ops, errors by S-code, daemon RSS, goroutines, fds, host objects; at the end slopes and the leak scan")
 	fl.DurationVar(&soak.window, "soak-window", 5*time.Minute, "length of each window of --soak")
+	fl.StringVar(&soak.pprof, "soak-pprof", "", "with --soak --private, serve the private daemon's net/http/pprof on this loopback address, for heap profiles during the soak")
 	// issue 35: the cluster node's targets.
 	var cluster clusterFlags
 	fl.BoolVar(&cluster.on, "cluster", false, "instead of the scenarios, start a control plane (make kube-deps's binaries, from --kube-bin) and three daemons joined to it as nodes on loopback, and measure Pod created → Ready (cold and from a warm pool) against one daemon's create → first exec, --cluster-pods Pods at once, a killed node's Pods deleted, and the control plane's RSS")

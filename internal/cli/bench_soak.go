@@ -15,7 +15,10 @@ import (
 )
 
 // soakFlags are the soak's flags.
-type soakFlags struct{ duration, window time.Duration }
+type soakFlags struct {
+	duration, window time.Duration
+	pprof            string // the private daemon's --pprof
+}
 
 // soakOwners are the owners of the private daemon's soak, with their
 // API tokens and E2B keys.
@@ -25,8 +28,12 @@ var soakOwners = []struct{ name, token, e2bKey string }{
 	{"soak-c", "soak-c-0123456789abcdef", "e2b_50a0000000000000000000000000000c"},
 }
 
-// soakEventsPerOwner bounds the private daemon's event log per owner.
-const soakEventsPerOwner = 1000
+// soakEventsPerOwner bounds the private daemon's event log per owner;
+// soakRetentionSecs is how long it lists a stopped sandbox.
+const (
+	soakEventsPerOwner = 1000
+	soakRetentionSecs  = 60
+)
 
 // runSoak runs the soak against the daemon at $HUTCH_URL (one owner, the
 // E2B key of $E2B_API_KEY), or with private against a daemon of its own
@@ -45,7 +52,10 @@ func (a *app) runSoak(ctx context.Context, f soakFlags, image, imageCache string
 		// grows by design until then. A bound of soakEventsPerOwner is
 		// reached in the first window, so that the slopes after it measure
 		// what is not bounded.
-		cfg := privateConfig(imageCache, image, 16) + fmt.Sprintf("events_max_count_per_owner: %d\n", soakEventsPerOwner) + "api_tokens:\n"
+		// Likewise a stopped sandbox stays listed (the manager keeps its
+		// record) for stopped_retention_secs, 10 minutes by default: the
+		// soak's soakRetentionSecs is reached in the first window.
+		cfg := privateConfig(imageCache, image, 16) + fmt.Sprintf("events_max_count_per_owner: %d\nstopped_retention_secs: %d\n", soakEventsPerOwner, soakRetentionSecs) + "api_tokens:\n"
 		keys := "e2b:\n  api_keys:\n"
 		owners = nil
 		for _, o := range soakOwners {
@@ -53,8 +63,12 @@ func (a *app) runSoak(ctx context.Context, f soakFlags, image, imageCache string
 			keys += fmt.Sprintf("    %s: %s\n", o.name, o.e2bKey)
 			owners = append(owners, bench.SoakOwner{Token: o.token, E2BKey: o.e2bKey})
 		}
+		var extra []string
+		if f.pprof != "" {
+			extra = []string{"--pprof", f.pprof}
+		}
 		var err error
-		if d, err = startPrivateDaemon(ctx, cfg+keys, a.stderr); err != nil {
+		if d, err = startPrivateDaemon(ctx, cfg+keys, a.stderr, extra...); err != nil {
 			return err
 		}
 		for i := range owners {

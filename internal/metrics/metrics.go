@@ -16,11 +16,13 @@
 //	hutch_image_cache_bytes                    gauge     size of the images in the cache
 //
 // plus the daemon's runtime and capacity (daemon.go), the warm pool's (pool.go) and the Go runtime's and the process's
-// standard collectors.
+// standard collectors, with go_gc_heap_live_bytes (the heap the last GC
+// found live).
 package metrics
 
 import (
 	"net/http"
+	"regexp"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -83,7 +85,12 @@ func New(src Sources) *Metrics {
 		}, []string{"function", "code"}),
 	}
 	m.reg.MustRegister(m.creates, m.createSeconds, m.stops, m.execSeconds, m.errors,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		// issue 38: go_gc_heap_live_bytes, the heap the last GC marked
+		// live, which the soak follows (RSS also holds garbage not yet
+		// collected and memory not yet returned).
+		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(
+			collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/gc/heap/live:bytes$`)})),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if f := src.LiveSandboxes; f != nil {
 		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "hutch_sandboxes_live",

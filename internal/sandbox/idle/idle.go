@@ -120,17 +120,27 @@ func New[S comparable](cfg config.Config, core Core[S], log *slog.Logger) *Reape
 // Run is the reaper's loop, until Close.
 func (r *Reaper[S]) Run() {
 	defer close(r.done)
-	t := time.NewTimer(r.Every(time.Now()))
+	next := time.Now().Add(r.Every(time.Now()))
+	t := time.NewTimer(time.Until(next))
 	defer t.Stop()
 	for {
 		select {
 		case <-r.stop:
 			return
 		case <-r.soon:
+			// A wake (each create makes one) may bring the next pass
+			// forward, never put it off: wakes coming faster than the
+			// interval would otherwise stop every pass, and with them the
+			// forgetting of stopped sandboxes (issue 38: 4).
+			if now := time.Now(); now.Add(r.Every(now)).Before(next) {
+				next = now.Add(r.Every(now))
+			}
 		case now := <-t.C:
 			r.Reap(now)
+			now = time.Now()
+			next = now.Add(r.Every(now))
 		}
-		t.Reset(r.Every(time.Now()))
+		t.Reset(time.Until(next))
 	}
 }
 

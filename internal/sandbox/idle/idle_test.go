@@ -265,3 +265,44 @@ func TestRunAndWake(t *testing.T) {
 	}, "the loop reaps the idle sandbox")
 	r.Close()
 }
+
+// TestWakesDoNotPutOffPasses: wakes coming faster than the interval (a
+// busy daemon's creates) still let the passes run, which forget the
+// stopped sandboxes past their retention (issue 38: 4, the soak's heap
+// growth).
+func TestWakesDoNotPutOffPasses(t *testing.T) {
+	var sbs []Sandbox[string]
+	for _, id := range []string{"a", "b", "c"} {
+		sbs = append(sbs, Sandbox[string]{ID: id, Stopped: true, StoppedAt: time.Now().Add(-time.Hour)})
+	}
+	// A live sandbox, never idle, whose 1 s idle timeout sets the
+	// interval to half a second.
+	sbs = append(sbs, Sandbox[string]{ID: "live", Running: true, IdleTimeoutSecs: 1, IdleSince: time.Now().Add(time.Hour)})
+	f := newFake(sbs...)
+	r := newReaper(f)
+	go r.Run()
+	defer r.Close()
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				r.Wake()
+				time.Sleep(time.Millisecond) // a wake every millisecond, far inside the interval
+			}
+		}
+	}()
+	testutil.Eventually(t, 30*time.Second, func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return len(f.forgotten) == 3
+	}, "the stopped sandboxes are forgotten under a stream of wakes")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if got := sorted(f.forgotten); !slices.Equal(got, []string{"a", "b", "c"}) || f.sbs["live"] == nil {
+		t.Errorf("forgotten %v, want a, b, c (and the live sandbox kept)", got)
+	}
+}
