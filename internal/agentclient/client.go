@@ -164,7 +164,12 @@ func Dial(conn io.ReadWriteCloser, opts Options) (*Client, error) {
 		// Keep the one connection for the life of the sandbox.
 		grpc.WithIdleTimeout(0),
 		// A failed attempt means the agent is late or the session is gone
-		// (which ends every call anyway): retry fast.
+		// (which ends every call anyway): retry fast. An attempt itself is
+		// not cut short: the first one's handshake completes when the agent
+		// is up, however long its boot (a microVM under TCG on a busy
+		// machine: over 20 s), and the caller's context bounds the wait; a
+		// second attempt on the session, after gRPC gave up on the first,
+		// was answered by EOF.
 		grpc.WithConnectParams(grpc.ConnectParams{
 			Backoff: backoff.Config{
 				BaseDelay:  2 * time.Millisecond,
@@ -172,7 +177,7 @@ func Dial(conn io.ReadWriteCloser, opts Options) (*Client, error) {
 				Jitter:     0.2,
 				MaxDelay:   100 * time.Millisecond,
 			},
-			MinConnectTimeout: 20 * time.Second,
+			MinConnectTimeout: time.Hour,
 		}),
 	)
 	if err != nil {
