@@ -70,7 +70,7 @@ func run() int {
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE, syscall.SIGHUP)
 
 	// issue 35: a sandbox that outlives its daemon.
-	reattach := len(os.Args) == 2 && os.Args[1] == agent.ReattachFlag
+	reattach := len(os.Args) == 2 && os.Args[1] == agentv1.ReattachFlag
 	srv, err := agent.New(agent.Options{Version: version, ReapOrphans: true, Logger: log, Reattach: reattach})
 	if err != nil {
 		log.Error("starting the agent", "err", err)

@@ -32,9 +32,6 @@ const MaxRequestBytes = agentv1.MaxRequestBytes
 // processStart approximates the agent's start for InfoResponse.uptime_ns.
 var processStart = time.Now()
 
-// ReattachFlag is hutch-agent's argument that sets Options.Reattach.
-const ReattachFlag = "--reattach"
-
 // Options configure a Server.
 type Options struct {
 	// Version is reported by Info.

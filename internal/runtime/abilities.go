@@ -46,6 +46,8 @@ type Restorer interface {
 // Reconcile (issue 35).
 type Adopter interface {
 	Adopt(ctx context.Context, id string) (Instance, error)
+	// Reattachable says that sandbox id was started with Spec.Reattach.
+	Reattachable(id string) bool
 }
 
 // LayerCapturer is an optional Instance ability: writing the changes a

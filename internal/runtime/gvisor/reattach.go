@@ -119,6 +119,16 @@ func writeReattach(dir string, inst *instance, spec runtime.Spec) error {
 	return nil
 }
 
+// Reattachable says that sandbox id was started with Spec.Reattach: its
+// bundle has the sidecar record.
+func (r *Runtime) Reattachable(id string) bool {
+	if checkID(id) != nil {
+		return false
+	}
+	_, err := os.Lstat(filepath.Join(r.sandboxDir(id), reattachRec))
+	return err == nil
+}
+
 // maxReattachRecord bounds the sidecar record read back.
 const maxReattachRecord = 64 << 10
 
