@@ -344,15 +344,7 @@ func TestCluster(t *testing.T) {
 		// them), so none survives to be re-adopted and the node reports
 		// each of its Pods failed with SandboxLost.
 		victim := 1
-		var had []string
-		for _, name := range podsOn(t, ctx, kc, names[victim]) {
-			if p, err := kc.CoreV1().Pods(clusterNS).Get(ctx, name, metav1.GetOptions{}); err == nil && p.Status.Phase == corev1.PodRunning {
-				had = append(had, name)
-			}
-		}
-		if len(had) == 0 {
-			t.Fatalf("no Pod running on %s", names[victim])
-		}
+		had := runningPodsOn(t, ctx, kc, names[victim])
 		daemons[victim].kill9()
 		daemons[victim].start()
 		for _, name := range had {
@@ -369,15 +361,7 @@ func TestCluster(t *testing.T) {
 		// crash watchdog leaves them for the grace), the restarted daemon
 		// adopts them, and the Pods stay Running, exec and logs working.
 		victim := reattachNode
-		var had []string
-		for _, name := range podsOn(t, ctx, kc, names[victim]) {
-			if p, err := kc.CoreV1().Pods(clusterNS).Get(ctx, name, metav1.GetOptions{}); err == nil && p.Status.Phase == corev1.PodRunning {
-				had = append(had, name)
-			}
-		}
-		if len(had) == 0 {
-			t.Fatalf("no Pod running on %s", names[victim])
-		}
+		had := runningPodsOn(t, ctx, kc, names[victim])
 		daemons[victim].kill9()
 		daemons[victim].start()
 		testutil.EventuallyNil(t, time.Minute, func() error { return nodesReady(ctx, kc, names[victim:victim+1], true) }, "%s Ready after its restart", names[victim])
@@ -405,6 +389,21 @@ func TestCluster(t *testing.T) {
 			}
 		}
 	})
+}
+
+// runningPodsOn lists the Running Pods on node, failing t for none.
+func runningPodsOn(t *testing.T, ctx context.Context, kc kubernetes.Interface, node string) []string {
+	t.Helper()
+	var had []string
+	for _, name := range podsOn(t, ctx, kc, node) {
+		if p, err := kc.CoreV1().Pods(clusterNS).Get(ctx, name, metav1.GetOptions{}); err == nil && p.Status.Phase == corev1.PodRunning {
+			had = append(had, name)
+		}
+	}
+	if len(had) == 0 {
+		t.Fatalf("no Pod running on %s", node)
+	}
+	return had
 }
 
 // safeTail is the last bytes of b, for a message.

@@ -64,6 +64,10 @@ const (
 	lockFileName = "daemon.lock"
 )
 
+// reattachPoll is how often a watchdog leaving reattachable sandboxes to
+// a restarted daemon looks for one: it exits once a daemon holds the lock.
+const reattachPoll = 250 * time.Millisecond
+
 // watchdogLockWait is how long a watchdog tries for the data dir lock,
 // which its dead daemon's exit releases a moment after closing the pipe.
 var watchdogLockWait = 5 * time.Second
@@ -228,13 +232,18 @@ func RunWatchdog(in io.Reader, out io.Writer, log *slog.Logger) error {
 	// lock and adopts them; past it, they go too.
 	release()
 	log.Info("leaving the reattachable sandboxes to a restarted daemon", "grace", job.ReattachGrace)
-	time.Sleep(job.ReattachGrace)
-	again, lerr := lockFile(job.LockPath, 0)
-	if lerr != nil {
-		log.Info("a new daemon holds the data dir and adopts the sandboxes", "err", lerr)
-		return err
+	for deadline := time.Now().Add(job.ReattachGrace); ; time.Sleep(reattachPoll) {
+		again, lerr := lockFile(job.LockPath, 0)
+		if lerr != nil {
+			log.Info("a new daemon holds the data dir and adopts the sandboxes", "err", lerr)
+			return err
+		}
+		if time.Now().After(deadline) {
+			defer again()
+			break
+		}
+		again()
 	}
-	defer again()
 	log.Warn("no daemon came back within the grace; destroying the reattachable sandboxes")
 	return errors.Join(err, sweep(rts, nw, func(runtime.Runtime, string) bool { return false }, log))
 }
