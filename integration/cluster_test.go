@@ -360,12 +360,28 @@ func TestCluster(t *testing.T) {
 		// restarted within the grace: its Pods' sandboxes outlive it (the
 		// crash watchdog leaves them for the grace), the restarted daemon
 		// adopts them, and the Pods stay Running, exec and logs working.
+		// A networked Pod's sandbox is not kept: that Pod fails.
 		victim := reattachNode
-		had := runningPodsOn(t, ctx, kc, names[victim])
+		var kept, networked []string
+		for _, name := range runningPodsOn(t, ctx, kc, names[victim]) {
+			if p, err := kc.CoreV1().Pods(clusterNS).Get(ctx, name, metav1.GetOptions{}); err == nil && p.Annotations[kubenode.AnnotationNetwork] == "true" {
+				networked = append(networked, name)
+			} else {
+				kept = append(kept, name)
+			}
+		}
+		if len(kept) == 0 {
+			t.Fatalf("no Pod without a network running on %s", names[victim])
+		}
 		daemons[victim].kill9()
 		daemons[victim].start()
 		testutil.EventuallyNil(t, time.Minute, func() error { return nodesReady(ctx, kc, names[victim:victim+1], true) }, "%s Ready after its restart", names[victim])
-		for _, name := range had {
+		for _, name := range networked {
+			if got := awaitPodEnd(t, ctx, kc, name); got.Status.Phase != corev1.PodFailed || got.Status.Reason != kubenode.ReasonSandboxLost {
+				t.Errorf("networked Pod %s after its node restarted: %s %s %q", name, got.Status.Phase, got.Status.Reason, got.Status.Message)
+			}
+		}
+		for _, name := range kept {
 			testutil.EventuallyNil(t, time.Minute, func() error {
 				var out bytes.Buffer
 				if err := execPod(ctx, cp, name, []string{"echo", "back"}, nil, &out, nil); err != nil {
