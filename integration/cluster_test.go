@@ -48,6 +48,13 @@ const clusterPods = 12
 // lostGrace is the cluster side's cluster.lost_grace_secs in the test.
 const lostGrace = 3 * time.Second
 
+// reattachNode is the node whose Pods' sandboxes outlive its daemon for
+// reattachGrace (issue 35).
+const (
+	reattachNode  = 0
+	reattachGrace = 45 * time.Second
+)
+
 // clusterNS is the test's namespace.
 const clusterNS = "default"
 
@@ -72,7 +79,11 @@ func TestCluster(t *testing.T) {
 	names := make([]string, clusterNodes)
 	for i := range daemons {
 		names[i] = "hutch-test-" + strconv.Itoa(i)
-		daemons[i] = startClusterDaemon(t, cp, names[i], nodes[i])
+		extra := ""
+		if i == reattachNode { // issue 35: its Pods' sandboxes outlive it
+			extra = fmt.Sprintf("  reattach_grace_secs: %d\n", int(reattachGrace.Seconds()))
+		}
+		daemons[i] = startClusterDaemon(t, cp, names[i], nodes[i], extra)
 	}
 	testutil.EventuallyNil(t, 2*time.Minute, func() error { return nodesReady(ctx, kc, names, true) }, "the three hutch Nodes Ready")
 	node, err := kc.CoreV1().Nodes().Get(ctx, names[0], metav1.GetOptions{})
@@ -333,15 +344,7 @@ func TestCluster(t *testing.T) {
 		// them), so none survives to be re-adopted and the node reports
 		// each of its Pods failed with SandboxLost.
 		victim := 1
-		var had []string
-		for _, name := range podsOn(t, ctx, kc, names[victim]) {
-			if p, err := kc.CoreV1().Pods(clusterNS).Get(ctx, name, metav1.GetOptions{}); err == nil && p.Status.Phase == corev1.PodRunning {
-				had = append(had, name)
-			}
-		}
-		if len(had) == 0 {
-			t.Fatalf("no Pod running on %s", names[victim])
-		}
+		had := runningPodsOn(t, ctx, kc, names[victim])
 		daemons[victim].kill9()
 		daemons[victim].start()
 		for _, name := range had {
@@ -351,12 +354,81 @@ func TestCluster(t *testing.T) {
 			}
 		}
 	})
+
+	t.Run("re-adopt", func(t *testing.T) {
+		// issue 35: a node with cluster.reattach_grace_secs killed and
+		// restarted within the grace: its Pods' sandboxes outlive it (the
+		// crash watchdog leaves them for the grace), the restarted daemon
+		// adopts them, and the Pods stay Running, exec and logs working.
+		// A networked Pod's sandbox is not kept: that Pod fails.
+		victim := reattachNode
+		var kept, networked []string
+		for _, name := range runningPodsOn(t, ctx, kc, names[victim]) {
+			if p, err := kc.CoreV1().Pods(clusterNS).Get(ctx, name, metav1.GetOptions{}); err == nil && p.Annotations[kubenode.AnnotationNetwork] == "true" {
+				networked = append(networked, name)
+			} else {
+				kept = append(kept, name)
+			}
+		}
+		if len(kept) == 0 {
+			t.Fatalf("no Pod without a network running on %s", names[victim])
+		}
+		daemons[victim].kill9()
+		daemons[victim].start()
+		testutil.EventuallyNil(t, time.Minute, func() error { return nodesReady(ctx, kc, names[victim:victim+1], true) }, "%s Ready after its restart", names[victim])
+		for _, name := range networked {
+			if got := awaitPodEnd(t, ctx, kc, name); got.Status.Phase != corev1.PodFailed || got.Status.Reason != kubenode.ReasonSandboxLost {
+				t.Errorf("networked Pod %s after its node restarted: %s %s %q", name, got.Status.Phase, got.Status.Reason, got.Status.Message)
+			}
+		}
+		for _, name := range kept {
+			testutil.EventuallyNil(t, time.Minute, func() error {
+				var out bytes.Buffer
+				if err := execPod(ctx, cp, name, []string{"echo", "back"}, nil, &out, nil); err != nil {
+					return err
+				}
+				if got := strings.TrimSpace(out.String()); got != "back" {
+					return fmt.Errorf("exec echoed %q", got)
+				}
+				return nil
+			}, "exec into Pod %s after its node restarted", name)
+			got, err := kc.CoreV1().Pods(clusterNS).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Status.Phase != corev1.PodRunning {
+				t.Errorf("Pod %s after its node restarted: %s %s %q", name, got.Status.Phase, got.Status.Reason, got.Status.Message)
+			}
+			logs, err := kc.CoreV1().Pods(clusterNS).GetLogs(name, &corev1.PodLogOptions{}).DoRaw(ctx)
+			if err != nil || !strings.Contains(string(logs), "tick") {
+				t.Errorf("logs of Pod %s after its node restarted: %v %q", name, err, safeTail(logs))
+			}
+		}
+	})
 }
+
+// runningPodsOn lists the Running Pods on node, failing t for none.
+func runningPodsOn(t *testing.T, ctx context.Context, kc kubernetes.Interface, node string) []string {
+	t.Helper()
+	var had []string
+	for _, name := range podsOn(t, ctx, kc, node) {
+		if p, err := kc.CoreV1().Pods(clusterNS).Get(ctx, name, metav1.GetOptions{}); err == nil && p.Status.Phase == corev1.PodRunning {
+			had = append(had, name)
+		}
+	}
+	if len(had) == 0 {
+		t.Fatalf("no Pod running on %s", node)
+	}
+	return had
+}
+
+// safeTail is the last bytes of b, for a message.
+func safeTail(b []byte) string { return string(b[max(0, len(b)-200):]) }
 
 // startClusterDaemon starts a daemon joined to cp as node name, in the
 // network namespace of node; its API and kubelet API listen on node's
 // address.
-func startClusterDaemon(t *testing.T, cp *kubetest.ControlPlane, name string, node clusterNode) *daemon {
+func startClusterDaemon(t *testing.T, cp *kubetest.ControlPlane, name string, node clusterNode, extra string) *daemon {
 	t.Helper()
 	cert, key := cp.ServingCert(name, node.ip)
 	cfg := baseConfig(fmt.Sprintf(`cluster:
@@ -367,7 +439,7 @@ func startClusterDaemon(t *testing.T, cp *kubetest.ControlPlane, name string, no
   tls_key_file: %s
   client_ca_file: %s
   lost_grace_secs: %d
-`, name, node.ip, net.JoinHostPort(node.ip.String(), "10250"), cert, key, cp.CAFile, int(lostGrace.Seconds())))
+%s`, name, node.ip, net.JoinHostPort(node.ip.String(), "10250"), cert, key, cp.CAFile, int(lostGrace.Seconds()), extra))
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "config.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {

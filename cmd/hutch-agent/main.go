@@ -7,7 +7,9 @@
 // sandbox's). As PID 1 it writes the sandbox's /etc/hosts (agent.WriteHosts)
 // when it starts and when it relinks. Nothing but
 // that session is ever written to stdout; logs go to stderr. It exits when
-// the host closes the stream, or on SIGTERM or SIGINT.
+// the host closes the stream, or on SIGTERM or SIGINT. With --reattach
+// (a cluster node's Pod sandbox, issue 35) a session that ends while the
+// stream still works does not end it: it waits for a later daemon's relink.
 //
 // Build it static: CGO_ENABLED=0 go build ./cmd/hutch-agent.
 package main
@@ -67,7 +69,9 @@ func run() int {
 	// closed stream into an error instead of death.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE, syscall.SIGHUP)
 
-	srv, err := agent.New(agent.Options{Version: version, ReapOrphans: true, Logger: log})
+	// issue 35: a sandbox that outlives its daemon.
+	reattach := len(os.Args) == 2 && os.Args[1] == agentv1.ReattachFlag
+	srv, err := agent.New(agent.Options{Version: version, ReapOrphans: true, Logger: log, Reattach: reattach})
 	if err != nil {
 		log.Error("starting the agent", "err", err)
 		return 1

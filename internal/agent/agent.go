@@ -44,15 +44,19 @@ type Options struct {
 	ReapOrphans bool
 	// Logger receives the agent's few diagnostics; nil discards them.
 	Logger *slog.Logger
+	// Reattach keeps the agent serving when its host's session ends while
+	// the stream still works: ServeLink waits for a relink (issue 35).
+	Reattach bool
 }
 
 // Server implements agentv1.AgentServer.
 type Server struct {
 	agentv1.UnimplementedAgentServer
 
-	version string
-	log     *slog.Logger
-	procs   *table
+	version  string
+	log      *slog.Logger
+	procs    *table
+	reattach bool
 }
 
 var _ agentv1.AgentServer = (*Server)(nil)
@@ -71,7 +75,7 @@ func New(opts Options) (*Server, error) {
 			return nil, err
 		}
 	}
-	return &Server{version: opts.Version, log: opts.Logger, procs: newTable(agentv1.MaxProcesses)}, nil
+	return &Server{version: opts.Version, log: opts.Logger, procs: newTable(agentv1.MaxProcesses), reattach: opts.Reattach}, nil
 }
 
 // Info reports the agent's version, pid and uptime; the daemon uses it as

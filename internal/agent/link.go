@@ -28,6 +28,9 @@ type Link struct {
 	mu       sync.Mutex
 	cur      *linkView
 	leftover []byte
+	// broken is set once the stream failed (EOF: the host's end is gone
+	// for good); guarded by mu.
+	broken bool
 }
 
 // linkRead is one read of a view: into p, answered on res (the view's,
@@ -70,12 +73,13 @@ func (l *Link) pump() {
 			continue
 		}
 		n, err := l.in.Read(r.p)
+		l.mu.Lock()
 		if r.v.isCut() {
-			l.mu.Lock()
 			l.leftover = append(l.leftover, r.p[:n]...)
-			l.mu.Unlock()
 			n = 0
 		}
+		l.broken = err != nil
+		l.mu.Unlock()
 		streamErr = err
 		r.res <- linkResult{n: n, err: err}
 	}
@@ -170,15 +174,37 @@ func (v *linkView) Write(p []byte) (int, error) {
 func (v *linkView) Close() error { return nil }
 
 // ServeLink serves sessions over l until the host's stream ends or ctx is
-// cancelled: a relink ends one session and starts the next.
+// cancelled: a relink ends one session and starts the next. With the
+// Server's Reattach, a session that ends while the stream itself still
+// works (its host went away: a daemon that died, the stream's pipes held
+// open by the sandbox) does not end the agent: it waits for the next
+// relink, a later daemon's (issue 35).
 func (s *Server) ServeLink(ctx context.Context, l *Link) error {
 	for {
 		v, sctx, cancel := l.session(ctx)
 		err := s.Serve(sctx, v)
 		cancel()
-		if ctx.Err() != nil || !v.isCut() {
+		if ctx.Err() != nil {
 			return err
+		}
+		if !v.isCut() {
+			if !s.reattach || l.isBroken() {
+				return err
+			}
+			s.log.Info("the host's session ended: waiting for a relink", "err", err)
+			select {
+			case <-v.cut:
+			case <-ctx.Done():
+				return nil
+			}
 		}
 		s.log.Info("relinked: serving a new session")
 	}
+}
+
+// isBroken reports whether the stream has failed for good.
+func (l *Link) isBroken() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.broken
 }

@@ -36,6 +36,11 @@ type Cluster struct {
 	// LostGraceSecs is how long a Node may be NotReady before the
 	// cluster side force-deletes its Pods and records sandbox.lost.
 	LostGraceSecs uint64 `yaml:"lost_grace_secs"`
+	// ReattachGraceSecs, when not 0, keeps the node's Pod sandboxes
+	// (gVisor, no network) running for that long after the daemon died,
+	// for the restarted daemon to adopt; 0 (the default) ends them with
+	// the daemon, as every other sandbox.
+	ReattachGraceSecs uint64 `yaml:"reattach_grace_secs"`
 }
 
 // DefaultTaint keeps Pods that do not tolerate it off a hutch node.

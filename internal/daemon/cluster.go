@@ -6,9 +6,29 @@ package daemon
 import (
 	"context"
 	"net"
+	"time"
 
 	"github.com/hutch-dev/hutch/internal/kubenode"
 )
+
+// reattach is the manager's Options.Reattach on a cluster node with
+// cluster.reattach_grace_secs: a Pod's sandbox without a network outlives
+// the daemon; nil elsewhere.
+func (d *daemon) reattach() func(meta map[string]string, network bool) bool {
+	if d.opts.Kubeconfig == "" || d.cfg.Cluster.ReattachGraceSecs == 0 {
+		return nil
+	}
+	return func(meta map[string]string, network bool) bool { return !network && meta[kubenode.MetaUID] != "" }
+}
+
+// reattachGrace is how long the crash watchdog leaves reattachable
+// sandboxes to a restarted daemon.
+func (d *daemon) reattachGrace() time.Duration {
+	if d.reattach() == nil {
+		return 0
+	}
+	return time.Duration(d.cfg.Cluster.ReattachGraceSecs) * time.Second
+}
 
 // startCluster registers the node and starts its controllers; they stop
 // when ctx ends, before the manager closes its sandboxes.

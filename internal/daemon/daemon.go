@@ -293,7 +293,8 @@ func (d *daemon) bootRuntimes(context.Context) error {
 	// Released after the manager's Close: no sandbox has a network then.
 	d.held.Push("removing the sandbox firewall", func(context.Context) error { return d.net.Close() })
 	if d.cfg.CrashWatchdog {
-		wd, err := startWatchdog(watchdogJob{Runtimes: rtOpts, Network: &netOpts, LockPath: dataDirLock(d.opts.DataDir)}, d.log)
+		wd, err := startWatchdog(watchdogJob{Runtimes: rtOpts, Network: &netOpts, LockPath: dataDirLock(d.opts.DataDir),
+			ReattachGrace: d.reattachGrace() /* issue 35 */}, d.log)
 		if err != nil {
 			return err
 		}
@@ -352,6 +353,7 @@ func (d *daemon) startManager(ctx context.Context) error {
 		OriginOf: func(ctx context.Context, req *api.CreateRequest) (*sandbox.Origin, error) {
 			return snaps.Origin(ctx, req)
 		},
+		Reattach: d.reattach(), // issue 35
 	})
 	if err != nil {
 		return err

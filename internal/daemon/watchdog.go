@@ -64,6 +64,10 @@ const (
 	lockFileName = "daemon.lock"
 )
 
+// reattachPoll is how often a watchdog leaving reattachable sandboxes to
+// a restarted daemon looks for one: it exits once a daemon holds the lock.
+const reattachPoll = 250 * time.Millisecond
+
 // watchdogLockWait is how long a watchdog tries for the data dir lock,
 // which its dead daemon's exit releases a moment after closing the pipe.
 var watchdogLockWait = 5 * time.Second
@@ -80,6 +84,9 @@ type watchdogJob struct {
 	// none.
 	Network  *netsvc.Options `json:",omitempty"`
 	LockPath string
+	// ReattachGrace, when not 0, is how long the sandboxes started to be
+	// reattached are left to a restarted daemon (issue 35).
+	ReattachGrace time.Duration `json:",omitempty"`
 }
 
 // watchdog is a daemon's handle on its watchdog process.
@@ -210,11 +217,45 @@ func RunWatchdog(in io.Reader, out io.Writer, log *slog.Logger) error {
 	}
 	defer release()
 	log.Warn("daemon gone without shutting down; destroying its sandboxes")
+	kept := false
+	err = sweep(rts, nw, func(rt runtime.Runtime, id string) bool {
+		a, ok := rt.(runtime.Adopter)
+		keep := job.ReattachGrace > 0 && ok && a.Reattachable(id)
+		kept = kept || keep
+		return keep
+	}, log)
+	if !kept {
+		return err
+	}
+	// issue 35: the sandboxes started to be reattached are left to a
+	// daemon that comes back within the grace, which takes the data dir
+	// lock and adopts them; past it, they go too.
+	release()
+	log.Info("leaving the reattachable sandboxes to a restarted daemon", "grace", job.ReattachGrace)
+	for deadline := time.Now().Add(job.ReattachGrace); ; time.Sleep(reattachPoll) {
+		again, lerr := lockFile(job.LockPath, 0)
+		if lerr != nil {
+			log.Info("a new daemon holds the data dir and adopts the sandboxes", "err", lerr)
+			return err
+		}
+		if time.Now().After(deadline) {
+			defer again()
+			break
+		}
+		again()
+	}
+	log.Warn("no daemon came back within the grace; destroying the reattachable sandboxes")
+	return errors.Join(err, sweep(rts, nw, func(runtime.Runtime, string) bool { return false }, log))
+}
+
+// sweep destroys every sandbox of rts that keep rejects, then the
+// networks of every sandbox (the kept ones have none).
+func sweep(rts []runtime.Runtime, nw *netsvc.Service, keep func(rt runtime.Runtime, id string) bool, log *slog.Logger) error {
 	ctx, cancel := context.WithTimeout(context.Background(), watchdogWorkTimeout)
 	defer cancel()
 	var errs []error
 	for _, rt := range rts {
-		destroyed, err := rt.Reconcile(ctx, func(string) bool { return false })
+		destroyed, err := rt.Reconcile(ctx, func(id string) bool { return keep(rt, id) })
 		log.Info("destroyed the sandboxes of a dead daemon", "runtime", rt.Name(), "ids", destroyed)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("watchdog: runtime %s: %w", rt.Name(), err))

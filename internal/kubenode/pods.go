@@ -280,18 +280,24 @@ func (p *provider) run(ctx context.Context, ko string, k *corev1.Pod) {
 			State:       corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
 		}}
 	})
+	p.follow(ctx, ko, created.SandboxID, pid)
+}
+
+// follow waits for the exit of main process pid of the Pod's sandbox id
+// (none for 0) and ends the Pod with its code.
+func (p *provider) follow(ctx context.Context, ko, id string, pid int) {
 	if pid == 0 {
 		return // runs until the Pod is deleted or the sandbox stops
 	}
 	// The output is followed (and dropped) to the process's exit: a
 	// follow has no deadline, unlike sandbox::process::wait, whose
 	// timeout racing the agent's was taken for an agent failure.
-	info, err := p.copyOutput(ctx, api.ProcessOutputRequest{SandboxID: created.SandboxID, Pid: pid, Follow: true}, nil, nil)
+	info, err := p.copyOutput(ctx, api.ProcessOutputRequest{SandboxID: id, Pid: pid, Follow: true}, nil, nil)
 	if err != nil || info.ExitCode == nil {
 		return // deleted, or the sandbox stopped: sandboxStopped reports it
 	}
 	p.exited(ko, *info.ExitCode, "")
-	p.stopSandbox(created.SandboxID)
+	p.stopSandbox(id)
 }
 
 // adopt takes over the running sandbox of a Pod an earlier daemon of this
@@ -305,14 +311,38 @@ func (p *provider) adopt(ctx context.Context, ko string, k *corev1.Pod) {
 		return
 	}
 	id := list.Sandboxes[0].SandboxID
+	pid := p.mainPid(ctx, id, k)
 	p.mu.Lock()
 	if pd, ok := p.pods[ko]; ok {
-		pd.sandbox = id
+		pd.sandbox, pd.pid = id, pid
 		p.bySb[id] = ko
 	}
 	p.mu.Unlock()
-	p.log.Info("re-adopted a Pod's sandbox", "pod", ko, "sandbox", id)
+	p.log.Info("re-adopted a Pod's sandbox", "pod", ko, "sandbox", id, "main_pid", pid)
 	p.update(ko, func(pd *pod) { p.setPodIP(&pd.pod.Status, id) })
+	p.follow(ctx, ko, id, pid)
+}
+
+// mainPid finds the main process of Pod k in its adopted sandbox id (issue
+// 35): the process hutch started there with the Pod's command line (a
+// restarted daemon has lost its tag); 0 for none.
+func (p *provider) mainPid(ctx context.Context, id string, k *corev1.Pod) int {
+	c := k.Spec.Containers[0]
+	argv := strings.Join(append(append([]string{}, c.Command...), c.Args...), " ")
+	if argv == "" {
+		return 0
+	}
+	ps, err := functions.Call[api.ProcessListResponse](ctx, p.o.Table, api.FnProcessList, api.ProcessListRequest{SandboxID: id})
+	if err != nil {
+		p.log.Warn("listing an adopted sandbox's processes", "sandbox", id, "err", err)
+		return 0
+	}
+	for _, e := range ps.Processes {
+		if e.Hutch && e.Command == argv {
+			return e.Pid
+		}
+	}
+	return 0
 }
 
 // setPodIP sets s's Pod IP to sandbox id's network address, where it has

@@ -38,6 +38,18 @@ type Restorer interface {
 	Restore(ctx context.Context, spec Spec, dir string) (Instance, error)
 }
 
+// Adopter is an optional Runtime ability: taking over sandbox id, which
+// an earlier process (a daemon that restarted) started with Spec.Reattach
+// and which still runs. The instance's Conn is a new session with the
+// agent, relinked as agentv1.RelinkSignal says. A sandbox that is not
+// there, not running or not reattachable is an error, and is left to
+// Reconcile (issue 35).
+type Adopter interface {
+	Adopt(ctx context.Context, id string) (Instance, error)
+	// Reattachable says that sandbox id was started with Spec.Reattach.
+	Reattachable(id string) bool
+}
+
 // LayerCapturer is an optional Instance ability: writing the changes a
 // running sandbox made to its root filesystem (its writable layer) to
 // path, a file a later Spec.UpperLayer can start a sandbox with.

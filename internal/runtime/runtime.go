@@ -54,6 +54,10 @@ type Spec struct {
 	// Mounts are host directories the sandbox sees at paths of its own
 	// (bind mounts), in order.
 	Mounts []Mount
+	// Reattach makes the sandbox outlive the process that started it: a
+	// later one takes it over with an Adopter (issue 35). A runtime that
+	// cannot ignores it.
+	Reattach bool
 }
 
 // Mount is a host directory a sandbox sees at a path of its own. Writes

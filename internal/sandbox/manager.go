@@ -29,6 +29,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/image"
 	"github.com/hutch-dev/hutch/internal/runtime"
 	"github.com/hutch-dev/hutch/internal/safetext"
+	"github.com/hutch-dev/hutch/internal/sandbox/adoptsvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/egress"
 	"github.com/hutch-dev/hutch/internal/sandbox/idle"
 	"github.com/hutch-dev/hutch/internal/sandbox/slots"
@@ -51,8 +52,7 @@ type Images interface {
 // Options configure a Manager.
 type Options struct {
 	Config config.Config
-	// Runtimes are the runtimes sandboxes start in; a create names one
-	// or gets their default.
+	// Runtimes are where sandboxes start: a create names one or gets the default.
 	Runtimes *runtime.Set
 	Images   Images
 	// AgentPath is the host path of the hutch-agent binary.
@@ -60,25 +60,23 @@ type Options struct {
 	// StateDir holds the metadata store (hutch.db).
 	StateDir string
 	Logger   *slog.Logger
-	// BootTimeout bounds a boot from runtime start to agent answer; it
-	// starts once the boot has its slot (max_concurrent_boots).
+	// BootTimeout bounds a boot from runtime start to agent answer, once it has its slot.
 	BootTimeout time.Duration
 	// Observer receives measurements (observe.go); nil discards them.
 	Observer Observer
 	// Events, when set, records what happens to sandboxes (events.go).
 	Events *events.Log
-	// AgentCallTimeout bounds an agent call that has no deadline of its
-	// own (agentclient.Options.CallTimeout); 0 is agentclient's default.
+	// AgentCallTimeout bounds an agent call without a deadline (agentclient's default: 0).
 	AgentCallTimeout time.Duration
 	// Volumes keeps the owners' volumes (volumes.go); nil is none.
 	Volumes *volumes.Store
-	// Network is the sandboxes' networking (network.go, networksvc.Net);
-	// nil refuses network: true.
+	// Network is the sandboxes' networking (network.go, networksvc.Net); nil refuses network: true.
 	Network SandboxNetwork
-	// OriginOf resolves a create's template and snapshot_id (snapsvc):
-	// it applies them to req and says what the sandbox starts from (nil:
-	// its image). Nil refuses both with S302.
+	// OriginOf applies a create's template and snapshot_id to req (snapsvc) and says what the
+	// sandbox starts from (nil: its image). Nil refuses both with S302.
 	OriginOf func(ctx context.Context, req *api.CreateRequest) (*Origin, error)
+	// Reattach: a create's sandbox outlives the daemon, the next adopts it (issue 35).
+	Reattach func(meta map[string]string, network bool) bool
 }
 
 // Manager owns every sandbox of one daemon.
@@ -110,12 +108,12 @@ type Manager struct {
 	pool *warmpool.Pool[*sandbox]
 	// boots bounds the boots under way (boots.go).
 	boots *slots.Slots
-	// checkpoints is the checkpoint directory (checkpoint.go); originOf
-	// is Options.OriginOf.
+	// checkpoints is the checkpoint directory (checkpoint.go); originOf is Options.OriginOf.
 	checkpoints string
 	originOf    func(context.Context, *api.CreateRequest) (*Origin, error)
 	// vols mounts creates' volumes (volumes.go).
-	vols mounter
+	vols     mounter
+	reattach func(map[string]string, bool) bool // Options.Reattach (issue 35)
 	// hooks are the services' hooks on a stop and a teardown (service.go).
 	hooks
 
@@ -179,6 +177,7 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 		checkpoints: CheckpointDir(opts.StateDir),
 		originOf:    opts.OriginOf,
 		vols:        mounter{opts.Volumes},
+		reattach:    opts.Reattach,
 	}
 	m.trace = tracer{obs: opts.Observer, emit: m.emit}
 	m.boots = slots.New(bootSlotsOf(opts.Config), int(bootPriorities))
@@ -195,8 +194,8 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 
 // reconcile settles what a crashed daemon left: a sandbox's agent stream
 // dies with the daemon that held it, so no sandbox of an earlier process
-// can be re-adopted. Records of live sandboxes become stopped tombstones
-// and every runtime resource is destroyed.
+// survives but one started to be reattached (adopt). Records of the other
+// live sandboxes become stopped tombstones, their resources destroyed.
 func (m *Manager) reconcile(ctx context.Context) error {
 	recs, bad, err := m.store.all()
 	if err != nil {
@@ -208,9 +207,13 @@ func (m *Manager) reconcile(ctx context.Context) error {
 	}
 	now := time.Now()
 	retention := time.Duration(m.cfg.StoppedRetentionSecs) * time.Second
+	adopted := map[string]bool{}
 	for _, r := range recs {
 		if r.Stopped && now.Sub(r.StoppedAt) > retention {
 			_ = m.store.remove(r.ID)
+			continue
+		}
+		if m.adopt(ctx, r, adopted) { // issue 35
 			continue
 		}
 		if !r.Stopped {
@@ -224,7 +227,7 @@ func (m *Manager) reconcile(ctx context.Context) error {
 		m.sandboxes[r.ID] = tombstone(r)
 	}
 	for _, rt := range m.rts.All() {
-		destroyed, err := rt.Reconcile(ctx, func(string) bool { return false })
+		destroyed, err := rt.Reconcile(ctx, func(id string) bool { return adopted[id] })
 		if err != nil {
 			return fmt.Errorf("reconciling the state of runtime %s: %w", rt.Name(), err)
 		}
@@ -236,6 +239,23 @@ func (m *Manager) reconcile(ctx context.Context) error {
 		return m.net.Reconcile(ctx)
 	}
 	return nil
+}
+
+// adopt takes over live record rec's sandbox, which outlived its daemon
+// (issue 35), and tells whether it did.
+func (m *Manager) adopt(ctx context.Context, rec *record, adopted map[string]bool) bool {
+	if rec.Stopped || len(rec.Volumes) > 0 || m.reattach == nil || !m.reattach(rec.Metadata, rec.Network) {
+		return false
+	}
+	got, ok := adoptsvc.Adopt(ctx, m.runtimeOf(rec), adoptsvc.Sandbox{ID: rec.ID, Image: rec.Image, ImageID: rec.ImageID},
+		adoptsvc.Deps{Ensure: m.images.Ensure, Connect: m.connect, Timeout: m.bootTimeout, Log: m.log})
+	if ok {
+		sb := newSandbox(rec, got.Inst, got.Agent, got.Image, got.User, m.cfg.MaxConcurrentExecPerSandbox)
+		_ = sb.admitted() // Booting to Running
+		m.sandboxes[rec.ID], adopted[rec.ID] = sb, true
+		go m.watch(sb)
+	}
+	return ok
 }
 
 // Create boots a sandbox, or restores one from a snapshot, after applying
@@ -301,7 +321,7 @@ func (m *Manager) create(ctx context.Context, req api.CreateRequest, from *Origi
 	if from != nil && from.Checkpoint != "" && (req.Network != from.Network || cpus != from.CPUs || mem != from.MemoryMB) {
 		return api.CreateResponse{}, errdefs.New(errdefs.CodeMalformed, "a sandbox restored from a snapshot keeps its cpus (%d), memory_mb (%d) and network (%v)", from.CPUs, from.MemoryMB, from.Network)
 	}
-	if from == nil && rt == m.rts.Default() {
+	if from == nil && rt == m.rts.Default() && (m.reattach == nil || !m.reattach(req.Metadata, req.Network)) {
 		if sb := (warmCore{m}).claim(ctx, req, cpus, mem, t); sb != nil {
 			reserved = false // register takes the reservation over
 			return m.register(sb)
@@ -469,6 +489,7 @@ func (m *Manager) start(ctx context.Context, undo *cleanup.Stack, rt runtime.Run
 		Network:         nw,
 		Hostname:        "hutch-" + rec.ID[:8],
 		Mounts:          rec.mounts,
+		Reattach:        m.reattach != nil && m.reattach(rec.Metadata, rec.Network) && len(rec.mounts) == 0,
 	}
 	inst, err := launch(ctx, rt, spec, from)
 	if err != nil {

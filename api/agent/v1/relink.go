@@ -18,6 +18,11 @@ import (
 // discards everything before the marker (what the old session wrote after
 // the restore) and sends nothing before it has seen it.
 
+// ReattachFlag is hutch-agent's argument in a sandbox that outlives its
+// daemon (issue 35): a session that ends while the stream still works
+// leaves the agent waiting for a relink instead of ending it.
+const ReattachFlag = "--reattach"
+
 // RelinkSignal tells the agent to start a new session (PID 1 catches it).
 const RelinkSignal = syscall.SIGUSR2
 

@@ -71,7 +71,7 @@ func ociSpec(spec runtime.Spec) *specs.Spec {
 		Process: &specs.Process{
 			Terminal: false,
 			User:     specs.User{UID: 0, GID: 0},
-			Args:     []string{runtime.AgentPath},
+			Args:     agentArgs(spec),
 			Env:      []string{defaultPath},
 			Cwd:      "/",
 			Rlimits:  processLimits(spec),

@@ -124,7 +124,7 @@ func (r *Runtime) start(ctx context.Context, spec runtime.Spec, checkpoint strin
 		return nil, fmt.Errorf("writing config.json: %w", err)
 	}
 
-	p, err := newStdio()
+	p, err := stdioFor(spec, dir) // issue 35: FIFOs for a reattachable sandbox
 	if err != nil {
 		return nil, err
 	}
@@ -155,6 +155,11 @@ func (r *Runtime) start(ctx context.Context, spec runtime.Spec, checkpoint strin
 	}
 
 	inst := newInstance(r, spec, r.globalFlags(spec, dir), p, stderr, stderrDone)
+	if spec.Reattach {
+		if err := writeReattach(dir, inst, spec); err != nil {
+			return nil, err
+		}
+	}
 	if checkpoint != "" {
 		if err := inst.relink(ctx); err != nil {
 			return nil, err

@@ -1,0 +1,89 @@
+// Package adoptsvc takes over, for a restarted daemon's sandbox manager, a
+// sandbox that outlived the daemon that started it (issue 35): a cluster
+// node's Pod sandbox started with runtime.Spec.Reattach. It is a leaf: the
+// core calls it from its startup load and makes a live sandbox of what it
+// returns.
+package adoptsvc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/hutch-dev/hutch/internal/agentclient"
+	"github.com/hutch-dev/hutch/internal/image"
+	"github.com/hutch-dev/hutch/internal/runtime"
+	"github.com/hutch-dev/hutch/internal/sandbox/spec"
+)
+
+// Sandbox is what a sandbox's record names: its id and its image, by
+// name and by the id it booted on.
+type Sandbox struct {
+	ID, Image, ImageID string
+}
+
+// Deps are the manager's parts an adoption uses.
+type Deps struct {
+	// Ensure finds an image in the cache (install: false).
+	Ensure func(ctx context.Context, name string, install bool) (*image.Image, error)
+	// Connect dials the agent of an instance as user and waits for it.
+	Connect func(ctx context.Context, inst runtime.Instance, user *image.User) (*agentclient.Client, error)
+	// Timeout bounds the adoption, as a boot is bounded.
+	Timeout time.Duration
+	// Log receives why a sandbox was not adopted.
+	Log *slog.Logger
+}
+
+// Adopted is a sandbox taken over: its image and user, its instance and
+// a connected agent.
+type Adopted struct {
+	Image *image.Image
+	User  *image.User
+	Inst  runtime.Instance
+	Agent *agentclient.Client
+}
+
+// Adopt takes over sb on rt, a runtime.Adopter, and tells whether it
+// did; why not is logged. Its image must still be the one it booted on.
+// On failure nothing is changed but an adopted instance, destroyed again
+// when its agent does not answer.
+func Adopt(ctx context.Context, rt runtime.Runtime, sb Sandbox, d Deps) (Adopted, bool) {
+	got, err := adopt(ctx, rt, sb, d)
+	if err != nil {
+		d.Log.Warn("a sandbox of an earlier daemon could not be adopted", "sandbox", sb.ID, "err", err)
+		return Adopted{}, false
+	}
+	d.Log.Info("adopted a sandbox of an earlier daemon", "sandbox", sb.ID)
+	return got, true
+}
+
+func adopt(ctx context.Context, rt runtime.Runtime, sb Sandbox, d Deps) (Adopted, error) {
+	a, ok := rt.(runtime.Adopter)
+	if !ok {
+		return Adopted{}, fmt.Errorf("runtime %s cannot adopt sandboxes", rt.Name())
+	}
+	ctx, cancel := context.WithTimeout(ctx, d.Timeout)
+	defer cancel()
+	img, err := d.Ensure(ctx, sb.Image, false)
+	if err != nil {
+		return Adopted{}, err
+	}
+	if img.ID != sb.ImageID {
+		return Adopted{}, fmt.Errorf("image %s changed since the sandbox booted", sb.Image)
+	}
+	user, err := spec.ImageUser(img)
+	if err != nil {
+		return Adopted{}, err
+	}
+	inst, err := a.Adopt(ctx, sb.ID)
+	if err != nil {
+		return Adopted{}, err
+	}
+	ac, err := d.Connect(ctx, inst, user)
+	if err != nil {
+		return Adopted{}, errors.Join(err, inst.Destroy(ctx))
+	}
+	return Adopted{Image: img, User: user, Inst: inst, Agent: ac}, nil
+}
