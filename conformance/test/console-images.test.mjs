@@ -6,10 +6,9 @@
 // for a condition, never for a duration.
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import puppeteer from 'puppeteer-core'
 import { startDaemon, BOOT_TIMEOUT_MS } from '../lib.mjs'
+import { openPage } from '../browser.mjs'
 
-const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium'
 const WAIT = { timeout: 120_000 }
 
 let daemon, browser, page
@@ -27,15 +26,7 @@ async function build (name, dockerfile) {
 
 before(async () => {
   daemon = await startDaemon()
-  browser = await puppeteer.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--no-sandbox', '--disable-dev-shm-usage', '--window-size=1280,900'],
-    defaultViewport: { width: 1280, height: 900 }
-  })
-  page = await browser.newPage()
-  page.on('console', (m) => { if (m.type() === 'error') errors.push(`console: ${m.text()}`) })
-  page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`))
+  ;({ browser, page } = await openPage(errors))
 }, { timeout: BOOT_TIMEOUT_MS })
 
 after(async () => {

@@ -10,10 +10,9 @@ import assert from 'node:assert/strict'
 import { mkdtempSync, rmSync, writeFileSync, copyFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import puppeteer from 'puppeteer-core'
 import { startDaemon, BOOT_TIMEOUT_MS } from '../lib.mjs'
+import { openPage } from '../browser.mjs'
 
-const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium'
 const WAIT = { timeout: 120_000 }
 const aliceToken = 'alice-' + Math.random().toString(36).slice(2).padEnd(20, '0')
 const bobToken = 'bob-' + Math.random().toString(36).slice(2).padEnd(20, '0')
@@ -62,16 +61,7 @@ before(async () => {
   work = mkdtempSync(join(tmpdir(), 'hutch-console-test-'))
   daemon = await startDaemon(`api_tokens:\n  alice: ${aliceToken}\n  bob: ${bobToken}`)
   bobSandbox = (await call(bobToken, 'POST', '/v1/sandboxes', { image: 'python' })).sandbox_id
-  browser = await puppeteer.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    // Tests run as root, where chromium's own sandbox cannot start.
-    args: ['--no-sandbox', '--disable-dev-shm-usage', '--window-size=1280,900'],
-    defaultViewport: { width: 1280, height: 900 }
-  })
-  page = await browser.newPage()
-  page.on('console', (m) => { if (m.type() === 'error') errors.push(`console: ${m.text()}`) })
-  page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`))
+  ;({ browser, page } = await openPage(errors))
   page.on('dialog', async (d) => {
     if (!answers.length) {
       dialogs.push(d.message())
