@@ -30,9 +30,18 @@ import (
 //     not isolated by port): none may reach the sandbox's server.
 
 // pageServer is the sandbox's server: http.server's files of /srv, and
-// at /cookies a page that shows the Cookie header it got.
+// at /cookies a page that shows the Cookie header it got; it reads each
+// request's body, which http.server does not.
 const pageServer = `import http.server, html
 class H(http.server.SimpleHTTPRequestHandler):
+    def parse_request(self):
+        # Read a request's body before any answer: http.server answers 501
+        # to a POST without reading it, and a close with unread bytes is a
+        # reset, which may reach the proxy before the answer does.
+        ok = super().parse_request()
+        if ok and self.headers.get('Content-Length'):
+            self.rfile.read(int(self.headers['Content-Length']))
+        return ok
     def do_GET(self):
         if self.path.startswith('/cookies'):
             body = ('<!doctype html><p id="cookies">[' + html.escape(self.headers.get('Cookie') or '') + ']</p>').encode()
