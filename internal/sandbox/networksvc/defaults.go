@@ -12,9 +12,9 @@ import (
 // (issue 41: 4): taken from the daemon's config when Attach makes the
 // network and kept with it, in the firewall (netplumb's private_open set),
 // the egress proxy's record of the sandbox and its resolver's upstreams,
-// for as long as it lives. A config reload (SetDefaults) changes them for
-// the networks made after it; a network made anew (a wake) takes those in
-// force then.
+// for as long as the sandbox lives, a hibernation and its wake included.
+// A config reload (SetDefaults) changes them for the sandboxes whose
+// first network is made after it.
 type Defaults struct {
 	// OpenPrivate is block_private_networks off: the private and
 	// cloud-internal ranges are open to the sandbox.
@@ -49,6 +49,39 @@ func (n *Net) SetDefaults(cfg config.Config) {
 
 // current are the egress defaults a network made now gets.
 func (n *Net) current() Defaults { return *n.defaults.Load() }
+
+// defaultsFor are the egress defaults sandbox id's network is made with:
+// those its network had before, when it wakes from a hibernation (Detach
+// keeps them while the core lists the sandbox), else those in force. It
+// forgets those of the detached sandboxes the core no longer lists.
+func (n *Net) defaultsFor(id string) Defaults {
+	n.mu.Lock()
+	var detached []string
+	for k := range n.made {
+		if _, attached := n.policies[k]; !attached && k != id {
+			detached = append(detached, k)
+		}
+	}
+	d, kept := n.made[id]
+	n.mu.Unlock()
+	core := n.core.Load()
+	for _, k := range detached {
+		if core != nil {
+			if _, listed := (*core).Running(k); listed {
+				continue
+			}
+		}
+		n.mu.Lock()
+		if _, attached := n.policies[k]; !attached {
+			delete(n.made, k)
+		}
+		n.mu.Unlock()
+	}
+	if kept {
+		return d
+	}
+	return n.current()
+}
 
 // madeWith are the egress defaults sandbox id's network was made with;
 // the zero Defaults (private ranges closed, the host's nameservers)

@@ -12,8 +12,9 @@ import (
 
 // TestDefaultsPerSandbox (issue 41: 4): a network keeps the egress
 // defaults in force when it was made, in the firewall, the proxy's record
-// and its resolver's upstreams; a reload changes those of the networks
-// made after it, and a warm pool sandbox made before is not claimed.
+// and its resolver's upstreams, across a hibernation; a reload changes
+// those of the sandboxes made after it, and a warm pool sandbox made
+// before is not claimed.
 func TestDefaultsPerSandbox(t *testing.T) {
 	ctx := context.Background()
 	fw := &fakeNet{}
@@ -53,6 +54,23 @@ func TestDefaultsPerSandbox(t *testing.T) {
 	}
 	if err := n.SetEgress(ctx, "pooled", nil); err == nil {
 		t.Error("a pool sandbox made before the reload was claimed")
+	}
+	// A hibernated sandbox (detached, still listed) wakes with its own
+	// defaults; a stopped one's are forgotten at the next Attach.
+	n.Detach("old")
+	woken, err := n.Attach(ctx, "old", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sb, _ := n.Sandbox(woken.Addr); fw.open["old"] || sb.OpenPrivate || !slices.Equal(sb.Nameservers, []string{"192.0.2.53:53"}) {
+		t.Errorf("woken: private ranges opened %v, proxy record %+v; want those it was made with", fw.open["old"], sb)
+	}
+	n.Detach("pooled")
+	if _, err := n.Attach(ctx, "later", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if d, ok := n.made["pooled"]; ok {
+		t.Errorf("the defaults of a detached, unlisted sandbox kept: %+v", d)
 	}
 	if got := n.WithDefaults(egressproxy.Sandbox{ID: "template-build:x"}); !got.OpenPrivate || !slices.Equal(got.Nameservers, []string{"198.51.100.53:5353"}) {
 		t.Errorf("a build's connections decided with %+v, want the defaults in force", got)

@@ -161,7 +161,7 @@ func (n *Net) Attach(ctx context.Context, id string, ports []uint16, pol *egress
 	if err != nil {
 		return nil, err
 	}
-	d := n.current()
+	d := n.defaultsFor(id)
 	nw, err := fw.Attach(ctx, id, ports, n.firewall(pol), d.OpenPrivate)
 	if err != nil {
 		return nil, errdefs.Wrap(errdefs.CodeBootFailed, err, "setting up the network of sandbox "+id)
@@ -179,8 +179,7 @@ func (n *Net) Detach(id string) {
 		return
 	}
 	n.mu.Lock()
-	delete(n.policies, id)
-	delete(n.made, id)
+	delete(n.policies, id) // made[id] is kept for a wake (defaultsFor)
 	n.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
