@@ -16,7 +16,8 @@ import (
 // after it, and each sandbox keeps those it was made with: one made
 // before a reload that opens the private ranges still cannot reach a
 // private address (a veth target on this host) and still asks its own
-// resolver; one made after reaches the address and asks the new one.
+// resolver, also once woken from a hibernation; one made after reaches
+// the address and asks the new one.
 func TestOpsReloadEgressDefaults(t *testing.T) {
 	target := privateTarget(t, "private")
 	const name = "which.test"
@@ -65,4 +66,12 @@ func TestOpsReloadEgressDefaults(t *testing.T) {
 	made := d.create(api.CreateRequest{Image: "python", Network: true})
 	check("made after the reload", made, "private", "192.0.2.2")
 	check("made before, after the reload", old, "ERR", "192.0.2.1")
+	// A hibernation and its wake (a new network) keep them.
+	if _, err := d.c.Pause(ctx, old, api.PauseHibernate); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.c.Resume(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	check("made before, woken after the reload", old, "ERR", "192.0.2.1")
 }
