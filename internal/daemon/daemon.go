@@ -275,7 +275,7 @@ func (d *daemon) bootRuntimes(context.Context) error {
 		return err
 	}
 	d.held.Push("closing the image store", func(context.Context) error { return d.images.Close() })
-	d.resolver, err = dnsgate.Listen("127.0.0.1", dnsgate.Options{Nameservers: nameservers(d.cfg), Logger: d.log})
+	d.resolver, err = dnsgate.Listen("127.0.0.1", dnsgate.Options{Logger: d.log})
 	if err != nil {
 		return err
 	}
@@ -368,7 +368,7 @@ func (d *daemon) startManager(ctx context.Context) error {
 		return err
 	})
 	if snaps, err = snapsvc.New(mgr, snapsvc.Options{Dir: sandbox.CheckpointDir(d.opts.DataDir), StorageMB: cfg.SnapshotStorageMB, Logger: d.log,
-		Events: d.evlog /* issue 39: template.build.* */, Dial: d.proxy.Dial /* issue 39: ADD of a URL */}); err != nil {
+		Events: d.evlog /* issue 39: template.build.* */, Dial: d.dialForBuild /* issue 39: ADD of a URL */}); err != nil {
 		return err
 	}
 	d.resolver.SetDirectory(d.sbnet)

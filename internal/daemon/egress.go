@@ -2,7 +2,7 @@ package daemon
 
 import (
 	"context"
-
+	"net"
 	"net/netip"
 	"path/filepath"
 
@@ -38,7 +38,8 @@ func (d *daemon) startEgressProxy() error {
 	}
 	p, err := egressproxy.Listen("127.0.0.1", egressproxy.Options{
 		Resolver: d.resolver,
-		Closed:   netplumb.ClosedRanges(pool, d.cfg.BlockPrivateNetworks),
+		Closed:   netplumb.ClosedRanges(pool),
+		Private:  netplumb.PrivateRanges(), // issue 41: 4: open to the sandboxes whose record says so
 		Events:   d.evlog,
 		Logger:   d.log,
 		CA:       ca,
@@ -57,6 +58,13 @@ func (d *daemon) startEgressProxy() error {
 	}
 	d.held.Push("stopping the egress proxy", func(context.Context) error { return p.Close() })
 	return nil
+}
+
+// dialForBuild connects for a template build's ADD of a URL as the proxy
+// would for a sandbox made now, with the egress defaults in force (issue
+// 41: 4).
+func (d *daemon) dialForBuild(ctx context.Context, sb egressproxy.Sandbox, host string, port uint16) (net.Conn, error) {
+	return d.proxy.Dial(ctx, d.sbnet.WithDefaults(sb), host, port)
 }
 
 // egressCAFile is the egress CA's certificate in dataDir, which the

@@ -62,7 +62,9 @@ func (d *daemon) watchReloads(ctx context.Context) {
 // (warm_pool and warm_pool_auto with their bounds, when the daemon started
 // with a pool: the pools grow or drain to the new plan), tls
 // (its files are read again on every reload, so a rotated certificate is
-// taken up even when the paths did not change) and webhooks. Every other
+// taken up even when the paths did not change), webhooks, and the egress
+// defaults block_private_networks and sandbox_nameservers (for the
+// sandboxes whose network is made after the reload). Every other
 // changed key is reported by name and keeps its old value. A file that
 // does not load changes nothing.
 func (d *daemon) reload() (api.ReloadResult, error) {
@@ -103,6 +105,10 @@ func (d *daemon) reload() (api.ReloadResult, error) {
 			if ok = d.certs != nil && next.TLS.Enabled(); ok {
 				cur.TLS = next.TLS
 			}
+		case "block_private_networks", "sandbox_nameservers": // issue 41: 4: networks made from now on
+			cur.BlockPrivateNetworks, cur.SandboxNameservers = next.BlockPrivateNetworks, next.SandboxNameservers
+			d.sbnet.SetDefaults(*cur)
+			ok = true
 		case "warm_pool", "warm_pool_auto", "warm_pool_max", "warm_pool_memory_mb": // issue 41: 4
 			pool := *cur
 			pool.WarmPool, pool.WarmPoolAuto, pool.WarmPoolMax, pool.WarmPoolMemoryMB = next.WarmPool, next.WarmPoolAuto, next.WarmPoolMax, next.WarmPoolMemoryMB

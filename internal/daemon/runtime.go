@@ -93,11 +93,10 @@ func startRuntime(name string, opts runtime.Options, log *slog.Logger) (runtime.
 // table, for every runtime.
 func networkOptions(cfg config.Config, dataDir, dns string) netsvc.Options {
 	return netsvc.Options{
-		Dir:                  filepath.Join(dataDir, "network"),
-		Pool:                 cfg.NetworkPool,
-		BlockPrivateNetworks: cfg.BlockPrivateNetworks,
-		DNS:                  dns,
-		CACert:               egressCAFile(dataDir), // issue 37
+		Dir:    filepath.Join(dataDir, "network"),
+		Pool:   cfg.NetworkPool,
+		DNS:    dns,
+		CACert: egressCAFile(dataDir), // issue 37
 	}
 }
 
@@ -130,17 +129,4 @@ func applyRuntimeFlags(opts Options, cfg *config.Config) error {
 		return cfg.Runtimes.Set("gvisor", "runsc_path", opts.RunscPath)
 	}
 	return nil
-}
-
-// nameservers are the upstreams of the sandboxes' resolver: config
-// sandbox_nameservers (checked by Validate) as host:port; none means the
-// host's.
-func nameservers(cfg config.Config) []string {
-	var out []string
-	for _, ns := range cfg.SandboxNameservers {
-		if ap, err := config.ParseNameserver(ns); err == nil {
-			out = append(out, ap.String())
-		}
-	}
-	return out
 }

@@ -4,7 +4,8 @@
 // refuses names its egress policy does not admit, forwards the rest to the
 // host's own nameservers, and hands the addresses it answered for an
 // allowed name to the firewall for their TTL, before the answer reaches
-// the sandbox. Who asks is told by the query's source address.
+// the sandbox. Who asks is told by the query's source address; each
+// sandbox's questions go to its own upstream nameservers (Client).
 package dnsgate
 
 import (
@@ -38,6 +39,9 @@ type Client interface {
 	Learn(ctx context.Context, addrs []netip.Addr, ports []uint16, ttl time.Duration) error
 	// Denied records that name was refused.
 	Denied(name string)
+	// Nameservers are the upstream nameservers (host:port) the sandbox's
+	// questions go to; none means the host's.
+	Nameservers() []string
 }
 
 // Verdict is a sandbox's policy on one name.
@@ -67,9 +71,6 @@ const (
 
 // Options configure the resolver.
 type Options struct {
-	// Nameservers are the upstream nameservers (host:port); none means
-	// those of ResolvConf.
-	Nameservers []string
 	// ResolvConf is the host's resolver configuration, read again every
 	// 10 s; "" means /etc/resolv.conf.
 	ResolvConf string
@@ -80,8 +81,7 @@ type Options struct {
 type Server struct {
 	log       *slog.Logger
 	addr      netip.AddrPort
-	fixed     []string // Options.Nameservers
-	resolv    string   // the host's resolver configuration
+	resolv    string // the host's resolver configuration
 	udp, tcp  *dns.Server
 	inFlight  chan struct{}
 	mu        sync.Mutex
@@ -101,7 +101,7 @@ func Listen(host string, opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	s := &Server{log: opts.Logger, fixed: opts.Nameservers, resolv: opts.ResolvConf, inFlight: make(chan struct{}, maxInFlight), perClient: map[netip.Addr]int{}}
+	s := &Server{log: opts.Logger, resolv: opts.ResolvConf, inFlight: make(chan struct{}, maxInFlight), perClient: map[netip.Addr]int{}}
 	var err error
 	for range 10 { // the UDP port may be taken for TCP
 		var pc net.PacketConn
@@ -176,7 +176,7 @@ func (s *Server) ServeDNS(w dns.ResponseWriter, q *dns.Msg) {
 		return
 	}
 	defer s.leave(src)
-	ans, err := s.forward(q, w.LocalAddr().Network())
+	ans, err := s.forward(q, w.LocalAddr().Network(), c.Nameservers())
 	if err != nil {
 		s.log.Debug("dns upstream failed", "name", name, "err", err)
 		reply(w, q, dns.RcodeServerFailure)
@@ -193,17 +193,18 @@ func (s *Server) ServeDNS(w dns.ResponseWriter, q *dns.Msg) {
 	_ = w.WriteMsg(ans)
 }
 
-// Lookup resolves name's IPv4 addresses through the resolver's upstream
-// nameservers, as a sandbox would: hutch's egress proxy connects to the
-// name a connection carries, not to the address the sandbox picked. ttl
-// is the answer's least A record TTL, for the caller's cache.
-func (s *Server) Lookup(name string) (addrs []netip.Addr, ttl time.Duration, err error) {
+// Lookup resolves name's IPv4 addresses through upstreams (a sandbox's
+// Nameservers: none means the host's), as that sandbox would: hutch's
+// egress proxy connects to the name a connection carries, not to the
+// address the sandbox picked. ttl is the answer's least A record TTL, for
+// the caller's cache.
+func (s *Server) Lookup(name string, upstreams []string) (addrs []netip.Addr, ttl time.Duration, err error) {
 	q := new(dns.Msg)
 	q.SetQuestion(dns.Fqdn(name), dns.TypeA)
 	q.RecursionDesired = true
-	ans, err := s.forward(q, "udp")
+	ans, err := s.forward(q, "udp", upstreams)
 	if err == nil && ans.Truncated {
-		ans, err = s.forward(q, "tcp")
+		ans, err = s.forward(q, "tcp", upstreams)
 	}
 	if err != nil {
 		return nil, 0, err
@@ -288,11 +289,13 @@ func (s *Server) leave(src netip.Addr) {
 	<-s.inFlight
 }
 
-// forward asks the host's nameservers, in order, over network ("udp" or
-// "tcp", as the sandbox asked: a truncated UDP answer makes it ask again
-// over TCP).
-func (s *Server) forward(q *dns.Msg, network string) (*dns.Msg, error) {
-	servers := s.nameservers()
+// forward asks servers (none: the host's nameservers), in order, over
+// network ("udp" or "tcp", as the sandbox asked: a truncated UDP answer
+// makes it ask again over TCP).
+func (s *Server) forward(q *dns.Msg, network string, servers []string) (*dns.Msg, error) {
+	if len(servers) == 0 {
+		servers = s.hostNameservers()
+	}
 	if len(servers) == 0 {
 		return nil, errors.New("the host has no nameserver")
 	}
@@ -308,12 +311,8 @@ func (s *Server) forward(q *dns.Msg, network string) (*dns.Msg, error) {
 	return nil, errors.Join(errs...)
 }
 
-// nameservers returns the upstream nameservers: the fixed ones, or the
-// host's, read again every 10 s.
-func (s *Server) nameservers() []string {
-	if len(s.fixed) > 0 {
-		return s.fixed
-	}
+// hostNameservers returns the host's nameservers, read again every 10 s.
+func (s *Server) hostNameservers() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if time.Since(s.readAt) < 10*time.Second {

@@ -49,7 +49,7 @@ func FuzzServeDNS(f *testing.F) {
 	})}
 	go up.ActivateAndServe()
 	f.Cleanup(func() { _ = up.Shutdown() })
-	s, err := Listen("127.0.0.1", Options{Nameservers: []string{pc.LocalAddr().String()}, Logger: slog.New(slog.DiscardHandler)})
+	s, err := Listen("127.0.0.1", Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func FuzzServeDNS(f *testing.F) {
 		if q.Unpack(packet) != nil {
 			return // the server drops what does not unpack
 		}
-		sb := &fakeSandbox{}
+		sb := &fakeSandbox{upstreams: []string{pc.LocalAddr().String()}}
 		s.SetDirectory(fakeDirectory{sb})
 		mu.Lock()
 		asked = nil

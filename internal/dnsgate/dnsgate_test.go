@@ -22,7 +22,11 @@ type fakeSandbox struct {
 	learned []string
 	denied  []string
 	fail    bool
+	// upstreams are its nameservers.
+	upstreams []string
 }
+
+func (f *fakeSandbox) Nameservers() []string { return f.upstreams }
 
 func (f *fakeSandbox) Peer(name string) []netip.Addr {
 	if name == "web" {
@@ -90,12 +94,12 @@ func upstream(t *testing.T) string {
 
 func TestResolver(t *testing.T) {
 	up := upstream(t)
-	s, err := Listen("127.0.0.1", Options{Nameservers: []string{up}, Logger: slog.New(slog.DiscardHandler)})
+	s, err := Listen("127.0.0.1", Options{ResolvConf: filepath.Join(t.TempDir(), "none"), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	sb := &fakeSandbox{}
+	sb := &fakeSandbox{upstreams: []string{up}}
 	ask := func(name string, qtype uint16, network string) *dns.Msg {
 		t.Helper()
 		q := new(dns.Msg)
@@ -141,6 +145,14 @@ func TestResolver(t *testing.T) {
 	if ans := ask("api.example", dns.TypeA, "udp"); ans.Rcode != dns.RcodeServerFailure || len(ans.Answer) != 0 {
 		t.Errorf("an answer the firewall could not allow was given: %v", ans)
 	}
+	// A lookup goes to the upstreams it names; without any, to the
+	// host's (here none).
+	if addrs, _, err := s.Lookup("open.example", []string{up}); err != nil || len(addrs) != 2 {
+		t.Errorf("Lookup with upstreams = %v, %v", addrs, err)
+	}
+	if _, _, err := s.Lookup("open.example", nil); err == nil {
+		t.Error("Lookup without upstreams nor host nameservers succeeded")
+	}
 }
 
 func TestHostNameservers(t *testing.T) {
@@ -153,7 +165,7 @@ func TestHostNameservers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if got := s.nameservers(); !slices.Equal(got, []string{"192.0.2.53:53"}) {
+	if got := s.hostNameservers(); !slices.Equal(got, []string{"192.0.2.53:53"}) {
 		t.Errorf("nameservers = %v", got)
 	}
 }

@@ -14,7 +14,7 @@ import (
 
 type fixedResolver map[string]netip.Addr
 
-func (r fixedResolver) Lookup(name string) ([]netip.Addr, time.Duration, error) {
+func (r fixedResolver) Lookup(name string, _ []string) ([]netip.Addr, time.Duration, error) {
 	if a, ok := r[name]; ok {
 		return []netip.Addr{a}, time.Second, nil
 	}
@@ -27,7 +27,7 @@ func (r fixedResolver) Lookup(name string) ([]netip.Addr, time.Duration, error) 
 // trail.
 func TestDial(t *testing.T) {
 	p, err := Listen("127.0.0.1", Options{Resolver: fixedResolver{"denied.test": netip.MustParseAddr("198.51.100.7"), "pool.test": netip.MustParseAddr("10.99.0.5")},
-		Closed: []netip.Prefix{netip.MustParsePrefix("10.99.0.0/16")}})
+		Closed: []netip.Prefix{netip.MustParsePrefix("10.99.0.0/16")}, Private: []netip.Prefix{netip.MustParsePrefix("192.168.0.0/16")}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,6 +51,18 @@ func TestDial(t *testing.T) {
 		if !errors.As(err, &r) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Dial(%s) = %v, want a refusal with %q", tc.host, err, tc.want)
 		}
+	}
+	// The private ranges are closed unless the sandbox's record opens
+	// them; the pool is closed either way.
+	private, pool := netip.MustParseAddr("192.168.1.5"), netip.MustParseAddr("10.99.0.5")
+	if got := p.closed(Sandbox{}, private); got != "closed range 192.168.0.0/16" {
+		t.Errorf("a private address for a blocked sandbox: %q", got)
+	}
+	if got := p.closed(Sandbox{OpenPrivate: true}, private); got != "" {
+		t.Errorf("a private address for an open sandbox: %q", got)
+	}
+	if got := p.closed(Sandbox{OpenPrivate: true}, pool); got == "" {
+		t.Error("the pool opened to an open sandbox")
 	}
 	if got := p.Recent("template-build:x"); len(got) != 0 {
 		t.Errorf("a trail kept: %+v", got)

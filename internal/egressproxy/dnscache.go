@@ -14,11 +14,12 @@ const (
 	maxCacheTTL    = 5 * time.Minute
 )
 
-// lookupCache keeps the resolver's answers per name for their TTL (at
-// most maxCacheTTL), so that a sandbox's repeated connections to a host
-// do not each wait for a DNS round trip. Failures are not kept. It holds
-// at most maxCachedNames names: when full, expired ones go first, then
-// any one.
+// lookupCache keeps the resolver's answers per name and upstream
+// nameservers for their TTL (at most maxCacheTTL), so that a sandbox's
+// repeated connections to a host do not each wait for a DNS round trip;
+// sandboxes with different upstreams never share an answer. Failures are
+// not kept. It holds at most maxCachedNames names: when full, expired
+// ones go first, then any one.
 type lookupCache struct {
 	r   Resolver
 	now func() time.Time
@@ -37,17 +38,17 @@ func newLookupCache(r Resolver) *lookupCache {
 	return &lookupCache{r: r, now: time.Now, names: map[string]cachedAnswer{}}
 }
 
-// lookup answers name from the cache or, when it has no live answer, from
-// the resolver.
-func (c *lookupCache) lookup(name string) ([]netip.Addr, error) {
-	key := strings.ToLower(strings.TrimSuffix(name, "."))
+// lookup answers name, asked of upstreams, from the cache or, when it has
+// no live answer, from the resolver.
+func (c *lookupCache) lookup(name string, upstreams []string) ([]netip.Addr, error) {
+	key := strings.Join(upstreams, ",") + " " + strings.ToLower(strings.TrimSuffix(name, "."))
 	c.mu.Lock()
 	a, ok := c.names[key]
 	c.mu.Unlock()
 	if ok && c.now().Before(a.expires) {
 		return a.addrs, nil
 	}
-	addrs, ttl, err := c.r.Lookup(name)
+	addrs, ttl, err := c.r.Lookup(name, upstreams)
 	if err != nil || ttl <= 0 {
 		return addrs, err
 	}

@@ -9,15 +9,19 @@ import (
 )
 
 // countingResolver answers every name with one address and ttl, counting
-// the lookups per name; names in fail fail.
+// the lookups per name (and first upstream, if any); names in fail fail.
 type countingResolver struct {
 	ttl   time.Duration
 	calls map[string]int
 	fail  map[string]bool
 }
 
-func (r *countingResolver) Lookup(name string) ([]netip.Addr, time.Duration, error) {
-	r.calls[name]++
+func (r *countingResolver) Lookup(name string, upstreams []string) ([]netip.Addr, time.Duration, error) {
+	key := name
+	if len(upstreams) > 0 {
+		key = upstreams[0] + " " + name
+	}
+	r.calls[key]++
 	if r.fail[name] {
 		return nil, 0, errors.New("NXDOMAIN")
 	}
@@ -25,8 +29,8 @@ func (r *countingResolver) Lookup(name string) ([]netip.Addr, time.Duration, err
 }
 
 // TestLookupCache: an answer is kept per name for its TTL (case and a
-// final dot aside), at most maxCacheTTL; failures and TTL 0 are not
-// kept; the cache holds at most maxCachedNames names.
+// final dot aside) and upstreams, at most maxCacheTTL; failures and TTL 0
+// are not kept; the cache holds at most maxCachedNames names.
 func TestLookupCache(t *testing.T) {
 	r := &countingResolver{ttl: 30 * time.Second, calls: map[string]int{}, fail: map[string]bool{"bad.test": true}}
 	c := newLookupCache(r)
@@ -34,7 +38,7 @@ func TestLookupCache(t *testing.T) {
 	c.now = func() time.Time { return now }
 	lookup := func(name string) {
 		t.Helper()
-		if _, err := c.lookup(name); err != nil && !r.fail[name] {
+		if _, err := c.lookup(name, nil); err != nil && !r.fail[name] {
 			t.Fatalf("lookup(%q): %v", name, err)
 		}
 	}
@@ -43,6 +47,15 @@ func TestLookupCache(t *testing.T) {
 	lookup("b.test")
 	if r.calls["a.test"] != 1 || r.calls["b.test"] != 1 {
 		t.Errorf("within the TTL: lookups %v", r.calls)
+	}
+	// Another sandbox's upstreams are asked, not answered from the cache.
+	for range 2 {
+		if _, err := c.lookup("a.test", []string{"192.0.2.53:53"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r.calls["192.0.2.53:53 a.test"] != 1 {
+		t.Errorf("lookups of a.test at other upstreams %d, want 1", r.calls["192.0.2.53:53 a.test"])
 	}
 	now = now.Add(30 * time.Second)
 	lookup("a.test")

@@ -23,6 +23,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -53,6 +54,12 @@ type Sandbox struct {
 	ID, Owner string
 	// Policy is its egress policy in force; nil for none.
 	Policy *egress.Policy
+	// OpenPrivate opens Options.Private to it (block_private_networks
+	// off when it was made); false closes them.
+	OpenPrivate bool
+	// Nameservers are its resolver's upstreams (host:port), which the
+	// names of its connections are resolved with; none means the host's.
+	Nameservers []string
 }
 
 // Directory finds the running sandbox that has a network address.
@@ -60,19 +67,21 @@ type Directory interface {
 	Sandbox(src netip.Addr) (Sandbox, bool)
 }
 
-// Resolver resolves a name as the sandboxes' resolver does
-// (dnsgate.Server.Lookup), with the answer's TTL.
+// Resolver resolves a name as the sandboxes' resolver does for a sandbox
+// whose upstream nameservers are upstreams (dnsgate.Server.Lookup), with
+// the answer's TTL.
 type Resolver interface {
-	Lookup(name string) ([]netip.Addr, time.Duration, error)
+	Lookup(name string, upstreams []string) ([]netip.Addr, time.Duration, error)
 }
 
 // Options configure a Proxy.
 type Options struct {
 	Resolver Resolver
-	// Closed are the destinations no sandbox may reach (the pool and, with
-	// block_private_networks, the private ranges); loopback, link-local,
-	// multicast and the host's own addresses are closed anyway.
-	Closed []netip.Prefix
+	// Closed are the destinations no sandbox may reach (the pool);
+	// loopback, link-local, multicast and the host's own addresses are
+	// closed anyway. Private are closed to a sandbox unless its record
+	// opens them (Sandbox.OpenPrivate).
+	Closed, Private []netip.Prefix
 	// Events records egress.denied; nil records nothing.
 	Events *events.Log
 	Logger *slog.Logger
@@ -241,7 +250,7 @@ func (p *Proxy) route(sb Sandbox, kind, host string, dst netip.AddrPort) ([]neti
 		if !v.Allow {
 			return refuse(v.Rule)
 		}
-		if closed := p.closed(lit); closed != "" {
+		if closed := p.closed(sb, lit); closed != "" {
 			return refuse(closed)
 		}
 		d.Allowed, d.Rule = true, v.Rule
@@ -251,13 +260,13 @@ func (p *Proxy) route(sb Sandbox, kind, host string, dst netip.AddrPort) ([]neti
 	if !v.Allow && !v.ByAddress {
 		return refuse(v.Rule)
 	}
-	addrs, err := p.dns.lookup(host)
+	addrs, err := p.dns.lookup(host, sb.Nameservers)
 	if err != nil {
 		return refuse("unresolvable")
 	}
 	var out []netip.AddrPort
 	for _, a := range addrs {
-		if closed := p.closed(a); closed != "" {
+		if closed := p.closed(sb, a); closed != "" {
 			d.Rule = closed
 			continue
 		}
@@ -289,13 +298,17 @@ func (r *refusal) Error() string {
 	return fmt.Sprintf("hutch egress policy refused %s port %d (%s)", name, r.d.Port, r.d.Rule)
 }
 
-// closed says why a sandbox may not reach a (a rule name), "" if it may.
-func (p *Proxy) closed(a netip.Addr) string {
+// closed says why sb may not reach a (a rule name), "" if it may.
+func (p *Proxy) closed(sb Sandbox, a netip.Addr) string {
 	a = a.Unmap()
 	if !a.Is4() || a.IsLoopback() || a.IsUnspecified() || a.IsLinkLocalUnicast() || a.IsMulticast() || a == netip.AddrFrom4([4]byte{255, 255, 255, 255}) {
 		return "closed address"
 	}
-	for _, pfx := range p.opts.Closed {
+	closed := p.opts.Closed
+	if !sb.OpenPrivate {
+		closed = append(slices.Clip(closed), p.opts.Private...)
+	}
+	for _, pfx := range closed {
 		if pfx.Contains(a) {
 			return "closed range " + pfx.String()
 		}

@@ -62,9 +62,6 @@ type Options struct {
 	HostResolvConf string
 	// LockPath is the allocation lock file; "" means DefaultLockPath.
 	LockPath string
-	// BlockPrivateNetworks closes private and cloud-internal address
-	// ranges to sandboxes (config key block_private_networks).
-	BlockPrivateNetworks bool
 	// DNS is hutch's resolver on the host (127.0.0.1:port), which the
 	// gateway's port 53 leads to: the sandbox's only nameserver.
 	DNS netip.AddrPort
@@ -82,6 +79,9 @@ type Sandbox struct {
 	Ports []uint16
 	// Egress is its outbound policy (SetEgress changes it).
 	Egress Egress
+	// OpenPrivate opens the private and cloud-internal ranges to it
+	// (block_private_networks off when it was made); false closes them.
+	OpenPrivate bool
 }
 
 // Lease is a sandbox's network.
@@ -101,6 +101,8 @@ type Lease struct {
 	NetnsPath string
 	// ResolvConf is the /etc/resolv.conf the sandbox should see.
 	ResolvConf []byte
+	// OpenPrivate is Sandbox.OpenPrivate, for as long as the lease lives.
+	OpenPrivate bool
 }
 
 // Network plumbs sandboxes' networks. It is safe for concurrent use.
@@ -151,8 +153,6 @@ func New(opts Options) (*Network, error) {
 			table:   "hutch_" + h[:10],
 			comment: "hutch sandboxes of " + sanitize(opts.Owner),
 			pool:    opts.Pool,
-
-			blockPrivate: opts.BlockPrivateNetworks,
 		},
 		leases: map[string]*Lease{},
 		stale:  true,
@@ -207,7 +207,7 @@ func (n *Network) Setup(ctx context.Context, sb Sandbox) (_ *Lease, retErr error
 	if err := n.ensureBase(ctx); err != nil {
 		return nil, err
 	}
-	l := &Lease{ID: sb.ID, HostIf: n.hostIf(sb.ID), NetnsPath: sb.NetnsPath, Ports: sortedPorts(sb.Ports)}
+	l := &Lease{ID: sb.ID, HostIf: n.hostIf(sb.ID), NetnsPath: sb.NetnsPath, Ports: sortedPorts(sb.Ports), OpenPrivate: sb.OpenPrivate}
 	undo.Push("tearing down the network of "+sb.ID, func(ctx context.Context) error { return n.teardown(ctx, sb.ID, l) })
 	if err := newNetns(sb.NetnsPath); err != nil {
 		return nil, err

@@ -39,7 +39,8 @@ import (
 //   - forward: IPv4 only; to a peer on a shared sandbox network, accepted;
 //     then the sandbox's egress chain (egress.go); not to the pool (other
 //     sandboxes), not to link-local addresses (cloud metadata services),
-//     with block_private_networks not to privateRanges either, not into
+//     not to privateRanges unless the sandbox's veth is in the set
+//     private_open (block_private_networks off when it was made), not into
 //     another sandbox interface; nothing enters a sandbox interface but
 //     replies and connections from its peers;
 //   - postrouting (srcnat): the pool is masqueraded on the way out.
@@ -48,6 +49,7 @@ import (
 const (
 	setIfaces     = "ifaces"                 // host-side veths of live sandboxes
 	setSources    = "sources"                // host veth . the one source address it may send from
+	setOpen       = "private_open"           // host veths of sandboxes made with block_private_networks off
 	chainSpoof    = "antispoof"              // prerouting, raw: drops forged source addresses
 	mapDNAT       = "nat_chains"             // host veth → jump to the sandbox's chain
 	chainToHost   = "input_from_sandboxes"   // input from sandboxes
@@ -64,19 +66,23 @@ const (
 // and input takes only replies and the gateway's forwarded ports.
 var privateRanges = []string{"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "192.0.0.0/24", "168.63.129.16/32"}
 
-// ClosedRanges are the destinations the forward path closes to sandboxes
-// with a pool and block_private_networks: the pool, link-local addresses
-// and, if blockPrivate, privateRanges. hutch's egress proxy, which
+// ClosedRanges are the destinations the forward path closes to every
+// sandbox: the pool and link-local addresses. hutch's egress proxy, which
 // connects from the host, refuses them too.
-func ClosedRanges(pool netip.Prefix, blockPrivate bool) []netip.Prefix {
+func ClosedRanges(pool netip.Prefix) []netip.Prefix {
 	out := []netip.Prefix{netip.MustParsePrefix("169.254.0.0/16")}
 	if pool.IsValid() {
 		out = append(out, pool)
 	}
-	if blockPrivate {
-		for _, r := range privateRanges {
-			out = append(out, netip.MustParsePrefix(r))
-		}
+	return out
+}
+
+// PrivateRanges are the destinations closed to a sandbox made with
+// block_private_networks (Sandbox.OpenPrivate false).
+func PrivateRanges() []netip.Prefix {
+	out := make([]netip.Prefix, len(privateRanges))
+	for i, r := range privateRanges {
+		out[i] = netip.MustParsePrefix(r)
 	}
 	return out
 }
@@ -87,8 +93,6 @@ type nft struct {
 	table   string // table name, family inet
 	comment string // the table's comment: says whose it is
 	pool    netip.Prefix
-	// blockPrivate closes privateRanges to sandboxes.
-	blockPrivate bool
 }
 
 // sandboxChain names the chain of sandbox id.
@@ -103,6 +107,7 @@ func (t *nft) baseScript() string {
 	s.add("add set inet %s %s { type ifname ; }", t.table, setIfaces)
 	s.add("add set inet %s %s { type ifname . ifname ; }", t.table, peersSet)
 	s.add("add set inet %s %s { type ifname . ipv4_addr ; }", t.table, setSources)
+	s.add("add set inet %s %s { type ifname ; }", t.table, setOpen)
 	s.add("add map inet %s %s { type ifname : verdict ; }", t.table, mapDNAT)
 	s.add("add map inet %s %s { type ifname : verdict ; }", t.table, egressMap)
 	hooks := []struct{ name, def string }{
@@ -139,9 +144,8 @@ func (t *nft) baseScript() string {
 	rule(chainOut, "iifname . oifname @%s accept", peersSet)
 	rule(chainOut, "iifname vmap @%s", egressMap)
 	rule(chainOut, "ip daddr { %s, 169.254.0.0/16 } reject with icmpx admin-prohibited", t.pool)
-	if t.blockPrivate {
-		rule(chainOut, "ip daddr { %s } reject with icmpx admin-prohibited", strings.Join(privateRanges, ", "))
-	}
+	// Fails closed: only a sandbox whose veth is in private_open passes.
+	rule(chainOut, "iifname != @%s ip daddr { %s } reject with icmpx admin-prohibited", setOpen, strings.Join(privateRanges, ", "))
 	rule(chainOut, "oifname @%s reject with icmpx admin-prohibited", setIfaces)
 	rule(chainIn, "ct state established,related accept")
 	rule(chainIn, "iifname . oifname @%s accept", peersSet)
@@ -173,6 +177,9 @@ func (t *nft) addScript(l *Lease, dns netip.AddrPort, e Egress) string {
 	t.egressFill(&s, l.ID, e)
 	s.add("add element inet %s %s { %q . %s %s }", t.table, setSources, l.HostIf, l.Addr, note)
 	s.add("add element inet %s %s { %q %s }", t.table, setIfaces, l.HostIf, note)
+	if l.OpenPrivate {
+		s.add("add element inet %s %s { %q %s }", t.table, setOpen, l.HostIf, note)
+	}
 	s.add("add element inet %s %s { %q %s : jump %s }", t.table, mapDNAT, l.HostIf, note, chain)
 	s.add("add element inet %s %s { %q %s : jump %s }", t.table, egressMap, l.HostIf, note, egressChain(l.ID))
 	return s.String()
@@ -190,6 +197,9 @@ func (t *nft) deleteScript(st *tableState, id, hostIf string) string {
 	}
 	if slices.Contains(st.ifaces, hostIf) {
 		s.add("delete element inet %s %s { %q }", t.table, setIfaces, hostIf)
+	}
+	if slices.Contains(st.open, hostIf) {
+		s.add("delete element inet %s %s { %q }", t.table, setOpen, hostIf)
 	}
 	for _, p := range st.peers {
 		if p[0] == hostIf || p[1] == hostIf {
@@ -242,6 +252,7 @@ type tableState struct {
 	sets     []string    // every set's name
 	counters []string    // every named counter's name
 	ifaces   []string    // elements of the interface set
+	open     []string    // elements of private_open
 	dnat     []string    // keys of the DNAT map
 	egress   []string    // keys of the egress map
 	peers    [][2]string // elements of the peers set
@@ -250,7 +261,11 @@ type tableState struct {
 
 // stateOf is what a registered lease l put in the table.
 func stateOf(l *Lease, peers [][2]string) *tableState {
-	return &tableState{
+	var open []string
+	if l.OpenPrivate {
+		open = []string{l.HostIf}
+	}
+	return &tableState{open: open,
 		chains: []string{sandboxChain(l.ID), egressChain(l.ID), proxyChain(l.ID)}, sets: egressObjects(l.ID), counters: []string{deniedCounter(l.ID)},
 		ifaces: []string{l.HostIf}, dnat: []string{l.HostIf}, egress: []string{l.HostIf}, peers: peers,
 		sources: [][2]string{{l.HostIf, l.Addr.String()}},
@@ -322,6 +337,8 @@ func parseTable(b []byte) (*tableState, error) {
 				switch o.Set.Name {
 				case setIfaces:
 					st.ifaces = append(st.ifaces, elemValue(e))
+				case setOpen:
+					st.open = append(st.open, elemValue(e))
 				case peersSet:
 					if p, ok := pairValue(e); ok {
 						st.peers = append(st.peers, p)

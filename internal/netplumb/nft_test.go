@@ -92,13 +92,10 @@ func TestBaseScriptNeverForwardsBlanket(t *testing.T) {
 
 func TestBaseScriptBlocksPrivateNetworks(t *testing.T) {
 	n := testNft()
-	block := "ip daddr { 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, 100.64.0.0/10, 192.0.0.0/24, 168.63.129.16/32 } reject"
-	if s := n.baseScript(); strings.Contains(s, block) {
-		t.Errorf("private networks blocked without block_private_networks:\n%s", s)
-	}
-	n.blockPrivate = true
+	block := "iifname != @private_open ip daddr { 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, 100.64.0.0/10, 192.0.0.0/24, 168.63.129.16/32 } reject"
 	s := n.baseScript()
-	// Peers first, then the sandbox's own policy, then the fixed blocks.
+	// Peers first, then the sandbox's own policy, then the fixed blocks;
+	// the private ranges closed to every sandbox not in private_open.
 	peers, egress, pool, private := strings.Index(s, "forward_from_sandboxes iifname . oifname @peers accept"),
 		strings.Index(s, "iifname vmap @egress_chains"), strings.Index(s, "ip daddr { 10.200.0.0/16, 169.254.0.0/16 } reject"), strings.Index(s, block)
 	if peers < 0 || egress < peers || pool < egress || private < pool {
@@ -106,6 +103,21 @@ func TestBaseScriptBlocksPrivateNetworks(t *testing.T) {
 	}
 	if strings.Contains(s, "dport 53 accept") {
 		t.Errorf("a DNS exception in the fixed part:\n%s", s)
+	}
+	// A sandbox made with block_private_networks off is put in the set,
+	// and taken out with its other elements; one made with it on is not.
+	l := testLease()
+	open := "add element inet hutch_test private_open { \"" + l.HostIf + "\""
+	if add := n.addScript(l, netip.AddrPort{}, Egress{}); strings.Contains(add, open) {
+		t.Errorf("a blocked sandbox opened private ranges:\n%s", add)
+	}
+	l.OpenPrivate = true
+	if add := n.addScript(l, netip.AddrPort{}, Egress{}); !strings.Contains(add, open) {
+		t.Errorf("an open sandbox not in private_open:\n%s", add)
+	}
+	del := "delete element inet hutch_test private_open { \"" + l.HostIf + "\" }"
+	if d := n.deleteScript(stateOf(l, nil), l.ID, l.HostIf); !strings.Contains(d, del) {
+		t.Errorf("teardown leaves the sandbox in private_open:\n%s", d)
 	}
 }
 
@@ -197,7 +209,7 @@ func TestScriptsAcceptedByKernel(t *testing.T) {
 	n := testNft()
 	n.table = "hutch_check_only"
 	l := testLease()
-	n.blockPrivate = true
+	l.OpenPrivate = true
 	e := Egress{Restricted: true, Allow: []Rule{{netip.MustParsePrefix("10.0.0.0/8"), 0}, {netip.MustParsePrefix("203.0.113.9/32"), 443}},
 		Deny: []Rule{{netip.MustParsePrefix("192.0.2.0/24"), 0}, {netip.MustParsePrefix("198.51.100.7/32"), 5432}}}
 	script := n.baseScript() + n.addScript(l, netip.MustParseAddrPort("127.0.0.1:40053"), e)

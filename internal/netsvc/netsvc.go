@@ -39,9 +39,6 @@ type Options struct {
 	// Pool is the IPv4 prefix sandbox subnets come from
 	// ("10.200.0.0/16"); "" leaves networks unavailable.
 	Pool string `json:",omitempty"`
-	// BlockPrivateNetworks closes private and cloud-internal address
-	// ranges to sandboxes (block_private_networks).
-	BlockPrivateNetworks bool
 	// DNS is hutch's resolver for sandboxes (host:port on the host's
 	// loopback): their only nameserver, behind the DNS gate.
 	DNS string `json:",omitempty"`
@@ -89,7 +86,7 @@ func New(opts Options) (*Service, error) {
 			return nil, fmt.Errorf("sandbox resolver: %w", err)
 		}
 	}
-	n, err := netplumb.New(netplumb.Options{Pool: pool, Owner: opts.Dir, BlockPrivateNetworks: opts.BlockPrivateNetworks, DNS: dns})
+	n, err := netplumb.New(netplumb.Options{Pool: pool, Owner: opts.Dir, DNS: dns})
 	if err != nil {
 		return nil, err
 	}
@@ -103,9 +100,11 @@ func (s *Service) Table() string { return s.net.Table() }
 func (s *Service) sandboxDir(id string) string { return filepath.Join(s.dir, id) }
 
 // Attach makes sandbox id's network: its gateway forwards ports (host
-// loopback TCP ports; every other gateway port is closed) and its egress
-// policy is e. On error it leaves nothing behind.
-func (s *Service) Attach(ctx context.Context, id string, ports []uint16, e netplumb.Egress) (_ *runtime.NetworkAttachment, retErr error) {
+// loopback TCP ports; every other gateway port is closed), its egress
+// policy is e, and openPrivate opens the private ranges to it for as long
+// as it has the network (block_private_networks off when it was made).
+// On error it leaves nothing behind.
+func (s *Service) Attach(ctx context.Context, id string, ports []uint16, e netplumb.Egress, openPrivate bool) (_ *runtime.NetworkAttachment, retErr error) {
 	if id == "" || filepath.Base(id) != id || id == "." || id == ".." {
 		return nil, fmt.Errorf("invalid sandbox id %q for a network", id)
 	}
@@ -118,7 +117,7 @@ func (s *Service) Attach(ctx context.Context, id string, ports []uint16, e netpl
 			_ = os.RemoveAll(dir)
 		}
 	}()
-	lease, err := s.net.Setup(ctx, netplumb.Sandbox{ID: id, NetnsPath: filepath.Join(dir, netnsName), Ports: ports, Egress: e})
+	lease, err := s.net.Setup(ctx, netplumb.Sandbox{ID: id, NetnsPath: filepath.Join(dir, netnsName), Ports: ports, Egress: e, OpenPrivate: openPrivate})
 	if err != nil {
 		return nil, fmt.Errorf("setting up the network: %w", err)
 	}

@@ -35,7 +35,7 @@ func TestAttachDetach(t *testing.T) {
 	t.Cleanup(func() { _, _ = s.Reconcile(context.Background(), func(string) bool { return false }) })
 	ids := []string{"netsvc-test-a", "netsvc-test-b"}
 	for _, id := range ids {
-		nw, err := s.Attach(ctx, id, []uint16{8080}, Egress{})
+		nw, err := s.Attach(ctx, id, []uint16{8080}, Egress{}, false)
 		if err != nil {
 			t.Fatalf("Attach %s: %v", id, err)
 		}
@@ -91,7 +91,7 @@ func TestReconcileAfterCrash(t *testing.T) {
 	}
 	const id, kept = "netsvc-test-crash", "netsvc-test-kept"
 	for _, i := range []string{id, kept} {
-		if _, err := first.Attach(ctx, i, nil, Egress{Restricted: true}); err != nil {
+		if _, err := first.Attach(ctx, i, nil, Egress{Restricted: true}, false); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -37,7 +37,7 @@ func testNetwork(t *testing.T) *netsvc.Service {
 // attach gives spec a network of svc whose gateway forwards ports.
 func attach(t *testing.T, svc *netsvc.Service, spec *runtime.Spec, ports ...uint16) {
 	t.Helper()
-	nw, err := svc.Attach(context.Background(), spec.ID, ports, netsvc.Egress{})
+	nw, err := svc.Attach(context.Background(), spec.ID, ports, netsvc.Egress{}, false)
 	if err != nil {
 		t.Fatal(err)
 	}

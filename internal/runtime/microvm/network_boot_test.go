@@ -42,7 +42,7 @@ func TestBootNetwork(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := uuid.NewString()
-	nw, err := svc.Attach(ctx, id, []uint16{port}, netsvc.Egress{})
+	nw, err := svc.Attach(ctx, id, []uint16{port}, netsvc.Egress{}, false)
 	if err != nil {
 		t.Fatalf("Attach: %v", err)
 	}

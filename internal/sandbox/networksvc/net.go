@@ -41,8 +41,9 @@ import (
 // runtime the sandbox runs in.
 type NetworkService interface {
 	// Attach makes sandbox id's network: its gateway forwards ports, its
-	// egress policy is e. On error it leaves nothing behind.
-	Attach(ctx context.Context, id string, ports []uint16, e netplumb.Egress) (*runtime.NetworkAttachment, error)
+	// egress policy is e, openPrivate opens the private ranges to it. On
+	// error it leaves nothing behind.
+	Attach(ctx context.Context, id string, ports []uint16, e netplumb.Egress, openPrivate bool) (*runtime.NetworkAttachment, error)
 	// Attachment is sandbox id's attachment; nil if it has none.
 	Attachment(id string) *runtime.NetworkAttachment
 	// Detach tears sandbox id's network down; it is idempotent.
@@ -109,6 +110,11 @@ type Net struct {
 	// policies are the egress policies in force of the attached
 	// sandboxes (nil: none), by id; guarded by mu.
 	policies map[string]*egress.Policy
+	// defaults are the egress defaults of the networks made now; made
+	// those each attached sandbox's network was made with (guarded by
+	// mu). Issue 41: 4.
+	defaults atomic.Pointer[Defaults]
+	made     map[string]Defaults
 	// denialsOnce starts the watcher of egress refusals; names
 	// coalesces the names the resolver refused (once makes it).
 	denialsOnce sync.Once
@@ -129,7 +135,9 @@ func NewNet(opts NetOptions) *Net {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Net{fw: opts.Service, proxy: opts.Proxy, recent: opts.Decisions, cfg: opts.Config, events: opts.Events, log: opts.Logger, policies: map[string]*egress.Policy{}}
+	n := &Net{fw: opts.Service, proxy: opts.Proxy, recent: opts.Decisions, cfg: opts.Config, events: opts.Events, log: opts.Logger, policies: map[string]*egress.Policy{}, made: map[string]Defaults{}}
+	n.SetDefaults(opts.Config)
+	return n
 }
 
 // Bind hands n the core; the daemon calls it once the core is made,
@@ -153,12 +161,13 @@ func (n *Net) Attach(ctx context.Context, id string, ports []uint16, pol *egress
 	if err != nil {
 		return nil, err
 	}
-	nw, err := fw.Attach(ctx, id, ports, n.firewall(pol))
+	d := n.defaultsFor(id)
+	nw, err := fw.Attach(ctx, id, ports, n.firewall(pol), d.OpenPrivate)
 	if err != nil {
 		return nil, errdefs.Wrap(errdefs.CodeBootFailed, err, "setting up the network of sandbox "+id)
 	}
 	n.mu.Lock()
-	n.policies[id] = pol
+	n.policies[id], n.made[id] = pol, d
 	n.mu.Unlock()
 	return nw, nil
 }
@@ -170,7 +179,7 @@ func (n *Net) Detach(id string) {
 		return
 	}
 	n.mu.Lock()
-	delete(n.policies, id)
+	delete(n.policies, id) // made[id] is kept for a wake (defaultsFor)
 	n.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -331,6 +340,9 @@ func (n *Net) SetEgress(ctx context.Context, id string, pol *egress.Policy) erro
 	if err != nil {
 		return err
 	}
+	if err := n.stale(id); err != nil { // issue 41: 4
+		return err
+	}
 	if err := fw.SetEgress(ctx, id, n.firewall(pol)); err != nil {
 		return errdefs.Wrap(errdefs.CodeInternal, err, "changing the egress policy")
 	}
@@ -375,7 +387,8 @@ func (n *Net) Sandbox(src netip.Addr) (egressproxy.Sandbox, bool) {
 	if !ok {
 		return egressproxy.Sandbox{}, false
 	}
-	return egressproxy.Sandbox{ID: id, Owner: owner, Policy: n.policy(id)}, true
+	d := n.madeWith(id)
+	return egressproxy.Sandbox{ID: id, Owner: owner, Policy: n.policy(id), OpenPrivate: d.OpenPrivate, Nameservers: d.Nameservers}, true
 }
 
 // find is the id and owner of the running sandbox whose address is src.
@@ -430,6 +443,8 @@ func (c client) Learn(ctx context.Context, addrs []netip.Addr, ports []uint16, t
 }
 
 func (c client) Denied(name string) { c.n.deniedName(c.owner, c.id, name) }
+
+func (c client) Nameservers() []string { return c.n.madeWith(c.id).Nameservers }
 
 // denialPoll is how often the firewall's refusal counters are read while
 // any sandbox has a policy, and the refused names are reported.

@@ -45,17 +45,20 @@ type fakeNet struct {
 	peers  [][2]string
 	syncs  int
 	denied map[string]uint64
+	// open are the sandboxes given the private ranges.
+	open map[string]bool
 }
 
 var _ NetworkService = (*fakeNet)(nil)
 
 // Attach gives sandbox id the address 10.0.1.n, n the attachments so far.
-func (f *fakeNet) Attach(_ context.Context, id string, _ []uint16, e netplumb.Egress) (*runtime.NetworkAttachment, error) {
+func (f *fakeNet) Attach(_ context.Context, id string, _ []uint16, e netplumb.Egress, openPrivate bool) (*runtime.NetworkAttachment, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.addrs == nil {
-		f.addrs = map[string]netip.Addr{}
+		f.addrs, f.open = map[string]netip.Addr{}, map[string]bool{}
 	}
+	f.open[id] = openPrivate
 	f.addrs[id] = netip.AddrFrom4([4]byte{10, 0, 1, byte(len(f.addrs) + 1)})
 	return &runtime.NetworkAttachment{Addr: f.addrs[id]}, nil
 }
