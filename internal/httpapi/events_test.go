@@ -72,21 +72,21 @@ func (f *fileFake) Download(ctx context.Context, r api.FsDownloadRequest) (api.F
 	var rd io.Reader = strings.NewReader(f.data)
 	switch {
 	case f.block:
-		rd = io.MultiReader(rd, blockReader{ctx: ctx, cancelled: f.cancelled})
+		// Seen whether or not the stream reads on: a write that finds the
+		// client gone may end it before it reaches the blocking read.
+		context.AfterFunc(ctx, func() { close(f.cancelled) })
+		rd = io.MultiReader(rd, blockReader{ctx: ctx})
 	case f.err != nil:
 		rd = io.MultiReader(rd, failReader{f.err})
 	}
 	return api.FsEntry{Name: "f", Size: int64(len(f.data)), Mode: "0644", Mtime: 1}, io.NopCloser(rd), nil
 }
 
-type blockReader struct {
-	ctx       context.Context
-	cancelled chan struct{}
-}
+// blockReader blocks until ctx ends.
+type blockReader struct{ ctx context.Context }
 
 func (b blockReader) Read([]byte) (int, error) {
 	<-b.ctx.Done()
-	close(b.cancelled)
 	return 0, b.ctx.Err()
 }
 
