@@ -68,16 +68,20 @@ func testBooted(t *testing.T, nspawn, root string, debs map[string]string) {
 		<-done
 	})
 
-	// The container's init is nspawn's child.
+	// The container's init is the child of nspawn that runs systemd (for a
+	// while nspawn also has its own short-lived child, which a busy
+	// machine shows long enough to be taken for the init).
 	var leader int
 	testutil.Eventually(t, time.Minute, func() bool {
 		raw, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", boot.Process.Pid, boot.Process.Pid))
-		f := strings.Fields(string(raw))
-		if len(f) == 0 {
-			return false
+		for _, f := range strings.Fields(string(raw)) {
+			pid, _ := strconv.Atoi(f)
+			if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); strings.TrimSpace(string(comm)) == "systemd" {
+				leader = pid
+				return true
+			}
 		}
-		leader, _ = strconv.Atoi(f[0])
-		return leader > 0
+		return false
 	}, "systemd-nspawn started no init; console:\n%s", &console)
 	run := func(args ...string) (string, error) {
 		out, err := exec.Command("nsenter", append([]string{"-t", strconv.Itoa(leader), "-a"}, args...)...).CombinedOutput()
@@ -91,10 +95,13 @@ func testBooted(t *testing.T, nspawn, root string, debs map[string]string) {
 		}
 		return out
 	}
+	var state strings.Builder
 	testutil.Eventually(t, 3*time.Minute, func() bool {
-		out, _ := run("systemctl", "is-system-running")
+		out, err := run("systemctl", "is-system-running")
+		state.Reset()
+		fmt.Fprintf(&state, "%q (%v)", out, err)
 		return out == "running" || out == "degraded"
-	}, "systemd did not finish booting; console:\n%s", &console)
+	}, "systemd did not finish booting (is-system-running: %s); console:\n%s", &state, &console)
 
 	// v1 controllers mounted read-only by nspawn (see above).
 	mounts := in("cat", "/proc/mounts")
