@@ -388,6 +388,7 @@ func (d *daemon) startManager(ctx context.Context) error {
 	}
 	mgr.OnStop(nets.Leave)
 	mgr.OnStop(d.proxy.Forget) // issue 37
+	mgr.OnStop(d.sbnet.Forget) // issue 41: a sandbox's egress defaults
 	procs := procsvc.New(mgr, procsvc.LimitsOf(cfg))
 	// The interpreter runs its kernels through the process functions; it
 	// forgets a sandbox's contexts once the core has torn it down.

@@ -52,35 +52,36 @@ func (n *Net) current() Defaults { return *n.defaults.Load() }
 
 // defaultsFor are the egress defaults sandbox id's network is made with:
 // those its network had before, when it wakes from a hibernation (Detach
-// keeps them while the core lists the sandbox), else those in force. It
-// forgets those of the detached sandboxes the core no longer lists.
+// keeps them while the core lists the sandbox), else those in force.
 func (n *Net) defaultsFor(id string) Defaults {
 	n.mu.Lock()
-	var detached []string
-	for k := range n.made {
-		if _, attached := n.policies[k]; !attached && k != id {
-			detached = append(detached, k)
-		}
-	}
 	d, kept := n.made[id]
 	n.mu.Unlock()
-	core := n.core.Load()
-	for _, k := range detached {
-		if core != nil {
-			if _, listed := (*core).Running(k); listed {
-				continue
-			}
-		}
-		n.mu.Lock()
-		if _, attached := n.policies[k]; !attached {
-			delete(n.made, k)
-		}
-		n.mu.Unlock()
-	}
 	if kept {
 		return d
 	}
 	return n.current()
+}
+
+// Forget drops the egress defaults sandbox id's network was made with:
+// the core calls it as the sandbox stops (sandbox.Manager.OnStop), and
+// Detach for a sandbox the core does not list (a failed create, a
+// discarded pool sandbox).
+func (n *Net) Forget(id string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	delete(n.made, id)
+}
+
+// listed reports whether the core lists sandbox id and it has not
+// stopped.
+func (n *Net) listed(id string) bool {
+	core := n.core.Load()
+	if core == nil {
+		return false
+	}
+	_, ok := (*core).Running(id)
+	return ok
 }
 
 // madeWith are the egress defaults sandbox id's network was made with;
@@ -97,10 +98,8 @@ func (n *Net) madeWith(id string) Defaults {
 // the create boots its own. A listed sandbox's policy changes are never
 // refused for it.
 func (n *Net) stale(id string) error {
-	if core := n.core.Load(); core != nil {
-		if _, listed := (*core).Running(id); listed {
-			return nil
-		}
+	if n.listed(id) {
+		return nil
 	}
 	n.mu.Lock()
 	made, ok := n.made[id]

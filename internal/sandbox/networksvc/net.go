@@ -179,8 +179,11 @@ func (n *Net) Detach(id string) {
 		return
 	}
 	n.mu.Lock()
-	delete(n.policies, id) // made[id] is kept for a wake (defaultsFor)
+	delete(n.policies, id)
 	n.mu.Unlock()
+	if !n.listed(id) {
+		n.Forget(id) // kept only for a hibernated sandbox's wake (defaultsFor)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := n.fw.Detach(ctx, id); err != nil {
