@@ -81,11 +81,7 @@ func TLSConfig(caFile, certFile, keyFile string) (*tls.Config, error) {
 func Env(getenv func(string) string) *Client {
 	url, token := getenv("HUTCH_URL"), getenv("HUTCH_TOKEN")
 	if url == "" {
-		sock := getenv("HUTCH_SOCKET")
-		if sock == "" {
-			sock = DefaultSocket
-		}
-		if fi, err := os.Stat(sock); err == nil && fi.Mode().Type() == os.ModeSocket {
+		if sock := SocketPath(getenv); IsSocket(sock) {
 			return NewUnix(sock, token)
 		}
 	}
@@ -100,6 +96,21 @@ func Env(getenv func(string) string) *Client {
 		return c
 	}
 	return c.WithTLS(cfg)
+}
+
+// SocketPath is the local socket the environment names: $HUTCH_SOCKET,
+// else DefaultSocket.
+func SocketPath(getenv func(string) string) string {
+	if sock := getenv("HUTCH_SOCKET"); sock != "" {
+		return sock
+	}
+	return DefaultSocket
+}
+
+// IsSocket reports whether a Unix socket exists at path.
+func IsSocket(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().Type() == os.ModeSocket
 }
 
 // failing is a transport whose every request fails with err: the client

@@ -121,16 +121,27 @@ func testBooted(t *testing.T, nspawn, root string, debs map[string]string) {
 	in("systemctl", "restart", "hutch")
 	pid1 := in("systemctl", "show", "-P", "MainPID", "hutch")
 
-	// The CLI reaches the daemon over /run/hutch/hutch.sock (no token, no port).
+	// The CLI reaches the daemon over /run/hutch/hutch.sock (no token, no
+	// port), waiting for it while the restart is under way, and never
+	// starts a daemon of its own beside the unit.
 	var id string
 	testutil.EventuallyNil(t, 2*time.Minute, func() error {
-		out, err := run("hutch", "create", "python")
+		cmd := exec.Command("nsenter", "-t", strconv.Itoa(leader), "-a", "hutch", "create", "python")
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
 		if err != nil {
-			return fmt.Errorf("hutch create python: %v: %s", err, out)
+			return fmt.Errorf("hutch create python: %v: %s", err, stderr.String())
 		}
-		id = out
+		if stderr.Len() > 0 {
+			t.Errorf("hutch create python said on stderr: %s", stderr.String())
+		}
+		id = strings.TrimSpace(string(out))
 		return nil
 	}, "no sandbox under the unit; journal:\n%s", lazy(func() string { return journal(run) }))
+	if _, err := run("test", "-e", "/var/lib/hutch/hutch.log"); err == nil {
+		t.Errorf("the CLI started a daemon beside the unit: %s", in("cat", "/var/lib/hutch/hutch.log"))
+	}
 	if out := in("hutch", "exec", id, "--", "python3", "-c", "print(6*7)"); out != "42" {
 		t.Fatalf("exec under the unit: %q", out)
 	}

@@ -55,7 +55,14 @@ func listenAddr(daemonURL string) string {
 
 // autoStart starts `hutch serve` in the background, says so, and waits until
 // it answers.
+// Where the package's unit runs the daemon, it starts none: it says how
+// to start the unit.
 func (a *app) autoStart(ctx context.Context, c *client.Client) error {
+	if a.getenv("HUTCH_URL") == "" {
+		if state := a.serviceState(); state != "" {
+			return fmt.Errorf("no daemon at %s: the hutch service is %s; start it with `systemctl start hutch` (the CLI does not start a daemon beside the package's unit)", client.SocketPath(a.getenv), state)
+		}
+	}
 	logPath, exited, err := a.startDaemon(a.dataDir(), listenAddr(c.URL()))
 	if err != nil {
 		return fmt.Errorf("no daemon at %s, and starting one failed: %w", c.URL(), err)

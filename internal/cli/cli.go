@@ -63,6 +63,7 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		isTerminal:   isTerminal,
 		pollInterval: 500 * time.Millisecond,
 		startDaemon:  startDaemon,
+		serviceState: serviceState,
 		healthWait:   30 * time.Second,
 	}
 	return a.run(ctx, args)
@@ -80,13 +81,22 @@ type app struct {
 	pollInterval time.Duration
 	// startDaemon starts `hutch serve` in the background (see autostart.go).
 	startDaemon func(dataDir, listen string) (logPath string, exited <-chan error, err error)
-	// healthWait bounds the wait for an auto-started daemon.
+	// serviceState is systemd's state of the package's unit, "" without
+	// it (see service.go).
+	serviceState func() string
+	// healthWait bounds the wait for an auto-started daemon, and for the
+	// unit's socket while the unit starts.
 	healthWait time.Duration
 	// fsUser is `hutch fs --user`.
 	fsUser string
 }
 
+// client is the client of the daemon the environment names; without
+// $HUTCH_URL it first waits for the socket of a unit that is starting.
 func (a *app) client() *client.Client {
+	if a.getenv("HUTCH_URL") == "" {
+		a.awaitServiceSocket()
+	}
 	return client.Env(a.getenv)
 }
 

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -9,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"sync/atomic"
@@ -36,6 +38,11 @@ type harness struct {
 	tty map[string]bool
 	// startDaemon replaces the real background start; nil fails the test.
 	startDaemon func(dataDir, listen string) (string, <-chan error, error)
+	// serviceState stands for systemd's state of the package's unit; nil
+	// is no unit installed.
+	serviceState func() string
+	// healthWait overrides the harness's one-second wait for a daemon.
+	healthWait time.Duration
 }
 
 func newHarness(t *testing.T, fake *functionstest.Fake) *harness {
@@ -62,7 +69,13 @@ func (h *harness) runContext(ctx context.Context, stdin string, args ...string) 
 			return (s == &stdout && h.tty["stdout"]) || (s == &stderr && h.tty["stderr"])
 		},
 		pollInterval: 5 * time.Millisecond,
-		healthWait:   time.Second,
+		healthWait:   cmp.Or(h.healthWait, time.Second),
+		serviceState: func() string {
+			if h.serviceState == nil {
+				return ""
+			}
+			return h.serviceState()
+		},
 		startDaemon: func(dataDir, listen string) (string, <-chan error, error) {
 			if h.startDaemon == nil {
 				h.t.Errorf("unexpected daemon start (data dir %s, listen %s)", dataDir, listen)
@@ -712,6 +725,54 @@ func TestAutoStart(t *testing.T) {
 	}
 	if want := []string{"/data", addr}; !reflect.DeepEqual(started, want) {
 		t.Errorf("started %v, want %v", started, want)
+	}
+}
+
+// The package's unit runs the daemon: a command run while it (re)starts
+// waits for its socket, and the CLI never starts a second daemon.
+func TestCLIWaitsForTheUnitsSocket(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "hutch.sock")
+	fake := &functionstest.Fake{}
+	h := &harness{t: t, fake: fake, tty: map[string]bool{}, env: map[string]string{"HUTCH_SOCKET": sock}, healthWait: time.Minute}
+	polls := 0
+	h.serviceState = func() string {
+		// The unit's daemon comes up on the third look, while the CLI waits.
+		if polls++; polls == 3 {
+			ln, err := net.Listen("unix", sock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := &http.Server{Handler: httpapi.New(functions.New(functionstest.DepsOf(fake)), httpapi.Options{})}
+			go srv.Serve(ln)
+			t.Cleanup(func() { srv.Close() })
+		}
+		return "activating"
+	}
+	out, errOut, code := h.run("", "create", "python")
+	if code != 0 || out != id+"\n" || errOut != "" {
+		t.Fatalf("create while the unit starts: code %d stdout %q stderr %q", code, out, errOut)
+	}
+	if polls < 3 {
+		t.Errorf("the CLI looked at the unit %d times", polls)
+	}
+}
+
+func TestNoAutoStartBesideTheUnit(t *testing.T) {
+	url, _ := closedURL(t)
+	for _, state := range []string{"inactive", "failed"} {
+		h := &harness{t: t, fake: &functionstest.Fake{}, tty: map[string]bool{},
+			env: map[string]string{"HUTCH_SOCKET": filepath.Join(t.TempDir(), "hutch.sock")}}
+		var stdout, stderr bytes.Buffer
+		a := &app{stdout: &stdout, stderr: &stderr, getenv: func(k string) string { return h.env[k] },
+			serviceState: func() string { return state }, healthWait: time.Second,
+			startDaemon: func(string, string) (string, <-chan error, error) {
+				t.Errorf("a daemon was started beside a unit in state %s", state)
+				return "", nil, errors.New("no start")
+			}}
+		err := a.autoStart(context.Background(), client.New(url, ""))
+		if err == nil || !strings.Contains(err.Error(), "the hutch service is "+state+"; start it with `systemctl start hutch`") {
+			t.Errorf("unit %s: %v", state, err)
+		}
 	}
 }
 
