@@ -16,6 +16,7 @@ import (
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/auth"
+	"github.com/hutch-dev/hutch/internal/budget"
 	"github.com/hutch-dev/hutch/internal/cleanup"
 	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/console"
@@ -109,6 +110,10 @@ type daemon struct {
 
 	// issue 41: 4, quota takes the reloaded quota block.
 	quota *quota.Service
+
+	// bodies is the budget of request bodies and engine payloads in
+	// flight (issue 38: 5), shared by the REST API and the engine.
+	bodies *budget.Budget
 
 	srv  *http.Server
 	eng  engine
@@ -445,9 +450,10 @@ func (d *daemon) startTransports(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	d.bodies = httpapi.NewBodyBudget(cfg.RequestBodyBudgetMB<<20, cfg.RequestBodyBudgetPerOwnerMB<<20) // issue 38
 	d.srv = httpapi.NewServer(table, httpapi.Options{Logger: log, Version: d.opts.Version, Auth: d.tokens, Runtimes: d.rts.Infos(), Metrics: d.obs.handler(), MCP: mcpHandler, Ports: previewPorts{d.ports}, PreviewDomain: cfg.PreviewDomain, Guard: d.guard,
 		Console: console.Handler(), Front: e2b.Wrap, ReadTimeout: read, WriteTimeout: write, IdleTimeout: idle,
-		BodyBudget: httpapi.NewBodyBudget(cfg.RequestBodyBudgetMB<<20, cfg.RequestBodyBudgetPerOwnerMB<<20)}) // issue 38
+		BodyBudget: d.bodies}) // issue 38
 	d.srv.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
 	d.srv.ConnContext = auth.ConnContext
 	d.srv.Handler = d.adminRoutes(d.srv.Handler)
@@ -462,7 +468,7 @@ func (d *daemon) startTransports(ctx context.Context) error {
 		ChannelBufferBytes:         cfg.ChannelBufferMB << 20,
 		ChannelBufferPerOwnerBytes: cfg.ChannelBufferPerOwnerMB << 20,
 		// issue 38
-		MaxInvocations: cfg.EngineMaxInvocations, MaxInvocationsPerOwner: cfg.EngineMaxInvocationsPerOwner,
+		MaxInvocations: cfg.EngineMaxInvocations, MaxInvocationsPerOwner: cfg.EngineMaxInvocationsPerOwner, BodyBudget: d.bodies,
 	}, d.serveErr)
 	d.undo.Push("stopping the engine WebSocket", d.eng.shutdown)
 	d.sbnet.ProtectPorts(listenPorts(d.eng.addr())...)

@@ -89,6 +89,10 @@ type Options struct {
 	// invocations running across all sessions, in all and for one owner;
 	// one more is too_many_invocations. 0 means the defaults.
 	MaxInvocations, MaxInvocationsPerOwner int
+	// BodyBudget is the daemon's budget of request bodies
+	// (httpapi.NewBodyBudget), shared with the REST API: a running
+	// invocation holds its payload's bytes there. nil: no such budget.
+	BodyBudget *budget.Budget
 	// WriteTimeout bounds the sending of one message; a client that does
 	// not read for that long is disconnected. 0 means DefaultWriteTimeout.
 	WriteTimeout time.Duration

@@ -3,7 +3,10 @@ package engineapi
 // The engine's invocation budget (issue 38: 5): the invocations running
 // across every session count against one total and a share per owner,
 // beside each connection's own MaxInFlight, so that an owner with many
-// sessions cannot run sessions × MaxInFlight at once.
+// sessions cannot run sessions × MaxInFlight at once. The bytes of their
+// payloads count against the daemon's budget of request bodies
+// (Options.BodyBudget), which the REST API shares, so that the invocations
+// allowed cannot hold invocations × MaxMessageBytes.
 
 import (
 	"fmt"
@@ -28,25 +31,40 @@ func newInvocationBudget(total, perOwner int) *budget.Budget {
 		})
 }
 
-// acquire takes a slot of the connection and one of the budget for the
-// session's owner; false means the caller was answered with why not.
-func (sess *session) acquire(fail func(code, msg string)) bool {
+// acquire takes a slot of the connection, one of the budget for the
+// session's owner, and payload bytes of the body budget; false means the
+// caller was answered with why not.
+func (sess *session) acquire(fail func(code, msg string), payload int64) bool {
 	select {
 	case sess.slots <- struct{}{}:
 	default:
 		fail(codeTooManyInvocations, fmt.Sprintf("%d invocations are already running on this connection", cap(sess.slots)))
 		return false
 	}
-	if err := sess.s.invocations.Take(auth.OwnerFrom(sess.ctx), 1); err != nil {
+	owner := auth.OwnerFrom(sess.ctx)
+	if err := sess.s.invocations.Take(owner, 1); err != nil {
 		<-sess.slots
 		fail(codeTooManyInvocations, err.Error())
 		return false
+	}
+	if b := sess.s.opts.BodyBudget; b != nil && payload > 0 {
+		if err := b.Take(owner, payload); err != nil {
+			sess.s.invocations.Give(owner, 1)
+			<-sess.slots
+			body := engineError(err)
+			fail(body.Code, body.Message)
+			return false
+		}
 	}
 	return true
 }
 
 // release gives back what acquire took.
-func (sess *session) release() {
-	sess.s.invocations.Give(auth.OwnerFrom(sess.ctx), 1)
+func (sess *session) release(payload int64) {
+	owner := auth.OwnerFrom(sess.ctx)
+	if b := sess.s.opts.BodyBudget; b != nil && payload > 0 {
+		b.Give(owner, payload)
+	}
+	sess.s.invocations.Give(owner, 1)
 	<-sess.slots
 }

@@ -307,17 +307,18 @@ func (sess *session) invoke(m inbound) {
 	case m.Action != nil && !void:
 		fail(codeInvalidMessage, fmt.Sprintf("unknown action type %q (hutch takes void)", clip(m.Action.Type, 32)))
 	default:
-		if !sess.acquire(fail) { // issue 38: and the daemon's invocation budget
+		payload := int64(len(m.Data))
+		if !sess.acquire(fail, payload) { // issue 38: and the daemon's invocation and body budgets
 			return
 		}
 		if void {
-			sess.runVoid(m)
+			sess.runVoid(m, payload)
 			return
 		}
 		sess.calls.Add(1)
 		go func() {
 			defer sess.calls.Done()
-			defer sess.release()
+			defer sess.release(payload)
 			res := sess.call(sess.ctx, m)
 			res.InvocationID = id
 			sess.send(res)
@@ -328,15 +329,15 @@ func (sess *session) invoke(m inbound) {
 // runVoid runs a fire-and-forget invocation. It is not cancelled when the
 // client goes away (the client did not wait for it), only when the server
 // shuts down.
-func (sess *session) runVoid(m inbound) {
+func (sess *session) runVoid(m inbound, payload int64) {
 	if !sess.s.track() {
-		sess.release()
+		sess.release(payload)
 		return
 	}
 	log := sess.logger()
 	go func() {
 		defer sess.s.active.Done()
-		defer sess.release()
+		defer sess.release(payload)
 		res := sess.call(sess.base, m)
 		if res.Error != nil {
 			log.Info("engine void invocation failed", "function", clip(m.FunctionID, 128), "code", res.Error.Code, "message", clip(res.Error.Message, 512))
