@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
@@ -131,13 +133,25 @@ FROM python
 COPY --from=gen /out/*.js /app/
 COPY --from=gen /out/lib* /libs/
 COPY --from=gen /out/c.* /single.css
+COPY --from=gen /out/a.js /etc
+COPY hello.txt /usr
 `
-	if _, err := d.c.BuildTemplate(ctx, api.TemplateBuildRequest{Name: "globs", Dockerfile: dockerfile}, func(api.TemplateBuildEvent) error { return nil }); err != nil {
+	// A file copied to an existing directory named without a trailing
+	// "/" goes into it, as docker copies it (from a stage and from the
+	// context).
+	var buildCtx bytes.Buffer
+	tw := tar.NewWriter(&buildCtx)
+	if err := tw.WriteHeader(&tar.Header{Name: "hello.txt", Mode: 0o644, Size: 6}); err != nil {
+		t.Fatal(err)
+	}
+	tw.Write([]byte("hello\n"))
+	tw.Close()
+	if _, err := d.c.BuildTemplate(ctx, api.TemplateBuildRequest{Name: "globs", Dockerfile: dockerfile, Context: buildCtx.Bytes()}, func(api.TemplateBuildEvent) error { return nil }); err != nil {
 		t.Fatalf("build: %v", err)
 	}
 	id := d.create(api.CreateRequest{Template: "globs"})
-	want := "/app/a.js\n/app/b.js\n/libs/x.js\n/libs/y.js\n/single.css\nc\n"
-	if r := d.exec(id, "sh", "-c", "find /app /libs /single.css -type f | sort && cat /single.css"); r.Stdout != want {
+	want := "/app/a.js\n/app/b.js\n/libs/x.js\n/libs/y.js\n/single.css\nc\na\nhello\n"
+	if r := d.exec(id, "sh", "-c", "find /app /libs /single.css -type f | sort && cat /single.css /etc/a.js /usr/hello.txt"); r.Stdout != want {
 		t.Errorf("copied: %q %q, want %q", r.Stdout, r.Stderr, want)
 	}
 	_, err := d.c.BuildTemplate(ctx, api.TemplateBuildRequest{Name: "globs-bad", Dockerfile: "FROM python AS gen\nRUN true\nFROM python\nCOPY --from=gen /out/*.js /app/\n"}, func(api.TemplateBuildEvent) error { return nil })

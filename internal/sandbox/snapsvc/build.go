@@ -421,13 +421,58 @@ func (b *build) dest(ss *stageState, d string) string {
 
 // copyContext is a COPY or ADD from the build context.
 func (b *build) copyContext(ss *stageState, step templatebuild.Step, ev api.TemplateBuildEvent, srcs []string, dest, chown, chmod string, unpack bool) error {
-	cp, err := b.bctx.Plan(srcs, b.dest(ss, dest), templatebuild.CopyOptions{Chmod: chmod, Unpack: unpack})
+	opts := templatebuild.CopyOptions{Chmod: chmod, Unpack: unpack}
+	cp, err := b.planCopy(step, srcs, b.dest(ss, dest), opts)
 	if err != nil {
-		return errdefs.Malformed("Dockerfile line %d: %s", step.Line, errdefs.As(err).Message)
+		return err
 	}
+	// The key's parent fixes the image, so whether dest is a directory
+	// there: the same key always copies the same way.
 	return b.fsStep(ss, step, ev, []string{"COPY", cp.Digest, chown}, func(box string) error {
+		cp, err := b.replanIntoDir(box, step, srcs, b.dest(ss, dest), opts, cp)
+		if err != nil {
+			return err
+		}
 		return b.put(box, bytes.NewReader(cp.Tar), cp.Paths, chown)
 	})
+}
+
+// planCopy plans a COPY or ADD of srcs of the context to dest.
+func (b *build) planCopy(step templatebuild.Step, srcs []string, dest string, opts templatebuild.CopyOptions) (*templatebuild.Copy, error) {
+	cp, err := b.bctx.Plan(srcs, dest, opts)
+	if err != nil {
+		return nil, errdefs.Malformed("Dockerfile line %d: %s", step.Line, errdefs.As(err).Message)
+	}
+	return cp, nil
+}
+
+// replanIntoDir is cp planned anew into dest when dest, given without a
+// trailing "/", is a directory of box's image, as Docker copies a file
+// into an existing directory.
+func (b *build) replanIntoDir(box string, step templatebuild.Step, srcs []string, dest string, opts templatebuild.CopyOptions, cp *templatebuild.Copy) (*templatebuild.Copy, error) {
+	into, err := b.intoDir(box, dest)
+	if err != nil || into == dest {
+		return cp, err
+	}
+	return b.planCopy(step, srcs, into, opts)
+}
+
+// intoDir is dest with a trailing "/" when it names a directory that
+// exists in box, else dest.
+func (b *build) intoDir(box, dest string) (string, error) {
+	if strings.HasSuffix(dest, "/") {
+		return dest, nil
+	}
+	h, release, err := b.s.core.Acquire(b.ctx, box, sandbox.UseCall)
+	if err != nil {
+		return "", err
+	}
+	defer release()
+	e, err := h.Agent().Stat(b.ctx, &agentv1.FsStatRequest{Path: dest})
+	if err != nil || !e.GetIsDir() {
+		return dest, nil // missing or not a directory: copied to that name
+	}
+	return dest + "/", nil
 }
 
 // copyFrom is a COPY --from an earlier stage: each source (a path, or a
@@ -458,7 +503,11 @@ func (b *build) copyFrom(ss *stageState, step templatebuild.Step, ev api.Templat
 				probe = false
 			}
 			intoDir := len(c.SourcePaths) > 1 || len(matches) > 1
-			if err := b.transfer(src.box, matches, probe, box, dest, intoDir, c.Chown, c.Chmod); err != nil {
+			to, err := b.intoDir(box, dest)
+			if err != nil {
+				return err
+			}
+			if err := b.transfer(src.box, matches, probe, box, to, intoDir, c.Chown, c.Chmod); err != nil {
 				return err
 			}
 		}

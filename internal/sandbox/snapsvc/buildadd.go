@@ -67,9 +67,10 @@ func (b *build) add(ss *stageState, step templatebuild.Step, ev api.TemplateBuil
 	}
 	inputs := []string{"ADD", c.Chown, c.Chmod, dest}
 	var cp *templatebuild.Copy
+	localOpts := templatebuild.CopyOptions{Chmod: c.Chmod, Unpack: unpackLocal}
 	if len(local) > 0 {
-		if cp, err = b.bctx.Plan(local, dest, templatebuild.CopyOptions{Chmod: c.Chmod, Unpack: unpackLocal}); err != nil {
-			return errdefs.Malformed("Dockerfile line %d: %s", step.Line, errdefs.As(err).Message)
+		if cp, err = b.planCopy(step, local, dest, localOpts); err != nil {
+			return err
 		}
 		inputs = append(inputs, cp.Digest)
 	}
@@ -78,7 +79,16 @@ func (b *build) add(ss *stageState, step templatebuild.Step, ev api.TemplateBuil
 		inputs = append(inputs, r.URL, r.Digest, r.ModTime.UTC().Format(time.RFC3339Nano), strconv.FormatBool(unpackRemote))
 	}
 	return b.fsStep(ss, step, ev, inputs, func(box string) error {
+		into, err := b.intoDir(box, dest)
+		if err != nil {
+			return err
+		}
 		if cp != nil {
+			if into != dest {
+				if cp, err = b.planCopy(step, local, into, localOpts); err != nil {
+					return err
+				}
+			}
 			if err := b.put(box, bytes.NewReader(cp.Tar), cp.Paths, c.Chown); err != nil {
 				return err
 			}
@@ -87,7 +97,7 @@ func (b *build) add(ss *stageState, step templatebuild.Step, ev api.TemplateBuil
 			pr, pw := io.Pipe()
 			var paths []string
 			go func() {
-				pw.CloseWithError(templatebuild.PackRemote(pw, r, dest, templatebuild.CopyOptions{Chmod: c.Chmod, Unpack: unpackRemote}, &paths))
+				pw.CloseWithError(templatebuild.PackRemote(pw, r, into, templatebuild.CopyOptions{Chmod: c.Chmod, Unpack: unpackRemote}, &paths))
 			}()
 			if err := b.put(box, pr, nil, ""); err != nil {
 				pr.CloseWithError(err)
