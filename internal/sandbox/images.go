@@ -68,7 +68,7 @@ func (b ImageBook) ImagesInUse(owner string, all bool) map[string]int {
 func (b ImageBook) ImagePulled(ctx context.Context, name string, img *image.Image, start time.Time) {
 	m := b.m
 	emitInstalled(ctx, m.emit, img, start)
-	m.refreshWarm(name, img.ID)
+	poolCore{m}.svc().Refresh(name, img.ID)
 }
 
 // ImageRemoval readies the removal of image name for owner: it empties
@@ -79,7 +79,7 @@ func (b ImageBook) ImagePulled(ctx context.Context, name string, img *image.Imag
 // from then on creates see it and back off, until done.
 func (b ImageBook) ImageRemoval(name, owner string) (guard func(id string) (running int, own []string, creating int), done func()) {
 	m := b.m
-	resume := m.pauseWarm(name)
+	resume := m.pool.Pause(name)
 	var marked string
 	guard = func(id string) (running int, own []string, creating int) {
 		m.mu.Lock()

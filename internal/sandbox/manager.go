@@ -104,7 +104,7 @@ type Manager struct {
 	// trace traces and measures creates, boots and execs (observe.go).
 	trace  tracer
 	events *events.Log
-	// pool is the warm pool (package warmpool, pool.go); nil without one.
+	// pool is the warm pool (packages warmpool, poolsvc; pool.go); nil without one.
 	pool *warmpool.Pool[*sandbox]
 	// boots bounds the boots under way (boots.go).
 	boots *slots.Slots
@@ -322,7 +322,7 @@ func (m *Manager) create(ctx context.Context, req api.CreateRequest, from *Origi
 		return api.CreateResponse{}, errdefs.New(errdefs.CodeMalformed, "a sandbox restored from a snapshot keeps its cpus (%d), memory_mb (%d) and network (%v)", from.CPUs, from.MemoryMB, from.Network)
 	}
 	if from == nil && rt == m.rts.Default() && (m.reattach == nil || !m.reattach(req.Metadata, req.Network)) {
-		if sb := (warmCore{m}).claim(ctx, req, cpus, mem, t); sb != nil {
+		if sb, ok := (poolCore{m}).svc().Claim(ctx, req, cpus, mem, t); ok {
 			reserved = false // register takes the reservation over
 			return m.register(sb)
 		}

@@ -61,7 +61,7 @@ func NoNetwork() error {
 
 // applyEgress makes pol (nil: none) sb's egress policy and records it.
 // sandbox::network::update (Handle.SetEgress) and a claim from the warm
-// pool (pool_network.go) both take this path.
+// pool (poolsvc) both take this path.
 func (m *Manager) applyEgress(ctx context.Context, sb *sandbox, pol *egress.Policy) error {
 	if m.net == nil {
 		return NoNetwork()

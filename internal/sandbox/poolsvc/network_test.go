@@ -1,10 +1,17 @@
-package sandbox
+package poolsvc
 
 import (
 	"testing"
 
 	"github.com/hutch-dev/hutch/internal/config"
 )
+
+// protecting is a Network whose one protected port is protected.
+type protecting struct{ protected uint16 }
+
+func (n protecting) Gateway(string, string, []string) (forward, refused []uint16) { return nil, nil }
+func (n protecting) Protected(port uint16) bool                                   { return port != 0 && port == n.protected }
+func (n protecting) UseGateway(_ string, env []string, _ []uint16) []string       { return env }
 
 // TestGatewayFits: a pool sandbox's gateway serves a create whose env
 // names only ports it forwards or that a boot would not forward either,
@@ -33,8 +40,8 @@ func TestGatewayFits(t *testing.T) {
 			if tt.cfg != nil {
 				tt.cfg(&cfg)
 			}
-			m := &Manager{cfg: cfg, net: &fakeNetwork{protected: tt.protect}}
-			if got := gatewayFits(m, tt.forwarded, tt.env); got != tt.want {
+			s := Service[int]{Cfg: cfg, Net: protecting{protected: tt.protect}}
+			if got := s.gatewayFits(tt.forwarded, tt.env); got != tt.want {
 				t.Errorf("gatewayFits(%v, %q) = %v, want %v", tt.forwarded, tt.env, got, tt.want)
 			}
 		})
