@@ -43,10 +43,11 @@ func (c *conn) ReadFrom(r io.Reader) (int64, error) {
 // over the connections the proxy hands it, goproxy forwarding each
 // request its policy admits to the Host it names.
 type httpSide struct {
-	p     *Proxy
-	srv   *http.Server
-	ln    *chanListener
-	proxy *goproxy.ProxyHttpServer
+	p         *Proxy
+	srv       *http.Server
+	ln        *chanListener
+	proxy     *goproxy.ProxyHttpServer
+	upstreams *upstreams
 }
 
 // connKey is the request context's *conn.
@@ -67,7 +68,8 @@ func newHTTPSide(p *Proxy) *httpSide {
 			}
 			return dial(ctx, addrs)
 		},
-		// A connection is dialed for one sandbox's decision, not shared.
+		// The template of each sandbox's transport (upstreams), which
+		// alone keeps connections.
 		DisableKeepAlives: true,
 		// Sessions with upstream servers resume (a name's certificate
 		// was verified when its session began), which spares a full
@@ -79,6 +81,7 @@ func newHTTPSide(p *Proxy) *httpSide {
 		ResponseHeaderTimeout:  5 * time.Minute,
 		MaxResponseHeaderBytes: 1 << 20,
 	}
+	h.upstreams = newUpstreams(h.proxy.Tr)
 	h.proxy.OnRequest().DoFunc(h.decide)
 	h.srv = &http.Server{
 		// Every request goes through transparent first: goproxy's own
@@ -107,6 +110,7 @@ func (h *httpSide) push(c *conn) {
 func (h *httpSide) close() {
 	h.ln.Close()
 	_ = h.srv.Close()
+	h.upstreams.close()
 }
 
 // transparent makes a request in origin form (the sandbox does not know
@@ -172,7 +176,16 @@ func (h *httpSide) decide(r *http.Request, ctx *goproxy.ProxyCtx) (*http.Request
 		d.Secrets = used
 	}
 	h.p.audit.record(c.sb, d)
-	return r.WithContext(context.WithValue(r.Context(), routeKey{}, addrs)), nil
+	// The request goes up on a connection of c.sb's own under the policy
+	// that admitted it, kept alive whatever the sandbox asked of its own
+	// connection (the server answers that: its Connection was read).
+	tr := h.upstreams.of(c.sb)
+	ctx.RoundTripper = goproxy.RoundTripperFunc(func(r *http.Request, _ *goproxy.ProxyCtx) (*http.Response, error) {
+		return tr.RoundTrip(r)
+	})
+	out := r.WithContext(context.WithValue(r.Context(), routeKey{}, addrs))
+	out.Close = false
+	return out, nil
 }
 
 // chanListener is a net.Listener of the connections pushed to it.

@@ -27,7 +27,10 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/hutch-dev/hutch/internal/events"
 	"github.com/hutch-dev/hutch/internal/sandbox/egress"
@@ -110,6 +113,9 @@ type Proxy struct {
 	hosts *hostAddrs
 	slots chan struct{}
 	wg    sync.WaitGroup
+	// origDst finds where a connection was going (originalDst; a test
+	// connects without the firewall's redirect).
+	origDst func(net.Conn) (netip.AddrPort, error)
 }
 
 // Listen starts the proxy on host (an address of the host's loopback)
@@ -118,15 +124,27 @@ func Listen(host string, opts Options) (*Proxy, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	ln, err := net.Listen("tcp4", net.JoinHostPort(host, "0"))
+	ln, err := (&net.ListenConfig{Control: deferAccept}).Listen(context.Background(), "tcp4", net.JoinHostPort(host, "0"))
 	if err != nil {
 		return nil, fmt.Errorf("egress proxy: %w", err)
 	}
 	p := &Proxy{opts: opts, log: opts.Logger, ln: ln, addr: netip.MustParseAddrPort(ln.Addr().String()),
-		audit: newAudit(opts.Events), dns: newLookupCache(opts.Resolver), hosts: newHostAddrs(), slots: make(chan struct{}, maxConns)}
+		audit: newAudit(opts.Events), dns: newLookupCache(opts.Resolver), hosts: newHostAddrs(), slots: make(chan struct{}, maxConns), origDst: originalDst}
 	p.http = newHTTPSide(p)
 	p.wg.Go(p.serve)
 	return p, nil
+}
+
+// deferAccept has the kernel hand a connection to accept only once its
+// first bytes (a ClientHello, a request's head) are there, or after
+// helloTimeout: the proxy wakes once per connection, not once to accept
+// and again to read.
+func deferAccept(_, _ string, rc syscall.RawConn) error {
+	var serr error
+	err := rc.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_DEFER_ACCEPT, int(helloTimeout/time.Second))
+	})
+	return errors.Join(err, serr)
 }
 
 // SetDirectory tells the proxy who its clients are.
@@ -152,7 +170,10 @@ func (p *Proxy) Recent(id string) []Decision { return p.audit.recent(id) }
 func (p *Proxy) Denied(kind string) uint64 { return p.audit.deniedOf(kind) }
 
 // Forget drops what the proxy keeps of sandbox id.
-func (p *Proxy) Forget(id string) { p.audit.forget(id) }
+func (p *Proxy) Forget(id string) {
+	p.audit.forget(id)
+	p.http.upstreams.forget(id)
+}
 
 func (p *Proxy) serve() {
 	for {
@@ -205,7 +226,7 @@ func (p *Proxy) handle(nc net.Conn) {
 		nc.Close()
 		return
 	}
-	dst, err := originalDst(nc)
+	dst, err := p.origDst(nc)
 	if err != nil {
 		p.log.Debug("egress proxy: no original destination", "sandbox", sb.ID, "err", err)
 		nc.Close()

@@ -112,6 +112,11 @@ func (p *Proxy) terminate(c *conn, name string, hello []byte) {
 		// Tickets of a config made for one connection could never be
 		// used: not sending them saves an encryption and a write.
 		SessionTicketsDisabled: true,
+		// The sandbox's hop stays on this host, where no one records
+		// traffic to decrypt later: X25519 (or P-256) alone spares the
+		// post-quantum hybrid's ML-KEM work on every handshake. The
+		// proxy's own TLS upstream keeps Go's default, hybrid first.
+		CurvePreferences: []tls.CurveID{tls.X25519, tls.CurveP256},
 		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 			return p.opts.CA.leaf(name)
 		},
