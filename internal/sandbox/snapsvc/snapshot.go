@@ -160,6 +160,7 @@ func (s *Service) snapshotSource(ctx context.Context, req *api.CreateRequest) (*
 	if len(req.Env) == 0 {
 		req.Env = rec.Env
 	}
+	prefetch(s.path(rec.ID)) // issue 46: read while the sandbox starts
 	return &sandbox.Origin{Runtime: rec.Runtime, Checkpoint: s.path(rec.ID), ImageID: rec.ImageID, CPUs: rec.CPUs, MemoryMB: rec.MemoryMB, Network: rec.Network}, nil
 }
 
