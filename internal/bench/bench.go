@@ -87,6 +87,9 @@ type Options struct {
 	DataDir string
 	// Progress, when not nil, receives one line per scenario as it starts.
 	Progress io.Writer
+	// ForkWide, when above 0, makes fork-exec time forks of this many
+	// copies too, beside its forks of 10 (issue 46: fork ×100).
+	ForkWide int
 	// issue 37: Egress is the daemon and server of the egress scenarios
 	// (egress.go); nil skips them.
 	Egress *EgressDaemon
@@ -116,6 +119,9 @@ func (o Options) Validate() error {
 	}
 	if o.StreamBytes < 1 {
 		bad("stream size must be at least 1 byte, got %d", o.StreamBytes)
+	}
+	if o.ForkWide < 0 || o.ForkWide > MaxForkWide { // issue 46
+		bad("fork-wide must be between 0 (off) and %d, got %d", MaxForkWide, o.ForkWide)
 	}
 	if o.MaxIdle < 1 {
 		bad("max idle sandboxes must be at least 1, got %d", o.MaxIdle)

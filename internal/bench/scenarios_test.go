@@ -104,6 +104,8 @@ func TestOptionsValidate(t *testing.T) {
 		{name: "no idle sandboxes", edit: func(o *Options) { o.MaxIdle = 0 }, wantErr: "max idle sandboxes must be at least 1"},
 		{name: "empty burst", edit: func(o *Options) { o.Bursts = []int{10, 0} }, wantErr: "a burst must have at least 1 create, got 0"},
 		{name: "no steady rate", edit: func(o *Options) { o.SteadyRate = 0 }, wantErr: "the steady create rate and its duration must be positive"},
+		{name: "fork ×100", edit: func(o *Options) { o.ForkWide = 100 }},                                                                    // issue 46
+		{name: "fork wider than a fork", edit: func(o *Options) { o.ForkWide = 101 }, wantErr: "fork-wide must be between 0 (off) and 100"}, // issue 46
 		{name: "an E2B key", edit: func(o *Options) { o.E2BKey = "e2b_0123456789abcdef0123456789abcdef" }},
 		{name: "not an E2B key", edit: func(o *Options) { o.E2BKey = "sk-0123456789abcdef0123456789abcdef" }, wantErr: "the E2B key must be e2b_ and at least 32"},
 	}

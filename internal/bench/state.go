@@ -51,6 +51,9 @@ func pauseResume(ctx context.Context, e *env) (Result, error) {
 // forkCopies is how many copies the fork scenario makes at once.
 const forkCopies = 10
 
+// MaxForkWide bounds Options.ForkWide: sandbox::fork's own bound on copies.
+const MaxForkWide = 100
+
 // snapshotLatency times snapshots of an idle python sandbox (each deleted
 // after), and notes their median size.
 func snapshotLatency(ctx context.Context, e *env) (Result, error) {
@@ -118,42 +121,63 @@ func restoreExec(ctx context.Context, e *env) (Result, error) {
 }
 
 // forkExec times a fork into forkCopies copies until each has answered an
-// exec. Its runs are at most 5: each makes forkCopies sandboxes.
+// exec. Its runs are at most 5: each makes forkCopies sandboxes. With
+// Options.ForkWide, forks of that many copies are timed too, at most 3
+// runs after one warm-up, as a row of their own (issue 46).
 func forkExec(ctx context.Context, e *env) (Result, error) {
 	runs := min(e.opts.Runs, 5)
-	var samples []time.Duration
+	var samples, wide []time.Duration
 	err := e.withSandbox(ctx, func(id string) error {
-		for i := range 1 + runs {
-			start := time.Now()
-			resp, err := e.c.Fork(ctx, id, forkCopies)
-			if err != nil {
-				return err
-			}
-			var g errgroup.Group
-			for _, c := range resp.SandboxIDs {
-				g.Go(func() error {
-					_, err := e.exec(ctx, c, "true")
-					return err
-				})
-			}
-			err = g.Wait()
-			took := time.Since(start)
-			e.stopSandboxes(ctx, resp.SandboxIDs)
-			if err != nil {
-				return err
-			}
-			if i >= 1 {
-				samples = append(samples, took)
-			}
+		var err error
+		if samples, err = e.forkRounds(ctx, id, forkCopies, runs); err != nil || e.opts.ForkWide == 0 {
+			return err
 		}
-		return nil
+		wide, err = e.forkRounds(ctx, id, e.opts.ForkWide, min(runs, 3))
+		return err
 	})
 	if err != nil {
 		return Result{}, err
 	}
 	res := latencyResult(samples)
 	res.Note = fmt.Sprintf("sandbox::fork of an idle sandbox into %d copies, until each answered exec true (%d runs after one warm-up)", forkCopies, runs)
+	if len(wide) > 0 {
+		w := latencyResult(wide)
+		w.Name, w.Title = fmt.Sprintf("fork-exec-%d", e.opts.ForkWide), fmt.Sprintf("fork ×%d → every first exec", e.opts.ForkWide)
+		res.Baselines = append(res.Baselines, w)
+		res.Note += fmt.Sprintf("; ×%d: the same with %d copies, %d runs", e.opts.ForkWide, e.opts.ForkWide, len(wide))
+	}
 	return res, nil
+}
+
+// forkRounds times 1+runs forks of sandbox id into copies copies, each
+// until every copy answered exec true, and returns all but the first
+// (the warm-up); the copies are stopped off the clock.
+func (e *env) forkRounds(ctx context.Context, id string, copies, runs int) ([]time.Duration, error) {
+	var samples []time.Duration
+	for i := range 1 + runs {
+		start := time.Now()
+		resp, err := e.c.Fork(ctx, id, copies)
+		if err != nil {
+			return nil, err
+		}
+		var g errgroup.Group
+		for _, c := range resp.SandboxIDs {
+			g.Go(func() error {
+				_, err := e.exec(ctx, c, "true")
+				return err
+			})
+		}
+		err = g.Wait()
+		took := time.Since(start)
+		e.stopSandboxes(ctx, resp.SandboxIDs)
+		if err != nil {
+			return nil, err
+		}
+		if i >= 1 {
+			samples = append(samples, took)
+		}
+	}
+	return samples, nil
 }
 
 // hibernatedMemory hibernates sandboxes and measures what their host

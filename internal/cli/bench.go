@@ -47,6 +47,7 @@ func (a *app) benchCmd() *cobra.Command {
 	fl.DurationVar(&opts.Duration, "duration", 5*time.Second, "length of the throughput scenario")
 	fl.Int64Var(&streamMiB, "stream-mib", 100, "MiB of the streamed upload and download")
 	fl.IntVar(&opts.MaxIdle, "max-idle", 120, "most idle sandboxes the capacity scenario creates")
+	fl.IntVar(&opts.ForkWide, "fork-wide", 0, "fork-exec also times forks of this many copies (e.g. 100; 0: only its forks of 10); the daemon needs room for them (--private makes room for --max-idle)") // issue 46
 	fl.IntSliceVar(&opts.Bursts, "bursts", []int{10, 50}, "sizes of the create-burst scenario's bursts (creates issued at once)")
 	fl.Float64Var(&opts.SteadyRate, "steady-rate", 2, "creates per second of the create-steady scenario")
 	fl.DurationVar(&opts.SteadyDuration, "steady-duration", 30*time.Second, "length of the create-steady scenario")

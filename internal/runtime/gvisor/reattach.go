@@ -172,7 +172,7 @@ func (r *Runtime) Adopt(ctx context.Context, id string) (_ runtime.Instance, ret
 	}()
 	spec := runtime.Spec{ID: id, MemoryMB: rec.MemoryMB, UpperLayer: rec.UpperLayer}
 	inst := newInstance(r, spec, rec.Flags, &p, stderr, stderrDone)
-	if err := inst.relink(ctx); err != nil {
+	if err := inst.relink(ctx, 0); err != nil { // runsc kill: the pid may be stale
 		// Our ends only: the sandbox runs on, as it did before.
 		p.closeOurs()
 		<-stderrDone

@@ -89,6 +89,8 @@ func (r *Runtime) start(ctx context.Context, spec runtime.Spec, checkpoint strin
 	// The bundle directory is the first thing created and the last removed
 	// (teardown), so its presence marks a sandbox to reconcile.
 	dir := r.sandboxDir(id)
+	bundled := phase(ctx, "gvisor.bundle")
+	defer bundled(nil) // ended already unless a step below failed
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating bundle directory: %w", err)
 	}
@@ -125,6 +127,7 @@ func (r *Runtime) start(ctx context.Context, spec runtime.Spec, checkpoint strin
 	}
 
 	p, err := stdioFor(spec, dir) // issue 35: FIFOs for a reattachable sandbox
+	bundled(err)
 	if err != nil {
 		return nil, err
 	}
@@ -132,11 +135,13 @@ func (r *Runtime) start(ctx context.Context, spec runtime.Spec, checkpoint strin
 	defer p.closeChilds()
 
 	stderr := runtime.NewTailBuffer(stderrTailSize)
+	ran := phase(ctx, runscPhase(checkpoint))
 	cmd := r.runscCmd(ctx, id, r.bootArgs(spec, dir, checkpoint)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = p.stdinChild, p.stdoutChild, p.stderrChild
 	// Keep terminal signals sent to the daemon's process group away.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
+		ran(err)
 		return nil, fmt.Errorf("running runsc: %w", err)
 	}
 	p.closeChilds()
@@ -147,7 +152,9 @@ func (r *Runtime) start(ctx context.Context, spec runtime.Spec, checkpoint strin
 		defer close(stderrDone)
 		_, _ = io.Copy(stderr, p.stderr)
 	}()
-	if err := cmd.Wait(); err != nil {
+	err = cmd.Wait()
+	ran(err)
+	if err != nil {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w (%v)", ctx.Err(), err)
 		}
@@ -161,7 +168,10 @@ func (r *Runtime) start(ctx context.Context, spec runtime.Spec, checkpoint strin
 		}
 	}
 	if checkpoint != "" {
-		if err := inst.relink(ctx); err != nil {
+		relinked := phase(ctx, "gvisor.relink")
+		err := inst.relink(ctx, sentryPid(dir))
+		relinked(err)
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -174,7 +184,7 @@ func (r *Runtime) start(ctx context.Context, spec runtime.Spec, checkpoint strin
 func (r *Runtime) bootArgs(spec runtime.Spec, dir, checkpoint string) []string {
 	args := r.globalFlags(spec, dir)
 	if checkpoint != "" {
-		return append(args, "restore", "--image-path", checkpoint, "--detach", "--bundle", dir, spec.ID)
+		return append(args, "restore", "--image-path", checkpoint, "--detach", "--pid-file", filepath.Join(dir, sentryPidFile), "--bundle", dir, spec.ID)
 	}
 	return append(args, "run", "--detach", "--bundle", dir, spec.ID)
 }

@@ -211,3 +211,27 @@ func TestBootArgs(t *testing.T) {
 		}
 	}
 }
+
+// TestRestoreArgsNameTheSentryPid: a restore asks runsc for the Sentry's
+// pid in the bundle, which relink signals directly (issue 46); a missing
+// or garbled file is 0, which relinks through runsc kill.
+func TestRestoreArgsNameTheSentryPid(t *testing.T) {
+	r := &Runtime{settings: *DefaultSettings()}
+	args := r.bootArgs(runtime.Spec{ID: "sb1"}, "/state/sb1", "/snap")
+	want := []string{"restore", "--image-path", "/snap", "--detach", "--pid-file", "/state/sb1/" + sentryPidFile, "--bundle", "/state/sb1", "sb1"}
+	if i := slices.Index(args, "restore"); i < 0 || !slices.Equal(args[i:], want) {
+		t.Errorf("restore args %v, want them to end with %v", args, want)
+	}
+	dir := t.TempDir()
+	if pid := sentryPid(dir); pid != 0 {
+		t.Errorf("no pid file: %d", pid)
+	}
+	for content, want := range map[string]int{"4242\n": 4242, "x1": 0, "-5": 0, "": 0} {
+		if err := os.WriteFile(filepath.Join(dir, sentryPidFile), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if pid := sentryPid(dir); pid != want {
+			t.Errorf("pid file %q: %d, want %d", content, pid, want)
+		}
+	}
+}

@@ -26,7 +26,7 @@ import (
 // takes a checkpoint that no record keeps and restores its copies from it.
 
 // maxForkCount bounds one fork's copies (capacity bounds them too).
-const maxForkCount = 64
+const maxForkCount = 100
 
 // snapshotRecord is the persisted record of one snapshot.
 type snapshotRecord struct {
@@ -60,7 +60,9 @@ func (s *Service) allSnapshots() ([]*snapshotRecord, []string, error) {
 
 // checkpoint writes a checkpoint of h into a new temporary directory and
 // returns it; h stays as it was.
-func (s *Service) checkpoint(h sandbox.Handle) (string, error) {
+func (s *Service) checkpoint(ctx context.Context, h sandbox.Handle) (_ string, err error) {
+	_, span := spans.Start(ctx, "sandbox.checkpoint")
+	defer func() { endSpan(span, err) }()
 	tmp, err := s.tempDir()
 	if err != nil {
 		return "", fmt.Errorf("creating a checkpoint directory: %w", err)
@@ -83,7 +85,7 @@ func (s *Service) CreateSnapshot(ctx context.Context, req api.SnapshotCreateRequ
 		return api.SnapshotInfo{}, err
 	}
 	defer release()
-	tmp, err := s.checkpoint(h)
+	tmp, err := s.checkpoint(ctx, h)
 	if err != nil {
 		return api.SnapshotInfo{}, err
 	}
@@ -158,6 +160,7 @@ func (s *Service) snapshotSource(ctx context.Context, req *api.CreateRequest) (*
 	if len(req.Env) == 0 {
 		req.Env = rec.Env
 	}
+	prefetch(s.path(rec.ID)) // issue 46: read while the sandbox starts
 	return &sandbox.Origin{Runtime: rec.Runtime, Checkpoint: s.path(rec.ID), ImageID: rec.ImageID, CPUs: rec.CPUs, MemoryMB: rec.MemoryMB, Network: rec.Network}, nil
 }
 
@@ -211,7 +214,9 @@ func (s *Service) DeleteSnapshot(ctx context.Context, req api.SnapshotRequest) (
 // sandbox::create, with the source's image, shape, env, life terms and
 // metadata; a copy that cannot be made fails the fork, and the copies
 // already made are stopped.
-func (s *Service) Fork(ctx context.Context, req api.ForkRequest) (api.ForkResponse, error) {
+func (s *Service) Fork(ctx context.Context, req api.ForkRequest) (_ api.ForkResponse, err error) {
+	ctx, span := spans.Start(ctx, "sandbox.fork")
+	defer func() { endSpan(span, err) }()
 	if req.Count == 0 {
 		req.Count = 1
 	}
@@ -223,7 +228,7 @@ func (s *Service) Fork(ctx context.Context, req api.ForkRequest) (api.ForkRespon
 		return api.ForkResponse{}, err
 	}
 	defer release()
-	tmp, err := s.checkpoint(h)
+	tmp, err := s.checkpoint(ctx, h)
 	if err != nil {
 		return api.ForkResponse{}, err
 	}
