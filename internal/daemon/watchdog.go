@@ -32,6 +32,7 @@ import (
 	"maps"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"sync/atomic"
@@ -197,6 +198,10 @@ func (w *watchdog) stop(clean, reattach bool) {
 // left to a restarted daemon for job.ReattachGrace. The leave byte of a
 // daemon that shut down leaving them is acted on as its death.
 func RunWatchdog(in io.Reader, out io.Writer, log *slog.Logger) error {
+	// Its log outlives the daemon's stderr reader (a test harness, a
+	// terminal): a write there that fails must not end it (Go's default
+	// for a broken stdout or stderr) before it has cleaned up.
+	signal.Ignore(syscall.SIGPIPE)
 	var job watchdogJob
 	dec := json.NewDecoder(io.LimitReader(in, maxJobBytes))
 	if err := dec.Decode(&job); err != nil {
