@@ -39,14 +39,30 @@ func ipCmd(t *testing.T, args ...string) {
 	}
 }
 
-// clusterNetwork makes the bridge and n namespaces, each with a veth to
-// the bridge, an address and a default route through the host; it removes
-// them all when t ends and fails t if any is left.
-func clusterNetwork(t *testing.T, n int) []clusterNode {
+// clusterNet names a cluster test's network, so that two such tests
+// (run by hand at once) keep apart: its bridge, its subnet's first three
+// octets (the host is .1, node i .10+i), and the prefixes of its network
+// namespaces and of the host's ends of their veths.
+type clusterNet struct{ bridge, subnet, netnsPrefix, vethPrefix string }
+
+// testClusterNet is TestCluster's network.
+var testClusterNet = clusterNet{bridge: clusterBridge, subnet: clusterSubnet, netnsPrefix: "hk-kube-", vethPrefix: "hk-kv"}
+
+// clusterNetwork makes TestCluster's network (clusterNet.make).
+func clusterNetwork(t *testing.T, n int) []clusterNode { return testClusterNet.make(t, n) }
+
+// host is the host's address on c's bridge, the apiserver's.
+func (c clusterNet) host() net.IP { return net.ParseIP(c.subnet + "1") }
+
+// make makes the bridge and n namespaces, each with a veth to the bridge,
+// an address and a default route through the host; it removes them all
+// when t ends and fails t if any is left.
+func (c clusterNet) make(t *testing.T, n int) []clusterNode {
 	t.Helper()
+	clusterBridge, clusterHost, hostVeth := c.bridge, c.host().String(), c.hostVeth
 	nodes := make([]clusterNode, n)
 	for i := range nodes {
-		nodes[i] = clusterNode{netns: "hk-kube-" + strconv.Itoa(i), ip: net.ParseIP(clusterSubnet + strconv.Itoa(10+i))}
+		nodes[i] = clusterNode{netns: c.netnsPrefix + strconv.Itoa(i), ip: net.ParseIP(c.subnet + strconv.Itoa(10+i))}
 	}
 	t.Cleanup(func() {
 		for i, nd := range nodes {
@@ -61,7 +77,7 @@ func clusterNetwork(t *testing.T, n int) []clusterNode {
 		_ = exec.Command("ip", "link", "del", clusterBridge).Run()
 		out, _ := exec.Command("ip", "-o", "link", "show").Output()
 		names, _ := exec.Command("ip", "netns", "list").Output()
-		if strings.Contains(string(out), clusterBridge) || strings.Contains(string(names), "hk-kube-") {
+		if strings.Contains(string(out), clusterBridge) || strings.Contains(string(names), c.netnsPrefix) {
 			t.Errorf("the cluster network left:\n%s%s", names, out)
 		}
 	})
@@ -81,7 +97,7 @@ func clusterNetwork(t *testing.T, n int) []clusterNode {
 }
 
 // hostVeth is the host's end of node i's veth.
-func hostVeth(i int) string { return "hk-kv" + strconv.Itoa(i) }
+func (c clusterNet) hostVeth(i int) string { return c.vethPrefix + strconv.Itoa(i) }
 
 // netnsLeftovers lists what a daemon left in its network namespace once
 // it stopped: any nftables rule (the namespace had none before it) and

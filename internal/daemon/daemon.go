@@ -94,8 +94,9 @@ type daemon struct {
 	proxy   *egressproxy.Proxy
 	secrets *secrets.Store
 
-	// cleanShutdown tells the watchdog that every sandbox was stopped:
-	// true until the manager exists (a start that fails before has none).
+	// cleanShutdown tells the watchdog that every sandbox was stopped (but,
+	// with reattach, those left to a restarted daemon: issue 35): true
+	// until the manager exists (a start that fails before has none).
 	cleanShutdown bool
 
 	evlog     *events.Log
@@ -303,7 +304,7 @@ func (d *daemon) bootRuntimes(context.Context) error {
 		if err != nil {
 			return err
 		}
-		d.held.Push("stopping the crash watchdog", func(context.Context) error { wd.stop(d.cleanShutdown); return nil })
+		d.held.Push("stopping the crash watchdog", func(context.Context) error { wd.stop(d.cleanShutdown, d.reattachGrace() > 0 /* issue 35 */); return nil })
 	}
 	return nil
 }

@@ -11,7 +11,10 @@ package daemon
 // every sandbox in the state directories of the daemon's runtimes with
 // each runtime's Reconcile (processes, mounts, cgroups, veths, firewall rules,
 // directories) and exits. A daemon that shut down cleanly writes a
-// stand-down byte first, and the watchdog exits without acting.
+// stand-down byte first, and the watchdog exits without acting; one that
+// shut down leaving its reattachable sandboxes (issue 35) writes a
+// leave byte, and the watchdog acts as after a crash: it leaves those
+// for the grace.
 //
 // The data dir lock keeps a watchdog and a new daemon on the same data dir
 // apart: a daemon holds it for its whole life (waiting for it at start), a
@@ -29,6 +32,7 @@ import (
 	"maps"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"sync/atomic"
@@ -58,6 +62,10 @@ const (
 	// standDown, written by a daemon that shut down cleanly, tells its
 	// watchdog to exit without acting.
 	standDown = 'q'
+	// leaveReattachable, written by a daemon that shut down leaving its
+	// reattachable sandboxes running (issue 35), tells its watchdog to
+	// leave them to a restarted daemon for the grace, as after a crash.
+	leaveReattachable = 'r'
 	// watchdogReady is the watchdog's answer once it can act.
 	watchdogReady = "ready\n"
 	// lockFileName is the data dir lock, in the data dir.
@@ -160,8 +168,16 @@ func sendJob(pipe, ready *os.File, job watchdogJob) error {
 // stop ends the watchdog at a daemon's shutdown. After a clean one (every
 // sandbox stopped) the watchdog stands down and stop waits for it to
 // exit; otherwise it is left to clean up once this process has exited.
-func (w *watchdog) stop(clean bool) {
+// With reattach (issue 35), a clean shutdown left the reattachable
+// sandboxes running: the watchdog is told so, and its pipe is left open
+// until this process exits, so that it takes the data dir lock only
+// once this daemon has released it.
+func (w *watchdog) stop(clean, reattach bool) {
 	w.stopping.Store(true)
+	if clean && reattach {
+		_, _ = w.pipe.Write([]byte{leaveReattachable})
+		return
+	}
 	if clean {
 		_, _ = w.pipe.Write([]byte{standDown})
 	}
@@ -178,8 +194,14 @@ func (w *watchdog) stop(clean bool) {
 // the daemon's runtimes (so that it knows it can act), writes "ready" to
 // out, and waits for in to end. A stand-down byte means the daemon shut
 // down cleanly; EOF without one means it died, and RunWatchdog destroys
-// every sandbox of those runtimes, under the data dir lock.
+// every sandbox of those runtimes, under the data dir lock, but those
+// left to a restarted daemon for job.ReattachGrace. The leave byte of a
+// daemon that shut down leaving them is acted on as its death.
 func RunWatchdog(in io.Reader, out io.Writer, log *slog.Logger) error {
+	// Its log outlives the daemon's stderr reader (a test harness, a
+	// terminal): a write there that fails must not end it (Go's default
+	// for a broken stdout or stderr) before it has cleaned up.
+	signal.Ignore(syscall.SIGPIPE)
 	var job watchdogJob
 	dec := json.NewDecoder(io.LimitReader(in, maxJobBytes))
 	if err := dec.Decode(&job); err != nil {
@@ -206,7 +228,8 @@ func RunWatchdog(in io.Reader, out io.Writer, log *slog.Logger) error {
 	if _, err := io.WriteString(out, watchdogReady); err != nil {
 		return fmt.Errorf("watchdog: %w", err)
 	}
-	if stoodDown(io.MultiReader(dec.Buffered(), in)) {
+	end := lastByte(io.MultiReader(dec.Buffered(), in))
+	if end == standDown {
 		return nil
 	}
 	log = log.With("component", "watchdog", "lock", job.LockPath)
@@ -216,7 +239,11 @@ func RunWatchdog(in io.Reader, out io.Writer, log *slog.Logger) error {
 		return nil
 	}
 	defer release()
-	log.Warn("daemon gone without shutting down; destroying its sandboxes")
+	if end == leaveReattachable {
+		log.Info("daemon shut down leaving its reattachable sandboxes; destroying any other")
+	} else {
+		log.Warn("daemon gone without shutting down; destroying its sandboxes")
+	}
 	kept := false
 	err = sweep(rts, nw, func(rt runtime.Runtime, id string) bool {
 		a, ok := rt.(runtime.Adopter)
@@ -271,15 +298,16 @@ func sweep(rts []runtime.Runtime, nw *netsvc.Service, keep func(rt runtime.Runti
 	return errors.Join(errs...)
 }
 
-// stoodDown reads r to its end, which comes when the daemon exits or
-// shuts down, and reports whether the daemon wrote the stand-down byte.
-func stoodDown(r io.Reader) bool {
+// lastByte reads r to its end, which comes when the daemon exits or
+// shuts down, and returns the last byte the daemon wrote (standDown,
+// leaveReattachable), 0 for none.
+func lastByte(r io.Reader) byte {
 	var b [1]byte
-	got := false
+	got := byte(0)
 	for {
 		n, err := r.Read(b[:])
 		if n == 1 {
-			got = b[0] == standDown
+			got = b[0]
 		}
 		if err != nil {
 			return got

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"os"
 	"slices"
 	"sync"
 	"testing"
@@ -58,10 +59,22 @@ func init() {
 // TestWatchdogReattachGrace (issue 35): with a ReattachGrace, a dead
 // daemon's watchdog destroys the other sandboxes at once and leaves the
 // reattachable ones for the grace: to a new daemon that holds the data dir
-// by then, else it destroys them too.
+// by then, else it destroys them too. A daemon that shut down leaving
+// them (the leave byte, after a SIGTERM) is the same.
 func TestWatchdogReattachGrace(t *testing.T) {
-	for _, comeBack := range []bool{false, true} {
-		t.Run(map[bool]string{false: "no daemon comes back", true: "a daemon comes back"}[comeBack], func(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		comeBack bool
+		// lastWords is what the daemon writes before it goes.
+		lastWords string
+	}{
+		{name: "no daemon comes back"},
+		{name: "a daemon comes back", comeBack: true},
+		{name: "shut down, no daemon comes back", lastWords: string(leaveReattachable)},
+		{name: "shut down, a daemon comes back", comeBack: true, lastWords: string(leaveReattachable)},
+	} {
+		comeBack := tc.comeBack
+		t.Run(tc.name, func(t *testing.T) {
 			reattachRT.mu.Lock()
 			reattachRT.destroyed = nil
 			reattachRT.mu.Unlock()
@@ -79,7 +92,8 @@ func TestWatchdogReattachGrace(t *testing.T) {
 			if line, err := bufio.NewReader(outR).ReadString('\n'); line != watchdogReady {
 				t.Fatalf("watchdog said %q, %v", line, err)
 			}
-			inW.Close() // the daemon died
+			io.WriteString(inW, tc.lastWords)
+			inW.Close() // the daemon died, or exited
 			testutil.Eventually(t, 10*time.Second, func() bool { return slices.Contains(reattachRT.gone(), "plain") }, "the plain sandbox destroyed")
 			if comeBack {
 				release, err := lockDataDir(dir, slog.Default())
@@ -99,5 +113,31 @@ func TestWatchdogReattachGrace(t *testing.T) {
 				t.Errorf("destroyed %v, want %v", got, want)
 			}
 		})
+	}
+}
+
+// TestWatchdogStopReattach (issue 35): a clean shutdown that left
+// reattachable sandboxes writes the leave byte and keeps the pipe open
+// (the watchdog acts once the daemon exits, its lock released); without
+// reattach it stands down and closes it.
+func TestWatchdogStopReattach(t *testing.T) {
+	for _, reattach := range []bool{false, true} {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan struct{})
+		close(exited)
+		(&watchdog{pipe: w, exited: exited}).stop(true, reattach)
+		want := string(standDown)
+		if reattach {
+			want = string(leaveReattachable)
+			w.Close() // this process's exit
+		}
+		got, err := io.ReadAll(r)
+		r.Close()
+		if err != nil || string(got) != want {
+			t.Errorf("reattach %v: the watchdog read %q, %v; want %q", reattach, got, err, want)
+		}
 	}
 }

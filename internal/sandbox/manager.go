@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -244,7 +245,7 @@ func (m *Manager) reconcile(ctx context.Context) error {
 // adopt takes over live record rec's sandbox, which outlived its daemon
 // (issue 35), and tells whether it did.
 func (m *Manager) adopt(ctx context.Context, rec *record, adopted map[string]bool) bool {
-	if rec.Stopped || len(rec.Volumes) > 0 || m.reattach == nil || !m.reattach(rec.Metadata, rec.Network) {
+	if rec.Stopped || !m.reattaches(rec) {
 		return false
 	}
 	got, ok := adoptsvc.Adopt(ctx, m.runtimeOf(rec), adoptsvc.Sandbox{ID: rec.ID, Image: rec.Image, ImageID: rec.ImageID},
@@ -489,7 +490,7 @@ func (m *Manager) start(ctx context.Context, undo *cleanup.Stack, rt runtime.Run
 		Network:         nw,
 		Hostname:        "hutch-" + rec.ID[:8],
 		Mounts:          rec.mounts,
-		Reattach:        m.reattach != nil && m.reattach(rec.Metadata, rec.Network) && len(rec.mounts) == 0,
+		Reattach:        m.reattaches(rec),
 	}
 	inst, err := launch(ctx, rt, spec, from)
 	if err != nil {
@@ -731,7 +732,14 @@ func (m *Manager) Get(ctx context.Context, req api.GetRequest) (api.SandboxInfo,
 	return sb.info(m.cfg.MaxConcurrentExecPerSandbox), nil
 }
 
-// Close stops every sandbox, ends the creates in flight and waits for
+// reattaches says that rec's sandbox outlives its daemon, for the next
+// to adopt (issue 35): Options.Reattach says so and it mounts no volume.
+func (m *Manager) reattaches(rec *record) bool {
+	return m.reattach != nil && m.reattach(rec.Metadata, rec.Network) && len(rec.Volumes) == 0
+}
+
+// Close stops every sandbox but the running ones that reattach (left to
+// the next daemon, issue 35), ends the creates in flight and waits for
 // both, then closes the store. Creates after Close fail (S301).
 func (m *Manager) Close(ctx context.Context) error {
 	m.mu.Lock()
@@ -748,6 +756,14 @@ func (m *Manager) Close(ctx context.Context) error {
 	m.mu.Unlock()
 	m.reaper.Close()
 	m.pool.Close(endShutdown)
+	sbs = slices.DeleteFunc(sbs, func(sb *sandbox) bool {
+		st, _ := sb.current()
+		if st != Running || !m.reattaches(&sb.rec) {
+			return false
+		}
+		m.log.Info("sandbox left running for a restarted daemon to adopt", "sandbox", sb.rec.ID)
+		return true
+	})
 	for _, sb := range sbs {
 		m.stopAsync(sb, endShutdown)
 	}

@@ -1,7 +1,7 @@
 // Package volumesvc is the volume service: the owner's named volumes
-// (internal/volumes) as sandbox::volume::*. Their mounts at a create
-// are the core's (internal/sandbox/volumes.go); this service needs no
-// sandbox.
+// (internal/volumes) as sandbox::volume::*, and the checks and acquire
+// of a create's mounts (mounts.go) for the core's mounter
+// (internal/sandbox/volumes.go); this service needs no sandbox.
 package volumesvc
 
 import (
