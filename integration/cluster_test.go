@@ -404,6 +404,31 @@ func TestCluster(t *testing.T) {
 				t.Errorf("logs of Pod %s after its node restarted: %v %q", name, err, safeTail(logs))
 			}
 		}
+		// The adopted Pods are deleted here: the node's daemon, stopped by
+		// SIGTERM at the test's end, would leave them to a restart for
+		// the grace (TestClusterReattachSIGTERM tests that).
+		for _, name := range kept {
+			if err := kc.CoreV1().Pods(clusterNS).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		testutil.EventuallyNil(t, 2*time.Minute, func() error {
+			for _, name := range kept {
+				if _, err := kc.CoreV1().Pods(clusterNS).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+					return fmt.Errorf("Pod %s: %v", name, err)
+				}
+			}
+			list, err := daemons[victim].c.List(ctx)
+			if err != nil {
+				return err
+			}
+			for _, sb := range list.Sandboxes {
+				if !sb.Stopped {
+					return fmt.Errorf("sandbox %s still running", sb.SandboxID)
+				}
+			}
+			return nil
+		}, "the adopted Pods deleted and their sandboxes stopped")
 	})
 }
 
