@@ -51,7 +51,7 @@ func createMixed(ctx context.Context, e *env) (Result, error) {
 		return Result{}, skipf("a rate of %g/s for %s issues no create", e.opts.MixedRate, e.opts.MixedDuration)
 	}
 	warm := len(images) * len(mixedShapes)
-	e.progress("bench:   %d creates of every image and shape, off the clock…", warm)
+	e.progress("bench:   one create of each image and shape (%d), off the clock…", warm)
 	var ids []string
 	var err error
 	for i := range warm {
