@@ -123,7 +123,11 @@ func createMixed(ctx context.Context, e *env) (Result, error) {
 	for i, s := range mixedShapes {
 		shapes[i] = fmt.Sprintf("%d cpu %d MiB", s.CPUs, s.MemoryMB)
 	}
-	note := fmt.Sprintf("%d of %d creates served from the warm pool (%.0f %%); images %s, shapes %s in turn; the daemon's default pool (sized by demand), told the demand by one create of each image and shape off the clock, full at the start; each sandbox is stopped once its exec answered",
-		l.FromPool, n, 100*float64(l.FromPool)/float64(n), strings.Join(images, ", "), strings.Join(shapes, ", "))
+	pool := "the measured daemon's pool"
+	if e.opts.PoolDaemon != nil {
+		pool = "a daemon with the default warm pool settings (sized by demand)"
+	}
+	note := fmt.Sprintf("%d of %d creates served from the warm pool (%.0f %%); images %s, shapes %s in turn; %s, told the demand by one create of each image and shape off the clock, full at the start; each sandbox is stopped once its exec answered",
+		l.FromPool, n, 100*float64(l.FromPool)/float64(n), strings.Join(images, ", "), strings.Join(shapes, ", "), pool)
 	return Result{Loads: []CreateLoad{l}, Note: note}, nil
 }
