@@ -28,6 +28,7 @@ func TestBenchScenarios(t *testing.T) {
 		StreamBytes: 8 << 20, MaxIdle: 4, EngineURL: d.engineURL, RunscPath: testutil.RunscPath(),
 		ImageCache: testutil.ImageCacheDir(), SlowCreate: 10 * time.Minute,
 		Bursts: []int{3}, SteadyRate: 4, SteadyDuration: time.Second,
+		MixedRate: 4, MixedDuration: time.Second, MixedImages: []string{"python", "node"}, // issue 46: 3
 		DataDir: d.dataDir, Egress: startEgressDaemon(t),
 	}
 	rep, md := runBench(t, d, opts, bench.Scenarios)
@@ -48,6 +49,10 @@ func TestBenchScenarios(t *testing.T) {
 		case bench.NameIdleCapacity:
 			if c := res.Capacity; c == nil || c.Held != opts.MaxIdle || !strings.Contains(c.Limit, "--max-idle 4") {
 				t.Errorf("idle capacity = %+v, want %d held up to the cap", c, opts.MaxIdle)
+			}
+		case bench.NameCreateMixed: // issue 46: 3
+			if len(res.Loads) != 1 || res.Loads[0].Creates != 4 || len(res.Loads[0].Latency.Samples) != 4 || !strings.Contains(res.Note, "served from the warm pool") {
+				t.Errorf("create-mixed = %+v, note %q, want 4 creates measured and the pool's share", res.Loads, res.Note)
 			}
 		case bench.NameE2BCreate:
 			// The pool is full before each create: every one is a hit.

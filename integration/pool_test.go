@@ -74,23 +74,41 @@ func (d *daemon) wantClaims(image string, hit, empty, shape float64) {
 // memoryLimit reads the host cgroup memory limit of sandbox id.
 func memoryLimit(t *testing.T, id string) uint64 {
 	t.Helper()
-	l, err := cgroups.Detect(cgroups.DefaultRoot)
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(l.Path("memory", "hutch/"+id), "memory.limit_in_bytes")
-	if l.V2 {
-		file = filepath.Join(l.Path("", "hutch/"+id), "memory.max")
-	}
-	b, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	n, err := cgroupValue(id, "memory", "memory.limit_in_bytes", "memory.max")
 	if err != nil {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// cpuQuota reads the host cgroup CPU quota of sandbox id, in µs per
+// 100 ms period.
+func cpuQuota(t *testing.T, id string) uint64 {
+	t.Helper()
+	n, err := cgroupValue(id, "cpu", "cpu.cfs_quota_us", "cpu.max")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// cgroupValue reads the first number of sandbox id's cgroup file: v1 in
+// controller's hierarchy, v2 in the unified one.
+func cgroupValue(id, controller, v1, v2 string) (uint64, error) {
+	l, err := cgroups.Detect(cgroups.DefaultRoot)
+	if err != nil {
+		return 0, err
+	}
+	file := filepath.Join(l.Path(controller, "hutch/"+id), v1)
+	if l.V2 {
+		file = filepath.Join(l.Path("", "hutch/"+id), v2)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return 0, err
+	}
+	first, _, _ := strings.Cut(strings.TrimSpace(string(b)), " ")
+	return strconv.ParseUint(first, 10, 64)
 }
 
 func TestWarmPool(t *testing.T) {
@@ -223,8 +241,9 @@ func TestWarmPoolOfADaemonWithout(t *testing.T) {
 
 // TestWarmPoolAutomatic: with no warm_pool, the daemon keeps one sandbox
 // of the first allowed preset (its image is built), which serves the first
-// create; a shape asked for gets a pool of its own, which serves the next
-// create of that shape; shutdown destroys them all.
+// create; a larger shape asked for grows the pool to its bound, which
+// serves the next create of that shape and a smaller one, their cgroup
+// limits lowered at the claim; shutdown destroys them all.
 func TestWarmPoolAutomatic(t *testing.T) {
 	d := startDaemon(t, autoPoolConfig(""))
 	d.waitPoolReady("python", 1)
@@ -238,21 +257,49 @@ func TestWarmPoolAutomatic(t *testing.T) {
 		t.Fatalf("exec in the pool's sandbox: %+v", r)
 	}
 
-	big := api.CreateRequest{Image: "python", MemoryMB: 1024}
-	d.create(big)
+	// A pool for every shape (issue 46: 3): a create larger than the
+	// pool boots its own, and the pool grows to its bound, 2 cpus and
+	// 1024 MiB, which serves that shape, one in between and the default.
+	big := api.CreateRequest{Image: "python", CPUs: 2, MemoryMB: 1024}
+	live := []string{a, d.create(big)}
 	d.wantClaims("python", 1, 0, 1)
-	// The default shape refills; the new shape gets its own pool.
-	d.waitPoolReady("python", 2)
-	pooled := runscSandboxIDs(d.dataDir)
-	b := d.create(big)
-	d.wantClaims("python", 2, 0, 1)
-	if !slices.Contains(pooled, b) {
-		t.Errorf("second create of 1024 MiB %s is not one of the pool's %v", b, pooled)
+	var pooled []string
+	atBound := func() bool {
+		pooled = runscSandboxIDs(d.dataDir)
+		for _, id := range pooled {
+			if mem, err := cgroupValue(id, "memory", "memory.limit_in_bytes", "memory.max"); err == nil &&
+				!slices.Contains(live, id) && mem == 1024<<20 && d.poolReady("python") == 1 {
+				return true
+			}
+		}
+		return false
 	}
-	if got := memoryLimit(t, b); got != 1024<<20 {
-		t.Errorf("host memory limit of the pooled 1024 MiB sandbox = %d", got)
+	for i, tt := range []struct {
+		req       api.CreateRequest
+		cpus, mem uint64
+	}{
+		{big, 2, 1024},
+		{api.CreateRequest{Image: "python", CPUs: 1, MemoryMB: 768}, 1, 768},
+	} {
+		if !testutil.Poll(2*time.Minute, atBound) {
+			t.Fatalf("no pool sandbox of 1024 MiB among %v\n%s", pooled, grepLines(d.scrape(d.token), "warm_pool"))
+		}
+		id := d.create(tt.req)
+		live = append(live, id)
+		d.wantClaims("python", float64(2+i), 0, 1)
+		if !slices.Contains(pooled, id) {
+			t.Errorf("create of %d cpus %d MiB %s is not one of the pool's %v", tt.cpus, tt.mem, id, pooled)
+		}
+		if got := memoryLimit(t, id); got != tt.mem<<20 {
+			t.Errorf("host memory limit of the pooled %d MiB sandbox = %d", tt.mem, got)
+		}
+		if got := cpuQuota(t, id); got != tt.cpus*100000 {
+			t.Errorf("host CPU quota of the pooled %d-cpu sandbox = %d, want %d per 100 ms", tt.cpus, got, tt.cpus*100000)
+		}
+		// What the guest sees stays the boot's (docs/usage/warm-pool.md).
+		r := d.exec(id, "sh", "-c", "nproc; grep MemTotal /proc/meminfo")
+		t.Logf("guest of the pooled %d-cpu %d MiB sandbox sees: %q", tt.cpus, tt.mem, r.Stdout)
 	}
-	d.waitPoolReady("python", 2)
 	seen = append(append(seen, pooled...), runscSandboxIDs(d.dataDir)...)
 	d.terminate()
 	assertNoLeftovers(t, d.dataDir, seen...)

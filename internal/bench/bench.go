@@ -66,6 +66,11 @@ type Options struct {
 	// second, for how long.
 	SteadyRate     float64
 	SteadyDuration time.Duration
+	// issue 46: 3: MixedRate, MixedDuration and MixedImages shape
+	// create-mixed: creates per second, for how long, of which images.
+	MixedRate     float64
+	MixedDuration time.Duration
+	MixedImages   []string
 	// PoolDaemon, when not nil, is a daemon with the default warm pool
 	// settings (sized by demand), which the scenarios of the pool measure
 	// (NeedsPoolDaemon); nil measures the one daemon.
@@ -133,6 +138,9 @@ func (o Options) Validate() error {
 	}
 	if o.SteadyRate <= 0 || o.SteadyDuration <= 0 {
 		bad("the steady create rate and its duration must be positive, got %g/s for %s", o.SteadyRate, o.SteadyDuration)
+	}
+	if o.MixedRate <= 0 || o.MixedDuration <= 0 || len(o.MixedImages) == 0 { // issue 46: 3
+		bad("create-mixed needs a positive rate and duration and at least one image, got %g/s for %s of %q", o.MixedRate, o.MixedDuration, o.MixedImages)
 	}
 	if o.E2BKey != "" && !config.IsE2BKey(o.E2BKey) {
 		bad("the E2B key must be %s", config.E2BKeyForm)

@@ -137,6 +137,11 @@ func (e *env) burst(ctx context.Context, c *client.Client, req api.CreateRequest
 // answered, and when the last exec answered. The first failure is returned
 // once every create has ended.
 func createAll(ctx context.Context, c *client.Client, req api.CreateRequest, n int, issue func(i int) time.Time, done func(id string)) (ids []string, lat []time.Duration, last time.Time, err error) {
+	return createAllOf(ctx, c, func(int) api.CreateRequest { return req }, n, issue, done)
+}
+
+// createAllOf is createAll with the i-th create of reqOf(i).
+func createAllOf(ctx context.Context, c *client.Client, reqOf func(i int) api.CreateRequest, n int, issue func(i int) time.Time, done func(id string)) (ids []string, lat []time.Duration, last time.Time, err error) {
 	var (
 		wg    sync.WaitGroup
 		mu    sync.Mutex // guards ids, lat, last and first
@@ -155,7 +160,7 @@ func createAll(ctx context.Context, c *client.Client, req api.CreateRequest, n i
 		}
 		wg.Go(func() {
 			start := time.Now()
-			d, id, err := createThenExec(ctx, c, req)
+			d, id, err := createThenExec(ctx, c, reqOf(i))
 			answered := time.Now()
 			if id != "" && done != nil {
 				done(id)

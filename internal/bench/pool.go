@@ -44,14 +44,19 @@ func (e *env) poolState(ctx context.Context) (target, ready int, hits uint64, er
 
 // poolStateOf is poolState on the daemon c talks to.
 func (e *env) poolStateOf(ctx context.Context, c *client.Client) (target, ready int, hits uint64, err error) {
+	return e.poolOf(ctx, c, e.opts.Image)
+}
+
+// poolOf is the state of image's pool on the daemon c talks to.
+func (e *env) poolOf(ctx context.Context, c *client.Client, image string) (target, ready int, hits uint64, err error) {
 	text, err := c.Prometheus(ctx)
 	if err != nil {
 		return 0, 0, 0, fmt.Errorf("reading the daemon's /metrics: %w", err)
 	}
-	label := `{image="` + e.opts.Image + `"}`
+	label := `{image="` + image + `"}`
 	t, _ := metricValue(text, "hutch_warm_pool_target"+label)
 	r, _ := metricValue(text, "hutch_warm_pool_ready"+label)
-	h, _ := metricValue(text, `hutch_warm_pool_claims_total{image="`+e.opts.Image+`",result="hit"}`)
+	h, _ := metricValue(text, `hutch_warm_pool_claims_total{image="`+image+`",result="hit"}`)
 	return int(t), int(r), uint64(h), nil
 }
 
@@ -182,9 +187,14 @@ func (e *env) hasPool(c *client.Client) bool {
 // one sandbox and holds its target, and returns the target and the hit
 // count then.
 func (e *env) poolFull(ctx context.Context, c *client.Client) (target int, hits uint64, err error) {
+	return e.poolFullOf(ctx, c, e.opts.Image)
+}
+
+// poolFullOf is poolFull for image's pool.
+func (e *env) poolFullOf(ctx context.Context, c *client.Client, image string) (target int, hits uint64, err error) {
 	deadline := time.Now().Add(poolWaitTimeout)
 	for {
-		target, ready, hits, err := e.poolStateOf(ctx, c)
+		target, ready, hits, err := e.poolOf(ctx, c, image)
 		if err != nil {
 			return 0, 0, err
 		}

@@ -46,6 +46,7 @@ const (
 	NameE2BExecTrue    = "e2b-exec-true"
 	NameE2BCreate      = "e2b-create"
 	NameE2BForkExec    = "e2b-fork-exec" // issue 40
+	NameCreateMixed    = "create-mixed"  // issue 46: 3
 	// The runtime scenarios measure in each runtime of Options.Runtimes;
 	// their results are named <scenario>/<runtime>.
 	NameRuntimeReady  = "runtime-ready"
@@ -86,6 +87,7 @@ var Scenarios = []Scenario{
 	{Name: NameCreate, Title: "create (agent ready)", run: coldCreate(false), baselines: []baseline{dockerCreate(false)}},
 	{Name: NameCreateBurst, Title: "creates at once → every first exec", run: createBurst, poolDaemon: true},
 	{Name: NameCreateSteady, Title: "steady creates → first exec", run: createSteady, poolDaemon: true},
+	{Name: NameCreateMixed, Title: "steady creates of mixed shapes and images → first exec", run: createMixed, poolDaemon: true}, // issue 46: 3
 	{Name: NameE2BCreate, Title: "E2B Sandbox.create (warm pool)", run: e2bCreate, poolDaemon: true},
 	{Name: NameExecTrue, Title: "exec true (HTTP)", run: execLatency(httpExec, "true"), baselines: []baseline{dockerExec("true")}},
 	// Right after exec true, which it is compared with, on a machine in the

@@ -83,7 +83,8 @@ func TestSelect(t *testing.T) {
 
 func validOptions() Options {
 	return Options{Image: "python", Runs: 3, Warmup: 1, Sandboxes: 6, Callers: 2, Duration: 30 * time.Millisecond, StreamBytes: 1 << 20, MaxIdle: 4,
-		Bursts: []int{3, 5}, SteadyRate: 20, SteadyDuration: 100 * time.Millisecond}
+		Bursts: []int{3, 5}, SteadyRate: 20, SteadyDuration: 100 * time.Millisecond,
+		MixedRate: 2, MixedDuration: time.Second, MixedImages: []string{"python", "node"}}
 }
 
 func TestOptionsValidate(t *testing.T) {
@@ -106,6 +107,8 @@ func TestOptionsValidate(t *testing.T) {
 		{name: "no steady rate", edit: func(o *Options) { o.SteadyRate = 0 }, wantErr: "the steady create rate and its duration must be positive"},
 		{name: "fork ×100", edit: func(o *Options) { o.ForkWide = 100 }},                                                                    // issue 46
 		{name: "fork wider than a fork", edit: func(o *Options) { o.ForkWide = 101 }, wantErr: "fork-wide must be between 0 (off) and 100"}, // issue 46
+		{name: "no mixed images", edit: func(o *Options) { o.MixedImages = nil }, wantErr: "create-mixed needs a positive rate and duration and at least one image"},
+		{name: "no mixed duration", edit: func(o *Options) { o.MixedDuration = 0 }, wantErr: "create-mixed needs a positive rate and duration"},
 		{name: "an E2B key", edit: func(o *Options) { o.E2BKey = "e2b_0123456789abcdef0123456789abcdef" }},
 		{name: "not an E2B key", edit: func(o *Options) { o.E2BKey = "sk-0123456789abcdef0123456789abcdef" }, wantErr: "the E2B key must be e2b_ and at least 32"},
 	}
@@ -228,7 +231,7 @@ func TestRun(t *testing.T) {
 		NameTemplateRebuild, NameTemplateHTTP} // no template functions (issue 39)
 	// The runtime scenarios run in the daemon's default runtime, which the
 	// fake does not name.
-	skipped := []string{NamePoolCreateExec, NameCreateSteady, NameE2BCreate, NameExecTrueWS, NameExecPythonWS, NameE2BExecTrue, NameE2BForkExec, NameIdleMemory, NameIdleCapacity,
+	skipped := []string{NamePoolCreateExec, NameCreateSteady, NameCreateMixed, NameE2BCreate, NameExecTrueWS, NameExecPythonWS, NameE2BExecTrue, NameE2BForkExec, NameIdleMemory, NameIdleCapacity,
 		NameEgressHTTPS, NameEgressDownload, // issue 37: no egress daemon
 		NameTemplateDisk, NameRuntimeMemory + "/" + defaultRuntimeName}
 	tests := []struct {
@@ -341,5 +344,28 @@ func TestRunNeedsADaemon(t *testing.T) {
 	_, err := Run(t.Context(), c, validOptions(), Scenarios)
 	if err == nil || !client.IsUnreachable(err) {
 		t.Fatalf("Run = %v, want an unreachable daemon error", err)
+	}
+}
+
+// TestMixedRequest: create-mixed's creates cycle through the images, and
+// through the shapes for each image, so that every pair comes once in
+// images × shapes creates.
+func TestMixedRequest(t *testing.T) {
+	images := []string{"python", "node"}
+	seen := map[string]int{}
+	for i := range 2 * len(images) * len(mixedShapes) {
+		req := mixedRequest(images, i)
+		if req.Image != images[i%len(images)] || req.Name != sandboxName {
+			t.Fatalf("create %d: %+v, want image %s", i, req, images[i%len(images)])
+		}
+		seen[fmt.Sprintf("%s %d cpu %d MiB", req.Image, req.CPUs, req.MemoryMB)]++
+	}
+	if len(seen) != len(images)*len(mixedShapes) {
+		t.Errorf("%d image and shape pairs, want %d: %v", len(seen), len(images)*len(mixedShapes), seen)
+	}
+	for req, n := range seen {
+		if n != 2 {
+			t.Errorf("%s came %d times in two cycles, want 2", req, n)
+		}
 	}
 }

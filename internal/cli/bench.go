@@ -51,6 +51,10 @@ func (a *app) benchCmd() *cobra.Command {
 	fl.IntSliceVar(&opts.Bursts, "bursts", []int{10, 50}, "sizes of the create-burst scenario's bursts (creates issued at once)")
 	fl.Float64Var(&opts.SteadyRate, "steady-rate", 2, "creates per second of the create-steady scenario")
 	fl.DurationVar(&opts.SteadyDuration, "steady-duration", 30*time.Second, "length of the create-steady scenario")
+	// issue 46: 3
+	fl.Float64Var(&opts.MixedRate, "mixed-rate", 2, "creates per second of the create-mixed scenario")
+	fl.DurationVar(&opts.MixedDuration, "mixed-duration", 60*time.Second, "length of the create-mixed scenario")
+	fl.StringSliceVar(&opts.MixedImages, "mixed-images", []string{"python", "node"}, "catalog images the create-mixed scenario's creates cycle through")
 	fl.StringVar(&opts.EngineURL, "engine-url", "", `engine WebSocket of the daemon (default: ws://127.0.0.1:49134 for the default daemon; "" skips)`)
 	fl.StringVar(&opts.DockerSocket, "docker", "/var/run/docker.sock", `Docker Engine socket of the baseline ("" skips Docker)`)
 	fl.StringVar(&opts.ImageCache, "image-cache", "", "the daemon's image cache, whose root filesystem Docker imports (default: $HUTCH_DATA_DIR/images)")

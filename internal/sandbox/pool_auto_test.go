@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -133,9 +134,10 @@ func TestWarmPoolAutoFollowsDemand(t *testing.T) {
 	}
 }
 
-// TestWarmPoolAutoShapes: a create of another shape boots its own, and
-// its shape gets a pool that serves the next create of that shape; a
-// smaller create takes a larger pool sandbox, its limits lowered.
+// TestWarmPoolAutoShapes: a pool for every shape (issue 46: 3). A create
+// larger than the pool boots its own, and the image's pool grows to its
+// bound; from then on that create, a smaller one in between and one of
+// the default shape are each served by the pool, their limits lowered.
 func TestWarmPoolAutoShapes(t *testing.T) {
 	m, rt, _ := inprocess(t, func(c *config.Config) { c.WarmPoolAuto = true })
 	testutil.Eventually(t, 30*time.Second, func() bool { return poolOf(m, "python").Ready == 1 }, "the base python sandbox is ready")
@@ -144,21 +146,29 @@ func TestWarmPoolAutoShapes(t *testing.T) {
 	if st := poolOf(m, "python"); st.Claims[warmpool.Misfit] != 1 {
 		t.Fatalf("claims = %v, want one create of an unpooled shape", st.Claims)
 	}
-	testutil.Eventually(t, 30*time.Second, func() bool { return poolOf(m, "python").Ready == 2 }, "the new shape's pool fills")
-	id := create(t, m, big)
-	if cpus, mem := rt.Instance(id).Limits(); cpus != 2 || mem != 1024 {
-		t.Errorf("second large create got %d cpus %d MiB, want 2 and 1024", cpus, mem)
+	atBound := func() bool {
+		_, ready, _ := strings.Cut(m.pool.Describe(), "ready ")
+		return strings.Contains(ready, "python/2cpu/1024MB:1")
 	}
-	if st := poolOf(m, "python"); st.Claims[warmpool.Hit] != 1 {
-		t.Errorf("claims = %v, want the second large create served by the pool", st.Claims)
-	}
-	testutil.Eventually(t, 30*time.Second, func() bool { return poolOf(m, "python").Ready == 2 }, "the pools refill")
-	small := create(t, m, api.CreateRequest{Image: "python", CPUs: 1, MemoryMB: 768})
-	if cpus, mem := rt.Instance(small).Limits(); cpus != 1 || mem != 768 {
-		t.Errorf("a create between the shapes got %d cpus %d MiB, want 1 and 768", cpus, mem)
-	}
-	if st := poolOf(m, "python"); st.Claims[warmpool.Hit] != 2 {
-		t.Errorf("claims = %v, want the in-between create served by the larger shape", st.Claims)
+	testutil.Eventually(t, 30*time.Second, atBound, "the pool fills at the new bound")
+	hits := uint64(0)
+	for _, tt := range []struct {
+		req       api.CreateRequest
+		cpus, mem uint32
+	}{
+		{big, 2, 1024},
+		{api.CreateRequest{Image: "python", CPUs: 1, MemoryMB: 768}, 1, 768},
+		{api.CreateRequest{Image: "python"}, 1, 512},
+	} {
+		testutil.Eventually(t, 30*time.Second, atBound, "the pool refills at its bound")
+		id := create(t, m, tt.req)
+		hits++
+		if cpus, mem := rt.Instance(id).Limits(); cpus != tt.cpus || mem != tt.mem {
+			t.Errorf("create of %d cpus %d MiB got %d cpus %d MiB", tt.cpus, tt.mem, cpus, mem)
+		}
+		if st := poolOf(m, "python"); st.Claims[warmpool.Hit] != hits {
+			t.Errorf("claims = %v, want the create of %d cpus %d MiB served by the pool", st.Claims, tt.cpus, tt.mem)
+		}
 	}
 }
 

@@ -7,22 +7,28 @@
 //   - The first preset of image_allowlist keeps one sandbox of its default
 //     shape once its image is built, so that a newcomer's first create
 //     after the build is served from the pool.
-//   - Every shape (cpus, memory, network) a create asked for within IdleAfter
-//     keeps at least one sandbox, for the shapesPerImage shapes of an
-//     image asked for last.
-//   - A shape's pool grows with its create rate λ over the last
-//     RateWindow: it holds k sandboxes, the least k for which more than
-//     k creates during one refill (a Poisson count of mean λ·T, T the
-//     refill time the pool measures) are less likely than MissOdds.
+//   - A pool for every shape (issue 46: 3): an image has at most two
+//     pools sized by demand, one without a network and one with, each
+//     booting its sandboxes at its bound: the largest cpus and the
+//     largest memory asked of it (of that network kind) within
+//     IdleAfter, the base image's default shape included. Any create
+//     within the bound takes one, its limits lowered at the claim, so the
+//     creates of all an image's shapes count toward one pool.
+//   - A pool grows with its create rate λ (of all its shapes) over the
+//     last RateWindow: it holds k sandboxes, the least k for which more
+//     than k creates during one refill (a Poisson count of mean λ·T, T
+//     the refill time the pool measures) are less likely than MissOdds.
 //   - warm_pool_max bounds each image, warm_pool_memory_mb all automatic
 //     pools together, a pooled sandbox counted at SandboxCostMB. When
-//     they do not fit, each shape first gets its one sandbox (the most
+//     they do not fit, each pool first gets its one sandbox (the most
 //     recently asked first), then the highest rates get the rest.
 //   - A create takes a sandbox of its own shape, or else the smallest of a
 //     larger one (its limits lowered), and counts toward its own shape.
-//   - Once a shape is not asked for within IdleAfter, its pool is
-//     emptied; the plan is made again every Every, so it shrinks
-//     without a create to wake it.
+//     A create larger than the bound boots, and the bound grows to it.
+//   - Once a shape is not asked for within IdleAfter, it leaves its
+//     pool's bound and rate, and a pool with no shape left is emptied;
+//     the plan is made again every Every, so it shrinks without a
+//     create to wake it.
 package poolplan
 
 import (
@@ -49,8 +55,9 @@ const (
 	minSpan = 5 * time.Second
 	// IdleAfter is how long a shape nobody asks for keeps its pool.
 	IdleAfter = 5 * time.Minute
-	// shapesPerImage is how many of an image's shapes have pools.
-	shapesPerImage = 3
+	// shapesPerImage is how many of an image's recent shapes are kept
+	// for its pools' bounds and rates.
+	shapesPerImage = 16
 	// MissOdds is the chance of a miss a pool is sized for.
 	MissOdds = 0.1
 	// defaultRefill is the refill time assumed until one is measured.
@@ -77,6 +84,12 @@ type Shape struct {
 // claim lowers its limits).
 func (s Shape) Fits(want Shape) bool {
 	return want.Network == s.Network && want.CPUs <= s.CPUs && want.MemoryMB <= s.MemoryMB
+}
+
+// Bound is the least shape that fits both s and o, which have the same
+// network: the larger cpus and the larger memory.
+func (s Shape) Bound(o Shape) Shape {
+	return Shape{CPUs: max(s.CPUs, o.CPUs), MemoryMB: max(s.MemoryMB, o.MemoryMB), Network: s.Network}
 }
 
 // Key names one pool: an image and a shape.
@@ -356,23 +369,52 @@ func (p *Plan) Targets(now time.Time, built map[string]bool) map[Key]int {
 		if !built[image] {
 			continue
 		}
-		for _, d := range shapes {
-			r := d.rate(now)
-			wants = append(wants, want{key: Key{image, d.shape}, want: PoissonCover(r*refill, MissOdds), last: d.last, rate: r})
-		}
+		wants = append(wants, bounds(image, shapes, now)...)
 	}
 	if p.baseImage != "" && built[p.baseImage] {
 		base := Key{p.baseImage, p.ShapeOf(p.baseImage)}
-		if i := slices.IndexFunc(wants, func(w want) bool { return w.key == base }); i >= 0 {
-			wants[i].last = now
+		if i := slices.IndexFunc(wants, func(w want) bool { return w.key.Image == base.Image && !w.key.Shape.Network }); i >= 0 {
+			wants[i].key.Shape, wants[i].last = base.Shape.Bound(wants[i].key.Shape), now
 		} else {
-			wants = append(wants, want{key: base, want: 1, last: now})
+			wants = append(wants, want{key: base, rate: 0, last: now})
 		}
+	}
+	for i := range wants {
+		wants[i].want = PoissonCover(wants[i].rate*refill, MissOdds)
 	}
 	for k, n := range p.allocate(wants) {
 		targets[k] = n
 	}
 	return targets
+}
+
+// bounds merges the recent shapes of image into its pools, one per
+// network kind (without a network first): each at the bound of its
+// shapes, at the sum of their rates, last asked when the latest was.
+func bounds(image string, shapes []*shapeDemand, now time.Time) []want {
+	var kinds [2]*want
+	for _, d := range shapes {
+		i := 0
+		if d.shape.Network {
+			i = 1
+		}
+		if kinds[i] == nil {
+			kinds[i] = &want{key: Key{image, d.shape}, last: d.last}
+		}
+		w := kinds[i]
+		w.key.Shape = w.key.Shape.Bound(d.shape)
+		w.rate += d.rate(now)
+		if d.last.After(w.last) {
+			w.last = d.last
+		}
+	}
+	var out []want
+	for _, w := range kinds {
+		if w != nil {
+			out = append(out, *w)
+		}
+	}
+	return out
 }
 
 // allocate fits the wants into warm_pool_max per image and the memory

@@ -158,9 +158,9 @@ func TestPlanFollowsRate(t *testing.T) {
 }
 
 // TestPlanBounds: warm_pool_max bounds each image, the memory budget
-// all of them, the base and the most recent shapes coming first; an image
-// keeps pools of its last shapesPerImage shapes; an unbuilt image gets
-// none.
+// all of them, the base and the most recent pools coming first; an
+// image's shapes share one pool per network kind at their bound; an
+// unbuilt image gets none.
 func TestPlanBounds(t *testing.T) {
 	t.Run("max per image", func(t *testing.T) {
 		c := newPlan(t, time.Second, func(cfg *config.Config) { cfg.WarmPoolMax = 2 })
@@ -169,8 +169,8 @@ func TestPlanBounds(t *testing.T) {
 			c.create("python", pyLarge.Shape, time.Duration(i)*10*time.Millisecond)
 		}
 		got := c.plan(time.Second)
-		if got[pyDefault]+got[pyLarge] != 2 || got[pyDefault] < 1 || got[pyLarge] < 1 {
-			t.Errorf("burst of two shapes with warm_pool_max 2: %v, want one each", got)
+		if !maps.Equal(got, map[Key]int{pyLarge: 2}) {
+			t.Errorf("burst of two shapes with warm_pool_max 2: %v, want 2 of their bound", got)
 		}
 	})
 	t.Run("memory budget", func(t *testing.T) {
@@ -181,18 +181,26 @@ func TestPlanBounds(t *testing.T) {
 			c.create("node", nodeSmall.Shape, 2*time.Second+time.Duration(i)*10*time.Millisecond)
 		}
 		got := c.plan(3 * time.Second)
-		if !maps.Equal(got, map[Key]int{pyDefault: 1, nodeSmall: 1}) {
-			t.Errorf("budget of 2 sandboxes: %v, want the base and the most recent shape", got)
+		if !maps.Equal(got, map[Key]int{pyLarge: 1, nodeSmall: 1}) {
+			t.Errorf("budget of 2 sandboxes: %v, want the base (at python's bound) and the most recent pool", got)
 		}
 	})
-	t.Run("shapes per image", func(t *testing.T) {
-		c := newPlan(t, time.Second, nil)
-		for i := range shapesPerImage + 1 {
-			c.create("node", Shape{CPUs: 1, MemoryMB: uint32(256 + i)}, time.Duration(i)*time.Second)
+	t.Run("a pool for every shape", func(t *testing.T) {
+		c := newPlan(t, 100*time.Millisecond, nil)
+		c.create("node", Shape{CPUs: 2, MemoryMB: 256}, 0)
+		c.create("node", Shape{CPUs: 1, MemoryMB: 1024}, time.Second)
+		c.create("node", nodeSmall.Shape, 2*time.Second)
+		c.create("node", Shape{CPUs: 1, MemoryMB: 512, Network: true}, 3*time.Second)
+		nodeBound, nodeNet := Key{"node", Shape{CPUs: 2, MemoryMB: 1024}}, Key{"node", Shape{CPUs: 1, MemoryMB: 512, Network: true}}
+		if got := c.plan(4 * time.Second); !maps.Equal(got, map[Key]int{pyDefault: 1, nodeBound: 1, nodeNet: 1}) {
+			t.Errorf("three node shapes and one with a network: %v, want one pool at their bound and one with a network", got)
 		}
-		got := c.plan(10 * time.Second)
-		if _, ok := got[Key{"node", Shape{CPUs: 1, MemoryMB: 256}}]; ok || len(got) != shapesPerImage+1 {
-			t.Errorf("%d node shapes: %v, want the last %d (and the python base)", shapesPerImage+1, got, shapesPerImage)
+		// The large shapes age out first: the bound comes down to what is
+		// still asked for.
+		c.create("node", nodeSmall.Shape, IdleAfter+1500*time.Millisecond)
+		got := c.plan(IdleAfter + 2*time.Second)
+		if !maps.Equal(got, map[Key]int{pyDefault: 1, nodeSmall: 1, nodeNet: 1}) {
+			t.Errorf("after the large shapes went idle: %v, want node's pool at its small shape", got)
 		}
 	})
 	t.Run("unbuilt image", func(t *testing.T) {
