@@ -64,6 +64,9 @@ type Deps struct {
 	// issue 37: owners' secrets and the egress proxy's decisions.
 	Secrets   Secrets
 	EgressLog EgressLog
+	// issue 36: Cluster, when set, makes sandbox::create's sandboxes
+	// (cluster mode: Pods on any node, cluster.go).
+	Cluster ClusterCreator
 }
 
 // Handler runs one function on a JSON payload, with the fields a
