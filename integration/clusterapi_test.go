@@ -16,6 +16,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -23,6 +24,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/client"
@@ -64,12 +66,7 @@ func TestClusterAPI(t *testing.T) {
 	}
 	// A is cordoned: the scheduler must place A's create on B.
 	a, b := daemons[0], daemons[1]
-	cordon := func(on bool) {
-		patch := []byte(`{"spec":{"unschedulable":` + strconv.FormatBool(on) + `}}`)
-		if _, err := kc.CoreV1().Nodes().Patch(ctx, names[0], types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	cordon := func(on bool) { cordonNode(t, ctx, kc, names[0], on) }
 	cordon(true)
 	defer cordon(false)
 	alice := client.New(a.url, clusterAliceToken)
@@ -115,6 +112,20 @@ func TestClusterAPI(t *testing.T) {
 		var out api.ExecResponse
 		if err := alice.Call(ctx, api.FnExec, api.ExecRequest{SandboxID: id, Argv: []string{"echo", "via the function endpoint"}}, &out); err != nil || strings.TrimSpace(out.Stdout) != "via the function endpoint" {
 			t.Fatalf("sandbox::exec through A's function endpoint: %+v %v", out, err)
+		}
+	})
+
+	t.Run("terminal through A", func(t *testing.T) {
+		// The PTY WebSocket's upgrade is forwarded as it came.
+		tm, err := alice.Terminal(ctx, id, client.TerminalOptions{Cmd: []string{"sh", "-c", "echo pty-ok; exit 5"}})
+		if err != nil {
+			t.Fatalf("a terminal through A: %v", err)
+		}
+		defer tm.Close()
+		out, _ := io.ReadAll(tm)
+		code, err := tm.Wait()
+		if err != nil || code != 5 || !strings.Contains(string(out), "pty-ok") {
+			t.Fatalf("a terminal through A: exit %d %v, output %q", code, err, out)
 		}
 	})
 
@@ -176,6 +187,42 @@ func TestClusterAPI(t *testing.T) {
 		}
 	})
 
+	t.Run("list across nodes", func(t *testing.T) {
+		// A second sandbox, made through B with B cordoned: on A.
+		cordon(false)
+		cordonNode(t, ctx, kc, names[1], true)
+		defer cordonNode(t, ctx, kc, names[1], false)
+		other, err := client.New(b.url, clusterAliceToken).Create(ctx, api.CreateRequest{Image: "python"})
+		if err != nil {
+			t.Fatalf("create through B: %v", err)
+		}
+		defer alice.Stop(context.WithoutCancel(ctx), other.SandboxID, false)
+		if _, err := alice.Get(ctx, other.SandboxID); err != nil {
+			t.Fatalf("the sandbox B made, on A: %v", err)
+		}
+		want := []string{id, other.SandboxID}
+		for _, d := range daemons {
+			c := client.New(d.url, clusterAliceToken)
+			list, err := c.ListFiltered(ctx, api.ListRequest{})
+			if err != nil || !sameIDs(list.Sandboxes, want) {
+				t.Fatalf("alice's list through %s: %+v %v, want %v", d.url, list.Sandboxes, err, want)
+			}
+			// Pages of one: the token of the first reaches the second.
+			first, err := c.ListFiltered(ctx, api.ListRequest{Limit: 1})
+			if err != nil || len(first.Sandboxes) != 1 || first.NextToken == "" {
+				t.Fatalf("a page of 1 through %s: %+v %v", d.url, first, err)
+			}
+			var second api.ListResponse // through the function endpoint
+			err = c.Call(ctx, api.FnList, api.ListRequest{Limit: 1, NextToken: first.NextToken}, &second)
+			if err != nil || !sameIDs(append(first.Sandboxes, second.Sandboxes...), want) || second.NextToken != "" {
+				t.Fatalf("the second page through %s: %+v %v", d.url, second, err)
+			}
+			if bobs, err := client.New(d.url, clusterBobToken).ListFiltered(ctx, api.ListRequest{}); err != nil || len(bobs.Sandboxes) != 0 {
+				t.Fatalf("bob's list through %s: %+v %v", d.url, bobs, err)
+			}
+		}
+	})
+
 	t.Run("stop through A", func(t *testing.T) {
 		if _, err := alice.Stop(ctx, id, true); err != nil {
 			t.Fatalf("stop through A: %v", err)
@@ -188,4 +235,24 @@ func TestClusterAPI(t *testing.T) {
 			return err
 		}, "the stopped sandbox's Pod deleted")
 	})
+}
+
+// cordonNode marks node unschedulable (on) or schedulable again.
+func cordonNode(t *testing.T, ctx context.Context, kc kubernetes.Interface, node string, on bool) {
+	t.Helper()
+	patch := []byte(`{"spec":{"unschedulable":` + strconv.FormatBool(on) + `}}`)
+	if _, err := kc.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sameIDs says list holds exactly the sandboxes ids, in any order.
+func sameIDs(list []api.SandboxInfo, ids []string) bool {
+	got := make([]string, 0, len(list))
+	for _, s := range list {
+		got = append(got, s.SandboxID)
+	}
+	slices.Sort(got)
+	want := slices.Sorted(slices.Values(ids))
+	return slices.Equal(got, want)
 }

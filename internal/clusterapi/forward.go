@@ -81,7 +81,7 @@ func (a *API) servePeer(w http.ResponseWriter, r *http.Request, next http.Handle
 		return
 	}
 	owner := r.Header.Get(HeaderOwner)
-	r = r.WithContext(auth.WithPeerOwner(r.Context(), owner))
+	r = r.WithContext(context.WithValue(auth.WithPeerOwner(r.Context(), owner), fromPeerKey{}, true))
 	r.Header.Del(HeaderToken)
 	r.Header.Del(HeaderOwner)
 	next.ServeHTTP(w, r)
@@ -251,7 +251,6 @@ func (a *API) forward(w http.ResponseWriter, r *http.Request, target *url.URL, i
 			writeError(w, http.StatusBadGateway, envelope.From(errdefs.New(errdefs.CodeInternal,
 				"the node holding sandbox %s did not answer; try again", id)))
 		},
-		ErrorLog: nil,
 	}
 	rp.ServeHTTP(w, r)
 }

@@ -77,7 +77,7 @@ func (d *daemon) startCluster(ctx context.Context) error {
 // issue 36: newClusterAPI makes the cluster API on a node with
 // cluster.api (sandbox::create's Pods; the node-to-node channel, put in
 // front of the HTTP API by startCluster); nil elsewhere.
-func (d *daemon) newClusterAPI(local clusterapi.Local) functions.ClusterCreator {
+func (d *daemon) newClusterAPI(local clusterapi.Local) functions.Cluster {
 	if d.opts.Kubeconfig == "" || !d.cfg.Cluster.API {
 		return nil
 	}

@@ -129,7 +129,8 @@ func mergeMeta(asked, node map[string]string) map[string]string {
 // its owner's namespace does not keep ended Pods.
 func (p *provider) deleteAPIPod(ctx context.Context, ko string) {
 	ns, name, _ := strings.Cut(ko, "/")
-	if err := p.client.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+	// At once: the sandbox has stopped already.
+	if err := p.client.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))}); err != nil && !apierrors.IsNotFound(err) {
 		p.log.Warn("deleting a stopped sandbox's Pod", "pod", ko, "err", err)
 	}
 }
