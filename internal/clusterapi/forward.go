@@ -19,6 +19,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -252,6 +253,12 @@ func (a *API) forward(w http.ResponseWriter, r *http.Request, target *url.URL, i
 				"the node holding sandbox %s did not answer; try again", id)))
 		},
 	}
+	// The holding node bounds the call's reading and writing (its
+	// deadlines move with a transfer's progress, which this node does
+	// not see): its connection's deadlines are lifted here.
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Time{})
+	_ = rc.SetWriteDeadline(time.Time{})
 	rp.ServeHTTP(w, r)
 }
 
