@@ -26,6 +26,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/client"
 	"github.com/hutch-dev/hutch/internal/clusterapi"
@@ -150,6 +152,17 @@ func TestClusterAPI(t *testing.T) {
 		}
 	})
 
+	t.Run("MCP tool through A", func(t *testing.T) {
+		// The table's call is forwarded: a file tool on the uploaded file.
+		hc := &http.Client{Transport: bearerTransport{clusterAliceToken}}
+		cs := mcpSession(t, &mcp.StreamableClientTransport{Endpoint: a.url + "/mcp", HTTPClient: hc}, nil)
+		defer cs.Close()
+		res, out := callTool(t, cs, "file_stat", map[string]any{"sandbox_id": id, "path": "/tmp/blob"}, nil)
+		if res.IsError || !strings.Contains(out, strconv.Itoa(4<<20)) {
+			t.Fatalf("file_stat through A's MCP: %q", out)
+		}
+	})
+
 	t.Run("another owner", func(t *testing.T) {
 		// bob's token reaches no sandbox of alice's, through A or on B.
 		for _, d := range []*daemon{a, b} {
@@ -255,4 +268,13 @@ func sameIDs(list []api.SandboxInfo, ids []string) bool {
 	slices.Sort(got)
 	want := slices.Sorted(slices.Values(ids))
 	return slices.Equal(got, want)
+}
+
+// bearerTransport sends its token with every request.
+type bearerTransport struct{ token string }
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
 }

@@ -14,10 +14,12 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"reflect"
 	"strings"
 	"time"
 
@@ -269,4 +271,40 @@ func writeError(w http.ResponseWriter, status int, env api.ErrorEnvelope) {
 	_ = json.NewEncoder(w).Encode(struct {
 		Error api.ErrorEnvelope `json:"error"`
 	}{env})
+}
+
+// Forward runs function fn on req on the node that holds the sandbox
+// req's sandbox_id names, when that is another node
+// (functions.Cluster): the table's calls of every transport that is not
+// forwarded as HTTP (MCP, the engine WebSocket). A node's own call, or
+// one another node forwarded, is this node's.
+func (a *API) Forward(ctx context.Context, fn string, req any, resp reflect.Type) (any, bool, error) {
+	if kubenode.IsOnNode(ctx) || fromPeer(ctx) {
+		return nil, false, nil
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, false, nil
+	}
+	id := topLevelSandboxID(body)
+	if id == "" {
+		return nil, false, nil
+	}
+	target, ok := a.holder(ctx, id)
+	if !ok {
+		return nil, false, nil
+	}
+	out := reflect.New(resp)
+	if err := a.peerCall(ctx, 0, target.String(), auth.OwnerFrom(ctx), fn, body, out.Interface()); err != nil {
+		var env *api.ErrorEnvelope
+		if errors.As(err, &env) {
+			if env.Code == string(errdefs.CodeNotFound) {
+				a.forget(id)
+			}
+			return nil, true, errdefs.New(errdefs.Code(env.Code), "%s", env.Message)
+		}
+		a.forget(id)
+		return nil, true, errdefs.New(errdefs.CodeInternal, "the node holding sandbox %s did not answer: %v", id, err)
+	}
+	return out.Elem().Interface(), true, nil
 }

@@ -27,8 +27,8 @@ import (
 // peerTimeout bounds a call this node makes to another for a listing.
 const peerTimeout = 10 * time.Second
 
-// peerClient makes the node-to-node calls of a listing.
-var peerClient = &http.Client{Timeout: peerTimeout}
+// peerClient makes the node-to-node calls of the table (peerCall).
+var peerClient = &http.Client{}
 
 // List is sandbox::list over the cluster: this node's listing (local) and
 // every other hutch node's for the same owner, merged; a node that does
@@ -62,7 +62,7 @@ func (a *API) List(ctx context.Context, req api.ListRequest, local func(context.
 		}
 		wg.Go(func() {
 			var theirs api.ListResponse
-			if err := a.peerCall(ctx, target, owner, api.FnList, body, &theirs); err != nil {
+			if err := a.peerCall(ctx, peerTimeout, target, owner, api.FnList, body, &theirs); err != nil {
 				a.o.Logger.Warn("listing a node's sandboxes", "node", n.Name, "err", err)
 				return
 			}
@@ -92,10 +92,14 @@ func pageKey(info api.SandboxInfo) spec.PageKey {
 
 // peerCall calls function fn of the node at target for owner over the
 // node-to-node channel, with the JSON request body, decoding its answer
-// into out.
-func (a *API) peerCall(ctx context.Context, target, owner, fn string, body []byte, out any) error {
-	ctx, cancel := context.WithTimeout(ctx, peerTimeout)
-	defer cancel()
+// into out, within timeout (0: ctx's); the node's error is an
+// *api.ErrorEnvelope.
+func (a *API) peerCall(ctx context.Context, timeout time.Duration, target, owner, fn string, body []byte, out any) error {
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target+"/v1/functions/"+url.PathEscape(fn), bytes.NewReader(body))
 	if err != nil {
 		return err
@@ -115,6 +119,12 @@ func (a *API) peerCall(ctx context.Context, target, owner, fn string, body []byt
 	case len(raw) > maxPeerAnswer:
 		return fmt.Errorf("%s answered more than %d bytes", fn, maxPeerAnswer)
 	case resp.StatusCode != http.StatusOK:
+		var e struct {
+			Error *api.ErrorEnvelope `json:"error"`
+		}
+		if json.Unmarshal(raw, &e) == nil && e.Error != nil && e.Error.Code != "" {
+			return e.Error
+		}
 		return fmt.Errorf("%s: %s %.300s", fn, resp.Status, raw)
 	}
 	return json.Unmarshal(raw, out)
