@@ -155,7 +155,7 @@ func TestClusterAPI(t *testing.T) {
 	t.Run("MCP tool through A", func(t *testing.T) {
 		// The table's call is forwarded: a file tool on the uploaded file.
 		hc := &http.Client{Transport: bearerTransport{clusterAliceToken}}
-		cs := mcpSession(t, &mcp.StreamableClientTransport{Endpoint: a.url + "/mcp", HTTPClient: hc}, nil)
+		cs := mcpSession(t, &mcp.StreamableClientTransport{Endpoint: a.url + "/mcp?tools=all", HTTPClient: hc}, nil)
 		defer cs.Close()
 		res, out := callTool(t, cs, "file_stat", map[string]any{"sandbox_id": id, "path": "/tmp/blob"}, nil)
 		if res.IsError || !strings.Contains(out, strconv.Itoa(4<<20)) {
