@@ -471,7 +471,7 @@ func (p *provider) sandboxStopped(id string) {
 		return
 	}
 	go func() {
-		ctx, cancel := context.WithTimeout(auth.WithOwner(context.Background(), owner), 10*time.Second)
+		ctx, cancel := context.WithTimeout(onNode(auth.WithOwner(context.Background(), owner)), 10*time.Second)
 		defer cancel()
 		reason, msg := ReasonSandboxStopped, "the sandbox stopped"
 		if info, err := functions.Call[api.SandboxInfo](ctx, p.o.Table, api.FnGet, api.GetRequest{SandboxID: id}); err == nil {
@@ -491,7 +491,7 @@ func (p *provider) sandboxStopped(id string) {
 
 // stopSandbox stops a Pod's sandbox, as the owner ctx acts for.
 func (p *provider) stopSandbox(ctx context.Context, id string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	ctx, cancel := context.WithTimeout(onNode(context.WithoutCancel(ctx)), 30*time.Second)
 	defer cancel()
 	if _, err := functions.Call[api.StopResponse](ctx, p.o.Table, api.FnStop, api.StopRequest{SandboxID: id}); err != nil && !isGone(err) {
 		p.log.Warn("stopping a Pod's sandbox", "sandbox", id, "err", err)
