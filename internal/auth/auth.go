@@ -137,6 +137,9 @@ func (t *Tokens) Owner(r *http.Request) (string, error) {
 	if !t.Enabled() {
 		return "", nil
 	}
+	if owner, ok := peerOwner(r.Context()); ok { // issue 36: forwarded by a node
+		return owner, nil
+	}
 	if owner, ok, err := certOwner(r); ok {
 		return owner, err
 	}

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net"
+	"regexp"
 	"strings"
 )
 
@@ -41,6 +42,26 @@ type Cluster struct {
 	// for the restarted daemon to adopt; 0 (the default) ends them with
 	// the daemon, as every other sandbox.
 	ReattachGraceSecs uint64 `yaml:"reattach_grace_secs"`
+
+	// issue 36: the cluster API (internal/clusterapi, docs/cluster.md).
+	// API turns it on: a create on this node becomes a Pod in the
+	// owner's namespace, placed by the scheduler, and a call for a
+	// sandbox another node holds is forwarded to that node. Off, the node
+	// creates its API's sandboxes itself, as a single box does.
+	API bool `yaml:"api"`
+	// PeerToken is the cluster's credential of the node-to-node channel:
+	// the same on every node, at least 16 bytes; a forwarded call
+	// without it is refused.
+	PeerToken string `yaml:"peer_token"`
+	// NamespacePrefix names the owners' namespaces: prefix + the owner.
+	NamespacePrefix string `yaml:"namespace_prefix"`
+	// APIURL is where the other nodes reach this node's API (the Node's
+	// hutch.dev/api-url annotation); empty is http(s)://node_ip:<port of
+	// --listen>.
+	APIURL string `yaml:"api_url"`
+	// CreateTimeoutSecs bounds a create's wait for its Pod to be placed
+	// and Ready.
+	CreateTimeoutSecs uint64 `yaml:"create_timeout_secs"`
 }
 
 // DefaultTaint keeps Pods that do not tolerate it off a hutch node.
@@ -48,7 +69,8 @@ const DefaultTaint = "hutch.dev/sandbox=true:NoSchedule"
 
 // defaultCluster is the cluster block's default.
 func defaultCluster() Cluster {
-	return Cluster{KubeletListen: ":10250", LostGraceSecs: 60}
+	return Cluster{KubeletListen: ":10250", LostGraceSecs: 60,
+		NamespacePrefix: "hutch-", CreateTimeoutSecs: 300} // issue 36
 }
 
 // ParseTaint splits key=value:Effect (or key:Effect) into its parts; the
@@ -87,5 +109,28 @@ func (c *Config) validateCluster() []error {
 	if c.Cluster.LostGraceSecs == 0 {
 		errs = append(errs, fmt.Errorf("cluster.lost_grace_secs must be at least 1"))
 	}
+	errs = append(errs, c.validateClusterAPI()...) // issue 36
 	return errs
 }
+
+// issue 36: validateClusterAPI checks the cluster API's keys.
+func (c *Config) validateClusterAPI() []error {
+	cc := c.Cluster
+	var errs []error
+	if cc.API && len(cc.PeerToken) < 16 {
+		errs = append(errs, fmt.Errorf("cluster.peer_token must be at least 16 bytes with cluster.api (the same on every node, e.g. `openssl rand -hex 24`)"))
+	}
+	if !clusterPrefix.MatchString(cc.NamespacePrefix) {
+		errs = append(errs, fmt.Errorf("cluster.namespace_prefix %q must be 1 to 20 lowercase letters, digits or -, starting with a letter", cc.NamespacePrefix))
+	}
+	if cc.APIURL != "" && !strings.HasPrefix(cc.APIURL, "http://") && !strings.HasPrefix(cc.APIURL, "https://") {
+		errs = append(errs, fmt.Errorf("cluster.api_url %q must be an http:// or https:// URL", cc.APIURL))
+	}
+	if cc.CreateTimeoutSecs == 0 {
+		errs = append(errs, fmt.Errorf("cluster.create_timeout_secs must be at least 1"))
+	}
+	return errs
+}
+
+// clusterPrefix matches cluster.namespace_prefix: the start of a DNS label.
+var clusterPrefix = regexp.MustCompile(`^[a-z][a-z0-9-]{0,19}$`)

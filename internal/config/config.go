@@ -657,6 +657,9 @@ func (c Config) Marshal() []byte {
 	enc.SetIndent(2)
 	c.APITokens = redactTokens(c.APITokens)
 	c.E2B.APIKeys = redactTokens(c.E2B.APIKeys)
+	if c.Cluster.PeerToken != "" { // issue 36
+		c.Cluster.PeerToken = "<redacted>"
+	}
 	c.Webhooks = append([]Webhook(nil), c.Webhooks...)
 	for i := range c.Webhooks {
 		c.Webhooks[i].Secret = "<redacted>"

@@ -6,8 +6,11 @@ package daemon
 import (
 	"context"
 	"net"
+	"strconv"
 	"time"
 
+	"github.com/hutch-dev/hutch/internal/clusterapi"
+	"github.com/hutch-dev/hutch/internal/functions"
 	"github.com/hutch-dev/hutch/internal/kubenode"
 )
 
@@ -36,8 +39,13 @@ func (d *daemon) startCluster(ctx context.Context) error {
 	if d.opts.Kubeconfig == "" {
 		return nil
 	}
+	apiURL, err := d.clusterAPIURL()
+	if err != nil {
+		return err
+	}
 	nodeCtx, cancel := context.WithCancel(ctx)
 	node, err := kubenode.Start(nodeCtx, kubenode.Options{
+		APIURL:     apiURL, // issue 36
 		Kubeconfig: d.opts.Kubeconfig,
 		Config:     d.cfg,
 		Table:      d.table,
@@ -59,5 +67,41 @@ func (d *daemon) startCluster(ctx context.Context) error {
 		return err
 	}
 	d.held.Push("leaving the cluster", func(context.Context) error { cancel(); return node.Wait() })
+	if d.clusterAPI != nil { // issue 36: the API serves for the cluster
+		d.clusterAPI.Attach(node.Client(), node.Name())
+		d.srv.Handler = d.clusterAPI.Wrap(d.srv.Handler)
+	}
 	return nil
+}
+
+// issue 36: newClusterAPI makes the cluster API on a node with
+// cluster.api (sandbox::create's Pods; the node-to-node channel, put in
+// front of the HTTP API by startCluster); nil elsewhere.
+func (d *daemon) newClusterAPI(local clusterapi.Local) functions.Cluster {
+	if d.opts.Kubeconfig == "" || !d.cfg.Cluster.API {
+		return nil
+	}
+	d.clusterAPI = clusterapi.New(clusterapi.Options{Config: d.cfg, Tokens: d.tokens, Local: local, Logger: d.log})
+	return d.clusterAPI
+}
+
+// clusterAPIURL is where the other nodes reach this node's API:
+// cluster.api_url, else the node's address and the API's port; "" without
+// the cluster API.
+func (d *daemon) clusterAPIURL() (string, error) {
+	if d.clusterAPI == nil {
+		return "", nil
+	}
+	if u := d.cfg.Cluster.APIURL; u != "" {
+		return u, nil
+	}
+	ip, err := kubenode.NodeIP(d.cfg.Cluster)
+	if err != nil {
+		return "", err
+	}
+	scheme := "http"
+	if d.certs != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + net.JoinHostPort(ip, strconv.Itoa(d.ln.Addr().(*net.TCPAddr).Port)), nil
 }

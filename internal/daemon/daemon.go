@@ -18,6 +18,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/budget"
 	"github.com/hutch-dev/hutch/internal/cleanup"
+	"github.com/hutch-dev/hutch/internal/clusterapi"
 	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/console"
 	"github.com/hutch-dev/hutch/internal/datadir"
@@ -111,6 +112,8 @@ type daemon struct {
 
 	// issue 41: 4, quota takes the reloaded quota block.
 	quota *quota.Service
+	// issue 36: the cluster API (cluster.api with --kubeconfig), nil off.
+	clusterAPI *clusterapi.API
 
 	// bodies is the budget of request bodies and engine payloads in
 	// flight (issue 38: 5), shared by the REST API and the engine.
@@ -427,7 +430,8 @@ func (d *daemon) startManager(ctx context.Context) error {
 		Secrets:   d.secrets,
 		EgressLog: nets,
 	}
-	d.quota = quota.New(&d.cfg, deps) // issue 38: per-owner quotas
+	deps.Cluster = d.newClusterAPI(mgr) // issue 36: cluster mode's create
+	d.quota = quota.New(&d.cfg, deps)   // issue 38: per-owner quotas
 	deps.Quota = d.quota
 	d.table = functions.New(deps)
 	obs.attach(mgr.Live, d.images.CacheBytes)

@@ -64,6 +64,9 @@ type Deps struct {
 	// issue 37: owners' secrets and the egress proxy's decisions.
 	Secrets   Secrets
 	EgressLog EgressLog
+	// issue 36: Cluster, when set, makes sandbox::create's sandboxes and
+	// lists sandbox::list's (cluster mode: Pods on any node, cluster.go).
+	Cluster Cluster
 }
 
 // Handler runs one function on a JSON payload, with the fields a
@@ -109,7 +112,7 @@ func New(deps Deps) *Table {
 	add(t, api.FnCreate, "Create a sandbox from a catalog image", t.create) // issue 37: with its preview terms (preview.go)
 	registerExec(t)
 	add(t, api.FnStop, "Stop and remove a sandbox", sb.Stop)
-	add(t, api.FnList, "List sandboxes", sb.List)
+	add(t, api.FnList, "List sandboxes", t.list) // issue 36: over the cluster in cluster mode
 	add(t, api.FnGet, "Describe one sandbox (hutch extension)", sb.Get)
 	registerImages(t)
 	registerFS(t)

@@ -22,6 +22,11 @@ type PreviewTerms interface {
 // request whose terms are wrong makes nothing, and a sandbox that cannot
 // take them is stopped.
 func (t *Table) create(ctx context.Context, req api.CreateRequest) (api.CreateResponse, error) {
+	if t.deps.Cluster != nil { // issue 36: cluster mode
+		if res, ok, err := t.deps.Cluster.Create(ctx, req); ok {
+			return res, err
+		}
+	}
 	if req.Preview == nil {
 		return t.deps.Sandboxes.Create(ctx, req)
 	}

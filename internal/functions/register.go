@@ -95,6 +95,7 @@ func register[Req any](t *Table, f Function, observed string, typed func(context
 	if tool, ok := tools[id]; ok {
 		f.Tool = &tool
 	}
+	typed = forwarded(t, f, typed) // issue 36: to the node holding its sandbox
 	f.Handler = func(ctx context.Context, payload json.RawMessage, p Params) (any, error) {
 		var req Req
 		if err := Decode(payload, &req); err != nil {

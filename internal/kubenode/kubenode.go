@@ -13,6 +13,7 @@ package kubenode
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -28,6 +29,8 @@ import (
 	"github.com/virtual-kubelet/virtual-kubelet/node/nodeutil"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -71,15 +74,19 @@ type Options struct {
 	// Events is the daemon's event log (sandbox.lost).
 	Events *events.Log
 	Logger *slog.Logger
+	// issue 36: APIURL is where the other nodes reach this node's API
+	// (the Node's hutch.dev/api-url annotation); "" for none.
+	APIURL string
 }
 
 // Node is a running cluster node.
 type Node struct {
-	name string
-	vk   *nodeutil.Node
-	prov *provider
-	done chan struct{}
-	err  error
+	name   string
+	client kubernetes.Interface
+	vk     *nodeutil.Node
+	prov   *provider
+	done   chan struct{}
+	err    error
 }
 
 // Start registers the node and starts its controllers, the kubelet API
@@ -101,7 +108,7 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	ip, err := nodeIP(cc)
+	ip, err := NodeIP(cc)
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +129,7 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{name: name, done: make(chan struct{})}
+	n := &Node{name: name, client: client, done: make(chan struct{})}
 	mux := newMux()
 	n.vk, err = nodeutil.NewNode(name, func(pc nodeutil.ProviderConfig) (nodeutil.Provider, node.NodeProvider, error) {
 		n.prov = newProvider(o, name, ip, client, pc)
@@ -153,12 +160,21 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 	if err := n.vk.WaitReady(ctx, 2*time.Minute); err != nil {
 		return nil, fmt.Errorf("joining the cluster as node %s: %w", name, err)
 	}
+	if o.APIURL != "" { // issue 36: a Node registered before keeps its annotations
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{AnnotationAPIURL: o.APIURL}}})
+		if _, err := client.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			return nil, fmt.Errorf("annotating node %s with its API's URL: %w", name, err)
+		}
+	}
 	o.Logger.Info("joined the cluster", "node", name, "node_ip", ip, "kubelet_listen", cc.KubeletListen)
 	return n, nil
 }
 
 // Name is the Node's name.
 func (n *Node) Name() string { return n.name }
+
+// Client is the node's client of the apiserver (issue 36).
+func (n *Node) Client() kubernetes.Interface { return n.client }
 
 // Wait waits for the node's controllers to stop (after Start's context
 // ends) and returns why they stopped, nil for the context's end.
@@ -182,9 +198,9 @@ func nodeName(cc config.Cluster) (string, error) {
 	return "hutch-" + host, nil
 }
 
-// nodeIP is cluster.node_ip, else the host's first non-loopback IPv4
+// NodeIP is cluster.node_ip, else the host's first non-loopback IPv4
 // address.
-func nodeIP(cc config.Cluster) (string, error) {
+func NodeIP(cc config.Cluster) (string, error) {
 	if cc.NodeIP != "" {
 		return cc.NodeIP, nil
 	}
@@ -233,6 +249,9 @@ func nodeSpec(name, ip string, port int32, o Options) (corev1.Node, error) {
 	n := corev1.Node{}
 	n.Name = name
 	n.Labels = labels
+	if o.APIURL != "" { // issue 36
+		n.Annotations = map[string]string{AnnotationAPIURL: o.APIURL}
+	}
 	n.Spec.Taints = taints
 	n.Status = corev1.NodeStatus{
 		Phase:       corev1.NodePending,

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/functions"
 )
@@ -53,6 +54,7 @@ type pod struct {
 	pod     *corev1.Pod // its spec and the status hutch reports
 	sandbox string      // "" until created
 	pid     int         // the main process, 0 for none
+	owner   string      // issue 36: the sandbox's owner ("" but for the cluster API's)
 	cancel  context.CancelFunc
 }
 
@@ -189,8 +191,11 @@ func createRequest(k *corev1.Pod) api.CreateRequest {
 func (p *provider) CreatePod(ctx context.Context, k *corev1.Pod) error {
 	k = k.DeepCopy()
 	ko := key(k.Namespace, k.Name)
-	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	runCtx, cancel := context.WithCancel(onNode(context.WithoutCancel(ctx)))
 	pd := &pod{pod: k, cancel: cancel}
+	// issue 36: a cluster API Pod's sandbox is its owner's.
+	owner, _, _, _ := p.apiPod(k)
+	pd.owner, runCtx = owner, auth.WithOwner(runCtx, owner)
 	p.mu.Lock()
 	if _, ok := p.pods[ko]; ok {
 		p.mu.Unlock()
@@ -227,7 +232,16 @@ func (p *provider) run(ctx context.Context, ko string, k *corev1.Pod) {
 		return
 	}
 	req := createRequest(k)
-	req.Runtime = rt
+	if _, asked, ok, bad := p.apiPod(k); bad != "" { // issue 36
+		p.fail(ko, ReasonUnsupported, bad, nil)
+		return
+	} else if ok {
+		asked.Metadata = mergeMeta(asked.Metadata, req.Metadata)
+		req = asked
+	}
+	if rt != "" {
+		req.Runtime = rt
+	}
 	created, err := functions.Call[api.CreateResponse](ctx, p.o.Table, api.FnCreate, req)
 	if err != nil {
 		p.fail(ko, ReasonCreateFailed, err.Error(), nil)
@@ -241,13 +255,13 @@ func (p *provider) run(ctx context.Context, ko string, k *corev1.Pod) {
 	}
 	p.mu.Unlock()
 	if !ok || ctx.Err() != nil { // deleted while it booted
-		p.stopSandbox(created.SandboxID)
+		p.stopSandbox(ctx, created.SandboxID)
 		return
 	}
 	c := k.Spec.Containers[0]
 	for _, cp := range c.Ports {
 		if _, err := functions.Call[api.PortInfo](ctx, p.o.Table, api.FnPortExpose, api.PortExposeRequest{SandboxID: created.SandboxID, Port: int(cp.ContainerPort)}); err != nil {
-			p.stopSandbox(created.SandboxID)
+			p.stopSandbox(ctx, created.SandboxID)
 			p.fail(ko, ReasonCreateFailed, fmt.Sprintf("exposing port %d: %v", cp.ContainerPort, err), nil)
 			return
 		}
@@ -258,7 +272,7 @@ func (p *provider) run(ctx context.Context, ko string, k *corev1.Pod) {
 		started, err := functions.Call[api.ProcessStartResponse](ctx, p.o.Table, api.FnProcessStart, api.ProcessStartRequest{
 			SandboxID: created.SandboxID, Argv: argv, Workdir: c.WorkingDir, Tag: mainTag, Stdin: c.Stdin})
 		if err != nil {
-			p.stopSandbox(created.SandboxID)
+			p.stopSandbox(ctx, created.SandboxID)
 			p.fail(ko, ReasonCreateFailed, "starting the main process: "+err.Error(), nil)
 			return
 		}
@@ -276,7 +290,7 @@ func (p *provider) run(ctx context.Context, ko string, k *corev1.Pod) {
 			corev1.PodCondition{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: now})
 		s.ContainerStatuses = []corev1.ContainerStatus{{
 			Name: c.Name, Image: c.Image, ImageID: created.Image, Ready: true, Started: ptr(true),
-			ContainerID: "hutch://" + created.SandboxID,
+			ContainerID: ContainerIDPrefix + created.SandboxID,
 			State:       corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
 		}}
 	})
@@ -297,7 +311,7 @@ func (p *provider) follow(ctx context.Context, ko, id string, pid int) {
 		return // deleted, or the sandbox stopped: sandboxStopped reports it
 	}
 	p.exited(ko, *info.ExitCode, "")
-	p.stopSandbox(id)
+	p.stopSandbox(ctx, id)
 }
 
 // adopt takes over the running sandbox of a Pod an earlier daemon of this
@@ -447,12 +461,17 @@ func (p *provider) update(ko string, f func(*pod)) {
 func (p *provider) sandboxStopped(id string) {
 	p.mu.Lock()
 	ko, ok := p.bySb[id]
+	var owner string
+	var fromAPI bool
+	if pd := p.pods[ko]; ok && pd != nil {
+		owner, fromAPI = pd.owner, pd.pod.Labels[LabelAPI] == "true"
+	}
 	p.mu.Unlock()
 	if !ok {
 		return
 	}
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(onNode(auth.WithOwner(context.Background(), owner)), 10*time.Second)
 		defer cancel()
 		reason, msg := ReasonSandboxStopped, "the sandbox stopped"
 		if info, err := functions.Call[api.SandboxInfo](ctx, p.o.Table, api.FnGet, api.GetRequest{SandboxID: id}); err == nil {
@@ -464,12 +483,15 @@ func (p *provider) sandboxStopped(id string) {
 			}
 		}
 		p.fail(ko, reason, msg, nil)
+		if fromAPI { // issue 36: a cluster API sandbox ends with its Pod
+			p.deleteAPIPod(ctx, ko)
+		}
 	}()
 }
 
-// stopSandbox stops a Pod's sandbox, in the background.
-func (p *provider) stopSandbox(id string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+// stopSandbox stops a Pod's sandbox, as the owner ctx acts for.
+func (p *provider) stopSandbox(ctx context.Context, id string) {
+	ctx, cancel := context.WithTimeout(onNode(context.WithoutCancel(ctx)), 30*time.Second)
 	defer cancel()
 	if _, err := functions.Call[api.StopResponse](ctx, p.o.Table, api.FnStop, api.StopRequest{SandboxID: id}); err != nil && !isGone(err) {
 		p.log.Warn("stopping a Pod's sandbox", "sandbox", id, "err", err)
@@ -492,7 +514,7 @@ func (p *provider) DeletePod(ctx context.Context, k *corev1.Pod) error {
 	}
 	pd.cancel()
 	if pd.sandbox != "" {
-		p.stopSandbox(pd.sandbox)
+		p.stopSandbox(auth.WithOwner(ctx, pd.owner), pd.sandbox)
 	}
 	p.update(ko, func(pd *pod) { terminate(pd.pod, 0, "", "") })
 	p.mu.Lock()

@@ -34,6 +34,7 @@ func newMux() *http.ServeMux { return http.NewServeMux() }
 // code returned as the exec's.
 func (p *provider) RunInContainer(ctx context.Context, ns, name, _ string, cmd []string, attach vkapi.AttachIO) error {
 	id, _, err := p.sandboxOf(ns, name)
+	ctx = onNode(p.asOwner(ctx, ns, name)) // issue 36
 	if err != nil {
 		return err
 	}
@@ -167,6 +168,7 @@ func (p *provider) GetContainerLogs(ctx context.Context, ns, name, _ string, opt
 		return nil, vkerrdefs.InvalidInput("--since, --since-time and --timestamps are not supported on a hutch node: a sandbox's output carries no times")
 	}
 	id, pid, err := p.sandboxOf(ns, name)
+	ctx = onNode(p.asOwner(ctx, ns, name)) // issue 36
 	if err != nil {
 		return nil, err
 	}
@@ -279,6 +281,7 @@ func (p *provider) AttachToContainer(context.Context, string, string, string, vk
 func (p *provider) PortForward(ctx context.Context, ns, name string, port int32, stream io.ReadWriteCloser) error {
 	defer stream.Close()
 	id, _, err := p.sandboxOf(ns, name)
+	ctx = onNode(p.asOwner(ctx, ns, name)) // issue 36
 	if err != nil {
 		return err
 	}
