@@ -32,8 +32,18 @@ func (codec) Unmarshal(data mem.BufferSlice, v any) error {
 	if !ok {
 		return fmt.Errorf("agent codec: %T is not a proto message", v)
 	}
-	if len(data) == 1 {
+	switch {
+	case len(data) == 1:
 		return proto.Unmarshal(data[0].ReadOnlyData(), m)
+	case data.Len() > pooledAbove:
+		// Past the pool's largest tier its buffers are reused as they
+		// are: a 1 MiB output chunk makes no garbage there.
+		buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
+		defer buf.Free()
+		return proto.Unmarshal(buf.ReadOnlyData(), m)
 	}
 	return proto.Unmarshal(data.Materialize(), m)
 }
+
+// pooledAbove is the size of gRPC's default pool's largest tier.
+const pooledAbove = 1 << 20
