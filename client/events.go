@@ -38,26 +38,12 @@ func (c *Client) streamEvents(ctx context.Context, method, path string, in any, 
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 0, 64<<10), maxEventLine)
 	for sc.Scan() {
-		var line struct {
-			Type   string             `json:"type"`
-			Data   json.RawMessage    `json:"data"`
-			Result json.RawMessage    `json:"result"`
-			Error  *api.ErrorEnvelope `json:"error"`
-		}
+		var line eventLine
 		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
 			return fmt.Errorf("event stream of %s: %w", path, err)
 		}
-		switch line.Type {
-		case "result":
-			if out == nil {
-				return nil
-			}
-			return json.Unmarshal(line.Result, out)
-		case "error":
-			if line.Error == nil {
-				return fmt.Errorf("event stream of %s: error event without an error", path)
-			}
-			return line.Error
+		if done, err := line.end(path, out); done {
+			return err
 		}
 		if on != nil {
 			if err := on(line.Type, line.Data); err != nil {
@@ -69,4 +55,32 @@ func (c *Client) streamEvents(ctx context.Context, method, path string, in any, 
 		return fmt.Errorf("%w: %w", ErrStreamCut, err)
 	}
 	return ErrStreamCut
+}
+
+// eventLine is one line of an NDJSON stream, or of the framed form (whose
+// lines may say how many raw bytes follow them).
+type eventLine struct {
+	Type   string             `json:"type"`
+	Data   json.RawMessage    `json:"data"`
+	Result json.RawMessage    `json:"result"`
+	Error  *api.ErrorEnvelope `json:"error"`
+	Bytes  *int               `json:"bytes"`
+}
+
+// end reports whether l ends the stream, and then with what: its result
+// decoded into out, or its error.
+func (l *eventLine) end(path string, out any) (bool, error) {
+	switch l.Type {
+	case "result":
+		if out == nil {
+			return true, nil
+		}
+		return true, json.Unmarshal(l.Result, out)
+	case "error":
+		if l.Error == nil {
+			return true, fmt.Errorf("event stream of %s: error event without an error", path)
+		}
+		return true, l.Error
+	}
+	return false, nil
 }

@@ -104,6 +104,7 @@ func (s *Server) Serve(ctx context.Context, conn io.ReadWriteCloser) error {
 		grpc.InitialConnWindowSize(agentv1.WindowBytes),
 		grpc.WriteBufferSize(agentv1.BufferBytes),
 		grpc.ReadBufferSize(agentv1.BufferBytes),
+		grpc.ForceServerCodecV2(agentv1.Codec),
 		// Fs calls run as the user the host names (fsuser.go).
 		grpc.ChainUnaryInterceptor(fsUserUnary),
 		grpc.ChainStreamInterceptor(fsUserStream),

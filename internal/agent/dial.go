@@ -13,8 +13,14 @@ import (
 	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
 )
 
-// dialChunk is the most bytes one Dial message carries.
-const dialChunk = 64 << 10
+// dialChunk is the most bytes one Dial message carries: the port's reads
+// start at firstDialChunk and double while they fill the buffer, so a
+// large transfer crosses the sandbox's wall in few messages (issue 46: 5)
+// and a quiet connection holds a small buffer.
+const (
+	dialChunk      = 256 << 10
+	firstDialChunk = 32 << 10
+)
 
 // dialTimeout bounds connecting to the port.
 const dialTimeout = 10 * time.Second
@@ -61,13 +67,16 @@ func (s *Server) Dial(stream agentv1.Agent_DialServer) error {
 		}
 	}()
 	// Port → host: until the port ends its half.
-	buf := make([]byte, dialChunk)
+	buf := make([]byte, firstDialChunk)
 	for {
 		n, err := conn.Read(buf)
 		if n > 0 {
 			if serr := stream.Send(&agentv1.DialMessage{Data: buf[:n]}); serr != nil {
 				return serr
 			}
+		}
+		if n == len(buf) && n < dialChunk {
+			buf = make([]byte, 2*n)
 		}
 		if err != nil {
 			if errors.Is(err, io.EOF) {

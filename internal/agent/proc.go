@@ -158,11 +158,18 @@ func (p *proc) drain(s int, f *os.File, filled chan<- struct{}) {
 // fill reads f into ring s until its end (false) or until run cuts the
 // read short (true).
 func (p *proc) fill(s int, f *os.File) bool {
-	chunk := make([]byte, readChunk)
+	// Small at first, as most processes write little; doubled by each
+	// read that fills it up to readChunk, or the ring's size (a lossless
+	// write of more could never be made).
+	chunk := make([]byte, min(firstReadChunk, p.out[s].size))
+	most := min(readChunk, p.out[s].size)
 	for {
 		n, err := f.Read(chunk)
 		if n > 0 {
 			p.write(s, chunk[:n])
+		}
+		if n == len(chunk) && n < most {
+			chunk = make([]byte, min(2*n, most))
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			p.fillBuffered(s, f, chunk)

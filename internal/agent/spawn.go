@@ -29,8 +29,14 @@ const (
 	// process exited, for children that inherited its stdout or stderr and
 	// keep it open; after it, what they write is read and dropped.
 	pipeGrace = 200 * time.Millisecond
-	// readChunk is the size of one read from an output pipe.
-	readChunk = 32 << 10
+	// readChunk is the size of one read from an output pipe: a pipe's
+	// whole buffer (outputPipeBytes), so that fast output costs few reads
+	// across the sandbox's wall (issue 46: 5).
+	readChunk = outputPipeBytes
+	// firstReadChunk is the size of a process's first reads.
+	firstReadChunk = 32 << 10
+	// outputPipeBytes is the buffer size of a process's output pipes.
+	outputPipeBytes = 256 << 10
 	// cutReadMax bounds what is read of an output after the cut: a pipe's
 	// largest buffer (Linux's default fs.pipe-max-size).
 	cutReadMax = 1 << 20
@@ -189,6 +195,12 @@ func childPipe(childReads bool) (ours *os.File, theirs int, err error) {
 		unix.Close(our)
 		unix.Close(their)
 		return nil, -1, fmt.Errorf("creating pipe: %w", err)
+	}
+	if !childReads {
+		// An output pipe as large as a read: a child writing fast wakes
+		// the drain once per outputPipeBytes, not per 64 KiB (best effort:
+		// the default stays where the size is refused).
+		_, _ = unix.FcntlInt(uintptr(our), unix.F_SETPIPE_SZ, outputPipeBytes)
 	}
 	return os.NewFile(uintptr(our), "pipe"), their, nil
 }

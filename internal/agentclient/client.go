@@ -154,6 +154,7 @@ func Dial(conn io.ReadWriteCloser, opts Options) (*Client, error) {
 		grpc.WithDefaultCallOptions(
 			grpc.MaxCallRecvMsgSize(int(2*opts.MaxOutputBytes+1<<20)),
 			grpc.MaxCallSendMsgSize(MaxRequestBytes),
+			grpc.ForceCodecV2(agentv1.Codec),
 		),
 		grpc.WithDisableServiceConfig(),
 		grpc.WithChainUnaryInterceptor(fsUserUnary(opts.FsUser)),

@@ -12,8 +12,9 @@ import (
 	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
 )
 
-// dialChunk is the most bytes one Dial message carries.
-const dialChunk = 64 << 10
+// dialChunk is the most bytes one Dial message carries: a large write
+// crosses the sandbox's wall in few messages (issue 46: 5).
+const dialChunk = 256 << 10
 
 // Dial connects to a TCP port on the sandbox's loopback, through the
 // agent, and returns the connection. It lives until it is closed, ctx

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/client"
 	"github.com/hutch-dev/hutch/internal/safetext"
 )
 
@@ -45,15 +46,38 @@ func (p *outputPrinter) event(event string, data json.RawMessage) error {
 	if err := json.Unmarshal(data, &c); err != nil {
 		return fmt.Errorf("decoding %s event: %w", event, err)
 	}
-	if c.Dropped > 0 {
-		fmt.Fprintf(p.stderr, "hutch: %d bytes of %s were dropped (older than the daemon keeps)\n", c.Dropped, event)
-	}
 	b := []byte(c.Data)
 	if c.Base64 {
 		var err error
 		if b, err = base64.StdEncoding.DecodeString(c.Data); err != nil {
 			return fmt.Errorf("decoding %s event: %w", event, err)
 		}
+	}
+	return p.write(w, event, c.Dropped, b)
+}
+
+// framed handles one event of a process stream read in the framed form,
+// as event does.
+func (p *outputPrinter) framed(ev client.FramedEvent) error {
+	w := p.stdout
+	switch ev.Type {
+	case api.EventStdout:
+	case api.EventStderr:
+		w = p.stderr
+	default:
+		return p.event(ev.Type, ev.Data)
+	}
+	c, err := ev.Chunk()
+	if err != nil {
+		return fmt.Errorf("decoding %s event: %w", ev.Type, err)
+	}
+	return p.write(w, ev.Type, c.Dropped, ev.Bytes)
+}
+
+// write writes b of stream event to w, after telling of a gap before it.
+func (p *outputPrinter) write(w io.Writer, event string, dropped int64, b []byte) error {
+	if dropped > 0 {
+		fmt.Fprintf(p.stderr, "hutch: %d bytes of %s were dropped (older than the daemon keeps)\n", dropped, event)
 	}
 	_, err := w.Write(b)
 	return err

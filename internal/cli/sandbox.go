@@ -229,7 +229,7 @@ func (a *app) execCmd() *cobra.Command {
 // its status into the CLI's (childResult).
 func (a *app) execLive(ctx context.Context, c *client.Client, req api.ExecRequest, timeout time.Duration) error {
 	p := &outputPrinter{stdout: a.stdout, stderr: a.stderr}
-	res, err := c.ExecStream(ctx, req, p.event)
+	res, err := c.ExecStreamFramed(ctx, req, p.framed)
 	if err != nil {
 		return err
 	}

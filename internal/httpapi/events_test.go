@@ -319,3 +319,47 @@ func TestHandlerStreamStatus(t *testing.T) {
 type failReader struct{ err error }
 
 func (f failReader) Read([]byte) (int, error) { return 0, f.err }
+
+// TestStreamAsFrames: in the framed form a data event's bytes follow its
+// line raw, as many as the line says; the other lines are NDJSON's.
+func TestStreamAsFrames(t *testing.T) {
+	data := strings.Repeat("\x00\xffabc", 40000)
+	url := serveFiles(t, newFileFake(data, nil))
+	resp := postStream(t, context.Background(), url, "application/x-hutch-frames", "/f")
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/x-hutch-frames" {
+		t.Fatalf("status %d, Content-Type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	br := bufio.NewReader(resp.Body)
+	var types []string
+	var got []byte
+	for {
+		line, err := br.ReadBytes('\n')
+		if err == io.EOF && len(line) == 0 {
+			break
+		} else if err != nil {
+			t.Fatalf("after %v: %v", types, err)
+		}
+		var l struct {
+			Type   string          `json:"type"`
+			Result json.RawMessage `json:"result"`
+			Bytes  *int            `json:"bytes"`
+		}
+		if err := json.Unmarshal(line, &l); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		types = append(types, l.Type)
+		if l.Bytes != nil {
+			b := make([]byte, *l.Bytes)
+			if _, err := io.ReadFull(br, b); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, b...)
+		}
+		if l.Type == "result" && string(l.Result) != fmt.Sprintf(`{"bytes":%d}`, len(data)) {
+			t.Fatalf("result %s", l.Result)
+		}
+	}
+	if string(got) != data || types[0] != "entry" || types[1] != "data" || types[len(types)-1] != "result" {
+		t.Fatalf("events %v brought %d bytes, want entry, data..., result and %d", types, len(got), len(data))
+	}
+}

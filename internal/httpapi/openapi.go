@@ -27,7 +27,8 @@ type routeDoc struct {
 	// parameters filled from the URL).
 	body bool
 	// stream says the answer is the function's events: Server-Sent
-	// Events with Accept: text/event-stream, else NDJSON.
+	// Events with Accept: text/event-stream, the framed form with its
+	// type, else NDJSON.
 	stream bool
 	// raw is the content type of an answer that is not JSON.
 	raw string
@@ -103,8 +104,8 @@ func (s *server) openAPIDoc(routes []route) map[string]any {
 			schemas[name+"Response"] = json.RawMessage(functions.SchemaOf(f.Response))
 			content := map[string]any{"application/json": map[string]any{"schema": ref(name + "Response")}}
 			if d.stream {
-				ok["description"] = "the function's events (Server-Sent Events with Accept: text/event-stream, else NDJSON), then its final value"
-				content = map[string]any{"text/event-stream": map[string]any{}, "application/x-ndjson": map[string]any{}}
+				ok["description"] = "the function's events (Server-Sent Events with Accept: text/event-stream; with Accept: application/x-hutch-frames, NDJSON whose lines with \"bytes\":n are followed by n raw bytes, the event's data or output; else NDJSON), then its final value"
+				content = map[string]any{"text/event-stream": map[string]any{}, "application/x-ndjson": map[string]any{}, framesType: map[string]any{}}
 				if !strings.HasSuffix(p, "/output") {
 					op["x-final-value"] = ref(name + "Response")
 				} else {

@@ -91,14 +91,15 @@ func (s *server) fromQuery(id string, keys ...string) handlerFunc {
 }
 
 // exec is the exec route: sandbox::exec::stream when the client asks for
-// a stream (Accept: text/event-stream, or ?stream=true), else hutch::exec.
+// a stream (Accept: text/event-stream or the framed form, or
+// ?stream=true), else hutch::exec.
 func (s *server) exec(r *http.Request, body []byte) (any, error) {
 	stream, _, err := queryBool(r, "stream")
 	if err != nil {
 		return nil, err
 	}
 	id := api.FnExecResult
-	if stream || strings.Contains(r.Header.Get("Accept"), sseType) {
+	if accept := r.Header.Get("Accept"); stream || strings.Contains(accept, sseType) || strings.Contains(accept, framesType) {
 		id = api.FnExecStream
 	}
 	return s.call(id, sandboxParam)(r, body)

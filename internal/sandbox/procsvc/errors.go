@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"unicode/utf8"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
@@ -104,4 +105,14 @@ func TextOrBase64(b []byte) (string, bool) {
 		return string(b), false
 	}
 	return base64.StdEncoding.EncodeToString(b), true
+}
+
+// ownedTextOrBase64 is TextOrBase64 of bytes no one writes again (a chunk
+// just received from the agent, which only relay holds): the text shares
+// their memory instead of copying up to 1 MiB per chunk (issue 46: 5).
+func ownedTextOrBase64(b []byte) (string, bool) {
+	if len(b) > 0 && utf8.Valid(b) {
+		return unsafe.String(unsafe.SliceData(b), len(b)), false
+	}
+	return TextOrBase64(b)
 }

@@ -437,7 +437,7 @@ func relay(events *agentclient.Events, emit emitFunc, activity func()) (*agentv1
 		case ev.GetOutput() != nil:
 			o := ev.GetOutput()
 			c := api.OutputChunk{Offset: o.GetOffset(), Dropped: o.GetDropped()}
-			c.Data, c.Base64 = TextOrBase64(o.GetData())
+			c.Data, c.Base64 = ownedTextOrBase64(o.GetData())
 			name := api.EventStdout
 			if StreamIndex(o.GetStream()) == 1 {
 				name = api.EventStderr
