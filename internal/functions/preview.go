@@ -1,7 +1,8 @@
 package functions
 
 // sandbox::create's preview terms (api.CreateRequest.Preview, issue 37),
-// given to the port service once the sandbox is made.
+// given to the port service once the sandbox is made, and answered by
+// sandbox::get and sandbox::list (api.SandboxInfo.Preview).
 
 import (
 	"context"
@@ -16,6 +17,9 @@ type PreviewTerms interface {
 	CheckPreview(o api.PreviewOptions) error
 	// SetPreview gives sandbox id, the caller's, the terms o.
 	SetPreview(ctx context.Context, id string, o api.PreviewOptions) error
+	// Preview is the terms of sandbox id, which the caller was admitted
+	// to (the zero terms for the defaults).
+	Preview(id string) api.PreviewOptions
 }
 
 // create is sandbox::create: the sandbox, then its preview terms; a
@@ -41,4 +45,33 @@ func (t *Table) create(ctx context.Context, req api.CreateRequest) (api.CreateRe
 		return api.CreateResponse{}, err
 	}
 	return res, nil
+}
+
+// get is sandbox::get with the sandbox's preview terms.
+func (t *Table) get(ctx context.Context, req api.GetRequest) (api.SandboxInfo, error) {
+	info, err := t.deps.Sandboxes.Get(ctx, req)
+	if err == nil {
+		t.withPreview(&info)
+	}
+	return info, err
+}
+
+// list is sandbox::list with each sandbox's preview terms.
+func (t *Table) list(ctx context.Context, req api.ListRequest) (api.ListResponse, error) {
+	res, err := t.deps.Sandboxes.List(ctx, req)
+	for i := range res.Sandboxes {
+		t.withPreview(&res.Sandboxes[i])
+	}
+	return res, err
+}
+
+// withPreview sets info's preview terms, unless they are the defaults.
+func (t *Table) withPreview(info *api.SandboxInfo) {
+	terms, ok := t.deps.Ports.(PreviewTerms)
+	if !ok {
+		return
+	}
+	if o := terms.Preview(info.SandboxID); o != (api.PreviewOptions{}) {
+		info.Preview = &o
+	}
 }

@@ -32,9 +32,11 @@ func (f *fakeTerms) SetPreview(_ context.Context, id string, o api.PreviewOption
 	return nil
 }
 
+func (f *fakeTerms) Preview(id string) api.PreviewOptions { return f.set[id] }
+
 // TestCreatePreview: sandbox::create gives its preview terms to the port
-// service once made; bad terms, or a daemon without previews, make
-// nothing.
+// service once made, and sandbox::get answers them; bad terms, or a
+// daemon without previews, make nothing.
 func TestCreatePreview(t *testing.T) {
 	ctx := context.Background()
 	terms := &api.PreviewOptions{HostHeader: "app.test:${PORT}", Private: true}
@@ -43,6 +45,9 @@ func TestCreatePreview(t *testing.T) {
 	tab := New(Deps{Sandboxes: sb, Ports: ports})
 	if _, err := Call[api.CreateResponse](ctx, tab, api.FnCreate, api.CreateRequest{Image: "python", Preview: terms}); err != nil || ports.set["id"] != *terms {
 		t.Fatalf("create: %v, terms %+v", err, ports.set)
+	}
+	if info, err := Call[api.SandboxInfo](ctx, tab, api.FnGet, api.GetRequest{SandboxID: "id"}); err != nil || info.Preview == nil || *info.Preview != *terms {
+		t.Errorf("get: %+v %v", info.Preview, err)
 	}
 	sb.create = api.CreateRequest{}
 	if _, err := Call[api.CreateResponse](ctx, tab, api.FnCreate, api.CreateRequest{Image: "python", Preview: &api.PreviewOptions{HostHeader: "bad"}}); !errdefs.Is(err, errdefs.CodeMalformed) || sb.create.Image != "" {

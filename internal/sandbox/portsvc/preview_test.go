@@ -61,3 +61,44 @@ func TestPreviewTerms(t *testing.T) {
 		t.Error("the terms outlived the sandbox")
 	}
 }
+
+// TestPreviewKept: terms set are kept in the store and taken up by a new
+// service over it (a restarted daemon); records of sandboxes the core no
+// longer has, or that do not decode, are dropped; Forget removes them.
+func TestPreviewKept(t *testing.T) {
+	var sbs sandboxtest.Sandboxes
+	var recs sandboxtest.Records
+	alice := auth.WithOwner(context.Background(), "alice")
+	s := New(&sbs, Options{})
+	if err := s.Keep(context.Background(), &recs); err != nil {
+		t.Fatal(err)
+	}
+	sb := sbs.Add("alice")
+	terms := api.PreviewOptions{HostHeader: "app.test", Private: true}
+	if err := s.SetPreview(alice, sb.ID, terms); err != nil {
+		t.Fatal(err)
+	}
+	gone := "6f1c2f0e-3a4b-4c5d-8e9f-0a1b2c3d4e5f" // a sandbox the core does not have
+	_ = recs.Put(gone, kept{ID: gone, Owner: "alice", Preview: terms})
+	_ = recs.Put("junk", "not a record")
+
+	again := New(&sbs, Options{})
+	if err := again.Keep(context.Background(), &recs); err != nil {
+		t.Fatal(err)
+	}
+	if got := again.Preview(sb.ID); got != terms || !again.Private(sb.ID) {
+		t.Errorf("after a restart: %+v, want %+v", got, terms)
+	}
+	if tg, err := again.AnyPort(alice, sb.ID, 3000); err != nil || tg.owner != "alice" || tg.Host != "app.test" {
+		t.Errorf("AnyPort after a restart: %+v %v", tg, err)
+	}
+	for _, k := range []string{gone, "junk"} {
+		if ok, _ := recs.Get(k, new(kept)); ok {
+			t.Errorf("record %s kept", k)
+		}
+	}
+	again.Forget(sb.ID)
+	if ok, _ := recs.Get(sb.ID, new(kept)); ok || again.Preview(sb.ID) != (api.PreviewOptions{}) {
+		t.Error("a stopped sandbox's terms are kept")
+	}
+}
