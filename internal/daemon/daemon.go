@@ -387,14 +387,6 @@ func (d *daemon) startManager(ctx context.Context) error {
 	// A host URL names the port the listener got (--listen :0 too).
 	d.ports = portsvc.New(mgr, portsvc.Options{PreviewDomain: cfg.PreviewDomain, ListenPort: d.ln.Addr().(*net.TCPAddr).Port, TLS: d.certs != nil})
 	mgr.OnStop(d.ports.Forget)
-	// issue 37: preview terms outlive a restart with their sandbox
-	previews, err := mgr.Records("previews")
-	if err != nil {
-		return err
-	}
-	if err := d.ports.Keep(ctx, previews); err != nil {
-		return err
-	}
 	nets, err := networksvc.New(mgr, d.sbnet, d.log)
 	if err != nil {
 		return err

@@ -1,8 +1,9 @@
 package functions
 
 // sandbox::create's preview terms (api.CreateRequest.Preview, issue 37),
-// given to the port service once the sandbox is made, and answered by
-// sandbox::get and sandbox::list (api.SandboxInfo.Preview).
+// given to the port service once the sandbox is made, answered by
+// sandbox::get and sandbox::list (api.SandboxInfo.Preview), and given to
+// each copy of a sandbox::fork.
 
 import (
 	"context"
@@ -74,4 +75,35 @@ func (t *Table) withPreview(info *api.SandboxInfo) {
 	if o := terms.Preview(info.SandboxID); o != (api.PreviewOptions{}) {
 		info.Preview = &o
 	}
+}
+
+// fork is sandbox::fork whose copies get the source's preview terms: a
+// copy of a private sandbox is private. Copies that cannot take them are
+// stopped and the fork fails.
+func (t *Table) fork(ctx context.Context, req api.ForkRequest) (api.ForkResponse, error) {
+	var o api.PreviewOptions
+	terms, ok := t.deps.Ports.(PreviewTerms)
+	if ok {
+		src, err := t.deps.Sandboxes.Get(ctx, api.GetRequest{SandboxID: req.SandboxID})
+		if err != nil {
+			return api.ForkResponse{}, err
+		}
+		o = terms.Preview(src.SandboxID)
+	}
+	res, err := t.deps.Snapshots.Fork(ctx, req)
+	if err != nil || o == (api.PreviewOptions{}) {
+		return res, err
+	}
+	for _, id := range res.SandboxIDs {
+		if err = terms.SetPreview(ctx, id, o); err != nil {
+			break
+		}
+	}
+	if err != nil {
+		for _, id := range res.SandboxIDs {
+			_, _ = t.deps.Sandboxes.Stop(context.WithoutCancel(ctx), api.StopRequest{SandboxID: id})
+		}
+		return api.ForkResponse{}, err
+	}
+	return res, nil
 }

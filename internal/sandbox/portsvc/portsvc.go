@@ -69,8 +69,6 @@ type Service struct {
 	mu   sync.Mutex
 	// books are the sandboxes' exposed ports, by sandbox id; mu guards it.
 	books map[string]*book
-	// recs keeps the preview terms (Keep; preview.go); nil: in memory only.
-	recs sandbox.Records
 }
 
 // New is the port service over sbs.
@@ -82,9 +80,6 @@ func New(sbs sandbox.Sandboxes, opts Options) *Service {
 func (s *Service) Forget(id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if b := s.books[id]; b != nil && b.preview != (api.PreviewOptions{}) && s.recs != nil {
-		_ = s.recs.Remove(id) // a record left is dropped by the next Keep
-	}
 	delete(s.books, id)
 }
 

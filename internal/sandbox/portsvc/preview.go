@@ -2,18 +2,16 @@ package portsvc
 
 // A sandbox's preview terms (api.PreviewOptions, issue 37): the Host
 // header its servers see, and whether its ports may be public. They are
-// kept with its exposed ports, and in the store (Keep) so that they
-// outlive a restart of the daemon; they go as the sandbox stops.
+// kept with its exposed ports, in memory (no sandbox with them outlives
+// the daemon), through a pause or hibernation, and go as it stops.
 
 import (
 	"context"
-	"slices"
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/previewhost"
-	"github.com/hutch-dev/hutch/internal/sandbox"
 )
 
 // CheckPreview explains what is wrong with o (S001).
@@ -38,13 +36,7 @@ func (s *Service) SetPreview(ctx context.Context, id string, o api.PreviewOption
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	b := s.bookOf(ctx, id)
-	if s.recs != nil {
-		if err := s.recs.Put(id, kept{ID: id, Owner: b.owner, Preview: o}); err != nil {
-			return errdefs.Wrap(errdefs.CodeInternal, err, "keeping the preview terms of "+id)
-		}
-	}
-	b.preview = o
+	s.bookOf(ctx, id).preview = o
 	return nil
 }
 
@@ -103,43 +95,6 @@ func (s *Service) target(id string, b *book, p *exposedPort) Target {
 		t.Host = previewhost.ExpandHostHeader(b.preview.HostHeader, p.port)
 	}
 	return t
-}
-
-// kept is a sandbox's preview terms as the store keeps them (Keep).
-type kept struct {
-	ID      string             `json:"id"`
-	Owner   string             `json:"owner,omitempty"`
-	Preview api.PreviewOptions `json:"preview"`
-}
-
-// Keep has the service keep the sandboxes' preview terms in recs from now
-// on, so that a sandbox that outlives the daemon (hibernated, paused)
-// keeps them, and takes up the terms recs holds. A record that does not
-// decode, or whose sandbox the core no longer has, is dropped.
-func (s *Service) Keep(ctx context.Context, recs sandbox.Records) error {
-	all, bad, err := sandbox.AllRecords(recs, func(k *kept) string { return k.ID })
-	if err != nil {
-		return err
-	}
-	for _, k := range all {
-		if _, err := s.lookup(auth.WithOwner(ctx, k.Owner), k.ID); errdefs.Is(err, errdefs.CodeNotFound) {
-			bad = append(bad, k.ID)
-		}
-	}
-	for _, id := range bad {
-		if err := recs.Remove(id); err != nil {
-			return err
-		}
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.recs = recs
-	for _, k := range all {
-		if !slices.Contains(bad, k.ID) {
-			s.bookOf(auth.WithOwner(ctx, k.Owner), k.ID).preview = k.Preview
-		}
-	}
-	return nil
 }
 
 // Preview is the preview terms of sandbox id, which the caller was
