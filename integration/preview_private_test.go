@@ -123,7 +123,9 @@ http.server.ThreadingHTTPServer(('0.0.0.0', 8080), H).serve_forever()`
 	}
 	checkTerms("woken from a hibernation", sb.SandboxID, sb.TrafficAccessToken)
 	status, body = d.raw("POST", "/sandboxes/"+sb.SandboxID+"/fork", "", `{"count":1}`)
-	var forked []struct{ Sandbox *struct{ SandboxID, TrafficAccessToken string } }
+	var forked []struct {
+		Sandbox *struct{ SandboxID, TrafficAccessToken string }
+	}
 	if err := json.Unmarshal([]byte(body), &forked); status != http.StatusCreated || err != nil || len(forked) != 1 || forked[0].Sandbox == nil {
 		t.Fatalf("E2B fork: %d %s", status, body)
 	}
