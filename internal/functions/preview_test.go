@@ -62,3 +62,33 @@ func TestCreatePreview(t *testing.T) {
 		t.Errorf("no previews: %v, want S001", err)
 	}
 }
+
+// fakeFork forks into copies "a" and "b".
+type fakeFork struct{ Snapshots }
+
+func (fakeFork) Fork(context.Context, api.ForkRequest) (api.ForkResponse, error) {
+	return api.ForkResponse{SandboxIDs: []string{"a", "b"}}, nil
+}
+
+// TestForkPreview: each copy of a fork gets its source's preview terms;
+// a source without terms gives none, and copies that cannot take them
+// fail the fork.
+func TestForkPreview(t *testing.T) {
+	ctx := context.Background()
+	terms := api.PreviewOptions{HostHeader: "app.test", Private: true}
+	ports := &fakeTerms{set: map[string]api.PreviewOptions{"src": terms}}
+	tab := New(Deps{Sandboxes: &fakeSandboxes{}, Ports: ports, Snapshots: fakeFork{}})
+	if res, err := Call[api.ForkResponse](ctx, tab, api.FnFork, api.ForkRequest{SandboxID: "src"}); err != nil || len(res.SandboxIDs) != 2 {
+		t.Fatalf("fork: %+v %v", res, err)
+	}
+	if ports.set["a"] != terms || ports.set["b"] != terms {
+		t.Errorf("copies' terms: %+v", ports.set)
+	}
+	if _, err := Call[api.ForkResponse](ctx, tab, api.FnFork, api.ForkRequest{SandboxID: "plain"}); err != nil {
+		t.Fatal(err)
+	}
+	ports.err = errors.New("gone")
+	if _, err := Call[api.ForkResponse](ctx, tab, api.FnFork, api.ForkRequest{SandboxID: "src"}); err == nil {
+		t.Error("copies that could not take the terms: no error")
+	}
+}
