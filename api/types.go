@@ -277,6 +277,9 @@ type SandboxInfo struct {
 	OnIdle      string            `json:"on_idle"`
 	AutoResume  bool              `json:"auto_resume"`
 	Metadata    map[string]string `json:"metadata,omitempty"`
+	// issue 37: Preview are its preview terms (CreateRequest.Preview);
+	// nil is the defaults.
+	Preview *PreviewOptions `json:"preview,omitempty"`
 }
 
 // ImageStatusRequest asks for the cache state of one catalog image.

@@ -17,6 +17,8 @@ import (
 // it (not exposed), and the server sees the masked Host; under hutch's own
 // rules the owner reaches it once exposed, with the masked Host too, and it
 // cannot be made public. A create with a bad host_header makes nothing.
+// sandbox::get and getInfo answer the terms; they hold after a hibernation
+// and its wake, and in a fork (with the copy's own traffic token).
 func TestPreviewPrivateAndMaskedHost(t *testing.T) {
 	d := startDaemon(t, baseConfig(""))
 	ctx := context.Background()
@@ -81,4 +83,54 @@ http.server.ThreadingHTTPServer(('0.0.0.0', 8080), H).serve_forever()`
 	if status, body := d.raw("GET", "/v1/sandboxes/"+sb.SandboxID+"/ports/8080/", "", ""); status != http.StatusOK || body != "custom-host.example.com:8080|" {
 		t.Errorf("the owner's path route: %d %q", status, body)
 	}
+
+	// The terms are answered by sandbox::get and E2B's getInfo, kept
+	// through a hibernation and its wake, and by each copy of a fork
+	// (whose own traffic token opens it).
+	checkTerms := func(when, id, token string) {
+		t.Helper()
+		if info, err := d.c.Get(ctx, id); err != nil || info.Preview == nil || !info.Preview.Private || info.Preview.HostHeader != "custom-host.example.com:${PORT}" {
+			t.Errorf("%s: sandbox::get's preview %+v (%v)", when, info.Preview, err)
+		}
+		status, body := d.raw("GET", "/sandboxes/"+id, "", "")
+		var got struct {
+			Network struct {
+				AllowPublicTraffic *bool
+				MaskRequestHost    string
+			}
+		}
+		if err := json.Unmarshal([]byte(body), &got); status != http.StatusOK || err != nil || got.Network.AllowPublicTraffic == nil || *got.Network.AllowPublicTraffic || got.Network.MaskRequestHost != "custom-host.example.com:${PORT}" {
+			t.Errorf("%s: getInfo %d %s", when, status, body)
+		}
+		h := map[string]string{"E2b-Sandbox-Id": id, "E2b-Sandbox-Port": "8080"}
+		if status, body := d.rawHeaders("GET", "/", "", h); status != http.StatusForbidden {
+			t.Errorf("%s, no token: %d %s, want 403", when, status, body)
+		}
+		h[api.HeaderE2BTrafficToken] = token
+		if !testutil.Poll(60*time.Second, func() bool {
+			status, body = d.rawHeaders("GET", "/", "", h)
+			return status == http.StatusOK
+		}) || body != "custom-host.example.com:8080|" {
+			t.Errorf("%s, with the traffic token: %d %q", when, status, body)
+		}
+	}
+	checkTerms("running", sb.SandboxID, sb.TrafficAccessToken)
+	if _, err := d.c.Pause(ctx, sb.SandboxID, api.PauseHibernate); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.c.Resume(ctx, sb.SandboxID); err != nil {
+		t.Fatal(err)
+	}
+	checkTerms("woken from a hibernation", sb.SandboxID, sb.TrafficAccessToken)
+	status, body = d.raw("POST", "/sandboxes/"+sb.SandboxID+"/fork", "", `{"count":1}`)
+	var forked []struct {
+		Sandbox *struct{ SandboxID, TrafficAccessToken string }
+	}
+	if err := json.Unmarshal([]byte(body), &forked); status != http.StatusCreated || err != nil || len(forked) != 1 || forked[0].Sandbox == nil {
+		t.Fatalf("E2B fork: %d %s", status, body)
+	}
+	fork := forked[0].Sandbox
+	d.ids = append(d.ids, fork.SandboxID)
+	t.Cleanup(func() { _, _ = d.c.Stop(context.Background(), fork.SandboxID, true) })
+	checkTerms("a fork", fork.SandboxID, fork.TrafficAccessToken)
 }

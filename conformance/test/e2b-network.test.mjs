@@ -3,7 +3,8 @@
 // network block with allowOut and header-transform rules naming a secret
 // by Secret.fill, updateNetwork on a running sandbox, the parts hutch
 // does not support refused with the reason, not silently taken; and
-// allowPublicTraffic false with maskRequestHost on a sandbox's port.
+// allowPublicTraffic false with maskRequestHost on a sandbox's port; getInfo
+// answers the network block (rules by placeholder, the preview terms).
 import { after, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
@@ -44,6 +45,11 @@ describe('E2B network and secrets', () => {
       })
       const info = await Sandbox.getInfo(sbx.sandboxId)
       assert.deepEqual(info.network?.allowOut, ['api.example.test'])
+      // The rule is answered with the secret's placeholder, never its value.
+      assert.deepEqual(info.network?.rules, {
+        'api.example.test': [{ transform: { headers: { Authorization: `Bearer ${Secret.fill('openai-key')}` } } }],
+      })
+      assert.equal(info.network?.allowPublicTraffic, true)
       // The sandbox trusts hutch's egress CA through the usual variables,
       // and holds no secret.
       const env = await sbx.commands.run('env')
@@ -57,6 +63,10 @@ describe('E2B network and secrets', () => {
       await assert.rejects(
         Sandbox.create('base', { requestTimeoutMs: BOOT_TIMEOUT_MS, network: { maskRequestHost: 'not a host' } }),
         /host_header/)
+      await assert.rejects(Sandbox.create('base', { requestTimeoutMs: BOOT_TIMEOUT_MS, network: { httpsPorts: [3000] } }), /httpsPorts/)
+      await assert.rejects(
+        Sandbox.create('base', { requestTimeoutMs: BOOT_TIMEOUT_MS, network: { egressProxy: { address: 'proxy.example.test:1080' } } }),
+        /egressProxy/)
       await sbx.kill()
     } finally {
       await Secret.destroy('openai-key')
@@ -74,6 +84,9 @@ describe('E2B network and secrets', () => {
       network: { allowPublicTraffic: false, maskRequestHost: 'custom-host.example.com:${PORT}' },
     })
     assert.ok(sbx.trafficAccessToken)
+    const { network } = await Sandbox.getInfo(sbx.sandboxId)
+    assert.equal(network?.allowPublicTraffic, false)
+    assert.equal(network?.maskRequestHost, 'custom-host.example.com:${PORT}')
     const port = 8080
     await sbx.commands.run(`python3 -c "
 import http.server

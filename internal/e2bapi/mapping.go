@@ -126,9 +126,7 @@ func detail(s api.SandboxInfo, envdToken, domain string) sandboxDetail {
 	if s.OnIdle == api.OnIdlePause || s.OnIdle == api.OnIdlePauseFiles {
 		d.Lifecycle.OnTimeout = "pause"
 	}
-	if !s.Egress.Empty() {
-		d.Network = &networkConfig{AllowOut: s.Egress.AllowOut, DenyOut: s.Egress.DenyOut}
-	}
+	d.Network = networkOf(s)                   // issue 37: egress and preview terms (preview.go)
 	d.VolumeMounts = volumeMountsOf(s.Volumes) // issue 40 (parity.go)
 	return d
 }

@@ -13,6 +13,7 @@ package e2bapi
 
 import (
 	"net/http"
+	"regexp"
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/previewhost"
@@ -50,4 +51,37 @@ func (n *networkConfig) preview() *api.PreviewOptions {
 		return nil
 	}
 	return &api.PreviewOptions{HostHeader: n.MaskRequestHost, Private: n.AllowPublicTraffic != nil && !*n.AllowPublicTraffic}
+}
+
+// hutchSecretRef is hutch's placeholder of a secret in a transform's
+// header, answered as E2B's (e2bSecretRef).
+var hutchSecretRef = regexp.MustCompile(`\{\{secret\.([^{}\s]+)\}\}`)
+
+// networkOf is getInfo's network block of s: its egress policy (allowOut,
+// denyOut, rules, secrets by name only) and preview terms
+// (allowPublicTraffic, true by default as E2B's, and maskRequestHost).
+func networkOf(s api.SandboxInfo) *networkConfig {
+	public := s.Preview == nil || !s.Preview.Private
+	n := &networkConfig{AllowPublicTraffic: &public}
+	if s.Preview != nil {
+		n.MaskRequestHost = s.Preview.HostHeader
+	}
+	if s.Egress == nil {
+		return n
+	}
+	n.AllowOut, n.DenyOut = s.Egress.AllowOut, s.Egress.DenyOut
+	for _, tf := range s.Egress.Transforms {
+		var rule networkRule
+		rule.Transform = &struct {
+			Headers map[string]string `json:"headers"`
+		}{Headers: map[string]string{}}
+		for k, v := range tf.Headers {
+			rule.Transform.Headers[k] = hutchSecretRef.ReplaceAllString(v, "$${e2b.secrets.$1}")
+		}
+		if n.Rules == nil {
+			n.Rules = map[string][]networkRule{}
+		}
+		n.Rules[tf.Host] = append(n.Rules[tf.Host], rule)
+	}
+	return n
 }

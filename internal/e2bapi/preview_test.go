@@ -86,3 +86,24 @@ func TestPreviewTerms(t *testing.T) {
 		t.Errorf("egress of a create's allowPublicTraffic: %v", err)
 	}
 }
+
+// TestNetworkOf: getInfo's network block answers the egress policy (a
+// transform's secret as E2B's placeholder) and the preview terms, and
+// allowPublicTraffic true by default.
+func TestNetworkOf(t *testing.T) {
+	n := networkOf(api.SandboxInfo{})
+	if n.AllowPublicTraffic == nil || !*n.AllowPublicTraffic || n.MaskRequestHost != "" || n.Rules != nil {
+		t.Errorf("defaults: %+v", n)
+	}
+	n = networkOf(api.SandboxInfo{
+		Preview: &api.PreviewOptions{HostHeader: "app.test:${PORT}", Private: true},
+		Egress: &api.EgressPolicy{AllowOut: []string{"api.test"}, DenyOut: []string{"10.0.0.0/8"},
+			Transforms: []api.EgressTransform{{Host: "api.test", Headers: map[string]string{"Authorization": "Bearer {{secret.key}}"}}}},
+	})
+	if *n.AllowPublicTraffic || n.MaskRequestHost != "app.test:${PORT}" || !reflect.DeepEqual(n.AllowOut, []string{"api.test"}) || !reflect.DeepEqual(n.DenyOut, []string{"10.0.0.0/8"}) {
+		t.Errorf("terms: %+v", n)
+	}
+	if r := n.Rules["api.test"]; len(r) != 1 || r[0].Transform.Headers["Authorization"] != "Bearer ${e2b.secrets.key}" {
+		t.Errorf("rules: %+v", n.Rules)
+	}
+}

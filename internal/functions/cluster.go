@@ -45,7 +45,7 @@ func forwarded[Req any](t *Table, f Function, typed func(context.Context, Req) (
 // node's.
 func (t *Table) list(ctx context.Context, req api.ListRequest) (api.ListResponse, error) {
 	if t.deps.Cluster != nil {
-		return t.deps.Cluster.List(ctx, req, t.deps.Sandboxes.List)
+		return t.deps.Cluster.List(ctx, req, t.localList)
 	}
-	return t.deps.Sandboxes.List(ctx, req)
+	return t.localList(ctx, req)
 }

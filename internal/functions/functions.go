@@ -112,8 +112,8 @@ func New(deps Deps) *Table {
 	add(t, api.FnCreate, "Create a sandbox from a catalog image", t.create) // issue 37: with its preview terms (preview.go)
 	registerExec(t)
 	add(t, api.FnStop, "Stop and remove a sandbox", sb.Stop)
-	add(t, api.FnList, "List sandboxes", t.list) // issue 36: over the cluster in cluster mode
-	add(t, api.FnGet, "Describe one sandbox (hutch extension)", sb.Get)
+	add(t, api.FnList, "List sandboxes", t.list)                       // issue 36: over the cluster in cluster mode; issue 37: with their preview terms
+	add(t, api.FnGet, "Describe one sandbox (hutch extension)", t.get) // issue 37: with its preview terms (preview.go)
 	registerImages(t)
 	registerFS(t)
 	registerArchives(t)

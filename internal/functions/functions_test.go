@@ -31,8 +31,8 @@ func (f *fakeSandboxes) Stop(_ context.Context, r api.StopRequest) (api.StopResp
 func (f *fakeSandboxes) List(context.Context, api.ListRequest) (api.ListResponse, error) {
 	return api.ListResponse{}, nil
 }
-func (f *fakeSandboxes) Get(context.Context, api.GetRequest) (api.SandboxInfo, error) {
-	return api.SandboxInfo{}, nil
+func (f *fakeSandboxes) Get(_ context.Context, r api.GetRequest) (api.SandboxInfo, error) {
+	return api.SandboxInfo{SandboxID: r.SandboxID}, nil
 }
 func (f *fakeSandboxes) Pause(_ context.Context, r api.PauseRequest) (api.StateResponse, error) {
 	return api.StateResponse{SandboxID: r.SandboxID, State: "paused", Changed: true}, nil

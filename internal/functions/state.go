@@ -44,7 +44,7 @@ func registerSnapshots(t *Table) {
 	add(t, api.FnTemplateList, "List your templates", s.ListTemplates)
 	add(t, api.FnTemplateGet, "Describe one template", s.GetTemplate)
 	add(t, api.FnTemplateDelete, "Delete a template", s.DeleteTemplate)
-	add(t, api.FnFork, "Make count running copies of a sandbox from one checkpoint of it: each continues from the same memory and files, then diverges", s.Fork)
+	add(t, api.FnFork, "Make count running copies of a sandbox from one checkpoint of it: each continues from the same memory and files, then diverges", t.fork) // issue 37: with its preview terms (preview.go)
 }
 
 // Events are the event functions' dependency: the event service (eventsvc).

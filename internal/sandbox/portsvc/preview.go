@@ -2,7 +2,8 @@ package portsvc
 
 // A sandbox's preview terms (api.PreviewOptions, issue 37): the Host
 // header its servers see, and whether its ports may be public. They are
-// kept with its exposed ports, in memory, and go with them.
+// kept with its exposed ports, in memory (no sandbox with them outlives
+// the daemon), through a pause or hibernation, and go as it stops.
 
 import (
 	"context"
@@ -94,4 +95,15 @@ func (s *Service) target(id string, b *book, p *exposedPort) Target {
 		t.Host = previewhost.ExpandHostHeader(b.preview.HostHeader, p.port)
 	}
 	return t
+}
+
+// Preview is the preview terms of sandbox id, which the caller was
+// admitted to; the zero terms for one that has none.
+func (s *Service) Preview(id string) api.PreviewOptions {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if b := s.books[id]; b != nil {
+		return b.preview
+	}
+	return api.PreviewOptions{}
 }
