@@ -84,7 +84,7 @@ type GitRepo struct {
 	Ref    *GitRef
 	Commit string
 	// Remote is the URL without its user information, for messages.
-	Remote string
+	Remote   string
 	fetchRef string
 	g        *gitRun
 }
@@ -243,7 +243,9 @@ func (f Fetcher) startGit(ctx context.Context) (*gitRun, error) {
 			DisableCompression:    true,
 			ResponseHeaderTimeout: time.Minute,
 		},
-		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) { http.Error(w, err.Error(), http.StatusBadGateway) },
+		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+		},
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

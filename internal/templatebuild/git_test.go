@@ -115,7 +115,9 @@ func TestGitResolveAndCheckout(t *testing.T) {
 	if _, err := resolve("git@github.com:o/r.git", ""); err == nil || !strings.Contains(err.Error(), "over http or https") {
 		t.Errorf("ssh: %v", err)
 	}
-	f.Dial = func(context.Context, string, string) (net.Conn, error) { return nil, errors.New("refused by the policy") }
+	f.Dial = func(context.Context, string, string) (net.Conn, error) {
+		return nil, errors.New("refused by the policy")
+	}
 	if _, err := resolve(remote, ""); err == nil || err.Error() != "listing the refs of "+remote+": refused by the policy" {
 		t.Errorf("a refused dial: %v", err)
 	}
