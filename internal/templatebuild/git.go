@@ -74,8 +74,8 @@ func isGit(src string) bool {
 	return ok
 }
 
-// GitCheckHash checks an ADD --checksum for a git source: hex, a
-// commit's prefix.
+// gitCheckHash matches an ADD --checksum of a git source: a commit
+// hash or its prefix, lowercase hex.
 var gitCheckHash = regexp.MustCompile(`^[0-9a-f]{4,64}$`)
 
 // GitRepo is a remote repository whose ref is resolved to a commit; its
@@ -235,14 +235,15 @@ func (f Fetcher) startGit(ctx context.Context) (*gitRun, error) {
 	var tok [16]byte
 	rand.Read(tok[:])
 	p := &gitProxy{dial: f.Dial, maxBytes: maxBytes, auth: "Basic " + base64.StdEncoding.EncodeToString([]byte("hutch:"+hex.EncodeToString(tok[:])))}
+	p.transport = &http.Transport{
+		DialContext:           p.dialContext,
+		Proxy:                 nil,
+		DisableCompression:    true,
+		ResponseHeaderTimeout: time.Minute,
+	}
 	p.fwd = &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) { pr.Out.Header.Del("Proxy-Authorization") },
-		Transport: &http.Transport{
-			DialContext:           p.dialContext,
-			Proxy:                 nil,
-			DisableCompression:    true,
-			ResponseHeaderTimeout: time.Minute,
-		},
+		Rewrite:   func(pr *httputil.ProxyRequest) { pr.Out.Header.Del("Proxy-Authorization") },
+		Transport: p.transport,
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
 			http.Error(w, err.Error(), http.StatusBadGateway)
 		},
@@ -290,7 +291,9 @@ func (f Fetcher) startGit(ctx context.Context) (*gitRun, error) {
 
 func (g *gitRun) close() error {
 	g.cancel()
-	return g.srv.Close()
+	err := g.srv.Close()
+	g.proxy.transport.CloseIdleConnections()
+	return err
 }
 
 // run runs git in dir ("" for f.Dir) and returns its output (bounded);
@@ -353,13 +356,14 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 // gitProxy is the loopback proxy of one git fetch: CONNECT for https,
 // forwarded requests for http, every connection made by dial.
 type gitProxy struct {
-	dial     func(ctx context.Context, network, addr string) (net.Conn, error)
-	auth     string
-	maxBytes int64
-	received atomic.Int64
-	fwd      *httputil.ReverseProxy
-	mu       sync.Mutex
-	err      error
+	dial      func(ctx context.Context, network, addr string) (net.Conn, error)
+	auth      string
+	maxBytes  int64
+	received  atomic.Int64
+	fwd       *httputil.ReverseProxy
+	transport *http.Transport
+	mu        sync.Mutex
+	err       error
 }
 
 // failure is the first dial refusal or the byte bound the proxy met.
@@ -450,9 +454,10 @@ func (c *countedConn) CloseWrite() {
 	}
 }
 
-// redactURL hides the passwords of the URLs in s.
+// userinfo matches a URL's user and password.
 var userinfo = regexp.MustCompile(`(://[^/@\s:]*):[^/@\s]*@`)
 
+// redactURL hides the passwords of the URLs in s.
 func redactURL(s string) string { return userinfo.ReplaceAllString(s, "$1:xxxxx@") }
 
 // GitSubdir is the directory of a checkout a source's subdir names,

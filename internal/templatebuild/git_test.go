@@ -122,3 +122,31 @@ func TestGitResolveAndCheckout(t *testing.T) {
 		t.Errorf("a refused dial: %v", err)
 	}
 }
+
+// TestParseGitSources: the git sources ADD takes parse (buildkit's
+// forms), "github.com/o/r" is a local path, and a password in a URL
+// never reaches a message.
+func TestParseGitSources(t *testing.T) {
+	for src, want := range map[string][2]string{
+		"https://h.test/o/r.git#main:sub":             {"https://h.test/o/r.git", "main"},
+		"https://h.test/o/r.git?tag=v1&subdir=sub":    {"https://h.test/o/r.git", "refs/tags/v1"},
+		"git@h.test:o/r.git#v2":                       {"git@h.test:o/r.git", "v2"},
+		"git://h.test/o/r#" + strings.Repeat("a", 40): {"git://h.test/o/r", strings.Repeat("a", 40)},
+	} {
+		ref, ok, err := ParseGit(src)
+		if !ok || err != nil || ref.Remote != want[0] || ref.Ref != want[1] {
+			t.Errorf("ParseGit(%q) = %+v %v %v, want %v", src, ref, ok, err, want)
+		}
+	}
+	for _, src := range []string{"github.com/o/r", "./r.git", "https://h.test/file.txt", "r.git"} {
+		if _, ok, _ := ParseGit(src); ok {
+			t.Errorf("%q is a git source", src)
+		}
+	}
+	if _, err := Parse([]byte("FROM python\nADD --keep-git-dir --checksum=abcd1234 https://h.test/o/r.git#main:sub /x\n")); err != nil {
+		t.Errorf("ADD of a git source: %v", err)
+	}
+	if got := redactURL("fatal: unable to access 'https://u:secret@h.test/r.git/'"); strings.Contains(got, "secret") {
+		t.Errorf("redactURL: %q", got)
+	}
+}
