@@ -20,8 +20,8 @@ import (
 // git http-backend from a network namespace, under the build's egress
 // policy: a branch, a tag, a subdir and --keep-git-dir put the commit's
 // files; an unchanged rebuild is cached at every step; a new commit on
-// the branch rebuilds its step with the new files; an unknown ref and a
-// deny_out host are refused with the line.
+// the branch rebuilds its step with the new files; an unknown ref, a
+// deny_out host and a closed port are refused with the line.
 func TestTemplateBuildAddGit(t *testing.T) {
 	gitBin := testutil.RequiresBinary(t, "git")
 	addr, inside := privateNetns(t, 11)
@@ -108,6 +108,7 @@ func TestTemplateBuildAddGit(t *testing.T) {
 	for _, tc := range []struct{ dockerfile, want string }{
 		{"FROM python\nADD http://git.test/repo/.git#nope /x\n", `has no branch, tag or commit "nope"`},
 		{"FROM python\nADD http://denied.test/repo/.git /x\n", "hutch egress policy refused denied.test port 80 (deny_out denied.test)"},
+		{"FROM python\nADD http://git.test:81/repo/.git /x\n", ":81: connect: connection refused"},
 	} {
 		if _, _, err := build(tc.dockerfile); !isS001(err) || !strings.Contains(err.Error(), "line 2") || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: %v, want S001 with %q", tc.dockerfile, err, tc.want)
