@@ -73,15 +73,6 @@ func IsURL(src string) bool {
 	return (strings.HasPrefix(src, "http://") || strings.HasPrefix(src, "https://")) && !isGit(src)
 }
 
-// isGit says src is a git source, which ADD does not fetch.
-func isGit(src string) bool {
-	if strings.HasPrefix(src, "git@") || strings.HasPrefix(src, "git://") {
-		return true
-	}
-	u, err := url.Parse(src)
-	return err == nil && strings.HasSuffix(u.Path, ".git")
-}
-
 // checksumHashes are the algorithms ADD --checksum takes.
 var checksumHashes = map[string]func() hash.Hash{"sha256": sha256.New, "sha384": sha512.New384, "sha512": sha512.New}
 

@@ -137,20 +137,37 @@ func refuseCommand(c instructions.Command, line int) error {
 			}
 		}
 	case *instructions.AddCommand:
-		if c.Link || len(c.ExcludePatterns) > 0 || c.KeepGitDir != nil {
-			return bad("ADD --link, --exclude and --keep-git-dir are not supported")
+		if c.Link || len(c.ExcludePatterns) > 0 {
+			return bad("ADD --link and --exclude are not supported")
 		}
 		if len(c.SourceContents) > 0 {
 			return bad("ADD of a here-document is not supported")
 		}
+		gits := 0
 		for _, src := range c.SourcePaths {
-			if isGit(src) {
-				return bad("ADD of a git repository (%s) is not supported; clone it with RUN in a build with network", clip(src))
+			if ref, ok, err := ParseGit(src); ok && err != nil {
+				return bad("ADD %s: %v", clip(redactURL(src)), err)
+			} else if ok && ref.Submodules != nil && *ref.Submodules {
+				return bad("ADD %s: submodules are not fetched", clip(redactURL(src)))
+			} else if ok {
+				gits++
 			}
 		}
+		if gits > 0 && len(c.SourcePaths) > 1 {
+			return bad("ADD of a git repository takes it as its only source")
+		}
+		if c.KeepGitDir != nil && gits == 0 {
+			return bad("ADD --keep-git-dir takes a git repository as its source")
+		}
 		if c.Checksum != "" && !strings.Contains(c.Checksum, "$") {
-			if len(c.SourcePaths) != 1 || !IsURL(c.SourcePaths[0]) {
-				return bad("ADD --checksum takes one http or https URL as its source")
+			if len(c.SourcePaths) != 1 || (!IsURL(c.SourcePaths[0]) && gits == 0) {
+				return bad("ADD --checksum takes one http or https URL, or one git repository, as its source")
+			}
+			if gits == 1 {
+				if !gitCheckHash.MatchString(c.Checksum) {
+					return bad("ADD --checksum=%s: a git source takes a lowercase hex commit hash", clip(c.Checksum))
+				}
+				return nil
 			}
 			if _, _, err := ParseChecksum(c.Checksum); err != nil {
 				return bad("ADD %v", err)

@@ -31,6 +31,11 @@ import (
 // context (a local tar unpacks unless --unpack=false; a fetched one only
 // with --unpack=true, as buildkit does).
 func (b *build) add(ss *stageState, step templatebuild.Step, ev api.TemplateBuildEvent, c *instructions.AddCommand) error {
+	if len(c.SourcePaths) == 1 {
+		if ref, ok, _ := templatebuild.ParseGit(c.SourcePaths[0]); ok {
+			return b.addGit(ss, step, ev, c, ref)
+		}
+	}
 	var local, urls []string
 	for _, src := range c.SourcePaths {
 		if templatebuild.IsURL(src) {
@@ -43,12 +48,7 @@ func (b *build) add(ss *stageState, step templatebuild.Step, ev api.TemplateBuil
 	if len(urls) == 0 {
 		return b.copyContext(ss, step, ev, c.SourcePaths, c.DestPath, c.Chown, c.Chmod, unpackLocal)
 	}
-	fail := func(err error) error {
-		if e := errdefs.As(err); e.Code == errdefs.CodeMalformed && strings.HasPrefix(e.Message, "Dockerfile line") {
-			return err
-		}
-		return errdefs.Malformed("Dockerfile line %d failed: %s: %s", step.Line, safetext.Line(step.Text, safetext.MaxLine), errdefs.As(err).Message)
-	}
+	fail := func(err error) error { return stepFailed(step, err) }
 	if c.Checksum != "" && len(c.SourcePaths) != 1 {
 		return fail(errors.New("ADD --checksum takes one http or https URL as its source"))
 	}
@@ -111,31 +111,20 @@ func (b *build) add(ss *stageState, step templatebuild.Step, ev api.TemplateBuil
 	})
 }
 
-// fetch fetches urls into dir under the build's egress policy; an ADD
-// of a URL needs the build's network (network, or an egress policy).
+// stepFailed is err as an S001 saying the step's line, once.
+func stepFailed(step templatebuild.Step, err error) error {
+	if e := errdefs.As(err); e.Code == errdefs.CodeMalformed && strings.HasPrefix(e.Message, "Dockerfile line") {
+		return err
+	}
+	return errdefs.Malformed("Dockerfile line %d failed: %s: %s", step.Line, safetext.Line(step.Text, safetext.MaxLine), errdefs.As(err).Message)
+}
+
+// fetch fetches urls into dir under the build's egress policy.
 func (b *build) fetch(dir string, urls []string, checksum string) ([]*templatebuild.Remote, error) {
-	if b.s.dial == nil {
-		return nil, errors.New("ADD of a URL is not available on this daemon")
-	}
-	if !b.req.Network && b.req.Egress.Empty() {
-		return nil, errors.New("ADD of a URL needs the build's network: give the build network, or an egress policy (--allow-out)")
-	}
-	policy, err := egress.Compile(b.req.Egress)
+	f, err := b.fetcher(dir)
 	if err != nil {
 		return nil, err
 	}
-	sb := egressproxy.Sandbox{ID: "template-build:" + b.req.Name, Owner: b.owner, Policy: policy}
-	f := templatebuild.Fetcher{Dir: dir, Dial: func(ctx context.Context, _, addr string) (net.Conn, error) {
-		host, port, err := net.SplitHostPort(addr)
-		if err != nil {
-			return nil, err
-		}
-		p, err := strconv.ParseUint(port, 10, 16)
-		if err != nil {
-			return nil, fmt.Errorf("port %q: %w", port, err)
-		}
-		return b.s.dial(ctx, sb, host, uint16(p))
-	}}
 	var out []*templatebuild.Remote
 	for _, u := range urls {
 		r, err := f.Fetch(b.ctx, u, checksum)
@@ -148,4 +137,32 @@ func (b *build) fetch(dir string, urls []string, checksum string) ([]*templatebu
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// fetcher fetches into dir, its connections made under the build's
+// egress policy; an ADD of a URL or a git repository needs the build's
+// network (network, or an egress policy).
+func (b *build) fetcher(dir string) (templatebuild.Fetcher, error) {
+	if b.s.dial == nil {
+		return templatebuild.Fetcher{}, errors.New("ADD of a URL is not available on this daemon")
+	}
+	if !b.req.Network && b.req.Egress.Empty() {
+		return templatebuild.Fetcher{}, errors.New("ADD of a URL needs the build's network: give the build network, or an egress policy (--allow-out)")
+	}
+	policy, err := egress.Compile(b.req.Egress)
+	if err != nil {
+		return templatebuild.Fetcher{}, err
+	}
+	sb := egressproxy.Sandbox{ID: "template-build:" + b.req.Name, Owner: b.owner, Policy: policy}
+	return templatebuild.Fetcher{Dir: dir, Dial: func(ctx context.Context, _, addr string) (net.Conn, error) {
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, err
+		}
+		p, err := strconv.ParseUint(port, 10, 16)
+		if err != nil {
+			return nil, fmt.Errorf("port %q: %w", port, err)
+		}
+		return b.s.dial(ctx, sb, host, uint16(p))
+	}}, nil
 }
