@@ -9,6 +9,9 @@ APT_PACKAGES := mmdebstrap busybox-static iproute2 ca-certificates nftables tmux
 # provides it; installed only when the command is missing (node may come
 # from elsewhere, e.g. NodeSource, whose nodejs bundles npm).
 APT_COMMANDS := node:nodejs npm:npm jq:jq
+# issue 39: ADD of a git repository runs the host's git, and its tests serve
+# a repository with git's http-backend.
+APT_COMMANDS += git:git
 # The microVM runtime's packages (QEMU's microvm machine and Debian's cloud
 # kernel, whose modules the guest loads): part of deps, since `make test`
 # runs the integration suite in that runtime too.
