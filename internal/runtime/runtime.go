@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"time"
 )
 
 // Spec is everything a runtime needs to start one sandbox.
@@ -102,6 +103,21 @@ type Runtime interface {
 	// resource (mount, cgroup, directory) of one, whose ID keep rejects.
 	// It returns the IDs it destroyed.
 	Reconcile(ctx context.Context, keep func(id string) bool) ([]string, error)
+}
+
+// SlowBooter is a runtime whose boots may need longer than the daemon's
+// boot timeout (a microVM under TCG emulation): BootTimeout is the least
+// a boot of it is given.
+type SlowBooter interface {
+	BootTimeout() time.Duration
+}
+
+// BootTimeoutOf is rt's BootTimeout when it is a SlowBooter, else 0.
+func BootTimeoutOf(rt Runtime) time.Duration {
+	if s, ok := rt.(SlowBooter); ok {
+		return s.BootTimeout()
+	}
+	return 0
 }
 
 // Factory builds a runtime from its options, checking the host first.

@@ -434,7 +434,8 @@ func (m *Manager) bootSandbox(ctx context.Context, rec *record, img *image.Image
 		return nil, failed(err)
 	}
 	defer release()
-	bootCtx, cancel := context.WithTimeout(ctx, m.bootTimeout)
+	rt := m.runtimeOf(rec)
+	bootCtx, cancel := context.WithTimeout(ctx, max(m.bootTimeout, runtime.BootTimeoutOf(rt)))
 	defer cancel()
 	stop := context.AfterFunc(m.shutdown, cancel)
 	defer stop()
@@ -443,7 +444,6 @@ func (m *Manager) bootSandbox(ctx context.Context, rec *record, img *image.Image
 	if rec.Network && m.net != nil {
 		rec.forwarded, rec.unforwarded = m.net.Gateway(rec.ID, rec.Owner, rec.Env)
 	}
-	rt := m.runtimeOf(rec)
 	art, err := runtime.Prepare(bootCtx, rt, runtime.ImageRef{ID: img.ID, Rootfs: img.Rootfs})
 	if err != nil {
 		return nil, errdefs.Wrap(errdefs.CodeBootFailed, err, "preparing image "+rec.Image)

@@ -31,6 +31,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sync"
+	"time"
 
 	"github.com/hutch-dev/hutch/internal/cgroups"
 	"github.com/hutch-dev/hutch/internal/runtime"
@@ -149,6 +150,19 @@ func (r *Runtime) Name() string { return Name }
 
 // Accel is the accelerator the VMs run with: "kvm" or "tcg".
 func (r *Runtime) Accel() string { return r.accel }
+
+// tcgBootTimeout is the least a boot is given under TCG emulation, ten or
+// more times slower than KVM: on a busy host a boot and its agent's first
+// answer take longer than the daemon's 30 s.
+const tcgBootTimeout = 2 * time.Minute
+
+// BootTimeout is runtime.SlowBooter: a boot under TCG gets tcgBootTimeout.
+func (r *Runtime) BootTimeout() time.Duration {
+	if r.accel == AccelTCG {
+		return tcgBootTimeout
+	}
+	return 0
+}
 
 // Mode is Accel, for runtime.Describer.
 func (r *Runtime) Mode() string { return r.accel }

@@ -444,3 +444,14 @@ func TestInitramfsFor(t *testing.T) {
 		t.Errorf("the initramfs in use is gone: %v", err)
 	}
 }
+
+// A boot under TCG emulation is given tcgBootTimeout; under KVM the
+// daemon's own timeout applies.
+func TestBootTimeout(t *testing.T) {
+	if got := (&Runtime{accel: AccelTCG}).BootTimeout(); got != tcgBootTimeout {
+		t.Errorf("TCG: %v, want %v", got, tcgBootTimeout)
+	}
+	if got := (&Runtime{accel: AccelKVM}).BootTimeout(); got != 0 {
+		t.Errorf("KVM: %v, want 0", got)
+	}
+}
