@@ -227,33 +227,51 @@ func (e *env) stopAll(ctx context.Context, c *client.Client, ids []string) {
 	}
 }
 
+// ratedCreates is the daemon with the default pool and how many creates
+// rate per second issue in dur, or the skip of a run without a pool or
+// without a create.
+func (e *env) ratedCreates(rate float64, dur time.Duration) (*client.Client, int, error) {
+	c := e.poolDaemon()
+	n := int(rate * dur.Seconds())
+	switch {
+	case !e.hasPool(c):
+		return nil, 0, skipf("%s", e.pool.why)
+	case n < 1:
+		return nil, 0, skipf("a rate of %g/s for %s issues no create", rate, dur)
+	}
+	return c, n, nil
+}
+
+// pacedCreates issues n creates of reqOf(i) on c at rate per second, each
+// followed by an exec of true and a stop, and returns their latencies and
+// the time from the first issue to the last answer.
+func pacedCreates(ctx context.Context, c *client.Client, reqOf func(i int) api.CreateRequest, n int, rate float64) ([]time.Duration, time.Duration, error) {
+	interval := time.Duration(float64(time.Second) / rate)
+	stopper := newStopper(c, maxPendingStops)
+	start := time.Now()
+	_, lat, last, err := createAllOf(ctx, c, reqOf, n, func(i int) time.Time { return start.Add(time.Duration(i) * interval) },
+		func(id string) { stopper.stop(ctx, id) })
+	if serr := stopper.drain(); err == nil {
+		err = serr
+	}
+	return lat, last.Sub(start), err
+}
+
 // createSteady issues creates at Options.SteadyRate per second for
 // Options.SteadyDuration on the daemon with the default pool, each
 // followed by an exec of true and a stop, and counts those the pool
 // served. The pool starts at rest (full).
 func createSteady(ctx context.Context, e *env) (Result, error) {
-	c := e.poolDaemon()
-	n := int(e.opts.SteadyRate * e.opts.SteadyDuration.Seconds())
-	switch {
-	case !e.hasPool(c):
-		return Result{}, skipf("%s", e.pool.why)
-	case n < 1:
-		return Result{}, skipf("a rate of %g/s for %s issues no create", e.opts.SteadyRate, e.opts.SteadyDuration)
+	c, n, err := e.ratedCreates(e.opts.SteadyRate, e.opts.SteadyDuration)
+	if err != nil {
+		return Result{}, err
 	}
 	_, before, err := e.poolFull(ctx, c)
 	if err != nil {
 		return Result{}, err
 	}
 	req := api.CreateRequest{Image: e.opts.Image, Name: sandboxName}
-	interval := time.Duration(float64(time.Second) / e.opts.SteadyRate)
-	stopper := newStopper(c, maxPendingStops)
-	start := time.Now()
-	_, lat, last, err := createAll(ctx, c, req, n, func(i int) time.Time { return start.Add(time.Duration(i) * interval) },
-		func(id string) { stopper.stop(ctx, id) })
-	took := last.Sub(start)
-	if serr := stopper.drain(); err == nil {
-		err = serr
-	}
+	lat, took, err := pacedCreates(ctx, c, func(int) api.CreateRequest { return req }, n, e.opts.SteadyRate)
 	if err != nil {
 		return Result{}, err
 	}

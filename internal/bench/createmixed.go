@@ -9,7 +9,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/hutch-dev/hutch/api"
 )
@@ -41,19 +40,14 @@ func mixedRequest(images []string, i int) api.CreateRequest {
 // shape tells the pool the demand, and the run starts once every image's
 // pool is full.
 func createMixed(ctx context.Context, e *env) (Result, error) {
-	c := e.poolDaemon()
-	images := e.opts.MixedImages
-	n := int(e.opts.MixedRate * e.opts.MixedDuration.Seconds())
-	switch {
-	case !e.hasPool(c):
-		return Result{}, skipf("%s", e.pool.why)
-	case n < 1:
-		return Result{}, skipf("a rate of %g/s for %s issues no create", e.opts.MixedRate, e.opts.MixedDuration)
+	c, n, err := e.ratedCreates(e.opts.MixedRate, e.opts.MixedDuration)
+	if err != nil {
+		return Result{}, err
 	}
+	images := e.opts.MixedImages
 	warm := len(images) * len(mixedShapes)
 	e.progress("bench:   one create of each image and shape (%d), off the clock…", warm)
 	var ids []string
-	var err error
 	for i := range warm {
 		_, id, werr := createThenExec(ctx, c, mixedRequest(images, i))
 		if id != "" {
@@ -94,15 +88,7 @@ func createMixed(ctx context.Context, e *env) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	interval := time.Duration(float64(time.Second) / e.opts.MixedRate)
-	stopper := newStopper(c, maxPendingStops)
-	start := time.Now()
-	_, lat, last, err := createAllOf(ctx, c, func(i int) api.CreateRequest { return mixedRequest(images, i) }, n,
-		func(i int) time.Time { return start.Add(time.Duration(i) * interval) }, func(id string) { stopper.stop(ctx, id) })
-	took := last.Sub(start)
-	if serr := stopper.drain(); err == nil {
-		err = serr
-	}
+	lat, took, err := pacedCreates(ctx, c, func(i int) api.CreateRequest { return mixedRequest(images, i) }, n, e.opts.MixedRate)
 	if err != nil {
 		return Result{}, err
 	}
