@@ -15,6 +15,7 @@ import (
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/client"
+	"github.com/hutch-dev/hutch/internal/bench/pyclient"
 )
 
 // Names of the egress scenarios.
@@ -121,36 +122,6 @@ const egressRequestsPerRun = 10
 // paths in turn, so that a change of the machine's load weighs on each.
 const egressRounds = 3
 
-// httpsScript makes argv[3] HTTPS requests to argv[1]:443 with SNI and
-// Host argv[2], each on a new connection verified against the default
-// roots and the CA argv[4] (in PEM), after argv[5] untimed ones, and
-// prints the timed ones' durations in nanoseconds.
-const httpsScript = `
-import socket, ssl, sys, time
-addr, name, n, ca, warm = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
-ctx = ssl.create_default_context()
-ctx.load_verify_locations(cadata=ca)
-req = ("GET / HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % name).encode()
-out = []
-for i in range(warm + n):
-    t = time.perf_counter()
-    with socket.create_connection((addr, 443), timeout=10) as raw:
-        with ctx.wrap_socket(raw, server_hostname=name) as s:
-            s.sendall(req)
-            body = b""
-            while True:
-                b = s.recv(65536)
-                if not b:
-                    break
-                body += b
-    d = time.perf_counter() - t
-    if not body.endswith(b"\r\n\r\nok"):
-        sys.exit("unexpected answer: %r" % body[:300])
-    if i >= warm:
-        out.append(d)
-print(" ".join("%d" % (d * 1e9) for d in out))
-`
-
 // egressHTTPS times an HTTPS request on a new connection on each path, in
 // one sandbox whose policy changes between them, and the daemon's CPU
 // time per request on each.
@@ -177,7 +148,7 @@ func egressHTTPS(ctx context.Context, e *env) (Result, error) {
 					return err
 				}
 				before, ok := readStat(ed.PID)
-				res, err := e.execOn(ctx, ed.Client, id, "python3", "-c", httpsScript, t.Addr, EgressName,
+				res, err := e.execOn(ctx, ed.Client, id, "python3", "-c", pyclient.HTTPS, t.Addr, "443", EgressName,
 					strconv.Itoa(perExec), string(t.CAPEM), strconv.Itoa(e.opts.Warmup))
 				after, ok2 := readStat(ed.PID)
 				if err != nil {

@@ -10,7 +10,6 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/internal/bench/pyclient"
 	"github.com/hutch-dev/hutch/internal/sandbox/egress"
 	"github.com/hutch-dev/hutch/internal/testutil"
 	"github.com/hutch-dev/hutch/internal/vethns"
@@ -99,13 +99,10 @@ func BenchmarkNewConnection(b *testing.B) {
 	dir := &benchDir{}
 	p.SetDirectory(dir)
 	// The client trusts both the server and the proxy's CA.
-	caFile := filepath.Join(b.TempDir(), "roots.pem")
 	pemOf := func(c *x509.Certificate) []byte {
 		return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})
 	}
-	if err := os.WriteFile(caFile, append(pemOf(srv.Certificate()), pemOf(ca.cert)...), 0o644); err != nil {
-		b.Fatal(err)
-	}
+	roots := string(append(pemOf(srv.Certificate()), pemOf(ca.cert)...))
 	for _, tc := range []struct {
 		name   string
 		to     netip.AddrPort
@@ -124,7 +121,7 @@ func BenchmarkNewConnection(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			// The client is another process: this one's CPU time is the
 			// server's and, through the proxy, the proxy's.
-			cmd := exec.Command("python3", "-c", benchClient, tc.to.Addr().String(), strconv.Itoa(int(tc.to.Port())), benchName, strconv.Itoa(b.N), caFile)
+			cmd := exec.Command("python3", "-c", pyclient.HTTPS, tc.to.Addr().String(), strconv.Itoa(int(tc.to.Port())), benchName, strconv.Itoa(b.N), roots, "0")
 			cmd.Stderr = os.Stderr
 			before := cpuTime()
 			b.ResetTimer()
@@ -147,32 +144,6 @@ func BenchmarkNewConnection(b *testing.B) {
 		})
 	}
 }
-
-// benchClient makes argv[4] HTTPS requests to argv[1]:argv[2], each on a
-// new connection with SNI and Host argv[3], verified against the CAs of
-// file argv[5], and prints each one's nanoseconds.
-const benchClient = `
-import socket, ssl, sys, time
-addr, port, name, n, ca = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5]
-ctx = ssl.create_default_context(cafile=ca)
-req = ("GET / HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % name).encode()
-out = []
-for i in range(n):
-    t = time.perf_counter()
-    with socket.create_connection((addr, port), timeout=10) as raw:
-        with ctx.wrap_socket(raw, server_hostname=name) as s:
-            s.sendall(req)
-            body = b""
-            while True:
-                b = s.recv(65536)
-                if not b:
-                    break
-                body += b
-    if not body.endswith(b"\r\n\r\nok"):
-        sys.exit("unexpected answer: %r" % body[:300])
-    out.append(time.perf_counter() - t)
-print(" ".join("%d" % (d * 1e9) for d in out))
-`
 
 // cpuTime is the process's CPU time so far, user and system.
 func cpuTime() time.Duration {
