@@ -22,26 +22,7 @@ import (
 // too_many_invocations naming engine_max_invocations_per_owner, while bob's runs.
 // Once hers end, she can invoke again.
 func TestInvocationBudget(t *testing.T) {
-	const alice, bob = "alice-token-0123456789", "bob-token-0123456789xx"
-	tokens, err := auth.New(map[string]string{"alice": alice, "bob": bob})
-	if err != nil {
-		t.Fatal(err)
-	}
-	block := make(chan struct{})
-	fake := &functionstest.Fake{ExecFunc: func(ctx context.Context, r api.ExecRequest) (api.ExecResponse, error) {
-		if r.Cmd == "quick" {
-			return api.ExecResponse{}, nil
-		}
-		select {
-		case <-block:
-		case <-ctx.Done():
-		}
-		return api.ExecResponse{}, ctx.Err()
-	}}
-	_, url := testServer(t, fake, Options{Auth: tokens, MaxInFlight: 2, MaxInvocations: 8, MaxInvocationsPerOwner: 3})
-	as := func(tok string) *wsClient {
-		return dialWith(t, url, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + tok}}})
-	}
+	as, block := twoOwners(t, Options{MaxInFlight: 2, MaxInvocations: 8, MaxInvocationsPerOwner: 3})
 	a1, a2, b := as(alice), as(alice), as(bob)
 	slow := map[string]any{"sandbox_id": functionstest.DefaultID, "cmd": "sleep"}
 	quick := map[string]any{"sandbox_id": functionstest.DefaultID, "cmd": "quick"}
@@ -76,26 +57,8 @@ func TestInvocationBudget(t *testing.T) {
 // naming request_body_budget_per_owner_mb, bob's runs beside it, and once
 // hers ends she can send it again.
 func TestInvocationPayloadBudget(t *testing.T) {
-	const alice, bob = "alice-token-0123456789", "bob-token-0123456789xx"
-	tokens, err := auth.New(map[string]string{"alice": alice, "bob": bob})
-	if err != nil {
-		t.Fatal(err)
-	}
-	block := make(chan struct{})
-	fake := &functionstest.Fake{ExecFunc: func(ctx context.Context, r api.ExecRequest) (api.ExecResponse, error) {
-		if r.Cmd == "sleep" {
-			select {
-			case <-block:
-			case <-ctx.Done():
-			}
-		}
-		return api.ExecResponse{}, ctx.Err()
-	}}
 	bodies := httpapi.NewBodyBudget(2<<20, 1<<20)
-	_, url := testServer(t, fake, Options{Auth: tokens, BodyBudget: bodies})
-	as := func(tok string) *wsClient {
-		return dialWith(t, url, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + tok}}})
-	}
+	as, block := twoOwners(t, Options{BodyBudget: bodies})
 	a, b := as(alice), as(bob)
 	big := func(cmd string) map[string]any {
 		return map[string]any{"sandbox_id": functionstest.DefaultID, "cmd": cmd, "stdin": strings.Repeat("x", 700<<10)}
@@ -119,4 +82,33 @@ func TestInvocationPayloadBudget(t *testing.T) {
 	// An answer is sent before its invocation gives its bytes back.
 	testutil.Eventually(t, 10*time.Second, func() bool { return bodies.Used() == 0 },
 		"the budget still holds bytes after every invocation ended")
+}
+
+// The tokens of twoOwners' owners.
+const alice, bob = "alice-token-0123456789", "bob-token-0123456789xx"
+
+// twoOwners serves opts with the tokens of alice and bob, and an exec
+// whose cmd "sleep" runs until block is closed (or its context ends) while
+// any other answers at once; as dials a session with a token.
+func twoOwners(t *testing.T, opts Options) (as func(token string) *wsClient, block chan struct{}) {
+	t.Helper()
+	tokens, err := auth.New(map[string]string{"alice": alice, "bob": bob})
+	if err != nil {
+		t.Fatal(err)
+	}
+	block = make(chan struct{})
+	fake := &functionstest.Fake{ExecFunc: func(ctx context.Context, r api.ExecRequest) (api.ExecResponse, error) {
+		if r.Cmd == "sleep" {
+			select {
+			case <-block:
+			case <-ctx.Done():
+			}
+		}
+		return api.ExecResponse{}, ctx.Err()
+	}}
+	opts.Auth = tokens
+	_, url := testServer(t, fake, opts)
+	return func(tok string) *wsClient {
+		return dialWith(t, url, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + tok}}})
+	}, block
 }
