@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/hutch-dev/hutch/api"
@@ -21,12 +20,7 @@ import (
 // same create pulls it and the sandbox runs.
 func TestDiskFullImagePull(t *testing.T) {
 	testutil.RequiresIntegration(t)
-	mnt := t.TempDir()
-	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=64m,mode=0700"); err != nil {
-		t.Fatalf("mounting the small file system: %v", err)
-	}
-	// Registered before the daemon's cleanup, so it runs after it.
-	t.Cleanup(func() { _ = syscall.Unmount(mnt, syscall.MNT_DETACH) })
+	mnt := smallFS(t, "64m")
 	reg := ocitest.NewRegistry(t, "", "")
 	img, _ := appImage(t)
 	ref := reg.Push(t, "tools/app:full", img)

@@ -29,12 +29,7 @@ const diskFullEvents = 200
 
 func TestDiskFull(t *testing.T) {
 	testutil.RequiresIntegration(t)
-	mnt := t.TempDir()
-	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=384m,mode=0700"); err != nil {
-		t.Fatalf("mounting the small file system: %v", err)
-	}
-	// Registered before the daemon's cleanup, so it runs after it.
-	t.Cleanup(func() { _ = syscall.Unmount(mnt, syscall.MNT_DETACH) })
+	mnt := smallFS(t, "384m")
 	d := launchDaemonAt(t, baseConfig("volume_default_size_mb: 16\n"), "", filepath.Join(mnt, "data"))
 	ctx := context.Background()
 	if _, err := d.c.CreateVolume(ctx, "v", 0); err != nil {
@@ -184,6 +179,19 @@ func TestDiskFull(t *testing.T) {
 	if r := d.exec(id, "wc", "-c", "/mnt/v/f"); r.Stdout != "4194304 /mnt/v/f\n" {
 		t.Errorf("the volume written on a full disk: %+v", r)
 	}
+}
+
+// smallFS mounts a tmpfs of size (tmpfs's size= form) on a new temporary
+// directory and returns it; it is unmounted after the cleanups registered
+// after it (a daemon's among them).
+func smallFS(t *testing.T, size string) string {
+	t.Helper()
+	mnt := t.TempDir()
+	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size="+size+",mode=0700"); err != nil {
+		t.Fatalf("mounting the small file system: %v", err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(mnt, syscall.MNT_DETACH) })
+	return mnt
 }
 
 // fillHostDisk writes a file on the file system at dir until it is full, and
