@@ -79,24 +79,13 @@ func TestClusterReattachSIGTERM(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	running := func(name string) *corev1.Pod {
+	running := func(t *testing.T, name string) *corev1.Pod {
 		t.Helper()
-		var p *corev1.Pod
-		testutil.EventuallyNil(t, 3*time.Minute, func() error {
-			var err error
-			if p, err = kc.CoreV1().Pods(clusterNS).Get(ctx, name, metav1.GetOptions{}); err != nil {
-				return err
-			}
-			if p.Status.Phase != corev1.PodRunning || !podReady(p) {
-				return fmt.Errorf("pod %s is %s (%s)", name, p.Status.Phase, p.Status.Message)
-			}
-			return nil
-		}, "Pod %s Running and Ready", name)
-		return p
+		return awaitPod(t, ctx, kc, name, "Running and Ready", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning && podReady(p) })
 	}
-	running(pod.Name)
+	running(t, pod.Name)
 	// count reads the counter through kubectl exec's path once it passed after.
-	count := func(after int, what string) int {
+	count := func(t *testing.T, after int, what string) int {
 		t.Helper()
 		var n int
 		testutil.EventuallyNil(t, time.Minute, func() error {
@@ -115,14 +104,14 @@ func TestClusterReattachSIGTERM(t *testing.T) {
 		}, "the counter of Pod %s past %d %s", pod.Name, after, what)
 		return n
 	}
-	before := count(0, "before the restart")
+	before := count(t, 0, "before the restart")
 	// network checks the networked Pod: its sandbox sends from its Pod
 	// IP, resolves a name through hutch's resolver and reaches a server
 	// on the node's network, and its web server answers kubectl
 	// port-forward. It returns the Pod IP.
-	network := func(what string) string {
+	network := func(t *testing.T, what string) string {
 		t.Helper()
-		p := running(web.Name)
+		p := running(t, web.Name)
 		probe := fmt.Sprintf(`import socket, urllib.request
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.connect(("192.0.2.1", 9)); print(s.getsockname()[0])
 print(urllib.request.urlopen("http://web.test:%d/", timeout=10).read().decode())`, webPort)
@@ -150,16 +139,16 @@ print(urllib.request.urlopen("http://web.test:%d/", timeout=10).read().decode())
 		}, "the networked Pod's web server through port-forward %s", what)
 		return p.Status.PodIP
 	}
-	ip := network("before the restarts")
+	ip := network(t, "before the restarts")
 	// adopted checks the networked Pod after a restart: its IP kept, and
 	// its sandbox's lifetime ending activeDeadlineSeconds after the
 	// Pod's start, not after the adoption.
-	adopted := func(what string) {
+	adopted := func(t *testing.T, what string) {
 		t.Helper()
-		if got := network(what); got != ip {
+		if got := network(t, what); got != ip {
 			t.Errorf("the networked Pod's IP %s: %s, was %s", what, got, ip)
 		}
-		p := running(web.Name)
+		p := running(t, web.Name)
 		id := strings.TrimPrefix(p.Status.ContainerStatuses[0].ContainerID, kubenode.ContainerIDPrefix)
 		want := p.Status.StartTime.Add(webDeadline)
 		testutil.EventuallyNil(t, time.Minute, func() error {
@@ -178,13 +167,13 @@ print(urllib.request.urlopen("http://web.test:%d/", timeout=10).read().decode())
 		d.kill9()
 		d.start()
 		testutil.EventuallyNil(t, time.Minute, func() error { return nodesReady(ctx, kc, []string{node}, true) }, "%s Ready after its restart", node)
-		before = count(before, "after the kill -9")
-		adopted("after the kill -9")
+		before = count(t, before, "after the kill -9")
+		adopted(t, "after the kill -9")
 	})
 
 	t.Run("restart within the grace", func(t *testing.T) {
 		// Its sandbox frozen at the SIGTERM: kept, and adopted running.
-		p := running(pod.Name)
+		p := running(t, pod.Name)
 		if _, err := d.c.Pause(ctx, strings.TrimPrefix(p.Status.ContainerStatuses[0].ContainerID, kubenode.ContainerIDPrefix), ""); err != nil {
 			t.Fatal(err)
 		}
@@ -194,9 +183,9 @@ print(urllib.request.urlopen("http://web.test:%d/", timeout=10).read().decode())
 		}
 		d.start()
 		testutil.EventuallyNil(t, time.Minute, func() error { return nodesReady(ctx, kc, []string{node}, true) }, "%s Ready after its restart", node)
-		after := count(before, "after the restart (it was frozen)")
-		adopted("after the SIGTERM")
-		still := count(after, "still counting")
+		after := count(t, before, "after the restart (it was frozen)")
+		adopted(t, "after the SIGTERM")
+		still := count(t, after, "still counting")
 		p, err := kc.CoreV1().Pods(clusterNS).Get(ctx, pod.Name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)

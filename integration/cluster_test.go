@@ -557,17 +557,25 @@ func podReady(p *corev1.Pod) bool {
 // awaitPodEnd waits for Pod name to be Succeeded or Failed.
 func awaitPodEnd(t *testing.T, ctx context.Context, kc kubernetes.Interface, name string) *corev1.Pod {
 	t.Helper()
+	return awaitPod(t, ctx, kc, name, "ended", func(p *corev1.Pod) bool {
+		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+	})
+}
+
+// awaitPod waits for Pod name to be as done says (what, in words).
+func awaitPod(t *testing.T, ctx context.Context, kc kubernetes.Interface, name, what string, done func(*corev1.Pod) bool) *corev1.Pod {
+	t.Helper()
 	var p *corev1.Pod
 	testutil.EventuallyNil(t, 3*time.Minute, func() error {
 		var err error
 		if p, err = kc.CoreV1().Pods(clusterNS).Get(ctx, name, metav1.GetOptions{}); err != nil {
 			return err
 		}
-		if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
-			return fmt.Errorf("pod %s is %s", name, p.Status.Phase)
+		if !done(p) {
+			return fmt.Errorf("pod %s is %s (%s)", name, p.Status.Phase, p.Status.Message)
 		}
 		return nil
-	}, "Pod %s ended", name)
+	}, "Pod %s %s", name, what)
 	return p
 }
 
