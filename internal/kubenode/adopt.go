@@ -33,10 +33,10 @@ func (p *provider) takeUp(ctx context.Context, ko string, k *corev1.Pod, id stri
 	if _, asked, ok, _ := p.apiPod(k); ok {
 		secs = asked.TimeoutSecs
 	}
-	if secs == 0 || k.Status.StartTime == nil {
+	left, has := lifetimeLeft(k, secs, time.Now())
+	if !has {
 		return true
 	}
-	left := time.Until(k.Status.StartTime.Add(time.Duration(secs) * time.Second))
 	if left <= 0 {
 		p.fail(ko, ReasonDeadline, "the Pod's lifetime passed while its node restarted", nil)
 		p.stopSandbox(ctx, id)
@@ -47,4 +47,13 @@ func (p *provider) takeUp(ctx context.Context, ko string, k *corev1.Pod, id stri
 		p.log.Warn("giving an adopted Pod's sandbox the rest of its lifetime", "sandbox", id, "err", err)
 	}
 	return true
+}
+
+// lifetimeLeft is what is left at now of Pod k's lifetime of secs from
+// its start; has is false for none (secs 0, or a Pod not started).
+func lifetimeLeft(k *corev1.Pod, secs uint64, now time.Time) (left time.Duration, has bool) {
+	if secs == 0 || k.Status.StartTime == nil {
+		return 0, false
+	}
+	return k.Status.StartTime.Add(time.Duration(secs) * time.Second).Sub(now), true
 }
