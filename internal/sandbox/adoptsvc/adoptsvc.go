@@ -102,7 +102,9 @@ func adopt(ctx context.Context, rt runtime.Runtime, sb Sandbox, d Deps) (Adopted
 	}
 	ac, err := d.Connect(ctx, inst, user)
 	if err == nil && sb.Network {
-		err = readopt(ctx, sb, d.Net)
+		if err = readopt(ctx, sb, d.Net); err != nil {
+			_ = ac.Close()
+		}
 	}
 	if err != nil {
 		err = errors.Join(err, inst.Destroy(ctx))
