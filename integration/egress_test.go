@@ -21,6 +21,12 @@ import (
 // and TCP alike. It returns its address, for sandbox_nameservers.
 func testResolver(t *testing.T, names map[string]string) string {
 	t.Helper()
+	return testResolverAt(t, "127.0.0.1", names)
+}
+
+// testResolverAt is testResolver on address ip.
+func testResolverAt(t *testing.T, ip string, names map[string]string) string {
+	t.Helper()
 	handler := dns.HandlerFunc(func(w dns.ResponseWriter, q *dns.Msg) {
 		m := new(dns.Msg)
 		m.SetReply(q)
@@ -34,7 +40,7 @@ func testResolver(t *testing.T, names map[string]string) string {
 		_ = w.WriteMsg(m)
 	})
 	for range 10 {
-		pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+		pc, err := net.ListenPacket("udp4", net.JoinHostPort(ip, "0"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -38,9 +38,10 @@ type Cluster struct {
 	// cluster side force-deletes its Pods and records sandbox.lost.
 	LostGraceSecs uint64 `yaml:"lost_grace_secs"`
 	// ReattachGraceSecs, when not 0, keeps the node's Pod sandboxes
-	// (gVisor, no network) running for that long after the daemon died,
-	// for the restarted daemon to adopt; 0 (the default) ends them with
-	// the daemon, as every other sandbox.
+	// (gVisor, no volumes; with their networks) running for that long
+	// after the daemon died or stopped, for the restarted daemon to
+	// adopt; 0 (the default) ends them with the daemon, as every other
+	// sandbox.
 	ReattachGraceSecs uint64 `yaml:"reattach_grace_secs"`
 
 	// issue 36: the cluster API (internal/clusterapi, docs/cluster.md).

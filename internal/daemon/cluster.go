@@ -15,13 +15,13 @@ import (
 )
 
 // reattach is the manager's Options.Reattach on a cluster node with
-// cluster.reattach_grace_secs: a Pod's sandbox without a network outlives
-// the daemon; nil elsewhere.
+// cluster.reattach_grace_secs: a Pod's sandbox outlives the daemon, its
+// network too; nil elsewhere.
 func (d *daemon) reattach() func(meta map[string]string, network bool) bool {
 	if d.opts.Kubeconfig == "" || d.cfg.Cluster.ReattachGraceSecs == 0 {
 		return nil
 	}
-	return func(meta map[string]string, network bool) bool { return !network && meta[kubenode.MetaUID] != "" }
+	return func(meta map[string]string, _ bool) bool { return meta[kubenode.MetaUID] != "" }
 }
 
 // reattachGrace is how long the crash watchdog leaves reattachable

@@ -276,20 +276,24 @@ func RunWatchdog(in io.Reader, out io.Writer, log *slog.Logger) error {
 }
 
 // sweep destroys every sandbox of rts that keep rejects, then the
-// networks of every sandbox (the kept ones have none).
+// networks of every sandbox but the kept ones (issue 35).
 func sweep(rts []runtime.Runtime, nw *netsvc.Service, keep func(rt runtime.Runtime, id string) bool, log *slog.Logger) error {
 	ctx, cancel := context.WithTimeout(context.Background(), watchdogWorkTimeout)
 	defer cancel()
 	var errs []error
+	kept := map[string]bool{}
 	for _, rt := range rts {
-		destroyed, err := rt.Reconcile(ctx, func(id string) bool { return keep(rt, id) })
+		destroyed, err := rt.Reconcile(ctx, func(id string) bool {
+			kept[id] = kept[id] || keep(rt, id)
+			return kept[id]
+		})
 		log.Info("destroyed the sandboxes of a dead daemon", "runtime", rt.Name(), "ids", destroyed)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("watchdog: runtime %s: %w", rt.Name(), err))
 		}
 	}
 	if nw != nil {
-		detached, err := nw.Reconcile(ctx, func(string) bool { return false })
+		detached, err := nw.Reconcile(ctx, func(id string) bool { return kept[id] })
 		log.Info("removed the sandbox networks of a dead daemon", "ids", detached)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("watchdog: network: %w", err))

@@ -334,7 +334,9 @@ func (p *provider) adopt(ctx context.Context, ko string, k *corev1.Pod) {
 	p.mu.Unlock()
 	p.log.Info("re-adopted a Pod's sandbox", "pod", ko, "sandbox", id, "main_pid", pid)
 	p.update(ko, func(pd *pod) { p.setPodIP(&pd.pod.Status, id) })
-	p.follow(ctx, ko, id, pid)
+	if p.takeUp(ctx, ko, k, id) {
+		p.follow(ctx, ko, id, pid)
+	}
 }
 
 // mainPid finds the main process of Pod k in its adopted sandbox id (issue

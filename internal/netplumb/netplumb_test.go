@@ -544,3 +544,50 @@ func BenchmarkSetupTeardown(b *testing.B) {
 		}
 	}
 }
+
+// TestAdoptAfterRestart (issue 35): a new Network of the same owner (a
+// restarted daemon) takes over a network whose sandbox outlived the
+// first, even once its firewall table is gone: the same address, its
+// port forward working again; its Teardown then removes all of it.
+func TestAdoptAfterRestart(t *testing.T) {
+	dir := t.TempDir()
+	first := newTestNetwork(t, dir, testPool)
+	ctx := context.Background()
+	port := loopbackServer(t, "adopted")
+	sb := Sandbox{ID: "net-test-adopt", NetnsPath: filepath.Join(dir, "ns"), Ports: []uint16{port}}
+	l, err := first.Setup(ctx, sb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.nft.deleteTable(ctx); err != nil {
+		t.Fatal(err)
+	}
+	second := newTestNetwork(t, dir, testPool)
+	if _, err := second.Adopt(ctx, Sandbox{ID: "net-test-other", NetnsPath: filepath.Join(dir, "other")}); err == nil {
+		t.Error("adopted a network that does not exist")
+	}
+	got, err := second.Adopt(ctx, sb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Addr != l.Addr || got.Gateway != l.Gateway || got.HostIf != l.HostIf {
+		t.Errorf("adopted lease %+v, was %+v", got, l)
+	}
+	if _, err := second.Adopt(ctx, sb); err == nil {
+		t.Error("adopted the same network twice")
+	}
+	err = inNetns(sb.NetnsPath, func() error {
+		body, err := httpGet(netip.AddrPortFrom(got.Gateway, port).String())
+		if err == nil && body != "adopted" {
+			err = fmt.Errorf("body %q", body)
+		}
+		return err
+	})
+	if err != nil {
+		t.Errorf("the adopted network's port forward: %v", err)
+	}
+	if err := second.Teardown(ctx, sb.ID); err != nil {
+		t.Fatal(err)
+	}
+	assertGone(t, second, sb.ID, sb.NetnsPath)
+}

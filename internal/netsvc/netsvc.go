@@ -105,8 +105,8 @@ func (s *Service) sandboxDir(id string) string { return filepath.Join(s.dir, id)
 // as it has the network (block_private_networks off when it was made).
 // On error it leaves nothing behind.
 func (s *Service) Attach(ctx context.Context, id string, ports []uint16, e netplumb.Egress, openPrivate bool) (_ *runtime.NetworkAttachment, retErr error) {
-	if id == "" || filepath.Base(id) != id || id == "." || id == ".." {
-		return nil, fmt.Errorf("invalid sandbox id %q for a network", id)
+	if err := checkID(id); err != nil {
+		return nil, err
 	}
 	dir := s.sandboxDir(id)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -123,23 +123,42 @@ func (s *Service) Attach(ctx context.Context, id string, ports []uint16, e netpl
 	}
 	failpoint.Hit("network.after-setup")
 	resolv := filepath.Join(dir, resolvConfName)
-	if err := os.WriteFile(resolv, lease.ResolvConf, 0o644); err != nil {
-		_ = s.net.Teardown(ctx, id)
-		return nil, fmt.Errorf("writing resolv.conf: %w", err)
+	err = os.WriteFile(resolv, lease.ResolvConf, 0o644)
+	if err != nil {
+		err = fmt.Errorf("writing resolv.conf: %w", err)
+	} else {
+		err = writeTerms(dir, lease) // issue 35
 	}
+	if err != nil {
+		_ = s.net.Teardown(ctx, id)
+		return nil, err
+	}
+	return s.register(id, lease), nil
+}
+
+// register makes lease sandbox id's attachment.
+func (s *Service) register(id string, lease *netplumb.Lease) *runtime.NetworkAttachment {
 	a := &runtime.NetworkAttachment{
 		NetnsPath:  lease.NetnsPath,
 		Addr:       lease.Addr,
 		Gateway:    lease.Gateway,
 		Bits:       lease.Subnet.Bits(),
-		ResolvConf: resolv,
+		ResolvConf: filepath.Join(s.sandboxDir(id), resolvConfName),
 		Nameserver: lease.Gateway, // resolvConf: the gateway is hutch's resolver
 		CACert:     s.caCert,
 	}
 	s.mu.Lock()
 	s.attached[id] = a
 	s.mu.Unlock()
-	return a, nil
+	return a
+}
+
+// checkID refuses an id that is no single path element.
+func checkID(id string) error {
+	if id == "" || filepath.Base(id) != id || id == "." || id == ".." {
+		return fmt.Errorf("invalid sandbox id %q for a network", id)
+	}
+	return nil
 }
 
 // Attachment is sandbox id's attachment, nil if it has none.

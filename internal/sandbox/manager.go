@@ -248,8 +248,8 @@ func (m *Manager) adopt(ctx context.Context, rec *record, adopted map[string]boo
 	if rec.Stopped || !m.reattaches(rec) {
 		return false
 	}
-	got, ok := adoptsvc.Adopt(ctx, m.runtimeOf(rec), adoptsvc.Sandbox{ID: rec.ID, Image: rec.Image, ImageID: rec.ImageID},
-		adoptsvc.Deps{Ensure: m.images.Ensure, Connect: m.connect, Timeout: m.bootTimeout, Log: m.log})
+	got, ok := adoptsvc.Adopt(ctx, m.runtimeOf(rec), adoptsvc.Sandbox{ID: rec.ID, Image: rec.Image, ImageID: rec.ImageID, Network: rec.Network, Egress: rec.Egress},
+		adoptsvc.Deps{Ensure: m.images.Ensure, Connect: m.connect, Net: m.net, Timeout: m.bootTimeout, Log: m.log})
 	if ok {
 		sb := newSandbox(rec, got.Inst, got.Agent, got.Image, got.User, m.cfg.MaxConcurrentExecPerSandbox)
 		_ = sb.admitted() // Booting to Running
@@ -738,8 +738,8 @@ func (m *Manager) reattaches(rec *record) bool {
 	return m.reattach != nil && m.reattach(rec.Metadata, rec.Network) && len(rec.Volumes) == 0
 }
 
-// Close stops every sandbox but the running ones that reattach (left to
-// the next daemon, issue 35), ends the creates in flight and waits for
+// Close stops every sandbox but the running or frozen ones that reattach
+// (left to the next daemon, issue 35), ends the creates in flight and waits for
 // both, then closes the store. Creates after Close fail (S301).
 func (m *Manager) Close(ctx context.Context) error {
 	m.mu.Lock()
@@ -758,7 +758,7 @@ func (m *Manager) Close(ctx context.Context) error {
 	m.pool.Close(endShutdown)
 	sbs = slices.DeleteFunc(sbs, func(sb *sandbox) bool {
 		st, _ := sb.current()
-		if st != Running || !m.reattaches(&sb.rec) {
+		if !(st == Running || st == Paused && sb.pauseDepth() == api.PauseFreeze) || !m.reattaches(&sb.rec) {
 			return false
 		}
 		m.log.Info("sandbox left running for a restarted daemon to adopt", "sandbox", sb.rec.ID)

@@ -16,6 +16,7 @@ import (
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/runtime"
+	"github.com/hutch-dev/hutch/internal/sandbox/adoptsvc"
 	"github.com/hutch-dev/hutch/internal/sandbox/egress"
 )
 
@@ -42,9 +43,8 @@ type SandboxNetwork interface {
 	// SetEgress makes pol (nil: none) the egress policy of sandbox id's
 	// network (S302, S500).
 	SetEgress(ctx context.Context, id string, pol *egress.Policy) error
-	// Detach tears sandbox id's network down; it is idempotent and logs
-	// its failures.
-	Detach(id string)
+	// Readopt and Detach: an adopted sandbox's network (issue 35); a teardown.
+	adoptsvc.Network
 	// Renewed gives the firewall sandbox id's network peers again, once
 	// its network was made anew (a wake).
 	Renewed(ctx context.Context, id string)

@@ -72,6 +72,18 @@ func (f *fakeNetwork) egressOf(id string) (netplumb.Egress, bool) {
 	return e, ok
 }
 
+// Readopt takes over the network of sandbox id as if an earlier daemon
+// attached it; failing makes it fail.
+func (f *fakeNetwork) Readopt(_ context.Context, id string, pol *egress.Policy) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.failing {
+		return errors.New("no network to adopt")
+	}
+	f.attached[id] = pol.Firewall()
+	return nil
+}
+
 func (f *fakeNetwork) Detach(id string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

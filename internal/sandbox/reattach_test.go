@@ -11,9 +11,10 @@ import (
 )
 
 // TestCloseLeavesReattachable (issue 35): with Options.Reattach, Close
-// leaves a running sandbox that reattaches (its instance not destroyed,
-// its record live, for the next daemon to adopt) and stops the others as
-// before: one Reattach refuses, and one that mounts a volume.
+// leaves a running sandbox that reattaches, and a frozen one (their
+// instances not destroyed, their records live, for the next daemon to
+// adopt) and stops the others as before: one Reattach refuses, and one
+// that mounts a volume.
 func TestCloseLeavesReattachable(t *testing.T) {
 	state := t.TempDir()
 	m, rt, _ := inprocessWith(t, nil, func(o *Options) {
@@ -33,6 +34,10 @@ func TestCloseLeavesReattachable(t *testing.T) {
 		return resp.SandboxID
 	}
 	pod := mk(api.CreateRequest{Image: "python", Metadata: map[string]string{"pod": "uid-1"}})
+	frozen := mk(api.CreateRequest{Image: "python", Metadata: map[string]string{"pod": "uid-3"}})
+	if _, err := m.Pause(ctx, api.PauseRequest{SandboxID: frozen}); err != nil {
+		t.Fatal(err)
+	}
 	plain := mk(api.CreateRequest{Image: "python"})
 	mounted := mk(api.CreateRequest{Image: "python", Metadata: map[string]string{"pod": "uid-2"},
 		Volumes: []api.VolumeMount{{Name: "data", Path: "/data"}}})
@@ -40,8 +45,8 @@ func TestCloseLeavesReattachable(t *testing.T) {
 	for _, inst := range rt.Instances() {
 		reattach[inst.Spec.ID] = inst.Spec.Reattach
 	}
-	if !reattach[pod] || reattach[plain] || reattach[mounted] {
-		t.Fatalf("runtime specs' Reattach: %v (want only %s)", reattach, pod)
+	if !reattach[pod] || !reattach[frozen] || reattach[plain] || reattach[mounted] {
+		t.Fatalf("runtime specs' Reattach: %v (want only %s, %s)", reattach, pod, frozen)
 	}
 
 	cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -50,7 +55,7 @@ func TestCloseLeavesReattachable(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, inst := range rt.Instances() {
-		if got, want := inst.Destroyed(), inst.Spec.ID != pod; got != want {
+		if got, want := inst.Destroyed(), inst.Spec.ID != pod && inst.Spec.ID != frozen; got != want {
 			t.Errorf("sandbox %s destroyed by Close: %v, want %v", inst.Spec.ID, got, want)
 		}
 	}
@@ -64,11 +69,11 @@ func TestCloseLeavesReattachable(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range recs {
-		if got, want := r.Stopped, r.ID != pod; got != want {
+		if got, want := r.Stopped, r.ID != pod && r.ID != frozen; got != want {
 			t.Errorf("record of %s stopped: %v, want %v (%s)", r.ID, got, want, r.StopReason)
 		}
 	}
-	if len(recs) != 3 {
-		t.Errorf("%d records after Close, want 3", len(recs))
+	if len(recs) != 4 {
+		t.Errorf("%d records after Close, want 4", len(recs))
 	}
 }

@@ -135,7 +135,8 @@ const maxReattachRecord = 64 << 10
 // Adopt takes over sandbox id, started with Spec.Reattach by an earlier
 // Runtime over the same state directory: it opens the agent's FIFOs
 // again and relinks the agent, whose new session is the instance's Conn.
-// On failure the sandbox is left as it was, for Reconcile.
+// A paused (frozen) sandbox is resumed first, and adopted running. On
+// failure the sandbox is left as it was (or resumed), for Reconcile.
 func (r *Runtime) Adopt(ctx context.Context, id string) (_ runtime.Instance, retErr error) {
 	if err := checkID(id); err != nil {
 		return nil, errdefs.Wrap(errdefs.CodeNotFound, err, "adopting sandbox")
@@ -155,9 +156,17 @@ func (r *Runtime) Adopt(ctx context.Context, id string) (_ runtime.Instance, ret
 	if err != nil {
 		return nil, fmt.Errorf("adopting sandbox %s: %w", id, err)
 	}
-	if out, err := r.runscOutput(ctx, id, "state", id); err != nil {
+	out, err := r.runscOutput(ctx, id, "state", id)
+	if err != nil {
 		return nil, fmt.Errorf("adopting sandbox %s: %w", id, err)
-	} else if st := runscStatus(out); st != "running" {
+	}
+	switch st := runscStatus(out); st {
+	case "running":
+	case "paused": // frozen when its daemon stopped: thawed to be relinked
+		if _, err := r.runscOutput(ctx, id, "resume", id); err != nil {
+			return nil, fmt.Errorf("adopting paused sandbox %s: %w", id, err)
+		}
+	default:
 		return nil, fmt.Errorf("adopting sandbox %s: runsc says it is %q, not running", id, st)
 	}
 	var p stdio

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -44,6 +45,10 @@ type NetworkService interface {
 	// egress policy is e, openPrivate opens the private ranges to it. On
 	// error it leaves nothing behind.
 	Attach(ctx context.Context, id string, ports []uint16, e netplumb.Egress, openPrivate bool) (*runtime.NetworkAttachment, error)
+	// Adopt takes over sandbox id's network, which an earlier daemon
+	// attached, with egress policy e (issue 35); it says whether the
+	// private ranges are open to it.
+	Adopt(ctx context.Context, id string, e netplumb.Egress) (*runtime.NetworkAttachment, bool, error)
 	// Attachment is sandbox id's attachment; nil if it has none.
 	Attachment(id string) *runtime.NetworkAttachment
 	// Detach tears sandbox id's network down; it is idempotent.
@@ -141,8 +146,17 @@ func NewNet(opts NetOptions) *Net {
 }
 
 // Bind hands n the core; the daemon calls it once the core is made,
-// before its first create.
-func (n *Net) Bind(core Live) { n.core.Store(&core) }
+// before its first create. The refusals of the policies of the sandboxes
+// it adopted are watched from then on.
+func (n *Net) Bind(core Live) {
+	n.core.Store(&core)
+	n.mu.Lock()
+	pols := slices.Collect(maps.Values(n.policies))
+	n.mu.Unlock()
+	for _, pol := range pols {
+		n.watchDenials(pol)
+	}
+}
 
 // Wait waits for n's reporters, which end when the core shuts down.
 func (n *Net) Wait() { n.running.Wait() }
@@ -192,12 +206,12 @@ func (n *Net) Detach(id string) {
 }
 
 // Reconcile tears down what an earlier daemon left of its sandboxes'
-// networks (none of which runs any more).
+// networks, but those adopted (Readopt).
 func (n *Net) Reconcile(ctx context.Context) error {
 	if n.fw == nil {
 		return nil
 	}
-	done, err := n.fw.Reconcile(ctx, func(string) bool { return false })
+	done, err := n.fw.Reconcile(ctx, func(id string) bool { return n.fw.Attachment(id) != nil })
 	if err != nil {
 		return fmt.Errorf("reconciling sandbox networks: %w", err)
 	}

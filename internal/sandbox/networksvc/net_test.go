@@ -13,6 +13,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/events"
+	"github.com/hutch-dev/hutch/internal/netplumb"
 	"github.com/hutch-dev/hutch/internal/sandbox/egress"
 )
 
@@ -169,4 +170,40 @@ func TestHostURL(t *testing.T) {
 			t.Errorf("HostURL(%q) = %q, want it unchanged", u, got)
 		}
 	}
+}
+
+// TestReadopt: a network adopted with its sandbox (issue 35) is found
+// again by hutch's resolver under the sandbox's policy, keeps the private
+// ranges it was made with, and one that cannot be adopted is S200.
+func TestReadopt(t *testing.T) {
+	ctx := context.Background()
+	fw := &fakeNet{}
+	// What an earlier daemon attached, with block_private_networks off.
+	first, err := fw.Attach(ctx, "pod", nil, netplumb.Egress{}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := NewNet(NetOptions{Service: fw})
+	pol, err := egress.Compile(&api.EgressPolicy{AllowOut: []string{"pypi.org"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Readopt(ctx, "pod", pol); err != nil {
+		t.Fatal(err)
+	}
+	n.Bind(live{owners: map[string]string{"pod": "alice"}, done: make(chan struct{})})
+	if got := n.Addr("pod"); got != first.Addr {
+		t.Errorf("the adopted network's address is %v, was %v", got, first.Addr)
+	}
+	c, ok := n.Client(first.Addr)
+	if !ok {
+		t.Fatal("the resolver did not find the adopted sandbox by its address")
+	}
+	if v := c.Check("example.com"); !v.Refuse {
+		t.Errorf("a name outside the adopted sandbox's allow_out was answered: %+v", v)
+	}
+	if !n.madeWith("pod").OpenPrivate {
+		t.Error("the adopted network lost its open private ranges")
+	}
+	wantCode(t, n.Readopt(ctx, "gone", nil), errdefs.CodeBootFailed)
 }

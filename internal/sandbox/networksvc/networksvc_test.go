@@ -2,6 +2,7 @@ package networksvc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -70,6 +71,17 @@ func (f *fakeNet) Attachment(id string) *runtime.NetworkAttachment {
 		return &runtime.NetworkAttachment{Addr: a, Gateway: netip.AddrFrom4([4]byte{10, 0, 0, 254})}
 	}
 	return nil
+}
+
+// Adopt finds the network an earlier Attach gave sandbox id, or fails.
+func (f *fakeNet) Adopt(_ context.Context, id string, _ netplumb.Egress) (*runtime.NetworkAttachment, bool, error) {
+	a := f.Attachment(id)
+	if a == nil {
+		return nil, false, errors.New("no network to adopt")
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return a, f.open[id], nil
 }
 
 func (f *fakeNet) Detach(context.Context, string) error { return nil }
