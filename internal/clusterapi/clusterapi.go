@@ -11,6 +11,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 
@@ -50,6 +51,9 @@ type API struct {
 	// where is the node holding a sandbox, by id; urls a node's API URL.
 	where map[string]string
 	urls  map[string]string
+	// misses are the ids no Pod held when last looked up, by
+	// namespace/id, with when (forward.go).
+	misses map[string]time.Time
 }
 
 // New makes the cluster API of a daemon; it answers once Attach gave it
@@ -58,7 +62,7 @@ func New(o Options) *API {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &API{o: o, namespaces: map[string]bool{}, where: map[string]string{}, urls: map[string]string{}}
+	return &API{o: o, namespaces: map[string]bool{}, where: map[string]string{}, urls: map[string]string{}, misses: map[string]time.Time{}}
 }
 
 // Attach gives the API the node's client of the apiserver and the node's

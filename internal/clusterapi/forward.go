@@ -14,7 +14,6 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httputil"
@@ -160,17 +159,24 @@ func (a *API) holder(ctx context.Context, id string) (*url.URL, bool) {
 	if _, err := a.o.Local.Get(ctx, api.GetRequest{SandboxID: id}); err == nil || !errdefs.Is(err, errdefs.CodeNotFound) {
 		return nil, false
 	}
+	ns := kubenode.OwnerNamespace(a.o.Config.Cluster.NamespacePrefix, auth.OwnerFrom(ctx))
 	a.mu.Lock()
 	node, cached := a.where[id]
+	missed := a.missed(ns+"/"+id, time.Now())
 	a.mu.Unlock()
+	if missed {
+		return nil, false
+	}
 	if !cached {
-		ns := kubenode.OwnerNamespace(a.o.Config.Cluster.NamespacePrefix, auth.OwnerFrom(ctx))
 		pods, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: kubenode.LabelAPI + "=true"})
 		if err != nil {
 			a.o.Logger.Warn("looking up a sandbox's Pod", "sandbox", id, "namespace", ns, "err", err)
 			return nil, false
 		}
 		if node = podNode(pods.Items, id); node == "" {
+			a.mu.Lock()
+			a.miss(ns+"/"+id, time.Now())
+			a.mu.Unlock()
 			return nil, false
 		}
 		a.remember(id, node)
@@ -184,6 +190,40 @@ func (a *API) holder(ctx context.Context, id string) (*url.URL, bool) {
 		return nil, false
 	}
 	return u, true
+}
+
+// Lookup misses: an id no Pod of the owner's holds is answered by this
+// node (S002) for missTTL without another Pod list; at most maxMisses
+// are kept.
+const (
+	missTTL   = 3 * time.Second
+	maxMisses = 4096
+)
+
+// missed says key (namespace/id) missed within missTTL of now; a.mu held.
+func (a *API) missed(key string, now time.Time) bool {
+	at, ok := a.misses[key]
+	if ok && now.Sub(at) >= missTTL {
+		delete(a.misses, key)
+		return false
+	}
+	return ok
+}
+
+// miss records that key missed at now, dropping the expired misses when
+// the cache is full, and every one when that is not enough; a.mu held.
+func (a *API) miss(key string, now time.Time) {
+	if len(a.misses) >= maxMisses {
+		for k, at := range a.misses {
+			if now.Sub(at) >= missTTL {
+				delete(a.misses, k)
+			}
+		}
+		if len(a.misses) >= maxMisses {
+			clear(a.misses)
+		}
+	}
+	a.misses[key] = now
 }
 
 // podNode is the node of the Pod among pods whose container is sandbox
@@ -296,15 +336,7 @@ func (a *API) Forward(ctx context.Context, fn string, req any, resp reflect.Type
 	}
 	out := reflect.New(resp)
 	if err := a.peerCall(ctx, 0, target.String(), auth.OwnerFrom(ctx), fn, body, out.Interface()); err != nil {
-		var env *api.ErrorEnvelope
-		if errors.As(err, &env) {
-			if env.Code == string(errdefs.CodeNotFound) {
-				a.forget(id)
-			}
-			return nil, true, errdefs.New(errdefs.Code(env.Code), "%s", env.Message)
-		}
-		a.forget(id)
-		return nil, true, errdefs.New(errdefs.CodeInternal, "the node holding sandbox %s did not answer: %v", id, err)
+		return nil, true, a.peerError(id, err)
 	}
 	return out.Elem().Interface(), true, nil
 }
