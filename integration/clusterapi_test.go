@@ -14,7 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -40,17 +40,26 @@ const (
 	clusterAliceToken = "alice-token-0123456789abcdef"
 	clusterBobToken   = "bob-token-0123456789abcdef01"
 	clusterPeerToken  = "peer-token-0123456789abcdef0"
+	clusterCarolToken = "carol-token-0123456789abcdef"
 )
+
+// apiNet is TestClusterAPI's network, apart from the other cluster tests'.
+var apiNet = clusterNet{bridge: "ca-br", subnet: "10.236.36.", netnsPrefix: "ca-api-", vethPrefix: "ca-v"}
+
+// carolQuota is carol's quota.owners.carol.sandboxes: her namespace's
+// ResourceQuota's pods.
+const carolQuota = 5
 
 func TestClusterAPI(t *testing.T) {
 	testutil.RequiresIntegration(t)
 	binaries(t)
-	nodes := clusterNetwork(t, 2)
-	cp := kubetest.StartAt(t, net.ParseIP(clusterHost))
+	nodes := apiNet.make(t, 2)
+	cp := kubetest.StartAt(t, apiNet.host())
 	kc := cp.Client
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	extra := fmt.Sprintf("  api: true\n  peer_token: %s\napi_tokens:\n  alice: %s\n  bob: %s\n", clusterPeerToken, clusterAliceToken, clusterBobToken)
+	extra := fmt.Sprintf("  api: true\n  peer_token: %s\napi_tokens:\n  alice: %s\n  bob: %s\n  carol: %s\nquota:\n  owners:\n    carol:\n      sandboxes: %d\n",
+		clusterPeerToken, clusterAliceToken, clusterBobToken, clusterCarolToken, carolQuota)
 	names := []string{"hutch-api-0", "hutch-api-1"}
 	daemons := make([]*daemon, len(names))
 	for i := range daemons {
@@ -163,6 +172,18 @@ func TestClusterAPI(t *testing.T) {
 		}
 	})
 
+	t.Run("streamed MCP tool through A", func(t *testing.T) {
+		// event_wait streams sandbox::events::stream: forwarded to B,
+		// whose events carry its name.
+		hc := &http.Client{Transport: bearerTransport{clusterAliceToken}}
+		cs := mcpSession(t, &mcp.StreamableClientTransport{Endpoint: a.url + "/mcp?tools=all", HTTPClient: hc}, nil)
+		defer cs.Close()
+		res, out := callTool(t, cs, "event_wait", map[string]any{"sandbox_id": id, "type": api.EventSandboxCreated, "after": "0", "wait_secs": 30}, nil)
+		if res.IsError || !strings.Contains(out, api.EventSandboxCreated) || !strings.Contains(out, `"node":"`+names[1]+`"`) {
+			t.Fatalf("event_wait through A's MCP: %q", out)
+		}
+	})
+
 	t.Run("another owner", func(t *testing.T) {
 		// bob's token reaches no sandbox of alice's, through A or on B.
 		for _, d := range []*daemon{a, b} {
@@ -200,6 +221,48 @@ func TestClusterAPI(t *testing.T) {
 		}
 	})
 
+	t.Run("quota from the cluster", func(t *testing.T) {
+		// carol's namespace carries her limits as a ResourceQuota: the
+		// apiserver refuses her 6th sandbox with hutch's S401 and its
+		// reason; another owner creates as before.
+		cordon(false)
+		defer cordon(true)
+		carol := client.New(a.url, clusterCarolToken)
+		var made []string
+		defer func() {
+			for _, sid := range made {
+				_, _ = carol.Stop(context.WithoutCancel(ctx), sid, false)
+			}
+		}()
+		for i := range carolQuota {
+			c, err := carol.Create(ctx, api.CreateRequest{Image: "python"})
+			if err != nil {
+				t.Fatalf("carol's create %d of %d: %v", i+1, carolQuota, err)
+			}
+			made = append(made, c.SandboxID)
+		}
+		_, err := carol.Create(ctx, api.CreateRequest{Image: "python"})
+		var env *api.ErrorEnvelope
+		if !errors.As(err, &env) || env.Code != "S401" || !strings.Contains(env.Message, "exceeded quota") {
+			t.Fatalf("carol's create over her quota: %v, want S401 with the apiserver's reason", err)
+		}
+		q, err := kc.CoreV1().ResourceQuotas(kubenode.OwnerNamespace("hutch-", "carol")).Get(ctx, clusterapi.QuotaName, metav1.GetOptions{})
+		if err != nil || q.Spec.Hard.Pods().Value() != carolQuota {
+			t.Fatalf("carol's ResourceQuota: %+v %v", q, err)
+		}
+		bob := client.New(a.url, clusterBobToken)
+		c, err := bob.Create(ctx, api.CreateRequest{Image: "python"})
+		if err != nil {
+			t.Fatalf("bob's create beside carol's full quota: %v", err)
+		}
+		if _, err := bob.Stop(ctx, c.SandboxID, false); err != nil {
+			t.Fatal(err)
+		}
+		if qs, err := kc.CoreV1().ResourceQuotas(kubenode.OwnerNamespace("hutch-", "bob")).List(ctx, metav1.ListOptions{}); err != nil || len(qs.Items) != 0 {
+			t.Fatalf("bob, without limits, has quotas: %v %v", qs, err)
+		}
+	})
+
 	t.Run("list across nodes", func(t *testing.T) {
 		// A second sandbox, made through B with B cordoned: on A.
 		cordon(false)
@@ -232,6 +295,39 @@ func TestClusterAPI(t *testing.T) {
 			}
 			if bobs, err := client.New(d.url, clusterBobToken).ListFiltered(ctx, api.ListRequest{}); err != nil || len(bobs.Sandboxes) != 0 {
 				t.Fatalf("bob's list through %s: %+v %v", d.url, bobs, err)
+			}
+			// Each entry says its node.
+			for _, sb := range list.Sandboxes {
+				if want := map[string]string{id: names[1], other.SandboxID: names[0]}[sb.SandboxID]; sb.Node != want {
+					t.Fatalf("%s's node through %s: %q, want %q", sb.SandboxID, d.url, sb.Node, want)
+				}
+			}
+		}
+		// Events of both nodes in one listing and one stream, each with
+		// its node, through either node.
+		wantNodes := map[string]string{id: names[1], other.SandboxID: names[0]}
+		for _, d := range daemons {
+			c := client.New(d.url, clusterAliceToken)
+			evs, err := c.ListEvents(ctx, api.EventsRequest{Type: api.EventSandboxCreated})
+			got := map[string]string{}
+			for _, ev := range evs.Events {
+				got[ev.SandboxID] = ev.Node
+			}
+			if err != nil || !maps.Equal(got, wantNodes) {
+				t.Fatalf("alice's sandbox.created events through %s: %v %v, want %v", d.url, got, err, wantNodes)
+			}
+			sctx, scancel := context.WithTimeout(ctx, time.Minute)
+			got = map[string]string{}
+			err = c.StreamEvents(sctx, api.EventsRequest{Type: api.EventSandboxCreated}, func(ev api.EventRecord) error {
+				got[ev.SandboxID] = ev.Node
+				if len(got) == len(wantNodes) {
+					scancel()
+				}
+				return nil
+			})
+			scancel()
+			if !maps.Equal(got, wantNodes) {
+				t.Fatalf("alice's event stream through %s: %v (%v), want %v", d.url, got, err, wantNodes)
 			}
 		}
 	})
