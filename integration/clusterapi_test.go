@@ -15,6 +15,9 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"net/http"
 	"slices"
 	"strconv"
@@ -41,6 +44,7 @@ const (
 	clusterBobToken   = "bob-token-0123456789abcdef01"
 	clusterPeerToken  = "peer-token-0123456789abcdef0"
 	clusterCarolToken = "carol-token-0123456789abcdef"
+	clusterAliceE2B   = "e2b_0123456789abcdef0123456789abcdef01234567"
 )
 
 // apiNet is TestClusterAPI's network, apart from the other cluster tests'.
@@ -58,8 +62,8 @@ func TestClusterAPI(t *testing.T) {
 	kc := cp.Client
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	extra := fmt.Sprintf("  api: true\n  peer_token: %s\napi_tokens:\n  alice: %s\n  bob: %s\n  carol: %s\nquota:\n  owners:\n    carol:\n      sandboxes: %d\n",
-		clusterPeerToken, clusterAliceToken, clusterBobToken, clusterCarolToken, carolQuota)
+	extra := fmt.Sprintf("  api: true\n  peer_token: %s\napi_tokens:\n  alice: %s\n  bob: %s\n  carol: %s\nquota:\n  owners:\n    carol:\n      sandboxes: %d\ne2b:\n  api_keys:\n    alice: %s\n",
+		clusterPeerToken, clusterAliceToken, clusterBobToken, clusterCarolToken, carolQuota, clusterAliceE2B)
 	names := []string{"hutch-api-0", "hutch-api-1"}
 	daemons := make([]*daemon, len(names))
 	for i := range daemons {
@@ -184,6 +188,52 @@ func TestClusterAPI(t *testing.T) {
 		}
 	})
 
+	t.Run("E2B SDK through A", func(t *testing.T) {
+		// The stock e2b package: its create lands on B, its command and
+		// files go through A's envd routes (forwarded to B whole, where
+		// the access token A gave is good), its kill stops the sandbox.
+		nodeBin := testutil.RequiresBinary(t, "node")
+		modules := filepath.Join(testutil.RepoRoot(), "conformance", "node_modules")
+		if _, err := os.Stat(filepath.Join(modules, "e2b", "package.json")); err != nil {
+			t.Fatalf("the e2b package is not installed (npm ci in conformance/): %v", err)
+		}
+		script := `const { Sandbox } = require('e2b')
+;(async () => {
+  const sbx = await Sandbox.create({ timeoutMs: 300000 })
+  const r = await sbx.commands.run('echo e2b-ok; echo err >&2')
+  await sbx.files.write('/tmp/e2b-file', 'written through A')
+  const file = await sbx.files.read('/tmp/e2b-file')
+  console.log(JSON.stringify({ id: sbx.sandboxId, stdout: r.stdout, stderr: r.stderr, exit: r.exitCode, file }))
+  await sbx.kill()
+})().catch((e) => { console.error(e); process.exit(1) })`
+		nctx, ncancel := context.WithTimeout(ctx, 3*time.Minute)
+		defer ncancel()
+		cmd := exec.CommandContext(nctx, nodeBin, "-e", script)
+		cmd.Env = append(os.Environ(), "NODE_PATH="+modules, "E2B_API_URL="+a.url, "E2B_SANDBOX_URL="+a.url, "E2B_API_KEY="+clusterAliceE2B)
+		out, err := cmd.Output()
+		var got struct {
+			ID, Stdout, Stderr, File string
+			Exit                     int
+		}
+		if err != nil || json.Unmarshal(out, &got) != nil || got.Stdout != "e2b-ok\n" || got.Stderr != "err\n" || got.Exit != 0 || got.File != "written through A" {
+			var stderr []byte
+			if ee, ok := err.(*exec.ExitError); ok {
+				stderr = ee.Stderr
+			}
+			t.Fatalf("the E2B SDK through A: %v, %s\n%s", err, out, stderr)
+		}
+		// It ran on B, and the kill stopped it there.
+		info, err := client.New(b.url, clusterAliceToken).Get(ctx, got.ID)
+		var env *api.ErrorEnvelope
+		if !(errors.As(err, &env) && env.Code == "S002") && !(err == nil && info.Stopped) {
+			t.Fatalf("the E2B sandbox on B after its kill: %+v %v", info, err)
+		}
+		evs, err := client.New(b.url, clusterAliceToken).ListEvents(ctx, api.EventsRequest{SandboxID: got.ID, Type: api.EventSandboxCreated})
+		if err != nil || len(evs.Events) != 1 || evs.Events[0].Node != names[1] {
+			t.Fatalf("the E2B sandbox's sandbox.created on B: %+v %v", evs, err)
+		}
+	})
+
 	t.Run("another owner", func(t *testing.T) {
 		// bob's token reaches no sandbox of alice's, through A or on B.
 		for _, d := range []*daemon{a, b} {
@@ -293,7 +343,8 @@ func TestClusterAPI(t *testing.T) {
 			if err != nil || !sameIDs(append(first.Sandboxes, second.Sandboxes...), want) || second.NextToken != "" {
 				t.Fatalf("the second page through %s: %+v %v", d.url, second, err)
 			}
-			if bobs, err := client.New(d.url, clusterBobToken).ListFiltered(ctx, api.ListRequest{}); err != nil || len(bobs.Sandboxes) != 0 {
+			if bobs, err := client.New(d.url, clusterBobToken).ListFiltered(ctx, api.ListRequest{}); err != nil ||
+				slices.ContainsFunc(bobs.Sandboxes, func(s api.SandboxInfo) bool { return slices.Contains(want, s.SandboxID) }) {
 				t.Fatalf("bob's list through %s: %+v %v", d.url, bobs, err)
 			}
 			// Each entry says its node.

@@ -9,6 +9,8 @@ package clusterapi
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"log/slog"
 	"sync"
 	"time"
@@ -54,7 +56,12 @@ type API struct {
 	// misses are the ids no Pod held when last looked up, by
 	// namespace/id, with when (forward.go).
 	misses map[string]time.Time
+	// listedAll is when every owner's Pods were last listed (holderAny).
+	listedAll time.Time
 }
+
+// maxWhere bounds the cache of where sandboxes are.
+const maxWhere = 1 << 16
 
 // New makes the cluster API of a daemon; it answers once Attach gave it
 // the node's client.
@@ -84,7 +91,23 @@ func (a *API) kube() (kubernetes.Interface, string) {
 func (a *API) remember(id, node string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if len(a.where) >= maxWhere {
+		clear(a.where)
+	}
 	a.where[id] = node
+}
+
+// E2BSecret is the secret of E2B's access tokens on a node with the
+// cluster API: one for every node, made from cluster.peer_token, so that
+// a token one node gave opens the sandbox on any; nil elsewhere (the
+// daemon's own, in its data dir).
+func E2BSecret(cfg config.Config) []byte {
+	if !cfg.Cluster.API || cfg.Cluster.PeerToken == "" {
+		return nil
+	}
+	m := hmac.New(sha256.New, []byte(cfg.Cluster.PeerToken))
+	m.Write([]byte("hutch cluster: E2B access tokens"))
+	return m.Sum(nil)
 }
 
 // forget drops what the cache says of sandbox id (a miss on its node).

@@ -30,6 +30,8 @@ import (
 	"github.com/hutch-dev/hutch/internal/envelope"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/kubenode"
+	"github.com/hutch-dev/hutch/internal/previewhost"
+	"github.com/hutch-dev/hutch/internal/sandbox/spec"
 )
 
 // Headers of a forwarded call.
@@ -55,6 +57,15 @@ func (a *API) Wrap(next http.Handler) http.Handler {
 			a.servePeer(w, r, next)
 			return
 		}
+		if id := a.addressedSandbox(r); id != "" {
+			// The holding node serves it whole, under its own rules.
+			if target, ok := a.holderAny(r.Context(), id); ok {
+				a.forward(w, r, target, id, "", false)
+				return
+			}
+			next.ServeHTTP(w, r)
+			return
+		}
 		id, r := sandboxOf(r)
 		if id == "" {
 			next.ServeHTTP(w, r)
@@ -70,8 +81,24 @@ func (a *API) Wrap(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		a.forward(w, r, target, id, owner)
+		a.forward(w, r, target, id, owner, true)
 	})
+}
+
+// addressedSandbox is the sandbox r names by its Host (a preview host,
+// E2B's envd and interpreter hosts: {port}-{id}.{preview_domain}) or by
+// a header route's headers (E2b-Sandbox-Id, Hutch-Sandbox-Id); "" for
+// none.
+func (a *API) addressedSandbox(r *http.Request) string {
+	if domain := a.o.Config.PreviewDomain; domain != "" {
+		if _, id, err := previewhost.Parse(r.Host, domain); err == nil {
+			return id
+		}
+	}
+	if id := r.Header.Get(api.HeaderE2BSandboxID); id != "" {
+		return id
+	}
+	return r.Header.Get(api.HeaderSandboxID)
 }
 
 // servePeer serves a call another node forwarded: with the cluster's
@@ -82,8 +109,11 @@ func (a *API) servePeer(w http.ResponseWriter, r *http.Request, next http.Handle
 			Message: "a call forwarded between nodes must carry the cluster's credential (cluster.peer_token)"})
 		return
 	}
-	owner := r.Header.Get(HeaderOwner)
-	r = r.WithContext(context.WithValue(auth.WithPeerOwner(r.Context(), owner), fromPeerKey{}, true))
+	ctx := context.WithValue(r.Context(), fromPeerKey{}, true)
+	if owner, ok := r.Header[HeaderOwner]; ok && len(owner) == 1 {
+		ctx = auth.WithPeerOwner(ctx, owner[0])
+	} // else the call authenticates as any (a sandbox addressed by host)
+	r = r.WithContext(ctx)
 	r.Header.Del(HeaderToken)
 	r.Header.Del(HeaderOwner)
 	next.ServeHTTP(w, r)
@@ -192,6 +222,57 @@ func (a *API) holder(ctx context.Context, id string) (*url.URL, bool) {
 	return u, true
 }
 
+// holderAny is the API URL of the node holding sandbox id, whoever owns
+// it, when that is another node: from the cache, else from a list of
+// every owner's Pods, made at most once a missTTL (a request that names
+// a sandbox by its host may carry no owner's token).
+func (a *API) holderAny(ctx context.Context, id string) (*url.URL, bool) {
+	client, self := a.kube()
+	if client == nil {
+		return nil, false
+	}
+	if _, err := spec.ParseID(id); err != nil {
+		return nil, false
+	}
+	now := time.Now()
+	a.mu.Lock()
+	node, cached := a.where[id]
+	stale := now.Sub(a.listedAll) >= missTTL
+	if !cached && stale {
+		a.listedAll = now
+	}
+	a.mu.Unlock()
+	if !cached && !stale {
+		return nil, false
+	}
+	if !cached {
+		pods, err := client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: kubenode.LabelAPI + "=true"})
+		if err != nil {
+			a.o.Logger.Warn("looking up a sandbox's Pod", "sandbox", id, "err", err)
+			return nil, false
+		}
+		for _, p := range pods.Items {
+			if cs := p.Status.ContainerStatuses; len(cs) == 1 && p.Spec.NodeName != "" && p.DeletionTimestamp == nil {
+				if sid, ok := strings.CutPrefix(cs[0].ContainerID, kubenode.ContainerIDPrefix); ok {
+					a.remember(sid, p.Spec.NodeName)
+				}
+			}
+		}
+		if node = podNode(pods.Items, id); node == "" {
+			return nil, false
+		}
+	}
+	if node == self {
+		return nil, false
+	}
+	u, err := a.nodeURL(ctx, node)
+	if err != nil {
+		a.o.Logger.Warn("finding a node's API", "node", node, "err", err)
+		return nil, false
+	}
+	return u, true
+}
+
 // Lookup misses: an id no Pod of the owner's holds is answered by this
 // node (S002) for missTTL without another Pod list; at most maxMisses
 // are kept.
@@ -259,10 +340,11 @@ func (a *API) nodeURL(ctx context.Context, node string) (*url.URL, error) {
 	return url.Parse(s)
 }
 
-// forward sends r to the node at target as owner's, and its answer back;
-// a miss there (404, or the node unreachable) drops what the cache says
-// of sandbox id and of that node's URL.
-func (a *API) forward(w http.ResponseWriter, r *http.Request, target *url.URL, id, owner string) {
+// forward sends r to the node at target as owner's (carry), or as it came
+// (its Host and credentials, which that node checks), and its answer
+// back; a miss there (404, or the node unreachable) drops what the cache
+// says of sandbox id and of that node's URL.
+func (a *API) forward(w http.ResponseWriter, r *http.Request, target *url.URL, id, owner string, carry bool) {
 	drop := func() {
 		a.forget(id)
 		a.mu.Lock()
@@ -276,9 +358,14 @@ func (a *API) forward(w http.ResponseWriter, r *http.Request, target *url.URL, i
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
+			pr.Out.Header.Set(HeaderToken, a.o.Config.Cluster.PeerToken)
+			if !carry {
+				pr.Out.Host = r.Host
+				pr.Out.Header.Del(HeaderOwner)
+				return
+			}
 			pr.Out.Host = target.Host
 			pr.Out.Header.Del("Authorization") // the owner goes as the cluster's
-			pr.Out.Header.Set(HeaderToken, a.o.Config.Cluster.PeerToken)
 			pr.Out.Header[HeaderOwner] = []string{owner}
 		},
 		FlushInterval: -1, // streams as they come
