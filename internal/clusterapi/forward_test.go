@@ -1,14 +1,17 @@
 package clusterapi
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/config"
+	"github.com/hutch-dev/hutch/internal/functions"
 )
 
 func TestTopLevelSandboxID(t *testing.T) {
@@ -77,6 +80,28 @@ func TestServePeer(t *testing.T) {
 			t.Errorf("token %q: %d (served as %q), want %d", tok, w.Code, served, want)
 		}
 	}
+	// With the credential but no owner (a request forwarded by its
+	// host), the call authenticates as any: never as the empty owner.
+	h = a.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		owner, err := tokens.Owner(r)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusUnauthorized)
+			return
+		}
+		_, _ = io.WriteString(w, owner)
+	}))
+	for auth, want := range map[string]string{"": "", "Bearer alice-token-0123456789": "alice"} {
+		r := httptest.NewRequest(http.MethodGet, "/v1/sandboxes/abc", nil)
+		r.Header.Set(HeaderToken, cfg.Cluster.PeerToken)
+		if auth != "" {
+			r.Header.Set("Authorization", auth)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if got := w.Body.String(); (want == "") != (w.Code == http.StatusUnauthorized) || (want != "" && got != want) {
+			t.Errorf("no owner, Authorization %q: %d %q", auth, w.Code, got)
+		}
+	}
 	// Without cluster.peer_token no call is taken for a node's.
 	cfg.Cluster.PeerToken = ""
 	b := New(Options{Config: cfg, Tokens: tokens})
@@ -87,5 +112,21 @@ func TestServePeer(t *testing.T) {
 	b.Wrap(http.NotFoundHandler()).ServeHTTP(w, r)
 	if w.Code != http.StatusForbidden {
 		t.Errorf("no peer token configured: %d", w.Code)
+	}
+}
+
+// A forwarded stream's events are typed as the holding node's were.
+func TestDecodeEvent(t *testing.T) {
+	if ev := decodeEvent(functions.EventData, json.RawMessage(`"aGk="`)); string(ev.Bytes) != "hi" || ev.Data != nil {
+		t.Errorf("data: %+v", ev)
+	}
+	if ev := decodeEvent(api.EventStdout, json.RawMessage(`{"data":"out","offset":3}`)); ev.Data != (api.OutputChunk{Data: "out", Offset: 3}) {
+		t.Errorf("stdout: %+v", ev)
+	}
+	if ev := decodeEvent(api.EventStart, json.RawMessage(`{"pid":9}`)); ev.Data != (api.ProcessStartResponse{Pid: 9}) {
+		t.Errorf("start: %+v", ev)
+	}
+	if ev, ok := decodeEvent("other", json.RawMessage(`{"x":1}`)).Data.(json.RawMessage); !ok || string(ev) != `{"x":1}` {
+		t.Errorf("other: %+v", ev)
 	}
 }
