@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -62,7 +63,7 @@ func TestClusterAPI(t *testing.T) {
 	kc := cp.Client
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	extra := fmt.Sprintf("  api: true\n  peer_token: %s\napi_tokens:\n  alice: %s\n  bob: %s\n  carol: %s\nquota:\n  owners:\n    carol:\n      sandboxes: %d\ne2b:\n  api_keys:\n    alice: %s\n",
+	extra := fmt.Sprintf("  api: true\n  peer_token: %s\napi_tokens:\n  alice: %s\n  bob: %s\n  carol: %s\npreview_domain: localhost\nquota:\n  owners:\n    carol:\n      sandboxes: %d\ne2b:\n  api_keys:\n    alice: %s\n",
 		clusterPeerToken, clusterAliceToken, clusterBobToken, clusterCarolToken, carolQuota, clusterAliceE2B)
 	names := []string{"hutch-api-0", "hutch-api-1"}
 	daemons := make([]*daemon, len(names))
@@ -127,6 +128,29 @@ func TestClusterAPI(t *testing.T) {
 		var out api.ExecResponse
 		if err := alice.Call(ctx, api.FnExec, api.ExecRequest{SandboxID: id, Argv: []string{"echo", "via the function endpoint"}}, &out); err != nil || strings.TrimSpace(out.Stdout) != "via the function endpoint" {
 			t.Fatalf("sandbox::exec through A's function endpoint: %+v %v", out, err)
+		}
+	})
+
+	t.Run("preview by host through A", func(t *testing.T) {
+		// {port}-{id}.localhost names the sandbox by its host: A sends
+		// the request whole to B, which checks the owner's token.
+		if _, err := alice.StartProcess(ctx, api.ProcessStartRequest{SandboxID: id, Tag: "web",
+			Argv: []string{"python3", "-m", "http.server", "8000", "--bind", "127.0.0.1", "--directory", "/etc"}}); err != nil {
+			t.Fatal(err)
+		}
+		_, port, _ := net.SplitHostPort(strings.TrimPrefix(a.url, "http://"))
+		host := "8000-" + id + ".localhost:" + port
+		aliceAuth := map[string]string{"Authorization": "Bearer " + clusterAliceToken}
+		var body string
+		if !testutil.Poll(time.Minute, func() bool {
+			var status int
+			status, body, _ = hostGet(t, a, host, "/hostname", aliceAuth)
+			return status == http.StatusOK
+		}) {
+			t.Fatalf("the sandbox's server on B through A's preview host: %.300s", body)
+		}
+		if status, body, _ := hostGet(t, a, host, "/hostname", map[string]string{"Authorization": "Bearer " + clusterBobToken}); status != http.StatusNotFound {
+			t.Fatalf("bob through the preview host: %d %.200s, want 404", status, body)
 		}
 	})
 
@@ -200,11 +224,14 @@ func TestClusterAPI(t *testing.T) {
 		script := `const { Sandbox } = require('e2b')
 ;(async () => {
   const sbx = await Sandbox.create({ timeoutMs: 300000 })
-  const r = await sbx.commands.run('echo e2b-ok; echo err >&2')
-  await sbx.files.write('/tmp/e2b-file', 'written through A')
-  const file = await sbx.files.read('/tmp/e2b-file')
-  console.log(JSON.stringify({ id: sbx.sandboxId, stdout: r.stdout, stderr: r.stderr, exit: r.exitCode, file }))
-  await sbx.kill()
+  try {
+    const r = await sbx.commands.run('echo e2b-ok; echo err >&2')
+    await sbx.files.write('/tmp/e2b-file', 'written through A')
+    const file = await sbx.files.read('/tmp/e2b-file')
+    console.log(JSON.stringify({ id: sbx.sandboxId, stdout: r.stdout, stderr: r.stderr, exit: r.exitCode, file }))
+  } finally {
+    await sbx.kill()
+  }
 })().catch((e) => { console.error(e); process.exit(1) })`
 		nctx, ncancel := context.WithTimeout(ctx, 3*time.Minute)
 		defer ncancel()

@@ -360,7 +360,11 @@ func (a *API) forward(w http.ResponseWriter, r *http.Request, target *url.URL, i
 			pr.SetURL(target)
 			pr.Out.Header.Set(HeaderToken, a.o.Config.Cluster.PeerToken)
 			if !carry {
-				pr.Out.Host = r.Host
+				// A preview host is the holding node's too; any other
+				// Host is this node's name, which that node may refuse.
+				if _, _, err := previewhost.Parse(r.Host, a.o.Config.PreviewDomain); err == nil && a.o.Config.PreviewDomain != "" {
+					pr.Out.Host = r.Host
+				}
 				pr.Out.Header.Del(HeaderOwner)
 				return
 			}
