@@ -211,6 +211,11 @@ func (a *API) holder(ctx context.Context, id string) (*url.URL, bool) {
 		}
 		a.remember(id, node)
 	}
+	return a.remote(ctx, node, self)
+}
+
+// remote is node's API URL, when node is not self (this node).
+func (a *API) remote(ctx context.Context, node, self string) (*url.URL, bool) {
 	if node == self {
 		return nil, false
 	}
@@ -262,15 +267,7 @@ func (a *API) holderAny(ctx context.Context, id string) (*url.URL, bool) {
 			return nil, false
 		}
 	}
-	if node == self {
-		return nil, false
-	}
-	u, err := a.nodeURL(ctx, node)
-	if err != nil {
-		a.o.Logger.Warn("finding a node's API", "node", node, "err", err)
-		return nil, false
-	}
-	return u, true
+	return a.remote(ctx, node, self)
 }
 
 // Lookup misses: an id no Pod of the owner's holds is answered by this
@@ -410,18 +407,7 @@ func writeError(w http.ResponseWriter, status int, env api.ErrorEnvelope) {
 // forwarded as HTTP (MCP, the engine WebSocket). A node's own call, or
 // one another node forwarded, is this node's.
 func (a *API) Forward(ctx context.Context, fn string, req any, resp reflect.Type) (any, bool, error) {
-	if kubenode.IsOnNode(ctx) || fromPeer(ctx) {
-		return nil, false, nil
-	}
-	body, err := json.Marshal(req)
-	if err != nil {
-		return nil, false, nil
-	}
-	id := topLevelSandboxID(body)
-	if id == "" {
-		return nil, false, nil
-	}
-	target, ok := a.holder(ctx, id)
+	target, id, body, ok := a.tableTarget(ctx, req)
 	if !ok {
 		return nil, false, nil
 	}
@@ -430,4 +416,23 @@ func (a *API) Forward(ctx context.Context, fn string, req any, resp reflect.Type
 		return nil, true, a.peerError(id, err)
 	}
 	return out.Elem().Interface(), true, nil
+}
+
+// tableTarget is the node holding the sandbox whose sandbox_id a table
+// call's req names, when that is another node, with req as JSON; false
+// for this node's call (a node's own, one another node forwarded, or for
+// a sandbox here or nowhere).
+func (a *API) tableTarget(ctx context.Context, req any) (target *url.URL, id string, body []byte, ok bool) {
+	if kubenode.IsOnNode(ctx) || fromPeer(ctx) {
+		return nil, "", nil, false
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, "", nil, false
+	}
+	if id = topLevelSandboxID(body); id == "" {
+		return nil, "", nil, false
+	}
+	target, ok = a.holder(ctx, id)
+	return target, id, body, ok
 }

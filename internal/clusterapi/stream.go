@@ -21,7 +21,6 @@ import (
 	"github.com/hutch-dev/hutch/internal/auth"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/functions"
-	"github.com/hutch-dev/hutch/internal/kubenode"
 )
 
 // maxPeerLine bounds one line of a node's event stream (as the client's:
@@ -45,18 +44,7 @@ var eventData = map[string]reflect.Type{
 // (functions.Cluster): its answer is a *functions.Stream of that node's
 // events, or its one value (a function that streams only when asked).
 func (a *API) ForwardStream(ctx context.Context, fn string, req any, resp reflect.Type) (any, bool, error) {
-	if kubenode.IsOnNode(ctx) || fromPeer(ctx) {
-		return nil, false, nil
-	}
-	body, err := json.Marshal(req)
-	if err != nil {
-		return nil, false, nil
-	}
-	id := topLevelSandboxID(body)
-	if id == "" {
-		return nil, false, nil
-	}
-	target, ok := a.holder(ctx, id)
+	target, id, body, ok := a.tableTarget(ctx, req)
 	if !ok {
 		return nil, false, nil
 	}
