@@ -135,7 +135,7 @@ func TestClusterAPI(t *testing.T) {
 		// {port}-{id}.localhost names the sandbox by its host: A sends
 		// the request whole to B, which checks the owner's token.
 		if _, err := alice.StartProcess(ctx, api.ProcessStartRequest{SandboxID: id, Tag: "web",
-			Argv: []string{"python3", "-m", "http.server", "8000", "--bind", "127.0.0.1", "--directory", "/etc"}}); err != nil {
+			Argv: []string{"python3", "-m", "http.server", "8000", "--bind", "127.0.0.1", "--directory", "/"}}); err != nil {
 			t.Fatal(err)
 		}
 		_, port, _ := net.SplitHostPort(strings.TrimPrefix(a.url, "http://"))
@@ -144,12 +144,12 @@ func TestClusterAPI(t *testing.T) {
 		var body string
 		if !testutil.Poll(time.Minute, func() bool {
 			var status int
-			status, body, _ = hostGet(t, a, host, "/hostname", aliceAuth)
-			return status == http.StatusOK
+			status, body, _ = hostGet(t, a, host, "/", aliceAuth)
+			return status == http.StatusOK && strings.Contains(body, "Directory listing")
 		}) {
 			t.Fatalf("the sandbox's server on B through A's preview host: %.300s", body)
 		}
-		if status, body, _ := hostGet(t, a, host, "/hostname", map[string]string{"Authorization": "Bearer " + clusterBobToken}); status != http.StatusNotFound {
+		if status, body, _ := hostGet(t, a, host, "/", map[string]string{"Authorization": "Bearer " + clusterBobToken}); status != http.StatusNotFound {
 			t.Fatalf("bob through the preview host: %d %.200s, want 404", status, body)
 		}
 	})
@@ -356,17 +356,18 @@ func TestClusterAPI(t *testing.T) {
 		want := []string{id, other.SandboxID}
 		for _, d := range daemons {
 			c := client.New(d.url, clusterAliceToken)
-			list, err := c.ListFiltered(ctx, api.ListRequest{})
+			running := []string{"running"} // the E2B SDK's killed sandbox is listed as stopped
+			list, err := c.ListFiltered(ctx, api.ListRequest{State: running})
 			if err != nil || !sameIDs(list.Sandboxes, want) {
 				t.Fatalf("alice's list through %s: %+v %v, want %v", d.url, list.Sandboxes, err, want)
 			}
 			// Pages of one: the token of the first reaches the second.
-			first, err := c.ListFiltered(ctx, api.ListRequest{Limit: 1})
+			first, err := c.ListFiltered(ctx, api.ListRequest{Limit: 1, State: running})
 			if err != nil || len(first.Sandboxes) != 1 || first.NextToken == "" {
 				t.Fatalf("a page of 1 through %s: %+v %v", d.url, first, err)
 			}
 			var second api.ListResponse // through the function endpoint
-			err = c.Call(ctx, api.FnList, api.ListRequest{Limit: 1, NextToken: first.NextToken}, &second)
+			err = c.Call(ctx, api.FnList, api.ListRequest{Limit: 1, NextToken: first.NextToken, State: running}, &second)
 			if err != nil || !sameIDs(append(first.Sandboxes, second.Sandboxes...), want) || second.NextToken != "" {
 				t.Fatalf("the second page through %s: %+v %v", d.url, second, err)
 			}
@@ -389,7 +390,9 @@ func TestClusterAPI(t *testing.T) {
 			evs, err := c.ListEvents(ctx, api.EventsRequest{Type: api.EventSandboxCreated})
 			got := map[string]string{}
 			for _, ev := range evs.Events {
-				got[ev.SandboxID] = ev.Node
+				if _, ok := wantNodes[ev.SandboxID]; ok {
+					got[ev.SandboxID] = ev.Node
+				}
 			}
 			if err != nil || !maps.Equal(got, wantNodes) {
 				t.Fatalf("alice's sandbox.created events through %s: %v %v, want %v", d.url, got, err, wantNodes)
@@ -397,7 +400,9 @@ func TestClusterAPI(t *testing.T) {
 			sctx, scancel := context.WithTimeout(ctx, time.Minute)
 			got = map[string]string{}
 			err = c.StreamEvents(sctx, api.EventsRequest{Type: api.EventSandboxCreated}, func(ev api.EventRecord) error {
-				got[ev.SandboxID] = ev.Node
+				if _, ok := wantNodes[ev.SandboxID]; ok {
+					got[ev.SandboxID] = ev.Node
+				}
 				if len(got) == len(wantNodes) {
 					scancel()
 				}

@@ -371,7 +371,9 @@ func (a *API) forward(w http.ResponseWriter, r *http.Request, target *url.URL, i
 		},
 		FlushInterval: -1, // streams as they come
 		ModifyResponse: func(resp *http.Response) error {
-			if resp.StatusCode == http.StatusNotFound {
+			// A 404 of a call forwarded as it came may be the
+			// sandbox's own server's (a preview): the sandbox is there.
+			if resp.StatusCode == http.StatusNotFound && carry {
 				a.forget(id)
 			}
 			return nil
