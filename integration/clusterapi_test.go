@@ -138,6 +138,9 @@ func TestClusterAPI(t *testing.T) {
 			Argv: []string{"python3", "-m", "http.server", "8000", "--bind", "127.0.0.1", "--directory", "/"}}); err != nil {
 			t.Fatal(err)
 		}
+		if _, err := alice.ExposePort(ctx, api.PortExposeRequest{SandboxID: id, Port: 8000}); err != nil {
+			t.Fatal(err)
+		}
 		_, port, _ := net.SplitHostPort(strings.TrimPrefix(a.url, "http://"))
 		host := "8000-" + id + ".localhost:" + port
 		aliceAuth := map[string]string{"Authorization": "Bearer " + clusterAliceToken}
