@@ -47,6 +47,9 @@ type EventRecord struct {
 	Type      string          `json:"type"`
 	SandboxID string          `json:"sandbox_id,omitempty"`
 	Data      json.RawMessage `json:"data,omitempty"`
+	// issue 36: Node is the cluster node that recorded it (cluster mode
+	// only); there ID is a cursor over every node's events.
+	Node string `json:"node,omitempty"`
 }
 
 // EventsRequest is the payload of sandbox::events::list and ::stream.

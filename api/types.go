@@ -280,6 +280,8 @@ type SandboxInfo struct {
 	// issue 37: Preview are its preview terms (CreateRequest.Preview);
 	// nil is the defaults.
 	Preview *PreviewOptions `json:"preview,omitempty"`
+	// issue 36: Node is the cluster node holding it (cluster mode only).
+	Node string `json:"node,omitempty"`
 }
 
 // ImageStatusRequest asks for the cache state of one catalog image.

@@ -9,8 +9,11 @@ package clusterapi
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"log/slog"
 	"sync"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 
@@ -50,7 +53,15 @@ type API struct {
 	// where is the node holding a sandbox, by id; urls a node's API URL.
 	where map[string]string
 	urls  map[string]string
+	// misses are the ids no Pod held when last looked up, by
+	// namespace/id, with when (forward.go).
+	misses map[string]time.Time
+	// listedAll is when every owner's Pods were last listed (holderAny).
+	listedAll time.Time
 }
+
+// maxWhere bounds the cache of where sandboxes are.
+const maxWhere = 1 << 16
 
 // New makes the cluster API of a daemon; it answers once Attach gave it
 // the node's client.
@@ -58,7 +69,7 @@ func New(o Options) *API {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &API{o: o, namespaces: map[string]bool{}, where: map[string]string{}, urls: map[string]string{}}
+	return &API{o: o, namespaces: map[string]bool{}, where: map[string]string{}, urls: map[string]string{}, misses: map[string]time.Time{}}
 }
 
 // Attach gives the API the node's client of the apiserver and the node's
@@ -80,7 +91,23 @@ func (a *API) kube() (kubernetes.Interface, string) {
 func (a *API) remember(id, node string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if len(a.where) >= maxWhere {
+		clear(a.where)
+	}
 	a.where[id] = node
+}
+
+// E2BSecret is the secret of E2B's access tokens on a node with the
+// cluster API: one for every node, made from cluster.peer_token, so that
+// a token one node gave opens the sandbox on any; nil elsewhere (the
+// daemon's own, in its data dir).
+func E2BSecret(cfg config.Config) []byte {
+	if !cfg.Cluster.API || cfg.Cluster.PeerToken == "" {
+		return nil
+	}
+	m := hmac.New(sha256.New, []byte(cfg.Cluster.PeerToken))
+	m.Write([]byte("hutch cluster: E2B access tokens"))
+	return m.Sum(nil)
 }
 
 // forget drops what the cache says of sandbox id (a miss on its node).

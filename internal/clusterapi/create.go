@@ -92,6 +92,9 @@ func (a *API) namespace(ctx context.Context, client kubernetes.Interface, owner 
 	if _, err := client.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return "", apiError("creating the default service account of "+ns, err)
 	}
+	if err := a.ensureQuota(ctx, client, ns, owner); err != nil { // item 4
+		return "", err
+	}
 	a.mu.Lock()
 	a.namespaces[ns] = true
 	a.mu.Unlock()

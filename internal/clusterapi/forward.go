@@ -14,7 +14,6 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httputil"
@@ -31,6 +30,8 @@ import (
 	"github.com/hutch-dev/hutch/internal/envelope"
 	"github.com/hutch-dev/hutch/internal/errdefs"
 	"github.com/hutch-dev/hutch/internal/kubenode"
+	"github.com/hutch-dev/hutch/internal/previewhost"
+	"github.com/hutch-dev/hutch/internal/sandbox/spec"
 )
 
 // Headers of a forwarded call.
@@ -56,6 +57,15 @@ func (a *API) Wrap(next http.Handler) http.Handler {
 			a.servePeer(w, r, next)
 			return
 		}
+		if id := a.addressedSandbox(r); id != "" {
+			// The holding node serves it whole, under its own rules.
+			if target, ok := a.holderAny(r.Context(), id); ok {
+				a.forward(w, r, target, id, "", false)
+				return
+			}
+			next.ServeHTTP(w, r)
+			return
+		}
 		id, r := sandboxOf(r)
 		if id == "" {
 			next.ServeHTTP(w, r)
@@ -71,8 +81,24 @@ func (a *API) Wrap(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		a.forward(w, r, target, id, owner)
+		a.forward(w, r, target, id, owner, true)
 	})
+}
+
+// addressedSandbox is the sandbox r names by its Host (a preview host,
+// E2B's envd and interpreter hosts: {port}-{id}.{preview_domain}) or by
+// a header route's headers (E2b-Sandbox-Id, Hutch-Sandbox-Id); "" for
+// none.
+func (a *API) addressedSandbox(r *http.Request) string {
+	if domain := a.o.Config.PreviewDomain; domain != "" {
+		if _, id, err := previewhost.Parse(r.Host, domain); err == nil {
+			return id
+		}
+	}
+	if id := r.Header.Get(api.HeaderE2BSandboxID); id != "" {
+		return id
+	}
+	return r.Header.Get(api.HeaderSandboxID)
 }
 
 // servePeer serves a call another node forwarded: with the cluster's
@@ -83,8 +109,11 @@ func (a *API) servePeer(w http.ResponseWriter, r *http.Request, next http.Handle
 			Message: "a call forwarded between nodes must carry the cluster's credential (cluster.peer_token)"})
 		return
 	}
-	owner := r.Header.Get(HeaderOwner)
-	r = r.WithContext(context.WithValue(auth.WithPeerOwner(r.Context(), owner), fromPeerKey{}, true))
+	ctx := context.WithValue(r.Context(), fromPeerKey{}, true)
+	if owner, ok := r.Header[HeaderOwner]; ok && len(owner) == 1 {
+		ctx = auth.WithPeerOwner(ctx, owner[0])
+	} // else the call authenticates as any (a sandbox addressed by host)
+	r = r.WithContext(ctx)
 	r.Header.Del(HeaderToken)
 	r.Header.Del(HeaderOwner)
 	next.ServeHTTP(w, r)
@@ -160,21 +189,33 @@ func (a *API) holder(ctx context.Context, id string) (*url.URL, bool) {
 	if _, err := a.o.Local.Get(ctx, api.GetRequest{SandboxID: id}); err == nil || !errdefs.Is(err, errdefs.CodeNotFound) {
 		return nil, false
 	}
+	ns := kubenode.OwnerNamespace(a.o.Config.Cluster.NamespacePrefix, auth.OwnerFrom(ctx))
 	a.mu.Lock()
 	node, cached := a.where[id]
+	missed := a.missed(ns+"/"+id, time.Now())
 	a.mu.Unlock()
+	if missed {
+		return nil, false
+	}
 	if !cached {
-		ns := kubenode.OwnerNamespace(a.o.Config.Cluster.NamespacePrefix, auth.OwnerFrom(ctx))
 		pods, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: kubenode.LabelAPI + "=true"})
 		if err != nil {
 			a.o.Logger.Warn("looking up a sandbox's Pod", "sandbox", id, "namespace", ns, "err", err)
 			return nil, false
 		}
 		if node = podNode(pods.Items, id); node == "" {
+			a.mu.Lock()
+			a.miss(ns+"/"+id, time.Now())
+			a.mu.Unlock()
 			return nil, false
 		}
 		a.remember(id, node)
 	}
+	return a.remote(ctx, node, self)
+}
+
+// remote is node's API URL, when node is not self (this node).
+func (a *API) remote(ctx context.Context, node, self string) (*url.URL, bool) {
 	if node == self {
 		return nil, false
 	}
@@ -184,6 +225,83 @@ func (a *API) holder(ctx context.Context, id string) (*url.URL, bool) {
 		return nil, false
 	}
 	return u, true
+}
+
+// holderAny is the API URL of the node holding sandbox id, whoever owns
+// it, when that is another node: from the cache, else from a list of
+// every owner's Pods, made at most once a missTTL (a request that names
+// a sandbox by its host may carry no owner's token).
+func (a *API) holderAny(ctx context.Context, id string) (*url.URL, bool) {
+	client, self := a.kube()
+	if client == nil {
+		return nil, false
+	}
+	if _, err := spec.ParseID(id); err != nil {
+		return nil, false
+	}
+	now := time.Now()
+	a.mu.Lock()
+	node, cached := a.where[id]
+	stale := now.Sub(a.listedAll) >= missTTL
+	if !cached && stale {
+		a.listedAll = now
+	}
+	a.mu.Unlock()
+	if !cached && !stale {
+		return nil, false
+	}
+	if !cached {
+		pods, err := client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: kubenode.LabelAPI + "=true"})
+		if err != nil {
+			a.o.Logger.Warn("looking up a sandbox's Pod", "sandbox", id, "err", err)
+			return nil, false
+		}
+		for _, p := range pods.Items {
+			if cs := p.Status.ContainerStatuses; len(cs) == 1 && p.Spec.NodeName != "" && p.DeletionTimestamp == nil {
+				if sid, ok := strings.CutPrefix(cs[0].ContainerID, kubenode.ContainerIDPrefix); ok {
+					a.remember(sid, p.Spec.NodeName)
+				}
+			}
+		}
+		if node = podNode(pods.Items, id); node == "" {
+			return nil, false
+		}
+	}
+	return a.remote(ctx, node, self)
+}
+
+// Lookup misses: an id no Pod of the owner's holds is answered by this
+// node (S002) for missTTL without another Pod list; at most maxMisses
+// are kept.
+const (
+	missTTL   = 3 * time.Second
+	maxMisses = 4096
+)
+
+// missed says key (namespace/id) missed within missTTL of now; a.mu held.
+func (a *API) missed(key string, now time.Time) bool {
+	at, ok := a.misses[key]
+	if ok && now.Sub(at) >= missTTL {
+		delete(a.misses, key)
+		return false
+	}
+	return ok
+}
+
+// miss records that key missed at now, dropping the expired misses when
+// the cache is full, and every one when that is not enough; a.mu held.
+func (a *API) miss(key string, now time.Time) {
+	if len(a.misses) >= maxMisses {
+		for k, at := range a.misses {
+			if now.Sub(at) >= missTTL {
+				delete(a.misses, k)
+			}
+		}
+		if len(a.misses) >= maxMisses {
+			clear(a.misses)
+		}
+	}
+	a.misses[key] = now
 }
 
 // podNode is the node of the Pod among pods whose container is sandbox
@@ -219,10 +337,11 @@ func (a *API) nodeURL(ctx context.Context, node string) (*url.URL, error) {
 	return url.Parse(s)
 }
 
-// forward sends r to the node at target as owner's, and its answer back;
-// a miss there (404, or the node unreachable) drops what the cache says
-// of sandbox id and of that node's URL.
-func (a *API) forward(w http.ResponseWriter, r *http.Request, target *url.URL, id, owner string) {
+// forward sends r to the node at target as owner's (carry), or as it came
+// (its Host and credentials, which that node checks), and its answer
+// back; a miss there (404, or the node unreachable) drops what the cache
+// says of sandbox id and of that node's URL.
+func (a *API) forward(w http.ResponseWriter, r *http.Request, target *url.URL, id, owner string, carry bool) {
 	drop := func() {
 		a.forget(id)
 		a.mu.Lock()
@@ -236,14 +355,25 @@ func (a *API) forward(w http.ResponseWriter, r *http.Request, target *url.URL, i
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
+			pr.Out.Header.Set(HeaderToken, a.o.Config.Cluster.PeerToken)
+			if !carry {
+				// A preview host is the holding node's too; any other
+				// Host is this node's name, which that node may refuse.
+				if _, _, err := previewhost.Parse(r.Host, a.o.Config.PreviewDomain); err == nil && a.o.Config.PreviewDomain != "" {
+					pr.Out.Host = r.Host
+				}
+				pr.Out.Header.Del(HeaderOwner)
+				return
+			}
 			pr.Out.Host = target.Host
 			pr.Out.Header.Del("Authorization") // the owner goes as the cluster's
-			pr.Out.Header.Set(HeaderToken, a.o.Config.Cluster.PeerToken)
 			pr.Out.Header[HeaderOwner] = []string{owner}
 		},
 		FlushInterval: -1, // streams as they come
 		ModifyResponse: func(resp *http.Response) error {
-			if resp.StatusCode == http.StatusNotFound {
+			// A 404 of a call forwarded as it came may be the
+			// sandbox's own server's (a preview): the sandbox is there.
+			if resp.StatusCode == http.StatusNotFound && carry {
 				a.forget(id)
 			}
 			return nil
@@ -279,32 +409,32 @@ func writeError(w http.ResponseWriter, status int, env api.ErrorEnvelope) {
 // forwarded as HTTP (MCP, the engine WebSocket). A node's own call, or
 // one another node forwarded, is this node's.
 func (a *API) Forward(ctx context.Context, fn string, req any, resp reflect.Type) (any, bool, error) {
-	if kubenode.IsOnNode(ctx) || fromPeer(ctx) {
-		return nil, false, nil
-	}
-	body, err := json.Marshal(req)
-	if err != nil {
-		return nil, false, nil
-	}
-	id := topLevelSandboxID(body)
-	if id == "" {
-		return nil, false, nil
-	}
-	target, ok := a.holder(ctx, id)
+	target, id, body, ok := a.tableTarget(ctx, req)
 	if !ok {
 		return nil, false, nil
 	}
 	out := reflect.New(resp)
 	if err := a.peerCall(ctx, 0, target.String(), auth.OwnerFrom(ctx), fn, body, out.Interface()); err != nil {
-		var env *api.ErrorEnvelope
-		if errors.As(err, &env) {
-			if env.Code == string(errdefs.CodeNotFound) {
-				a.forget(id)
-			}
-			return nil, true, errdefs.New(errdefs.Code(env.Code), "%s", env.Message)
-		}
-		a.forget(id)
-		return nil, true, errdefs.New(errdefs.CodeInternal, "the node holding sandbox %s did not answer: %v", id, err)
+		return nil, true, a.peerError(id, err)
 	}
 	return out.Elem().Interface(), true, nil
+}
+
+// tableTarget is the node holding the sandbox whose sandbox_id a table
+// call's req names, when that is another node, with req as JSON; false
+// for this node's call (a node's own, one another node forwarded, or for
+// a sandbox here or nowhere).
+func (a *API) tableTarget(ctx context.Context, req any) (target *url.URL, id string, body []byte, ok bool) {
+	if kubenode.IsOnNode(ctx) || fromPeer(ctx) {
+		return nil, "", nil, false
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, "", nil, false
+	}
+	if id = topLevelSandboxID(body); id == "" {
+		return nil, "", nil, false
+	}
+	target, ok = a.holder(ctx, id)
+	return target, id, body, ok
 }

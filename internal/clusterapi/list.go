@@ -37,12 +37,21 @@ var peerClient = &http.Client{}
 func (a *API) List(ctx context.Context, req api.ListRequest, local func(context.Context, api.ListRequest) (api.ListResponse, error)) (api.ListResponse, error) {
 	mine, err := local(ctx, req)
 	client, self := a.kube()
-	if err != nil || client == nil || kubenode.IsOnNode(ctx) || fromPeer(ctx) {
+	if err != nil || client == nil {
 		return mine, err
 	}
-	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: kubenode.LabelNode + "=true"})
+	if kubenode.IsOnNode(ctx) || fromPeer(ctx) {
+		for i := range mine.Sandboxes {
+			mine.Sandboxes[i].Node = self
+		}
+		return mine, nil
+	}
+	for i := range mine.Sandboxes {
+		mine.Sandboxes[i].Node = self
+	}
+	peers, err := a.peers(ctx)
 	if err != nil {
-		return api.ListResponse{}, apiError("listing the cluster's nodes", err)
+		return api.ListResponse{}, err
 	}
 	body, err := json.Marshal(req)
 	if err != nil {
@@ -55,15 +64,11 @@ func (a *API) List(ctx context.Context, req api.ListRequest, local func(context.
 		merged = append([]api.SandboxInfo{}, mine.Sandboxes...)
 		more   = mine.NextToken != ""
 	)
-	for _, n := range nodes.Items {
-		target := n.Annotations[kubenode.AnnotationAPIURL]
-		if n.Name == self || target == "" {
-			continue
-		}
+	for _, n := range peers {
 		wg.Go(func() {
 			var theirs api.ListResponse
-			if err := a.peerCall(ctx, peerTimeout, target, owner, api.FnList, body, &theirs); err != nil {
-				a.o.Logger.Warn("listing a node's sandboxes", "node", n.Name, "err", err)
+			if err := a.peerCall(ctx, peerTimeout, n.url, owner, api.FnList, body, &theirs); err != nil {
+				a.o.Logger.Warn("listing a node's sandboxes", "node", n.name, "err", err)
 				return
 			}
 			mu.Lock()
@@ -84,6 +89,25 @@ func (a *API) List(ctx context.Context, req api.ListRequest, local func(context.
 	return out, nil
 }
 
+// peer is another hutch node of the cluster: its name and API URL.
+type peer struct{ name, url string }
+
+// peers are the cluster's other hutch nodes that serve the cluster API.
+func (a *API) peers(ctx context.Context) ([]peer, error) {
+	client, self := a.kube()
+	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: kubenode.LabelNode + "=true"})
+	if err != nil {
+		return nil, apiError("listing the cluster's nodes", err)
+	}
+	var out []peer
+	for _, n := range nodes.Items {
+		if u := n.Annotations[kubenode.AnnotationAPIURL]; n.Name != self && u != "" {
+			out = append(out, peer{n.Name, u})
+		}
+	}
+	return out, nil
+}
+
 // pageKey is info's place in a listing.
 func pageKey(info api.SandboxInfo) spec.PageKey {
 	created, _ := time.Parse(time.RFC3339Nano, info.CreatedAt)
@@ -100,14 +124,7 @@ func (a *API) peerCall(ctx context.Context, timeout time.Duration, target, owner
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target+"/v1/functions/"+url.PathEscape(fn), bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(HeaderToken, a.o.Config.Cluster.PeerToken)
-	req.Header[HeaderOwner] = []string{owner}
-	resp, err := peerClient.Do(req)
+	resp, err := a.peerRequest(ctx, target, owner, fn, body, "application/json")
 	if err != nil {
 		return err
 	}
@@ -118,16 +135,38 @@ func (a *API) peerCall(ctx context.Context, timeout time.Duration, target, owner
 		return err
 	case len(raw) > maxPeerAnswer:
 		return fmt.Errorf("%s answered more than %d bytes", fn, maxPeerAnswer)
-	case resp.StatusCode != http.StatusOK:
-		var e struct {
-			Error *api.ErrorEnvelope `json:"error"`
-		}
-		if json.Unmarshal(raw, &e) == nil && e.Error != nil && e.Error.Code != "" {
-			return e.Error
-		}
-		return fmt.Errorf("%s: %s %.300s", fn, resp.Status, raw)
 	}
 	return json.Unmarshal(raw, out)
+}
+
+// peerRequest sends function fn's call to the node at target for owner,
+// accepting the media type accept; an answer but 200 OK is its error (an
+// *api.ErrorEnvelope when it says one).
+func (a *API) peerRequest(ctx context.Context, target, owner, fn string, body []byte, accept string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target+"/v1/functions/"+url.PathEscape(fn), bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", accept)
+	req.Header.Set(HeaderToken, a.o.Config.Cluster.PeerToken)
+	req.Header[HeaderOwner] = []string{owner}
+	resp, err := peerClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode == http.StatusOK {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	var e struct {
+		Error *api.ErrorEnvelope `json:"error"`
+	}
+	if json.Unmarshal(raw, &e) == nil && e.Error != nil && e.Error.Code != "" {
+		return nil, e.Error
+	}
+	return nil, fmt.Errorf("%s: %s %.300s", fn, resp.Status, raw)
 }
 
 // maxPeerAnswer bounds a node's answer to a listing.

@@ -75,14 +75,18 @@ func (d *daemon) startCluster(ctx context.Context) error {
 }
 
 // issue 36: newClusterAPI makes the cluster API on a node with
-// cluster.api (sandbox::create's Pods; the node-to-node channel, put in
-// front of the HTTP API by startCluster); nil elsewhere.
-func (d *daemon) newClusterAPI(local clusterapi.Local) functions.Cluster {
+// cluster.api (sandbox::create's Pods, the events of every node; the
+// node-to-node channel, put in front of the HTTP API by startCluster)
+// and gives it to the table's deps; nothing elsewhere.
+func (d *daemon) newClusterAPI(local clusterapi.Local, deps *functions.Deps) {
 	if d.opts.Kubeconfig == "" || !d.cfg.Cluster.API {
-		return nil
+		return
 	}
 	d.clusterAPI = clusterapi.New(clusterapi.Options{Config: d.cfg, Tokens: d.tokens, Local: local, Logger: d.log})
-	return d.clusterAPI
+	deps.Cluster = d.clusterAPI
+	if deps.Events != nil {
+		deps.Events = d.clusterAPI.Events(deps.Events)
+	}
 }
 
 // clusterAPIURL is where the other nodes reach this node's API:

@@ -430,8 +430,8 @@ func (d *daemon) startManager(ctx context.Context) error {
 		Secrets:   d.secrets,
 		EgressLog: nets,
 	}
-	deps.Cluster = d.newClusterAPI(mgr) // issue 36: cluster mode's create
-	d.quota = quota.New(&d.cfg, deps)   // issue 38: per-owner quotas
+	d.newClusterAPI(mgr, &deps)       // issue 36: cluster mode's create, list, events and forwarding
+	d.quota = quota.New(&d.cfg, deps) // issue 38: per-owner quotas
 	deps.Quota = d.quota
 	d.table = functions.New(deps)
 	obs.attach(mgr.Live, d.images.CacheBytes)

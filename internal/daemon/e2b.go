@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/hutch-dev/hutch/internal/auth"
+	"github.com/hutch-dev/hutch/internal/clusterapi"
 	"github.com/hutch-dev/hutch/internal/config"
 	"github.com/hutch-dev/hutch/internal/e2bapi"
 	"github.com/hutch-dev/hutch/internal/e2bapi/envd"
@@ -19,7 +20,12 @@ func e2bTransport(cfg config.Config, dataDir string, table *functions.Table, gua
 	if err != nil {
 		return nil, err
 	}
-	signer, err := e2bapi.LoadSigner(dataDir)
+	var signer *e2bapi.Signer
+	if secret := clusterapi.E2BSecret(cfg); secret != nil { // issue 36: one for every node
+		signer, err = e2bapi.NewSigner(secret)
+	} else {
+		signer, err = e2bapi.LoadSigner(dataDir)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -171,8 +171,8 @@ func (sess *session) fire(ctx context.Context, id, fn string, req api.EventsRequ
 				st.Close()
 				return
 			}
+			req.After = ev.ID // issue 36: in cluster mode a cursor over every node's events
 			if n, err := strconv.ParseUint(ev.ID, 10, 64); err == nil {
-				req.After = ev.ID
 				sess.s.workers.setCursor(worker, id, n)
 			}
 		}

@@ -22,18 +22,26 @@ type Cluster interface {
 	// req names, when another node does, decoding its answer as a resp;
 	// handled is false when this node is to run it.
 	Forward(ctx context.Context, fn string, req any, resp reflect.Type) (res any, handled bool, err error)
+	// ForwardStream is Forward of a streaming function: res is a *Stream
+	// of the holding node's events (or its one value, when the request
+	// did not ask for a stream).
+	ForwardStream(ctx context.Context, fn string, req any, resp reflect.Type) (res any, handled bool, err error)
 }
 
 // forwarded is typed, run on the node holding the sandbox its request
-// names in cluster mode (MCP's tools, the engine's calls: every transport
-// that calls the table here). Streams and streamed bodies are this
-// node's.
+// names in cluster mode (MCP's tools, the engine's calls, E2B's envd:
+// every transport that calls the table here), its streams too. Streamed
+// bodies are this node's.
 func forwarded[Req any](t *Table, f Function, typed func(context.Context, Req) (any, error)) func(context.Context, Req) (any, error) {
-	if t.deps.Cluster == nil || f.Streams || f.TakesBody || f.GivesBody {
+	if t.deps.Cluster == nil || f.TakesBody || f.GivesBody {
 		return typed
 	}
+	forward := t.deps.Cluster.Forward
+	if f.Streams {
+		forward = t.deps.Cluster.ForwardStream
+	}
 	return func(ctx context.Context, req Req) (any, error) {
-		if res, ok, err := t.deps.Cluster.Forward(ctx, f.ID, req, f.Response); ok {
+		if res, ok, err := forward(ctx, f.ID, req, f.Response); ok {
 			t.observe(f.ID, err)
 			return res, err
 		}
