@@ -116,12 +116,7 @@ func (r *Runtime) ClaimAhead(dir string) string {
 	}
 	now := time.Now()
 	src.used = now
-	for id, c := range src.claimed {
-		if now.Sub(c.claimedAt) > aheadClaimTTL {
-			delete(src.claimed, id)
-			gone = append(gone, c)
-		}
-	}
+	gone = append(gone, src.expired(now)...)
 	if len(src.ready) == 0 {
 		return ""
 	}
@@ -167,6 +162,19 @@ func (r *Runtime) closeAhead() {
 	a.cancel()
 	a.wg.Wait() // each destroys its container once it sees closed
 	r.discardAll(gone)
+}
+
+// expired takes out of src the containers claimed longer than
+// aheadClaimTTL before now, and returns them.
+func (src *aheadSource) expired(now time.Time) []*created {
+	var gone []*created
+	for id, c := range src.claimed {
+		if now.Sub(c.claimedAt) > aheadClaimTTL {
+			delete(src.claimed, id)
+			gone = append(gone, c)
+		}
+	}
+	return gone
 }
 
 // all is every container of src.
