@@ -95,7 +95,7 @@ func (a *ahead) init(s Settings, log *slog.Logger) {
 // the checkpoint in dir, taken for the caller, which names the sandbox
 // it restores with it; "" when there is none ready. It also marks dir as
 // a source worth containers ahead, so that the restore that follows
-// (with whatever id) makes some for the next one.
+// (with whatever id) makes some for the next one once it is done.
 func (r *Runtime) ClaimAhead(dir string) string {
 	a := &r.ahead
 	if a.per <= 0 || a.sources <= 0 || dir == "" {
@@ -124,8 +124,7 @@ func (r *Runtime) ClaimAhead(dir string) string {
 	src.ready = src.ready[1:]
 	c.claimedAt = now
 	src.claimed[c.spec.ID] = c
-	r.fillLocked(dir, src)
-	return c.spec.ID
+	return c.spec.ID // its restore makes another (restored), not to compete with it
 }
 
 // DropAhead destroys the containers created ahead for dir (its snapshot
@@ -356,6 +355,7 @@ func (r *Runtime) restoreInto(ctx context.Context, c *created, dir string, undo 
 	r.ahead.mu.Lock()
 	r.ahead.created++
 	r.ahead.mu.Unlock()
+	r.ahead.log.Debug("restored into a container created ahead", "sandbox", id)
 	return inst, nil
 }
 
