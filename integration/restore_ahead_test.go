@@ -20,7 +20,8 @@ import (
 // gvisor.ahead span each); the next create restores into one (its
 // runsc.restore span says hutch.ahead), and the sandbox works: exec, and
 // its server answers through the preview. Deleting the template destroys
-// the containers left, and the daemon's stop leaves nothing.
+// the containers left; a user snapshot's, left by a daemon killed with
+// SIGKILL, are destroyed by its crash watchdog.
 func TestRestoreAhead(t *testing.T) {
 	rcv := otlptest.New(t)
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rcv.URL)
@@ -88,4 +89,25 @@ func TestRestoreAhead(t *testing.T) {
 		}
 		return true
 	}, "the containers created ahead destroyed with the template: %v", hostscan.SandboxDirs(d.dataDir))
+
+	// A user snapshot just restored gets containers ahead too; a daemon
+	// killed with SIGKILL leaves them to its crash watchdog, which
+	// destroys them with the sandboxes.
+	snap, err := d.c.CreateSnapshot(ctx, second, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.create(api.CreateRequest{SnapshotID: snap.SnapshotID})
+	known := len(ahead)
+	// Its gvisor.ahead spans come after the template's last ones, which
+	// may still be arriving: one of the new ids has its bundle.
+	testutil.Eventually(t, 60*time.Second, func() bool {
+		for _, s := range rcv.Spans() {
+			if id := s.Attrs["hutch.sandbox_id"]; s.Name == "gvisor.ahead" && !s.Error && !slices.Contains(ahead, id) {
+				ahead = append(ahead, id)
+			}
+		}
+		return slices.ContainsFunc(hostscan.SandboxDirs(d.dataDir), func(p string) bool { return slices.Contains(ahead[known:], filepath.Base(p)) })
+	}, "no container created ahead for a restored snapshot")
+	d.kill9()
 }
