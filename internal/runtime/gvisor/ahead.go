@@ -58,7 +58,7 @@ type ahead struct {
 	created uint64
 	ctx     context.Context // ends the creates under way at Close
 	cancel  context.CancelFunc
-	wg      sync.WaitGroup // creates under way
+	wg      sync.WaitGroup // creates and discards under way
 }
 
 // aheadSource is one checkpoint directory's containers.
@@ -102,12 +102,20 @@ func (r *Runtime) ClaimAhead(dir string) string {
 		return ""
 	}
 	var gone []*created
-	defer func() { r.discardAll(gone) }()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed {
 		return ""
 	}
+	defer func() { // in the background, not in this create's way; Close waits
+		if len(gone) > 0 {
+			a.wg.Add(1)
+			go func() {
+				defer a.wg.Done()
+				r.discardAll(gone)
+			}()
+		}
+	}()
 	src := a.srcs[dir]
 	if src == nil {
 		src = &aheadSource{claimed: map[string]*created{}}
