@@ -33,18 +33,19 @@ func TestRuntimesBlock(t *testing.T) {
 		wantDeprecated int
 		wantErr        string
 	}{
-		{name: "defaults", want: gvisor.Settings{Platform: "systrap", SystrapFastPath: "on"}},
-		{name: "block", yaml: "runtimes:\n  gvisor:\n    runsc_path: /opt/runsc\n    platform: ptrace\n    systrap_fast_path: \"off\"\n    debug: true\n",
-			want: gvisor.Settings{RunscPath: "/opt/runsc", Platform: "ptrace", SystrapFastPath: "off", Debug: true}},
+		{name: "defaults", want: gvisor.Settings{Platform: "systrap", SystrapFastPath: "on", RestoreAhead: 2, RestoreAheadSources: 4}},
+		{name: "block", yaml: "runtimes:\n  gvisor:\n    runsc_path: /opt/runsc\n    platform: ptrace\n    systrap_fast_path: \"off\"\n    debug: true\n    restore_ahead: 0\n    restore_ahead_sources: 1\n",
+			want: gvisor.Settings{RunscPath: "/opt/runsc", Platform: "ptrace", SystrapFastPath: "off", Debug: true, RestoreAheadSources: 1}},
 		{name: "deprecated top-level key", yaml: "systrap_fast_path: \"off\"\n",
-			want: gvisor.Settings{Platform: "systrap", SystrapFastPath: "off"}, wantDeprecated: 1},
+			want: gvisor.Settings{Platform: "systrap", SystrapFastPath: "off", RestoreAhead: 2, RestoreAheadSources: 4}, wantDeprecated: 1},
 		{name: "deprecated key in the seed's worker block", yaml: "workers:\n- name: iii-sandbox\n  config:\n    systrap_fast_path: \"off\"\n",
-			want: gvisor.Settings{Platform: "systrap", SystrapFastPath: "off"}, wantDeprecated: 1},
+			want: gvisor.Settings{Platform: "systrap", SystrapFastPath: "off", RestoreAhead: 2, RestoreAheadSources: 4}, wantDeprecated: 1},
 		{name: "old and new key both set", yaml: "systrap_fast_path: \"off\"\nruntimes:\n  gvisor:\n    systrap_fast_path: \"on\"\n",
 			wantErr: "keep only runtimes.gvisor.systrap_fast_path"},
 		{name: "unknown key in the block", yaml: "runtimes:\n  gvisor:\n    runsc: /x\n", wantErr: `line 3: unknown key "runtimes.gvisor.runsc"`},
 		{name: "unknown runtime block", yaml: "runtimes:\n  firecracker: {}\n", wantErr: `unknown key "runtimes.firecracker"`},
 		{name: "bad platform", yaml: "runtimes:\n  gvisor:\n    platform: kvm2\n", wantErr: `runtimes.gvisor.platform must be one of systrap, ptrace, got "kvm2"`},
+		{name: "restore_ahead out of range", yaml: "runtimes:\n  gvisor:\n    restore_ahead: 100\n", wantErr: "restore_ahead must be 0-16"}, // issue 46
 		{name: "bad deprecated value names the new key", yaml: "systrap_fast_path: fast\n", wantErr: `runtimes.gvisor.systrap_fast_path must be one of on, off, got "fast"`},
 	}
 	for _, tt := range tests {
@@ -75,7 +76,7 @@ func TestRuntimeSettings(t *testing.T) {
 	}
 	// The JSON keys are those the runtime decodes (the crash watchdog
 	// gets them over a pipe): unchanged.
-	if want := `{"runsc_path":"/opt/runsc","platform":"systrap","systrap_fast_path":"on","debug":false}`; string(raw) != want {
+	if want := `{"runsc_path":"/opt/runsc","platform":"systrap","systrap_fast_path":"on","debug":false,"restore_ahead":2,"restore_ahead_sources":4}`; string(raw) != want {
 		t.Errorf("settings %s, want %s", raw, want)
 	}
 	if raw, err := c.RuntimeSettings("microvm"); err != nil || string(raw) != `{"accel":"auto"}` {

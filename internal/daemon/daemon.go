@@ -377,7 +377,8 @@ func (d *daemon) startManager(ctx context.Context) error {
 		return err
 	})
 	if snaps, err = snapsvc.New(mgr, snapsvc.Options{Dir: sandbox.CheckpointDir(d.opts.DataDir), StorageMB: cfg.SnapshotStorageMB, Logger: d.log,
-		Events: d.evlog /* issue 39: template.build.* */, Dial: d.dialForBuild /* issue 39: ADD of a URL */}); err != nil {
+		Events: d.evlog /* issue 39: template.build.* */, Dial: d.dialForBuild, /* issue 39: ADD of a URL */
+		Ahead: d.aheadOf /* issue 46: containers created ahead for restores */}); err != nil {
 		return err
 	}
 	d.resolver.SetDirectory(d.sbnet)

@@ -11,6 +11,7 @@ import (
 	"github.com/hutch-dev/hutch/internal/netsvc"
 	"github.com/hutch-dev/hutch/internal/runtime"
 	_ "github.com/hutch-dev/hutch/internal/runtime/runtimes" // register backends
+	"github.com/hutch-dev/hutch/internal/sandbox/snapsvc"
 )
 
 // runtimeOptions are the Options of runtime name in dataDir: the generic
@@ -129,4 +130,15 @@ func applyRuntimeFlags(opts Options, cfg *config.Config) error {
 		return cfg.Runtimes.Set("gvisor", "runsc_path", opts.RunscPath)
 	}
 	return nil
+}
+
+// aheadOf is the containers created ahead for restores of the ready
+// runtime named name ("" the default), nil when it makes none (issue 46).
+func (d *daemon) aheadOf(name string) snapsvc.Ahead {
+	rt, err := d.rts.Get(name)
+	if err != nil {
+		return nil
+	}
+	a, _ := rt.(snapsvc.Ahead)
+	return a
 }

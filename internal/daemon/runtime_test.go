@@ -42,7 +42,7 @@ func TestRuntimeOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	var g gvisor.Settings
-	if err := json.Unmarshal(opts.Settings, &g); err != nil || g != (gvisor.Settings{Platform: "systrap", SystrapFastPath: "off"}) {
+	if err := json.Unmarshal(opts.Settings, &g); err != nil || g != (gvisor.Settings{Platform: "systrap", SystrapFastPath: "off", RestoreAhead: 2, RestoreAheadSources: 4}) {
 		t.Errorf("settings %s decode to %+v (%v)", opts.Settings, g, err)
 	}
 	if opts.StateDir != "/data/gvisor" {

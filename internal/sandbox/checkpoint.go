@@ -41,15 +41,13 @@ func CheckpointDir(stateDir string) string { return filepath.Join(stateDir, "sna
 // checkpoint directory to restore (a snapshot's, a fork's or a
 // hibernation's; then the sandbox keeps the shape and network it was taken
 // of, with a network of its own), or a captured writable layer to boot
-// with (a template's). ImageID is the image either was taken on.
+// with (a template's). ImageID is the image either was taken on. Runtime
+// is the runtime a checkpoint was written by ("" any); ID, when set, is
+// the sandbox's id: a container created ahead for its restore (issue 46).
 type Origin struct {
-	// Runtime is the runtime a checkpoint was written by; "" is any.
-	Runtime        string
-	Checkpoint     string
-	Layer          string
-	ImageID        string
-	CPUs, MemoryMB uint32
-	Network        bool
+	Runtime, Checkpoint, Layer, ImageID, ID string
+	CPUs, MemoryMB                          uint32
+	Network                                 bool
 }
 
 // CreateFrom is a create of req that starts from from (a fork's copies),

@@ -126,14 +126,12 @@ type Manager struct {
 	// egressMu: its egress policy); then Manager.mu; then a sandbox's
 	// mu. Nothing that holds Manager.mu or a sandbox's mu takes an
 	// operation lock, and nothing that holds a sandbox's mu takes
-	// Manager.mu. The other locks
-	// of the package each guard their own book and are taken last.
-	// Services (internal/sandbox/<name>svc) hold none of them: they act
-	// through Handle, whose methods take what they need.
+	// Manager.mu. The other locks of the package each guard their own
+	// book and are taken last. Services (internal/sandbox/<name>svc) hold
+	// none of them: they act through Handle, whose methods take what they need.
 	mu        sync.Mutex
 	sandboxes map[string]*sandbox
-	// reserved counts creates in progress, so capacity holds under races.
-	reserved int
+	reserved  int // creates in progress, so capacity holds under races
 	// owners counts each owner's creates in progress and execs in flight,
 	// for the per-owner caps (owners.go).
 	owners ownerUse
@@ -337,8 +335,12 @@ func (m *Manager) create(ctx context.Context, req api.CreateRequest, from *Origi
 	if from != nil && img.ID != from.ImageID {
 		return api.CreateResponse{}, errdefs.New(errdefs.CodeImageMissing, "image %s has changed since the snapshot or template was taken; it starts only on the image it was taken on", req.Image)
 	}
+	id := uuid.NewString()
+	if from != nil && from.ID != "" { // issue 46: a container created ahead for it
+		id = from.ID
+	}
 	rec := &record{
-		ID:        uuid.NewString(),
+		ID:        id,
 		Image:     req.Image,
 		ImageID:   img.ID,
 		Owner:     owner,

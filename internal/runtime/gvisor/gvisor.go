@@ -76,6 +76,8 @@ type Runtime struct {
 	// destroyed to their instance; nil while a Start is in progress. It is
 	// guarded by mu.
 	live map[string]*instance
+	// ahead holds containers created ahead for restores (ahead.go).
+	ahead ahead // issue 46
 }
 
 // New checks the host (runsc binary, root, cgroups) and prepares
@@ -115,6 +117,7 @@ func newRuntime(opts runtime.Options) (*Runtime, error) {
 		cg:       cg,
 		live:     map[string]*instance{},
 	}
+	r.ahead.init(set, opts.Logger) // issue 46
 	for _, dir := range []string{r.sandboxesDir(), r.runscRoot()} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("gvisor runtime: creating state directory: %w", err)
@@ -187,11 +190,13 @@ func checkID(id string) error {
 	return nil
 }
 
-// Close releases what runsc shares between this runtime's sandboxes (see
-// releaseSharedLocked). Running sandboxes are not affected, and a later
-// Start pins a new one. Close does not destroy sandboxes; use Reconcile for
-// that. The Runtime stays usable.
+// Close destroys the containers created ahead for restores, which it
+// makes no more of (ahead.go), and releases what runsc shares between this
+// runtime's sandboxes (see releaseSharedLocked). Running sandboxes are not
+// affected, and a later Start pins a new one. Close does not destroy
+// sandboxes; use Reconcile for that. The Runtime stays usable.
 func (r *Runtime) Close() error {
+	r.closeAhead() // issue 46
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.releaseSharedLocked()

@@ -24,6 +24,14 @@ type Settings struct {
 	// Debug keeps runsc's debug logs of every sandbox under the runtime's
 	// state directory (logs/<id>/); they are large.
 	Debug bool `yaml:"debug" json:"debug"`
+	// issue 46: restores into containers created ahead (ahead.go).
+	// RestoreAhead is how many containers "runsc create" makes ahead for
+	// each recently restored snapshot (one without a network), so that
+	// the next restores of it skip the sandbox's start; 0 makes none.
+	// RestoreAheadSources is how many snapshots have them, the most
+	// recently restored.
+	RestoreAhead        int `yaml:"restore_ahead" json:"restore_ahead"`
+	RestoreAheadSources int `yaml:"restore_ahead_sources" json:"restore_ahead_sources"`
 }
 
 // The values of runtimes.gvisor.systrap_fast_path.
@@ -46,7 +54,8 @@ var Platforms = []string{PlatformSystrap, PlatformPtrace}
 
 // DefaultSettings are the block's defaults.
 func DefaultSettings() *Settings {
-	return &Settings{Platform: PlatformSystrap, SystrapFastPath: FastPathOn}
+	return &Settings{Platform: PlatformSystrap, SystrapFastPath: FastPathOn,
+		RestoreAhead: 2, RestoreAheadSources: 4} // issue 46
 }
 
 // Check names each value of the block that is wrong.
@@ -57,6 +66,9 @@ func (s *Settings) Check() []error {
 	}
 	if err := runtime.OneOf("platform", s.Platform, Platforms); err != nil {
 		errs = append(errs, err)
+	}
+	if s.RestoreAhead < 0 || s.RestoreAhead > 16 || s.RestoreAheadSources < 0 || s.RestoreAheadSources > 64 { // issue 46
+		errs = append(errs, fmt.Errorf("restore_ahead must be 0-16 and restore_ahead_sources 0-64, got %d and %d", s.RestoreAhead, s.RestoreAheadSources))
 	}
 	return errs
 }

@@ -33,18 +33,14 @@ func (r *Runtime) Start(ctx context.Context, spec runtime.Spec) (runtime.Instanc
 }
 
 // launch is Start, or with a checkpoint directory Restore: "runsc restore"
-// in place of "runsc run", then a relink of the agent.
+// in place of "runsc run", then a relink of the agent. A restore into a
+// container created ahead for it (ahead.go) skips the bundle and runsc's
+// create.
 func (r *Runtime) launch(ctx context.Context, spec runtime.Spec, checkpoint string) (_ *instance, retErr error) {
 	id := spec.ID
 	if err := checkID(id); err != nil {
 		return nil, errdefs.Wrap(errdefs.CodeBootFailed, err, "starting sandbox")
 	}
-	if err := r.claim(id); err != nil {
-		return nil, errdefs.Wrap(errdefs.CodeBootFailed, err, "starting sandbox "+id)
-	}
-	var undo cleanup.Stack
-	defer undo.RunUnless(ctx, &retErr)
-	undo.Push("releasing the sandbox id", func(context.Context) error { r.forget(id); return nil })
 	if checkpoint != "" && spec.UpperLayer == "" { // issue 39: the tree it booted on
 		tree, err := layerNote(checkpoint)
 		if err != nil {
@@ -52,7 +48,22 @@ func (r *Runtime) launch(ctx context.Context, spec runtime.Spec, checkpoint stri
 		}
 		spec.UpperLayer = tree
 	}
-	inst, err := r.start(ctx, spec, checkpoint, &undo)
+	c := r.takeAhead(ctx, checkpoint, spec) // issue 46: its id stays claimed
+	if c == nil {
+		if err := r.claim(id); err != nil {
+			return nil, errdefs.Wrap(errdefs.CodeBootFailed, err, "starting sandbox "+id)
+		}
+	}
+	var undo cleanup.Stack
+	defer undo.RunUnless(ctx, &retErr)
+	undo.Push("releasing the sandbox id", func(context.Context) error { r.forget(id); return nil })
+	var inst *instance
+	var err error
+	if c != nil {
+		inst, err = r.restoreInto(ctx, c, checkpoint, &undo)
+	} else {
+		inst, err = r.start(ctx, spec, checkpoint, &undo)
+	}
 	if err != nil {
 		var e *errdefs.Error
 		if errors.As(err, &e) {
@@ -63,27 +74,56 @@ func (r *Runtime) launch(ctx context.Context, spec runtime.Spec, checkpoint stri
 	r.mu.Lock()
 	r.live[id] = inst
 	r.mu.Unlock()
+	if checkpoint != "" {
+		r.restored(checkpoint, spec) // issue 46: its shape, to create more ahead
+	}
 	return inst, nil
 }
 
 // start does Start's work, pushing an undo step for each piece.
 func (r *Runtime) start(ctx context.Context, spec runtime.Spec, checkpoint string, undo *cleanup.Stack) (*instance, error) {
-	id := spec.ID
-	if spec.Image.Kind != runtime.ArtifactDir || spec.AgentPath == "" {
-		return nil, errors.New("spec needs a root filesystem directory and an agent path")
-	}
-	img, err := runtime.DirArtifact(spec.Image.Path)
+	dir, p, err := r.bundle(ctx, spec, undo)
 	if err != nil {
 		return nil, err
 	}
+	defer p.closeChilds()
+	stderr, stderrDone, err := r.runBoot(ctx, spec.ID, dir, p, runscPhase(checkpoint), r.bootArgs(spec, dir, checkpoint))
+	if err != nil {
+		return nil, err
+	}
+	inst := newInstance(r, spec, r.globalFlags(spec, dir), p, stderr, stderrDone)
+	if spec.Reattach {
+		if err := writeReattach(dir, inst, spec); err != nil {
+			return nil, err
+		}
+	}
+	if checkpoint != "" {
+		if err := inst.relinkPhase(ctx, dir); err != nil {
+			return nil, err
+		}
+	}
+	return inst, nil
+}
+
+// bundle makes spec's bundle directory (rootfs mount, config.json) and
+// the agent's stdio, pushing the undo of each on undo.
+func (r *Runtime) bundle(ctx context.Context, spec runtime.Spec, undo *cleanup.Stack) (string, *stdio, error) {
+	id := spec.ID
+	if spec.Image.Kind != runtime.ArtifactDir || spec.AgentPath == "" {
+		return "", nil, errors.New("spec needs a root filesystem directory and an agent path")
+	}
+	img, err := runtime.DirArtifact(spec.Image.Path)
+	if err != nil {
+		return "", nil, err
+	}
 	rootfs := img.Path
 	if spec.AgentPath, err = filepath.Abs(spec.AgentPath); err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	// runsc's gofer cannot create the agent's mount point in a read-only
 	// rootfs, and its own error says little; the image must have it.
 	if fi, err := os.Lstat(filepath.Join(rootfs, runtime.AgentPath)); err != nil || !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("image %s has no agent mount point %s (an empty regular file)", rootfs, runtime.AgentPath)
+		return "", nil, fmt.Errorf("image %s has no agent mount point %s (an empty regular file)", rootfs, runtime.AgentPath)
 	}
 
 	// The bundle directory is the first thing created and the last removed
@@ -92,26 +132,26 @@ func (r *Runtime) start(ctx context.Context, spec runtime.Spec, checkpoint strin
 	bundled := phase(ctx, "gvisor.bundle")
 	defer bundled(nil) // ended already unless a step below failed
 	if err := os.Mkdir(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("creating bundle directory: %w", err)
+		return "", nil, fmt.Errorf("creating bundle directory: %w", err)
 	}
 	undo.Push("tearing down sandbox "+id, func(ctx context.Context) error { return r.teardown(ctx, id) })
 	if r.settings.Debug {
 		if err := os.MkdirAll(r.logDir(id), 0o700); err != nil {
-			return nil, fmt.Errorf("creating log directory: %w", err)
+			return "", nil, fmt.Errorf("creating log directory: %w", err)
 		}
 	}
 
 	mnt := filepath.Join(dir, "rootfs")
 	if err := os.Mkdir(mnt, 0o755); err != nil {
-		return nil, fmt.Errorf("creating rootfs mount point: %w", err)
+		return "", nil, fmt.Errorf("creating rootfs mount point: %w", err)
 	}
 	if tree := layerTree(spec); tree != "" { // issue 39: a shared layer (layer.go)
 		if rootfs, err = mountBase(tree, rootfs, dir); err != nil {
-			return nil, err
+			return "", nil, err
 		}
 	}
 	if err := mountRootfs(rootfs, dir, mnt, spec.Mounts); err != nil {
-		return nil, err
+		return "", nil, err
 	}
 
 	oci := ociSpec(spec)
@@ -120,29 +160,35 @@ func (r *Runtime) start(ctx context.Context, spec runtime.Spec, checkpoint strin
 	withMounts(oci, spec.Mounts)
 	b, err := json.MarshalIndent(oci, "", "  ")
 	if err != nil {
-		return nil, fmt.Errorf("encoding config.json: %w", err)
+		return "", nil, fmt.Errorf("encoding config.json: %w", err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "config.json"), b, 0o600); err != nil {
-		return nil, fmt.Errorf("writing config.json: %w", err)
+		return "", nil, fmt.Errorf("writing config.json: %w", err)
 	}
 
 	p, err := stdioFor(spec, dir) // issue 35: FIFOs for a reattachable sandbox
 	bundled(err)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	undo.Push("closing the agent's pipes", func(context.Context) error { p.closeOurs(); return nil })
-	defer p.closeChilds()
+	return dir, p, nil
+}
 
+// runBoot runs the runsc command (args, a span named name) that makes
+// sandbox id's sandbox from its bundle dir with p's child ends as the
+// agent's stdio, and until it exits. It returns the sandbox's stderr
+// tail, whose copy ends when the sandbox does.
+func (r *Runtime) runBoot(ctx context.Context, id, dir string, p *stdio, name string, args []string) (*runtime.TailBuffer, chan struct{}, error) {
 	stderr := runtime.NewTailBuffer(stderrTailSize)
-	ran := phase(ctx, runscPhase(checkpoint))
-	cmd := r.runscCmd(ctx, id, r.bootArgs(spec, dir, checkpoint)...)
+	ran := phase(ctx, name)
+	cmd := r.runscCmd(ctx, id, args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = p.stdinChild, p.stdoutChild, p.stderrChild
 	// Keep terminal signals sent to the daemon's process group away.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		ran(err)
-		return nil, fmt.Errorf("running runsc: %w", err)
+		return nil, nil, fmt.Errorf("running runsc: %w", err)
 	}
 	p.closeChilds()
 	// The sandbox and gofer outlive runsc run and hold the child ends, so
@@ -152,30 +198,24 @@ func (r *Runtime) start(ctx context.Context, spec runtime.Spec, checkpoint strin
 		defer close(stderrDone)
 		_, _ = io.Copy(stderr, p.stderr)
 	}()
-	err = cmd.Wait()
+	err := cmd.Wait()
 	ran(err)
 	if err != nil {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w (%v)", ctx.Err(), err)
 		}
-		return nil, bootError(id, dir, err, stderr, stderrDone)
+		return nil, nil, bootError(id, dir, err, stderr, stderrDone)
 	}
+	return stderr, stderrDone, nil
+}
 
-	inst := newInstance(r, spec, r.globalFlags(spec, dir), p, stderr, stderrDone)
-	if spec.Reattach {
-		if err := writeReattach(dir, inst, spec); err != nil {
-			return nil, err
-		}
-	}
-	if checkpoint != "" {
-		relinked := phase(ctx, "gvisor.relink")
-		err := inst.relink(ctx, sentryPid(dir))
-		relinked(err)
-		if err != nil {
-			return nil, err
-		}
-	}
-	return inst, nil
+// relinkPhase relinks the agent of a sandbox just restored from its
+// bundle dir (the gvisor.relink span).
+func (i *instance) relinkPhase(ctx context.Context, dir string) error {
+	relinked := phase(ctx, "gvisor.relink")
+	err := i.relink(ctx, sentryPid(dir))
+	relinked(err)
+	return err
 }
 
 // bootArgs are the arguments of the "runsc run" that boots spec's sandbox

@@ -4,7 +4,9 @@ import (
 	"context"
 
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // spans makes the runtime's spans, children of the core's sandbox.boot
@@ -15,8 +17,8 @@ var spans = otel.Tracer("github.com/hutch-dev/hutch/internal/runtime/gvisor")
 // phase starts the span of one step of a start (gvisor.bundle,
 // runsc.run, runsc.restore, gvisor.relink); the func it returns ends it
 // with the step's error, once: later calls do nothing.
-func phase(ctx context.Context, name string) func(error) {
-	_, span := spans.Start(ctx, name)
+func phase(ctx context.Context, name string, attrs ...attribute.KeyValue) func(error) {
+	_, span := spans.Start(ctx, name, trace.WithAttributes(attrs...))
 	ended := false
 	return func(err error) {
 		if ended {

@@ -161,7 +161,9 @@ func (s *Service) snapshotSource(ctx context.Context, req *api.CreateRequest) (*
 		req.Env = rec.Env
 	}
 	prefetch(s.path(rec.ID)) // issue 46: read while the sandbox starts
-	return &sandbox.Origin{Runtime: rec.Runtime, Checkpoint: s.path(rec.ID), ImageID: rec.ImageID, CPUs: rec.CPUs, MemoryMB: rec.MemoryMB, Network: rec.Network}, nil
+	from := &sandbox.Origin{Runtime: rec.Runtime, Checkpoint: s.path(rec.ID), ImageID: rec.ImageID, CPUs: rec.CPUs, MemoryMB: rec.MemoryMB, Network: rec.Network}
+	s.claimAhead(rec, req, from) // issue 46
+	return from, nil
 }
 
 // ListSnapshots lists the caller's snapshots, oldest first.
@@ -203,6 +205,7 @@ func (s *Service) DeleteSnapshot(ctx context.Context, req api.SnapshotRequest) (
 	if err := s.snapshots.Remove(rec.ID); err != nil {
 		return api.SnapshotDeleteResponse{}, err
 	}
+	s.dropAhead(rec) // issue 46
 	if err := os.RemoveAll(s.path(rec.ID)); err != nil {
 		s.log.Error("removing a snapshot's files", "snapshot", rec.ID, "err", err)
 	}

@@ -59,6 +59,9 @@ type Options struct {
 	// under the build's egress policy (egressproxy.Proxy.Dial); without
 	// it, ADD of a URL is refused (issue 39).
 	Dial func(ctx context.Context, sb egressproxy.Sandbox, host string, port uint16) (net.Conn, error)
+	// Ahead, when set, is the containers created ahead of the runtime
+	// named name ("" the default), nil for one without (issue 46).
+	Ahead func(name string) Ahead
 }
 
 // Service answers the snapshot, template and fork functions
@@ -80,6 +83,7 @@ type Service struct {
 	buildMu sync.Mutex
 	builds  map[*build]struct{}
 	dial    func(ctx context.Context, sb egressproxy.Sandbox, host string, port uint16) (net.Conn, error)
+	ahead   func(name string) Ahead // issue 46 (ahead.go)
 }
 
 // New is the snapshot service over core. It settles the checkpoint
@@ -88,7 +92,7 @@ func New(core Core, o Options) (*Service, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	s := &Service{core: core, dir: o.Dir, storageMB: o.StorageMB, log: o.Logger, events: o.Events, dial: o.Dial}
+	s := &Service{core: core, dir: o.Dir, storageMB: o.StorageMB, log: o.Logger, events: o.Events, dial: o.Dial, ahead: o.Ahead}
 	var err error
 	if s.snapshots, err = core.Records("snapshots"); err != nil {
 		return nil, err
