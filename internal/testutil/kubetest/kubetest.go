@@ -38,7 +38,12 @@ func pinned(file, module string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	for line := range strings.Lines(string(b)) {
+	return pinnedIn(string(b), file, module)
+}
+
+// pinnedIn is pinned on file's text.
+func pinnedIn(text, file, module string) (string, error) {
+	for line := range strings.Lines(text) {
 		if f := strings.Fields(line); len(f) >= 2 && f[0] == module {
 			return f[1], nil
 		}
