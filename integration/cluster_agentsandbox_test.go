@@ -1,0 +1,277 @@
+package integration
+
+// issue 36: 2 — kubernetes-sigs/agent-sandbox's own controller (v0.5.0,
+// built unmodified by `make kube-deps`) and its CRDs drive Pods onto hutch
+// nodes: a SandboxTemplate tolerating the hutch taint with the gvisor
+// RuntimeClass, a SandboxWarmPool of 3 of it, and a SandboxClaim that
+// becomes a Ready Sandbox from the pool, with its podIPs and nodeName;
+// an exec into it; the claim deleted stops the sandbox and the pool
+// refills. Two nodes on a network of their own (apart from TestCluster's).
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
+	k8serrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/hutch-dev/hutch/api"
+	"github.com/hutch-dev/hutch/client"
+	"github.com/hutch-dev/hutch/internal/kubenode"
+	"github.com/hutch-dev/hutch/internal/testutil"
+	"github.com/hutch-dev/hutch/internal/testutil/kubetest"
+)
+
+// agentSandboxNet is TestClusterAgentSandbox's network.
+var agentSandboxNet = clusterNet{bridge: "as-kbr", subnet: "10.235.72.", netnsPrefix: "as-kube-", vethPrefix: "as-kv"}
+
+// agent-sandbox's v1beta1 resources.
+var (
+	asSandboxes = schema.GroupVersionResource{Group: "agents.x-k8s.io", Version: "v1beta1", Resource: "sandboxes"}
+	asTemplates = schema.GroupVersionResource{Group: "extensions.agents.x-k8s.io", Version: "v1beta1", Resource: "sandboxtemplates"}
+	asClaims    = schema.GroupVersionResource{Group: "extensions.agents.x-k8s.io", Version: "v1beta1", Resource: "sandboxclaims"}
+	asPools     = schema.GroupVersionResource{Group: "extensions.agents.x-k8s.io", Version: "v1beta1", Resource: "sandboxwarmpools"}
+)
+
+func TestClusterAgentSandbox(t *testing.T) {
+	testutil.RequiresIntegration(t)
+	kubetest.RequiresAgentSandbox(t)
+	binaries(t)
+	nodes := agentSandboxNet.make(t, 2)
+	cp := kubetest.StartAt(t, agentSandboxNet.host())
+	cp.StartAgentSandbox()
+	kc := cp.Client
+	dyn, err := dynamic.NewForConfig(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	rc := &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "gvisor"}, Handler: "gvisor"}
+	if _, err := kc.NodeV1().RuntimeClasses().Create(ctx, rc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"hutch-as-0", "hutch-as-1"}
+	daemons := make([]*daemon, len(names))
+	for i := range names {
+		daemons[i] = startClusterDaemon(t, cp, names[i], nodes[i], "")
+	}
+	testutil.EventuallyNil(t, 2*time.Minute, func() error { return nodesReady(ctx, kc, names, true) }, "the hutch Nodes Ready")
+	testutil.EventuallyNil(t, time.Minute, func() error {
+		_, err := kc.CoreV1().ServiceAccounts(clusterNS).Get(ctx, "default", metav1.GetOptions{})
+		return err
+	}, "the default service account")
+
+	res := func(gvr schema.GroupVersionResource) dynamic.ResourceInterface { return dyn.Resource(gvr).Namespace(clusterNS) }
+	create := func(gvr schema.GroupVersionResource, obj map[string]any) {
+		t.Helper()
+		if _, err := res(gvr).Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("creating %s: %v", gvr.Resource, err)
+		}
+	}
+	// The template: hutch's taint tolerated, the gvisor RuntimeClass, a
+	// network (the Pod IP agent-sandbox's Ready waits for).
+	create(asTemplates, map[string]any{
+		"apiVersion": "extensions.agents.x-k8s.io/v1beta1", "kind": "SandboxTemplate",
+		"metadata": map[string]any{"name": "python"},
+		"spec": map[string]any{"podTemplate": map[string]any{
+			"metadata": map[string]any{"annotations": map[string]any{kubenode.AnnotationNetwork: "true"}},
+			"spec": map[string]any{
+				"runtimeClassName": "gvisor",
+				"tolerations":      []any{map[string]any{"key": "hutch.dev/sandbox", "operator": "Exists", "effect": "NoSchedule"}},
+				"containers":       []any{map[string]any{"name": "main", "image": "python"}},
+			},
+		}},
+	})
+	create(asPools, map[string]any{
+		"apiVersion": "extensions.agents.x-k8s.io/v1beta1", "kind": "SandboxWarmPool",
+		"metadata": map[string]any{"name": "pool"},
+		"spec":     map[string]any{"replicas": int64(3), "sandboxTemplateRef": map[string]any{"name": "python"}},
+	})
+	t.Cleanup(func() {
+		// The pool's sandboxes go with it (their owner), and their Pods
+		// with them: every node's sandboxes stop.
+		cctx, ccancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer ccancel()
+		_ = res(asClaims).DeleteCollection(cctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+		_ = res(asPools).Delete(cctx, "pool", metav1.DeleteOptions{})
+		if !testutil.Poll(2*time.Minute, func() bool { return runningSandboxes(cctx, daemons) == 0 }) {
+			t.Errorf("sandboxes still running after the pool and claims were deleted: %d", runningSandboxes(cctx, daemons))
+		}
+	})
+
+	// Three Ready Sandboxes, their Pods Running on hutch nodes.
+	var pool []string
+	testutil.EventuallyNil(t, 4*time.Minute, func() error {
+		var err error
+		pool, err = readySandboxes(ctx, kc, res(asSandboxes), names)
+		if err == nil && len(pool) != 3 {
+			err = fmt.Errorf("%d Ready sandboxes (%v), want 3", len(pool), pool)
+		}
+		return err
+	}, "the warm pool's 3 Sandboxes Ready")
+
+	create(asClaims, map[string]any{
+		"apiVersion": "extensions.agents.x-k8s.io/v1beta1", "kind": "SandboxClaim",
+		"metadata": map[string]any{"name": "claim"},
+		"spec":     map[string]any{"warmPoolRef": map[string]any{"name": "pool"}},
+	})
+	var claimed string
+	testutil.EventuallyNil(t, 2*time.Minute, func() error {
+		c, err := res(asClaims).Get(ctx, "claim", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if !condTrue(c, "Ready") {
+			return fmt.Errorf("claim not Ready: %v", c.Object["status"])
+		}
+		claimed, _, _ = unstructured.NestedString(c.Object, "status", "sandbox", "name")
+		if ips, _, _ := unstructured.NestedStringSlice(c.Object, "status", "sandbox", "podIPs"); len(ips) == 0 {
+			return fmt.Errorf("claim Ready without podIPs: %v", c.Object["status"])
+		}
+		return nil
+	}, "the claim Ready")
+	if !slices.Contains(pool, claimed) {
+		t.Fatalf("the claim's sandbox %q is not one of the warm pool's %v", claimed, pool)
+	}
+	sb, err := res(asSandboxes).Get(ctx, claimed, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	podName := sandboxPod(sb)
+	pod, err := kc.CoreV1().Pods(clusterNS).Get(ctx, podName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ips, _, _ := unstructured.NestedStringSlice(sb.Object, "status", "podIPs")
+	node, _, _ := unstructured.NestedString(sb.Object, "status", "nodeName")
+	if len(ips) != 1 || ips[0] != pod.Status.PodIP || node != pod.Spec.NodeName || !slices.Contains(names, node) {
+		t.Fatalf("the claimed Sandbox's podIPs %v, nodeName %q; its Pod's IP %s on %s", ips, node, pod.Status.PodIP, pod.Spec.NodeName)
+	}
+
+	t.Run("exec", func(t *testing.T) {
+		// As kubectl exec: through the apiserver and the node's kubelet
+		// API, into the claimed sandbox; its address is the Pod IP.
+		var out bytes.Buffer
+		if err := execPod(ctx, cp, podName, []string{"sh", "-c", "echo claimed ok"}, nil, &out, nil); err != nil || strings.TrimSpace(out.String()) != "claimed ok" {
+			t.Fatalf("exec into the claimed sandbox: %q %v", out.String(), err)
+		}
+		out.Reset()
+		if err := execPod(ctx, cp, podName, []string{"python3", "-c", "import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.connect(('" + agentSandboxNet.host().String() + "', 9)); print(s.getsockname()[0])"}, nil, &out, nil); err != nil {
+			t.Fatalf("exec into the claimed sandbox: %v", err)
+		}
+		if got := strings.TrimSpace(out.String()); got != ips[0] {
+			t.Errorf("the sandbox sends from %q; its Sandbox's podIPs %v", got, ips)
+		}
+	})
+
+	t.Run("pool refills", func(t *testing.T) {
+		testutil.EventuallyNil(t, 4*time.Minute, func() error {
+			ready, err := readySandboxes(ctx, kc, res(asSandboxes), names)
+			if err == nil && len(ready) != 4 {
+				err = fmt.Errorf("%d Ready sandboxes (%v), want the claimed one and 3 in the pool", len(ready), ready)
+			}
+			return err
+		}, "the pool refilled")
+	})
+
+	t.Run("claim deleted", func(t *testing.T) {
+		id := strings.TrimPrefix(pod.Status.ContainerStatuses[0].ContainerID, kubenode.ContainerIDPrefix)
+		if err := res(asClaims).Delete(ctx, "claim", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		// The claim owns its Sandbox, the Sandbox its Pod: the garbage
+		// collector deletes both, and the node stops the sandbox.
+		testutil.EventuallyNil(t, 2*time.Minute, func() error {
+			if _, err := res(asSandboxes).Get(ctx, claimed, metav1.GetOptions{}); !k8serrors.IsNotFound(err) {
+				return fmt.Errorf("sandbox %s: %v", claimed, err)
+			}
+			if _, err := kc.CoreV1().Pods(clusterNS).Get(ctx, podName, metav1.GetOptions{}); !k8serrors.IsNotFound(err) {
+				return fmt.Errorf("pod %s: %v", podName, err)
+			}
+			for _, d := range daemons {
+				info, err := client.New(d.url, "").Get(ctx, id)
+				if err == nil && info.State != "stopped" {
+					return fmt.Errorf("the claimed sandbox %s is %s", id, info.State)
+				}
+			}
+			return nil
+		}, "the claimed Sandbox, its Pod and its sandbox gone")
+		if n := runningSandboxes(ctx, daemons); n != 3 {
+			t.Errorf("%d sandboxes running on the nodes, want the pool's 3", n)
+		}
+	})
+}
+
+// readySandboxes lists the Sandboxes whose Ready condition is True, each
+// checked against its Pod: Running and Ready on one of nodes, its IP the
+// Sandbox's podIPs, its nodeName the Sandbox's.
+func readySandboxes(ctx context.Context, kc kubernetes.Interface, sbs dynamic.ResourceInterface, nodes []string) ([]string, error) {
+	list, err := sbs.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var ready []string
+	for _, sb := range list.Items {
+		if !condTrue(&sb, "Ready") {
+			continue
+		}
+		pod, err := kc.CoreV1().Pods(sb.GetNamespace()).Get(ctx, sandboxPod(&sb), metav1.GetOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("the Pod of Ready sandbox %s: %w", sb.GetName(), err)
+		}
+		ips, _, _ := unstructured.NestedStringSlice(sb.Object, "status", "podIPs")
+		node, _, _ := unstructured.NestedString(sb.Object, "status", "nodeName")
+		if pod.Status.Phase != corev1.PodRunning || !podReady(pod) || !slices.Contains(nodes, pod.Spec.NodeName) ||
+			len(ips) == 0 || ips[0] != pod.Status.PodIP || node != pod.Spec.NodeName {
+			return nil, fmt.Errorf("sandbox %s Ready with podIPs %v on %q; its Pod %s on %q with IP %q", sb.GetName(), ips, node, pod.Status.Phase, pod.Spec.NodeName, pod.Status.PodIP)
+		}
+		ready = append(ready, sb.GetName())
+	}
+	return ready, nil
+}
+
+// sandboxPod is the name of Sandbox sb's Pod: the one its annotation
+// tracks, else the Sandbox's own (agent-sandbox's rule).
+func sandboxPod(sb *unstructured.Unstructured) string {
+	if n := sb.GetAnnotations()["agents.x-k8s.io/pod-name"]; n != "" {
+		return n
+	}
+	return sb.GetName()
+}
+
+// condTrue says o's status condition typ is True.
+func condTrue(o *unstructured.Unstructured, typ string) bool {
+	conds, _, _ := unstructured.NestedSlice(o.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == typ {
+			return m["status"] == "True"
+		}
+	}
+	return false
+}
+
+// runningSandboxes counts the sandboxes running on the daemons (-1 when
+// one does not answer).
+func runningSandboxes(ctx context.Context, daemons []*daemon) int {
+	n := 0
+	for _, d := range daemons {
+		var out api.ListResponse
+		if err := client.New(d.url, "").Call(ctx, api.FnList, api.ListRequest{State: []string{"running"}}, &out); err != nil {
+			return -1
+		}
+		n += len(out.Sandboxes)
+	}
+	return n
+}
