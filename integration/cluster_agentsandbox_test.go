@@ -13,6 +13,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -73,7 +75,9 @@ func TestClusterAgentSandbox(t *testing.T) {
 		return err
 	}, "the default service account")
 
-	res := func(gvr schema.GroupVersionResource) dynamic.ResourceInterface { return dyn.Resource(gvr).Namespace(clusterNS) }
+	res := func(gvr schema.GroupVersionResource) dynamic.ResourceInterface {
+		return dyn.Resource(gvr).Namespace(clusterNS)
+	}
 	create := func(gvr schema.GroupVersionResource, obj map[string]any) {
 		t.Helper()
 		if _, err := res(gvr).Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{}); err != nil {
@@ -90,7 +94,8 @@ func TestClusterAgentSandbox(t *testing.T) {
 			"spec": map[string]any{
 				"runtimeClassName": "gvisor",
 				"tolerations":      []any{map[string]any{"key": "hutch.dev/sandbox", "operator": "Exists", "effect": "NoSchedule"}},
-				"containers":       []any{map[string]any{"name": "main", "image": "python"}},
+				// The main process counts in its memory (counterServer).
+				"containers": []any{map[string]any{"name": "main", "image": "python", "command": []any{"python3", "-c", counterServer}}},
 			},
 		}},
 	})
@@ -176,6 +181,64 @@ func TestClusterAgentSandbox(t *testing.T) {
 		}
 	})
 
+	t.Run("suspend and resume", func(t *testing.T) {
+		// Suspended, agent-sandbox deletes the Pod: hutch hibernates its
+		// sandbox (memory kept) instead of stopping it, and the Pod made
+		// again at Running wakes it on the same node.
+		id := strings.TrimPrefix(pod.Status.ContainerStatuses[0].ContainerID, kubenode.ContainerIDPrefix)
+		holder := daemons[slices.Index(names, node)]
+		for want := 1; want <= 2; want++ {
+			if n := podCount(t, ctx, cp, podName); n != want {
+				t.Fatalf("count %d, want %d", n, want)
+			}
+		}
+		setMode := func(mode string) {
+			t.Helper()
+			patch := []byte(`{"spec":{"operatingMode":"` + mode + `"}}`)
+			if _, err := res(asSandboxes).Patch(ctx, claimed, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		setMode("Suspended")
+		testutil.EventuallyNil(t, 2*time.Minute, func() error {
+			sb, err := res(asSandboxes).Get(ctx, claimed, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if !condTrue(sb, "Suspended") || sb.GetAnnotations()[kubenode.AnnotationHibernatedOn] != node {
+				return fmt.Errorf("sandbox %s not suspended on %s: %v %v", claimed, node, sb.GetAnnotations(), sb.Object["status"])
+			}
+			if info, err := client.New(holder.url, "").Get(ctx, id); err != nil || info.State != "paused" {
+				return fmt.Errorf("the hibernated sandbox %s: %+v %v", id, info, err)
+			}
+			return nil
+		}, "the Sandbox suspended and its sandbox hibernated")
+		setMode("Running")
+		testutil.EventuallyNil(t, 2*time.Minute, func() error {
+			sb, err := res(asSandboxes).Get(ctx, claimed, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if !condTrue(sb, "Ready") || sb.GetAnnotations()[kubenode.AnnotationHibernatedOn] != "" {
+				return fmt.Errorf("sandbox %s not Ready again: %v %v", claimed, sb.GetAnnotations(), sb.Object["status"])
+			}
+			p, err := kc.CoreV1().Pods(clusterNS).Get(ctx, sandboxPod(sb), metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if p.Spec.NodeName != node || len(p.Status.ContainerStatuses) != 1 || p.Status.ContainerStatuses[0].ContainerID != kubenode.ContainerIDPrefix+id {
+				return fmt.Errorf("the resumed Pod on %q, containers %v; want %s's sandbox %s", p.Spec.NodeName, p.Status.ContainerStatuses, node, id)
+			}
+			if aff, found, _ := unstructured.NestedMap(sb.Object, "spec", "podTemplate", "spec", "affinity"); found && len(aff) > 0 {
+				return fmt.Errorf("the resumed Sandbox still pinned: %v", aff)
+			}
+			return nil
+		}, "the Sandbox resumed on its sandbox")
+		if n := podCount(t, ctx, cp, podName); n != 3 {
+			t.Errorf("after suspend and resume the counter gave %d, want 3", n)
+		}
+	})
+
 	t.Run("pool refills", func(t *testing.T) {
 		testutil.EventuallyNil(t, 4*time.Minute, func() error {
 			ready, err := readySandboxes(ctx, kc, res(asSandboxes), names)
@@ -212,6 +275,21 @@ func TestClusterAgentSandbox(t *testing.T) {
 			t.Errorf("%d sandboxes running on the nodes, want the pool's 3", n)
 		}
 	})
+}
+
+// podCount asks the counter of Pod name's main process for its next
+// number, through an exec.
+func podCount(t *testing.T, ctx context.Context, cp *kubetest.ControlPlane, name string) int {
+	t.Helper()
+	var out bytes.Buffer
+	if err := execPod(ctx, cp, name, []string{"python3", "-c", counterClient}, nil, &out, nil); err != nil {
+		t.Fatalf("asking Pod %s's counter: %v", name, err)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(out.String()))
+	if err != nil {
+		t.Fatalf("Pod %s's counter answered %q", name, out.String())
+	}
+	return n
 }
 
 // readySandboxes lists the Sandboxes whose Ready condition is True, each
