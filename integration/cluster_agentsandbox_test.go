@@ -111,8 +111,8 @@ func TestClusterAgentSandbox(t *testing.T) {
 		defer ccancel()
 		_ = res(asClaims).DeleteCollection(cctx, metav1.DeleteOptions{}, metav1.ListOptions{})
 		_ = res(asPools).Delete(cctx, "pool", metav1.DeleteOptions{})
-		if !testutil.Poll(2*time.Minute, func() bool { return runningSandboxes(cctx, daemons) == 0 }) {
-			t.Errorf("sandboxes still running after the pool and claims were deleted: %d", runningSandboxes(cctx, daemons))
+		if !testutil.Poll(2*time.Minute, func() bool { return liveSandboxes(cctx, daemons) == 0 }) {
+			t.Errorf("sandboxes still live after the pool and claims were deleted: %d", liveSandboxes(cctx, daemons))
 		}
 	})
 
@@ -181,25 +181,20 @@ func TestClusterAgentSandbox(t *testing.T) {
 		}
 	})
 
-	t.Run("suspend and resume", func(t *testing.T) {
-		// Suspended, agent-sandbox deletes the Pod: hutch hibernates its
-		// sandbox (memory kept) instead of stopping it, and the Pod made
-		// again at Running wakes it on the same node.
-		id := strings.TrimPrefix(pod.Status.ContainerStatuses[0].ContainerID, kubenode.ContainerIDPrefix)
-		holder := daemons[slices.Index(names, node)]
-		for want := 1; want <= 2; want++ {
-			if n := podCount(t, ctx, cp, podName); n != want {
-				t.Fatalf("count %d, want %d", n, want)
-			}
+	id := strings.TrimPrefix(pod.Status.ContainerStatuses[0].ContainerID, kubenode.ContainerIDPrefix)
+	holder := daemons[slices.Index(names, node)]
+	setMode := func(t *testing.T, mode string) {
+		t.Helper()
+		patch := []byte(`{"spec":{"operatingMode":"` + mode + `"}}`)
+		if _, err := res(asSandboxes).Patch(ctx, claimed, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
 		}
-		setMode := func(mode string) {
-			t.Helper()
-			patch := []byte(`{"spec":{"operatingMode":"` + mode + `"}}`)
-			if _, err := res(asSandboxes).Patch(ctx, claimed, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		setMode("Suspended")
+	}
+	// suspend suspends the claimed Sandbox and waits for its sandbox to
+	// be hibernated on its node.
+	suspend := func(t *testing.T) {
+		t.Helper()
+		setMode(t, "Suspended")
 		testutil.EventuallyNil(t, 2*time.Minute, func() error {
 			sb, err := res(asSandboxes).Get(ctx, claimed, metav1.GetOptions{})
 			if err != nil {
@@ -213,7 +208,19 @@ func TestClusterAgentSandbox(t *testing.T) {
 			}
 			return nil
 		}, "the Sandbox suspended and its sandbox hibernated")
-		setMode("Running")
+	}
+
+	t.Run("suspend and resume", func(t *testing.T) {
+		// Suspended, agent-sandbox deletes the Pod: hutch hibernates its
+		// sandbox (memory kept) instead of stopping it, and the Pod made
+		// again at Running wakes it on the same node.
+		for want := 1; want <= 2; want++ {
+			if n := podCount(t, ctx, cp, podName); n != want {
+				t.Fatalf("count %d, want %d", n, want)
+			}
+		}
+		suspend(t)
+		setMode(t, "Running")
 		testutil.EventuallyNil(t, 2*time.Minute, func() error {
 			sb, err := res(asSandboxes).Get(ctx, claimed, metav1.GetOptions{})
 			if err != nil {
@@ -250,12 +257,14 @@ func TestClusterAgentSandbox(t *testing.T) {
 	})
 
 	t.Run("claim deleted", func(t *testing.T) {
-		id := strings.TrimPrefix(pod.Status.ContainerStatuses[0].ContainerID, kubenode.ContainerIDPrefix)
+		// Deleted while suspended: no Pod is left, the node stops the
+		// hibernated sandbox of a Sandbox gone. (A running Sandbox's
+		// deletion stops its sandbox with its Pod: the pool's, at the end.)
+		suspend(t)
 		if err := res(asClaims).Delete(ctx, "claim", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		// The claim owns its Sandbox, the Sandbox its Pod: the garbage
-		// collector deletes both, and the node stops the sandbox.
+		// The claim owns its Sandbox: the garbage collector deletes it.
 		testutil.EventuallyNil(t, 2*time.Minute, func() error {
 			if _, err := res(asSandboxes).Get(ctx, claimed, metav1.GetOptions{}); !k8serrors.IsNotFound(err) {
 				return fmt.Errorf("sandbox %s: %v", claimed, err)
@@ -271,8 +280,8 @@ func TestClusterAgentSandbox(t *testing.T) {
 			}
 			return nil
 		}, "the claimed Sandbox, its Pod and its sandbox gone")
-		if n := runningSandboxes(ctx, daemons); n != 3 {
-			t.Errorf("%d sandboxes running on the nodes, want the pool's 3", n)
+		if n := liveSandboxes(ctx, daemons); n != 3 {
+			t.Errorf("%d sandboxes live on the nodes, want the pool's 3", n)
 		}
 	})
 }
@@ -340,13 +349,13 @@ func condTrue(o *unstructured.Unstructured, typ string) bool {
 	return false
 }
 
-// runningSandboxes counts the sandboxes running on the daemons (-1 when
-// one does not answer).
-func runningSandboxes(ctx context.Context, daemons []*daemon) int {
+// liveSandboxes counts the sandboxes running or paused (hibernated) on
+// the daemons (-1 when one does not answer).
+func liveSandboxes(ctx context.Context, daemons []*daemon) int {
 	n := 0
 	for _, d := range daemons {
 		var out api.ListResponse
-		if err := client.New(d.url, "").Call(ctx, api.FnList, api.ListRequest{State: []string{"running"}}, &out); err != nil {
+		if err := client.New(d.url, "").Call(ctx, api.FnList, api.ListRequest{State: []string{"running", "paused"}}, &out); err != nil {
 			return -1
 		}
 		n += len(out.Sandboxes)

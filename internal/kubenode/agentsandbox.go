@@ -16,6 +16,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	k8serrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -25,9 +26,13 @@ import (
 	"github.com/hutch-dev/hutch/internal/functions"
 )
 
-// MetaAgentSandbox is the uid of the agent-sandbox Sandbox controlling a
-// Pod, in its sandbox's metadata.
-const MetaAgentSandbox = "k8s.agent-sandbox.uid"
+// MetaAgentSandbox and MetaAgentSandboxName are the uid and the
+// namespace/name of the agent-sandbox Sandbox controlling a Pod, in its
+// sandbox's metadata.
+const (
+	MetaAgentSandbox     = "k8s.agent-sandbox.uid"
+	MetaAgentSandboxName = "k8s.agent-sandbox.name"
+)
 
 // Annotations hutch sets on a suspended agent-sandbox Sandbox whose
 // sandbox it hibernated: the node that holds it, and "true" when hutch
@@ -41,6 +46,10 @@ const (
 // agentSandboxGroup is agent-sandbox's core API group; sandboxesGVR its
 // Sandboxes at v1beta1.
 const agentSandboxGroup = "agents.x-k8s.io"
+
+// sweepInterval is how often a node looks for the hibernated sandboxes
+// of Sandboxes deleted while suspended.
+const sweepInterval = 10 * time.Second
 
 // hibernateTimeout bounds a suspended Sandbox's hibernation (its memory
 // written to disk).
@@ -61,11 +70,11 @@ func agentSandboxOf(k *corev1.Pod) (types.UID, string) {
 // withAgentSandbox adds to meta the uid of the Sandbox controlling k, if
 // any.
 func withAgentSandbox(k *corev1.Pod, meta map[string]string) map[string]string {
-	if uid, _ := agentSandboxOf(k); uid != "" {
+	if uid, name := agentSandboxOf(k); uid != "" {
 		if meta == nil {
 			meta = map[string]string{}
 		}
-		meta[MetaAgentSandbox] = string(uid)
+		meta[MetaAgentSandbox], meta[MetaAgentSandboxName] = string(uid), key(k.Namespace, name)
 	}
 	return meta
 }
@@ -162,4 +171,43 @@ func (p *provider) patchSandbox(ctx context.Context, ns, name string, patch map[
 	}
 	_, err = p.dyn.Resource(sandboxesGVR).Namespace(ns).Patch(ctx, name, types.MergePatchType, b, metav1.PatchOptions{})
 	return err
+}
+
+// sweepHibernated stops, every sweepInterval until ctx ends, the
+// sandboxes this node hibernated for Sandboxes that are gone (deleted
+// while suspended): no Pod is left to stop them.
+func (p *provider) sweepHibernated(ctx context.Context) {
+	t := time.NewTicker(sweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		p.stopOrphans(ctx)
+	}
+}
+
+// stopOrphans is one sweep of sweepHibernated.
+func (p *provider) stopOrphans(ctx context.Context) {
+	if p.dyn == nil {
+		return
+	}
+	list, err := functions.Call[api.ListResponse](onNode(ctx), p.o.Table, api.FnList, api.ListRequest{State: []string{"paused"}})
+	if err != nil {
+		return
+	}
+	for _, s := range list.Sandboxes {
+		uid, name := s.Metadata[MetaAgentSandbox], s.Metadata[MetaAgentSandboxName]
+		ns, n, ok := strings.Cut(name, "/")
+		if uid == "" || !ok {
+			continue
+		}
+		sb, err := p.dyn.Resource(sandboxesGVR).Namespace(ns).Get(ctx, n, metav1.GetOptions{})
+		if k8serrors.IsNotFound(err) || (err == nil && string(sb.GetUID()) != uid) {
+			p.log.Info("stopping the hibernated sandbox of a deleted agent-sandbox Sandbox", "sandbox_object", name, "sandbox", s.SandboxID)
+			p.stopSandbox(ctx, s.SandboxID)
+		}
+	}
 }

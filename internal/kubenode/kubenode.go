@@ -160,6 +160,7 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 		n.err = n.vk.Run(ctx)
 	}()
 	go runLostHandling(ctx, client, name, o)
+	go n.prov.sweepHibernated(ctx) // issue 36: agent-sandbox
 	if err := n.vk.WaitReady(ctx, 2*time.Minute); err != nil {
 		return nil, fmt.Errorf("joining the cluster as node %s: %w", name, err)
 	}
