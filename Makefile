@@ -97,7 +97,8 @@ KUBE_LDFLAGS := $(foreach p,k8s.io/client-go/pkg/version k8s.io/component-base/v
 # at the version pinned in deps/agentsandbox/go.mod, and its CRDs from the
 # same module, into AGENT_SANDBOX_DIR (bin/, crds/) of the same cache; the
 # cluster tests apply and start them (internal/kubecp, AgentSandboxDir).
-# About 5 minutes the first time on 2 cores, 46 MB.
+# About 7 minutes the first time on 2 shared cores (modules and build cache
+# cold), 46 MB.
 AS_MOD := $(CURDIR)/deps/agentsandbox
 AGENT_SANDBOX_VERSION := $(shell awk '$$1 == "require" && $$2 == "sigs.k8s.io/agent-sandbox" {print $$3} $$1 == "sigs.k8s.io/agent-sandbox" {print $$2}' $(AS_MOD)/go.mod)
 AGENT_SANDBOX_DIR := $(KUBE_CACHE)/agent-sandbox-$(AGENT_SANDBOX_VERSION)
