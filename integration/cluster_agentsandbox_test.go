@@ -12,6 +12,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -67,7 +69,9 @@ func TestClusterAgentSandbox(t *testing.T) {
 	names := []string{"hutch-as-0", "hutch-as-1"}
 	daemons := make([]*daemon, len(names))
 	for i := range names {
-		daemons[i] = startClusterDaemon(t, cp, names[i], nodes[i], "")
+		// Private ranges open to sandboxes: the template's policy is what
+		// refuses them (the egress subtest).
+		daemons[i] = startClusterDaemon(t, cp, names[i], nodes[i], "block_private_networks: false\n")
 	}
 	testutil.EventuallyNil(t, 2*time.Minute, func() error { return nodesReady(ctx, kc, names, true) }, "the hutch Nodes Ready")
 	testutil.EventuallyNil(t, time.Minute, func() error {
@@ -209,6 +213,39 @@ func TestClusterAgentSandbox(t *testing.T) {
 			return nil
 		}, "the Sandbox suspended and its sandbox hibernated")
 	}
+
+	t.Run("egress", func(t *testing.T) {
+		// The template's NetworkPolicy (agent-sandbox's default: the
+		// public internet, private ranges refused) is the sandbox's
+		// egress policy on its node: the apiserver, on a private address
+		// the node reaches, is refused to it.
+		info, err := client.New(holder.url, "").Get(ctx, id)
+		if err != nil || info.Egress == nil || !slices.Contains(info.Egress.AllowOut, "0.0.0.0/0") || !slices.Contains(info.Egress.DenyOut, "10.0.0.0/8") {
+			t.Fatalf("the claimed sandbox's egress policy: %+v %v", info.Egress, err)
+		}
+		u, err := url.Parse(cp.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		host, port, _ := net.SplitHostPort(u.Host)
+		var out bytes.Buffer
+		script := "import socket\ntry:\n    socket.create_connection(('" + host + "', " + port + "), timeout=3); print('connected')\nexcept OSError:\n    print('refused')"
+		if err := execPod(ctx, cp, podName, []string{"python3", "-c", script}, nil, &out, nil); err != nil || strings.TrimSpace(out.String()) != "refused" {
+			t.Errorf("the apiserver at %s from the claimed sandbox: %q %v, want refused", u.Host, out.String(), err)
+		}
+		// Refused by hutch's egress policy: lifted, the apiserver answers.
+		hc := client.New(holder.url, "")
+		if _, err := hc.UpdateNetwork(ctx, id, api.EgressPolicy{}); err != nil {
+			t.Fatal(err)
+		}
+		out.Reset()
+		if err := execPod(ctx, cp, podName, []string{"python3", "-c", script}, nil, &out, nil); err != nil || strings.TrimSpace(out.String()) != "connected" {
+			t.Errorf("the apiserver from the claimed sandbox, its policy lifted: %q %v", out.String(), err)
+		}
+		if _, err := hc.UpdateNetwork(ctx, id, *info.Egress); err != nil {
+			t.Fatal(err)
+		}
+	})
 
 	t.Run("suspend and resume", func(t *testing.T) {
 		// Suspended, agent-sandbox deletes the Pod: hutch hibernates its

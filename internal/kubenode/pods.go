@@ -245,7 +245,18 @@ func (p *provider) run(ctx context.Context, ko string, k *corev1.Pod) {
 		req.Runtime = rt
 	}
 	req.Metadata = withAgentSandbox(k, req.Metadata) // issue 36
-	created, woken := p.wakeSuspended(ctx, k)        // issue 36: a resumed agent-sandbox Sandbox
+	// issue 36: the agent-sandbox template's egress rules.
+	if req.Network {
+		pol, bad := p.templateEgress(ctx, k)
+		if bad != "" {
+			p.fail(ko, ReasonUnsupported, bad, nil)
+			return
+		}
+		if pol != nil {
+			req.Egress = pol
+		}
+	}
+	created, woken := p.wakeSuspended(ctx, k) // issue 36: a resumed agent-sandbox Sandbox
 	if !woken {
 		var err error
 		if created, err = functions.Call[api.CreateResponse](ctx, p.o.Table, api.FnCreate, req); err != nil {
