@@ -177,15 +177,13 @@ func (p *provider) patchSandbox(ctx context.Context, ns, name string, patch map[
 // sandboxes this node hibernated for Sandboxes that are gone (deleted
 // while suspended): no Pod is left to stop them.
 func (p *provider) sweepHibernated(ctx context.Context) {
-	t := time.NewTicker(sweepInterval)
-	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-time.After(sweepInterval):
+			p.stopOrphans(ctx)
 		}
-		p.stopOrphans(ctx)
 	}
 }
 

@@ -31,14 +31,7 @@ func AgentSandboxVersion() (string, error) {
 // its directory.
 func RequiresAgentSandbox(t testing.TB) string {
 	t.Helper()
-	dir, err := kubecp.AgentSandboxDir()
-	if err != nil {
-		testutil.Skip(t, "finding agent-sandbox's build: "+err.Error())
-	}
-	if err := kubecp.AgentSandboxBuilt(dir); err != nil {
-		testutil.Skip(t, err.Error())
-	}
-	return dir
+	return requireBuilt(t, "agent-sandbox's build", kubecp.AgentSandboxDir, kubecp.AgentSandboxBuilt)
 }
 
 // StartAgentSandbox applies agent-sandbox's CRDs and starts its
