@@ -88,7 +88,9 @@ func (p *provider) suspendedSandbox(ctx context.Context, k *corev1.Pod) *unstruc
 	}
 	sb, err := p.dyn.Resource(sandboxesGVR).Namespace(k.Namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		p.log.Warn("reading the agent-sandbox Sandbox of a deleted Pod", "pod", key(k.Namespace, name), "err", err)
+		if !k8serrors.IsNotFound(err) { // gone: the Pod goes with its Sandbox
+			p.log.Warn("reading the agent-sandbox Sandbox of a deleted Pod", "sandbox_object", key(k.Namespace, name), "err", err)
+		}
 		return nil
 	}
 	if mode, _, _ := unstructured.NestedString(sb.Object, "spec", "operatingMode"); sb.GetUID() != uid || mode != "Suspended" {
