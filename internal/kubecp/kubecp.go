@@ -46,6 +46,15 @@ const (
 // $XDG_CACHE_HOME/hutch (~/.cache/hutch). The Makefile's KUBE_DIR is the
 // same rule.
 func BinDir() (string, error) {
+	cache, err := cacheDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(cache, "kube-"+KubeVersion+"-etcd-"+EtcdVersion, "bin"), nil
+}
+
+// cacheDir is KUBE_CACHE (BinDir).
+func cacheDir() (string, error) {
 	cache := os.Getenv("HUTCH_KUBE_CACHE")
 	if cache == "" && os.Geteuid() == 0 {
 		cache = "/var/cache/hutch"
@@ -61,7 +70,7 @@ func BinDir() (string, error) {
 		}
 		cache = filepath.Join(base, "hutch")
 	}
-	return filepath.Join(cache, "kube-"+KubeVersion+"-etcd-"+EtcdVersion, "bin"), nil
+	return cache, nil
 }
 
 // Binaries are the programs a control plane runs, all in BinDir.
@@ -371,13 +380,18 @@ type proc struct {
 // run starts the component name from BinDir with args, its output in
 // NAME.log.
 func (cp *ControlPlane) run(name string, args ...string) error {
+	return cp.runBin(name, filepath.Join(cp.BinDir, name), args...)
+}
+
+// runBin starts the program bin as component name.
+func (cp *ControlPlane) runBin(name, bin string, args ...string) error {
 	logFile := filepath.Join(cp.Dir, name+".log")
 	out, err := os.Create(logFile)
 	if err != nil {
 		return err
 	}
 	defer out.Close()
-	cmd := exec.Command(filepath.Join(cp.BinDir, name), args...)
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = out, out
 	// A test binary that dies takes its control plane with it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

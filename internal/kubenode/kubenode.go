@@ -32,6 +32,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -133,7 +134,9 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 	mux := newMux()
 	n.vk, err = nodeutil.NewNode(name, func(pc nodeutil.ProviderConfig) (nodeutil.Provider, node.NodeProvider, error) {
 		n.prov = newProvider(o, name, ip, client, pc)
-		return n.prov, nil, nil
+		dyn, err := dynamic.NewForConfig(restCfg) // issue 36: agent-sandbox
+		n.prov.dyn = dyn
+		return n.prov, nil, err
 	},
 		nodeutil.WithClient(client),
 		func(c *nodeutil.NodeConfig) error {
@@ -157,6 +160,7 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 		n.err = n.vk.Run(ctx)
 	}()
 	go runLostHandling(ctx, client, name, o)
+	go n.prov.sweepHibernated(ctx) // issue 36: agent-sandbox
 	if err := n.vk.WaitReady(ctx, 2*time.Minute); err != nil {
 		return nil, fmt.Errorf("joining the cluster as node %s: %w", name, err)
 	}

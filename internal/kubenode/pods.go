@@ -16,6 +16,7 @@ import (
 	"github.com/virtual-kubelet/virtual-kubelet/node/nodeutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/hutch-dev/hutch/api"
@@ -64,6 +65,7 @@ type provider struct {
 	node   string
 	hostIP string
 	client kubernetes.Interface
+	dyn    dynamic.Interface // issue 36: agent-sandbox's Sandboxes
 	log    *slog.Logger
 
 	mu     sync.Mutex
@@ -242,10 +244,25 @@ func (p *provider) run(ctx context.Context, ko string, k *corev1.Pod) {
 	if rt != "" {
 		req.Runtime = rt
 	}
-	created, err := functions.Call[api.CreateResponse](ctx, p.o.Table, api.FnCreate, req)
-	if err != nil {
-		p.fail(ko, ReasonCreateFailed, err.Error(), nil)
-		return
+	req.Metadata = withAgentSandbox(k, req.Metadata) // issue 36
+	// issue 36: the agent-sandbox template's egress rules.
+	if req.Network {
+		pol, bad := p.templateEgress(ctx, k)
+		if bad != "" {
+			p.fail(ko, ReasonUnsupported, bad, nil)
+			return
+		}
+		if pol != nil {
+			req.Egress = pol
+		}
+	}
+	created, woken := p.wakeSuspended(ctx, k) // issue 36: a resumed agent-sandbox Sandbox
+	if !woken {
+		var err error
+		if created, err = functions.Call[api.CreateResponse](ctx, p.o.Table, api.FnCreate, req); err != nil {
+			p.fail(ko, ReasonCreateFailed, err.Error(), nil)
+			return
+		}
 	}
 	p.mu.Lock()
 	pd, ok := p.pods[ko]
@@ -260,6 +277,9 @@ func (p *provider) run(ctx context.Context, ko string, k *corev1.Pod) {
 	}
 	c := k.Spec.Containers[0]
 	for _, cp := range c.Ports {
+		if woken {
+			break // exposed before its hibernation
+		}
 		if _, err := functions.Call[api.PortInfo](ctx, p.o.Table, api.FnPortExpose, api.PortExposeRequest{SandboxID: created.SandboxID, Port: int(cp.ContainerPort)}); err != nil {
 			p.stopSandbox(ctx, created.SandboxID)
 			p.fail(ko, ReasonCreateFailed, fmt.Sprintf("exposing port %d: %v", cp.ContainerPort, err), nil)
@@ -268,7 +288,9 @@ func (p *provider) run(ctx context.Context, ko string, k *corev1.Pod) {
 	}
 	argv := append(append([]string{}, c.Command...), c.Args...)
 	pid := 0
-	if len(argv) > 0 {
+	if woken {
+		pid = p.mainPid(ctx, created.SandboxID, k)
+	} else if len(argv) > 0 {
 		started, err := functions.Call[api.ProcessStartResponse](ctx, p.o.Table, api.FnProcessStart, api.ProcessStartRequest{
 			SandboxID: created.SandboxID, Argv: argv, Workdir: c.WorkingDir, Tag: mainTag, Stdin: c.Stdin})
 		if err != nil {
@@ -515,7 +537,8 @@ func (p *provider) DeletePod(ctx context.Context, k *corev1.Pod) error {
 		return vkerrdefs.NotFoundf("pod %s is not on this node", ko)
 	}
 	pd.cancel()
-	if pd.sandbox != "" {
+	// issue 36: a suspended agent-sandbox Sandbox's is hibernated instead.
+	if pd.sandbox != "" && !p.hibernateSuspended(onNode(auth.WithOwner(ctx, pd.owner)), pd) {
 		p.stopSandbox(auth.WithOwner(ctx, pd.owner), pd.sandbox)
 	}
 	p.update(ko, func(pd *pod) { terminate(pd.pod, 0, "", "") })

@@ -38,7 +38,12 @@ func pinned(file, module string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	for line := range strings.Lines(string(b)) {
+	return pinnedIn(string(b), file, module)
+}
+
+// pinnedIn is pinned on file's text.
+func pinnedIn(text, file, module string) (string, error) {
+	for line := range strings.Lines(text) {
 		if f := strings.Fields(line); len(f) >= 2 && f[0] == module {
 			return f[1], nil
 		}
@@ -54,11 +59,18 @@ func RequiresControlPlane(t testing.TB) string {
 	if testing.Short() {
 		testutil.Skip(t, "control-plane test skipped in -short mode")
 	}
-	dir, err := kubecp.BinDir()
+	return requireBuilt(t, "the control plane's binaries", kubecp.BinDir, kubecp.Built)
+}
+
+// requireBuilt skips t (or fails it when integration is required) unless
+// find's directory holds what built checks; it returns the directory.
+func requireBuilt(t testing.TB, what string, find func() (string, error), built func(string) error) string {
+	t.Helper()
+	dir, err := find()
 	if err != nil {
-		testutil.Skip(t, "finding the control plane's binaries: "+err.Error())
+		testutil.Skip(t, "finding "+what+": "+err.Error())
 	}
-	if err := kubecp.Built(dir); err != nil {
+	if err := built(dir); err != nil {
 		testutil.Skip(t, err.Error())
 	}
 	return dir
