@@ -1,0 +1,168 @@
+package egressproxy
+
+import (
+	"bytes"
+	"crypto/rand"
+	"errors"
+	"io"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hutch-dev/hutch/internal/testutil"
+)
+
+// tcpPair is a connected pair of loopback TCP connections.
+func tcpPair(t *testing.T) (client, server *net.TCPConn) {
+	t.Helper()
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := net.Dial("tcp4", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(); s.Close() })
+	return c.(*net.TCPConn), s.(*net.TCPConn)
+}
+
+// joiners are the two ways the proxy joins a tunnel: the relay's thread,
+// and goroutines (where the relay could not start, or did not take the
+// connections). join joins a and b and calls done when it is over.
+var joiners = []struct {
+	name string
+	join func(t *testing.T, a, b net.Conn, done func())
+}{
+	{"relay", func(t *testing.T, a, b net.Conn, done func()) {
+		r, err := newRelay()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(r.close)
+		if err := r.join(a, b, done); err != nil {
+			t.Fatal(err)
+		}
+	}},
+	{"goroutines", func(_ *testing.T, a, b net.Conn, done func()) {
+		go func() {
+			defer done()
+			defer a.Close()
+			defer b.Close()
+			splice(readWriter{a, a}, b)
+		}()
+	}},
+}
+
+// TestTunnelHalfClose sends a large body each way, each side closing its
+// sending half right after its last byte: the other side gets every byte,
+// then the end, and the tunnel ends only after both.
+func TestTunnelHalfClose(t *testing.T) {
+	for _, j := range joiners {
+		t.Run(j.name, func(t *testing.T) {
+			client, a := tcpPair(t)
+			b, server := tcpPair(t)
+			var ended atomic.Bool
+			j.join(t, a, b, func() { ended.Store(true) })
+			up, down := make([]byte, 8<<20+123), make([]byte, 5<<20+7)
+			_, _ = rand.Read(up)
+			_, _ = rand.Read(down)
+			sent := make(chan error, 1)
+			go func() {
+				_, err := client.Write(up)
+				sent <- errors.Join(err, client.CloseWrite())
+			}()
+			got, err := io.ReadAll(server)
+			if err != nil || !bytes.Equal(got, up) {
+				t.Fatalf("server got %d bytes of %d (equal %v), %v", len(got), len(up), bytes.Equal(got, up), err)
+			}
+			if err := <-sent; err != nil {
+				t.Fatal(err)
+			}
+			if ended.Load() {
+				t.Fatal("the tunnel ended with a way still open")
+			}
+			if _, err := server.Write(down); err != nil {
+				t.Fatal(err)
+			}
+			if err := server.Close(); err != nil {
+				t.Fatal(err)
+			}
+			got, err = io.ReadAll(client)
+			if err != nil || !bytes.Equal(got, down) {
+				t.Fatalf("client got %d bytes of %d (equal %v), %v", len(got), len(down), bytes.Equal(got, down), err)
+			}
+			testutil.Eventually(t, 10*time.Second, ended.Load, "the tunnel did not end")
+		})
+	}
+}
+
+// TestTunnelReset: when the server resets its connection, the client sees
+// its connection end, and once it closes it the tunnel's slot is
+// released (the relay ends the tunnel at the reset already).
+func TestTunnelReset(t *testing.T) {
+	for _, j := range joiners {
+		t.Run(j.name, func(t *testing.T) {
+			client, a := tcpPair(t)
+			b, server := tcpPair(t)
+			var ended atomic.Bool
+			j.join(t, a, b, func() { ended.Store(true) })
+			if _, err := client.Write([]byte("hello")); err != nil {
+				t.Fatal(err)
+			}
+			buf := make([]byte, 5)
+			if _, err := io.ReadFull(server, buf); err != nil {
+				t.Fatal(err)
+			}
+			_ = server.SetLinger(0)
+			server.Close() // a reset
+			_ = client.SetReadDeadline(time.Now().Add(10 * time.Second))
+			if _, err := client.Read(buf); err == nil || errors.Is(err, io.ErrNoProgress) {
+				t.Fatalf("client read after the reset: %v", err)
+			}
+			client.Close()
+			testutil.Eventually(t, 10*time.Second, ended.Load, "the tunnel did not end")
+		})
+	}
+}
+
+// TestRelayClose cuts the relay's tunnels when it stops, and refuses new
+// ones after.
+func TestRelayClose(t *testing.T) {
+	r, err := newRelay()
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, a := tcpPair(t)
+	b, _ := tcpPair(t)
+	var ended atomic.Bool
+	if err := r.join(a, b, func() { ended.Store(true) }); err != nil {
+		t.Fatal(err)
+	}
+	r.close()
+	if !ended.Load() {
+		t.Fatal("a tunnel outlived the relay")
+	}
+	_ = client.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := client.Read(make([]byte, 1)); err == nil {
+		t.Fatal("the client's connection is still open")
+	}
+	c2, a2 := tcpPair(t)
+	b2, _ := tcpPair(t)
+	if err := r.join(a2, b2, nil); err == nil {
+		t.Fatal("a closed relay took a tunnel")
+	}
+	// Refused, the connections are still the caller's.
+	if _, err := a2.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(c2, make([]byte, 1)); err != nil {
+		t.Fatal(err)
+	}
+}
