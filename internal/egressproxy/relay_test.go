@@ -14,7 +14,7 @@ import (
 )
 
 // tcpPair is a connected pair of loopback TCP connections.
-func tcpPair(t *testing.T) (client, server *net.TCPConn) {
+func tcpPair(t testing.TB) (client, server *net.TCPConn) {
 	t.Helper()
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
@@ -38,9 +38,9 @@ func tcpPair(t *testing.T) (client, server *net.TCPConn) {
 // connections). join joins a and b and calls done when it is over.
 var joiners = []struct {
 	name string
-	join func(t *testing.T, a, b net.Conn, done func())
+	join func(t testing.TB, a, b net.Conn, done func())
 }{
-	{"relay", func(t *testing.T, a, b net.Conn, done func()) {
+	{"relay", func(t testing.TB, a, b net.Conn, done func()) {
 		r, err := newRelay()
 		if err != nil {
 			t.Fatal(err)
@@ -50,7 +50,7 @@ var joiners = []struct {
 			t.Fatal(err)
 		}
 	}},
-	{"goroutines", func(_ *testing.T, a, b net.Conn, done func()) {
+	{"goroutines", func(_ testing.TB, a, b net.Conn, done func()) {
 		go func() {
 			defer done()
 			defer a.Close()
@@ -164,5 +164,54 @@ func TestRelayClose(t *testing.T) {
 	}
 	if _, err := io.ReadFull(c2, make([]byte, 1)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// BenchmarkTunnelRoundTrip times a small message's round trip through a
+// tunnel (a TLS handshake's flights, a request and its answer, are such
+// round trips) against the same round trip direct: the difference is
+// what each way of joining adds per round trip.
+//
+//	go test -run '^$' -bench TunnelRoundTrip ./internal/egressproxy/
+func BenchmarkTunnelRoundTrip(b *testing.B) {
+	echo := func(c net.Conn) {
+		buf := make([]byte, 64)
+		for {
+			if _, err := io.ReadFull(c, buf); err != nil {
+				return
+			}
+			if _, err := c.Write(buf); err != nil {
+				return
+			}
+		}
+	}
+	pingPong := func(b *testing.B, c net.Conn) {
+		buf := make([]byte, 64)
+		b.ResetTimer()
+		for range b.N {
+			if _, err := c.Write(buf); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := io.ReadFull(c, buf); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Run("direct", func(b *testing.B) {
+		client, server := tcpPair(b)
+		go echo(server)
+		pingPong(b, client)
+		client.Close()
+	})
+	for _, j := range joiners {
+		b.Run(j.name, func(b *testing.B) {
+			client, a := tcpPair(b)
+			c, server := tcpPair(b)
+			go echo(server)
+			j.join(b, a, c, func() {})
+			pingPong(b, client)
+			client.Close()
+			server.Close()
+		})
 	}
 }
