@@ -209,6 +209,7 @@ func (r *relay) loop() {
 func (r *relay) shutdown() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.closed = true // were the loop to stop on an error, joins now fail
 	for fd, t := range r.tuns {
 		if fd == t.fds[0] {
 			t.end()

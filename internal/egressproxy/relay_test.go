@@ -60,16 +60,23 @@ var joiners = []struct {
 	}},
 }
 
+// joined makes a tunnel with join between a client and a server
+// connection; ended says when join is done with it.
+func joined(t *testing.T, join func(t testing.TB, a, b net.Conn, done func())) (client, server *net.TCPConn, ended *atomic.Bool) {
+	client, a := tcpPair(t)
+	b, server := tcpPair(t)
+	ended = &atomic.Bool{}
+	join(t, a, b, func() { ended.Store(true) })
+	return client, server, ended
+}
+
 // TestTunnelHalfClose sends a large body each way, each side closing its
 // sending half right after its last byte: the other side gets every byte,
 // then the end, and the tunnel ends only after both.
 func TestTunnelHalfClose(t *testing.T) {
 	for _, j := range joiners {
 		t.Run(j.name, func(t *testing.T) {
-			client, a := tcpPair(t)
-			b, server := tcpPair(t)
-			var ended atomic.Bool
-			j.join(t, a, b, func() { ended.Store(true) })
+			client, server, ended := joined(t, j.join)
 			up, down := make([]byte, 8<<20+123), make([]byte, 5<<20+7)
 			_, _ = rand.Read(up)
 			_, _ = rand.Read(down)
@@ -109,10 +116,7 @@ func TestTunnelHalfClose(t *testing.T) {
 func TestTunnelReset(t *testing.T) {
 	for _, j := range joiners {
 		t.Run(j.name, func(t *testing.T) {
-			client, a := tcpPair(t)
-			b, server := tcpPair(t)
-			var ended atomic.Bool
-			j.join(t, a, b, func() { ended.Store(true) })
+			client, server, ended := joined(t, j.join)
 			if _, err := client.Write([]byte("hello")); err != nil {
 				t.Fatal(err)
 			}
