@@ -12,11 +12,13 @@ import (
 
 // Bounds of the relay.
 const (
-	// relayChunk is the most one splice(2) moves, a pipe's default size.
-	relayChunk = 64 << 10
-	// relayBurst bounds the chunks one direction moves per wake-up, so
-	// that a download does not hold the thread from the other tunnels.
-	relayBurst = 16
+	// relayChunk is the most one splice(2) moves, and the size asked of
+	// each pipe (as Go's own splice does).
+	relayChunk = 1 << 20
+	// relayBurst bounds the splices of one direction per wake-up (a
+	// splice in and one out per chunk), so that a download does not
+	// hold up the other tunnels.
+	relayBurst = 4
 	// relayEvents is the events one epoll_wait returns at most.
 	relayEvents = 64
 )
@@ -57,7 +59,6 @@ type direction struct {
 	pipe     [2]int
 	buffered int  // bytes in the pipe
 	eof      bool // src has no more to send
-	blocked  bool // dst cannot take more now
 	shut     bool // dst has been half-closed: this way is done
 }
 
@@ -120,6 +121,8 @@ func (r *relay) join(a, b net.Conn, release func()) error {
 			t.closeFDs()
 			return err
 		}
+		// Refused past the owner's pipe limits: the default size serves.
+		_, _ = unix.FcntlInt(uintptr(t.dirs[i].pipe[0]), unix.F_SETPIPE_SZ, relayChunk)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -247,10 +250,10 @@ func (r *relay) serve(t *tunnel, ev unix.EpollEvent) {
 		// Socket i is the source of direction i and the destination of
 		// the other one.
 		var want uint32
-		if in := &t.dirs[i]; !in.eof && !in.blocked {
+		if in := &t.dirs[i]; !in.eof && in.buffered == 0 {
 			want |= unix.EPOLLIN | unix.EPOLLRDHUP
 		}
-		if out := &t.dirs[1-i]; out.blocked {
+		if out := &t.dirs[1-i]; out.buffered > 0 {
 			want |= unix.EPOLLOUT
 		}
 		if want != t.events[i] {
@@ -270,41 +273,39 @@ func (t *tunnel) index(fd int32) int {
 	return -1
 }
 
-// pump moves d's bytes until a socket would block, at most relayBurst
-// chunks; after src's last byte has gone, it half-closes dst. An error
-// is the tunnel's end.
+// pump moves d's bytes until a socket would block or src has been read
+// relayBurst times: what it reads it writes before reading again, so it
+// returns with bytes in the pipe only when dst is full (and waits for
+// dst), else with the pipe empty (and waits for src). After src's last
+// byte has gone, it half-closes dst. An error is the tunnel's end.
 func (d *direction) pump() error {
-	if d.shut {
-		return nil
-	}
-	for range relayBurst {
+	for reads := 0; !d.shut; {
 		if d.buffered > 0 {
 			n, err := unix.Splice(d.pipe[0], nil, d.dst, nil, d.buffered, unix.SPLICE_F_MOVE|unix.SPLICE_F_NONBLOCK)
-			if errors.Is(err, unix.EAGAIN) {
-				d.blocked = true
+			switch {
+			case errors.Is(err, unix.EAGAIN):
 				return nil
-			}
-			if errors.Is(err, unix.EINTR) {
-				continue
-			}
-			if err != nil {
+			case errors.Is(err, unix.EINTR):
+			case err != nil:
 				return err
+			default:
+				d.buffered -= int(n)
 			}
-			d.blocked = false
-			d.buffered -= int(n)
 			continue
 		}
-		d.blocked = false
 		if d.eof {
 			d.shut = true
 			return unix.Shutdown(d.dst, unix.SHUT_WR)
 		}
+		if reads == relayBurst {
+			return nil
+		}
+		reads++
 		n, err := unix.Splice(d.src, nil, d.pipe[1], nil, relayChunk, unix.SPLICE_F_MOVE|unix.SPLICE_F_NONBLOCK)
 		switch {
 		case errors.Is(err, unix.EAGAIN):
 			return nil
 		case errors.Is(err, unix.EINTR):
-			continue
 		case err != nil:
 			return err
 		case n == 0:

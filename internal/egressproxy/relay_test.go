@@ -219,3 +219,42 @@ func BenchmarkTunnelRoundTrip(b *testing.B) {
 		})
 	}
 }
+
+// TestTunnelBulk sends 128 MiB down a tunnel to a client reading as it
+// comes: no read waits long (a relay that stopped waiting for the right
+// socket once stalled here until TCP's persist timer, a minute later).
+func TestTunnelBulk(t *testing.T) {
+	for _, j := range joiners {
+		t.Run(j.name, func(t *testing.T) {
+			client, server, ended := joined(t, j.join)
+			const total = 128 << 20
+			go func() {
+				block := make([]byte, 1<<20)
+				for range total / len(block) {
+					if _, err := server.Write(block); err != nil {
+						return
+					}
+				}
+				server.Close()
+			}()
+			buf := make([]byte, 256<<10)
+			got := 0
+			for {
+				_ = client.SetReadDeadline(time.Now().Add(20 * time.Second))
+				n, err := client.Read(buf)
+				got += n
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				if err != nil {
+					t.Fatalf("after %d bytes of %d: %v", got, total, err)
+				}
+			}
+			if got != total {
+				t.Fatalf("%d bytes of %d", got, total)
+			}
+			client.Close()
+			testutil.Eventually(t, 10*time.Second, ended.Load, "the tunnel did not end")
+		})
+	}
+}
