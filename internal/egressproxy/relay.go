@@ -15,9 +15,9 @@ const (
 	// relayChunk is the most one splice(2) moves, and the size asked of
 	// each pipe (as Go's own splice does).
 	relayChunk = 1 << 20
-	// relayBurst bounds the splices of one direction per wake-up (a
-	// splice in and one out per chunk), so that a download does not
-	// hold up the other tunnels.
+	// relayBurst bounds the reads of one direction per wake-up (each
+	// written on before the next), so that a download does not hold up
+	// the other tunnels.
 	relayBurst = 4
 	// relayEvents is the events one epoll_wait returns at most.
 	relayEvents = 64
