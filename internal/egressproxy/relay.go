@@ -133,7 +133,12 @@ func (r *relay) join(a, b net.Conn, release func()) error {
 	for i, fd := range t.fds {
 		t.events[i] = unix.EPOLLIN | unix.EPOLLRDHUP
 		if err := unix.EpollCtl(r.epfd, unix.EPOLL_CTL_ADD, int(fd), &unix.EpollEvent{Events: t.events[i], Fd: fd}); err != nil {
-			t.closeFDs() // closing a socket takes it out of the epoll set
+			// The Go connections still hold the sockets: closing the
+			// duplicates would leave them in the epoll set.
+			for _, added := range t.fds[:i] {
+				_ = unix.EpollCtl(r.epfd, unix.EPOLL_CTL_DEL, int(added), nil)
+			}
+			t.closeFDs()
 			return err
 		}
 	}
