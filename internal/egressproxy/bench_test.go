@@ -103,12 +103,15 @@ func BenchmarkNewConnection(b *testing.B) {
 		return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})
 	}
 	roots := string(append(pemOf(srv.Certificate()), pemOf(ca.cert)...))
+	relay := p.relay
 	for _, tc := range []struct {
 		name   string
 		to     netip.AddrPort
 		policy api.EgressPolicy
 	}{
 		{"direct", upstream, api.EgressPolicy{}},
+		// The tunnels joined by goroutines, as where the relay cannot start.
+		{"sni-goroutines", p.Addr(), api.EgressPolicy{AllowOut: []string{benchName}}},
 		{"sni", p.Addr(), api.EgressPolicy{AllowOut: []string{benchName}}},
 		{"transform", p.Addr(), api.EgressPolicy{AllowOut: []string{benchName},
 			Transforms: []api.EgressTransform{{Host: benchName, Headers: map[string]string{"X-Key": "{{secret.K}}"}}}}},
@@ -118,6 +121,10 @@ func BenchmarkNewConnection(b *testing.B) {
 			b.Fatal(err)
 		}
 		dir.pol.Store(pol)
+		p.relay = relay
+		if tc.name == "sni-goroutines" {
+			p.relay = nil
+		}
 		b.Run(tc.name, func(b *testing.B) {
 			// The client is another process: this one's CPU time is the
 			// server's and, through the proxy, the proxy's.

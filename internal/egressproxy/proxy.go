@@ -112,6 +112,9 @@ type Proxy struct {
 	dns   *lookupCache
 	hosts *hostAddrs
 	slots chan struct{}
+	// relay joins tunnelled connections to their servers; nil where the
+	// kernel refused it (goroutines join them then).
+	relay *relay
 	wg    sync.WaitGroup
 	// origDst finds where a connection was going (originalDst; a test
 	// connects without the firewall's redirect).
@@ -131,6 +134,9 @@ func Listen(host string, opts Options) (*Proxy, error) {
 	p := &Proxy{opts: opts, log: opts.Logger, ln: ln, addr: netip.MustParseAddrPort(ln.Addr().String()),
 		audit: newAudit(opts.Events), dns: newLookupCache(opts.Resolver), hosts: newHostAddrs(), slots: make(chan struct{}, maxConns), origDst: originalDst}
 	p.http = newHTTPSide(p)
+	if p.relay, err = newRelay(); err != nil {
+		p.log.Info("egress proxy: tunnels joined by goroutines", "err", err)
+	}
 	p.wg.Go(p.serve)
 	return p, nil
 }
@@ -157,6 +163,9 @@ func (p *Proxy) Addr() netip.AddrPort { return p.addr }
 func (p *Proxy) Close() error {
 	err := p.ln.Close()
 	p.http.close()
+	if p.relay != nil {
+		p.relay.close()
+	}
 	p.hosts.close()
 	p.wg.Wait()
 	return err
@@ -190,12 +199,18 @@ func (p *Proxy) serve() {
 			c.Close()
 			continue
 		}
-		p.wg.Go(func() {
-			defer func() { <-p.slots }()
-			p.handle(c)
-		})
+		// The goroutine that accepted the connection goes on with it at
+		// once; a new one takes over accepting.
+		p.wg.Go(p.serve)
+		if !p.handle(c) {
+			p.release()
+		}
+		return
 	}
 }
+
+// release frees a connection's slot.
+func (p *Proxy) release() { <-p.slots }
 
 // conn is a sandbox's connection, with what the proxy knows of it.
 type conn struct {
@@ -209,28 +224,29 @@ type conn struct {
 
 func (c *conn) Read(b []byte) (int, error) { return c.r.Read(b) }
 
-// handle decides on one redirected connection.
-func (p *Proxy) handle(nc net.Conn) {
+// handle decides on one redirected connection. It reports whether the
+// relay took the connection, with its slot.
+func (p *Proxy) handle(nc net.Conn) bool {
 	src, err := netip.ParseAddrPort(nc.RemoteAddr().String())
 	if err != nil {
 		nc.Close()
-		return
+		return false
 	}
 	dir := p.dir.Load()
 	if dir == nil {
 		nc.Close()
-		return
+		return false
 	}
 	sb, ok := (*dir).Sandbox(src.Addr().Unmap())
 	if !ok {
 		nc.Close()
-		return
+		return false
 	}
 	dst, err := p.origDst(nc)
 	if err != nil {
 		p.log.Debug("egress proxy: no original destination", "sandbox", sb.ID, "err", err)
 		nc.Close()
-		return
+		return false
 	}
 	_ = nc.SetReadDeadline(time.Now().Add(helloTimeout))
 	// A ClientHello (or a request's head) usually arrives whole: one read.
@@ -238,15 +254,15 @@ func (p *Proxy) handle(nc net.Conn) {
 	first, err := br.Peek(1)
 	if err != nil {
 		nc.Close()
-		return
+		return false
 	}
 	c := &conn{Conn: nc, r: br, sb: sb, dst: dst}
 	if first[0] == 0x16 { // a TLS handshake record
-		p.tunnelTLS(c)
-		return
+		return p.tunnelTLS(c)
 	}
 	_ = nc.SetReadDeadline(time.Time{})
 	p.http.push(c)
+	return false
 }
 
 // route decides on a connection of sb to host (a name, an address, or ""

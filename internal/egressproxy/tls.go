@@ -53,22 +53,22 @@ func serverName(c *conn) (string, []byte, error) {
 
 // tunnelTLS decides on a TLS connection by its SNI and, if it is
 // admitted, joins it to the name's server as it is: the proxy never sees
-// inside.
-func (p *Proxy) tunnelTLS(c *conn) {
+// inside. It reports whether the relay took the connection.
+func (p *Proxy) tunnelTLS(c *conn) bool {
 	name, hello, err := serverName(c)
 	if err != nil {
 		c.Close()
-		return
+		return false
 	}
 	_ = c.SetReadDeadline(time.Time{})
 	addrs, d, err := p.route(c.sb, "sni", name, c.dst)
 	if err != nil {
 		c.Close() // a TLS client sees the connection closed
-		return
+		return false
 	}
 	if name != "" && p.opts.CA != nil && c.sb.Policy.TransformFor(name) != nil {
 		p.terminate(c, name, hello)
-		return
+		return false
 	}
 	p.audit.record(c.sb, d)
 	defer c.Close()
@@ -76,7 +76,7 @@ func (p *Proxy) tunnelTLS(c *conn) {
 	up, err := dial(ctx, addrs)
 	cancel()
 	if err != nil {
-		return
+		return false
 	}
 	defer up.Close()
 	// The sandbox's bytes read ahead and not yet replayed go first; then
@@ -89,9 +89,13 @@ func (p *Proxy) tunnelTLS(c *conn) {
 		from = c.Conn
 	}
 	if _, err := up.Write(hello); err != nil {
-		return
+		return false
+	}
+	if from == c.Conn && p.relay != nil && p.relay.join(c.Conn, up, p.release) == nil {
+		return true
 	}
 	splice(readWriter{from, c.Conn}, up)
+	return false
 }
 
 // readWriter is a connection's read and write sides, apart.
