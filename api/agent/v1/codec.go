@@ -4,20 +4,18 @@ import (
 	"fmt"
 
 	"google.golang.org/grpc/encoding"
-	// The proto codec registers itself: Codec's Marshal is its.
-	_ "google.golang.org/grpc/encoding/proto"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
 
 // Codec is gRPC's proto codec for the agent connection, on both sides,
-// with a cheaper Unmarshal (issue 46: 5): a message that came in several
-// HTTP/2 frames is gathered into a buffer of its own size, where gRPC's
-// takes one from its pool's tier (1 MiB for anything over 32 KiB) and
-// zeroes the whole of it first: for a port's 64 KiB messages, 16 times the
-// bytes, a fifth of the daemon's CPU in a preview transfer. The wire is
-// the same ("proto").
+// cheaper (issue 46: 5): messages are marshaled into, and a message that
+// came in several HTTP/2 frames is gathered into, Pool's buffers, which
+// are not zeroed first (gRPC's default pool zeroed a 1 MiB tier for each
+// 64 KiB port message, a fifth of the daemon's CPU in a preview
+// transfer); a large output event or port message shares its buffer
+// (aliasData). The wire is the same ("proto").
 var Codec encoding.CodecV2 = codec{}
 
 type codec struct{}
@@ -25,7 +23,27 @@ type codec struct{}
 func (codec) Name() string { return "proto" }
 
 func (codec) Marshal(v any) (mem.BufferSlice, error) {
-	return encoding.GetCodecV2("proto").Marshal(v)
+	m, ok := v.(proto.Message)
+	if !ok {
+		return nil, fmt.Errorf("agent codec: %T is not a proto message", v)
+	}
+	size := proto.Size(m)
+	if mem.IsBelowBufferPoolingThreshold(size) {
+		b, err := proto.MarshalOptions{UseCachedSize: true}.Marshal(m)
+		return mem.BufferSlice{mem.SliceBuffer(b)}, err
+	}
+	// Into Pool's buffer, written in full, as gRPC's proto codec does
+	// into its zeroed ones.
+	buf := Pool.Get(size)
+	b, err := proto.MarshalOptions{UseCachedSize: true}.MarshalAppend((*buf)[:0], m)
+	if err != nil || len(b) != size {
+		Pool.Put(buf)
+		if err == nil {
+			err = fmt.Errorf("agent codec: %T changed while marshaled", v)
+		}
+		return nil, err
+	}
+	return mem.BufferSlice{mem.NewBuffer(buf, Pool)}, nil
 }
 
 func (codec) Unmarshal(data mem.BufferSlice, v any) error {
@@ -42,21 +60,14 @@ func (codec) Unmarshal(data mem.BufferSlice, v any) error {
 			return nil
 		}
 	}
-	switch {
-	case len(data) == 1:
+	if len(data) == 1 {
 		return proto.Unmarshal(data[0].ReadOnlyData(), m)
-	case data.Len() > pooledAbove:
-		// Past the pool's largest tier its buffers are reused as they
-		// are: a 1 MiB output chunk makes no garbage there.
-		buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
-		defer buf.Free()
-		return proto.Unmarshal(buf.ReadOnlyData(), m)
 	}
-	return proto.Unmarshal(data.Materialize(), m)
+	// proto.Unmarshal copies what it keeps: the buffer goes back after.
+	buf := data.MaterializeToBuffer(Pool)
+	defer buf.Free()
+	return proto.Unmarshal(buf.ReadOnlyData(), m)
 }
-
-// pooledAbove is the size of gRPC's default pool's largest tier.
-const pooledAbove = 1 << 20
 
 // aliasAbove is the size past which a ProcessEvent's output or a
 // DialMessage's data shares the message's buffer instead of being copied

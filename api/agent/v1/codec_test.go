@@ -91,3 +91,44 @@ func TestCodecDataOutlivesGRPCBuffers(t *testing.T) {
 		t.Fatal("decoded data changed with gRPC's buffers")
 	}
 }
+
+// TestPoolTiers checks that Pool hands out buffers of the length asked,
+// takes back only its own tiers' and allocates past the largest.
+func TestPoolTiers(t *testing.T) {
+	for _, n := range []int{0, 1, 255, 256, 257, 16 << 10, 1<<20 + 20, 2 << 20, 2<<20 + 1} {
+		b := Pool.Get(n)
+		if len(*b) != n {
+			t.Fatalf("Get(%d) has length %d", n, len(*b))
+		}
+		if n <= 2<<20 && cap(*b)&(cap(*b)-1) != 0 {
+			t.Fatalf("Get(%d) has capacity %d, not a tier", n, cap(*b))
+		}
+		Pool.Put(b)
+	}
+	odd := make([]byte, 1000)
+	Pool.Put(&odd) // not a tier's: dropped
+	if b := Pool.Get(1000); cap(*b) != 1024 {
+		t.Fatalf("Get(1000) has capacity %d, want 1024", cap(*b))
+	}
+}
+
+// TestCodecMarshalsAsProto checks Codec's Marshal against proto's.
+func TestCodecMarshalsAsProto(t *testing.T) {
+	for _, m := range []proto.Message{
+		&DialMessage{Port: 1},
+		&ProcessEvent{Event: &ProcessEvent_Output{Output: &Output{Offset: 3, Data: bytes.Repeat([]byte{1}, 1<<20)}}},
+	} {
+		want, err := proto.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := Codec.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.Materialize(), want) {
+			t.Fatalf("%T marshaled differently", m)
+		}
+		got.Free()
+	}
+}
