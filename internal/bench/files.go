@@ -119,6 +119,39 @@ func fsSmall(ctx context.Context, e *env) (Result, error) {
 	return res, err
 }
 
+// fsSmallRaw is fsSmall through the file routes (PUT then GET
+// /v1/sandboxes/{id}/files), which carry the bytes raw both ways, as
+// Docker's archive API does (issue 46: 5).
+func fsSmallRaw(ctx context.Context, e *env) (Result, error) {
+	data := randomBytes(smallFileSize)
+	path := smallFileDir + "/" + smallFileName
+	var samples []time.Duration
+	err := e.withSandbox(ctx, func(id string) error {
+		var err error
+		samples, err = e.repeat(ctx, func(ctx context.Context) (time.Duration, error) {
+			start := time.Now()
+			if _, err := e.c.Upload(ctx, api.FsUploadRequest{SandboxID: id, Path: path}, bytes.NewReader(data)); err != nil {
+				return 0, fmt.Errorf("uploading %s: %w", path, err)
+			}
+			_, rc, err := e.c.Download(ctx, api.FsDownloadRequest{SandboxID: id, Path: path})
+			if err != nil {
+				return 0, fmt.Errorf("downloading %s: %w", path, err)
+			}
+			got, err := io.ReadAll(rc)
+			rc.Close()
+			d := time.Since(start)
+			if err != nil || !bytes.Equal(got, data) {
+				return 0, fmt.Errorf("downloading %s: %d bytes back differ from the %d written (%v)", path, len(got), len(data), err)
+			}
+			return d, nil
+		})
+		return err
+	})
+	res := latencyResult(samples)
+	res.Note = "the same file as fs-1mib's, its bytes raw both ways (PUT, then GET, /v1/sandboxes/{id}/files); × vs docker against fs-1mib's docker cp"
+	return res, err
+}
+
 // fsStream times an upload then a download of StreamBytes in one sandbox.
 func fsStream(ctx context.Context, e *env) (Result, error) {
 	size := e.opts.StreamBytes
