@@ -20,6 +20,7 @@ import (
 	"github.com/hashicorp/yamux"
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/keepalive"
 
 	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
@@ -105,6 +106,7 @@ func (s *Server) Serve(ctx context.Context, conn io.ReadWriteCloser) error {
 		grpc.WriteBufferSize(agentv1.BufferBytes),
 		grpc.ReadBufferSize(agentv1.BufferBytes),
 		grpc.ForceServerCodecV2(agentv1.Codec),
+		experimental.BufferPool(agentv1.Pool),
 		// Fs calls run as the user the host names (fsuser.go).
 		grpc.ChainUnaryInterceptor(fsUserUnary),
 		grpc.ChainStreamInterceptor(fsUserStream),

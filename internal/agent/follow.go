@@ -18,6 +18,11 @@ type reader struct {
 	// at is the next offset to send of each stream; guarded by proc.mu.
 	at    [2]int64
 	limit int64
+	// buf holds the chunk being sent, reused for the next: a send has
+	// marshaled the event when it returns (gRPC's Send encodes it before,
+	// and the agent has no stats handler that would keep it), so each
+	// MiB streamed is not a new allocation for the sandbox's GC.
+	buf []byte
 }
 
 // heldBackLocked reports whether writing n bytes to stream s would push
@@ -93,10 +98,11 @@ func (p *proc) nextLocked(rd *reader, first int) (*agentv1.Output, int) {
 		if n <= 0 {
 			continue
 		}
-		data, at := p.out[s].read(rd.at[s], n)
+		data, at := p.out[s].readInto(rd.buf, rd.at[s], n)
 		if len(data) == 0 {
 			continue
 		}
+		rd.buf = data
 		out := &agentv1.Output{Stream: streamOf[s], Offset: at, Data: data, Dropped: at - rd.at[s]}
 		rd.at[s] = at + int64(len(data))
 		return out, s

@@ -52,12 +52,22 @@ func (r *ring) write(b []byte) {
 // held when from is older, and returns them with their offset. from must
 // not be past end.
 func (r *ring) read(from int64, limit int) ([]byte, int64) {
+	return r.readInto(nil, from, limit)
+}
+
+// readInto is read into dst's memory when it holds them, else a new
+// buffer.
+func (r *ring) readInto(dst []byte, from int64, limit int) ([]byte, int64) {
 	at := max(from, r.start())
 	n := int(min(r.end-at, int64(limit)))
 	if n <= 0 {
 		return nil, at
 	}
-	out := make([]byte, n)
+	out := dst[:0]
+	if cap(out) < n {
+		out = make([]byte, n)
+	}
+	out = out[:n]
 	if len(r.buf) < r.size {
 		copy(out, r.buf[at:])
 		return out, at

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/status"
 
 	agentv1 "github.com/hutch-dev/hutch/api/agent/v1"
@@ -162,6 +163,7 @@ func Dial(conn io.ReadWriteCloser, opts Options) (*Client, error) {
 		grpc.WithInitialWindowSize(agentv1.WindowBytes),
 		grpc.WithInitialConnWindowSize(agentv1.WindowBytes),
 		grpc.WithWriteBufferSize(agentv1.BufferBytes),
+		experimental.WithBufferPool(agentv1.Pool),
 		// Keep the one connection for the life of the sandbox.
 		grpc.WithIdleTimeout(0),
 		// A failed attempt means the agent is late or the session is gone

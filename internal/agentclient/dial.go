@@ -81,6 +81,46 @@ func (d *dialConn) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// WriteTo writes each message's bytes to w as they come, until the end
+// of the connection (nil) or an error: io.Copy from the connection makes
+// one write per message (up to 256 KiB), not one per 32 KiB of its own
+// buffer, and copies nothing.
+func (d *dialConn) WriteTo(w io.Writer) (int64, error) {
+	var written int64
+	for {
+		d.rmu.Lock()
+		b := d.buf
+		d.buf = nil
+		if len(b) == 0 && d.err == nil {
+			msg, err := d.stream.Recv()
+			switch {
+			case errors.Is(err, io.EOF):
+				d.err = io.EOF
+			case err != nil:
+				d.err = fmt.Errorf("port %d: %w", d.port, err)
+			default:
+				b = msg.GetData()
+			}
+		}
+		err := d.err
+		d.rmu.Unlock()
+		if len(b) > 0 {
+			n, werr := w.Write(b)
+			written += int64(n)
+			if werr != nil {
+				return written, werr
+			}
+			continue
+		}
+		if err == io.EOF {
+			return written, nil
+		}
+		if err != nil {
+			return written, err
+		}
+	}
+}
+
 func (d *dialConn) Write(p []byte) (int, error) {
 	d.wmu.Lock()
 	defer d.wmu.Unlock()

@@ -89,34 +89,61 @@ func checkStream(r io.Reader, size int64, crc uint32) error {
 func fsSmall(ctx context.Context, e *env) (Result, error) {
 	data := randomBytes(smallFileSize)
 	b64 := base64.StdEncoding.EncodeToString(data)
+	res, err := e.smallFileRoundTrips(ctx, data, func(ctx context.Context, id, path string, _ []byte) ([]byte, error) {
+		if _, err := e.c.FsWrite(ctx, api.FsWriteRequest{SandboxID: id, Path: path, ContentB64: &b64}); err != nil {
+			return nil, fmt.Errorf("writing %s: %w", path, err)
+		}
+		r, err := e.c.FsRead(ctx, api.FsReadRequest{SandboxID: id, Path: path})
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", path, err)
+		}
+		if r.ContentB64 == nil {
+			return nil, fmt.Errorf("reading %s: no content in the answer (size %d)", path, r.Size)
+		}
+		return base64.StdEncoding.DecodeString(*r.ContentB64)
+	})
+	res.Note = "1 MiB − 1 byte of random data, base64 in JSON both ways (sandbox::fs::read returns content only for files under 1 MiB)"
+	return res, err
+}
+
+// fsSmallRaw is fsSmall through the file routes (PUT then GET
+// /v1/sandboxes/{id}/files), which carry the bytes raw both ways, as
+// Docker's archive API does (issue 46: 5).
+func fsSmallRaw(ctx context.Context, e *env) (Result, error) {
+	res, err := e.smallFileRoundTrips(ctx, randomBytes(smallFileSize), func(ctx context.Context, id, path string, data []byte) ([]byte, error) {
+		if _, err := e.c.Upload(ctx, api.FsUploadRequest{SandboxID: id, Path: path}, bytes.NewReader(data)); err != nil {
+			return nil, fmt.Errorf("uploading %s: %w", path, err)
+		}
+		_, rc, err := e.c.Download(ctx, api.FsDownloadRequest{SandboxID: id, Path: path})
+		if err != nil {
+			return nil, fmt.Errorf("downloading %s: %w", path, err)
+		}
+		defer rc.Close()
+		return io.ReadAll(rc)
+	})
+	res.Note = "the same file as fs-1mib's, its bytes raw both ways (PUT, then GET, /v1/sandboxes/{id}/files); × vs docker against fs-1mib's docker cp"
+	return res, err
+}
+
+// smallFileRoundTrips times roundTrip, which writes data to path in
+// sandbox id and reads it back, in one sandbox, and checks the bytes.
+func (e *env) smallFileRoundTrips(ctx context.Context, data []byte, roundTrip func(ctx context.Context, id, path string, data []byte) ([]byte, error)) (Result, error) {
 	path := smallFileDir + "/" + smallFileName
 	var samples []time.Duration
 	err := e.withSandbox(ctx, func(id string) error {
 		var err error
 		samples, err = e.repeat(ctx, func(ctx context.Context) (time.Duration, error) {
 			start := time.Now()
-			if _, err := e.c.FsWrite(ctx, api.FsWriteRequest{SandboxID: id, Path: path, ContentB64: &b64}); err != nil {
-				return 0, fmt.Errorf("writing %s: %w", path, err)
-			}
-			r, err := e.c.FsRead(ctx, api.FsReadRequest{SandboxID: id, Path: path})
-			if err != nil {
-				return 0, fmt.Errorf("reading %s: %w", path, err)
-			}
-			if r.ContentB64 == nil {
-				return 0, fmt.Errorf("reading %s: no content in the answer (size %d)", path, r.Size)
-			}
-			got, err := base64.StdEncoding.DecodeString(*r.ContentB64)
+			got, err := roundTrip(ctx, id, path, data)
 			d := time.Since(start)
-			if err != nil || !bytes.Equal(got, data) {
-				return 0, fmt.Errorf("reading %s: %d bytes back differ from the %d written (%v)", path, len(got), len(data), err)
+			if err == nil && !bytes.Equal(got, data) {
+				err = fmt.Errorf("reading %s: %d bytes back differ from the %d written", path, len(got), len(data))
 			}
-			return d, nil
+			return d, err
 		})
 		return err
 	})
-	res := latencyResult(samples)
-	res.Note = "1 MiB − 1 byte of random data, base64 in JSON both ways (sandbox::fs::read returns content only for files under 1 MiB)"
-	return res, err
+	return latencyResult(samples), err
 }
 
 // fsStream times an upload then a download of StreamBytes in one sandbox.

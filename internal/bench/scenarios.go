@@ -47,6 +47,7 @@ const (
 	NameE2BCreate      = "e2b-create"
 	NameE2BForkExec    = "e2b-fork-exec" // issue 40
 	NameCreateMixed    = "create-mixed"  // issue 46: 3
+	NameFsSmallRaw     = "fs-1mib-raw"   // issue 46: 5
 	// The runtime scenarios measure in each runtime of Options.Runtimes;
 	// their results are named <scenario>/<runtime>.
 	NameRuntimeReady  = "runtime-ready"
@@ -101,6 +102,7 @@ var Scenarios = []Scenario{
 	{Name: NameExecThroughput, Title: "exec throughput", run: execThroughput, baselines: []baseline{dockerThroughput}},
 	{Name: NameEvents, Title: "exec throughput, SSE subscriber and webhook attached", run: eventsOverhead},
 	{Name: NameFsSmall, Title: "fs write+read 1 MiB (sandbox::fs::write/read)", run: fsSmall, baselines: []baseline{dockerFsSmall}},
+	{Name: NameFsSmallRaw, Title: "fs write+read 1 MiB (PUT/GET files, raw bytes)", run: fsSmallRaw, dockerOf: NameFsSmall}, // issue 46: 5
 	{Name: NameFsStream, Title: "streamed upload+download (PUT/GET files)", run: fsStream, baselines: []baseline{dockerFsStream}},
 	{Name: NameStreamLatency, Title: "streamed exec: line written → client (HTTP)", run: streamLatency},
 	{Name: NamePtyEcho, Title: "PTY echo round trip through cat (WebSocket)", run: ptyEcho},

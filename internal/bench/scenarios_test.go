@@ -227,7 +227,7 @@ func TestRun(t *testing.T) {
 	// no warm pool), no engine WebSocket and no processes of its
 	// sandboxes; Docker and runsc are not given, so every baseline is
 	// skipped.
-	noFs := []string{NameEvents, NameInterpCell, NameContextCreate, NamePreview, NamePreviewRate, NameVolumeWrite, NameFsSmall, NameFsStream, NameStreamLatency, NamePtyEcho, NameStreamRate, NameProcessList, NamePauseResume, NameSnapshot, NameRestoreExec, NameForkExec, NameHibernated,
+	noFs := []string{NameEvents, NameInterpCell, NameContextCreate, NamePreview, NamePreviewRate, NameVolumeWrite, NameFsSmall, NameFsSmallRaw, NameFsStream, NameStreamLatency, NamePtyEcho, NameStreamRate, NameProcessList, NamePauseResume, NameSnapshot, NameRestoreExec, NameForkExec, NameHibernated,
 		NameTemplateRebuild, NameTemplateHTTP} // no template functions (issue 39)
 	// The runtime scenarios run in the daemon's default runtime, which the
 	// fake does not name.

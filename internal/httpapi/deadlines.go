@@ -87,9 +87,3 @@ func (p *progressWriter) Write(b []byte) (int, error) {
 	_ = p.rc.SetWriteDeadline(time.Now().Add(p.timeout))
 	return p.w.Write(b)
 }
-
-// WriteString writes an output chunk's text without a copy to bytes.
-func (p *progressWriter) WriteString(s string) (int, error) {
-	_ = p.rc.SetWriteDeadline(time.Now().Add(p.timeout))
-	return io.WriteString(p.w, s)
-}

@@ -229,6 +229,7 @@ func (p *previewAnswer) stream(w http.ResponseWriter, _ io.Writer) int {
 		},
 		Transport:     p.transport,
 		FlushInterval: -1, // stream the answer as it comes
+		BufferPool:    proxyBuffers,
 		ModifyResponse: func(res *http.Response) error {
 			dropSetPreviewCookie(res.Header)
 			res.Header.Set("Content-Security-Policy", p.csp)
@@ -326,6 +327,30 @@ func (f *forwardSession) stream(w http.ResponseWriter, _ io.Writer) int {
 	_, _ = io.Copy(nc, f.conn)
 	ws.Close(websocket.StatusNormalClosure, "")
 	return http.StatusSwitchingProtocols
+}
+
+// proxyBuffers are the preview proxy's copy buffers (issue 46: 5): a port
+// message carries up to 256 KiB, which httputil's 32 KiB buffer took
+// in eight reads and eight flushed writes to the client.
+var proxyBuffers httputil.BufferPool = &bufferPool{size: 256 << 10}
+
+type bufferPool struct {
+	size int
+	p    sync.Pool
+}
+
+func (b *bufferPool) Get() []byte {
+	if buf, ok := b.p.Get().(*[]byte); ok {
+		return *buf
+	}
+	return make([]byte, b.size)
+}
+
+func (b *bufferPool) Put(buf []byte) {
+	if cap(buf) == b.size {
+		buf = buf[:b.size]
+		b.p.Put(&buf)
+	}
 }
 
 // Kept-alive connections to ports: each reached port has a transport of
