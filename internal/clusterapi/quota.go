@@ -73,12 +73,12 @@ func (a *API) ensureQuota(ctx context.Context, client kubernetes.Interface, ns, 
 	case ours == nil:
 		q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: QuotaName, Namespace: ns, Labels: map[string]string{kubenode.LabelAPI: "true"}},
 			Spec: corev1.ResourceQuotaSpec{Hard: hard}}
-		if ours, err = quotas.Create(ctx, q, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		if _, err := quotas.Create(ctx, q, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return apiError("setting the quota of "+ns, err)
 		}
 	case !sameHard(ours.Spec.Hard, hard):
 		ours.Spec.Hard = hard
-		if ours, err = quotas.Update(ctx, ours, metav1.UpdateOptions{}); err != nil {
+		if _, err := quotas.Update(ctx, ours, metav1.UpdateOptions{}); err != nil {
 			return apiError("updating the quota of "+ns, err)
 		}
 	}
