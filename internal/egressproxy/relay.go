@@ -286,16 +286,11 @@ func (t *tunnel) index(fd int32) int {
 func (d *direction) pump() error {
 	for reads := 0; !d.shut; {
 		if d.buffered > 0 {
-			n, err := unix.Splice(d.pipe[0], nil, d.dst, nil, d.buffered, unix.SPLICE_F_MOVE|unix.SPLICE_F_NONBLOCK)
-			switch {
-			case errors.Is(err, unix.EAGAIN):
-				return nil
-			case errors.Is(err, unix.EINTR):
-			case err != nil:
+			n, blocked, err := spliceFD(d.pipe[0], d.dst, d.buffered)
+			if blocked || err != nil {
 				return err
-			default:
-				d.buffered -= int(n)
 			}
+			d.buffered -= n
 			continue
 		}
 		if d.eof {
@@ -306,20 +301,34 @@ func (d *direction) pump() error {
 			return nil
 		}
 		reads++
-		n, err := unix.Splice(d.src, nil, d.pipe[1], nil, relayChunk, unix.SPLICE_F_MOVE|unix.SPLICE_F_NONBLOCK)
+		n, blocked, err := spliceFD(d.src, d.pipe[1], relayChunk)
 		switch {
-		case errors.Is(err, unix.EAGAIN):
-			return nil
-		case errors.Is(err, unix.EINTR):
-		case err != nil:
+		case blocked || err != nil:
 			return err
 		case n == 0:
 			d.eof = true
 		default:
-			d.buffered += int(n)
+			d.buffered += n
 		}
 	}
 	return nil
+}
+
+// spliceFD moves up to n bytes from fd src to fd dst without blocking, again
+// after an interruption; blocked when either would block.
+func spliceFD(src, dst, n int) (moved int, blocked bool, err error) {
+	for {
+		m, err := unix.Splice(src, nil, dst, nil, n, unix.SPLICE_F_MOVE|unix.SPLICE_F_NONBLOCK)
+		switch {
+		case errors.Is(err, unix.EINTR):
+			continue
+		case errors.Is(err, unix.EAGAIN):
+			return 0, true, nil
+		case err != nil:
+			return 0, false, err
+		}
+		return int(m), false, nil
+	}
 }
 
 // end closes t's sockets and pipes and releases its slot.
