@@ -220,10 +220,7 @@ func TestClusterAPI(t *testing.T) {
 		// files go through A's envd routes (forwarded to B whole, where
 		// the access token A gave is good), its kill stops the sandbox.
 		nodeBin := testutil.RequiresBinary(t, "node")
-		modules := filepath.Join(testutil.RepoRoot(), "conformance", "node_modules")
-		if _, err := os.Stat(filepath.Join(modules, "e2b", "package.json")); err != nil {
-			t.Fatalf("the e2b package is not installed (npm ci in conformance/): %v", err)
-		}
+		modules := testutil.NodeModules(t, "conformance", filepath.Join("e2b", "package.json"))
 		script := `const { Sandbox } = require('e2b')
 ;(async () => {
   const sbx = await Sandbox.create({ timeoutMs: 300000 })

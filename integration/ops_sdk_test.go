@@ -34,14 +34,8 @@ console.log(shown, 'exit', code)
 func sdkTerminals(t *testing.T, sock, httpsURL, caCert, token string) {
 	t.Helper()
 	node := testutil.RequiresBinary(t, "node")
+	testutil.NodeModules(t, filepath.Join("sdk", "typescript"), "ws")
 	sdk := filepath.Join(testutil.RepoRoot(), "sdk", "typescript")
-	if _, err := os.Stat(filepath.Join(sdk, "node_modules", "ws")); err != nil {
-		npm := exec.Command(testutil.RequiresBinary(t, "npm"), "ci", "--ignore-scripts", "--no-audit", "--no-fund")
-		npm.Dir = sdk
-		if out, err := npm.CombinedOutput(); err != nil {
-			t.Fatalf("npm ci in the SDK: %v\n%s", err, out)
-		}
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	local := client.NewUnix(sock, "")

@@ -79,6 +79,24 @@ func RequiresBinary(t testing.TB, name string) string {
 	return p
 }
 
+// NodeModules makes sure dir (a folder of the repository with a
+// package-lock.json) has its npm packages, installing them with `npm ci`
+// when probe (a path under node_modules) is missing, as `make conformance`
+// does; it returns dir's node_modules.
+func NodeModules(t testing.TB, dir, probe string) string {
+	t.Helper()
+	modules := filepath.Join(RepoRoot(), dir, "node_modules")
+	if _, err := os.Stat(filepath.Join(modules, probe)); err == nil {
+		return modules
+	}
+	npm := exec.Command(RequiresBinary(t, "npm"), "ci", "--ignore-scripts", "--no-audit", "--no-fund")
+	npm.Dir = filepath.Join(RepoRoot(), dir)
+	if out, err := npm.CombinedOutput(); err != nil {
+		t.Fatalf("npm ci in %s: %v\n%s", dir, err, out)
+	}
+	return modules
+}
+
 // RequiresIntegration skips t unless the host can boot real sandboxes:
 // root, a runsc binary (bin/runsc or $HUTCH_RUNSC) and mmdebstrap for presets.
 func RequiresIntegration(t testing.TB) {
