@@ -219,11 +219,14 @@ func TestClusterAPI(t *testing.T) {
 		// The stock e2b package: its create lands on B, its command and
 		// files go through A's envd routes (forwarded to B whole, where
 		// the access token A gave is good), its kill stops the sandbox.
+		// It asks for the python image: the nodes run in network
+		// namespaces that cannot reach Debian's mirror, and in a fresh
+		// image cache only the images earlier tests built are there.
 		nodeBin := testutil.RequiresBinary(t, "node")
 		modules := testutil.NodeModules(t, "conformance", filepath.Join("e2b", "package.json"))
 		script := `const { Sandbox } = require('e2b')
 ;(async () => {
-  const sbx = await Sandbox.create({ timeoutMs: 300000 })
+  const sbx = await Sandbox.create('python', { timeoutMs: 300000 })
   try {
     const r = await sbx.commands.run('echo e2b-ok; echo err >&2')
     await sbx.files.write('/tmp/e2b-file', 'written through A')
