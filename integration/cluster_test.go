@@ -400,9 +400,12 @@ func TestCluster(t *testing.T) {
 		}
 		// The adopted Pods are deleted here: the node's daemon, stopped by
 		// SIGTERM at the test's end, would leave them to a restart for
-		// the grace (TestClusterReattachSIGTERM tests that).
+		// the grace (TestClusterReattachSIGTERM tests that). With an hour's
+		// grace period they leave the API only if their node removes them
+		// once their sandboxes stopped, as a kubelet does.
+		hour := int64(3600)
 		for _, name := range kept {
-			if err := kc.CoreV1().Pods(clusterNS).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			if err := kc.CoreV1().Pods(clusterNS).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &hour}); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -15,7 +15,9 @@ import (
 	vkerrdefs "github.com/virtual-kubelet/virtual-kubelet/errdefs"
 	"github.com/virtual-kubelet/virtual-kubelet/node/nodeutil"
 	corev1 "k8s.io/api/core/v1"
+	k8serrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -546,7 +548,25 @@ func (p *provider) DeletePod(ctx context.Context, k *corev1.Pod) error {
 	delete(p.pods, ko)
 	delete(p.bySb, pd.sandbox)
 	p.mu.Unlock()
+	go p.removeFromAPI(k.Namespace, k.Name, k.UID)
 	return nil
+}
+
+// removeFromAPI deletes a Pod whose sandbox is gone from the API at once,
+// as a kubelet does once its containers stopped: virtual-kubelet would
+// leave it Terminating for its whole grace period (30 s by default). The
+// UID precondition spares a Pod made again under the same name.
+func (p *provider) removeFromAPI(ns, name string, uid types.UID) {
+	if p.client == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := p.client.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{
+		GracePeriodSeconds: new(int64), Preconditions: &metav1.Preconditions{UID: &uid}})
+	if err != nil && !k8serrors.IsNotFound(err) && !k8serrors.IsConflict(err) {
+		p.log.Warn("deleting a stopped Pod from the API; it goes after its grace period", "pod", key(ns, name), "err", err)
+	}
 }
 
 // GetPod is the Pod as hutch runs it.
