@@ -5,20 +5,17 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/hutch-dev/hutch/internal/testutil"
+
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/codes"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
 // TestPhaseSpans: a start's step is a span, a child of the caller's,
 // ended once with the step's error (issue 46: where a restore's time
 // goes); runsc's step is named for the command.
 func TestPhaseSpans(t *testing.T) {
-	rec := tracetest.NewSpanRecorder()
-	prev := otel.GetTracerProvider()
-	otel.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
-	t.Cleanup(func() { otel.SetTracerProvider(prev) })
+	rec := testutil.RecordSpans(t)
 
 	ctx, parent := otel.Tracer("test").Start(context.Background(), "sandbox.boot")
 	ok := phase(ctx, runscPhase("/snap"))

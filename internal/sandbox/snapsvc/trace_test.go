@@ -3,10 +3,10 @@ package snapsvc
 import (
 	"testing"
 
-	"go.opentelemetry.io/otel"
+	"github.com/hutch-dev/hutch/internal/testutil"
+
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/hutch-dev/hutch/api"
 	"github.com/hutch-dev/hutch/internal/errdefs"
@@ -16,10 +16,7 @@ import (
 // sandbox.checkpoint span, ended with the fork's error (issue 46: where a
 // fork's time goes).
 func TestForkSpans(t *testing.T) {
-	rec := tracetest.NewSpanRecorder()
-	prev := otel.GetTracerProvider()
-	otel.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
-	t.Cleanup(func() { otel.SetTracerProvider(prev) })
+	rec := testutil.RecordSpans(t)
 
 	s, core := onFake(t, t.TempDir(), 10)
 	sb := checkpointable(core, "alice", 10)
