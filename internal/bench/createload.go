@@ -242,6 +242,14 @@ func (e *env) ratedCreates(rate float64, dur time.Duration) (*client.Client, int
 	return c, n, nil
 }
 
+// pooledLoad is the row of n paced creates against the pool: load says
+// their rate, lat and took are pacedCreates' answer, fromPool the pool's
+// hits.
+func pooledLoad(load string, n int, lat []time.Duration, took time.Duration, fromPool int) CreateLoad {
+	return CreateLoad{Load: load, Pool: true, Creates: n, ElapsedMs: ms(took),
+		PerSec: float64(n) / took.Seconds(), FromPool: fromPool, Latency: Summarize(lat)}
+}
+
 // pacedCreates issues n creates of reqOf(i) on c at rate per second, each
 // followed by an exec of true and a stop, and returns their latencies and
 // the time from the first issue to the last answer.
@@ -279,14 +287,6 @@ func createSteady(ctx context.Context, e *env) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	l := CreateLoad{
-		Load:      fmt.Sprintf("%g/s for %s", e.opts.SteadyRate, e.opts.SteadyDuration),
-		Pool:      true,
-		Creates:   n,
-		ElapsedMs: ms(took),
-		PerSec:    float64(n) / took.Seconds(),
-		FromPool:  int(after - before),
-		Latency:   Summarize(lat),
-	}
+	l := pooledLoad(fmt.Sprintf("%g/s for %s", e.opts.SteadyRate, e.opts.SteadyDuration), n, lat, took, int(after-before))
 	return Result{Loads: []CreateLoad{l}, Note: "the daemon's default pool (sized by demand), at rest at the start; each sandbox is stopped once its exec answered"}, nil
 }

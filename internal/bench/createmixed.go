@@ -96,15 +96,7 @@ func createMixed(ctx context.Context, e *env) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	l := CreateLoad{
-		Load:      fmt.Sprintf("%g/s for %s over %d shapes × %d images", e.opts.MixedRate, e.opts.MixedDuration, len(mixedShapes), len(images)),
-		Pool:      true,
-		Creates:   n,
-		ElapsedMs: ms(took),
-		PerSec:    float64(n) / took.Seconds(),
-		FromPool:  int(after - before),
-		Latency:   Summarize(lat),
-	}
+	l := pooledLoad(fmt.Sprintf("%g/s for %s over %d shapes × %d images", e.opts.MixedRate, e.opts.MixedDuration, len(mixedShapes), len(images)), n, lat, took, int(after-before))
 	shapes := make([]string, len(mixedShapes))
 	for i, s := range mixedShapes {
 		shapes[i] = fmt.Sprintf("%d cpu %d MiB", s.CPUs, s.MemoryMB)
